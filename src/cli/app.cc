@@ -1,0 +1,27 @@
+#include "cli/app.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/sim_command.h"
+
+namespace muster::cli {
+
+int RunMuster(int argc, char** argv) {
+  CLI::App app{"muster: a GPU cluster scheduler for ML training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "muster 0.1.0");
+  SimFlags sim_flags;
+  CLI::App* sim = AddSimCommand(app, sim_flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    // --help and --version exit 0; every other parse error is a usage error.
+    return code == 0 ? 0 : 2;
+  }
+  if (sim->parsed()) return RunSim(sim_flags);
+  return 2;
+}
+
+}  // namespace muster::cli

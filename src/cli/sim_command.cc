@@ -1,0 +1,95 @@
+#include "cli/sim_command.h"
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "common/quantity.h"
+#include "scheduler/policy_registry.h"
+#include "sim/report.h"
+#include "sim/simulator.h"
+
+namespace muster::cli {
+
+CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
+  CLI::App* sim = app.add_subcommand("sim", "Replay a job trace through the scheduler under a simulated clock");
+  sim->add_option("trace", f.trace, "Normalized trace CSV (job_id,submit_time,num_gpus,duration,...)")
+      ->required();
+  sim->add_option("--cluster", f.cluster_file, "Cluster YAML file (see docs/simulation.md)");
+  sim->add_option("--nodes", f.nodes, "Cluster as COUNTxGPUS, e.g. 80x8");
+  sim->add_option("--nodes-per-leaf", f.nodes_per_leaf, "Nodes under one leaf switch (with --nodes)");
+  sim->add_option("--leaves-per-spine", f.leaves_per_spine, "Leaves under one spine (with --nodes)");
+  sim->add_option("--gpu-type", f.gpu_type, "GPU type of the nodes (with --nodes)");
+  sim->add_flag("--single-pool", f.single_pool, "Treat all GPUs of a type as one pool");
+  sim->add_option("--policy", f.policy, "muster (default), fifo, fifo-skip or sjf");
+  sim->add_option("--time-limit-factor", f.time_limit_factor,
+                  "Each job's time limit is this factor x its duration (default 2)");
+  sim->add_option("--output,-o", f.output, "text (default) or json");
+  sim->add_option("--jobs-csv", f.jobs_csv, "Write one row per job to this file");
+  sim->add_option("--max-reservations", f.max_reservations, "Blocked jobs that get a reservation per cycle");
+  sim->add_option("--starvation-threshold", f.starvation_threshold,
+                  "Wait after which a job always gets a reservation (e.g. 8h)");
+  sim->add_option("--seed", f.seed, "Seed for every random choice (runtime noise)");
+  sim->add_option("--runtime-noise", f.runtime_noise,
+                  "Actual run time = duration x U(1-x, 1+x), in [0, 1)");
+  sim->add_option("--audit-every", f.audit_every, "Full invariant audit every N events (1 = every event)");
+  sim->add_option("--limit", f.limit, "Replay only the first N jobs by submit time");
+  return sim;
+}
+
+int RunSim(const SimFlags& f) {
+  auto fail = [](const Status& s) {
+    std::cerr << "muster sim: " << s.ToString() << "\n";
+    return 1;
+  };
+  if (f.output != "text" && f.output != "json") {
+    return fail(InvalidArgument("must be text or json, got \"" + f.output + "\"", "--output"));
+  }
+  if (f.cluster_file.empty() == f.nodes.empty()) {
+    return fail(InvalidArgument("give exactly one of --cluster FILE or --nodes COUNTxGPUS", "--nodes"));
+  }
+  auto cluster = f.cluster_file.empty()
+                     ? sim::ClusterFromFlags({f.nodes, f.nodes_per_leaf, f.leaves_per_spine, f.gpu_type})
+                     : sim::LoadClusterFile(f.cluster_file);
+  if (!cluster.ok()) return fail(cluster.status());
+  sim::ClusterDescription desc = f.single_pool ? sim::SinglePool(*cluster) : std::move(*cluster);
+
+  auto trace = sim::ReadTraceFile(f.trace);
+  if (!trace.ok()) return fail(trace.status());
+  if (f.limit > 0 && static_cast<size_t>(f.limit) < trace->size()) {
+    std::stable_sort(trace->begin(), trace->end(),
+                     [](const sim::TraceJob& a, const sim::TraceJob& b) { return a.submit_s < b.submit_s; });
+    trace->resize(f.limit);
+  }
+
+  sim::SimOptions opts;
+  opts.scheduler.policy = f.policy;
+  opts.scheduler.max_reservations = f.max_reservations;
+  opts.scheduler.explain = false;
+  auto threshold = ParseDuration(f.starvation_threshold);
+  if (!threshold.ok()) return fail(threshold.status().WithFieldPrefix("--starvation-threshold"));
+  opts.scheduler.starvation_threshold = *threshold;
+  opts.time_limit_factor = f.time_limit_factor;
+  opts.seed = f.seed;
+  opts.runtime_noise = f.runtime_noise;
+  opts.audit_every = f.audit_every;
+
+  auto result = sim::Simulate(*trace, desc, opts);
+  if (!result.ok()) return fail(result.status());
+
+  if (!f.jobs_csv.empty()) {
+    std::ofstream out(f.jobs_csv);
+    if (!out) return fail(NotFound("cannot write " + f.jobs_csv));
+    sim::WriteJobsCsv(*result, out);
+  }
+  if (f.output == "json") {
+    std::cout << sim::ReportJson(*result).dump(2) << "\n";
+  } else {
+    std::cout << "trace " << f.trace << "\n";
+    sim::WriteTextReport(*result, std::cout);
+  }
+  return 0;
+}
+
+}  // namespace muster::cli

@@ -1,0 +1,38 @@
+// `muster sim`: replay a trace through the scheduler (see sim/simulator.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace muster::cli {
+
+struct SimFlags {
+  std::string trace;
+  std::string cluster_file;
+  std::string nodes;
+  int64_t nodes_per_leaf = 0;
+  int64_t leaves_per_spine = 0;
+  std::string gpu_type = "gpu";
+  bool single_pool = false;
+  std::string policy = "muster";
+  double time_limit_factor = 2.0;
+  std::string output = "text";
+  std::string jobs_csv;
+  int32_t max_reservations = 8;
+  std::string starvation_threshold = "8h";
+  uint64_t seed = 1;
+  double runtime_noise = 0;
+  int64_t audit_every = 4096;
+  int64_t limit = 0;
+};
+
+// Registers the subcommand; `flags` must outlive the app.
+CLI::App* AddSimCommand(CLI::App& app, SimFlags& flags);
+// Runs it; returns the process exit code.
+int RunSim(const SimFlags& flags);
+
+}  // namespace muster::cli

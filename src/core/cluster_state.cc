@@ -1,0 +1,326 @@
+#include "core/cluster_state.h"
+
+#include <algorithm>
+#include <map>
+
+namespace muster::core {
+
+ClusterState::ClusterState(ClusterConfig config) : config_(std::move(config)) {
+  for (size_t i = 0; i < config_.priority_classes.size(); ++i) {
+    class_ids_[config_.priority_classes[i].name] = static_cast<int32_t>(i);
+  }
+}
+
+int32_t ClusterState::Intern(std::vector<std::string>& names,
+                             std::unordered_map<std::string, int32_t>& ids,
+                             const std::string& name) {
+  auto [it, inserted] = ids.try_emplace(name, static_cast<int32_t>(names.size()));
+  if (inserted) names.push_back(name);
+  return it->second;
+}
+
+StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
+  if (spec.name.empty()) return InvalidArgument("must not be empty", "name");
+  if (node_by_name_.count(spec.name)) {
+    return InvalidArgument("duplicate node name \"" + spec.name + "\"", "name");
+  }
+  if (!spec.capacity.IsNonNegative()) {
+    return InvalidArgument("must not be negative, got " + spec.capacity.ToString(), "capacity");
+  }
+  // A node without a leaf label is alone under its own leaf.
+  const std::string leaf = spec.topology.leaf.empty() ? "node:" + spec.name : spec.topology.leaf;
+  const size_t leaves_before = leaves_.size();
+  const int32_t leaf_id = Intern(leaves_, leaf_ids_, leaf);
+  const int32_t spine_id = Intern(spines_, spine_ids_, spec.topology.spine);
+  if (leaves_.size() > leaves_before) {
+    leaf_spine_.push_back(spine_id);
+  } else if (leaf_spine_[leaf_id] != spine_id) {
+    return InvalidArgument("leaf \"" + leaf + "\" is already under spine \"" +
+                               spines_[leaf_spine_[leaf_id]] + "\"",
+                           "topology.spine");
+  }
+  Node node;
+  node.spec = spec;
+  node.gpu_type = Intern(gpu_types_, gpu_type_ids_, spec.gpu_type);
+  node.leaf = leaf_id;
+  node.spine = spine_id;
+  node.free = spec.capacity;
+  const auto index = static_cast<NodeIndex>(nodes_.size());
+  nodes_.push_back(std::move(node));
+  node_by_name_[spec.name] = index;
+  ++nodes_version_;
+  return index;
+}
+
+Status ClusterState::SetSchedulable(NodeIndex node, bool schedulable) {
+  if (node < 0 || node >= static_cast<NodeIndex>(nodes_.size())) {
+    return NotFound("node index " + std::to_string(node));
+  }
+  if (nodes_[node].schedulable != schedulable) ++nodes_version_;
+  nodes_[node].schedulable = schedulable;
+  return Status::Ok();
+}
+
+StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
+  if (spec.replicas < 1) {
+    return InvalidArgument("must be >= 1, got " + std::to_string(spec.replicas), "replicas");
+  }
+  if (spec.per_replica.gpus < 0) {
+    return InvalidArgument("must be >= 0, got " + std::to_string(spec.per_replica.gpus),
+                           "resources.gpus");
+  }
+  if (spec.per_replica.cpu_milli < 0) return InvalidArgument("must be >= 0", "resources.cpus");
+  if (spec.per_replica.memory_bytes < 0) return InvalidArgument("must be >= 0", "resources.memory");
+  if (spec.time_limit <= Duration::Zero()) {
+    return InvalidArgument("must be positive, got " + spec.time_limit.ToString(), "timeLimit");
+  }
+  if (spec.priority_class.empty()) spec.priority_class = config_.default_priority_class;
+  auto cls = class_ids_.find(spec.priority_class);
+  if (cls == class_ids_.end()) {
+    std::string known;
+    for (const auto& c : config_.priority_classes) known += (known.empty() ? "" : ", ") + c.name;
+    return InvalidArgument("unknown priority class \"" + spec.priority_class + "\" (known: " +
+                               known + ")",
+                           "priority");
+  }
+  if (id == 0) id = next_id_;
+  if (id < 0) return InvalidArgument("must be positive", "id");
+  if (jobs_.count(id)) return Status(StatusCode::kAlreadyExists, "job " + std::to_string(id));
+  for (size_t i = 0; i < spec.dependencies.size(); ++i) {
+    const JobId dep = spec.dependencies[i].job;
+    if (dep == id || !jobs_.count(dep)) {
+      return InvalidArgument("unknown job " + std::to_string(dep),
+                             "dependencies[" + std::to_string(i) + "].job");
+    }
+  }
+  next_id_ = std::max(next_id_, id + 1);
+
+  PendingJob p;
+  p.id = id;
+  p.submit_time = submit_time;
+  p.priority_class = cls->second;
+  p.queue = Intern(queues_, queue_ids_, spec.queue);
+  p.replicas = spec.replicas;
+  p.per_replica = spec.per_replica;
+  if (spec.gpu_type.empty()) {
+    p.gpu_type = kAnyGpuType;
+  } else {
+    // A type no node has yet is interned all the same: the job is reported
+    // unschedulable until such a node joins.
+    p.gpu_type = Intern(gpu_types_, gpu_type_ids_, spec.gpu_type);
+  }
+  p.time_limit = spec.time_limit;
+  p.topology = spec.topology;
+  p.begin_time = spec.begin_time.value_or(Time::Zero());
+  p.held = spec.hold;
+  p.known_duration = spec.known_duration;
+  p.dependencies = spec.dependencies;
+
+  JobRecord rec;
+  rec.id = id;
+  rec.spec = std::move(spec);
+  rec.submit_time = submit_time;
+  rec.state = p.held ? JobState::kHeld : JobState::kPending;
+  job_states_[id] = rec.state;
+  jobs_.emplace(id, std::move(rec));
+  pending_pos_[id] = pending_.size();
+  pending_.push_back(std::move(p));
+  return id;
+}
+
+ClusterSnapshot ClusterState::Snapshot(Time now) const {
+  ClusterSnapshot s;
+  s.now = now;
+  s.nodes = nodes_;
+  s.nodes_version = nodes_version_;
+  s.num_gpu_types = static_cast<int32_t>(gpu_types_.size());
+  s.num_leaves = static_cast<int32_t>(leaves_.size());
+  s.num_spines = static_cast<int32_t>(spines_.size());
+  s.leaf_spine = leaf_spine_;
+  s.pending = pending_;
+  s.running_by_end = &running_by_end_;
+  s.running = &running_;
+  s.classes = config_.priority_classes;
+  s.job_states = &job_states_;
+  return s;
+}
+
+void ClusterState::RemovePending(JobId id) {
+  auto it = pending_pos_.find(id);
+  const size_t pos = it->second;
+  pending_pos_.erase(it);
+  if (pos + 1 != pending_.size()) {
+    pending_[pos] = std::move(pending_.back());
+    pending_pos_[pending_[pos].id] = pos;
+  }
+  pending_.pop_back();
+}
+
+Status ClusterState::Bind(const Binding& binding, Time now) {
+  auto pit = pending_pos_.find(binding.job);
+  if (pit == pending_pos_.end()) {
+    return FailedPrecondition("job " + std::to_string(binding.job) + " is not pending");
+  }
+  const PendingJob& p = pending_[pit->second];
+  if (p.held) return FailedPrecondition("job " + std::to_string(p.id) + " is held");
+  int32_t replicas = 0;
+  // Sum per node first: a binding may name a node twice.
+  std::map<NodeIndex, Resources> per_node;
+  for (const Allocation& a : binding.allocations) {
+    if (a.node < 0 || a.node >= static_cast<NodeIndex>(nodes_.size())) {
+      return InvalidArgument("unknown node index " + std::to_string(a.node), "allocations");
+    }
+    if (a.replicas < 1 || a.resources != p.per_replica * a.replicas) {
+      return InvalidArgument("allocation does not match the job's per-replica resources",
+                             "allocations");
+    }
+    const Node& n = nodes_[a.node];
+    if (p.per_replica.gpus > 0 && p.gpu_type != kAnyGpuType && n.gpu_type != p.gpu_type) {
+      return InvalidArgument("node " + n.spec.name + " has GPU type " + gpu_types_[n.gpu_type],
+                             "allocations");
+    }
+    replicas += a.replicas;
+    per_node[a.node] += a.resources;
+  }
+  if (replicas != p.replicas) {
+    return InvalidArgument("binding places " + std::to_string(replicas) + " of " +
+                               std::to_string(p.replicas) + " replicas (gangs are all or nothing)",
+                           "allocations");
+  }
+  std::optional<int32_t> type;
+  for (const auto& [node, res] : per_node) {
+    const Node& n = nodes_[node];
+    if (!res.FitsIn(n.free)) {
+      return FailedPrecondition("node " + n.spec.name + " has " + n.free.ToString() +
+                                " free, binding needs " + res.ToString());
+    }
+    if (p.per_replica.gpus > 0) {
+      if (type && *type != n.gpu_type) {
+        return InvalidArgument("a gang must use one GPU type", "allocations");
+      }
+      type = n.gpu_type;
+    }
+  }
+  for (const auto& [node, res] : per_node) nodes_[node].free -= res;
+
+  RunningJob r;
+  r.id = p.id;
+  r.start = now;
+  r.expected_end = now + p.time_limit;
+  r.priority_class = p.priority_class;
+  r.queue = p.queue;
+  r.allocations = binding.allocations;
+  running_by_end_.emplace(r.expected_end, r.id);
+
+  JobRecord& rec = jobs_.at(p.id);
+  rec.state = JobState::kRunning;
+  rec.start_time = now;
+  if (rec.first_start.is_max()) rec.first_start = now;
+  rec.allocations = binding.allocations;
+  job_states_[p.id] = JobState::kRunning;
+  running_.emplace(r.id, std::move(r));
+  RemovePending(binding.job);
+  return Status::Ok();
+}
+
+Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string reason) {
+  auto it = running_.find(job);
+  if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
+  if (!IsTerminal(terminal)) return InvalidArgument("not a terminal state", "state");
+  for (const Allocation& a : it->second.allocations) nodes_[a.node].free += a.resources;
+  running_by_end_.erase({it->second.expected_end, job});
+  running_.erase(it);
+  JobRecord& rec = jobs_.at(job);
+  rec.state = terminal;
+  rec.end_time = now;
+  rec.allocations.clear();
+  rec.reason = std::move(reason);
+  job_states_[job] = terminal;
+  return Status::Ok();
+}
+
+Status ClusterState::EndPending(JobId job, JobState terminal, Time now, std::string reason) {
+  if (!pending_pos_.count(job)) {
+    return FailedPrecondition("job " + std::to_string(job) + " is not pending");
+  }
+  JobRecord& rec = jobs_.at(job);
+  if (!IsValidTransition(rec.state, terminal)) {
+    return FailedPrecondition(std::string("cannot go from ") + JobStateName(rec.state) + " to " +
+                              JobStateName(terminal));
+  }
+  RemovePending(job);
+  rec.state = terminal;
+  rec.end_time = now;
+  rec.reason = std::move(reason);
+  job_states_[job] = terminal;
+  return Status::Ok();
+}
+
+Status ClusterState::Hold(JobId job) {
+  auto it = pending_pos_.find(job);
+  if (it == pending_pos_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not pending");
+  pending_[it->second].held = true;
+  jobs_.at(job).state = JobState::kHeld;
+  job_states_[job] = JobState::kHeld;
+  return Status::Ok();
+}
+
+Status ClusterState::Release(JobId job) {
+  auto it = pending_pos_.find(job);
+  if (it == pending_pos_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not pending");
+  pending_[it->second].held = false;
+  jobs_.at(job).state = JobState::kPending;
+  job_states_[job] = JobState::kPending;
+  return Status::Ok();
+}
+
+Status ClusterState::CheckInvariants() const {
+  std::vector<Resources> used(nodes_.size());
+  for (const auto& [id, r] : running_) {
+    int32_t replicas = 0;
+    for (const Allocation& a : r.allocations) {
+      used[a.node] += a.resources;
+      replicas += a.replicas;
+    }
+    const JobRecord& rec = jobs_.at(id);
+    if (replicas != rec.spec.replicas) {
+      return Internal("job " + std::to_string(id) + " runs " + std::to_string(replicas) + " of " +
+                      std::to_string(rec.spec.replicas) + " replicas");
+    }
+    if (!running_by_end_.count({r.expected_end, id})) {
+      return Internal("job " + std::to_string(id) + " missing from the end order");
+    }
+  }
+  if (running_by_end_.size() != running_.size()) return Internal("end order size mismatch");
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    if (!used[i].FitsIn(n.spec.capacity)) {
+      return Internal("node " + n.spec.name + " over capacity: " + used[i].ToString() + " of " +
+                      n.spec.capacity.ToString());
+    }
+    if (n.spec.capacity - used[i] != n.free) {
+      return Internal("node " + n.spec.name + " free " + n.free.ToString() + " but allocations leave " +
+                      (n.spec.capacity - used[i]).ToString());
+    }
+  }
+  if (pending_.size() != pending_pos_.size()) return Internal("pending index size mismatch");
+  return Status::Ok();
+}
+
+const JobRecord* ClusterState::Find(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const std::string& ClusterState::GpuTypeName(int32_t id) const {
+  static const std::string kAny = "any";
+  return id == kAnyGpuType ? kAny : gpu_types_[id];
+}
+
+std::optional<int32_t> ClusterState::FindGpuType(std::string_view name) const {
+  auto it = gpu_type_ids_.find(std::string(name));
+  if (it == gpu_type_ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace muster::core

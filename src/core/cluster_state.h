@@ -1,0 +1,124 @@
+// ClusterState: the single owner of nodes, jobs and allocations.
+//
+// Exactly one thread (the control loop, or the simulator's) owns a
+// ClusterState and is its only writer. It interns GPU types, leaf switches,
+// spines and queues into dense ids, keeps the pending list and the running set
+// ordered by expected end, and hands out read-only ClusterSnapshots for the
+// scheduler. Scheduling decisions come back through Bind() and Fail(); the
+// lifecycle (Finish, Cancel, Hold) is applied by the owner.
+//
+// Every mutating call validates its input and returns a Status; a rejected
+// call changes nothing. CheckInvariants() verifies the accounting from
+// scratch (no capacity exceeded, free == capacity - allocations, every
+// running gang whole) and is run by tests and the simulator.
+//
+// Thread-safety: none; one owner thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "core/decisions.h"
+#include "core/job.h"
+#include "core/node.h"
+#include "core/snapshot.h"
+
+namespace muster::core {
+
+struct ClusterConfig {
+  // Priority classes by name. The default set: low 0, normal 10000, high 20000.
+  std::vector<PriorityClass> priority_classes = {
+      {"low", 0}, {"normal", 10'000}, {"high", 20'000}};
+  std::string default_priority_class = "normal";
+};
+
+// Everything known about one job, pending, running or finished.
+struct JobRecord {
+  JobId id = 0;
+  JobSpec spec;
+  Time submit_time;
+  JobState state = JobState::kPending;
+  Time start_time = Time::Max();   // first start of the current attempt
+  Time first_start = Time::Max();  // first start of any attempt
+  Time end_time = Time::Max();
+  std::vector<Allocation> allocations;  // while running
+  std::string reason;                   // for terminal states: why it ended
+};
+
+class ClusterState {
+ public:
+  explicit ClusterState(ClusterConfig config = {});
+
+  // Adds a node. Errors: duplicate name, negative capacity.
+  StatusOr<NodeIndex> AddNode(const NodeSpec& spec);
+  // Marks a node (un)schedulable: cordon, drain, unreachable.
+  Status SetSchedulable(NodeIndex node, bool schedulable);
+
+  // Accepts a job. `id` 0 assigns the next id. Errors name the field:
+  // "replicas: must be >= 1, got 0".
+  StatusOr<JobId> Submit(JobSpec spec, Time submit_time, JobId id = 0);
+
+  // The read-only view for one scheduling cycle; valid until the next mutation.
+  ClusterSnapshot Snapshot(Time now) const;
+
+  // Starts a pending job on the binding's allocations. Errors (nothing
+  // changes): unknown or non-pending job, replica count mismatch, capacity
+  // exceeded on a node, GPU type mismatch.
+  Status Bind(const Binding& binding, Time now);
+  // Ends a running job in a terminal state and releases its resources.
+  Status Finish(JobId job, JobState terminal, Time now, std::string reason = {});
+  // Ends a pending or held job without running it (cancel, dependency failure).
+  Status EndPending(JobId job, JobState terminal, Time now, std::string reason);
+  // Holds or releases a pending job.
+  Status Hold(JobId job);
+  Status Release(JobId job);
+
+  // Recomputes every node's free capacity from the running allocations and
+  // compares; also checks gangs are whole and no node is over capacity.
+  Status CheckInvariants() const;
+
+  const JobRecord* Find(JobId id) const;
+  const std::vector<Node>& nodes() const { return nodes_; }
+  size_t pending_count() const { return pending_.size(); }
+  size_t running_count() const { return running_.size(); }
+  const std::unordered_map<JobId, RunningJob>& running() const { return running_; }
+  const std::unordered_map<JobId, JobRecord>& jobs() const { return jobs_; }
+  const ClusterConfig& config() const { return config_; }
+
+  // Dense-id names. GpuTypeName(kAnyGpuType) is "any".
+  const std::string& GpuTypeName(int32_t id) const;
+  const std::string& LeafName(int32_t id) const { return leaves_[id]; }
+  const std::string& QueueName(int32_t id) const { return queues_[id]; }
+  std::optional<int32_t> FindGpuType(std::string_view name) const;
+  int32_t num_queues() const { return static_cast<int32_t>(queues_.size()); }
+
+ private:
+  int32_t Intern(std::vector<std::string>& names, std::unordered_map<std::string, int32_t>& ids,
+                 const std::string& name);
+  void RemovePending(JobId id);
+
+  ClusterConfig config_;
+  std::vector<Node> nodes_;
+  uint64_t nodes_version_ = 0;
+  std::unordered_map<std::string, NodeIndex> node_by_name_;
+  std::vector<std::string> gpu_types_, leaves_, spines_, queues_;
+  std::unordered_map<std::string, int32_t> gpu_type_ids_, leaf_ids_, spine_ids_, queue_ids_;
+  std::vector<int32_t> leaf_spine_;
+  std::unordered_map<std::string, int32_t> class_ids_;
+
+  std::unordered_map<JobId, JobRecord> jobs_;
+  std::unordered_map<JobId, JobState> job_states_;
+  std::vector<PendingJob> pending_;
+  std::unordered_map<JobId, size_t> pending_pos_;
+  std::unordered_map<JobId, RunningJob> running_;
+  EndOrder running_by_end_;
+  JobId next_id_ = 1;
+};
+
+}  // namespace muster::core

@@ -1,0 +1,74 @@
+#include "core/decisions.h"
+
+namespace muster::core {
+
+const char* ReasonCodeName(ReasonCode c) {
+  switch (c) {
+    case ReasonCode::kNone: return "None";
+    case ReasonCode::kPriority: return "Priority";
+    case ReasonCode::kResources: return "Resources";
+    case ReasonCode::kReservedFor: return "ReservedFor";
+    case ReasonCode::kDependency: return "Dependency";
+    case ReasonCode::kBeginTime: return "BeginTime";
+    case ReasonCode::kHeld: return "Held";
+    case ReasonCode::kUnschedulable: return "Unschedulable";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string Need(const PendingReason& r, const std::string& type) {
+  std::string s = "need ";
+  s += r.replicas > 1 ? std::to_string(r.replicas) + "x" + std::to_string(r.per_replica_gpus)
+                      : std::to_string(r.per_replica_gpus);
+  s += " GPU";
+  if (r.gpu_type != kAnyGpuType) s += " (" + type + ")";
+  if (r.replicas > 1 && r.scope != TopologyScope::kAny) {
+    s += std::string(" within one ") + TopologyScopeName(r.scope);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string FormatReason(const PendingReason& r, const std::string& gpu_type_name, Time now) {
+  std::string s = ReasonCodeName(r.code);
+  switch (r.code) {
+    case ReasonCode::kPriority:
+      s += ": " + std::to_string(r.jobs_ahead) + " higher-priority jobs ahead are blocked";
+      break;
+    case ReasonCode::kResources:
+    case ReasonCode::kReservedFor:
+    case ReasonCode::kUnschedulable:
+      if (r.code == ReasonCode::kReservedFor) s += "(" + std::to_string(r.other_job) + ")";
+      s += ": " + Need(r, gpu_type_name);
+      if (r.code == ReasonCode::kUnschedulable) {
+        s += "; the cluster has " + std::to_string(r.free_gpus) + " such GPU, at most " +
+             std::to_string(r.largest_node_free) + " per node and " +
+             std::to_string(r.largest_leaf_free) + " per leaf";
+      } else {
+        s += "; free " + std::to_string(r.free_gpus) + " GPU, largest node block " +
+             std::to_string(r.largest_node_free) + ", largest leaf block " +
+             std::to_string(r.largest_leaf_free);
+        if (r.jobs_ahead > 0) s += "; " + std::to_string(r.jobs_ahead) + " blocked jobs ahead";
+      }
+      break;
+    case ReasonCode::kDependency:
+      s += ": waits for job " + std::to_string(r.other_job);
+      break;
+    case ReasonCode::kBeginTime:
+      s += ": begins in " + (r.begin_time - now).ToString();
+      break;
+    case ReasonCode::kHeld:
+    case ReasonCode::kNone:
+      break;
+  }
+  if (!r.planned_start.is_max()) {
+    s += r.planned_start <= now ? "; planned start now"
+                                : "; planned start in " + (r.planned_start - now).ToString();
+  }
+  return s;
+}
+
+}  // namespace muster::core

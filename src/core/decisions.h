@@ -1,0 +1,93 @@
+// Decisions: what one scheduling cycle returns.
+//
+// The scheduler reads a ClusterSnapshot and returns Decisions; it performs no
+// I/O and changes nothing. The server (or the simulator) applies the
+// bindings and failures, stores the reasons and shows the reservations.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/time.h"
+#include "core/job.h"
+#include "core/snapshot.h"
+
+namespace muster::core {
+
+// Start `job` now with these allocations (the whole gang: one decision).
+struct Binding {
+  JobId job = 0;
+  std::vector<Allocation> allocations;
+};
+
+// The backfill plan's promise: `job` starts at `start` on these allocations.
+struct Reservation {
+  JobId job = 0;
+  Time start;
+  std::vector<Allocation> allocations;
+};
+
+// Why a job is still pending. One code per job, with numbers.
+enum class ReasonCode : uint8_t {
+  kNone,
+  kPriority,      // higher-priority jobs go first: jobs_ahead
+  kResources,     // not enough free capacity with the right shape now
+  kReservedFor,   // capacity is free but reserved for other_job
+  kDependency,    // waits for other_job
+  kBeginTime,     // begin_time in the future
+  kHeld,          // user or admin hold
+  kUnschedulable, // can never fit this cluster as it is
+};
+const char* ReasonCodeName(ReasonCode c);
+
+struct PendingReason {
+  JobId job = 0;
+  ReasonCode code = ReasonCode::kNone;
+  JobId other_job = 0;          // kReservedFor, kDependency
+  int32_t jobs_ahead = 0;       // kPriority
+  int32_t replicas = 0;         // kResources, kUnschedulable: what is needed...
+  int64_t per_replica_gpus = 0;
+  int32_t gpu_type = kAnyGpuType;
+  TopologyScope scope = TopologyScope::kAny;
+  int64_t free_gpus = 0;          // ...and what there is: free GPUs of that type,
+  int64_t largest_node_free = 0;  // the largest free block on one node,
+  int64_t largest_leaf_free = 0;  // and under one leaf switch.
+  Time planned_start = Time::Max();  // from the backfill plan; Max() = none
+  Time begin_time;
+};
+
+// A pending job that can never run, for example because a dependency ended
+// in a way that can no longer satisfy it.
+struct JobFailure {
+  JobId job = 0;
+  JobState state = JobState::kFailed;
+  std::string reason;
+};
+
+struct CycleStats {
+  int32_t jobs_considered = 0;
+  int32_t placements = 0;
+  int32_t reservations = 0;
+  int32_t backfilled = 0;  // started while a reservation was in force
+  int64_t release_events_walked = 0;
+};
+
+struct Decisions {
+  std::vector<Binding> bindings;
+  std::vector<Reservation> reservations;
+  std::vector<PendingReason> reasons;  // one per job left pending
+  std::vector<JobFailure> failures;
+  CycleStats stats;
+};
+
+}  // namespace muster::core
+
+namespace muster::core {
+
+// One line for a human: "Resources: need 2x8 GPU (H100) within one leaf;
+// free 12 GPU, largest node block 4, largest leaf block 12; 3 jobs ahead;
+// planned start in 1h20m". `gpu_type_name` names r.gpu_type.
+std::string FormatReason(const PendingReason& r, const std::string& gpu_type_name, Time now);
+
+}  // namespace muster::core

@@ -1,0 +1,74 @@
+// Job: what a user submitted (JobSpec) and where it stands (JobState).
+//
+// States follow Slurm's vocabulary (codes in JobStateCode). Terminal states
+// never change; the allowed transitions are the table in job.cc, checked by
+// IsValidTransition(). A retry or requeue is a new attempt under the same id
+// and returns the job to PENDING.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/time.h"
+#include "core/resources.h"
+
+namespace muster::core {
+
+using JobId = int64_t;
+
+enum class JobState : uint8_t {
+  kPending,
+  kHeld,
+  kStarting,
+  kRunning,
+  kCompleting,
+  kCompleted,
+  kFailed,
+  kCancelled,
+  kTimeout,
+  kOutOfMemory,
+  kNodeFail,
+  kPreempted,
+};
+
+const char* JobStateName(JobState s);  // "PENDING"
+const char* JobStateCode(JobState s);  // Slurm code: "PD"
+bool IsTerminal(JobState s);
+bool IsValidTransition(JobState from, JobState to);
+
+enum class DependencyType : uint8_t { kAfterOk, kAfterAny, kAfterNotOk };
+const char* DependencyTypeName(DependencyType t);  // "afterok"
+
+struct Dependency {
+  DependencyType type = DependencyType::kAfterOk;
+  JobId job = 0;
+};
+
+// How far apart the replicas of a gang may be placed. Every scope includes
+// the nearer ones: kLeaf allows one node or several nodes under one leaf.
+// kAny is "prefer near, allow anything".
+enum class TopologyScope : uint8_t { kNode, kLeaf, kSpine, kAny };
+const char* TopologyScopeName(TopologyScope s);
+
+// The scheduling-relevant part of a job spec. (The API's job spec, issue 4,
+// adds command, image, env, checkpoint and retry settings.)
+struct JobSpec {
+  std::string name;
+  std::string queue = "default";
+  std::string priority_class = "normal";
+  int32_t replicas = 1;       // gang size: all replicas start together or none
+  Resources per_replica;      // resources of one replica
+  std::string gpu_type;       // empty = any type (all replicas get the same type)
+  Duration time_limit = Duration::Infinite();
+  TopologyScope topology = TopologyScope::kAny;
+  std::vector<Dependency> dependencies;
+  std::optional<Time> begin_time;
+  bool hold = false;
+  // Known run time, used only by the simulator's SJF baseline. Infinite = unknown.
+  Duration known_duration = Duration::Infinite();
+};
+
+}  // namespace muster::core

@@ -1,0 +1,44 @@
+// Node: a machine with GPUs of one type, CPUs, memory and topology labels.
+//
+// Topology is three levels, from near to far: the node itself (GPUs inside a
+// node share NVLink), the leaf switch (nodes under one top-of-rack/leaf
+// switch), and the spine (leaves joined by one spine). A node with no labels
+// is its own leaf under a default spine. Names are interned by ClusterState
+// into dense integer ids so the scheduler's indexes are arrays.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/resources.h"
+
+namespace muster::core {
+
+using NodeIndex = int32_t;
+
+struct Topology {
+  std::string nvlink_domain;  // informational; the node is the NVLink domain by default
+  std::string leaf;           // leaf switch name; empty = the node is alone
+  std::string spine;          // spine name; empty = the default spine
+  std::string zone;           // informational
+};
+
+struct NodeSpec {
+  std::string name;
+  std::string gpu_type;   // e.g. "H100"; empty for a node without GPUs
+  Resources capacity;
+  Topology topology;
+};
+
+// The scheduler's view of one node: static facts as dense ids plus the
+// current free capacity. Owned by ClusterState.
+struct Node {
+  NodeSpec spec;
+  int32_t gpu_type = 0;  // dense id, see ClusterState::GpuTypeName
+  int32_t leaf = 0;      // dense id
+  int32_t spine = 0;     // dense id
+  Resources free;        // capacity minus every running allocation
+  bool schedulable = true;  // false when cordoned, draining, unreachable or lost
+};
+
+}  // namespace muster::core

@@ -1,0 +1,98 @@
+// ClusterSnapshot: the read-only view of the cluster that one scheduling
+// cycle reads, and the value types it is made of.
+//
+// A snapshot is built by ClusterState::Snapshot() on the control-loop thread
+// and read by the scheduler on the same thread while nothing mutates the state
+// (one thread decides). It holds spans and pointers into ClusterState, so it
+// is valid only until the state's next mutation. The scheduler never writes
+// through it; it returns Decisions (decisions.h) that the owner applies.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/time.h"
+#include "core/job.h"
+#include "core/node.h"
+#include "core/resources.h"
+
+namespace muster::core {
+
+inline constexpr int32_t kAnyGpuType = -1;
+
+struct PriorityClass {
+  std::string name;
+  int64_t weight = 0;  // priority points added to every job of this class
+};
+
+// A job waiting to be placed, in dense form.
+struct PendingJob {
+  JobId id = 0;
+  Time submit_time;
+  int32_t priority_class = 0;  // index into ClusterSnapshot::classes
+  int32_t queue = 0;           // dense queue id
+  int32_t replicas = 1;
+  Resources per_replica;
+  int32_t gpu_type = kAnyGpuType;  // dense id, or kAnyGpuType
+  Duration time_limit = Duration::Infinite();
+  TopologyScope topology = TopologyScope::kAny;
+  Time begin_time;           // Time::Zero() when none
+  bool held = false;
+  Duration known_duration = Duration::Infinite();  // SJF baseline only
+  std::vector<Dependency> dependencies;
+
+  int64_t total_gpus() const { return per_replica.gpus * replicas; }
+};
+
+// Resources one job holds on one node.
+struct Allocation {
+  NodeIndex node = 0;
+  int32_t replicas = 0;
+  Resources resources;  // replicas x per-replica resources
+  bool operator==(const Allocation&) const = default;
+};
+
+struct RunningJob {
+  JobId id = 0;
+  Time start;
+  Time expected_end = Time::Max();  // start + time limit; Max() without a limit
+  int32_t priority_class = 0;
+  int32_t queue = 0;
+  std::vector<Allocation> allocations;
+};
+
+// Running jobs ordered by expected end, then id.
+using EndOrder = std::set<std::pair<Time, JobId>>;
+
+struct ClusterSnapshot {
+  Time now;
+  std::span<const Node> nodes;
+  // Changes whenever a node is added or its schedulability changes.
+  uint64_t nodes_version = 0;
+  int32_t num_gpu_types = 0;
+  int32_t num_leaves = 0;
+  int32_t num_spines = 0;
+  std::span<const int32_t> leaf_spine;  // spine id of each leaf
+  std::span<const PendingJob> pending;
+  const EndOrder* running_by_end = nullptr;
+  const std::unordered_map<JobId, RunningJob>* running = nullptr;
+  std::span<const PriorityClass> classes;
+  // Fair-share points per dense queue id (empty = all zero).
+  std::span<const int64_t> queue_fairshare;
+  // State of any job known to the cluster, for dependencies.
+  const std::unordered_map<JobId, JobState>* job_states = nullptr;
+
+  std::optional<JobState> StateOf(JobId id) const {
+    auto it = job_states->find(id);
+    if (it == job_states->end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+}  // namespace muster::core

@@ -1,0 +1,20 @@
+// PriorityOrder: highest effective priority first (see priority.h), then
+// submit time, then id. Muster's default order.
+#pragma once
+
+#include "scheduler/order/queue_order.h"
+
+namespace muster::scheduler {
+
+class PriorityOrder final : public QueueOrder {
+ public:
+  std::string_view name() const override { return "priority"; }
+  void Order(const core::ClusterSnapshot& snap, const PriorityWeights& weights,
+             std::vector<int32_t>& order) const override {
+    SortPendingBy(snap, order, [&](const core::PendingJob& j) {
+      return -ComputePriority(j, snap, weights).total();
+    });
+  }
+};
+
+}  // namespace muster::scheduler

@@ -1,0 +1,46 @@
+#include "scheduler/policy_registry.h"
+
+#include "scheduler/order/priority_order.h"
+#include "scheduler/order/shortest_first_order.h"
+#include "scheduler/order/submit_order.h"
+
+namespace muster::scheduler {
+namespace {
+
+struct Entry {
+  const char* name;
+  BlockingMode blocking;
+  std::unique_ptr<QueueOrder> (*make_order)();
+};
+
+template <typename T>
+std::unique_ptr<QueueOrder> Make() {
+  return std::make_unique<T>();
+}
+
+constexpr Entry kPolicies[] = {
+    {"muster", BlockingMode::kBackfill, &Make<PriorityOrder>},
+    {"fifo", BlockingMode::kStrict, &Make<SubmitOrder>},
+    {"fifo-skip", BlockingMode::kSkip, &Make<SubmitOrder>},
+    {"sjf", BlockingMode::kSkip, &Make<ShortestFirstOrder>},
+};
+
+}  // namespace
+
+StatusOr<Policy> MakePolicy(std::string_view name) {
+  for (const Entry& e : kPolicies) {
+    if (name == e.name) return Policy{e.name, e.make_order(), e.blocking};
+  }
+  std::string known;
+  for (const std::string& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;
+  return InvalidArgument("unknown policy \"" + std::string(name) + "\" (known: " + known + ")",
+                         "policy");
+}
+
+std::vector<std::string> PolicyNames() {
+  std::vector<std::string> names;
+  for (const Entry& e : kPolicies) names.emplace_back(e.name);
+  return names;
+}
+
+}  // namespace muster::scheduler

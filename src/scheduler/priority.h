@@ -1,0 +1,52 @@
+// Priority: the effective priority of a pending job, as an explainable sum.
+//
+//   total = class + age + fairshare + size
+//
+//  1. class: the weight of the job's priority class (default low 0,
+//     normal 10000, high 20000).
+//  2. age: age_points_per_hour for every hour waited since the job became
+//     eligible (submit or begin time, whichever is later), capped at
+//     age_cap. The cap is larger than one class step by default, so a job
+//     that waits long enough overtakes fresh jobs of the next class up:
+//     no class can starve the one below it forever.
+//  3. fairshare: the queue's fair-share points, computed outside the
+//     scheduler from decayed usage (0 until multi-tenancy fills it in).
+//  4. size: size_points_per_gpu for each GPU of the gang, capped at size_cap,
+//     so big gangs are not always overtaken by small ones.
+//
+// Example (defaults): a normal job of 8 GPUs that waited 3 h has
+// 10000 + 1500 + 0 + 80 = 11580; a fresh high 1-GPU job has 20010. After
+// 20 h the normal job's 10000 + 10000 + 80 = 20080 ranks first.
+//
+// All arithmetic is integral; ties are broken by submit time, then job id.
+#pragma once
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "core/snapshot.h"
+
+namespace muster::scheduler {
+
+struct PriorityWeights {
+  int64_t age_points_per_hour = 500;
+  int64_t age_cap = 20'000;
+  int64_t size_points_per_gpu = 10;
+  int64_t size_cap = 1'000;
+
+  Status Validate() const;
+};
+
+struct PriorityBreakdown {
+  int64_t class_points = 0;
+  int64_t age_points = 0;
+  int64_t fairshare_points = 0;
+  int64_t size_points = 0;
+  int64_t total() const { return class_points + age_points + fairshare_points + size_points; }
+};
+
+PriorityBreakdown ComputePriority(const core::PendingJob& job, const core::ClusterSnapshot& snap,
+                                  const PriorityWeights& w);
+
+}  // namespace muster::scheduler

@@ -1,0 +1,345 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "scheduler/backfill_plan.h"
+#include "scheduler/dependencies.h"
+#include "scheduler/placement.h"
+
+namespace muster::scheduler {
+namespace {
+
+using core::Allocation;
+using core::ClusterSnapshot;
+using core::Decisions;
+using core::JobId;
+using core::PendingJob;
+using core::PendingReason;
+using core::ReasonCode;
+using Placement = std::vector<Allocation>;
+
+struct ShapeHash {
+  size_t operator()(const Shape& s) const {
+    uint64_t h = static_cast<uint64_t>(s.replicas);
+    auto mix = [&](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL; };
+    mix(static_cast<uint64_t>(s.per_replica.gpus));
+    mix(static_cast<uint64_t>(s.per_replica.cpu_milli));
+    mix(static_cast<uint64_t>(s.per_replica.memory_bytes));
+    mix(static_cast<uint64_t>(s.gpu_type) + 7);
+    mix(static_cast<uint64_t>(s.scope));
+    return static_cast<size_t>(h);
+  }
+};
+
+Shape ShapeOf(const PendingJob& j) {
+  return Shape{j.replicas, j.per_replica, j.gpu_type, j.topology};
+}
+
+// The working state of one cycle. See scheduler.h for the phases.
+class CycleRun {
+ public:
+  CycleRun(const SchedulerOptions& options, const Policy& policy, const FreeIndex& capacity,
+           const ClusterSnapshot& snap)
+      : options_(options), policy_(policy), capacity_(capacity), snap_(snap) {}
+
+  Decisions Run() {
+    const size_t n = snap_.nodes.size();
+    live_.Build(snap_.nodes, snap_.num_gpu_types, snap_.num_leaves, snap_.leaf_spine, false);
+    actual_.resize(n);
+    for (size_t i = 0; i < n; ++i) actual_[i] = snap_.nodes[i].free;
+    spare_.assign(n, core::Resources{});
+    res_time_.assign(n, Time::Max());
+    res_job_.assign(n, 0);
+
+    std::vector<int32_t> order;
+    policy_.order->Order(snap_, options_.weights, order);
+    if (!options_.explain) CountCanStillAct(order);
+    for (int32_t idx : order) {
+      if (!options_.explain && NothingLeftToDo()) break;
+      const PendingJob& j = snap_.pending[idx];
+      Consider(j);
+      if (!options_.explain) Considered(j);
+    }
+    out_.stats.reservations = static_cast<int32_t>(out_.reservations.size());
+    if (plan_) out_.stats.release_events_walked = plan_->releases_walked();
+    return std::move(out_);
+  }
+
+ private:
+  void Consider(const PendingJob& j) {
+    ++out_.stats.jobs_considered;
+    PendingReason r;
+    r.job = j.id;
+    r.jobs_ahead = blocked_;
+    if (j.held) return Explain(r, ReasonCode::kHeld);
+    if (j.begin_time > snap_.now) {
+      r.begin_time = j.begin_time;
+      return Explain(r, ReasonCode::kBeginTime);
+    }
+    if (!j.dependencies.empty()) {
+      const DependencyVerdict v = EvaluateDependencies(j, snap_);
+      if (v.kind == DependencyVerdict::kNever) {
+        out_.failures.push_back({j.id, core::JobState::kFailed, "DependencyNeverSatisfied: " + v.why});
+        return;
+      }
+      if (v.kind == DependencyVerdict::kWaiting) {
+        r.other_job = v.job;
+        return Explain(r, ReasonCode::kDependency);
+      }
+    }
+    if (strict_blocked_) return Explain(r, ReasonCode::kPriority);
+
+    const Shape shape = ShapeOf(j);
+    const Time end = snap_.now + j.time_limit;
+    if (auto p = TryPlace(shape, end)) return Start(j, std::move(*p), end);
+
+    if (!FeasibleEver(shape)) {
+      FillNumbers(r, j, capacity_);
+      return Explain(r, ReasonCode::kUnschedulable);
+    }
+    ++blocked_;
+    const JobId reserved_for = ReservedFor(shape);
+    if (reserved_for != 0) r.other_job = reserved_for;
+    FillNumbers(r, j, live_);
+    switch (policy_.blocking) {
+      case BlockingMode::kStrict:
+        strict_blocked_ = true;
+        break;
+      case BlockingMode::kSkip:
+        break;
+      case BlockingMode::kBackfill:
+        if (static_cast<int32_t>(out_.reservations.size()) < options_.max_reservations ||
+            Starving(j)) {
+          if (!plan_) plan_.emplace(live_, snap_, std::move(started_));
+          if (auto slot = plan_->Reserve(shape, j.time_limit)) {
+            r.planned_start = slot->start;
+            ApplyReservation(j.id, *slot);
+          }
+        }
+        break;
+    }
+    Explain(r, reserved_for != 0 ? ReasonCode::kReservedFor : ReasonCode::kResources);
+  }
+
+  // Without explanations, a cycle may stop once no GPU is free, no job
+  // without GPUs waits, and no further reservation is due: no job left can
+  // start or be promised anything. (With explanations every job is visited
+  // to give it a reason.)
+  void CountCanStillAct(const std::vector<int32_t>& order) {
+    for (int32_t idx : order) {
+      const PendingJob& j = snap_.pending[idx];
+      if (j.per_replica.gpus == 0) ++gpu_less_left_;
+      if (Starving(j)) ++starving_left_;
+    }
+  }
+  void Considered(const PendingJob& j) {
+    if (j.per_replica.gpus == 0) --gpu_less_left_;
+    if (Starving(j)) --starving_left_;
+  }
+  bool NothingLeftToDo() {
+    if (gpu_less_left_ > 0 || MaxReservedActualGpus() > 0) return false;
+    for (int32_t t = 0; t < live_.num_types(); ++t) {
+      if (live_.type(t).free_gpus > 0) return false;
+    }
+    if (policy_.blocking != BlockingMode::kBackfill) return true;
+    return static_cast<int32_t>(out_.reservations.size()) >= options_.max_reservations &&
+           starving_left_ == 0;
+  }
+
+  void Explain(PendingReason& r, ReasonCode code) {
+    // Unschedulable is always reported: the owner may end such jobs.
+    if (!options_.explain && code != ReasonCode::kUnschedulable) return;
+    r.code = code;
+    out_.reasons.push_back(r);
+  }
+
+  bool Starving(const PendingJob& j) const {
+    const Time eligible = std::max(j.submit_time, j.begin_time);
+    return snap_.now - eligible > options_.starvation_threshold;
+  }
+
+  std::optional<Placement> TryPlace(const Shape& shape, Time end) {
+    // Capacity only shrinks within a cycle: a shape that failed on the live
+    // index fails again.
+    std::optional<Placement> p;
+    if (!live_failed_.count(shape)) {
+      p = FindPlacement(live_, shape);
+      if (!p) live_failed_.insert(shape);
+    }
+    if (!p && !reserved_nodes_.empty()) p = PlaceBeforeReservation(shape, end);
+    return p;
+  }
+
+  // A job that ends before a reservation starts may use the whole of a
+  // reserved node: all replicas on the fullest such node that fits.
+  std::optional<Placement> PlaceBeforeReservation(const Shape& s, Time end) {
+    if (s.per_replica.gpus * s.replicas > MaxReservedActualGpus()) return std::nullopt;
+    NodeIndex best = -1;
+    for (NodeIndex n : reserved_nodes_) {
+      if (end > res_time_[n] || !live_.indexed(n)) continue;
+      if (s.per_replica.gpus > 0 && s.gpu_type != core::kAnyGpuType && live_.type_of(n) != s.gpu_type) {
+        continue;
+      }
+      if (actual_[n].CopiesOf(s.per_replica, s.replicas) < s.replicas) continue;
+      if (best < 0 || actual_[n].gpus < actual_[best].gpus) best = n;
+    }
+    if (best < 0) return std::nullopt;
+    return Placement{{best, s.replicas, s.per_replica * s.replicas}};
+  }
+
+  // The most GPUs free now on one reserved node (cached until a change).
+  int64_t MaxReservedActualGpus() {
+    if (max_reserved_actual_ < 0) {
+      max_reserved_actual_ = 0;
+      for (NodeIndex n : reserved_nodes_) {
+        max_reserved_actual_ = std::max(max_reserved_actual_, actual_[n].gpus);
+      }
+    }
+    return max_reserved_actual_;
+  }
+
+  // The job whose reservation keeps `s` from fitting on one node now, or 0.
+  JobId ReservedFor(const Shape& s) {
+    if (s.per_replica.gpus * s.replicas > MaxReservedActualGpus()) return 0;
+    for (NodeIndex n : reserved_nodes_) {
+      if (!live_.indexed(n)) continue;
+      if (s.per_replica.gpus > 0 && s.gpu_type != core::kAnyGpuType && live_.type_of(n) != s.gpu_type) {
+        continue;
+      }
+      if (actual_[n].CopiesOf(s.per_replica, s.replicas) >= s.replicas) return res_job_[n];
+    }
+    return 0;
+  }
+
+  bool FeasibleEver(const Shape& s) {
+    auto [it, inserted] = feasible_.try_emplace(s, false);
+    if (inserted) it->second = FindPlacement(capacity_, s).has_value();
+    return it->second;
+  }
+
+  void Start(const PendingJob& j, Placement p, Time end) {
+    max_reserved_actual_ = -1;
+    for (const Allocation& a : p) {
+      actual_[a.node] -= a.resources;
+      if (end > res_time_[a.node]) spare_[a.node] -= a.resources;
+      live_.SetAvail(a.node, View(a.node));
+    }
+    if (plan_) {
+      plan_->OnStartedNow(p, end);
+    } else {
+      started_.push_back({end, p});
+    }
+    ++out_.stats.placements;
+    if (!out_.reservations.empty()) ++out_.stats.backfilled;
+    out_.bindings.push_back({j.id, std::move(p)});
+  }
+
+  void ApplyReservation(JobId job, const BackfillPlan::Slot& slot) {
+    max_reserved_actual_ = -1;
+    for (const Allocation& a : slot.allocations) {
+      const NodeIndex n = a.node;
+      if (res_time_[n].is_max()) {
+        reserved_nodes_.push_back(n);
+        res_job_[n] = job;
+        spare_[n] = plan_->avail(n);
+        res_time_[n] = slot.start;
+      } else {
+        res_time_[n] = std::min(res_time_[n], slot.start);
+        spare_[n] = core::Resources::Min(spare_[n], plan_->avail(n));
+      }
+      live_.SetAvail(n, View(n));
+    }
+    out_.reservations.push_back({job, slot.start, slot.allocations});
+  }
+
+  core::Resources View(NodeIndex n) const {
+    return res_time_[n].is_max() ? actual_[n] : core::Resources::Min(actual_[n], spare_[n]);
+  }
+
+  // What is needed, and what the index has, for the explanation.
+  void FillNumbers(PendingReason& r, const PendingJob& j, const FreeIndex& ix) {
+    if (!options_.explain && &ix == &live_) return;
+    r.replicas = j.replicas;
+    r.per_replica_gpus = j.per_replica.gpus;
+    r.gpu_type = j.gpu_type;
+    r.scope = j.topology;
+    for (int32_t t = 0; t < ix.num_types(); ++t) {
+      if (j.gpu_type != core::kAnyGpuType && t != j.gpu_type) continue;
+      r.free_gpus += ix.type(t).free_gpus;
+      r.largest_node_free = std::max(r.largest_node_free, ix.LargestNodeFree(t));
+      r.largest_leaf_free = std::max(r.largest_leaf_free, LargestLeafFree(ix, t));
+    }
+  }
+
+  // O(leaves), so cached per index version.
+  int64_t LargestLeafFree(const FreeIndex& ix, int32_t t) {
+    const bool is_live = &ix == &live_;
+    auto& cache = is_live ? leaf_cache_live_ : leaf_cache_capacity_;
+    if (cache.size() != static_cast<size_t>(ix.num_types())) cache.assign(ix.num_types(), {UINT64_MAX, 0});
+    if (cache[t].first != ix.version()) cache[t] = {ix.version(), ix.LargestLeafFree(t)};
+    return cache[t].second;
+  }
+
+  const SchedulerOptions& options_;
+  const Policy& policy_;
+  const FreeIndex& capacity_;
+  const ClusterSnapshot& snap_;
+
+  FreeIndex live_;                      // what a job may use now
+  std::vector<core::Resources> actual_; // free now, ignoring reservations
+  std::vector<core::Resources> spare_;  // reserved nodes: left for jobs outlasting the reservation
+  std::vector<Time> res_time_;          // earliest reservation start per node
+  std::vector<JobId> res_job_;          // the job holding that reservation
+  std::vector<NodeIndex> reserved_nodes_;
+  std::optional<BackfillPlan> plan_;
+  std::vector<PlannedRelease> started_;  // starts before the plan existed
+  std::unordered_set<Shape, ShapeHash> live_failed_;
+  int64_t max_reserved_actual_ = -1;  // -1: recompute
+  std::unordered_map<Shape, bool, ShapeHash> feasible_;
+  std::vector<std::pair<uint64_t, int64_t>> leaf_cache_live_, leaf_cache_capacity_;
+  int32_t blocked_ = 0;
+  int64_t gpu_less_left_ = 0;
+  int64_t starving_left_ = 0;
+  bool strict_blocked_ = false;
+  Decisions out_;
+};
+
+}  // namespace
+
+Status SchedulerOptions::Validate() const {
+  RETURN_IF_ERROR(weights.Validate());
+  if (max_reservations < 0) {
+    return InvalidArgument("must be >= 0, got " + std::to_string(max_reservations),
+                           "scheduler.maxReservations");
+  }
+  if (starvation_threshold < Duration::Zero()) {
+    return InvalidArgument("must be >= 0", "scheduler.starvationThreshold");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions options) {
+  RETURN_IF_ERROR(options.Validate());
+  ASSIGN_OR_RETURN(Policy policy, MakePolicy(options.policy));
+  return std::unique_ptr<Scheduler>(new Scheduler(std::move(options), std::move(policy)));
+}
+
+void Scheduler::RefreshCapacity(const ClusterSnapshot& snap) {
+  if (snap.nodes_version == capacity_version_ && capacity_.num_types() == snap.num_gpu_types &&
+      capacity_.num_nodes() == snap.nodes.size()) {
+    return;
+  }
+  capacity_.Build(snap.nodes, snap.num_gpu_types, snap.num_leaves, snap.leaf_spine, true);
+  capacity_version_ = snap.nodes_version;
+}
+
+core::Decisions Scheduler::Cycle(const ClusterSnapshot& snap) {
+  RefreshCapacity(snap);
+  return CycleRun(options_, policy_, capacity_, snap).Run();
+}
+
+}  // namespace muster::scheduler

@@ -1,0 +1,82 @@
+// Scheduler: one scheduling cycle over an immutable snapshot.
+//
+// Cycle(snapshot) considers the pending jobs in the policy's order and
+// returns Decisions: jobs to start now with their whole-gang placement,
+// reservations (planned starts) for blocked jobs, a reason with numbers for
+// every job left pending, and jobs to fail (dependencies that can never be
+// met). It performs no I/O, reads no clock (time is snapshot.now) and is
+// deterministic: the same snapshot gives the same decisions.
+//
+// Phases of a cycle (muster policy):
+//  1. Index free capacity by GPU type, leaf and spine (FreeIndex).
+//  2. Order the pending jobs (QueueOrder plugin).
+//  3. For each job: skip held, not-yet-begun and dependency-waiting jobs;
+//     place the whole gang now if it fits without delaying any reservation
+//     (placement.h); otherwise, if it is among the top `max_reservations`
+//     blocked jobs or has waited past `starvation_threshold`, reserve its
+//     earliest start in the BackfillPlan. Nodes holding a reservation only
+//     take jobs that end (by time limit) before it starts, or that fit in
+//     what the reservation leaves spare.
+//  4. A shape (GPUs, replicas, type, scope) that failed once is not tried
+//     again in the cycle unless the new job ends sooner: capacity only shrinks
+//     within a cycle.
+//
+// The Scheduler object keeps caches between cycles (the capacity index, used
+// to tell "not now" from "never"), so it is owned by one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "core/decisions.h"
+#include "core/snapshot.h"
+#include "scheduler/free_index.h"
+#include "scheduler/policy_registry.h"
+#include "scheduler/priority.h"
+
+namespace muster::scheduler {
+
+struct SchedulerOptions {
+  std::string policy = "muster";
+  PriorityWeights weights;
+  // Blocked jobs (in priority order) that get a reservation each cycle.
+  int32_t max_reservations = 8;
+  // A job eligible for longer than this gets a reservation whatever its rank.
+  Duration starvation_threshold = Duration::Hours(8);
+  // Compute a PendingReason for every job left pending (off in fast sims;
+  // Unschedulable is reported either way).
+  bool explain = true;
+
+  Status Validate() const;
+};
+
+class Scheduler {
+ public:
+  // Validates options; errors name the option.
+  static StatusOr<std::unique_ptr<Scheduler>> Create(SchedulerOptions options);
+
+  core::Decisions Cycle(const core::ClusterSnapshot& snap);
+
+  // The priority breakdown of one pending job (for `muster why`).
+  PriorityBreakdown Priority(const core::PendingJob& job, const core::ClusterSnapshot& snap) const {
+    return ComputePriority(job, snap, options_.weights);
+  }
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  Scheduler(SchedulerOptions options, Policy policy)
+      : options_(std::move(options)), policy_(std::move(policy)) {}
+
+  // Rebuilds capacity_ when the node set changed.
+  void RefreshCapacity(const core::ClusterSnapshot& snap);
+
+  SchedulerOptions options_;
+  Policy policy_;
+  FreeIndex capacity_;
+  uint64_t capacity_version_ = UINT64_MAX;
+};
+
+}  // namespace muster::scheduler

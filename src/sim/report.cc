@@ -1,0 +1,155 @@
+#include "sim/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace muster::sim {
+namespace {
+
+struct Stats {
+  int64_t jobs = 0;
+  std::vector<int64_t> jct, wait;
+
+  void Add(const JobResult& j) {
+    ++jobs;
+    if (j.start_s < 0) return;
+    jct.push_back(j.end_s - j.submit_s);
+    wait.push_back(j.start_s - j.submit_s);
+  }
+};
+
+int64_t Percentile(std::vector<int64_t>& v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  return v[rank - 1];
+}
+
+double Mean(const std::vector<int64_t>& v) {
+  if (v.empty()) return 0;
+  long double sum = 0;
+  for (int64_t x : v) sum += x;
+  return static_cast<double>(sum / v.size());
+}
+
+nlohmann::json StatsJson(Stats s) {
+  nlohmann::json j;
+  j["jobs"] = s.jobs;
+  j["mean_jct_s"] = Mean(s.jct);
+  j["p50_jct_s"] = Percentile(s.jct, 50);
+  j["p95_jct_s"] = Percentile(s.jct, 95);
+  j["p99_jct_s"] = Percentile(s.jct, 99);
+  j["mean_wait_s"] = Mean(s.wait);
+  j["p50_wait_s"] = Percentile(s.wait, 50);
+  j["p95_wait_s"] = Percentile(s.wait, 95);
+  j["p99_wait_s"] = Percentile(s.wait, 99);
+  j["max_wait_s"] = s.wait.empty() ? 0 : *std::max_element(s.wait.begin(), s.wait.end());
+  return j;
+}
+
+std::string Hours(double s) { return fmt::format("{:.2f} h", s / 3600.0); }
+
+}  // namespace
+
+nlohmann::json ReportJson(const SimResult& r) {
+  Stats all;
+  std::map<std::string, Stats> per_class, per_tenant;
+  int64_t completed = 0, timeout = 0, unschedulable = 0, skipped = 0, censored = 0;
+  for (const JobResult& j : r.jobs) {
+    switch (j.outcome) {
+      case Outcome::kCompleted: ++completed; break;
+      case Outcome::kTimeout: ++timeout; break;
+      case Outcome::kUnschedulable: ++unschedulable; break;
+      default: ++skipped; continue;
+    }
+    if (j.censored) ++censored;
+    if (j.outcome == Outcome::kUnschedulable) continue;
+    all.Add(j);
+    per_class[j.priority_class].Add(j);
+    per_tenant[j.tenant.empty() ? "default" : j.tenant].Add(j);
+  }
+  nlohmann::json out = StatsJson(all);
+  out["jobs"] = static_cast<int64_t>(r.jobs.size());
+  out["completed"] = completed;
+  out["timeout"] = timeout;
+  out["unschedulable"] = unschedulable;
+  out["skipped"] = skipped;
+  out["censored"] = censored;
+  const int64_t makespan = std::max<int64_t>(0, r.last_end_s - r.first_submit_s);
+  out["makespan_s"] = makespan;
+  out["utilization"] = makespan > 0 && r.total_gpus > 0
+                           ? static_cast<double>(r.busy_gpu_seconds) /
+                                 (static_cast<double>(r.total_gpus) * static_cast<double>(makespan))
+                           : 0.0;
+  out["busy_gpu_hours"] = static_cast<double>(r.busy_gpu_seconds) / 3600.0;
+  out["per_class"] = nlohmann::json::object();
+  for (auto& [k, s] : per_class) out["per_class"][k] = StatsJson(s);
+  out["per_tenant"] = nlohmann::json::object();
+  for (auto& [k, s] : per_tenant) out["per_tenant"][k] = StatsJson(s);
+  out["policy"] = r.policy;
+  out["cluster"] = r.cluster_summary;
+  out["total_gpus"] = r.total_gpus;
+  out["time_limit_factor"] = r.time_limit_factor;
+  out["seed"] = r.seed;
+  out["cycles"] = r.cycles;
+  out["events"] = r.events;
+  out["invariant_audits"] = r.audits;
+  out["reservations_made"] = r.reservations_made;
+  out["backfilled"] = r.backfilled;
+  out["max_pending"] = r.max_pending;
+  return out;
+}
+
+void WriteTextReport(const SimResult& r, std::ostream& os) {
+  const nlohmann::json j = ReportJson(r);
+  os << fmt::format("policy {}  |  cluster: {} ({} GPU)  |  time limit = {} x duration\n", r.policy,
+                    r.cluster_summary, r.total_gpus, r.time_limit_factor);
+  os << fmt::format("jobs {}: completed {}, timeout {}, unschedulable {}, skipped {} ({} censored)\n",
+                    j["jobs"].get<int64_t>(), j["completed"].get<int64_t>(),
+                    j["timeout"].get<int64_t>(), j["unschedulable"].get<int64_t>(),
+                    j["skipped"].get<int64_t>(), j["censored"].get<int64_t>());
+  os << fmt::format("JCT   mean {}  p50 {}  p95 {}  p99 {}\n", Hours(j["mean_jct_s"]),
+                    Hours(j["p50_jct_s"]), Hours(j["p95_jct_s"]), Hours(j["p99_jct_s"]));
+  os << fmt::format("wait  mean {}  p50 {}  p95 {}  p99 {}  max {}\n", Hours(j["mean_wait_s"]),
+                    Hours(j["p50_wait_s"]), Hours(j["p95_wait_s"]), Hours(j["p99_wait_s"]),
+                    Hours(j["max_wait_s"]));
+  os << fmt::format("makespan {}  utilization {:.1f}%  cycles {}  max pending {}  backfilled {}\n",
+                    Hours(j["makespan_s"]), 100.0 * j["utilization"].get<double>(), r.cycles,
+                    r.max_pending, r.backfilled);
+  if (j["per_class"].size() > 1) {
+    os << "per class:\n";
+    for (auto& [name, s] : j["per_class"].items()) {
+      os << fmt::format("  {:<12} jobs {:>6}  wait mean {}  p99 {}  max {}\n", name,
+                        s["jobs"].get<int64_t>(), Hours(s["mean_wait_s"]), Hours(s["p99_wait_s"]),
+                        Hours(s["max_wait_s"]));
+    }
+  }
+  int shown = 0;
+  for (const JobResult& job : r.jobs) {
+    if (job.outcome != Outcome::kUnschedulable) continue;
+    if (shown++ == 0) os << "unschedulable jobs:\n";
+    if (shown > 10) {
+      os << "  ... (" << j["unschedulable"].get<int64_t>() - 10 << " more; see --jobs-csv)\n";
+      break;
+    }
+    os << "  " << job.trace_id << ": " << job.note << "\n";
+  }
+}
+
+void WriteJobsCsv(const SimResult& r, std::ostream& os) {
+  os << "id,submit,start,end,gpus,nodes,wait,outcome,tenant,class\n";
+  for (const JobResult& j : r.jobs) {
+    const std::string wait = j.start_s >= 0 ? std::to_string(j.start_s - j.submit_s) : "";
+    const std::string start = j.start_s >= 0 ? std::to_string(j.start_s) : "";
+    const std::string end = j.end_s >= 0 ? std::to_string(j.end_s) : "";
+    os << j.trace_id << ',' << j.submit_s << ',' << start << ',' << end << ',' << j.gpus << ','
+       << j.nodes << ',' << wait << ',' << OutcomeName(j.outcome) << ',' << j.tenant << ','
+       << j.priority_class << '\n';
+  }
+}
+
+}  // namespace muster::sim

@@ -1,0 +1,281 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <queue>
+#include <set>
+
+#include "common/clock.h"
+#include "common/random.h"
+#include "core/cluster_state.h"
+
+namespace muster::sim {
+namespace {
+
+using core::JobId;
+
+// Replicas x GPUs-per-replica for a job of `g` GPUs on nodes of at most `s`.
+std::pair<int32_t, int64_t> GangShape(int64_t g, int64_t s) {
+  if (g <= s) return {1, g};
+  for (int64_t d = s; d >= 1; --d) {
+    if (g % d == 0) return {static_cast<int32_t>(g / d), d};
+  }
+  return {static_cast<int32_t>(g), 1};
+}
+
+class Run {
+ public:
+  Run(const std::vector<TraceJob>& trace, const ClusterDescription& cluster, const SimOptions& opts)
+      : trace_(trace), cluster_(cluster), opts_(opts), rng_(opts.seed) {}
+
+  StatusOr<SimResult> Go() {
+    // Priority classes from the trace's priority values.
+    std::set<int64_t> prios;
+    for (const TraceJob& t : trace_) prios.insert(t.priority);
+    core::ClusterConfig config;
+    config.priority_classes.clear();
+    for (int64_t p : prios) config.priority_classes.push_back({"p" + std::to_string(p), p * 10'000});
+    if (config.priority_classes.empty()) config.priority_classes.push_back({"p0", 0});
+    config.default_priority_class = config.priority_classes.front().name;
+    state_ = std::make_unique<core::ClusterState>(config);
+    for (const core::NodeSpec& n : cluster_.nodes) {
+      auto added = state_->AddNode(n);
+      if (!added.ok()) return added.status().WithFieldPrefix("cluster.nodes");
+    }
+    ASSIGN_OR_RETURN(scheduler_, scheduler::Scheduler::Create(opts_.scheduler));
+
+    result_.cluster_summary = cluster_.summary;
+    result_.policy = opts_.scheduler.policy;
+    result_.time_limit_factor = opts_.time_limit_factor;
+    result_.seed = opts_.seed;
+    result_.total_gpus = cluster_.total_gpus();
+    RETURN_IF_ERROR(Prepare());
+    RETURN_IF_ERROR(Loop());
+    return std::move(result_);
+  }
+
+ private:
+  struct Arrival {
+    int64_t submit_s;
+    size_t trace_index;
+  };
+
+  Status Prepare() {
+    const int64_t node_gpus = cluster_.max_gpus_per_node();
+    std::vector<Arrival> order;
+    for (size_t i = 0; i < trace_.size(); ++i) order.push_back({trace_[i].submit_s, i});
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Arrival& a, const Arrival& b) { return a.submit_s < b.submit_s; });
+    result_.jobs.reserve(order.size());
+    for (const Arrival& a : order) {
+      const TraceJob& t = trace_[a.trace_index];
+      JobResult r;
+      r.trace_id = t.id;
+      r.submit_s = t.submit_s;
+      r.tenant = t.tenant;
+      r.priority_class = "p" + std::to_string(t.priority);
+      r.censored = t.censored;
+      r.gpus = t.num_gpus;
+      if (t.duration_s < 0) {
+        r.outcome = Outcome::kSkippedNoDuration;
+        r.note = "the trace gives no duration";
+      } else if (t.num_gpus == 0) {
+        r.outcome = Outcome::kSkippedNoGpus;
+        r.note = "requests no GPU";
+      } else {
+        r.id = static_cast<JobId>(arrivals_.size() + 1);
+        const auto [replicas, per] = GangShape(t.num_gpus, node_gpus);
+        r.replicas = replicas;
+        arrivals_.push_back({t.submit_s, a.trace_index});
+        job_result_.push_back(result_.jobs.size());
+        per_replica_.push_back(per);
+      }
+      result_.jobs.push_back(std::move(r));
+    }
+    if (!arrivals_.empty()) result_.first_submit_s = arrivals_.front().submit_s;
+    return Status::Ok();
+  }
+
+  Status Violation(const std::string& what, int64_t t) const {
+    return Internal("invariant violated at event " + std::to_string(result_.events) + " (t=" +
+                    std::to_string(t) + "s, seed " + std::to_string(opts_.seed) + "): " + what);
+  }
+
+  // Checks the nodes one event touched.
+  Status CheckNodes(const std::vector<core::Allocation>& allocs, int64_t t) const {
+    for (const core::Allocation& a : allocs) {
+      const core::Node& n = state_->nodes()[a.node];
+      if (!n.free.IsNonNegative() || !n.free.FitsIn(n.spec.capacity)) {
+        return Violation("node " + n.spec.name + " free " + n.free.ToString() + " outside [0, " +
+                             n.spec.capacity.ToString() + "]",
+                         t);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Event(int64_t t) {
+    ++result_.events;
+    if (opts_.audit_every > 0 && result_.events % opts_.audit_every == 0) {
+      ++result_.audits;
+      if (Status s = state_->CheckInvariants(); !s.ok()) return Violation(s.message(), t);
+    }
+    return Status::Ok();
+  }
+
+  Status Loop() {
+    using Completion = std::pair<int64_t, JobId>;  // (end, id)
+    std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions;
+    size_t next = 0;
+    while (next < arrivals_.size() || !completions.empty()) {
+      int64_t t = INT64_MAX;
+      if (next < arrivals_.size()) t = arrivals_[next].submit_s;
+      if (!completions.empty()) t = std::min(t, completions.top().first);
+      const Time now = Time::FromSeconds(t);
+      clock_.Set(now);
+
+      while (!completions.empty() && completions.top().first == t) {
+        const JobId id = completions.top().second;
+        completions.pop();
+        JobResult& r = result_.jobs[job_result_[id - 1]];
+        const core::JobRecord* rec = state_->Find(id);
+        const std::vector<core::Allocation> allocs = rec->allocations;
+        const core::JobState end_state =
+            r.outcome == Outcome::kTimeout ? core::JobState::kTimeout : core::JobState::kCompleted;
+        if (Status s = state_->Finish(id, end_state, now); !s.ok()) return Violation(s.message(), t);
+        r.end_s = t;
+        result_.last_end_s = std::max(result_.last_end_s, t);
+        RETURN_IF_ERROR(CheckNodes(allocs, t));
+        RETURN_IF_ERROR(Event(t));
+      }
+      while (next < arrivals_.size() && arrivals_[next].submit_s == t) {
+        RETURN_IF_ERROR(Submit(next, now));
+        ++next;
+        RETURN_IF_ERROR(Event(t));
+      }
+      if (state_->pending_count() == 0) continue;
+      result_.max_pending = std::max<int64_t>(result_.max_pending, state_->pending_count());
+
+      const core::Decisions d = scheduler_->Cycle(state_->Snapshot(clock_.Now()));
+      ++result_.cycles;
+      result_.reservations_made += d.stats.reservations;
+      result_.backfilled += d.stats.backfilled;
+      for (const core::JobFailure& f : d.failures) {
+        RETURN_IF_ERROR(state_->EndPending(f.job, f.state, now, f.reason));
+        result_.jobs[job_result_[f.job - 1]].note = f.reason;
+        RETURN_IF_ERROR(Event(t));
+      }
+      for (const core::PendingReason& reason : d.reasons) {
+        if (reason.code != core::ReasonCode::kUnschedulable) continue;
+        JobResult& r = result_.jobs[job_result_[reason.job - 1]];
+        r.outcome = Outcome::kUnschedulable;
+        r.note = core::FormatReason(reason, state_->GpuTypeName(reason.gpu_type), now);
+        RETURN_IF_ERROR(state_->EndPending(reason.job, core::JobState::kFailed, now, r.note));
+        RETURN_IF_ERROR(Event(t));
+      }
+      for (const core::Binding& b : d.bindings) {
+        if (Status s = state_->Bind(b, now); !s.ok()) return Violation(s.message(), t);
+        RETURN_IF_ERROR(CheckNodes(b.allocations, t));
+        const TraceJob& tj = trace_[arrivals_[b.job - 1].trace_index];
+        JobResult& r = result_.jobs[job_result_[b.job - 1]];
+        r.start_s = t;
+        std::set<core::NodeIndex> nodes;
+        for (const core::Allocation& a : b.allocations) nodes.insert(a.node);
+        r.nodes = static_cast<int32_t>(nodes.size());
+        int64_t run = RunTime(tj.duration_s);
+        const int64_t limit = LimitSeconds(tj.duration_s);
+        if (run > limit) {
+          run = limit;
+          r.outcome = Outcome::kTimeout;
+        }
+        result_.busy_gpu_seconds += run * r.gpus;
+        completions.push({t + run, b.job});
+        RETURN_IF_ERROR(Event(t));
+      }
+    }
+    ++result_.audits;
+    if (Status s = state_->CheckInvariants(); !s.ok()) return Violation(s.message(), result_.last_end_s);
+    if (state_->pending_count() != 0 || state_->running_count() != 0) {
+      return Violation(std::to_string(state_->pending_count()) + " jobs pending and " +
+                           std::to_string(state_->running_count()) +
+                           " running when the trace is done",
+                       result_.last_end_s);
+    }
+    return Status::Ok();
+  }
+
+  int64_t LimitSeconds(int64_t duration_s) const {
+    return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(duration_s * opts_.time_limit_factor)));
+  }
+
+  int64_t RunTime(int64_t duration_s) {
+    if (opts_.runtime_noise <= 0) return duration_s;
+    const double f = 1.0 + opts_.runtime_noise * (2.0 * rng_.UniformDouble() - 1.0);
+    return std::max<int64_t>(0, std::llround(duration_s * f));
+  }
+
+  Status Submit(size_t k, Time now) {
+    const TraceJob& t = trace_[arrivals_[k].trace_index];
+    const JobId id = static_cast<JobId>(k + 1);
+    JobResult& r = result_.jobs[job_result_[k]];
+    core::JobSpec spec;
+    spec.name = t.id;
+    spec.queue = t.tenant.empty() ? "default" : t.tenant;
+    spec.priority_class = r.priority_class;
+    spec.replicas = r.replicas;
+    spec.per_replica.gpus = per_replica_[k];
+    spec.time_limit = Duration::Seconds(LimitSeconds(t.duration_s));
+    spec.known_duration = Duration::Seconds(t.duration_s);
+    auto submitted = state_->Submit(std::move(spec), now, id);
+    if (!submitted.ok()) {
+      return InvalidArgument("trace job " + t.id + ": " + submitted.status().ToString());
+    }
+    return Status::Ok();
+  }
+
+  const std::vector<TraceJob>& trace_;
+  const ClusterDescription& cluster_;
+  const SimOptions& opts_;
+  Random rng_;
+  SimClock clock_;
+  std::unique_ptr<core::ClusterState> state_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;
+  SimResult result_;
+  std::vector<Arrival> arrivals_;        // runnable jobs in submit order; id = index + 1
+  std::vector<size_t> job_result_;       // id - 1 -> index in result_.jobs
+  std::vector<int64_t> per_replica_;     // id - 1 -> GPUs per replica
+};
+
+}  // namespace
+
+Status SimOptions::Validate() const {
+  RETURN_IF_ERROR(scheduler.Validate());
+  if (!(time_limit_factor > 0) || !std::isfinite(time_limit_factor)) {
+    return InvalidArgument("must be a positive number", "--time-limit-factor");
+  }
+  if (!(runtime_noise >= 0 && runtime_noise < 1)) {
+    return InvalidArgument("must be in [0, 1)", "--runtime-noise");
+  }
+  if (audit_every < 0) return InvalidArgument("must be >= 0", "--audit-every");
+  return Status::Ok();
+}
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kCompleted: return "completed";
+    case Outcome::kTimeout: return "timeout";
+    case Outcome::kUnschedulable: return "unschedulable";
+    case Outcome::kSkippedNoDuration: return "skipped-no-duration";
+    case Outcome::kSkippedNoGpus: return "skipped-no-gpus";
+  }
+  return "?";
+}
+
+StatusOr<SimResult> Simulate(const std::vector<TraceJob>& trace, const ClusterDescription& cluster,
+                             const SimOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  return Run(trace, cluster, options).Go();
+}
+
+}  // namespace muster::sim

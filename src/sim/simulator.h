@@ -1,0 +1,87 @@
+// Simulator: replays a trace through the real scheduler and ClusterState
+// under a simulated clock.
+//
+// The simulator links the same scheduling and lifecycle code as the server
+// and swaps only the clock (SimClock) and the agents (a job "runs" for its
+// trace duration). Events are processed in (time, sequence) order: at each
+// event time, completions first, then arrivals, then one scheduling cycle
+// whose bindings start jobs. After every event the touched nodes are checked
+// (capacity never exceeded, so no GPU is held twice; gangs whole); the whole
+// state is audited every `audit_every` events and at the end, and every job
+// must have ended when the trace is done. A violation stops the run with an
+// error naming the event, the time and the seed.
+//
+// Trace jobs become job specs as follows. A job of G GPUs on nodes of at
+// most S GPUs is one replica of G when G <= S; otherwise R replicas of d GPUs
+// where d is the largest divisor of G not above S (16 -> 2x8; 12 -> 2x6).
+// Fractional GPU requests take a whole GPU. The time limit is
+// ceil(time_limit_factor x duration), at least 1 s. The trace's tenant is the
+// queue and its priority p the class "p<p>" with weight p x 10000.
+// Rows the simulator cannot run (unknown duration, no GPUs) are kept in the
+// result as skipped, with the reason; jobs that can never fit the cluster are
+// reported as unschedulable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/scheduler.h"
+#include "sim/cluster_file.h"
+#include "sim/trace_reader.h"
+
+namespace muster::sim {
+
+struct SimOptions {
+  scheduler::SchedulerOptions scheduler;
+  double time_limit_factor = 2.0;
+  // Actual run time = duration x U(1 - noise, 1 + noise); 0 = exact.
+  double runtime_noise = 0.0;
+  uint64_t seed = 1;
+  int64_t audit_every = 4096;  // full invariant audit period in events; 1 = every event
+
+  Status Validate() const;
+};
+
+enum class Outcome { kCompleted, kTimeout, kUnschedulable, kSkippedNoDuration, kSkippedNoGpus };
+const char* OutcomeName(Outcome o);
+
+struct JobResult {
+  std::string trace_id;
+  core::JobId id = 0;
+  Outcome outcome = Outcome::kCompleted;
+  int64_t submit_s = 0;
+  int64_t start_s = -1;  // -1: never started
+  int64_t end_s = -1;
+  int64_t gpus = 0;
+  int32_t replicas = 0;
+  int32_t nodes = 0;     // distinct nodes of the placement
+  std::string tenant;
+  std::string priority_class;
+  bool censored = false;
+  std::string note;      // why skipped or unschedulable
+};
+
+struct SimResult {
+  std::vector<JobResult> jobs;
+  std::string cluster_summary;
+  std::string policy;
+  double time_limit_factor = 0;
+  uint64_t seed = 0;
+  int64_t total_gpus = 0;
+  int64_t cycles = 0;
+  int64_t events = 0;
+  int64_t audits = 0;
+  int64_t reservations_made = 0;  // summed over cycles
+  int64_t backfilled = 0;
+  int64_t max_pending = 0;
+  int64_t first_submit_s = 0;
+  int64_t last_end_s = 0;
+  int64_t busy_gpu_seconds = 0;
+};
+
+StatusOr<SimResult> Simulate(const std::vector<TraceJob>& trace, const ClusterDescription& cluster,
+                             const SimOptions& options);
+
+}  // namespace muster::sim
