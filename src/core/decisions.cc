@@ -36,7 +36,8 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
   std::string s = ReasonCodeName(r.code);
   switch (r.code) {
     case ReasonCode::kPriority:
-      s += ": " + std::to_string(r.jobs_ahead) + " higher-priority jobs ahead are blocked";
+      s += ": " + std::to_string(r.jobs_ahead) +
+           (r.jobs_ahead == 1 ? " higher-priority job ahead is blocked" : " higher-priority jobs ahead are blocked");
       break;
     case ReasonCode::kResources:
     case ReasonCode::kReservedFor:
@@ -51,7 +52,9 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
         s += "; free " + std::to_string(r.free_gpus) + " GPU, largest node block " +
              std::to_string(r.largest_node_free) + ", largest leaf block " +
              std::to_string(r.largest_leaf_free);
-        if (r.jobs_ahead > 0) s += "; " + std::to_string(r.jobs_ahead) + " blocked jobs ahead";
+        if (r.jobs_ahead > 0) {
+          s += "; " + std::to_string(r.jobs_ahead) + (r.jobs_ahead == 1 ? " blocked job ahead" : " blocked jobs ahead");
+        }
       }
       break;
     case ReasonCode::kDependency:

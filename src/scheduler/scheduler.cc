@@ -91,9 +91,13 @@ class CycleRun {
         return Explain(r, ReasonCode::kDependency);
       }
     }
-    if (strict_blocked_) return Explain(r, ReasonCode::kPriority);
-
     const Shape shape = ShapeOf(j);
+    if (strict_blocked_) {
+      if (FeasibleEver(shape)) return Explain(r, ReasonCode::kPriority);
+      FillNumbers(r, j, capacity_);
+      return Explain(r, ReasonCode::kUnschedulable);
+    }
+
     const Time end = snap_.now + j.time_limit;
     if (auto p = TryPlace(shape, end)) return Start(j, std::move(*p), end);
 

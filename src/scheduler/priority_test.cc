@@ -1,0 +1,78 @@
+#include "scheduler/priority.h"
+
+#include <gtest/gtest.h>
+
+#include "core/cluster_state.h"
+
+namespace muster::scheduler {
+namespace {
+
+core::PendingJob Job(int32_t cls, Time submit, int64_t gpus = 1) {
+  core::PendingJob j;
+  j.priority_class = cls;
+  j.submit_time = submit;
+  j.per_replica.gpus = gpus;
+  return j;
+}
+
+class PriorityTest : public ::testing::Test {
+ protected:
+  core::ClusterSnapshot At(Time now) {
+    core::ClusterSnapshot s = state_.Snapshot(now);
+    return s;
+  }
+  core::ClusterState state_;  // classes low 0, normal 10000, high 20000
+  PriorityWeights w_;
+};
+
+TEST_F(PriorityTest, BreakdownSumsItsParts) {
+  const auto b = ComputePriority(Job(1, Time::Zero(), 8), At(Time::Zero() + Duration::Hours(3)), w_);
+  EXPECT_EQ(b.class_points, 10'000);
+  EXPECT_EQ(b.age_points, 1'500);
+  EXPECT_EQ(b.fairshare_points, 0);
+  EXPECT_EQ(b.size_points, 80);
+  EXPECT_EQ(b.total(), 11'580);
+}
+
+TEST_F(PriorityTest, AgeIsCappedAndNeverNegative) {
+  const auto old = ComputePriority(Job(0, Time::Zero()), At(Time::Zero() + Duration::Hours(10'000)), w_);
+  EXPECT_EQ(old.age_points, w_.age_cap);
+  // Submitted "in the future" (clock skew between writers): no negative age.
+  const auto future = ComputePriority(Job(0, Time::FromSeconds(100)), At(Time::Zero()), w_);
+  EXPECT_EQ(future.age_points, 0);
+}
+
+TEST_F(PriorityTest, AgeCountsFromBeginTime) {
+  core::PendingJob j = Job(0, Time::Zero());
+  j.begin_time = Time::Zero() + Duration::Hours(2);
+  EXPECT_EQ(ComputePriority(j, At(Time::Zero() + Duration::Hours(3)), w_).age_points, 500);
+}
+
+TEST_F(PriorityTest, SizeIsCapped) {
+  EXPECT_EQ(ComputePriority(Job(0, Time::Zero(), 1024), At(Time::Zero()), w_).size_points, w_.size_cap);
+}
+
+// The aging bound: a job of class c that has waited (class step / rate)
+// hours ranks at least as high as any fresh job of class c + 1.
+TEST_F(PriorityTest, AgeLiftsAcrossOneClassInBoundedTime) {
+  const int64_t step = 10'000;
+  const int64_t hours = step / w_.age_points_per_hour;  // 20 h with defaults
+  ASSERT_GT(w_.age_cap, step) << "defaults must let age cross one class";
+  const Time now = Time::Zero() + Duration::Hours(hours);
+  const auto waited_low = ComputePriority(Job(0, Time::Zero(), 1), At(now), w_);
+  const auto fresh_normal = ComputePriority(Job(1, now, 1), At(now), w_);
+  EXPECT_GE(waited_low.total(), fresh_normal.total());
+  const auto younger_low = ComputePriority(Job(0, Time::Zero() + Duration::Hours(1), 1), At(now), w_);
+  EXPECT_LT(younger_low.total(), fresh_normal.total());
+}
+
+TEST(PriorityWeights, ValidateNamesTheField) {
+  PriorityWeights w;
+  w.age_cap = -1;
+  const Status s = w.Validate();
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.field(), "priority.ageCap");
+}
+
+}  // namespace
+}  // namespace muster::scheduler
