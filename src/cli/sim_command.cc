@@ -35,6 +35,9 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
                   "Actual run time = duration x U(1-x, 1+x), in [0, 1)");
   sim->add_option("--audit-every", f.audit_every, "Full invariant audit every N events (1 = every event)");
   sim->add_option("--limit", f.limit, "Replay only the first N jobs by submit time");
+  sim->add_option("--age-points-per-hour", f.age_points_per_hour, "Priority points per hour waited");
+  sim->add_option("--age-cap", f.age_cap, "Most priority points age can add");
+  sim->add_option("--size-points-per-gpu", f.size_points_per_gpu, "Priority points per GPU of the job");
   return sim;
 }
 
@@ -70,6 +73,9 @@ int RunSim(const SimFlags& f) {
   auto threshold = ParseDuration(f.starvation_threshold);
   if (!threshold.ok()) return fail(threshold.status().WithFieldPrefix("--starvation-threshold"));
   opts.scheduler.starvation_threshold = *threshold;
+  if (f.age_points_per_hour >= 0) opts.scheduler.weights.age_points_per_hour = f.age_points_per_hour;
+  if (f.age_cap >= 0) opts.scheduler.weights.age_cap = f.age_cap;
+  if (f.size_points_per_gpu >= 0) opts.scheduler.weights.size_points_per_gpu = f.size_points_per_gpu;
   opts.time_limit_factor = f.time_limit_factor;
   opts.seed = f.seed;
   opts.runtime_noise = f.runtime_noise;

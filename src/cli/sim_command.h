@@ -28,6 +28,9 @@ struct SimFlags {
   double runtime_noise = 0;
   int64_t audit_every = 4096;
   int64_t limit = 0;
+  int64_t age_points_per_hour = -1;  // -1: the scheduler's default
+  int64_t age_cap = -1;
+  int64_t size_points_per_gpu = -1;
 };
 
 // Registers the subcommand; `flags` must outlive the app.

@@ -32,7 +32,8 @@ uint64_t Random::Next() {
 }
 
 int64_t Random::Uniform(int64_t lo, int64_t hi) {
-  const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
+  // Unsigned arithmetic: hi - lo may not fit in int64_t.
+  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
   if (span == 0) return static_cast<int64_t>(Next());  // full 64-bit range
   // Rejection sampling removes modulo bias.
   const uint64_t limit = UINT64_MAX - UINT64_MAX % span;
@@ -40,7 +41,7 @@ int64_t Random::Uniform(int64_t lo, int64_t hi) {
   do {
     v = Next();
   } while (v >= limit);
-  return lo + static_cast<int64_t>(v % span);
+  return static_cast<int64_t>(static_cast<uint64_t>(lo) + v % span);
 }
 
 double Random::UniformDouble() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }

@@ -28,7 +28,10 @@ class Duration {
 
   constexpr auto operator<=>(const Duration&) const = default;
   constexpr Duration operator+(Duration o) const {
-    return (is_infinite() || o.is_infinite()) ? Infinite() : Duration(ms_ + o.ms_);
+    if (is_infinite() || o.is_infinite()) return Infinite();
+    int64_t sum = 0;
+    if (__builtin_add_overflow(ms_, o.ms_, &sum)) return o.ms_ > 0 ? Infinite() : Duration(INT64_MIN);
+    return Duration(sum);
   }
   constexpr Duration operator-(Duration o) const { return Duration(ms_ - o.ms_); }
   constexpr Duration operator*(int64_t k) const { return is_infinite() ? *this : Duration(ms_ * k); }
@@ -56,7 +59,9 @@ class Time {
   constexpr auto operator<=>(const Time&) const = default;
   constexpr Time operator+(Duration d) const {
     if (is_max() || d.is_infinite()) return Max();
-    return Time(ms_ + d.millis());
+    int64_t sum = 0;
+    if (__builtin_add_overflow(ms_, d.millis(), &sum)) return d.millis() > 0 ? Max() : Time(INT64_MIN);
+    return Time(sum);
   }
   constexpr Time operator-(Duration d) const { return Time(ms_ - d.millis()); }
   constexpr Duration operator-(Time o) const {

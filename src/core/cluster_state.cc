@@ -29,16 +29,18 @@ StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
   }
   // A node without a leaf label is alone under its own leaf.
   const std::string leaf = spec.topology.leaf.empty() ? "node:" + spec.name : spec.topology.leaf;
+  // Validate before interning anything, so a rejected node changes nothing.
+  if (auto known = leaf_ids_.find(leaf); known != leaf_ids_.end()) {
+    const std::string& spine = spines_[leaf_spine_[known->second]];
+    if (spine != spec.topology.spine) {
+      return InvalidArgument("leaf \"" + leaf + "\" is already under spine \"" + spine + "\"",
+                             "topology.spine");
+    }
+  }
   const size_t leaves_before = leaves_.size();
   const int32_t leaf_id = Intern(leaves_, leaf_ids_, leaf);
   const int32_t spine_id = Intern(spines_, spine_ids_, spec.topology.spine);
-  if (leaves_.size() > leaves_before) {
-    leaf_spine_.push_back(spine_id);
-  } else if (leaf_spine_[leaf_id] != spine_id) {
-    return InvalidArgument("leaf \"" + leaf + "\" is already under spine \"" +
-                               spines_[leaf_spine_[leaf_id]] + "\"",
-                           "topology.spine");
-  }
+  if (leaves_.size() > leaves_before) leaf_spine_.push_back(spine_id);
   Node node;
   node.spec = spec;
   node.gpu_type = Intern(gpu_types_, gpu_type_ids_, spec.gpu_type);
@@ -242,6 +244,9 @@ Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string 
 Status ClusterState::EndPending(JobId job, JobState terminal, Time now, std::string reason) {
   if (!pending_pos_.count(job)) {
     return FailedPrecondition("job " + std::to_string(job) + " is not pending");
+  }
+  if (!IsTerminal(terminal)) {
+    return InvalidArgument(std::string(JobStateName(terminal)) + " is not a terminal state", "state");
   }
   JobRecord& rec = jobs_.at(job);
   if (!IsValidTransition(rec.state, terminal)) {

@@ -11,12 +11,15 @@
 //     no class can starve the one below it forever.
 //  3. fairshare: the queue's fair-share points, computed outside the
 //     scheduler from decayed usage (0 until multi-tenancy fills it in).
-//  4. size: size_points_per_gpu for each GPU of the gang, capped at size_cap,
-//     so big gangs are not always overtaken by small ones.
+//  4. size: size_points_per_gpu for each GPU of the gang, capped at size_cap.
+//     Off by default (as Slurm's PriorityWeightJobSize): on contended traces
+//     any size bonus moved big gangs ahead of older small jobs and raised
+//     mean wait sharply (docs/simulation.md). Big gangs are protected from
+//     starvation by reservations, not by size points.
 //
-// Example (defaults): a normal job of 8 GPUs that waited 3 h has
-// 10000 + 1500 + 0 + 80 = 11580; a fresh high 1-GPU job has 20010. After
-// 20 h the normal job's 10000 + 10000 + 80 = 20080 ranks first.
+// Example (defaults): a normal job that waited 3 h has 10000 + 1500 = 11500;
+// a fresh high job has 20000. After 20 h the normal job's 10000 + 10000
+// ties it, and from then on ranks first (ties go to the earlier submit).
 //
 // All arithmetic is integral; ties are broken by submit time, then job id.
 #pragma once
@@ -32,7 +35,7 @@ namespace muster::scheduler {
 struct PriorityWeights {
   int64_t age_points_per_hour = 500;
   int64_t age_cap = 20'000;
-  int64_t size_points_per_gpu = 10;
+  int64_t size_points_per_gpu = 0;
   int64_t size_cap = 1'000;
 
   Status Validate() const;

@@ -26,12 +26,13 @@ class PriorityTest : public ::testing::Test {
 };
 
 TEST_F(PriorityTest, BreakdownSumsItsParts) {
+  w_.size_points_per_gpu = 1;
   const auto b = ComputePriority(Job(1, Time::Zero(), 8), At(Time::Zero() + Duration::Hours(3)), w_);
   EXPECT_EQ(b.class_points, 10'000);
   EXPECT_EQ(b.age_points, 1'500);
   EXPECT_EQ(b.fairshare_points, 0);
-  EXPECT_EQ(b.size_points, 80);
-  EXPECT_EQ(b.total(), 11'580);
+  EXPECT_EQ(b.size_points, 8);
+  EXPECT_EQ(b.total(), 11'508);
 }
 
 TEST_F(PriorityTest, AgeIsCappedAndNeverNegative) {
@@ -48,7 +49,9 @@ TEST_F(PriorityTest, AgeCountsFromBeginTime) {
   EXPECT_EQ(ComputePriority(j, At(Time::Zero() + Duration::Hours(3)), w_).age_points, 500);
 }
 
-TEST_F(PriorityTest, SizeIsCapped) {
+TEST_F(PriorityTest, SizeIsOffByDefaultAndCapped) {
+  EXPECT_EQ(ComputePriority(Job(0, Time::Zero(), 64), At(Time::Zero()), w_).size_points, 0);
+  w_.size_points_per_gpu = 10;
   EXPECT_EQ(ComputePriority(Job(0, Time::Zero(), 1024), At(Time::Zero()), w_).size_points, w_.size_cap);
 }
 

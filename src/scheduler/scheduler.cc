@@ -116,8 +116,11 @@ class CycleRun {
       case BlockingMode::kSkip:
         break;
       case BlockingMode::kBackfill:
-        if (static_cast<int32_t>(out_.reservations.size()) < options_.max_reservations ||
-            Starving(j)) {
+        const bool ranked = static_cast<int32_t>(out_.reservations.size()) < options_.max_reservations;
+        const bool starving = !ranked && starving_reserved_ < options_.max_starvation_reservations &&
+                              Starving(j);
+        if (ranked || starving) {
+          if (starving) ++starving_reserved_;
           if (!plan_) plan_.emplace(live_, snap_, std::move(started_));
           if (auto slot = plan_->Reserve(shape, j.time_limit)) {
             r.planned_start = slot->start;
@@ -151,7 +154,7 @@ class CycleRun {
     }
     if (policy_.blocking != BlockingMode::kBackfill) return true;
     return static_cast<int32_t>(out_.reservations.size()) >= options_.max_reservations &&
-           starving_left_ == 0;
+           (starving_left_ == 0 || starving_reserved_ >= options_.max_starvation_reservations);
   }
 
   void Explain(PendingReason& r, ReasonCode code) {
@@ -308,6 +311,7 @@ class CycleRun {
   int32_t blocked_ = 0;
   int64_t gpu_less_left_ = 0;
   int64_t starving_left_ = 0;
+  int32_t starving_reserved_ = 0;
   bool strict_blocked_ = false;
   Decisions out_;
 };
@@ -319,6 +323,10 @@ Status SchedulerOptions::Validate() const {
   if (max_reservations < 0) {
     return InvalidArgument("must be >= 0, got " + std::to_string(max_reservations),
                            "scheduler.maxReservations");
+  }
+  if (max_starvation_reservations < 0) {
+    return InvalidArgument("must be >= 0, got " + std::to_string(max_starvation_reservations),
+                           "scheduler.maxStarvationReservations");
   }
   if (starvation_threshold < Duration::Zero()) {
     return InvalidArgument("must be >= 0", "scheduler.starvationThreshold");

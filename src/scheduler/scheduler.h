@@ -13,7 +13,8 @@
 //  3. For each job: skip held, not-yet-begun and dependency-waiting jobs;
 //     place the whole gang now if it fits without delaying any reservation
 //     (placement.h); otherwise, if it is among the top `max_reservations`
-//     blocked jobs or has waited past `starvation_threshold`, reserve its
+//     blocked jobs or has waited past `starvation_threshold` (at most
+//     `max_starvation_reservations` such extra jobs), reserve its
 //     earliest start in the BackfillPlan. Nodes holding a reservation only
 //     take jobs that end (by time limit) before it starts, or that fit in
 //     what the reservation leaves spare.
@@ -44,8 +45,12 @@ struct SchedulerOptions {
   PriorityWeights weights;
   // Blocked jobs (in priority order) that get a reservation each cycle.
   int32_t max_reservations = 8;
-  // A job eligible for longer than this gets a reservation whatever its rank.
+  // A job eligible for longer than this gets a reservation whatever its rank,
+  // up to max_starvation_reservations such jobs per cycle (oldest class
+  // first in priority order). In an overloaded cluster every job may be past
+  // the threshold; the cap keeps the cycle bounded.
   Duration starvation_threshold = Duration::Hours(8);
+  int32_t max_starvation_reservations = 8;
   // Compute a PendingReason for every job left pending (off in fast sims;
   // Unschedulable is reported either way).
   bool explain = true;

@@ -25,7 +25,10 @@ struct Group {
 };
 
 void AddGroup(const Group& g, int group_index, ClusterDescription& out) {
-  const std::string prefix = g.prefix.empty() ? g.gpu_type + "-" : g.prefix;
+  // Default names carry the group index so two groups of one type never clash.
+  const std::string prefix =
+      g.prefix.empty() ? g.gpu_type + "-" + (group_index > 0 ? "g" + std::to_string(group_index) + "-" : "")
+                       : g.prefix;
   const std::string tag = "g" + std::to_string(group_index);
   for (int64_t i = 0; i < g.count; ++i) {
     core::NodeSpec n;

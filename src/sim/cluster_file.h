@@ -9,7 +9,8 @@
 //       memory: 512Gi      # default 0: memory not modelled
 //       nodesPerLeaf: 16   # default: all nodes of the group under one leaf
 //       leavesPerSpine: 4  # default: all leaves under one spine
-//       prefix: v100-      # node names are prefix + index; default "<gpuType>-"
+//       prefix: v100-      # node names are prefix + index; default "<gpuType>-",
+//                          # "<gpuType>-g<group>-" for groups after the first
 //   nodes:                 # explicit nodes, for small hand-made clusters
 //     - {name: a1, gpus: 8, gpuType: H100, leaf: l1, spine: s1}
 // Unknown keys are errors naming the key and suggesting the closest one.
