@@ -152,10 +152,18 @@ TEST(Placement, RandomizedSoundAndComplete) {
     }
     ASSERT_EQ(placed, replicas) << "seed " << seed;
     // A job that fits one node never spans.
-    if (node_best >= replicas) ASSERT_EQ(p->size(), 1u) << "seed " << seed;
-    if (scope == TopologyScope::kNode) ASSERT_EQ(p->size(), 1u);
-    if (scope == TopologyScope::kLeaf) ASSERT_EQ(leaves.size(), 1u);
-    if (scope == TopologyScope::kSpine) ASSERT_EQ(spines.size(), 1u);
+    if (node_best >= replicas) {
+      ASSERT_EQ(p->size(), 1u) << "seed " << seed;
+    }
+    if (scope == TopologyScope::kNode) {
+      ASSERT_EQ(p->size(), 1u);
+    }
+    if (scope == TopologyScope::kLeaf) {
+      ASSERT_EQ(leaves.size(), 1u);
+    }
+    if (scope == TopologyScope::kSpine) {
+      ASSERT_EQ(spines.size(), 1u);
+    }
     // Within one leaf when some leaf can hold it.
     if (scope != TopologyScope::kNode && max_of(leaf_slots) >= replicas) {
       ASSERT_EQ(leaves.size(), 1u) << "seed " << seed;

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Configures and builds Muster into build/ (or $MUSTER_BUILD_DIR).
+# Usage: scripts/build.sh [--sanitize] [extra cmake -D options...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${MUSTER_BUILD_DIR:-build}
+args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  build_dir=${MUSTER_BUILD_DIR:-build-asan}
+  args=(-DCMAKE_BUILD_TYPE=Debug -DMUSTER_SANITIZE=ON -DMUSTER_BUILD_BENCH=OFF)
+fi
+cmake -S . -B "$build_dir" -G Ninja "${args[@]}" "$@" >/dev/null
+ninja -C "$build_dir" -j "$(nproc)"

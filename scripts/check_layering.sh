@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Checks the include direction of src/: common <- core <- scheduler <- sim <- cli,
+# and that the scheduling core (core/, scheduler/) does no I/O and reads no clock.
+# Prints each violation as file:line and exits 1 if there is any.
+set -u
+cd "$(dirname "$0")/.."
+fail=0
+violation() { echo "layering: $1"; fail=1; }
+
+# Project includes each layer may use.
+declare -A allowed=(
+  [common]="common"
+  [core]="common core"
+  [scheduler]="common core scheduler"
+  [sim]="common core scheduler sim"
+  [cli]="common core scheduler sim cli"
+)
+for layer in "${!allowed[@]}"; do
+  [ -d "src/$layer" ] || continue
+  while IFS= read -r hit; do
+    file=${hit%%:*}; rest=${hit#*:}; line=${rest%%:*}
+    inc=$(sed -E 's/.*#include "([^/"]+)\/.*/\1/' <<<"$rest")
+    case " ${allowed[$layer]} " in
+      *" $inc "*) ;;
+      *) violation "$file:$line includes \"$inc/...\" (src/$layer may use: ${allowed[$layer]})";;
+    esac
+  done < <(grep -nE '^#include "[^"]+/' -r "src/$layer" --include='*.h' --include='*.cc' | grep -v '_test\.cc:')
+done
+
+# The scheduling core: no I/O, threads, wall clock or randomness of its own.
+forbidden='<(fstream|iostream|cstdio|stdio\.h|filesystem|thread|mutex|chrono|ctime|time\.h|random|unistd\.h|sys/[a-z_]+\.h|sqlite3\.h|libpq-fe\.h|httplib\.h)>'
+while IFS= read -r hit; do
+  violation "$hit: the scheduling core must not do I/O or read clocks"
+done < <(grep -nE "^#include $forbidden" -r src/core src/scheduler --include='*.h' --include='*.cc' | grep -v '_test\.cc:')
+while IFS= read -r hit; do
+  violation "$hit: the scheduling core must not call the clock or rand"
+done < <(grep -nE '(system_clock|steady_clock|\btime\(|\brand\(|srand\(|random_device|getenv\()' -r src/core src/scheduler --include='*.h' --include='*.cc' | grep -v '_test\.cc:')
+
+if [ "$fail" -eq 0 ]; then echo "layering: ok"; fi
+exit "$fail"
