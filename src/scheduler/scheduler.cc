@@ -8,6 +8,7 @@
 
 #include "scheduler/backfill_plan.h"
 #include "scheduler/dependencies.h"
+#include "scheduler/pending_order.h"
 #include "scheduler/placement.h"
 
 namespace muster::scheduler {
@@ -55,10 +56,11 @@ class CycleRun {
     res_time_.assign(n, Time::Max());
     res_job_.assign(n, 0);
 
-    std::vector<int32_t> order;
-    policy_.order->Order(snap_, options_.weights, order);
-    if (!options_.explain) CountCanStillAct(order);
-    for (int32_t idx : order) {
+    // Without explanations the cycle may stop early, so order lazily.
+    PendingOrder order(snap_, *policy_.order, options_.weights, /*lazy=*/!options_.explain);
+    if (!options_.explain) CountCanStillAct();
+    int32_t idx;
+    while (order.Next(idx)) {
       if (!options_.explain && NothingLeftToDo()) break;
       const PendingJob& j = snap_.pending[idx];
       Consider(j);
@@ -136,9 +138,8 @@ class CycleRun {
   // without GPUs waits, and no further reservation is due: no job left can
   // start or be promised anything. (With explanations every job is visited
   // to give it a reason.)
-  void CountCanStillAct(const std::vector<int32_t>& order) {
-    for (int32_t idx : order) {
-      const PendingJob& j = snap_.pending[idx];
+  void CountCanStillAct() {
+    for (const PendingJob& j : snap_.pending) {
       if (j.per_replica.gpus == 0) ++gpu_less_left_;
       if (Starving(j)) ++starving_left_;
     }

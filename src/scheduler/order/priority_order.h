@@ -9,11 +9,9 @@ namespace muster::scheduler {
 class PriorityOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "priority"; }
-  void Order(const core::ClusterSnapshot& snap, const PriorityWeights& weights,
-             std::vector<int32_t>& order) const override {
-    SortPendingBy(snap, order, [&](const core::PendingJob& j) {
-      return -ComputePriority(j, snap, weights).total();
-    });
+  int64_t Key(const core::PendingJob& j, const core::ClusterSnapshot& snap,
+              const PriorityWeights& weights) const override {
+    return -ComputePriority(j, snap, weights).total();
   }
 };
 

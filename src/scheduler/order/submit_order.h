@@ -9,9 +9,9 @@ namespace muster::scheduler {
 class SubmitOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "submit"; }
-  void Order(const core::ClusterSnapshot& snap, const PriorityWeights&,
-             std::vector<int32_t>& order) const override {
-    SortPendingBy(snap, order, [](const core::PendingJob&) { return int64_t{0}; });
+  int64_t Key(const core::PendingJob&, const core::ClusterSnapshot&,
+              const PriorityWeights&) const override {
+    return 0;  // the tie-break (submit time, id) is the order
   }
 };
 
