@@ -149,6 +149,8 @@ class CycleRun {
     if (Starving(j)) --starving_left_;
   }
   bool NothingLeftToDo() {
+    // Strict FIFO: behind a blocked head nothing starts.
+    if (strict_blocked_) return true;
     if (gpu_less_left_ > 0 || MaxReservedActualGpus() > 0) return false;
     for (int32_t t = 0; t < live_.num_types(); ++t) {
       if (live_.type(t).free_gpus > 0) return false;
