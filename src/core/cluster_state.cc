@@ -49,6 +49,7 @@ StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
   node.free = spec.capacity;
   const auto index = static_cast<NodeIndex>(nodes_.size());
   nodes_.push_back(std::move(node));
+  gpu_owner_.emplace_back(static_cast<size_t>(spec.capacity.gpus), JobId{0});
   node_by_name_[spec.name] = index;
   ++nodes_version_;
   return index;
@@ -206,6 +207,21 @@ Status ClusterState::Bind(const Binding& binding, Time now) {
   for (const auto& [node, res] : per_node) nodes_[node].free -= res;
 
   RunningJob r;
+  // Devices: the lowest free indices on each node. The free count was just
+  // checked, so enough free devices exist.
+  for (const Allocation& a : binding.allocations) {
+    std::vector<int32_t> ids;
+    std::vector<JobId>& owners = gpu_owner_[a.node];
+    for (int32_t g = 0; g < static_cast<int32_t>(owners.size()) &&
+                        static_cast<int64_t>(ids.size()) < a.resources.gpus;
+         ++g) {
+      if (owners[g] == 0) {
+        owners[g] = p.id;
+        ids.push_back(g);
+      }
+    }
+    r.gpu_ids.push_back(std::move(ids));
+  }
   r.id = p.id;
   r.start = now;
   r.expected_end = now + p.time_limit;
@@ -229,7 +245,11 @@ Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string 
   auto it = running_.find(job);
   if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
   if (!IsTerminal(terminal)) return InvalidArgument("not a terminal state", "state");
-  for (const Allocation& a : it->second.allocations) nodes_[a.node].free += a.resources;
+  const RunningJob& r = it->second;
+  for (size_t i = 0; i < r.allocations.size(); ++i) {
+    nodes_[r.allocations[i].node].free += r.allocations[i].resources;
+    for (int32_t g : r.gpu_ids[i]) gpu_owner_[r.allocations[i].node][g] = 0;
+  }
   running_by_end_.erase({it->second.expected_end, job});
   running_.erase(it);
   JobRecord& rec = jobs_.at(job);
@@ -309,6 +329,41 @@ Status ClusterState::CheckInvariants() const {
     }
   }
   if (pending_.size() != pending_pos_.size()) return Internal("pending index size mismatch");
+  for (size_t i = 0; i < nodes_.size(); ++i) RETURN_IF_ERROR(CheckNode(static_cast<NodeIndex>(i)));
+  return Status::Ok();
+}
+
+Status ClusterState::CheckNode(NodeIndex node) const {
+  const Node& n = nodes_[node];
+  if (!n.free.IsNonNegative() || !n.free.FitsIn(n.spec.capacity)) {
+    return Internal("node " + n.spec.name + " free " + n.free.ToString() + " outside [0, " +
+                    n.spec.capacity.ToString() + "]");
+  }
+  int64_t held = 0;
+  const std::vector<JobId>& owners = gpu_owner_[node];
+  for (size_t g = 0; g < owners.size(); ++g) {
+    const JobId holder = owners[g];
+    if (holder == 0) continue;
+    ++held;
+    auto it = running_.find(holder);
+    if (it == running_.end()) {
+      return Internal("GPU " + std::to_string(g) + " of node " + n.spec.name + " is held by job " +
+                      std::to_string(holder) + ", which is not running");
+    }
+    bool listed = false;
+    for (size_t i = 0; i < it->second.allocations.size() && !listed; ++i) {
+      if (it->second.allocations[i].node != node) continue;
+      for (int32_t id : it->second.gpu_ids[i]) listed |= id == static_cast<int32_t>(g);
+    }
+    if (!listed) {
+      return Internal("GPU " + std::to_string(g) + " of node " + n.spec.name + " is held by job " +
+                      std::to_string(holder) + ", which does not list it");
+    }
+  }
+  if (held != n.spec.capacity.gpus - n.free.gpus) {
+    return Internal("node " + n.spec.name + " has " + std::to_string(held) + " GPUs held but " +
+                    std::to_string(n.spec.capacity.gpus - n.free.gpus) + " allocated");
+  }
   return Status::Ok();
 }
 

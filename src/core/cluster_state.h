@@ -7,10 +7,14 @@
 // scheduler. Scheduling decisions come back through Bind() and Fail(); the
 // lifecycle (Finish, Cancel, Hold) is applied by the owner.
 //
+// Bind() also picks the GPU devices of each replica (the lowest free
+// indices on the node) and records which job holds each device.
+//
 // Every mutating call validates its input and returns a Status; a rejected
 // call changes nothing. CheckInvariants() verifies the accounting from
-// scratch (no capacity exceeded, free == capacity - allocations, every
-// running gang whole) and is run by tests and the simulator.
+// scratch (no GPU device held by two jobs, no capacity exceeded, free ==
+// capacity - allocations, every running gang whole) and is run by tests and
+// the simulator; CheckNode() does the same for one node, cheaply.
 //
 // Thread-safety: none; one owner thread.
 #pragma once
@@ -82,6 +86,10 @@ class ClusterState {
   // Recomputes every node's free capacity from the running allocations and
   // compares; also checks gangs are whole and no node is over capacity.
   Status CheckInvariants() const;
+  // The device-level checks of CheckInvariants() for one node: every held
+  // device belongs to a running job that lists it, and the count of held
+  // devices matches capacity - free.
+  Status CheckNode(NodeIndex node) const;
 
   const JobRecord* Find(JobId id) const;
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -105,6 +113,7 @@ class ClusterState {
 
   ClusterConfig config_;
   std::vector<Node> nodes_;
+  std::vector<std::vector<JobId>> gpu_owner_;  // per node, per device: holder or 0
   uint64_t nodes_version_ = 0;
   std::unordered_map<std::string, NodeIndex> node_by_name_;
   std::vector<std::string> gpu_types_, leaves_, spines_, queues_;

@@ -800,5 +800,33 @@ TEST_F(ClusterStateTest, SnapshotOrdersEqualEndsById) {
   EXPECT_EQ(snap.running_by_end->rbegin()->second, second);
 }
 
+TEST_F(ClusterStateTest, BindAssignsDisjointGpuDevicesAndFinishFreesThem) {
+  const JobSpec one = MakeJob(1);  // 4 GPUs
+  const JobId j1 = SubmitOk(one), j2 = SubmitOk(one), j3 = SubmitOk(one);
+  ASSERT_TRUE(state_.Bind({j1, {Alloc(a_, 1, one)}}, Time::FromSeconds(20)).ok());
+  ASSERT_TRUE(state_.Bind({j2, {Alloc(a_, 1, one)}}, Time::FromSeconds(20)).ok());
+  const auto& r1 = state_.running().at(j1);
+  const auto& r2 = state_.running().at(j2);
+  EXPECT_EQ(r1.gpu_ids.at(0), (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(r2.gpu_ids.at(0), (std::vector<int32_t>{4, 5, 6, 7}));
+  EXPECT_TRUE(state_.CheckNode(a_).ok());
+  // The devices of a finished job are the ones the next job gets.
+  ASSERT_TRUE(state_.Finish(j1, JobState::kCompleted, Time::FromSeconds(30)).ok());
+  ASSERT_TRUE(state_.Bind({j3, {Alloc(a_, 1, one)}}, Time::FromSeconds(30)).ok());
+  EXPECT_EQ(state_.running().at(j3).gpu_ids.at(0), (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_TRUE(state_.CheckInvariants().ok()) << state_.CheckInvariants().ToString();
+}
+
+TEST_F(ClusterStateTest, GangGetsDevicesOnEveryNode) {
+  const JobSpec gang = MakeJob(3);  // 3 x 4 GPUs over two nodes
+  const JobId id = SubmitOk(gang);
+  ASSERT_TRUE(state_.Bind({id, {Alloc(a_, 2, gang), Alloc(b_, 1, gang)}}, Time::FromSeconds(20)).ok());
+  const auto& r = state_.running().at(id);
+  ASSERT_EQ(r.gpu_ids.size(), 2u);
+  EXPECT_EQ(r.gpu_ids[0].size(), 8u);
+  EXPECT_EQ(r.gpu_ids[1].size(), 4u);
+  EXPECT_TRUE(state_.CheckInvariants().ok());
+}
+
 }  // namespace
 }  // namespace muster::core

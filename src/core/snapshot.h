@@ -65,6 +65,10 @@ struct RunningJob {
   int32_t priority_class = 0;
   int32_t queue = 0;
   std::vector<Allocation> allocations;
+  // The GPU device indices held on each allocation's node (parallel to
+  // allocations), chosen by ClusterState::Bind. The scheduler counts GPUs;
+  // the agent will expose exactly these devices to the job.
+  std::vector<std::vector<int32_t>> gpu_ids;
 };
 
 // Running jobs ordered by expected end, then id.

@@ -102,15 +102,11 @@ class Run {
                     std::to_string(t) + "s, seed " + std::to_string(opts_.seed) + "): " + what);
   }
 
-  // Checks the nodes one event touched.
+  // Checks the nodes one event touched: capacity within bounds and every
+  // GPU device held by exactly the job that lists it.
   Status CheckNodes(const std::vector<core::Allocation>& allocs, int64_t t) const {
     for (const core::Allocation& a : allocs) {
-      const core::Node& n = state_->nodes()[a.node];
-      if (!n.free.IsNonNegative() || !n.free.FitsIn(n.spec.capacity)) {
-        return Violation("node " + n.spec.name + " free " + n.free.ToString() + " outside [0, " +
-                             n.spec.capacity.ToString() + "]",
-                         t);
-      }
+      if (Status s = state_->CheckNode(a.node); !s.ok()) return Violation(s.message(), t);
     }
     return Status::Ok();
   }
