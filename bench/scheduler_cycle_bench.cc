@@ -12,6 +12,7 @@
 //
 // Usage: muster_bench_cycle [--nodes 12500] [--gpus 8] [--pending 10000]
 //        [--fill 0.9] [--iterations 30] [--policy muster] [--explain 1] [--seed 1]
+//        [--head-gangs 0]   (adds high-priority 256-GPU gangs at the head of the queue)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,6 +38,7 @@ struct Flags {
   std::string policy = "muster";
   int explain = 1;
   uint64_t seed = 1;
+  int head_gangs = 0;  // high-priority 256-GPU gangs at the head of the queue
 };
 
 int64_t PhillyGpus(Random& rng) {
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
     else if (k == "--policy") f.policy = v;
     else if (k == "--explain") f.explain = std::stoi(v);
     else if (k == "--seed") f.seed = std::stoull(v);
+    else if (k == "--head-gangs") f.head_gangs = std::stoi(v);
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
@@ -140,6 +143,14 @@ int main(int argc, char** argv) {
     core::JobSpec s = Spec(g, f.gpus, Duration::Minutes(rng.Uniform(10, 72 * 60)));
     s.priority_class = rng.Bernoulli(0.1) ? "high" : "normal";
     if (!state.Submit(s, now - Duration::Minutes(rng.Uniform(0, 12 * 60))).ok()) return 1;
+  }
+
+  // Big gangs at the head: blocked, so each reservation walks far into the
+  // release timeline (the expensive case for backfill planning).
+  for (int i = 0; i < f.head_gangs; ++i) {
+    core::JobSpec s = Spec(256, f.gpus, Duration::Hours(24));
+    s.priority_class = "high";
+    if (!state.Submit(s, now - Duration::Hours(13)).ok()) return 1;
   }
 
   scheduler::SchedulerOptions opts;
