@@ -118,31 +118,33 @@ int64_t FreeIndex::LargestLeafFree(int32_t ti) const {
   return best;
 }
 
+namespace {
+
+// Replicas of r GPUs that fit nodes counted by free GPUs: sum of count(f) x (f / r).
+template <typename Count>
+int64_t Slots(int32_t max_f, int64_t r, Count count) {
+  int64_t slots = 0;
+  for (int32_t f = static_cast<int32_t>(r); f <= max_f; ++f) slots += count(f) * (f / r);
+  return slots;
+}
+
+}  // namespace
+
 int64_t FreeIndex::GlobalSlots(int32_t ti, int64_t r) const {
   const TypeEntry& t = types_[ti];
-  int64_t slots = 0;
-  for (int32_t f = static_cast<int32_t>(r); f <= t.max_f; ++f) {
-    slots += static_cast<int64_t>(t.by_f[f].size()) * (f / r);
-  }
-  return slots;
+  return Slots(t.max_f, r, [&](int32_t f) { return static_cast<int64_t>(t.by_f[f].size()); });
 }
 
 int64_t FreeIndex::LeafSlots(int32_t ti, int32_t lleaf, int64_t r) const {
   const TypeEntry& t = types_[ti];
   const LeafEntry& l = t.leaves[lleaf];
-  int64_t slots = 0;
-  for (int32_t f = static_cast<int32_t>(r); f <= t.max_f; ++f) {
-    slots += static_cast<int64_t>(l.by_f[f].size()) * (f / r);
-  }
-  return slots;
+  return Slots(t.max_f, r, [&](int32_t f) { return static_cast<int64_t>(l.by_f[f].size()); });
 }
 
 int64_t FreeIndex::SpineSlots(int32_t ti, int32_t lspine, int64_t r) const {
   const TypeEntry& t = types_[ti];
   const SpineEntry& s = t.spines[lspine];
-  int64_t slots = 0;
-  for (int32_t f = static_cast<int32_t>(r); f <= t.max_f; ++f) slots += s.hist[f] * (f / r);
-  return slots;
+  return Slots(t.max_f, r, [&](int32_t f) { return static_cast<int64_t>(s.hist[f]); });
 }
 
 bool FreeIndex::CheckConsistent() const {

@@ -73,6 +73,22 @@ StatusOr<int64_t> Int(const YAML::Node& v, const std::string& path, int64_t min)
   return out;
 }
 
+// The optional "cpus" and "memory" keys of `map`; absent keys leave 0.
+Status CpusAndMemory(const YAML::Node& map, const std::string& path, int64_t& cpu_milli,
+                     int64_t& memory) {
+  if (map["cpus"]) {
+    auto cpu = ParseCpuMilli(map["cpus"].Scalar());
+    if (!cpu.ok()) return cpu.status().WithFieldPrefix(path + ".cpus");
+    cpu_milli = *cpu;
+  }
+  if (map["memory"]) {
+    auto mem = ParseMemoryBytes(map["memory"].Scalar());
+    if (!mem.ok()) return mem.status().WithFieldPrefix(path + ".memory");
+    memory = *mem;
+  }
+  return Status::Ok();
+}
+
 StatusOr<ClusterDescription> Parse(const YAML::Node& root) {
   ClusterDescription out;
   if (!root.IsMap()) return InvalidArgument("the cluster file must be a YAML mapping");
@@ -92,16 +108,7 @@ StatusOr<ClusterDescription> Parse(const YAML::Node& root) {
       ASSIGN_OR_RETURN(grp.count, Int(g["count"], path + ".count", 1));
       ASSIGN_OR_RETURN(grp.gpus, Int(g["gpus"], path + ".gpus", 0));
       if (g["gpuType"]) grp.gpu_type = g["gpuType"].Scalar();
-      if (g["cpus"]) {
-        auto cpu = ParseCpuMilli(g["cpus"].Scalar());
-        if (!cpu.ok()) return cpu.status().WithFieldPrefix(path + ".cpus");
-        grp.cpu_milli = *cpu;
-      }
-      if (g["memory"]) {
-        auto mem = ParseMemoryBytes(g["memory"].Scalar());
-        if (!mem.ok()) return mem.status().WithFieldPrefix(path + ".memory");
-        grp.memory = *mem;
-      }
+      RETURN_IF_ERROR(CpusAndMemory(g, path, grp.cpu_milli, grp.memory));
       if (g["nodesPerLeaf"]) {
         ASSIGN_OR_RETURN(grp.nodes_per_leaf, Int(g["nodesPerLeaf"], path + ".nodesPerLeaf", 1));
       }
@@ -125,16 +132,7 @@ StatusOr<ClusterDescription> Parse(const YAML::Node& root) {
       if (!n["gpus"]) return InvalidArgument("is required", path + ".gpus");
       ASSIGN_OR_RETURN(spec.capacity.gpus, Int(n["gpus"], path + ".gpus", 0));
       spec.gpu_type = n["gpuType"] ? n["gpuType"].Scalar() : "gpu";
-      if (n["cpus"]) {
-        auto cpu = ParseCpuMilli(n["cpus"].Scalar());
-        if (!cpu.ok()) return cpu.status().WithFieldPrefix(path + ".cpus");
-        spec.capacity.cpu_milli = *cpu;
-      }
-      if (n["memory"]) {
-        auto mem = ParseMemoryBytes(n["memory"].Scalar());
-        if (!mem.ok()) return mem.status().WithFieldPrefix(path + ".memory");
-        spec.capacity.memory_bytes = *mem;
-      }
+      RETURN_IF_ERROR(CpusAndMemory(n, path, spec.capacity.cpu_milli, spec.capacity.memory_bytes));
       if (n["leaf"]) spec.topology.leaf = n["leaf"].Scalar();
       if (n["spine"]) spec.topology.spine = n["spine"].Scalar();
       out.nodes.push_back(std::move(spec));
