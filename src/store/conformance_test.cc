@@ -1,0 +1,249 @@
+#include "store/conformance_test.h"
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "store/store_writer.h"
+
+namespace muster::store {
+
+void StoreConformance::SetUp() {
+  static std::atomic<int> counter{0};
+  dir_ = ::testing::TempDir() + "/muster_store_" + GetParam().name + "_" +
+         std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_);
+  store_ = Reopen();
+  ASSERT_NE(store_, nullptr);
+}
+
+void StoreConformance::TearDown() {
+  store_.reset();
+  std::filesystem::remove_all(dir_);
+}
+
+std::unique_ptr<Store> StoreConformance::Reopen() {
+  store_.reset();
+  auto s = GetParam().open(dir_);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+namespace {
+
+JobRow Job(int64_t id, const std::string& state = "PENDING", const std::string& queue = "q1") {
+  JobRow j;
+  j.id = id;
+  j.name = "job" + std::to_string(id);
+  j.user = id % 2 ? "alice" : "bob";
+  j.queue = queue;
+  j.priority_class = "normal";
+  j.state = state;
+  j.submit_ms = 1000 + id;
+  j.spec_json = R"({"command":["true"],"note":"it's \"quoted\" and ; DROP TABLE jobs; --"})";
+  return j;
+}
+
+Status CommitOne(Store& s, const WriteBatch& b) { return s.Commit({&b}); }
+
+TEST_P(StoreConformance, JobRoundTripAndUpsert) {
+  WriteBatch b;
+  b.jobs.push_back(Job(1));
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  auto got = store_->GetJob(1);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ(**got, Job(1));
+
+  JobRow running = Job(1, "RUNNING");
+  running.start_ms = 5000;
+  running.attempts = 1;
+  running.status_json = R"({"nodes":["n1"]})";
+  WriteBatch u;
+  u.jobs.push_back(running);
+  ASSERT_TRUE(CommitOne(*store_, u).ok());
+  EXPECT_EQ(**store_->GetJob(1), running);
+  EXPECT_FALSE(store_->GetJob(2)->has_value());
+  EXPECT_EQ(*store_->CountJobs(), 1);
+}
+
+TEST_P(StoreConformance, EventsAreAppendedInOrder) {
+  WriteBatch b;
+  b.jobs.push_back(Job(7));
+  b.events.push_back({0, 7, 10, "Submitted", "", "by alice"});
+  b.events.push_back({0, 7, 20, "Started", "", "on n1"});
+  b.events.push_back({0, 8, 20, "Submitted", "", ""});
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  WriteBatch c;
+  c.events.push_back({0, 7, 30, "Completed", "ExitCode0", ""});
+  ASSERT_TRUE(CommitOne(*store_, c).ok());
+  auto ev = store_->ListEvents(7);
+  ASSERT_TRUE(ev.ok());
+  ASSERT_EQ(ev->size(), 3u);
+  EXPECT_EQ((*ev)[0].type, "Submitted");
+  EXPECT_EQ((*ev)[2].type, "Completed");
+  EXPECT_LT((*ev)[0].seq, (*ev)[1].seq);
+  EXPECT_LT((*ev)[1].seq, (*ev)[2].seq);
+  EXPECT_EQ((*ev)[1].message, "on n1");
+}
+
+TEST_P(StoreConformance, DuplicateIdempotencyKeyFailsTheWholeCommit) {
+  WriteBatch first;
+  first.jobs.push_back(Job(1));
+  first.idempotency.push_back({"alice", "k1", "fp1", 1, 100});
+  ASSERT_TRUE(CommitOne(*store_, first).ok());
+
+  WriteBatch dup;
+  dup.jobs.push_back(Job(2));
+  dup.events.push_back({0, 2, 1, "Submitted", "", ""});
+  dup.idempotency.push_back({"alice", "k1", "fp2", 2, 200});
+  const Status s = CommitOne(*store_, dup);
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
+  // Atomic: nothing of the failed commit is visible.
+  EXPECT_FALSE(store_->GetJob(2)->has_value());
+  EXPECT_TRUE(store_->ListEvents(2)->empty());
+  auto row = store_->GetIdempotency("alice", "k1");
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->fingerprint, "fp1");
+  EXPECT_EQ((*row)->job_id, 1);
+  // The same key for another principal is another key.
+  WriteBatch other;
+  other.idempotency.push_back({"bob", "k1", "fp3", 3, 300});
+  EXPECT_TRUE(CommitOne(*store_, other).ok());
+  EXPECT_EQ(store_->LoadIdempotency(150)->size(), 1u);
+}
+
+TEST_P(StoreConformance, ListJobsFiltersAndPages) {
+  WriteBatch b;
+  for (int64_t id = 1; id <= 25; ++id) {
+    b.jobs.push_back(Job(id, id % 3 == 0 ? "RUNNING" : "PENDING", id <= 10 ? "q1" : "q2"));
+  }
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  // Pages of 10 over everything.
+  std::vector<int64_t> seen;
+  int64_t after = 0;
+  for (int pages = 0; pages < 10; ++pages) {
+    auto page = store_->ListJobs({}, after, 10);
+    ASSERT_TRUE(page.ok());
+    for (const JobRow& j : page->items) seen.push_back(j.id);
+    if (page->next_after_id == 0) break;
+    after = page->next_after_id;
+  }
+  ASSERT_EQ(seen.size(), 25u);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<int64_t>(i + 1));
+  // Filters combine.
+  JobFilter f;
+  f.states = {"RUNNING"};
+  f.queue = "q2";
+  auto page = store_->ListJobs(f, 0, 100);
+  ASSERT_TRUE(page.ok());
+  std::vector<int64_t> ids;
+  for (const JobRow& j : page->items) ids.push_back(j.id);
+  EXPECT_EQ(ids, (std::vector<int64_t>{12, 15, 18, 21, 24}));
+  EXPECT_EQ(page->next_after_id, 0);
+  f = {};
+  f.user = "alice";
+  f.name = "job7";
+  EXPECT_EQ(store_->ListJobs(f, 0, 100)->items.size(), 1u);
+  f.states = {"PENDING", "RUNNING"};
+  f.name = "";
+  EXPECT_EQ(store_->ListJobs(f, 0, 100)->items.size(), 13u);
+}
+
+TEST_P(StoreConformance, LoadJobsCanSkipTerminalOnes) {
+  WriteBatch b;
+  b.jobs.push_back(Job(1));
+  JobRow done = Job(2, "COMPLETED");
+  done.end_ms = 9000;
+  b.jobs.push_back(done);
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  EXPECT_EQ(store_->LoadJobs(true)->size(), 2u);
+  auto active = store_->LoadJobs(false);
+  ASSERT_EQ(active->size(), 1u);
+  EXPECT_EQ((*active)[0].id, 1);
+  EXPECT_EQ(*store_->MaxJobId(), 2);
+}
+
+TEST_P(StoreConformance, NodesAndMeta) {
+  WriteBatch b;
+  b.nodes.push_back({"n1", R"({"gpus":8})", "IDLE", 1});
+  b.meta.push_back({"epoch", "1"});
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  WriteBatch c;
+  c.nodes.push_back({"n1", R"({"gpus":8})", "DOWN", 2});
+  c.nodes.push_back({"n0", R"({"gpus":4})", "IDLE", 2});
+  c.meta.push_back({"epoch", "2"});
+  ASSERT_TRUE(CommitOne(*store_, c).ok());
+  auto nodes = store_->ListNodes();
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[0].name, "n0");
+  EXPECT_EQ((*nodes)[1].state, "DOWN");
+  EXPECT_EQ(store_->GetMeta("epoch")->value_or(""), "2");
+  EXPECT_FALSE(store_->GetMeta("nope")->has_value());
+}
+
+TEST_P(StoreConformance, DataSurvivesReopen) {
+  WriteBatch b;
+  for (int64_t id = 1; id <= 100; ++id) b.jobs.push_back(Job(id));
+  b.idempotency.push_back({"alice", "k", "fp", 1, 1});
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  store_ = Reopen();
+  ASSERT_NE(store_, nullptr);
+  EXPECT_EQ(*store_->CountJobs(), 100);
+  EXPECT_EQ(**store_->GetJob(42), Job(42));
+  EXPECT_TRUE(store_->GetIdempotency("alice", "k")->has_value());
+}
+
+TEST_P(StoreConformance, GroupCommitFromManyThreadsLosesNothing) {
+  constexpr int kThreads = 8, kPerThread = 250;
+  std::atomic<int> ok{0}, failed{0};
+  {
+    StoreWriter writer(*store_);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i) {
+          const int64_t id = int64_t{t} * kPerThread + i + 1;
+          WriteBatch b;
+          b.jobs.push_back(Job(id));
+          b.events.push_back({0, id, id, "Submitted", "", ""});
+          b.idempotency.push_back({"p", "key" + std::to_string(id % (kThreads * kPerThread - 10)), "f", id, id});
+          writer.Submit(std::move(b), [&](const Status& s) { (s.ok() ? ok : failed)++; });
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    writer.Flush();
+    EXPECT_GE(writer.stats().batches, static_cast<uint64_t>(kThreads * kPerThread));
+    EXPECT_LT(writer.stats().commits, writer.stats().batches) << "no batching happened";
+  }
+  // 10 keys are reused: exactly those 10 batches fail, alone.
+  EXPECT_EQ(failed.load(), 10);
+  EXPECT_EQ(ok.load(), kThreads * kPerThread - 10);
+  EXPECT_EQ(*store_->CountJobs(), kThreads * kPerThread - 10);
+}
+
+TEST_P(StoreConformance, ReadersRunWhileWriting) {
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0}, errors{0};
+  std::thread reader([&] {
+    while (!done) {
+      auto page = store_->ListJobs({}, 0, 50);
+      if (!page.ok()) ++errors;
+      ++reads;
+    }
+  });
+  for (int64_t id = 1; id <= 300; ++id) {
+    WriteBatch b;
+    b.jobs.push_back(Job(id));
+    ASSERT_TRUE(CommitOne(*store_, b).ok());
+  }
+  done = true;
+  reader.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(*store_->CountJobs(), 300);
+}
+
+}  // namespace
+}  // namespace muster::store

@@ -1,0 +1,283 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <filesystem>
+
+namespace muster::store {
+namespace {
+
+constexpr const char* kJobColumns =
+    "id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, end_ms, attempts, "
+    "spec, status";
+
+JobRow ReadJob(const Stmt& s) {
+  JobRow j;
+  j.id = s.Int(0);
+  j.name = s.Text(1);
+  j.user = s.Text(2);
+  j.queue = s.Text(3);
+  j.priority_class = s.Text(4);
+  j.state = s.Text(5);
+  j.reason = s.Text(6);
+  j.submit_ms = s.Int(7);
+  j.start_ms = s.OptInt(8);
+  j.end_ms = s.OptInt(9);
+  j.attempts = static_cast<int32_t>(s.Int(10));
+  j.spec_json = s.Text(11);
+  j.status_json = s.Text(12);
+  return j;
+}
+
+StatusOr<std::vector<JobRow>> ReadJobs(Stmt& s) {
+  std::vector<JobRow> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return out;
+    out.push_back(ReadJob(s));
+  }
+}
+
+Status Configure(Db& db) {
+  RETURN_IF_ERROR(db.Exec("PRAGMA busy_timeout = 10000"));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+  const bool existed = std::filesystem::exists(path);
+  ASSIGN_OR_RETURN(Db db, Db::Open(path));
+  RETURN_IF_ERROR(Configure(db));
+  if (existed) {
+    // A foreign or damaged file fails here, before anything is written.
+    auto check = db.Prepare("PRAGMA quick_check");
+    if (!check.ok()) return DataLoss("store " + path + " is not a Muster store or is damaged: " + check.status().message());
+    auto row = check->Step();
+    if (!row.ok()) return DataLoss("store " + path + " is not a Muster store or is damaged: " + row.status().message());
+    const std::string verdict = *row ? check->Text(0) : "no answer";
+    if (verdict != "ok") return DataLoss("store " + path + " is damaged: " + verdict);
+  }
+  RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode = WAL"));
+  RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = FULL"));
+  RETURN_IF_ERROR(MigrateSqlite(db));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
+}
+
+template <typename Fn>
+auto SqliteStore::WithReader(Fn fn) -> decltype(fn(std::declval<Db&>())) {
+  std::optional<Db> db;
+  {
+    std::lock_guard<std::mutex> lock(read_mu_);
+    if (!readers_.empty()) {
+      db.emplace(std::move(readers_.back()));
+      readers_.pop_back();
+    }
+  }
+  if (!db) {
+    auto opened = Db::Open(writer_.path(), /*read_only=*/true);
+    if (!opened.ok()) return opened.status();
+    if (Status s = Configure(*opened); !s.ok()) return s;
+    db.emplace(std::move(*opened));
+  }
+  auto result = fn(*db);
+  std::lock_guard<std::mutex> lock(read_mu_);
+  if (readers_.size() < 8) readers_.push_back(std::move(*db));
+  return result;
+}
+
+Status SqliteStore::Commit(const std::vector<const WriteBatch*>& batches) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  RETURN_IF_ERROR(writer_.Exec("BEGIN IMMEDIATE"));
+  auto body = [&]() -> Status {
+    ASSIGN_OR_RETURN(Stmt job, writer_.Prepare(
+        "INSERT INTO jobs(id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, "
+        "end_ms, attempts, spec, status) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) "
+        "ON CONFLICT(id) DO UPDATE SET name=?2, user=?3, queue=?4, priority_class=?5, state=?6, "
+        "reason=?7, submit_ms=?8, start_ms=?9, end_ms=?10, attempts=?11, spec=?12, status=?13"));
+    ASSIGN_OR_RETURN(Stmt event, writer_.Prepare(
+        "INSERT INTO events(job_id, time_ms, type, reason, message) VALUES (?1,?2,?3,?4,?5)"));
+    ASSIGN_OR_RETURN(Stmt idem, writer_.Prepare(
+        "INSERT INTO idempotency(principal, key, fingerprint, job_id, created_ms) VALUES (?1,?2,?3,?4,?5)"));
+    ASSIGN_OR_RETURN(Stmt node, writer_.Prepare(
+        "INSERT INTO nodes(name, spec, state, updated_ms) VALUES (?1,?2,?3,?4) "
+        "ON CONFLICT(name) DO UPDATE SET spec=?2, state=?3, updated_ms=?4"));
+    ASSIGN_OR_RETURN(Stmt meta, writer_.Prepare(
+        "INSERT INTO meta(key, value) VALUES (?1,?2) ON CONFLICT(key) DO UPDATE SET value=?2"));
+    for (const WriteBatch* b : batches) {
+      for (const JobRow& j : b->jobs) {
+        job.Bind(1, j.id).Bind(2, j.name).Bind(3, j.user).Bind(4, j.queue).Bind(5, j.priority_class)
+            .Bind(6, j.state).Bind(7, j.reason).Bind(8, j.submit_ms).Bind(9, j.start_ms)
+            .Bind(10, j.end_ms).Bind(11, int64_t{j.attempts}).Bind(12, j.spec_json).Bind(13, j.status_json);
+        RETURN_IF_ERROR(job.Run());
+        job.Reset();
+      }
+      for (const EventRow& e : b->events) {
+        event.Bind(1, e.job_id).Bind(2, e.time_ms).Bind(3, e.type).Bind(4, e.reason).Bind(5, e.message);
+        RETURN_IF_ERROR(event.Run());
+        event.Reset();
+      }
+      for (const IdempotencyRow& r : b->idempotency) {
+        idem.Bind(1, r.principal).Bind(2, r.key).Bind(3, r.fingerprint).Bind(4, r.job_id).Bind(5, r.created_ms);
+        RETURN_IF_ERROR(idem.Run());
+        idem.Reset();
+      }
+      for (const NodeRow& n : b->nodes) {
+        node.Bind(1, n.name).Bind(2, n.spec_json).Bind(3, n.state).Bind(4, n.updated_ms);
+        RETURN_IF_ERROR(node.Run());
+        node.Reset();
+      }
+      for (const auto& [k, v] : b->meta) {
+        meta.Bind(1, k).Bind(2, v);
+        RETURN_IF_ERROR(meta.Run());
+        meta.Reset();
+      }
+    }
+    return Status::Ok();
+  };
+  Status s = body();
+  if (!s.ok()) {
+    (void)writer_.Exec("ROLLBACK");
+    return s;
+  }
+  s = writer_.Exec("COMMIT");
+  if (!s.ok()) (void)writer_.Exec("ROLLBACK");
+  return s;
+}
+
+StatusOr<std::vector<JobRow>> SqliteStore::LoadJobs(bool include_terminal) {
+  return WithReader([&](Db& db) -> StatusOr<std::vector<JobRow>> {
+    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs";
+    if (!include_terminal) sql += " WHERE end_ms IS NULL";
+    sql += " ORDER BY id";
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare(sql));
+    return ReadJobs(s);
+  });
+}
+
+StatusOr<std::optional<JobRow>> SqliteStore::GetJob(int64_t id) {
+  return WithReader([&](Db& db) -> StatusOr<std::optional<JobRow>> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?1"));
+    s.Bind(1, id);
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return std::optional<JobRow>();
+    return std::optional<JobRow>(ReadJob(s));
+  });
+}
+
+StatusOr<JobPage> SqliteStore::ListJobs(const JobFilter& f, int64_t after_id, int32_t limit) {
+  return WithReader([&](Db& db) -> StatusOr<JobPage> {
+    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id > ?1";
+    int next = 2;
+    std::vector<std::pair<int, std::string>> binds;
+    if (!f.states.empty()) {
+      sql += " AND state IN (";
+      for (size_t i = 0; i < f.states.size(); ++i) {
+        sql += (i ? ",?" : "?") + std::to_string(next);
+        binds.emplace_back(next++, f.states[i]);
+      }
+      sql += ")";
+    }
+    auto eq = [&](const char* col, const std::string& v) {
+      if (v.empty()) return;
+      sql += std::string(" AND ") + col + " = ?" + std::to_string(next);
+      binds.emplace_back(next++, v);
+    };
+    eq("queue", f.queue);
+    eq("user", f.user);
+    eq("name", f.name);
+    sql += " ORDER BY id LIMIT ?" + std::to_string(next);
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare(sql));
+    s.Bind(1, after_id);
+    for (const auto& [i, v] : binds) s.Bind(i, v);
+    // One more than asked tells whether there is a next page.
+    s.Bind(next, int64_t{limit} + 1);
+    ASSIGN_OR_RETURN(std::vector<JobRow> rows, ReadJobs(s));
+    JobPage page;
+    if (rows.size() > static_cast<size_t>(limit)) {
+      rows.resize(limit);
+      page.next_after_id = rows.empty() ? 0 : rows.back().id;
+    }
+    page.items = std::move(rows);
+    return page;
+  });
+}
+
+StatusOr<std::vector<EventRow>> SqliteStore::ListEvents(int64_t job_id) {
+  return WithReader([&](Db& db) -> StatusOr<std::vector<EventRow>> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare(
+        "SELECT seq, job_id, time_ms, type, reason, message FROM events WHERE job_id = ?1 ORDER BY seq"));
+    s.Bind(1, job_id);
+    std::vector<EventRow> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return out;
+      out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
+    }
+  });
+}
+
+StatusOr<std::vector<IdempotencyRow>> SqliteStore::LoadIdempotency(int64_t created_after_ms) {
+  return WithReader([&](Db& db) -> StatusOr<std::vector<IdempotencyRow>> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare(
+        "SELECT principal, key, fingerprint, job_id, created_ms FROM idempotency WHERE created_ms > ?1"));
+    s.Bind(1, created_after_ms);
+    std::vector<IdempotencyRow> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return out;
+      out.push_back({s.Text(0), s.Text(1), s.Text(2), s.Int(3), s.Int(4)});
+    }
+  });
+}
+
+StatusOr<std::optional<IdempotencyRow>> SqliteStore::GetIdempotency(const std::string& principal,
+                                                                    const std::string& key) {
+  return WithReader([&](Db& db) -> StatusOr<std::optional<IdempotencyRow>> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare(
+        "SELECT principal, key, fingerprint, job_id, created_ms FROM idempotency "
+        "WHERE principal = ?1 AND key = ?2"));
+    s.Bind(1, principal).Bind(2, key);
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return std::optional<IdempotencyRow>();
+    return std::optional<IdempotencyRow>(IdempotencyRow{s.Text(0), s.Text(1), s.Text(2), s.Int(3), s.Int(4)});
+  });
+}
+
+StatusOr<std::vector<NodeRow>> SqliteStore::ListNodes() {
+  return WithReader([&](Db& db) -> StatusOr<std::vector<NodeRow>> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT name, spec, state, updated_ms FROM nodes ORDER BY name"));
+    std::vector<NodeRow> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return out;
+      out.push_back({s.Text(0), s.Text(1), s.Text(2), s.Int(3)});
+    }
+  });
+}
+
+StatusOr<std::optional<std::string>> SqliteStore::GetMeta(const std::string& key) {
+  return WithReader([&](Db& db) -> StatusOr<std::optional<std::string>> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT value FROM meta WHERE key = ?1"));
+    s.Bind(1, key);
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return std::optional<std::string>();
+    return std::optional<std::string>(s.Text(0));
+  });
+}
+
+StatusOr<int64_t> SqliteStore::MaxJobId() {
+  return WithReader([&](Db& db) -> StatusOr<int64_t> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT COALESCE(MAX(id), 0) FROM jobs"));
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    return row ? s.Int(0) : 0;
+  });
+}
+
+StatusOr<int64_t> SqliteStore::CountJobs() {
+  return WithReader([&](Db& db) -> StatusOr<int64_t> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT COUNT(*) FROM jobs"));
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    return row ? s.Int(0) : 0;
+  });
+}
+
+}  // namespace muster::store

@@ -1,0 +1,100 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "store/conformance_test.h"
+
+namespace muster::store {
+namespace {
+
+StatusOr<std::unique_ptr<Store>> OpenSqlite(const std::string& dir) {
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> s, SqliteStore::Open(dir + "/muster.db"));
+  return std::unique_ptr<Store>(std::move(s));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformance,
+                         ::testing::Values(StoreBackend{"sqlite", &OpenSqlite}),
+                         [](const auto& info) { return info.param.name; });
+
+std::string TempPath(const std::string& name) {
+  const std::string p = ::testing::TempDir() + "/" + name + std::to_string(::getpid());
+  std::filesystem::remove(p);
+  std::filesystem::remove(p + "-wal");
+  std::filesystem::remove(p + "-shm");
+  return p;
+}
+
+TEST(SqliteStore, ForeignFileIsDataLossNamingTheFile) {
+  const std::string path = TempPath("not_a_db");
+  std::ofstream(path) << "this is not a database, it is a text file that someone put here\n";
+  auto s = SqliteStore::Open(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kDataLoss) << s.status().ToString();
+  EXPECT_NE(s.status().message().find(path), std::string::npos) << s.status().ToString();
+}
+
+TEST(SqliteStore, DamagedFileIsDataLoss) {
+  const std::string path = TempPath("damaged");
+  {
+    auto s = SqliteStore::Open(path);
+    ASSERT_TRUE(s.ok());
+    WriteBatch b;
+    for (int64_t id = 1; id <= 2000; ++id) {
+      JobRow j;
+      j.id = id;
+      j.name = "job";
+      j.state = "PENDING";
+      j.spec_json = std::string(200, 'x');
+      b.jobs.push_back(j);
+    }
+    ASSERT_TRUE((*s)->Commit({&b}).ok());
+  }
+  // Checkpointed into the main file on close; now overwrite pages in the middle.
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8192);
+    const std::string junk(16384, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto s = SqliteStore::Open(path);
+  ASSERT_FALSE(s.ok()) << "a damaged store must not open";
+  EXPECT_EQ(s.status().code(), StatusCode::kDataLoss) << s.status().ToString();
+  EXPECT_NE(s.status().message().find(path), std::string::npos);
+}
+
+TEST(SqliteStore, NewerSchemaIsRefused) {
+  const std::string path = TempPath("newer");
+  {
+    auto s = SqliteStore::Open(path);
+    ASSERT_TRUE(s.ok());
+  }
+  {
+    auto db = Db::Open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("INSERT INTO schema_migrations(version) VALUES (999)").ok());
+  }
+  auto s = SqliteStore::Open(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find("schema version 999"), std::string::npos) << s.status().ToString();
+}
+
+TEST(SqliteStore, MigrationsAreIdempotent) {
+  const std::string path = TempPath("migrate");
+  for (int i = 0; i < 3; ++i) {
+    auto s = SqliteStore::Open(path);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+  }
+  auto db = Db::Open(path);
+  auto q = db->Prepare("SELECT COUNT(*), MAX(version) FROM schema_migrations");
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE(*q->Step());
+  EXPECT_EQ(q->Int(0), SqliteStore::LatestSchemaVersion());
+  EXPECT_EQ(q->Int(1), SqliteStore::LatestSchemaVersion());
+}
+
+}  // namespace
+}  // namespace muster::store

@@ -1,0 +1,127 @@
+// Store: the durable record of the cluster, behind one interface that every
+// backend implements (SQLite now, PostgreSQL for HA next).
+//
+// The control loop is the only writer. It builds WriteBatches and hands them
+// to a StoreWriter (store_writer.h), which commits several at once in one
+// transaction (group commit) and only then lets the loop acknowledge them.
+// Readers (API threads) call the query methods directly; a backend serves
+// them from its own connections without blocking the writer.
+//
+// Contract for every backend (checked by store/conformance_test.cc):
+//  - Commit() is atomic and durable: when it returns OK every row of every
+//    batch is on stable storage; when it returns an error none is.
+//  - Jobs and nodes are upserted by key; events are appended and get a
+//    store-assigned increasing `seq`; an idempotency row whose (principal,
+//    key) already exists fails the commit with kAlreadyExists.
+//  - Queries see every committed write.
+//  - A damaged or foreign file fails Open with kDataLoss naming the file; a
+//    schema newer than this binary fails with kFailedPrecondition.
+//
+// Thread-safety: all methods may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace muster::store {
+
+struct JobRow {
+  int64_t id = 0;
+  std::string name;
+  std::string user;
+  std::string queue;
+  std::string priority_class;
+  std::string state;   // core::JobStateName(), e.g. "PENDING"
+  std::string reason;  // pending reason code, or why it ended
+  int64_t submit_ms = 0;
+  std::optional<int64_t> start_ms;
+  std::optional<int64_t> end_ms;  // set exactly when the job is in a terminal state
+  int32_t attempts = 0;
+  std::string spec_json;         // the canonical job spec
+  std::string status_json = "{}";  // placement and other status detail
+
+  bool operator==(const JobRow&) const = default;
+};
+
+struct EventRow {
+  int64_t seq = 0;  // assigned by the store on commit
+  int64_t job_id = 0;
+  int64_t time_ms = 0;
+  std::string type;    // e.g. "Submitted", "Started", "Completed"
+  std::string reason;
+  std::string message;
+
+  bool operator==(const EventRow&) const = default;
+};
+
+struct IdempotencyRow {
+  std::string principal;
+  std::string key;
+  std::string fingerprint;  // SHA-256 of the canonical request
+  int64_t job_id = 0;
+  int64_t created_ms = 0;
+
+  bool operator==(const IdempotencyRow&) const = default;
+};
+
+struct NodeRow {
+  std::string name;
+  std::string spec_json;
+  std::string state;
+  int64_t updated_ms = 0;
+
+  bool operator==(const NodeRow&) const = default;
+};
+
+struct WriteBatch {
+  std::vector<JobRow> jobs;                  // upsert by id
+  std::vector<EventRow> events;              // append
+  std::vector<IdempotencyRow> idempotency;   // insert, unique by (principal, key)
+  std::vector<NodeRow> nodes;                // upsert by name
+  std::vector<std::pair<std::string, std::string>> meta;  // upsert by key
+
+  bool empty() const {
+    return jobs.empty() && events.empty() && idempotency.empty() && nodes.empty() && meta.empty();
+  }
+};
+
+struct JobFilter {
+  std::vector<std::string> states;  // any of these; empty = all
+  std::string queue;                // empty = all
+  std::string user;
+  std::string name;
+};
+
+struct JobPage {
+  std::vector<JobRow> items;
+  int64_t next_after_id = 0;  // pass back to continue; 0 = no more
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Commits every batch in one transaction. See the contract above.
+  virtual Status Commit(const std::vector<const WriteBatch*>& batches) = 0;
+
+  // Every job, in id order (for start-up), or only non-terminal ones.
+  virtual StatusOr<std::vector<JobRow>> LoadJobs(bool include_terminal) = 0;
+  virtual StatusOr<std::optional<JobRow>> GetJob(int64_t id) = 0;
+  // Jobs matching `filter` with id > after_id, in id order, at most `limit`.
+  virtual StatusOr<JobPage> ListJobs(const JobFilter& filter, int64_t after_id, int32_t limit) = 0;
+  virtual StatusOr<std::vector<EventRow>> ListEvents(int64_t job_id) = 0;
+  virtual StatusOr<std::vector<IdempotencyRow>> LoadIdempotency(int64_t created_after_ms) = 0;
+  virtual StatusOr<std::optional<IdempotencyRow>> GetIdempotency(const std::string& principal,
+                                                                 const std::string& key) = 0;
+  virtual StatusOr<std::vector<NodeRow>> ListNodes() = 0;
+  virtual StatusOr<std::optional<std::string>> GetMeta(const std::string& key) = 0;
+  virtual StatusOr<int64_t> MaxJobId() = 0;
+  virtual StatusOr<int64_t> CountJobs() = 0;
+};
+
+}  // namespace muster::store

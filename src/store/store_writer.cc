@@ -1,0 +1,81 @@
+#include "store/store_writer.h"
+
+#include <vector>
+
+namespace muster::store {
+
+StoreWriter::StoreWriter(Store& store, Options options)
+    : store_(store), options_(options), thread_([this] { Loop(); }) {}
+
+StoreWriter::~StoreWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void StoreWriter::Submit(WriteBatch batch, std::function<void(const Status&)> done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back({std::move(batch), std::move(done)});
+    ++submitted_;
+  }
+  cv_.notify_one();
+}
+
+void StoreWriter::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = submitted_;
+  drained_.wait(lock, [&] { return finished_ >= target; });
+}
+
+StoreWriter::Stats StoreWriter::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void StoreWriter::Loop() {
+  while (true) {
+    std::vector<Item> group;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty() && stop_) return;
+      while (!queue_.empty() && group.size() < options_.max_batches_per_commit) {
+        group.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    std::vector<const WriteBatch*> batches;
+    batches.reserve(group.size());
+    for (const Item& it : group) batches.push_back(&it.batch);
+    const Status s = store_.Commit(batches);
+    uint64_t failures = 0, commits = 1;
+    if (s.ok()) {
+      for (Item& it : group) it.done(s);
+    } else if (group.size() == 1) {
+      ++failures;
+      group[0].done(s);
+    } else {
+      // Isolate the failing batch: commit each alone.
+      for (Item& it : group) {
+        const Status one = store_.Commit({&it.batch});
+        ++commits;
+        if (!one.ok()) ++failures;
+        it.done(one);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.commits += commits;
+      stats_.batches += group.size();
+      stats_.failures += failures;
+      finished_ += group.size();
+    }
+    drained_.notify_all();
+  }
+}
+
+}  // namespace muster::store

@@ -1,0 +1,70 @@
+// StoreWriter: group commit. The control loop hands it WriteBatches with a
+// completion callback; a writer thread commits everything queued since its
+// last commit in one transaction, then calls each batch's callback with the
+// result. Throughput scales with the batch, while every acknowledged change
+// is durable: the loop replies to a client only from the callback.
+//
+// If a group fails, each of its batches is retried alone, so one bad batch
+// (for example a duplicate idempotency key) fails only itself.
+//
+// Callbacks run on the writer thread, in submission order; they must be
+// quick (typically: post the result back to the control loop or fulfil a
+// promise). The destructor commits what is queued, then stops.
+//
+// Thread-safety: Submit() may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "store/store.h"
+
+namespace muster::store {
+
+class StoreWriter {
+ public:
+  struct Options {
+    size_t max_batches_per_commit = 4096;
+  };
+  struct Stats {
+    uint64_t commits = 0;
+    uint64_t batches = 0;
+    uint64_t failures = 0;
+  };
+
+  StoreWriter(Store& store, Options options);
+  explicit StoreWriter(Store& store) : StoreWriter(store, Options{}) {}
+  ~StoreWriter();
+  StoreWriter(const StoreWriter&) = delete;
+  StoreWriter& operator=(const StoreWriter&) = delete;
+
+  void Submit(WriteBatch batch, std::function<void(const Status&)> done);
+  // Blocks until everything submitted so far is committed (or failed).
+  void Flush();
+  Stats stats() const;
+
+ private:
+  struct Item {
+    WriteBatch batch;
+    std::function<void(const Status&)> done;
+  };
+  void Loop();
+
+  Store& store_;
+  const Options options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;       // work arrived or stopping
+  std::condition_variable drained_;  // a group finished
+  std::deque<Item> queue_;           // guarded by mu_
+  uint64_t submitted_ = 0;           // guarded by mu_
+  uint64_t finished_ = 0;            // guarded by mu_
+  bool stop_ = false;                // guarded by mu_
+  Stats stats_;                      // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace muster::store
