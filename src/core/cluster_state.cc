@@ -98,27 +98,7 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
   }
   next_id_ = std::max(next_id_, id + 1);
 
-  PendingJob p;
-  p.id = id;
-  p.submit_time = submit_time;
-  p.priority_class = cls->second;
-  p.queue = Intern(queues_, queue_ids_, spec.queue);
-  p.replicas = spec.replicas;
-  p.per_replica = spec.per_replica;
-  if (spec.gpu_type.empty()) {
-    p.gpu_type = kAnyGpuType;
-  } else {
-    // A type no node has yet is interned all the same: the job is reported
-    // unschedulable until such a node joins.
-    p.gpu_type = Intern(gpu_types_, gpu_type_ids_, spec.gpu_type);
-  }
-  p.time_limit = spec.time_limit;
-  p.topology = spec.topology;
-  p.begin_time = spec.begin_time.value_or(Time::Zero());
-  p.held = spec.hold;
-  p.known_duration = spec.known_duration;
-  p.dependencies = spec.dependencies;
-
+  PendingJob p = MakePending(id, spec, submit_time, cls->second);
   JobRecord rec;
   rec.id = id;
   rec.spec = std::move(spec);
@@ -129,6 +109,27 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
   pending_pos_[id] = pending_.size();
   pending_.push_back(std::move(p));
   return id;
+}
+
+PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_time,
+                                     int32_t priority_class) {
+  PendingJob p;
+  p.id = id;
+  p.submit_time = submit_time;
+  p.priority_class = priority_class;
+  p.queue = Intern(queues_, queue_ids_, spec.queue);
+  p.replicas = spec.replicas;
+  p.per_replica = spec.per_replica;
+  // A type no node has yet is interned all the same: the job is reported
+  // unschedulable until such a node joins.
+  p.gpu_type = spec.gpu_type.empty() ? kAnyGpuType : Intern(gpu_types_, gpu_type_ids_, spec.gpu_type);
+  p.time_limit = spec.time_limit;
+  p.topology = spec.topology;
+  p.begin_time = spec.begin_time.value_or(Time::Zero());
+  p.held = spec.hold;
+  p.known_duration = spec.known_duration;
+  p.dependencies = spec.dependencies;
+  return p;
 }
 
 ClusterSnapshot ClusterState::Snapshot(Time now) const {
@@ -278,6 +279,49 @@ Status ClusterState::EndPending(JobId job, JobState terminal, Time now, std::str
   rec.end_time = now;
   rec.reason = std::move(reason);
   job_states_[job] = terminal;
+  return Status::Ok();
+}
+
+Status ClusterState::Requeue(JobId job, Time now, std::string reason) {
+  auto it = running_.find(job);
+  if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
+  const RunningJob& r = it->second;
+  for (size_t i = 0; i < r.allocations.size(); ++i) {
+    nodes_[r.allocations[i].node].free += r.allocations[i].resources;
+    for (int32_t g : r.gpu_ids[i]) gpu_owner_[r.allocations[i].node][g] = 0;
+  }
+  running_by_end_.erase({r.expected_end, job});
+  JobRecord& rec = jobs_.at(job);
+  const int32_t cls = r.priority_class;
+  running_.erase(it);
+  rec.state = JobState::kPending;
+  rec.start_time = Time::Max();
+  rec.allocations.clear();
+  rec.reason = std::move(reason);
+  job_states_[job] = JobState::kPending;
+  PendingJob p = MakePending(job, rec.spec, rec.submit_time, cls);
+  p.held = false;
+  pending_pos_[job] = pending_.size();
+  pending_.push_back(std::move(p));
+  (void)now;
+  return Status::Ok();
+}
+
+Status ClusterState::RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state,
+                                  Time end_time, std::string reason) {
+  if (!IsTerminal(state)) return InvalidArgument("not a terminal state", "state");
+  if (id <= 0) return InvalidArgument("must be positive", "id");
+  if (jobs_.count(id)) return Status(StatusCode::kAlreadyExists, "job " + std::to_string(id));
+  JobRecord rec;
+  rec.id = id;
+  rec.spec = std::move(spec);
+  rec.submit_time = submit_time;
+  rec.state = state;
+  rec.end_time = end_time;
+  rec.reason = std::move(reason);
+  job_states_[id] = state;
+  jobs_.emplace(id, std::move(rec));
+  next_id_ = std::max(next_id_, id + 1);
   return Status::Ok();
 }
 

@@ -79,6 +79,14 @@ class ClusterState {
   Status Finish(JobId job, JobState terminal, Time now, std::string reason = {});
   // Ends a pending or held job without running it (cancel, dependency failure).
   Status EndPending(JobId job, JobState terminal, Time now, std::string reason);
+  // Returns a running job to PENDING (requeue, preemption, node loss): its
+  // resources are released and it keeps its original submit time, so it
+  // keeps its age. The attempt count lives with the owner.
+  Status Requeue(JobId job, Time now, std::string reason);
+  // Records a job that had already ended before this state was built (a
+  // restart reloading history), so dependencies on it resolve.
+  Status RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state, Time end_time,
+                      std::string reason);
   // Holds or releases a pending job.
   Status Hold(JobId job);
   Status Release(JobId job);
@@ -110,6 +118,7 @@ class ClusterState {
   int32_t Intern(std::vector<std::string>& names, std::unordered_map<std::string, int32_t>& ids,
                  const std::string& name);
   void RemovePending(JobId id);
+  PendingJob MakePending(JobId id, const JobSpec& spec, Time submit_time, int32_t priority_class);
 
   ClusterConfig config_;
   std::vector<Node> nodes_;

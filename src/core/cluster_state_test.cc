@@ -828,5 +828,33 @@ TEST_F(ClusterStateTest, GangGetsDevicesOnEveryNode) {
   EXPECT_TRUE(state_.CheckInvariants().ok());
 }
 
+TEST_F(ClusterStateTest, RequeueReleasesEverythingAndKeepsSubmitTime) {
+  const JobSpec gang = MakeJob(2);
+  const JobId id = SubmitOk(gang, Time::FromSeconds(5));
+  ASSERT_TRUE(state_.Bind({id, {Alloc(a_, 2, gang)}}, Time::FromSeconds(20)).ok());
+  ASSERT_TRUE(state_.Requeue(id, Time::FromSeconds(30), "requeued by user").ok());
+  EXPECT_EQ(StateOf(id), JobState::kPending);
+  EXPECT_EQ(Free(a_), Capacity(a_));
+  const ClusterSnapshot snap = state_.Snapshot(Time::FromSeconds(31));
+  ASSERT_EQ(snap.pending.size(), 1u);
+  EXPECT_EQ(snap.pending[0].submit_time, Time::FromSeconds(5));
+  EXPECT_TRUE(state_.CheckInvariants().ok());
+  // It can run again.
+  ASSERT_TRUE(state_.Bind({id, {Alloc(b_, 2, gang)}}, Time::FromSeconds(40)).ok());
+  EXPECT_FALSE(state_.Requeue(12345, Time::FromSeconds(41), "").ok());
+}
+
+TEST_F(ClusterStateTest, RestoredEndedJobsResolveDependencies) {
+  ASSERT_TRUE(state_.RestoreEnded(50, MakeJob(1), Time::FromSeconds(1), JobState::kCompleted,
+                                  Time::FromSeconds(9), "").ok());
+  EXPECT_FALSE(state_.RestoreEnded(51, MakeJob(1), Time::FromSeconds(1), JobState::kRunning,
+                                   Time::FromSeconds(9), "").ok());
+  JobSpec dep = MakeJob(1);
+  dep.dependencies.push_back({DependencyType::kAfterOk, 50});
+  const JobId id = SubmitOk(dep);
+  EXPECT_GT(id, 50);
+  EXPECT_EQ(state_.Snapshot(Time::Zero()).StateOf(50), JobState::kCompleted);
+}
+
 }  // namespace
 }  // namespace muster::core
