@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks the include direction of src/: common <- core <- scheduler <- sim <- cli,
+# Checks the include direction of src/ (common <- core <- scheduler <- sim/server <- cli;
+# config, api and store beside the scheduler, never including it),
 # and that the scheduling core (core/, scheduler/) does no I/O and reads no clock.
 # Prints each violation as file:line and exits 1 if there is any.
 set -u
@@ -12,8 +13,12 @@ declare -A allowed=(
   [common]="common"
   [core]="common core"
   [scheduler]="common core scheduler"
-  [sim]="common core scheduler sim"
-  [cli]="common core scheduler sim cli"
+  [config]="common core config"
+  [api]="common core api"
+  [store]="common store"
+  [sim]="common core scheduler config sim"
+  [server]="common core scheduler config api store server"
+  [cli]="common core scheduler config api sim server cli"
 )
 for layer in "${!allowed[@]}"; do
   [ -d "src/$layer" ] || continue

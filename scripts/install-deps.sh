@@ -6,6 +6,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git python3
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
+  libsqlite3-dev libcpp-httplib-dev libssl-dev uuid-dev
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -18,4 +19,4 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 echo "installing: ${missing[*]}"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -26,6 +26,8 @@ enum class StatusCode {
   kUnavailable,
   kInternal,          // a bug: logged and counted
   kDataLoss,
+  kPermissionDenied,  // the caller may not do this
+  kResourceExhausted, // a rate or size limit was hit
 };
 
 const char* StatusCodeName(StatusCode code);

@@ -290,8 +290,8 @@ TEST_P(TranscriptTest, MatchesExpected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, TranscriptTest, ::testing::ValuesIn(TranscriptFiles()),
-                         [](const auto& info) {
-                           std::string n = fs::path(info.param).stem().string();
+                         [](const auto& p) {
+                           std::string n = fs::path(p.param).stem().string();
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });

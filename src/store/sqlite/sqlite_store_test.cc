@@ -17,7 +17,7 @@ StatusOr<std::unique_ptr<Store>> OpenSqlite(const std::string& dir) {
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformance,
                          ::testing::Values(StoreBackend{"sqlite", &OpenSqlite}),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& p) { return p.param.name; });
 
 std::string TempPath(const std::string& name) {
   const std::string p = ::testing::TempDir() + "/" + name + std::to_string(::getpid());

@@ -1,0 +1,99 @@
+#include "config/node_list.h"
+
+#include "config/yaml_fields.h"
+
+namespace muster::config {
+namespace {
+
+// The optional "cpus" and "memory" keys of `map`; absent keys leave 0.
+Status CpusAndMemory(const YAML::Node& map, const std::string& path, int64_t& cpu_milli,
+                     int64_t& memory) {
+  if (map["cpus"]) {
+    ASSIGN_OR_RETURN(cpu_milli, CpuMilli(map["cpus"], path + ".cpus"));
+  }
+  if (map["memory"]) {
+    ASSIGN_OR_RETURN(memory, MemoryBytes(map["memory"], path + ".memory"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddNodeGroup(const NodeGroup& g, int group_index, NodeList& out) {
+  // Default names carry the group index so two groups of one type never clash.
+  const std::string prefix =
+      g.prefix.empty() ? g.gpu_type + "-" + (group_index > 0 ? "g" + std::to_string(group_index) + "-" : "")
+                       : g.prefix;
+  const std::string tag = "g" + std::to_string(group_index);
+  for (int64_t i = 0; i < g.count; ++i) {
+    core::NodeSpec n;
+    n.name = prefix + std::to_string(i);
+    n.gpu_type = g.gpu_type;
+    n.capacity = {g.gpus, g.cpu_milli, g.memory};
+    const int64_t leaf = g.nodes_per_leaf > 0 ? i / g.nodes_per_leaf : 0;
+    const int64_t spine = g.leaves_per_spine > 0 ? leaf / g.leaves_per_spine : 0;
+    n.topology.leaf = tag + "-leaf" + std::to_string(leaf);
+    n.topology.spine = tag + "-spine" + std::to_string(spine);
+    out.nodes.push_back(std::move(n));
+  }
+  if (!out.summary.empty()) out.summary += "; ";
+  out.summary += std::to_string(g.count) + " nodes x " + std::to_string(g.gpus) + " GPU (" +
+                 g.gpu_type + ")";
+  if (g.nodes_per_leaf > 0) out.summary += ", " + std::to_string(g.nodes_per_leaf) + " nodes per leaf";
+  if (g.leaves_per_spine > 0) {
+    out.summary += ", " + std::to_string(g.leaves_per_spine) + " leaves per spine";
+  }
+}
+
+Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& out) {
+  if (const YAML::Node groups = map["nodeGroups"]) {
+    if (!groups.IsSequence()) return InvalidArgument("must be a list", path + ".nodeGroups");
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const YAML::Node g = groups[i];
+      const std::string item = path + ".nodeGroups[" + std::to_string(i) + "]";
+      if (!g.IsMap()) return InvalidArgument("must be a mapping", item);
+      RETURN_IF_ERROR(CheckKeys(g, {"count", "gpus", "gpuType", "cpus", "memory", "nodesPerLeaf",
+                                    "leavesPerSpine", "prefix"},
+                                item));
+      NodeGroup grp;
+      if (!g["count"]) return InvalidArgument("is required", item + ".count");
+      if (!g["gpus"]) return InvalidArgument("is required", item + ".gpus");
+      ASSIGN_OR_RETURN(grp.count, Int(g["count"], item + ".count", 1, 1000000));
+      ASSIGN_OR_RETURN(grp.gpus, Int(g["gpus"], item + ".gpus", 0, 1024));
+      if (g["gpuType"]) grp.gpu_type = g["gpuType"].Scalar();
+      RETURN_IF_ERROR(CpusAndMemory(g, item, grp.cpu_milli, grp.memory));
+      if (g["nodesPerLeaf"]) {
+        ASSIGN_OR_RETURN(grp.nodes_per_leaf, Int(g["nodesPerLeaf"], item + ".nodesPerLeaf", 1));
+      }
+      if (g["leavesPerSpine"]) {
+        ASSIGN_OR_RETURN(grp.leaves_per_spine, Int(g["leavesPerSpine"], item + ".leavesPerSpine", 1));
+      }
+      if (g["prefix"]) grp.prefix = g["prefix"].Scalar();
+      AddNodeGroup(grp, static_cast<int>(i), out);
+    }
+  }
+  if (const YAML::Node nodes = map["nodes"]) {
+    if (!nodes.IsSequence()) return InvalidArgument("must be a list", path + ".nodes");
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const YAML::Node n = nodes[i];
+      const std::string item = path + ".nodes[" + std::to_string(i) + "]";
+      if (!n.IsMap()) return InvalidArgument("must be a mapping", item);
+      RETURN_IF_ERROR(CheckKeys(n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine"}, item));
+      core::NodeSpec spec;
+      if (!n["name"]) return InvalidArgument("is required", item + ".name");
+      spec.name = n["name"].Scalar();
+      if (!n["gpus"]) return InvalidArgument("is required", item + ".gpus");
+      ASSIGN_OR_RETURN(spec.capacity.gpus, Int(n["gpus"], item + ".gpus", 0, 1024));
+      spec.gpu_type = n["gpuType"] ? n["gpuType"].Scalar() : "gpu";
+      RETURN_IF_ERROR(CpusAndMemory(n, item, spec.capacity.cpu_milli, spec.capacity.memory_bytes));
+      if (n["leaf"]) spec.topology.leaf = n["leaf"].Scalar();
+      if (n["spine"]) spec.topology.spine = n["spine"].Scalar();
+      out.nodes.push_back(std::move(spec));
+    }
+    if (!out.summary.empty()) out.summary += "; ";
+    out.summary += std::to_string(nodes.size()) + " listed nodes";
+  }
+  return Status::Ok();
+}
+
+}  // namespace muster::config
