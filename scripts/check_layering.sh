@@ -41,5 +41,11 @@ while IFS= read -r hit; do
   violation "$hit: the scheduling core must not call the clock or rand"
 done < <(grep -nE '(system_clock|steady_clock|\btime\(|\brand\(|srand\(|random_device|getenv\()' -r src/core src/scheduler --include='*.h' --include='*.cc' | grep -v '_test\.cc:')
 
+# ASSIGN_OR_RETURN is several statements: an unbraced if/for/while would
+# guard only the first of them.
+while IFS= read -r hit; do
+  violation "$hit: brace ASSIGN_OR_RETURN under if/for/while"
+done < <(grep -nE '^\s*(if|for|while) \(.*\) ASSIGN_OR_RETURN' -r src --include='*.cc' --include='*.h')
+
 if [ "$fail" -eq 0 ]; then echo "layering: ok"; fi
 exit "$fail"

@@ -2,7 +2,10 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <memory>
 
+#include "cli/job_commands.h"
+#include "cli/server_command.h"
 #include "cli/sim_command.h"
 
 namespace muster::cli {
@@ -13,6 +16,9 @@ int RunMuster(int argc, char** argv) {
   app.set_version_flag("--version", "muster 0.1.0");
   SimFlags sim_flags;
   CLI::App* sim = AddSimCommand(app, sim_flags);
+  ServerFlags server_flags;
+  CLI::App* server = AddServerCommand(app, server_flags);
+  std::unique_ptr<JobCommands, void (*)(JobCommands*)> jobs(AddJobCommands(app), &DeleteJobCommands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -21,7 +27,9 @@ int RunMuster(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (sim->parsed()) return RunSim(sim_flags);
-  return 2;
+  if (server->parsed()) return RunServerCommand(server_flags);
+  const int rc = RunJobCommands(jobs.get());
+  return rc >= 0 ? rc : 2;
 }
 
 }  // namespace muster::cli

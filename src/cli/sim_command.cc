@@ -43,7 +43,7 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
 
 int RunSim(const SimFlags& f) {
   auto fail = [](const Status& s) {
-    std::cerr << "muster sim: " << s.ToString() << "\n";
+    std::cerr << "muster sim: " << (s.field().empty() ? s.message() : s.ToString()) << "\n";
     return 1;
   };
   if (f.output != "text" && f.output != "json") {

@@ -7,6 +7,23 @@
 namespace muster {
 namespace {
 
+// The input as echoed in an error: at most 64 bytes, control characters escaped.
+std::string Echo(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, 64)) {
+    if (c < 0x20 || c == 0x7f) {
+      static const char* kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > 64) out += "...";
+  return out;
+}
+
 bool ParseUint(std::string_view s, int64_t& out) {
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -26,7 +43,7 @@ bool ParseFixed(std::string_view s, int64_t scale, int64_t& out) {
     for (size_t i = f.size(); i < 3; ++i) frac *= 10;
     frac = frac * scale / 1000;
   }
-  if (whole > INT64_MAX / scale) return false;
+  if (whole > (INT64_MAX - frac) / scale) return false;
   out = whole * scale + frac;
   return true;
 }
@@ -51,8 +68,7 @@ StatusOr<int64_t> ParseMemoryBytes(std::string_view text) {
     if (n > INT64_MAX / suf.mult) break;
     return n * suf.mult / 1000;
   }
-  return InvalidArgument("expected a memory size such as 512Gi, 16G or 1500Mi, got \"" +
-                         std::string(text) + "\"");
+  return InvalidArgument("expected a memory size such as 512Gi, 16G or 1500Mi, got \"" + Echo(text) + "\"");
 }
 
 StatusOr<int64_t> ParseCpuMilli(std::string_view text) {
@@ -61,12 +77,12 @@ StatusOr<int64_t> ParseCpuMilli(std::string_view text) {
     return out;
   }
   if (ParseFixed(text, 1000, out)) return out;
-  return InvalidArgument("expected CPUs such as 4, 2.5 or 500m, got \"" + std::string(text) + "\"");
+  return InvalidArgument("expected CPUs such as 4, 2.5 or 500m, got \"" + Echo(text) + "\"");
 }
 
 StatusOr<Duration> ParseDuration(std::string_view text) {
   const Status bad = InvalidArgument(
-      "expected a duration such as 90s, 2h30m or D-HH:MM:SS, got \"" + std::string(text) + "\"");
+      "expected a duration such as 90s, 2h30m or D-HH:MM:SS, got \"" + Echo(text) + "\"");
   if (text == "inf" || text == "infinite" || text == "unlimited" || text == "UNLIMITED") {
     return Duration::Infinite();
   }
@@ -137,6 +153,7 @@ StatusOr<Duration> ParseDuration(std::string_view text) {
 }
 
 std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.size() > 64) return {};  // no name is that long; and the cost is quadratic
   std::string best;
   size_t best_d = SIZE_MAX;
   for (const std::string& c : candidates) {
@@ -146,7 +163,10 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
     for (size_t i = 1; i <= word.size(); ++i) {
       cur[0] = i;
       for (size_t j = 1; j <= c.size(); ++j) {
-        const size_t sub = prev[j - 1] + (std::tolower(word[i - 1]) == std::tolower(c[j - 1]) ? 0 : 1);
+        const size_t sub = prev[j - 1] + (std::tolower(static_cast<unsigned char>(word[i - 1])) ==
+                                                  std::tolower(static_cast<unsigned char>(c[j - 1]))
+                                              ? 0
+                                              : 1);
         cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
       }
       std::swap(prev, cur);

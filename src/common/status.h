@@ -104,6 +104,8 @@ class [[nodiscard]] StatusOr {
   } while (0)
 
 // `lhs = value of expr` or return its error. lhs may be a declaration.
+// It expands to several statements: under if/for/while, always use braces
+// (scripts/check_layering.sh rejects the unbraced form).
 #define ASSIGN_OR_RETURN(lhs, expr)                                          \
   auto MUSTER_CONCAT(_muster_or_, __LINE__) = (expr);                        \
   if (!MUSTER_CONCAT(_muster_or_, __LINE__).ok())                            \

@@ -9,6 +9,7 @@ namespace muster::config {
 
 Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& path) {
   for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) return InvalidArgument("keys must be plain names, under " + path);
     const std::string key = kv.first.Scalar();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::string msg = "unknown field";

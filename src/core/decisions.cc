@@ -30,6 +30,9 @@ std::string Need(const PendingReason& r, const std::string& type) {
   return s;
 }
 
+// Whole seconds, rounded up: "in 59m59s642ms" reads worse than "in 1h".
+std::string In(Duration d) { return Duration::Seconds((d.millis() + 999) / 1000).ToString(); }
+
 }  // namespace
 
 std::string FormatReason(const PendingReason& r, const std::string& gpu_type_name, Time now) {
@@ -61,7 +64,7 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       s += ": waits for job " + std::to_string(r.other_job);
       break;
     case ReasonCode::kBeginTime:
-      s += ": begins in " + (r.begin_time - now).ToString();
+      s += ": begins in " + In(r.begin_time - now);
       break;
     case ReasonCode::kHeld:
     case ReasonCode::kNone:
@@ -69,7 +72,7 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
   }
   if (!r.planned_start.is_max()) {
     s += r.planned_start <= now ? "; planned start now"
-                                : "; planned start in " + (r.planned_start - now).ToString();
+                                : "; planned start in " + In(r.planned_start - now);
   }
   return s;
 }

@@ -20,6 +20,14 @@ const char* JobStateName(JobState s) {
   return "UNKNOWN";
 }
 
+std::optional<JobState> JobStateFromName(std::string_view name) {
+  for (int i = 0; i <= static_cast<int>(JobState::kPreempted); ++i) {
+    const auto s = static_cast<JobState>(i);
+    if (name == JobStateName(s)) return s;
+  }
+  return std::nullopt;
+}
+
 const char* JobStateCode(JobState s) {
   switch (s) {
     case JobState::kPending: return "PD";

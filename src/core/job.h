@@ -35,6 +35,8 @@ enum class JobState : uint8_t {
 };
 
 const char* JobStateName(JobState s);  // "PENDING"
+// The state named `name` ("PENDING"), or nullopt.
+std::optional<JobState> JobStateFromName(std::string_view name);
 const char* JobStateCode(JobState s);  // Slurm code: "PD"
 bool IsTerminal(JobState s);
 bool IsValidTransition(JobState from, JobState to);

@@ -55,9 +55,10 @@ StatusOr<ClusterDescription> ParseClusterYaml(const std::string& text, const std
     if (list.nodes.empty()) return InvalidArgument("the cluster has no nodes", "cluster");
     return ClusterDescription{std::move(list.nodes), std::move(list.summary)};
   }();
-  if (!parsed.ok()) {
-    const Status& s = parsed.status();
-    return Status(s.code(), source + ": " + s.message(), s.field());
+  // Errors without a field name the file; field errors get it from
+  // LoadClusterFile, so the field path stays machine-readable here.
+  if (!parsed.ok() && parsed.status().field().empty()) {
+    return Status(parsed.status().code(), source + ": " + parsed.status().message());
   }
   return parsed;
 }
@@ -67,7 +68,12 @@ StatusOr<ClusterDescription> LoadClusterFile(const std::string& path) {
   if (!in) return NotFound("cannot open cluster file " + path);
   std::stringstream ss;
   ss << in.rdbuf();
-  return ParseClusterYaml(ss.str(), path);
+  auto parsed = ParseClusterYaml(ss.str(), path);
+  // "cluster.yaml: cluster.nodeGroups[0].gpuTyp: unknown field; ..."
+  if (!parsed.ok() && !parsed.status().field().empty()) {
+    return Status(parsed.status().code(), path + ": " + parsed.status().ToString());
+  }
+  return parsed;
 }
 
 ClusterDescription SinglePool(const ClusterDescription& cluster) {

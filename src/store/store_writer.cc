@@ -1,5 +1,6 @@
 #include "store/store_writer.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace muster::store {
@@ -72,6 +73,7 @@ void StoreWriter::Loop() {
       stats_.commits += commits;
       stats_.batches += group.size();
       stats_.failures += failures;
+      stats_.largest_group = std::max<uint64_t>(stats_.largest_group, group.size());
       finished_ += group.size();
     }
     drained_.notify_all();

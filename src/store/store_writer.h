@@ -34,6 +34,7 @@ class StoreWriter {
     uint64_t commits = 0;
     uint64_t batches = 0;
     uint64_t failures = 0;
+    uint64_t largest_group = 0;  // batches in the largest single commit
   };
 
   StoreWriter(Store& store, Options options);

@@ -1,0 +1,122 @@
+// Benchmark: the control plane's submit rate and latency, and listing jobs.
+//
+//   muster_bench_api submit --server URL --clients 8 --jobs 10000
+//       N clients, each submitting jobs/N jobs one after another (each with
+//       an Idempotency-Key, each acknowledged only once durable); prints
+//       throughput and per-request latency p50/p99/max.
+//   muster_bench_api list --server URL [--pages 0] [--iterations 5]
+//       GET /v1/jobs page by page (1,000 a page) through everything stored,
+//       and one first page; prints the time of each.
+//
+// Wall time with a steady clock; the server runs in its own process.
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(p / 100.0 * v.size() + 0.999999);
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+int Submit(const std::string& server, int clients, int jobs) {
+  std::vector<std::vector<double>> lat(clients);
+  std::atomic<int> errors{0};
+  const auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      httplib::Client cli(server);
+      cli.set_keep_alive(true);
+      cli.set_tcp_nodelay(true);
+      const int mine = jobs / clients + (c < jobs % clients ? 1 : 0);
+      const std::string nonce = std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+      for (int i = 0; i < mine; ++i) {
+        const std::string key = "bench-" + nonce + "-" + std::to_string(c) + "-" + std::to_string(i);
+        const auto s = Clock::now();
+        auto r = cli.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}, {"X-Muster-User", "bench"}},
+                          R"({"command":["sleep","1"],"resources":{"gpus":1},"timeLimit":"10m"})",
+                          "application/json");
+        lat[c].push_back(Ms(Clock::now() - s));
+        if (!r || r->status != 201) ++errors;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double total_ms = Ms(Clock::now() - t0);
+  std::vector<double> all;
+  for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
+  std::printf("submit: %d jobs, %d clients: %.0f jobs/s; latency p50 %.2f ms, p99 %.2f ms, max %.2f ms; errors %d\n",
+              jobs, clients, jobs / (total_ms / 1000.0), Percentile(all, 50), Percentile(all, 99),
+              Percentile(all, 100), errors.load());
+  return errors == 0 ? 0 : 1;
+}
+
+int List(const std::string& server, int iterations) {
+  httplib::Client cli(server);
+  cli.set_read_timeout(120, 0);
+  std::vector<double> full, first;
+  size_t count = 0;
+  for (int it = 0; it < iterations; ++it) {
+    auto s = Clock::now();
+    auto r = cli.Get("/v1/jobs?limit=1000");
+    first.push_back(Ms(Clock::now() - s));
+    if (!r || r->status != 200) return 1;
+    s = Clock::now();
+    std::string cont;
+    count = 0;
+    do {
+      auto p = cli.Get("/v1/jobs?limit=1000" + (cont.empty() ? "" : "&continue=" + cont));
+      if (!p || p->status != 200) return 1;
+      const auto j = nlohmann::json::parse(p->body);
+      count += j["items"].size();
+      cont = j["continue"];
+    } while (!cont.empty());
+    full.push_back(Ms(Clock::now() - s));
+  }
+  std::printf("list: %zu jobs stored; first page of 1,000: p50 %.1f ms; all %zu pages: p50 %.0f ms (%.0f jobs/s)\n",
+              count, Percentile(first, 50), (count + 999) / 1000, Percentile(full, 50),
+              count / (Percentile(full, 50) / 1000.0));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: muster_bench_api submit|list --server URL [--clients N] [--jobs N] [--iterations N]\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  std::string server = "http://127.0.0.1:8470";
+  int clients = 1, jobs = 1000, iterations = 5;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--server") server = v;
+    else if (k == "--clients") clients = std::stoi(v);
+    else if (k == "--jobs") jobs = std::stoi(v);
+    else if (k == "--iterations") iterations = std::stoi(v);
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (mode == "submit") return Submit(server, clients, jobs);
+  if (mode == "list") return List(server, iterations);
+  std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 2;
+}

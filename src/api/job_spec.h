@@ -1,0 +1,165 @@
+// The API's job spec: what a user submits, its JSON/YAML codec, and the
+// mapping to the scheduler's core::JobSpec.
+//
+// A spec is one flat object, the same in JSON and YAML (camelCase keys):
+//
+//   name: train-llm                  # 1..128 of [A-Za-z0-9._-]; default "job"
+//   queue: research                  # same charset; default "default"
+//   priority: high                   # a priority class name; default "normal"
+//   replicas: 4                      # 1..4096; default 1 (a gang)
+//   resources:                       # per replica
+//     gpus: 8                        # 0..1024; default 0
+//     gpuType: H100                  # 1..64 of [A-Za-z0-9._-]; optional (any)
+//     cpus: 32                       # 32, 2.5, "500m"; at most 4096 cores
+//     memory: 512Gi                  # "512Gi", "16G", integer bytes; <= 64 TiB
+//   command: [python, train.py]      # 1..4096 strings of <= 64 KiB ...
+//   script: "#!/bin/sh\n..."         # ... or a script (<= 1 MiB): exactly one
+//   image: nvcr.io/nvidia/pytorch:24.05   # optional, <= 512 chars
+//   env: {NCCL_DEBUG: INFO}          # or [{name: NCCL_DEBUG, value: INFO}];
+//                                    # keys [A-Za-z_][A-Za-z0-9_]*, <= 1024
+//   workingDir: /work                # absolute path; optional
+//   timeLimit: 2h30m                 # "90s", "2h30m", "1-02:00:00", integer
+//                                    # seconds, or "unlimited" (the default);
+//                                    # > 0 and <= 365 days
+//   topology: leaf                   # node | leaf | spine | any (default)
+//   checkpoint:                      # optional
+//     dir: /ckpt                     # absolute path; required here
+//     interval: 1h                   # optional; > 0, <= 365 days
+//     signal: SIGUSR1                # SIGUSR1 (default), SIGUSR2, SIGTERM,
+//                                    # SIGINT, also without "SIG"
+//     gracePeriod: 5m                # default 5m; <= 1h
+//   retry:
+//     limit: 3                       # 0..100; default 3
+//     backoff: {initial: 30s, factor: 2, max: 10m}   # these are the defaults;
+//                                    # initial and max <= 1 day, max >= initial,
+//                                    # factor 1..10
+//     failOnExitCodes: [2, 127]      # 0..255, at most 256
+//     retryOnOom: false
+//   dependencies: "afterok:12:13,afterany:14"   # or [{type: afterok, job: 12}]
+//                                    # types afterok, afterany, afternotok;
+//                                    # at most 1024
+//   beginTime: 2026-11-26T10:00:00Z  # RFC 3339 UTC, optional
+//   hold: false
+//   labels: {team: nlp}              # <= 64 entries, key 1..256, value <= 256
+//
+// Reading rules: null (or YAML's empty value) for any field means "not set",
+// so the default applies. Integers are integers: 8, not "8" or 8.0. A YAML
+// plain scalar given where a string is expected is taken as written (env
+// `PORT: 8080` is "8080", `DEBUG: yes` is "yes"); in JSON a string field
+// must be a JSON string. Booleans are true/false only. A duration given as a
+// string must carry a unit or colons ("90s", "1:30:00"): a bare "90" is
+// refused because Slurm would read it as minutes while the integer 90 means
+// seconds here. Strings must be valid UTF-8 and may not contain NUL; names,
+// paths, image, labels and env names may not contain control characters.
+// Unknown and duplicate fields are errors.
+//
+// Errors: every error is InvalidArgument whose field() is the full path
+// ("spec.resources.gpus", "spec.command[2]", "spec.env[\"1BAD\"]") and whose
+// message says what was expected and what was got:
+//   spec.resources.gpus: must be an integer from 0 to 1024, got "eight"
+//   spec.resources.gpu: unknown field; did you mean "gpus"?
+// Echoed values are cut to 64 bytes and never contain raw control
+// characters. Syntax errors (with the parser's line and column), an input
+// over 4 MiB, nesting deeper than 32 levels, more than 100,000 values and
+// YAML aliases that would expand past 4 MiB have field "spec".
+// The parse functions never throw and never crash on any input.
+//
+// Thread-safety: free functions over values; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "core/job.h"
+
+namespace muster::api {
+
+enum class CheckpointSignal : uint8_t { kSigUsr1, kSigUsr2, kSigTerm, kSigInt };
+const char* CheckpointSignalName(CheckpointSignal s);  // "SIGUSR1"
+
+struct ResourceSpec {
+  int64_t gpus = 0;                     // per replica
+  std::optional<std::string> gpu_type;  // empty: any type
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  bool operator==(const ResourceSpec&) const = default;
+};
+
+struct CheckpointSpec {
+  std::string dir;                   // absolute path
+  std::optional<Duration> interval;  // empty: only when signalled (preemption, time limit)
+  CheckpointSignal signal = CheckpointSignal::kSigUsr1;
+  Duration grace_period = Duration::Minutes(5);
+  bool operator==(const CheckpointSpec&) const = default;
+};
+
+struct BackoffSpec {
+  Duration initial = Duration::Seconds(30);
+  int32_t factor = 2;
+  Duration max = Duration::Minutes(10);
+  bool operator==(const BackoffSpec&) const = default;
+};
+
+struct RetrySpec {
+  int32_t limit = 3;
+  BackoffSpec backoff;
+  std::vector<int32_t> fail_on_exit_codes;  // exit codes that are never retried
+  bool retry_on_oom = false;
+  bool operator==(const RetrySpec&) const = default;
+};
+
+// A parsed, valid spec. (A default-constructed JobSpec is not valid: it has
+// neither command nor script.)
+struct JobSpec {
+  std::string name = "job";
+  std::string queue = "default";
+  std::string priority = "normal";
+  int32_t replicas = 1;
+  ResourceSpec resources;
+  std::vector<std::string> command;   // exactly one of command (non-empty) ...
+  std::optional<std::string> script;  // ... and script is set
+  std::optional<std::string> image;
+  std::map<std::string, std::string> env;
+  std::optional<std::string> working_dir;
+  Duration time_limit = Duration::Infinite();  // Infinite: unlimited
+  core::TopologyScope topology = core::TopologyScope::kAny;
+  std::optional<CheckpointSpec> checkpoint;
+  RetrySpec retry;
+  std::vector<core::Dependency> dependencies;
+  std::optional<Time> begin_time;
+  bool hold = false;
+  std::map<std::string, std::string> labels;
+};
+
+// Field-by-field equality (core::Dependency has no operator==).
+bool operator==(const JobSpec& a, const JobSpec& b);
+
+// Parses and validates a JSON document.
+StatusOr<JobSpec> ParseJobSpecJson(std::string_view text);
+// Parses and validates a YAML document (exactly one document; anchors and
+// aliases allowed within the expansion budget; tags other than !!str,
+// !!seq, !!map refused).
+StatusOr<JobSpec> ParseJobSpecYaml(std::string_view text);
+// Chooses the format by media type: application/json; application/yaml,
+// application/x-yaml or text/yaml (parameters such as "; charset=utf-8" and
+// letter case are ignored); empty: JSON if the first non-blank character is
+// '{', else YAML. Other types: InvalidArgument with field "spec".
+StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_type);
+
+// Canonical JSON: every field in the order above with its default made
+// explicit, unset optional fields as null, durations as "2h30m"/"unlimited",
+// memory in bytes, cpus as integer cores or "2500m", env and labels sorted.
+// For any spec that parsing returned, ParseJobSpecJson(JobSpecToJson(s)) == s.
+// Never throws (invalid UTF-8 in a hand-built spec becomes U+FFFD).
+std::string JobSpecToJson(const JobSpec& spec);
+
+// The scheduling-relevant part, for the scheduler.
+core::JobSpec ToCoreSpec(const JobSpec& spec);
+
+}  // namespace muster::api

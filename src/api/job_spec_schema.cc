@@ -1,0 +1,361 @@
+// The job spec schema, field by field. Limits live here as named constants;
+// job_spec.h documents them for users.
+#include "api/job_spec_schema.h"
+
+#include <charconv>
+#include <set>
+
+#include "api/rfc3339.h"
+#include "api/spec_reader.h"
+
+namespace muster::api {
+namespace {
+
+using Kind = TreeNode::Kind;
+
+constexpr int64_t kMaxReplicas = 4096;
+constexpr int64_t kMaxGpus = 1024;
+constexpr int64_t kMaxCpuMilli = int64_t{4096} * 1000;
+constexpr int64_t kMaxMemoryBytes = int64_t{64} << 40;
+constexpr size_t kMaxCommandItems = 4096;
+constexpr size_t kMaxEnv = 1024;
+constexpr size_t kMaxLabels = 64;
+constexpr size_t kMaxDependencies = 1024;
+constexpr size_t kMaxExitCodes = 256;
+constexpr Duration kYear = Duration::Hours(365 * 24);
+constexpr Duration kDay = Duration::Hours(24);
+
+constexpr StringRule kNameRule{
+    1, 128, Charset::kName,
+    "1 to 128 characters of [A-Za-z0-9._-], starting with a letter or digit"};
+constexpr StringRule kGpuTypeRule{
+    1, 64, Charset::kName, "1 to 64 characters of [A-Za-z0-9._-], starting with a letter or digit"};
+constexpr StringRule kArgRule{0, 64 << 10, Charset::kText,
+                              "a string of at most 64 KiB without NUL bytes"};
+constexpr StringRule kProgramRule{1, 64 << 10, Charset::kText,
+                                  "a program name or path of 1 byte to 64 KiB without NUL bytes"};
+constexpr StringRule kScriptRule{1, 1 << 20, Charset::kText,
+                                 "a script of 1 byte to 1 MiB without NUL bytes"};
+constexpr StringRule kImageRule{1, 512, Charset::kPrintable,
+                                "an image of 1 to 512 characters without control characters"};
+constexpr StringRule kPathRule{1, 4096, Charset::kAbsPath,
+                               "an absolute path (starting with \"/\", at most 4096 bytes, no "
+                               "control characters)"};
+constexpr StringRule kEnvNameRule{
+    1, 256, Charset::kEnvName,
+    "a variable name matching [A-Za-z_][A-Za-z0-9_]*, at most 256 characters"};
+constexpr StringRule kEnvValueRule{0, 64 << 10, Charset::kText,
+                                   "a string of at most 64 KiB without NUL bytes"};
+constexpr StringRule kLabelKeyRule{1, 256, Charset::kPrintable,
+                                   "a label key of 1 to 256 characters without control characters"};
+constexpr StringRule kLabelValueRule{
+    0, 256, Charset::kPrintable,
+    "a label value of at most 256 characters without control characters"};
+constexpr StringRule kWordRule{0, 64, Charset::kPrintable, "a string"};  // enum names
+constexpr StringRule kTimestampRule{1, 64, Charset::kPrintable,
+                                    "an RFC 3339 UTC timestamp such as \"2026-11-26T10:00:00Z\""};
+
+constexpr DurationRule kTimeLimitRule{false, true, kYear, "365 days"};
+constexpr DurationRule kIntervalRule{false, false, kYear, "365 days"};
+constexpr DurationRule kGraceRule{true, false, Duration::Hours(1), "1 hour"};
+constexpr DurationRule kBackoffRule{true, false, kDay, "1 day"};
+
+// Checks a map key as if it were a string value at `path`.
+Status CheckKey(const std::string& key, const std::string& path, const StringRule& rule) {
+  TreeNode node;
+  node.kind = Kind::kString;
+  node.text = key;
+  return ReadString(node, path, rule).status();
+}
+
+// A string naming one of `names` (parallel to `values`).
+template <typename T, size_t N>
+StatusOr<T> ReadEnum(const TreeNode& node, const std::string& path, const char* const (&names)[N],
+                     const T (&values)[N], const char* expected) {
+  StatusOr<std::string> s = ReadString(node, path, kWordRule);
+  if (s.ok()) {
+    for (size_t i = 0; i < N; ++i) {
+      if (*s == names[i]) return values[i];
+    }
+  }
+  return Expected(node, path, expected);
+}
+
+StatusOr<core::TopologyScope> ReadTopology(const TreeNode& node, const std::string& path) {
+  static constexpr const char* kNames[] = {"node", "leaf", "spine", "any"};
+  static constexpr core::TopologyScope kValues[] = {
+      core::TopologyScope::kNode, core::TopologyScope::kLeaf, core::TopologyScope::kSpine,
+      core::TopologyScope::kAny};
+  return ReadEnum(node, path, kNames, kValues, "one of node, leaf, spine or any");
+}
+
+StatusOr<CheckpointSignal> ReadSignal(const TreeNode& node, const std::string& path) {
+  static constexpr const char* kNames[] = {"SIGUSR1", "SIGUSR2", "SIGTERM", "SIGINT",
+                                           "USR1",    "USR2",    "TERM",    "INT"};
+  static constexpr CheckpointSignal kValues[] = {
+      CheckpointSignal::kSigUsr1, CheckpointSignal::kSigUsr2, CheckpointSignal::kSigTerm,
+      CheckpointSignal::kSigInt,  CheckpointSignal::kSigUsr1, CheckpointSignal::kSigUsr2,
+      CheckpointSignal::kSigTerm, CheckpointSignal::kSigInt};
+  return ReadEnum(node, path, kNames, kValues, "one of SIGUSR1, SIGUSR2, SIGTERM or SIGINT");
+}
+
+StatusOr<core::DependencyType> ReadDependencyType(const TreeNode& node, const std::string& path) {
+  static constexpr const char* kNames[] = {"afterok", "afterany", "afternotok"};
+  static constexpr core::DependencyType kValues[] = {core::DependencyType::kAfterOk,
+                                                     core::DependencyType::kAfterAny,
+                                                     core::DependencyType::kAfterNotOk};
+  return ReadEnum(node, path, kNames, kValues, "one of afterok, afterany or afternotok");
+}
+
+StatusOr<ResourceSpec> ReadResources(const TreeNode& node, const std::string& path) {
+  static const std::vector<std::string> kFields = {"gpus", "gpuType", "cpus", "memory"};
+  ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
+  ResourceSpec r;
+  RETURN_IF_ERROR(obj.Read("gpus", r.gpus, ReadInt, int64_t{0}, kMaxGpus, std::string_view()));
+  RETURN_IF_ERROR(obj.Read("gpuType", r.gpu_type, ReadString, kGpuTypeRule));
+  RETURN_IF_ERROR(obj.Read("cpus", r.cpu_milli, ReadCpuMilli, kMaxCpuMilli));
+  RETURN_IF_ERROR(obj.Read("memory", r.memory_bytes, ReadMemoryBytes, kMaxMemoryBytes));
+  return r;
+}
+
+StatusOr<std::vector<std::string>> ReadCommand(const TreeNode& node, const std::string& path) {
+  ASSIGN_OR_RETURN(std::vector<TreePtr> items,
+                   ReadList(node, path, 1, kMaxCommandItems, "a list of 1 to 4096 strings"));
+  std::vector<std::string> out;
+  out.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSIGN_OR_RETURN(std::string arg,
+                     ReadString(*items[i], IndexPath(path, i), i == 0 ? kProgramRule : kArgRule));
+    out.push_back(std::move(arg));
+  }
+  return out;
+}
+
+// env: {NAME: value} or [{name: NAME, value: value}].
+StatusOr<std::map<std::string, std::string>> ReadEnv(const TreeNode& node,
+                                                     const std::string& path) {
+  std::map<std::string, std::string> env;
+  if (node.kind == Kind::kList) {
+    ASSIGN_OR_RETURN(
+        std::vector<TreePtr> items,
+        ReadList(node, path, 0, kMaxEnv, "a list of at most 1024 {name, value} objects"));
+    static const std::vector<std::string> kFields = {"name", "value"};
+    for (size_t i = 0; i < items.size(); ++i) {
+      ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(*items[i], IndexPath(path, i), kFields,
+                                                            "an object {name, value}"));
+      if (obj.Find("name") == nullptr) return InvalidArgument("is required", obj.Path("name"));
+      std::string name, value;
+      RETURN_IF_ERROR(obj.Read("name", name, ReadString, kEnvNameRule));
+      RETURN_IF_ERROR(obj.Read("value", value, ReadString, kEnvValueRule));
+      if (!env.emplace(name, std::move(value)).second) {
+        return InvalidArgument("duplicate variable " + QuoteForMessage(name), obj.Path("name"));
+      }
+    }
+    return env;
+  }
+  if (node.kind != Kind::kMap || node.fields.size() > kMaxEnv) {
+    return Expected(node, path, "an object of at most 1024 variables or a list of {name, value}");
+  }
+  for (const auto& [key, value] : node.fields) {
+    const std::string key_path = ChildPath(path, key);
+    RETURN_IF_ERROR(CheckKey(key, key_path, kEnvNameRule));
+    std::string v;  // null: empty value
+    if (value->kind != Kind::kNull) {
+      ASSIGN_OR_RETURN(v, ReadString(*value, key_path, kEnvValueRule));
+    }
+    if (!env.emplace(key, std::move(v)).second) return InvalidArgument("duplicate field", key_path);
+  }
+  return env;
+}
+
+StatusOr<std::map<std::string, std::string>> ReadLabels(const TreeNode& node,
+                                                        const std::string& path) {
+  if (node.kind != Kind::kMap || node.fields.size() > kMaxLabels) {
+    return Expected(node, path, "an object of at most 64 labels");
+  }
+  std::map<std::string, std::string> labels;
+  for (const auto& [key, value] : node.fields) {
+    const std::string key_path = ChildPath(path, key);
+    RETURN_IF_ERROR(CheckKey(key, key_path, kLabelKeyRule));
+    std::string v;
+    if (value->kind != Kind::kNull) {
+      ASSIGN_OR_RETURN(v, ReadString(*value, key_path, kLabelValueRule));
+    }
+    if (!labels.emplace(key, std::move(v)).second)
+      return InvalidArgument("duplicate field", key_path);
+  }
+  return labels;
+}
+
+StatusOr<CheckpointSpec> ReadCheckpoint(const TreeNode& node, const std::string& path) {
+  static const std::vector<std::string> kFields = {"dir", "interval", "signal", "gracePeriod"};
+  ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
+  CheckpointSpec c;
+  if (obj.Find("dir") == nullptr) return InvalidArgument("is required", obj.Path("dir"));
+  RETURN_IF_ERROR(obj.Read("dir", c.dir, ReadString, kPathRule));
+  RETURN_IF_ERROR(obj.Read("interval", c.interval, ReadDuration, kIntervalRule));
+  RETURN_IF_ERROR(obj.Read("signal", c.signal, ReadSignal));
+  RETURN_IF_ERROR(obj.Read("gracePeriod", c.grace_period, ReadDuration, kGraceRule));
+  return c;
+}
+
+StatusOr<BackoffSpec> ReadBackoff(const TreeNode& node, const std::string& path) {
+  static const std::vector<std::string> kFields = {"initial", "factor", "max"};
+  ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
+  BackoffSpec b;
+  RETURN_IF_ERROR(obj.Read("initial", b.initial, ReadDuration, kBackoffRule));
+  RETURN_IF_ERROR(
+      obj.Read("factor", b.factor, ReadInt, int64_t{1}, int64_t{10}, std::string_view()));
+  RETURN_IF_ERROR(obj.Read("max", b.max, ReadDuration, kBackoffRule));
+  if (b.max < b.initial) {
+    return InvalidArgument(
+        "must be at least initial (" + b.initial.ToString() + "), got " + b.max.ToString(),
+        obj.Path("max"));
+  }
+  return b;
+}
+
+StatusOr<std::vector<int32_t>> ReadExitCodes(const TreeNode& node, const std::string& path) {
+  ASSIGN_OR_RETURN(std::vector<TreePtr> items,
+                   ReadList(node, path, 0, kMaxExitCodes, "a list of at most 256 exit codes"));
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSIGN_OR_RETURN(int64_t code, ReadInt(*items[i], IndexPath(path, i), 0, 255));
+    out.push_back(static_cast<int32_t>(code));
+  }
+  return out;
+}
+
+StatusOr<RetrySpec> ReadRetry(const TreeNode& node, const std::string& path) {
+  static const std::vector<std::string> kFields = {"limit", "backoff", "failOnExitCodes",
+                                                   "retryOnOom"};
+  ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
+  RetrySpec r;
+  RETURN_IF_ERROR(
+      obj.Read("limit", r.limit, ReadInt, int64_t{0}, int64_t{100}, std::string_view()));
+  RETURN_IF_ERROR(obj.Read("backoff", r.backoff, ReadBackoff));
+  RETURN_IF_ERROR(obj.Read("failOnExitCodes", r.fail_on_exit_codes, ReadExitCodes));
+  RETURN_IF_ERROR(obj.Read("retryOnOom", r.retry_on_oom, ReadBool));
+  return r;
+}
+
+// A positive job id written as decimal digits.
+bool ParseJobId(std::string_view s, core::JobId& out) {
+  if (s.empty() || s[0] < '0' || s[0] > '9') return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && out > 0;
+}
+
+// Slurm's "afterok:12:13,afterany:14".
+StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& node,
+                                                              const std::string& path) {
+  static constexpr const char* kForm = "dependencies such as \"afterok:12:13,afterany:14\"";
+  StatusOr<std::string> text = ReadString(node, path, kArgRule);
+  if (!text.ok()) return Expected(node, path, kForm);
+  std::vector<core::Dependency> out;
+  std::string_view rest = *text;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const size_t colon = item.find(':');
+    if (colon == std::string_view::npos || colon + 1 == item.size()) {
+      return InvalidArgument("must be " + std::string(kForm) + ", got " + QuoteForMessage(item),
+                             path);
+    }
+    TreeNode type_node;
+    type_node.kind = Kind::kString;
+    type_node.text = std::string(item.substr(0, colon));
+    ASSIGN_OR_RETURN(core::DependencyType type, ReadDependencyType(type_node, path));
+    std::string_view ids = item.substr(colon + 1);
+    while (true) {
+      const size_t next = ids.find(':');
+      const std::string_view id_text = ids.substr(0, next);
+      core::JobId id = 0;
+      if (!ParseJobId(id_text, id)) {
+        return InvalidArgument("must name jobs by positive integer ids, got " +
+                                   QuoteForMessage(id_text) + " in " + QuoteForMessage(item),
+                               path);
+      }
+      if (out.size() == kMaxDependencies) {
+        return InvalidArgument("must list at most 1024 dependencies", path);
+      }
+      out.push_back({type, id});
+      if (next == std::string_view::npos) break;
+      ids.remove_prefix(next + 1);
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+StatusOr<std::vector<core::Dependency>> ReadDependencies(const TreeNode& node,
+                                                         const std::string& path) {
+  if (node.kind != Kind::kList) return ParseDependencyString(node, path);
+  ASSIGN_OR_RETURN(std::vector<TreePtr> items, ReadList(node, path, 0, kMaxDependencies,
+                                                        "a list of at most 1024 dependencies"));
+  static const std::vector<std::string> kFields = {"type", "job"};
+  std::vector<core::Dependency> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(*items[i], IndexPath(path, i), kFields,
+                                                          "an object {type, job}"));
+    for (const char* required : {"type", "job"}) {
+      if (obj.Find(required) == nullptr) return InvalidArgument("is required", obj.Path(required));
+    }
+    core::Dependency d;
+    RETURN_IF_ERROR(obj.Read("type", d.type, ReadDependencyType));
+    RETURN_IF_ERROR(obj.Read("job", d.job, ReadInt, int64_t{1}, INT64_MAX,
+                             std::string_view("a positive integer job id")));
+    out.push_back(d);
+  }
+  return out;
+}
+
+StatusOr<Time> ReadTimestamp(const TreeNode& node, const std::string& path) {
+  StatusOr<std::string> s = ReadString(node, path, kTimestampRule);
+  std::optional<Time> t;
+  if (s.ok()) t = ParseRfc3339Utc(*s);
+  if (!t.has_value()) return Expected(node, path, kTimestampRule.expected);
+  return *t;
+}
+
+}  // namespace
+
+StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root) {
+  static const std::vector<std::string> kFields = {
+      "name",       "queue", "priority",     "replicas",   "resources", "command",
+      "script",     "image", "env",          "workingDir", "timeLimit", "topology",
+      "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels"};
+  ASSIGN_OR_RETURN(ObjectReader obj,
+                   ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
+  JobSpec spec;
+  RETURN_IF_ERROR(obj.Read("name", spec.name, ReadString, kNameRule));
+  RETURN_IF_ERROR(obj.Read("queue", spec.queue, ReadString, kNameRule));
+  RETURN_IF_ERROR(obj.Read("priority", spec.priority, ReadString, kNameRule));
+  RETURN_IF_ERROR(
+      obj.Read("replicas", spec.replicas, ReadInt, int64_t{1}, kMaxReplicas, std::string_view()));
+  RETURN_IF_ERROR(obj.Read("resources", spec.resources, ReadResources));
+  RETURN_IF_ERROR(obj.Read("command", spec.command, ReadCommand));
+  RETURN_IF_ERROR(obj.Read("script", spec.script, ReadString, kScriptRule));
+  const bool has_command = obj.Find("command") != nullptr,
+             has_script = obj.Find("script") != nullptr;
+  if (has_command == has_script) {
+    return InvalidArgument(std::string("must set exactly one of \"command\" or \"script\", got ") +
+                               (has_command ? "both" : "neither"),
+                           "spec");
+  }
+  RETURN_IF_ERROR(obj.Read("image", spec.image, ReadString, kImageRule));
+  RETURN_IF_ERROR(obj.Read("env", spec.env, ReadEnv));
+  RETURN_IF_ERROR(obj.Read("workingDir", spec.working_dir, ReadString, kPathRule));
+  RETURN_IF_ERROR(obj.Read("timeLimit", spec.time_limit, ReadDuration, kTimeLimitRule));
+  RETURN_IF_ERROR(obj.Read("topology", spec.topology, ReadTopology));
+  RETURN_IF_ERROR(obj.Read("checkpoint", spec.checkpoint, ReadCheckpoint));
+  RETURN_IF_ERROR(obj.Read("retry", spec.retry, ReadRetry));
+  RETURN_IF_ERROR(obj.Read("dependencies", spec.dependencies, ReadDependencies));
+  RETURN_IF_ERROR(obj.Read("beginTime", spec.begin_time, ReadTimestamp));
+  RETURN_IF_ERROR(obj.Read("hold", spec.hold, ReadBool));
+  RETURN_IF_ERROR(obj.Read("labels", spec.labels, ReadLabels));
+  return spec;
+}
+
+}  // namespace muster::api

@@ -1,0 +1,54 @@
+#include "api/rfc3339.h"
+
+#include <gtest/gtest.h>
+
+namespace muster::api {
+namespace {
+
+TEST(Rfc3339Test, ParsesUtcTimestamps) {
+  EXPECT_EQ(ParseRfc3339Utc("1970-01-01T00:00:00Z"), Time::FromMillis(0));
+  EXPECT_EQ(ParseRfc3339Utc("2026-11-26T10:00:00Z"), Time::FromSeconds(1795687200));
+  EXPECT_EQ(ParseRfc3339Utc("2026-11-26T10:00:00.25Z"), Time::FromMillis(1795687200250));
+  EXPECT_EQ(ParseRfc3339Utc("2026-11-26T10:00:00.123456789Z"), Time::FromMillis(1795687200123));
+  EXPECT_EQ(ParseRfc3339Utc("2024-02-29T23:59:59Z"), Time::FromSeconds(1709251199));
+  EXPECT_EQ(ParseRfc3339Utc("2000-02-29T00:00:00Z"), Time::FromSeconds(951782400));
+}
+
+TEST(Rfc3339Test, RefusesAnythingElse) {
+  for (const char* bad : {"",
+                          "2026-11-26",
+                          "2026-11-26T10:00:00",
+                          "2026-11-26 10:00:00Z",
+                          "2026-11-26t10:00:00z",
+                          "2026-11-26T10:00:00+02:00",
+                          "2026-13-01T00:00:00Z",
+                          "2026-00-01T00:00:00Z",
+                          "2026-04-31T00:00:00Z",
+                          "2026-02-29T00:00:00Z",
+                          "1900-02-29T00:00:00Z",
+                          "1969-12-31T23:59:59Z",
+                          "2026-11-26T24:00:00Z",
+                          "2026-11-26T10:60:00Z",
+                          "2026-11-26T10:00:60Z",
+                          "2026-11-26T10:00:00.Z",
+                          "2026-11-26T10:00:00.1234567890Z",
+                          "2026-11-26T10:00:00ZZ",
+                          "+2026-11-26T10:00:00Z",
+                          "2026-1-26T10:00:00Z",
+                          "２０２６-11-26T10:00:00Z"}) {
+    EXPECT_FALSE(ParseRfc3339Utc(bad).has_value()) << bad;
+  }
+}
+
+TEST(Rfc3339Test, FormatParsesBack) {
+  EXPECT_EQ(FormatRfc3339Utc(Time::FromSeconds(1795687200)), "2026-11-26T10:00:00Z");
+  EXPECT_EQ(FormatRfc3339Utc(Time::FromMillis(1795687200250)), "2026-11-26T10:00:00.250Z");
+  for (int64_t ms :
+       {int64_t{0}, int64_t{951782400000}, int64_t{1709251199999}, int64_t{253402300799000}}) {
+    const std::string s = FormatRfc3339Utc(Time::FromMillis(ms));
+    EXPECT_EQ(ParseRfc3339Utc(s), Time::FromMillis(ms)) << s;
+  }
+}
+
+}  // namespace
+}  // namespace muster::api

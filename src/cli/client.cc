@@ -1,0 +1,108 @@
+#include "cli/client.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+namespace muster::cli {
+
+Client::Client(std::string server, std::string user, double retry_for_seconds)
+    : server_(std::move(server)), user_(std::move(user)), retry_for_(retry_for_seconds) {
+  http_ = std::make_unique<httplib::Client>(server_);
+  http_->set_connection_timeout(5, 0);
+  http_->set_read_timeout(60, 0);
+  http_->set_keep_alive(true);
+  http_->set_tcp_nodelay(true);
+}
+
+Client::~Client() = default;
+
+namespace {
+
+StatusOr<Response> Decode(const httplib::Result& r) {
+  Response out;
+  out.status = r->status;
+  out.body = nlohmann::json::parse(r->body, nullptr, false);
+  if (out.body.is_discarded()) {
+    return Status(StatusCode::kUnavailable, "the server answered " + std::to_string(r->status) +
+                                                " with a body that is not JSON");
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<Response> Client::Get(const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_for_);
+  std::chrono::milliseconds backoff(50);
+  while (true) {
+    auto r = http_->Get(path, httplib::Headers{{"X-Muster-User", user_}});
+    if (r) return Decode(r);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status(StatusCode::kUnavailable, "cannot reach the server at " + server_ + ": " +
+                                                  httplib::to_string(r.error()));
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+StatusOr<Response> Client::Post(const std::string& path, const std::string& body, const std::string& content_type,
+                                const std::map<std::string, std::string>& headers) {
+  httplib::Headers h{{"X-Muster-User", user_}};
+  for (const auto& [k, v] : headers) h.emplace(k, v);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_for_);
+  std::chrono::milliseconds backoff(50);
+  while (true) {
+    auto r = http_->Post(path, h, body, content_type);
+    // Retry only what is safe to retry: no answer, or 409 "still in
+    // progress" / 503 for an idempotent submit.
+    const bool idempotent = headers.count("Idempotency-Key") > 0;
+    if (r && !(idempotent && (r->status == 409 || r->status == 503))) return Decode(r);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      if (r) return Decode(r);
+      return Status(StatusCode::kUnavailable, "cannot reach the server at " + server_ + ": " +
+                                                  httplib::to_string(r.error()));
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+Status Client::ErrorOf(const Response& r) {
+  std::string message = "server answered " + std::to_string(r.status);
+  std::string field;
+  if (r.body.is_object() && r.body.contains("error") && r.body["error"].is_object()) {
+    message = r.body["error"].value("message", message);
+    field = r.body["error"].value("field", "");
+  }
+  StatusCode code = StatusCode::kInternal;
+  if (r.status == 400 || r.status == 413 || r.status == 422) code = StatusCode::kInvalidArgument;
+  if (r.status == 403) code = StatusCode::kPermissionDenied;
+  if (r.status == 404) code = StatusCode::kNotFound;
+  if (r.status == 409) code = StatusCode::kFailedPrecondition;
+  if (r.status == 429 || r.status == 503) code = StatusCode::kUnavailable;
+  // The server's message already starts with the field path.
+  return Status(code, message);
+}
+
+std::string NewUuid() {
+  std::random_device rd;
+  std::uniform_int_distribution<uint32_t> byte(0, 255);
+  unsigned char b[16];
+  for (auto& x : b) x = static_cast<unsigned char>(byte(rd));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[b[i] >> 4];
+    out += kHex[b[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace muster::cli

@@ -1,0 +1,52 @@
+// Client: the CLI's connection to `muster server`.
+//
+// The address comes from --server, else MUSTER_SERVER, else
+// http://127.0.0.1:8470. Every request names the user (X-Muster-User: from
+// --user, else $USER). Connection failures are retried with backoff for
+// `retry_for`; a submit carries one Idempotency-Key across its retries, so a
+// retried submit never queues a job twice.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace muster::cli {
+
+struct Response {
+  int status = 0;
+  nlohmann::json body;
+};
+
+class Client {
+ public:
+  Client(std::string server, std::string user, double retry_for_seconds = 10.0);
+  ~Client();
+
+  StatusOr<Response> Get(const std::string& path);
+  StatusOr<Response> Post(const std::string& path, const std::string& body, const std::string& content_type,
+                          const std::map<std::string, std::string>& headers = {});
+
+  // The error of a non-2xx response, as a Status (message includes the field).
+  static Status ErrorOf(const Response& r);
+  const std::string& server() const { return server_; }
+
+ private:
+  std::string server_;
+  std::string user_;
+  double retry_for_;
+  std::unique_ptr<httplib::Client> http_;
+};
+
+// A random RFC 4122 version 4 UUID, for idempotency keys.
+std::string NewUuid();
+
+}  // namespace muster::cli

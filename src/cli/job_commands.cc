@@ -1,0 +1,456 @@
+#include "cli/job_commands.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/client.h"
+
+namespace muster::cli {
+
+using nlohmann::json;
+
+struct JobCommands {
+  std::string server;
+  std::string user;
+  std::string output = "table";
+  CLI::App* submit = nullptr;
+  CLI::App* get = nullptr;
+  CLI::App* describe = nullptr;
+  CLI::App* why = nullptr;
+  CLI::App* history = nullptr;
+  std::vector<std::pair<CLI::App*, std::string>> actions;
+
+  // submit
+  std::string file;
+  std::string name, queue, priority, gpu_type, cpus, memory, time, after;
+  int64_t gpus = -1, replicas = -1;
+  bool hold = false, parsable = false;
+  std::vector<std::string> command;
+  // get / history
+  std::string kind;
+  std::string state, filter_queue, filter_user, filter_name;
+  int64_t limit = 0;
+  // describe / why / actions
+  std::string describe_kind;
+  std::vector<int64_t> ids;
+  int64_t id = 0;
+};
+
+namespace {
+
+std::string DefaultServer() {
+  const char* env = std::getenv("MUSTER_SERVER");
+  return env && *env ? env : "http://127.0.0.1:8470";
+}
+
+std::string DefaultUser() {
+  const char* env = std::getenv("USER");
+  return env && *env ? env : "anonymous";
+}
+
+int Fail(const Status& s) {
+  std::cerr << "muster: " << s.message() << "\n";
+  return 1;
+}
+
+YAML::Node ToYaml(const json& j) {
+  if (j.is_object()) {
+    YAML::Node n(YAML::NodeType::Map);
+    for (auto it = j.begin(); it != j.end(); ++it) n[it.key()] = ToYaml(it.value());
+    return n;
+  }
+  if (j.is_array()) {
+    YAML::Node n(YAML::NodeType::Sequence);
+    for (const auto& v : j) n.push_back(ToYaml(v));
+    return n;
+  }
+  if (j.is_string()) return YAML::Node(j.get<std::string>());
+  if (j.is_null()) return YAML::Node();
+  return YAML::Node(j.dump());
+}
+
+void Print(const json& j, const std::string& output) {
+  if (output == "json") {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    YAML::Emitter e;
+    e << ToYaml(j);
+    std::cout << e.c_str() << "\n";
+  }
+}
+
+std::string Field(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+std::string Age(const std::string& rfc3339) {
+  std::tm tm{};
+  std::istringstream in(rfc3339);
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  if (in.fail()) return "";
+  const std::time_t then = timegm(&tm);
+  const int64_t s = static_cast<int64_t>(std::time(nullptr) - then);
+  if (s < 120) return std::to_string(std::max<int64_t>(s, 0)) + "s";
+  if (s < 7200) return std::to_string(s / 60) + "m";
+  if (s < 172800) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], r[i].size());
+    }
+  }
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+}
+
+int64_t Gpus(const json& job) {
+  const json res = job.value("resources", json::object());
+  return res.value("gpus", int64_t{0}) * job.value("replicas", int64_t{1});
+}
+
+void PrintJobs(const json& items, const std::string& output) {
+  if (output == "json" || output == "yaml") return Print(items, output);
+  const bool wide = output == "wide";
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"});
+  if (wide) {
+    rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
+  }
+  for (const json& j : items) {
+    std::vector<std::string> r = {Field(j, "id"),    Field(j, "name"), Field(j, "user"), Field(j, "queue"),
+                                  Field(j, "state"), std::to_string(Gpus(j)), Age(Field(j, "submitTime")),
+                                  Field(j, "reason")};
+    if (wide) {
+      std::string nodes;
+      if (j.contains("allocations")) {
+        for (const json& a : j["allocations"]) nodes += (nodes.empty() ? "" : ",") + Field(a, "node");
+      }
+      r.insert(r.end(), {Field(j, "priority"), Field(j, "replicas"), nodes});
+    }
+    rows.push_back(std::move(r));
+  }
+  PrintTable(rows);
+}
+
+int CheckOutput(const std::string& o) {
+  if (o == "table" || o == "wide" || o == "json" || o == "yaml") return 0;
+  std::cerr << "muster: -o must be wide, json or yaml, got \"" << o << "\"\n";
+  return 2;
+}
+
+// Lists jobs page by page (all of them when limit is 0).
+StatusOr<json> ListJobs(Client& c, const std::string& query, int64_t limit) {
+  json all = json::array();
+  std::string cont;
+  while (true) {
+    const int64_t page = limit > 0 ? std::min<int64_t>(1000, limit - static_cast<int64_t>(all.size())) : 1000;
+    std::string path = "/v1/jobs?limit=" + std::to_string(page) + query;
+    if (!cont.empty()) path += "&continue=" + cont;
+    ASSIGN_OR_RETURN(Response r, c.Get(path));
+    if (r.status != 200) return Client::ErrorOf(r);
+    for (const json& j : r.body["items"]) all.push_back(j);
+    cont = r.body.value("continue", "");
+    if (cont.empty() || (limit > 0 && static_cast<int64_t>(all.size()) >= limit)) return all;
+  }
+}
+
+std::string UrlEncode(const std::string& v) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : v) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == ',') {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    }
+  }
+  return out;
+}
+
+std::string Query(const JobCommands& c, const std::string& states) {
+  std::string q;
+  auto add = [&](const char* k, const std::string& v) {
+    if (!v.empty()) q += std::string("&") + k + "=" + UrlEncode(v);
+  };
+  add("state", states);
+  add("queue", c.filter_queue);
+  add("user", c.filter_user);
+  add("name", c.filter_name);
+  return q;
+}
+
+// The spec from --file, or from flags and the command after "--".
+StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
+  auto is_spec_file = [](const std::string& a) {
+    for (const char* ext : {".yaml", ".yml", ".json"}) {
+      const std::string e(ext);
+      if (a.size() > e.size() && a.compare(a.size() - e.size(), e.size(), e) == 0) return true;
+    }
+    return false;
+  };
+  if (c.file.empty() && c.command.size() == 1 && is_spec_file(c.command[0])) {
+    c.file = c.command[0];
+    c.command.clear();
+  }
+  if (!c.file.empty() && !c.command.empty()) {
+    return InvalidArgument("give a job file or a command, not both");
+  }
+  if (!c.file.empty()) {
+    std::ifstream in(c.file);
+    if (!in) return NotFound("cannot open " + c.file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const bool is_json = c.file.size() > 5 && c.file.substr(c.file.size() - 5) == ".json";
+    return std::make_pair(ss.str(), std::string(is_json ? "application/json" : "application/yaml"));
+  }
+  if (c.command.empty()) {
+    return InvalidArgument("give a job file, or the command after \"--\" (muster submit --gpus 1 -- python train.py)");
+  }
+  json spec = {{"command", c.command}};
+  if (!c.name.empty()) spec["name"] = c.name;
+  if (!c.queue.empty()) spec["queue"] = c.queue;
+  if (!c.priority.empty()) spec["priority"] = c.priority;
+  if (c.replicas >= 0) spec["replicas"] = c.replicas;
+  json res = json::object();
+  if (c.gpus >= 0) res["gpus"] = c.gpus;
+  if (!c.gpu_type.empty()) res["gpuType"] = c.gpu_type;
+  if (!c.cpus.empty()) res["cpus"] = c.cpus;
+  if (!c.memory.empty()) res["memory"] = c.memory;
+  if (!res.empty()) spec["resources"] = res;
+  if (!c.time.empty()) spec["timeLimit"] = c.time;
+  if (!c.after.empty()) spec["dependencies"] = c.after;
+  if (c.hold) spec["hold"] = true;
+  return std::make_pair(spec.dump(), std::string("application/json"));
+}
+
+int Submit(JobCommands& c, Client& client) {
+  auto spec = BuildSpec(c);
+  if (!spec.ok()) return Fail(spec.status());
+  auto r = client.Post("/v1/jobs", spec->first, spec->second, {{"Idempotency-Key", NewUuid()}});
+  if (!r.ok()) return Fail(r.status());
+  if (r->status != 200 && r->status != 201) return Fail(Client::ErrorOf(*r));
+  const std::string id = Field(r->body, "id");
+  if (c.parsable) {
+    std::cout << id << "\n";
+  } else if (c.output == "json" || c.output == "yaml") {
+    Print(r->body, c.output);
+  } else {
+    std::cout << "Submitted job " << id << "\n";
+  }
+  return 0;
+}
+
+int Get(JobCommands& c, Client& client) {
+  if (c.kind == "jobs" || c.kind == "job") {
+    auto items = ListJobs(client, Query(c, c.state), c.limit);
+    if (!items.ok()) return Fail(items.status());
+    PrintJobs(*items, c.output);
+    return 0;
+  }
+  if (c.kind != "nodes" && c.kind != "node" && c.kind != "queues" && c.kind != "queue") {
+    std::cerr << "muster get: expected jobs, nodes or queues, got \"" << c.kind << "\"\n";
+    return 2;
+  }
+  const bool nodes = c.kind.rfind("node", 0) == 0;
+  auto r = client.Get(nodes ? "/v1/nodes" : "/v1/queues");
+  if (!r.ok()) return Fail(r.status());
+  if (r->status != 200) return Fail(Client::ErrorOf(*r));
+  const json& items = r->body["items"];
+  if (c.output == "json" || c.output == "yaml") {
+    Print(items, c.output);
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  if (nodes) {
+    rows.push_back({"NAME", "GPU TYPE", "GPUS", "FREE", "JOBS", "LEAF", "STATE"});
+    for (const json& n : items) {
+      rows.push_back({Field(n, "name"), Field(n, "gpuType"), Field(n, "gpus"), Field(n, "freeGpus"),
+                      Field(n, "runningJobs"), Field(n, "leaf"),
+                      n.value("schedulable", true) ? "Ready" : "Ready,SchedulingDisabled"});
+    }
+  } else {
+    rows.push_back({"QUEUE", "PENDING", "RUNNING", "GPUS IN USE"});
+    for (const json& q : items) {
+      rows.push_back({Field(q, "name"), Field(q, "pending"), Field(q, "running"), Field(q, "gpusInUse")});
+    }
+  }
+  PrintTable(rows);
+  return 0;
+}
+
+int Describe(JobCommands& c, Client& client, bool why_only) {
+  auto r = client.Get("/v1/jobs/" + std::to_string(c.id));
+  if (!r.ok()) return Fail(r.status());
+  if (r->status != 200) return Fail(Client::ErrorOf(*r));
+  const json& j = r->body;
+  if (c.output == "json" || c.output == "yaml") {
+    Print(j, c.output);
+    return 0;
+  }
+  const std::string state = Field(j, "state");
+  if (why_only) {
+    std::cout << "Job " << Field(j, "id") << " (" << Field(j, "name") << ") is " << state;
+    const std::string detail = Field(j, "reasonDetail");
+    if (!detail.empty()) std::cout << ": " << detail;
+    std::cout << "\n";
+  } else {
+    auto events = client.Get("/v1/jobs/" + std::to_string(c.id) + "/events");
+    Print(j, "yaml");
+    if (events.ok() && events->status == 200) {
+      std::cout << "Events:\n";
+      for (const json& e : events->body["items"]) {
+        std::cout << "  " << Field(e, "time") << "  " << Field(e, "type");
+        if (!Field(e, "reason").empty()) std::cout << " (" << Field(e, "reason") << ")";
+        if (!Field(e, "message").empty()) std::cout << "  " << Field(e, "message");
+        std::cout << "\n";
+      }
+    }
+    return 0;
+  }
+  if (j.contains("priorityBreakdown")) {
+    const json& p = j["priorityBreakdown"];
+    std::cout << "Priority " << Field(p, "total") << " = class " << Field(p, "class") << " + age " << Field(p, "age")
+              << " + fair-share " << Field(p, "fairShare") << " + size " << Field(p, "size") << "\n";
+  }
+  if (j.contains("plannedStart")) std::cout << "Planned start: " << Field(j, "plannedStart") << "\n";
+  return 0;
+}
+
+int Act(JobCommands& c, Client& client, const std::string& verb) {
+  int rc = 0;
+  for (int64_t id : c.ids) {
+    auto r = client.Post("/v1/jobs/" + std::to_string(id) + "/" + verb, "", "application/json");
+    if (!r.ok()) return Fail(r.status());
+    if (r->status != 200) {
+      std::cerr << "muster " << verb << " " << id << ": " << Client::ErrorOf(*r).message() << "\n";
+      rc = 1;
+      continue;
+    }
+    std::cout << "job " << id << ": " << Field(r->body, "state") << "\n";
+  }
+  return rc;
+}
+
+}  // namespace
+
+JobCommands* AddJobCommands(CLI::App& app) {
+  auto* c = new JobCommands;
+  c->server = DefaultServer();
+  c->user = DefaultUser();
+  auto common = [c](CLI::App* sub) {
+    sub->add_option("--server", c->server, "Server address (default $MUSTER_SERVER or http://127.0.0.1:8470)");
+    sub->add_option("--user", c->user, "Act as this user (default $USER)");
+    sub->add_option("-o,--output", c->output, "wide, json or yaml");
+  };
+  c->submit = app.add_subcommand("submit", "Submit a job from a YAML/JSON file or from flags and a command");
+  common(c->submit);
+  c->submit->add_option("-f,--file", c->file, "Job spec file (YAML or JSON)");
+  c->submit->add_option("--name", c->name, "Job name");
+  c->submit->add_option("--queue,-q", c->queue, "Queue (team)");
+  c->submit->add_option("--priority", c->priority, "Priority class");
+  c->submit->add_option("--gpus", c->gpus, "GPUs per replica");
+  c->submit->add_option("--gpu-type", c->gpu_type, "GPU type");
+  c->submit->add_option("--replicas", c->replicas, "Replicas (gang size)");
+  c->submit->add_option("--cpus", c->cpus, "CPUs per replica (4, 2.5, 500m)");
+  c->submit->add_option("--memory", c->memory, "Memory per replica (64Gi)");
+  c->submit->add_option("--time,-t", c->time, "Time limit (2h, 90m, 1-00:00:00)");
+  c->submit->add_option("--after", c->after, "Dependencies, e.g. afterok:12,afterany:13");
+  c->submit->add_flag("--hold", c->hold, "Submit held");
+  c->submit->add_flag("--parsable", c->parsable, "Print only the job id");
+  c->submit->add_option("command", c->command,
+                        "The command, after --; or one job file (.yaml, .yml, .json) instead of -f");
+
+  c->get = app.add_subcommand("get", "List jobs, nodes or queues");
+  common(c->get);
+  c->get->add_option("kind", c->kind, "jobs, nodes or queues")->required();
+  c->get->add_option("--state,-t", c->state, "Only jobs in these states (PENDING,RUNNING)");
+  c->get->add_option("--queue", c->filter_queue, "Only this queue");
+  c->get->add_option("--for-user", c->filter_user, "Only this user's jobs");
+  c->get->add_option("--name", c->filter_name, "Only jobs with this name");
+  c->get->add_option("--limit", c->limit, "At most this many jobs");
+
+  c->describe = app.add_subcommand("describe", "Show a job with its status and events");
+  common(c->describe);
+  c->describe->add_option("kind", c->describe_kind, "job")->required();
+  c->describe->add_option("id", c->id, "Job id")->required();
+
+  c->why = app.add_subcommand("why", "Why is a job pending, and when will it start");
+  common(c->why);
+  c->why->add_option("id", c->id, "Job id")->required();
+
+  c->history = app.add_subcommand("history", "Jobs that ended");
+  common(c->history);
+  c->history->add_option("--for-user", c->filter_user, "Only this user's jobs");
+  c->history->add_option("--queue", c->filter_queue, "Only this queue");
+  c->history->add_option("--limit", c->limit, "At most this many jobs");
+
+  for (const char* verb : {"cancel", "hold", "release", "requeue"}) {
+    CLI::App* sub = app.add_subcommand(verb, std::string(1, static_cast<char>(std::toupper(verb[0]))) +
+                                                 (verb + 1) + " jobs");
+    common(sub);
+    sub->add_option("ids", c->ids, "Job ids")->required();
+    c->actions.emplace_back(sub, verb);
+  }
+  return c;
+}
+
+int RunJobCommands(JobCommands* c) {
+  CLI::App* parsed = nullptr;
+  for (CLI::App* sub : {c->submit, c->get, c->describe, c->why, c->history}) {
+    if (sub->parsed()) parsed = sub;
+  }
+  std::string verb;
+  for (const auto& [sub, v] : c->actions) {
+    if (sub->parsed()) {
+      parsed = sub;
+      verb = v;
+    }
+  }
+  if (!parsed) return -1;
+  if (int rc = CheckOutput(c->output); rc != 0) return rc;
+  Client client(c->server, c->user);
+  if (parsed == c->submit) return Submit(*c, client);
+  if (parsed == c->get) return Get(*c, client);
+  if (parsed == c->describe) {
+    if (c->describe_kind != "job") {
+      std::cerr << "muster describe: expected \"job\", got \"" << c->describe_kind << "\"\n";
+      return 2;
+    }
+    return Describe(*c, client, false);
+  }
+  if (parsed == c->why) return Describe(*c, client, true);
+  if (parsed == c->history) {
+    auto items = ListJobs(client, Query(*c, "COMPLETED,FAILED,CANCELLED,TIMEOUT,OUT_OF_MEMORY,NODE_FAIL,PREEMPTED"),
+                          c->limit);
+    if (!items.ok()) return Fail(items.status());
+    PrintJobs(*items, c->output);
+    return 0;
+  }
+  return Act(*c, client, verb);
+}
+
+void DeleteJobCommands(JobCommands* c) { delete c; }
+
+}  // namespace muster::cli

@@ -1,0 +1,44 @@
+#include "cli/server_command.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "server/options.h"
+#include "server/server.h"
+
+namespace muster::cli {
+
+CLI::App* AddServerCommand(CLI::App& app, ServerFlags& f) {
+  CLI::App* s = app.add_subcommand("server", "Run the control plane: API, scheduler and store");
+  s->add_option("--config,-c", f.config, "Configuration file (YAML; see docs/configuration.md)");
+  s->add_option("--listen", f.listen, "HOST:PORT to serve on (default 127.0.0.1:8470; port 0 = any free)");
+  s->add_option("--store", f.store, "SQLite store file (default muster.db)");
+  s->add_option("--port-file", f.port_file, "Write the bound port to this file once serving");
+  return s;
+}
+
+int RunServerCommand(const ServerFlags& f) {
+  server::ServerOptions options;
+  if (!f.config.empty()) {
+    auto loaded = server::LoadServerOptions(f.config);
+    if (!loaded.ok()) {
+      std::cerr << "muster server: " << loaded.status().message() << "\n";
+      return 1;
+    }
+    options = std::move(*loaded);
+  }
+  if (!f.listen.empty()) {
+    if (Status s = server::SetListen(options, f.listen); !s.ok()) {
+      std::cerr << "muster server: --" << s.ToString() << "\n";
+      return 1;
+    }
+  }
+  if (!f.store.empty()) options.store_path = f.store;
+  if (Status s = options.Validate(); !s.ok()) {
+    std::cerr << "muster server: " << s.ToString() << "\n";
+    return 1;
+  }
+  return server::RunServer(options, f.port_file);
+}
+
+}  // namespace muster::cli

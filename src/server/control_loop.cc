@@ -1,0 +1,466 @@
+#include "server/control_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace muster::server {
+
+using core::JobState;
+using store::JobRow;
+
+namespace {
+
+bool IsEnded(const JobRow& r) { return r.end_ms.has_value(); }
+
+Status ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
+
+}  // namespace
+
+const char* ControlLoop::ActionName(Action a) {
+  switch (a) {
+    case Action::kCancel: return "cancel";
+    case Action::kHold: return "hold";
+    case Action::kRelease: return "release";
+    case Action::kRequeue: return "requeue";
+  }
+  return "?";
+}
+
+ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store::Store& store)
+    : options_(options), clock_(clock), store_(store), state_(options.cluster) {}
+
+ControlLoop::~ControlLoop() { Stop(); }
+
+Status ControlLoop::Start() {
+  ASSIGN_OR_RETURN(scheduler_, scheduler::Scheduler::Create(options_.scheduler));
+  store::WriteBatch nodes;
+  for (const core::NodeSpec& n : options_.nodes) {
+    auto added = state_.AddNode(n);
+    if (!added.ok()) return added.status().WithFieldPrefix("nodes");
+    nlohmann::json spec = {{"gpus", n.capacity.gpus},       {"gpuType", n.gpu_type},
+                           {"cpuMilli", n.capacity.cpu_milli}, {"memoryBytes", n.capacity.memory_bytes},
+                           {"leaf", n.topology.leaf},       {"spine", n.topology.spine}};
+    nodes.nodes.push_back({n.name, spec.dump(), "READY", clock_.Now().millis()});
+  }
+  RETURN_IF_ERROR(Restore());
+  if (!nodes.empty()) RETURN_IF_ERROR(store_.Commit({&nodes}));
+  writer_ = std::make_unique<store::StoreWriter>(store_);
+  last_cycle_ = clock_.Now();
+  thread_ = std::thread([this] { Run(); });
+  return Status::Ok();
+}
+
+void ControlLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ || !thread_.joinable()) {
+      stop_ = true;
+      return;
+    }
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  writer_.reset();  // commits what is queued
+}
+
+Status ControlLoop::Restore() {
+  ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_.LoadJobs(/*include_terminal=*/true));
+  std::map<std::string, core::NodeIndex> node_index;
+  for (size_t i = 0; i < state_.nodes().size(); ++i) node_index[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
+  for (JobRow& row : rows) {
+    const std::string what = "store " + options_.store_path + ": job " + std::to_string(row.id);
+    auto spec = api::ParseJobSpecJson(row.spec_json);
+    if (!spec.ok()) return DataLoss(what + " has an unreadable spec: " + spec.status().ToString());
+    const core::JobSpec core_spec = api::ToCoreSpec(*spec);
+    const auto state = core::JobStateFromName(row.state);
+    if (!state) return DataLoss(what + " has an unknown state \"" + row.state + "\"");
+    const Time submit = Time::FromMillis(row.submit_ms);
+    if (IsEnded(row)) {
+      RETURN_IF_ERROR(state_.RestoreEnded(row.id, core_spec, submit, *state, Time::FromMillis(*row.end_ms), row.reason));
+    } else {
+      auto id = state_.Submit(core_spec, submit, row.id);
+      if (!id.ok()) return DataLoss(what + " cannot be restored: " + id.status().ToString());
+      if (*state == JobState::kHeld && !core_spec.hold) RETURN_IF_ERROR(state_.Hold(row.id));
+      if (*state == JobState::kPending && core_spec.hold) RETURN_IF_ERROR(state_.Release(row.id));
+      if (*state == JobState::kRunning) {
+        // Back on the nodes it holds; if one is gone, the job waits again.
+        core::Binding b{row.id, {}};
+        bool ok = true;
+        const auto status = nlohmann::json::parse(row.status_json, nullptr, false);
+        const int64_t per_gpus = core_spec.per_replica.gpus;
+        if (status.is_object() && status.contains("allocations") && status["allocations"].is_array()) {
+          for (const auto& a : status["allocations"]) {
+            const std::string node = a.value("node", "");
+            const int32_t replicas = a.value("replicas", 0);
+            auto it = node_index.find(node);
+            if (it == node_index.end() || replicas < 1) {
+              ok = false;
+              break;
+            }
+            b.allocations.push_back({it->second, replicas, core_spec.per_replica * replicas});
+          }
+        } else {
+          ok = false;
+        }
+        (void)per_gpus;
+        const Time start = Time::FromMillis(row.start_ms.value_or(row.submit_ms));
+        if (ok) ok = state_.Bind(b, start).ok();
+        if (!ok) {
+          row.state = "PENDING";
+          row.reason = "Requeued: its nodes are no longer in the cluster";
+          row.start_ms.reset();
+        }
+      }
+    }
+    jobs_[row.id] = std::move(row);
+  }
+  const int64_t day_ago = clock_.Now().millis() - 24LL * 3600 * 1000;
+  ASSIGN_OR_RETURN(std::vector<store::IdempotencyRow> keys, store_.LoadIdempotency(day_ago));
+  for (const auto& k : keys) idempotency_[{k.principal, k.key}] = {k.fingerprint, k.job_id, true};
+  return state_.CheckInvariants();
+}
+
+void ControlLoop::Post(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+}
+
+template <typename T>
+T ControlLoop::Call(std::function<void(std::function<void(T)>)> fn, T if_stopped) {
+  auto promise = std::make_shared<std::promise<T>>();
+  std::future<T> future = promise->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return if_stopped;
+    tasks_.push_back([fn, promise] { fn([promise](T v) { promise->set_value(std::move(v)); }); });
+  }
+  cv_.notify_one();
+  return future.get();
+}
+
+void ControlLoop::Run() {
+  while (true) {
+    std::deque<Task> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const Duration wait = dirty_ ? cycle_gap_ : options_.cycle_interval;
+      cv_.wait_for(lock, std::chrono::milliseconds(wait.millis()), [&] { return stop_ || !tasks_.empty(); });
+      batch.swap(tasks_);
+      if (stop_ && batch.empty()) return;
+    }
+    for (Task& t : batch) t();
+    const Time now = clock_.Now();
+    const Duration since = now - last_cycle_;
+    if ((dirty_ && since >= cycle_gap_) || since >= options_.cycle_interval) {
+      RunCycle();
+      // Keep scheduling to at most a fifth of the loop's time, so a long
+      // queue does not starve the API: the next change-triggered cycle waits
+      // four times as long as this one took.
+      const Duration took = clock_.Now() - now;
+      cycle_gap_ = std::min(std::max(options_.cycle_delay, took * 4), options_.cycle_interval);
+    }
+  }
+}
+
+store::EventRow ControlLoop::Event(int64_t job, const std::string& type, const std::string& reason,
+                                   const std::string& message) const {
+  return {0, job, clock_.Now().millis(), type, reason, message};
+}
+
+std::string ControlLoop::AllocationsJson(int64_t job) const {
+  nlohmann::json status = nlohmann::json::object();
+  auto key = idempotency_key_of_.find(job);
+  if (key != idempotency_key_of_.end()) status["idempotencyKey"] = key->second;
+  auto it = state_.running().find(job);
+  if (it != state_.running().end()) {
+    nlohmann::json allocs = nlohmann::json::array();
+    for (size_t i = 0; i < it->second.allocations.size(); ++i) {
+      const core::Allocation& a = it->second.allocations[i];
+      allocs.push_back({{"node", state_.nodes()[a.node].spec.name},
+                        {"replicas", a.replicas},
+                        {"gpus", it->second.gpu_ids[i]}});
+    }
+    status["allocations"] = allocs;
+  }
+  return status.dump();
+}
+
+void ControlLoop::Persist(store::WriteBatch batch, std::function<void(const Status&)> done) {
+  writer_->Submit(std::move(batch), [done = std::move(done)](const Status& s) {
+    if (!s.ok() && s.code() != StatusCode::kAlreadyExists) {
+      // The promise "acknowledged means durable" cannot be kept: stop, so a
+      // restart resumes from the last durable state.
+      std::fprintf(stderr, "muster server: the store failed a write: %s; exiting\n", s.ToString().c_str());
+      std::fflush(stderr);
+      std::_Exit(70);
+    }
+    if (done) done(s);
+  });
+}
+
+StatusOr<ControlLoop::SubmitResult> ControlLoop::Submit(SubmitRequest req) {
+  using R = StatusOr<SubmitResult>;
+  return Call<R>([this, req = std::move(req)](std::function<void(R)> reply) mutable {
+    const std::pair<std::string, std::string> key{req.user, req.idempotency_key};
+    if (!req.idempotency_key.empty()) {
+      auto it = idempotency_.find(key);
+      if (it != idempotency_.end()) {
+        if (it->second.fingerprint != req.fingerprint) {
+          return reply(Status(StatusCode::kAlreadyExists,
+                              "Idempotency-Key \"" + req.idempotency_key +
+                                  "\" was already used for a different request (job " +
+                                  std::to_string(it->second.job_id) + ")"));
+        }
+        if (!it->second.durable) {
+          return reply(FailedPrecondition("a request with Idempotency-Key \"" + req.idempotency_key +
+                                          "\" is still being processed; retry"));
+        }
+        ++stats_.replays;
+        return reply(SubmitResult{jobs_.at(it->second.job_id), false});
+      }
+    }
+    const Time now = clock_.Now();
+    auto id = state_.Submit(api::ToCoreSpec(req.spec), now);
+    if (!id.ok()) return reply(id.status().WithFieldPrefix("spec"));
+    JobRow row;
+    row.id = *id;
+    row.name = req.spec.name;
+    row.user = req.user;
+    row.queue = req.spec.queue;
+    row.priority_class = req.spec.priority;
+    row.state = req.spec.hold ? "HELD" : "PENDING";
+    row.submit_ms = now.millis();
+    row.spec_json = std::move(req.spec_json);
+    if (!req.idempotency_key.empty()) idempotency_key_of_[row.id] = req.idempotency_key;
+    row.status_json = AllocationsJson(row.id);
+    store::WriteBatch b;
+    b.jobs.push_back(row);
+    b.events.push_back(Event(row.id, "Submitted", "", "by " + req.user));
+    if (!req.idempotency_key.empty()) {
+      b.idempotency.push_back({req.user, req.idempotency_key, req.fingerprint, row.id, now.millis()});
+      idempotency_[key] = {req.fingerprint, row.id, false};
+    }
+    jobs_[row.id] = row;
+    ++stats_.submits;
+    dirty_ = true;
+    Persist(std::move(b), [this, key, row, reply](const Status& s) {
+      if (!key.second.empty()) {
+        Post([this, key] {
+          auto it = idempotency_.find(key);
+          if (it != idempotency_.end()) it->second.durable = true;
+        });
+      }
+      if (!s.ok()) return reply(s);
+      reply(SubmitResult{row, true});
+    });
+  }, ShuttingDown());
+}
+
+bool ControlLoop::MayManage(const JobRow& job, const std::string& user) const {
+  if (job.user == user) return true;
+  for (const std::string& a : options_.admins) {
+    if (a == user) return true;
+  }
+  return false;
+}
+
+StatusOr<JobRow> ControlLoop::Act(int64_t id, Action action, const std::string& user) {
+  using R = StatusOr<JobRow>;
+  return Call<R>([this, id, action, user](std::function<void(R)> reply) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
+    JobRow& row = it->second;
+    if (!MayManage(row, user)) {
+      return reply(Status(StatusCode::kPermissionDenied,
+                          "job " + std::to_string(id) + " belongs to " + row.user + "; only its owner or an admin may " +
+                              ActionName(action) + " it"));
+    }
+    const Time now = clock_.Now();
+    const std::string state = row.state;
+    auto ended = [&](const char* verb) {
+      return FailedPrecondition("job " + std::to_string(id) + " is " + state + "; only " + verb);
+    };
+    Status s;
+    std::string event;
+    switch (action) {
+      case Action::kCancel:
+        if (state == "PENDING" || state == "HELD") {
+          s = state_.EndPending(id, JobState::kCancelled, now, "cancelled by " + user);
+        } else if (state == "RUNNING") {
+          s = state_.Finish(id, JobState::kCancelled, now, "cancelled by " + user);
+        } else {
+          return reply(ended("pending, held or running jobs can be cancelled"));
+        }
+        if (s.ok()) {
+          row.state = "CANCELLED";
+          row.end_ms = now.millis();
+          row.reason = "cancelled by " + user;
+          event = "Cancelled";
+        }
+        break;
+      case Action::kHold:
+        if (state == "HELD") return reply(row);
+        if (state != "PENDING") return reply(ended("pending jobs can be held"));
+        s = state_.Hold(id);
+        if (s.ok()) {
+          row.state = "HELD";
+          row.reason = "Held";
+          event = "Held";
+        }
+        break;
+      case Action::kRelease:
+        if (state == "PENDING") return reply(row);
+        if (state != "HELD") return reply(ended("held jobs can be released"));
+        s = state_.Release(id);
+        if (s.ok()) {
+          row.state = "PENDING";
+          row.reason = "";
+          event = "Released";
+        }
+        break;
+      case Action::kRequeue:
+        if (state != "RUNNING") return reply(ended("running jobs can be requeued"));
+        s = state_.Requeue(id, now, "requeued by " + user);
+        if (s.ok()) {
+          row.state = "PENDING";
+          row.reason = "requeued by " + user;
+          row.start_ms.reset();
+          event = "Requeued";
+        }
+        break;
+    }
+    if (!s.ok()) return reply(s);
+    row.status_json = AllocationsJson(id);
+    reasons_.erase(id);
+    dirty_ = true;
+    store::WriteBatch b;
+    b.jobs.push_back(row);
+    b.events.push_back(Event(id, event, "", "by " + user));
+    Persist(std::move(b), [row, reply](const Status& st) {
+      if (!st.ok()) return reply(st);
+      reply(row);
+    });
+  }, ShuttingDown());
+}
+
+void ControlLoop::RunCycle() {
+  const Time now = clock_.Now();
+  const core::Decisions d = scheduler_->Cycle(state_.Snapshot(now));
+  ++stats_.cycles;
+  last_cycle_ = now;
+  dirty_ = false;
+  store::WriteBatch b;
+  for (const core::JobFailure& f : d.failures) {
+    if (!state_.EndPending(f.job, f.state, now, f.reason).ok()) continue;
+    JobRow& row = jobs_.at(f.job);
+    row.state = core::JobStateName(f.state);
+    row.end_ms = now.millis();
+    row.reason = f.reason;
+    b.jobs.push_back(row);
+    b.events.push_back(Event(f.job, "Failed", "DependencyNeverSatisfied", f.reason));
+    dirty_ = true;
+  }
+  for (const core::Binding& bnd : d.bindings) {
+    if (Status s = state_.Bind(bnd, now); !s.ok()) {
+      std::fprintf(stderr, "muster server: scheduler binding for job %lld rejected: %s\n",
+                   static_cast<long long>(bnd.job), s.ToString().c_str());
+      continue;
+    }
+    JobRow& row = jobs_.at(bnd.job);
+    row.state = "RUNNING";
+    row.start_ms = now.millis();
+    row.attempts += 1;
+    row.reason = "";
+    row.status_json = AllocationsJson(bnd.job);
+    std::string where;
+    for (const core::Allocation& a : bnd.allocations) {
+      where += (where.empty() ? "" : ", ") + state_.nodes()[a.node].spec.name + " x" + std::to_string(a.replicas);
+    }
+    b.jobs.push_back(row);
+    b.events.push_back(Event(bnd.job, "Started", "", "attempt " + std::to_string(row.attempts) + " on " + where));
+  }
+  std::unordered_map<int64_t, core::PendingReason> next;
+  for (const core::PendingReason& r : d.reasons) {
+    next[r.job] = r;
+    JobRow& row = jobs_.at(r.job);
+    const std::string code = core::ReasonCodeName(r.code);
+    if (row.reason != code) {
+      row.reason = code;
+      b.jobs.push_back(row);
+    }
+  }
+  reasons_ = std::move(next);
+  if (!b.empty()) Persist(std::move(b), nullptr);
+}
+
+StatusOr<ControlLoop::Explanation> ControlLoop::Explain(int64_t id) {
+  using R = StatusOr<Explanation>;
+  return Call<R>([this, id](std::function<void(R)> reply) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
+    Explanation e;
+    e.job = it->second;
+    const Time now = clock_.Now();
+    auto r = reasons_.find(id);
+    if (r != reasons_.end()) {
+      e.reason = r->second;
+      e.reason_text = core::FormatReason(r->second, state_.GpuTypeName(r->second.gpu_type), now);
+    } else {
+      e.reason_text = e.job.reason;
+    }
+    const core::ClusterSnapshot snap = state_.Snapshot(now);
+    for (const core::PendingJob& p : snap.pending) {
+      if (p.id == id) e.priority = scheduler_->Priority(p, snap);
+    }
+    reply(std::move(e));
+  }, ShuttingDown());
+}
+
+std::vector<ControlLoop::NodeView> ControlLoop::Nodes() {
+  using R = std::vector<NodeView>;
+  return Call<R>([this](std::function<void(R)> reply) {
+    R out;
+    for (const core::Node& n : state_.nodes()) out.push_back({n.spec, n.free, n.schedulable, 0});
+    for (const auto& [id, r] : state_.running()) {
+      std::set<core::NodeIndex> seen;
+      for (const core::Allocation& a : r.allocations) {
+        if (seen.insert(a.node).second) ++out[a.node].running_jobs;
+      }
+    }
+    reply(std::move(out));
+  }, R{});
+}
+
+std::vector<ControlLoop::QueueView> ControlLoop::Queues() {
+  using R = std::vector<QueueView>;
+  return Call<R>([this](std::function<void(R)> reply) {
+    std::map<std::string, QueueView> queues;
+    for (const auto& [id, row] : jobs_) {
+      QueueView& q = queues[row.queue];
+      q.name = row.queue;
+      if (row.state == "PENDING" || row.state == "HELD") ++q.pending;
+      if (row.state == "RUNNING") {
+        ++q.running;
+        const core::JobRecord* rec = state_.Find(id);
+        if (rec) q.gpus_in_use += rec->spec.per_replica.gpus * rec->spec.replicas;
+      }
+    }
+    R out;
+    for (auto& [name, q] : queues) out.push_back(q);
+    reply(std::move(out));
+  }, R{});
+}
+
+ControlLoop::Stats ControlLoop::stats() {
+  return Call<Stats>([this](std::function<void(Stats)> reply) { reply(stats_); }, Stats{});
+}
+
+}  // namespace muster::server

@@ -1,0 +1,158 @@
+// ControlLoop: the one thread that owns the cluster state in `muster server`.
+//
+// API threads call the public methods; each posts a task to the loop thread
+// and blocks until the answer is ready. A change (submit, cancel, hold,
+// release, requeue) is applied to the in-memory state, written to the store
+// through the group-commit writer, and answered only once the write is
+// durable, so every acknowledged change survives kill -9. The loop runs a
+// scheduling cycle shortly after every change and every `cycle_interval`,
+// applies its decisions (start jobs, fail jobs whose dependencies can never
+// be met) and writes them too, and keeps the cycle's pending reasons for
+// `why`.
+//
+// Start() rebuilds the state from the store: ended jobs as history (for
+// dependencies and queries), pending and held jobs in the queue, running
+// jobs on their recorded nodes (a job whose node is gone is requeued).
+//
+// Idempotency: a submit with a key is answered with the original job when
+// the same (user, key) was used for the same request (fingerprint) before;
+// a different request with a used key is kAlreadyExists; a retry while the
+// first is still being written is kFailedPrecondition (retry later).
+//
+// If the store fails a write the server cannot keep its promise, so it says
+// why on stderr and exits; a restart reloads the last durable state.
+//
+// Thread-safety: public methods are safe from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "api/job_spec.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "core/cluster_state.h"
+#include "core/decisions.h"
+#include "scheduler/scheduler.h"
+#include "server/options.h"
+#include "store/store.h"
+#include "store/store_writer.h"
+
+namespace muster::server {
+
+class ControlLoop {
+ public:
+  ControlLoop(const ServerOptions& options, const Clock& clock, store::Store& store);
+  ~ControlLoop();
+
+  // Loads the state from the store and starts the loop thread.
+  Status Start();
+  // Stops the thread after the writes in flight are durable.
+  void Stop();
+
+  struct SubmitRequest {
+    api::JobSpec spec;
+    std::string spec_json;        // canonical, as stored
+    std::string user;
+    std::string idempotency_key;  // empty: none
+    std::string fingerprint;      // of the request, for idempotency
+  };
+  struct SubmitResult {
+    store::JobRow job;
+    bool created = false;  // false: an idempotent replay of an earlier submit
+  };
+  StatusOr<SubmitResult> Submit(SubmitRequest request);
+
+  enum class Action { kCancel, kHold, kRelease, kRequeue };
+  static const char* ActionName(Action a);
+  // Applies `action` to job `id` for `user` (the owner or an admin).
+  StatusOr<store::JobRow> Act(int64_t id, Action action, const std::string& user);
+
+  struct Explanation {
+    store::JobRow job;
+    std::optional<core::PendingReason> reason;  // pending jobs, from the last cycle
+    std::string reason_text;
+    std::optional<scheduler::PriorityBreakdown> priority;
+  };
+  StatusOr<Explanation> Explain(int64_t id);
+
+  struct NodeView {
+    core::NodeSpec spec;
+    core::Resources free;
+    bool schedulable = true;
+    int32_t running_jobs = 0;
+  };
+  std::vector<NodeView> Nodes();
+
+  struct QueueView {
+    std::string name;
+    int64_t pending = 0;
+    int64_t running = 0;
+    int64_t gpus_in_use = 0;
+  };
+  std::vector<QueueView> Queues();
+
+  // Counters for tests and metrics.
+  struct Stats {
+    uint64_t cycles = 0;
+    uint64_t submits = 0;
+    uint64_t replays = 0;
+  };
+  Stats stats();
+
+ private:
+  using Task = std::function<void()>;
+  // Runs `fn` on the loop thread and waits for the value it replies with;
+  // `if_stopped` when the loop no longer runs.
+  template <typename T>
+  T Call(std::function<void(std::function<void(T)>)> fn, T if_stopped);
+  void Post(Task task);
+  void Run();
+  void RunCycle();
+  Status Restore();
+  void Persist(store::WriteBatch batch, std::function<void(const Status&)> done);
+  store::EventRow Event(int64_t job, const std::string& type, const std::string& reason,
+                        const std::string& message) const;
+  std::string AllocationsJson(int64_t job) const;
+  bool MayManage(const store::JobRow& job, const std::string& user) const;
+
+  const ServerOptions& options_;
+  const Clock& clock_;
+  store::Store& store_;
+  std::unique_ptr<store::StoreWriter> writer_;
+
+  // Owned by the loop thread only.
+  core::ClusterState state_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;
+  std::unordered_map<int64_t, store::JobRow> jobs_;
+  struct IdemEntry {
+    std::string fingerprint;
+    int64_t job_id = 0;
+    bool durable = false;
+  };
+  std::map<std::pair<std::string, std::string>, IdemEntry> idempotency_;
+  std::unordered_map<int64_t, core::PendingReason> reasons_;
+  std::unordered_map<int64_t, std::string> idempotency_key_of_;  // job -> key, for status
+  bool dirty_ = true;
+  Time last_cycle_;
+  Duration cycle_gap_ = Duration::Millis(5);  // after a change, the wait before the next cycle
+  Stats stats_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> tasks_;  // guarded by mu_
+  bool stop_ = false;       // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace muster::server

@@ -1,0 +1,378 @@
+#include "server/http_api.h"
+
+#include <httplib.h>
+#include <openssl/evp.h>
+
+#include <charconv>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "common/quantity.h"
+#include "core/job.h"
+#include "api/rfc3339.h"
+#include "server/job_json.h"
+
+namespace muster::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxYamlBytes = 256 << 10;
+
+struct HttpError {
+  int status;
+  const char* code;
+};
+
+HttpError MapStatus(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: return {400, "Invalid"};
+    case StatusCode::kPermissionDenied: return {403, "Forbidden"};
+    case StatusCode::kNotFound: return {404, "NotFound"};
+    case StatusCode::kFailedPrecondition: return {409, "Conflict"};
+    case StatusCode::kAlreadyExists: return {422, "IdempotencyKeyReused"};
+    case StatusCode::kResourceExhausted: return {429, "TooManyRequests"};
+    case StatusCode::kUnavailable: return {503, "Unavailable"};
+    default: return {500, "Internal"};
+  }
+}
+
+void Reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void ReplyError(httplib::Response& res, int status, const char* code, const std::string& message,
+                const std::string& field = {}) {
+  json e = {{"code", code}, {"message", message}};
+  if (!field.empty()) e["field"] = field;
+  Reply(res, status, {{"error", e}});
+}
+
+void ReplyStatus(httplib::Response& res, const Status& s) {
+  const HttpError e = MapStatus(s);
+  // The field path is in "field"; the message reads well after it.
+  ReplyError(res, e.status, e.code, s.field().empty() ? s.message() : s.field() + ": " + s.message(), s.field());
+}
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
+bool ValidName(std::string_view s, size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+StatusOr<std::string> UserOf(const httplib::Request& req) {
+  if (!req.has_header("X-Muster-User")) return std::string("anonymous");
+  const std::string user = req.get_header_value("X-Muster-User");
+  if (!ValidName(user, 64)) {
+    return InvalidArgument("must be 1 to 64 of [A-Za-z0-9._-]", "header X-Muster-User");
+  }
+  return user;
+}
+
+// The Idempotency-Key header, bare or as an RFC 8941 string ("...").
+StatusOr<std::string> IdempotencyKeyOf(const httplib::Request& req) {
+  if (!req.has_header("Idempotency-Key")) return std::string();
+  std::string key = req.get_header_value("Idempotency-Key");
+  if (key.size() >= 2 && key.front() == '"' && key.back() == '"') key = key.substr(1, key.size() - 2);
+  if (key.empty() || key.size() > 255) {
+    return InvalidArgument("must be 1 to 255 characters", "header Idempotency-Key");
+  }
+  for (char c : key) {
+    if (c < 0x21 || c > 0x7e) return InvalidArgument("must be printable ASCII without spaces", "header Idempotency-Key");
+  }
+  return key;
+}
+
+Status CheckQuery(const httplib::Request& req, const std::vector<std::string>& known) {
+  for (const auto& [k, v] : req.params) {
+    if (std::find(known.begin(), known.end(), k) != known.end()) continue;
+    std::string msg = "unknown query parameter";
+    const std::string close = ClosestMatch(k, known);
+    if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+    return InvalidArgument(msg, "query." + k);
+  }
+  return Status::Ok();
+}
+
+StatusOr<int64_t> PathId(const httplib::Request& req) {
+  const std::string s = req.matches[1];
+  int64_t id = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+  if (ec != std::errc() || p != s.data() + s.size() || id <= 0) {
+    return InvalidArgument("must be a positive job id, got \"" + s + "\"", "path.id");
+  }
+  return id;
+}
+
+}  // namespace
+
+// Token bucket per client address.
+class HttpApi::RateLimiter {
+ public:
+  RateLimiter(const Clock& clock, int64_t per_second, int64_t burst)
+      : clock_(clock), per_second_(per_second), burst_(burst) {}
+  bool Allow(const std::string& who) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t now = clock_.Now().millis();
+    Bucket& b = buckets_.try_emplace(who, Bucket{burst_ * 1000, now}).first->second;
+    // Tokens in thousandths, refilled per elapsed millisecond.
+    b.milli_tokens = std::min(burst_ * 1000, b.milli_tokens + (now - b.last_ms) * per_second_);
+    b.last_ms = now;
+    if (b.milli_tokens < 1000) return false;
+    b.milli_tokens -= 1000;
+    if (buckets_.size() > 100'000) buckets_.clear();  // bound memory under address churn
+    return true;
+  }
+
+ private:
+  struct Bucket {
+    int64_t milli_tokens;
+    int64_t last_ms;
+  };
+  const Clock& clock_;
+  const int64_t per_second_, burst_;
+  std::mutex mu_;
+  std::map<std::string, Bucket> buckets_;  // guarded by mu_
+};
+
+HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store)
+    : options_(options),
+      clock_(clock),
+      loop_(loop),
+      store_(store),
+      http_(std::make_unique<httplib::Server>()),
+      limiter_(std::make_unique<RateLimiter>(clock, options.rate_per_second, options.rate_burst)) {
+  Routes();
+}
+
+HttpApi::~HttpApi() { Stop(); }
+
+Status HttpApi::Bind() {
+  const int threads = options_.threads;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
+  http_->set_tcp_nodelay(true);  // small JSON answers must not wait for delayed ACKs
+  http_->set_read_timeout(30, 0);
+  http_->set_write_timeout(30, 0);
+  if (options_.port == 0) {
+    port_ = http_->bind_to_any_port(options_.host.c_str());
+    if (port_ <= 0) return Status(StatusCode::kUnavailable, "cannot listen on " + options_.host);
+  } else {
+    if (!http_->bind_to_port(options_.host.c_str(), options_.port)) {
+      return Status(StatusCode::kUnavailable,
+                    "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                        " (in use, or not an address of this machine)");
+    }
+    port_ = options_.port;
+  }
+  return Status::Ok();
+}
+
+void HttpApi::Serve() { http_->listen_after_bind(); }
+
+void HttpApi::Stop() {
+  if (http_) http_->stop();
+}
+
+void HttpApi::Routes() {
+  httplib::Server& s = *http_;
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!limiter_->Allow(req.remote_addr)) {
+      res.set_header("Retry-After", "1");
+      ReplyError(res, 429, "TooManyRequests", "rate limit of " + std::to_string(options_.rate_per_second) +
+                                                  " requests per second exceeded; retry after 1 s");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    ReplyError(res, 500, "Internal", "internal error");
+  });
+
+  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, 200, {{"status", "ok"}}); });
+
+  s.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    auto user = UserOf(req);
+    if (!user.ok()) return ReplyStatus(res, user.status());
+    auto key = IdempotencyKeyOf(req);
+    if (!key.ok()) return ReplyStatus(res, key.status());
+    const std::string type = req.get_header_value("Content-Type");
+    if (type.rfind("application/x-www-form-urlencoded", 0) == 0 || type.rfind("multipart/", 0) == 0) {
+      return ReplyStatus(res, InvalidArgument("must be application/json or application/yaml, got \"" +
+                                                  type.substr(0, 64) + "\"",
+                                              "header Content-Type"));
+    }
+    if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyStatus(res, q);
+    // yaml-cpp 0.7 needs about 140 bytes of memory per input byte on some
+    // documents; a job spec is small, so YAML bodies get a tighter bound.
+    const size_t first = req.body.find_first_not_of(" \t\r\n");
+    const bool json_body = type.rfind("application/json", 0) == 0 ||
+                           (type.empty() && first != std::string::npos && req.body[first] == '{');
+    if (!json_body && req.body.size() > kMaxYamlBytes) {
+      return ReplyError(res, 413, "PayloadTooLarge",
+                        "YAML bodies are limited to " + std::to_string(kMaxYamlBytes) + " bytes; send JSON");
+    }
+    auto spec = api::ParseJobSpec(req.body, type);
+    if (!spec.ok()) return ReplyStatus(res, spec.status());
+    ControlLoop::SubmitRequest sr;
+    sr.spec_json = api::JobSpecToJson(*spec);
+    sr.fingerprint = Sha256Hex(sr.spec_json);
+    sr.spec = std::move(*spec);
+    sr.user = *user;
+    sr.idempotency_key = *key;
+    auto result = loop_.Submit(std::move(sr));
+    if (!result.ok()) return ReplyStatus(res, result.status());
+    Reply(res, result->created ? 201 : 200, JobJson(result->job));
+  });
+
+  s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue"}); !q.ok()) {
+      return ReplyStatus(res, q);
+    }
+    store::JobFilter f;
+    if (req.has_param("state")) {
+      std::string states = req.get_param_value("state");
+      size_t start = 0;
+      while (start <= states.size()) {
+        const size_t comma = std::min(states.find(',', start), states.size());
+        std::string st = states.substr(start, comma - start);
+        for (char& c : st) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (!core::JobStateFromName(st)) {
+          return ReplyStatus(res, InvalidArgument("unknown state \"" + st.substr(0, 32) +
+                                                      "\" (PENDING, HELD, RUNNING, COMPLETED, FAILED, CANCELLED, ...)",
+                                                  "query.state"));
+        }
+        f.states.push_back(st);
+        start = comma + 1;
+      }
+    }
+    f.queue = req.get_param_value("queue");
+    f.user = req.get_param_value("user");
+    f.name = req.get_param_value("name");
+    int64_t limit = 100, after = 0;
+    auto int_param = [&](const char* name, int64_t& out, int64_t lo, int64_t hi) -> Status {
+      if (!req.has_param(name)) return Status::Ok();
+      const std::string v = req.get_param_value(name);
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+      if (ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi) {
+        return InvalidArgument("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                                   ", got \"" + v.substr(0, 32) + "\"",
+                               std::string("query.") + name);
+      }
+      return Status::Ok();
+    };
+    if (Status st = int_param("limit", limit, 1, 1000); !st.ok()) return ReplyStatus(res, st);
+    if (Status st = int_param("continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
+    auto page = store_.ListJobs(f, after, static_cast<int32_t>(limit));
+    if (!page.ok()) return ReplyStatus(res, page.status());
+    json items = json::array();
+    for (const store::JobRow& row : page->items) items.push_back(JobJson(row));
+    json out = {{"items", items}};
+    out["continue"] = page->next_after_id ? std::to_string(page->next_after_id) : "";
+    Reply(res, 200, out);
+  });
+
+  s.Get(R"(/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = PathId(req);
+    if (!id.ok()) return ReplyStatus(res, id.status());
+    auto e = loop_.Explain(*id);
+    if (!e.ok()) return ReplyStatus(res, e.status());
+    json j = JobJson(e->job);
+    if (!e->reason_text.empty()) j["reasonDetail"] = e->reason_text;
+    if (e->reason && !e->reason->planned_start.is_max()) {
+      j["plannedStart"] = api::FormatRfc3339Utc(e->reason->planned_start);
+    }
+    if (e->priority) {
+      j["priorityBreakdown"] = {{"class", e->priority->class_points},
+                                {"age", e->priority->age_points},
+                                {"fairShare", e->priority->fairshare_points},
+                                {"size", e->priority->size_points},
+                                {"total", e->priority->total()}};
+    }
+    Reply(res, 200, j);
+  });
+
+  s.Get(R"(/v1/jobs/([^/]+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = PathId(req);
+    if (!id.ok()) return ReplyStatus(res, id.status());
+    auto job = store_.GetJob(*id);
+    if (!job.ok()) return ReplyStatus(res, job.status());
+    if (!job->has_value()) return ReplyStatus(res, NotFound("job " + std::to_string(*id) + " does not exist"));
+    auto events = store_.ListEvents(*id);
+    if (!events.ok()) return ReplyStatus(res, events.status());
+    json items = json::array();
+    for (const store::EventRow& e : *events) items.push_back(EventJson(e));
+    Reply(res, 200, {{"items", items}});
+  });
+
+  s.Post(R"(/v1/jobs/([^/]+)/(cancel|hold|release|requeue))",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           auto id = PathId(req);
+           if (!id.ok()) return ReplyStatus(res, id.status());
+           auto user = UserOf(req);
+           if (!user.ok()) return ReplyStatus(res, user.status());
+           const std::string verb = req.matches[2];
+           const ControlLoop::Action action = verb == "cancel"    ? ControlLoop::Action::kCancel
+                                              : verb == "hold"    ? ControlLoop::Action::kHold
+                                              : verb == "release" ? ControlLoop::Action::kRelease
+                                                                  : ControlLoop::Action::kRequeue;
+           auto row = loop_.Act(*id, action, *user);
+           if (!row.ok()) return ReplyStatus(res, row.status());
+           Reply(res, 200, JobJson(*row));
+         });
+
+  s.Get("/v1/queues", [this](const httplib::Request&, httplib::Response& res) {
+    json items = json::array();
+    for (const auto& q : loop_.Queues()) {
+      items.push_back({{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"gpusInUse", q.gpus_in_use}});
+    }
+    Reply(res, 200, {{"items", items}});
+  });
+
+  s.Get("/v1/nodes", [this](const httplib::Request&, httplib::Response& res) {
+    json items = json::array();
+    for (const auto& n : loop_.Nodes()) {
+      items.push_back({{"name", n.spec.name},
+                       {"gpuType", n.spec.gpu_type},
+                       {"gpus", n.spec.capacity.gpus},
+                       {"freeGpus", n.free.gpus},
+                       {"cpuMilli", n.spec.capacity.cpu_milli},
+                       {"memoryBytes", n.spec.capacity.memory_bytes},
+                       {"leaf", n.spec.topology.leaf},
+                       {"spine", n.spec.topology.spine},
+                       {"schedulable", n.schedulable},
+                       {"runningJobs", n.running_jobs}});
+    }
+    Reply(res, 200, {{"items", items}});
+  });
+
+  s.set_error_handler([max_body = options_.max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 404 && res.body.empty()) {
+      ReplyError(res, 404, "NotFound", "no such endpoint: " + req.method + " " + req.path);
+    } else if (res.status == 413 && res.body.empty()) {
+      ReplyError(res, 413, "PayloadTooLarge",
+                 "request body over the limit of " + std::to_string(max_body) + " bytes");
+    } else if (res.body.empty()) {
+      ReplyError(res, res.status, "BadRequest", "bad request");
+    }
+  });
+}
+
+}  // namespace muster::server

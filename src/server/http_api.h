@@ -1,0 +1,71 @@
+// HttpApi: the REST API of `muster server` (JSON over HTTP, prefix /v1).
+//
+//   POST /v1/jobs                     submit (JSON or YAML by Content-Type);
+//                                     201 + job; Idempotency-Key: replay 200,
+//                                     same key for another body 422, in flight 409
+//   GET  /v1/jobs?state=&queue=&user=&name=&limit=&continue=
+//                                     {"items": [...], "continue": "..."}
+//   GET  /v1/jobs/{id}                the job, with its pending reason and
+//                                     priority breakdown
+//   GET  /v1/jobs/{id}/events         {"items": [...]}
+//   POST /v1/jobs/{id}/cancel|hold|release|requeue
+//   GET  /v1/queues, GET /v1/nodes, GET /healthz
+//
+// Every error has one shape:
+//   {"error": {"code": "Invalid", "message": "...", "field": "spec.resources.gpus"}}
+// with codes Invalid (400), Forbidden (403), NotFound (404), Conflict (409),
+// IdempotencyKeyReused (422), PayloadTooLarge (413), TooManyRequests (429,
+// with Retry-After), Unavailable (503), Internal (500). Unknown query
+// parameters are rejected with a suggestion. Bodies over max_body_bytes are
+// refused (YAML bodies over 256 KiB too); each client address gets rate_per_second
+// requests per second (burst rate_burst).
+//
+// Identity: until authentication lands (the security issue), the caller
+// names itself in the X-Muster-User header ([A-Za-z0-9._-], 1..64 chars;
+// "anonymous" when absent). Owners manage their jobs; admins all jobs.
+//
+// Reads (lists, one job, events) are served from the store's read
+// connections; changes go through the ControlLoop.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "server/control_loop.h"
+#include "server/options.h"
+#include "store/store.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace muster::server {
+
+class HttpApi {
+ public:
+  HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store);
+  ~HttpApi();
+
+  // Binds the listening socket (port 0 picks a free one).
+  Status Bind();
+  int port() const { return port_; }
+  // Serves until Stop(); blocks.
+  void Serve();
+  void Stop();
+
+ private:
+  void Routes();
+  class RateLimiter;
+
+  const ServerOptions& options_;
+  const Clock& clock_;
+  ControlLoop& loop_;
+  store::Store& store_;
+  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<RateLimiter> limiter_;
+  int port_ = 0;
+};
+
+}  // namespace muster::server

@@ -1,0 +1,174 @@
+#include "server/options.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "config/node_list.h"
+#include "config/yaml_fields.h"
+
+namespace muster::server {
+
+using config::CheckKeys;
+
+Status SetListen(ServerOptions& o, const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  int port = 0;
+  const std::string port_text = colon == std::string::npos ? "" : listen.substr(colon + 1);
+  auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (colon == std::string::npos || colon == 0 || ec != std::errc() ||
+      p != port_text.data() + port_text.size() || port < 0 || port > 65535) {
+    return InvalidArgument("expected HOST:PORT such as 127.0.0.1:8470, got \"" + listen + "\"", "listen");
+  }
+  o.host = listen.substr(0, colon);
+  o.port = port;
+  return Status::Ok();
+}
+
+Status ServerOptions::Validate() const {
+  if (store_path.empty()) return InvalidArgument("must not be empty", "store");
+  if (cluster.priority_classes.empty()) return InvalidArgument("at least one class is needed", "priorityClasses");
+  bool has_default = false;
+  for (size_t i = 0; i < cluster.priority_classes.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (cluster.priority_classes[i].name == cluster.priority_classes[j].name) {
+        return InvalidArgument("duplicate class \"" + cluster.priority_classes[i].name + "\"",
+                               "priorityClasses[" + std::to_string(i) + "].name");
+      }
+    }
+    has_default |= cluster.priority_classes[i].name == cluster.default_priority_class;
+  }
+  if (!has_default) {
+    return InvalidArgument("\"" + cluster.default_priority_class + "\" is not a priority class",
+                           "defaultPriorityClass");
+  }
+  if (Status s = scheduler.Validate(); !s.ok()) return s;
+  if (cycle_interval < Duration::Millis(10)) return InvalidArgument("must be at least 10ms", "cycleInterval");
+  if (max_body_bytes < 1024) return InvalidArgument("must be at least 1024", "maxBodyBytes");
+  if (rate_per_second < 1 || rate_burst < 1) return InvalidArgument("must be positive", "rateLimit");
+  if (threads < 2) return InvalidArgument("must be at least 2", "threads");
+  return Status::Ok();
+}
+
+StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const std::string& source) {
+  ASSIGN_OR_RETURN(YAML::Node root, config::LoadYaml(yaml_text, source));
+  ServerOptions o;
+  auto body = [&]() -> Status {
+    if (root.IsNull()) return Status::Ok();
+    if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
+    RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
+                                     "scheduler", "cycleInterval", "maxBodyBytes", "rateLimit", "threads",
+                                     "nodes", "nodeGroups"},
+                              "server"));
+    if (root["listen"]) {
+      ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
+      RETURN_IF_ERROR(SetListen(o, listen).WithFieldPrefix("server"));
+    }
+    if (root["store"]) {
+      ASSIGN_OR_RETURN(o.store_path, config::Str(root["store"], "server.store"));
+    }
+    if (const YAML::Node admins = root["admins"]) {
+      if (!admins.IsSequence()) return InvalidArgument("must be a list of user names", "server.admins");
+      o.admins.clear();
+      for (size_t i = 0; i < admins.size(); ++i) {
+        ASSIGN_OR_RETURN(std::string a, config::Str(admins[i], "server.admins[" + std::to_string(i) + "]"));
+        o.admins.push_back(a);
+      }
+    }
+    if (const YAML::Node classes = root["priorityClasses"]) {
+      if (!classes.IsSequence()) return InvalidArgument("must be a list", "server.priorityClasses");
+      o.cluster.priority_classes.clear();
+      for (size_t i = 0; i < classes.size(); ++i) {
+        const std::string path = "server.priorityClasses[" + std::to_string(i) + "]";
+        const YAML::Node c = classes[i];
+        if (!c.IsMap()) return InvalidArgument("must be a mapping {name, weight}", path);
+        RETURN_IF_ERROR(CheckKeys(c, {"name", "weight"}, path));
+        core::PriorityClass pc;
+        if (!c["name"]) return InvalidArgument("is required", path + ".name");
+        ASSIGN_OR_RETURN(pc.name, config::Str(c["name"], path + ".name"));
+        if (c["weight"]) {
+          ASSIGN_OR_RETURN(pc.weight, config::Int(c["weight"], path + ".weight", 0, 1'000'000'000));
+        }
+        o.cluster.priority_classes.push_back(pc);
+      }
+    }
+    if (root["defaultPriorityClass"]) {
+      ASSIGN_OR_RETURN(o.cluster.default_priority_class,
+                       config::Str(root["defaultPriorityClass"], "server.defaultPriorityClass"));
+    }
+    if (const YAML::Node s = root["scheduler"]) {
+      const std::string path = "server.scheduler";
+      if (!s.IsMap()) return InvalidArgument("must be a mapping", path);
+      RETURN_IF_ERROR(CheckKeys(s, {"policy", "maxReservations", "starvationThreshold", "maxStarvationReservations",
+                                    "agePointsPerHour", "ageCap", "sizePointsPerGpu", "sizeCap"},
+                                path));
+      auto& so = o.scheduler;
+      if (s["policy"]) {
+        ASSIGN_OR_RETURN(so.policy, config::Str(s["policy"], path + ".policy"));
+      }
+      if (s["maxReservations"]) {
+        ASSIGN_OR_RETURN(int64_t v, config::Int(s["maxReservations"], path + ".maxReservations", 0, 10'000));
+        so.max_reservations = static_cast<int32_t>(v);
+      }
+      if (s["maxStarvationReservations"]) {
+        ASSIGN_OR_RETURN(int64_t v, config::Int(s["maxStarvationReservations"], path + ".maxStarvationReservations", 0, 10'000));
+        so.max_starvation_reservations = static_cast<int32_t>(v);
+      }
+      if (s["starvationThreshold"]) {
+        ASSIGN_OR_RETURN(so.starvation_threshold, config::Dur(s["starvationThreshold"], path + ".starvationThreshold"));
+      }
+      if (s["agePointsPerHour"]) {
+        ASSIGN_OR_RETURN(so.weights.age_points_per_hour, config::Int(s["agePointsPerHour"], path + ".agePointsPerHour", 0, 1'000'000));
+      }
+      if (s["ageCap"]) {
+        ASSIGN_OR_RETURN(so.weights.age_cap, config::Int(s["ageCap"], path + ".ageCap", 0, 1'000'000'000));
+      }
+      if (s["sizePointsPerGpu"]) {
+        ASSIGN_OR_RETURN(so.weights.size_points_per_gpu, config::Int(s["sizePointsPerGpu"], path + ".sizePointsPerGpu", 0, 1'000'000));
+      }
+      if (s["sizeCap"]) {
+        ASSIGN_OR_RETURN(so.weights.size_cap, config::Int(s["sizeCap"], path + ".sizeCap", 0, 1'000'000'000));
+      }
+    }
+    if (root["cycleInterval"]) {
+      ASSIGN_OR_RETURN(o.cycle_interval, config::Dur(root["cycleInterval"], "server.cycleInterval"));
+    }
+    if (root["maxBodyBytes"]) {
+      ASSIGN_OR_RETURN(o.max_body_bytes, config::Int(root["maxBodyBytes"], "server.maxBodyBytes", 1024, 64 << 20));
+    }
+    if (const YAML::Node r = root["rateLimit"]) {
+      if (!r.IsMap()) return InvalidArgument("must be a mapping {perSecond, burst}", "server.rateLimit");
+      RETURN_IF_ERROR(CheckKeys(r, {"perSecond", "burst"}, "server.rateLimit"));
+      if (r["perSecond"]) {
+        ASSIGN_OR_RETURN(o.rate_per_second, config::Int(r["perSecond"], "server.rateLimit.perSecond", 1, 10'000'000));
+      }
+      if (r["burst"]) {
+        ASSIGN_OR_RETURN(o.rate_burst, config::Int(r["burst"], "server.rateLimit.burst", 1, 10'000'000));
+      }
+    }
+    if (root["threads"]) {
+      ASSIGN_OR_RETURN(int64_t t, config::Int(root["threads"], "server.threads", 2, 1024));
+      o.threads = static_cast<int>(t);
+    }
+    config::NodeList nodes;
+    RETURN_IF_ERROR(config::ReadNodeList(root, "server", nodes));
+    o.nodes = std::move(nodes.nodes);
+    return Status::Ok();
+  }();
+  if (!body.ok()) return body;
+  if (Status v = o.Validate(); !v.ok()) return v;
+  return o;
+}
+
+StatusOr<ServerOptions> LoadServerOptions(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot open configuration file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto parsed = ParseServerOptions(ss.str(), path);
+  // "server.yaml: server.scheduler.policy: unknown policy ..."
+  if (!parsed.ok()) return Status(parsed.status().code(), path + ": " + parsed.status().ToString());
+  return parsed;
+}
+
+}  // namespace muster::server

@@ -1,0 +1,58 @@
+// ServerOptions: everything `muster server` is configured with, from a YAML
+// file and flags, validated once at start (a bad value is a clear fatal
+// error naming the option).
+//
+// YAML (every key optional):
+//   listen: 127.0.0.1:8470
+//   store: /var/lib/muster/muster.db
+//   admins: [root]
+//   priorityClasses: [{name: low, weight: 0}, {name: normal, weight: 10000}, {name: high, weight: 20000}]
+//   defaultPriorityClass: normal
+//   scheduler: {policy: muster, maxReservations: 8, starvationThreshold: 8h,
+//               agePointsPerHour: 500, ageCap: 20000}
+//   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
+//   maxBodyBytes: 1048576    # larger request bodies get 413
+//   rateLimit: {perSecond: 500, burst: 1000}   # per client address; 429 beyond
+//   nodes:                   # static nodes, until agents register them
+//     - {name: n1, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, leaf: l1, spine: s1}
+//   nodeGroups: [...]        # as in the simulator's cluster file
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "core/cluster_state.h"
+#include "core/node.h"
+#include "scheduler/scheduler.h"
+
+namespace muster::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8470;
+  std::string store_path = "muster.db";
+  std::vector<std::string> admins = {"root"};
+  core::ClusterConfig cluster;
+  scheduler::SchedulerOptions scheduler;
+  Duration cycle_interval = Duration::Seconds(1);
+  // After a change, the next cycle waits at most this long (debounce).
+  Duration cycle_delay = Duration::Millis(5);
+  int64_t max_body_bytes = 1 << 20;
+  int64_t rate_per_second = 500;
+  int64_t rate_burst = 1000;
+  int threads = 32;
+  std::vector<core::NodeSpec> nodes;
+
+  Status Validate() const;
+};
+
+// Reads a YAML options file over the defaults. Errors name the key path.
+StatusOr<ServerOptions> LoadServerOptions(const std::string& path);
+StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const std::string& source);
+// Splits "host:port" into the options.
+Status SetListen(ServerOptions& o, const std::string& listen);
+
+}  // namespace muster::server

@@ -1,0 +1,17 @@
+// `muster server`: opens the store, restores the state, serves the API
+// until SIGINT or SIGTERM, then stops cleanly (in-flight writes are made
+// durable before exit).
+#pragma once
+
+#include <string>
+
+#include "server/options.h"
+
+namespace muster::server {
+
+// Runs the server; returns the process exit code. When `port_file` is set,
+// the bound port is written there once the server accepts connections (for
+// tests and scripts that ask for port 0).
+int RunServer(const ServerOptions& options, const std::string& port_file);
+
+}  // namespace muster::server

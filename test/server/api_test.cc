@@ -1,0 +1,340 @@
+// The REST API against a real server process on a free loopback port.
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server_process.h"
+
+namespace muster::testing {
+namespace {
+
+using nlohmann::json;
+
+const char* kCluster = R"(
+nodeGroups:
+  - {count: 2, gpus: 8, gpuType: H100, nodesPerLeaf: 2}
+rateLimit: {perSecond: 100000, burst: 100000}
+)";
+
+struct Api {
+  explicit Api(const std::string& url, const std::string& user = "alice") : cli(url), user(user) {
+    cli.set_read_timeout(10, 0);
+  }
+  httplib::Result Post(const std::string& path, const std::string& body,
+                       const std::string& type = "application/json", httplib::Headers extra = {}) {
+    extra.emplace("X-Muster-User", user);
+    return cli.Post(path, extra, body, type);
+  }
+  httplib::Result Get(const std::string& path) { return cli.Get(path, httplib::Headers{{"X-Muster-User", user}}); }
+  json GetJson(const std::string& path) {
+    auto r = Get(path);
+    EXPECT_TRUE(r) << path;
+    return r ? json::parse(r->body) : json();
+  }
+  httplib::Client cli;
+  std::string user;
+};
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server_.Start()) << server_.log(); }
+  int64_t JobCount() {
+    Api api(server_.url());
+    return static_cast<int64_t>(api.GetJson("/v1/jobs?limit=1000")["items"].size());
+  }
+  ServerProcess server_{kCluster};
+};
+
+TEST_F(ApiTest, SubmitGetListAndEvents) {
+  Api api(server_.url());
+  auto r = api.Post("/v1/jobs", R"j({"name":"train","command":["python","train.py"],"replicas":2,
+                                   "resources":{"gpus":8,"gpuType":"H100"},"timeLimit":"2h"})j");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  const json job = json::parse(r->body);
+  EXPECT_EQ(job["name"], "train");
+  EXPECT_EQ(job["user"], "alice");
+  EXPECT_GT(job["id"].get<int64_t>(), 0);
+  EXPECT_TRUE(job.contains("submitTime"));
+  const std::string id = std::to_string(job["id"].get<int64_t>());
+
+  // YAML works the same.
+  r = api.Post("/v1/jobs", "name: small\ncommand: [sleep, '1']\nresources: {gpus: 1}\ntimeLimit: 10m\n",
+               "application/yaml");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+
+  // The scheduler starts the gang on both nodes shortly.
+  json got;
+  for (int i = 0; i < 200; ++i) {
+    got = api.GetJson("/v1/jobs/" + id);
+    if (got["state"] == "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(got["state"], "RUNNING") << got.dump();
+  EXPECT_EQ(got["allocations"].size(), 2u);
+  EXPECT_EQ(got["attempts"], 1);
+  const json events = api.GetJson("/v1/jobs/" + id + "/events");
+  ASSERT_GE(events["items"].size(), 2u);
+  EXPECT_EQ(events["items"][0]["type"], "Submitted");
+  EXPECT_EQ(events["items"][1]["type"], "Started");
+
+  // The small one waits; its reason has numbers and a planned start.
+  json pending;
+  for (int i = 0; i < 200; ++i) {
+    pending = api.GetJson("/v1/jobs/" + std::to_string(job["id"].get<int64_t>() + 1));
+    if (pending.contains("reasonDetail") && pending.contains("plannedStart")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(pending["state"], "PENDING");
+  EXPECT_NE(pending["reasonDetail"].get<std::string>().find("need 1 GPU"), std::string::npos) << pending.dump();
+  EXPECT_TRUE(pending.contains("plannedStart"));
+  EXPECT_EQ(pending["priorityBreakdown"]["class"], 10000);
+
+  // Filters and pagination.
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(api.Post("/v1/jobs", R"j({"command":["true"],"queue":"other","resources":{"gpus":8}})j")->status, 201);
+  }
+  json page = api.GetJson("/v1/jobs?queue=other&limit=2");
+  ASSERT_EQ(page["items"].size(), 2u);
+  std::set<int64_t> seen;
+  std::string cont = page["continue"];
+  for (const json& j : page["items"]) seen.insert(j["id"].get<int64_t>());
+  while (!cont.empty()) {
+    page = api.GetJson("/v1/jobs?queue=other&limit=2&continue=" + cont);
+    for (const json& j : page["items"]) seen.insert(j["id"].get<int64_t>());
+    cont = page["continue"];
+  }
+  EXPECT_EQ(seen.size(), 5u);
+  EXPECT_EQ(api.GetJson("/v1/jobs?state=RUNNING")["items"].size(), 1u);
+  EXPECT_EQ(api.GetJson("/v1/jobs?state=running,pending")["items"].size(), 7u);
+  EXPECT_EQ(api.GetJson("/v1/nodes")["items"].size(), 2u);
+  EXPECT_EQ(api.GetJson("/v1/queues")["items"].size(), 2u);
+  EXPECT_EQ(api.GetJson("/healthz")["status"], "ok");
+}
+
+TEST_F(ApiTest, IdempotencyKeyReplaysAndRejectsADifferentBody) {
+  Api api(server_.url());
+  const std::string body = R"j({"command":["true"]})j";
+  auto first = api.Post("/v1/jobs", body, "application/json", {{"Idempotency-Key", "k-1"}});
+  ASSERT_EQ(first->status, 201);
+  auto again = api.Post("/v1/jobs", body, "application/json", {{"Idempotency-Key", "\"k-1\""}});
+  ASSERT_EQ(again->status, 200) << again->body;
+  EXPECT_EQ(json::parse(again->body)["id"], json::parse(first->body)["id"]);
+  auto other = api.Post("/v1/jobs", R"j({"command":["false"]})j", "application/json", {{"Idempotency-Key", "k-1"}});
+  ASSERT_EQ(other->status, 422) << other->body;
+  EXPECT_EQ(json::parse(other->body)["error"]["code"], "IdempotencyKeyReused");
+  // Keys belong to their user.
+  Api bob(server_.url(), "bob");
+  EXPECT_EQ(bob.Post("/v1/jobs", body, "application/json", {{"Idempotency-Key", "k-1"}})->status, 201);
+  EXPECT_EQ(JobCount(), 2);
+}
+
+TEST_F(ApiTest, ActionsFollowTheStateMachineAndOwnership) {
+  Api alice(server_.url()), bob(server_.url(), "bob"), root(server_.url(), "root");
+  auto r = alice.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":8},"replicas":2})j");
+  const std::string running = std::to_string(json::parse(r->body)["id"].get<int64_t>());
+  r = alice.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":1}})j");
+  const std::string pending = std::to_string(json::parse(r->body)["id"].get<int64_t>());
+  for (int i = 0; i < 200 && alice.GetJson("/v1/jobs/" + running)["state"] != "RUNNING"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto act = [](Api& who, const std::string& id, const std::string& verb) {
+    auto res = who.Post("/v1/jobs/" + id + "/" + verb, "");
+    return std::make_pair(res->status, json::parse(res->body));
+  };
+  EXPECT_EQ(act(bob, pending, "hold").first, 403);
+  auto [st, body] = act(alice, pending, "hold");
+  EXPECT_EQ(st, 200);
+  EXPECT_EQ(body["state"], "HELD");
+  EXPECT_EQ(act(alice, pending, "hold").first, 200);  // idempotent
+  EXPECT_EQ(act(alice, pending, "requeue").first, 409);
+  EXPECT_EQ(act(alice, pending, "release").second["state"], "PENDING");
+  EXPECT_EQ(act(alice, running, "requeue").second["state"], "PENDING");
+  for (int i = 0; i < 200 && alice.GetJson("/v1/jobs/" + running)["state"] != "RUNNING"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(alice.GetJson("/v1/jobs/" + running)["state"], "RUNNING");
+  EXPECT_EQ(act(root, running, "cancel").second["state"], "CANCELLED");  // admin
+  EXPECT_EQ(act(alice, running, "cancel").first, 409);                   // already ended
+  EXPECT_EQ(act(alice, "999999", "cancel").first, 404);
+  const json events = alice.GetJson("/v1/jobs/" + running + "/events");
+  std::vector<std::string> types;
+  for (const json& e : events["items"]) types.push_back(e["type"]);
+  EXPECT_EQ(types, (std::vector<std::string>{"Submitted", "Started", "Requeued", "Started", "Cancelled"}));
+}
+
+// Malformed and hostile requests: each gets a clear error in the one error
+// shape, and none changes anything.
+TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
+  Api api(server_.url());
+  ASSERT_EQ(api.Post("/v1/jobs", R"j({"command":["true"]})j")->status, 201);
+  struct Case {
+    std::string method, path, body, type;
+    int status;
+    std::string field;    // expected error field ("" = any)
+    std::string message;  // substring of the message
+  };
+  const std::string big((1 << 20) + (256 << 10), 'x');  // over the 1 MiB limit
+  const std::vector<Case> cases = {
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":"eight"}})j", "application/json", 400, "spec.resources.gpus", "got \"eight\""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":-1}})j", "application/json", 400, "spec.resources.gpus", "from 0 to 1024"},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":1.5}})j", "application/json", 400, "spec.resources.gpus", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":99999999999999999999}})j", "application/json", 400, "spec.resources.gpus", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"replicas":0})j", "application/json", 400, "spec.replicas", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"replicas":100000})j", "application/json", 400, "spec.replicas", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpu":1}})j", "application/json", 400, "spec.resources.gpu", "did you mean \"gpus\""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"replica":2})j", "application/json", 400, "spec.replica", "did you mean \"replicas\""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"memory":"lots"}})j", "application/json", 400, "spec.resources.memory", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"cpus":"-2"}})j", "application/json", 400, "spec.resources.cpus", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"timeLimit":"soon"})j", "application/json", 400, "spec.timeLimit", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"timeLimit":0})j", "application/json", 400, "spec.timeLimit", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"timeLimit":"400d"})j", "application/json", 400, "spec.timeLimit", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"topology":"rack"})j", "application/json", 400, "spec.topology", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"priority":"urgent"})j", "application/json", 400, "spec.priority", "unknown priority class"},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"dependencies":"afterok:"})j", "application/json", 400, "spec.dependencies", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"dependencies":"sometimes:1"})j", "application/json", 400, "spec.dependencies", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"dependencies":"afterok:424242"})j", "application/json", 400, "spec.dependencies[0].job", "unknown job"},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"env":{"1BAD":"v"}})j", "application/json", 400, "", "env"},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"name":"$(rm -rf /)"})j", "application/json", 400, "spec.name", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"name":"'; DROP TABLE jobs; --"})j", "application/json", 400, "spec.name", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"name":"<script>alert(1)</script>"})j", "application/json", 400, "spec.name", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"name":"../../etc/passwd"})j", "application/json", 400, "spec.name", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"name":""})j", "application/json", 400, "spec.name", ""},
+      {"POST", "/v1/jobs", R"j({"command":[],"name":"a"})j", "application/json", 400, "spec.command", ""},
+      {"POST", "/v1/jobs", R"j({"name":"a"})j", "application/json", 400, "spec", "command"},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"script":"echo"})j", "application/json", 400, "spec", ""},
+      {"POST", "/v1/jobs", R"j({"command":[1,2]})j", "application/json", 400, "spec.command[0]", ""},
+      {"POST", "/v1/jobs", R"j({"command":"x"})j", "application/json", 400, "spec.command", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"hold":"yes"})j", "application/json", 400, "spec.hold", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"beginTime":"tomorrow"})j", "application/json", 400, "spec.beginTime", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"checkpoint":{"dir":"/c","signal":"SIGKILL"}})j", "application/json", 400, "spec.checkpoint.signal", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"retry":{"limit":1000}})j", "application/json", 400, "spec.retry.limit", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"])j", "application/json", 400, "spec", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"]} trailing)j", "application/json", 400, "spec", ""},
+      {"POST", "/v1/jobs", "[1,2,3]", "application/json", 400, "spec", ""},
+      {"POST", "/v1/jobs", "null", "application/json", 400, "spec", ""},
+      {"POST", "/v1/jobs", "", "application/json", 400, "spec", ""},
+      {"POST", "/v1/jobs", "command: [x\n  bad: indent", "application/yaml", 400, "spec", ""},
+      {"POST", "/v1/jobs", "command: 'unclosed\n", "application/yaml", 400, "spec.command", ""},
+      {"POST", "/v1/jobs", std::string(2000, '['), "application/json", 400, "spec", ""},
+      {"POST", "/v1/jobs", "command=x", "application/x-www-form-urlencoded", 400, "header Content-Type", ""},
+      {"POST", "/v1/jobs", "{\"command\":[\"" + big + "\"]}", "application/json", 413, "", "over the limit"},
+      {"POST", "/v1/jobs?dryrun=1", R"j({"command":["x"]})j", "application/json", 400, "query.dryrun", "unknown query parameter"},
+      {"GET", "/v1/jobs?stat=RUNNING", "", "", 400, "query.stat", "did you mean \"state\""},
+      {"GET", "/v1/jobs?state=SLEEPING", "", "", 400, "query.state", "unknown state"},
+      {"GET", "/v1/jobs?limit=0", "", "", 400, "query.limit", ""},
+      {"GET", "/v1/jobs?limit=abc", "", "", 400, "query.limit", ""},
+      {"GET", "/v1/jobs?continue=-5", "", "", 400, "query.continue", ""},
+      {"GET", "/v1/jobs/abc", "", "", 400, "path.id", ""},
+      {"GET", "/v1/jobs/0", "", "", 400, "path.id", ""},
+      {"GET", "/v1/jobs/99999", "", "", 404, "", "does not exist"},
+      {"POST", "/v1/jobs/1/explode", "", "application/json", 404, "", "no such endpoint"},
+      {"GET", "/v2/jobs", "", "", 404, "", "no such endpoint"},
+      {"POST", "/v1/jobs/99999/cancel", "", "application/json", 404, "", "does not exist"},
+  };
+  ASSERT_GE(cases.size(), 40u);
+  const int64_t before = JobCount();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.method + " " + c.path + " " + c.body.substr(0, 80));
+    auto r = c.method == "GET" ? api.Get(c.path) : api.Post(c.path, c.body, c.type);
+    ASSERT_TRUE(r) << "no answer";
+    EXPECT_EQ(r->status, c.status) << r->body.substr(0, 300);
+    const json body = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(body.is_object() && body.contains("error")) << r->body.substr(0, 300);
+    const json& e = body["error"];
+    EXPECT_TRUE(e.contains("code") && e.contains("message"));
+    if (!c.field.empty()) {
+      EXPECT_EQ(e.value("field", ""), c.field) << r->body.substr(0, 300);
+    }
+    if (!c.message.empty()) {
+      EXPECT_NE(e["message"].get<std::string>().find(c.message), std::string::npos) << r->body.substr(0, 300);
+    }
+  }
+  // A user header that is not a name.
+  httplib::Client raw(server_.url());
+  auto r = raw.Post("/v1/jobs", httplib::Headers{{"X-Muster-User", "a b"}}, R"j({"command":["x"]})j", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(JobCount(), before) << "a rejected request changed the state";
+  EXPECT_EQ(api.GetJson("/healthz")["status"], "ok");
+}
+
+TEST(ApiRateLimit, ExcessRequestsGet429WithRetryAfter) {
+  ServerProcess server("rateLimit: {perSecond: 5, burst: 5}\n");
+  ASSERT_TRUE(server.Start()) << server.log();
+  httplib::Client cli(server.url());
+  int limited = 0;
+  for (int i = 0; i < 30; ++i) {
+    auto r = cli.Get("/healthz");
+    ASSERT_TRUE(r);
+    if (r->status == 429) {
+      ++limited;
+      EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+      EXPECT_EQ(json::parse(r->body)["error"]["code"], "TooManyRequests");
+    }
+  }
+  EXPECT_GE(limited, 20);
+}
+
+TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
+  ServerProcess server(kCluster);
+  ASSERT_TRUE(server.Start()) << server.log();
+  std::vector<int64_t> ids;
+  {
+    Api api(server.url());
+    for (int i = 0; i < 20; ++i) {
+      auto r = api.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":4},"timeLimit":"1h"})j");
+      ASSERT_EQ(r->status, 201);
+      ids.push_back(json::parse(r->body)["id"]);
+    }
+    for (int i = 0; i < 200 && api.GetJson("/v1/jobs?state=RUNNING")["items"].size() < 4; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  Api before(server.url());
+  const json running_before = before.GetJson("/v1/jobs?state=RUNNING")["items"];
+  ASSERT_EQ(running_before.size(), 4u);
+  server.Kill();
+  ASSERT_TRUE(server.Start()) << server.log();
+  Api api(server.url());
+  const json all = api.GetJson("/v1/jobs?limit=1000")["items"];
+  ASSERT_EQ(all.size(), ids.size());
+  const json running_after = api.GetJson("/v1/jobs?state=RUNNING")["items"];
+  ASSERT_EQ(running_after.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(running_after[i]["id"], running_before[i]["id"]);
+    EXPECT_EQ(running_after[i]["allocations"], running_before[i]["allocations"]);
+  }
+  // The restored state keeps scheduling: cancel one running job, a pending one starts.
+  ASSERT_EQ(api.Post("/v1/jobs/" + running_after[0]["id"].dump() + "/cancel", "")->status, 200);
+  for (int i = 0; i < 200 && api.GetJson("/v1/jobs?state=RUNNING")["items"].size() < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(api.GetJson("/v1/jobs?state=RUNNING")["items"].size(), 4u);
+  EXPECT_EQ(server.Stop(), 0) << server.log();
+}
+
+TEST(ServerStart, DamagedStoreStopsItWithTheFileName) {
+  ServerProcess server(kCluster);
+  ASSERT_TRUE(server.Start());
+  server.Stop();
+  const std::string db = server.dir() + "/muster.db";
+  {
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0);
+    f << "this is not sqlite anymore, sorry about that";
+  }
+  EXPECT_FALSE(server.Start());
+  EXPECT_NE(server.log().find(db), std::string::npos) << server.log();
+}
+
+TEST(ServerStart, BadConfigurationIsAClearError) {
+  ServerProcess server("scheduler: {maxReservatons: 3}\n");
+  EXPECT_FALSE(server.Start());
+  EXPECT_NE(server.log().find("config.yaml: server.scheduler.maxReservatons: unknown field; did you mean \"maxReservations\"?"),
+            std::string::npos)
+      << server.log();
+}
+
+}  // namespace
+}  // namespace muster::testing

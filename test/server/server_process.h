@@ -1,0 +1,92 @@
+// A real `muster server` process for tests: its own directory, store and a
+// free loopback port; started, killed with SIGKILL, stopped with SIGTERM, and
+// restarted on the same store and port.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace muster::testing {
+
+class ServerProcess {
+ public:
+  // `config` is YAML appended to the generated listen/store lines.
+  explicit ServerProcess(const std::string& config = "") {
+    static int counter = 0;
+    dir_ = ::testing::TempDir() + "/muster_server_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    std::ofstream(dir_ + "/config.yaml") << "store: " << dir_ << "/muster.db\n" << config;
+  }
+  ~ServerProcess() {
+    Kill();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Starts the server (on the previous port when restarting) and waits until
+  // it serves. Returns false if it exited instead.
+  bool Start() {
+    const std::string port_file = dir_ + "/port";
+    std::filesystem::remove(port_file);
+    const std::string listen = "127.0.0.1:" + std::to_string(port_);
+    pid_ = fork();
+    if (pid_ == 0) {
+      const std::string log = dir_ + "/server.log";
+      FILE* f = freopen(log.c_str(), "a", stdout);
+      (void)f;
+      dup2(fileno(stdout), 2);
+      execl(MUSTER_BINARY, MUSTER_BINARY, "server", "-c", (dir_ + "/config.yaml").c_str(), "--listen",
+            listen.c_str(), "--port-file", port_file.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 500; ++i) {
+      std::ifstream in(port_file);
+      if (in >> port_) return true;
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  void Kill() { Signal(SIGKILL); }
+  // SIGTERM; returns the exit code.
+  int Stop() { return Signal(SIGTERM); }
+
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  const std::string& dir() const { return dir_; }
+  std::string log() const {
+    std::ifstream in(dir_ + "/server.log");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  int Signal(int sig) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::string dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace muster::testing
