@@ -430,7 +430,10 @@ int RunJobCommands(JobCommands* c) {
   }
   if (!parsed) return -1;
   if (int rc = CheckOutput(c->output); rc != 0) return rc;
-  Client client(c->server, c->user);
+  // Connection failures are retried for MUSTER_RETRY_SECONDS (default 10).
+  double retry_for = 10.0;
+  if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
+  Client client(c->server, c->user, retry_for);
   if (parsed == c->submit) return Submit(*c, client);
   if (parsed == c->get) return Get(*c, client);
   if (parsed == c->describe) {

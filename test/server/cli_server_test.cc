@@ -1,0 +1,124 @@
+// The `muster` user commands against a real server process.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "server_process.h"
+
+namespace muster::testing {
+namespace {
+
+using nlohmann::json;
+
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result Muster(const std::string& server, const std::string& args) {
+  const std::string cmd = "MUSTER_SERVER=" + server + " USER=carol " + MUSTER_BINARY + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class CliServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server_.Start()) << server_.log(); }
+  ServerProcess server_{"nodeGroups:\n  - {count: 1, gpus: 8, gpuType: H100}\n"};
+};
+
+TEST_F(CliServerTest, SubmitListWhyAndActions) {
+  const std::string url = server_.url();
+  Result r = Muster(url, "submit --parsable --gpus 8 --time 1h --name first -- python train.py --lr 0.1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string first = r.out.substr(0, r.out.find('\n'));
+  EXPECT_EQ(first, "1");
+
+  const std::string file = server_.dir() + "/job.yaml";
+  std::ofstream(file) << "name: second\ncommand: [sleep, '60']\nresources: {gpus: 4}\ntimeLimit: 30m\n";
+  r = Muster(url, "submit " + file);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "Submitted job 2\n");
+
+  // The first runs, the second waits for it: why says so, with numbers.
+  for (int i = 0; i < 100 && Muster(url, "get jobs --state RUNNING -o json").out.find("\"first\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  r = Muster(url, "get jobs -o json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json jobs = json::parse(r.out);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0]["state"], "RUNNING");
+  EXPECT_EQ(jobs[0]["user"], "carol");
+  EXPECT_EQ(jobs[0]["command"], json({"python", "train.py", "--lr", "0.1"}));
+  r = Muster(url, "why 2");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Job 2 (second) is PENDING: Resources: need 4 GPU; free 0 GPU"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("planned start in 1h"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Priority 10000 = class 10000 + age 0"), std::string::npos) << r.out;
+
+  r = Muster(url, "get jobs");
+  EXPECT_NE(r.out.find("ID  NAME"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("second"), std::string::npos);
+  r = Muster(url, "get nodes");
+  EXPECT_NE(r.out.find("H100-0"), std::string::npos) << r.out;
+  r = Muster(url, "get queues -o yaml");
+  EXPECT_NE(r.out.find("name: default"), std::string::npos) << r.out;
+
+  r = Muster(url, "hold 2");
+  EXPECT_EQ(r.out, "job 2: HELD\n");
+  r = Muster(url, "release 2");
+  EXPECT_EQ(r.out, "job 2: PENDING\n");
+  r = Muster(url, "cancel 1 2");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "job 1: CANCELLED\njob 2: CANCELLED\n");
+  r = Muster(url, "history -o json");
+  EXPECT_EQ(json::parse(r.out).size(), 2u) << r.out;
+  r = Muster(url, "describe job 1");
+  EXPECT_NE(r.out.find("Events:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Cancelled"), std::string::npos) << r.out;
+}
+
+TEST_F(CliServerTest, ErrorsAndExitCodes) {
+  const std::string url = server_.url();
+  Result r = Muster(url, "submit --gpus 2000 -- x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("spec.resources.gpus: must be an integer from 0 to 1024, got 2000"), std::string::npos) << r.out;
+  r = Muster(url, "submit --time soon -- x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("spec.timeLimit"), std::string::npos) << r.out;
+  r = Muster(url, "submit --gpus 1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("give a job file, or the command"), std::string::npos) << r.out;
+  r = Muster(url, "cancel 4242");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("job 4242 does not exist"), std::string::npos) << r.out;
+  r = Muster(url, "get widgets");
+  EXPECT_EQ(r.code, 2) << r.out;
+  r = Muster(url, "submit --no-such-flag 3 -- x");
+  EXPECT_EQ(r.code, 2) << r.out;
+  r = Muster(url, "get jobs -o xml");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(Muster(url, "get jobs").code, 0);
+  // Nothing rejected was stored.
+  EXPECT_EQ(json::parse(Muster(url, "get jobs -o json").out).size(), 0u);
+}
+
+TEST(CliNoServer, SaysItCannotReachTheServer) {
+  setenv("MUSTER_RETRY_SECONDS", "1", 1);
+  Result r = Muster("http://127.0.0.1:1", "get jobs --server http://127.0.0.1:1");
+  unsetenv("MUSTER_RETRY_SECONDS");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("cannot reach the server at http://127.0.0.1:1"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace muster::testing
