@@ -282,11 +282,17 @@ void HttpApi::Routes() {
     if (Status st = int_param("continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
     auto page = store_.ListJobs(f, after, static_cast<int32_t>(limit));
     if (!page.ok()) return ReplyStatus(res, page.status());
-    json items = json::array();
-    for (const store::JobRow& row : page->items) items.push_back(JobJson(row));
-    json out = {{"items", items}};
-    out["continue"] = page->next_after_id ? std::to_string(page->next_after_id) : "";
-    Reply(res, 200, out);
+    // Written as text: each job is its stored spec plus status fields.
+    std::string body = "{\"items\":[";
+    for (size_t i = 0; i < page->items.size(); ++i) {
+      if (i) body += ',';
+      body += JobJsonText(page->items[i]);
+    }
+    body += "],\"continue\":\"";
+    body += page->next_after_id ? std::to_string(page->next_after_id) : "";
+    body += "\"}";
+    res.status = 200;
+    res.set_content(body, "application/json");
   });
 
   s.Get(R"(/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {

@@ -4,23 +4,33 @@
 
 namespace muster::server {
 
-nlohmann::json JobJson(const store::JobRow& row) {
-  nlohmann::json j = nlohmann::json::parse(row.spec_json, nullptr, false);
-  if (!j.is_object()) j = nlohmann::json::object();
-  j["id"] = row.id;
-  j["user"] = row.user;
-  j["state"] = row.state;
-  j["reason"] = row.reason;
-  j["submitTime"] = api::FormatRfc3339Utc(Time::FromMillis(row.submit_ms));
-  if (row.start_ms) j["startTime"] = api::FormatRfc3339Utc(Time::FromMillis(*row.start_ms));
-  if (row.end_ms) j["endTime"] = api::FormatRfc3339Utc(Time::FromMillis(*row.end_ms));
-  j["attempts"] = row.attempts;
-  const nlohmann::json status = nlohmann::json::parse(row.status_json, nullptr, false);
-  if (status.is_object()) {
-    if (status.contains("allocations")) j["allocations"] = status["allocations"];
-    if (status.contains("idempotencyKey")) j["idempotencyKey"] = status["idempotencyKey"];
+std::string JobJsonText(const store::JobRow& row) {
+  nlohmann::json status = {{"id", row.id},
+                           {"user", row.user},
+                           {"state", row.state},
+                           {"reason", row.reason},
+                           {"submitTime", api::FormatRfc3339Utc(Time::FromMillis(row.submit_ms))},
+                           {"attempts", row.attempts}};
+  if (row.start_ms) status["startTime"] = api::FormatRfc3339Utc(Time::FromMillis(*row.start_ms));
+  if (row.end_ms) status["endTime"] = api::FormatRfc3339Utc(Time::FromMillis(*row.end_ms));
+  const nlohmann::json detail = nlohmann::json::parse(row.status_json, nullptr, false);
+  if (detail.is_object()) {
+    if (detail.contains("allocations")) status["allocations"] = detail["allocations"];
+    if (detail.contains("idempotencyKey")) status["idempotencyKey"] = detail["idempotencyKey"];
   }
-  return j;
+  std::string out = status.dump();
+  // The stored spec is a canonical JSON object: splice its members in front.
+  const size_t open = row.spec_json.find('{');
+  const size_t close = row.spec_json.rfind('}');
+  if (open == std::string::npos || close == std::string::npos || close <= open) return out;
+  std::string members = row.spec_json.substr(open + 1, close - open - 1);
+  if (members.find_first_not_of(" \t\r\n") == std::string::npos) return out;
+  return "{" + members + "," + out.substr(1);
+}
+
+nlohmann::json JobJson(const store::JobRow& row) {
+  nlohmann::json j = nlohmann::json::parse(JobJsonText(row), nullptr, false);
+  return j.is_discarded() ? nlohmann::json::object() : j;
 }
 
 nlohmann::json EventJson(const store::EventRow& e) {

@@ -66,7 +66,7 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
 
   // The scheduler starts the gang on both nodes shortly.
   json got;
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     got = api.GetJson("/v1/jobs/" + id);
     if (got["state"] == "RUNNING") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -74,14 +74,21 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
   EXPECT_EQ(got["state"], "RUNNING") << got.dump();
   EXPECT_EQ(got["allocations"].size(), 2u);
   EXPECT_EQ(got["attempts"], 1);
-  const json events = api.GetJson("/v1/jobs/" + id + "/events");
+  // The job's state comes from the control loop; its events from the store,
+  // where the scheduler's write lands a moment later.
+  json events;
+  for (int i = 0; i < 1000; ++i) {
+    events = api.GetJson("/v1/jobs/" + id + "/events");
+    if (events["items"].size() >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   ASSERT_GE(events["items"].size(), 2u);
   EXPECT_EQ(events["items"][0]["type"], "Submitted");
   EXPECT_EQ(events["items"][1]["type"], "Started");
 
   // The small one waits; its reason has numbers and a planned start.
   json pending;
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     pending = api.GetJson("/v1/jobs/" + std::to_string(job["id"].get<int64_t>() + 1));
     if (pending.contains("reasonDetail") && pending.contains("plannedStart")) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -136,7 +143,7 @@ TEST_F(ApiTest, ActionsFollowTheStateMachineAndOwnership) {
   const std::string running = std::to_string(json::parse(r->body)["id"].get<int64_t>());
   r = alice.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":1}})j");
   const std::string pending = std::to_string(json::parse(r->body)["id"].get<int64_t>());
-  for (int i = 0; i < 200 && alice.GetJson("/v1/jobs/" + running)["state"] != "RUNNING"; ++i) {
+  for (int i = 0; i < 1000 && alice.GetJson("/v1/jobs/" + running)["state"] != "RUNNING"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   auto act = [](Api& who, const std::string& id, const std::string& verb) {
@@ -151,7 +158,7 @@ TEST_F(ApiTest, ActionsFollowTheStateMachineAndOwnership) {
   EXPECT_EQ(act(alice, pending, "requeue").first, 409);
   EXPECT_EQ(act(alice, pending, "release").second["state"], "PENDING");
   EXPECT_EQ(act(alice, running, "requeue").second["state"], "PENDING");
-  for (int i = 0; i < 200 && alice.GetJson("/v1/jobs/" + running)["state"] != "RUNNING"; ++i) {
+  for (int i = 0; i < 1000 && alice.GetJson("/v1/jobs/" + running)["state"] != "RUNNING"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(alice.GetJson("/v1/jobs/" + running)["state"], "RUNNING");
@@ -287,7 +294,7 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
       ASSERT_EQ(r->status, 201);
       ids.push_back(json::parse(r->body)["id"]);
     }
-    for (int i = 0; i < 200 && api.GetJson("/v1/jobs?state=RUNNING")["items"].size() < 4; ++i) {
+    for (int i = 0; i < 1000 && api.GetJson("/v1/jobs?state=RUNNING")["items"].size() < 4; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
@@ -307,7 +314,7 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
   }
   // The restored state keeps scheduling: cancel one running job, a pending one starts.
   ASSERT_EQ(api.Post("/v1/jobs/" + running_after[0]["id"].dump() + "/cancel", "")->status, 200);
-  for (int i = 0; i < 200 && api.GetJson("/v1/jobs?state=RUNNING")["items"].size() < 4; ++i) {
+  for (int i = 0; i < 1000 && api.GetJson("/v1/jobs?state=RUNNING")["items"].size() < 4; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(api.GetJson("/v1/jobs?state=RUNNING")["items"].size(), 4u);

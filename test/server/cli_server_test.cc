@@ -49,7 +49,7 @@ TEST_F(CliServerTest, SubmitListWhyAndActions) {
   EXPECT_EQ(r.out, "Submitted job 2\n");
 
   // The first runs, the second waits for it: why says so, with numbers.
-  for (int i = 0; i < 100 && Muster(url, "get jobs --state RUNNING -o json").out.find("\"first\"") == std::string::npos; ++i) {
+  for (int i = 0; i < 500 && Muster(url, "get jobs --state RUNNING -o json").out.find("\"first\"") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   r = Muster(url, "get jobs -o json");
