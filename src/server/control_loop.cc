@@ -92,7 +92,6 @@ Status ControlLoop::Restore() {
         core::Binding b{row.id, {}};
         bool ok = true;
         const auto status = nlohmann::json::parse(row.status_json, nullptr, false);
-        const int64_t per_gpus = core_spec.per_replica.gpus;
         if (status.is_object() && status.contains("allocations") && status["allocations"].is_array()) {
           for (const auto& a : status["allocations"]) {
             const std::string node = a.value("node", "");
@@ -107,7 +106,6 @@ Status ControlLoop::Restore() {
         } else {
           ok = false;
         }
-        (void)per_gpus;
         const Time start = Time::FromMillis(row.start_ms.value_or(row.submit_ms));
         if (ok) ok = state_.Bind(b, start).ok();
         if (!ok) {

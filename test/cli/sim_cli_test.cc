@@ -1,34 +1,19 @@
 // Runs the real `muster` binary as a user would and checks its exit codes,
 // output and files.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "../run_binary.h"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+using Result = muster::testing::CommandResult;
 
-Result Muster(const std::string& args) {
-  const std::string cmd = std::string(MUSTER_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result Muster(const std::string& args) { return muster::testing::RunCommand(std::string(MUSTER_BINARY) + " " + args); }
 
 const char* kSlice = "test/data/traces/itp-cluster04-first1500.csv";
 

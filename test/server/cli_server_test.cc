@@ -1,9 +1,7 @@
 // The `muster` user commands against a real server process.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "../run_binary.h"
 
 #include "server_process.h"
 
@@ -12,21 +10,10 @@ namespace {
 
 using nlohmann::json;
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = CommandResult;
 
 Result Muster(const std::string& server, const std::string& args) {
-  const std::string cmd = "MUSTER_SERVER=" + server + " USER=carol " + MUSTER_BINARY + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return RunCommand("MUSTER_SERVER=" + server + " USER=carol " + MUSTER_BINARY + " " + args);
 }
 
 class CliServerTest : public ::testing::Test {
