@@ -392,7 +392,7 @@ void ControlLoop::RunCycle() {
     const std::string code = core::ReasonCodeName(r.code);
     if (row.reason != code) {
       row.reason = code;
-      b.jobs.push_back(row);
+      b.reasons.emplace_back(r.job, code);
     }
   }
   reasons_ = std::move(next);

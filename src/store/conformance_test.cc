@@ -64,6 +64,13 @@ TEST_P(StoreConformance, JobRoundTripAndUpsert) {
   ASSERT_TRUE(CommitOne(*store_, u).ok());
   EXPECT_EQ(**store_->GetJob(1), running);
   EXPECT_FALSE(store_->GetJob(2)->has_value());
+
+  // A reason-only update changes the reason and nothing else.
+  WriteBatch r;
+  r.reasons.emplace_back(1, "Resources");
+  ASSERT_TRUE(CommitOne(*store_, r).ok());
+  running.reason = "Resources";
+  EXPECT_EQ(**store_->GetJob(1), running);
   EXPECT_EQ(*store_->CountJobs(), 1);
 }
 

@@ -80,13 +80,17 @@ struct NodeRow {
 
 struct WriteBatch {
   std::vector<JobRow> jobs;                  // upsert by id
+  // Only the reason of existing jobs (applied after `jobs`); cheaper than
+  // rewriting the row when a pending job's reason code changes.
+  std::vector<std::pair<int64_t, std::string>> reasons;
   std::vector<EventRow> events;              // append
   std::vector<IdempotencyRow> idempotency;   // insert, unique by (principal, key)
   std::vector<NodeRow> nodes;                // upsert by name
   std::vector<std::pair<std::string, std::string>> meta;  // upsert by key
 
   bool empty() const {
-    return jobs.empty() && events.empty() && idempotency.empty() && nodes.empty() && meta.empty();
+    return jobs.empty() && reasons.empty() && events.empty() && idempotency.empty() && nodes.empty() &&
+           meta.empty();
   }
 };
 

@@ -84,51 +84,71 @@ auto SqliteStore::WithReader(Fn fn) -> decltype(fn(std::declval<Db&>())) {
   return result;
 }
 
+struct SqliteStore::WriteStatements {
+  Stmt job, reason, event, idem, node, meta;
+};
+
+SqliteStore::SqliteStore(Db writer) : writer_(std::move(writer)) {}
+SqliteStore::~SqliteStore() = default;
+
+Status SqliteStore::PrepareWrites() {
+  ASSIGN_OR_RETURN(Stmt job, writer_.Prepare(
+      "INSERT INTO jobs(id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, "
+      "end_ms, attempts, spec, status) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) "
+      "ON CONFLICT(id) DO UPDATE SET name=?2, user=?3, queue=?4, priority_class=?5, state=?6, "
+      "reason=?7, submit_ms=?8, start_ms=?9, end_ms=?10, attempts=?11, spec=?12, status=?13"));
+  ASSIGN_OR_RETURN(Stmt reason, writer_.Prepare("UPDATE jobs SET reason = ?2 WHERE id = ?1"));
+  ASSIGN_OR_RETURN(Stmt event, writer_.Prepare(
+      "INSERT INTO events(job_id, time_ms, type, reason, message) VALUES (?1,?2,?3,?4,?5)"));
+  ASSIGN_OR_RETURN(Stmt idem, writer_.Prepare(
+      "INSERT INTO idempotency(principal, key, fingerprint, job_id, created_ms) VALUES (?1,?2,?3,?4,?5)"));
+  ASSIGN_OR_RETURN(Stmt node, writer_.Prepare(
+      "INSERT INTO nodes(name, spec, state, updated_ms) VALUES (?1,?2,?3,?4) "
+      "ON CONFLICT(name) DO UPDATE SET spec=?2, state=?3, updated_ms=?4"));
+  ASSIGN_OR_RETURN(Stmt meta, writer_.Prepare(
+      "INSERT INTO meta(key, value) VALUES (?1,?2) ON CONFLICT(key) DO UPDATE SET value=?2"));
+  writes_ = std::make_unique<WriteStatements>(WriteStatements{std::move(job), std::move(reason), std::move(event),
+                                                              std::move(idem), std::move(node), std::move(meta)});
+  return Status::Ok();
+}
+
 Status SqliteStore::Commit(const std::vector<const WriteBatch*>& batches) {
   std::lock_guard<std::mutex> lock(write_mu_);
+  if (!writes_) RETURN_IF_ERROR(PrepareWrites());
   RETURN_IF_ERROR(writer_.Exec("BEGIN IMMEDIATE"));
+  WriteStatements& w = *writes_;
+  auto run = [](Stmt& st) {
+    Status s = st.Run();
+    st.Reset();
+    return s;
+  };
   auto body = [&]() -> Status {
-    ASSIGN_OR_RETURN(Stmt job, writer_.Prepare(
-        "INSERT INTO jobs(id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, "
-        "end_ms, attempts, spec, status) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) "
-        "ON CONFLICT(id) DO UPDATE SET name=?2, user=?3, queue=?4, priority_class=?5, state=?6, "
-        "reason=?7, submit_ms=?8, start_ms=?9, end_ms=?10, attempts=?11, spec=?12, status=?13"));
-    ASSIGN_OR_RETURN(Stmt event, writer_.Prepare(
-        "INSERT INTO events(job_id, time_ms, type, reason, message) VALUES (?1,?2,?3,?4,?5)"));
-    ASSIGN_OR_RETURN(Stmt idem, writer_.Prepare(
-        "INSERT INTO idempotency(principal, key, fingerprint, job_id, created_ms) VALUES (?1,?2,?3,?4,?5)"));
-    ASSIGN_OR_RETURN(Stmt node, writer_.Prepare(
-        "INSERT INTO nodes(name, spec, state, updated_ms) VALUES (?1,?2,?3,?4) "
-        "ON CONFLICT(name) DO UPDATE SET spec=?2, state=?3, updated_ms=?4"));
-    ASSIGN_OR_RETURN(Stmt meta, writer_.Prepare(
-        "INSERT INTO meta(key, value) VALUES (?1,?2) ON CONFLICT(key) DO UPDATE SET value=?2"));
     for (const WriteBatch* b : batches) {
       for (const JobRow& j : b->jobs) {
-        job.Bind(1, j.id).Bind(2, j.name).Bind(3, j.user).Bind(4, j.queue).Bind(5, j.priority_class)
+        w.job.Bind(1, j.id).Bind(2, j.name).Bind(3, j.user).Bind(4, j.queue).Bind(5, j.priority_class)
             .Bind(6, j.state).Bind(7, j.reason).Bind(8, j.submit_ms).Bind(9, j.start_ms)
             .Bind(10, j.end_ms).Bind(11, int64_t{j.attempts}).Bind(12, j.spec_json).Bind(13, j.status_json);
-        RETURN_IF_ERROR(job.Run());
-        job.Reset();
+        RETURN_IF_ERROR(run(w.job));
+      }
+      for (const auto& [id, reason] : b->reasons) {
+        w.reason.Bind(1, id).Bind(2, reason);
+        RETURN_IF_ERROR(run(w.reason));
       }
       for (const EventRow& e : b->events) {
-        event.Bind(1, e.job_id).Bind(2, e.time_ms).Bind(3, e.type).Bind(4, e.reason).Bind(5, e.message);
-        RETURN_IF_ERROR(event.Run());
-        event.Reset();
+        w.event.Bind(1, e.job_id).Bind(2, e.time_ms).Bind(3, e.type).Bind(4, e.reason).Bind(5, e.message);
+        RETURN_IF_ERROR(run(w.event));
       }
       for (const IdempotencyRow& r : b->idempotency) {
-        idem.Bind(1, r.principal).Bind(2, r.key).Bind(3, r.fingerprint).Bind(4, r.job_id).Bind(5, r.created_ms);
-        RETURN_IF_ERROR(idem.Run());
-        idem.Reset();
+        w.idem.Bind(1, r.principal).Bind(2, r.key).Bind(3, r.fingerprint).Bind(4, r.job_id).Bind(5, r.created_ms);
+        RETURN_IF_ERROR(run(w.idem));
       }
       for (const NodeRow& n : b->nodes) {
-        node.Bind(1, n.name).Bind(2, n.spec_json).Bind(3, n.state).Bind(4, n.updated_ms);
-        RETURN_IF_ERROR(node.Run());
-        node.Reset();
+        w.node.Bind(1, n.name).Bind(2, n.spec_json).Bind(3, n.state).Bind(4, n.updated_ms);
+        RETURN_IF_ERROR(run(w.node));
       }
       for (const auto& [k, v] : b->meta) {
-        meta.Bind(1, k).Bind(2, v);
-        RETURN_IF_ERROR(meta.Run());
-        meta.Reset();
+        w.meta.Bind(1, k).Bind(2, v);
+        RETURN_IF_ERROR(run(w.meta));
       }
     }
     return Status::Ok();

@@ -24,6 +24,7 @@ namespace muster::store {
 class SqliteStore final : public Store {
  public:
   static StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+  ~SqliteStore() override;
 
   Status Commit(const std::vector<const WriteBatch*>& batches) override;
   StatusOr<std::vector<JobRow>> LoadJobs(bool include_terminal) override;
@@ -42,14 +43,19 @@ class SqliteStore final : public Store {
   static int LatestSchemaVersion();
 
  private:
-  explicit SqliteStore(Db writer) : writer_(std::move(writer)) {}
+  explicit SqliteStore(Db writer);
 
   // Runs `fn(Db&)` on a pooled read connection.
   template <typename Fn>
   auto WithReader(Fn fn) -> decltype(fn(std::declval<Db&>()));
 
+  // The writer's prepared statements, made once (guarded by write_mu_).
+  struct WriteStatements;
+  Status PrepareWrites();
+
   std::mutex write_mu_;
   Db writer_;  // guarded by write_mu_
+  std::unique_ptr<WriteStatements> writes_;  // guarded by write_mu_
   std::mutex read_mu_;
   std::vector<Db> readers_;  // idle read connections; guarded by read_mu_
 };
