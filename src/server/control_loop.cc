@@ -115,11 +115,15 @@ Status ControlLoop::Restore() {
         }
       }
     }
+    const auto detail = nlohmann::json::parse(row.status_json, nullptr, false);
+    if (detail.is_object() && detail.contains("idempotencyKey") && detail["idempotencyKey"].is_string()) {
+      idempotency_key_of_[row.id] = detail["idempotencyKey"];
+    }
     jobs_[row.id] = std::move(row);
   }
   const int64_t day_ago = clock_.Now().millis() - 24LL * 3600 * 1000;
   ASSIGN_OR_RETURN(std::vector<store::IdempotencyRow> keys, store_.LoadIdempotency(day_ago));
-  for (const auto& k : keys) idempotency_[{k.principal, k.key}] = {k.fingerprint, k.job_id, true};
+  for (const auto& k : keys) idempotency_[{k.principal, k.key}] = {k.fingerprint, k.job_id, true, k.created_ms};
   return state_.CheckInvariants();
 }
 
@@ -244,7 +248,7 @@ StatusOr<ControlLoop::SubmitResult> ControlLoop::Submit(SubmitRequest req) {
     b.events.push_back(Event(row.id, "Submitted", "", "by " + req.user));
     if (!req.idempotency_key.empty()) {
       b.idempotency.push_back({req.user, req.idempotency_key, req.fingerprint, row.id, now.millis()});
-      idempotency_[key] = {req.fingerprint, row.id, false};
+      idempotency_[key] = {req.fingerprint, row.id, false, now.millis()};
     }
     jobs_[row.id] = row;
     ++stats_.submits;
@@ -349,8 +353,23 @@ StatusOr<JobRow> ControlLoop::Act(int64_t id, Action action, const std::string& 
   }, ShuttingDown());
 }
 
+void ControlLoop::PruneIdempotency(Time now) {
+  const int64_t cutoff = now.millis() - 24LL * 3600 * 1000;
+  for (auto it = idempotency_.begin(); it != idempotency_.end();) {
+    if (it->second.durable && it->second.created_ms < cutoff) {
+      it = idempotency_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void ControlLoop::RunCycle() {
   const Time now = clock_.Now();
+  if (now - last_prune_ >= Duration::Minutes(10)) {
+    PruneIdempotency(now);
+    last_prune_ = now;
+  }
   const core::Decisions d = scheduler_->Cycle(state_.Snapshot(now));
   ++stats_.cycles;
   last_cycle_ = now;

@@ -139,12 +139,16 @@ class ControlLoop {
     std::string fingerprint;
     int64_t job_id = 0;
     bool durable = false;
+    int64_t created_ms = 0;
   };
+  // Forgets idempotency keys older than a day (the documented window).
+  void PruneIdempotency(Time now);
   std::map<std::pair<std::string, std::string>, IdemEntry> idempotency_;
   std::unordered_map<int64_t, core::PendingReason> reasons_;
-  std::unordered_map<int64_t, std::string> idempotency_key_of_;  // job -> key, for status
+  std::unordered_map<int64_t, std::string> idempotency_key_of_;  // job -> its key, kept in its status
   bool dirty_ = true;
   Time last_cycle_;
+  Time last_prune_;
   Duration cycle_gap_ = Duration::Millis(5);  // after a change, the wait before the next cycle
   Stats stats_;
 

@@ -376,7 +376,9 @@ void HttpApi::Routes() {
       ReplyError(res, 413, "PayloadTooLarge",
                  "request body over the limit of " + std::to_string(max_body) + " bytes");
     } else if (res.body.empty()) {
-      ReplyError(res, res.status, "BadRequest", "bad request");
+      ReplyError(res, res.status, "BadRequest",
+                 "the request could not be read: malformed HTTP, or a POST without Content-Length "
+                 "(send an empty body, e.g. curl -d '')");
     }
   });
 }

@@ -290,7 +290,8 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
   {
     Api api(server.url());
     for (int i = 0; i < 20; ++i) {
-      auto r = api.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":4},"timeLimit":"1h"})j");
+      auto r = api.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":4},"timeLimit":"1h"})j",
+                        "application/json", {{"Idempotency-Key", "restart-" + std::to_string(i)}});
       ASSERT_EQ(r->status, 201);
       ids.push_back(json::parse(r->body)["id"]);
     }
@@ -318,6 +319,17 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(api.GetJson("/v1/jobs?state=RUNNING")["items"].size(), 4u);
+  // Every job keeps its idempotency key, also one that started after the restart,
+  // and a retry of an acknowledged submit still answers with the same job.
+  const json listed = api.GetJson("/v1/jobs?limit=1000");
+  ASSERT_EQ(listed["items"].size(), ids.size());
+  for (const json& j : listed["items"]) {
+    EXPECT_EQ(j.value("idempotencyKey", ""), "restart-" + std::to_string(j["id"].get<int64_t>() - ids[0])) << j.dump();
+  }
+  auto replay = api.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":4},"timeLimit":"1h"})j",
+                         "application/json", {{"Idempotency-Key", "restart-7"}});
+  EXPECT_EQ(replay->status, 200);
+  EXPECT_EQ(json::parse(replay->body)["id"], ids[7]);
   EXPECT_EQ(server.Stop(), 0) << server.log();
 }
 
