@@ -3,7 +3,8 @@
 //   muster_bench_api submit --server URL --clients 8 --jobs 10000
 //       N clients, each submitting jobs/N jobs one after another (each with
 //       an Idempotency-Key, each acknowledged only once durable); prints
-//       throughput and per-request latency p50/p99/max.
+//       throughput and per-request latency p50/p99/max. With --array K each
+//       request is an array of K jobs.
 //   muster_bench_api list --server URL [--pages 0] [--iterations 5]
 //       GET /v1/jobs page by page (1,000 a page) through everything stored,
 //       and one first page; prints the time of each.
@@ -33,7 +34,7 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
-int Submit(const std::string& server, int clients, int jobs) {
+int Submit(const std::string& server, int clients, int jobs, int array) {
   std::vector<std::vector<double>> lat(clients);
   std::atomic<int> errors{0};
   const auto t0 = Clock::now();
@@ -43,14 +44,19 @@ int Submit(const std::string& server, int clients, int jobs) {
       httplib::Client cli(server);
       cli.set_keep_alive(true);
       cli.set_tcp_nodelay(true);
-      const int mine = jobs / clients + (c < jobs % clients ? 1 : 0);
+      // Requests of `array` jobs each (1: one job per request).
+      const int requests = jobs / array;
+      const int mine = requests / clients + (c < requests % clients ? 1 : 0);
+      const std::string body =
+          array > 1 ? R"({"command":["sleep","1"],"resources":{"gpus":1},"timeLimit":"10m","array":)" +
+                          std::to_string(array) + "}"
+                    : std::string(R"({"command":["sleep","1"],"resources":{"gpus":1},"timeLimit":"10m"})");
       const std::string nonce = std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
       for (int i = 0; i < mine; ++i) {
         const std::string key = "bench-" + nonce + "-" + std::to_string(c) + "-" + std::to_string(i);
         const auto s = Clock::now();
         auto r = cli.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}, {"X-Muster-User", "bench"}},
-                          R"({"command":["sleep","1"],"resources":{"gpus":1},"timeLimit":"10m"})",
-                          "application/json");
+                          body, "application/json");
         lat[c].push_back(Ms(Clock::now() - s));
         if (!r || r->status != 201) ++errors;
       }
@@ -60,9 +66,11 @@ int Submit(const std::string& server, int clients, int jobs) {
   const double total_ms = Ms(Clock::now() - t0);
   std::vector<double> all;
   for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
-  std::printf("submit: %d jobs, %d clients: %.0f jobs/s; latency p50 %.2f ms, p99 %.2f ms, max %.2f ms; errors %d\n",
-              jobs, clients, jobs / (total_ms / 1000.0), Percentile(all, 50), Percentile(all, 99),
-              Percentile(all, 100), errors.load());
+  const int submitted = static_cast<int>(all.size()) * array;
+  std::printf("submit: %d jobs in %zu requests of %d, %d clients: %.0f jobs/s; request latency p50 %.2f ms, "
+              "p99 %.2f ms, max %.2f ms; errors %d\n",
+              submitted, all.size(), array, clients, submitted / (total_ms / 1000.0), Percentile(all, 50),
+              Percentile(all, 99), Percentile(all, 100), errors.load());
   return errors == 0 ? 0 : 1;
 }
 
@@ -103,19 +111,20 @@ int main(int argc, char** argv) {
   }
   const std::string mode = argv[1];
   std::string server = "http://127.0.0.1:8470";
-  int clients = 1, jobs = 1000, iterations = 5;
+  int clients = 1, jobs = 1000, iterations = 5, array = 1;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--server") server = v;
     else if (k == "--clients") clients = std::stoi(v);
     else if (k == "--jobs") jobs = std::stoi(v);
     else if (k == "--iterations") iterations = std::stoi(v);
+    else if (k == "--array") array = std::max(1, std::stoi(v));
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
     }
   }
-  if (mode == "submit") return Submit(server, clients, jobs);
+  if (mode == "submit") return Submit(server, clients, jobs, array);
   if (mode == "list") return List(server, iterations);
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;

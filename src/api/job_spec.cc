@@ -83,7 +83,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
                       });
   };
   return a.name == b.name && a.queue == b.queue && a.priority == b.priority &&
-         a.replicas == b.replicas && a.resources == b.resources && a.command == b.command &&
+         a.replicas == b.replicas && a.array == b.array && a.resources == b.resources && a.command == b.command &&
          a.script == b.script && a.image == b.image && a.env == b.env &&
          a.working_dir == b.working_dir && a.time_limit == b.time_limit &&
          a.topology == b.topology && a.checkpoint == b.checkpoint && a.retry == b.retry &&
@@ -115,6 +115,7 @@ std::string JobSpecToJson(const JobSpec& s) {
   j["queue"] = s.queue;
   j["priority"] = s.priority;
   j["replicas"] = s.replicas;
+  j["array"] = s.array > 0 ? OrderedJson(s.array) : OrderedJson(nullptr);
   const int64_t milli = s.resources.cpu_milli;
   j["resources"] = {
       {"gpus", s.resources.gpus},

@@ -7,6 +7,8 @@
 //   queue: research                  # same charset; default "default"
 //   priority: high                   # a priority class name; default "normal"
 //   replicas: 4                      # 1..4096; default 1 (a gang)
+//   array: 100                       # 1..10000: submit this many tasks of
+//                                    # the spec, one job each (ids in a row)
 //   resources:                       # per replica
 //     gpus: 8                        # 0..1024; default 0
 //     gpuType: H100                  # 1..64 of [A-Za-z0-9._-]; optional (any)
@@ -121,6 +123,7 @@ struct JobSpec {
   std::string queue = "default";
   std::string priority = "normal";
   int32_t replicas = 1;
+  int32_t array = 0;  // > 0: an array of this many tasks, one job each
   ResourceSpec resources;
   std::vector<std::string> command;   // exactly one of command (non-empty) ...
   std::optional<std::string> script;  // ... and script is set

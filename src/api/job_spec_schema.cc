@@ -14,6 +14,7 @@ namespace {
 using Kind = TreeNode::Kind;
 
 constexpr int64_t kMaxReplicas = 4096;
+constexpr int64_t kMaxArray = 10000;
 constexpr int64_t kMaxGpus = 1024;
 constexpr int64_t kMaxCpuMilli = int64_t{4096} * 1000;
 constexpr int64_t kMaxMemoryBytes = int64_t{64} << 40;
@@ -323,7 +324,7 @@ StatusOr<Time> ReadTimestamp(const TreeNode& node, const std::string& path) {
 
 StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root) {
   static const std::vector<std::string> kFields = {
-      "name",       "queue", "priority",     "replicas",   "resources", "command",
+      "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "image", "env",          "workingDir", "timeLimit", "topology",
       "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels"};
   ASSIGN_OR_RETURN(ObjectReader obj,
@@ -334,6 +335,8 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root) {
   RETURN_IF_ERROR(obj.Read("priority", spec.priority, ReadString, kNameRule));
   RETURN_IF_ERROR(
       obj.Read("replicas", spec.replicas, ReadInt, int64_t{1}, kMaxReplicas, std::string_view()));
+  RETURN_IF_ERROR(
+      obj.Read("array", spec.array, ReadInt, int64_t{1}, kMaxArray, std::string_view()));
   RETURN_IF_ERROR(obj.Read("resources", spec.resources, ReadResources));
   RETURN_IF_ERROR(obj.Read("command", spec.command, ReadCommand));
   RETURN_IF_ERROR(obj.Read("script", spec.script, ReadString, kScriptRule));

@@ -190,7 +190,7 @@ TEST(JobSpecTest, CanonicalJsonRoundTrips) {
 TEST(JobSpecTest, CanonicalJsonMakesDefaultsExplicit) {
   const std::string json = JobSpecToJson(MustParse(R"({"command":["true"]})", kJson));
   EXPECT_EQ(json,
-            R"({"name":"job","queue":"default","priority":"normal","replicas":1,)"
+            R"({"name":"job","queue":"default","priority":"normal","replicas":1,"array":null,)"
             R"("resources":{"gpus":0,"gpuType":null,"cpus":0,"memory":0},"command":["true"],)"
             R"("script":null,"image":null,"env":{},"workingDir":null,"timeLimit":"unlimited",)"
             R"("topology":"any","checkpoint":null,"retry":{"limit":3,"backoff":{"initial":"30s",)"
@@ -408,6 +408,9 @@ std::vector<BadSpec> BadSpecs() {
       // Out of range.
       {"gpus -1", WithCommand(R"("resources":{"gpus":-1},)"), J, "spec.resources.gpus", int_0_1024 + "-1"},
       {"replicas 0", WithCommand(R"("replicas":0,)"), J, "spec.replicas", "must be an integer from 1 to 4096, got 0"},
+      {"array 0", WithCommand(R"("array":0,)"), J, "spec.array", "must be an integer from 1 to 10000, got 0"},
+      {"array too big", WithCommand(R"("array":10001,)"), J, "spec.array", "must be an integer from 1 to 10000, got 10001"},
+      {"array as a range", WithCommand(R"("array":"0-9",)"), J, "spec.array", "got \"0-9\""},
       {"replicas 1e12", WithCommand(R"("replicas":1e12,)"), J, "spec.replicas", "got 1e12"},
       {"gpus beyond int64", WithCommand(R"("resources":{"gpus":99999999999999999999},)"), J, "spec.resources.gpus", int_0_1024 + "99999999999999999999"},
       {"gpus beyond int64 YAML", "command: [x]\nresources: {gpus: 99999999999999999999}\n", Y, "spec.resources.gpus", int_0_1024 + "99999999999999999999"},

@@ -31,7 +31,7 @@ struct JobCommands {
   // submit
   std::string file;
   std::string name, queue, priority, gpu_type, cpus, memory, time, after;
-  int64_t gpus = -1, replicas = -1;
+  int64_t gpus = -1, replicas = -1, array = -1;
   bool hold = false, parsable = false;
   std::vector<std::string> command;
   // get / history
@@ -233,6 +233,7 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.queue.empty()) spec["queue"] = c.queue;
   if (!c.priority.empty()) spec["priority"] = c.priority;
   if (c.replicas >= 0) spec["replicas"] = c.replicas;
+  if (c.array >= 0) spec["array"] = c.array;
   json res = json::object();
   if (c.gpus >= 0) res["gpus"] = c.gpus;
   if (!c.gpu_type.empty()) res["gpuType"] = c.gpu_type;
@@ -252,12 +253,14 @@ int Submit(JobCommands& c, Client& client) {
   if (!r.ok()) return Fail(r.status());
   if (r->status != 200 && r->status != 201) return Fail(Client::ErrorOf(*r));
   const std::string id = Field(r->body, "id");
+  const std::string last = Field(r->body, "arrayLastId");
+  const std::string ids = last.empty() ? id : id + "-" + last;
   if (c.parsable) {
-    std::cout << id << "\n";
+    std::cout << ids << "\n";
   } else if (c.output == "json" || c.output == "yaml") {
     Print(r->body, c.output);
   } else {
-    std::cout << "Submitted job " << id << "\n";
+    std::cout << (last.empty() ? "Submitted job " : "Submitted jobs ") << ids << "\n";
   }
   return 0;
 }
@@ -373,6 +376,7 @@ JobCommands* AddJobCommands(CLI::App& app) {
   c->submit->add_option("--gpus", c->gpus, "GPUs per replica");
   c->submit->add_option("--gpu-type", c->gpu_type, "GPU type");
   c->submit->add_option("--replicas", c->replicas, "Replicas (gang size)");
+  c->submit->add_option("--array", c->array, "Submit this many tasks of the job (one job each)");
   c->submit->add_option("--cpus", c->cpus, "CPUs per replica (4, 2.5, 500m)");
   c->submit->add_option("--memory", c->memory, "Memory per replica (64Gi)");
   c->submit->add_option("--time,-t", c->time, "Time limit (2h, 90m, 1-00:00:00)");

@@ -119,6 +119,9 @@ Status ControlLoop::Restore() {
     if (detail.is_object() && detail.contains("idempotencyKey") && detail["idempotencyKey"].is_string()) {
       idempotency_key_of_[row.id] = detail["idempotencyKey"];
     }
+    if (detail.is_object() && detail.contains("arrayFirstId") && detail["arrayFirstId"].is_number_integer()) {
+      array_task_of_[row.id] = {detail["arrayFirstId"].get<int64_t>(), detail.value("arrayIndex", 0)};
+    }
     jobs_[row.id] = std::move(row);
   }
   const int64_t day_ago = clock_.Now().millis() - 24LL * 3600 * 1000;
@@ -181,6 +184,11 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
   nlohmann::json status = nlohmann::json::object();
   auto key = idempotency_key_of_.find(job);
   if (key != idempotency_key_of_.end()) status["idempotencyKey"] = key->second;
+  auto task = array_task_of_.find(job);
+  if (task != array_task_of_.end()) {
+    status["arrayFirstId"] = task->second.first_id;
+    status["arrayIndex"] = task->second.index;
+  }
   auto it = state_.running().find(job);
   if (it != state_.running().end()) {
     nlohmann::json allocs = nlohmann::json::array();
@@ -226,34 +234,50 @@ StatusOr<ControlLoop::SubmitResult> ControlLoop::Submit(SubmitRequest req) {
                                           "\" is still being processed; retry"));
         }
         ++stats_.replays;
-        return reply(SubmitResult{jobs_.at(it->second.job_id), false});
+        const JobRow& first = jobs_.at(it->second.job_id);
+        return reply(SubmitResult{first, std::max<int32_t>(1, req.spec.array), false});
       }
     }
     const Time now = clock_.Now();
-    auto id = state_.Submit(api::ToCoreSpec(req.spec), now);
-    if (!id.ok()) return reply(id.status().WithFieldPrefix("spec"));
-    JobRow row;
-    row.id = *id;
-    row.name = req.spec.name;
-    row.user = req.user;
-    row.queue = req.spec.queue;
-    row.priority_class = req.spec.priority;
-    row.state = req.spec.hold ? "HELD" : "PENDING";
-    row.submit_ms = now.millis();
-    row.spec_json = std::move(req.spec_json);
-    if (!req.idempotency_key.empty()) idempotency_key_of_[row.id] = req.idempotency_key;
-    row.status_json = AllocationsJson(row.id);
+    const int32_t count = std::max<int32_t>(1, req.spec.array);
+    const core::JobSpec core_spec = api::ToCoreSpec(req.spec);
     store::WriteBatch b;
-    b.jobs.push_back(row);
-    b.events.push_back(Event(row.id, "Submitted", "", "by " + req.user));
-    if (!req.idempotency_key.empty()) {
-      b.idempotency.push_back({req.user, req.idempotency_key, req.fingerprint, row.id, now.millis()});
-      idempotency_[key] = {req.fingerprint, row.id, false, now.millis()};
+    std::vector<JobRow> rows;
+    int64_t first_id = 0;
+    for (int32_t i = 0; i < count; ++i) {
+      auto id = state_.Submit(core_spec, now);
+      if (!id.ok()) {
+        // Only the first task can fail (all tasks share the spec); nothing was added.
+        return reply(id.status().WithFieldPrefix("spec"));
+      }
+      if (i == 0) first_id = *id;
+      JobRow row;
+      row.id = *id;
+      row.name = req.spec.name;
+      row.user = req.user;
+      row.queue = req.spec.queue;
+      row.priority_class = req.spec.priority;
+      row.state = req.spec.hold ? "HELD" : "PENDING";
+      row.submit_ms = now.millis();
+      row.spec_json = req.spec_json;
+      if (!req.idempotency_key.empty()) idempotency_key_of_[row.id] = req.idempotency_key;
+      if (req.spec.array > 0) array_task_of_[row.id] = {first_id, i};
+      row.status_json = AllocationsJson(row.id);
+      b.jobs.push_back(row);
+      b.events.push_back(Event(row.id, "Submitted", "",
+                               req.spec.array > 0 ? "by " + req.user + ", task " + std::to_string(i) + " of array " +
+                                                        std::to_string(first_id)
+                                                  : "by " + req.user));
+      jobs_[row.id] = row;
+      rows.push_back(std::move(row));
     }
-    jobs_[row.id] = row;
-    ++stats_.submits;
+    if (!req.idempotency_key.empty()) {
+      b.idempotency.push_back({req.user, req.idempotency_key, req.fingerprint, first_id, now.millis()});
+      idempotency_[key] = {req.fingerprint, first_id, false, now.millis()};
+    }
+    stats_.submits += count;
     dirty_ = true;
-    Persist(std::move(b), [this, key, row, reply](const Status& s) {
+    Persist(std::move(b), [this, key, first = rows.front(), count, reply](const Status& s) {
       if (!key.second.empty()) {
         Post([this, key] {
           auto it = idempotency_.find(key);
@@ -261,7 +285,7 @@ StatusOr<ControlLoop::SubmitResult> ControlLoop::Submit(SubmitRequest req) {
         });
       }
       if (!s.ok()) return reply(s);
-      reply(SubmitResult{row, true});
+      reply(SubmitResult{first, count, true});
     });
   }, ShuttingDown());
 }

@@ -14,6 +14,9 @@
 // dependencies and queries), pending and held jobs in the queue, running
 // jobs on their recorded nodes (a job whose node is gone is requeued).
 //
+// Arrays: a spec with `array: N` submits N jobs with consecutive ids in one
+// durable write; each records its index and the array's first id.
+//
 // Idempotency: a submit with a key is answered with the original job when
 // the same (user, key) was used for the same request (fingerprint) before;
 // a different request with a used key is kAlreadyExists; a retry while the
@@ -68,7 +71,8 @@ class ControlLoop {
     std::string fingerprint;      // of the request, for idempotency
   };
   struct SubmitResult {
-    store::JobRow job;
+    store::JobRow job;     // the job, or the first task of an array
+    int32_t count = 1;     // jobs submitted: the array's size, else 1
     bool created = false;  // false: an idempotent replay of an earlier submit
   };
   StatusOr<SubmitResult> Submit(SubmitRequest request);
@@ -146,6 +150,11 @@ class ControlLoop {
   std::map<std::pair<std::string, std::string>, IdemEntry> idempotency_;
   std::unordered_map<int64_t, core::PendingReason> reasons_;
   std::unordered_map<int64_t, std::string> idempotency_key_of_;  // job -> its key, kept in its status
+  struct ArrayTask {
+    int64_t first_id = 0;
+    int32_t index = 0;
+  };
+  std::unordered_map<int64_t, ArrayTask> array_task_of_;  // job -> its place in an array
   bool dirty_ = true;
   Time last_cycle_;
   Time last_prune_;

@@ -231,6 +231,7 @@ void HttpApi::Routes() {
     }
     auto spec = api::ParseJobSpec(req.body, type);
     if (!spec.ok()) return ReplyStatus(res, spec.status());
+    const bool is_array = spec->array > 0;
     ControlLoop::SubmitRequest sr;
     sr.spec_json = api::JobSpecToJson(*spec);
     sr.fingerprint = Sha256Hex(sr.spec_json);
@@ -239,7 +240,13 @@ void HttpApi::Routes() {
     sr.idempotency_key = *key;
     auto result = loop_.Submit(std::move(sr));
     if (!result.ok()) return ReplyStatus(res, result.status());
-    Reply(res, result->created ? 201 : 200, JobJson(result->job));
+    json body = JobJson(result->job);
+    if (is_array) {
+      // An array: the answer is its first task, with the range of ids.
+      body["arrayFirstId"] = result->job.id;
+      body["arrayLastId"] = result->job.id + result->count - 1;
+    }
+    Reply(res, result->created ? 201 : 200, body);
   });
 
   s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {

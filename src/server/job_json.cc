@@ -17,6 +17,8 @@ std::string JobJsonText(const store::JobRow& row) {
   if (detail.is_object()) {
     if (detail.contains("allocations")) status["allocations"] = detail["allocations"];
     if (detail.contains("idempotencyKey")) status["idempotencyKey"] = detail["idempotencyKey"];
+    if (detail.contains("arrayFirstId")) status["arrayFirstId"] = detail["arrayFirstId"];
+    if (detail.contains("arrayIndex")) status["arrayIndex"] = detail["arrayIndex"];
   }
   std::string out = status.dump();
   // The stored spec is a canonical JSON object: splice its members in front.

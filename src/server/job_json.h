@@ -1,6 +1,7 @@
 // The API's JSON form of a job: its spec fields at the top level, plus
 // id, user, state, reason, submitTime, startTime, endTime, attempts,
-// allocations and idempotencyKey (RFC 3339 UTC times; absent when unset).
+// allocations, idempotencyKey, and for array tasks arrayFirstId and
+// arrayIndex (RFC 3339 UTC times; absent when unset).
 //
 // JobJsonText() writes it by appending the status fields to the stored
 // canonical spec text, without parsing the spec: listing many jobs is

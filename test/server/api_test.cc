@@ -137,6 +137,45 @@ TEST_F(ApiTest, IdempotencyKeyReplaysAndRejectsADifferentBody) {
   EXPECT_EQ(JobCount(), 2);
 }
 
+TEST_F(ApiTest, ArraySubmitsConsecutiveJobsInOneDurableRequest) {
+  Api api(server_.url());
+  const std::string body = R"j({"name":"sweep","command":["python","sweep.py"],"array":5,"resources":{"gpus":8}})j";
+  auto r = api.Post("/v1/jobs", body, "application/json", {{"Idempotency-Key", "sweep-1"}});
+  ASSERT_EQ(r->status, 201) << r->body;
+  const json first = json::parse(r->body);
+  const int64_t id = first["id"];
+  EXPECT_EQ(first["arrayFirstId"], id);
+  EXPECT_EQ(first["arrayLastId"], id + 4);
+  EXPECT_EQ(first["arrayIndex"], 0);
+  const json jobs = api.GetJson("/v1/jobs?name=sweep");
+  ASSERT_EQ(jobs["items"].size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(jobs["items"][i]["id"], id + i);
+    EXPECT_EQ(jobs["items"][i]["arrayIndex"], i);
+    EXPECT_EQ(jobs["items"][i]["arrayFirstId"], id);
+    EXPECT_EQ(jobs["items"][i]["array"], 5);
+  }
+  // A retry gets the same array back, not a second one.
+  auto again = api.Post("/v1/jobs", body, "application/json", {{"Idempotency-Key", "sweep-1"}});
+  ASSERT_EQ(again->status, 200);
+  EXPECT_EQ(json::parse(again->body)["arrayFirstId"], id);
+  EXPECT_EQ(json::parse(again->body)["arrayLastId"], id + 4);
+  EXPECT_EQ(JobCount(), 5);
+  // Restarted, the tasks keep their place in the array, also a task that
+  // starts only after the restart (two of 8 GPUs run at a time).
+  server_.Kill();
+  ASSERT_TRUE(server_.Start());
+  Api after(server_.url());
+  ASSERT_EQ(after.Post("/v1/jobs/" + std::to_string(id) + "/cancel", "")->status, 200);
+  for (int i = 0; i < 1000 && after.GetJson("/v1/jobs/" + std::to_string(id + 2))["state"] != "RUNNING"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(after.GetJson("/v1/jobs/" + std::to_string(id + 2))["state"], "RUNNING");
+  const json restored = after.GetJson("/v1/jobs?name=sweep");
+  ASSERT_EQ(restored["items"].size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(restored["items"][i]["arrayIndex"], i) << restored["items"][i].dump();
+}
+
 TEST_F(ApiTest, ActionsFollowTheStateMachineAndOwnership) {
   Api alice(server_.url()), bob(server_.url(), "bob"), root(server_.url(), "root");
   auto r = alice.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":8},"replicas":2})j");

@@ -99,6 +99,18 @@ TEST_F(CliServerTest, ErrorsAndExitCodes) {
   EXPECT_EQ(json::parse(Muster(url, "get jobs -o json").out).size(), 0u);
 }
 
+TEST_F(CliServerTest, ArraySubmit) {
+  Result r = Muster(server_.url(), "submit --array 3 --gpus 1 --name sweep -- python sweep.py");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "Submitted jobs 1-3\n");
+  r = Muster(server_.url(), "submit --parsable --array 2 -- true");
+  EXPECT_EQ(r.out, "4-5\n");
+  EXPECT_EQ(json::parse(Muster(server_.url(), "get jobs --name sweep -o json").out).size(), 3u);
+  r = Muster(server_.url(), "submit --array 0 -- true");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("spec.array: must be an integer from 1 to 10000, got 0"), std::string::npos) << r.out;
+}
+
 TEST(CliNoServer, SaysItCannotReachTheServer) {
   setenv("MUSTER_RETRY_SECONDS", "1", 1);
   Result r = Muster("http://127.0.0.1:1", "get jobs --server http://127.0.0.1:1");
