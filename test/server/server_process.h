@@ -50,7 +50,8 @@ class ServerProcess {
             listen.c_str(), "--port-file", port_file.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
-    for (int i = 0; i < 500; ++i) {
+    // Up to a minute: a restart reloads the whole store (slow under ASan).
+    for (int i = 0; i < 6000; ++i) {
       std::ifstream in(port_file);
       if (in >> port_) return true;
       int status = 0;
