@@ -72,6 +72,7 @@ Status ControlLoop::Restore() {
   ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_.LoadJobs(/*include_terminal=*/true));
   std::map<std::string, core::NodeIndex> node_index;
   for (size_t i = 0; i < state_.nodes().size(); ++i) node_index[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
+  store::WriteBatch requeued;  // running jobs whose nodes are gone
   for (JobRow& row : rows) {
     const std::string what = "store " + options_.store_path + ": job " + std::to_string(row.id);
     auto spec = api::ParseJobSpecJson(row.spec_json);
@@ -79,6 +80,13 @@ Status ControlLoop::Restore() {
     const core::JobSpec core_spec = api::ToCoreSpec(*spec);
     const auto state = core::JobStateFromName(row.state);
     if (!state) return DataLoss(what + " has an unknown state \"" + row.state + "\"");
+    const auto detail = nlohmann::json::parse(row.status_json, nullptr, false);
+    if (detail.is_object() && detail.contains("idempotencyKey") && detail["idempotencyKey"].is_string()) {
+      idempotency_key_of_[row.id] = detail["idempotencyKey"];
+    }
+    if (detail.is_object() && detail.contains("arrayFirstId") && detail["arrayFirstId"].is_number_integer()) {
+      array_task_of_[row.id] = {detail["arrayFirstId"].get<int64_t>(), detail.value("arrayIndex", 0)};
+    }
     const Time submit = Time::FromMillis(row.submit_ms);
     if (IsEnded(row)) {
       RETURN_IF_ERROR(state_.RestoreEnded(row.id, core_spec, submit, *state, Time::FromMillis(*row.end_ms), row.reason));
@@ -112,21 +120,19 @@ Status ControlLoop::Restore() {
           row.state = "PENDING";
           row.reason = "Requeued: its nodes are no longer in the cluster";
           row.start_ms.reset();
+          row.status_json = AllocationsJson(row.id);  // keeps its key and array place
+          requeued.jobs.push_back(row);
+          requeued.events.push_back({0, row.id, clock_.Now().millis(), "Requeued", "NodeMissing",
+                                     "its nodes are no longer in the cluster"});
         }
       }
-    }
-    const auto detail = nlohmann::json::parse(row.status_json, nullptr, false);
-    if (detail.is_object() && detail.contains("idempotencyKey") && detail["idempotencyKey"].is_string()) {
-      idempotency_key_of_[row.id] = detail["idempotencyKey"];
-    }
-    if (detail.is_object() && detail.contains("arrayFirstId") && detail["arrayFirstId"].is_number_integer()) {
-      array_task_of_[row.id] = {detail["arrayFirstId"].get<int64_t>(), detail.value("arrayIndex", 0)};
     }
     jobs_[row.id] = std::move(row);
   }
   const int64_t day_ago = clock_.Now().millis() - 24LL * 3600 * 1000;
   ASSIGN_OR_RETURN(std::vector<store::IdempotencyRow> keys, store_.LoadIdempotency(day_ago));
   for (const auto& k : keys) idempotency_[{k.principal, k.key}] = {k.fingerprint, k.job_id, true, k.created_ms};
+  if (!requeued.empty()) RETURN_IF_ERROR(store_.Commit({&requeued}));
   return state_.CheckInvariants();
 }
 

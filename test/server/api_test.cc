@@ -372,6 +372,47 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
   EXPECT_EQ(server.Stop(), 0) << server.log();
 }
 
+TEST(ServerRestart, AJobWhoseNodeIsGoneWaitsAgain) {
+  ServerProcess server("nodes:\n  - {name: a, gpus: 8, gpuType: H100}\n  - {name: b, gpus: 8, gpuType: H100}\n");
+  ASSERT_TRUE(server.Start()) << server.log();
+  {
+    Api api(server.url());
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(api.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":8}})j", "application/json",
+                         {{"Idempotency-Key", "gone-" + std::to_string(i)}})
+                    ->status,
+                201);
+    }
+    for (int i = 0; i < 1000 && api.GetJson("/v1/jobs?state=RUNNING")["items"].size() < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(api.GetJson("/v1/jobs?state=RUNNING")["items"].size(), 2u);
+  }
+  server.Kill();
+  std::ofstream(server.dir() + "/config.yaml")
+      << "store: " << server.dir() << "/muster.db\nnodes:\n  - {name: a, gpus: 8, gpuType: H100}\n";
+  ASSERT_TRUE(server.Start()) << server.log();
+  Api api(server.url());
+  const json jobs = api.GetJson("/v1/jobs");
+  ASSERT_EQ(jobs["items"].size(), 2u);
+  int running = 0, requeued = 0;
+  for (const json& j : jobs["items"]) {
+    EXPECT_EQ(j["idempotencyKey"], "gone-" + std::to_string(j["id"].get<int64_t>() - 1));
+    if (j["state"] == "RUNNING") {
+      ++running;
+      EXPECT_EQ(j["allocations"][0]["node"], "a");
+    } else {
+      ++requeued;
+      EXPECT_EQ(j["state"], "PENDING");
+      const json events = api.GetJson("/v1/jobs/" + j["id"].dump() + "/events");
+      EXPECT_EQ(events["items"].back()["type"], "Requeued") << events.dump();
+      EXPECT_EQ(events["items"].back()["reason"], "NodeMissing");
+    }
+  }
+  EXPECT_EQ(running, 1);
+  EXPECT_EQ(requeued, 1);
+}
+
 TEST(ServerStart, DamagedStoreStopsItWithTheFileName) {
   ServerProcess server(kCluster);
   ASSERT_TRUE(server.Start());
