@@ -38,6 +38,9 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--age-points-per-hour", f.age_points_per_hour, "Priority points per hour waited");
   sim->add_option("--age-cap", f.age_cap, "Most priority points age can add");
   sim->add_option("--size-points-per-gpu", f.size_points_per_gpu, "Priority points per GPU of the job");
+  sim->add_option("--fair-share-weight", f.fair_share_weight,
+                  "Fair-share priority points between tenants (default 5000; 0 = off)");
+  sim->add_option("--half-life", f.half_life, "Half-life of fair-share usage (default 7d)");
   return sim;
 }
 
@@ -76,6 +79,10 @@ int RunSim(const SimFlags& f) {
   if (f.age_points_per_hour >= 0) opts.scheduler.weights.age_points_per_hour = f.age_points_per_hour;
   if (f.age_cap >= 0) opts.scheduler.weights.age_cap = f.age_cap;
   if (f.size_points_per_gpu >= 0) opts.scheduler.weights.size_points_per_gpu = f.size_points_per_gpu;
+  if (f.fair_share_weight >= 0) opts.fairshare.weight = f.fair_share_weight;
+  auto half_life = ParseDuration(f.half_life);
+  if (!half_life.ok()) return fail(half_life.status().WithFieldPrefix("--half-life"));
+  opts.fairshare.half_life = *half_life;
   opts.time_limit_factor = f.time_limit_factor;
   opts.seed = f.seed;
   opts.runtime_noise = f.runtime_noise;

@@ -31,6 +31,8 @@ struct SimFlags {
   int64_t age_points_per_hour = -1;  // -1: the scheduler's default
   int64_t age_cap = -1;
   int64_t size_points_per_gpu = -1;
+  int64_t fair_share_weight = -1;  // -1: the default
+  std::string half_life = "7d";
 };
 
 // Registers the subcommand; `flags` must outlive the app.

@@ -9,8 +9,9 @@
 //     age_cap. The cap is larger than one class step by default, so a job
 //     that waits long enough overtakes fresh jobs of the next class up:
 //     no class can starve the one below it forever.
-//  3. fairshare: the queue's fair-share points, computed outside the
-//     scheduler from decayed usage (0 until multi-tenancy fills it in).
+//  3. fairshare: the queue's fair-share points, accounted outside the
+//     scheduler from decayed usage (fairshare.h) and passed in the snapshot
+//     (0 when the owner does not account usage).
 //  4. size: size_points_per_gpu for each GPU of the gang, capped at size_cap.
 //     Off by default (as Slurm's PriorityWeightJobSize): on contended traces
 //     any size bonus moved big gangs ahead of older small jobs and raised

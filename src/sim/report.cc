@@ -11,11 +11,13 @@ namespace {
 
 struct Stats {
   int64_t jobs = 0;
+  double gpu_seconds = 0;
   std::vector<int64_t> jct, wait;
 
   void Add(const JobResult& j) {
     ++jobs;
     if (j.start_s < 0) return;
+    gpu_seconds += static_cast<double>(j.gpus) * static_cast<double>(j.end_s - j.start_s);
     jct.push_back(j.end_s - j.submit_s);
     wait.push_back(j.start_s - j.submit_s);
   }
@@ -88,8 +90,17 @@ nlohmann::json ReportJson(const SimResult& r) {
   out["busy_gpu_hours"] = static_cast<double>(r.busy_gpu_seconds) / 3600.0;
   out["per_class"] = nlohmann::json::object();
   for (auto& [k, s] : per_class) out["per_class"][k] = StatsJson(s);
+  // Per tenant: GPU-hours and their share of all.
   out["per_tenant"] = nlohmann::json::object();
-  for (auto& [k, s] : per_tenant) out["per_tenant"][k] = StatsJson(s);
+  double total_gpu_s = 0;
+  for (auto& [k, st] : per_tenant) total_gpu_s += st.gpu_seconds;
+  for (auto& [k, st] : per_tenant) {
+    nlohmann::json t = StatsJson(st);
+    t["gpu_hours"] = st.gpu_seconds / 3600.0;
+    t["usage_share"] = total_gpu_s > 0 ? st.gpu_seconds / total_gpu_s : 0.0;
+    out["per_tenant"][k] = t;
+  }
+  out["fairshare_weight"] = r.fairshare_weight;
   out["policy"] = r.policy;
   out["cluster"] = r.cluster_summary;
   out["total_gpus"] = r.total_gpus;

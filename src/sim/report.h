@@ -8,7 +8,8 @@
 // JSON keys: jobs, completed, timeout, unschedulable, skipped, mean_jct_s,
 // p50_jct_s, p95_jct_s, p99_jct_s, mean_wait_s, p50_wait_s, p95_wait_s,
 // p99_wait_s, max_wait_s, makespan_s, utilization, per_class and per_tenant
-// (objects of the same wait and JCT keys plus jobs), and the run's settings.
+// (objects of the same wait and JCT keys plus jobs; per_tenant adds
+// gpu_hours and usage_share), and the run's settings.
 #pragma once
 
 #include <ostream>

@@ -27,7 +27,7 @@ std::pair<int32_t, int64_t> GangShape(int64_t g, int64_t s) {
 class Run {
  public:
   Run(const std::vector<TraceJob>& trace, const ClusterDescription& cluster, const SimOptions& opts)
-      : trace_(trace), cluster_(cluster), opts_(opts), rng_(opts.seed) {}
+      : trace_(trace), cluster_(cluster), opts_(opts), rng_(opts.seed), fairshare_(opts.fairshare) {}
 
   StatusOr<SimResult> Go() {
     // Priority classes from the trace's priority values.
@@ -48,6 +48,7 @@ class Run {
     result_.cluster_summary = cluster_.summary;
     result_.policy = opts_.scheduler.policy;
     result_.time_limit_factor = opts_.time_limit_factor;
+    result_.fairshare_weight = opts_.fairshare.weight;
     result_.seed = opts_.seed;
     result_.total_gpus = cluster_.total_gpus();
     RETURN_IF_ERROR(Prepare());
@@ -153,7 +154,19 @@ class Run {
       if (state_->pending_count() == 0) continue;
       result_.max_pending = std::max<int64_t>(result_.max_pending, state_->pending_count());
 
-      const core::Decisions d = scheduler_->Cycle(state_->Snapshot(clock_.Now()));
+      core::ClusterSnapshot snap = state_->Snapshot(clock_.Now());
+      if (fairshare_.enabled()) {
+        running_by_queue_.clear();
+        for (const auto& [id, r] : state_->running()) {
+          int64_t gpus = 0;
+          for (const core::Allocation& a : r.allocations) gpus += a.resources.gpus;
+          running_by_queue_.emplace_back(r.queue, gpus);
+        }
+        fairshare_.Advance(now, running_by_queue_);
+        points_ = fairshare_.Points(state_->num_queues());
+        snap.queue_fairshare = points_;
+      }
+      const core::Decisions d = scheduler_->Cycle(snap);
       ++result_.cycles;
       result_.reservations_made += d.stats.reservations;
       result_.backfilled += d.stats.backfilled;
@@ -238,6 +251,9 @@ class Run {
   std::unique_ptr<core::ClusterState> state_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   SimResult result_;
+  scheduler::FairShare fairshare_;
+  std::vector<std::pair<int32_t, int64_t>> running_by_queue_;
+  std::vector<int64_t> points_;
   std::vector<Arrival> arrivals_;        // runnable jobs in submit order; id = index + 1
   std::vector<size_t> job_result_;       // id - 1 -> index in result_.jobs
   std::vector<int64_t> per_replica_;     // id - 1 -> GPUs per replica
@@ -247,6 +263,7 @@ class Run {
 
 Status SimOptions::Validate() const {
   RETURN_IF_ERROR(scheduler.Validate());
+  RETURN_IF_ERROR(fairshare.Validate());
   if (!(time_limit_factor > 0) || !std::isfinite(time_limit_factor)) {
     return InvalidArgument("must be a positive number", "--time-limit-factor");
   }

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "scheduler/fairshare.h"
 #include "scheduler/scheduler.h"
 #include "sim/cluster_file.h"
 #include "sim/trace_reader.h"
@@ -35,6 +36,9 @@ namespace muster::sim {
 
 struct SimOptions {
   scheduler::SchedulerOptions scheduler;
+  // Fair-share between tenants (each tenant is a queue, all with share 1);
+  // weight 0 turns it off.
+  scheduler::FairShareOptions fairshare;
   double time_limit_factor = 2.0;
   // Actual run time = duration x U(1 - noise, 1 + noise); 0 = exact.
   double runtime_noise = 0.0;
@@ -79,6 +83,7 @@ struct SimResult {
   int64_t first_submit_s = 0;
   int64_t last_end_s = 0;
   int64_t busy_gpu_seconds = 0;
+  int64_t fairshare_weight = 0;
 };
 
 StatusOr<SimResult> Simulate(const std::vector<TraceJob>& trace, const ClusterDescription& cluster,

@@ -177,3 +177,36 @@ TEST_F(TraceSlice, SinglePoolNeverSpansNodes) {
 
 }  // namespace
 }  // namespace muster::sim
+
+namespace muster::sim {
+namespace {
+
+// Tenant A has kept the one GPU busy; B's job, submitted after A's queued
+// ones, starts first when fair-share is on, and last when it is off.
+TEST(SimulatorFairShare, AnIdleTenantOvertakesABusyOne) {
+  std::vector<TraceJob> trace;
+  for (int i = 0; i < 4; ++i) {
+    TraceJob a = T("a" + std::to_string(i), i, 1, 3600);
+    a.tenant = "A";
+    trace.push_back(a);
+  }
+  TraceJob b = T("b", 10, 1, 3600);
+  b.tenant = "B";
+  trace.push_back(b);
+  SimOptions on = Opts("muster");
+  auto with = Simulate(trace, Nodes("1x1"), on);
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  EXPECT_EQ(Find(*with, "b").start_s, 3600);  // right after a0
+  EXPECT_EQ(Find(*with, "a1").start_s, 7200);
+  SimOptions off = Opts("muster");
+  off.fairshare.weight = 0;
+  auto without = Simulate(trace, Nodes("1x1"), off);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(Find(*without, "b").start_s, 4 * 3600);  // behind all of A's
+  const nlohmann::json j = ReportJson(*with);
+  EXPECT_NEAR(j["per_tenant"]["A"]["usage_share"].get<double>(), 0.8, 1e-9);
+  EXPECT_EQ(j["fairshare_weight"], 5000);
+}
+
+}  // namespace
+}  // namespace muster::sim

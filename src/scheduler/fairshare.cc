@@ -1,0 +1,71 @@
+#include "scheduler/fairshare.h"
+
+#include <cmath>
+
+namespace muster::scheduler {
+
+Status FairShareOptions::Validate() const {
+  if (half_life <= Duration::Zero()) return InvalidArgument("must be positive", "fairShare.halfLife");
+  if (weight < 0) return InvalidArgument("must be >= 0", "fairShare.weight");
+  return Status::Ok();
+}
+
+void FairShare::Grow(int32_t queue) {
+  if (queue >= static_cast<int32_t>(usage_.size())) {
+    usage_.resize(queue + 1, 0.0);
+    share_.resize(queue + 1, 1.0);
+  }
+}
+
+void FairShare::SetShare(int32_t queue, double share) {
+  Grow(queue);
+  share_[queue] = share;
+}
+
+void FairShare::Advance(Time now, const std::vector<std::pair<int32_t, int64_t>>& running) {
+  if (!started_) {
+    started_ = true;
+    last_ = now;
+    return;
+  }
+  if (now <= last_) return;
+  const double dt = static_cast<double>((now - last_).millis()) / 1000.0;
+  const double h = static_cast<double>(options_.half_life.millis()) / 1000.0;
+  const double decay = std::exp2(-dt / h);
+  for (double& u : usage_) u *= decay;
+  // Charge running work as the exact integral of a decaying constant rate.
+  const double charge_per_gpu = h / std::log(2.0) * (1.0 - decay);
+  for (const auto& [queue, gpus] : running) {
+    if (queue < 0) continue;
+    Grow(queue);
+    usage_[queue] += static_cast<double>(gpus) * charge_per_gpu;
+  }
+  last_ = now;
+}
+
+std::vector<int64_t> FairShare::Points(int32_t num_queues) const {
+  std::vector<int64_t> out(num_queues, options_.weight);
+  if (!enabled()) return std::vector<int64_t>(num_queues, 0);
+  double total_usage = 0, total_share = 0;
+  for (int32_t q = 0; q < num_queues; ++q) {
+    total_usage += Usage(q);
+    total_share += q < static_cast<int32_t>(share_.size()) ? share_[q] : 1.0;
+  }
+  if (total_usage <= 0 || total_share <= 0) return out;
+  for (int32_t q = 0; q < num_queues; ++q) {
+    const double share = (q < static_cast<int32_t>(share_.size()) ? share_[q] : 1.0) / total_share;
+    if (share <= 0) {
+      out[q] = 0;
+      continue;
+    }
+    const double used = Usage(q) / total_usage;
+    out[q] = static_cast<int64_t>(std::llround(static_cast<double>(options_.weight) * std::exp2(-used / share)));
+  }
+  return out;
+}
+
+double FairShare::Usage(int32_t queue) const {
+  return queue < static_cast<int32_t>(usage_.size()) ? usage_[queue] : 0.0;
+}
+
+}  // namespace muster::scheduler

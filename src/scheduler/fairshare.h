@@ -1,0 +1,65 @@
+// FairShare: decayed usage per queue and the fair-share term of priority.
+//
+// Usage is GPU-seconds, decayed with a half-life (default 7 days): usage
+// recorded t ago counts 2^(-t / half_life). A queue's term is
+//
+//   points = weight x 2^(-(usage_q / usage_total) / (share_q / share_total))
+//
+// (Slurm's classic fair-share factor): a queue that has used nothing gets
+// the full weight, one that has used exactly its share gets half of it, one
+// that has used twice its share a quarter. Under sustained contention this
+// pushes each queue's long-run usage toward its share.
+//
+// It is accounting, not scheduling: the owner of the cluster state (server
+// control loop, simulator) calls Advance() with what is running, then hands
+// Points() to the scheduler in the snapshot. Time comes in as arguments.
+// Usage is floating point (it is a decayed sum, not an allocation).
+//
+// Example: half-life 7 d, two queues with equal shares, A has run 8 GPUs for
+// a day and B nothing: A's points = w x 2^(-1/0.5) = w/4, B's = w.
+//
+// Thread-safety: none; one owner.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+
+namespace muster::scheduler {
+
+struct FairShareOptions {
+  Duration half_life = Duration::Hours(7 * 24);
+  int64_t weight = 5'000;  // points at zero usage; 0 turns fair-share off
+
+  Status Validate() const;
+};
+
+class FairShare {
+ public:
+  explicit FairShare(FairShareOptions options) : options_(options) {}
+
+  // Sets a queue's share (default 1). Queues are dense ids.
+  void SetShare(int32_t queue, double share);
+  // Decays all usage to `now`, then charges each (queue, GPUs) pair in
+  // `running` for the time since the previous call. Time never goes back.
+  void Advance(Time now, const std::vector<std::pair<int32_t, int64_t>>& running);
+  // The fair-share points of every queue in [0, num_queues).
+  std::vector<int64_t> Points(int32_t num_queues) const;
+  // Decayed GPU-seconds of `queue`.
+  double Usage(int32_t queue) const;
+  bool enabled() const { return options_.weight > 0; }
+
+ private:
+  void Grow(int32_t queue);
+
+  FairShareOptions options_;
+  std::vector<double> usage_;
+  std::vector<double> share_;
+  Time last_;
+  bool started_ = false;
+};
+
+}  // namespace muster::scheduler
