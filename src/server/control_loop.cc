@@ -31,7 +31,7 @@ const char* ControlLoop::ActionName(Action a) {
 }
 
 ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store::Store& store)
-    : options_(options), clock_(clock), store_(store), state_(options.cluster) {}
+    : options_(options), clock_(clock), store_(store), state_(options.cluster), fairshare_(options.fairshare) {}
 
 ControlLoop::~ControlLoop() { Stop(); }
 
@@ -400,7 +400,17 @@ void ControlLoop::RunCycle() {
     PruneIdempotency(now);
     last_prune_ = now;
   }
-  const core::Decisions d = scheduler_->Cycle(state_.Snapshot(now));
+  std::vector<std::pair<int32_t, int64_t>> running;
+  for (const auto& [id, r] : state_.running()) {
+    int64_t gpus = 0;
+    for (const core::Allocation& a : r.allocations) gpus += a.resources.gpus;
+    running.emplace_back(r.queue, gpus);
+  }
+  fairshare_.Advance(now, running);
+  fairshare_points_ = fairshare_.Points(state_.num_queues());
+  core::ClusterSnapshot snap = state_.Snapshot(now);
+  snap.queue_fairshare = fairshare_points_;
+  const core::Decisions d = scheduler_->Cycle(snap);
   ++stats_.cycles;
   last_cycle_ = now;
   dirty_ = false;
@@ -463,7 +473,8 @@ StatusOr<ControlLoop::Explanation> ControlLoop::Explain(int64_t id) {
     } else {
       e.reason_text = e.job.reason;
     }
-    const core::ClusterSnapshot snap = state_.Snapshot(now);
+    core::ClusterSnapshot snap = state_.Snapshot(now);
+    if (fairshare_points_.size() == static_cast<size_t>(state_.num_queues())) snap.queue_fairshare = fairshare_points_;
     for (const core::PendingJob& p : snap.pending) {
       if (p.id == id) e.priority = scheduler_->Priority(p, snap);
     }

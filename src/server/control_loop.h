@@ -8,7 +8,8 @@
 // scheduling cycle shortly after every change and every `cycle_interval`,
 // applies its decisions (start jobs, fail jobs whose dependencies can never
 // be met) and writes them too, and keeps the cycle's pending reasons for
-// `why`.
+// `why`. Before each cycle it charges the running jobs' GPUs to their
+// queues' fair-share usage (scheduler/fairshare.h).
 //
 // Start() rebuilds the state from the store: ended jobs as history (for
 // dependencies and queries), pending and held jobs in the queue, running
@@ -138,6 +139,10 @@ class ControlLoop {
   // Owned by the loop thread only.
   core::ClusterState state_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
+  // Decayed GPU usage per queue, charged before every cycle. It starts from
+  // zero at each server start (persisting it is the multi-tenancy issue).
+  scheduler::FairShare fairshare_;
+  std::vector<int64_t> fairshare_points_;  // per dense queue id, from the last cycle
   std::unordered_map<int64_t, store::JobRow> jobs_;
   struct IdemEntry {
     std::string fingerprint;

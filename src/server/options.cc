@@ -43,6 +43,7 @@ Status ServerOptions::Validate() const {
                            "defaultPriorityClass");
   }
   if (Status s = scheduler.Validate(); !s.ok()) return s;
+  if (Status s = fairshare.Validate(); !s.ok()) return s;
   if (cycle_interval < Duration::Millis(10)) return InvalidArgument("must be at least 10ms", "cycleInterval");
   if (max_body_bytes < 1024) return InvalidArgument("must be at least 1024", "maxBodyBytes");
   if (rate_per_second < 1 || rate_burst < 1) return InvalidArgument("must be positive", "rateLimit");
@@ -57,7 +58,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (root.IsNull()) return Status::Ok();
     if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
-                                     "scheduler", "cycleInterval", "maxBodyBytes", "rateLimit", "threads",
+                                     "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit", "threads",
                                      "nodes", "nodeGroups"},
                               "server"));
     if (root["listen"]) {
@@ -128,6 +129,16 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       }
       if (s["sizeCap"]) {
         ASSIGN_OR_RETURN(so.weights.size_cap, config::Int(s["sizeCap"], path + ".sizeCap", 0, 1'000'000'000));
+      }
+    }
+    if (const YAML::Node f = root["fairShare"]) {
+      if (!f.IsMap()) return InvalidArgument("must be a mapping {weight, halfLife}", "server.fairShare");
+      RETURN_IF_ERROR(CheckKeys(f, {"weight", "halfLife"}, "server.fairShare"));
+      if (f["weight"]) {
+        ASSIGN_OR_RETURN(o.fairshare.weight, config::Int(f["weight"], "server.fairShare.weight", 0, 1'000'000'000));
+      }
+      if (f["halfLife"]) {
+        ASSIGN_OR_RETURN(o.fairshare.half_life, config::Dur(f["halfLife"], "server.fairShare.halfLife"));
       }
     }
     if (root["cycleInterval"]) {

@@ -10,6 +10,7 @@
 //   defaultPriorityClass: normal
 //   scheduler: {policy: muster, maxReservations: 8, starvationThreshold: 8h,
 //               agePointsPerHour: 500, ageCap: 20000}
+//   fairShare: {weight: 5000, halfLife: 7d}   # between queues, equal shares; weight 0 = off
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
 //   maxBodyBytes: 1048576    # larger request bodies get 413
 //   rateLimit: {perSecond: 500, burst: 1000}   # per client address; 429 beyond
@@ -26,6 +27,7 @@
 #include "common/time.h"
 #include "core/cluster_state.h"
 #include "core/node.h"
+#include "scheduler/fairshare.h"
 #include "scheduler/scheduler.h"
 
 namespace muster::server {
@@ -37,6 +39,7 @@ struct ServerOptions {
   std::vector<std::string> admins = {"root"};
   core::ClusterConfig cluster;
   scheduler::SchedulerOptions scheduler;
+  scheduler::FairShareOptions fairshare;
   Duration cycle_interval = Duration::Seconds(1);
   // After a change, the next cycle waits at most this long (debounce).
   Duration cycle_delay = Duration::Millis(5);

@@ -413,6 +413,44 @@ TEST(ServerRestart, AJobWhoseNodeIsGoneWaitsAgain) {
   EXPECT_EQ(requeued, 1);
 }
 
+TEST(ServerFairShare, AnIdleQueueOvertakesABusyOne) {
+  ServerProcess server(
+      "nodes:\n  - {name: a, gpus: 8, gpuType: H100}\ncycleInterval: 50ms\nfairShare: {weight: 5000, halfLife: 1h}\n");
+  ASSERT_TRUE(server.Start()) << server.log();
+  Api api(server.url());
+  auto submit = [&](const std::string& queue) {
+    auto r = api.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":8},"queue":")j" + queue + "\"}");
+    EXPECT_EQ(r->status, 201) << r->body;
+    return json::parse(r->body)["id"].get<int64_t>();
+  };
+  const int64_t a1 = submit("team-a");
+  for (int i = 0; i < 1000 && api.GetJson("/v1/jobs/" + std::to_string(a1))["state"] != "RUNNING"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // team-a accrues usage
+  const int64_t a2 = submit("team-a");
+  const int64_t b1 = submit("team-b");
+  json a2_job, b1_job;
+  for (int i = 0; i < 1000; ++i) {
+    a2_job = api.GetJson("/v1/jobs/" + std::to_string(a2));
+    b1_job = api.GetJson("/v1/jobs/" + std::to_string(b1));
+    if (a2_job.contains("priorityBreakdown") && b1_job.contains("priorityBreakdown") &&
+        b1_job["priorityBreakdown"]["fairShare"].get<int64_t>() > 0) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(b1_job["priorityBreakdown"]["fairShare"].get<int64_t>(),
+            a2_job["priorityBreakdown"]["fairShare"].get<int64_t>())
+      << a2_job.dump() << b1_job.dump();
+  ASSERT_EQ(api.Post("/v1/jobs/" + std::to_string(a1) + "/cancel", "")->status, 200);
+  for (int i = 0; i < 1000 && api.GetJson("/v1/jobs/" + std::to_string(b1))["state"] != "RUNNING"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(api.GetJson("/v1/jobs/" + std::to_string(b1))["state"], "RUNNING");
+  EXPECT_EQ(api.GetJson("/v1/jobs/" + std::to_string(a2))["state"], "PENDING");
+}
+
 TEST(ServerStart, DamagedStoreStopsItWithTheFileName) {
   ServerProcess server(kCluster);
   ASSERT_TRUE(server.Start());
