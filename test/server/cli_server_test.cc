@@ -50,7 +50,7 @@ TEST_F(CliServerTest, SubmitListWhyAndActions) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("Job 2 (second) is PENDING: Resources: need 4 GPU; free 0 GPU"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("planned start in 1h"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Priority 10000 = class 10000 + age 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" = class 10000 + age 0 + fair-share "), std::string::npos) << r.out;
 
   r = Muster(url, "get jobs");
   EXPECT_NE(r.out.find("ID  NAME"), std::string::npos) << r.out;
