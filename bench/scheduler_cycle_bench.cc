@@ -24,6 +24,7 @@
 #include "common/random.h"
 #include "core/cluster_state.h"
 #include "scheduler/scheduler.h"
+#include "sim/simulator.h"
 
 namespace {
 
@@ -57,14 +58,9 @@ int64_t PhillyGpus(Random& rng) {
 
 core::JobSpec Spec(int64_t gpus, int node_gpus, Duration limit) {
   core::JobSpec s;
-  if (gpus <= node_gpus) {
-    s.per_replica.gpus = gpus;
-  } else {
-    int64_t d = node_gpus;
-    while (gpus % d) --d;
-    s.replicas = static_cast<int32_t>(gpus / d);
-    s.per_replica.gpus = d;
-  }
+  const auto [replicas, per] = sim::GangShape(gpus, node_gpus);
+  s.replicas = replicas;
+  s.per_replica.gpus = per;
   s.time_limit = limit;
   return s;
 }

@@ -18,7 +18,7 @@ int RunMuster(int argc, char** argv) {
   CLI::App* sim = AddSimCommand(app, sim_flags);
   ServerFlags server_flags;
   CLI::App* server = AddServerCommand(app, server_flags);
-  std::unique_ptr<JobCommands, void (*)(JobCommands*)> jobs(AddJobCommands(app), &DeleteJobCommands);
+  std::shared_ptr<JobCommands> jobs = AddJobCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,7 +28,7 @@ int RunMuster(int argc, char** argv) {
   }
   if (sim->parsed()) return RunSim(sim_flags);
   if (server->parsed()) return RunServerCommand(server_flags);
-  const int rc = RunJobCommands(jobs.get());
+  const int rc = RunJobCommands(*jobs);
   return rc >= 0 ? rc : 2;
 }
 

@@ -57,8 +57,9 @@ StatusOr<Response> Client::Post(const std::string& path, const std::string& body
   std::chrono::milliseconds backoff(50);
   while (true) {
     auto r = http_->Post(path, h, body, content_type);
-    // Retry only what is safe to retry: no answer, or 409 "still in
-    // progress" / 503 for an idempotent submit.
+    // Without an answer, retry: a submit carries an Idempotency-Key and the
+    // actions (cancel, hold, release, requeue) are idempotent. With an
+    // answer, a keyed submit also retries 409 "still in progress" and 503.
     const bool idempotent = headers.count("Idempotency-Key") > 0;
     if (r && !(idempotent && (r->status == 409 || r->status == 503))) return Decode(r);
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -73,10 +74,8 @@ StatusOr<Response> Client::Post(const std::string& path, const std::string& body
 
 Status Client::ErrorOf(const Response& r) {
   std::string message = "server answered " + std::to_string(r.status);
-  std::string field;
   if (r.body.is_object() && r.body.contains("error") && r.body["error"].is_object()) {
     message = r.body["error"].value("message", message);
-    field = r.body["error"].value("field", "");
   }
   StatusCode code = StatusCode::kInternal;
   if (r.status == 400 || r.status == 413 || r.status == 422) code = StatusCode::kInvalidArgument;

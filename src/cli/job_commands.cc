@@ -358,11 +358,11 @@ int Act(JobCommands& c, Client& client, const std::string& verb) {
 
 }  // namespace
 
-JobCommands* AddJobCommands(CLI::App& app) {
-  auto* c = new JobCommands;
+std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
+  auto c = std::make_shared<JobCommands>();
   c->server = DefaultServer();
   c->user = DefaultUser();
-  auto common = [c](CLI::App* sub) {
+  auto common = [c = c.get()](CLI::App* sub) {
     sub->add_option("--server", c->server, "Server address (default $MUSTER_SERVER or http://127.0.0.1:8470)");
     sub->add_option("--user", c->user, "Act as this user (default $USER)");
     sub->add_option("-o,--output", c->output, "wide, json or yaml");
@@ -420,7 +420,8 @@ JobCommands* AddJobCommands(CLI::App& app) {
   return c;
 }
 
-int RunJobCommands(JobCommands* c) {
+int RunJobCommands(JobCommands& commands) {
+  JobCommands* c = &commands;
   CLI::App* parsed = nullptr;
   for (CLI::App* sub : {c->submit, c->get, c->describe, c->why, c->history}) {
     if (sub->parsed()) parsed = sub;
@@ -458,6 +459,5 @@ int RunJobCommands(JobCommands* c) {
   return Act(*c, client, verb);
 }
 
-void DeleteJobCommands(JobCommands* c) { delete c; }
 
 }  // namespace muster::cli

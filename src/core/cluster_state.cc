@@ -282,7 +282,7 @@ Status ClusterState::EndPending(JobId job, JobState terminal, Time now, std::str
   return Status::Ok();
 }
 
-Status ClusterState::Requeue(JobId job, Time now, std::string reason) {
+Status ClusterState::Requeue(JobId job, std::string reason) {
   auto it = running_.find(job);
   if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
   const RunningJob& r = it->second;
@@ -303,7 +303,6 @@ Status ClusterState::Requeue(JobId job, Time now, std::string reason) {
   p.held = false;
   pending_pos_[job] = pending_.size();
   pending_.push_back(std::move(p));
-  (void)now;
   return Status::Ok();
 }
 

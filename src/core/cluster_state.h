@@ -82,7 +82,7 @@ class ClusterState {
   // Returns a running job to PENDING (requeue, preemption, node loss): its
   // resources are released and it keeps its original submit time, so it
   // keeps its age. The attempt count lives with the owner.
-  Status Requeue(JobId job, Time now, std::string reason);
+  Status Requeue(JobId job, std::string reason);
   // Records a job that had already ended before this state was built (a
   // restart reloading history), so dependencies on it resolve.
   Status RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state, Time end_time,

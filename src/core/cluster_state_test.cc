@@ -832,7 +832,7 @@ TEST_F(ClusterStateTest, RequeueReleasesEverythingAndKeepsSubmitTime) {
   const JobSpec gang = MakeJob(2);
   const JobId id = SubmitOk(gang, Time::FromSeconds(5));
   ASSERT_TRUE(state_.Bind({id, {Alloc(a_, 2, gang)}}, Time::FromSeconds(20)).ok());
-  ASSERT_TRUE(state_.Requeue(id, Time::FromSeconds(30), "requeued by user").ok());
+  ASSERT_TRUE(state_.Requeue(id, "requeued by user").ok());
   EXPECT_EQ(StateOf(id), JobState::kPending);
   EXPECT_EQ(Free(a_), Capacity(a_));
   const ClusterSnapshot snap = state_.Snapshot(Time::FromSeconds(31));
@@ -841,7 +841,7 @@ TEST_F(ClusterStateTest, RequeueReleasesEverythingAndKeepsSubmitTime) {
   EXPECT_TRUE(state_.CheckInvariants().ok());
   // It can run again.
   ASSERT_TRUE(state_.Bind({id, {Alloc(b_, 2, gang)}}, Time::FromSeconds(40)).ok());
-  EXPECT_FALSE(state_.Requeue(12345, Time::FromSeconds(41), "").ok());
+  EXPECT_FALSE(state_.Requeue(12345, "").ok());
 }
 
 TEST_F(ClusterStateTest, RestoredEndedJobsResolveDependencies) {

@@ -239,7 +239,6 @@ StatusOr<ControlLoop::SubmitResult> ControlLoop::Submit(SubmitRequest req) {
           return reply(FailedPrecondition("a request with Idempotency-Key \"" + req.idempotency_key +
                                           "\" is still being processed; retry"));
         }
-        ++stats_.replays;
         const JobRow& first = jobs_.at(it->second.job_id);
         return reply(SubmitResult{first, std::max<int32_t>(1, req.spec.array), false});
       }
@@ -281,7 +280,6 @@ StatusOr<ControlLoop::SubmitResult> ControlLoop::Submit(SubmitRequest req) {
       b.idempotency.push_back({req.user, req.idempotency_key, req.fingerprint, first_id, now.millis()});
       idempotency_[key] = {req.fingerprint, first_id, false, now.millis()};
     }
-    stats_.submits += count;
     dirty_ = true;
     Persist(std::move(b), [this, key, first = rows.front(), count, reply](const Status& s) {
       if (!key.second.empty()) {
@@ -360,7 +358,7 @@ StatusOr<JobRow> ControlLoop::Act(int64_t id, Action action, const std::string& 
         break;
       case Action::kRequeue:
         if (state != "RUNNING") return reply(ended("running jobs can be requeued"));
-        s = state_.Requeue(id, now, "requeued by " + user);
+        s = state_.Requeue(id, "requeued by " + user);
         if (s.ok()) {
           row.state = "PENDING";
           row.reason = "requeued by " + user;
@@ -411,7 +409,6 @@ void ControlLoop::RunCycle() {
   core::ClusterSnapshot snap = state_.Snapshot(now);
   snap.queue_fairshare = fairshare_points_;
   const core::Decisions d = scheduler_->Cycle(snap);
-  ++stats_.cycles;
   last_cycle_ = now;
   dirty_ = false;
   store::WriteBatch b;
@@ -517,8 +514,5 @@ std::vector<ControlLoop::QueueView> ControlLoop::Queues() {
   }, R{});
 }
 
-ControlLoop::Stats ControlLoop::stats() {
-  return Call<Stats>([this](std::function<void(Stats)> reply) { reply(stats_); }, Stats{});
-}
 
 }  // namespace muster::server

@@ -107,13 +107,6 @@ class ControlLoop {
   };
   std::vector<QueueView> Queues();
 
-  // Counters for tests and metrics.
-  struct Stats {
-    uint64_t cycles = 0;
-    uint64_t submits = 0;
-    uint64_t replays = 0;
-  };
-  Stats stats();
 
  private:
   using Task = std::function<void()>;
@@ -164,7 +157,6 @@ class ControlLoop {
   Time last_cycle_;
   Time last_prune_;
   Duration cycle_gap_ = Duration::Millis(5);  // after a change, the wait before the next cycle
-  Stats stats_;
 
   std::mutex mu_;
   std::condition_variable cv_;

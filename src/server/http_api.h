@@ -17,7 +17,7 @@
 // IdempotencyKeyReused (422), PayloadTooLarge (413), TooManyRequests (429,
 // with Retry-After), Unavailable (503), Internal (500). Unknown query
 // parameters are rejected with a suggestion. Bodies over max_body_bytes are
-// refused (YAML bodies over 256 KiB too); each client address gets rate_per_second
+// refused with 413 (YAML bodies over 256 KiB too); each client address gets rate_per_second
 // requests per second (burst rate_burst).
 //
 // Identity: until authentication lands (the security issue), the caller

@@ -15,15 +15,6 @@ namespace {
 
 using core::JobId;
 
-// Replicas x GPUs-per-replica for a job of `g` GPUs on nodes of at most `s`.
-std::pair<int32_t, int64_t> GangShape(int64_t g, int64_t s) {
-  if (g <= s) return {1, g};
-  for (int64_t d = s; d >= 1; --d) {
-    if (g % d == 0) return {static_cast<int32_t>(g / d), d};
-  }
-  return {static_cast<int32_t>(g), 1};
-}
-
 class Run {
  public:
   Run(const std::vector<TraceJob>& trace, const ClusterDescription& cluster, const SimOptions& opts)
@@ -272,6 +263,14 @@ Status SimOptions::Validate() const {
   }
   if (audit_every < 0) return InvalidArgument("must be >= 0", "--audit-every");
   return Status::Ok();
+}
+
+std::pair<int32_t, int64_t> GangShape(int64_t gpus, int64_t node_gpus) {
+  if (gpus <= node_gpus) return {1, gpus};
+  for (int64_t d = node_gpus; d >= 1; --d) {
+    if (gpus % d == 0) return {static_cast<int32_t>(gpus / d), d};
+  }
+  return {static_cast<int32_t>(gpus), 1};
 }
 
 const char* OutcomeName(Outcome o) {

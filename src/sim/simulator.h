@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -47,6 +48,11 @@ struct SimOptions {
 
   Status Validate() const;
 };
+
+// Replicas x GPUs per replica for a trace job of `gpus` GPUs on nodes of at
+// most `node_gpus`: one replica when it fits a node, else the largest
+// divisor of `gpus` not above `node_gpus` per replica (16 on 8 -> 2 x 8).
+std::pair<int32_t, int64_t> GangShape(int64_t gpus, int64_t node_gpus);
 
 enum class Outcome { kCompleted, kTimeout, kUnschedulable, kSkippedNoDuration, kSkippedNoGpus };
 const char* OutcomeName(Outcome o);
