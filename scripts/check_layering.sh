@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the include direction of src/ (common <- core <- scheduler <- sim/server <- cli;
-# config, api and store beside the scheduler, never including it),
+# config, api and store beside the scheduler, never including it; the agent
+# (gpu, agent) shares only common and the agent protocol (proto) with the server),
 # and that the scheduling core (core/, scheduler/) does no I/O and reads no clock.
 # Prints each violation as file:line and exits 1 if there is any.
 set -u
@@ -17,8 +18,11 @@ declare -A allowed=(
   [api]="common core api"
   [store]="common store"
   [sim]="common core scheduler config sim"
-  [server]="common core scheduler config api store server"
-  [cli]="common core scheduler config api sim server cli"
+  [proto]="common proto"
+  [gpu]="common gpu"
+  [agent]="common gpu proto agent"
+  [server]="common core scheduler config api store proto server"
+  [cli]="common core scheduler config api sim server gpu proto agent cli"
 )
 for layer in "${!allowed[@]}"; do
   [ -d "src/$layer" ] || continue

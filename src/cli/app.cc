@@ -1,9 +1,11 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <cstring>
 #include <iostream>
 #include <memory>
 
+#include "agent/task_shim.h"
 #include "cli/job_commands.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
@@ -11,6 +13,8 @@
 namespace muster::cli {
 
 int RunMuster(int argc, char** argv) {
+  // The agent's task shim (agent/task_shim.h): internal, so not in --help.
+  if (argc == 3 && std::strcmp(argv[1], "task-shim") == 0) return agent::RunTaskShim(argv[2]);
   CLI::App app{"muster: a GPU cluster scheduler for ML training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "muster 0.1.0");

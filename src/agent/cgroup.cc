@@ -1,0 +1,270 @@
+#include "agent/cgroup.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace muster::agent {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Status WriteFile(const std::string& path, const std::string& value) {
+  std::ofstream out(path);
+  if (!out) return Internal("cannot open " + path + ": " + std::strerror(errno));
+  out << value;
+  out.flush();
+  if (!out) return Internal("cannot write \"" + value + "\" to " + path + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
+bool HasWord(const std::string& text, const std::string& word) {
+  std::istringstream in(text);
+  std::string w;
+  while (in >> w) {
+    if (w == word) return true;
+  }
+  return false;
+}
+
+// The value after `key` in a "key value" per line file.
+int64_t KeyValue(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  std::string k;
+  int64_t v = 0;
+  while (in >> k >> v) {
+    if (k == key) return v;
+  }
+  return 0;
+}
+
+}  // namespace
+
+CgroupDriver::~CgroupDriver() = default;
+
+StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::ForV2(const std::string& unified_mount,
+                                                            const std::string& parent) {
+  std::unique_ptr<CgroupDriver> d(new CgroupDriver());
+  d->version_ = 2;
+  d->parent_ = parent;
+  d->unified_ = unified_mount;
+  d->hierarchies_ = {{"", unified_mount}};
+  const std::string available = ReadFile(unified_mount + "/cgroup.controllers");
+  std::error_code ec;
+  fs::create_directories(unified_mount + "/" + parent, ec);
+  if (ec) return FailedPrecondition("cannot create cgroup " + unified_mount + "/" + parent + ": " + ec.message());
+  // Delegate the controllers to the parent's children. The root may refuse
+  // one (busy or not offered); what the parent then offers is what we have.
+  for (const char* c : {"memory", "cpu", "pids"}) {
+    if (!HasWord(available, c)) continue;
+    (void)WriteFile(unified_mount + "/cgroup.subtree_control", std::string("+") + c);
+    (void)WriteFile(unified_mount + "/" + parent + "/cgroup.subtree_control", std::string("+") + c);
+  }
+  const std::string enabled = ReadFile(unified_mount + "/" + parent + "/cgroup.subtree_control");
+  d->has_memory_ = HasWord(enabled, "memory");
+  d->has_cpu_ = HasWord(enabled, "cpu");
+  d->has_pids_ = HasWord(enabled, "pids");
+  return d;
+}
+
+StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::Detect(const std::string& parent,
+                                                             const std::string& mounts_file) {
+  std::ifstream in(mounts_file);
+  if (!in) return FailedPrecondition("cannot read " + mounts_file);
+  std::string unified;
+  std::vector<Hierarchy> v1;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string dev, mount, type, opts;
+    f >> dev >> mount >> type >> opts;
+    if (type == "cgroup2") unified = mount;
+    if (type != "cgroup") continue;
+    std::istringstream o(opts);
+    std::string opt;
+    while (std::getline(o, opt, ',')) {
+      if (opt == "memory" || opt == "cpu" || opt == "pids") v1.push_back({opt, mount});
+    }
+  }
+  const bool v2_has_memory = !unified.empty() && HasWord(ReadFile(unified + "/cgroup.controllers"), "memory");
+  const bool v1_has_memory = std::any_of(v1.begin(), v1.end(), [](const Hierarchy& h) { return h.controller == "memory"; });
+  if (v2_has_memory || (!unified.empty() && !v1_has_memory)) return ForV2(unified, parent);
+  if (v1.empty()) return FailedPrecondition("no cgroup hierarchy is mounted (see " + mounts_file + ")");
+  std::unique_ptr<CgroupDriver> d(new CgroupDriver());
+  d->version_ = 1;
+  d->parent_ = parent;
+  for (const Hierarchy& h : v1) {
+    std::error_code ec;
+    fs::create_directories(h.mount + "/" + parent, ec);
+    if (ec) return FailedPrecondition("cannot create cgroup " + h.mount + "/" + parent + ": " + ec.message());
+    d->hierarchies_.push_back(h);
+    if (h.controller == "memory") d->has_memory_ = true;
+    if (h.controller == "cpu") d->has_cpu_ = true;
+    if (h.controller == "pids") d->has_pids_ = true;
+  }
+  // Processes are tracked in the memory hierarchy; it must come first.
+  std::stable_partition(d->hierarchies_.begin(), d->hierarchies_.end(),
+                        [](const Hierarchy& h) { return h.controller == "memory"; });
+  return d;
+}
+
+std::string CgroupDriver::Describe() const {
+  std::string enforced;
+  auto add = [&](bool has, const char* c) {
+    if (has) enforced += (enforced.empty() ? "" : ", ") + std::string(c);
+  };
+  add(has_memory_, "memory");
+  add(has_cpu_, "cpu");
+  add(has_pids_, "pids");
+  return (version_ == 1 ? "v1 (" : "v2 (") + (enforced.empty() ? "no limits" : enforced) + ")";
+}
+
+std::vector<std::string> CgroupDriver::Dirs(const std::string& name) const {
+  std::vector<std::string> out;
+  for (const Hierarchy& h : hierarchies_) out.push_back(h.mount + "/" + parent_ + (name.empty() ? "" : "/" + name));
+  return out;
+}
+
+std::string CgroupDriver::ProcsDir(const std::string& name) const { return Dirs(name).front(); }
+
+std::string CgroupDriver::MemoryDir(const std::string& name) const {
+  for (const Hierarchy& h : hierarchies_) {
+    if (h.controller == "memory" || h.controller.empty()) return h.mount + "/" + parent_ + "/" + name;
+  }
+  return {};
+}
+
+Status CgroupDriver::Create(const std::string& name, const CgroupLimits& limits) {
+  if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') {
+    return InvalidArgument("bad cgroup name \"" + name + "\"");
+  }
+  for (const std::string& dir : Dirs(name)) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return Internal("cannot create cgroup " + dir + ": " + ec.message());
+  }
+  for (const Hierarchy& h : hierarchies_) {
+    const std::string dir = h.mount + "/" + parent_ + "/" + name;
+    const bool v2 = h.controller.empty();
+    if ((v2 || h.controller == "memory") && has_memory_ && limits.memory_bytes > 0) {
+      const std::string bytes = std::to_string(limits.memory_bytes);
+      if (v2) {
+        RETURN_IF_ERROR(WriteFile(dir + "/memory.max", bytes));
+        (void)WriteFile(dir + "/memory.swap.max", "0");  // the limit is real memory, no swapping past it
+        (void)WriteFile(dir + "/memory.oom.group", "1");  // an OOM ends the whole task
+      } else {
+        RETURN_IF_ERROR(WriteFile(dir + "/memory.limit_in_bytes", bytes));
+        (void)WriteFile(dir + "/memory.memsw.limit_in_bytes", bytes);
+      }
+    }
+    if ((v2 || h.controller == "cpu") && has_cpu_ && limits.cpu_milli > 0) {
+      const int64_t period = 100'000;
+      const int64_t quota = std::max<int64_t>(1000, limits.cpu_milli * period / 1000);
+      if (v2) {
+        RETURN_IF_ERROR(WriteFile(dir + "/cpu.max", std::to_string(quota) + " " + std::to_string(period)));
+      } else {
+        RETURN_IF_ERROR(WriteFile(dir + "/cpu.cfs_period_us", std::to_string(period)));
+        RETURN_IF_ERROR(WriteFile(dir + "/cpu.cfs_quota_us", std::to_string(quota)));
+      }
+    }
+    if ((v2 || h.controller == "pids") && has_pids_ && limits.pids > 0) {
+      RETURN_IF_ERROR(WriteFile(dir + "/pids.max", std::to_string(limits.pids)));
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> CgroupDriver::ProcsFiles(const std::string& name) const {
+  std::vector<std::string> out;
+  for (const std::string& dir : Dirs(name)) out.push_back(dir + "/cgroup.procs");
+  return out;
+}
+
+Status CgroupDriver::AddProcess(const std::string& name, pid_t pid) {
+  for (const std::string& dir : Dirs(name)) RETURN_IF_ERROR(WriteFile(dir + "/cgroup.procs", std::to_string(pid)));
+  return Status::Ok();
+}
+
+std::vector<pid_t> CgroupDriver::Processes(const std::string& name) const {
+  std::vector<pid_t> out;
+  std::istringstream in(ReadFile(ProcsDir(name) + "/cgroup.procs"));
+  pid_t p = 0;
+  while (in >> p) out.push_back(p);
+  return out;
+}
+
+int64_t CgroupDriver::OomKills(const std::string& name) const {
+  const std::string dir = MemoryDir(name);
+  if (dir.empty()) return 0;
+  if (version_ == 2) return KeyValue(ReadFile(dir + "/memory.events"), "oom_kill");
+  return KeyValue(ReadFile(dir + "/memory.oom_control"), "oom_kill");
+}
+
+void CgroupDriver::Signal(const std::string& name, int sig, pid_t spare) const {
+  for (pid_t p : Processes(name)) {
+    if (p != spare) ::kill(p, sig);
+  }
+}
+
+bool CgroupDriver::KillAll(const std::string& name) const {
+  const std::string dir = ProcsDir(name);
+  if (!fs::exists(dir)) return true;
+  const bool has_kill_file = version_ == 2 && fs::exists(dir + "/cgroup.kill");
+  for (int i = 0; i < 500; ++i) {
+    const std::vector<pid_t> procs = Processes(name);
+    if (procs.empty()) return true;
+    if (has_kill_file) {
+      (void)WriteFile(dir + "/cgroup.kill", "1");
+    } else {
+      for (pid_t p : procs) ::kill(p, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(i < 20 ? 2 : 10));
+  }
+  return Processes(name).empty();
+}
+
+Status CgroupDriver::Remove(const std::string& name) {
+  std::string failed;
+  for (const std::string& dir : Dirs(name)) {
+    // An emptied group can stay busy for a moment while the kernel reaps it.
+    for (int i = 0; i < 100; ++i) {
+      if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) break;
+      if (errno != EBUSY) {
+        failed = dir + ": " + std::strerror(errno);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (fs::exists(dir) && failed.empty()) failed = dir + ": still busy";
+  }
+  if (!failed.empty()) return Internal("cannot remove cgroup " + failed);
+  return Status::Ok();
+}
+
+std::vector<std::string> CgroupDriver::List() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(ProcsDir(""), ec)) {
+    if (e.is_directory()) out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace muster::agent

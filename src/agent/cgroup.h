@@ -1,0 +1,98 @@
+// Cgroups: one control group per task, with the job's memory, CPU and pids
+// limits, on cgroup v2 (one unified hierarchy) and on cgroup v1 (one
+// hierarchy per controller, as on this project's CI machine).
+//
+// Every task group lives under one parent group (default "muster") so the
+// agent can list what it left behind after a restart. Names are plain
+// ("j12.a1.r0"); the driver maps them to directories:
+//   v2: <mount>/muster/j12.a1.r0
+//   v1: <mount>/memory/muster/j12.a1.r0, <mount>/cpu/..., <mount>/pids/...
+//
+// A controller the machine does not offer (v2 without "memory" enabled for
+// the parent, a v1 hierarchy not mounted) is left out: Create() says which
+// limits are enforced, and the agent reports it. Without write access to the
+// hierarchy (no root) Detect() fails and the agent runs tasks without
+// cgroups, saying so.
+//
+// Out of memory is read from the kernel's OOM-kill counter of the group:
+// v2 `memory.events` "oom_kill", v1 `memory.oom_control` "oom_kill".
+//
+// Thread-safety: none; the agent's executor owns the driver.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace muster::agent {
+
+struct CgroupLimits {
+  int64_t memory_bytes = 0;  // 0 = no limit
+  int64_t cpu_milli = 0;     // 0 = no limit; 1500 = 1.5 CPUs of quota
+  int64_t pids = 0;          // 0 = no limit
+};
+
+class CgroupDriver {
+ public:
+  // Reads /proc/self/mounts and picks v2 when the unified hierarchy has the
+  // memory controller, else v1 when its memory hierarchy is mounted, else v2
+  // without limits. `mount_root` and `mounts_file` are for tests.
+  static StatusOr<std::unique_ptr<CgroupDriver>> Detect(const std::string& parent = "muster",
+                                                        const std::string& mounts_file = "/proc/self/mounts");
+  // A driver of the given version over explicit directories (tests).
+  static StatusOr<std::unique_ptr<CgroupDriver>> ForV2(const std::string& unified_mount, const std::string& parent);
+
+  ~CgroupDriver();
+  CgroupDriver(const CgroupDriver&) = delete;
+  CgroupDriver& operator=(const CgroupDriver&) = delete;
+
+  int version() const { return version_; }
+  // "v1 (memory, cpu, pids)" or "v2 (memory, cpu, pids)": what is enforced.
+  std::string Describe() const;
+
+  // Creates the group with its limits. An existing group of that name is
+  // reused (its processes are not touched).
+  Status Create(const std::string& name, const CgroupLimits& limits);
+  // The cgroup.procs files a process writes its pid to to join the group.
+  std::vector<std::string> ProcsFiles(const std::string& name) const;
+  // Moves `pid` (and its future children) into the group.
+  Status AddProcess(const std::string& name, pid_t pid);
+  // The processes in the group; empty when it does not exist.
+  std::vector<pid_t> Processes(const std::string& name) const;
+  // How many processes the kernel's OOM killer killed in the group.
+  int64_t OomKills(const std::string& name) const;
+  // Sends `sig` to every process in the group except `spare` (0: none).
+  void Signal(const std::string& name, int sig, pid_t spare = 0) const;
+  // SIGKILLs everything in the group until it is empty (a few seconds at
+  // most); true when it is empty.
+  bool KillAll(const std::string& name) const;
+  // Removes the group (it must be empty). A missing group is fine.
+  Status Remove(const std::string& name);
+  // The task groups that exist under the parent.
+  std::vector<std::string> List() const;
+
+ private:
+  CgroupDriver() = default;
+  // The directories of group `name`, one per hierarchy ("" = the parent).
+  std::vector<std::string> Dirs(const std::string& name) const;
+  std::string MemoryDir(const std::string& name) const;
+  std::string ProcsDir(const std::string& name) const;
+
+  int version_ = 2;
+  std::string parent_;
+  std::string unified_;  // v2 mount
+  // v1 hierarchies in use; for v2 the single unified one.
+  struct Hierarchy {
+    std::string controller;  // "memory", "cpu", "pids", or "" (v2)
+    std::string mount;
+  };
+  std::vector<Hierarchy> hierarchies_;
+  bool has_memory_ = false, has_cpu_ = false, has_pids_ = false;
+};
+
+}  // namespace muster::agent

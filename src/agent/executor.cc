@@ -1,0 +1,254 @@
+#include "agent/executor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace muster::agent {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+int64_t ProcessStartTime(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return 0;
+  // Fields after the command name, which is in parentheses and may itself
+  // contain spaces: 3 is the state, 22 the start time.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {
+    if (!(rest >> field)) return 0;
+    if (i == 3 && (field == "Z" || field == "X")) return 0;  // a zombie has ended
+  }
+  return std::stoll(field);
+}
+
+Executor::Executor(ExecutorOptions options, const Clock& clock) : options_(std::move(options)), clock_(clock) {}
+
+Executor::~Executor() {
+  // Reap children that already ended; running tasks keep running (a new
+  // agent adopts them).
+  for (auto& [key, t] : tasks_) {
+    if (t.child && !t.result) ::waitpid(t.pid, nullptr, WNOHANG);
+  }
+}
+
+std::string Executor::TaskDir(const std::string& key) const { return options_.state_dir + "/tasks/" + key; }
+std::string Executor::LogPath(const std::string& key) const { return options_.state_dir + "/logs/" + key + ".log"; }
+
+StatusOr<std::string> Executor::Init() {
+  std::error_code ec;
+  fs::create_directories(options_.state_dir + "/tasks", ec);
+  if (!ec) fs::create_directories(options_.state_dir + "/logs", ec);
+  if (ec) return FailedPrecondition("cannot create the agent's state directory " + options_.state_dir + ": " + ec.message());
+  std::string how = "cgroups: off (limits are not enforced)";
+  if (options_.use_cgroups) {
+    auto driver = CgroupDriver::Detect(options_.cgroup_parent);
+    if (driver.ok()) {
+      cgroups_ = std::move(*driver);
+      how = "cgroups: " + cgroups_->Describe();
+    } else {
+      how = "cgroups: unavailable (" + driver.status().message() + "); limits are not enforced";
+    }
+  }
+  Recover();
+  return how;
+}
+
+Status Executor::Start(TaskSpec spec, const CgroupLimits& limits) {
+  const std::string key = spec.key;
+  if (tasks_.count(key) || fs::exists(TaskDir(key))) {
+    return Status(StatusCode::kAlreadyExists, "task " + key + " was already started on this node");
+  }
+  const std::string dir = TaskDir(key);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Internal("cannot create " + dir + ": " + ec.message());
+  if (cgroups_) {
+    RETURN_IF_ERROR(cgroups_->Create(key, limits));
+    spec.cgroup_procs = cgroups_->ProcsFiles(key);
+  }
+  if (spec.log_path.empty()) spec.log_path = LogPath(key);
+  RETURN_IF_ERROR(WriteFileAtomic(dir + "/spec.json", TaskSpecToJson(spec)));
+
+  const std::string shim_log = dir + "/shim.log";
+  const char* argv[] = {options_.shim_binary.c_str(), "task-shim", dir.c_str(), nullptr};
+  const pid_t pid = ::fork();
+  if (pid < 0) return Internal(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    const int fd = ::open(shim_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, 0);
+    ::close_range(3, ~0U, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv(argv[0], const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  Task t;
+  t.key = key;
+  t.pid = pid;
+  t.pid_start = ProcessStartTime(pid);
+  t.child = true;
+  t.start_ms = clock_.Now().millis();
+  (void)WriteFileAtomic(dir + "/pid.json",
+                        json({{"pid", pid}, {"startTime", t.pid_start}, {"startMs", t.start_ms}}).dump());
+  tasks_[key] = std::move(t);
+  return Status::Ok();
+}
+
+void Executor::Stop(const std::string& key, int signal, Duration grace, const std::string& reason) {
+  auto it = tasks_.find(key);
+  if (it == tasks_.end() || it->second.result || it->second.stopping) return;
+  Task& t = it->second;
+  t.stopping = true;
+  t.stop_reason = reason;
+  t.kill_at_ms = clock_.Now().millis() + std::max<int64_t>(0, grace.millis());
+  (void)WriteFileAtomic(TaskDir(key) + "/stop.json", json({{"reason", reason}, {"killAtMs", t.kill_at_ms}}).dump());
+  if (cgroups_) {
+    cgroups_->Signal(key, signal, t.pid);
+  } else if (t.pid > 1) {
+    ::kill(-t.pid, signal);  // the shim leads the task's process group and ignores it
+  }
+}
+
+bool Executor::Alive(const Task& t) const { return t.pid > 1 && ::kill(t.pid, 0) == 0 && ProcessStartTime(t.pid) == t.pid_start; }
+
+void Executor::Poll() {
+  const int64_t now = clock_.Now().millis();
+  for (auto& [key, t] : tasks_) {
+    if (t.result) continue;
+    if (t.child) {
+      int status = 0;
+      if (::waitpid(t.pid, &status, WNOHANG) == t.pid) {
+        Finish(t, status);
+        continue;
+      }
+    } else if (!Alive(t)) {
+      Finish(t, std::nullopt);
+      continue;
+    }
+    if (t.stopping && now >= t.kill_at_ms) {
+      if (cgroups_) cgroups_->KillAll(key);
+      if (t.pid > 1) {
+        ::kill(-t.pid, SIGKILL);
+        ::kill(t.pid, SIGKILL);
+      }
+    }
+  }
+}
+
+void Executor::Finish(Task& t, std::optional<int> wait_status) {
+  const std::string dir = TaskDir(t.key);
+  TaskResult r;
+  auto status = ReadWholeFile(dir + "/status.json");
+  const json s = status.ok() ? json::parse(*status, nullptr, false) : json();
+  if (s.is_object() && s.contains("signal")) {
+    r.signal = s.value("signal", 0);
+  } else if (s.is_object() && s.contains("exitCode")) {
+    r.exit_code = s.value("exitCode", -1);
+  } else if (wait_status && WIFSIGNALED(*wait_status)) {
+    r.signal = WTERMSIG(*wait_status);  // the shim itself was killed
+  } else if (wait_status) {
+    r.exit_code = 127;
+    auto log = ReadWholeFile(dir + "/shim.log");
+    r.message = "the task could not be started: " + (log.ok() && !log->empty() ? *log : "the task shim failed");
+  } else {
+    r.signal = SIGKILL;
+    r.message = "the task was gone when the agent looked for it";
+  }
+  if (r.exit_code == 127 && r.message.empty()) r.message = "the command could not be run (exit 127); see the log";
+  r.stop_reason = t.stop_reason;
+  if (cgroups_) {
+    r.oom = cgroups_->OomKills(t.key) > 0;
+    cgroups_->KillAll(t.key);
+    if (Status rm = cgroups_->Remove(t.key); !rm.ok()) {
+      std::fprintf(stderr, "muster agent: %s\n", rm.ToString().c_str());
+    }
+  } else if (t.pid > 1) {
+    ::kill(-t.pid, SIGKILL);  // whatever the payload left in its process group
+  }
+  r.end_ms = clock_.Now().millis();
+  (void)WriteFileAtomic(dir + "/result.json", TaskResultToJson(r));
+  t.result = r;
+  t.stopping = false;
+}
+
+void Executor::Recover() {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(options_.state_dir + "/tasks", ec)) {
+    if (!e.is_directory()) continue;
+    const std::string key = e.path().filename().string();
+    const std::string dir = e.path().string();
+    Task t;
+    t.key = key;
+    if (auto res = ReadWholeFile(dir + "/result.json"); res.ok()) {
+      if (auto r = TaskResultFromJson(*res); r.ok()) {
+        t.result = *r;
+        tasks_[key] = std::move(t);
+        continue;
+      }
+    }
+    auto pid = ReadWholeFile(dir + "/pid.json");
+    const json p = pid.ok() ? json::parse(*pid, nullptr, false) : json();
+    if (p.is_object()) {
+      t.pid = p.value("pid", 0);
+      t.pid_start = p.value("startTime", int64_t{0});
+      t.start_ms = p.value("startMs", int64_t{0});
+    }
+    if (auto stop = ReadWholeFile(dir + "/stop.json"); stop.ok()) {
+      const json st = json::parse(*stop, nullptr, false);
+      if (st.is_object()) {
+        t.stopping = true;
+        t.stop_reason = st.value("reason", "stop");
+        t.kill_at_ms = st.value("killAtMs", int64_t{0});
+      }
+    }
+    if (t.pid > 0 && Alive(t)) {
+      tasks_[key] = std::move(t);  // adopted: its shim still runs
+      continue;
+    }
+    if (t.pid <= 0) t.pid = -1;  // never started: nothing to signal
+    tasks_[key] = std::move(t);
+    Finish(tasks_[key], std::nullopt);
+  }
+  if (cgroups_) {
+    for (const std::string& group : cgroups_->List()) {
+      if (tasks_.count(group) && !tasks_[group].result) continue;
+      cgroups_->KillAll(group);
+      (void)cgroups_->Remove(group);
+    }
+  }
+}
+
+std::vector<TaskStatus> Executor::Tasks() const {
+  std::vector<TaskStatus> out;
+  for (const auto& [key, t] : tasks_) out.push_back({key, !t.result.has_value(), t.start_ms, t.result, t.stopping});
+  return out;
+}
+
+void Executor::Forget(const std::string& key) {
+  auto it = tasks_.find(key);
+  if (it == tasks_.end() || !it->second.result) return;
+  std::error_code ec;
+  fs::remove_all(TaskDir(key), ec);
+  tasks_.erase(it);
+}
+
+}  // namespace muster::agent

@@ -1,0 +1,110 @@
+// Executor: starts, watches, stops and cleans up the tasks of one node.
+//
+// Each task gets a directory <state_dir>/tasks/<key>/ (spec.json, pid,
+// status.json from the shim, result.json once it has ended, stop.json when
+// a stop was requested) and, where the machine allows, a cgroup named by its
+// key. Start() launches the task shim (task_shim.h) as a child of the agent;
+// the shim starts the payload.
+//
+// Stop(key, signal, grace, reason) sends `signal` to every process of the
+// task but the shim, and after `grace` SIGKILLs the whole group. Poll()
+// notices ended tasks, classifies them (exit code, signal, OOM from the
+// cgroup's counter, the stop reason: "timeout", "stop", "fenced"), kills
+// leftovers, removes the cgroup and writes result.json.
+//
+// Recover() runs once at agent start: a task whose shim still runs is
+// adopted (watched through its pid and start time, its status read from
+// status.json); a task whose shim is gone ends with what status.json says
+// or as lost; cgroups that belong to no task directory are emptied and
+// removed. So an agent restart never starts a task twice and never leaves
+// one behind.
+//
+// Forget(key) deletes an ended task's directory once the server has
+// recorded its result.
+//
+// Thread-safety: none; one agent thread owns the executor.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/cgroup.h"
+#include "agent/task_spec.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace muster::agent {
+
+struct ExecutorOptions {
+  std::string state_dir;     // tasks/ and logs/ live here
+  std::string shim_binary;   // the muster binary ("/proc/self/exe" resolved)
+  bool use_cgroups = true;   // false: no limits (a machine without cgroup access)
+  std::string cgroup_parent = "muster";
+};
+
+struct TaskStatus {
+  std::string key;
+  bool running = false;   // false: ended, `result` holds how
+  int64_t start_ms = 0;
+  std::optional<TaskResult> result;
+  bool stopping = false;  // a stop was requested and it has not ended yet
+};
+
+class Executor {
+ public:
+  Executor(ExecutorOptions options, const Clock& clock);
+  ~Executor();
+
+  // Sets up the state directory and cgroups, then recovers tasks left by an
+  // earlier agent. Returns a line describing cgroup enforcement.
+  StatusOr<std::string> Init();
+
+  // Starts a task. The spec's cgroup_procs are filled in here. A key that
+  // already exists (running or ended) is refused: a task never starts twice.
+  Status Start(TaskSpec spec, const CgroupLimits& limits);
+  // Asks a running task to stop; idempotent (the first deadline stands).
+  void Stop(const std::string& key, int signal, Duration grace, const std::string& reason);
+  // Advances every task: reaps ended ones, escalates stops past their grace.
+  void Poll();
+  // Every task the executor knows, running or ended but not forgotten.
+  std::vector<TaskStatus> Tasks() const;
+  bool Has(const std::string& key) const { return tasks_.count(key) > 0; }
+  // Drops an ended task's record and directory. Running tasks are kept.
+  void Forget(const std::string& key);
+
+  std::string TaskDir(const std::string& key) const;
+  std::string LogPath(const std::string& key) const;
+  CgroupDriver* cgroups() { return cgroups_.get(); }
+
+ private:
+  struct Task {
+    std::string key;
+    pid_t pid = 0;               // the shim
+    int64_t pid_start = 0;       // its start time in /proc ticks, against pid reuse
+    bool child = false;          // our child (waitpid) or adopted (polled)
+    int64_t start_ms = 0;
+    bool stopping = false;
+    int64_t kill_at_ms = 0;      // SIGKILL everything at this time
+    std::string stop_reason;
+    std::optional<TaskResult> result;
+  };
+  void Finish(Task& t, std::optional<int> wait_status);
+  bool Alive(const Task& t) const;
+  void Recover();
+
+  ExecutorOptions options_;
+  const Clock& clock_;
+  std::unique_ptr<CgroupDriver> cgroups_;
+  std::map<std::string, Task> tasks_;
+};
+
+// The start time of process `pid` from /proc/<pid>/stat (0 if it is gone
+// or a zombie).
+int64_t ProcessStartTime(pid_t pid);
+
+}  // namespace muster::agent

@@ -1,0 +1,194 @@
+#include "agent/task_shim.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "agent/task_spec.h"
+
+namespace muster::agent {
+
+namespace {
+
+constexpr int kIgnored[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGPIPE};
+
+void WriteAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// The log file with size-based rotation to path.1.
+class Log {
+ public:
+  Log(std::string path, int64_t max_bytes) : path_(std::move(path)), max_(max_bytes) { Open(); }
+  ~Log() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void Write(const char* data, size_t n) {
+    while (n > 0 && fd_ >= 0) {
+      if (max_ > 0 && size_ >= max_) {
+        ::close(fd_);
+        ::rename(path_.c_str(), (path_ + ".1").c_str());
+        Open();
+        continue;
+      }
+      const size_t room = max_ > 0 ? static_cast<size_t>(max_ - size_) : n;
+      const size_t part = std::min(n, room);
+      WriteAll(fd_, data, part);
+      size_ += static_cast<int64_t>(part);
+      data += part;
+      n -= part;
+    }
+  }
+
+ private:
+  void Open() {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    struct stat st {};
+    size_ = (fd_ >= 0 && ::fstat(fd_, &st) == 0) ? st.st_size : 0;
+  }
+  std::string path_;
+  int64_t max_;
+  int fd_ = -1;
+  int64_t size_ = 0;
+};
+
+// In the payload child, after fork: only async-signal-safe calls until exec.
+[[noreturn]] void ExecPayload(const TaskSpec& spec, const std::vector<char*>& argv, const std::vector<char*>& envp,
+                              int out_fd) {
+  for (int sig : kIgnored) ::signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd >= 0) ::dup2(null_fd, 0);
+  ::dup2(out_fd, 1);
+  ::dup2(out_fd, 2);
+  auto fail = [](const char* what) {
+    const char* err = std::strerror(errno);
+    WriteAll(2, "muster: ", 8);
+    WriteAll(2, what, std::strlen(what));
+    WriteAll(2, ": ", 2);
+    WriteAll(2, err, std::strlen(err));
+    WriteAll(2, "\n", 1);
+    ::_exit(127);
+  };
+  if (spec.run_as) {
+    if (::setgroups(spec.groups.size(), spec.groups.data()) != 0) fail("setgroups");
+    if (::setgid(spec.gid) != 0) fail("setgid");
+    if (::setuid(spec.uid) != 0) fail("setuid");
+  }
+  if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0) fail("cannot enter the working directory");
+  ::execvpe(argv[0], argv.data(), envp.data());
+  fail(argv[0]);
+  ::_exit(127);
+}
+
+}  // namespace
+
+int RunTaskShim(const std::string& task_dir) {
+  auto text = ReadWholeFile(task_dir + "/spec.json");
+  if (!text.ok()) {
+    std::fprintf(stderr, "muster task-shim: %s\n", text.status().ToString().c_str());
+    return 1;
+  }
+  auto parsed = TaskSpecFromJson(*text);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "muster task-shim: %s\n", parsed.status().ToString().c_str());
+    return 1;
+  }
+  const TaskSpec spec = std::move(*parsed);
+  ::setsid();
+  for (int sig : kIgnored) ::signal(sig, SIG_IGN);
+  Log log(spec.log_path, spec.log_max_bytes);
+  for (const std::string& procs : spec.cgroup_procs) {
+    const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    const std::string pid = std::to_string(::getpid());
+    if (fd < 0 || ::write(fd, pid.data(), pid.size()) < 0) {
+      const std::string msg = "muster: cannot join cgroup " + procs + ": " + std::strerror(errno) + "\n";
+      log.Write(msg.data(), msg.size());
+    }
+    if (fd >= 0) ::close(fd);
+  }
+
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.argv;
+  for (std::string& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  // PATH lookup of argv[0] uses the task's PATH.
+  auto path = spec.env.find("PATH");
+  if (path != spec.env.end()) ::setenv("PATH", path->second.c_str(), 1);
+
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return 1;
+  const pid_t child = ::fork();
+  if (child < 0) {
+    const std::string msg = std::string("muster: fork failed: ") + std::strerror(errno) + "\n";
+    log.Write(msg.data(), msg.size());
+    (void)WriteFileAtomic(task_dir + "/status.json", "{\"exitCode\":127}");
+    return 0;
+  }
+  if (child == 0) ExecPayload(spec, argv, envp, pipe_fds[1]);
+  ::close(pipe_fds[1]);
+
+  // Copy output until the payload has exited and the pipe is drained (or a
+  // second after exit, when a leftover background process keeps it open).
+  char buf[65536];
+  int wait_status = 0;
+  bool exited = false;
+  auto exited_at = std::chrono::steady_clock::time_point{};
+  while (true) {
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    const int r = ::poll(&p, 1, 100);
+    if (r > 0) {
+      const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
+      if (n > 0) {
+        log.Write(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n == 0 && exited) break;  // EOF: every writer is gone
+      if (n == 0) {
+        // EOF before exit: the payload closed its output; just wait for it.
+        ::waitpid(child, &wait_status, 0);
+        exited = true;
+        break;
+      }
+    }
+    if (!exited) {
+      const pid_t w = ::waitpid(child, &wait_status, WNOHANG);
+      if (w == child) {
+        exited = true;
+        exited_at = std::chrono::steady_clock::now();
+      }
+    } else if (std::chrono::steady_clock::now() - exited_at > std::chrono::seconds(1)) {
+      break;
+    }
+  }
+  ::close(pipe_fds[0]);
+  (void)WriteFileAtomic(task_dir + "/status.json", ShimStatusJson(wait_status));
+  return 0;
+}
+
+}  // namespace muster::agent

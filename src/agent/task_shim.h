@@ -1,0 +1,27 @@
+// The task shim: `muster task-shim DIR`, the parent process of one task.
+//
+// The agent starts the shim for every task instead of the task itself. The
+// shim reads DIR/spec.json, becomes the leader of a new session, joins the
+// task's cgroups, and starts the payload with the task's identity, working
+// directory and environment, its stdout and stderr going to one pipe. It
+// copies that output into the task's log, rotating it at the size limit,
+// and when the payload ends writes DIR/status.json ({"exitCode":N} or
+// {"signal":N}).
+//
+// Because the shim, not the agent, waits for the payload, a task keeps
+// running and its exit status is kept when the agent dies or restarts: a new
+// agent adopts it by reading the files. The shim ignores the signals the
+// agent sends to the task (SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2) so it
+// outlives a graceful stop; the payload gets them with their default
+// actions restored.
+#pragma once
+
+#include <string>
+
+namespace muster::agent {
+
+// Runs the shim; returns the shim's exit code (0 once status.json is
+// written, 1 when the spec cannot be read).
+int RunTaskShim(const std::string& task_dir);
+
+}  // namespace muster::agent

@@ -1,0 +1,111 @@
+#include "agent/task_spec.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace muster::agent {
+
+using nlohmann::json;
+
+std::string TaskKey(int64_t job, int32_t attempt, int32_t replica) {
+  return "j" + std::to_string(job) + ".a" + std::to_string(attempt) + ".r" + std::to_string(replica);
+}
+
+std::string TaskSpecToJson(const TaskSpec& s) {
+  json j = {{"key", s.key},
+            {"argv", s.argv},
+            {"env", s.env},
+            {"workingDir", s.working_dir},
+            {"runAs", s.run_as},
+            {"uid", s.uid},
+            {"gid", s.gid},
+            {"groups", s.groups},
+            {"log", s.log_path},
+            {"logMaxBytes", s.log_max_bytes},
+            {"cgroupProcs", s.cgroup_procs}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return InvalidArgument("task spec: not a JSON object");
+  try {
+    TaskSpec s;
+    s.key = j.at("key").get<std::string>();
+    s.argv = j.at("argv").get<std::vector<std::string>>();
+    s.env = j.at("env").get<std::map<std::string, std::string>>();
+    s.working_dir = j.value("workingDir", "");
+    s.run_as = j.value("runAs", false);
+    s.uid = j.value("uid", 0u);
+    s.gid = j.value("gid", 0u);
+    s.groups = j.value("groups", std::vector<gid_t>{});
+    s.log_path = j.at("log").get<std::string>();
+    s.log_max_bytes = j.value("logMaxBytes", int64_t{64} << 20);
+    s.cgroup_procs = j.value("cgroupProcs", std::vector<std::string>{});
+    if (s.argv.empty()) return InvalidArgument("task spec: argv is empty");
+    return s;
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("task spec: ") + e.what());
+  }
+}
+
+std::string TaskResultToJson(const TaskResult& r) {
+  json j = {{"exitCode", r.exit_code}, {"signal", r.signal},   {"oom", r.oom},
+            {"stopReason", r.stop_reason}, {"message", r.message}, {"endMs", r.end_ms}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+StatusOr<TaskResult> TaskResultFromJson(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return InvalidArgument("task result: not a JSON object");
+  TaskResult r;
+  r.exit_code = j.value("exitCode", -1);
+  r.signal = j.value("signal", 0);
+  r.oom = j.value("oom", false);
+  r.stop_reason = j.value("stopReason", "");
+  r.message = j.value("message", "");
+  r.end_ms = j.value("endMs", int64_t{0});
+  return r;
+}
+
+std::string ShimStatusJson(int wait_status) {
+  if (WIFSIGNALED(wait_status)) return json({{"signal", WTERMSIG(wait_status)}}).dump();
+  return json({{"exitCode", WEXITSTATUS(wait_status)}}).dump();
+}
+
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Internal("cannot create " + tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return Internal("cannot write " + tmp + ": " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Internal("cannot rename " + tmp + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
+}  // namespace muster::agent

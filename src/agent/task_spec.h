@@ -1,0 +1,63 @@
+// TaskSpec: everything needed to launch one replica of a job on this node,
+// and TaskResult: how it ended. Both are written to the task's directory as
+// JSON, so the task shim (a separate process) and an agent restarted after a
+// crash read the same facts.
+//
+// A task's key is "j<job>.a<attempt>.r<replica>": one attempt of one replica.
+// Keys are also the names of the task's directory and cgroup.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace muster::agent {
+
+std::string TaskKey(int64_t job, int32_t attempt, int32_t replica);
+
+struct TaskSpec {
+  std::string key;
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
+  std::map<std::string, std::string> env;  // the whole environment
+  std::string working_dir;                 // empty: the user's home, else /
+  // The identity to run as; run_as false keeps the agent's own.
+  bool run_as = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  std::string log_path;                     // stdout and stderr, interleaved
+  int64_t log_max_bytes = 64LL << 20;       // then rotated to log_path + ".1"
+  std::vector<std::string> cgroup_procs;    // cgroup.procs files the shim joins
+};
+
+std::string TaskSpecToJson(const TaskSpec& spec);
+StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text);
+
+// How a task ended.
+struct TaskResult {
+  int32_t exit_code = -1;  // when it exited; -1 when it was killed by a signal
+  int32_t signal = 0;      // the signal that killed it, else 0
+  bool oom = false;        // the cgroup's OOM killer killed a process
+  std::string stop_reason;  // why the agent stopped it ("timeout", "stop"), else empty
+  std::string message;      // for a launch failure, what went wrong
+  int64_t end_ms = 0;
+  bool Succeeded() const { return exit_code == 0 && signal == 0 && !oom && stop_reason.empty(); }
+};
+
+std::string TaskResultToJson(const TaskResult& r);
+StatusOr<TaskResult> TaskResultFromJson(const std::string& text);
+
+// The shim's own report of the payload's exit: {"exitCode":N} or {"signal":N}.
+std::string ShimStatusJson(int wait_status);
+
+// Reads and writes small files; WriteFileAtomic renames a temporary into
+// place so a reader never sees half a file.
+StatusOr<std::string> ReadWholeFile(const std::string& path);
+Status WriteFileAtomic(const std::string& path, const std::string& content);
+
+}  // namespace muster::agent

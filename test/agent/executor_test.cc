@@ -1,0 +1,202 @@
+// The executor with real processes, the real task shim (the muster binary)
+// and, where the machine allows (root), real cgroups.
+#include "agent/executor.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace muster::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/executor_" + std::to_string(getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Executor> Make(bool cgroups = true) {
+    ExecutorOptions o;
+    o.state_dir = dir_ + "/state";
+    o.shim_binary = MUSTER_BINARY;
+    o.use_cgroups = cgroups;
+    o.cgroup_parent = "muster-test-" + std::to_string(getpid());
+    auto e = std::make_unique<Executor>(o, clock_);
+    auto how = e->Init();
+    EXPECT_TRUE(how.ok()) << how.status().ToString();
+    return e;
+  }
+
+  static TaskSpec Shell(const std::string& key, const std::string& script) {
+    TaskSpec s;
+    s.key = key;
+    s.argv = {"/bin/sh", "-c", script};
+    s.env = {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}, {"GREETING", "hello"}};
+    return s;
+  }
+
+  // Polls until the task has ended (or 30 s).
+  static TaskResult WaitEnd(Executor& e, const std::string& key) {
+    for (int i = 0; i < 3000; ++i) {
+      e.Poll();
+      for (const TaskStatus& t : e.Tasks()) {
+        if (t.key == key && t.result) return *t.result;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ADD_FAILURE() << key << " did not end";
+    return {};
+  }
+
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  static bool Root() { return geteuid() == 0; }
+
+  // True when no pid listed in `file` (one per line) is alive.
+  static bool AllGone(const std::string& file) {
+    std::ifstream in(file);
+    pid_t p = 0;
+    int n = 0;
+    while (in >> p) {
+      ++n;
+      if (ProcessStartTime(p) != 0) return false;  // alive and not a zombie
+    }
+    return n > 0;
+  }
+
+  std::string dir_;
+  SystemClock clock_;
+};
+
+TEST_F(ExecutorTest, RunsACommandWithItsEnvironmentAndKeepsItsOutput) {
+  auto e = Make();
+  ASSERT_TRUE(e->Start(Shell("j1.a1.r0", "echo out $GREETING; echo err >&2; exit 3"), {}).ok());
+  const TaskResult r = WaitEnd(*e, "j1.a1.r0");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_FALSE(r.oom);
+  EXPECT_EQ(Read(e->LogPath("j1.a1.r0")), "out hello\nerr\n");
+}
+
+TEST_F(ExecutorTest, ATaskNeverStartsTwice) {
+  auto e = Make();
+  ASSERT_TRUE(e->Start(Shell("j2.a1.r0", "true"), {}).ok());
+  EXPECT_EQ(e->Start(Shell("j2.a1.r0", "true"), {}).code(), StatusCode::kAlreadyExists);
+  WaitEnd(*e, "j2.a1.r0");
+  EXPECT_EQ(e->Start(Shell("j2.a1.r0", "true"), {}).code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(ExecutorTest, AMissingCommandEndsWithExit127AndAMessage) {
+  auto e = Make();
+  TaskSpec s = Shell("j3.a1.r0", "");
+  s.argv = {"no-such-command-muster"};
+  ASSERT_TRUE(e->Start(s, {}).ok());
+  const TaskResult r = WaitEnd(*e, "j3.a1.r0");
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(Read(e->LogPath("j3.a1.r0")).find("no-such-command-muster"), std::string::npos);
+}
+
+TEST_F(ExecutorTest, StopSignalsThenKillsTheWholeTree) {
+  auto e = Make();
+  // The task traps the signal, ignores it, and has a background child: both
+  // must be gone after the grace period.
+  const std::string pids = dir_ + "/pids";
+  ASSERT_TRUE(e->Start(Shell("j4.a1.r0", "echo $$ > " + pids + "; trap 'echo got-term' TERM; sleep 300 & echo $! >> " + pids +
+                                             "; while true; do sleep 0.1; done"),
+                       {})
+                  .ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  e->Stop("j4.a1.r0", SIGTERM, Duration::Millis(500), "stop");
+  const TaskResult r = WaitEnd(*e, "j4.a1.r0");
+  EXPECT_EQ(r.stop_reason, "stop");
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_NE(Read(e->LogPath("j4.a1.r0")).find("got-term"), std::string::npos);
+  EXPECT_TRUE(AllGone(pids)) << "a process of the task is left";
+  if (e->cgroups()) {
+    EXPECT_TRUE(e->cgroups()->List().empty());
+  }
+}
+
+TEST_F(ExecutorTest, OutOfMemoryIsReadFromTheCgroup) {
+  if (!Root()) GTEST_SKIP() << "needs root for cgroups";
+  auto e = Make();
+  ASSERT_NE(e->cgroups(), nullptr);
+  CgroupLimits limits;
+  limits.memory_bytes = 64LL << 20;
+  // Allocate and touch 512 MiB in 16 MiB steps.
+  ASSERT_TRUE(e->Start(Shell("j5.a1.r0", "python3 -c 'x=[bytearray(16<<20) for _ in range(32)]'"), limits).ok());
+  const TaskResult r = WaitEnd(*e, "j5.a1.r0");
+  EXPECT_TRUE(r.oom);
+  EXPECT_FALSE(r.Succeeded());
+  EXPECT_TRUE(e->cgroups()->List().empty());
+}
+
+TEST_F(ExecutorTest, ARestartedAgentAdoptsARunningTaskAndGetsItsExit) {
+  {
+    auto e = Make();
+    ASSERT_TRUE(e->Start(Shell("j6.a1.r0", "sleep 1; exit 7"), {}).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }  // the "agent" is gone; the shim runs on
+  auto e = Make();
+  auto tasks = e->Tasks();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_TRUE(tasks[0].running);
+  const TaskResult r = WaitEnd(*e, "j6.a1.r0");
+  EXPECT_EQ(r.exit_code, 7);
+  e->Forget("j6.a1.r0");
+  EXPECT_TRUE(e->Tasks().empty());
+  EXPECT_FALSE(fs::exists(e->TaskDir("j6.a1.r0")));
+}
+
+TEST_F(ExecutorTest, WorksWithoutCgroups) {
+  auto e = Make(/*cgroups=*/false);
+  EXPECT_EQ(e->cgroups(), nullptr);
+  const std::string pids = dir_ + "/pids";
+  ASSERT_TRUE(e->Start(Shell("j7.a1.r0", "echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids + "; wait"), {}).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  e->Stop("j7.a1.r0", SIGTERM, Duration::Millis(100), "stop");
+  const TaskResult r = WaitEnd(*e, "j7.a1.r0");
+  EXPECT_EQ(r.signal, SIGTERM);
+  EXPECT_TRUE(AllGone(pids)) << "a process of the task is left";
+}
+
+TEST_F(ExecutorTest, RunsAsAnotherUserWhenRoot) {
+  if (!Root()) GTEST_SKIP() << "needs root";
+  auto e = Make();
+  TaskSpec s = Shell("j8.a1.r0", "id -u; id -g");
+  s.run_as = true;
+  s.uid = 65534;
+  s.gid = 65534;
+  s.working_dir = "/";
+  ASSERT_TRUE(e->Start(s, {}).ok());
+  WaitEnd(*e, "j8.a1.r0");
+  EXPECT_EQ(Read(e->LogPath("j8.a1.r0")), "65534\n65534\n");
+}
+
+TEST_F(ExecutorTest, LogsRotateAtTheLimit) {
+  auto e = Make();
+  TaskSpec s = Shell("j9.a1.r0", "i=0; while [ $i -lt 200 ]; do echo 0123456789012345678901234567890123456789; i=$((i+1)); done");
+  s.log_max_bytes = 1000;
+  ASSERT_TRUE(e->Start(s, {}).ok());
+  WaitEnd(*e, "j9.a1.r0");
+  EXPECT_LE(fs::file_size(e->LogPath("j9.a1.r0")), 1000u);
+  EXPECT_TRUE(fs::exists(e->LogPath("j9.a1.r0") + ".1"));
+}
+
+}  // namespace
+}  // namespace muster::agent
