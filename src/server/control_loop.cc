@@ -46,8 +46,13 @@ Status ControlLoop::Start() {
                            {"leaf", n.topology.leaf},       {"spine", n.topology.spine}};
     nodes.nodes.push_back({n.name, spec.dump(), "READY", clock_.Now().millis()});
   }
+  // Every start is a new leader epoch; tasks carry it (fencing).
+  ASSIGN_OR_RETURN(std::optional<std::string> epoch, store_.GetMeta("epoch"));
+  epoch_ = (epoch ? std::atoll(epoch->c_str()) : 0) + 1;
+  nodes.meta.emplace_back("epoch", std::to_string(epoch_));
+  RETURN_IF_ERROR(RestoreNodes());
   RETURN_IF_ERROR(Restore());
-  if (!nodes.empty()) RETURN_IF_ERROR(store_.Commit({&nodes}));
+  RETURN_IF_ERROR(store_.Commit({&nodes}));
   writer_ = std::make_unique<store::StoreWriter>(store_);
   last_cycle_ = clock_.Now();
   thread_ = std::thread([this] { Run(); });
@@ -55,6 +60,11 @@ Status ControlLoop::Start() {
 }
 
 void ControlLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(versions_mu_);
+    stopping_versions_ = true;
+  }
+  versions_cv_.notify_all();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_ || !thread_.joinable()) {
@@ -95,7 +105,7 @@ Status ControlLoop::Restore() {
       if (!id.ok()) return DataLoss(what + " cannot be restored: " + id.status().ToString());
       if (*state == JobState::kHeld && !core_spec.hold) RETURN_IF_ERROR(state_.Hold(row.id));
       if (*state == JobState::kPending && core_spec.hold) RETURN_IF_ERROR(state_.Release(row.id));
-      if (*state == JobState::kRunning) {
+      if (*state == JobState::kRunning || *state == JobState::kCompleting) {
         // Back on the nodes it holds; if one is gone, the job waits again.
         core::Binding b{row.id, {}};
         bool ok = true;
@@ -116,6 +126,10 @@ Status ControlLoop::Restore() {
         }
         const Time start = Time::FromMillis(row.start_ms.value_or(row.submit_ms));
         if (ok) ok = state_.Bind(b, start).ok();
+        if (ok) {
+          jobs_[row.id] = row;
+          StartAttempt(row.id, std::max(1, row.attempts), status.is_object() && status.contains("attempt") ? &status["attempt"] : nullptr);
+        }
         if (!ok) {
           row.state = "PENDING";
           row.reason = "Requeued: its nodes are no longer in the cluster";
@@ -144,18 +158,6 @@ void ControlLoop::Post(Task task) {
   cv_.notify_one();
 }
 
-template <typename T>
-T ControlLoop::Call(std::function<void(std::function<void(T)>)> fn, T if_stopped) {
-  auto promise = std::make_shared<std::promise<T>>();
-  std::future<T> future = promise->get_future();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return if_stopped;
-    tasks_.push_back([fn, promise] { fn([promise](T v) { promise->set_value(std::move(v)); }); });
-  }
-  cv_.notify_one();
-  return future.get();
-}
 
 void ControlLoop::Run() {
   while (true) {
@@ -206,6 +208,7 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
     }
     status["allocations"] = allocs;
   }
+  if (attempts_.count(job)) status["attempt"] = AttemptJson(job);
   return status.dump();
 }
 
@@ -324,8 +327,8 @@ StatusOr<JobRow> ControlLoop::Act(int64_t id, Action action, const std::string& 
       case Action::kCancel:
         if (state == "PENDING" || state == "HELD") {
           s = state_.EndPending(id, JobState::kCancelled, now, "cancelled by " + user);
-        } else if (state == "RUNNING") {
-          s = state_.Finish(id, JobState::kCancelled, now, "cancelled by " + user);
+        } else if (state == "RUNNING" || state == "COMPLETING") {
+          return StopRunning(id, JobState::kCancelled, false, "cancelled by " + user, reply);
         } else {
           return reply(ended("pending, held or running jobs can be cancelled"));
         }
@@ -358,14 +361,7 @@ StatusOr<JobRow> ControlLoop::Act(int64_t id, Action action, const std::string& 
         break;
       case Action::kRequeue:
         if (state != "RUNNING") return reply(ended("running jobs can be requeued"));
-        s = state_.Requeue(id, "requeued by " + user);
-        if (s.ok()) {
-          row.state = "PENDING";
-          row.reason = "requeued by " + user;
-          row.start_ms.reset();
-          event = "Requeued";
-        }
-        break;
+        return StopRunning(id, std::nullopt, true, "requeued by " + user, reply);
     }
     if (!s.ok()) return reply(s);
     row.status_json = AllocationsJson(id);
@@ -379,6 +375,35 @@ StatusOr<JobRow> ControlLoop::Act(int64_t id, Action action, const std::string& 
       reply(row);
     });
   }, ShuttingDown());
+}
+
+void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, bool requeue, const std::string& reason,
+                              const std::function<void(StatusOr<JobRow>)>& reply) {
+  auto it = attempts_.find(id);
+  if (it == attempts_.end()) return reply(Internal("job " + std::to_string(id) + " runs without an attempt"));
+  if (it->second.ending && !final_state) return reply(jobs_.at(id));  // already stopping; a requeue adds nothing
+  store::WriteBatch b;
+  if (it->second.ending || it->second.requeue) {
+    // Already stopping: a cancel now decides the final state.
+    it->second.ending = final_state;
+    it->second.requeue = false;
+    it->second.ending_reason = reason;
+    JobRow& row = jobs_.at(id);
+    row.reason = reason + "; stopping its replicas";
+    row.status_json = AllocationsJson(id);
+    b.jobs.push_back(row);
+  } else {
+    BeginEnding(id, final_state, requeue, reason, b);
+  }
+  if (jobs_.at(id).state == "COMPLETING") {
+    b.events.push_back(Event(id, requeue ? "Requeuing" : "Cancelling", "", reason + "; stopping its replicas"));
+  }
+  reasons_.erase(id);
+  dirty_ = true;
+  Persist(std::move(b), [row = jobs_.at(id), reply](const Status& st) {
+    if (!st.ok()) return reply(st);
+    reply(row);
+  });
 }
 
 void ControlLoop::PruneIdempotency(Time now) {
@@ -398,6 +423,7 @@ void ControlLoop::RunCycle() {
     PruneIdempotency(now);
     last_prune_ = now;
   }
+  SweepAgents(now);
   std::vector<std::pair<int32_t, int64_t>> running;
   for (const auto& [id, r] : state_.running()) {
     int64_t gpus = 0;
@@ -433,6 +459,7 @@ void ControlLoop::RunCycle() {
     row.start_ms = now.millis();
     row.attempts += 1;
     row.reason = "";
+    StartAttempt(bnd.job, row.attempts, nullptr);
     row.status_json = AllocationsJson(bnd.job);
     std::string where;
     for (const core::Allocation& a : bnd.allocations) {
@@ -483,7 +510,10 @@ std::vector<ControlLoop::NodeView> ControlLoop::Nodes() {
   using R = std::vector<NodeView>;
   return Call<R>([this](std::function<void(R)> reply) {
     R out;
-    for (const core::Node& n : state_.nodes()) out.push_back({n.spec, n.free, n.schedulable, 0});
+    for (const core::Node& n : state_.nodes()) {
+      auto agent = agents_.find(n.spec.name);
+      out.push_back({n.spec, n.free, n.schedulable, 0, agent == agents_.end() ? "{}" : agent->second.status_json});
+    }
     for (const auto& [id, r] : state_.running()) {
       std::set<core::NodeIndex> seen;
       for (const core::Allocation& a : r.allocations) {

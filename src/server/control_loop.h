@@ -23,6 +23,20 @@
 // a different request with a used key is kAlreadyExists; a retry while the
 // first is still being written is kFailedPrecondition (retry later).
 //
+// Agents (control_loop_agents.cc, proto/agent_protocol.h): a node is
+// registered by its agent's first sync and persisted. Every bound job has an
+// attempt: its replicas, in order, each on a node with its GPU devices. The
+// desired state of a node is the replicas of attempts placed there that have
+// not ended and whose attempt is not being torn down. An attempt ends as a
+// unit: all replicas exited 0 -> COMPLETED; the first failing replica (exit
+// code, signal, out of memory, time limit) decides the final state, and the
+// other replicas are stopped first (the job shows COMPLETING until they
+// are); cancel and requeue of a running job stop its replicas the same way.
+// Resources are released only when every replica has ended, so a GPU never
+// holds two attempts. A replica the agent had reported and then no longer
+// knows ends as lost. Nodes no agent ever synced (static nodes from the
+// configuration) run nothing: their jobs end at once on cancel.
+//
 // If the store fails a write the server cannot keep its promise, so it says
 // why on stderr and exits; a restart reloads the last durable state.
 //
@@ -33,8 +47,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -43,6 +59,7 @@
 #include <vector>
 
 #include "api/job_spec.h"
+#include "proto/agent_protocol.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "core/cluster_state.h"
@@ -96,8 +113,28 @@ class ControlLoop {
     core::Resources free;
     bool schedulable = true;
     int32_t running_jobs = 0;
+    std::string status_json;  // the agent's report: GPUs, health, cgroups ("{}" without an agent)
   };
   std::vector<NodeView> Nodes();
+
+  // One agent sync (proto/agent_protocol.h). `changed`: the report changed
+  // the server's state or needs an answer now (results to acknowledge).
+  struct SyncResult {
+    proto::SyncResponse response;
+    bool changed = false;
+  };
+  StatusOr<SyncResult> AgentSync(const proto::SyncRequest& request);
+  // Blocks (any thread) until the desired-state version of `node` is not
+  // `version`, or `max_wait` passes.
+  void WaitForNodeChange(const std::string& node, int64_t version, Duration max_wait);
+  // Where a running job's replica runs: its node's agent address and log port.
+  struct ReplicaLocation {
+    std::string node;
+    std::string address;
+    int32_t log_port = 0;
+    std::string task_key;
+  };
+  StatusOr<ReplicaLocation> LocateReplica(int64_t job, int32_t replica);
 
   struct QueueView {
     std::string name;
@@ -123,6 +160,57 @@ class ControlLoop {
                         const std::string& message) const;
   std::string AllocationsJson(int64_t job) const;
   bool MayManage(const store::JobRow& job, const std::string& user) const;
+
+  // Agents and attempts (control_loop_agents.cc).
+  struct Attempt {
+    int32_t number = 1;
+    std::shared_ptr<const api::JobSpec> spec;
+    struct Replica {
+      core::NodeIndex node = 0;
+      std::vector<int32_t> gpus;
+      bool seen = false;   // the agent has reported it
+      bool ended = false;
+      std::string result;  // how it ended, for status
+    };
+    std::vector<Replica> replicas;
+    std::optional<core::JobState> ending;  // being torn down, to this state ...
+    bool requeue = false;                  // ... or back to PENDING
+    std::string ending_reason;
+  };
+  struct AgentNode {
+    int64_t last_sync_ms = 0;
+    std::string address;
+    int32_t log_port = 0;
+    std::string status_json = "{}";
+    std::vector<proto::HealthEventReport> events;  // the last few
+    bool unreachable = false;
+  };
+  Status RestoreNodes();
+  // Cancel (final_state) or requeue a RUNNING or COMPLETING job: its
+  // replicas are stopped first where agents run them.
+  void StopRunning(int64_t id, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
+                   const std::function<void(StatusOr<store::JobRow>)>& reply);
+  void StartAttempt(int64_t job, int32_t number, const nlohmann::json* restored);
+  // Starts tearing down a running job's attempt; ends it at once when no
+  // replica runs.
+  void BeginEnding(int64_t job, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
+                   store::WriteBatch& b);
+  void ReplicaEnded(int64_t job, int32_t replica, const proto::TaskReport& r, store::WriteBatch& b);
+  void FinishAttempt(int64_t job, store::WriteBatch& b);
+  void TouchNode(core::NodeIndex node);
+  int64_t NodeVersion(const std::string& node);
+  void SweepAgents(Time now);
+  bool AttemptManaged(const Attempt& a) const;
+  nlohmann::json AttemptJson(int64_t job) const;
+
+  std::unordered_map<int64_t, Attempt> attempts_;
+  std::unordered_map<std::string, AgentNode> agents_;  // by node name
+  int64_t epoch_ = 0;
+  std::mutex versions_mu_;
+  std::condition_variable versions_cv_;
+  std::unordered_map<std::string, int64_t> versions_;  // guarded by versions_mu_
+  int64_t version_counter_ = 0;                        // guarded by versions_mu_
+  bool stopping_versions_ = false;                     // guarded by versions_mu_
 
   const ServerOptions& options_;
   const Clock& clock_;
@@ -164,5 +252,18 @@ class ControlLoop {
   bool stop_ = false;       // guarded by mu_
   std::thread thread_;
 };
+
+template <typename T>
+T ControlLoop::Call(std::function<void(std::function<void(T)>)> fn, T if_stopped) {
+  auto promise = std::make_shared<std::promise<T>>();
+  std::future<T> future = promise->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return if_stopped;
+    tasks_.push_back([fn, promise] { fn([promise](T v) { promise->set_value(std::move(v)); }); });
+  }
+  cv_.notify_one();
+  return future.get();
+}
 
 }  // namespace muster::server

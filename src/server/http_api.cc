@@ -3,7 +3,9 @@
 #include <httplib.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "common/quantity.h"
 #include "core/job.h"
 #include "api/rfc3339.h"
+#include "proto/agent_protocol.h"
 #include "server/job_json.h"
 
 namespace muster::server {
@@ -194,7 +197,8 @@ void HttpApi::Stop() {
 void HttpApi::Routes() {
   httplib::Server& s = *http_;
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!limiter_->Allow(req.remote_addr)) {
+    // Agents are the cluster's own infrastructure; their syncs are not rate limited.
+    if (req.path != "/v1/agent/sync" && !limiter_->Allow(req.remote_addr)) {
       res.set_header("Retry-After", "1");
       ReplyError(res, 429, "TooManyRequests", "rate limit of " + std::to_string(options_.rate_per_second) +
                                                   " requests per second exceeded; retry after 1 s");
@@ -359,10 +363,75 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"items", items}});
   });
 
+  s.Post("/v1/agent/sync", [this](const httplib::Request& req, httplib::Response& res) {
+    auto parsed = proto::ParseSyncRequest(req.body);
+    if (!parsed.ok()) return ReplyStatus(res, parsed.status());
+    auto result = loop_.AgentSync(*parsed);
+    if (result.ok() && parsed->wait_ms > 0 && !result->changed && result->response.version == parsed->version) {
+      // Nothing new for this node: hold the answer until its desired state
+      // changes (a bind or a stop nudges it) or the wait ends.
+      const Duration wait = std::min(Duration::Millis(parsed->wait_ms), options_.agent_sync_wait);
+      loop_.WaitForNodeChange(parsed->node, parsed->version, wait);
+      result = loop_.AgentSync(*parsed);
+    }
+    if (!result.ok()) return ReplyStatus(res, result.status());
+    res.status = 200;
+    res.set_content(proto::ToJson(result->response), "application/json");
+  });
+
+  s.Get(R"(/v1/jobs/([^/]+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = PathId(req);
+    if (!id.ok()) return ReplyStatus(res, id.status());
+    if (Status q = CheckQuery(req, {"replica", "offset", "tail"}); !q.ok()) return ReplyStatus(res, q);
+    int64_t replica = 0, offset = -1, tail = -1;
+    for (const auto& [name, target] : {std::pair<const char*, int64_t*>{"replica", &replica}, {"offset", &offset}, {"tail", &tail}}) {
+      if (!req.has_param(name)) continue;
+      const std::string v = req.get_param_value(name);
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 0 || n > (1LL << 50)) {
+        return ReplyStatus(res, InvalidArgument("must be a non-negative integer, got \"" + v.substr(0, 64) + "\"", name));
+      }
+      *target = n;
+    }
+    auto where = loop_.LocateReplica(*id, static_cast<int32_t>(replica));
+    if (!where.ok()) return ReplyStatus(res, where.status());
+    httplib::Client agent(where->address, where->log_port);
+    agent.set_connection_timeout(2, 0);
+    agent.set_read_timeout(10, 0);
+    std::string path = "/logs/" + where->task_key + "?";
+    if (offset >= 0) path += "offset=" + std::to_string(offset) + "&";
+    if (tail >= 0) path += "tail=" + std::to_string(tail);
+    auto r = agent.Get(path);
+    if (!r) {
+      return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node + " does not answer for logs"));
+    }
+    if (r->status != 200) {
+      return ReplyError(res, r->status == 404 ? 404 : 502, r->status == 404 ? "NotFound" : "BadGateway",
+                        "node " + where->node + ": no log for replica " + std::to_string(replica) + " of job " +
+                            std::to_string(*id) + (r->status == 404 ? "" : " (agent answered " + std::to_string(r->status) + ")"));
+    }
+    res.status = 200;
+    res.set_header("X-Muster-Log-Offset", r->get_header_value("X-Muster-Log-Offset"));
+    res.set_header("X-Muster-Node", where->node);
+    res.set_content(r->body, "text/plain; charset=utf-8");
+  });
+
+  s.Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+    if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyStatus(res, q);
+    auto events = store_.ListEvents(0);  // cluster events: nodes and GPUs
+    if (!events.ok()) return ReplyStatus(res, events.status());
+    json items = json::array();
+    for (const store::EventRow& e : *events) items.push_back(EventJson(e));
+    Reply(res, 200, {{"items", items}});
+  });
+
   s.Get("/v1/nodes", [this](const httplib::Request&, httplib::Response& res) {
     json items = json::array();
     for (const auto& n : loop_.Nodes()) {
+      const json agent = json::parse(n.status_json, nullptr, false);
       items.push_back({{"name", n.spec.name},
+                       {"agent", agent.is_object() ? agent : json::object()},
                        {"gpuType", n.spec.gpu_type},
                        {"gpus", n.spec.capacity.gpus},
                        {"freeGpus", n.free.gpus},

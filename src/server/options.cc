@@ -48,6 +48,14 @@ Status ServerOptions::Validate() const {
   if (max_body_bytes < 1024) return InvalidArgument("must be at least 1024", "maxBodyBytes");
   if (rate_per_second < 1 || rate_burst < 1) return InvalidArgument("must be positive", "rateLimit");
   if (threads < 2) return InvalidArgument("must be at least 2", "threads");
+  if (node_unreachable_after < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "agents.unreachableAfter");
+  if (agent_lease < Duration::Seconds(2)) return InvalidArgument("must be at least 2s", "agents.lease");
+  if (default_grace < Duration::Zero() || default_grace > Duration::Hours(1)) {
+    return InvalidArgument("must be 0s..1h", "agents.defaultGrace");
+  }
+  if (agent_sync_wait < Duration::Millis(100) || agent_sync_wait > Duration::Seconds(60)) {
+    return InvalidArgument("must be 100ms..60s", "agents.syncWait");
+  }
   return Status::Ok();
 }
 
@@ -59,7 +67,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit", "threads",
-                                     "nodes", "nodeGroups"},
+                                     "agents", "nodes", "nodeGroups"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -160,6 +168,22 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (root["threads"]) {
       ASSIGN_OR_RETURN(int64_t t, config::Int(root["threads"], "server.threads", 2, 1024));
       o.threads = static_cast<int>(t);
+    }
+    if (const YAML::Node a = root["agents"]) {
+      if (!a.IsMap()) return InvalidArgument("must be a mapping {unreachableAfter, lease, defaultGrace, syncWait}", "server.agents");
+      RETURN_IF_ERROR(CheckKeys(a, {"unreachableAfter", "lease", "defaultGrace", "syncWait"}, "server.agents"));
+      if (a["unreachableAfter"]) {
+        ASSIGN_OR_RETURN(o.node_unreachable_after, config::Dur(a["unreachableAfter"], "server.agents.unreachableAfter"));
+      }
+      if (a["lease"]) {
+        ASSIGN_OR_RETURN(o.agent_lease, config::Dur(a["lease"], "server.agents.lease"));
+      }
+      if (a["defaultGrace"]) {
+        ASSIGN_OR_RETURN(o.default_grace, config::Dur(a["defaultGrace"], "server.agents.defaultGrace"));
+      }
+      if (a["syncWait"]) {
+        ASSIGN_OR_RETURN(o.agent_sync_wait, config::Dur(a["syncWait"], "server.agents.syncWait"));
+      }
     }
     config::NodeList nodes;
     RETURN_IF_ERROR(config::ReadNodeList(root, "server", nodes));

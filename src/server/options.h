@@ -14,7 +14,9 @@
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
 //   maxBodyBytes: 1048576    # larger request bodies get 413
 //   rateLimit: {perSecond: 500, burst: 1000}   # per client address; 429 beyond
-//   nodes:                   # static nodes, until agents register them
+//   threads: 128             # HTTP threads; each agent's waiting sync holds one
+//   agents: {unreachableAfter: 20s, lease: 60s, defaultGrace: 30s, syncWait: 10s}
+//   nodes:                   # static nodes (agents register theirs)
 //     - {name: n1, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, leaf: l1, spine: s1}
 //   nodeGroups: [...]        # as in the simulator's cluster file
 #pragma once
@@ -46,7 +48,14 @@ struct ServerOptions {
   int64_t max_body_bytes = 1 << 20;
   int64_t rate_per_second = 500;
   int64_t rate_burst = 1000;
-  int threads = 32;
+  int threads = 128;  // each agent holds one while it waits for work
+  // Agents: a node whose agent is silent this long gets no new work; an
+  // agent that cannot sync for the lease stops its tasks; a job without a
+  // checkpoint grace period gets this long between SIGTERM and SIGKILL.
+  Duration node_unreachable_after = Duration::Seconds(20);
+  Duration agent_lease = Duration::Seconds(60);
+  Duration default_grace = Duration::Seconds(30);
+  Duration agent_sync_wait = Duration::Seconds(10);
   std::vector<core::NodeSpec> nodes;
 
   Status Validate() const;

@@ -1,0 +1,236 @@
+#include "proto/agent_protocol.h"
+
+#include <nlohmann/json.hpp>
+
+namespace muster::proto {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Reads optional field `key` of object `j` into `out`; a present field of
+// the wrong type is an error naming `path.key`.
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+  template <typename T>
+  void Get(const json& j, const char* key, T& out) {
+    if (!status_.ok() || !j.contains(key) || j[key].is_null()) return;
+    const json& v = j[key];
+    const std::string field = path_.empty() ? key : path_ + "." + key;
+    bool ok = false;
+    if constexpr (std::is_same_v<T, bool>) {
+      ok = v.is_boolean();
+    } else if constexpr (std::is_integral_v<T>) {
+      ok = v.is_number_integer();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      ok = v.is_string();
+    } else {
+      ok = true;  // containers: checked by get<> below
+    }
+    if (!ok) {
+      status_ = InvalidArgument(field + ": wrong type, got " + std::string(v.type_name()), field);
+      return;
+    }
+    try {
+      out = v.get<T>();
+    } catch (const json::exception&) {
+      status_ = InvalidArgument(field + ": wrong type", field);
+    }
+  }
+  template <typename T, typename F>
+  void List(const json& j, const char* key, std::vector<T>& out, F read_one) {
+    if (!status_.ok() || !j.contains(key) || j[key].is_null()) return;
+    const std::string field = path_.empty() ? key : path_ + "." + key;
+    if (!j[key].is_array()) {
+      status_ = InvalidArgument(field + ": must be an array", field);
+      return;
+    }
+    for (size_t i = 0; i < j[key].size() && status_.ok(); ++i) {
+      const json& e = j[key][i];
+      const std::string at = field + "[" + std::to_string(i) + "]";
+      if (!e.is_object()) {
+        status_ = InvalidArgument(at + ": must be an object", at);
+        return;
+      }
+      Reader r(at);
+      T v;
+      read_one(r, e, v);
+      if (!r.status_.ok()) {
+        status_ = r.status_;
+        return;
+      }
+      out.push_back(std::move(v));
+    }
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  std::string path_;
+  Status status_;
+};
+
+}  // namespace
+
+std::string ToJson(const SyncRequest& r) {
+  json gpus = json::array();
+  for (const GpuReport& g : r.gpus) {
+    gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"memoryBytes", g.memory_bytes},
+                    {"numaNode", g.numa_node}, {"nvlinks", g.nvlinks}, {"healthy", g.healthy}, {"health", g.health}});
+  }
+  json events = json::array();
+  for (const HealthEventReport& e : r.health_events) {
+    events.push_back({{"uuid", e.uuid}, {"xid", e.xid}, {"kind", e.kind}, {"fatal", e.fatal}, {"timeMs", e.time_ms}});
+  }
+  json tasks = json::array();
+  for (const TaskReport& t : r.tasks) {
+    tasks.push_back({{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}, {"running", t.running},
+                     {"startMs", t.start_ms}, {"exitCode", t.exit_code}, {"signal", t.signal}, {"oom", t.oom},
+                     {"stopReason", t.stop_reason}, {"message", t.message}, {"endMs", t.end_ms}});
+  }
+  return Dump({{"node", r.node},
+               {"agentVersion", r.agent_version},
+               {"address", r.address},
+               {"logPort", r.log_port},
+               {"gpuType", r.gpu_type},
+               {"gpuSource", r.gpu_source},
+               {"gpuNote", r.gpu_note},
+               {"gpus", gpus},
+               {"cpuMilli", r.cpu_milli},
+               {"memoryBytes", r.memory_bytes},
+               {"labels", r.labels},
+               {"cgroups", r.cgroups},
+               {"healthEvents", events},
+               {"tasks", tasks},
+               {"epoch", r.epoch},
+               {"version", r.version},
+               {"waitMs", r.wait_ms}});
+}
+
+std::string ToJson(const SyncResponse& r) {
+  json tasks = json::array();
+  for (const TaskAssignment& t : r.tasks) {
+    tasks.push_back({{"job", t.job},
+                     {"attempt", t.attempt},
+                     {"replica", t.replica},
+                     {"epoch", t.epoch},
+                     {"user", t.user},
+                     {"argv", t.argv},
+                     {"env", t.env},
+                     {"workingDir", t.working_dir},
+                     {"gpus", t.gpus},
+                     {"cpuMilli", t.cpu_milli},
+                     {"memoryBytes", t.memory_bytes},
+                     {"timeLimitMs", t.time_limit_ms},
+                     {"stopSignal", t.stop_signal},
+                     {"graceMs", t.grace_ms}});
+  }
+  json recorded = json::array();
+  for (const TaskRef& t : r.recorded) recorded.push_back({{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}});
+  return Dump({{"epoch", r.epoch},
+               {"version", r.version},
+               {"leaseMs", r.lease_ms},
+               {"tasks", tasks},
+               {"recorded", recorded},
+               {"healthEventsRecorded", r.health_events_recorded}});
+}
+
+StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return InvalidArgument("sync: the body must be a JSON object", "sync");
+  SyncRequest r;
+  Reader rd("");
+  rd.Get(j, "node", r.node);
+  rd.Get(j, "agentVersion", r.agent_version);
+  rd.Get(j, "address", r.address);
+  rd.Get(j, "logPort", r.log_port);
+  rd.Get(j, "gpuType", r.gpu_type);
+  rd.Get(j, "gpuSource", r.gpu_source);
+  rd.Get(j, "gpuNote", r.gpu_note);
+  rd.List(j, "gpus", r.gpus, [](Reader& e, const json& o, GpuReport& g) {
+    e.Get(o, "index", g.index);
+    e.Get(o, "uuid", g.uuid);
+    e.Get(o, "name", g.name);
+    e.Get(o, "memoryBytes", g.memory_bytes);
+    e.Get(o, "numaNode", g.numa_node);
+    e.Get(o, "nvlinks", g.nvlinks);
+    e.Get(o, "healthy", g.healthy);
+    e.Get(o, "health", g.health);
+  });
+  rd.Get(j, "cpuMilli", r.cpu_milli);
+  rd.Get(j, "memoryBytes", r.memory_bytes);
+  rd.Get(j, "labels", r.labels);
+  rd.Get(j, "cgroups", r.cgroups);
+  rd.List(j, "healthEvents", r.health_events, [](Reader& e, const json& o, HealthEventReport& h) {
+    e.Get(o, "uuid", h.uuid);
+    e.Get(o, "xid", h.xid);
+    e.Get(o, "kind", h.kind);
+    e.Get(o, "fatal", h.fatal);
+    e.Get(o, "timeMs", h.time_ms);
+  });
+  rd.List(j, "tasks", r.tasks, [](Reader& e, const json& o, TaskReport& t) {
+    e.Get(o, "job", t.job);
+    e.Get(o, "attempt", t.attempt);
+    e.Get(o, "replica", t.replica);
+    e.Get(o, "running", t.running);
+    e.Get(o, "startMs", t.start_ms);
+    e.Get(o, "exitCode", t.exit_code);
+    e.Get(o, "signal", t.signal);
+    e.Get(o, "oom", t.oom);
+    e.Get(o, "stopReason", t.stop_reason);
+    e.Get(o, "message", t.message);
+    e.Get(o, "endMs", t.end_ms);
+  });
+  rd.Get(j, "epoch", r.epoch);
+  rd.Get(j, "version", r.version);
+  rd.Get(j, "waitMs", r.wait_ms);
+  RETURN_IF_ERROR(rd.status());
+  if (r.node.empty() || r.node.size() > 253) return InvalidArgument("node: must be a name of 1..253 characters", "node");
+  for (char c : r.node) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') {
+      return InvalidArgument("node: may use letters, digits, '-', '.' and '_', got \"" + r.node.substr(0, 64) + "\"", "node");
+    }
+  }
+  if (r.gpus.size() > 1024) return InvalidArgument("gpus: at most 1024", "gpus");
+  if (r.cpu_milli < 0 || r.memory_bytes < 0) return InvalidArgument("cpuMilli, memoryBytes: must be >= 0", "cpuMilli");
+  if (r.wait_ms < 0 || r.wait_ms > 60'000) return InvalidArgument("waitMs: must be 0..60000", "waitMs");
+  return r;
+}
+
+StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return InvalidArgument("sync response: not a JSON object", "sync");
+  SyncResponse r;
+  Reader rd("");
+  rd.Get(j, "epoch", r.epoch);
+  rd.Get(j, "version", r.version);
+  rd.Get(j, "leaseMs", r.lease_ms);
+  rd.List(j, "tasks", r.tasks, [](Reader& e, const json& o, TaskAssignment& t) {
+    e.Get(o, "job", t.job);
+    e.Get(o, "attempt", t.attempt);
+    e.Get(o, "replica", t.replica);
+    e.Get(o, "epoch", t.epoch);
+    e.Get(o, "user", t.user);
+    e.Get(o, "argv", t.argv);
+    e.Get(o, "env", t.env);
+    e.Get(o, "workingDir", t.working_dir);
+    e.Get(o, "gpus", t.gpus);
+    e.Get(o, "cpuMilli", t.cpu_milli);
+    e.Get(o, "memoryBytes", t.memory_bytes);
+    e.Get(o, "timeLimitMs", t.time_limit_ms);
+    e.Get(o, "stopSignal", t.stop_signal);
+    e.Get(o, "graceMs", t.grace_ms);
+  });
+  rd.List(j, "recorded", r.recorded, [](Reader& e, const json& o, TaskRef& t) {
+    e.Get(o, "job", t.job);
+    e.Get(o, "attempt", t.attempt);
+    e.Get(o, "replica", t.replica);
+  });
+  rd.Get(j, "healthEventsRecorded", r.health_events_recorded);
+  RETURN_IF_ERROR(rd.status());
+  return r;
+}
+
+}  // namespace muster::proto

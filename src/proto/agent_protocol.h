@@ -1,0 +1,125 @@
+// The agent protocol: one level-triggered sync, POST /v1/agent/sync.
+//
+// The agent sends its whole observed state (SyncRequest): the node, its
+// GPUs and their health, and every task it knows, running or ended and not
+// yet acknowledged. The server answers with the whole desired state
+// (SyncResponse): the tasks that should run on the node, the results it has
+// recorded (the agent may forget those tasks), the lease and the leader's
+// epoch. Because every message carries everything, a lost message changes
+// nothing: the next sync repairs it.
+//
+// Nudge: a request with `waitMs` > 0 and the `version` of the last desired
+// state the agent received is held by the server until the node's desired
+// state changes (a job is bound there or stopped) or `waitMs` passes, then
+// answered. An agent that reported a change (a task ended) is answered at
+// once. So a job starts tens of milliseconds after it is bound.
+//
+// Fencing: every task carries job id, attempt and the epoch of the leader
+// that launched it. An agent ignores a response from an older epoch than
+// one it has seen; a task the server no longer lists is stopped.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace muster::proto {
+
+struct GpuReport {
+  int32_t index = 0;
+  std::string uuid;
+  std::string name;
+  int64_t memory_bytes = 0;
+  int32_t numa_node = -1;
+  int32_t nvlinks = 0;
+  bool healthy = true;
+  std::string health;  // why not healthy ("XID 79")
+};
+
+struct HealthEventReport {
+  std::string uuid;
+  int64_t xid = 0;
+  std::string kind;
+  bool fatal = true;
+  int64_t time_ms = 0;
+};
+
+struct TaskReport {
+  int64_t job = 0;
+  int32_t attempt = 0;
+  int32_t replica = 0;
+  bool running = true;
+  int64_t start_ms = 0;
+  // When ended:
+  int32_t exit_code = -1;
+  int32_t signal = 0;
+  bool oom = false;
+  std::string stop_reason;  // "timeout", "stop", "fenced", or empty
+  std::string message;
+  int64_t end_ms = 0;
+};
+
+struct SyncRequest {
+  std::string node;
+  std::string agent_version;
+  std::string address;  // where the node's tasks reach each other (MASTER_ADDR)
+  int32_t log_port = 0;  // the agent's log server, 0 = none
+  std::string gpu_type;
+  std::string gpu_source;  // "nvml", "fake", "none"
+  std::string gpu_note;
+  std::vector<GpuReport> gpus;
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  std::map<std::string, std::string> labels;  // leaf, spine, zone, rack
+  std::string cgroups;                        // what the agent enforces
+  std::vector<HealthEventReport> health_events;  // since the last acknowledged sync
+  std::vector<TaskReport> tasks;
+  int64_t epoch = 0;    // the highest epoch this agent has seen
+  int64_t version = 0;  // the desired-state version it last received
+  int64_t wait_ms = 0;  // hold the answer until something changes, at most this long
+};
+
+struct TaskAssignment {
+  int64_t job = 0;
+  int32_t attempt = 0;
+  int32_t replica = 0;
+  int64_t epoch = 0;
+  std::string user;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // job env and Muster/torchrun/Slurm variables
+  std::string working_dir;
+  std::vector<int32_t> gpus;  // device indices on this node; the agent maps them to UUIDs
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  int64_t time_limit_ms = 0;  // 0 = none
+  int32_t stop_signal = 15;   // the job's checkpoint signal (SIGUSR1 = 10, SIGTERM = 15)
+  int64_t grace_ms = 30'000;
+};
+
+struct TaskRef {
+  int64_t job = 0;
+  int32_t attempt = 0;
+  int32_t replica = 0;
+};
+
+struct SyncResponse {
+  int64_t epoch = 0;
+  int64_t version = 0;
+  int64_t lease_ms = 60'000;  // stop every task if no sync succeeds for this long
+  std::vector<TaskAssignment> tasks;  // should run on this node
+  std::vector<TaskRef> recorded;      // ended tasks the server has recorded
+  int32_t health_events_recorded = 0; // how many of the request's health events were stored
+};
+
+std::string ToJson(const SyncRequest& r);
+std::string ToJson(const SyncResponse& r);
+// Errors name the field ("tasks[2].job: must be an integer").
+StatusOr<SyncRequest> ParseSyncRequest(const std::string& text);
+StatusOr<SyncResponse> ParseSyncResponse(const std::string& text);
+
+}  // namespace muster::proto

@@ -1,0 +1,474 @@
+// ControlLoop: agents, attempts and the desired state of nodes (see the
+// "Agents" paragraph of control_loop.h).
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "server/control_loop.h"
+#include "server/task_env.h"
+
+namespace muster::server {
+
+using core::JobState;
+using nlohmann::json;
+using store::JobRow;
+
+namespace {
+
+Status ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
+
+int SignalNumber(api::CheckpointSignal s) {
+  switch (s) {
+    case api::CheckpointSignal::kSigUsr1: return SIGUSR1;
+    case api::CheckpointSignal::kSigUsr2: return SIGUSR2;
+    case api::CheckpointSignal::kSigTerm: return SIGTERM;
+    case api::CheckpointSignal::kSigInt: return SIGINT;
+  }
+  return SIGTERM;
+}
+
+// How a failed replica ended, in words, and the job state it implies.
+std::pair<JobState, std::string> Classify(const proto::TaskReport& r) {
+  if (r.oom) return {JobState::kOutOfMemory, "ran out of memory (the cgroup's OOM killer ended it)"};
+  if (r.stop_reason == "timeout") return {JobState::kTimeout, "reached its time limit"};
+  if (r.stop_reason == "fenced") return {JobState::kNodeFail, "was stopped by its agent, which lost contact with the server"};
+  std::string what = r.signal != 0 ? "was killed by signal " + std::to_string(r.signal)
+                                   : "exited with code " + std::to_string(r.exit_code);
+  if (r.stop_reason == "stop") what += " after its agent stopped it";
+  if (!r.message.empty()) what += ": " + r.message.substr(0, 512);
+  return {JobState::kFailed, what};
+}
+
+}  // namespace
+
+void ControlLoop::TouchNode(core::NodeIndex node) {
+  const std::string& name = state_.nodes()[node].spec.name;
+  {
+    std::lock_guard<std::mutex> lock(versions_mu_);
+    versions_[name] = ++version_counter_;
+  }
+  versions_cv_.notify_all();
+}
+
+int64_t ControlLoop::NodeVersion(const std::string& node) {
+  std::lock_guard<std::mutex> lock(versions_mu_);
+  auto it = versions_.find(node);
+  return it == versions_.end() ? 0 : it->second;
+}
+
+void ControlLoop::WaitForNodeChange(const std::string& node, int64_t version, Duration max_wait) {
+  std::unique_lock<std::mutex> lock(versions_mu_);
+  versions_cv_.wait_for(lock, std::chrono::milliseconds(max_wait.millis()), [&] {
+    auto it = versions_.find(node);
+    return (it != versions_.end() && it->second != version) || stopping_versions_;
+  });
+}
+
+bool ControlLoop::AttemptManaged(const Attempt& a) const {
+  for (const Attempt::Replica& r : a.replicas) {
+    if (agents_.count(state_.nodes()[r.node].spec.name)) return true;
+  }
+  return false;
+}
+
+Status ControlLoop::RestoreNodes() {
+  ASSIGN_OR_RETURN(std::vector<store::NodeRow> rows, store_.ListNodes());
+  for (const store::NodeRow& row : rows) {
+    const json spec = json::parse(row.spec_json, nullptr, false);
+    if (!spec.is_object() || spec.value("source", "") != "agent") continue;
+    core::NodeSpec n;
+    n.name = row.name;
+    n.gpu_type = spec.value("gpuType", "");
+    n.capacity.gpus = spec.value("gpus", 0);
+    n.capacity.cpu_milli = spec.value("cpuMilli", int64_t{0});
+    n.capacity.memory_bytes = spec.value("memoryBytes", int64_t{0});
+    n.topology.leaf = spec.value("leaf", "");
+    n.topology.spine = spec.value("spine", "");
+    n.topology.zone = spec.value("zone", "");
+    bool known = false;
+    for (const core::Node& existing : state_.nodes()) known = known || existing.spec.name == n.name;
+    if (known) continue;  // the configuration names it too; the configuration wins
+    auto added = state_.AddNode(n);
+    if (!added.ok()) return DataLoss("store " + options_.store_path + ": node " + row.name + ": " + added.status().ToString());
+    AgentNode& a = agents_[row.name];
+    a.address = spec.value("address", "");
+    a.log_port = spec.value("logPort", 0);
+    a.status_json = spec.dump();
+    // A fresh grace period after a restart: silent from now on, not from before.
+    a.last_sync_ms = clock_.Now().millis();
+  }
+  return Status::Ok();
+}
+
+void ControlLoop::StartAttempt(int64_t job, int32_t number, const json* restored) {
+  auto run = state_.running().find(job);
+  if (run == state_.running().end()) return;
+  Attempt a;
+  a.number = number;
+  auto spec = api::ParseJobSpecJson(jobs_.at(job).spec_json);
+  if (spec.ok()) a.spec = std::make_shared<const api::JobSpec>(std::move(*spec));
+  const core::JobRecord* rec = state_.Find(job);
+  const int32_t per_replica = rec ? static_cast<int32_t>(rec->spec.per_replica.gpus) : 0;
+  for (size_t i = 0; i < run->second.allocations.size(); ++i) {
+    const core::Allocation& alloc = run->second.allocations[i];
+    const std::vector<int32_t>& ids = run->second.gpu_ids[i];
+    for (int32_t k = 0; k < alloc.replicas; ++k) {
+      Attempt::Replica r;
+      r.node = alloc.node;
+      for (int32_t g = 0; g < per_replica; ++g) {
+        const size_t at = static_cast<size_t>(k * per_replica + g);
+        if (at < ids.size()) r.gpus.push_back(ids[at]);
+      }
+      a.replicas.push_back(std::move(r));
+    }
+    TouchNode(alloc.node);
+  }
+  if (restored && restored->is_object()) {
+    if (restored->contains("endedReplicas") && (*restored)["endedReplicas"].is_array()) {
+      for (const json& e : (*restored)["endedReplicas"]) {
+        if (e.is_number_integer() && e.get<size_t>() < a.replicas.size()) a.replicas[e.get<size_t>()].ended = true;
+      }
+    }
+    if (restored->contains("ending") && (*restored)["ending"].is_object()) {
+      const json& e = (*restored)["ending"];
+      a.requeue = e.value("requeue", false);
+      a.ending_reason = e.value("reason", "");
+      if (auto st = core::JobStateFromName(e.value("state", "")); st) a.ending = *st;
+      if (!a.ending && !a.requeue) a.ending = JobState::kFailed;
+    }
+  }
+  attempts_[job] = std::move(a);
+}
+
+json ControlLoop::AttemptJson(int64_t job) const {
+  auto it = attempts_.find(job);
+  if (it == attempts_.end()) return json();
+  const Attempt& a = it->second;
+  json ended = json::array();
+  json results = json::array();
+  for (size_t i = 0; i < a.replicas.size(); ++i) {
+    if (a.replicas[i].ended) ended.push_back(i);
+    if (!a.replicas[i].result.empty()) results.push_back({{"replica", i}, {"result", a.replicas[i].result}});
+  }
+  json out = {{"attempt", a.number}, {"endedReplicas", ended}, {"replicaResults", results}};
+  if (a.ending || a.requeue) {
+    out["ending"] = {{"state", a.ending ? core::JobStateName(*a.ending) : ""},
+                     {"requeue", a.requeue},
+                     {"reason", a.ending_reason}};
+  }
+  return out;
+}
+
+void ControlLoop::BeginEnding(int64_t job, std::optional<JobState> final_state, bool requeue, const std::string& reason,
+                              store::WriteBatch& b) {
+  Attempt& a = attempts_.at(job);
+  a.ending = final_state;
+  a.requeue = requeue;
+  a.ending_reason = reason;
+  for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
+  const bool any_running = AttemptManaged(a) && std::any_of(a.replicas.begin(), a.replicas.end(),
+                                                            [](const Attempt::Replica& r) { return !r.ended; });
+  if (!any_running) {
+    FinishAttempt(job, b);
+    return;
+  }
+  JobRow& row = jobs_.at(job);
+  row.state = "COMPLETING";
+  row.reason = reason + "; stopping its replicas";
+  row.status_json = AllocationsJson(job);
+  b.jobs.push_back(row);
+}
+
+void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
+  Attempt a = std::move(attempts_.at(job));
+  attempts_.erase(job);
+  const Time now = clock_.Now();
+  JobRow& row = jobs_.at(job);
+  for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
+  if (a.requeue) {
+    if (!state_.Requeue(job, a.ending_reason).ok()) return;
+    row.state = "PENDING";
+    row.reason = a.ending_reason;
+    row.start_ms.reset();
+    b.events.push_back(Event(job, "Requeued", "", a.ending_reason));
+  } else {
+    const JobState final_state = a.ending.value_or(JobState::kCompleted);
+    const std::string reason = final_state == JobState::kCompleted ? "" : a.ending_reason;
+    if (!state_.Finish(job, final_state, now, reason).ok()) return;
+    row.state = core::JobStateName(final_state);
+    row.end_ms = now.millis();
+    row.reason = reason;
+    const char* type = final_state == JobState::kCompleted   ? "Completed"
+                       : final_state == JobState::kCancelled ? "Cancelled"
+                                                             : "Failed";
+    b.events.push_back(Event(job, type, core::JobStateName(final_state), reason.empty() ? "all replicas exited 0" : reason));
+  }
+  row.status_json = AllocationsJson(job);
+  {
+    // Keep how each replica ended in the job's status.
+    json status = json::parse(row.status_json, nullptr, false);
+    json results = json::array();
+    for (size_t i = 0; i < a.replicas.size(); ++i) {
+      results.push_back({{"replica", i}, {"node", state_.nodes()[a.replicas[i].node].spec.name}, {"result", a.replicas[i].result}});
+    }
+    status["lastAttempt"] = {{"attempt", a.number}, {"replicas", results}};
+    row.status_json = status.dump();
+  }
+  b.jobs.push_back(row);
+  reasons_.erase(job);
+  dirty_ = true;
+}
+
+void ControlLoop::ReplicaEnded(int64_t job, int32_t replica, const proto::TaskReport& r, store::WriteBatch& b) {
+  Attempt& a = attempts_.at(job);
+  Attempt::Replica& rep = a.replicas[replica];
+  rep.ended = true;
+  const bool ok = r.exit_code == 0 && r.signal == 0 && !r.oom && r.stop_reason.empty();
+  const std::string where = "replica " + std::to_string(replica) + " on " + state_.nodes()[rep.node].spec.name;
+  if (ok) {
+    rep.result = "exited 0";
+  } else {
+    const auto [state, words] = Classify(r);
+    rep.result = words;
+    if (!a.ending && !a.requeue) {
+      b.events.push_back(Event(job, "ReplicaFailed", core::JobStateName(state), where + " " + words));
+      BeginEnding(job, state, false, where + " " + words, b);
+      if (!attempts_.count(job)) return;  // ended at once
+    }
+  }
+  Attempt& still = attempts_.at(job);
+  const bool all_ended =
+      std::all_of(still.replicas.begin(), still.replicas.end(), [](const Attempt::Replica& x) { return x.ended; });
+  if (all_ended) {
+    FinishAttempt(job, b);
+  } else {
+    JobRow& row = jobs_.at(job);
+    row.status_json = AllocationsJson(job);
+    b.jobs.push_back(row);
+  }
+}
+
+StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncRequest& req) {
+  using R = StatusOr<SyncResult>;
+  return Call<R>([this, req](std::function<void(R)> reply) {
+    if (req.epoch > epoch_) {
+      return reply(FailedPrecondition("this agent has seen leader epoch " + std::to_string(req.epoch) +
+                                      ", newer than this server's " + std::to_string(epoch_) + "; this server is not the leader"));
+    }
+    const Time now = clock_.Now();
+    store::WriteBatch b;
+    SyncResult out;
+    // The node: registered on its agent's first sync.
+    std::optional<core::NodeIndex> index;
+    for (size_t i = 0; i < state_.nodes().size(); ++i) {
+      if (state_.nodes()[i].spec.name == req.node) index = static_cast<core::NodeIndex>(i);
+    }
+    json status = {{"source", "agent"},
+                   {"gpuType", req.gpu_type},
+                   {"gpus", static_cast<int64_t>(req.gpus.size())},
+                   {"cpuMilli", req.cpu_milli},
+                   {"memoryBytes", req.memory_bytes},
+                   {"leaf", req.labels.count("leaf") ? req.labels.at("leaf") : ""},
+                   {"spine", req.labels.count("spine") ? req.labels.at("spine") : ""},
+                   {"zone", req.labels.count("zone") ? req.labels.at("zone") : ""},
+                   {"address", req.address},
+                   {"logPort", req.log_port},
+                   {"agentVersion", req.agent_version},
+                   {"gpuSource", req.gpu_source},
+                   {"gpuNote", req.gpu_note},
+                   {"cgroups", req.cgroups}};
+    json gpus = json::array();
+    for (const proto::GpuReport& g : req.gpus) {
+      gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"memoryBytes", g.memory_bytes},
+                      {"numaNode", g.numa_node}, {"nvlinks", g.nvlinks}, {"healthy", g.healthy}, {"health", g.health}});
+    }
+    status["gpuDevices"] = gpus;
+    if (!index) {
+      core::NodeSpec n;
+      n.name = req.node;
+      n.gpu_type = req.gpu_type;
+      n.capacity.gpus = static_cast<int64_t>(req.gpus.size());
+      n.capacity.cpu_milli = req.cpu_milli;
+      n.capacity.memory_bytes = req.memory_bytes;
+      n.topology.leaf = status["leaf"];
+      n.topology.spine = status["spine"];
+      n.topology.zone = status["zone"];
+      auto added = state_.AddNode(n);
+      if (!added.ok()) return reply(added.status());
+      index = *added;
+      dirty_ = true;
+      out.changed = true;
+    }
+    AgentNode& agent = agents_[req.node];
+    const bool first = agent.status_json == "{}" || agent.address != req.address;
+    agent.last_sync_ms = now.millis();
+    agent.address = req.address;
+    agent.log_port = req.log_port;
+    if (agent.unreachable) {
+      agent.unreachable = false;
+      (void)state_.SetSchedulable(*index, true);
+      dirty_ = true;
+    }
+    for (const proto::HealthEventReport& e : req.health_events) {
+      agent.events.push_back(e);
+      b.events.push_back({0, 0, now.millis(), "GpuHealth", e.kind,
+                          req.node + " GPU " + e.uuid + ": " + e.kind + (e.xid ? " XID " + std::to_string(e.xid) : "") +
+                              (e.fatal ? " (fatal)" : "")});
+    }
+    if (agent.events.size() > 32) agent.events.erase(agent.events.begin(), agent.events.end() - 32);
+    json events = json::array();
+    for (const proto::HealthEventReport& e : agent.events) {
+      events.push_back({{"uuid", e.uuid}, {"xid", e.xid}, {"kind", e.kind}, {"fatal", e.fatal}, {"timeMs", e.time_ms}});
+    }
+    status["healthEvents"] = events;
+    const std::string status_text = status.dump();
+    if (status_text != agent.status_json) {
+      agent.status_json = status_text;
+      b.nodes.push_back({req.node, status_text, "READY", now.millis()});
+    }
+    out.response.health_events_recorded = static_cast<int32_t>(req.health_events.size());
+    if (first) TouchNode(*index);
+
+    // Task reports.
+    std::set<std::pair<int64_t, int32_t>> reported;
+    for (const proto::TaskReport& t : req.tasks) {
+      auto it = attempts_.find(t.job);
+      const bool current = it != attempts_.end() && it->second.number == t.attempt && t.replica >= 0 &&
+                           t.replica < static_cast<int32_t>(it->second.replicas.size()) &&
+                           it->second.replicas[t.replica].node == *index;
+      if (!current) {
+        // A stale attempt or unknown task: acknowledge its end; a running
+        // one is not desired, so the agent stops it.
+        if (!t.running) out.response.recorded.push_back({t.job, t.attempt, t.replica});
+        continue;
+      }
+      Attempt::Replica& rep = it->second.replicas[t.replica];
+      rep.seen = true;
+      reported.insert({t.job, t.replica});
+      if (!t.running) {
+        if (!rep.ended) {
+          ReplicaEnded(t.job, t.replica, t, b);
+          out.changed = true;
+        }
+        out.response.recorded.push_back({t.job, t.attempt, t.replica});
+      }
+    }
+    // Replicas the agent reported before and no longer knows were lost.
+    std::vector<std::pair<int64_t, int32_t>> lost;
+    for (const auto& [job, a] : attempts_) {
+      for (size_t i = 0; i < a.replicas.size(); ++i) {
+        const Attempt::Replica& r = a.replicas[i];
+        if (r.node == *index && r.seen && !r.ended && !reported.count({job, static_cast<int32_t>(i)})) {
+          lost.emplace_back(job, static_cast<int32_t>(i));
+        }
+      }
+    }
+    for (const auto& [job, replica] : lost) {
+      if (!attempts_.count(job)) continue;
+      proto::TaskReport gone;
+      gone.signal = SIGKILL;
+      gone.message = "its agent no longer knows the task (the node restarted or lost its state)";
+      ReplicaEnded(job, replica, gone, b);
+      out.changed = true;
+    }
+
+    // The desired state.
+    for (const auto& [job, a] : attempts_) {
+      if (a.ending || a.requeue || !a.spec) continue;
+      const JobRow& row = jobs_.at(job);
+      std::vector<ReplicaPlace> places;
+      for (const Attempt::Replica& r : a.replicas) {
+        const std::string& name = state_.nodes()[r.node].spec.name;
+        auto ag = agents_.find(name);
+        places.push_back({name, ag != agents_.end() && !ag->second.address.empty() ? ag->second.address : name});
+      }
+      auto task = array_task_of_.find(job);
+      for (size_t i = 0; i < a.replicas.size(); ++i) {
+        const Attempt::Replica& r = a.replicas[i];
+        if (r.node != *index || r.ended) continue;
+        proto::TaskAssignment t;
+        t.job = job;
+        t.attempt = a.number;
+        t.replica = static_cast<int32_t>(i);
+        t.epoch = epoch_;
+        t.user = row.user;
+        t.argv = TaskArgv(*a.spec);
+        t.env = TaskEnvironment(*a.spec, {job, a.number, t.replica, places,
+                                          task != array_task_of_.end() ? task->second.index : -1});
+        t.working_dir = a.spec->working_dir.value_or("");
+        t.gpus = r.gpus;
+        t.cpu_milli = a.spec->resources.cpu_milli;
+        t.memory_bytes = a.spec->resources.memory_bytes;
+        t.time_limit_ms = a.spec->time_limit.is_infinite() ? 0 : a.spec->time_limit.millis();
+        if (a.spec->checkpoint) {
+          t.stop_signal = SignalNumber(a.spec->checkpoint->signal);
+          t.grace_ms = a.spec->checkpoint->grace_period.millis();
+        } else {
+          t.stop_signal = SIGTERM;
+          t.grace_ms = options_.default_grace.millis();
+        }
+        out.response.tasks.push_back(std::move(t));
+      }
+    }
+    out.response.epoch = epoch_;
+    out.response.lease_ms = options_.agent_lease.millis();
+    out.response.version = NodeVersion(req.node);
+    if (!out.response.recorded.empty() || !req.health_events.empty()) out.changed = true;
+    if (b.empty()) return reply(std::move(out));
+    Persist(std::move(b), [reply, out](const Status& s) {
+      if (!s.ok()) return reply(s);
+      reply(out);
+    });
+  }, ShuttingDown());
+}
+
+void ControlLoop::SweepAgents(Time now) {
+  for (auto& [name, a] : agents_) {
+    const bool silent = now.millis() - a.last_sync_ms > options_.node_unreachable_after.millis();
+    if (silent == a.unreachable) continue;
+    a.unreachable = silent;
+    for (size_t i = 0; i < state_.nodes().size(); ++i) {
+      if (state_.nodes()[i].spec.name == name) (void)state_.SetSchedulable(static_cast<core::NodeIndex>(i), !silent);
+    }
+    dirty_ = true;
+  }
+}
+
+StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica) {
+  using R = StatusOr<ReplicaLocation>;
+  return Call<R>([this, job, replica](std::function<void(R)> reply) {
+    auto row = jobs_.find(job);
+    if (row == jobs_.end()) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
+    const json status = json::parse(row->second.status_json, nullptr, false);
+    // The current attempt, or the last one recorded in the job's status.
+    int32_t attempt = row->second.attempts;
+    std::string node;
+    auto it = attempts_.find(job);
+    if (it != attempts_.end()) {
+      attempt = it->second.number;
+      if (replica < 0 || replica >= static_cast<int32_t>(it->second.replicas.size())) {
+        return reply(InvalidArgument("replica: job " + std::to_string(job) + " has " +
+                                         std::to_string(it->second.replicas.size()) + " replicas, got " + std::to_string(replica),
+                                     "replica"));
+      }
+      node = state_.nodes()[it->second.replicas[replica].node].spec.name;
+    } else if (status.is_object() && status.contains("lastAttempt")) {
+      const json& last = status["lastAttempt"];
+      attempt = last.value("attempt", attempt);
+      for (const json& r : last.value("replicas", json::array())) {
+        if (r.value("replica", -1) == replica) node = r.value("node", "");
+      }
+    }
+    if (node.empty()) return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
+    auto ag = agents_.find(node);
+    if (ag == agents_.end() || ag->second.log_port == 0) {
+      return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs"));
+    }
+    reply(ReplicaLocation{node, ag->second.address, ag->second.log_port,
+                          "j" + std::to_string(job) + ".a" + std::to_string(attempt) + ".r" + std::to_string(replica)});
+  }, ShuttingDown());
+}
+
+}  // namespace muster::server

@@ -1,0 +1,65 @@
+#include "server/task_env.h"
+
+namespace muster::server {
+
+int32_t MasterPort(int64_t job, int32_t attempt) {
+  const uint64_t h = static_cast<uint64_t>(job) * 7919u + static_cast<uint64_t>(attempt) * 104729u;
+  return 29500 + static_cast<int32_t>(h % 10000);
+}
+
+std::vector<std::string> TaskArgv(const api::JobSpec& spec) {
+  if (spec.script) return {"/bin/sh", "-c", *spec.script};
+  return spec.command;
+}
+
+std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, const TaskEnvInput& in) {
+  std::map<std::string, std::string> env = spec.env;
+  const int32_t n = static_cast<int32_t>(in.replicas.size());
+  // Nodes in order of first appearance; the node rank and local rank follow.
+  std::vector<std::string> nodes;
+  int32_t node_rank = 0, local_rank = 0, local_size = 0;
+  for (int32_t r = 0; r < n; ++r) {
+    const std::string& node = in.replicas[r].node;
+    if (nodes.empty() || nodes.back() != node) nodes.push_back(node);
+    if (node == in.replicas[in.replica].node) {
+      if (r < in.replica) ++local_rank;
+      ++local_size;
+    }
+    if (r == in.replica) node_rank = static_cast<int32_t>(nodes.size()) - 1;
+  }
+  std::string nodelist;
+  for (const std::string& node : nodes) nodelist += (nodelist.empty() ? "" : ",") + node;
+  const std::string id = std::to_string(in.job);
+  const std::string rank = std::to_string(in.replica);
+  auto set = [&](const char* k, const std::string& v) { env[k] = v; };
+  set("MUSTER_JOB_ID", id);
+  set("MUSTER_ATTEMPT", std::to_string(in.attempt));
+  set("MUSTER_RESTART_COUNT", std::to_string(in.attempt - 1));
+  set("MUSTER_REPLICA_INDEX", rank);
+  set("MUSTER_NUM_REPLICAS", std::to_string(n));
+  set("MUSTER_NODELIST", nodelist);
+  set("MASTER_ADDR", n > 0 ? in.replicas[0].address : "127.0.0.1");
+  set("MASTER_PORT", std::to_string(MasterPort(in.job, in.attempt)));
+  set("WORLD_SIZE", std::to_string(n));
+  set("RANK", rank);
+  set("NODE_RANK", std::to_string(node_rank));
+  set("NNODES", std::to_string(nodes.size()));
+  set("LOCAL_RANK", std::to_string(local_rank));
+  set("LOCAL_WORLD_SIZE", std::to_string(local_size));
+  set("SLURM_JOB_ID", id);
+  set("SLURM_PROCID", rank);
+  set("SLURM_NNODES", std::to_string(nodes.size()));
+  set("SLURM_NTASKS", std::to_string(n));
+  set("SLURM_JOB_NODELIST", nodelist);
+  set("SLURM_LOCALID", std::to_string(local_rank));
+  set("SLURM_NODEID", std::to_string(node_rank));
+  set("JOB_COMPLETION_INDEX", rank);
+  if (in.array_index >= 0) {
+    set("MUSTER_ARRAY_TASK_ID", std::to_string(in.array_index));
+    set("SLURM_ARRAY_TASK_ID", std::to_string(in.array_index));
+  }
+  if (spec.checkpoint) set("MUSTER_CHECKPOINT_DIR", spec.checkpoint->dir);
+  return env;
+}
+
+}  // namespace muster::server

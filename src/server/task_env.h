@@ -1,0 +1,50 @@
+// The environment and command line of one replica of a job, as the server
+// sends them to the agent (proto::TaskAssignment).
+//
+// Variables, on top of the job's own `env` (the job's values win, except
+// for the identifiers below, which are always Muster's):
+//   MUSTER_JOB_ID, MUSTER_ATTEMPT, MUSTER_RESTART_COUNT (attempt - 1),
+//   MUSTER_REPLICA_INDEX, MUSTER_NUM_REPLICAS, MUSTER_NODELIST,
+//   MUSTER_ARRAY_TASK_ID (arrays), MUSTER_CHECKPOINT_DIR (with a checkpoint)
+//   torchrun: MASTER_ADDR (the node of replica 0), MASTER_PORT, WORLD_SIZE,
+//     RANK, NODE_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NNODES
+//   Slurm: SLURM_JOB_ID, SLURM_PROCID, SLURM_NNODES, SLURM_NTASKS,
+//     SLURM_JOB_NODELIST, SLURM_LOCALID, SLURM_NODEID, SLURM_ARRAY_TASK_ID
+//   Kubernetes Indexed Job: JOB_COMPLETION_INDEX
+// One replica is one process: RANK is the replica index, WORLD_SIZE the
+// replica count. The agent adds CUDA_VISIBLE_DEVICES (GPU UUIDs),
+// NVIDIA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE, PATH, HOME, USER.
+//
+// MASTER_PORT is derived from job id and attempt (29500..39499), so every
+// replica computes the same port and a new attempt does not reuse the
+// previous attempt's port.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "api/job_spec.h"
+
+namespace muster::server {
+
+struct ReplicaPlace {
+  std::string node;
+  std::string address;  // the node's address for MASTER_ADDR
+};
+
+struct TaskEnvInput {
+  int64_t job = 0;
+  int32_t attempt = 1;
+  int32_t replica = 0;
+  std::vector<ReplicaPlace> replicas;  // every replica's node, in replica order
+  int32_t array_index = -1;            // -1: not an array task
+};
+
+std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, const TaskEnvInput& in);
+// The argv of the job: its command, or ["/bin/sh", "-c", script].
+std::vector<std::string> TaskArgv(const api::JobSpec& spec);
+int32_t MasterPort(int64_t job, int32_t attempt);
+
+}  // namespace muster::server
