@@ -66,7 +66,7 @@ StatusOr<std::string> Executor::Init() {
   return how;
 }
 
-Status Executor::Start(TaskSpec spec, const CgroupLimits& limits) {
+Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::string& meta) {
   const std::string key = spec.key;
   if (tasks_.count(key) || fs::exists(TaskDir(key))) {
     return Status(StatusCode::kAlreadyExists, "task " + key + " was already started on this node");
@@ -81,6 +81,7 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits) {
   }
   if (spec.log_path.empty()) spec.log_path = LogPath(key);
   RETURN_IF_ERROR(WriteFileAtomic(dir + "/spec.json", TaskSpecToJson(spec)));
+  RETURN_IF_ERROR(WriteFileAtomic(dir + "/meta.json", meta));
 
   const std::string shim_log = dir + "/shim.log";
   const char* argv[] = {options_.shim_binary.c_str(), "task-shim", dir.c_str(), nullptr};
@@ -107,6 +108,7 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits) {
   t.pid_start = ProcessStartTime(pid);
   t.child = true;
   t.start_ms = clock_.Now().millis();
+  t.meta = meta;
   (void)WriteFileAtomic(dir + "/pid.json",
                         json({{"pid", pid}, {"startTime", t.pid_start}, {"startMs", t.start_ms}}).dump());
   tasks_[key] = std::move(t);
@@ -198,6 +200,7 @@ void Executor::Recover() {
     const std::string dir = e.path().string();
     Task t;
     t.key = key;
+    if (auto meta = ReadWholeFile(dir + "/meta.json"); meta.ok()) t.meta = *meta;
     if (auto res = ReadWholeFile(dir + "/result.json"); res.ok()) {
       if (auto r = TaskResultFromJson(*res); r.ok()) {
         t.result = *r;
@@ -239,7 +242,7 @@ void Executor::Recover() {
 
 std::vector<TaskStatus> Executor::Tasks() const {
   std::vector<TaskStatus> out;
-  for (const auto& [key, t] : tasks_) out.push_back({key, !t.result.has_value(), t.start_ms, t.result, t.stopping});
+  for (const auto& [key, t] : tasks_) out.push_back({key, !t.result.has_value(), t.start_ms, t.result, t.stopping, t.meta});
   return out;
 }
 

@@ -53,6 +53,7 @@ struct TaskStatus {
   int64_t start_ms = 0;
   std::optional<TaskResult> result;
   bool stopping = false;  // a stop was requested and it has not ended yet
+  std::string meta;       // what the caller stored with it at Start
 };
 
 class Executor {
@@ -66,7 +67,9 @@ class Executor {
 
   // Starts a task. The spec's cgroup_procs are filled in here. A key that
   // already exists (running or ended) is refused: a task never starts twice.
-  Status Start(TaskSpec spec, const CgroupLimits& limits);
+  // `meta` is kept with the task (meta.json) and returned by Tasks(), also
+  // after a restart.
+  Status Start(TaskSpec spec, const CgroupLimits& limits, const std::string& meta = "{}");
   // Asks a running task to stop; idempotent (the first deadline stands).
   void Stop(const std::string& key, int signal, Duration grace, const std::string& reason);
   // Advances every task: reaps ended ones, escalates stops past their grace.
@@ -92,6 +95,7 @@ class Executor {
     int64_t kill_at_ms = 0;      // SIGKILL everything at this time
     std::string stop_reason;
     std::optional<TaskResult> result;
+    std::string meta = "{}";
   };
   void Finish(Task& t, std::optional<int> wait_status);
   bool Alive(const Task& t) const;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "agent/task_shim.h"
+#include "cli/agent_command.h"
 #include "cli/job_commands.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
@@ -22,6 +23,8 @@ int RunMuster(int argc, char** argv) {
   CLI::App* sim = AddSimCommand(app, sim_flags);
   ServerFlags server_flags;
   CLI::App* server = AddServerCommand(app, server_flags);
+  AgentFlags agent_flags;
+  CLI::App* agent = AddAgentCommand(app, agent_flags);
   std::shared_ptr<JobCommands> jobs = AddJobCommands(app);
   try {
     app.parse(argc, argv);
@@ -32,6 +35,7 @@ int RunMuster(int argc, char** argv) {
   }
   if (sim->parsed()) return RunSim(sim_flags);
   if (server->parsed()) return RunServerCommand(server_flags);
+  if (agent->parsed()) return RunAgentCommand(agent_flags);
   const int rc = RunJobCommands(*jobs);
   return rc >= 0 ? rc : 2;
 }

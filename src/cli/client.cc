@@ -49,6 +49,28 @@ StatusOr<Response> Client::Get(const std::string& path) {
   }
 }
 
+StatusOr<Response> Client::GetText(const std::string& path, const std::vector<std::string>& headers) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_for_);
+  std::chrono::milliseconds backoff(50);
+  while (true) {
+    auto r = http_->Get(path, httplib::Headers{{"X-Muster-User", user_}});
+    if (r) {
+      if (r->status != 200) return Decode(r);
+      Response out;
+      out.status = r->status;
+      out.text = r->body;
+      for (const std::string& h : headers) out.headers[h] = r->get_header_value(h);
+      return out;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status(StatusCode::kUnavailable, "cannot reach the server at " + server_ + ": " +
+                                                  httplib::to_string(r.error()));
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
+
 StatusOr<Response> Client::Post(const std::string& path, const std::string& body, const std::string& content_type,
                                 const std::map<std::string, std::string>& headers) {
   httplib::Headers h{{"X-Muster-User", user_}};

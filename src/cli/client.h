@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -24,6 +25,8 @@ namespace muster::cli {
 struct Response {
   int status = 0;
   nlohmann::json body;
+  std::string text;                            // the raw body
+  std::map<std::string, std::string> headers;  // those GetText was asked for
 };
 
 class Client {
@@ -32,6 +35,9 @@ class Client {
   ~Client();
 
   StatusOr<Response> Get(const std::string& path);
+  // A GET whose answer is text when it succeeds (logs) and a JSON error
+  // otherwise; `headers` names the response headers to keep.
+  StatusOr<Response> GetText(const std::string& path, const std::vector<std::string>& headers);
   StatusOr<Response> Post(const std::string& path, const std::string& body, const std::string& content_type,
                           const std::map<std::string, std::string>& headers = {});
 

@@ -1,5 +1,10 @@
 #include "cli/job_commands.h"
 
+#include <pwd.h>
+#include <chrono>
+#include <thread>
+#include <unistd.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
@@ -26,6 +31,7 @@ struct JobCommands {
   CLI::App* describe = nullptr;
   CLI::App* why = nullptr;
   CLI::App* history = nullptr;
+  CLI::App* logs = nullptr;
   std::vector<std::pair<CLI::App*, std::string>> actions;
 
   // submit
@@ -42,6 +48,9 @@ struct JobCommands {
   std::string describe_kind;
   std::vector<int64_t> ids;
   int64_t id = 0;
+  // logs
+  int64_t replica = 0, tail = -1;
+  bool follow = false;
 };
 
 namespace {
@@ -53,7 +62,10 @@ std::string DefaultServer() {
 
 std::string DefaultUser() {
   const char* env = std::getenv("USER");
-  return env && *env ? env : "anonymous";
+  if (env && *env) return env;
+  // No $USER (a service, a container): the account this process runs as.
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_name) return pw->pw_name;
+  return "anonymous";
 }
 
 int Fail(const Status& s) {
@@ -341,6 +353,34 @@ int Describe(JobCommands& c, Client& client, bool why_only) {
   return 0;
 }
 
+// `muster logs ID`: the replica's output; with -f, follows it until the job
+// has ended.
+int Logs(JobCommands& c, Client& client) {
+  const std::string base = "/v1/jobs/" + std::to_string(c.id) + "/logs?replica=" + std::to_string(c.replica);
+  std::string path = base + (c.tail >= 0 ? "&tail=" + std::to_string(c.tail) : "");
+  std::string offset;
+  bool ended = false;
+  while (true) {
+    auto r = client.GetText(path, {"X-Muster-Log-Offset"});
+    if (!r.ok()) return Fail(r.status());
+    if (r->status == 200) {
+      std::cout << r->text << std::flush;
+      offset = r->headers["X-Muster-Log-Offset"];
+    } else if (!c.follow || r->status != 404) {
+      std::cerr << "muster logs " << c.id << ": " << Client::ErrorOf(*r).message() << "\n";
+      return 1;
+    }
+    if (!c.follow || (ended && (r->status != 200 || r->text.empty()))) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto job = client.Get("/v1/jobs/" + std::to_string(c.id));
+    if (job.ok() && job->status == 200) {
+      const std::string state = Field(job->body, "state");
+      ended = state != "PENDING" && state != "HELD" && state != "RUNNING" && state != "COMPLETING";
+    }
+    path = base + (offset.empty() ? "" : "&offset=" + offset);
+  }
+}
+
 int Act(JobCommands& c, Client& client, const std::string& verb) {
   int rc = 0;
   for (int64_t id : c.ids) {
@@ -410,6 +450,13 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->history->add_option("--queue", c->filter_queue, "Only this queue");
   c->history->add_option("--limit", c->limit, "At most this many jobs");
 
+  c->logs = app.add_subcommand("logs", "Show a job's output (stdout and stderr of one replica)");
+  common(c->logs);
+  c->logs->add_option("id", c->id, "Job id")->required();
+  c->logs->add_option("--replica,-r", c->replica, "Replica index (default 0)")->check(CLI::NonNegativeNumber);
+  c->logs->add_option("--tail", c->tail, "Only the last N lines")->check(CLI::NonNegativeNumber);
+  c->logs->add_flag("-f,--follow", c->follow, "Keep printing new output until the job ends");
+
   for (const char* verb : {"cancel", "hold", "release", "requeue"}) {
     CLI::App* sub = app.add_subcommand(verb, std::string(1, static_cast<char>(std::toupper(verb[0]))) +
                                                  (verb + 1) + " jobs");
@@ -423,7 +470,7 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
 int RunJobCommands(JobCommands& commands) {
   JobCommands* c = &commands;
   CLI::App* parsed = nullptr;
-  for (CLI::App* sub : {c->submit, c->get, c->describe, c->why, c->history}) {
+  for (CLI::App* sub : {c->submit, c->get, c->describe, c->why, c->history, c->logs}) {
     if (sub->parsed()) parsed = sub;
   }
   std::string verb;
@@ -449,6 +496,7 @@ int RunJobCommands(JobCommands& commands) {
     return Describe(*c, client, false);
   }
   if (parsed == c->why) return Describe(*c, client, true);
+  if (parsed == c->logs) return Logs(*c, client);
   if (parsed == c->history) {
     auto items = ListJobs(client, Query(*c, "COMPLETED,FAILED,CANCELLED,TIMEOUT,OUT_OF_MEMORY,NODE_FAIL,PREEMPTED"),
                           c->limit);

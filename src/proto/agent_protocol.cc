@@ -104,6 +104,7 @@ std::string ToJson(const SyncRequest& r) {
                {"cgroups", r.cgroups},
                {"healthEvents", events},
                {"tasks", tasks},
+               {"reportSeq", r.report_seq},
                {"epoch", r.epoch},
                {"version", r.version},
                {"waitMs", r.wait_ms}});
@@ -183,6 +184,7 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
     e.Get(o, "message", t.message);
     e.Get(o, "endMs", t.end_ms);
   });
+  rd.Get(j, "reportSeq", r.report_seq);
   rd.Get(j, "epoch", r.epoch);
   rd.Get(j, "version", r.version);
   rd.Get(j, "waitMs", r.wait_ms);

@@ -79,6 +79,11 @@ struct SyncRequest {
   std::string cgroups;                        // what the agent enforces
   std::vector<HealthEventReport> health_events;  // since the last acknowledged sync
   std::vector<TaskReport> tasks;
+  // Grows whenever the agent's observed tasks change. The server ignores the
+  // task list of a request older than one it has processed (an agent has
+  // two syncs in flight: a waiting one and a report), so a stale snapshot
+  // never makes a running task look lost.
+  int64_t report_seq = 0;
   int64_t epoch = 0;    // the highest epoch this agent has seen
   int64_t version = 0;  // the desired-state version it last received
   int64_t wait_ms = 0;  // hold the answer until something changes, at most this long

@@ -184,6 +184,7 @@ class ControlLoop {
     std::string status_json = "{}";
     std::vector<proto::HealthEventReport> events;  // the last few
     bool unreachable = false;
+    int64_t report_seq = -1;  // the newest task report processed
   };
   Status RestoreNodes();
   // Cancel (final_state) or requeue a RUNNING or COMPLETING job: its

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "server/control_loop.h"
@@ -331,9 +332,12 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
     out.response.health_events_recorded = static_cast<int32_t>(req.health_events.size());
     if (first) TouchNode(*index);
 
-    // Task reports.
+    // Task reports, unless a newer report was processed already.
+    const bool fresh = req.report_seq >= agent.report_seq;
+    if (fresh) agent.report_seq = req.report_seq;
     std::set<std::pair<int64_t, int32_t>> reported;
-    for (const proto::TaskReport& t : req.tasks) {
+    static const std::vector<proto::TaskReport> kNone;
+    for (const proto::TaskReport& t : fresh ? req.tasks : kNone) {
       auto it = attempts_.find(t.job);
       const bool current = it != attempts_.end() && it->second.number == t.attempt && t.replica >= 0 &&
                            t.replica < static_cast<int32_t>(it->second.replicas.size()) &&
@@ -358,6 +362,7 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
     // Replicas the agent reported before and no longer knows were lost.
     std::vector<std::pair<int64_t, int32_t>> lost;
     for (const auto& [job, a] : attempts_) {
+      if (!fresh) break;
       for (size_t i = 0; i < a.replicas.size(); ++i) {
         const Attempt::Replica& r = a.replicas[i];
         if (r.node == *index && r.seen && !r.ended && !reported.count({job, static_cast<int32_t>(i)})) {

@@ -1,0 +1,575 @@
+#include "agent/agent.h"
+
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "gpu/fake_gpus.h"
+
+namespace muster::agent {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+std::unique_ptr<httplib::Client> MakeClient(const std::string& url, Duration read_timeout) {
+  auto c = std::make_unique<httplib::Client>(url);
+  c->set_connection_timeout(2, 0);
+  const int64_t ms = read_timeout.millis();
+  c->set_read_timeout(static_cast<time_t>(ms / 1000), static_cast<time_t>((ms % 1000) * 1000));
+  c->set_write_timeout(10, 0);
+  c->set_tcp_nodelay(true);
+  c->set_keep_alive(true);
+  return c;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+json AssignmentJson(const proto::TaskAssignment& t) {
+  return {{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}, {"epoch", t.epoch},
+          {"timeLimitMs", t.time_limit_ms}, {"stopSignal", t.stop_signal}, {"graceMs", t.grace_ms}};
+}
+
+bool ValidTaskKey(const std::string& key) {
+  static const std::regex re(R"(j[0-9]{1,18}\.a[0-9]{1,9}\.r[0-9]{1,9})");
+  return std::regex_match(key, re);
+}
+
+// The output of a task's log: from `offset`, or its last `tail` lines.
+// Returns (bytes, the offset after them).
+std::pair<std::string, int64_t> ReadLog(const std::string& path, int64_t offset, int64_t tail) {
+  constexpr int64_t kMaxChunk = 4 << 20;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {"", 0};
+  in.seekg(0, std::ios::end);
+  const int64_t size = in.tellg();
+  int64_t from = std::clamp<int64_t>(offset < 0 ? 0 : offset, 0, size);
+  if (tail >= 0) {
+    from = std::max<int64_t>(0, size - kMaxChunk);
+    in.seekg(from);
+    std::string text(static_cast<size_t>(size - from), '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    size_t pos = text.size();
+    if (pos > 0 && text[pos - 1] == '\n') --pos;
+    int64_t lines = 0;
+    while (pos > 0 && lines < tail) {
+      const size_t nl = text.rfind('\n', pos - 1);
+      ++lines;
+      if (nl == std::string::npos) {
+        pos = 0;
+        break;
+      }
+      pos = nl;
+      if (lines == tail) ++pos;
+    }
+    if (tail == 0) pos = text.size();
+    return {text.substr(pos), size};
+  }
+  const int64_t n = std::min(kMaxChunk, size - from);
+  std::string out(static_cast<size_t>(n), '\0');
+  in.seekg(from);
+  in.read(out.data(), n);
+  return {out, from + n};
+}
+
+}  // namespace
+
+int64_t MachineCpuMilli() {
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return (n > 0 ? n : 1) * 1000;
+}
+
+int64_t MachineMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemTotal:") return kb * 1024;
+  }
+  return 0;
+}
+
+Agent::Agent(AgentOptions options, const Clock& clock) : options_(std::move(options)), clock_(clock) {}
+
+Agent::~Agent() {
+  Stop();
+  if (log_server_) log_server_->stop();
+  for (std::thread* t : {&watch_thread_, &health_thread_, &log_thread_}) {
+    if (t->joinable()) t->join();
+  }
+}
+
+StatusOr<std::string> Agent::Init() {
+  if (options_.node.empty()) options_.node = HostName();
+  if (options_.address.empty()) {
+    const bool loopback = options_.server.find("://127.") != std::string::npos ||
+                          options_.server.find("://localhost") != std::string::npos;
+    options_.address = loopback ? "127.0.0.1" : HostName();
+  }
+  if (options_.log_host.empty()) options_.log_host = options_.address;
+  if (options_.state_dir.empty()) options_.state_dir = "/var/lib/muster/agent-" + options_.node;
+  if (options_.cpu_milli == 0) options_.cpu_milli = MachineCpuMilli();
+  if (options_.memory_bytes == 0) options_.memory_bytes = MachineMemoryBytes();
+
+  std::string gpus_line;
+  if (!options_.fake_gpus.empty()) {
+    ASSIGN_OR_RETURN(inventory_, gpu::FakeGpus(options_.fake_gpus, options_.node));
+    gpus_line = inventory_.note;
+  } else {
+    auto nvml = gpu::Nvml::Load(options_.nvml_library);
+    if (nvml.ok()) {
+      nvml_ = std::move(*nvml);
+      ASSIGN_OR_RETURN(inventory_, nvml_->Discover());
+      gpus_line = std::to_string(inventory_.gpus.size()) + " GPUs from " + inventory_.note;
+    } else {
+      inventory_.source = "none";
+      inventory_.note = nvml.status().message();
+      gpus_line = "no GPUs: " + inventory_.note + " (use --fake-gpus 8xH100 for a development node)";
+    }
+  }
+  if (!options_.gpu_type.empty()) {
+    for (char c : options_.gpu_type) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+        return InvalidArgument("--gpu-type: may use letters, digits, '.', '_' and '-', got \"" + options_.gpu_type + "\"", "gpu-type");
+      }
+    }
+  }
+
+  ExecutorOptions eo;
+  eo.state_dir = options_.state_dir;
+  std::error_code ec;
+  eo.shim_binary = fs::read_symlink("/proc/self/exe", ec).string();
+  if (ec) return FailedPrecondition("cannot find the muster binary (/proc/self/exe): " + ec.message());
+  eo.use_cgroups = options_.use_cgroups;
+  executor_ = std::make_unique<Executor>(eo, clock_);
+  ASSIGN_OR_RETURN(cgroups_, executor_->Init());
+  for (const TaskStatus& t : executor_->Tasks()) {
+    const json meta = json::parse(t.meta, nullptr, false);
+    if (!meta.is_object()) continue;
+    proto::TaskAssignment a;
+    a.job = meta.value("job", int64_t{0});
+    a.attempt = meta.value("attempt", 0);
+    a.replica = meta.value("replica", 0);
+    a.epoch = meta.value("epoch", int64_t{0});
+    a.time_limit_ms = meta.value("timeLimitMs", int64_t{0});
+    a.stop_signal = meta.value("stopSignal", SIGTERM);
+    a.grace_ms = meta.value("graceMs", int64_t{30'000});
+    assigned_[t.key] = a;
+  }
+
+  log_server_ = std::make_unique<httplib::Server>();
+  log_server_->Get(R"(/logs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string key = req.matches[1];
+    if (!ValidTaskKey(key)) {
+      res.status = 400;
+      res.set_content("bad task key", "text/plain");
+      return;
+    }
+    const std::string path = executor_->LogPath(key);
+    if (!fs::exists(path)) {
+      res.status = 404;
+      res.set_content("no log for " + key, "text/plain");
+      return;
+    }
+    auto num = [&](const char* name) -> int64_t {
+      if (!req.has_param(name)) return -1;
+      return std::atoll(req.get_param_value(name).c_str());
+    };
+    auto [text, next] = ReadLog(path, num("offset"), num("tail"));
+    res.set_header("X-Muster-Log-Offset", std::to_string(next));
+    res.set_content(text, "text/plain; charset=utf-8");
+  });
+  if (options_.log_port == 0) {
+    log_port_ = log_server_->bind_to_any_port(options_.log_host);
+  } else {
+    log_port_ = log_server_->bind_to_port(options_.log_host, options_.log_port) ? options_.log_port : -1;
+  }
+  if (log_port_ <= 0) return Status(StatusCode::kUnavailable, "cannot listen for log requests on " + options_.log_host);
+  log_thread_ = std::thread([this] { log_server_->listen_after_bind(); });
+
+  std::ostringstream summary;
+  summary << "node " << options_.node << ": " << gpus_line << "; " << options_.cpu_milli / 1000 << " CPUs, "
+          << (options_.memory_bytes >> 30) << " GiB; " << cgroups_ << "; state in " << options_.state_dir
+          << "; logs served on " << options_.log_host << ":" << log_port_;
+  if (!executor_->Tasks().empty()) summary << "; recovered " << executor_->Tasks().size() << " task(s)";
+  return summary.str();
+}
+
+void Agent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+}
+
+proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
+  proto::SyncRequest r;
+  r.node = options_.node;
+  r.agent_version = kVersion;
+  r.address = options_.address;
+  r.log_port = log_port_;
+  r.cpu_milli = options_.cpu_milli;
+  r.memory_bytes = options_.memory_bytes;
+  r.labels = options_.labels;
+  r.cgroups = cgroups_;
+  r.wait_ms = wait_ms;
+  std::lock_guard<std::mutex> lock(mu_);
+  r.gpu_type = options_.gpu_type.empty() ? inventory_.GpuType() : options_.gpu_type;
+  r.gpu_source = inventory_.source;
+  r.gpu_note = inventory_.note;
+  for (const gpu::GpuDevice& g : inventory_.gpus) {
+    r.gpus.push_back({g.index, g.uuid, g.name, g.memory_bytes, g.numa_node, g.nvlinks, g.healthy, g.health});
+  }
+  for (const auto& [seq, e] : events_) r.health_events.push_back(e);
+  r.tasks = reports_;
+  r.report_seq = report_seq_;
+  r.epoch = epoch_;
+  r.version = std::max(version_, seen_version_);
+  return r;
+}
+
+bool Agent::Sync(int64_t wait_ms) {
+  static thread_local std::unique_ptr<httplib::Client> client;
+  if (!client) client = MakeClient(options_.server, options_.sync_wait + Duration::Seconds(10));
+  int64_t last_event = 0;
+  proto::SyncRequest req = BuildRequest(wait_ms);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_event = events_.empty() ? 0 : events_.back().first;
+  }
+  auto res = client->Post("/v1/agent/sync", proto::ToJson(req), "application/json");
+  if (!res || res->status != 200) {
+    if (res && res->status != 200) {
+      std::fprintf(stderr, "muster agent: the server refused a sync (%d): %s\n", res->status, res->body.substr(0, 300).c_str());
+    }
+    client.reset();
+    return false;
+  }
+  auto parsed = proto::ParseSyncResponse(res->body);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "muster agent: unreadable sync answer: %s\n", parsed.status().ToString().c_str());
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_success_ms_ = clock_.Now().millis();
+    // The server stored every event this request carried.
+    if (parsed->health_events_recorded == static_cast<int32_t>(req.health_events.size())) {
+      events_.erase(std::remove_if(events_.begin(), events_.end(), [&](const auto& e) { return e.first <= last_event; }),
+                    events_.end());
+    }
+    seen_version_ = std::max(seen_version_, parsed->version);
+    if (std::this_thread::get_id() != main_thread_) {
+      // The watcher hands the answer to the main thread.
+      pending_ = std::move(*parsed);
+      cv_.notify_all();
+      return true;
+    }
+  }
+  Apply(*parsed);
+  return true;
+}
+
+void Agent::Apply(const proto::SyncResponse& r) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (r.epoch < epoch_) return;  // an older leader's answer
+    epoch_ = r.epoch;
+    lease_ms_ = r.lease_ms;
+  }
+  if (!r.recorded.empty()) {
+    std::set<std::string> ended;
+    for (const TaskStatus& t : executor_->Tasks()) {
+      if (!t.running) ended.insert(t.key);
+    }
+    for (const proto::TaskRef& ref : r.recorded) {
+      const std::string key = TaskKey(ref.job, ref.attempt, ref.replica);
+      failed_starts_.erase(key);
+      if (ended.count(key)) {
+        executor_->Forget(key);
+        assigned_.erase(key);
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (r.version < version_) return;  // a late answer: a newer desired state was applied
+    version_ = r.version;
+  }
+  fenced_ = false;
+  std::map<std::string, const proto::TaskAssignment*> desired;
+  for (const proto::TaskAssignment& t : r.tasks) {
+    if (t.epoch < r.epoch) continue;  // launched by an older leader: never start it
+    desired[TaskKey(t.job, t.attempt, t.replica)] = &t;
+  }
+  for (const auto& [key, t] : desired) {
+    if (!executor_->Has(key) && !failed_starts_.count(key)) StartTask(*t);
+  }
+  for (const TaskStatus& t : executor_->Tasks()) {
+    if (!t.running || desired.count(t.key)) continue;
+    auto a = assigned_.find(t.key);
+    const int sig = a != assigned_.end() ? a->second.stop_signal : SIGTERM;
+    const int64_t grace = a != assigned_.end() ? a->second.grace_ms : 30'000;
+    executor_->Stop(t.key, sig, Duration::Millis(grace), "stop");
+  }
+}
+
+void Agent::StartTask(const proto::TaskAssignment& t) {
+  const std::string key = TaskKey(t.job, t.attempt, t.replica);
+  auto fail = [&](const std::string& why) {
+    proto::TaskReport r;
+    r.job = t.job;
+    r.attempt = t.attempt;
+    r.replica = t.replica;
+    r.running = false;
+    r.exit_code = 127;
+    r.message = why;
+    r.end_ms = clock_.Now().millis();
+    failed_starts_[key] = r;
+    std::fprintf(stderr, "muster agent: cannot start %s: %s\n", key.c_str(), why.c_str());
+  };
+  TaskSpec spec;
+  spec.key = key;
+  spec.argv = t.argv;
+  if (spec.argv.empty()) return fail("the job has no command");
+  std::string uuids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int32_t idx : t.gpus) {
+      if (idx < 0 || idx >= static_cast<int32_t>(inventory_.gpus.size())) {
+        return fail("GPU " + std::to_string(idx) + " does not exist on node " + options_.node);
+      }
+      uuids += (uuids.empty() ? "" : ",") + inventory_.gpus[idx].uuid;
+    }
+  }
+  std::string home = "/", shell = "/bin/sh", user = t.user;
+  const bool as_user = options_.run_as_submitter && ::geteuid() == 0;
+  if (as_user) {
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwnam_r(t.user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found) {
+      return fail("user \"" + t.user + "\" does not exist on node " + options_.node);
+    }
+    spec.run_as = true;
+    spec.uid = pw.pw_uid;
+    spec.gid = pw.pw_gid;
+    home = pw.pw_dir ? pw.pw_dir : "/";
+    shell = pw.pw_shell && *pw.pw_shell ? pw.pw_shell : "/bin/sh";
+    int n = 64;
+    std::vector<gid_t> groups(static_cast<size_t>(n));
+    if (::getgrouplist(t.user.c_str(), pw.pw_gid, groups.data(), &n) < 0) {
+      groups.resize(static_cast<size_t>(n));
+      ::getgrouplist(t.user.c_str(), pw.pw_gid, groups.data(), &n);
+    }
+    groups.resize(static_cast<size_t>(std::max(n, 0)));
+    spec.groups = groups;
+  } else {
+    if (const char* h = std::getenv("HOME")) home = h;
+    if (const char* u = std::getenv("USER")) user = u;
+  }
+  spec.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+              {"HOME", home},
+              {"USER", user},
+              {"LOGNAME", user},
+              {"SHELL", shell},
+              {"LANG", "C.UTF-8"}};
+  for (const auto& [k, v] : t.env) spec.env[k] = v;
+  spec.env["CUDA_VISIBLE_DEVICES"] = uuids;
+  spec.env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : uuids;
+  spec.env["SLURM_GPUS_ON_NODE"] = std::to_string(t.gpus.size());
+  spec.env["MUSTER_NODE"] = options_.node;
+  spec.working_dir = !t.working_dir.empty() ? t.working_dir : home;
+  CgroupLimits limits;
+  limits.memory_bytes = t.memory_bytes;
+  limits.cpu_milli = t.cpu_milli;
+  limits.pids = options_.pids_limit;
+  if (Status s = executor_->Start(spec, limits, AssignmentJson(t).dump()); !s.ok()) {
+    if (s.code() == StatusCode::kAlreadyExists) return;  // it ran here before: never twice
+    return fail(s.message());
+  }
+  assigned_[key] = t;
+}
+
+void Agent::RefreshReports() {
+  std::vector<proto::TaskReport> reports;
+  std::string signature;
+  for (const TaskStatus& t : executor_->Tasks()) {
+    proto::TaskReport r;
+    auto a = assigned_.find(t.key);
+    if (a == assigned_.end()) continue;  // not ours to report (no assignment record)
+    r.job = a->second.job;
+    r.attempt = a->second.attempt;
+    r.replica = a->second.replica;
+    r.running = t.running;
+    r.start_ms = t.start_ms;
+    if (t.result) {
+      r.exit_code = t.result->exit_code;
+      r.signal = t.result->signal;
+      r.oom = t.result->oom;
+      r.stop_reason = t.result->stop_reason;
+      r.message = t.result->message;
+      r.end_ms = t.result->end_ms;
+    }
+    signature += t.key + (t.running ? "+" : "-");
+    reports.push_back(r);
+  }
+  for (const auto& [key, r] : failed_starts_) {
+    signature += key + "!";
+    reports.push_back(r);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (signature != sent_signature_) {
+    sent_signature_ = signature;
+    ++report_seq_;
+  }
+  reports_ = std::move(reports);
+}
+
+void Agent::FenceIfLeaseLost() {
+  int64_t last = 0, lease = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last = last_success_ms_;
+    lease = lease_ms_;
+  }
+  if (fenced_ || last == 0 || clock_.Now().millis() - last < lease) return;
+  bool any = false;
+  for (const TaskStatus& t : executor_->Tasks()) {
+    if (!t.running) continue;
+    any = true;
+    auto a = assigned_.find(t.key);
+    const int sig = a != assigned_.end() ? a->second.stop_signal : SIGTERM;
+    const int64_t grace = std::min<int64_t>(a != assigned_.end() ? a->second.grace_ms : 30'000, 30'000);
+    executor_->Stop(t.key, sig, Duration::Millis(grace), "fenced");
+  }
+  if (any) {
+    std::fprintf(stderr, "muster agent: no sync with the server for %lld ms (lease %lld ms): stopping every task\n",
+                 static_cast<long long>(clock_.Now().millis() - last), static_cast<long long>(lease));
+  }
+  fenced_ = true;
+}
+
+void Agent::WatchLoop() {
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+    }
+    if (!Sync(options_.sync_wait.millis())) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_; });
+    }
+  }
+}
+
+void Agent::HealthLoop() {
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+    }
+    auto e = nvml_->WaitEvent(Duration::Seconds(1), clock_.Now().millis());
+    if (!e.ok()) {
+      std::fprintf(stderr, "muster agent: GPU health events unavailable: %s\n", e.status().ToString().c_str());
+      return;
+    }
+    if (!e->has_value()) continue;
+    const gpu::GpuHealthEvent& ev = **e;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (gpu::GpuDevice& g : inventory_.gpus) {
+      if (g.uuid == ev.uuid && ev.fatal) {
+        g.healthy = false;
+        g.health = ev.kind == "xid" ? "XID " + std::to_string(ev.xid) : ev.kind;
+      }
+    }
+    events_.push_back({++event_seq_, {ev.uuid, ev.xid, ev.kind, ev.fatal, ev.time_ms}});
+    events_dirty_ = true;  // the main thread sends them now
+    cv_.notify_all();
+  }
+}
+
+void Agent::Run() {
+  main_thread_ = std::this_thread::get_id();
+  RefreshReports();
+  Sync(0);
+  watch_thread_ = std::thread([this] { WatchLoop(); });
+  if (nvml_) health_thread_ = std::thread([this] { HealthLoop(); });
+  while (true) {
+    std::optional<proto::SyncResponse> answer;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval.millis()),
+                   [&] { return stop_ || pending_.has_value() || events_dirty_; });
+      if (stop_) break;
+      answer.swap(pending_);
+    }
+    executor_->Poll();
+    if (answer) Apply(*answer);
+    // Time limits.
+    const int64_t now = clock_.Now().millis();
+    for (const TaskStatus& t : executor_->Tasks()) {
+      auto a = assigned_.find(t.key);
+      if (!t.running || t.stopping || a == assigned_.end() || a->second.time_limit_ms <= 0) continue;
+      if (now - t.start_ms >= a->second.time_limit_ms) {
+        executor_->Stop(t.key, a->second.stop_signal, Duration::Millis(a->second.grace_ms), "timeout");
+      }
+    }
+    FenceIfLeaseLost();
+    int64_t seq_before = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      seq_before = report_seq_;
+    }
+    RefreshReports();
+    bool changed = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      changed = report_seq_ != seq_before || events_dirty_;
+      events_dirty_ = false;
+    }
+    if (changed) Sync(0);
+  }
+  if (options_.stop_tasks_on_exit) {
+    for (const TaskStatus& t : executor_->Tasks()) {
+      if (t.running) {
+        auto a = assigned_.find(t.key);
+        executor_->Stop(t.key, a != assigned_.end() ? a->second.stop_signal : SIGTERM,
+                        Duration::Millis(std::min<int64_t>(a != assigned_.end() ? a->second.grace_ms : 5000, 5000)), "stop");
+      }
+    }
+    for (int i = 0; i < 1000; ++i) {
+      executor_->Poll();
+      bool running = false;
+      for (const TaskStatus& t : executor_->Tasks()) running = running || t.running;
+      if (!running) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    RefreshReports();
+    Sync(0);
+  }
+  if (log_server_) log_server_->stop();
+}
+
+}  // namespace muster::agent

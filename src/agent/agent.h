@@ -1,0 +1,135 @@
+// Agent: `muster agent`, the process on every node that runs what the
+// server assigns there.
+//
+// At start it takes stock of the node (GPUs from NVML, fake GPUs, or none;
+// CPUs and memory; labels), sets up the executor (recovering tasks an
+// earlier agent left running) and a small HTTP server for logs. Then three
+// threads work:
+//   - the main thread owns the executor: it reaps ended tasks, applies the
+//     newest desired state (start what is assigned and not known, stop what
+//     runs and is not assigned, enforce time limits) and sends a sync at
+//     once whenever its observed tasks change;
+//   - the watcher keeps one sync waiting at the server (long poll), so a
+//     bind reaches the node within milliseconds;
+//   - with NVML, a health thread waits for XID/ECC events and marks GPUs
+//     unhealthy; events travel in the next sync until the server has
+//     stored them.
+// Desired states are applied only in version order, so an answer that
+// arrives late never undoes a newer one. If no sync succeeds for the lease
+// the server gave, the agent stops its tasks itself ("fenced"): a cut-off
+// node never keeps running a job the server may restart elsewhere.
+//
+// Tasks run as the submitting user when the agent runs as root
+// (run_as_submitter), with CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES
+// set to the UUIDs of the assigned GPUs.
+//
+// Thread-safety: Run() and Stop() from any threads; one Agent per process.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/executor.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "gpu/gpu.h"
+#include "gpu/nvml.h"
+#include "proto/agent_protocol.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace muster::agent {
+
+struct AgentOptions {
+  std::string server = "http://127.0.0.1:8470";
+  std::string node;            // default: the host name
+  std::string address;         // how other nodes reach this one (MASTER_ADDR); default: 127.0.0.1 for a loopback server, else the host name
+  std::string log_host;        // where the log server listens; default: address
+  int log_port = 0;            // 0: any free port
+  std::string fake_gpus;       // "8xH100": fake GPUs instead of NVML
+  std::string nvml_library;    // default "libnvidia-ml.so.1"
+  std::string gpu_type;        // override the type derived from the GPU name
+  int64_t cpu_milli = 0;       // 0: the machine's
+  int64_t memory_bytes = 0;    // 0: the machine's
+  int64_t pids_limit = 16384;  // per task
+  std::map<std::string, std::string> labels;  // leaf, spine, zone, rack
+  std::string state_dir;       // default /var/lib/muster/agent-<node>
+  bool use_cgroups = true;
+  bool run_as_submitter = true;  // effective only when running as root
+  bool stop_tasks_on_exit = false;  // `muster dev`: a stopped agent leaves nothing running
+  Duration sync_wait = Duration::Seconds(10);
+  Duration poll_interval = Duration::Millis(20);
+};
+
+class Agent {
+ public:
+  Agent(AgentOptions options, const Clock& clock);
+  ~Agent();
+
+  // Takes stock of the node and starts the log server. Returns a summary
+  // for the operator (GPUs, cgroups, state directory).
+  StatusOr<std::string> Init();
+  // Runs until Stop().
+  void Run();
+  void Stop();
+
+  int log_port() const { return log_port_; }
+
+ private:
+  proto::SyncRequest BuildRequest(int64_t wait_ms);
+  // Sends a sync; on success applies its answer.
+  bool Sync(int64_t wait_ms);
+  void Apply(const proto::SyncResponse& r);
+  void StartTask(const proto::TaskAssignment& t);
+  void RefreshReports();
+  void WatchLoop();
+  void HealthLoop();
+  void FenceIfLeaseLost();
+
+  AgentOptions options_;
+  const Clock& clock_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<gpu::Nvml> nvml_;
+  gpu::GpuInventory inventory_;  // guarded by mu_ once threads run
+  std::string cgroups_;
+  std::unique_ptr<httplib::Server> log_server_;
+  int log_port_ = 0;
+  std::thread log_thread_, watch_thread_, health_thread_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;                                 // guarded by mu_
+  std::optional<proto::SyncResponse> pending_;        // guarded by mu_: from the watcher
+  std::vector<proto::TaskReport> reports_;            // guarded by mu_: the observed tasks
+  int64_t report_seq_ = 0;                            // guarded by mu_
+  std::vector<std::pair<int64_t, proto::HealthEventReport>> events_;  // guarded by mu_: (seq, event) not yet stored
+  int64_t event_seq_ = 0;                             // guarded by mu_
+  int64_t version_ = 0;                               // guarded by mu_: applied desired-state version
+  int64_t seen_version_ = 0;                          // guarded by mu_: newest version received
+  bool events_dirty_ = false;                         // guarded by mu_: new health events to send
+  int64_t epoch_ = 0;                                 // guarded by mu_
+  int64_t lease_ms_ = 60'000;                         // guarded by mu_
+  int64_t last_success_ms_ = 0;                       // guarded by mu_
+  bool fenced_ = false;                               // main thread
+  std::thread::id main_thread_;
+
+  // Main thread only.
+  std::map<std::string, proto::TaskAssignment> assigned_;  // by task key, while known
+  std::map<std::string, proto::TaskReport> failed_starts_; // tasks that could not start, until recorded
+  std::string sent_signature_;
+};
+
+// The node's CPUs (milli) and memory (bytes) as the OS reports them.
+int64_t MachineCpuMilli();
+int64_t MachineMemoryBytes();
+
+}  // namespace muster::agent

@@ -1,0 +1,88 @@
+#include "cli/agent_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "common/quantity.h"
+
+namespace muster::cli {
+
+CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
+  CLI::App* a = app.add_subcommand("agent", "Run the node agent: report this node's GPUs and run the tasks the server assigns");
+  agent::AgentOptions& o = f.options;
+  if (const char* env = std::getenv("MUSTER_SERVER")) o.server = env;
+  a->add_option("--server", o.server, "Server URL (default $MUSTER_SERVER or http://127.0.0.1:8470)");
+  a->add_option("--name", o.node, "Node name (default: the host name)");
+  a->add_option("--address", o.address, "Address other nodes use to reach this one (MASTER_ADDR)");
+  a->add_option("--log-port", o.log_port, "Port of the agent's log server (default: any free port)");
+  a->add_option("--fake-gpus", o.fake_gpus, "Fake GPUs for development and tests, COUNTxTYPE (8xH100)");
+  a->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml.so.1 (default: the loader's search path)");
+  a->add_option("--gpu-type", o.gpu_type, "GPU type to report (default: from the GPU model, e.g. H100)");
+  a->add_option("--cpus", f.cpus, "CPUs to offer (default: all of the machine's)");
+  a->add_option("--memory", f.memory, "Memory to offer, e.g. 512Gi (default: all of the machine's)");
+  a->add_option("--leaf", f.leaf, "Leaf switch of this node (topology)");
+  a->add_option("--spine", f.spine, "Spine of this node's leaf (topology)");
+  a->add_option("--zone", f.zone, "Zone label");
+  a->add_option("--state-dir", o.state_dir, "Where tasks, their state and logs are kept (default /var/lib/muster/agent-NAME)");
+  a->add_flag("--no-cgroups", f.no_cgroups, "Run tasks without cgroups (no memory, CPU or pids limits)");
+  a->add_flag("--run-as-self", f.as_self, "Run tasks as the agent's user even when it is root");
+  a->add_flag("--stop-tasks-on-exit", o.stop_tasks_on_exit, "Stop every task when the agent stops (development)");
+  return a;
+}
+
+int RunAgentCommand(AgentFlags& f) {
+  agent::AgentOptions& o = f.options;
+  if (!f.cpus.empty()) {
+    auto cpu = ParseCpuMilli(f.cpus);
+    if (!cpu.ok() || *cpu <= 0) {
+      std::cerr << "muster agent: --cpus: must be a positive number of CPUs like 32 or 2.5, got \"" << f.cpus << "\"\n";
+      return 2;
+    }
+    o.cpu_milli = *cpu;
+  }
+  if (!f.memory.empty()) {
+    auto mem = ParseMemoryBytes(f.memory);
+    if (!mem.ok() || *mem <= 0) {
+      std::cerr << "muster agent: --memory: must be a size like 512Gi or 64G, got \"" << f.memory << "\"\n";
+      return 2;
+    }
+    o.memory_bytes = *mem;
+  }
+  if (!f.leaf.empty()) o.labels["leaf"] = f.leaf;
+  if (!f.spine.empty()) o.labels["spine"] = f.spine;
+  if (!f.zone.empty()) o.labels["zone"] = f.zone;
+  o.use_cgroups = !f.no_cgroups;
+  o.run_as_submitter = !f.as_self;
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  SystemClock clock;
+  agent::Agent agent(o, clock);
+  auto summary = agent.Init();
+  if (!summary.ok()) {
+    std::cerr << "muster agent: " << summary.status().ToString() << "\n";
+    return 1;
+  }
+  std::cerr << "muster agent: " << *summary << "; server " << o.server << "\n";
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    agent.Stop();
+  });
+  agent.Run();
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  std::cerr << "muster agent: stopped\n";
+  return 0;
+}
+
+}  // namespace muster::cli

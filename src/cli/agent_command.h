@@ -1,0 +1,28 @@
+// `muster agent`: the node agent (see src/agent/agent.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+
+namespace CLI {
+class App;
+}
+
+namespace muster::cli {
+
+struct AgentFlags {
+  agent::AgentOptions options;
+  std::string cpus;
+  std::string memory;
+  std::vector<std::string> labels;
+  std::string leaf, spine, zone;
+  bool no_cgroups = false;
+  bool as_self = false;
+};
+
+CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& flags);
+int RunAgentCommand(AgentFlags& flags);
+
+}  // namespace muster::cli
