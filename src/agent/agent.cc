@@ -161,6 +161,7 @@ StatusOr<std::string> Agent::Init() {
   eo.shim_binary = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) return FailedPrecondition("cannot find the muster binary (/proc/self/exe): " + ec.message());
   eo.use_cgroups = options_.use_cgroups;
+  eo.cgroup_parent = "muster/" + options_.node;
   executor_ = std::make_unique<Executor>(eo, clock_);
   ASSIGN_OR_RETURN(cgroups_, executor_->Init());
   for (const TaskStatus& t : executor_->Tasks()) {
@@ -219,6 +220,7 @@ void Agent::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    if (watch_client_) watch_client_->stop();  // ends the waiting sync now
   }
   cv_.notify_all();
 }
@@ -251,7 +253,14 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
 
 bool Agent::Sync(int64_t wait_ms) {
   static thread_local std::unique_ptr<httplib::Client> client;
-  if (!client) client = MakeClient(options_.server, options_.sync_wait + Duration::Seconds(10));
+  if (!client) {
+    client = MakeClient(options_.server, options_.sync_wait + Duration::Seconds(10));
+    if (std::this_thread::get_id() != main_thread_) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return false;
+      watch_client_ = client.get();
+    }
+  }
   int64_t last_event = 0;
   proto::SyncRequest req = BuildRequest(wait_ms);
   {
@@ -262,6 +271,10 @@ bool Agent::Sync(int64_t wait_ms) {
   if (!res || res->status != 200) {
     if (res && res->status != 200) {
       std::fprintf(stderr, "muster agent: the server refused a sync (%d): %s\n", res->status, res->body.substr(0, 300).c_str());
+    }
+    if (std::this_thread::get_id() != main_thread_) {
+      std::lock_guard<std::mutex> lock(mu_);
+      watch_client_ = nullptr;
     }
     client.reset();
     return false;

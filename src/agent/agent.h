@@ -44,6 +44,7 @@
 #include "proto/agent_protocol.h"
 
 namespace httplib {
+class Client;
 class Server;
 }
 
@@ -119,6 +120,7 @@ class Agent {
   int64_t epoch_ = 0;                                 // guarded by mu_
   int64_t lease_ms_ = 60'000;                         // guarded by mu_
   int64_t last_success_ms_ = 0;                       // guarded by mu_
+  httplib::Client* watch_client_ = nullptr;           // guarded by mu_: to interrupt its wait
   bool fenced_ = false;                               // main thread
   std::thread::id main_thread_;
 

@@ -69,12 +69,21 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::ForV2(const std::string& u
   std::error_code ec;
   fs::create_directories(unified_mount + "/" + parent, ec);
   if (ec) return FailedPrecondition("cannot create cgroup " + unified_mount + "/" + parent + ": " + ec.message());
-  // Delegate the controllers to the parent's children. The root may refuse
-  // one (busy or not offered); what the parent then offers is what we have.
+  // Delegate the controllers down to the parent's children, level by level.
+  // The root may refuse one (busy or not offered); what the parent then
+  // offers is what we have.
+  std::vector<std::string> levels = {unified_mount};
+  std::string path = unified_mount;
+  std::istringstream parts(parent);
+  std::string part;
+  while (std::getline(parts, part, '/')) {
+    if (part.empty()) continue;
+    path += "/" + part;
+    levels.push_back(path);
+  }
   for (const char* c : {"memory", "cpu", "pids"}) {
     if (!HasWord(available, c)) continue;
-    (void)WriteFile(unified_mount + "/cgroup.subtree_control", std::string("+") + c);
-    (void)WriteFile(unified_mount + "/" + parent + "/cgroup.subtree_control", std::string("+") + c);
+    for (const std::string& level : levels) (void)WriteFile(level + "/cgroup.subtree_control", std::string("+") + c);
   }
   const std::string enabled = ReadFile(unified_mount + "/" + parent + "/cgroup.subtree_control");
   d->has_memory_ = HasWord(enabled, "memory");

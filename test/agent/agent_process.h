@@ -1,0 +1,73 @@
+// A real `muster agent` process for tests: fake GPUs (or the fake NVML
+// library), its own state directory, killed with SIGKILL or stopped with
+// SIGTERM, restartable on the same state.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace muster::testing {
+
+class AgentProcess {
+ public:
+  AgentProcess(std::string server_url, std::string name, std::string dir)
+      : server_(std::move(server_url)), name_(std::move(name)), dir_(std::move(dir)) {
+    std::filesystem::create_directories(dir_);
+  }
+  ~AgentProcess() { Stop(); }
+
+  // Extra flags and environment for the next Start().
+  std::vector<std::string> flags = {"--fake-gpus", "8xH100"};
+  std::map<std::string, std::string> env;
+
+  void Start() {
+    std::vector<std::string> args = {MUSTER_BINARY, "agent", "--server", server_, "--name", name_,
+                                     "--state-dir", dir_ + "/state"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      const std::string log = dir_ + "/agent.log";
+      FILE* f = freopen(log.c_str(), "a", stdout);
+      (void)f;
+      dup2(fileno(stdout), 2);
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(MUSTER_BINARY, argv.data());
+      _exit(127);
+    }
+  }
+  void Kill() { Signal(SIGKILL); }
+  int Stop() { return Signal(SIGTERM); }
+  bool running() const { return pid_ > 0; }
+  const std::string& name() const { return name_; }
+  std::string state_dir() const { return dir_ + "/state"; }
+  std::string log() const {
+    std::ifstream in(dir_ + "/agent.log");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  int Signal(int sig) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::string server_, name_, dir_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace muster::testing

@@ -1,0 +1,352 @@
+// End to end: a real server and real agents running real processes (as
+// root, in real cgroups). Each test gets its own server, store, agents and
+// node names.
+#include <httplib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "agent/executor.h"
+#include "agent_process.h"
+#include "../server/server_process.h"
+
+namespace muster::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char* kConfig = R"(
+rateLimit: {perSecond: 100000, burst: 100000}
+agents: {defaultGrace: 1s}
+)";
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.Start()) << server_.log();
+    cli_ = std::make_unique<httplib::Client>(server_.url());
+    cli_->set_read_timeout(30, 0);
+  }
+  void TearDown() override {
+    for (auto& a : agents_) a->Stop();
+    if (HasFailure()) {
+      std::cerr << "--- server log\n" << server_.log();
+      for (auto& a : agents_) std::cerr << "--- agent " << a->name() << " log\n" << a->log();
+    }
+  }
+
+  std::string Name(int i) { return "t" + std::to_string(getpid()) + "-" + std::to_string(i); }
+
+  AgentProcess& AddAgent(std::vector<std::string> flags = {"--fake-gpus", "8xH100"},
+                         std::map<std::string, std::string> env = {}) {
+    const int i = static_cast<int>(agents_.size());
+    agents_.push_back(std::make_unique<AgentProcess>(server_.url(), Name(i), server_.dir() + "/agent" + std::to_string(i)));
+    agents_.back()->flags = std::move(flags);
+    agents_.back()->flags.push_back("--stop-tasks-on-exit");
+    agents_.back()->env = std::move(env);
+    agents_.back()->Start();
+    return *agents_.back();
+  }
+
+  // Waits until `n` nodes are registered.
+  void WaitNodes(size_t n) {
+    for (int i = 0; i < 1000; ++i) {
+      if (Get("/v1/nodes")["items"].size() >= n) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    FAIL() << "agents did not register";
+  }
+
+  json Get(const std::string& path) {
+    auto r = cli_->Get(path, httplib::Headers{{"X-Muster-User", User()}});
+    EXPECT_TRUE(r) << path;
+    return r ? json::parse(r->body, nullptr, false) : json();
+  }
+  std::string Text(const std::string& path) {
+    auto r = cli_->Get(path, httplib::Headers{{"X-Muster-User", User()}});
+    return r && r->status == 200 ? r->body : std::string();
+  }
+  json Post(const std::string& path, const std::string& body, const std::string& type = "application/yaml") {
+    auto r = cli_->Post(path, httplib::Headers{{"X-Muster-User", User()}}, body, type);
+    EXPECT_TRUE(r) << path;
+    return r ? json::parse(r->body, nullptr, false) : json();
+  }
+  int64_t Submit(const std::string& yaml) {
+    const json j = Post("/v1/jobs", yaml);
+    EXPECT_TRUE(j.contains("id")) << j.dump();
+    return j.value("id", int64_t{0});
+  }
+  // Waits until the job is in a state not in `transient`; returns the job.
+  json WaitEnd(int64_t id, int seconds = 60) {
+    json j;
+    for (int i = 0; i < seconds * 50; ++i) {
+      j = Get("/v1/jobs/" + std::to_string(id));
+      const std::string s = j.value("state", "");
+      if (s != "PENDING" && s != "RUNNING" && s != "COMPLETING") return j;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "job " << id << " did not end: " << j.dump();
+    return j;
+  }
+  json WaitState(int64_t id, const std::string& state, int seconds = 30) {
+    json j;
+    for (int i = 0; i < seconds * 50; ++i) {
+      j = Get("/v1/jobs/" + std::to_string(id));
+      if (j.value("state", "") == state) return j;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "job " << id << " never reached " << state << ": " << j.dump();
+    return j;
+  }
+  std::string Logs(int64_t id, int replica = 0) {
+    return Text("/v1/jobs/" + std::to_string(id) + "/logs?replica=" + std::to_string(replica));
+  }
+  // Waits until a file exists and has content.
+  static std::string WaitFile(const std::string& path, int seconds = 30) {
+    for (int i = 0; i < seconds * 50; ++i) {
+      std::ifstream in(path);
+      std::string s((std::istreambuf_iterator<char>(in)), {});
+      if (!s.empty() && s.back() == '\n') return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return {};
+  }
+  static bool AllGone(const std::string& pid_file) {
+    std::ifstream in(pid_file);
+    pid_t p = 0;
+    int n = 0;
+    while (in >> p) {
+      ++n;
+      if (agent::ProcessStartTime(p) != 0) return false;
+    }
+    return n > 0;
+  }
+  static std::map<std::string, std::string> EnvOf(const std::string& text) {
+    std::map<std::string, std::string> env;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t eq = line.find('=');
+      if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    return env;
+  }
+  static std::string User() {
+    const char* u = std::getenv("USER");
+    return geteuid() == 0 ? "root" : (u ? u : "anonymous");
+  }
+  std::string Tmp(const std::string& name) { return server_.dir() + "/" + name; }
+
+  ServerProcess server_{kConfig};
+  std::unique_ptr<httplib::Client> cli_;
+  std::vector<std::unique_ptr<AgentProcess>> agents_;
+};
+
+TEST_F(ClusterTest, AgentsRegisterTheirNodesAndGpus) {
+  AddAgent({"--fake-gpus", "4xA100", "--cpus", "16", "--memory", "64Gi", "--leaf", "leaf-a"});
+  WaitNodes(1);
+  const json n = Get("/v1/nodes")["items"][0];
+  EXPECT_EQ(n["name"], Name(0));
+  EXPECT_EQ(n["gpuType"], "A100");
+  EXPECT_EQ(n["gpus"], 4);
+  EXPECT_EQ(n["cpuMilli"], 16000);
+  EXPECT_EQ(n["memoryBytes"], 64LL << 30);
+  EXPECT_EQ(n["leaf"], "leaf-a");
+  ASSERT_EQ(n["agent"]["gpuDevices"].size(), 4u);
+  EXPECT_EQ(n["agent"]["gpuDevices"][0]["uuid"].get<std::string>().rfind("GPU-", 0), 0u);
+  EXPECT_FALSE(n["agent"]["cgroups"].get<std::string>().empty());
+}
+
+TEST_F(ClusterTest, AJobSeesItsEnvironment) {
+  AddAgent();
+  AddAgent();
+  WaitNodes(2);
+  // Two replicas with 4 GPUs each on... whichever nodes the scheduler picks.
+  const int64_t id = Submit("name: env\nreplicas: 2\nresources: {gpus: 4}\nenv: {MY_SETTING: x1}\n"
+                            "command: [/bin/sh, -c, 'env; echo cwd=$(pwd); id -un']\n");
+  const json j = WaitEnd(id);
+  ASSERT_EQ(j["state"], "COMPLETED") << j.dump();
+  std::map<std::string, std::string> uuids_by_node;
+  const json nodes = Get("/v1/nodes");
+  for (const json& n : nodes["items"]) {
+    for (const json& g : n["agent"]["gpuDevices"]) uuids_by_node[n["name"].get<std::string>()] += g["uuid"].get<std::string>() + ",";
+  }
+  std::set<std::string> ranks;
+  std::string master;
+  for (int r = 0; r < 2; ++r) {
+    const std::string log = Logs(id, r);
+    const auto env = EnvOf(log);
+    EXPECT_EQ(env.at("MUSTER_JOB_ID"), std::to_string(id));
+    EXPECT_EQ(env.at("SLURM_JOB_ID"), std::to_string(id));
+    EXPECT_EQ(env.at("MUSTER_ATTEMPT"), "1");
+    EXPECT_EQ(env.at("MUSTER_REPLICA_INDEX"), std::to_string(r));
+    EXPECT_EQ(env.at("RANK"), std::to_string(r));
+    EXPECT_EQ(env.at("SLURM_PROCID"), std::to_string(r));
+    EXPECT_EQ(env.at("WORLD_SIZE"), "2");
+    EXPECT_EQ(env.at("MUSTER_NUM_REPLICAS"), "2");
+    EXPECT_EQ(env.at("MY_SETTING"), "x1");
+    EXPECT_EQ(env.at("MASTER_ADDR"), "127.0.0.1");
+    if (master.empty()) master = env.at("MASTER_PORT");
+    EXPECT_EQ(env.at("MASTER_PORT"), master);
+    ranks.insert(env.at("RANK"));
+    // Four GPUs, by UUID, all of the node the replica ran on.
+    const std::string visible = env.at("CUDA_VISIBLE_DEVICES");
+    const std::string node = env.at("MUSTER_NODE");
+    std::istringstream in(visible);
+    std::string uuid;
+    int count = 0;
+    while (std::getline(in, uuid, ',')) {
+      ++count;
+      EXPECT_EQ(uuid.rfind("GPU-", 0), 0u);
+      EXPECT_NE(uuids_by_node[node].find(uuid + ","), std::string::npos)
+          << uuid << " is not a GPU of " << node << " (" << uuids_by_node[node] << ")";
+    }
+    EXPECT_EQ(count, 4);
+    EXPECT_EQ(env.at("SLURM_GPUS_ON_NODE"), "4");
+    EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), visible);
+    EXPECT_EQ(env.at("USER"), User());
+  }
+  EXPECT_EQ(ranks.size(), 2u);
+}
+
+TEST_F(ClusterTest, MemoryOverTheLimitEndsAsOutOfMemory) {
+  if (geteuid() != 0) GTEST_SKIP() << "cgroups need root";
+  AddAgent();
+  WaitNodes(1);
+  const int64_t id = Submit("name: oom\nresources: {memory: 64Mi}\n"
+                            "command: [python3, -c, 'x=[bytearray(16<<20) for _ in range(64)]']\n");
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "OUT_OF_MEMORY") << j.dump();
+  EXPECT_NE(j["reason"].get<std::string>().find("out of memory"), std::string::npos) << j.dump();
+}
+
+TEST_F(ClusterTest, ATimeLimitSendsTheSignalThenEndsAsTimeout) {
+  AddAgent();
+  WaitNodes(1);
+  // The job catches its checkpoint signal and keeps running: after the grace
+  // period it is killed.
+  const int64_t id = Submit("name: slow\ntimeLimit: 2s\ncheckpoint: {dir: /tmp, signal: SIGUSR1, gracePeriod: 1s}\n"
+                            "command: [/bin/sh, -c, 'trap \"echo got-usr1\" USR1; echo started; "
+                            "while true; do sleep 0.1; done']\n");
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "TIMEOUT") << j.dump();
+  const std::string log = Logs(id);
+  EXPECT_NE(log.find("started"), std::string::npos) << log;
+  EXPECT_NE(log.find("got-usr1"), std::string::npos) << log;
+}
+
+TEST_F(ClusterTest, CancelLeavesNoProcessAndNoCgroup) {
+  AgentProcess& a = AddAgent();
+  WaitNodes(1);
+  const std::string pids = Tmp("cancel.pids");
+  const int64_t id = Submit("name: victim\nresources: {gpus: 8, memory: 256Mi}\n"
+                            "command: [/bin/sh, -c, 'echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids +
+                            "; trap \"\" TERM; wait']\n");
+  WaitState(id, "RUNNING");
+  ASSERT_FALSE(WaitFile(pids).empty());
+  EXPECT_EQ(Get("/v1/nodes")["items"][0]["freeGpus"], 0);
+  const json c = Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  EXPECT_TRUE(c["state"] == "COMPLETING" || c["state"] == "CANCELLED") << c.dump();
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "CANCELLED") << j.dump();
+  EXPECT_TRUE(AllGone(pids)) << "a process of the cancelled job is left";
+  // The GPUs are free again in the server's books, and no cgroup is left.
+  EXPECT_EQ(Get("/v1/nodes")["items"][0]["freeGpus"], 8);
+  for (const char* root : {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup"}) {
+    const std::string dir = std::string(root) + "/muster/" + a.name();
+    if (!fs::exists(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      EXPECT_FALSE(e.is_directory()) << "cgroup left behind: " << e.path();
+    }
+  }
+}
+
+TEST_F(ClusterTest, OneFailingReplicaEndsTheWholeGang) {
+  AddAgent();
+  AddAgent();
+  WaitNodes(2);
+  const std::string pids = Tmp("gang.pids");
+  const int64_t id = Submit("name: gang\nreplicas: 2\nresources: {gpus: 8}\n"
+                            "command: [/bin/sh, -c, 'if [ $RANK = 1 ]; then sleep 1; exit 3; fi; echo $$ > " + pids +
+                            "; exec sleep 300']\n");
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "FAILED") << j.dump();
+  EXPECT_NE(j["reason"].get<std::string>().find("replica 1"), std::string::npos) << j.dump();
+  EXPECT_NE(j["reason"].get<std::string>().find("exited with code 3"), std::string::npos) << j.dump();
+  EXPECT_TRUE(AllGone(pids)) << "replica 0 still runs";
+  const json nodes = Get("/v1/nodes");
+  for (const json& n : nodes["items"]) EXPECT_EQ(n["freeGpus"], 8);
+}
+
+TEST_F(ClusterTest, ARestartedAgentAdoptsItsTaskAndNeverRunsItTwice) {
+  AgentProcess& a = AddAgent();
+  WaitNodes(1);
+  const std::string starts = Tmp("starts");
+  const int64_t id = Submit("name: survivor\ncommand: [/bin/sh, -c, 'echo start >> " + starts + "; sleep 3; echo done']\n");
+  WaitState(id, "RUNNING");
+  ASSERT_FALSE(WaitFile(starts).empty());
+  a.Kill();  // kill -9: the task's shim keeps running
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  a.Start();
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump();
+  EXPECT_EQ(WaitFile(starts), "start\n") << "the task started more than once";
+  EXPECT_NE(Logs(id).find("done"), std::string::npos);
+}
+
+TEST_F(ClusterTest, AnInjectedXidReachesTheServerAsAGpuHealthEvent) {
+  const std::string xid = Tmp("xid");
+  AddAgent({"--nvml-library", FAKE_NVML_LIBRARY}, {{"FAKE_NVML_GPUS", "4"}, {"FAKE_NVML_XID_FILE", xid}});
+  WaitNodes(1);
+  json n = Get("/v1/nodes")["items"][0];
+  EXPECT_EQ(n["gpus"], 4);
+  EXPECT_EQ(n["gpuType"], "H100");
+  EXPECT_EQ(n["agent"]["gpuSource"], "nvml");
+  const std::string uuid = n["agent"]["gpuDevices"][2]["uuid"];
+  std::ofstream(xid) << "2 79\n";
+  json events;
+  for (int i = 0; i < 500; ++i) {
+    events = Get("/v1/events")["items"];
+    if (!events.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(events.size(), 1u) << events.dump();
+  EXPECT_EQ(events[0]["type"], "GpuHealth");
+  EXPECT_NE(events[0]["message"].get<std::string>().find(uuid), std::string::npos) << events.dump();
+  EXPECT_NE(events[0]["message"].get<std::string>().find("XID 79"), std::string::npos) << events.dump();
+  n = Get("/v1/nodes")["items"][0];
+  EXPECT_FALSE(n["agent"]["gpuDevices"][2]["healthy"].get<bool>()) << n.dump();
+  EXPECT_EQ(n["agent"]["gpuDevices"][2]["health"], "XID 79");
+}
+
+TEST_F(ClusterTest, APyTorchGangTrainsAndItsReplicasAgree) {
+  if (std::system("/usr/bin/python3 -c 'import torch, sklearn' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
+  }
+  AddAgent();
+  AddAgent();
+  WaitNodes(2);
+  const std::string script = fs::absolute("examples/ddp_digits.py").string();
+  const int64_t id = Submit("name: ddp\nreplicas: 2\nresources: {gpus: 8, cpus: 1, memory: 2Gi}\n"
+                            "env: {EPOCHS: '20'}\ncommand: [/usr/bin/python3, " + script + "]\n");
+  const json j = WaitEnd(id, 300);
+  ASSERT_EQ(j["state"], "COMPLETED") << j.dump() << Logs(id, 0) << Logs(id, 1);
+  std::string results[2];
+  for (int r = 0; r < 2; ++r) {
+    const std::string log = Logs(id, r);
+    const size_t at = log.find("test accuracy");
+    ASSERT_NE(at, std::string::npos) << log;
+    results[r] = log.substr(at, log.find('\n', at) - at);
+  }
+  EXPECT_EQ(results[0], results[1]) << "the replicas disagree";
+}
+
+}  // namespace
+}  // namespace muster::testing
