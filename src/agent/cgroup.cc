@@ -249,20 +249,13 @@ bool CgroupDriver::KillAll(const std::string& name) const {
 }
 
 Status CgroupDriver::Remove(const std::string& name) {
-  std::string failed;
+  bool busy = false;
   for (const std::string& dir : Dirs(name)) {
-    // An emptied group can stay busy for a moment while the kernel reaps it.
-    for (int i = 0; i < 100; ++i) {
-      if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) break;
-      if (errno != EBUSY) {
-        failed = dir + ": " + std::strerror(errno);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (fs::exists(dir) && failed.empty()) failed = dir + ": still busy";
+    if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) continue;
+    if (errno != EBUSY) return Internal("cannot remove cgroup " + dir + ": " + std::strerror(errno));
+    busy = true;
   }
-  if (!failed.empty()) return Internal("cannot remove cgroup " + failed);
+  if (busy) return Status(StatusCode::kUnavailable, "cgroup " + name + " is still busy");
   return Status::Ok();
 }
 

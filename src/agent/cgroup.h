@@ -72,7 +72,9 @@ class CgroupDriver {
   // SIGKILLs everything in the group until it is empty (a few seconds at
   // most); true when it is empty.
   bool KillAll(const std::string& name) const;
-  // Removes the group (it must be empty). A missing group is fine.
+  // Removes the group (it must be empty). A missing group is fine. An
+  // emptied group can stay busy for a moment while the kernel reaps its
+  // processes: then kUnavailable, and the caller tries again later.
   Status Remove(const std::string& name);
   // The task groups that exist under the parent.
   std::vector<std::string> List() const;

@@ -134,6 +134,13 @@ bool Executor::Alive(const Task& t) const { return t.pid > 1 && ::kill(t.pid, 0)
 
 void Executor::Poll() {
   const int64_t now = clock_.Now().millis();
+  if (cgroups_ && !busy_cgroups_.empty()) {
+    std::vector<std::string> still;
+    for (const std::string& g : busy_cgroups_) {
+      if (cgroups_->Remove(g).code() == StatusCode::kUnavailable) still.push_back(g);
+    }
+    busy_cgroups_.swap(still);
+  }
   for (auto& [key, t] : tasks_) {
     if (t.result) continue;
     if (t.child) {
@@ -180,7 +187,9 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
   if (cgroups_) {
     r.oom = cgroups_->OomKills(t.key) > 0;
     cgroups_->KillAll(t.key);
-    if (Status rm = cgroups_->Remove(t.key); !rm.ok()) {
+    if (Status rm = cgroups_->Remove(t.key); rm.code() == StatusCode::kUnavailable) {
+      busy_cgroups_.push_back(t.key);
+    } else if (!rm.ok()) {
       std::fprintf(stderr, "muster agent: %s\n", rm.ToString().c_str());
     }
   } else if (t.pid > 1) {
@@ -235,7 +244,7 @@ void Executor::Recover() {
     for (const std::string& group : cgroups_->List()) {
       if (tasks_.count(group) && !tasks_[group].result) continue;
       cgroups_->KillAll(group);
-      (void)cgroups_->Remove(group);
+      if (cgroups_->Remove(group).code() == StatusCode::kUnavailable) busy_cgroups_.push_back(group);
     }
   }
 }

@@ -105,6 +105,7 @@ class Executor {
   const Clock& clock_;
   std::unique_ptr<CgroupDriver> cgroups_;
   std::map<std::string, Task> tasks_;
+  std::vector<std::string> busy_cgroups_;  // emptied, to remove once the kernel lets go
 };
 
 // The start time of process `pid` from /proc/<pid>/stat (0 if it is gone

@@ -102,7 +102,6 @@ Status WriteFileAtomic(const std::string& path, const std::string& content) {
     }
     done += static_cast<size_t>(n);
   }
-  ::fsync(fd);
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return Internal("cannot rename " + tmp + ": " + std::strerror(errno));
   return Status::Ok();

@@ -56,7 +56,9 @@ StatusOr<TaskResult> TaskResultFromJson(const std::string& text);
 std::string ShimStatusJson(int wait_status);
 
 // Reads and writes small files; WriteFileAtomic renames a temporary into
-// place so a reader never sees half a file.
+// place so a reader never sees half a file. It does not fsync: these files
+// must survive the agent's death, not the machine's (a machine crash ends
+// its tasks too, and the server then counts them as lost).
 StatusOr<std::string> ReadWholeFile(const std::string& path);
 Status WriteFileAtomic(const std::string& path, const std::string& content);
 

@@ -7,6 +7,7 @@
 
 #include "agent/task_shim.h"
 #include "cli/agent_command.h"
+#include "cli/dev_command.h"
 #include "cli/job_commands.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
@@ -25,6 +26,8 @@ int RunMuster(int argc, char** argv) {
   CLI::App* server = AddServerCommand(app, server_flags);
   AgentFlags agent_flags;
   CLI::App* agent = AddAgentCommand(app, agent_flags);
+  DevFlags dev_flags;
+  CLI::App* dev = AddDevCommand(app, dev_flags);
   std::shared_ptr<JobCommands> jobs = AddJobCommands(app);
   try {
     app.parse(argc, argv);
@@ -36,6 +39,7 @@ int RunMuster(int argc, char** argv) {
   if (sim->parsed()) return RunSim(sim_flags);
   if (server->parsed()) return RunServerCommand(server_flags);
   if (agent->parsed()) return RunAgentCommand(agent_flags);
+  if (dev->parsed()) return RunDevCommand(dev_flags);
   const int rc = RunJobCommands(*jobs);
   return rc >= 0 ? rc : 2;
 }

@@ -67,6 +67,17 @@ class ExecutorTest : public ::testing::Test {
 
   static bool Root() { return geteuid() == 0; }
 
+  // True once the executor has removed every task cgroup (the kernel can
+  // keep an emptied group busy for a moment; Poll() retries).
+  static bool CgroupsGone(Executor& e) {
+    for (int i = 0; i < 200; ++i) {
+      e.Poll();
+      if (e.cgroups()->List().empty()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
   // True when no pid listed in `file` (one per line) is alive.
   static bool AllGone(const std::string& file) {
     std::ifstream in(file);
@@ -128,7 +139,7 @@ TEST_F(ExecutorTest, StopSignalsThenKillsTheWholeTree) {
   EXPECT_NE(Read(e->LogPath("j4.a1.r0")).find("got-term"), std::string::npos);
   EXPECT_TRUE(AllGone(pids)) << "a process of the task is left";
   if (e->cgroups()) {
-    EXPECT_TRUE(e->cgroups()->List().empty());
+    EXPECT_TRUE(CgroupsGone(*e));
   }
 }
 
@@ -143,7 +154,7 @@ TEST_F(ExecutorTest, OutOfMemoryIsReadFromTheCgroup) {
   const TaskResult r = WaitEnd(*e, "j5.a1.r0");
   EXPECT_TRUE(r.oom);
   EXPECT_FALSE(r.Succeeded());
-  EXPECT_TRUE(e->cgroups()->List().empty());
+  EXPECT_TRUE(CgroupsGone(*e));
 }
 
 TEST_F(ExecutorTest, ARestartedAgentAdoptsARunningTaskAndGetsItsExit) {

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Start latency and short-job throughput of a real Muster cluster on this
+machine: `muster server` plus N `muster agent` processes with fake GPUs, all
+on loopback, running real processes (in cgroups when run as root).
+
+  latency:    on an idle cluster, submit one job at a time (a GAP apart); each
+              job runs `date +%s%N`. Latency = the time the job's process
+              printed minus the time the client sent the submit.
+  throughput: submit JOBS one-GPU jobs of `sleep 1` at once (as one array, or
+              from 4 parallel submitters of single jobs) and time the makespan:
+              from the first submit to the end of the last job (the server's
+              record of the end). Ideal = ceil(JOBS / GPU slots) x 1 s.
+
+Usage: bench/start_bench.py BINARY [--agents 32] [--latency-jobs 200]
+       [--gap 0.1] [--jobs 1000] [--mode array|par4|both]
+Prints one summary line per measurement (the same lines docs/benchmarks.md quotes).
+"""
+import argparse
+import concurrent.futures
+import datetime
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Cluster:
+    def __init__(self, binary, agents, gpus):
+        self.dir = tempfile.mkdtemp(prefix="muster-bench-")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        with open(f"{self.dir}/server.yaml", "w") as f:
+            f.write(f"store: {self.dir}/muster.db\nlisten: 127.0.0.1:{self.port}\n"
+                    "rateLimit: {perSecond: 1000000, burst: 1000000}\nagents: {defaultGrace: 2s}\n")
+        self.procs = []
+        self.server = subprocess.Popen([binary, "server", "-c", f"{self.dir}/server.yaml"],
+                                       stdout=open(f"{self.dir}/server.log", "w"), stderr=subprocess.STDOUT)
+        self.wait_http()
+        for i in range(agents):
+            name = f"b{i:03d}"
+            self.procs.append(subprocess.Popen(
+                [binary, "agent", "--server", self.url, "--name", name, "--fake-gpus", gpus,
+                 "--state-dir", f"{self.dir}/{name}", "--cpus", "64", "--memory", "512Gi", "--stop-tasks-on-exit"]
+                + os.environ.get("BENCH_AGENT_FLAGS", "").split(),
+                stdout=open(f"{self.dir}/{name}.log", "w"), stderr=subprocess.STDOUT))
+        deadline = time.time() + 60
+        while len(self.get("/v1/nodes")["items"]) < agents:
+            if time.time() > deadline:
+                raise SystemExit("agents did not register")
+            time.sleep(0.05)
+
+    def wait_http(self):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                self.get("/healthz")
+                return
+            except OSError:
+                time.sleep(0.02)
+        raise SystemExit("the server did not start")
+
+    def request(self, method, path, body=None):
+        data = body.encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/yaml", "X-Muster-User": "root"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read())
+
+    def get(self, path):
+        return self.request("GET", path)
+
+    def submit(self, yaml):
+        return self.request("POST", "/v1/jobs", yaml)
+
+    def jobs(self):
+        items, cont = [], ""
+        while True:
+            page = self.get("/v1/jobs?limit=1000" + (f"&continue={cont}" if cont else ""))
+            items += page["items"]
+            cont = page.get("continue", "")
+            if not cont:
+                return items
+
+    def close(self):
+        for p in self.procs:
+            p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self.server.send_signal(signal.SIGTERM)
+        self.server.wait(timeout=20)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def pct(values, p):
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))]
+
+
+def rfc3339_ms(text):
+    fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if "." in text else "%Y-%m-%dT%H:%M:%SZ"
+    return datetime.datetime.strptime(text, fmt).replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def latency(cluster, n, gap):
+    lat = []
+    for i in range(n):
+        t0 = time.time_ns()
+        job = cluster.submit("name: probe\nresources: {gpus: 1}\ncommand: [/bin/date, '+%s%N']\n")
+        jid = job["id"]
+        log = None
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            for node in os.listdir(cluster.dir):
+                path = f"{cluster.dir}/{node}/logs/j{jid}.a1.r0.log"
+                if os.path.exists(path):
+                    with open(path) as f:
+                        text = f.read().strip()
+                    if text:
+                        log = text
+            if log:
+                break
+            time.sleep(0.0005)
+        if not log:
+            raise SystemExit(f"job {jid} did not run")
+        lat.append((int(log) - t0) / 1e6)
+        time.sleep(gap)
+    print(f"latency: n={n} p50={pct(lat, 50):.1f} ms p90={pct(lat, 90):.1f} ms p99={pct(lat, 99):.1f} ms "
+          f"max={max(lat):.1f} ms min={min(lat):.1f} ms (submit sent -> job process running, idle cluster)")
+
+
+def throughput(cluster, jobs, mode, slots):
+    spec = "name: short\nresources: {gpus: 1}\ncommand: " + os.environ.get("BENCH_CMD", "[/bin/sleep, '1']") + "\n"
+    t0 = time.time()
+    if mode == "array":
+        first = cluster.submit(spec + f"array: {jobs}\n")["id"]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            ids = list(pool.map(lambda _: cluster.submit(spec)["id"], range(jobs)))
+        first = min(ids)
+    submitted = time.time() - t0
+    deadline = time.time() + 600
+    while True:
+        items = [j for j in cluster.jobs() if j["id"] >= first]
+        done = [j for j in items if j["state"] not in ("PENDING", "RUNNING", "COMPLETING")]
+        if len(done) >= jobs or time.time() > deadline:
+            break
+        time.sleep(0.25)
+    failed = [j for j in done if j["state"] != "COMPLETED"]
+    ends = [rfc3339_ms(j["endTime"]) for j in done if j.get("endTime")]
+    starts = [rfc3339_ms(j["startTime"]) for j in done if j.get("startTime")]
+    makespan = max(ends) - t0
+    if os.environ.get("BENCH_CMD"):
+        # The command printed its own start and end (ns): where the time goes.
+        delays, reports = [], []
+        by_id = {j["id"]: j for j in done}
+        for node in os.listdir(cluster.dir):
+            logs = f"{cluster.dir}/{node}/logs"
+            if not os.path.isdir(logs):
+                continue
+            for name in os.listdir(logs):
+                jid = int(name.split(".")[0][1:])
+                if jid not in by_id:
+                    continue
+                with open(f"{logs}/{name}") as f:
+                    stamps = [int(x) / 1e9 for x in f.read().split()]
+                if len(stamps) == 2:
+                    delays.append(stamps[0] - rfc3339_ms(by_id[jid]["startTime"]))
+                    reports.append(rfc3339_ms(by_id[jid]["endTime"]) - stamps[1])
+        print(f"bind -> process start: p50 {pct(delays, 50)*1000:.0f} ms p90 {pct(delays, 90)*1000:.0f} ms max {max(delays)*1000:.0f} ms; "
+              f"process end -> recorded end: p50 {pct(reports, 50)*1000:.0f} ms p90 {pct(reports, 90)*1000:.0f} ms max {max(reports)*1000:.0f} ms")
+    ideal = math.ceil(jobs / slots) * 1.0
+    if os.environ.get("BENCH_VERBOSE"):
+        for name, ts in (("starts", starts), ("ends", ends)):
+            hist = {}
+            for t in ts:
+                hist[int((t - t0) * 2) / 2] = hist.get(int((t - t0) * 2) / 2, 0) + 1
+            print(name, " ".join(f"{k:.1f}:{v}" for k, v in sorted(hist.items())))
+    print(f"throughput ({mode}): {jobs} x 1-GPU 1 s jobs on {slots} GPUs: submit {submitted:.2f} s, "
+          f"makespan {makespan:.2f} s (ideal {ideal:.1f} s, {100 * (makespan / ideal - 1):+.1f}%), "
+          f"first start +{min(starts) - t0:.2f} s, completed {len(done) - len(failed)}, failed {len(failed)}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--agents", type=int, default=32)
+    ap.add_argument("--gpus", default="8xH100")
+    ap.add_argument("--latency-jobs", type=int, default=200)
+    ap.add_argument("--gap", type=float, default=0.1)
+    ap.add_argument("--jobs", type=int, default=1000)
+    ap.add_argument("--mode", default="both", choices=["array", "par4", "both", "none"])
+    a = ap.parse_args()
+    cluster = Cluster(a.binary, a.agents, a.gpus)
+    try:
+        slots = a.agents * int(a.gpus.split("x")[0])
+        if a.latency_jobs:
+            latency(cluster, a.latency_jobs, a.gap)
+        for mode in (["array", "par4"] if a.mode == "both" else [] if a.mode == "none" else [a.mode]):
+            throughput(cluster, a.jobs, mode, slots)
+    finally:
+        cluster.close()
+
+
+if __name__ == "__main__":
+    main()

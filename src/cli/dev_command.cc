@@ -1,0 +1,284 @@
+#include "cli/dev_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "cli/client.h"
+
+namespace muster::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A child process of this binary in its own process group, so Ctrl-C
+// reaches only `muster dev`, which stops the children in order.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  FILE* f = std::freopen(log.c_str(), "a", stdout);
+  (void)f;
+  ::dup2(::fileno(stdout), 2);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  ::_exit(127);
+}
+
+int StopChild(pid_t pid, int seconds) {
+  if (pid <= 0) return 0;
+  ::kill(pid, SIGTERM);
+  for (int i = 0; i < seconds * 100; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+// examples/ next to the binary's source tree, or in the current directory.
+std::string FindExamples() {
+  std::vector<fs::path> candidates = {fs::current_path() / "examples"};
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  for (fs::path p = exe.parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
+    candidates.push_back(p / "examples");
+  }
+  for (const fs::path& c : candidates) {
+    if (fs::exists(c / "ddp_digits.py")) return fs::canonical(c).string();
+  }
+  return {};
+}
+
+struct DemoJob {
+  std::string label;
+  std::string spec;  // YAML
+};
+
+std::vector<DemoJob> DemoJobs(const std::string& examples, const std::string& dir) {
+  std::vector<DemoJob> jobs;
+  jobs.push_back({"ddp-digits", "name: ddp-digits\nqueue: research\nreplicas: 2\n"
+                                "resources: {gpus: 1, cpus: 1, memory: 2Gi}\ntimeLimit: 15m\n"
+                                "command: [/usr/bin/python3, " + examples + "/ddp_digits.py]\n"});
+  jobs.push_back({"hello", "name: hello\nqueue: interns\narray: 6\nresources: {gpus: 1, cpus: 100m, memory: 64Mi}\n"
+                           "timeLimit: 5m\ncommand: [/bin/sh, -c, 'echo hello from task $MUSTER_ARRAY_TASK_ID "
+                           "on $MUSTER_NODE with GPU $CUDA_VISIBLE_DEVICES; sleep 2']\n"});
+  jobs.push_back({"wide-gang", "name: wide-gang\nqueue: research\nreplicas: 3\ntopology: any\n"
+                               "resources: {gpus: 8, cpus: 100m, memory: 64Mi}\ntimeLimit: 5m\n"
+                               "command: [/bin/sh, -c, 'echo rank $RANK of $WORLD_SIZE on $MUSTER_NODE, master "
+                               "$MASTER_ADDR:$MASTER_PORT; sleep 3']\n"});
+  jobs.push_back({"report", "name: report\nqueue: research\ndependencies: 'afterok:{ddp}'\n"
+                            "resources: {cpus: 100m, memory: 64Mi}\ntimeLimit: 5m\n"
+                            "command: [/bin/sh, -c, 'echo training finished; date > " + dir + "/report.txt']\n"});
+  return jobs;
+}
+
+bool Ended(const std::string& s) {
+  return s != "PENDING" && s != "HELD" && s != "RUNNING" && s != "COMPLETING" && !s.empty();
+}
+
+// Submits the demo and follows it. Returns true when every job completed.
+bool RunDemo(Client& client, const std::string& dir, const std::atomic<bool>& stop) {
+  const std::string examples = FindExamples();
+  if (examples.empty()) {
+    std::cerr << "muster dev: examples/ddp_digits.py not found (run from the repository root)\n";
+    return false;
+  }
+  if (std::system("/usr/bin/python3 -c 'import torch, sklearn' >/dev/null 2>&1") != 0) {
+    std::cerr << "muster dev: the demo trains with Debian's python3-torch and python3-sklearn; "
+                 "install them (scripts/install-deps.sh does)\n";
+  }
+  std::vector<std::pair<std::string, int64_t>> ids;  // label, first id
+  std::vector<int64_t> all;
+  int64_t ddp = 0;
+  for (DemoJob& job : DemoJobs(examples, dir)) {
+    const size_t at = job.spec.find("{ddp}");
+    if (at != std::string::npos) job.spec.replace(at, 5, std::to_string(ddp));
+    auto r = client.Post("/v1/jobs", job.spec, "application/yaml");
+    if (!r.ok() || r->status / 100 != 2) {
+      std::cerr << "muster dev: cannot submit the demo job " << job.label << ": "
+                << (r.ok() ? Client::ErrorOf(*r).message() : r.status().message()) << "\n";
+      return false;
+    }
+    const int64_t id = r->body.value("id", int64_t{0});
+    if (job.label == "ddp-digits") ddp = id;
+    const int count = job.spec.find("array: 6") != std::string::npos ? 6 : 1;
+    for (int i = 0; i < count; ++i) all.push_back(id + i);
+    std::cout << "submitted " << job.label << (count > 1 ? " (array of " + std::to_string(count) + ")" : "")
+              << ": job " << id << (count > 1 ? ".." + std::to_string(id + count - 1) : "") << "\n";
+  }
+  std::map<int64_t, std::string> state;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(20);
+  while (!stop && std::chrono::steady_clock::now() < deadline) {
+    bool done = true;
+    for (int64_t id : all) {
+      auto r = client.Get("/v1/jobs/" + std::to_string(id));
+      if (!r.ok() || r->status != 200) {
+        done = false;
+        continue;
+      }
+      const std::string s = r->body.value("state", "");
+      if (s != state[id]) {
+        state[id] = s;
+        std::cout << "job " << id << " (" << r->body.value("name", "") << "): " << s;
+        const std::string reason = r->body.value("reason", "");
+        if (!reason.empty()) std::cout << "  " << reason;
+        std::cout << "\n" << std::flush;
+      }
+      done = done && Ended(s);
+    }
+    if (done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  bool ok = true;
+  for (int64_t id : all) ok = ok && state[id] == "COMPLETED";
+  for (int replica = 0; replica < 2; ++replica) {
+    auto log = client.GetText("/v1/jobs/" + std::to_string(ddp) + "/logs?replica=" + std::to_string(replica) + "&tail=1", {});
+    if (log.ok() && log->status == 200) std::cout << "ddp-digits replica " << replica << ": " << log->text;
+  }
+  std::cout << (ok ? "demo: every job completed\n" : "demo: not every job completed (see muster get jobs)\n");
+  return ok;
+}
+
+}  // namespace
+
+CLI::App* AddDevCommand(CLI::App& app, DevFlags& f) {
+  CLI::App* d = app.add_subcommand("dev", "Run a whole local cluster: a server and agents with fake GPUs, on loopback");
+  d->add_option("--nodes", f.nodes, "Number of agents (nodes)")->check(CLI::Range(1, 64));
+  d->add_option("--gpus", f.gpus, "Fake GPUs per node, COUNTxTYPE");
+  d->add_option("--port", f.port, "Server port on 127.0.0.1")->check(CLI::Range(1, 65535));
+  d->add_option("--dir", f.dir, "Where the store, agent state and logs go (default ./muster-dev)");
+  d->add_flag("--demo", f.demo, "Submit the demo workload (a PyTorch DDP job and friends) and follow it");
+  d->add_flag("--exit-after-demo", f.exit_after_demo, "With --demo: stop the cluster when the demo ends");
+  return d;
+}
+
+int RunDevCommand(const DevFlags& f) {
+  const std::string dir = fs::absolute(f.dir.empty() ? "muster-dev" : f.dir).string();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    std::cerr << "muster dev: cannot create " << dir << ": " << ec.message() << "\n";
+    return 1;
+  }
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string url = "http://127.0.0.1:" + std::to_string(f.port);
+  {
+    std::ofstream cfg(dir + "/server.yaml");
+    cfg << "store: " << dir << "/muster.db\nlisten: 127.0.0.1:" << f.port << "\nagents: {defaultGrace: 5s}\n";
+  }
+  fs::remove(dir + "/port", ec);
+  pid_t server = Spawn({"muster", "server", "-c", dir + "/server.yaml", "--port-file", dir + "/port"}, dir + "/server.log");
+  std::vector<pid_t> agents;
+  auto shutdown = [&] {
+    for (pid_t a : agents) ::kill(a, SIGTERM);
+    for (pid_t a : agents) StopChild(a, 15);
+    StopChild(server, 15);
+  };
+  bool up = false;
+  for (int i = 0; i < 1000 && !up; ++i) {
+    up = fs::exists(dir + "/port");
+    int status = 0;
+    if (!up && ::waitpid(server, &status, WNOHANG) == server) {
+      std::cerr << "muster dev: the server did not start; see " << dir << "/server.log:\n";
+      std::ifstream log(dir + "/server.log");
+      std::cerr << log.rdbuf();
+      return 1;
+    }
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!up) {
+    shutdown();
+    std::cerr << "muster dev: the server did not start in 10 s; see " << dir << "/server.log\n";
+    return 1;
+  }
+  for (int i = 0; i < f.nodes; ++i) {
+    const std::string name = "dev-" + std::to_string(i + 1);
+    agents.push_back(Spawn({"muster", "agent", "--server", url, "--name", name, "--fake-gpus", f.gpus, "--leaf",
+                            "leaf-" + std::to_string(i / 2 + 1), "--state-dir", dir + "/" + name, "--cpus", "2",
+                            "--memory", "8Gi", "--stop-tasks-on-exit"},
+                           dir + "/" + name + ".log"));
+  }
+  Client client(url, [] {
+    const char* u = std::getenv("USER");
+    return std::string(u && *u ? u : "root");
+  }(), 10.0);
+  size_t registered = 0;
+  for (int i = 0; i < 500 && registered < static_cast<size_t>(f.nodes); ++i) {
+    auto nodes = client.Get("/v1/nodes");
+    if (nodes.ok() && nodes->status == 200) registered = nodes->body["items"].size();
+    if (registered < static_cast<size_t>(f.nodes)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (registered < static_cast<size_t>(f.nodes)) {
+    shutdown();
+    std::cerr << "muster dev: only " << registered << " of " << f.nodes << " agents registered; see " << dir
+              << "/dev-*.log\n";
+    return 1;
+  }
+  std::cout << "Muster dev cluster: " << f.nodes << " nodes x " << f.gpus << " (fake GPUs), server " << url << "\n"
+            << "  export MUSTER_SERVER=" << url << "\n"
+            << "  muster get nodes;  muster submit --gpus 2 -- sh -c 'echo $CUDA_VISIBLE_DEVICES';  muster get jobs;  muster logs ID\n"
+            << "  store, agent state and logs: " << dir << "\n"
+            << "Ctrl-C stops the cluster.\n"
+            << std::flush;
+
+  std::atomic<bool> stop{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    stop = true;
+  });
+  int rc = 0;
+  if (f.demo) {
+    const bool ok = RunDemo(client, dir, stop);
+    if (f.exit_after_demo) {
+      rc = ok ? 0 : 1;
+      stop = true;
+      pthread_kill(waiter.native_handle(), SIGTERM);
+    }
+  }
+  while (!stop) {
+    int status = 0;
+    if (::waitpid(server, &status, WNOHANG) == server) {
+      std::cerr << "muster dev: the server exited; see " << dir << "/server.log\n";
+      server = -1;
+      rc = 1;
+      pthread_kill(waiter.native_handle(), SIGTERM);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  waiter.join();
+  std::cout << "stopping the cluster\n" << std::flush;
+  shutdown();
+  return rc;
+}
+
+}  // namespace muster::cli

@@ -1,0 +1,37 @@
+// `muster dev`: a whole local cluster in one command.
+//
+// Starts `muster server` (SQLite in the dev directory) and N `muster agent`
+// processes with fake GPUs on loopback, each a real process of this binary
+// in its own process group, prints where to look, and on Ctrl-C (or
+// SIGTERM) stops the agents (which stop their tasks) and then the server.
+//
+// With --demo it also submits a demo workload: a two-replica PyTorch
+// DistributedDataParallel training job (examples/ddp_digits.py, gloo on CPU,
+// Debian's python3-torch and python3-sklearn), an array of small jobs, a
+// gang spanning nodes and a job that depends on the training job; it prints
+// each state change and, at the end, what the training job's replicas
+// reported. --exit-after-demo then stops the cluster and exits 0 when every
+// demo job completed.
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace muster::cli {
+
+struct DevFlags {
+  int nodes = 4;
+  std::string gpus = "8xH100";
+  int port = 8470;
+  std::string dir;
+  bool demo = false;
+  bool exit_after_demo = false;
+};
+
+CLI::App* AddDevCommand(CLI::App& app, DevFlags& flags);
+int RunDevCommand(const DevFlags& flags);
+
+}  // namespace muster::cli
