@@ -120,6 +120,8 @@ Agent::~Agent() {
 }
 
 StatusOr<std::string> Agent::Init() {
+  // First, while this process has one thread (NVML may start its own).
+  ASSIGN_OR_RETURN(launcher_, Launcher::Start());
   if (options_.node.empty()) options_.node = HostName();
   if (options_.address.empty()) {
     const bool loopback = options_.server.find("://127.") != std::string::npos ||
@@ -162,6 +164,7 @@ StatusOr<std::string> Agent::Init() {
   if (ec) return FailedPrecondition("cannot find the muster binary (/proc/self/exe): " + ec.message());
   eo.use_cgroups = options_.use_cgroups;
   eo.cgroup_parent = "muster/" + options_.node;
+  eo.launcher = launcher_.get();
   executor_ = std::make_unique<Executor>(eo, clock_);
   ASSIGN_OR_RETURN(cgroups_, executor_->Init());
   for (const TaskStatus& t : executor_->Tasks()) {
@@ -425,9 +428,9 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   assigned_[key] = t;
 }
 
-void Agent::RefreshReports() {
+bool Agent::RefreshReports() {
   std::vector<proto::TaskReport> reports;
-  std::string signature;
+  std::string signature, ended;
   for (const TaskStatus& t : executor_->Tasks()) {
     proto::TaskReport r;
     auto a = assigned_.find(t.key);
@@ -446,10 +449,12 @@ void Agent::RefreshReports() {
       r.end_ms = t.result->end_ms;
     }
     signature += t.key + (t.running ? "+" : "-");
+    if (!t.running) ended += t.key + ",";
     reports.push_back(r);
   }
   for (const auto& [key, r] : failed_starts_) {
     signature += key + "!";
+    ended += key + "!";
     reports.push_back(r);
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -458,6 +463,9 @@ void Agent::RefreshReports() {
     ++report_seq_;
   }
   reports_ = std::move(reports);
+  const bool news = ended != ended_signature_;
+  ended_signature_ = ended;
+  return news;
 }
 
 void Agent::FenceIfLeaseLost() {
@@ -550,19 +558,15 @@ void Agent::Run() {
       }
     }
     FenceIfLeaseLost();
-    int64_t seq_before = 0;
+    // Ended tasks and health events are reported at once; a task that
+    // started rides along with the watcher's next sync.
+    bool report_now = RefreshReports();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      seq_before = report_seq_;
-    }
-    RefreshReports();
-    bool changed = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      changed = report_seq_ != seq_before || events_dirty_;
+      report_now = report_now || events_dirty_;
       events_dirty_ = false;
     }
-    if (changed) Sync(0);
+    if (report_now) Sync(0);
   }
   if (options_.stop_tasks_on_exit) {
     for (const TaskStatus& t : executor_->Tasks()) {

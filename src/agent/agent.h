@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "agent/executor.h"
+#include "agent/launcher.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "gpu/gpu.h"
@@ -91,13 +92,16 @@ class Agent {
   bool Sync(int64_t wait_ms);
   void Apply(const proto::SyncResponse& r);
   void StartTask(const proto::TaskAssignment& t);
-  void RefreshReports();
+  // Rebuilds the report of observed tasks; true when a task has ended (or
+  // failed to start) since the last call.
+  bool RefreshReports();
   void WatchLoop();
   void HealthLoop();
   void FenceIfLeaseLost();
 
   AgentOptions options_;
   const Clock& clock_;
+  std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<gpu::Nvml> nvml_;
   gpu::GpuInventory inventory_;  // guarded by mu_ once threads run
@@ -127,7 +131,8 @@ class Agent {
   // Main thread only.
   std::map<std::string, proto::TaskAssignment> assigned_;  // by task key, while known
   std::map<std::string, proto::TaskReport> failed_starts_; // tasks that could not start, until recorded
-  std::string sent_signature_;
+  std::string sent_signature_;                          // guarded by mu_
+  std::string ended_signature_;
 };
 
 // The node's CPUs (milli) and memory (bytes) as the OS reports them.

@@ -1,6 +1,10 @@
 #include "agent/executor.h"
 
+#include "agent/launcher.h"
+
 #include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +16,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+extern char** environ;
 
 namespace muster::agent {
 namespace fs = std::filesystem;
@@ -41,6 +47,7 @@ Executor::~Executor() {
   // agent adopts them).
   for (auto& [key, t] : tasks_) {
     if (t.child && !t.result) ::waitpid(t.pid, nullptr, WNOHANG);
+    if (t.pidfd >= 0) ::close(t.pidfd);
   }
 }
 
@@ -83,34 +90,45 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
   RETURN_IF_ERROR(WriteFileAtomic(dir + "/spec.json", TaskSpecToJson(spec)));
   RETURN_IF_ERROR(WriteFileAtomic(dir + "/meta.json", meta));
 
-  const std::string shim_log = dir + "/shim.log";
-  const char* argv[] = {options_.shim_binary.c_str(), "task-shim", dir.c_str(), nullptr};
-  const pid_t pid = ::fork();
-  if (pid < 0) return Internal(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    const int fd = ::open(shim_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    ::close_range(3, ~0U, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(argv[0], const_cast<char* const*>(argv));
-    ::_exit(127);
-  }
   Task t;
   t.key = key;
-  t.pid = pid;
-  t.pid_start = ProcessStartTime(pid);
-  t.child = true;
+  if (options_.launcher) {
+    ASSIGN_OR_RETURN(Launcher::Launched launched, options_.launcher->Launch(dir, spec.log_path));
+    t.pid = launched.pid;
+    t.pidfd = launched.pidfd;
+    t.child = false;
+  } else {
+    // posix_spawn (vfork semantics): no copy of the agent's page tables. The
+    // shim starts in its own session with default signal handling; its own
+    // messages go to the task's log.
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+    const char* argv[] = {options_.shim_binary.c_str(), "task-shim", dir.c_str(), nullptr};
+    pid_t pid = 0;
+    const int err = ::posix_spawn(&pid, argv[0], &actions, &attr, const_cast<char* const*>(argv), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (err != 0) return Internal("cannot start the task shim " + options_.shim_binary + ": " + std::strerror(err));
+    t.pid = pid;
+    t.child = true;
+  }
+  t.pid_start = ProcessStartTime(t.pid);
   t.start_ms = clock_.Now().millis();
   t.meta = meta;
   (void)WriteFileAtomic(dir + "/pid.json",
-                        json({{"pid", pid}, {"startTime", t.pid_start}, {"startMs", t.start_ms}}).dump());
+                        json({{"pid", t.pid}, {"startTime", t.pid_start}, {"startMs", t.start_ms}}).dump());
   tasks_[key] = std::move(t);
   return Status::Ok();
 }
@@ -141,6 +159,19 @@ void Executor::Poll() {
     }
     busy_cgroups_.swap(still);
   }
+  // Exits of shims watched through pidfds, in one poll.
+  std::vector<pollfd> fds;
+  std::vector<Task*> watched;
+  for (auto& [key, t] : tasks_) {
+    if (t.result || t.child || t.pidfd < 0) continue;
+    fds.push_back({t.pidfd, POLLIN, 0});
+    watched.push_back(&t);
+  }
+  if (!fds.empty() && ::poll(fds.data(), fds.size(), 0) > 0) {
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) Finish(*watched[i], std::nullopt);
+    }
+  }
   for (auto& [key, t] : tasks_) {
     if (t.result) continue;
     if (t.child) {
@@ -149,7 +180,7 @@ void Executor::Poll() {
         Finish(t, status);
         continue;
       }
-    } else if (!Alive(t)) {
+    } else if (t.pidfd < 0 && !Alive(t)) {
       Finish(t, std::nullopt);
       continue;
     }
@@ -176,8 +207,7 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
     r.signal = WTERMSIG(*wait_status);  // the shim itself was killed
   } else if (wait_status) {
     r.exit_code = 127;
-    auto log = ReadWholeFile(dir + "/shim.log");
-    r.message = "the task could not be started: " + (log.ok() && !log->empty() ? *log : "the task shim failed");
+    r.message = "the task could not be started; see its log";
   } else {
     r.signal = SIGKILL;
     r.message = "the task was gone when the agent looked for it";
@@ -194,6 +224,10 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
     }
   } else if (t.pid > 1) {
     ::kill(-t.pid, SIGKILL);  // whatever the payload left in its process group
+  }
+  if (t.pidfd >= 0) {
+    ::close(t.pidfd);
+    t.pidfd = -1;
   }
   r.end_ms = clock_.Now().millis();
   (void)WriteFileAtomic(dir + "/result.json", TaskResultToJson(r));
@@ -233,7 +267,14 @@ void Executor::Recover() {
       }
     }
     if (t.pid > 0 && Alive(t)) {
-      tasks_[key] = std::move(t);  // adopted: its shim still runs
+      // Adopted: its shim still runs. A pidfd tells of its exit; the start
+      // time is checked again after opening it, against pid reuse.
+      t.pidfd = OpenPidfd(t.pid);
+      if (t.pidfd >= 0 && ProcessStartTime(t.pid) != t.pid_start) {
+        ::close(t.pidfd);
+        t.pidfd = -1;
+      }
+      tasks_[key] = std::move(t);
       continue;
     }
     if (t.pid <= 0) t.pid = -1;  // never started: nothing to signal

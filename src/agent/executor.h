@@ -1,13 +1,14 @@
 // Executor: starts, watches, stops and cleans up the tasks of one node.
 //
-// Each task gets a directory <state_dir>/tasks/<key>/ (spec.json, pid,
-// status.json from the shim, result.json once it has ended, stop.json when
-// a stop was requested) and, where the machine allows, a cgroup named by its
+// Each task gets a directory <state_dir>/tasks/<key>/ (spec.json, meta.json,
+// pid.json, status.json from the shim, result.json once it has ended,
+// stop.json when a stop was requested) and a log <state_dir>/logs/<key>.log and, where the machine allows, a cgroup named by its
 // key. Start() launches the task shim (task_shim.h) as a child of the agent;
 // the shim starts the payload.
 //
 // Stop(key, signal, grace, reason) sends `signal` to every process of the
-// task but the shim, and after `grace` SIGKILLs the whole group. Poll()
+// task but the shim, and after `grace` SIGKILLs the whole group.
+// Shims started by the launcher and adopted ones are watched through pidfds. Poll()
 // notices ended tasks, classifies them (exit code, signal, OOM from the
 // cgroup's counter, the stop reason: "timeout", "stop", "fenced"), kills
 // leftovers, removes the cgroup and writes result.json.
@@ -40,11 +41,15 @@
 
 namespace muster::agent {
 
+class Launcher;
+
 struct ExecutorOptions {
   std::string state_dir;     // tasks/ and logs/ live here
   std::string shim_binary;   // the muster binary ("/proc/self/exe" resolved)
   bool use_cgroups = true;   // false: no limits (a machine without cgroup access)
   std::string cgroup_parent = "muster";
+  // Starts shims without exec (launcher.h); null: posix_spawn of shim_binary.
+  Launcher* launcher = nullptr;
 };
 
 struct TaskStatus {
@@ -89,7 +94,8 @@ class Executor {
     std::string key;
     pid_t pid = 0;               // the shim
     int64_t pid_start = 0;       // its start time in /proc ticks, against pid reuse
-    bool child = false;          // our child (waitpid) or adopted (polled)
+    bool child = false;          // our child (waitpid), else watched through its pidfd
+    int pidfd = -1;              // readable once the shim has exited
     int64_t start_ms = 0;
     bool stopping = false;
     int64_t kill_at_ms = 0;      // SIGKILL everything at this time

@@ -110,32 +110,52 @@ std::string ToJson(const SyncRequest& r) {
                {"waitMs", r.wait_ms}});
 }
 
+namespace {
+
+json TaskJson(const TaskAssignment& t) {
+  return {{"job", t.job},
+          {"attempt", t.attempt},
+          {"replica", t.replica},
+          {"epoch", t.epoch},
+          {"user", t.user},
+          {"argv", t.argv},
+          {"env", t.env},
+          {"workingDir", t.working_dir},
+          {"gpus", t.gpus},
+          {"cpuMilli", t.cpu_milli},
+          {"memoryBytes", t.memory_bytes},
+          {"timeLimitMs", t.time_limit_ms},
+          {"stopSignal", t.stop_signal},
+          {"graceMs", t.grace_ms}};
+}
+
+}  // namespace
+
+std::string ToJson(const TaskAssignment& t) { return Dump(TaskJson(t)); }
+
 std::string ToJson(const SyncResponse& r) {
-  json tasks = json::array();
-  for (const TaskAssignment& t : r.tasks) {
-    tasks.push_back({{"job", t.job},
-                     {"attempt", t.attempt},
-                     {"replica", t.replica},
-                     {"epoch", t.epoch},
-                     {"user", t.user},
-                     {"argv", t.argv},
-                     {"env", t.env},
-                     {"workingDir", t.working_dir},
-                     {"gpus", t.gpus},
-                     {"cpuMilli", t.cpu_milli},
-                     {"memoryBytes", t.memory_bytes},
-                     {"timeLimitMs", t.time_limit_ms},
-                     {"stopSignal", t.stop_signal},
-                     {"graceMs", t.grace_ms}});
-  }
   json recorded = json::array();
   for (const TaskRef& t : r.recorded) recorded.push_back({{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}});
-  return Dump({{"epoch", r.epoch},
+  // {"tasks":[...],"epoch":...}: the encoded tasks are spliced in as they are.
+  std::string out = "{\"tasks\":[";
+  bool first = true;
+  for (const TaskAssignment& t : r.tasks) {
+    out += (first ? "" : ",") + Dump(TaskJson(t));
+    first = false;
+  }
+  for (const auto& t : r.encoded_tasks) {
+    if (!first) out += ",";
+    out += *t;
+    first = false;
+  }
+  json rest = {{"epoch", r.epoch},
                {"version", r.version},
                {"leaseMs", r.lease_ms},
-               {"tasks", tasks},
                {"recorded", recorded},
-               {"healthEventsRecorded", r.health_events_recorded}});
+               {"healthEventsRecorded", r.health_events_recorded}};
+  out += "],";
+  out += Dump(rest).substr(1);
+  return out;
 }
 
 StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -117,12 +118,17 @@ struct SyncResponse {
   int64_t version = 0;
   int64_t lease_ms = 60'000;  // stop every task if no sync succeeds for this long
   std::vector<TaskAssignment> tasks;  // should run on this node
+  // Tasks already encoded with ToJson(TaskAssignment), sent after `tasks`:
+  // the server encodes each assignment once, not at every sync. Parsing
+  // puts them into `tasks`.
+  std::vector<std::shared_ptr<const std::string>> encoded_tasks;
   std::vector<TaskRef> recorded;      // ended tasks the server has recorded
   int32_t health_events_recorded = 0; // how many of the request's health events were stored
 };
 
 std::string ToJson(const SyncRequest& r);
 std::string ToJson(const SyncResponse& r);
+std::string ToJson(const TaskAssignment& t);
 // Errors name the field ("tasks[2].job: must be an integer").
 StatusOr<SyncRequest> ParseSyncRequest(const std::string& text);
 StatusOr<SyncResponse> ParseSyncResponse(const std::string& text);

@@ -50,6 +50,7 @@ Status ControlLoop::Start() {
   ASSIGN_OR_RETURN(std::optional<std::string> epoch, store_.GetMeta("epoch"));
   epoch_ = (epoch ? std::atoll(epoch->c_str()) : 0) + 1;
   nodes.meta.emplace_back("epoch", std::to_string(epoch_));
+  for (size_t i = 0; i < state_.nodes().size(); ++i) node_index_[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   RETURN_IF_ERROR(RestoreNodes());
   RETURN_IF_ERROR(Restore());
   RETURN_IF_ERROR(store_.Commit({&nodes}));
@@ -532,7 +533,7 @@ std::vector<ControlLoop::QueueView> ControlLoop::Queues() {
       QueueView& q = queues[row.queue];
       q.name = row.queue;
       if (row.state == "PENDING" || row.state == "HELD") ++q.pending;
-      if (row.state == "RUNNING") {
+      if (row.state == "RUNNING" || row.state == "COMPLETING") {
         ++q.running;
         const core::JobRecord* rec = state_.Find(id);
         if (rec) q.gpus_in_use += rec->spec.per_replica.gpus * rec->spec.replicas;

@@ -53,6 +53,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -122,8 +123,14 @@ class ControlLoop {
   struct SyncResult {
     proto::SyncResponse response;
     bool changed = false;
+    bool wait = false;  // kMayWait: nothing new; wait for a change, then call with kAfterWait
   };
-  StatusOr<SyncResult> AgentSync(const proto::SyncRequest& request);
+  // kFull: process the report and answer with the desired state. kMayWait:
+  // the same, but when nothing changed and the agent's version is current,
+  // answer `wait` without the desired state. kAfterWait: only the desired
+  // state (the report was processed before the wait).
+  enum class SyncPhase { kFull, kMayWait, kAfterWait };
+  StatusOr<SyncResult> AgentSync(const proto::SyncRequest& request, SyncPhase phase);
   // Blocks (any thread) until the desired-state version of `node` is not
   // `version`, or `max_wait` passes.
   void WaitForNodeChange(const std::string& node, int64_t version, Duration max_wait);
@@ -171,6 +178,7 @@ class ControlLoop {
       bool seen = false;   // the agent has reported it
       bool ended = false;
       std::string result;  // how it ended, for status
+      std::shared_ptr<const std::string> encoded;  // its assignment, encoded once
     };
     std::vector<Replica> replicas;
     std::optional<core::JobState> ending;  // being torn down, to this state ...
@@ -182,6 +190,7 @@ class ControlLoop {
     std::string address;
     int32_t log_port = 0;
     std::string status_json = "{}";
+    std::string inventory;  // what the last report said about the node, to notice a change
     std::vector<proto::HealthEventReport> events;  // the last few
     bool unreachable = false;
     int64_t report_seq = -1;  // the newest task report processed
@@ -198,6 +207,8 @@ class ControlLoop {
                    store::WriteBatch& b);
   void ReplicaEnded(int64_t job, int32_t replica, const proto::TaskReport& r, store::WriteBatch& b);
   void FinishAttempt(int64_t job, store::WriteBatch& b);
+  void BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out);
+  proto::TaskAssignment Assignment(int64_t job, const Attempt& a, int32_t replica) const;
   void TouchNode(core::NodeIndex node);
   int64_t NodeVersion(const std::string& node);
   void SweepAgents(Time now);
@@ -205,6 +216,8 @@ class ControlLoop {
   nlohmann::json AttemptJson(int64_t job) const;
 
   std::unordered_map<int64_t, Attempt> attempts_;
+  std::unordered_map<core::NodeIndex, std::set<int64_t>> attempts_on_node_;
+  std::unordered_map<std::string, core::NodeIndex> node_index_;
   std::unordered_map<std::string, AgentNode> agents_;  // by node name
   int64_t epoch_ = 0;
   std::mutex versions_mu_;

@@ -93,8 +93,10 @@ Status ControlLoop::RestoreNodes() {
     if (known) continue;  // the configuration names it too; the configuration wins
     auto added = state_.AddNode(n);
     if (!added.ok()) return DataLoss("store " + options_.store_path + ": node " + row.name + ": " + added.status().ToString());
+    node_index_[row.name] = *added;
     AgentNode& a = agents_[row.name];
     a.address = spec.value("address", "");
+    a.inventory = "(restored)";
     a.log_port = spec.value("logPort", 0);
     a.status_json = spec.dump();
     // A fresh grace period after a restart: silent from now on, not from before.
@@ -124,6 +126,7 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, const json* restored
       }
       a.replicas.push_back(std::move(r));
     }
+    attempts_on_node_[alloc.node].insert(job);
     TouchNode(alloc.node);
   }
   if (restored && restored->is_object()) {
@@ -185,6 +188,7 @@ void ControlLoop::BeginEnding(int64_t job, std::optional<JobState> final_state, 
 void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
   Attempt a = std::move(attempts_.at(job));
   attempts_.erase(job);
+  for (const Attempt::Replica& r : a.replicas) attempts_on_node_[r.node].erase(job);
   const Time now = clock_.Now();
   JobRow& row = jobs_.at(job);
   for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
@@ -251,9 +255,9 @@ void ControlLoop::ReplicaEnded(int64_t job, int32_t replica, const proto::TaskRe
   }
 }
 
-StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncRequest& req) {
+StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncRequest& req, SyncPhase phase) {
   using R = StatusOr<SyncResult>;
-  return Call<R>([this, req](std::function<void(R)> reply) {
+  return Call<R>([this, &req, phase](std::function<void(R)> reply) {
     if (req.epoch > epoch_) {
       return reply(FailedPrecondition("this agent has seen leader epoch " + std::to_string(req.epoch) +
                                       ", newer than this server's " + std::to_string(epoch_) + "; this server is not the leader"));
@@ -261,31 +265,15 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
     const Time now = clock_.Now();
     store::WriteBatch b;
     SyncResult out;
+    auto found = node_index_.find(req.node);
+    if (phase == SyncPhase::kAfterWait) {
+      if (found == node_index_.end()) return reply(NotFound("node " + req.node + " is not registered"));
+      BuildDesired(found->second, req.node, out.response);
+      return reply(std::move(out));
+    }
     // The node: registered on its agent's first sync.
     std::optional<core::NodeIndex> index;
-    for (size_t i = 0; i < state_.nodes().size(); ++i) {
-      if (state_.nodes()[i].spec.name == req.node) index = static_cast<core::NodeIndex>(i);
-    }
-    json status = {{"source", "agent"},
-                   {"gpuType", req.gpu_type},
-                   {"gpus", static_cast<int64_t>(req.gpus.size())},
-                   {"cpuMilli", req.cpu_milli},
-                   {"memoryBytes", req.memory_bytes},
-                   {"leaf", req.labels.count("leaf") ? req.labels.at("leaf") : ""},
-                   {"spine", req.labels.count("spine") ? req.labels.at("spine") : ""},
-                   {"zone", req.labels.count("zone") ? req.labels.at("zone") : ""},
-                   {"address", req.address},
-                   {"logPort", req.log_port},
-                   {"agentVersion", req.agent_version},
-                   {"gpuSource", req.gpu_source},
-                   {"gpuNote", req.gpu_note},
-                   {"cgroups", req.cgroups}};
-    json gpus = json::array();
-    for (const proto::GpuReport& g : req.gpus) {
-      gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"memoryBytes", g.memory_bytes},
-                      {"numaNode", g.numa_node}, {"nvlinks", g.nvlinks}, {"healthy", g.healthy}, {"health", g.health}});
-    }
-    status["gpuDevices"] = gpus;
+    if (found != node_index_.end()) index = found->second;
     if (!index) {
       core::NodeSpec n;
       n.name = req.node;
@@ -293,17 +281,19 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
       n.capacity.gpus = static_cast<int64_t>(req.gpus.size());
       n.capacity.cpu_milli = req.cpu_milli;
       n.capacity.memory_bytes = req.memory_bytes;
-      n.topology.leaf = status["leaf"];
-      n.topology.spine = status["spine"];
-      n.topology.zone = status["zone"];
+      auto label = [&](const char* k) { return req.labels.count(k) ? req.labels.at(k) : std::string(); };
+      n.topology.leaf = label("leaf");
+      n.topology.spine = label("spine");
+      n.topology.zone = label("zone");
       auto added = state_.AddNode(n);
       if (!added.ok()) return reply(added.status());
       index = *added;
+      node_index_[req.node] = *index;
       dirty_ = true;
       out.changed = true;
     }
     AgentNode& agent = agents_[req.node];
-    const bool first = agent.status_json == "{}" || agent.address != req.address;
+    const bool first = agent.inventory.empty() || agent.address != req.address;
     agent.last_sync_ms = now.millis();
     agent.address = req.address;
     agent.log_port = req.log_port;
@@ -319,18 +309,50 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
                               (e.fatal ? " (fatal)" : "")});
     }
     if (agent.events.size() > 32) agent.events.erase(agent.events.begin(), agent.events.end() - 32);
-    json events = json::array();
-    for (const proto::HealthEventReport& e : agent.events) {
-      events.push_back({{"uuid", e.uuid}, {"xid", e.xid}, {"kind", e.kind}, {"fatal", e.fatal}, {"timeMs", e.time_ms}});
-    }
-    status["healthEvents"] = events;
-    const std::string status_text = status.dump();
-    if (status_text != agent.status_json) {
-      agent.status_json = status_text;
-      b.nodes.push_back({req.node, status_text, "READY", now.millis()});
+    // The node's report is rebuilt (and stored) only when it changed.
+    std::string inventory = req.gpu_type + "|" + req.address + "|" + std::to_string(req.log_port) + "|" + req.cgroups +
+                            "|" + req.agent_version + "|" + req.gpu_note + "|" + std::to_string(req.cpu_milli) + "|" +
+                            std::to_string(req.memory_bytes);
+    for (const auto& [k, v] : req.labels) inventory += "|" + k + "=" + v;
+    for (const proto::GpuReport& g : req.gpus) inventory += "|" + g.uuid + (g.healthy ? "+" : "-") + g.health;
+    if (inventory != agent.inventory || !req.health_events.empty()) {
+      agent.inventory = inventory;
+      json status = {{"source", "agent"},
+                     {"gpuType", req.gpu_type},
+                     {"gpus", static_cast<int64_t>(req.gpus.size())},
+                     {"cpuMilli", req.cpu_milli},
+                     {"memoryBytes", req.memory_bytes},
+                     {"leaf", req.labels.count("leaf") ? req.labels.at("leaf") : ""},
+                     {"spine", req.labels.count("spine") ? req.labels.at("spine") : ""},
+                     {"zone", req.labels.count("zone") ? req.labels.at("zone") : ""},
+                     {"address", req.address},
+                     {"logPort", req.log_port},
+                     {"agentVersion", req.agent_version},
+                     {"gpuSource", req.gpu_source},
+                     {"gpuNote", req.gpu_note},
+                     {"cgroups", req.cgroups}};
+      json gpus = json::array();
+      for (const proto::GpuReport& g : req.gpus) {
+        gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"memoryBytes", g.memory_bytes},
+                        {"numaNode", g.numa_node}, {"nvlinks", g.nvlinks}, {"healthy", g.healthy}, {"health", g.health}});
+      }
+      status["gpuDevices"] = gpus;
+      json events = json::array();
+      for (const proto::HealthEventReport& e : agent.events) {
+        events.push_back({{"uuid", e.uuid}, {"xid", e.xid}, {"kind", e.kind}, {"fatal", e.fatal}, {"timeMs", e.time_ms}});
+      }
+      status["healthEvents"] = events;
+      agent.status_json = status.dump();
+      b.nodes.push_back({req.node, agent.status_json, "READY", now.millis()});
     }
     out.response.health_events_recorded = static_cast<int32_t>(req.health_events.size());
-    if (first) TouchNode(*index);
+    if (first) {
+      TouchNode(*index);
+      // MASTER_ADDR may name this node: encode the assignments anew.
+      for (auto& [job, a] : attempts_) {
+        for (Attempt::Replica& r : a.replicas) r.encoded.reset();
+      }
+    }
 
     // Task reports, unless a newer report was processed already.
     const bool fresh = req.report_seq >= agent.report_seq;
@@ -361,12 +383,14 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
     }
     // Replicas the agent reported before and no longer knows were lost.
     std::vector<std::pair<int64_t, int32_t>> lost;
-    for (const auto& [job, a] : attempts_) {
-      if (!fresh) break;
-      for (size_t i = 0; i < a.replicas.size(); ++i) {
-        const Attempt::Replica& r = a.replicas[i];
-        if (r.node == *index && r.seen && !r.ended && !reported.count({job, static_cast<int32_t>(i)})) {
-          lost.emplace_back(job, static_cast<int32_t>(i));
+    if (fresh) {
+      for (int64_t job : attempts_on_node_[*index]) {
+        const Attempt& a = attempts_.at(job);
+        for (size_t i = 0; i < a.replicas.size(); ++i) {
+          const Attempt::Replica& r = a.replicas[i];
+          if (r.node == *index && r.seen && !r.ended && !reported.count({job, static_cast<int32_t>(i)})) {
+            lost.emplace_back(job, static_cast<int32_t>(i));
+          }
         }
       }
     }
@@ -379,54 +403,68 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
       out.changed = true;
     }
 
-    // The desired state.
-    for (const auto& [job, a] : attempts_) {
-      if (a.ending || a.requeue || !a.spec) continue;
-      const JobRow& row = jobs_.at(job);
-      std::vector<ReplicaPlace> places;
-      for (const Attempt::Replica& r : a.replicas) {
-        const std::string& name = state_.nodes()[r.node].spec.name;
-        auto ag = agents_.find(name);
-        places.push_back({name, ag != agents_.end() && !ag->second.address.empty() ? ag->second.address : name});
-      }
-      auto task = array_task_of_.find(job);
-      for (size_t i = 0; i < a.replicas.size(); ++i) {
-        const Attempt::Replica& r = a.replicas[i];
-        if (r.node != *index || r.ended) continue;
-        proto::TaskAssignment t;
-        t.job = job;
-        t.attempt = a.number;
-        t.replica = static_cast<int32_t>(i);
-        t.epoch = epoch_;
-        t.user = row.user;
-        t.argv = TaskArgv(*a.spec);
-        t.env = TaskEnvironment(*a.spec, {job, a.number, t.replica, places,
-                                          task != array_task_of_.end() ? task->second.index : -1});
-        t.working_dir = a.spec->working_dir.value_or("");
-        t.gpus = r.gpus;
-        t.cpu_milli = a.spec->resources.cpu_milli;
-        t.memory_bytes = a.spec->resources.memory_bytes;
-        t.time_limit_ms = a.spec->time_limit.is_infinite() ? 0 : a.spec->time_limit.millis();
-        if (a.spec->checkpoint) {
-          t.stop_signal = SignalNumber(a.spec->checkpoint->signal);
-          t.grace_ms = a.spec->checkpoint->grace_period.millis();
-        } else {
-          t.stop_signal = SIGTERM;
-          t.grace_ms = options_.default_grace.millis();
-        }
-        out.response.tasks.push_back(std::move(t));
-      }
+    // Acknowledgements alone do not answer a waiting sync at once: the agent
+    // may repeat an end it reported until it sees the acknowledgement.
+    if (!req.health_events.empty()) out.changed = true;
+    const int64_t version = NodeVersion(req.node);
+    if (phase == SyncPhase::kMayWait && !out.changed && version == req.version && b.empty()) {
+      out.wait = true;  // nothing new: the HTTP thread waits for a change, then asks for the desired state
+      return reply(std::move(out));
     }
-    out.response.epoch = epoch_;
-    out.response.lease_ms = options_.agent_lease.millis();
-    out.response.version = NodeVersion(req.node);
-    if (!out.response.recorded.empty() || !req.health_events.empty()) out.changed = true;
+    BuildDesired(*index, req.node, out.response);
     if (b.empty()) return reply(std::move(out));
     Persist(std::move(b), [reply, out](const Status& s) {
       if (!s.ok()) return reply(s);
       reply(out);
     });
   }, ShuttingDown());
+}
+
+void ControlLoop::BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out) {
+  for (int64_t job : attempts_on_node_[node]) {
+    Attempt& a = attempts_.at(job);
+    if (a.ending || a.requeue || !a.spec) continue;
+    for (size_t i = 0; i < a.replicas.size(); ++i) {
+      Attempt::Replica& r = a.replicas[i];
+      if (r.node != node || r.ended) continue;
+      if (!r.encoded) r.encoded = std::make_shared<const std::string>(proto::ToJson(Assignment(job, a, static_cast<int32_t>(i))));
+      out.encoded_tasks.push_back(r.encoded);
+    }
+  }
+  out.epoch = epoch_;
+  out.lease_ms = options_.agent_lease.millis();
+  out.version = NodeVersion(name);
+}
+
+proto::TaskAssignment ControlLoop::Assignment(int64_t job, const Attempt& a, int32_t replica) const {
+  std::vector<ReplicaPlace> places;
+  for (const Attempt::Replica& r : a.replicas) {
+    const std::string& name = state_.nodes()[r.node].spec.name;
+    auto ag = agents_.find(name);
+    places.push_back({name, ag != agents_.end() && !ag->second.address.empty() ? ag->second.address : name});
+  }
+  auto task = array_task_of_.find(job);
+  proto::TaskAssignment t;
+  t.job = job;
+  t.attempt = a.number;
+  t.replica = replica;
+  t.epoch = epoch_;
+  t.user = jobs_.at(job).user;
+  t.argv = TaskArgv(*a.spec);
+  t.env = TaskEnvironment(*a.spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1});
+  t.working_dir = a.spec->working_dir.value_or("");
+  t.gpus = a.replicas[replica].gpus;
+  t.cpu_milli = a.spec->resources.cpu_milli;
+  t.memory_bytes = a.spec->resources.memory_bytes;
+  t.time_limit_ms = a.spec->time_limit.is_infinite() ? 0 : a.spec->time_limit.millis();
+  if (a.spec->checkpoint) {
+    t.stop_signal = SignalNumber(a.spec->checkpoint->signal);
+    t.grace_ms = a.spec->checkpoint->grace_period.millis();
+  } else {
+    t.stop_signal = SIGTERM;
+    t.grace_ms = options_.default_grace.millis();
+  }
+  return t;
 }
 
 void ControlLoop::SweepAgents(Time now) {

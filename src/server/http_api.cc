@@ -366,13 +366,14 @@ void HttpApi::Routes() {
   s.Post("/v1/agent/sync", [this](const httplib::Request& req, httplib::Response& res) {
     auto parsed = proto::ParseSyncRequest(req.body);
     if (!parsed.ok()) return ReplyStatus(res, parsed.status());
-    auto result = loop_.AgentSync(*parsed);
-    if (result.ok() && parsed->wait_ms > 0 && !result->changed && result->response.version == parsed->version) {
+    using Phase = ControlLoop::SyncPhase;
+    auto result = loop_.AgentSync(*parsed, parsed->wait_ms > 0 ? Phase::kMayWait : Phase::kFull);
+    if (result.ok() && result->wait) {
       // Nothing new for this node: hold the answer until its desired state
       // changes (a bind or a stop nudges it) or the wait ends.
       const Duration wait = std::min(Duration::Millis(parsed->wait_ms), options_.agent_sync_wait);
       loop_.WaitForNodeChange(parsed->node, parsed->version, wait);
-      result = loop_.AgentSync(*parsed);
+      result = loop_.AgentSync(*parsed, Phase::kAfterWait);
     }
     if (!result.ok()) return ReplyStatus(res, result.status());
     res.status = 200;

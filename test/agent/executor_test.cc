@@ -2,6 +2,8 @@
 // and, where the machine allows (root), real cgroups.
 #include "agent/executor.h"
 
+#include "agent/launcher.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -27,8 +29,14 @@ class ExecutorTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::unique_ptr<Executor> Make(bool cgroups = true) {
+  std::unique_ptr<Executor> Make(bool cgroups = true, bool launcher = false) {
+    if (launcher && !launcher_) {
+      auto l = Launcher::Start();
+      EXPECT_TRUE(l.ok()) << l.status().ToString();
+      if (l.ok()) launcher_ = std::move(*l);
+    }
     ExecutorOptions o;
+    o.launcher = launcher ? launcher_.get() : nullptr;
     o.state_dir = dir_ + "/state";
     o.shim_binary = MUSTER_BINARY;
     o.use_cgroups = cgroups;
@@ -92,6 +100,7 @@ class ExecutorTest : public ::testing::Test {
 
   std::string dir_;
   SystemClock clock_;
+  std::unique_ptr<Launcher> launcher_;
 };
 
 TEST_F(ExecutorTest, RunsACommandWithItsEnvironmentAndKeepsItsOutput) {
@@ -197,6 +206,26 @@ TEST_F(ExecutorTest, RunsAsAnotherUserWhenRoot) {
   ASSERT_TRUE(e->Start(s, {}).ok());
   WaitEnd(*e, "j8.a1.r0");
   EXPECT_EQ(Read(e->LogPath("j8.a1.r0")), "65534\n65534\n");
+}
+
+TEST_F(ExecutorTest, TheLauncherStartsShimsWithoutExecAndTheirExitsAreSeen) {
+  auto e = Make(/*cgroups=*/true, /*launcher=*/true);
+  const std::string pids = dir_ + "/pids";
+  ASSERT_TRUE(e->Start(Shell("j10.a1.r0", "echo out $GREETING; exit 4"), {}).ok());
+  ASSERT_TRUE(e->Start(Shell("j10.a1.r1", "echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids + "; wait"), {}).ok());
+  const TaskResult r = WaitEnd(*e, "j10.a1.r0");
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(Read(e->LogPath("j10.a1.r0")), "out hello\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  e->Stop("j10.a1.r1", SIGTERM, Duration::Millis(200), "stop");
+  const TaskResult s = WaitEnd(*e, "j10.a1.r1");
+  EXPECT_EQ(s.stop_reason, "stop");
+  EXPECT_TRUE(AllGone(pids));
+  // A restarted executor adopts a launched task through a pidfd.
+  ASSERT_TRUE(e->Start(Shell("j10.a1.r2", "sleep 0.5; exit 6"), {}).ok());
+  e.reset();
+  auto again = Make(/*cgroups=*/true, /*launcher=*/true);
+  EXPECT_EQ(WaitEnd(*again, "j10.a1.r2").exit_code, 6);
 }
 
 TEST_F(ExecutorTest, LogsRotateAtTheLimit) {

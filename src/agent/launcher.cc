@@ -1,0 +1,188 @@
+#include "agent/launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "agent/task_shim.h"
+
+namespace muster::agent {
+
+int OpenPidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+namespace {
+
+bool ReadFull(int fd, void* buf, size_t n) {
+  char* p = static_cast<char*>(buf);
+  while (n > 0) {
+    const ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool WriteFull(int fd, const void* buf, size_t n) {
+  const char* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Sends the pid (negative: -errno) and, when valid, the pidfd.
+void Reply(int sock, int32_t pid, int pidfd) {
+  msghdr msg{};
+  iovec iov{&pid, sizeof pid};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (pidfd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pidfd, sizeof(int));
+  }
+  while (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
+}
+
+// The launcher process: one request at a time, "dir\0log\0" framed by a
+// 4-byte length.
+[[noreturn]] void Serve(int sock) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  ::signal(SIGCHLD, SIG_IGN);  // shims are reaped at once
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(sig, SIG_IGN);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  while (true) {
+    uint32_t len = 0;
+    if (!ReadFull(sock, &len, sizeof len) || len > (1u << 16)) ::_exit(0);
+    std::vector<char> buf(len);
+    if (!ReadFull(sock, buf.data(), len)) ::_exit(0);
+    const std::string dir(buf.data());
+    const std::string log(buf.data() + dir.size() + 1);
+    int gate[2];
+    if (::pipe2(gate, O_CLOEXEC) != 0) {
+      Reply(sock, -errno, -1);
+      continue;
+    }
+    const pid_t child = ::fork();
+    if (child < 0) {
+      Reply(sock, -errno, -1);
+      ::close(gate[0]);
+      ::close(gate[1]);
+      continue;
+    }
+    if (child == 0) {
+      ::close(gate[1]);
+      char go = 0;
+      const bool open = ReadFull(gate[0], &go, 1);
+      ::close(gate[0]);
+      if (!open) ::_exit(1);
+      ::close(sock);
+      ::prctl(PR_SET_PDEATHSIG, 0);
+      ::signal(SIGCHLD, SIG_DFL);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
+      ::setsid();
+      const int null_fd = ::open("/dev/null", O_RDONLY);
+      if (null_fd >= 0) ::dup2(null_fd, 0);
+      const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
+      if (log_fd >= 0) {
+        ::dup2(log_fd, 1);
+        ::dup2(log_fd, 2);
+      }
+      ::close_range(3, ~0U, 0);
+      ::_exit(RunTaskShim(dir));
+    }
+    ::close(gate[0]);
+    const int pidfd = OpenPidfd(child);
+    Reply(sock, pidfd >= 0 ? child : -errno, pidfd);
+    if (pidfd >= 0) {
+      ::close(pidfd);
+      const char go = 1;
+      WriteFull(gate[1], &go, 1);
+    } else {
+      ::kill(child, SIGKILL);
+    }
+    ::close(gate[1]);
+  }
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Launcher>> Launcher::Start() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return Internal(std::string("socketpair: ") + std::strerror(errno));
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) return Internal(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(fds[0]);
+    Serve(fds[1]);
+  }
+  ::close(fds[1]);
+  std::unique_ptr<Launcher> l(new Launcher());
+  l->socket_ = fds[0];
+  l->pid_ = pid;
+  return l;
+}
+
+Launcher::~Launcher() {
+  if (socket_ >= 0) ::close(socket_);  // the launcher sees EOF and exits
+  if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+}
+
+StatusOr<Launcher::Launched> Launcher::Launch(const std::string& task_dir, const std::string& log_path) {
+  std::string request(4, '\0');
+  request += task_dir;
+  request.push_back('\0');
+  request += log_path;
+  request.push_back('\0');
+  const uint32_t len = static_cast<uint32_t>(request.size() - 4);
+  std::memcpy(request.data(), &len, 4);
+  if (!WriteFull(socket_, request.data(), request.size())) {
+    return Status(StatusCode::kUnavailable, std::string("the task launcher is gone: ") + std::strerror(errno));
+  }
+  int32_t pid = 0;
+  msghdr msg{};
+  iovec iov{&pid, sizeof pid};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  while ((n = ::recvmsg(socket_, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+  }
+  if (n != static_cast<ssize_t>(sizeof pid)) return Status(StatusCode::kUnavailable, "the task launcher did not answer");
+  if (pid <= 0) return Internal(std::string("the task launcher could not start the shim: ") + std::strerror(-pid));
+  Launched out;
+  out.pid = pid;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&out.pidfd, CMSG_DATA(c), sizeof(int));
+  }
+  if (out.pidfd < 0) return Internal("the task launcher sent no pidfd");
+  return out;
+}
+
+}  // namespace muster::agent
