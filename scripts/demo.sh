@@ -1,19 +1,15 @@
 #!/usr/bin/env bash
-# Installs what is needed, builds, and runs Muster's main job: until the
-# server exists, a simulation of a real GPU cluster trace through the
-# scheduler with its report. Uses the Philly trace from ../shared/traces when
-# present, else the ITP slice committed under test/data/traces.
+# Installs what is needed, builds, and runs Muster's main job: a whole local
+# cluster (`muster dev`: a server and 4 agents x 8 fake GPUs on loopback,
+# running real processes) with a demo workload, the centrepiece a PyTorch
+# DistributedDataParallel job of two replicas (examples/ddp_digits.py).
+# At a terminal the cluster stays up after the demo until Ctrl-C; otherwise
+# (CI, a pipe) it stops when the demo ends and exits 0 if every job completed.
+# Extra arguments go to `muster dev` (see docs/cli.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-philly=../shared/traces/philly-pollux/normalized.csv
-if [ -f "$philly" ]; then
-  trace=$philly; cluster=(--nodes 100x8 --nodes-per-leaf 10)
-else
-  trace=test/data/traces/itp-cluster04-first1500.csv; cluster=(--nodes 24x8 --nodes-per-leaf 4)
-fi
-for policy in fifo fifo-skip sjf muster; do
-  echo
-  build/cmd/muster/muster sim "$trace" "${cluster[@]}" --policy "$policy"
-done
+args=(--demo --dir "${MUSTER_DEV_DIR:-muster-dev}")
+if [ ! -t 0 ]; then args+=(--exit-after-demo); fi
+exec build/cmd/muster/muster dev "${args[@]}" "$@"

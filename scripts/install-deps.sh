@@ -7,6 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libsqlite3-dev libcpp-httplib-dev libssl-dev uuid-dev
+  python3-torch python3-sklearn   # the PyTorch DDP demo job and its test (/usr/bin/python3)
 )
 missing=()
 for p in "${packages[@]}"; do
