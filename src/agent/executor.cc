@@ -51,7 +51,9 @@ Executor::~Executor() {
   }
 }
 
-std::string Executor::TaskDir(const std::string& key) const { return options_.state_dir + "/tasks/" + key; }
+std::string Executor::JournalPath(const std::string& key) const {
+  return options_.state_dir + "/tasks/" + key + ".jsonl";
+}
 std::string Executor::LogPath(const std::string& key) const { return options_.state_dir + "/logs/" + key + ".log"; }
 
 StatusOr<std::string> Executor::Init() {
@@ -75,25 +77,23 @@ StatusOr<std::string> Executor::Init() {
 
 Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::string& meta) {
   const std::string key = spec.key;
-  if (tasks_.count(key) || fs::exists(TaskDir(key))) {
+  const std::string journal = JournalPath(key);
+  if (tasks_.count(key) || fs::exists(journal)) {
     return Status(StatusCode::kAlreadyExists, "task " + key + " was already started on this node");
   }
-  const std::string dir = TaskDir(key);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Internal("cannot create " + dir + ": " + ec.message());
   if (cgroups_) {
     RETURN_IF_ERROR(cgroups_->Create(key, limits));
     spec.cgroup_procs = cgroups_->ProcsFiles(key);
   }
   if (spec.log_path.empty()) spec.log_path = LogPath(key);
-  RETURN_IF_ERROR(WriteFileAtomic(dir + "/spec.json", TaskSpecToJson(spec)));
-  RETURN_IF_ERROR(WriteFileAtomic(dir + "/meta.json", meta));
+  json first = json::parse(TaskSpecToJson(spec));
+  first["meta"] = json::parse(meta, nullptr, false);
+  RETURN_IF_ERROR(CreateJournal(journal, first.dump(-1, ' ', false, json::error_handler_t::replace)));
 
   Task t;
   t.key = key;
   if (options_.launcher) {
-    ASSIGN_OR_RETURN(Launcher::Launched launched, options_.launcher->Launch(dir, spec.log_path));
+    ASSIGN_OR_RETURN(Launcher::Launched launched, options_.launcher->Launch(journal, spec.log_path));
     t.pid = launched.pid;
     t.pidfd = launched.pidfd;
     t.child = false;
@@ -115,7 +115,7 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-    const char* argv[] = {options_.shim_binary.c_str(), "task-shim", dir.c_str(), nullptr};
+    const char* argv[] = {options_.shim_binary.c_str(), "task-shim", journal.c_str(), nullptr};
     pid_t pid = 0;
     const int err = ::posix_spawn(&pid, argv[0], &actions, &attr, const_cast<char* const*>(argv), environ);
     posix_spawn_file_actions_destroy(&actions);
@@ -127,8 +127,7 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
   t.pid_start = ProcessStartTime(t.pid);
   t.start_ms = clock_.Now().millis();
   t.meta = meta;
-  (void)WriteFileAtomic(dir + "/pid.json",
-                        json({{"pid", t.pid}, {"startTime", t.pid_start}, {"startMs", t.start_ms}}).dump());
+  (void)AppendJournal(journal, json({{"pid", t.pid}, {"startTime", t.pid_start}, {"startMs", t.start_ms}}).dump());
   tasks_[key] = std::move(t);
   return Status::Ok();
 }
@@ -140,7 +139,7 @@ void Executor::Stop(const std::string& key, int signal, Duration grace, const st
   t.stopping = true;
   t.stop_reason = reason;
   t.kill_at_ms = clock_.Now().millis() + std::max<int64_t>(0, grace.millis());
-  (void)WriteFileAtomic(TaskDir(key) + "/stop.json", json({{"reason", reason}, {"killAtMs", t.kill_at_ms}}).dump());
+  (void)AppendJournal(JournalPath(key), json({{"stop", reason}, {"killAtMs", t.kill_at_ms}}).dump());
   if (cgroups_) {
     cgroups_->Signal(key, signal, t.pid);
   } else if (t.pid > 1) {
@@ -195,10 +194,13 @@ void Executor::Poll() {
 }
 
 void Executor::Finish(Task& t, std::optional<int> wait_status) {
-  const std::string dir = TaskDir(t.key);
+  const std::string journal = JournalPath(t.key);
   TaskResult r;
-  auto status = ReadWholeFile(dir + "/status.json");
-  const json s = status.ok() ? json::parse(*status, nullptr, false) : json();
+  json s;  // the shim's line
+  for (const std::string& line : ReadJournal(journal)) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object() && (j.contains("exitCode") || j.contains("signal")) && !j.contains("result")) s = std::move(j);
+  }
   if (s.is_object() && s.contains("signal")) {
     r.signal = s.value("signal", 0);
   } else if (s.is_object() && s.contains("exitCode")) {
@@ -230,7 +232,7 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
     t.pidfd = -1;
   }
   r.end_ms = clock_.Now().millis();
-  (void)WriteFileAtomic(dir + "/result.json", TaskResultToJson(r));
+  (void)AppendJournal(journal, "{\"result\":" + TaskResultToJson(r) + "}");
   t.result = r;
   t.stopping = false;
 }
@@ -238,35 +240,37 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
 void Executor::Recover() {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(options_.state_dir + "/tasks", ec)) {
-    if (!e.is_directory()) continue;
-    const std::string key = e.path().filename().string();
-    const std::string dir = e.path().string();
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || e.path().extension() != ".jsonl") continue;
+    const std::string key = name.substr(0, name.size() - 6);
     Task t;
     t.key = key;
-    if (auto meta = ReadWholeFile(dir + "/meta.json"); meta.ok()) t.meta = *meta;
-    if (auto res = ReadWholeFile(dir + "/result.json"); res.ok()) {
-      if (auto r = TaskResultFromJson(*res); r.ok()) {
-        t.result = *r;
-        tasks_[key] = std::move(t);
-        continue;
+    bool has_pid = false;
+    for (const std::string& line : ReadJournal(e.path().string())) {
+      const json j = json::parse(line, nullptr, false);
+      if (!j.is_object()) continue;
+      if (j.contains("argv") && j.contains("meta") && !j["meta"].is_discarded()) t.meta = j["meta"].dump();
+      if (j.contains("pid")) {
+        t.pid = j.value("pid", 0);
+        t.pid_start = j.value("startTime", int64_t{0});
+        t.start_ms = j.value("startMs", int64_t{0});
+        has_pid = true;
       }
-    }
-    auto pid = ReadWholeFile(dir + "/pid.json");
-    const json p = pid.ok() ? json::parse(*pid, nullptr, false) : json();
-    if (p.is_object()) {
-      t.pid = p.value("pid", 0);
-      t.pid_start = p.value("startTime", int64_t{0});
-      t.start_ms = p.value("startMs", int64_t{0});
-    }
-    if (auto stop = ReadWholeFile(dir + "/stop.json"); stop.ok()) {
-      const json st = json::parse(*stop, nullptr, false);
-      if (st.is_object()) {
+      if (j.contains("stop")) {
         t.stopping = true;
-        t.stop_reason = st.value("reason", "stop");
-        t.kill_at_ms = st.value("killAtMs", int64_t{0});
+        t.stop_reason = j.value("stop", "stop");
+        t.kill_at_ms = j.value("killAtMs", int64_t{0});
+      }
+      if (j.contains("result")) {
+        if (auto r = TaskResultFromJson(j["result"].dump()); r.ok()) t.result = *r;
       }
     }
-    if (t.pid > 0 && Alive(t)) {
+    if (t.result) {
+      t.stopping = false;
+      tasks_[key] = std::move(t);
+      continue;
+    }
+    if (has_pid && t.pid > 0 && Alive(t)) {
       // Adopted: its shim still runs. A pidfd tells of its exit; the start
       // time is checked again after opening it, against pid reuse.
       t.pidfd = OpenPidfd(t.pid);
@@ -277,7 +281,7 @@ void Executor::Recover() {
       tasks_[key] = std::move(t);
       continue;
     }
-    if (t.pid <= 0) t.pid = -1;  // never started: nothing to signal
+    if (!has_pid) t.pid = -1;  // never started: nothing to signal
     tasks_[key] = std::move(t);
     Finish(tasks_[key], std::nullopt);
   }
@@ -299,8 +303,7 @@ std::vector<TaskStatus> Executor::Tasks() const {
 void Executor::Forget(const std::string& key) {
   auto it = tasks_.find(key);
   if (it == tasks_.end() || !it->second.result) return;
-  std::error_code ec;
-  fs::remove_all(TaskDir(key), ec);
+  ::unlink(JournalPath(key).c_str());
   tasks_.erase(it);
 }
 

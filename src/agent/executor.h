@@ -1,8 +1,8 @@
 // Executor: starts, watches, stops and cleans up the tasks of one node.
 //
-// Each task gets a directory <state_dir>/tasks/<key>/ (spec.json, meta.json,
-// pid.json, status.json from the shim, result.json once it has ended,
-// stop.json when a stop was requested) and a log <state_dir>/logs/<key>.log and, where the machine allows, a cgroup named by its
+// Each task gets a journal <state_dir>/tasks/<key>.jsonl (task_spec.h: its
+// spec and meta, then its pid, a stop request, the shim's exit status and
+// the result, one line each) and a log <state_dir>/logs/<key>.log and, where the machine allows, a cgroup named by its
 // key. Start() launches the task shim (task_shim.h) as a child of the agent;
 // the shim starts the payload.
 //
@@ -14,14 +14,13 @@
 // leftovers, removes the cgroup and writes result.json.
 //
 // Recover() runs once at agent start: a task whose shim still runs is
-// adopted (watched through its pid and start time, its status read from
-// status.json); a task whose shim is gone ends with what status.json says
-// or as lost; cgroups that belong to no task directory are emptied and
+// adopted (watched through a pidfd, after checking its start time); a task
+// whose shim is gone ends with the exit status the shim wrote, or as lost; cgroups that belong to no task directory are emptied and
 // removed. So an agent restart never starts a task twice and never leaves
 // one behind.
 //
-// Forget(key) deletes an ended task's directory once the server has
-// recorded its result.
+// Forget(key) deletes an ended task's journal once the server has recorded
+// its result (the log stays).
 //
 // Thread-safety: none; one agent thread owns the executor.
 #pragma once
@@ -82,10 +81,10 @@ class Executor {
   // Every task the executor knows, running or ended but not forgotten.
   std::vector<TaskStatus> Tasks() const;
   bool Has(const std::string& key) const { return tasks_.count(key) > 0; }
-  // Drops an ended task's record and directory. Running tasks are kept.
+  // Drops an ended task's record and journal. Running tasks are kept.
   void Forget(const std::string& key);
 
-  std::string TaskDir(const std::string& key) const;
+  std::string JournalPath(const std::string& key) const;
   std::string LogPath(const std::string& key) const;
   CgroupDriver* cgroups() { return cgroups_.get(); }
 

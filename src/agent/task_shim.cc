@@ -104,13 +104,13 @@ class Log {
 
 }  // namespace
 
-int RunTaskShim(const std::string& task_dir) {
-  auto text = ReadWholeFile(task_dir + "/spec.json");
-  if (!text.ok()) {
-    std::fprintf(stderr, "muster task-shim: %s\n", text.status().ToString().c_str());
+int RunTaskShim(const std::string& journal) {
+  const std::vector<std::string> lines = ReadJournal(journal);
+  if (lines.empty()) {
+    std::fprintf(stderr, "muster task-shim: %s has no task spec\n", journal.c_str());
     return 1;
   }
-  auto parsed = TaskSpecFromJson(*text);
+  auto parsed = TaskSpecFromJson(lines.front());
   if (!parsed.ok()) {
     std::fprintf(stderr, "muster task-shim: %s\n", parsed.status().ToString().c_str());
     return 1;
@@ -147,7 +147,7 @@ int RunTaskShim(const std::string& task_dir) {
   if (child < 0) {
     const std::string msg = std::string("muster: fork failed: ") + std::strerror(errno) + "\n";
     log.Write(msg.data(), msg.size());
-    (void)WriteFileAtomic(task_dir + "/status.json", "{\"exitCode\":127}");
+    (void)AppendJournal(journal, "{\"exitCode\":127}");
     return 0;
   }
   if (child == 0) ExecPayload(spec, argv, envp, pipe_fds[1]);
@@ -187,7 +187,7 @@ int RunTaskShim(const std::string& task_dir) {
     }
   }
   ::close(pipe_fds[0]);
-  (void)WriteFileAtomic(task_dir + "/status.json", ShimStatusJson(wait_status));
+  (void)AppendJournal(journal, ShimStatusJson(wait_status));
   return 0;
 }
 

@@ -1,12 +1,13 @@
-// The task shim: `muster task-shim DIR`, the parent process of one task.
+// The task shim: `muster task-shim JOURNAL`, the parent process of one task.
 //
-// The agent starts the shim for every task instead of the task itself. The
-// shim reads DIR/spec.json, becomes the leader of a new session, joins the
-// task's cgroups, and starts the payload with the task's identity, working
-// directory and environment, its stdout and stderr going to one pipe. It
-// copies that output into the task's log, rotating it at the size limit,
-// and when the payload ends writes DIR/status.json ({"exitCode":N} or
-// {"signal":N}).
+// The agent starts the shim for every task instead of the task itself
+// (through the launcher, or by exec). The shim reads the task's spec from
+// the first line of its journal (task_spec.h), becomes the leader of a new
+// session, joins the task's cgroups, and starts the payload with the task's
+// identity, working directory and environment, its stdout and stderr going
+// to one pipe. It copies that output into the task's log, rotating it at the
+// size limit, and when the payload ends appends {"exitCode":N} or
+// {"signal":N} to the journal.
 //
 // Because the shim, not the agent, waits for the payload, a task keeps
 // running and its exit status is kept when the agent dies or restarts: a new
@@ -20,8 +21,8 @@
 
 namespace muster::agent {
 
-// Runs the shim; returns the shim's exit code (0 once status.json is
+// Runs the shim; returns the shim's exit code (0 once the exit status is
 // written, 1 when the spec cannot be read).
-int RunTaskShim(const std::string& task_dir);
+int RunTaskShim(const std::string& journal);
 
 }  // namespace muster::agent

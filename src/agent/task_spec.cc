@@ -8,7 +8,6 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace muster::agent {
 
@@ -80,31 +79,40 @@ std::string ShimStatusJson(int wait_status) {
   return json({{"exitCode", WEXITSTATUS(wait_status)}}).dump();
 }
 
-StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+namespace {
+
+Status WriteLine(const std::string& path, const std::string& line, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) return Status(StatusCode::kAlreadyExists, path + " exists");
+    return Internal("cannot open " + path + ": " + std::strerror(errno));
+  }
+  std::string text = line;
+  text.push_back('\n');
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) return Internal("cannot write " + path + ": " + std::strerror(err));
+  return Status::Ok();
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Internal("cannot create " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return Internal("cannot write " + tmp + ": " + std::strerror(errno));
-    }
-    done += static_cast<size_t>(n);
+}  // namespace
+
+Status CreateJournal(const std::string& path, const std::string& first_line) {
+  return WriteLine(path, first_line, O_CREAT | O_EXCL);
+}
+
+Status AppendJournal(const std::string& path, const std::string& line) { return WriteLine(path, line, 0); }
+
+std::vector<std::string> ReadJournal(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // no newline: a line still being written, or torn
+    if (json::accept(line)) lines.push_back(line);
   }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Internal("cannot rename " + tmp + ": " + std::strerror(errno));
-  return Status::Ok();
+  return lines;
 }
 
 }  // namespace muster::agent

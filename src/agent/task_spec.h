@@ -1,10 +1,10 @@
 // TaskSpec: everything needed to launch one replica of a job on this node,
-// and TaskResult: how it ended. Both are written to the task's directory as
-// JSON, so the task shim (a separate process) and an agent restarted after a
-// crash read the same facts.
+// and TaskResult: how it ended. Both go into the task's journal as JSON, so
+// the task shim (a separate process) and an agent restarted after a crash
+// read the same facts.
 //
 // A task's key is "j<job>.a<attempt>.r<replica>": one attempt of one replica.
-// Keys are also the names of the task's directory and cgroup.
+// Keys also name the task's journal, log and cgroup.
 #pragma once
 
 #include <sys/types.h>
@@ -54,6 +54,23 @@ StatusOr<TaskResult> TaskResultFromJson(const std::string& text);
 
 // The shim's own report of the payload's exit: {"exitCode":N} or {"signal":N}.
 std::string ShimStatusJson(int wait_status);
+
+// A task's journal: one file per task, one JSON object per line, appended
+// by the agent and the shim and never rewritten. The first line is
+// {"spec": TaskSpec, "meta": ...}; later lines add {"pid":...},
+// {"stop":...}, the shim's {"exitCode"|"signal":...} and {"result":...}.
+// One file per task keeps a node starting hundreds of short tasks from
+// creating (and deleting) thousands of small files. Nothing is fsync'ed:
+// the journal must survive the agent, not the machine (a machine crash
+// ends its tasks too, and the server then counts them as lost).
+//
+// CreateJournal fails if the file exists (a task never starts twice).
+// AppendJournal writes one line with O_APPEND (one write(2): lines of
+// different writers do not interleave). ReadJournal returns the complete
+// lines that parse; a torn last line is skipped.
+Status CreateJournal(const std::string& path, const std::string& first_line);
+Status AppendJournal(const std::string& path, const std::string& line);
+std::vector<std::string> ReadJournal(const std::string& path);
 
 // Reads and writes small files; WriteFileAtomic renames a temporary into
 // place so a reader never sees half a file. It does not fsync: these files

@@ -28,6 +28,7 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_option("--leaf", f.leaf, "Leaf switch of this node (topology)");
   a->add_option("--spine", f.spine, "Spine of this node's leaf (topology)");
   a->add_option("--zone", f.zone, "Zone label");
+  a->add_option("--rack", f.rack, "Rack label");
   a->add_option("--state-dir", o.state_dir, "Where tasks, their state and logs are kept (default /var/lib/muster/agent-NAME)");
   a->add_flag("--no-cgroups", f.no_cgroups, "Run tasks without cgroups (no memory, CPU or pids limits)");
   a->add_flag("--run-as-self", f.as_self, "Run tasks as the agent's user even when it is root");
@@ -56,6 +57,7 @@ int RunAgentCommand(AgentFlags& f) {
   if (!f.leaf.empty()) o.labels["leaf"] = f.leaf;
   if (!f.spine.empty()) o.labels["spine"] = f.spine;
   if (!f.zone.empty()) o.labels["zone"] = f.zone;
+  if (!f.rack.empty()) o.labels["rack"] = f.rack;
   o.use_cgroups = !f.no_cgroups;
   o.run_as_submitter = !f.as_self;
 

@@ -16,8 +16,7 @@ struct AgentFlags {
   agent::AgentOptions options;
   std::string cpus;
   std::string memory;
-  std::vector<std::string> labels;
-  std::string leaf, spine, zone;
+  std::string leaf, spine, zone, rack;
   bool no_cgroups = false;
   bool as_self = false;
 };

@@ -2,11 +2,63 @@
 
 #include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 namespace muster::gpu {
 
+namespace {
+
+StatusOr<GpuInventory> FakeGpusFromFile(const std::string& path, const std::string& node_name) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("--fake-gpus: cannot read " + path, "fake-gpus");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  auto bad = [&](const std::string& field, const std::string& why) {
+    return InvalidArgument("--fake-gpus: " + path + ": " + field + ": " + why, "fake-gpus");
+  };
+  if (!j.is_object() || !j.contains("gpus") || !j["gpus"].is_array()) return bad("gpus", "must be an array of GPUs");
+  if (j["gpus"].empty() || j["gpus"].size() > 64) return bad("gpus", "must list 1 to 64 GPUs");
+  GpuInventory inv;
+  inv.source = "fake";
+  inv.note = std::to_string(j["gpus"].size()) + " fake GPUs from " + path;
+  const size_t h = std::hash<std::string>{}(node_name);
+  for (size_t i = 0; i < j["gpus"].size(); ++i) {
+    const nlohmann::json& g = j["gpus"][i];
+    const std::string at = "gpus[" + std::to_string(i) + "]";
+    if (!g.is_object() || !g.contains("name") || !g["name"].is_string() || g["name"].get<std::string>().empty()) {
+      return bad(at + ".name", "must be the GPU's model name");
+    }
+    GpuDevice d;
+    d.index = static_cast<int32_t>(i);
+    d.name = g["name"];
+    char uuid[64];
+    std::snprintf(uuid, sizeof uuid, "GPU-fa4e%04x-%04x-4000-8000-%012zx", static_cast<unsigned>(h & 0xffff),
+                  static_cast<unsigned>((h >> 16) & 0xffff), i);
+    d.uuid = g.contains("uuid") && g["uuid"].is_string() ? g["uuid"].get<std::string>() : uuid;
+    if (g.contains("memoryBytes")) {
+      if (!g["memoryBytes"].is_number_integer() || g["memoryBytes"].get<int64_t>() < 0) {
+        return bad(at + ".memoryBytes", "must be a non-negative integer");
+      }
+      d.memory_bytes = g["memoryBytes"];
+    }
+    if (g.contains("numaNode") && g["numaNode"].is_number_integer()) d.numa_node = g["numaNode"];
+    if (g.contains("nvlinks") && g["nvlinks"].is_number_integer()) d.nvlinks = g["nvlinks"];
+    for (const GpuDevice& other : inv.gpus) {
+      if (other.uuid == d.uuid) return bad(at + ".uuid", "\"" + d.uuid + "\" is used twice");
+    }
+    inv.gpus.push_back(std::move(d));
+  }
+  return inv;
+}
+
+}  // namespace
+
 StatusOr<GpuInventory> FakeGpus(const std::string& what, const std::string& node_name) {
+  if (what.find('/') != std::string::npos ||
+      (what.size() > 5 && what.compare(what.size() - 5, 5, ".json") == 0)) {
+    return FakeGpusFromFile(what, node_name);
+  }
   const size_t x = what.find('x');
   auto bad = [&](const std::string& why) {
     return InvalidArgument("--fake-gpus: " + why + ", got \"" + what.substr(0, 64) + "\" (expected COUNTxTYPE, like 8xH100)",

@@ -382,10 +382,13 @@ void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, b
                               const std::function<void(StatusOr<JobRow>)>& reply) {
   auto it = attempts_.find(id);
   if (it == attempts_.end()) return reply(Internal("job " + std::to_string(id) + " runs without an attempt"));
-  if (it->second.ending && !final_state) return reply(jobs_.at(id));  // already stopping; a requeue adds nothing
+  // Already ending in a final state (cancelled, or a replica failed): a
+  // cancel or requeue changes nothing.
+  if (it->second.ending) return reply(jobs_.at(id));
   store::WriteBatch b;
-  if (it->second.ending || it->second.requeue) {
-    // Already stopping: a cancel now decides the final state.
+  if (it->second.requeue) {
+    // Being stopped for a requeue: a cancel now makes it end instead.
+    if (!final_state) return reply(jobs_.at(id));
     it->second.ending = final_state;
     it->second.requeue = false;
     it->second.ending_reason = reason;

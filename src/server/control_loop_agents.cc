@@ -325,6 +325,7 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
                      {"leaf", req.labels.count("leaf") ? req.labels.at("leaf") : ""},
                      {"spine", req.labels.count("spine") ? req.labels.at("spine") : ""},
                      {"zone", req.labels.count("zone") ? req.labels.at("zone") : ""},
+                     {"labels", req.labels},
                      {"address", req.address},
                      {"logPort", req.log_port},
                      {"agentVersion", req.agent_version},

@@ -14,6 +14,7 @@
 
 #include "agent/executor.h"
 #include "agent_process.h"
+#include "process_util.h"
 #include "../server/server_process.h"
 
 namespace muster::testing {
@@ -117,16 +118,6 @@ class ClusterTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return {};
-  }
-  static bool AllGone(const std::string& pid_file) {
-    std::ifstream in(pid_file);
-    pid_t p = 0;
-    int n = 0;
-    while (in >> p) {
-      ++n;
-      if (agent::ProcessStartTime(p) != 0) return false;
-    }
-    return n > 0;
   }
   static std::map<std::string, std::string> EnvOf(const std::string& text) {
     std::map<std::string, std::string> env;

@@ -3,6 +3,7 @@
 #include "agent/executor.h"
 
 #include "agent/launcher.h"
+#include "process_util.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -16,6 +17,8 @@
 
 namespace muster::agent {
 namespace {
+
+using muster::testing::AllGone;
 
 namespace fs = std::filesystem;
 
@@ -86,17 +89,6 @@ class ExecutorTest : public ::testing::Test {
     return false;
   }
 
-  // True when no pid listed in `file` (one per line) is alive.
-  static bool AllGone(const std::string& file) {
-    std::ifstream in(file);
-    pid_t p = 0;
-    int n = 0;
-    while (in >> p) {
-      ++n;
-      if (ProcessStartTime(p) != 0) return false;  // alive and not a zombie
-    }
-    return n > 0;
-  }
 
   std::string dir_;
   SystemClock clock_;
@@ -180,7 +172,7 @@ TEST_F(ExecutorTest, ARestartedAgentAdoptsARunningTaskAndGetsItsExit) {
   EXPECT_EQ(r.exit_code, 7);
   e->Forget("j6.a1.r0");
   EXPECT_TRUE(e->Tasks().empty());
-  EXPECT_FALSE(fs::exists(e->TaskDir("j6.a1.r0")));
+  EXPECT_FALSE(fs::exists(e->JournalPath("j6.a1.r0")));
 }
 
 TEST_F(ExecutorTest, WorksWithoutCgroups) {

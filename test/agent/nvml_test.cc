@@ -97,5 +97,23 @@ TEST(FakeGpus, ParsesCountAndType) {
   }
 }
 
+TEST(FakeGpus, ReadsAFile) {
+  const std::string path = ::testing::TempDir() + "/gpus_" + std::to_string(getpid()) + ".json";
+  std::ofstream(path) << R"({"gpus": [{"name": "NVIDIA A100-SXM4-80GB", "memoryBytes": 85899345920, "nvlinks": 12},
+                                     {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-given"}]})";
+  auto inv = FakeGpus(path, "n");
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  ASSERT_EQ(inv->gpus.size(), 2u);
+  EXPECT_EQ(inv->GpuType(), "A100");
+  EXPECT_EQ(inv->gpus[0].memory_bytes, 85899345920);
+  EXPECT_EQ(inv->gpus[0].nvlinks, 12);
+  EXPECT_EQ(inv->gpus[1].uuid, "GPU-given");
+  std::ofstream(path) << R"({"gpus": [{"memoryBytes": 1}]})";
+  auto bad = FakeGpus(path, "n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("gpus[0].name"), std::string::npos) << bad.status().message();
+  EXPECT_FALSE(FakeGpus("/nonexistent/gpus.json", "n").ok());
+}
+
 }  // namespace
 }  // namespace muster::gpu
