@@ -52,7 +52,10 @@ Status ControlLoop::Start() {
   nodes.meta.emplace_back("epoch", std::to_string(epoch_));
   for (size_t i = 0; i < state_.nodes().size(); ++i) node_index_[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   RETURN_IF_ERROR(RestoreNodes());
-  RETURN_IF_ERROR(Restore());
+  restored_start_ = true;
+  const Status restored = Restore();
+  restored_start_ = false;
+  RETURN_IF_ERROR(restored);
   RETURN_IF_ERROR(store_.Commit({&nodes}));
   writer_ = std::make_unique<store::StoreWriter>(store_);
   last_cycle_ = clock_.Now();
@@ -452,6 +455,7 @@ void ControlLoop::RunCycle() {
     b.events.push_back(Event(f.job, "Failed", "DependencyNeverSatisfied", f.reason));
     dirty_ = true;
   }
+  std::vector<std::pair<int64_t, int32_t>> started;  // (job, attempt)
   for (const core::Binding& bnd : d.bindings) {
     if (Status s = state_.Bind(bnd, now); !s.ok()) {
       std::fprintf(stderr, "muster server: scheduler binding for job %lld rejected: %s\n",
@@ -464,6 +468,7 @@ void ControlLoop::RunCycle() {
     row.attempts += 1;
     row.reason = "";
     StartAttempt(bnd.job, row.attempts, nullptr);
+    started.emplace_back(bnd.job, row.attempts);
     row.status_json = AllocationsJson(bnd.job);
     std::string where;
     for (const core::Allocation& a : bnd.allocations) {
@@ -483,7 +488,13 @@ void ControlLoop::RunCycle() {
     }
   }
   reasons_ = std::move(next);
-  if (!b.empty()) Persist(std::move(b), nullptr);
+  if (b.empty()) return;
+  // Agents learn of a start only once it is durable: a server that crashes
+  // before the write never has a task running for a bind it forgot.
+  Persist(std::move(b), started.empty() ? std::function<void(const Status&)>()
+                                        : [this, started = std::move(started)](const Status&) {
+                                            Post([this, started] { Dispatch(started); });
+                                          });
 }
 
 StatusOr<ControlLoop::Explanation> ControlLoop::Explain(int64_t id) {

@@ -27,7 +27,8 @@
 // registered by its agent's first sync and persisted. Every bound job has an
 // attempt: its replicas, in order, each on a node with its GPU devices. The
 // desired state of a node is the replicas of attempts placed there that have
-// not ended and whose attempt is not being torn down. An attempt ends as a
+// not ended and whose attempt is durable (an agent never runs a bind the
+// store could forget) and not being torn down. An attempt ends as a
 // unit: all replicas exited 0 -> COMPLETED; the first failing replica (exit
 // code, signal, out of memory, time limit) decides the final state, and the
 // other replicas are stopped first (the job shows COMPLETING until they
@@ -181,6 +182,7 @@ class ControlLoop {
       std::shared_ptr<const std::string> encoded;  // its assignment, encoded once
     };
     std::vector<Replica> replicas;
+    bool dispatchable = false;             // its bind is durable: agents may start it
     std::optional<core::JobState> ending;  // being torn down, to this state ...
     bool requeue = false;                  // ... or back to PENDING
     std::string ending_reason;
@@ -201,6 +203,9 @@ class ControlLoop {
   void StopRunning(int64_t id, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
                    const std::function<void(StatusOr<store::JobRow>)>& reply);
   void StartAttempt(int64_t job, int32_t number, const nlohmann::json* restored);
+  // Marks attempts whose binds are now durable dispatchable, and nudges
+  // their nodes.
+  void Dispatch(const std::vector<std::pair<int64_t, int32_t>>& started);
   // Starts tearing down a running job's attempt; ends it at once when no
   // replica runs.
   void BeginEnding(int64_t job, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
@@ -220,6 +225,7 @@ class ControlLoop {
   std::unordered_map<std::string, core::NodeIndex> node_index_;
   std::unordered_map<std::string, AgentNode> agents_;  // by node name
   int64_t epoch_ = 0;
+  bool restored_start_ = false;  // true while Restore() rebuilds running jobs
   std::mutex versions_mu_;
   std::condition_variable versions_cv_;
   std::unordered_map<std::string, int64_t> versions_;  // guarded by versions_mu_

@@ -127,7 +127,6 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, const json* restored
       a.replicas.push_back(std::move(r));
     }
     attempts_on_node_[alloc.node].insert(job);
-    TouchNode(alloc.node);
   }
   if (restored && restored->is_object()) {
     if (restored->contains("endedReplicas") && (*restored)["endedReplicas"].is_array()) {
@@ -143,7 +142,22 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, const json* restored
       if (!a.ending && !a.requeue) a.ending = JobState::kFailed;
     }
   }
+  // A restored attempt was durable before the restart; a new one becomes
+  // dispatchable once its bind is (Dispatch).
+  a.dispatchable = restored != nullptr || restored_start_;
+  if (a.dispatchable) {
+    for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
+  }
   attempts_[job] = std::move(a);
+}
+
+void ControlLoop::Dispatch(const std::vector<std::pair<int64_t, int32_t>>& started) {
+  for (const auto& [job, number] : started) {
+    auto it = attempts_.find(job);
+    if (it == attempts_.end() || it->second.number != number) continue;
+    it->second.dispatchable = true;
+    for (const Attempt::Replica& r : it->second.replicas) TouchNode(r.node);
+  }
 }
 
 json ControlLoop::AttemptJson(int64_t job) const {
@@ -424,7 +438,7 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
 void ControlLoop::BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out) {
   for (int64_t job : attempts_on_node_[node]) {
     Attempt& a = attempts_.at(job);
-    if (a.ending || a.requeue || !a.spec) continue;
+    if (a.ending || a.requeue || !a.spec || !a.dispatchable) continue;
     for (size_t i = 0; i < a.replicas.size(); ++i) {
       Attempt::Replica& r = a.replicas[i];
       if (r.node != node || r.ended) continue;
