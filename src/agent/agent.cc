@@ -1,6 +1,7 @@
 #include "agent/agent.h"
 
 #include <grp.h>
+#include <sys/socket.h>
 #include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
@@ -182,6 +183,10 @@ StatusOr<std::string> Agent::Init() {
   }
 
   log_server_ = std::make_unique<httplib::Server>();
+  log_server_->set_socket_options([](int sock) {  // no SO_REUSEPORT: a port is ours alone
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   log_server_->Get(R"(/logs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string key = req.matches[1];
     if (!ValidTaskKey(key)) {

@@ -1,6 +1,7 @@
 #include "server/http_api.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -172,6 +173,12 @@ Status HttpApi::Bind() {
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
   http_->set_tcp_nodelay(true);  // small JSON answers must not wait for delayed ACKs
+  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
+  // second server on the same port starts "fine" and takes half the traffic.
+  http_->set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   http_->set_read_timeout(30, 0);
   http_->set_write_timeout(30, 0);
   if (options_.port == 0) {

@@ -1,7 +1,10 @@
 // End to end: a real server and real agents running real processes (as
 // root, in real cgroups). Each test gets its own server, store, agents and
 // node names.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -345,6 +348,51 @@ TEST_F(ClusterTest, APyTorchGangTrainsAndItsReplicasAgree) {
     results[r] = log.substr(at, log.find('\n', at) - at);
   }
   EXPECT_EQ(results[0], results[1]) << "the replicas disagree";
+}
+
+}  // namespace
+}  // namespace muster::testing
+
+namespace muster::testing {
+namespace {
+
+// `muster dev --demo --exit-after-demo`: the README's main command, end to end.
+TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
+  if (std::system("/usr/bin/python3 -c 'import torch, sklearn' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
+  }
+  const std::string dir = ::testing::TempDir() + "/muster_dev_" + std::to_string(getpid());
+  fs::remove_all(dir);
+  // A free port: bind a socket to port 0, read the port, close it.
+  int port = 0;
+  {
+    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port = ntohs(a.sin_port);
+    }
+    ::close(s);
+  }
+  ASSERT_GT(port, 0);
+  const std::string cmd = std::string(MUSTER_BINARY) + " dev --demo --exit-after-demo --nodes 4 --port " +
+                          std::to_string(port) + " --dir " + dir + " > " + dir + ".out 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(dir + ".out");
+  const std::string out((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("demo: every job completed"), std::string::npos) << out;
+  EXPECT_NE(out.find("ddp-digits replica 0: rank 0/2: test accuracy"), std::string::npos) << out;
+  EXPECT_NE(out.find("ddp-digits replica 1: rank 1/2: test accuracy"), std::string::npos) << out;
+  // Every process of the cluster is gone: nothing listens on its port.
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(1, 0);
+  EXPECT_FALSE(c.Get("/healthz")) << "the server still answers";
+  fs::remove_all(dir);
+  fs::remove(dir + ".out");
 }
 
 }  // namespace

@@ -121,3 +121,20 @@ TEST(CliNoServer, SaysItCannotReachTheServer) {
 
 }  // namespace
 }  // namespace muster::testing
+
+namespace muster::testing {
+namespace {
+
+TEST(ServerPort, ASecondServerOnTheSamePortIsRefused) {
+  ServerProcess first;
+  ASSERT_TRUE(first.Start()) << first.log();
+  const std::string store = first.dir() + "/second.db";
+  // (If it did start, it is stopped after 2 s so the test cannot hang.)
+  CommandResult r = RunCommand("{ " + std::string(MUSTER_BINARY) + " server --store " + store + " --listen 127.0.0.1:" +
+                               std::to_string(first.port()) + " & pid=$!; sleep 2; kill $pid 2>/dev/null; wait $pid; }");
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace muster::testing
