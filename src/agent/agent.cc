@@ -374,6 +374,12 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.key = key;
   spec.argv = t.argv;
   if (spec.argv.empty()) return fail("the job has no command");
+  if (!t.image.empty()) {
+    // Never run a container job's command on the host by mistake.
+    return fail("the job names the container image \"" + t.image +
+                "\", and this agent runs processes only (the container executor is not built yet); "
+                "remove `image` to run the command on the node");
+  }
   std::string uuids;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -119,6 +119,7 @@ json TaskJson(const TaskAssignment& t) {
           {"epoch", t.epoch},
           {"user", t.user},
           {"argv", t.argv},
+          {"image", t.image},
           {"env", t.env},
           {"workingDir", t.working_dir},
           {"gpus", t.gpus},
@@ -236,6 +237,7 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
     e.Get(o, "epoch", t.epoch);
     e.Get(o, "user", t.user);
     e.Get(o, "argv", t.argv);
+    e.Get(o, "image", t.image);
     e.Get(o, "env", t.env);
     e.Get(o, "workingDir", t.working_dir);
     e.Get(o, "gpus", t.gpus);

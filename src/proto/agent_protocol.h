@@ -97,6 +97,7 @@ struct TaskAssignment {
   int64_t epoch = 0;
   std::string user;
   std::vector<std::string> argv;
+  std::string image;  // a container image, when the job names one
   std::map<std::string, std::string> env;  // job env and Muster/torchrun/Slurm variables
   std::string working_dir;
   std::vector<int32_t> gpus;  // device indices on this node; the agent maps them to UUIDs

@@ -287,6 +287,17 @@ TEST_F(ClusterTest, OneFailingReplicaEndsTheWholeGang) {
   for (const json& n : nodes["items"]) EXPECT_EQ(n["freeGpus"], 8);
 }
 
+TEST_F(ClusterTest, AJobNamingAContainerImageIsNotRunOnTheHost) {
+  AddAgent();
+  WaitNodes(1);
+  const std::string ran = Tmp("ran");
+  const int64_t id = Submit("name: boxed\nimage: nvcr.io/nvidia/pytorch:24.05\ncommand: [/bin/sh, -c, 'touch " + ran + "']\n");
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "FAILED") << j.dump();
+  EXPECT_NE(j["reason"].get<std::string>().find("container image"), std::string::npos) << j.dump();
+  EXPECT_FALSE(fs::exists(ran));
+}
+
 TEST_F(ClusterTest, ARestartedAgentAdoptsItsTaskAndNeverRunsItTwice) {
   AgentProcess& a = AddAgent();
   WaitNodes(1);
