@@ -1,6 +1,7 @@
 #include "agent/cgroup.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,18 +160,23 @@ std::string CgroupDriver::MemoryDir(const std::string& name) const {
   return {};
 }
 
-Status CgroupDriver::Create(const std::string& name, const CgroupLimits& limits) {
+StatusOr<std::vector<std::string>> CgroupDriver::Create(const std::string& name, const CgroupLimits& limits) {
   if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') {
     return InvalidArgument("bad cgroup name \"" + name + "\"");
   }
-  for (const std::string& dir : Dirs(name)) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) return Internal("cannot create cgroup " + dir + ": " + ec.message());
-  }
+  std::vector<std::string> procs;
   for (const Hierarchy& h : hierarchies_) {
-    const std::string dir = h.mount + "/" + parent_ + "/" + name;
     const bool v2 = h.controller.empty();
+    // v1: the memory hierarchy always (it tracks the processes and counts
+    // OOM kills); cpu and pids only when there is a limit to set there.
+    if (!v2 && ((h.controller == "cpu" && limits.cpu_milli <= 0) || (h.controller == "pids" && limits.pids <= 0))) {
+      continue;
+    }
+    const std::string dir = h.mount + "/" + parent_ + "/" + name;
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Internal("cannot create cgroup " + dir + ": " + std::strerror(errno));
+    }
+    procs.push_back(dir + "/cgroup.procs");
     if ((v2 || h.controller == "memory") && has_memory_ && limits.memory_bytes > 0) {
       const std::string bytes = std::to_string(limits.memory_bytes);
       if (v2) {
@@ -196,18 +202,7 @@ Status CgroupDriver::Create(const std::string& name, const CgroupLimits& limits)
       RETURN_IF_ERROR(WriteFile(dir + "/pids.max", std::to_string(limits.pids)));
     }
   }
-  return Status::Ok();
-}
-
-std::vector<std::string> CgroupDriver::ProcsFiles(const std::string& name) const {
-  std::vector<std::string> out;
-  for (const std::string& dir : Dirs(name)) out.push_back(dir + "/cgroup.procs");
-  return out;
-}
-
-Status CgroupDriver::AddProcess(const std::string& name, pid_t pid) {
-  for (const std::string& dir : Dirs(name)) RETURN_IF_ERROR(WriteFile(dir + "/cgroup.procs", std::to_string(pid)));
-  return Status::Ok();
+  return procs;
 }
 
 std::vector<pid_t> CgroupDriver::Processes(const std::string& name) const {

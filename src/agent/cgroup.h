@@ -56,13 +56,11 @@ class CgroupDriver {
   // "v1 (memory, cpu, pids)" or "v2 (memory, cpu, pids)": what is enforced.
   std::string Describe() const;
 
-  // Creates the group with its limits. An existing group of that name is
-  // reused (its processes are not touched).
-  Status Create(const std::string& name, const CgroupLimits& limits);
-  // The cgroup.procs files a process writes its pid to to join the group.
-  std::vector<std::string> ProcsFiles(const std::string& name) const;
-  // Moves `pid` (and its future children) into the group.
-  Status AddProcess(const std::string& name, pid_t pid);
+  // Creates the group with its limits (an existing group of that name is
+  // reused, its processes untouched) and returns the cgroup.procs files a
+  // process writes its pid to, to join it. On v1 the group exists in the
+  // memory hierarchy always, in cpu and pids only when it has a limit there.
+  StatusOr<std::vector<std::string>> Create(const std::string& name, const CgroupLimits& limits);
   // The processes in the group; empty when it does not exist.
   std::vector<pid_t> Processes(const std::string& name) const;
   // How many processes the kernel's OOM killer killed in the group.

@@ -82,8 +82,7 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
     return Status(StatusCode::kAlreadyExists, "task " + key + " was already started on this node");
   }
   if (cgroups_) {
-    RETURN_IF_ERROR(cgroups_->Create(key, limits));
-    spec.cgroup_procs = cgroups_->ProcsFiles(key);
+    ASSIGN_OR_RETURN(spec.cgroup_procs, cgroups_->Create(key, limits));
   }
   if (spec.log_path.empty()) spec.log_path = LogPath(key);
   json first = json::parse(TaskSpecToJson(spec));
