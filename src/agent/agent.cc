@@ -365,6 +365,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
     r.replica = t.replica;
     r.running = false;
     r.exit_code = 127;
+    r.stop_reason = "launch";  // the node could not start it: retrying would not help
     r.message = why;
     r.end_ms = clock_.Now().millis();
     failed_starts_[key] = r;

@@ -282,7 +282,7 @@ Status ClusterState::EndPending(JobId job, JobState terminal, Time now, std::str
   return Status::Ok();
 }
 
-Status ClusterState::Requeue(JobId job, std::string reason) {
+Status ClusterState::Requeue(JobId job, std::string reason, Time not_before) {
   auto it = running_.find(job);
   if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
   const RunningJob& r = it->second;
@@ -301,6 +301,7 @@ Status ClusterState::Requeue(JobId job, std::string reason) {
   job_states_[job] = JobState::kPending;
   PendingJob p = MakePending(job, rec.spec, rec.submit_time, cls);
   p.held = false;
+  p.begin_time = std::max(p.begin_time, not_before);
   pending_pos_[job] = pending_.size();
   pending_.push_back(std::move(p));
   return Status::Ok();

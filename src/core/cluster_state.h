@@ -79,10 +79,12 @@ class ClusterState {
   Status Finish(JobId job, JobState terminal, Time now, std::string reason = {});
   // Ends a pending or held job without running it (cancel, dependency failure).
   Status EndPending(JobId job, JobState terminal, Time now, std::string reason);
-  // Returns a running job to PENDING (requeue, preemption, node loss): its
-  // resources are released and it keeps its original submit time, so it
-  // keeps its age. The attempt count lives with the owner.
-  Status Requeue(JobId job, std::string reason);
+  // Returns a running job to PENDING (requeue, preemption, node loss, a
+  // retry): its resources are released and it keeps its original submit
+  // time, so it keeps its age. It may start again no earlier than
+  // `not_before` (a retry's backoff) or its spec's begin time. The attempt
+  // count lives with the owner.
+  Status Requeue(JobId job, std::string reason, Time not_before = Time::Zero());
   // Records a job that had already ended before this state was built (a
   // restart reloading history), so dependencies on it resolve.
   Status RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state, Time end_time,

@@ -10,6 +10,7 @@
 namespace muster::server {
 
 using core::JobState;
+using nlohmann::json;
 using store::JobRow;
 
 namespace {
@@ -101,11 +102,25 @@ Status ControlLoop::Restore() {
     if (detail.is_object() && detail.contains("arrayFirstId") && detail["arrayFirstId"].is_number_integer()) {
       array_task_of_[row.id] = {detail["arrayFirstId"].get<int64_t>(), detail.value("arrayIndex", 0)};
     }
+    core::JobSpec core_spec_restored = core_spec;
+    if (detail.is_object() && (detail.contains("attemptHistory") || detail.contains("retries"))) {
+      JobHistory& h = history_[row.id];
+      h.retries = detail.value("retries", 0);
+      h.requeues = detail.value("requeues", 0);
+      h.not_before_ms = detail.value("notBeforeMs", int64_t{0});
+      h.attempts = detail.contains("attemptHistory") && detail["attemptHistory"].is_array() ? detail["attemptHistory"]
+                                                                                              : json::array();
+      // A retry's backoff outlives a restart.
+      if (h.not_before_ms > 0 && *state == JobState::kPending) {
+        const Time nb = Time::FromMillis(h.not_before_ms);
+        if (!core_spec_restored.begin_time || *core_spec_restored.begin_time < nb) core_spec_restored.begin_time = nb;
+      }
+    }
     const Time submit = Time::FromMillis(row.submit_ms);
     if (IsEnded(row)) {
       RETURN_IF_ERROR(state_.RestoreEnded(row.id, core_spec, submit, *state, Time::FromMillis(*row.end_ms), row.reason));
     } else {
-      auto id = state_.Submit(core_spec, submit, row.id);
+      auto id = state_.Submit(core_spec_restored, submit, row.id);
       if (!id.ok()) return DataLoss(what + " cannot be restored: " + id.status().ToString());
       if (*state == JobState::kHeld && !core_spec.hold) RETURN_IF_ERROR(state_.Hold(row.id));
       if (*state == JobState::kPending && core_spec.hold) RETURN_IF_ERROR(state_.Release(row.id));
@@ -213,6 +228,13 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
     status["allocations"] = allocs;
   }
   if (attempts_.count(job)) status["attempt"] = AttemptJson(job);
+  auto h = history_.find(job);
+  if (h != history_.end()) {
+    status["retries"] = h->second.retries;
+    status["requeues"] = h->second.requeues;
+    if (h->second.not_before_ms > 0) status["notBeforeMs"] = h->second.not_before_ms;
+    if (h->second.attempts.is_array()) status["attemptHistory"] = h->second.attempts;
+  }
   return status.dump();
 }
 

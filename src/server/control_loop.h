@@ -51,7 +51,7 @@
 #include <future>
 #include <map>
 #include <memory>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -186,7 +186,19 @@ class ControlLoop {
     std::optional<core::JobState> ending;  // being torn down, to this state ...
     bool requeue = false;                  // ... or back to PENDING
     std::string ending_reason;
+    proto::TaskReport failure;             // the first failing replica's report
+    int64_t start_ms = 0;
   };
+  // Retries and the record of every attempt, per job (kept in its status).
+  struct JobHistory {
+    int32_t retries = 0;   // user failures retried (count against retry.limit)
+    int32_t requeues = 0;  // infrastructure requeues (do not count)
+    int64_t not_before_ms = 0;
+    nlohmann::json attempts;  // one object per ended attempt
+  };
+  // After an attempt failed: retry it (returns the backoff) or not.
+  std::optional<Duration> RetryBackoff(const api::JobSpec& spec, core::JobState state, const proto::TaskReport& failure,
+                                       JobHistory& h, bool& spends) const;
   struct AgentNode {
     int64_t last_sync_ms = 0;
     std::string address;
@@ -221,6 +233,7 @@ class ControlLoop {
   nlohmann::json AttemptJson(int64_t job) const;
 
   std::unordered_map<int64_t, Attempt> attempts_;
+  std::unordered_map<int64_t, JobHistory> history_;
   std::unordered_map<core::NodeIndex, std::set<int64_t>> attempts_on_node_;
   std::unordered_map<std::string, core::NodeIndex> node_index_;
   std::unordered_map<std::string, AgentNode> agents_;  // by node name

@@ -35,6 +35,8 @@ std::pair<JobState, std::string> Classify(const proto::TaskReport& r) {
   if (r.oom) return {JobState::kOutOfMemory, "ran out of memory (the cgroup's OOM killer ended it)"};
   if (r.stop_reason == "timeout") return {JobState::kTimeout, "reached its time limit"};
   if (r.stop_reason == "fenced") return {JobState::kNodeFail, "was stopped by its agent, which lost contact with the server"};
+  if (r.stop_reason == "lost") return {JobState::kNodeFail, r.message};
+  if (r.stop_reason == "launch") return {JobState::kFailed, "could not be started: " + r.message.substr(0, 512)};
   std::string what = r.signal != 0 ? "was killed by signal " + std::to_string(r.signal)
                                    : "exited with code " + std::to_string(r.exit_code);
   if (r.stop_reason == "stop") what += " after its agent stopped it";
@@ -110,6 +112,7 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, const json* restored
   if (run == state_.running().end()) return;
   Attempt a;
   a.number = number;
+  a.start_ms = run->second.start.millis();
   auto spec = api::ParseJobSpecJson(jobs_.at(job).spec_json);
   if (spec.ok()) a.spec = std::make_shared<const api::JobSpec>(std::move(*spec));
   const core::JobRecord* rec = state_.Find(job);
@@ -199,6 +202,26 @@ void ControlLoop::BeginEnding(int64_t job, std::optional<JobState> final_state, 
   b.jobs.push_back(row);
 }
 
+std::optional<Duration> ControlLoop::RetryBackoff(const api::JobSpec& spec, JobState state,
+                                                   const proto::TaskReport& failure, JobHistory& h, bool& spends) const {
+  spends = false;
+  if (state == JobState::kNodeFail) return Duration::Zero();  // infrastructure: requeue, free of charge
+  if (state == JobState::kTimeout || state == JobState::kCancelled || state == JobState::kCompleted) return std::nullopt;
+  if (state == JobState::kOutOfMemory && !spec.retry.retry_on_oom) return std::nullopt;
+  if (failure.stop_reason == "launch") return std::nullopt;  // the same node would refuse it again
+  if (failure.signal == 0 && failure.exit_code >= 0) {
+    for (int32_t code : spec.retry.fail_on_exit_codes) {
+      if (code == failure.exit_code) return std::nullopt;
+    }
+  }
+  if (h.retries >= spec.retry.limit) return std::nullopt;
+  spends = true;
+  const api::BackoffSpec& bo = spec.retry.backoff;
+  double wait = static_cast<double>(bo.initial.millis());
+  for (int32_t i = 0; i < h.retries && wait < static_cast<double>(bo.max.millis()); ++i) wait *= bo.factor;
+  return Duration::Millis(std::min<int64_t>(static_cast<int64_t>(wait), bo.max.millis()));
+}
+
 void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
   Attempt a = std::move(attempts_.at(job));
   attempts_.erase(job);
@@ -206,35 +229,61 @@ void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
   const Time now = clock_.Now();
   JobRow& row = jobs_.at(job);
   for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
-  if (a.requeue) {
-    if (!state_.Requeue(job, a.ending_reason).ok()) return;
+  JobHistory& h = history_[job];
+  if (!h.attempts.is_array()) h.attempts = json::array();
+  const JobState final_state = a.ending.value_or(JobState::kCompleted);
+  // The record of this attempt.
+  json record = {{"attempt", a.number},
+                 {"startTime", a.start_ms},
+                 {"endTime", now.millis()},
+                 {"result", a.requeue ? "REQUEUED" : core::JobStateName(final_state)},
+                 {"reason", a.requeue || final_state != JobState::kCompleted ? a.ending_reason : ""}};
+  json replicas = json::array();
+  for (size_t i = 0; i < a.replicas.size(); ++i) {
+    replicas.push_back({{"replica", i}, {"node", state_.nodes()[a.replicas[i].node].spec.name}, {"result", a.replicas[i].result}});
+  }
+  record["replicas"] = replicas;
+  h.attempts.push_back(std::move(record));
+
+  bool spends = false;
+  std::optional<Duration> backoff;
+  if (!a.requeue && a.spec) backoff = RetryBackoff(*a.spec, final_state, a.failure, h, spends);
+  if (a.requeue || backoff) {
+    const Time not_before = backoff ? now + *backoff : Time::Zero();
+    if (!state_.Requeue(job, a.ending_reason, not_before).ok()) return;
     row.state = "PENDING";
-    row.reason = a.ending_reason;
     row.start_ms.reset();
-    b.events.push_back(Event(job, "Requeued", "", a.ending_reason));
+    if (a.requeue) {
+      row.reason = a.ending_reason;
+      b.events.push_back(Event(job, "Requeued", "", a.ending_reason));
+    } else {
+      if (spends) {
+        ++h.retries;
+      } else {
+        ++h.requeues;
+      }
+      h.not_before_ms = not_before.millis();
+      const std::string why = spends ? "retry " + std::to_string(h.retries) + " of " + std::to_string(a.spec->retry.limit)
+                                     : "requeued after an infrastructure failure (no retry spent)";
+      row.reason = "Retrying: " + a.ending_reason + "; " + why +
+                   (backoff->millis() > 0 ? ", not before " + std::to_string(backoff->millis() / 1000) + " s" : "");
+      b.events.push_back(Event(job, "Retrying", core::JobStateName(final_state), row.reason));
+    }
   } else {
-    const JobState final_state = a.ending.value_or(JobState::kCompleted);
     const std::string reason = final_state == JobState::kCompleted ? "" : a.ending_reason;
     if (!state_.Finish(job, final_state, now, reason).ok()) return;
     row.state = core::JobStateName(final_state);
     row.end_ms = now.millis();
     row.reason = reason;
+    if (final_state != JobState::kCompleted && final_state != JobState::kCancelled && h.retries > 0) {
+      row.reason += " (after " + std::to_string(h.retries) + " retries)";
+    }
     const char* type = final_state == JobState::kCompleted   ? "Completed"
                        : final_state == JobState::kCancelled ? "Cancelled"
                                                              : "Failed";
-    b.events.push_back(Event(job, type, core::JobStateName(final_state), reason.empty() ? "all replicas exited 0" : reason));
+    b.events.push_back(Event(job, type, core::JobStateName(final_state), reason.empty() ? "all replicas exited 0" : row.reason));
   }
   row.status_json = AllocationsJson(job);
-  {
-    // Keep how each replica ended in the job's status.
-    json status = json::parse(row.status_json, nullptr, false);
-    json results = json::array();
-    for (size_t i = 0; i < a.replicas.size(); ++i) {
-      results.push_back({{"replica", i}, {"node", state_.nodes()[a.replicas[i].node].spec.name}, {"result", a.replicas[i].result}});
-    }
-    status["lastAttempt"] = {{"attempt", a.number}, {"replicas", results}};
-    row.status_json = status.dump();
-  }
   b.jobs.push_back(row);
   reasons_.erase(job);
   dirty_ = true;
@@ -252,6 +301,7 @@ void ControlLoop::ReplicaEnded(int64_t job, int32_t replica, const proto::TaskRe
     const auto [state, words] = Classify(r);
     rep.result = words;
     if (!a.ending && !a.requeue) {
+      a.failure = r;
       b.events.push_back(Event(job, "ReplicaFailed", core::JobStateName(state), where + " " + words));
       BeginEnding(job, state, false, where + " " + words, b);
       if (!attempts_.count(job)) return;  // ended at once
@@ -413,7 +463,8 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
       if (!attempts_.count(job)) continue;
       proto::TaskReport gone;
       gone.signal = SIGKILL;
-      gone.message = "its agent no longer knows the task (the node restarted or lost its state)";
+      gone.stop_reason = "lost";
+      gone.message = "was lost: its agent no longer knows the task (the node restarted or lost its state)";
       ReplicaEnded(job, replica, gone, b);
       out.changed = true;
     }
@@ -500,7 +551,6 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
   return Call<R>([this, job, replica](std::function<void(R)> reply) {
     auto row = jobs_.find(job);
     if (row == jobs_.end()) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
-    const json status = json::parse(row->second.status_json, nullptr, false);
     // The current attempt, or the last one recorded in the job's status.
     int32_t attempt = row->second.attempts;
     std::string node;
@@ -513,8 +563,9 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
                                      "replica"));
       }
       node = state_.nodes()[it->second.replicas[replica].node].spec.name;
-    } else if (status.is_object() && status.contains("lastAttempt")) {
-      const json& last = status["lastAttempt"];
+    } else if (auto h = history_.find(job); h != history_.end() && h->second.attempts.is_array() &&
+                                            !h->second.attempts.empty()) {
+      const json& last = h->second.attempts.back();
       attempt = last.value("attempt", attempt);
       for (const json& r : last.value("replicas", json::array())) {
         if (r.value("replica", -1) == replica) node = r.value("node", "");

@@ -19,6 +19,20 @@ std::string JobJsonText(const store::JobRow& row) {
     if (detail.contains("idempotencyKey")) status["idempotencyKey"] = detail["idempotencyKey"];
     if (detail.contains("arrayFirstId")) status["arrayFirstId"] = detail["arrayFirstId"];
     if (detail.contains("arrayIndex")) status["arrayIndex"] = detail["arrayIndex"];
+    if (detail.contains("retries")) status["retries"] = detail["retries"];
+    if (detail.contains("requeues")) status["requeues"] = detail["requeues"];
+    if (detail.contains("notBeforeMs") && detail["notBeforeMs"].is_number_integer() && row.state == "PENDING") {
+      status["notBefore"] = api::FormatRfc3339Utc(Time::FromMillis(detail["notBeforeMs"].get<int64_t>()));
+    }
+    if (detail.contains("attemptHistory") && detail["attemptHistory"].is_array()) {
+      nlohmann::json history = detail["attemptHistory"];
+      for (nlohmann::json& a : history) {
+        for (const char* k : {"startTime", "endTime"}) {
+          if (a.contains(k) && a[k].is_number_integer()) a[k] = api::FormatRfc3339Utc(Time::FromMillis(a[k].get<int64_t>()));
+        }
+      }
+      status["attemptHistory"] = history;
+    }
   }
   std::string out = status.dump();
   // The stored spec is a canonical JSON object: splice its members in front.

@@ -1,7 +1,10 @@
 // The API's JSON form of a job: its spec fields at the top level, plus
 // id, user, state, reason, submitTime, startTime, endTime, attempts,
-// allocations, idempotencyKey, and for array tasks arrayFirstId and
-// arrayIndex (RFC 3339 UTC times; absent when unset).
+// allocations, idempotencyKey, for array tasks arrayFirstId and
+// arrayIndex, and once an attempt has ended retries, requeues, notBefore
+// (a retry's backoff) and attemptHistory (per attempt: number, start and
+// end, result, reason, and each replica's node and result) (RFC 3339 UTC
+// times; absent when unset).
 //
 // JobJsonText() writes it by appending the status fields to the stored
 // canonical spec text, without parsing the spec: listing many jobs is

@@ -275,7 +275,7 @@ TEST_F(ClusterTest, OneFailingReplicaEndsTheWholeGang) {
   AddAgent();
   WaitNodes(2);
   const std::string pids = Tmp("gang.pids");
-  const int64_t id = Submit("name: gang\nreplicas: 2\nresources: {gpus: 8}\n"
+  const int64_t id = Submit("name: gang\nreplicas: 2\nresources: {gpus: 8}\nretry: {limit: 0}\n"
                             "command: [/bin/sh, -c, 'if [ $RANK = 1 ]; then sleep 1; exit 3; fi; echo $$ > " + pids +
                             "; exec sleep 300']\n");
   const json j = WaitEnd(id);
@@ -287,6 +287,65 @@ TEST_F(ClusterTest, OneFailingReplicaEndsTheWholeGang) {
   for (const json& n : nodes["items"]) EXPECT_EQ(n["freeGpus"], 8);
 }
 
+TEST_F(ClusterTest, ACrashLoopingJobIsRetriedWithBackoffThenFailsWithItsHistory) {
+  AddAgent();
+  WaitNodes(1);
+  const std::string starts = Tmp("crash.starts");
+  const int64_t id = Submit("name: crashy\nretry: {limit: 2, backoff: {initial: 1s, factor: 2, max: 10s}}\n"
+                            "command: [/bin/sh, -c, 'date +%s%N >> " + starts + "; exit 3']\n");
+  const json j = WaitEnd(id, 60);
+  EXPECT_EQ(j["state"], "FAILED") << j.dump();
+  EXPECT_EQ(j["attempts"], 3) << j.dump();
+  EXPECT_EQ(j["retries"], 2) << j.dump();
+  EXPECT_NE(j["reason"].get<std::string>().find("exited with code 3"), std::string::npos) << j.dump();
+  ASSERT_EQ(j["attemptHistory"].size(), 3u) << j.dump();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["attemptHistory"][i]["attempt"], i + 1);
+    EXPECT_EQ(j["attemptHistory"][i]["result"], "FAILED");
+  }
+  // The backoff: 1 s, then 2 s between starts.
+  std::ifstream in(starts);
+  std::vector<int64_t> t;
+  int64_t v = 0;
+  while (in >> v) t.push_back(v / 1'000'000);
+  ASSERT_EQ(t.size(), 3u) << "the job must run exactly three times";
+  EXPECT_GE(t[1] - t[0], 1000);
+  EXPECT_GE(t[2] - t[1], 2000);
+  const json events = Get("/v1/jobs/" + std::to_string(id) + "/events");
+  int retrying = 0;
+  for (const json& e : events["items"]) retrying += e["type"] == "Retrying";
+  EXPECT_EQ(retrying, 2) << events.dump();
+}
+
+TEST_F(ClusterTest, ARetryThatSucceedsCompletesTheJob) {
+  AddAgent();
+  WaitNodes(1);
+  const int64_t id = Submit("name: flaky\nretry: {limit: 3, backoff: {initial: 1s, factor: 1, max: 1s}}\n"
+                            "command: [/bin/sh, -c, 'echo attempt $MUSTER_ATTEMPT restart $MUSTER_RESTART_COUNT; "
+                            "[ $MUSTER_ATTEMPT -ge 2 ]']\n");
+  const json j = WaitEnd(id, 60);
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump();
+  EXPECT_EQ(j["attempts"], 2);
+  EXPECT_EQ(j["attemptHistory"][0]["result"], "FAILED");
+  EXPECT_EQ(j["attemptHistory"][1]["result"], "COMPLETED");
+  EXPECT_NE(Logs(id).find("attempt 2 restart 1"), std::string::npos) << Logs(id);
+}
+
+TEST_F(ClusterTest, ExitCodesListedAsPermanentAndOutOfMemoryAreNotRetried) {
+  if (geteuid() != 0) GTEST_SKIP() << "cgroups need root";
+  AddAgent();
+  WaitNodes(1);
+  const int64_t bad = Submit("name: usage\nretry: {limit: 3, failOnExitCodes: [2]}\ncommand: [/bin/sh, -c, 'exit 2']\n");
+  const int64_t oom = Submit("name: oom\nretry: {limit: 3}\nresources: {memory: 64Mi}\n"
+                             "command: [python3, -c, 'x=[bytearray(16<<20) for _ in range(64)]']\n");
+  const json a = WaitEnd(bad);
+  EXPECT_EQ(a["state"], "FAILED") << a.dump();
+  EXPECT_EQ(a["attempts"], 1);
+  const json b = WaitEnd(oom);
+  EXPECT_EQ(b["state"], "OUT_OF_MEMORY") << b.dump();
+  EXPECT_EQ(b["attempts"], 1);
+}
+
 TEST_F(ClusterTest, AJobNamingAContainerImageIsNotRunOnTheHost) {
   AddAgent();
   WaitNodes(1);
@@ -294,6 +353,7 @@ TEST_F(ClusterTest, AJobNamingAContainerImageIsNotRunOnTheHost) {
   const int64_t id = Submit("name: boxed\nimage: nvcr.io/nvidia/pytorch:24.05\ncommand: [/bin/sh, -c, 'touch " + ran + "']\n");
   const json j = WaitEnd(id);
   EXPECT_EQ(j["state"], "FAILED") << j.dump();
+  EXPECT_EQ(j["attempts"], 1) << "a job the node cannot start is not retried";
   EXPECT_NE(j["reason"].get<std::string>().find("container image"), std::string::npos) << j.dump();
   EXPECT_FALSE(fs::exists(ran));
 }
