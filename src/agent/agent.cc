@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/socket.h>
 #include <pwd.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <httplib.h>
@@ -114,6 +116,7 @@ Agent::Agent(AgentOptions options, const Clock& clock) : options_(std::move(opti
 
 Agent::~Agent() {
   Stop();
+  if (lease_fd_ >= 0) ::close(lease_fd_);
   if (log_server_) log_server_->stop();
   for (std::thread* t : {&watch_thread_, &health_thread_, &log_thread_}) {
     if (t->joinable()) t->join();
@@ -160,6 +163,12 @@ StatusOr<std::string> Agent::Init() {
 
   ExecutorOptions eo;
   eo.state_dir = options_.state_dir;
+  {
+    std::error_code dir_ec;
+    fs::create_directories(options_.state_dir, dir_ec);
+    lease_fd_ = ::open((options_.state_dir + "/lease").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lease_fd_ < 0) return FailedPrecondition("cannot open " + options_.state_dir + "/lease: " + std::strerror(errno));
+  }
   std::error_code ec;
   eo.shim_binary = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) return FailedPrecondition("cannot find the muster binary (/proc/self/exe): " + ec.message());
@@ -295,6 +304,12 @@ bool Agent::Sync(int64_t wait_ms) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_success_ms_ = clock_.Now().millis();
+    if (lease_fd_ >= 0 && parsed->lease_ms > 0) {
+      // Renew the deadline the task shims fence themselves by.
+      char text[32];
+      const int n = std::snprintf(text, sizeof text, "%020lld\n", static_cast<long long>(last_success_ms_ + parsed->lease_ms));
+      (void)::pwrite(lease_fd_, text, static_cast<size_t>(n), 0);
+    }
     // The server stored every event this request carried.
     if (parsed->health_events_recorded == static_cast<int32_t>(req.health_events.size())) {
       events_.erase(std::remove_if(events_.begin(), events_.end(), [&](const auto& e) { return e.first <= last_event; }),
@@ -429,6 +444,9 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.env["SLURM_GPUS_ON_NODE"] = std::to_string(t.gpus.size());
   spec.env["MUSTER_NODE"] = options_.node;
   spec.working_dir = !t.working_dir.empty() ? t.working_dir : home;
+  spec.lease_file = options_.state_dir + "/lease";
+  spec.stop_signal = t.stop_signal;
+  spec.grace_ms = std::min<int64_t>(t.grace_ms, 30'000);
   CgroupLimits limits;
   limits.memory_bytes = t.memory_bytes;
   limits.cpu_milli = t.cpu_milli;
@@ -510,7 +528,12 @@ void Agent::WatchLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
     }
-    if (!Sync(options_.sync_wait.millis())) {
+    int64_t wait_ms = options_.sync_wait.millis();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wait_ms = std::min(wait_ms, lease_ms_ / 3);  // renew the lease well before it runs out
+    }
+    if (!Sync(wait_ms)) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_; });
     }

@@ -200,6 +200,7 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
     json j = json::parse(line, nullptr, false);
     if (j.is_object() && (j.contains("exitCode") || j.contains("signal")) && !j.contains("result")) s = std::move(j);
   }
+  if (s.is_object() && s.value("fenced", false) && t.stop_reason.empty()) t.stop_reason = "fenced";
   if (s.is_object() && s.contains("signal")) {
     r.signal = s.value("signal", 0);
   } else if (s.is_object() && s.contains("exitCode")) {

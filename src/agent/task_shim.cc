@@ -13,7 +13,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -155,35 +157,55 @@ int RunTaskShim(const std::string& journal) {
 
   // Copy output until the payload has exited and the pipe is drained (or a
   // second after exit, when a leftover background process keeps it open).
+  // Once a second, check the agent's lease: past it, fence the task.
   char buf[65536];
   int wait_status = 0;
-  bool exited = false;
-  auto exited_at = std::chrono::steady_clock::time_point{};
+  bool exited = false, eof = false, fencing = false;
+  const auto now = [] { return std::chrono::steady_clock::now(); };
+  auto exited_at = now(), last_lease_check = now(), kill_at = now();
   while (true) {
-    pollfd p{pipe_fds[0], POLLIN, 0};
+    pollfd p{eof ? -1 : pipe_fds[0], POLLIN, 0};
     const int r = ::poll(&p, 1, 100);
-    if (r > 0) {
+    if (r > 0 && !eof) {
       const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
-      if (n > 0) {
-        log.Write(buf, static_cast<size_t>(n));
-        continue;
-      }
-      if (n == 0 && exited) break;  // EOF: every writer is gone
-      if (n == 0) {
-        // EOF before exit: the payload closed its output; just wait for it.
-        ::waitpid(child, &wait_status, 0);
-        exited = true;
-        break;
-      }
+      if (n > 0) log.Write(buf, static_cast<size_t>(n));
+      if (n == 0) eof = true;  // every writer is gone
     }
-    if (!exited) {
-      const pid_t w = ::waitpid(child, &wait_status, WNOHANG);
-      if (w == child) {
-        exited = true;
-        exited_at = std::chrono::steady_clock::now();
+    if (!exited && ::waitpid(child, &wait_status, WNOHANG) == child) {
+      exited = true;
+      exited_at = now();
+    }
+    if (exited && (eof || now() - exited_at > std::chrono::seconds(1))) break;
+    if (exited || spec.lease_file.empty() || now() - last_lease_check < std::chrono::seconds(1)) continue;
+    last_lease_check = now();
+    if (!fencing) {
+      const int fd = ::open(spec.lease_file.c_str(), O_RDONLY | O_CLOEXEC);
+      char text[32] = {};
+      const ssize_t got = fd >= 0 ? ::pread(fd, text, sizeof text - 1, 0) : -1;
+      if (fd >= 0) ::close(fd);
+      const long long deadline = got > 0 ? std::atoll(text) : 0;
+      const long long wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+      if (deadline > 0 && wall > deadline) {
+        // The agent has not renewed its lease: it is gone or cut off, and
+        // the server may start this job elsewhere. Stop it ourselves.
+        const std::string msg = "muster: the agent's lease ran out; stopping the task (fenced)\n";
+        log.Write(msg.data(), msg.size());
+        fencing = true;
+        ::kill(-::getpgrp(), spec.stop_signal);  // the shim ignores it
+        kill_at = now() + std::chrono::milliseconds(spec.grace_ms);
       }
-    } else if (std::chrono::steady_clock::now() - exited_at > std::chrono::seconds(1)) {
-      break;
+    } else if (now() >= kill_at) {
+      (void)AppendJournal(journal, "{\"signal\":9,\"fenced\":true}");
+      for (const std::string& procs : spec.cgroup_procs) {
+        std::ifstream in(procs);
+        pid_t pid = 0;
+        while (in >> pid) {
+          if (pid != ::getpid()) ::kill(pid, SIGKILL);
+        }
+      }
+      ::kill(-::getpgrp(), SIGKILL);  // and the shim with its group
     }
   }
   ::close(pipe_fds[0]);

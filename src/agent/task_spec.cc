@@ -28,7 +28,10 @@ std::string TaskSpecToJson(const TaskSpec& s) {
             {"groups", s.groups},
             {"log", s.log_path},
             {"logMaxBytes", s.log_max_bytes},
-            {"cgroupProcs", s.cgroup_procs}};
+            {"cgroupProcs", s.cgroup_procs},
+            {"leaseFile", s.lease_file},
+            {"stopSignal", s.stop_signal},
+            {"graceMs", s.grace_ms}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -48,6 +51,9 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
     s.log_path = j.at("log").get<std::string>();
     s.log_max_bytes = j.value("logMaxBytes", int64_t{64} << 20);
     s.cgroup_procs = j.value("cgroupProcs", std::vector<std::string>{});
+    s.lease_file = j.value("leaseFile", "");
+    s.stop_signal = j.value("stopSignal", 15);
+    s.grace_ms = j.value("graceMs", int64_t{30'000});
     if (s.argv.empty()) return InvalidArgument("task spec: argv is empty");
     return s;
   } catch (const json::exception& e) {

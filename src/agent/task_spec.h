@@ -33,6 +33,12 @@ struct TaskSpec {
   std::string log_path;                     // stdout and stderr, interleaved
   int64_t log_max_bytes = 64LL << 20;       // then rotated to log_path + ".1"
   std::vector<std::string> cgroup_procs;    // cgroup.procs files the shim joins
+  // The agent's lease file (its deadline in ms since the epoch, rewritten in
+  // place at every sync). Past the deadline the shim stops the task itself:
+  // its stop signal, the grace period, then SIGKILL ("fenced"). Empty: none.
+  std::string lease_file;
+  int32_t stop_signal = 15;
+  int64_t grace_ms = 30'000;
 };
 
 std::string TaskSpecToJson(const TaskSpec& spec);

@@ -452,7 +452,9 @@ void ControlLoop::RunCycle() {
     PruneIdempotency(now);
     last_prune_ = now;
   }
-  SweepAgents(now);
+  store::WriteBatch swept;
+  SweepAgents(now, swept);
+  if (!swept.empty()) Persist(std::move(swept), nullptr);
   std::vector<std::pair<int32_t, int64_t>> running;
   for (const auto& [id, r] : state_.running()) {
     int64_t gpus = 0;

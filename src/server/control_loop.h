@@ -207,6 +207,7 @@ class ControlLoop {
     std::string inventory;  // what the last report said about the node, to notice a change
     std::vector<proto::HealthEventReport> events;  // the last few
     bool unreachable = false;
+    bool lost = false;
     int64_t report_seq = -1;  // the newest task report processed
   };
   Status RestoreNodes();
@@ -228,7 +229,10 @@ class ControlLoop {
   proto::TaskAssignment Assignment(int64_t job, const Attempt& a, int32_t replica) const;
   void TouchNode(core::NodeIndex node);
   int64_t NodeVersion(const std::string& node);
-  void SweepAgents(Time now);
+  // Marks nodes whose agents are silent unreachable (no new work) and, after
+  // agents.lostAfter, lost: their replicas end and their jobs are requeued
+  // (unless more than agents.maxLostFraction went silent at once).
+  void SweepAgents(Time now, store::WriteBatch& b);
   bool AttemptManaged(const Attempt& a) const;
   nlohmann::json AttemptJson(int64_t job) const;
 
@@ -239,6 +243,7 @@ class ControlLoop {
   std::unordered_map<std::string, AgentNode> agents_;  // by node name
   int64_t epoch_ = 0;
   bool restored_start_ = false;  // true while Restore() rebuilds running jobs
+  bool mass_silence_reported_ = false;
   std::mutex versions_mu_;
   std::condition_variable versions_cv_;
   std::unordered_map<std::string, int64_t> versions_;  // guarded by versions_mu_

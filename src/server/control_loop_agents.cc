@@ -534,15 +534,59 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const Attempt& a, int
   return t;
 }
 
-void ControlLoop::SweepAgents(Time now) {
+void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {
+  std::vector<std::string> newly_lost;
   for (auto& [name, a] : agents_) {
-    const bool silent = now.millis() - a.last_sync_ms > options_.node_unreachable_after.millis();
-    if (silent == a.unreachable) continue;
-    a.unreachable = silent;
-    for (size_t i = 0; i < state_.nodes().size(); ++i) {
-      if (state_.nodes()[i].spec.name == name) (void)state_.SetSchedulable(static_cast<core::NodeIndex>(i), !silent);
+    const int64_t silent_ms = now.millis() - a.last_sync_ms;
+    const bool silent = silent_ms > options_.node_unreachable_after.millis();
+    if (silent != a.unreachable) {
+      a.unreachable = silent;
+      (void)state_.SetSchedulable(node_index_.at(name), !silent);
+      dirty_ = true;
     }
-    dirty_ = true;
+    if (!silent) a.lost = false;
+    if (silent && !a.lost && silent_ms > options_.node_lost_after.millis()) newly_lost.push_back(name);
+  }
+  if (newly_lost.empty()) return;
+  // Many nodes going silent at once is more likely this server's own
+  // network than a mass failure: requeue nothing, say so, keep watching.
+  // (A single node, or two, is never "many": small clusters still recover.)
+  if (newly_lost.size() >= 3 &&
+      static_cast<double>(newly_lost.size()) > options_.max_lost_fraction * static_cast<double>(agents_.size())) {
+    if (!mass_silence_reported_) {
+      b.events.push_back({0, 0, now.millis(), "ManyNodesSilent", "NoRequeue",
+                          std::to_string(newly_lost.size()) + " of " + std::to_string(agents_.size()) +
+                              " nodes went silent at once; assuming the fault is this server's, nothing is requeued"});
+      mass_silence_reported_ = true;
+    }
+    return;
+  }
+  mass_silence_reported_ = false;
+  for (const std::string& name : newly_lost) {
+    agents_[name].lost = true;
+    const core::NodeIndex node = node_index_.at(name);
+    b.events.push_back({0, 0, now.millis(), "NodeLost", "Silent",
+                        name + " has not synced for " + std::to_string((now.millis() - agents_[name].last_sync_ms) / 1000) +
+                            " s; its jobs are requeued"});
+    // Its replicas ended with the node (its agent, or the task shims
+    // themselves, stopped them when the lease ran out); the rest of each
+    // gang is stopped, then the job is requeued without spending a retry.
+    const std::set<int64_t> jobs = attempts_on_node_[node];
+    for (int64_t job : jobs) {
+      auto it = attempts_.find(job);
+      if (it == attempts_.end()) continue;
+      for (size_t i = 0; i < it->second.replicas.size(); ++i) {
+        if (!attempts_.count(job)) break;
+        const Attempt::Replica& r = attempts_.at(job).replicas[i];
+        if (r.node != node || r.ended) continue;
+        proto::TaskReport lost;
+        lost.signal = SIGKILL;
+        lost.stop_reason = "lost";
+        lost.message = "was lost with its node " + name + " (silent for more than " +
+                       std::to_string(options_.node_lost_after.millis() / 1000) + " s)";
+        ReplicaEnded(job, static_cast<int32_t>(i), lost, b);
+      }
+    }
   }
 }
 

@@ -378,7 +378,9 @@ void HttpApi::Routes() {
     if (result.ok() && result->wait) {
       // Nothing new for this node: hold the answer until its desired state
       // changes (a bind or a stop nudges it) or the wait ends.
-      const Duration wait = std::min(Duration::Millis(parsed->wait_ms), options_.agent_sync_wait);
+      // At most a third of the lease: an idle agent still renews it in time.
+      const Duration wait =
+          std::min({Duration::Millis(parsed->wait_ms), options_.agent_sync_wait, Duration::Millis(options_.agent_lease.millis() / 3)});
       loop_.WaitForNodeChange(parsed->node, parsed->version, wait);
       result = loop_.AgentSync(*parsed, Phase::kAfterWait);
     }

@@ -50,6 +50,10 @@ Status ServerOptions::Validate() const {
   if (threads < 2) return InvalidArgument("must be at least 2", "threads");
   if (node_unreachable_after < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "agents.unreachableAfter");
   if (agent_lease < Duration::Seconds(2)) return InvalidArgument("must be at least 2s", "agents.lease");
+  if (node_lost_after <= agent_lease || node_lost_after <= node_unreachable_after) {
+    // A node's tasks must have stopped themselves (lease) before they are started elsewhere.
+    return InvalidArgument("must be longer than agents.lease and agents.unreachableAfter", "agents.lostAfter");
+  }
   if (default_grace < Duration::Zero() || default_grace > Duration::Hours(1)) {
     return InvalidArgument("must be 0s..1h", "agents.defaultGrace");
   }
@@ -170,8 +174,25 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       o.threads = static_cast<int>(t);
     }
     if (const YAML::Node a = root["agents"]) {
-      if (!a.IsMap()) return InvalidArgument("must be a mapping {unreachableAfter, lease, defaultGrace, syncWait}", "server.agents");
-      RETURN_IF_ERROR(CheckKeys(a, {"unreachableAfter", "lease", "defaultGrace", "syncWait"}, "server.agents"));
+      if (!a.IsMap()) return InvalidArgument("must be a mapping {unreachableAfter, lostAfter, maxLostFraction, lease, defaultGrace, syncWait}", "server.agents");
+      RETURN_IF_ERROR(CheckKeys(a, {"unreachableAfter", "lostAfter", "maxLostFraction", "lease", "defaultGrace", "syncWait"},
+                                "server.agents"));
+      if (a["lostAfter"]) {
+        ASSIGN_OR_RETURN(o.node_lost_after, config::Dur(a["lostAfter"], "server.agents.lostAfter"));
+      }
+      if (a["maxLostFraction"]) {
+        const YAML::Node f = a["maxLostFraction"];
+        double v = -1;
+        try {
+          v = f.as<double>();
+        } catch (const YAML::Exception&) {
+          return InvalidArgument("must be a number from 0 to 1, got \"" + f.Scalar() + "\"", "server.agents.maxLostFraction");
+        }
+        if (!(v >= 0 && v <= 1)) {
+          return InvalidArgument("must be a number from 0 to 1, got \"" + f.Scalar() + "\"", "server.agents.maxLostFraction");
+        }
+        o.max_lost_fraction = v;
+      }
       if (a["unreachableAfter"]) {
         ASSIGN_OR_RETURN(o.node_unreachable_after, config::Dur(a["unreachableAfter"], "server.agents.unreachableAfter"));
       }

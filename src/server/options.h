@@ -15,7 +15,8 @@
 //   maxBodyBytes: 1048576    # larger request bodies get 413
 //   rateLimit: {perSecond: 500, burst: 1000}   # per client address; 429 beyond
 //   threads: 128             # HTTP threads; each agent's waiting sync holds one
-//   agents: {unreachableAfter: 20s, lease: 60s, defaultGrace: 30s, syncWait: 10s}
+//   agents: {unreachableAfter: 20s, lostAfter: 120s, maxLostFraction: 0.3, lease: 60s,
+//            defaultGrace: 30s, syncWait: 10s}
 //   nodes:                   # static nodes (agents register theirs)
 //     - {name: n1, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, leaf: l1, spine: s1}
 //   nodeGroups: [...]        # as in the simulator's cluster file
@@ -53,6 +54,8 @@ struct ServerOptions {
   // agent that cannot sync for the lease stops its tasks; a job without a
   // checkpoint grace period gets this long between SIGTERM and SIGKILL.
   Duration node_unreachable_after = Duration::Seconds(20);
+  Duration node_lost_after = Duration::Seconds(120);  // then its jobs are requeued
+  double max_lost_fraction = 0.3;  // more lost in one sweep: assume our own fault
   Duration agent_lease = Duration::Seconds(60);
   Duration default_grace = Duration::Seconds(30);
   Duration agent_sync_wait = Duration::Seconds(10);

@@ -47,6 +47,9 @@ class AgentProcess {
     }
   }
   void Kill() { Signal(SIGKILL); }
+  // SIGSTOP / SIGCONT: the agent freezes (its tasks do not).
+  void Pause() { ::kill(pid_, SIGSTOP); }
+  void Resume() { ::kill(pid_, SIGCONT); }
   int Stop() { return Signal(SIGTERM); }
   bool running() const { return pid_ > 0; }
   const std::string& name() const { return name_; }

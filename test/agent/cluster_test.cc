@@ -31,8 +31,9 @@ rateLimit: {perSecond: 100000, burst: 100000}
 agents: {defaultGrace: 1s}
 )";
 
-class ClusterTest : public ::testing::Test {
+class ClusterFixture : public ::testing::Test {
  protected:
+  explicit ClusterFixture(const char* config) : server_(config) {}
   void SetUp() override {
     ASSERT_TRUE(server_.Start()) << server_.log();
     cli_ = std::make_unique<httplib::Client>(server_.url());
@@ -138,10 +139,93 @@ class ClusterTest : public ::testing::Test {
   }
   std::string Tmp(const std::string& name) { return server_.dir() + "/" + name; }
 
-  ServerProcess server_{kConfig};
+  ServerProcess server_;
   std::unique_ptr<httplib::Client> cli_;
   std::vector<std::unique_ptr<AgentProcess>> agents_;
 };
+
+class ClusterTest : public ClusterFixture {
+ protected:
+  ClusterTest() : ClusterFixture(kConfig) {}
+};
+
+// Failure timings shrunk so node loss plays out in seconds.
+const char* kFastFailures = R"(
+rateLimit: {perSecond: 100000, burst: 100000}
+agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 3s}
+)";
+
+class NodeFailureTest : public ClusterFixture {
+ protected:
+  NodeFailureTest() : ClusterFixture(kFastFailures) {}
+};
+
+TEST_F(NodeFailureTest, ManyNodesSilentAtOnceRequeueNothingAndRaiseAnAlert) {
+  for (int i = 0; i < 4; ++i) AddAgent();
+  WaitNodes(4);
+  const int64_t id = Submit("name: steady\nresources: {gpus: 8}\ncommand: [sleep, '300']\n");
+  const json j = WaitState(id, "RUNNING");
+  // Three of four agents stop at once, the job's among them (SIGSTOP: they
+  // come back).
+  const std::string node = j["allocations"][0]["node"];
+  std::vector<AgentProcess*> stopped;
+  for (auto& a : agents_) {
+    if (a->name() == node) stopped.push_back(a.get());
+  }
+  for (auto& a : agents_) {
+    if (a->name() != node && stopped.size() < 3) stopped.push_back(a.get());
+  }
+  ASSERT_EQ(stopped.size(), 3u);
+  for (AgentProcess* a : stopped) a->Pause();
+  json events;
+  bool alert = false;
+  for (int i = 0; i < 300 && !alert; ++i) {
+    events = Get("/v1/events");
+    for (const json& e : events["items"]) alert = alert || e["type"] == "ManyNodesSilent";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(alert) << events.dump();
+  const json now = Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(now["attempts"], 1) << now.dump();
+  EXPECT_FALSE(now.contains("requeues")) << now.dump();
+  for (AgentProcess* a : stopped) a->Resume();
+}
+
+TEST_F(NodeFailureTest, ALostNodesGangIsStoppedEverywhereThenRequeuedWithoutSpendingARetry) {
+  AddAgent();
+  AddAgent();
+  AddAgent();
+  WaitNodes(3);
+  const std::string dir = Tmp("pids");
+  fs::create_directories(dir);
+  const int64_t id = Submit("name: gang\nreplicas: 2\nresources: {gpus: 8}\nretry: {limit: 0}\n"
+                            "command: [/bin/sh, -c, 'echo $$ >> " + dir + "/a$MUSTER_ATTEMPT; exec sleep 300']\n");
+  json j = WaitState(id, "RUNNING");
+  ASSERT_EQ(j["allocations"].size(), 2u) << j.dump();
+  const std::string victim = j["allocations"][0]["node"];
+  for (auto& a : agents_) {
+    if (a->name() == victim) a->Kill();  // kill -9: its shims run on, until the lease runs out
+  }
+  // Attempt 2 starts elsewhere, and only once every process of attempt 1 is gone.
+  const std::string second = dir + "/a2";
+  bool started = false;
+  for (int i = 0; i < 1500 && !started; ++i) {
+    started = fs::exists(second);
+    if (started) EXPECT_TRUE(AllGone(dir + "/a1")) << "attempt 2 started while attempt 1 still ran";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(started) << Get("/v1/jobs/" + std::to_string(id)).dump();
+  j = WaitState(id, "RUNNING");
+  EXPECT_EQ(j["attempts"], 2) << j.dump();
+  EXPECT_EQ(j["requeues"], 1) << j.dump();
+  EXPECT_EQ(j["retries"], 0) << j.dump();
+  EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
+  for (const json& a : j["allocations"]) EXPECT_NE(a["node"], victim);
+  const json events = Get("/v1/events");
+  bool lost = false;
+  for (const json& e : events["items"]) lost = lost || (e["type"] == "NodeLost" && e["message"].get<std::string>().find(victim) == 0);
+  EXPECT_TRUE(lost) << events.dump();
+}
 
 TEST_F(ClusterTest, AgentsRegisterTheirNodesAndGpus) {
   AddAgent({"--fake-gpus", "4xA100", "--cpus", "16", "--memory", "64Gi", "--leaf", "leaf-a"});
