@@ -208,6 +208,7 @@ class ControlLoop {
     std::vector<proto::HealthEventReport> events;  // the last few
     bool unreachable = false;
     bool lost = false;
+    std::string cordon;  // why the node gets no new work (a GPU fault), until cleared
     int64_t report_seq = -1;  // the newest task report processed
   };
   Status RestoreNodes();

@@ -99,6 +99,8 @@ Status ControlLoop::RestoreNodes() {
     AgentNode& a = agents_[row.name];
     a.address = spec.value("address", "");
     a.inventory = "(restored)";
+    a.cordon = spec.value("cordoned", "");
+    if (!a.cordon.empty()) (void)state_.SetSchedulable(*added, false);
     a.log_port = spec.value("logPort", 0);
     a.status_json = spec.dump();
     // A fresh grace period after a restart: silent from now on, not from before.
@@ -363,14 +365,42 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
     agent.log_port = req.log_port;
     if (agent.unreachable) {
       agent.unreachable = false;
-      (void)state_.SetSchedulable(*index, true);
+      (void)state_.SetSchedulable(*index, agent.cordon.empty());
       dirty_ = true;
     }
     for (const proto::HealthEventReport& e : req.health_events) {
       agent.events.push_back(e);
-      b.events.push_back({0, 0, now.millis(), "GpuHealth", e.kind,
-                          req.node + " GPU " + e.uuid + ": " + e.kind + (e.xid ? " XID " + std::to_string(e.xid) : "") +
-                              (e.fatal ? " (fatal)" : "")});
+      const std::string what =
+          req.node + " GPU " + e.uuid + ": " + e.kind + (e.xid ? " XID " + std::to_string(e.xid) : "") + (e.fatal ? " (fatal)" : "");
+      b.events.push_back({0, 0, now.millis(), "GpuHealth", e.kind, what});
+      if (!e.fatal) continue;
+      // A fatal GPU fault: the node gets no new work (cordoned until an
+      // operator clears it), and the gangs using that GPU are stopped and
+      // requeued elsewhere without spending a retry.
+      if (agent.cordon.empty()) {
+        agent.cordon = what;
+        (void)state_.SetSchedulable(*index, false);
+        b.events.push_back({0, 0, now.millis(), "NodeCordoned", "GpuFault", req.node + " cordoned: " + what});
+        dirty_ = true;
+      }
+      int32_t device = -1;
+      for (const proto::GpuReport& g : req.gpus) {
+        if (g.uuid == e.uuid) device = g.index;
+      }
+      const std::set<int64_t> jobs = attempts_on_node_[*index];
+      for (int64_t job : jobs) {
+        auto it = attempts_.find(job);
+        if (it == attempts_.end() || it->second.ending || it->second.requeue) continue;
+        bool uses = false;
+        for (const Attempt::Replica& r : it->second.replicas) {
+          uses = uses || (r.node == *index && !r.ended &&
+                          (device < 0 || std::find(r.gpus.begin(), r.gpus.end(), device) != r.gpus.end()));
+        }
+        if (!uses) continue;
+        b.events.push_back(Event(job, "GpuFault", "NODE_FAIL", what));
+        BeginEnding(job, JobState::kNodeFail, false, "its GPU failed: " + what, b);
+        out.changed = true;
+      }
     }
     if (agent.events.size() > 32) agent.events.erase(agent.events.begin(), agent.events.end() - 32);
     // The node's report is rebuilt (and stored) only when it changed.
@@ -407,6 +437,7 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
         events.push_back({{"uuid", e.uuid}, {"xid", e.xid}, {"kind", e.kind}, {"fatal", e.fatal}, {"timeMs", e.time_ms}});
       }
       status["healthEvents"] = events;
+      if (!agent.cordon.empty()) status["cordoned"] = agent.cordon;
       agent.status_json = status.dump();
       b.nodes.push_back({req.node, agent.status_json, "READY", now.millis()});
     }
@@ -541,7 +572,7 @@ void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {
     const bool silent = silent_ms > options_.node_unreachable_after.millis();
     if (silent != a.unreachable) {
       a.unreachable = silent;
-      (void)state_.SetSchedulable(node_index_.at(name), !silent);
+      (void)state_.SetSchedulable(node_index_.at(name), !silent && a.cordon.empty());
       dirty_ = true;
     }
     if (!silent) a.lost = false;

@@ -474,13 +474,36 @@ TEST_F(ClusterTest, AnInjectedXidReachesTheServerAsAGpuHealthEvent) {
     if (!events.empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_EQ(events.size(), 1u) << events.dump();
+  // The health event, then the cordon it causes.
+  ASSERT_EQ(events.size(), 2u) << events.dump();
   EXPECT_EQ(events[0]["type"], "GpuHealth");
   EXPECT_NE(events[0]["message"].get<std::string>().find(uuid), std::string::npos) << events.dump();
   EXPECT_NE(events[0]["message"].get<std::string>().find("XID 79"), std::string::npos) << events.dump();
+  EXPECT_EQ(events[1]["type"], "NodeCordoned") << events.dump();
   n = Get("/v1/nodes")["items"][0];
   EXPECT_FALSE(n["agent"]["gpuDevices"][2]["healthy"].get<bool>()) << n.dump();
   EXPECT_EQ(n["agent"]["gpuDevices"][2]["health"], "XID 79");
+}
+
+TEST_F(ClusterTest, AFatalXidCordonsTheNodeAndRequeuesTheJobUsingTheGpu) {
+  const std::string xid = Tmp("xid");
+  AddAgent({"--nvml-library", FAKE_NVML_LIBRARY}, {{"FAKE_NVML_GPUS", "4"}, {"FAKE_NVML_XID_FILE", xid}});
+  WaitNodes(1);
+  const std::string pids = Tmp("xid.pids");
+  const int64_t id = Submit("name: victim\nresources: {gpus: 4}\nretry: {limit: 0}\n"
+                            "command: [/bin/sh, -c, 'echo $$ >> " + pids + "; exec sleep 300']\n");
+  WaitState(id, "RUNNING");
+  ASSERT_FALSE(WaitFile(pids).empty());
+  std::ofstream(xid) << "2 79\n";
+  // Stopped (its grace is 1 s), then back in the queue: the only node is cordoned.
+  const json j = WaitState(id, "PENDING");
+  EXPECT_EQ(j["requeues"], 1) << j.dump();
+  EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
+  EXPECT_NE(j["attemptHistory"][0]["reason"].get<std::string>().find("XID 79"), std::string::npos) << j.dump();
+  EXPECT_TRUE(AllGone(pids));
+  const json n = Get("/v1/nodes")["items"][0];
+  EXPECT_FALSE(n["schedulable"].get<bool>()) << n.dump();
+  EXPECT_NE(n["agent"]["cordoned"].get<std::string>().find("XID 79"), std::string::npos) << n.dump();
 }
 
 TEST_F(ClusterTest, APyTorchGangTrainsAndItsReplicasAgree) {
