@@ -33,6 +33,7 @@ struct JobCommands {
   CLI::App* history = nullptr;
   CLI::App* logs = nullptr;
   std::vector<std::pair<CLI::App*, std::string>> actions;
+  std::vector<std::pair<CLI::App*, std::string>> node_actions;
 
   // submit
   std::string file;
@@ -47,6 +48,7 @@ struct JobCommands {
   // describe / why / actions
   std::string describe_kind;
   std::vector<int64_t> ids;
+  std::vector<std::string> nodes;
   int64_t id = 0;
   // logs
   int64_t replica = 0, tail = -1;
@@ -381,6 +383,22 @@ int Logs(JobCommands& c, Client& client) {
   }
 }
 
+// `muster cordon|uncordon NODE...` (admins).
+int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
+  int rc = 0;
+  for (const std::string& node : c.nodes) {
+    auto r = client.Post("/v1/nodes/" + node + "/" + verb, "", "application/json");
+    if (!r.ok()) return Fail(r.status());
+    if (r->status != 200) {
+      std::cerr << "muster " << verb << " " << node << ": " << Client::ErrorOf(*r).message() << "\n";
+      rc = 1;
+      continue;
+    }
+    std::cout << "node " << node << ": " << (r->body.value("schedulable", false) ? "schedulable" : "cordoned") << "\n";
+  }
+  return rc;
+}
+
 int Act(JobCommands& c, Client& client, const std::string& verb) {
   int rc = 0;
   for (int64_t id : c.ids) {
@@ -457,6 +475,13 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->logs->add_option("--tail", c->tail, "Only the last N lines")->check(CLI::NonNegativeNumber);
   c->logs->add_flag("-f,--follow", c->follow, "Keep printing new output until the job ends");
 
+  for (const char* verb : {"cordon", "uncordon"}) {
+    CLI::App* sub = app.add_subcommand(verb, std::string(verb) == "cordon" ? "Give nodes no new work (admins)"
+                                                                           : "Let cordoned nodes take work again (admins)");
+    common(sub);
+    sub->add_option("nodes", c->nodes, "Node names")->required();
+    c->node_actions.emplace_back(sub, verb);
+  }
   for (const char* verb : {"cancel", "hold", "release", "requeue"}) {
     CLI::App* sub = app.add_subcommand(verb, std::string(1, static_cast<char>(std::toupper(verb[0]))) +
                                                  (verb + 1) + " jobs");
@@ -474,6 +499,14 @@ int RunJobCommands(JobCommands& commands) {
     if (sub->parsed()) parsed = sub;
   }
   std::string verb;
+  for (const auto& [sub, v] : c->node_actions) {
+    if (sub->parsed()) {
+      double retry = 10.0;
+      if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry = std::atof(env);
+      Client client(c->server, c->user, retry);
+      return ActOnNodes(*c, client, v);
+    }
+  }
   for (const auto& [sub, v] : c->actions) {
     if (sub->parsed()) {
       parsed = sub;

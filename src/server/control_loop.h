@@ -152,6 +152,10 @@ class ControlLoop {
   };
   std::vector<QueueView> Queues();
 
+  // Cordons a node (no new work; running jobs stay) or clears a cordon
+  // (also one a GPU fault set). Admins only. Returns the node's view.
+  StatusOr<NodeView> Cordon(const std::string& node, bool cordon, const std::string& user);
+
 
  private:
   using Task = std::function<void()>;

@@ -621,6 +621,47 @@ void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {
   }
 }
 
+StatusOr<ControlLoop::NodeView> ControlLoop::Cordon(const std::string& node, bool cordon, const std::string& user) {
+  using R = StatusOr<NodeView>;
+  return Call<R>([this, node, cordon, user](std::function<void(R)> reply) {
+    if (std::find(options_.admins.begin(), options_.admins.end(), user) == options_.admins.end()) {
+      return reply(Status(StatusCode::kPermissionDenied, "only an admin may " + std::string(cordon ? "cordon" : "uncordon") +
+                                                             " a node; " + user + " is not one (server option admins)"));
+    }
+    auto idx = node_index_.find(node);
+    if (idx == node_index_.end()) return reply(NotFound("node " + node + " does not exist"));
+    AgentNode& a = agents_[node];
+    const std::string before = a.cordon;
+    a.cordon = cordon ? (before.empty() ? "cordoned by " + user : before) : "";
+    (void)state_.SetSchedulable(idx->second, !a.unreachable && a.cordon.empty());
+    dirty_ = true;
+    store::WriteBatch b;
+    if (a.status_json != "{}") {
+      json status = json::parse(a.status_json, nullptr, false);
+      if (status.is_object()) {
+        if (a.cordon.empty()) {
+          status.erase("cordoned");
+        } else {
+          status["cordoned"] = a.cordon;
+        }
+        a.status_json = status.dump();
+        b.nodes.push_back({node, a.status_json, "READY", clock_.Now().millis()});
+      }
+    }
+    if (before != a.cordon) {
+      b.events.push_back({0, 0, clock_.Now().millis(), cordon ? "NodeCordoned" : "NodeUncordoned", "",
+                          node + (cordon ? " cordoned by " : " uncordoned by ") + user});
+    }
+    const core::Node& n = state_.nodes()[idx->second];
+    NodeView view{n.spec, n.free, n.schedulable, 0, a.status_json};
+    if (b.empty()) return reply(view);
+    Persist(std::move(b), [reply, view](const Status& st) {
+      if (!st.ok()) return reply(st);
+      reply(view);
+    });
+  }, ShuttingDown());
+}
+
 StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica) {
   using R = StatusOr<ReplicaLocation>;
   return Call<R>([this, job, replica](std::function<void(R)> reply) {

@@ -436,6 +436,14 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"items", items}});
   });
 
+  s.Post(R"(/v1/nodes/([^/]+)/(cordon|uncordon))", [this](const httplib::Request& req, httplib::Response& res) {
+    auto user = UserOf(req);
+    if (!user.ok()) return ReplyStatus(res, user.status());
+    auto view = loop_.Cordon(req.matches[1], req.matches[2] == "cordon", *user);
+    if (!view.ok()) return ReplyStatus(res, view.status());
+    Reply(res, 200, {{"name", view->spec.name}, {"schedulable", view->schedulable}});
+  });
+
   s.Get("/v1/nodes", [this](const httplib::Request&, httplib::Response& res) {
     json items = json::array();
     for (const auto& n : loop_.Nodes()) {

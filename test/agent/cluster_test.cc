@@ -504,6 +504,15 @@ TEST_F(ClusterTest, AFatalXidCordonsTheNodeAndRequeuesTheJobUsingTheGpu) {
   const json n = Get("/v1/nodes")["items"][0];
   EXPECT_FALSE(n["schedulable"].get<bool>()) << n.dump();
   EXPECT_NE(n["agent"]["cordoned"].get<std::string>().find("XID 79"), std::string::npos) << n.dump();
+  // Only an admin may clear the cordon; then the job runs again.
+  auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/uncordon", httplib::Headers{{"X-Muster-User", "mallory"}}, "",
+                           "application/json");
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 403) << denied->body;
+  const json u = Post("/v1/nodes/" + Name(0) + "/uncordon", "", "application/json");
+  EXPECT_TRUE(u["schedulable"].get<bool>()) << u.dump();
+  const json again = WaitState(id, "RUNNING");
+  EXPECT_EQ(again["attempts"], 2) << again.dump();
 }
 
 TEST_F(ClusterTest, APyTorchGangTrainsAndItsReplicasAgree) {
