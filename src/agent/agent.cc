@@ -340,7 +340,7 @@ void Agent::Apply(const proto::SyncResponse& r) {
       if (!t.running) ended.insert(t.key);
     }
     for (const proto::TaskRef& ref : r.recorded) {
-      const std::string key = TaskKey(ref.job, ref.attempt, ref.replica);
+      const std::string key = proto::TaskKey(ref.job, ref.attempt, ref.replica);
       failed_starts_.erase(key);
       if (ended.count(key)) {
         executor_->Forget(key);
@@ -357,7 +357,7 @@ void Agent::Apply(const proto::SyncResponse& r) {
   std::map<std::string, const proto::TaskAssignment*> desired;
   for (const proto::TaskAssignment& t : r.tasks) {
     if (t.epoch < r.epoch) continue;  // launched by an older leader: never start it
-    desired[TaskKey(t.job, t.attempt, t.replica)] = &t;
+    desired[proto::TaskKey(t.job, t.attempt, t.replica)] = &t;
   }
   for (const auto& [key, t] : desired) {
     if (!executor_->Has(key) && !failed_starts_.count(key)) StartTask(*t);
@@ -372,7 +372,7 @@ void Agent::Apply(const proto::SyncResponse& r) {
 }
 
 void Agent::StartTask(const proto::TaskAssignment& t) {
-  const std::string key = TaskKey(t.job, t.attempt, t.replica);
+  const std::string key = proto::TaskKey(t.job, t.attempt, t.replica);
   auto fail = [&](const std::string& why) {
     proto::TaskReport r;
     r.job = t.job;

@@ -42,11 +42,9 @@ class CgroupDriver {
  public:
   // Reads /proc/self/mounts and picks v2 when the unified hierarchy has the
   // memory controller, else v1 when its memory hierarchy is mounted, else v2
-  // without limits. `mount_root` and `mounts_file` are for tests.
+  // without limits. `mounts_file` is for tests.
   static StatusOr<std::unique_ptr<CgroupDriver>> Detect(const std::string& parent = "muster",
                                                         const std::string& mounts_file = "/proc/self/mounts");
-  // A driver of the given version over explicit directories (tests).
-  static StatusOr<std::unique_ptr<CgroupDriver>> ForV2(const std::string& unified_mount, const std::string& parent);
 
   ~CgroupDriver();
   CgroupDriver(const CgroupDriver&) = delete;
@@ -79,6 +77,8 @@ class CgroupDriver {
 
  private:
   CgroupDriver() = default;
+  // The v2 driver over the unified hierarchy at `unified_mount`.
+  static StatusOr<std::unique_ptr<CgroupDriver>> ForV2(const std::string& unified_mount, const std::string& parent);
   // The directories of group `name`, one per hierarchy ("" = the parent).
   std::vector<std::string> Dirs(const std::string& name) const;
   std::string MemoryDir(const std::string& name) const;

@@ -13,10 +13,6 @@ namespace muster::agent {
 
 using nlohmann::json;
 
-std::string TaskKey(int64_t job, int32_t attempt, int32_t replica) {
-  return "j" + std::to_string(job) + ".a" + std::to_string(attempt) + ".r" + std::to_string(replica);
-}
-
 std::string TaskSpecToJson(const TaskSpec& s) {
   json j = {{"key", s.key},
             {"argv", s.argv},

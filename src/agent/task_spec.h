@@ -3,8 +3,8 @@
 // the task shim (a separate process) and an agent restarted after a crash
 // read the same facts.
 //
-// A task's key is "j<job>.a<attempt>.r<replica>": one attempt of one replica.
-// Keys also name the task's journal, log and cgroup.
+// A task's key (proto::TaskKey, "j<job>.a<attempt>.r<replica>") also names
+// the task's journal, log and cgroup.
 #pragma once
 
 #include <sys/types.h>
@@ -17,8 +17,6 @@
 #include "common/status.h"
 
 namespace muster::agent {
-
-std::string TaskKey(int64_t job, int32_t attempt, int32_t replica);
 
 struct TaskSpec {
   std::string key;

@@ -498,19 +498,17 @@ int RunJobCommands(JobCommands& commands) {
   for (CLI::App* sub : {c->submit, c->get, c->describe, c->why, c->history, c->logs}) {
     if (sub->parsed()) parsed = sub;
   }
-  std::string verb;
-  for (const auto& [sub, v] : c->node_actions) {
-    if (sub->parsed()) {
-      double retry = 10.0;
-      if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry = std::atof(env);
-      Client client(c->server, c->user, retry);
-      return ActOnNodes(*c, client, v);
-    }
-  }
+  std::string verb, node_verb;
   for (const auto& [sub, v] : c->actions) {
     if (sub->parsed()) {
       parsed = sub;
       verb = v;
+    }
+  }
+  for (const auto& [sub, v] : c->node_actions) {
+    if (sub->parsed()) {
+      parsed = sub;
+      node_verb = v;
     }
   }
   if (!parsed) return -1;
@@ -519,6 +517,7 @@ int RunJobCommands(JobCommands& commands) {
   double retry_for = 10.0;
   if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
   Client client(c->server, c->user, retry_for);
+  if (!node_verb.empty()) return ActOnNodes(*c, client, node_verb);
   if (parsed == c->submit) return Submit(*c, client);
   if (parsed == c->get) return Get(*c, client);
   if (parsed == c->describe) {

@@ -32,6 +32,16 @@ StatusOr<int64_t> Int(const YAML::Node& v, const std::string& path, int64_t min,
   return out;
 }
 
+StatusOr<double> Fraction(const YAML::Node& v, const std::string& path) {
+  double out = -1;
+  const std::string s = v.IsScalar() ? v.Scalar() : std::string("<") + (v.IsMap() ? "map" : "list") + ">";
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, std::chars_format::fixed);
+  if (!v.IsScalar() || ec != std::errc() || p != s.data() + s.size() || !(out >= 0 && out <= 1)) {
+    return InvalidArgument("must be a number from 0 to 1, got \"" + s + "\"", path);
+  }
+  return out;
+}
+
 StatusOr<std::string> Str(const YAML::Node& v, const std::string& path) {
   if (!v.IsScalar()) return InvalidArgument("must be a string", path);
   return v.Scalar();

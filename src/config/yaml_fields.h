@@ -20,6 +20,8 @@ namespace muster::config {
 Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& path);
 StatusOr<int64_t> Int(const YAML::Node& v, const std::string& path, int64_t min, int64_t max = INT64_MAX);
 StatusOr<std::string> Str(const YAML::Node& v, const std::string& path);
+// A decimal number from 0 to 1 ("0.3", "1").
+StatusOr<double> Fraction(const YAML::Node& v, const std::string& path);
 StatusOr<bool> Bool(const YAML::Node& v, const std::string& path);
 StatusOr<Duration> Dur(const YAML::Node& v, const std::string& path);
 StatusOr<int64_t> CpuMilli(const YAML::Node& v, const std::string& path);

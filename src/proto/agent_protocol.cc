@@ -74,6 +74,10 @@ class Reader {
 
 }  // namespace
 
+std::string TaskKey(int64_t job, int32_t attempt, int32_t replica) {
+  return "j" + std::to_string(job) + ".a" + std::to_string(attempt) + ".r" + std::to_string(replica);
+}
+
 std::string ToJson(const SyncRequest& r) {
   json gpus = json::array();
   for (const GpuReport& g : r.gpus) {

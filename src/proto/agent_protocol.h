@@ -127,6 +127,10 @@ struct SyncResponse {
   int32_t health_events_recorded = 0; // how many of the request's health events were stored
 };
 
+// The key of one attempt of one replica, "j<job>.a<attempt>.r<replica>":
+// how agent and server name a task (its journal, log and cgroup).
+std::string TaskKey(int64_t job, int32_t attempt, int32_t replica);
+
 std::string ToJson(const SyncRequest& r);
 std::string ToJson(const SyncResponse& r);
 std::string ToJson(const TaskAssignment& t);

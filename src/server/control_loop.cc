@@ -53,10 +53,7 @@ Status ControlLoop::Start() {
   nodes.meta.emplace_back("epoch", std::to_string(epoch_));
   for (size_t i = 0; i < state_.nodes().size(); ++i) node_index_[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   RETURN_IF_ERROR(RestoreNodes());
-  restored_start_ = true;
-  const Status restored = Restore();
-  restored_start_ = false;
-  RETURN_IF_ERROR(restored);
+  RETURN_IF_ERROR(Restore());
   RETURN_IF_ERROR(store_.Commit({&nodes}));
   writer_ = std::make_unique<store::StoreWriter>(store_);
   last_cycle_ = clock_.Now();
@@ -147,7 +144,8 @@ Status ControlLoop::Restore() {
         if (ok) ok = state_.Bind(b, start).ok();
         if (ok) {
           jobs_[row.id] = row;
-          StartAttempt(row.id, std::max(1, row.attempts), status.is_object() && status.contains("attempt") ? &status["attempt"] : nullptr);
+          StartAttempt(row.id, std::max(1, row.attempts), /*durable=*/true,
+                       status.is_object() && status.contains("attempt") ? &status["attempt"] : nullptr);
         }
         if (!ok) {
           row.state = "PENDING";
@@ -491,7 +489,7 @@ void ControlLoop::RunCycle() {
     row.start_ms = now.millis();
     row.attempts += 1;
     row.reason = "";
-    StartAttempt(bnd.job, row.attempts, nullptr);
+    StartAttempt(bnd.job, row.attempts, /*durable=*/false, nullptr);
     started.emplace_back(bnd.job, row.attempts);
     row.status_json = AllocationsJson(bnd.job);
     std::string where;

@@ -220,7 +220,10 @@ class ControlLoop {
   // replicas are stopped first where agents run them.
   void StopRunning(int64_t id, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
                    const std::function<void(StatusOr<store::JobRow>)>& reply);
-  void StartAttempt(int64_t job, int32_t number, const nlohmann::json* restored);
+  // Builds the attempt of a job just bound; `durable`: its bind is already in
+  // the store (a restart), so agents may run it now. `restored`: its status
+  // from before a restart (ended replicas, results, teardown in progress).
+  void StartAttempt(int64_t job, int32_t number, bool durable, const nlohmann::json* restored);
   // Marks attempts whose binds are now durable dispatchable, and nudges
   // their nodes.
   void Dispatch(const std::vector<std::pair<int64_t, int32_t>>& started);
@@ -247,7 +250,6 @@ class ControlLoop {
   std::unordered_map<std::string, core::NodeIndex> node_index_;
   std::unordered_map<std::string, AgentNode> agents_;  // by node name
   int64_t epoch_ = 0;
-  bool restored_start_ = false;  // true while Restore() rebuilds running jobs
   bool mass_silence_reported_ = false;
   std::mutex versions_mu_;
   std::condition_variable versions_cv_;

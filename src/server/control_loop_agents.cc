@@ -109,7 +109,7 @@ Status ControlLoop::RestoreNodes() {
   return Status::Ok();
 }
 
-void ControlLoop::StartAttempt(int64_t job, int32_t number, const json* restored) {
+void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const json* restored) {
   auto run = state_.running().find(job);
   if (run == state_.running().end()) return;
   Attempt a;
@@ -139,6 +139,12 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, const json* restored
         if (e.is_number_integer() && e.get<size_t>() < a.replicas.size()) a.replicas[e.get<size_t>()].ended = true;
       }
     }
+    if (restored->contains("replicaResults") && (*restored)["replicaResults"].is_array()) {
+      for (const json& r : (*restored)["replicaResults"]) {
+        const size_t i = r.value("replica", a.replicas.size());
+        if (i < a.replicas.size()) a.replicas[i].result = r.value("result", "");
+      }
+    }
     if (restored->contains("ending") && (*restored)["ending"].is_object()) {
       const json& e = (*restored)["ending"];
       a.requeue = e.value("requeue", false);
@@ -149,7 +155,7 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, const json* restored
   }
   // A restored attempt was durable before the restart; a new one becomes
   // dispatchable once its bind is (Dispatch).
-  a.dispatchable = restored != nullptr || restored_start_;
+  a.dispatchable = durable;
   if (a.dispatchable) {
     for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
   }
@@ -454,8 +460,8 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
     const bool fresh = req.report_seq >= agent.report_seq;
     if (fresh) agent.report_seq = req.report_seq;
     std::set<std::pair<int64_t, int32_t>> reported;
-    static const std::vector<proto::TaskReport> kNone;
-    for (const proto::TaskReport& t : fresh ? req.tasks : kNone) {
+    for (const proto::TaskReport& t : req.tasks) {
+      if (!fresh) break;
       auto it = attempts_.find(t.job);
       const bool current = it != attempts_.end() && it->second.number == t.attempt && t.replica >= 0 &&
                            t.replica < static_cast<int32_t>(it->second.replicas.size()) &&
@@ -692,8 +698,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
     if (ag == agents_.end() || ag->second.log_port == 0) {
       return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs"));
     }
-    reply(ReplicaLocation{node, ag->second.address, ag->second.log_port,
-                          "j" + std::to_string(job) + ".a" + std::to_string(attempt) + ".r" + std::to_string(replica)});
+    reply(ReplicaLocation{node, ag->second.address, ag->second.log_port, proto::TaskKey(job, attempt, replica)});
   }, ShuttingDown());
 }
 

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -111,6 +110,20 @@ Status CheckQuery(const httplib::Request& req, const std::vector<std::string>& k
     const std::string close = ClosestMatch(k, known);
     if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
     return InvalidArgument(msg, "query." + k);
+  }
+  return Status::Ok();
+}
+
+// Reads integer query parameter `name` into `out` when present; an error
+// names "query.<name>" and the range.
+Status IntParam(const httplib::Request& req, const char* name, int64_t& out, int64_t lo, int64_t hi) {
+  if (!req.has_param(name)) return Status::Ok();
+  const std::string v = req.get_param_value(name);
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi) {
+    return InvalidArgument("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got \"" +
+                               v.substr(0, 32) + "\"",
+                           std::string("query.") + name);
   }
   return Status::Ok();
 }
@@ -285,19 +298,8 @@ void HttpApi::Routes() {
     f.user = req.get_param_value("user");
     f.name = req.get_param_value("name");
     int64_t limit = 100, after = 0;
-    auto int_param = [&](const char* name, int64_t& out, int64_t lo, int64_t hi) -> Status {
-      if (!req.has_param(name)) return Status::Ok();
-      const std::string v = req.get_param_value(name);
-      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-      if (ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi) {
-        return InvalidArgument("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                                   ", got \"" + v.substr(0, 32) + "\"",
-                               std::string("query.") + name);
-      }
-      return Status::Ok();
-    };
-    if (Status st = int_param("limit", limit, 1, 1000); !st.ok()) return ReplyStatus(res, st);
-    if (Status st = int_param("continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
+    if (Status st = IntParam(req, "limit", limit, 1, 1000); !st.ok()) return ReplyStatus(res, st);
+    if (Status st = IntParam(req, "continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
     auto page = store_.ListJobs(f, after, static_cast<int32_t>(limit));
     if (!page.ok()) return ReplyStatus(res, page.status());
     // Written as text: each job is its stored spec plus status fields.
@@ -394,15 +396,9 @@ void HttpApi::Routes() {
     if (!id.ok()) return ReplyStatus(res, id.status());
     if (Status q = CheckQuery(req, {"replica", "offset", "tail"}); !q.ok()) return ReplyStatus(res, q);
     int64_t replica = 0, offset = -1, tail = -1;
-    for (const auto& [name, target] : {std::pair<const char*, int64_t*>{"replica", &replica}, {"offset", &offset}, {"tail", &tail}}) {
-      if (!req.has_param(name)) continue;
-      const std::string v = req.get_param_value(name);
-      char* end = nullptr;
-      const long long n = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 0 || n > (1LL << 50)) {
-        return ReplyStatus(res, InvalidArgument("must be a non-negative integer, got \"" + v.substr(0, 64) + "\"", name));
-      }
-      *target = n;
+    for (Status st : {IntParam(req, "replica", replica, 0, 4095), IntParam(req, "offset", offset, 0, int64_t{1} << 50),
+                      IntParam(req, "tail", tail, 0, 1'000'000)}) {
+      if (!st.ok()) return ReplyStatus(res, st);
     }
     auto where = loop_.LocateReplica(*id, static_cast<int32_t>(replica));
     if (!where.ok()) return ReplyStatus(res, where.status());

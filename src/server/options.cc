@@ -177,24 +177,14 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       if (!a.IsMap()) return InvalidArgument("must be a mapping {unreachableAfter, lostAfter, maxLostFraction, lease, defaultGrace, syncWait}", "server.agents");
       RETURN_IF_ERROR(CheckKeys(a, {"unreachableAfter", "lostAfter", "maxLostFraction", "lease", "defaultGrace", "syncWait"},
                                 "server.agents"));
+      if (a["unreachableAfter"]) {
+        ASSIGN_OR_RETURN(o.node_unreachable_after, config::Dur(a["unreachableAfter"], "server.agents.unreachableAfter"));
+      }
       if (a["lostAfter"]) {
         ASSIGN_OR_RETURN(o.node_lost_after, config::Dur(a["lostAfter"], "server.agents.lostAfter"));
       }
       if (a["maxLostFraction"]) {
-        const YAML::Node f = a["maxLostFraction"];
-        double v = -1;
-        try {
-          v = f.as<double>();
-        } catch (const YAML::Exception&) {
-          return InvalidArgument("must be a number from 0 to 1, got \"" + f.Scalar() + "\"", "server.agents.maxLostFraction");
-        }
-        if (!(v >= 0 && v <= 1)) {
-          return InvalidArgument("must be a number from 0 to 1, got \"" + f.Scalar() + "\"", "server.agents.maxLostFraction");
-        }
-        o.max_lost_fraction = v;
-      }
-      if (a["unreachableAfter"]) {
-        ASSIGN_OR_RETURN(o.node_unreachable_after, config::Dur(a["unreachableAfter"], "server.agents.unreachableAfter"));
+        ASSIGN_OR_RETURN(o.max_lost_fraction, config::Fraction(a["maxLostFraction"], "server.agents.maxLostFraction"));
       }
       if (a["lease"]) {
         ASSIGN_OR_RETURN(o.agent_lease, config::Dur(a["lease"], "server.agents.lease"));

@@ -8,12 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "../child_process.h"
 
 namespace muster::testing {
 
@@ -61,25 +62,11 @@ class AgentProcess {
   }
 
  private:
-  // Sends `sig` (and SIGCONT, in case it is paused); after 30 s without an
-  // exit, SIGKILL, so a test can never hang on an agent.
   int Signal(int sig) {
     if (pid_ <= 0) return -1;
-    kill(pid_, sig);
-    kill(pid_, SIGCONT);
-    int status = 0;
-    bool done = false;
-    for (int i = 0; i < 3000 && !done; ++i) {
-      done = waitpid(pid_, &status, WNOHANG) == pid_;
-      if (!done) usleep(10'000);
-    }
-    if (!done) {
-      std::fprintf(stderr, "agent %s did not exit after signal %d; killing it\n", name_.c_str(), sig);
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-    }
+    const int code = SignalAndReap(pid_, sig, ("agent " + name_).c_str());
     pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return code;
   }
 
   std::string server_, name_, dir_;

@@ -272,6 +272,9 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"GET", "/v1/jobs?limit=0", "", "", 400, "query.limit", ""},
       {"GET", "/v1/jobs?limit=abc", "", "", 400, "query.limit", ""},
       {"GET", "/v1/jobs?continue=-5", "", "", 400, "query.continue", ""},
+      {"GET", "/v1/jobs/1/logs?tail=-1", "", "", 400, "query.tail", ""},
+      {"GET", "/v1/jobs/1/logs?replica=first", "", "", 400, "query.replica", ""},
+      {"GET", "/v1/jobs/1/logs?follow=1", "", "", 400, "query.follow", "unknown query parameter"},
       {"GET", "/v1/jobs/abc", "", "", 400, "path.id", ""},
       {"GET", "/v1/jobs/0", "", "", 400, "path.id", ""},
       {"GET", "/v1/jobs/99999", "", "", 404, "", "does not exist"},
@@ -471,6 +474,20 @@ TEST(ServerStart, BadConfigurationIsAClearError) {
   EXPECT_NE(server.log().find("config.yaml: server.scheduler.maxReservatons: unknown field; did you mean \"maxReservations\"?"),
             std::string::npos)
       << server.log();
+}
+
+TEST(ServerStart, BadAgentTimingsAreClearErrors) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"agents: {maxLostFraction: lots}\n", "server.agents.maxLostFraction: must be a number from 0 to 1, got \"lots\""},
+      {"agents: {maxLostFraction: 1.5}\n", "server.agents.maxLostFraction: must be a number from 0 to 1"},
+      {"agents: {lease: 60s, lostAfter: 30s}\n", "agents.lostAfter: must be longer than agents.lease"},
+      {"agents: {unreachableAfter: 200s}\n", "agents.lostAfter: must be longer than agents.lease and agents.unreachableAfter"},
+  };
+  for (const auto& [config, message] : cases) {
+    ServerProcess server(config);
+    EXPECT_FALSE(server.Start()) << config;
+    EXPECT_NE(server.log().find(message), std::string::npos) << config << server.log();
+  }
 }
 
 }  // namespace

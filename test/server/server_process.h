@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../child_process.h"
+
 namespace muster::testing {
 
 class ServerProcess {
@@ -78,11 +80,9 @@ class ServerProcess {
  private:
   int Signal(int sig) {
     if (pid_ <= 0) return -1;
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
+    const int code = SignalAndReap(pid_, sig, "muster server");
     pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return code;
   }
 
   std::string dir_;
