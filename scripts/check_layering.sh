@@ -20,9 +20,10 @@ declare -A allowed=(
   [sim]="common core scheduler config sim"
   [proto]="common proto"
   [gpu]="common gpu"
-  [agent]="common gpu proto agent"
-  [server]="common core scheduler config api store proto server"
-  [cli]="common core scheduler config api sim server gpu proto agent cli"
+  [checkpoint]="common checkpoint"
+  [agent]="common gpu proto checkpoint agent"
+  [server]="common core scheduler config api store proto checkpoint server"
+  [cli]="common core scheduler config api sim server gpu proto checkpoint agent cli"
 )
 for layer in "${!allowed[@]}"; do
   [ -d "src/$layer" ] || continue

@@ -1,0 +1,132 @@
+#include "checkpoint/manifest.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "checkpoint/storage.h"
+
+namespace muster::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CheckpointDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/muster-ckpt-XXXXXX";
+    root_ = ::mkdtemp(tmpl);
+    dir_ = root_ + "/step-100";
+    fs::create_directories(dir_ + "/shards");
+    Write("model.pt", std::string(3 << 20, 'w'));  // more than one read buffer
+    Write("shards/opt-0.pt", "optimizer state");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void Write(const std::string& rel, const std::string& data) { std::ofstream(dir_ + "/" + rel) << data; }
+  std::string root_, dir_;
+};
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_F(CheckpointDir, CommitThenVerify) {
+  auto w = WriteManifest(dir_, 7, 2, 100, 1234);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->files, 2);
+  EXPECT_EQ(w->bytes, (3 << 20) + 15);
+  EXPECT_TRUE(Verify(dir_, w->manifest_sha256).ok());
+  std::ifstream in(dir_ + "/" + kManifestName);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  auto m = ParseManifest(text);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->job, 7);
+  EXPECT_EQ(m->attempt, 2);
+  EXPECT_EQ(m->step, 100);
+  ASSERT_EQ(m->files.size(), 2u);
+  EXPECT_EQ(m->files[0].path, "model.pt");
+  EXPECT_EQ(m->files[1].path, "shards/opt-0.pt");
+  EXPECT_FALSE(fs::exists(dir_ + "/.MANIFEST.json.tmp"));
+  // Committed once.
+  EXPECT_EQ(WriteManifest(dir_, 7, 2, 100, 1234).status().code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(CheckpointDir, EveryKindOfDamageIsCaughtAndNamed) {
+  auto w = WriteManifest(dir_, 7, 2, 100, 1234);
+  ASSERT_TRUE(w.ok());
+  {  // one flipped byte, same size
+    std::fstream f(dir_ + "/shards/opt-0.pt", std::ios::in | std::ios::out);
+    f.seekp(3);
+    f.put('X');
+  }
+  Status s = Verify(dir_, w->manifest_sha256);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("shards/opt-0.pt does not match"), std::string::npos) << s.message();
+  Write("shards/opt-0.pt", "optimizer state");
+  ASSERT_TRUE(Verify(dir_, w->manifest_sha256).ok());
+
+  fs::resize_file(dir_ + "/model.pt", 10);  // truncated
+  s = Verify(dir_, w->manifest_sha256);
+  EXPECT_NE(s.message().find("model.pt has 10 bytes"), std::string::npos) << s.message();
+  fs::remove(dir_ + "/model.pt");  // missing
+  s = Verify(dir_, w->manifest_sha256);
+  EXPECT_NE(s.message().find("model.pt is missing"), std::string::npos) << s.message();
+
+  EXPECT_EQ(Verify(dir_, Sha256Hex("another manifest")).code(), StatusCode::kDataLoss);  // a rewritten manifest
+  EXPECT_EQ(Verify(root_ + "/nothing", w->manifest_sha256).code(), StatusCode::kNotFound);
+}
+
+TEST_F(CheckpointDir, EmptyDirectoriesAndLinksAreRefused) {
+  fs::create_directories(root_ + "/empty");
+  EXPECT_EQ(WriteManifest(root_ + "/empty", 1, 1, 1, 0).status().code(), StatusCode::kInvalidArgument);
+  fs::create_symlink("/etc/passwd", dir_ + "/link");
+  auto w = WriteManifest(dir_, 1, 1, 1, 0);
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(w.status().message().find("symbolic link"), std::string::npos);
+}
+
+TEST(ParseManifest, PathsCannotLeaveTheDirectory) {
+  const std::string sha(64, 'a');
+  for (const char* bad : {"../etc/passwd", "/etc/passwd", "a/../../b", "./a", "a//b", ""}) {
+    const std::string text = std::string(R"({"job":1,"attempt":1,"step":1,"createdMs":0,"files":[{"path":")") + bad +
+                             R"(","size":1,"sha256":")" + sha + R"("}]})";
+    auto m = ParseManifest(text);
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(m.status().field(), "manifest.files[0].path") << bad;
+  }
+  EXPECT_EQ(ParseManifest("[").status().field(), "manifest");
+  EXPECT_EQ(ParseManifest(R"({"job":"x"})").status().field(), "manifest.job");
+}
+
+TEST_F(CheckpointDir, RemoveDeletesOnlyWhatWasCommittedThere) {
+  DirectoryStorage storage;
+  auto w = WriteManifest(dir_, 7, 2, 100, 1234);
+  ASSERT_TRUE(w.ok());
+  fs::create_directories(root_ + "/precious");
+  std::ofstream(root_ + "/precious/data") << "keep me";
+  EXPECT_EQ(storage.Remove(root_ + "/precious", w->manifest_sha256).code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(fs::exists(root_ + "/precious/data"));
+  EXPECT_EQ(storage.Remove(dir_, Sha256Hex("x")).code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(fs::exists(dir_ + "/model.pt"));
+  EXPECT_TRUE(storage.Remove(dir_, w->manifest_sha256).ok());
+  EXPECT_FALSE(fs::exists(dir_));
+  EXPECT_TRUE(storage.Remove(dir_, w->manifest_sha256).ok());  // idempotent
+}
+
+TEST(IsBelow, Lexical) {
+  EXPECT_TRUE(IsBelow("/ckpt/job/step-1", "/ckpt/job"));
+  EXPECT_TRUE(IsBelow("/ckpt/job/a/../step-1", "/ckpt/job/"));
+  EXPECT_FALSE(IsBelow("/ckpt/job", "/ckpt/job"));
+  EXPECT_FALSE(IsBelow("/ckpt/job/..", "/ckpt/job"));
+  EXPECT_FALSE(IsBelow("/ckpt/job/../other", "/ckpt/job"));
+  EXPECT_FALSE(IsBelow("/ckpt/jobx/step", "/ckpt/job"));
+  EXPECT_FALSE(IsBelow("relative/step", "/ckpt"));
+  EXPECT_TRUE(StorageFor("/ckpt/x").ok());
+  EXPECT_EQ(StorageFor("s3://bucket/x").status().code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace muster::checkpoint
