@@ -86,7 +86,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          a.replicas == b.replicas && a.array == b.array && a.resources == b.resources && a.command == b.command &&
          a.script == b.script && a.image == b.image && a.env == b.env &&
          a.working_dir == b.working_dir && a.time_limit == b.time_limit &&
-         a.topology == b.topology && a.checkpoint == b.checkpoint && a.retry == b.retry &&
+         a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.retry == b.retry &&
          same_deps(a.dependencies, b.dependencies) && a.begin_time == b.begin_time &&
          a.hold == b.hold && a.labels == b.labels;
 }
@@ -131,6 +131,7 @@ std::string JobSpecToJson(const JobSpec& s) {
   j["workingDir"] = OptionalString(s.working_dir);
   j["timeLimit"] = DurationText(s.time_limit);
   j["topology"] = core::TopologyScopeName(s.topology);
+  j["stallTimeout"] = s.stall_timeout ? OrderedJson(DurationText(*s.stall_timeout)) : OrderedJson(nullptr);
   if (s.checkpoint.has_value()) {
     const CheckpointSpec& c = *s.checkpoint;
     j["checkpoint"] = {
@@ -138,6 +139,7 @@ std::string JobSpecToJson(const JobSpec& s) {
         {"interval", c.interval ? OrderedJson(DurationText(*c.interval)) : OrderedJson(nullptr)},
         {"signal", CheckpointSignalName(c.signal)},
         {"gracePeriod", DurationText(c.grace_period)},
+        {"keep", c.keep},
     };
   } else {
     j["checkpoint"] = nullptr;

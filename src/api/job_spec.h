@@ -24,12 +24,17 @@
 //                                    # seconds, or "unlimited" (the default);
 //                                    # > 0 and <= 365 days
 //   topology: leaf                   # node | leaf | spine | any (default)
+//   stallTimeout: 30m                # optional: once the job has reported
+//                                    # progress, this long without a report
+//                                    # fails the attempt (a hang); <= 7 days
 //   checkpoint:                      # optional
 //     dir: /ckpt                     # absolute path; required here
 //     interval: 1h                   # optional; > 0, <= 365 days
 //     signal: SIGUSR1                # SIGUSR1 (default), SIGUSR2, SIGTERM,
 //                                    # SIGINT, also without "SIG"
 //     gracePeriod: 5m                # default 5m; <= 1h
+//     keep: 3                        # committed checkpoints kept, 1..1000;
+//                                    # older ones are deleted (default 3)
 //   retry:
 //     limit: 3                       # 0..100; default 3
 //     backoff: {initial: 30s, factor: 2, max: 10m}   # these are the defaults;
@@ -98,6 +103,7 @@ struct CheckpointSpec {
   std::optional<Duration> interval;  // empty: only when signalled (preemption, time limit)
   CheckpointSignal signal = CheckpointSignal::kSigUsr1;
   Duration grace_period = Duration::Minutes(5);
+  int32_t keep = 3;  // committed checkpoints kept by retention
   bool operator==(const CheckpointSpec&) const = default;
 };
 
@@ -132,6 +138,7 @@ struct JobSpec {
   std::optional<std::string> working_dir;
   Duration time_limit = Duration::Infinite();  // Infinite: unlimited
   core::TopologyScope topology = core::TopologyScope::kAny;
+  std::optional<Duration> stall_timeout;  // empty: hangs are not detected
   std::optional<CheckpointSpec> checkpoint;
   RetrySpec retry;
   std::vector<core::Dependency> dependencies;

@@ -59,6 +59,7 @@ constexpr StringRule kTimestampRule{1, 64, Charset::kPrintable,
 constexpr DurationRule kTimeLimitRule{false, true, kYear, "365 days"};
 constexpr DurationRule kIntervalRule{false, false, kYear, "365 days"};
 constexpr DurationRule kGraceRule{true, false, Duration::Hours(1), "1 hour"};
+constexpr DurationRule kStallRule{false, false, Duration::Hours(24 * 7), "7 days"};
 constexpr DurationRule kBackoffRule{true, false, kDay, "1 day"};
 
 // Checks a map key as if it were a string value at `path`.
@@ -189,7 +190,7 @@ StatusOr<std::map<std::string, std::string>> ReadLabels(const TreeNode& node,
 }
 
 StatusOr<CheckpointSpec> ReadCheckpoint(const TreeNode& node, const std::string& path) {
-  static const std::vector<std::string> kFields = {"dir", "interval", "signal", "gracePeriod"};
+  static const std::vector<std::string> kFields = {"dir", "interval", "signal", "gracePeriod", "keep"};
   ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
   CheckpointSpec c;
   if (obj.Find("dir") == nullptr) return InvalidArgument("is required", obj.Path("dir"));
@@ -197,6 +198,7 @@ StatusOr<CheckpointSpec> ReadCheckpoint(const TreeNode& node, const std::string&
   RETURN_IF_ERROR(obj.Read("interval", c.interval, ReadDuration, kIntervalRule));
   RETURN_IF_ERROR(obj.Read("signal", c.signal, ReadSignal));
   RETURN_IF_ERROR(obj.Read("gracePeriod", c.grace_period, ReadDuration, kGraceRule));
+  RETURN_IF_ERROR(obj.Read("keep", c.keep, ReadInt, int64_t{1}, int64_t{1000}, std::string_view()));
   return c;
 }
 
@@ -326,7 +328,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root) {
   static const std::vector<std::string> kFields = {
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "image", "env",          "workingDir", "timeLimit", "topology",
-      "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels"};
+      "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
@@ -352,6 +354,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root) {
   RETURN_IF_ERROR(obj.Read("workingDir", spec.working_dir, ReadString, kPathRule));
   RETURN_IF_ERROR(obj.Read("timeLimit", spec.time_limit, ReadDuration, kTimeLimitRule));
   RETURN_IF_ERROR(obj.Read("topology", spec.topology, ReadTopology));
+  RETURN_IF_ERROR(obj.Read("stallTimeout", spec.stall_timeout, ReadDuration, kStallRule));
   RETURN_IF_ERROR(obj.Read("checkpoint", spec.checkpoint, ReadCheckpoint));
   RETURN_IF_ERROR(obj.Read("retry", spec.retry, ReadRetry));
   RETURN_IF_ERROR(obj.Read("dependencies", spec.dependencies, ReadDependencies));

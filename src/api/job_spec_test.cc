@@ -193,7 +193,7 @@ TEST(JobSpecTest, CanonicalJsonMakesDefaultsExplicit) {
             R"({"name":"job","queue":"default","priority":"normal","replicas":1,"array":null,)"
             R"("resources":{"gpus":0,"gpuType":null,"cpus":0,"memory":0},"command":["true"],)"
             R"("script":null,"image":null,"env":{},"workingDir":null,"timeLimit":"unlimited",)"
-            R"("topology":"any","checkpoint":null,"retry":{"limit":3,"backoff":{"initial":"30s",)"
+            R"("topology":"any","stallTimeout":null,"checkpoint":null,"retry":{"limit":3,"backoff":{"initial":"30s",)"
             R"("factor":2,"max":"10m"},"failOnExitCodes":[],"retryOnOom":false},"dependencies":[],)"
             R"("beginTime":null,"hold":false,"labels":{}})");
   const std::string full = JobSpecToJson(MustParse(kFullYaml, kYaml));
@@ -450,6 +450,8 @@ std::vector<BadSpec> BadSpecs() {
       {"time limit over a year", WithCommand(R"("timeLimit":"400d",)"), J, "spec.timeLimit", "at most 365 days (or \"unlimited\"), got \"400d\""},
       {"negative seconds", WithCommand(R"("timeLimit":-5,)"), J, "spec.timeLimit", "got -5"},
       {"unlimited interval", WithCommand(R"("checkpoint":{"dir":"/c","interval":"unlimited"},)"), J, "spec.checkpoint.interval", "must be a finite duration"},
+      {"keep zero checkpoints", WithCommand(R"("checkpoint":{"dir":"/c","keep":0},)"), J, "spec.checkpoint.keep", "from 1 to 1000, got 0"},
+      {"stall timeout over a week", WithCommand(R"("stallTimeout":"8d",)"), J, "spec.stallTimeout", "at most 7 days"},
       {"grace period over an hour", WithCommand(R"("checkpoint":{"dir":"/c","gracePeriod":"2h"},)"), J, "spec.checkpoint.gracePeriod", "at most 1 hour, got \"2h\""},
       {"backoff max below initial", "command: [x]\nretry: {backoff: {initial: 1h, max: 10m}}\n", Y, "spec.retry.backoff.max", "must be at least initial (1h), got 10m"},
       // Enumerations.

@@ -252,5 +252,39 @@ TEST_P(StoreConformance, ReadersRunWhileWriting) {
   EXPECT_EQ(*store_->CountJobs(), 300);
 }
 
+TEST_P(StoreConformance, CheckpointCatalog) {
+  auto ckpt = [](int64_t job, int64_t seq, const std::string& state) {
+    return CheckpointRow{job, seq, 1, seq * 100, "/ckpt/j" + std::to_string(job) + "/s" + std::to_string(seq),
+                         std::string(64, 'a'), 2, 4096, state, "", 1000 + seq};
+  };
+  WriteBatch b;
+  b.jobs.push_back(Job(1, "RUNNING"));
+  JobRow ended = Job(2, "COMPLETED");
+  ended.end_ms = 9000;
+  b.jobs.push_back(ended);
+  b.checkpoints = {ckpt(1, 1, "COMMITTED"), ckpt(1, 2, "COMMITTED"), ckpt(2, 1, "COMMITTED")};
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  WriteBatch update;  // upsert: one becomes corrupt, with a note
+  CheckpointRow corrupt = ckpt(1, 2, "CORRUPT");
+  corrupt.note = "model.pt does not match its SHA-256";
+  update.checkpoints = {corrupt, ckpt(1, 3, "COMMITTED")};
+  ASSERT_TRUE(CommitOne(*store_, update).ok());
+
+  store_ = Reopen();
+  auto all = store_->ListCheckpoints(1);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0], ckpt(1, 1, "COMMITTED"));
+  EXPECT_EQ((*all)[1], corrupt);
+  EXPECT_EQ((*all)[2].seq, 3);
+  // Start-up loads only committed checkpoints of jobs that have not ended.
+  auto live = store_->LoadLiveCheckpoints();
+  ASSERT_TRUE(live.ok());
+  ASSERT_EQ(live->size(), 2u);
+  EXPECT_EQ((*live)[0].seq, 1);
+  EXPECT_EQ((*live)[1].seq, 3);
+  EXPECT_TRUE(store_->ListCheckpoints(99)->empty());
+}
+
 }  // namespace
 }  // namespace muster::store

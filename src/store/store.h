@@ -78,6 +78,24 @@ struct NodeRow {
   bool operator==(const NodeRow&) const = default;
 };
 
+// One entry of the checkpoint catalog (manifest.h describes a checkpoint
+// on storage). Upserted by (job_id, seq).
+struct CheckpointRow {
+  int64_t job_id = 0;
+  int64_t seq = 0;        // 1, 2, ... per job, in commit order
+  int32_t attempt = 0;    // the attempt that wrote it
+  int64_t step = 0;       // the job's own step counter
+  std::string location;   // where it is (a directory for the directory store)
+  std::string manifest_sha256;
+  int64_t files = 0;
+  int64_t bytes = 0;
+  std::string state;      // "COMMITTED", "CORRUPT" (failed verification), "REMOVED" (retention)
+  std::string note;       // why it is CORRUPT or what removal said
+  int64_t created_ms = 0;
+
+  bool operator==(const CheckpointRow&) const = default;
+};
+
 struct WriteBatch {
   std::vector<JobRow> jobs;                  // upsert by id
   // Only the reason of existing jobs (applied after `jobs`); cheaper than
@@ -87,10 +105,11 @@ struct WriteBatch {
   std::vector<IdempotencyRow> idempotency;   // insert, unique by (principal, key)
   std::vector<NodeRow> nodes;                // upsert by name
   std::vector<std::pair<std::string, std::string>> meta;  // upsert by key
+  std::vector<CheckpointRow> checkpoints;    // upsert by (job_id, seq)
 
   bool empty() const {
     return jobs.empty() && reasons.empty() && events.empty() && idempotency.empty() && nodes.empty() &&
-           meta.empty();
+           meta.empty() && checkpoints.empty();
   }
 };
 
@@ -124,6 +143,11 @@ class Store {
                                                                  const std::string& key) = 0;
   virtual StatusOr<std::vector<NodeRow>> ListNodes() = 0;
   virtual StatusOr<std::optional<std::string>> GetMeta(const std::string& key) = 0;
+  // A job's checkpoints in seq order, every state.
+  virtual StatusOr<std::vector<CheckpointRow>> ListCheckpoints(int64_t job_id) = 0;
+  // The COMMITTED checkpoints of jobs not yet ended (for start-up), by job
+  // and seq.
+  virtual StatusOr<std::vector<CheckpointRow>> LoadLiveCheckpoints() = 0;
   virtual StatusOr<int64_t> MaxJobId() = 0;
   virtual StatusOr<int64_t> CountJobs() = 0;
 };

@@ -59,6 +59,23 @@ CREATE TABLE meta (
   value TEXT NOT NULL
 ) STRICT;
 )sql",
+      // 2: the checkpoint catalog.
+      R"sql(
+CREATE TABLE checkpoints (
+  job_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  location TEXT NOT NULL,
+  manifest_sha256 TEXT NOT NULL,
+  files INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  note TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (job_id, seq)
+) STRICT;
+)sql",
   };
   return kMigrations;
 }

@@ -85,7 +85,7 @@ auto SqliteStore::WithReader(Fn fn) -> decltype(fn(std::declval<Db&>())) {
 }
 
 struct SqliteStore::WriteStatements {
-  Stmt job, reason, event, idem, node, meta;
+  Stmt job, reason, event, idem, node, meta, checkpoint;
 };
 
 SqliteStore::SqliteStore(Db writer) : writer_(std::move(writer)) {}
@@ -107,8 +107,13 @@ Status SqliteStore::PrepareWrites() {
       "ON CONFLICT(name) DO UPDATE SET spec=?2, state=?3, updated_ms=?4"));
   ASSIGN_OR_RETURN(Stmt meta, writer_.Prepare(
       "INSERT INTO meta(key, value) VALUES (?1,?2) ON CONFLICT(key) DO UPDATE SET value=?2"));
+  ASSIGN_OR_RETURN(Stmt checkpoint, writer_.Prepare(
+      "INSERT INTO checkpoints(job_id, seq, attempt, step, location, manifest_sha256, files, bytes, state, note, "
+      "created_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11) ON CONFLICT(job_id, seq) DO UPDATE SET attempt=?3, "
+      "step=?4, location=?5, manifest_sha256=?6, files=?7, bytes=?8, state=?9, note=?10, created_ms=?11"));
   writes_ = std::make_unique<WriteStatements>(WriteStatements{std::move(job), std::move(reason), std::move(event),
-                                                              std::move(idem), std::move(node), std::move(meta)});
+                                                              std::move(idem), std::move(node), std::move(meta),
+                                                              std::move(checkpoint)});
   return Status::Ok();
 }
 
@@ -149,6 +154,12 @@ Status SqliteStore::Commit(const std::vector<const WriteBatch*>& batches) {
       for (const auto& [k, v] : b->meta) {
         w.meta.Bind(1, k).Bind(2, v);
         RETURN_IF_ERROR(run(w.meta));
+      }
+      for (const CheckpointRow& c : b->checkpoints) {
+        w.checkpoint.Bind(1, c.job_id).Bind(2, c.seq).Bind(3, int64_t{c.attempt}).Bind(4, c.step).Bind(5, c.location)
+            .Bind(6, c.manifest_sha256).Bind(7, c.files).Bind(8, c.bytes).Bind(9, c.state).Bind(10, c.note)
+            .Bind(11, c.created_ms);
+        RETURN_IF_ERROR(run(w.checkpoint));
       }
     }
     return Status::Ok();
@@ -281,6 +292,41 @@ StatusOr<std::optional<std::string>> SqliteStore::GetMeta(const std::string& key
     ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) return std::optional<std::string>();
     return std::optional<std::string>(s.Text(0));
+  });
+}
+
+namespace {
+
+constexpr const char* kCheckpointColumns =
+    "c.job_id, c.seq, c.attempt, c.step, c.location, c.manifest_sha256, c.files, c.bytes, c.state, c.note, c.created_ms";
+
+StatusOr<std::vector<CheckpointRow>> ReadCheckpoints(Stmt& s) {
+  std::vector<CheckpointRow> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return out;
+    out.push_back({s.Int(0), s.Int(1), static_cast<int32_t>(s.Int(2)), s.Int(3), s.Text(4), s.Text(5), s.Int(6),
+                   s.Int(7), s.Text(8), s.Text(9), s.Int(10)});
+  }
+}
+
+}  // namespace
+
+StatusOr<std::vector<CheckpointRow>> SqliteStore::ListCheckpoints(int64_t job_id) {
+  return WithReader([&](Db& db) -> StatusOr<std::vector<CheckpointRow>> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare(std::string("SELECT ") + kCheckpointColumns +
+                                        " FROM checkpoints c WHERE c.job_id = ?1 ORDER BY c.seq"));
+    s.Bind(1, job_id);
+    return ReadCheckpoints(s);
+  });
+}
+
+StatusOr<std::vector<CheckpointRow>> SqliteStore::LoadLiveCheckpoints() {
+  return WithReader([&](Db& db) -> StatusOr<std::vector<CheckpointRow>> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare(std::string("SELECT ") + kCheckpointColumns +
+                                        " FROM checkpoints c JOIN jobs j ON j.id = c.job_id "
+                                        "WHERE j.end_ms IS NULL AND c.state = 'COMMITTED' ORDER BY c.job_id, c.seq"));
+    return ReadCheckpoints(s);
   });
 }
 

@@ -36,6 +36,8 @@ class SqliteStore final : public Store {
                                                          const std::string& key) override;
   StatusOr<std::vector<NodeRow>> ListNodes() override;
   StatusOr<std::optional<std::string>> GetMeta(const std::string& key) override;
+  StatusOr<std::vector<CheckpointRow>> ListCheckpoints(int64_t job_id) override;
+  StatusOr<std::vector<CheckpointRow>> LoadLiveCheckpoints() override;
   StatusOr<int64_t> MaxJobId() override;
   StatusOr<int64_t> CountJobs() override;
 
