@@ -443,10 +443,12 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : uuids;
   spec.env["SLURM_GPUS_ON_NODE"] = std::to_string(t.gpus.size());
   spec.env["MUSTER_NODE"] = options_.node;
+  spec.env["MUSTER_SERVER"] = options_.server;  // for progress reports and checkpoint commits
   spec.working_dir = !t.working_dir.empty() ? t.working_dir : home;
   spec.lease_file = options_.state_dir + "/lease";
   spec.stop_signal = t.stop_signal;
   spec.grace_ms = std::min<int64_t>(t.grace_ms, 30'000);
+  spec.resume = t.resume;
   CgroupLimits limits;
   limits.memory_bytes = t.memory_bytes;
   limits.cpu_milli = t.cpu_milli;
@@ -460,7 +462,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
 
 bool Agent::RefreshReports() {
   std::vector<proto::TaskReport> reports;
-  std::string signature, ended;
+  std::string signature, ended;  // ended: what the server must hear of at once
   for (const TaskStatus& t : executor_->Tasks()) {
     proto::TaskReport r;
     auto a = assigned_.find(t.key);
@@ -477,6 +479,18 @@ bool Agent::RefreshReports() {
       r.stop_reason = t.result->stop_reason;
       r.message = t.result->message;
       r.end_ms = t.result->end_ms;
+    }
+    if (!t.resumed.empty()) {
+      const json resumed = json::parse(t.resumed, nullptr, false);
+      if (resumed.is_object()) {
+        r.resume_known = true;
+        r.resumed_seq = resumed.value("seq", int64_t{0});
+        for (const json& k : resumed.value("skipped", json::array())) {
+          r.skipped.push_back({k.value("seq", int64_t{0}), k.value("reason", "")});
+        }
+        signature += "R";
+        ended += t.key + "R";  // the server wants it at once: it marks damaged checkpoints
+      }
     }
     signature += t.key + (t.running ? "+" : "-");
     if (!t.running) ended += t.key + ",";

@@ -126,6 +126,7 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
   t.pid_start = ProcessStartTime(t.pid);
   t.start_ms = clock_.Now().millis();
   t.meta = meta;
+  t.awaiting_resume = !spec.resume.empty();
   (void)AppendJournal(journal, json({{"pid", t.pid}, {"startTime", t.pid_start}, {"startMs", t.start_ms}}).dump());
   tasks_[key] = std::move(t);
   return Status::Ok();
@@ -172,6 +173,7 @@ void Executor::Poll() {
   }
   for (auto& [key, t] : tasks_) {
     if (t.result) continue;
+    if (t.awaiting_resume) ReadResumed(t);
     if (t.child) {
       int status = 0;
       if (::waitpid(t.pid, &status, WNOHANG) == t.pid) {
@@ -192,8 +194,20 @@ void Executor::Poll() {
   }
 }
 
+void Executor::ReadResumed(Task& t) {
+  for (const std::string& line : ReadJournal(JournalPath(t.key))) {
+    if (line.rfind("{\"resumed\"", 0) != 0) continue;
+    const json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || !j["resumed"].is_object()) continue;
+    t.resumed = j["resumed"].dump();
+    t.awaiting_resume = false;
+    return;
+  }
+}
+
 void Executor::Finish(Task& t, std::optional<int> wait_status) {
   const std::string journal = JournalPath(t.key);
+  if (t.awaiting_resume) ReadResumed(t);
   TaskResult r;
   json s;  // the shim's line
   for (const std::string& line : ReadJournal(journal)) {
@@ -250,6 +264,11 @@ void Executor::Recover() {
       const json j = json::parse(line, nullptr, false);
       if (!j.is_object()) continue;
       if (j.contains("argv") && j.contains("meta") && !j["meta"].is_discarded()) t.meta = j["meta"].dump();
+      if (j.contains("argv") && j.contains("resume") && j["resume"].is_array()) t.awaiting_resume = !j["resume"].empty();
+      if (j.contains("resumed") && j["resumed"].is_object()) {
+        t.resumed = j["resumed"].dump();
+        t.awaiting_resume = false;
+      }
       if (j.contains("pid")) {
         t.pid = j.value("pid", 0);
         t.pid_start = j.value("startTime", int64_t{0});
@@ -296,7 +315,9 @@ void Executor::Recover() {
 
 std::vector<TaskStatus> Executor::Tasks() const {
   std::vector<TaskStatus> out;
-  for (const auto& [key, t] : tasks_) out.push_back({key, !t.result.has_value(), t.start_ms, t.result, t.stopping, t.meta});
+  for (const auto& [key, t] : tasks_) {
+    out.push_back({key, !t.result.has_value(), t.start_ms, t.result, t.stopping, t.meta, t.resumed});
+  }
   return out;
 }
 

@@ -58,6 +58,9 @@ struct TaskStatus {
   std::optional<TaskResult> result;
   bool stopping = false;  // a stop was requested and it has not ended yet
   std::string meta;       // what the caller stored with it at Start
+  // The shim's checkpoint choice, {"seq":S,"skipped":[...]}, once it has
+  // verified the task's resume candidates; empty before (or without any).
+  std::string resumed;
 };
 
 class Executor {
@@ -101,7 +104,11 @@ class Executor {
     std::string stop_reason;
     std::optional<TaskResult> result;
     std::string meta = "{}";
+    bool awaiting_resume = false;  // it has candidates and the shim's choice is not read yet
+    std::string resumed;
   };
+  // Reads the shim's checkpoint choice from the journal, if it is there.
+  void ReadResumed(Task& t);
   void Finish(Task& t, std::optional<int> wait_status);
   bool Alive(const Task& t) const;
   void Recover();

@@ -16,10 +16,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "agent/task_spec.h"
+#include "checkpoint/storage.h"
 
 namespace muster::agent {
 
@@ -104,6 +107,39 @@ class Log {
   ::_exit(127);
 }
 
+// Verifies the candidates newest first; the first sound one is where the
+// job resumes. Each verdict goes to the task's log, the choice to the
+// journal (the agent reports it to the server).
+void ChooseCheckpoint(const TaskSpec& spec, const std::string& journal, Log& log,
+                      std::map<std::string, std::string>& env) {
+  nlohmann::json skipped = nlohmann::json::array();
+  int64_t chosen = 0;
+  for (const proto::ResumeCandidate& c : spec.resume) {
+    Status s = Status::Ok();
+    auto storage = checkpoint::StorageFor(c.location);
+    s = storage.ok() ? (*storage)->Verify(c.location, c.manifest_sha256) : storage.status();
+    std::string line;
+    if (s.ok()) {
+      chosen = c.seq;
+      env["MUSTER_RESUME_FROM"] = c.location;
+      env["MUSTER_RESUME_STEP"] = std::to_string(c.step);
+      line = "muster: resuming from checkpoint " + std::to_string(c.seq) + " (step " + std::to_string(c.step) + ") at " +
+             c.location + "\n";
+    } else {
+      skipped.push_back({{"seq", c.seq}, {"reason", s.message().substr(0, 1024)}});
+      line = "muster: checkpoint " + std::to_string(c.seq) + " (step " + std::to_string(c.step) + ") at " + c.location +
+             " failed verification: " + s.message() + "; skipped\n";
+    }
+    log.Write(line.data(), line.size());
+    if (chosen) break;
+  }
+  if (!chosen) {
+    const std::string line = "muster: no checkpoint passed verification; starting from the beginning\n";
+    log.Write(line.data(), line.size());
+  }
+  (void)AppendJournal(journal, nlohmann::json({{"resumed", {{"seq", chosen}, {"skipped", skipped}}}}).dump());
+}
+
 }  // namespace
 
 int RunTaskShim(const std::string& journal) {
@@ -131,8 +167,10 @@ int RunTaskShim(const std::string& journal) {
     if (fd >= 0) ::close(fd);
   }
 
+  std::map<std::string, std::string> env = spec.env;
+  if (!spec.resume.empty()) ChooseCheckpoint(spec, journal, log, env);
   std::vector<std::string> env_strings;
-  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, argv;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "proto/agent_protocol.h"
 
 namespace muster::agent {
 
@@ -37,6 +38,12 @@ struct TaskSpec {
   std::string lease_file;
   int32_t stop_signal = 15;
   int64_t grace_ms = 30'000;
+  // Checkpoints to resume from, newest first. Before starting the payload
+  // the shim verifies them in order (checkpoint/manifest.h) and passes the
+  // first sound one as MUSTER_RESUME_FROM (and MUSTER_RESUME_STEP); it
+  // records its choice in the journal as
+  // {"resumed":{"seq":S,"skipped":[{"seq":..,"reason":..}]}} (seq 0: none).
+  std::vector<proto::ResumeCandidate> resume;
 };
 
 std::string TaskSpecToJson(const TaskSpec& spec);

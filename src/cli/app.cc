@@ -9,6 +9,7 @@
 #include "cli/agent_command.h"
 #include "cli/dev_command.h"
 #include "cli/job_commands.h"
+#include "cli/report_commands.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
 
@@ -29,6 +30,7 @@ int RunMuster(int argc, char** argv) {
   DevFlags dev_flags;
   CLI::App* dev = AddDevCommand(app, dev_flags);
   std::shared_ptr<JobCommands> jobs = AddJobCommands(app);
+  std::shared_ptr<ReportCommands> reports = AddReportCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -40,6 +42,7 @@ int RunMuster(int argc, char** argv) {
   if (server->parsed()) return RunServerCommand(server_flags);
   if (agent->parsed()) return RunAgentCommand(agent_flags);
   if (dev->parsed()) return RunDevCommand(dev_flags);
+  if (const int rc = RunReportCommands(*reports); rc >= 0) return rc;
   const int rc = RunJobCommands(*jobs);
   return rc >= 0 ? rc : 2;
 }

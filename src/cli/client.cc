@@ -1,12 +1,28 @@
 #include "cli/client.h"
 
 #include <httplib.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
 namespace muster::cli {
+
+std::string DefaultServer() {
+  const char* env = std::getenv("MUSTER_SERVER");
+  return env && *env ? env : "http://127.0.0.1:8470";
+}
+
+std::string DefaultUser() {
+  const char* env = std::getenv("USER");
+  if (env && *env) return env;
+  // No $USER (a service, a container): the account this process runs as.
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_name) return pw->pw_name;
+  return "anonymous";
+}
 
 Client::Client(std::string server, std::string user, double retry_for_seconds)
     : server_(std::move(server)), user_(std::move(user)), retry_for_(retry_for_seconds) {

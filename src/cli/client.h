@@ -52,6 +52,11 @@ class Client {
   std::unique_ptr<httplib::Client> http_;
 };
 
+// $MUSTER_SERVER, else http://127.0.0.1:8470.
+std::string DefaultServer();
+// $USER, else the account this process runs as.
+std::string DefaultUser();
+
 // A random RFC 4122 version 4 UUID, for idempotency keys.
 std::string NewUuid();
 

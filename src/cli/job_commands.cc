@@ -1,6 +1,5 @@
 #include "cli/job_commands.h"
 
-#include <pwd.h>
 #include <chrono>
 #include <thread>
 #include <unistd.h>
@@ -56,19 +55,6 @@ struct JobCommands {
 };
 
 namespace {
-
-std::string DefaultServer() {
-  const char* env = std::getenv("MUSTER_SERVER");
-  return env && *env ? env : "http://127.0.0.1:8470";
-}
-
-std::string DefaultUser() {
-  const char* env = std::getenv("USER");
-  if (env && *env) return env;
-  // No $USER (a service, a container): the account this process runs as.
-  if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_name) return pw->pw_name;
-  return "anonymous";
-}
 
 int Fail(const Status& s) {
   std::cerr << "muster: " << s.message() << "\n";

@@ -90,9 +90,15 @@ std::string ToJson(const SyncRequest& r) {
   }
   json tasks = json::array();
   for (const TaskReport& t : r.tasks) {
-    tasks.push_back({{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}, {"running", t.running},
-                     {"startMs", t.start_ms}, {"exitCode", t.exit_code}, {"signal", t.signal}, {"oom", t.oom},
-                     {"stopReason", t.stop_reason}, {"message", t.message}, {"endMs", t.end_ms}});
+    json task = {{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}, {"running", t.running},
+                 {"startMs", t.start_ms}, {"exitCode", t.exit_code}, {"signal", t.signal}, {"oom", t.oom},
+                 {"stopReason", t.stop_reason}, {"message", t.message}, {"endMs", t.end_ms}};
+    if (t.resume_known) {
+      json skipped = json::array();
+      for (const SkippedCheckpoint& k : t.skipped) skipped.push_back({{"seq", k.seq}, {"reason", k.reason}});
+      task["resume"] = {{"seq", t.resumed_seq}, {"skipped", skipped}};
+    }
+    tasks.push_back(std::move(task));
   }
   return Dump({{"node", r.node},
                {"agentVersion", r.agent_version},
@@ -116,6 +122,14 @@ std::string ToJson(const SyncRequest& r) {
 
 namespace {
 
+json ResumeJson(const std::vector<ResumeCandidate>& candidates) {
+  json out = json::array();
+  for (const ResumeCandidate& c : candidates) {
+    out.push_back({{"seq", c.seq}, {"step", c.step}, {"location", c.location}, {"manifestSha256", c.manifest_sha256}});
+  }
+  return out;
+}
+
 json TaskJson(const TaskAssignment& t) {
   return {{"job", t.job},
           {"attempt", t.attempt},
@@ -131,7 +145,8 @@ json TaskJson(const TaskAssignment& t) {
           {"memoryBytes", t.memory_bytes},
           {"timeLimitMs", t.time_limit_ms},
           {"stopSignal", t.stop_signal},
-          {"graceMs", t.grace_ms}};
+          {"graceMs", t.grace_ms},
+          {"resume", ResumeJson(t.resume)}};
 }
 
 }  // namespace
@@ -208,6 +223,14 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
     e.Get(o, "stopReason", t.stop_reason);
     e.Get(o, "message", t.message);
     e.Get(o, "endMs", t.end_ms);
+    if (o.contains("resume") && o["resume"].is_object()) {
+      t.resume_known = true;
+      e.Get(o["resume"], "seq", t.resumed_seq);
+      e.List(o["resume"], "skipped", t.skipped, [](Reader& k, const json& ko, SkippedCheckpoint& s) {
+        k.Get(ko, "seq", s.seq);
+        k.Get(ko, "reason", s.reason);
+      });
+    }
   });
   rd.Get(j, "reportSeq", r.report_seq);
   rd.Get(j, "epoch", r.epoch);
@@ -250,6 +273,12 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
     e.Get(o, "timeLimitMs", t.time_limit_ms);
     e.Get(o, "stopSignal", t.stop_signal);
     e.Get(o, "graceMs", t.grace_ms);
+    e.List(o, "resume", t.resume, [](Reader& c, const json& co, ResumeCandidate& r) {
+      c.Get(co, "seq", r.seq);
+      c.Get(co, "step", r.step);
+      c.Get(co, "location", r.location);
+      c.Get(co, "manifestSha256", r.manifest_sha256);
+    });
   });
   rd.List(j, "recorded", r.recorded, [](Reader& e, const json& o, TaskRef& t) {
     e.Get(o, "job", t.job);

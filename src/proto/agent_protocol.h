@@ -50,6 +50,20 @@ struct HealthEventReport {
   int64_t time_ms = 0;
 };
 
+// A checkpoint a task may resume from (newest first in an assignment).
+struct ResumeCandidate {
+  int64_t seq = 0;
+  int64_t step = 0;
+  std::string location;
+  std::string manifest_sha256;
+};
+
+// A candidate that failed verification before launch, and why.
+struct SkippedCheckpoint {
+  int64_t seq = 0;
+  std::string reason;
+};
+
 struct TaskReport {
   int64_t job = 0;
   int32_t attempt = 0;
@@ -63,6 +77,12 @@ struct TaskReport {
   std::string stop_reason;  // "timeout", "stop", "fenced", "launch" (could not start), or empty
   std::string message;
   int64_t end_ms = 0;
+  // The checkpoint verification before launch, once done (when the task
+  // had candidates): the one it resumed from (0: none passed) and those
+  // skipped as damaged.
+  bool resume_known = false;
+  int64_t resumed_seq = 0;
+  std::vector<SkippedCheckpoint> skipped;
 };
 
 struct SyncRequest {
@@ -106,6 +126,9 @@ struct TaskAssignment {
   int64_t time_limit_ms = 0;  // 0 = none
   int32_t stop_signal = 15;   // the job's checkpoint signal (SIGUSR1 = 10, SIGTERM = 15)
   int64_t grace_ms = 30'000;
+  // The job's committed checkpoints, newest first: the first that passes
+  // verification on the node becomes MUSTER_RESUME_FROM.
+  std::vector<ResumeCandidate> resume;
 };
 
 struct TaskRef {

@@ -53,6 +53,8 @@ Status ControlLoop::Start() {
   nodes.meta.emplace_back("epoch", std::to_string(epoch_));
   for (size_t i = 0; i < state_.nodes().size(); ++i) node_index_[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   RETURN_IF_ERROR(RestoreNodes());
+  janitor_ = std::make_unique<CheckpointJanitor>();
+  RETURN_IF_ERROR(RestoreCatalog());
   RETURN_IF_ERROR(Restore());
   RETURN_IF_ERROR(store_.Commit({&nodes}));
   writer_ = std::make_unique<store::StoreWriter>(store_);
@@ -452,6 +454,7 @@ void ControlLoop::RunCycle() {
   }
   store::WriteBatch swept;
   SweepAgents(now, swept);
+  SweepStalls(now, swept);
   if (!swept.empty()) Persist(std::move(swept), nullptr);
   std::vector<std::pair<int32_t, int64_t>> running;
   for (const auto& [id, r] : state_.running()) {

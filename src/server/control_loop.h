@@ -67,6 +67,7 @@
 #include "core/cluster_state.h"
 #include "core/decisions.h"
 #include "scheduler/scheduler.h"
+#include "server/checkpoint_janitor.h"
 #include "server/options.h"
 #include "store/store.h"
 #include "store/store_writer.h"
@@ -156,6 +157,51 @@ class ControlLoop {
   // (also one a GPU fault set). Admins only. Returns the node's view.
   StatusOr<NodeView> Cordon(const std::string& node, bool cordon, const std::string& user);
 
+  // Checkpoints and progress (control_loop_checkpoints.cc).
+  //
+  // The catalog: a job's checkpoints, numbered 1, 2, ... in commit order.
+  // A commit is accepted only from the job's current attempt (a replica of
+  // an attempt that was replaced is fenced off) and only for a location
+  // below the job's checkpoint.dir; committing the same location again with
+  // the same manifest is answered with the first entry (a retried request).
+  // Retention keeps the newest checkpoint.keep COMMITTED entries; older ones
+  // become REMOVED and are deleted from storage in the background. A new
+  // attempt gets the COMMITTED entries, newest first, as its resume
+  // candidates (fixed when the attempt is created, so every replica of a
+  // gang gets the same list); the node verifies them before launch and a
+  // damaged one becomes CORRUPT, with an event, and is never offered again.
+  struct CheckpointCommit {
+    int64_t job = 0;
+    int32_t attempt = 0;
+    int64_t step = 0;
+    std::string location;
+    std::string manifest_sha256;
+    int64_t files = 0;
+    int64_t bytes = 0;
+    std::string user;
+  };
+  StatusOr<store::CheckpointRow> CommitCheckpoint(CheckpointCommit c);
+
+  // Progress of a running attempt (step, metrics, a message), kept with the
+  // attempt and shown with the job. With the job's stallTimeout set, an
+  // attempt that reported progress once and then stops reporting for that
+  // long fails as hung (a user failure: it spends a retry). The answer says
+  // whether the job should checkpoint and exit now (its attempt is being
+  // stopped: cancel, requeue, preemption, a node drain).
+  struct ProgressReport {
+    int64_t job = 0;
+    int32_t attempt = 0;
+    std::optional<int64_t> step;
+    nlohmann::json metrics = nlohmann::json::object();  // name -> number
+    std::string message;
+    std::string user;
+  };
+  struct ProgressAnswer {
+    int32_t attempt = 0;
+    bool checkpoint_requested = false;
+  };
+  StatusOr<ProgressAnswer> ReportProgress(ProgressReport p);
+
 
  private:
   using Task = std::function<void()>;
@@ -181,6 +227,7 @@ class ControlLoop {
       core::NodeIndex node = 0;
       std::vector<int32_t> gpus;
       bool seen = false;   // the agent has reported it
+      bool resume_seen = false;  // its checkpoint verification was recorded
       bool ended = false;
       std::string result;  // how it ended, for status
       std::shared_ptr<const std::string> encoded;  // its assignment, encoded once
@@ -192,6 +239,15 @@ class ControlLoop {
     std::string ending_reason;
     proto::TaskReport failure;             // the first failing replica's report
     int64_t start_ms = 0;
+    std::vector<proto::ResumeCandidate> resume;  // fixed at creation, for every replica
+    nlohmann::json resumed_from;           // the checkpoint it resumed from, once a replica verified
+    bool resume_recorded = false;
+    // Progress, as the job reported it.
+    int64_t progress_ms = 0;               // the last report (0: never)
+    int64_t progress_step = -1;
+    nlohmann::json metrics;
+    std::string progress_message;
+    int64_t progress_persisted_ms = 0;
   };
   // Retries and the record of every attempt, per job (kept in its status).
   struct JobHistory {
@@ -243,6 +299,16 @@ class ControlLoop {
   void SweepAgents(Time now, store::WriteBatch& b);
   bool AttemptManaged(const Attempt& a) const;
   nlohmann::json AttemptJson(int64_t job) const;
+  // Checkpoints (control_loop_checkpoints.cc).
+  Status RestoreCatalog();
+  std::vector<proto::ResumeCandidate> ResumeCandidates(int64_t job) const;
+  // A replica's report of the checkpoint it resumed from, and the ones it
+  // found damaged.
+  void RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b);
+  // Fails attempts that stopped reporting progress for their stallTimeout.
+  void SweepStalls(Time now, store::WriteBatch& b);
+  std::unordered_map<int64_t, std::vector<store::CheckpointRow>> catalog_;  // jobs not ended, by seq
+  std::unique_ptr<CheckpointJanitor> janitor_;
 
   std::unordered_map<int64_t, Attempt> attempts_;
   std::unordered_map<int64_t, JobHistory> history_;

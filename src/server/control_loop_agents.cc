@@ -37,6 +37,7 @@ std::pair<JobState, std::string> Classify(const proto::TaskReport& r) {
   if (r.stop_reason == "fenced") return {JobState::kNodeFail, "was stopped by its agent, which lost contact with the server"};
   if (r.stop_reason == "lost") return {JobState::kNodeFail, r.message};
   if (r.stop_reason == "launch") return {JobState::kFailed, "could not be started: " + r.message.substr(0, 512)};
+  if (r.stop_reason == "stalled") return {JobState::kFailed, r.message};
   std::string what = r.signal != 0 ? "was killed by signal " + std::to_string(r.signal)
                                    : "exited with code " + std::to_string(r.exit_code);
   if (r.stop_reason == "stop") what += " after its agent stopped it";
@@ -133,7 +134,19 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
     }
     attempts_on_node_[alloc.node].insert(job);
   }
+  a.resume = ResumeCandidates(job);
   if (restored && restored->is_object()) {
+    if (restored->contains("resumedFrom")) {
+      a.resumed_from = (*restored)["resumedFrom"];
+      a.resume_recorded = true;
+    }
+    if (restored->contains("progress") && (*restored)["progress"].is_object()) {
+      const json& p = (*restored)["progress"];
+      a.progress_step = p.value("step", int64_t{-1});
+      a.metrics = p.value("metrics", json());
+      a.progress_message = p.value("message", "");
+      a.progress_ms = clock_.Now().millis();  // a fresh stall period after a restart
+    }
     if (restored->contains("endedReplicas") && (*restored)["endedReplicas"].is_array()) {
       for (const json& e : (*restored)["endedReplicas"]) {
         if (e.is_number_integer() && e.get<size_t>() < a.replicas.size()) a.replicas[e.get<size_t>()].ended = true;
@@ -182,6 +195,11 @@ json ControlLoop::AttemptJson(int64_t job) const {
     if (!a.replicas[i].result.empty()) results.push_back({{"replica", i}, {"result", a.replicas[i].result}});
   }
   json out = {{"attempt", a.number}, {"endedReplicas", ended}, {"replicaResults", results}};
+  if (a.resume_recorded) out["resumedFrom"] = a.resumed_from;
+  if (a.progress_ms > 0) {
+    out["progress"] = {{"step", a.progress_step}, {"metrics", a.metrics.is_null() ? json::object() : a.metrics},
+                       {"message", a.progress_message}, {"timeMs", a.progress_ms}};
+  }
   if (a.ending || a.requeue) {
     out["ending"] = {{"state", a.ending ? core::JobStateName(*a.ending) : ""},
                      {"requeue", a.requeue},
@@ -251,6 +269,8 @@ void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
     replicas.push_back({{"replica", i}, {"node", state_.nodes()[a.replicas[i].node].spec.name}, {"result", a.replicas[i].result}});
   }
   record["replicas"] = replicas;
+  if (a.resume_recorded) record["resumedFrom"] = a.resumed_from;
+  if (a.progress_ms > 0) record["lastStep"] = a.progress_step;
   h.attempts.push_back(std::move(record));
 
   bool spends = false;
@@ -290,6 +310,7 @@ void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
                        : final_state == JobState::kCancelled ? "Cancelled"
                                                              : "Failed";
     b.events.push_back(Event(job, type, core::JobStateName(final_state), reason.empty() ? "all replicas exited 0" : row.reason));
+    catalog_.erase(job);  // the store keeps the entries for queries
   }
   row.status_json = AllocationsJson(job);
   b.jobs.push_back(row);
@@ -474,6 +495,11 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
       }
       Attempt::Replica& rep = it->second.replicas[t.replica];
       rep.seen = true;
+      if (t.resume_known && !rep.resume_seen) {
+        rep.resume_seen = true;
+        RecordResume(t.job, t, b);
+        out.changed = true;
+      }
       reported.insert({t.job, t.replica});
       if (!t.running) {
         if (!rep.ended) {
@@ -557,6 +583,7 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const Attempt& a, int
   t.image = a.spec->image.value_or("");
   t.env = TaskEnvironment(*a.spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1});
   t.working_dir = a.spec->working_dir.value_or("");
+  t.resume = a.resume;
   t.gpus = a.replicas[replica].gpus;
   t.cpu_milli = a.spec->resources.cpu_milli;
   t.memory_bytes = a.spec->resources.memory_bytes;

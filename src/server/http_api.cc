@@ -2,7 +2,6 @@
 
 #include <httplib.h>
 #include <sys/socket.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <charconv>
@@ -13,6 +12,7 @@
 #include "common/quantity.h"
 #include "core/job.h"
 #include "api/rfc3339.h"
+#include "checkpoint/manifest.h"
 #include "proto/agent_protocol.h"
 #include "server/job_json.h"
 
@@ -59,18 +59,6 @@ void ReplyStatus(httplib::Response& res, const Status& s) {
   ReplyError(res, e.status, e.code, s.field().empty() ? s.message() : s.field() + ": " + s.message(), s.field());
 }
 
-std::string Sha256Hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
-}
 
 bool ValidName(std::string_view s, size_t max) {
   if (s.empty() || s.size() > max) return false;
@@ -126,6 +114,49 @@ Status IntParam(const httplib::Request& req, const char* name, int64_t& out, int
                            std::string("query.") + name);
   }
   return Status::Ok();
+}
+
+// A request body that must be a JSON object with only `known` members.
+StatusOr<json> BodyObject(const httplib::Request& req, const std::vector<std::string>& known) {
+  json j = json::parse(req.body, nullptr, false);
+  if (!j.is_object()) return InvalidArgument("the body must be a JSON object", "body");
+  for (const auto& [k, v] : j.items()) {
+    if (std::find(known.begin(), known.end(), k) != known.end()) continue;
+    std::string msg = "unknown field";
+    const std::string close = ClosestMatch(k, known);
+    if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+    return InvalidArgument(msg, k);
+  }
+  return j;
+}
+
+// Member `key` of a body object as an integer (required unless `fallback`).
+Status BodyInt(const json& j, const char* key, int64_t& out, std::optional<int64_t> fallback = std::nullopt) {
+  if (!j.contains(key) || j[key].is_null()) {
+    if (fallback) {
+      out = *fallback;
+      return Status::Ok();
+    }
+    return InvalidArgument("is required", key);
+  }
+  if (!j[key].is_number_integer()) return InvalidArgument("must be an integer", key);
+  out = j[key].get<int64_t>();
+  return Status::Ok();
+}
+
+Status BodyString(const json& j, const char* key, std::string& out, size_t max, bool required) {
+  if (!j.contains(key) || j[key].is_null()) return required ? InvalidArgument("is required", key) : Status::Ok();
+  if (!j[key].is_string() || j[key].get<std::string>().size() > max) {
+    return InvalidArgument("must be a string of at most " + std::to_string(max) + " bytes", key);
+  }
+  out = j[key].get<std::string>();
+  return Status::Ok();
+}
+
+json CheckpointJson(const store::CheckpointRow& c) {
+  return {{"seq", c.seq},     {"attempt", c.attempt}, {"step", c.step},   {"location", c.location},
+          {"manifestSha256", c.manifest_sha256},      {"files", c.files}, {"bytes", c.bytes},
+          {"state", c.state}, {"note", c.note},       {"createdTime", api::FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
 }
 
 StatusOr<int64_t> PathId(const httplib::Request& req) {
@@ -258,7 +289,7 @@ void HttpApi::Routes() {
     const bool is_array = spec->array > 0;
     ControlLoop::SubmitRequest sr;
     sr.spec_json = api::JobSpecToJson(*spec);
-    sr.fingerprint = Sha256Hex(sr.spec_json);
+    sr.fingerprint = checkpoint::Sha256Hex(sr.spec_json);
     sr.spec = std::move(*spec);
     sr.user = *user;
     sr.idempotency_key = *key;
@@ -363,6 +394,80 @@ void HttpApi::Routes() {
            if (!row.ok()) return ReplyStatus(res, row.status());
            Reply(res, 200, JobJson(*row));
          });
+
+  // Checkpoints and progress, reported by the job itself (python/muster_job.py,
+  // `muster checkpoint`, `muster progress`).
+  s.Post(R"(/v1/jobs/([^/]+)/checkpoints)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = PathId(req);
+    if (!id.ok()) return ReplyStatus(res, id.status());
+    auto user = UserOf(req);
+    if (!user.ok()) return ReplyStatus(res, user.status());
+    auto body = BodyObject(req, {"attempt", "step", "location", "manifestSha256", "files", "bytes"});
+    if (!body.ok()) return ReplyStatus(res, body.status());
+    ControlLoop::CheckpointCommit c;
+    c.job = *id;
+    c.user = *user;
+    int64_t attempt = 0;
+    for (Status st : {BodyInt(*body, "attempt", attempt), BodyInt(*body, "step", c.step),
+                      BodyString(*body, "location", c.location, 4096, true),
+                      BodyString(*body, "manifestSha256", c.manifest_sha256, 64, true), BodyInt(*body, "files", c.files),
+                      BodyInt(*body, "bytes", c.bytes)}) {
+      if (!st.ok()) return ReplyStatus(res, st);
+    }
+    if (attempt < 1 || attempt > 1'000'000) return ReplyStatus(res, InvalidArgument("must be a positive attempt number", "attempt"));
+    c.attempt = static_cast<int32_t>(attempt);
+    auto row = loop_.CommitCheckpoint(std::move(c));
+    if (!row.ok()) return ReplyStatus(res, row.status());
+    Reply(res, 201, CheckpointJson(*row));
+  });
+
+  s.Get(R"(/v1/jobs/([^/]+)/checkpoints)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = PathId(req);
+    if (!id.ok()) return ReplyStatus(res, id.status());
+    auto job = store_.GetJob(*id);
+    if (!job.ok()) return ReplyStatus(res, job.status());
+    if (!job->has_value()) return ReplyStatus(res, NotFound("job " + std::to_string(*id) + " does not exist"));
+    auto rows = store_.ListCheckpoints(*id);
+    if (!rows.ok()) return ReplyStatus(res, rows.status());
+    json items = json::array();
+    for (const store::CheckpointRow& c : *rows) items.push_back(CheckpointJson(c));
+    Reply(res, 200, {{"items", items}});
+  });
+
+  s.Post(R"(/v1/jobs/([^/]+)/progress)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto id = PathId(req);
+    if (!id.ok()) return ReplyStatus(res, id.status());
+    auto user = UserOf(req);
+    if (!user.ok()) return ReplyStatus(res, user.status());
+    auto body = BodyObject(req, {"attempt", "step", "metrics", "message"});
+    if (!body.ok()) return ReplyStatus(res, body.status());
+    ControlLoop::ProgressReport p;
+    p.job = *id;
+    p.user = *user;
+    int64_t attempt = 0, step = -1;
+    for (Status st : {BodyInt(*body, "attempt", attempt), BodyInt(*body, "step", step, -1),
+                      BodyString(*body, "message", p.message, 1024, false)}) {
+      if (!st.ok()) return ReplyStatus(res, st);
+    }
+    if (attempt < 1 || attempt > 1'000'000) return ReplyStatus(res, InvalidArgument("must be a positive attempt number", "attempt"));
+    p.attempt = static_cast<int32_t>(attempt);
+    if (body->contains("step") && !(*body)["step"].is_null()) {
+      if (step < 0) return ReplyStatus(res, InvalidArgument("must be a non-negative integer", "step"));
+      p.step = step;
+    }
+    if (body->contains("metrics") && !(*body)["metrics"].is_null()) {
+      const json& m = (*body)["metrics"];
+      if (!m.is_object() || m.size() > 64) return ReplyStatus(res, InvalidArgument("must be an object of at most 64 numbers", "metrics"));
+      for (const auto& [k, v] : m.items()) {
+        if (!ValidName(k, 64)) return ReplyStatus(res, InvalidArgument("names must be 1 to 64 of [A-Za-z0-9._-]", "metrics." + k.substr(0, 64)));
+        if (!v.is_number()) return ReplyStatus(res, InvalidArgument("must be a number", "metrics." + k));
+      }
+      p.metrics = m;
+    }
+    auto answer = loop_.ReportProgress(std::move(p));
+    if (!answer.ok()) return ReplyStatus(res, answer.status());
+    Reply(res, 200, {{"attempt", answer->attempt}, {"checkpointRequested", answer->checkpoint_requested}});
+  });
 
   s.Get("/v1/queues", [this](const httplib::Request&, httplib::Response& res) {
     json items = json::array();

@@ -20,6 +20,18 @@ std::string JobJsonText(const store::JobRow& row) {
     if (detail.contains("arrayFirstId")) status["arrayFirstId"] = detail["arrayFirstId"];
     if (detail.contains("arrayIndex")) status["arrayIndex"] = detail["arrayIndex"];
     if (detail.contains("retries")) status["retries"] = detail["retries"];
+    if (detail.contains("attempt") && detail["attempt"].is_object()) {
+      const nlohmann::json& a = detail["attempt"];
+      if (a.contains("resumedFrom")) status["resumedFrom"] = a["resumedFrom"];
+      if (a.contains("progress") && a["progress"].is_object()) {
+        nlohmann::json p = a["progress"];
+        if (p.contains("timeMs") && p["timeMs"].is_number_integer()) {
+          p["time"] = api::FormatRfc3339Utc(Time::FromMillis(p["timeMs"].get<int64_t>()));
+          p.erase("timeMs");
+        }
+        status["progress"] = p;
+      }
+    }
     if (detail.contains("requeues")) status["requeues"] = detail["requeues"];
     if (detail.contains("notBeforeMs") && detail["notBeforeMs"].is_number_integer() && row.state == "PENDING") {
       status["notBefore"] = api::FormatRfc3339Utc(Time::FromMillis(detail["notBeforeMs"].get<int64_t>()));

@@ -58,7 +58,13 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
     set("MUSTER_ARRAY_TASK_ID", std::to_string(in.array_index));
     set("SLURM_ARRAY_TASK_ID", std::to_string(in.array_index));
   }
-  if (spec.checkpoint) set("MUSTER_CHECKPOINT_DIR", spec.checkpoint->dir);
+  if (spec.checkpoint) {
+    set("MUSTER_CHECKPOINT_DIR", spec.checkpoint->dir);
+    set("MUSTER_CHECKPOINT_SIGNAL", api::CheckpointSignalName(spec.checkpoint->signal));
+    if (spec.checkpoint->interval) {
+      set("MUSTER_CHECKPOINT_INTERVAL", std::to_string(spec.checkpoint->interval->millis() / 1000));
+    }
+  }
   return env;
 }
 

@@ -5,7 +5,10 @@
 // for the identifiers below, which are always Muster's):
 //   MUSTER_JOB_ID, MUSTER_ATTEMPT, MUSTER_RESTART_COUNT (attempt - 1),
 //   MUSTER_REPLICA_INDEX, MUSTER_NUM_REPLICAS, MUSTER_NODELIST,
-//   MUSTER_ARRAY_TASK_ID (arrays), MUSTER_CHECKPOINT_DIR (with a checkpoint)
+//   MUSTER_ARRAY_TASK_ID (arrays); with a checkpoint spec MUSTER_CHECKPOINT_DIR,
+//   MUSTER_CHECKPOINT_SIGNAL ("SIGUSR1"), MUSTER_CHECKPOINT_INTERVAL (seconds,
+//   when set); the agent adds MUSTER_RESUME_FROM and MUSTER_RESUME_STEP
+//   when the attempt resumes from a verified checkpoint, and MUSTER_SERVER
 //   torchrun: MASTER_ADDR (the node of replica 0), MASTER_PORT, WORLD_SIZE,
 //     RANK, NODE_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NNODES
 //   Slurm: SLURM_JOB_ID, SLURM_PROCID, SLURM_NNODES, SLURM_NTASKS,

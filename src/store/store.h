@@ -145,8 +145,7 @@ class Store {
   virtual StatusOr<std::optional<std::string>> GetMeta(const std::string& key) = 0;
   // A job's checkpoints in seq order, every state.
   virtual StatusOr<std::vector<CheckpointRow>> ListCheckpoints(int64_t job_id) = 0;
-  // The COMMITTED checkpoints of jobs not yet ended (for start-up), by job
-  // and seq.
+  // The checkpoints of jobs not yet ended (for start-up), by job and seq.
   virtual StatusOr<std::vector<CheckpointRow>> LoadLiveCheckpoints() = 0;
   virtual StatusOr<int64_t> MaxJobId() = 0;
   virtual StatusOr<int64_t> CountJobs() = 0;

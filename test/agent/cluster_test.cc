@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "agent/executor.h"
-#include "agent_process.h"
+#include "cluster_fixture.h"
 #include "process_util.h"
 #include "../server/server_process.h"
 
@@ -25,129 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-const char* kConfig = R"(
-rateLimit: {perSecond: 100000, burst: 100000}
-agents: {defaultGrace: 1s}
-)";
-
-class ClusterFixture : public ::testing::Test {
- protected:
-  explicit ClusterFixture(const char* config) : server_(config) {}
-  void SetUp() override {
-    ASSERT_TRUE(server_.Start()) << server_.log();
-    cli_ = std::make_unique<httplib::Client>(server_.url());
-    cli_->set_read_timeout(30, 0);
-  }
-  void TearDown() override {
-    for (auto& a : agents_) a->Stop();
-    if (HasFailure()) {
-      std::cerr << "--- server log\n" << server_.log();
-      for (auto& a : agents_) std::cerr << "--- agent " << a->name() << " log\n" << a->log();
-    }
-  }
-
-  std::string Name(int i) { return "t" + std::to_string(getpid()) + "-" + std::to_string(i); }
-
-  AgentProcess& AddAgent(std::vector<std::string> flags = {"--fake-gpus", "8xH100"},
-                         std::map<std::string, std::string> env = {}) {
-    const int i = static_cast<int>(agents_.size());
-    agents_.push_back(std::make_unique<AgentProcess>(server_.url(), Name(i), server_.dir() + "/agent" + std::to_string(i)));
-    agents_.back()->flags = std::move(flags);
-    agents_.back()->flags.push_back("--stop-tasks-on-exit");
-    agents_.back()->env = std::move(env);
-    agents_.back()->Start();
-    return *agents_.back();
-  }
-
-  // Waits until `n` nodes are registered.
-  void WaitNodes(size_t n) {
-    for (int i = 0; i < 1000; ++i) {
-      if (Get("/v1/nodes")["items"].size() >= n) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    FAIL() << "agents did not register";
-  }
-
-  json Get(const std::string& path) {
-    auto r = cli_->Get(path, httplib::Headers{{"X-Muster-User", User()}});
-    EXPECT_TRUE(r) << path;
-    return r ? json::parse(r->body, nullptr, false) : json();
-  }
-  std::string Text(const std::string& path) {
-    auto r = cli_->Get(path, httplib::Headers{{"X-Muster-User", User()}});
-    return r && r->status == 200 ? r->body : std::string();
-  }
-  json Post(const std::string& path, const std::string& body, const std::string& type = "application/yaml") {
-    auto r = cli_->Post(path, httplib::Headers{{"X-Muster-User", User()}}, body, type);
-    EXPECT_TRUE(r) << path;
-    return r ? json::parse(r->body, nullptr, false) : json();
-  }
-  int64_t Submit(const std::string& yaml) {
-    const json j = Post("/v1/jobs", yaml);
-    EXPECT_TRUE(j.contains("id")) << j.dump();
-    return j.value("id", int64_t{0});
-  }
-  // Waits until the job is in a state not in `transient`; returns the job.
-  json WaitEnd(int64_t id, int seconds = 60) {
-    json j;
-    for (int i = 0; i < seconds * 50; ++i) {
-      j = Get("/v1/jobs/" + std::to_string(id));
-      const std::string s = j.value("state", "");
-      if (s != "PENDING" && s != "RUNNING" && s != "COMPLETING") return j;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ADD_FAILURE() << "job " << id << " did not end: " << j.dump();
-    return j;
-  }
-  json WaitState(int64_t id, const std::string& state, int seconds = 30) {
-    json j;
-    for (int i = 0; i < seconds * 50; ++i) {
-      j = Get("/v1/jobs/" + std::to_string(id));
-      if (j.value("state", "") == state) return j;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ADD_FAILURE() << "job " << id << " never reached " << state << ": " << j.dump();
-    return j;
-  }
-  std::string Logs(int64_t id, int replica = 0) {
-    return Text("/v1/jobs/" + std::to_string(id) + "/logs?replica=" + std::to_string(replica));
-  }
-  // Waits until a file exists and has content.
-  static std::string WaitFile(const std::string& path, int seconds = 30) {
-    for (int i = 0; i < seconds * 50; ++i) {
-      std::ifstream in(path);
-      std::string s((std::istreambuf_iterator<char>(in)), {});
-      if (!s.empty() && s.back() == '\n') return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return {};
-  }
-  static std::map<std::string, std::string> EnvOf(const std::string& text) {
-    std::map<std::string, std::string> env;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-      const size_t eq = line.find('=');
-      if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
-    }
-    return env;
-  }
-  static std::string User() {
-    const char* u = std::getenv("USER");
-    return geteuid() == 0 ? "root" : (u ? u : "anonymous");
-  }
-  std::string Tmp(const std::string& name) { return server_.dir() + "/" + name; }
-
-  ServerProcess server_;
-  std::unique_ptr<httplib::Client> cli_;
-  std::vector<std::unique_ptr<AgentProcess>> agents_;
-};
-
-class ClusterTest : public ClusterFixture {
- protected:
-  ClusterTest() : ClusterFixture(kConfig) {}
-};
 
 // Failure timings shrunk so node loss plays out in seconds.
 const char* kFastFailures = R"(

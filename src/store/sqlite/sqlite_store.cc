@@ -325,7 +325,7 @@ StatusOr<std::vector<CheckpointRow>> SqliteStore::LoadLiveCheckpoints() {
   return WithReader([&](Db& db) -> StatusOr<std::vector<CheckpointRow>> {
     ASSIGN_OR_RETURN(Stmt s, db.Prepare(std::string("SELECT ") + kCheckpointColumns +
                                         " FROM checkpoints c JOIN jobs j ON j.id = c.job_id "
-                                        "WHERE j.end_ms IS NULL AND c.state = 'COMMITTED' ORDER BY c.job_id, c.seq"));
+                                        "WHERE j.end_ms IS NULL ORDER BY c.job_id, c.seq"));
     return ReadCheckpoints(s);
   });
 }

@@ -1,0 +1,219 @@
+// ControlLoop: the checkpoint catalog, resume choices and progress (see
+// "Checkpoints and progress" in control_loop.h).
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/storage.h"
+#include "server/control_loop.h"
+
+namespace muster::server {
+
+using core::JobState;
+using nlohmann::json;
+using store::JobRow;
+
+namespace {
+
+Status ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
+
+bool IsHex64(const std::string& s) {
+  return s.size() == 64 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::string Size(int64_t bytes) {
+  char buf[32];
+  if (bytes >= (1LL << 30)) {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  } else if (bytes >= (1LL << 20)) {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
+  }
+  return buf;
+}
+
+std::string Describe(const store::CheckpointRow& c) {
+  return "checkpoint " + std::to_string(c.seq) + " (step " + std::to_string(c.step) + ")";
+}
+
+}  // namespace
+
+Status ControlLoop::RestoreCatalog() {
+  ASSIGN_OR_RETURN(std::vector<store::CheckpointRow> rows, store_.LoadLiveCheckpoints());
+  for (store::CheckpointRow& row : rows) catalog_[row.job_id].push_back(std::move(row));
+  return Status::Ok();
+}
+
+std::vector<proto::ResumeCandidate> ControlLoop::ResumeCandidates(int64_t job) const {
+  std::vector<proto::ResumeCandidate> out;
+  auto it = catalog_.find(job);
+  if (it == catalog_.end()) return out;
+  for (auto c = it->second.rbegin(); c != it->second.rend(); ++c) {
+    if (c->state == "COMMITTED") out.push_back({c->seq, c->step, c->location, c->manifest_sha256});
+  }
+  return out;
+}
+
+StatusOr<store::CheckpointRow> ControlLoop::CommitCheckpoint(CheckpointCommit c) {
+  using R = StatusOr<store::CheckpointRow>;
+  return Call<R>([this, c = std::move(c)](std::function<void(R)> reply) {
+    const std::string job_name = "job " + std::to_string(c.job);
+    auto row = jobs_.find(c.job);
+    if (row == jobs_.end()) return reply(NotFound(job_name + " does not exist"));
+    if (!MayManage(row->second, c.user)) {
+      return reply(Status(StatusCode::kPermissionDenied, c.user + " may not commit checkpoints of " + job_name));
+    }
+    if (c.step < 0) return reply(InvalidArgument("must be a non-negative integer", "step"));
+    if (c.files < 1) return reply(InvalidArgument("must be at least 1", "files"));
+    if (c.bytes < 0) return reply(InvalidArgument("must be a non-negative integer", "bytes"));
+    if (!IsHex64(c.manifest_sha256)) return reply(InvalidArgument("must be 64 lower-case hex digits", "manifestSha256"));
+    // Fencing: only the attempt that runs now may commit.
+    auto a = attempts_.find(c.job);
+    if (a == attempts_.end() || a->second.number != c.attempt) {
+      const std::string now_running =
+          a == attempts_.end() ? "it has no running attempt" : "it runs attempt " + std::to_string(a->second.number);
+      return reply(FailedPrecondition("attempt " + std::to_string(c.attempt) + " of " + job_name +
+                                      " is not the current one (" + now_running + "); its checkpoint is refused"));
+    }
+    if (!a->second.spec || !a->second.spec->checkpoint) {
+      return reply(FailedPrecondition(job_name + " has no checkpoint.dir in its spec"));
+    }
+    const std::string& root = a->second.spec->checkpoint->dir;
+    if (!checkpoint::IsBelow(c.location, root)) {
+      return reply(InvalidArgument("must be a directory below the job's checkpoint.dir " + root + ", got \"" +
+                                       c.location.substr(0, 256) + "\"",
+                                   "location"));
+    }
+    std::vector<store::CheckpointRow>& entries = catalog_[c.job];
+    for (const store::CheckpointRow& e : entries) {
+      if (e.location != c.location) continue;
+      if (e.manifest_sha256 == c.manifest_sha256 && e.attempt == c.attempt) return reply(e);  // a retried request
+      return reply(Status(StatusCode::kAlreadyExists,
+                          c.location + " is already " + Describe(e) + " with another manifest; write a new directory"));
+    }
+    const int64_t now = clock_.Now().millis();
+    store::CheckpointRow entry{c.job, entries.empty() ? 1 : entries.back().seq + 1, c.attempt, c.step, c.location,
+                               c.manifest_sha256, c.files, c.bytes, "COMMITTED", "", now};
+    entries.push_back(entry);
+    store::WriteBatch b;
+    b.checkpoints.push_back(entry);
+    b.events.push_back(Event(c.job, "CheckpointCommitted", "",
+                             Describe(entry) + " by attempt " + std::to_string(c.attempt) + ": " +
+                                 std::to_string(c.files) + " files, " + Size(c.bytes) + " at " + c.location));
+    // Retention: the newest `keep` committed ones stay.
+    const int32_t keep = a->second.spec->checkpoint->keep;
+    int32_t committed = 0;
+    for (auto e = entries.rbegin(); e != entries.rend(); ++e) {
+      if (e->state != "COMMITTED" || ++committed <= keep) continue;
+      e->state = "REMOVED";
+      e->note = "retention: the newest " + std::to_string(keep) + " are kept";
+      b.checkpoints.push_back(*e);
+      janitor_->Remove(e->location, e->manifest_sha256);
+    }
+    Persist(std::move(b), [reply, entry](const Status& s) {
+      if (!s.ok()) return reply(s);
+      reply(entry);
+    });
+  }, ShuttingDown());
+}
+
+void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b) {
+  Attempt& a = attempts_.at(job);
+  std::vector<store::CheckpointRow>& entries = catalog_[job];
+  auto find = [&](int64_t seq) -> store::CheckpointRow* {
+    for (store::CheckpointRow& e : entries) {
+      if (e.seq == seq) return &e;
+    }
+    return nullptr;
+  };
+  for (const proto::SkippedCheckpoint& k : t.skipped) {
+    store::CheckpointRow* e = find(k.seq);
+    if (!e || e->state != "COMMITTED") continue;  // another replica reported it first
+    e->state = "CORRUPT";
+    e->note = k.reason.substr(0, 1024);
+    b.checkpoints.push_back(*e);
+    b.events.push_back(Event(job, "CheckpointCorrupt", "VerificationFailed",
+                             Describe(*e) + " at " + e->location + " failed verification on replica " +
+                                 std::to_string(t.replica) + "'s node: " + e->note + "; it is skipped"));
+  }
+  if (a.resume_recorded) {
+    const int64_t first = a.resumed_from.is_object() ? a.resumed_from.value("seq", int64_t{0}) : 0;
+    if (first != t.resumed_seq) {
+      b.events.push_back(Event(job, "ResumeMismatch", "", "replica " + std::to_string(t.replica) + " resumed from checkpoint " +
+                                                              std::to_string(t.resumed_seq) + ", another replica from " +
+                                                              std::to_string(first)));
+    }
+    return;
+  }
+  a.resume_recorded = true;
+  if (const store::CheckpointRow* e = t.resumed_seq > 0 ? find(t.resumed_seq) : nullptr) {
+    a.resumed_from = {{"seq", e->seq}, {"step", e->step}, {"location", e->location}};
+    b.events.push_back(Event(job, "Resumed", "", "attempt " + std::to_string(a.number) + " resumes from " + Describe(*e) +
+                                                     " at " + e->location));
+  } else {
+    a.resumed_from = nullptr;
+    b.events.push_back(Event(job, "Resumed", "NoCheckpoint",
+                             "attempt " + std::to_string(a.number) +
+                                 " starts from the beginning: none of its checkpoints passed verification"));
+  }
+  JobRow& row = jobs_.at(job);
+  row.status_json = AllocationsJson(job);
+  b.jobs.push_back(row);
+}
+
+StatusOr<ControlLoop::ProgressAnswer> ControlLoop::ReportProgress(ProgressReport p) {
+  using R = StatusOr<ProgressAnswer>;
+  return Call<R>([this, p = std::move(p)](std::function<void(R)> reply) {
+    const std::string job_name = "job " + std::to_string(p.job);
+    auto row = jobs_.find(p.job);
+    if (row == jobs_.end()) return reply(NotFound(job_name + " does not exist"));
+    if (!MayManage(row->second, p.user)) {
+      return reply(Status(StatusCode::kPermissionDenied, p.user + " may not report progress of " + job_name));
+    }
+    auto a = attempts_.find(p.job);
+    if (a == attempts_.end() || a->second.number != p.attempt) {
+      return reply(FailedPrecondition("attempt " + std::to_string(p.attempt) + " of " + job_name + " is not running"));
+    }
+    Attempt& at = a->second;
+    const int64_t now = clock_.Now().millis();
+    at.progress_ms = now;
+    if (p.step) at.progress_step = *p.step;
+    if (!p.metrics.empty()) at.metrics = p.metrics;
+    if (!p.message.empty()) at.progress_message = p.message;
+    ProgressAnswer answer{at.number, at.ending.has_value() || at.requeue};
+    // Progress is shown from the store; write it at most every 10 s a job
+    // (it is not a promise that needs to be durable before the answer).
+    if (now - at.progress_persisted_ms >= 10'000) {
+      at.progress_persisted_ms = now;
+      JobRow& job = row->second;
+      job.status_json = AllocationsJson(p.job);
+      store::WriteBatch b;
+      b.jobs.push_back(job);
+      Persist(std::move(b), nullptr);
+    }
+    reply(answer);
+  }, ShuttingDown());
+}
+
+void ControlLoop::SweepStalls(Time now, store::WriteBatch& b) {
+  std::vector<std::pair<int64_t, std::string>> stalled;
+  for (const auto& [job, a] : attempts_) {
+    if (a.ending || a.requeue || a.progress_ms == 0 || !a.spec || !a.spec->stall_timeout) continue;
+    const int64_t silent = now.millis() - a.progress_ms;
+    if (silent <= a.spec->stall_timeout->millis()) continue;
+    stalled.emplace_back(job, "made no progress for " + std::to_string(silent / 1000) + " s (stallTimeout " +
+                                  a.spec->stall_timeout->ToString() + "; last step " + std::to_string(a.progress_step) +
+                                  "): treated as hung");
+  }
+  for (const auto& [job, why] : stalled) {
+    Attempt& a = attempts_.at(job);
+    a.failure = proto::TaskReport();
+    a.failure.stop_reason = "stalled";
+    a.failure.message = why;
+    b.events.push_back(Event(job, "Stalled", "FAILED", why));
+    BeginEnding(job, JobState::kFailed, false, why, b);
+  }
+}
+
+}  // namespace muster::server

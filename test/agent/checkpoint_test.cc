@@ -1,0 +1,189 @@
+// End to end: checkpoints committed through the Python module and the CLI,
+// resumed from after a failure or a requeue, verified before launch,
+// retention, fencing of stale attempts, and hung jobs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cluster_fixture.h"
+
+namespace muster::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class CheckpointTest : public ClusterTest {
+ protected:
+  // A job running test/agent/ckpt_job.py with `env` (YAML flow pairs).
+  int64_t SubmitTrainer(const std::string& name, const std::string& env, const std::string& extra = "") {
+    return Submit("name: " + name + "\nretry: {limit: 2, backoff: {initial: 1s, factor: 1, max: 1s}}\n" +
+                  "checkpoint: {dir: " + Tmp("ckpt") + ", keep: 2, gracePeriod: 10s}\n" + extra +
+                  "env: {MUSTER_PYTHON: " + fs::absolute("python").string() + ", LOG: " + Tmp(name + ".log") +
+                  (env.empty() ? "" : ", " + env) + "}\n" + "command: [/usr/bin/python3, " +
+                  fs::absolute("test/agent/ckpt_job.py").string() + "]\n");
+  }
+  std::string Lines(const std::string& name) {
+    std::ifstream in(Tmp(name + ".log"));
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+  json Checkpoints(int64_t id) { return Get("/v1/jobs/" + std::to_string(id) + "/checkpoints")["items"]; }
+  json Events(int64_t id) { return Get("/v1/jobs/" + std::to_string(id) + "/events")["items"]; }
+  static bool HasEvent(const json& events, const std::string& type, const std::string& text) {
+    for (const json& e : events) {
+      if (e["type"] == type && e["message"].get<std::string>().find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+TEST_F(CheckpointTest, ACrashedJobResumesFromItsLastCheckpointAndRetentionKeepsTheNewest) {
+  AddAgent();
+  WaitNodes(1);
+  const int64_t id = SubmitTrainer("resume", "CRASH_AT: 25");
+  const json j = WaitEnd(id, 90);
+  ASSERT_EQ(j["state"], "COMPLETED") << j.dump() << Lines("resume");
+  EXPECT_EQ(Lines("resume"), "attempt 1 start 0\nattempt 1 crash 25\nattempt 2 start 20\nattempt 2 end 40\n");
+  ASSERT_EQ(j["attemptHistory"].size(), 2u);
+  EXPECT_FALSE(j["attemptHistory"][0].contains("resumedFrom")) << j.dump();  // nothing to resume from
+  EXPECT_EQ(j["attemptHistory"][1]["resumedFrom"]["step"], 20) << j.dump();
+  EXPECT_EQ(j["attemptHistory"][1]["lastStep"], 40) << j.dump();
+  // Four commits (steps 10, 20 by attempt 1; 30, 40 by attempt 2); keep 2.
+  const json c = Checkpoints(id);
+  ASSERT_EQ(c.size(), 4u) << c.dump();
+  const char* states[] = {"REMOVED", "REMOVED", "COMMITTED", "COMMITTED"};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(c[i]["seq"], i + 1);
+    EXPECT_EQ(c[i]["step"], 10 * (i + 1));
+    EXPECT_EQ(c[i]["attempt"], i < 2 ? 1 : 2);
+    EXPECT_EQ(c[i]["state"], states[i]) << c.dump();
+    EXPECT_EQ(c[i]["files"], 2);
+  }
+  // Retention deleted the dropped ones from storage; the kept ones verify.
+  for (int i = 0; i < 100 && (fs::exists(c[0]["location"].get<std::string>()) ||
+                              fs::exists(c[1]["location"].get<std::string>())); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(fs::exists(c[0]["location"].get<std::string>()));
+  EXPECT_FALSE(fs::exists(c[1]["location"].get<std::string>()));
+  EXPECT_TRUE(fs::exists(c[3]["location"].get<std::string>() + "/MANIFEST.json"));
+  EXPECT_TRUE(HasEvent(Events(id), "Resumed", "attempt 2 resumes from checkpoint 2 (step 20)")) << Events(id).dump();
+  EXPECT_NE(Logs(id).find("muster: resuming from checkpoint 2 (step 20)"), std::string::npos) << Logs(id);
+}
+
+TEST_F(CheckpointTest, ACorruptNewestCheckpointIsSkippedForThePreviousOne) {
+  AddAgent();
+  WaitNodes(1);
+  const int64_t id = SubmitTrainer("corrupt", "CRASH_AT: 25, CORRUPT: '1'");
+  const json j = WaitEnd(id, 90);
+  ASSERT_EQ(j["state"], "COMPLETED") << j.dump() << Lines("corrupt");
+  EXPECT_EQ(Lines("corrupt"), "attempt 1 start 0\nattempt 1 crash 25\nattempt 2 start 10\nattempt 2 end 40\n");
+  EXPECT_EQ(j["attemptHistory"][1]["resumedFrom"]["step"], 10) << j.dump();
+  const json c = Checkpoints(id);
+  ASSERT_GE(c.size(), 2u);
+  EXPECT_EQ(c[1]["state"], "CORRUPT") << c.dump();
+  EXPECT_NE(c[1]["note"].get<std::string>().find("shards/weights.bin does not match"), std::string::npos) << c.dump();
+  const json events = Events(id);
+  EXPECT_TRUE(HasEvent(events, "CheckpointCorrupt", "checkpoint 2 (step 20)")) << events.dump();
+  EXPECT_TRUE(HasEvent(events, "Resumed", "resumes from checkpoint 1 (step 10)")) << events.dump();
+}
+
+TEST_F(CheckpointTest, AJobAskedToStopCheckpointsAndTheNextAttemptResumesThere) {
+  AddAgent();
+  WaitNodes(1);
+  const int64_t id = SubmitTrainer("stop", "WAIT_STOP: '1', STEPS: 50, EVERY: 1000");
+  WaitState(id, "RUNNING");
+  for (int i = 0; i < 500 && Lines("stop").empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const json r = Post("/v1/jobs/" + std::to_string(id) + "/requeue", "", "application/json");
+  ASSERT_EQ(r.value("state", ""), "COMPLETING") << r.dump();
+  const json j = WaitEnd(id, 90);
+  ASSERT_EQ(j["state"], "COMPLETED") << j.dump() << Lines("stop");
+  // Attempt 1 saw the request (its signal, or the progress answer), saved
+  // its step and exited; attempt 2 started from exactly there.
+  std::istringstream lines(Lines("stop"));
+  std::string a, n, word;
+  int64_t stopped = -1, started = -1;
+  while (lines >> a >> n >> word) {
+    int64_t v = 0;
+    lines >> v;
+    if (n == "1" && word == "stopped") stopped = v;
+    if (n == "2" && word == "start") started = v;
+  }
+  EXPECT_GT(stopped, 0) << Lines("stop");
+  EXPECT_EQ(started, stopped) << Lines("stop");
+  EXPECT_EQ(j["attemptHistory"][0]["result"], "REQUEUED") << j.dump();
+  EXPECT_EQ(j["attemptHistory"][1]["resumedFrom"]["step"], stopped) << j.dump();
+}
+
+TEST_F(CheckpointTest, TheCliCommitsAndStaleAttemptsAndForeignPathsAreRefused) {
+  AddAgent();
+  WaitNodes(1);
+  const std::string dir = Tmp("ckpt") + "/cli/step-7";
+  const int64_t id = Submit("name: cli\ncheckpoint: {dir: " + Tmp("ckpt") + "}\n" +
+                            "command: [/bin/sh, -c, 'mkdir -p " + dir + " && echo w > " + dir + "/w && " +
+                            MUSTER_BINARY + " checkpoint commit " + dir + " --step 7 && " + MUSTER_BINARY +
+                            " progress --step 7 --metric loss=0.5 --message warm && exec sleep 300']\n");
+  WaitState(id, "RUNNING");
+  json c;
+  for (int i = 0; i < 500 && c.empty(); ++i) {
+    c = Checkpoints(id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(c.size(), 1u) << Logs(id);
+  EXPECT_EQ(c[0]["step"], 7);
+  EXPECT_EQ(c[0]["location"], fs::path(dir).lexically_normal().string());
+  EXPECT_EQ(c[0]["state"], "COMMITTED");
+  json j;
+  for (int i = 0; i < 500 && !j.contains("progress"); ++i) {
+    j = Get("/v1/jobs/" + std::to_string(id));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(j["progress"]["step"], 7) << j.dump();
+  EXPECT_EQ(j["progress"]["metrics"]["loss"], 0.5) << j.dump();
+  EXPECT_EQ(j["progress"]["message"], "warm") << j.dump();
+
+  const std::string sha = c[0]["manifestSha256"];
+  auto commit = [&](int attempt, const std::string& location) {
+    json body = {{"attempt", attempt}, {"step", 8}, {"location", location}, {"manifestSha256", sha}, {"files", 1}, {"bytes", 2}};
+    return cli_->Post("/v1/jobs/" + std::to_string(id) + "/checkpoints", httplib::Headers{{"X-Muster-User", User()}},
+                      body.dump(), "application/json");
+  };
+  auto stale = commit(2, Tmp("ckpt") + "/other");  // attempt 2 does not run
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->status, 409) << stale->body;
+  EXPECT_NE(stale->body.find("not the current one"), std::string::npos) << stale->body;
+  auto outside = commit(1, "/etc");
+  ASSERT_TRUE(outside);
+  EXPECT_EQ(outside->status, 400) << outside->body;
+  EXPECT_NE(outside->body.find("\"field\":\"location\""), std::string::npos) << outside->body;
+  auto stranger = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress", httplib::Headers{{"X-Muster-User", "mallory"}},
+                             R"({"attempt":1,"step":9})", "application/json");
+  ASSERT_TRUE(stranger);
+  EXPECT_EQ(stranger->status, 403) << stranger->body;
+  auto typo = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress", httplib::Headers{{"X-Muster-User", User()}},
+                         R"({"attempt":1,"stpe":9})", "application/json");
+  ASSERT_TRUE(typo);
+  EXPECT_EQ(typo->status, 400) << typo->body;
+  EXPECT_NE(typo->body.find("did you mean \\\"step\\\""), std::string::npos) << typo->body;
+  EXPECT_EQ(Checkpoints(id).size(), 1u);
+  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  WaitEnd(id);
+}
+
+TEST_F(CheckpointTest, AJobThatStopsReportingProgressFailsAsHung) {
+  AddAgent();
+  WaitNodes(1);
+  const int64_t id = Submit(std::string("name: hung\nstallTimeout: 2s\nretry: {limit: 0}\n") +
+                            "command: [/bin/sh, -c, '" + MUSTER_BINARY + " progress --step 1 && exec sleep 300']\n");
+  const json j = WaitEnd(id, 60);
+  EXPECT_EQ(j["state"], "FAILED") << j.dump();
+  EXPECT_NE(j["reason"].get<std::string>().find("made no progress"), std::string::npos) << j.dump();
+  EXPECT_NE(j["reason"].get<std::string>().find("treated as hung"), std::string::npos) << j.dump();
+  EXPECT_TRUE(HasEvent(Events(id), "Stalled", "last step 1")) << Events(id).dump();
+}
+
+}  // namespace
+}  // namespace muster::testing
