@@ -17,10 +17,10 @@ namespace {
 
 using OrderedJson = nlohmann::ordered_json;
 
-StatusOr<JobSpec> FromTree(StatusOr<TreePtr> tree) {
+StatusOr<JobSpec> FromTree(StatusOr<TreePtr> tree, const SpecDefaults& defaults = {}) {
   if (!tree.ok()) return tree.status();
   try {
-    return JobSpecFromTree(**tree);
+    return JobSpecFromTree(**tree, defaults);
   } catch (const std::exception& e) {
     // The schema does not throw; this is allocation failure or a bug. Either
     // way the caller gets a value, not an exception.
@@ -95,18 +95,18 @@ StatusOr<JobSpec> ParseJobSpecJson(std::string_view text) { return FromTree(Load
 
 StatusOr<JobSpec> ParseJobSpecYaml(std::string_view text) { return FromTree(LoadYamlTree(text)); }
 
-StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_type) {
+StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_type, const SpecDefaults& defaults) {
   const std::string type = MediaType(content_type);
-  if (type == "application/json") return ParseJobSpecJson(text);
+  if (type == "application/json") return FromTree(LoadJsonTree(text), defaults);
   if (type == "application/yaml" || type == "application/x-yaml" || type == "text/yaml") {
-    return ParseJobSpecYaml(text);
+    return FromTree(LoadYamlTree(text), defaults);
   }
   if (!type.empty()) {
     return InvalidArgument("unsupported content type " + QuoteForMessage(content_type) +
                                "; expected application/json or application/yaml",
                            "spec");
   }
-  return LooksLikeJson(text) ? ParseJobSpecJson(text) : ParseJobSpecYaml(text);
+  return FromTree(LooksLikeJson(text) ? LoadJsonTree(text) : LoadYamlTree(text), defaults);
 }
 
 std::string JobSpecToJson(const JobSpec& s) {

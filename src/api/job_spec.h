@@ -147,6 +147,15 @@ struct JobSpec {
   std::map<std::string, std::string> labels;
 };
 
+// What a spec gets for the retry policy and checkpoint settings it leaves
+// out: the server's configured defaults (jobDefaults), else the built-in
+// ones above. A field given in the spec always wins, also inside `retry`.
+struct SpecDefaults {
+  RetrySpec retry;
+  Duration grace_period = Duration::Minutes(5);
+  int32_t keep = 3;
+};
+
 // Field-by-field equality (core::Dependency has no operator==).
 bool operator==(const JobSpec& a, const JobSpec& b);
 
@@ -160,7 +169,8 @@ StatusOr<JobSpec> ParseJobSpecYaml(std::string_view text);
 // application/x-yaml or text/yaml (parameters such as "; charset=utf-8" and
 // letter case are ignored); empty: JSON if the first non-blank character is
 // '{', else YAML. Other types: InvalidArgument with field "spec".
-StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_type);
+StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_type,
+                               const SpecDefaults& defaults = {});
 
 // Canonical JSON: every field in the order above with its default made
 // explicit, unset optional fields as null, durations as "2h30m"/"unlimited",

@@ -189,10 +189,12 @@ StatusOr<std::map<std::string, std::string>> ReadLabels(const TreeNode& node,
   return labels;
 }
 
-StatusOr<CheckpointSpec> ReadCheckpoint(const TreeNode& node, const std::string& path) {
+StatusOr<CheckpointSpec> ReadCheckpoint(const TreeNode& node, const std::string& path, const SpecDefaults& defaults) {
   static const std::vector<std::string> kFields = {"dir", "interval", "signal", "gracePeriod", "keep"};
   ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
   CheckpointSpec c;
+  c.grace_period = defaults.grace_period;
+  c.keep = defaults.keep;
   if (obj.Find("dir") == nullptr) return InvalidArgument("is required", obj.Path("dir"));
   RETURN_IF_ERROR(obj.Read("dir", c.dir, ReadString, kPathRule));
   RETURN_IF_ERROR(obj.Read("interval", c.interval, ReadDuration, kIntervalRule));
@@ -202,10 +204,10 @@ StatusOr<CheckpointSpec> ReadCheckpoint(const TreeNode& node, const std::string&
   return c;
 }
 
-StatusOr<BackoffSpec> ReadBackoff(const TreeNode& node, const std::string& path) {
+StatusOr<BackoffSpec> ReadBackoff(const TreeNode& node, const std::string& path, const BackoffSpec& base) {
   static const std::vector<std::string> kFields = {"initial", "factor", "max"};
   ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
-  BackoffSpec b;
+  BackoffSpec b = base;
   RETURN_IF_ERROR(obj.Read("initial", b.initial, ReadDuration, kBackoffRule));
   RETURN_IF_ERROR(
       obj.Read("factor", b.factor, ReadInt, int64_t{1}, int64_t{10}, std::string_view()));
@@ -229,14 +231,14 @@ StatusOr<std::vector<int32_t>> ReadExitCodes(const TreeNode& node, const std::st
   return out;
 }
 
-StatusOr<RetrySpec> ReadRetry(const TreeNode& node, const std::string& path) {
+StatusOr<RetrySpec> ReadRetry(const TreeNode& node, const std::string& path, const RetrySpec& base) {
   static const std::vector<std::string> kFields = {"limit", "backoff", "failOnExitCodes",
                                                    "retryOnOom"};
   ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
-  RetrySpec r;
+  RetrySpec r = base;
   RETURN_IF_ERROR(
       obj.Read("limit", r.limit, ReadInt, int64_t{0}, int64_t{100}, std::string_view()));
-  RETURN_IF_ERROR(obj.Read("backoff", r.backoff, ReadBackoff));
+  RETURN_IF_ERROR(obj.Read("backoff", r.backoff, ReadBackoff, base.backoff));
   RETURN_IF_ERROR(obj.Read("failOnExitCodes", r.fail_on_exit_codes, ReadExitCodes));
   RETURN_IF_ERROR(obj.Read("retryOnOom", r.retry_on_oom, ReadBool));
   return r;
@@ -324,7 +326,7 @@ StatusOr<Time> ReadTimestamp(const TreeNode& node, const std::string& path) {
 
 }  // namespace
 
-StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root) {
+StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defaults) {
   static const std::vector<std::string> kFields = {
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "image", "env",          "workingDir", "timeLimit", "topology",
@@ -355,8 +357,9 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root) {
   RETURN_IF_ERROR(obj.Read("timeLimit", spec.time_limit, ReadDuration, kTimeLimitRule));
   RETURN_IF_ERROR(obj.Read("topology", spec.topology, ReadTopology));
   RETURN_IF_ERROR(obj.Read("stallTimeout", spec.stall_timeout, ReadDuration, kStallRule));
-  RETURN_IF_ERROR(obj.Read("checkpoint", spec.checkpoint, ReadCheckpoint));
-  RETURN_IF_ERROR(obj.Read("retry", spec.retry, ReadRetry));
+  RETURN_IF_ERROR(obj.Read("checkpoint", spec.checkpoint, ReadCheckpoint, defaults));
+  spec.retry = defaults.retry;
+  RETURN_IF_ERROR(obj.Read("retry", spec.retry, ReadRetry, defaults.retry));
   RETURN_IF_ERROR(obj.Read("dependencies", spec.dependencies, ReadDependencies));
   RETURN_IF_ERROR(obj.Read("beginTime", spec.begin_time, ReadTimestamp));
   RETURN_IF_ERROR(obj.Read("hold", spec.hold, ReadBool));

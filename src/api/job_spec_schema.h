@@ -12,6 +12,8 @@ namespace muster::api {
 // unknown and duplicate keys of an object first (document order), then its
 // fields in the order of job_spec.h, then rules that span fields (command
 // versus script, backoff max versus initial).
-StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root);
+// Fields the spec leaves out of `retry` and `checkpoint` come from
+// `defaults`.
+StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defaults = {});
 
 }  // namespace muster::api

@@ -284,7 +284,7 @@ void HttpApi::Routes() {
       return ReplyError(res, 413, "PayloadTooLarge",
                         "YAML bodies are limited to " + std::to_string(kMaxYamlBytes) + " bytes; send JSON");
     }
-    auto spec = api::ParseJobSpec(req.body, type);
+    auto spec = api::ParseJobSpec(req.body, type, options_.job_defaults);
     if (!spec.ok()) return ReplyStatus(res, spec.status());
     const bool is_array = spec->array > 0;
     ControlLoop::SubmitRequest sr;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "api/job_spec.h"
 #include "config/node_list.h"
 #include "config/yaml_fields.h"
 
@@ -63,6 +64,44 @@ Status ServerOptions::Validate() const {
   return Status::Ok();
 }
 
+namespace {
+
+// jobDefaults: {retry: {...}, checkpoint: {gracePeriod, keep}}. Validated
+// by the job spec's own rules (a probe spec carrying them), so a default
+// can be exactly what a spec may say, with the same messages.
+StatusOr<api::SpecDefaults> ParseJobDefaults(const YAML::Node& d) {
+  const std::string path = "server.jobDefaults";
+  if (!d.IsMap()) return InvalidArgument("must be a mapping {retry, checkpoint}", path);
+  RETURN_IF_ERROR(CheckKeys(d, {"retry", "checkpoint"}, path));
+  YAML::Node probe(YAML::NodeType::Map);
+  probe["command"].push_back("true");
+  if (d["retry"]) probe["retry"] = YAML::Clone(d["retry"]);
+  if (d["checkpoint"]) {
+    if (!d["checkpoint"].IsMap()) return InvalidArgument("must be a mapping {gracePeriod, keep}", path + ".checkpoint");
+    RETURN_IF_ERROR(CheckKeys(d["checkpoint"], {"gracePeriod", "keep"}, path + ".checkpoint"));
+    YAML::Node c = YAML::Clone(d["checkpoint"]);
+    c["dir"] = "/";
+    probe["checkpoint"] = c;
+  }
+  YAML::Emitter out;
+  out << probe;
+  auto spec = api::ParseJobSpecYaml(out.c_str());
+  if (!spec.ok()) {
+    std::string field = spec.status().field();
+    if (field.rfind("spec.", 0) == 0) field = path + field.substr(4);
+    return InvalidArgument(spec.status().message(), field);
+  }
+  api::SpecDefaults defaults;
+  defaults.retry = spec->retry;
+  if (spec->checkpoint) {
+    defaults.grace_period = spec->checkpoint->grace_period;
+    defaults.keep = spec->checkpoint->keep;
+  }
+  return defaults;
+}
+
+}  // namespace
+
 StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const std::string& source) {
   ASSIGN_OR_RETURN(YAML::Node root, config::LoadYaml(yaml_text, source));
   ServerOptions o;
@@ -71,7 +110,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit", "threads",
-                                     "agents", "nodes", "nodeGroups"},
+                                     "agents", "jobDefaults", "nodes", "nodeGroups"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -172,6 +211,9 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (root["threads"]) {
       ASSIGN_OR_RETURN(int64_t t, config::Int(root["threads"], "server.threads", 2, 1024));
       o.threads = static_cast<int>(t);
+    }
+    if (const YAML::Node d = root["jobDefaults"]) {
+      ASSIGN_OR_RETURN(o.job_defaults, ParseJobDefaults(d));
     }
     if (const YAML::Node a = root["agents"]) {
       if (!a.IsMap()) return InvalidArgument("must be a mapping {unreachableAfter, lostAfter, maxLostFraction, lease, defaultGrace, syncWait}", "server.agents");

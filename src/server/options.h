@@ -17,6 +17,9 @@
 //   threads: 128             # HTTP threads; each agent's waiting sync holds one
 //   agents: {unreachableAfter: 20s, lostAfter: 120s, maxLostFraction: 0.3, lease: 60s,
 //            defaultGrace: 30s, syncWait: 10s}
+//   jobDefaults:             # what a job spec gets for fields it leaves out
+//     retry: {limit: 3, backoff: {initial: 30s, factor: 2, max: 10m}, failOnExitCodes: [], retryOnOom: false}
+//     checkpoint: {gracePeriod: 5m, keep: 3}
 //   nodes:                   # static nodes (agents register theirs)
 //     - {name: n1, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, leaf: l1, spine: s1}
 //   nodeGroups: [...]        # as in the simulator's cluster file
@@ -26,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "api/job_spec.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "core/cluster_state.h"
@@ -59,6 +63,9 @@ struct ServerOptions {
   Duration agent_lease = Duration::Seconds(60);
   Duration default_grace = Duration::Seconds(30);
   Duration agent_sync_wait = Duration::Seconds(10);
+  // Defaults for the retry policy and checkpoint settings of submitted
+  // specs (a stored spec keeps the values it was accepted with).
+  api::SpecDefaults job_defaults;
   std::vector<core::NodeSpec> nodes;
 
   Status Validate() const;

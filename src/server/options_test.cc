@@ -1,0 +1,67 @@
+#include "server/options.h"
+
+#include <gtest/gtest.h>
+
+namespace muster::server {
+namespace {
+
+TEST(JobDefaults, AreReadAndAppliedToSpecsThatLeaveThemOut) {
+  auto o = ParseServerOptions(R"(
+jobDefaults:
+  retry: {limit: 7, backoff: {initial: 5s}, failOnExitCodes: [2]}
+  checkpoint: {gracePeriod: 2m, keep: 5}
+)", "test.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  const api::SpecDefaults& d = o->job_defaults;
+  EXPECT_EQ(d.retry.limit, 7);
+  EXPECT_EQ(d.retry.backoff.initial, Duration::Seconds(5));
+  EXPECT_EQ(d.retry.backoff.max, Duration::Minutes(10));  // the built-in default
+  EXPECT_EQ(d.retry.fail_on_exit_codes, std::vector<int32_t>{2});
+  EXPECT_EQ(d.grace_period, Duration::Minutes(2));
+  EXPECT_EQ(d.keep, 5);
+
+  // A spec without retry gets them all; one that sets a field keeps it and
+  // gets the rest.
+  auto bare = api::ParseJobSpec("command: [x]\ncheckpoint: {dir: /c}\n", "application/yaml", d);
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare->retry.limit, 7);
+  EXPECT_EQ(bare->retry.backoff.initial, Duration::Seconds(5));
+  EXPECT_EQ(bare->checkpoint->grace_period, Duration::Minutes(2));
+  EXPECT_EQ(bare->checkpoint->keep, 5);
+  auto own = api::ParseJobSpec("command: [x]\nretry: {limit: 1, backoff: {factor: 3}}\ncheckpoint: {dir: /c, keep: 1}\n",
+                               "application/yaml", d);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(own->retry.limit, 1);
+  EXPECT_EQ(own->retry.backoff.factor, 3);
+  EXPECT_EQ(own->retry.backoff.initial, Duration::Seconds(5));
+  EXPECT_EQ(own->retry.fail_on_exit_codes, std::vector<int32_t>{2});
+  EXPECT_EQ(own->checkpoint->keep, 1);
+  EXPECT_EQ(own->checkpoint->grace_period, Duration::Minutes(2));
+  // Without configuration: the built-in defaults.
+  auto plain = api::ParseJobSpec("command: [x]\n", "application/yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->retry.limit, 3);
+}
+
+TEST(JobDefaults, BadValuesNameTheServerOption) {
+  struct Case {
+    const char* yaml;
+    const char* field;
+  } cases[] = {
+      {"jobDefaults: {retry: {limit: -1}}", "server.jobDefaults.retry.limit"},
+      {"jobDefaults: {retry: {limt: 2}}", "server.jobDefaults.retry.limt"},
+      {"jobDefaults: {retry: {backoff: {initial: 1h, max: 1m}}}", "server.jobDefaults.retry.backoff.max"},
+      {"jobDefaults: {checkpoint: {keep: 0}}", "server.jobDefaults.checkpoint.keep"},
+      {"jobDefaults: {checkpoint: {dir: /x}}", "server.jobDefaults.checkpoint.dir"},
+      {"jobDefaults: {retries: {}}", "server.jobDefaults.retries"},
+      {"jobDefaults: 3", "server.jobDefaults"},
+  };
+  for (const Case& c : cases) {
+    auto o = ParseServerOptions(c.yaml, "test.yaml");
+    ASSERT_FALSE(o.ok()) << c.yaml;
+    EXPECT_EQ(o.status().field(), c.field) << c.yaml << ": " << o.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace muster::server
