@@ -143,7 +143,7 @@ void Executor::Stop(const std::string& key, int signal, Duration grace, const st
   if (cgroups_) {
     cgroups_->Signal(key, signal, t.pid);
   } else if (t.pid > 1) {
-    ::kill(-t.pid, signal);  // the shim leads the task's process group and ignores it
+    ::kill(-t.pid, signal);  // the shim leads the task's process group and blocks it
   }
 }
 

@@ -28,7 +28,12 @@ namespace muster::agent {
 
 namespace {
 
-constexpr int kIgnored[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGPIPE};
+// Signals the shim never acts on: the stop signal goes to every process of
+// the task, the shim included. Blocked, not ignored: the payload child
+// inherits the mask, so a stop signal that arrives between fork and exec
+// stays pending and is delivered once the child unblocks it (an ignored one
+// would be lost, and the task would only die at the end of its grace).
+constexpr int kIgnored[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
 
 void WriteAll(int fd, const char* data, size_t n) {
   while (n > 0) {
@@ -80,6 +85,7 @@ class Log {
 [[noreturn]] void ExecPayload(const TaskSpec& spec, const std::vector<char*>& argv, const std::vector<char*>& envp,
                               int out_fd) {
   for (int sig : kIgnored) ::signal(sig, SIG_DFL);
+  ::signal(SIGPIPE, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -155,7 +161,11 @@ int RunTaskShim(const std::string& journal) {
   }
   const TaskSpec spec = std::move(*parsed);
   ::setsid();
-  for (int sig : kIgnored) ::signal(sig, SIG_IGN);
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  for (int sig : kIgnored) sigaddset(&blocked, sig);
+  sigprocmask(SIG_BLOCK, &blocked, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
   Log log(spec.log_path, spec.log_max_bytes);
   for (const std::string& procs : spec.cgroup_procs) {
     const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
@@ -231,7 +241,7 @@ int RunTaskShim(const std::string& journal) {
         const std::string msg = "muster: the agent's lease ran out; stopping the task (fenced)\n";
         log.Write(msg.data(), msg.size());
         fencing = true;
-        ::kill(-::getpgrp(), spec.stop_signal);  // the shim ignores it
+        ::kill(-::getpgrp(), spec.stop_signal);  // the shim blocks it
         kill_at = now() + std::chrono::milliseconds(spec.grace_ms);
       }
     } else if (now() >= kill_at) {

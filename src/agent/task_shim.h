@@ -11,10 +11,13 @@
 //
 // Because the shim, not the agent, waits for the payload, a task keeps
 // running and its exit status is kept when the agent dies or restarts: a new
-// agent adopts it by reading the files. The shim ignores the signals the
-// agent sends to the task (SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2) so it
-// outlives a graceful stop; the payload gets them with their default
-// actions restored.
+// agent adopts it by reading the files. The shim blocks the signals the
+// agent sends to the task (SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2,
+// SIGQUIT) so it outlives a graceful stop; the payload gets them with their
+// default actions restored, including one sent before it had started.
+//
+// With resume candidates in its spec, the shim first verifies them (see
+// TaskSpec::resume) and passes the first intact one to the payload.
 #pragma once
 
 #include <string>

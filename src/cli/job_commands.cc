@@ -461,9 +461,12 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->logs->add_option("--tail", c->tail, "Only the last N lines")->check(CLI::NonNegativeNumber);
   c->logs->add_flag("-f,--follow", c->follow, "Keep printing new output until the job ends");
 
-  for (const char* verb : {"cordon", "uncordon"}) {
-    CLI::App* sub = app.add_subcommand(verb, std::string(verb) == "cordon" ? "Give nodes no new work (admins)"
-                                                                           : "Let cordoned nodes take work again (admins)");
+  for (const char* verb : {"cordon", "uncordon", "drain"}) {
+    const std::string v = verb;
+    CLI::App* sub = app.add_subcommand(
+        verb, v == "cordon"   ? "Give nodes no new work (admins)"
+              : v == "drain" ? "Cordon nodes and requeue their jobs, each after its checkpoint signal (admins)"
+                             : "Let cordoned nodes take work again (admins)");
     common(sub);
     sub->add_option("nodes", c->nodes, "Node names")->required();
     c->node_actions.emplace_back(sub, verb);

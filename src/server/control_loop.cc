@@ -183,13 +183,17 @@ void ControlLoop::Run() {
     std::deque<Task> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      const Duration wait = dirty_ ? cycle_gap_ : options_.cycle_interval;
+      Duration wait = dirty_ ? cycle_gap_ : options_.cycle_interval;
+      if (!delayed_stops_.empty()) {
+        wait = std::min(wait, std::max(Duration::Zero(), Time::FromMillis(delayed_stops_.begin()->first) - clock_.Now()));
+      }
       cv_.wait_for(lock, std::chrono::milliseconds(wait.millis()), [&] { return stop_ || !tasks_.empty(); });
       batch.swap(tasks_);
       if (stop_ && batch.empty()) return;
     }
     for (Task& t : batch) t();
     const Time now = clock_.Now();
+    ReleaseDueStops(now);
     const Duration since = now - last_cycle_;
     if ((dirty_ && since >= cycle_gap_) || since >= options_.cycle_interval) {
       RunCycle();
@@ -417,12 +421,17 @@ void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, b
     it->second.ending = final_state;
     it->second.requeue = false;
     it->second.ending_reason = reason;
+    if (it->second.stop_at_ms > clock_.Now().millis()) {  // a waiting staggered stop: now
+      it->second.stop_at_ms = 0;
+      for (const Attempt::Replica& r : it->second.replicas) TouchNode(r.node);
+    }
     JobRow& row = jobs_.at(id);
     row.reason = reason + "; stopping its replicas";
     row.status_json = AllocationsJson(id);
     b.jobs.push_back(row);
   } else {
-    BeginEnding(id, final_state, requeue, reason, b);
+    // A requeue asks for a checkpoint: staggered with the others.
+    BeginEnding(id, final_state, requeue, reason, b, /*staggered=*/requeue);
   }
   if (jobs_.at(id).state == "COMPLETING") {
     b.events.push_back(Event(id, requeue ? "Requeuing" : "Cancelling", "", reason + "; stopping its replicas"));

@@ -155,7 +155,10 @@ class ControlLoop {
 
   // Cordons a node (no new work; running jobs stay) or clears a cordon
   // (also one a GPU fault set). Admins only. Returns the node's view.
-  StatusOr<NodeView> Cordon(const std::string& node, bool cordon, const std::string& user);
+  // `drain` also requeues every job running there: each gets its
+  // checkpoint signal and grace period (staggered, see BeginEnding), then
+  // goes back to PENDING without spending a retry.
+  StatusOr<NodeView> Cordon(const std::string& node, bool cordon, const std::string& user, bool drain = false);
 
   // Checkpoints and progress (control_loop_checkpoints.cc).
   //
@@ -248,6 +251,7 @@ class ControlLoop {
     nlohmann::json metrics;
     std::string progress_message;
     int64_t progress_persisted_ms = 0;
+    int64_t stop_at_ms = 0;                // a staggered stop reaches the agents at this time
   };
   // Retries and the record of every attempt, per job (kept in its status).
   struct JobHistory {
@@ -284,9 +288,18 @@ class ControlLoop {
   // their nodes.
   void Dispatch(const std::vector<std::pair<int64_t, int32_t>>& started);
   // Starts tearing down a running job's attempt; ends it at once when no
-  // replica runs.
+  // replica runs. `staggered` (requeue, drain, preemption: stops that ask
+  // for a checkpoint, often many at once): the stop reaches the agents at
+  // the next free slot of checkpoints.signalsPerSecond, so shared storage
+  // is not flooded by every job checkpointing at the same moment.
   void BeginEnding(int64_t job, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
-                   store::WriteBatch& b);
+                   store::WriteBatch& b, bool staggered = false);
+  // Sends the staggered stops whose time has come (nudges their nodes).
+  void ReleaseDueStops(Time now);
+  // Whether agents should stop the attempt's replicas now.
+  bool StopReleased(const Attempt& a, int64_t now_ms) const {
+    return (a.ending || a.requeue) && now_ms >= a.stop_at_ms;
+  }
   void ReplicaEnded(int64_t job, int32_t replica, const proto::TaskReport& r, store::WriteBatch& b);
   void FinishAttempt(int64_t job, store::WriteBatch& b);
   void BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out);
@@ -309,6 +322,8 @@ class ControlLoop {
   void SweepStalls(Time now, store::WriteBatch& b);
   std::unordered_map<int64_t, std::vector<store::CheckpointRow>> catalog_;  // jobs not ended, by seq
   std::unique_ptr<CheckpointJanitor> janitor_;
+  int64_t next_stop_slot_ms_ = 0;
+  std::set<std::pair<int64_t, int64_t>> delayed_stops_;  // (stop_at_ms, job)
 
   std::unordered_map<int64_t, Attempt> attempts_;
   std::unordered_map<int64_t, JobHistory> history_;

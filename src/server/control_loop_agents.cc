@@ -209,12 +209,21 @@ json ControlLoop::AttemptJson(int64_t job) const {
 }
 
 void ControlLoop::BeginEnding(int64_t job, std::optional<JobState> final_state, bool requeue, const std::string& reason,
-                              store::WriteBatch& b) {
+                              store::WriteBatch& b, bool staggered) {
   Attempt& a = attempts_.at(job);
   a.ending = final_state;
   a.requeue = requeue;
   a.ending_reason = reason;
-  for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
+  const int64_t now = clock_.Now().millis();
+  a.stop_at_ms = 0;
+  if (staggered && options_.checkpoint_signals_per_second > 0) {
+    a.stop_at_ms = std::max(now, next_stop_slot_ms_);
+    next_stop_slot_ms_ = a.stop_at_ms + std::max<int64_t>(1, 1000 / options_.checkpoint_signals_per_second);
+    if (a.stop_at_ms > now) delayed_stops_.insert({a.stop_at_ms, job});
+  }
+  if (a.stop_at_ms <= now) {
+    for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
+  }
   const bool any_running = AttemptManaged(a) && std::any_of(a.replicas.begin(), a.replicas.end(),
                                                             [](const Attempt::Replica& r) { return !r.ended; });
   if (!any_running) {
@@ -549,10 +558,21 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
   }, ShuttingDown());
 }
 
+void ControlLoop::ReleaseDueStops(Time now) {
+  while (!delayed_stops_.empty() && delayed_stops_.begin()->first <= now.millis()) {
+    const auto [at, job] = *delayed_stops_.begin();
+    delayed_stops_.erase(delayed_stops_.begin());
+    auto it = attempts_.find(job);
+    if (it == attempts_.end() || it->second.stop_at_ms != at) continue;
+    for (const Attempt::Replica& r : it->second.replicas) TouchNode(r.node);
+  }
+}
+
 void ControlLoop::BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out) {
+  const int64_t now = clock_.Now().millis();
   for (int64_t job : attempts_on_node_[node]) {
     Attempt& a = attempts_.at(job);
-    if (a.ending || a.requeue || !a.spec || !a.dispatchable) continue;
+    if (StopReleased(a, now) || !a.spec || !a.dispatchable) continue;
     for (size_t i = 0; i < a.replicas.size(); ++i) {
       Attempt::Replica& r = a.replicas[i];
       if (r.node != node || r.ended) continue;
@@ -654,21 +674,33 @@ void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {
   }
 }
 
-StatusOr<ControlLoop::NodeView> ControlLoop::Cordon(const std::string& node, bool cordon, const std::string& user) {
+StatusOr<ControlLoop::NodeView> ControlLoop::Cordon(const std::string& node, bool cordon, const std::string& user,
+                                                    bool drain) {
   using R = StatusOr<NodeView>;
-  return Call<R>([this, node, cordon, user](std::function<void(R)> reply) {
+  return Call<R>([this, node, cordon, user, drain](std::function<void(R)> reply) {
+    const std::string verb = drain ? "drain" : cordon ? "cordon" : "uncordon";
     if (std::find(options_.admins.begin(), options_.admins.end(), user) == options_.admins.end()) {
-      return reply(Status(StatusCode::kPermissionDenied, "only an admin may " + std::string(cordon ? "cordon" : "uncordon") +
-                                                             " a node; " + user + " is not one (server option admins)"));
+      return reply(Status(StatusCode::kPermissionDenied,
+                          "only an admin may " + verb + " a node; " + user + " is not one (server option admins)"));
     }
     auto idx = node_index_.find(node);
     if (idx == node_index_.end()) return reply(NotFound("node " + node + " does not exist"));
     AgentNode& a = agents_[node];
     const std::string before = a.cordon;
-    a.cordon = cordon ? (before.empty() ? "cordoned by " + user : before) : "";
+    a.cordon = cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "";
     (void)state_.SetSchedulable(idx->second, !a.unreachable && a.cordon.empty());
     dirty_ = true;
     store::WriteBatch b;
+    if (drain) {
+      const std::set<int64_t> jobs = attempts_on_node_[idx->second];
+      for (int64_t job : jobs) {
+        auto it = attempts_.find(job);
+        if (it == attempts_.end() || it->second.ending || it->second.requeue) continue;
+        const std::string why = "its node " + node + " is drained by " + user;
+        BeginEnding(job, std::nullopt, true, why, b, /*staggered=*/true);
+        if (jobs_.at(job).state == "COMPLETING") b.events.push_back(Event(job, "Requeuing", "Drain", why + "; stopping its replicas"));
+      }
+    }
     if (a.status_json != "{}") {
       json status = json::parse(a.status_json, nullptr, false);
       if (status.is_object()) {
@@ -682,8 +714,8 @@ StatusOr<ControlLoop::NodeView> ControlLoop::Cordon(const std::string& node, boo
       }
     }
     if (before != a.cordon) {
-      b.events.push_back({0, 0, clock_.Now().millis(), cordon ? "NodeCordoned" : "NodeUncordoned", "",
-                          node + (cordon ? " cordoned by " : " uncordoned by ") + user});
+      b.events.push_back({0, 0, clock_.Now().millis(), drain ? "NodeDrained" : cordon ? "NodeCordoned" : "NodeUncordoned", "",
+                          node + " " + verb + "ed by " + user});
     }
     const core::Node& n = state_.nodes()[idx->second];
     NodeView view{n.spec, n.free, n.schedulable, 0, a.status_json};

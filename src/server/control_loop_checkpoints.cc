@@ -181,7 +181,7 @@ StatusOr<ControlLoop::ProgressAnswer> ControlLoop::ReportProgress(ProgressReport
     if (p.step) at.progress_step = *p.step;
     if (!p.metrics.empty()) at.metrics = p.metrics;
     if (!p.message.empty()) at.progress_message = p.message;
-    ProgressAnswer answer{at.number, at.ending.has_value() || at.requeue};
+    ProgressAnswer answer{at.number, StopReleased(at, now)};
     // Progress is shown from the store; write it at most every 10 s a job
     // (it is not a promise that needs to be durable before the answer).
     if (now - at.progress_persisted_ms >= 10'000) {

@@ -537,10 +537,11 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"items", items}});
   });
 
-  s.Post(R"(/v1/nodes/([^/]+)/(cordon|uncordon))", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Post(R"(/v1/nodes/([^/]+)/(cordon|uncordon|drain))", [this](const httplib::Request& req, httplib::Response& res) {
     auto user = UserOf(req);
     if (!user.ok()) return ReplyStatus(res, user.status());
-    auto view = loop_.Cordon(req.matches[1], req.matches[2] == "cordon", *user);
+    const std::string verb = req.matches[2];
+    auto view = loop_.Cordon(req.matches[1], verb != "uncordon", *user, verb == "drain");
     if (!view.ok()) return ReplyStatus(res, view.status());
     Reply(res, 200, {{"name", view->spec.name}, {"schedulable", view->schedulable}});
   });

@@ -110,7 +110,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit", "threads",
-                                     "agents", "jobDefaults", "nodes", "nodeGroups"},
+                                     "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -211,6 +211,14 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (root["threads"]) {
       ASSIGN_OR_RETURN(int64_t t, config::Int(root["threads"], "server.threads", 2, 1024));
       o.threads = static_cast<int>(t);
+    }
+    if (const YAML::Node c = root["checkpoints"]) {
+      if (!c.IsMap()) return InvalidArgument("must be a mapping {signalsPerSecond}", "server.checkpoints");
+      RETURN_IF_ERROR(CheckKeys(c, {"signalsPerSecond"}, "server.checkpoints"));
+      if (c["signalsPerSecond"]) {
+        ASSIGN_OR_RETURN(o.checkpoint_signals_per_second,
+                         config::Int(c["signalsPerSecond"], "server.checkpoints.signalsPerSecond", 0, 1000));
+      }
     }
     if (const YAML::Node d = root["jobDefaults"]) {
       ASSIGN_OR_RETURN(o.job_defaults, ParseJobDefaults(d));

@@ -17,6 +17,7 @@
 //   threads: 128             # HTTP threads; each agent's waiting sync holds one
 //   agents: {unreachableAfter: 20s, lostAfter: 120s, maxLostFraction: 0.3, lease: 60s,
 //            defaultGrace: 30s, syncWait: 10s}
+//   checkpoints: {signalsPerSecond: 20}   # staggered checkpoint stops (0: no limit)
 //   jobDefaults:             # what a job spec gets for fields it leaves out
 //     retry: {limit: 3, backoff: {initial: 30s, factor: 2, max: 10m}, failOnExitCodes: [], retryOnOom: false}
 //     checkpoint: {gracePeriod: 5m, keep: 3}
@@ -66,6 +67,9 @@ struct ServerOptions {
   // Defaults for the retry policy and checkpoint settings of submitted
   // specs (a stored spec keeps the values it was accepted with).
   api::SpecDefaults job_defaults;
+  // Stops that ask for a checkpoint (requeue, drain, preemption) reach the
+  // agents at most this often; 0: all at once.
+  int64_t checkpoint_signals_per_second = 20;
   std::vector<core::NodeSpec> nodes;
 
   Status Validate() const;

@@ -185,5 +185,61 @@ TEST_F(CheckpointTest, AJobThatStopsReportingProgressFailsAsHung) {
   EXPECT_TRUE(HasEvent(Events(id), "Stalled", "last step 1")) << Events(id).dump();
 }
 
+// Few checkpoint stops a second, so staggering is visible in seconds.
+class DrainTest : public ClusterFixture {
+ protected:
+  DrainTest()
+      : ClusterFixture(R"(
+rateLimit: {perSecond: 100000, burst: 100000}
+checkpoints: {signalsPerSecond: 4}
+)") {}
+};
+
+TEST_F(DrainTest, DrainingANodeRequeuesItsJobsWithStaggeredCheckpointSignals) {
+  AddAgent();
+  WaitNodes(1);
+  const std::string signals = Tmp("signals");
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 8; ++i) {
+    // Each job notes when its checkpoint signal arrives, then exits 0.
+    ids.push_back(Submit("name: d" + std::to_string(i) + "\nresources: {gpus: 1}\n" +
+                         "checkpoint: {dir: /tmp, gracePeriod: 30s}\n" +
+                         "command: [/bin/sh, -c, 'trap \"date +%s%N >> " + signals +
+                         "; exit 0\" USR1; echo up; while :; do sleep 0.05; done']\n"));
+  }
+  for (int64_t id : ids) WaitState(id, "RUNNING");
+  for (int64_t id : ids) {
+    for (int i = 0; i < 500 && Logs(id).find("up") == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/drain", httplib::Headers{{"X-Muster-User", "mallory"}}, "",
+                           "application/json");
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 403);
+  const json n = Post("/v1/nodes/" + Name(0) + "/drain", "", "application/json");
+  EXPECT_FALSE(n.value("schedulable", true)) << n.dump();
+  for (int64_t id : ids) {
+    const json j = WaitState(id, "PENDING", 30);
+    EXPECT_EQ(j["requeues"], 0) << j.dump();  // a requeue, not a retry
+    EXPECT_EQ(j["attemptHistory"][0]["result"], "REQUEUED") << j.dump();
+    EXPECT_NE(j["attemptHistory"][0]["reason"].get<std::string>().find("drained"), std::string::npos) << j.dump();
+  }
+  // Eight signals at four a second: spread over at least 1.75 s, none
+  // closer than about a quarter second to the previous one.
+  std::ifstream in(signals);
+  std::vector<int64_t> t;
+  for (int64_t v = 0; in >> v;) t.push_back(v / 1'000'000);
+  ASSERT_EQ(t.size(), 8u);
+  std::sort(t.begin(), t.end());
+  EXPECT_GE(t.back() - t.front(), 1600) << "signals were not staggered";
+  for (size_t i = 1; i < t.size(); ++i) EXPECT_GE(t[i] - t[i - 1], 150) << "signal " << i;
+  // The node takes work again once uncordoned.
+  Post("/v1/nodes/" + Name(0) + "/uncordon", "", "application/json");
+  for (int64_t id : ids) WaitState(id, "RUNNING");
+  for (int64_t id : ids) Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  for (int64_t id : ids) WaitEnd(id);
+}
+
 }  // namespace
 }  // namespace muster::testing
