@@ -330,6 +330,16 @@ int Describe(JobCommands& c, Client& client, bool why_only) {
         std::cout << "\n";
       }
     }
+    auto checkpoints = client.Get("/v1/jobs/" + std::to_string(c.id) + "/checkpoints");
+    if (checkpoints.ok() && checkpoints->status == 200 && !checkpoints->body["items"].empty()) {
+      std::cout << "Checkpoints:\n";
+      for (const json& k : checkpoints->body["items"]) {
+        std::cout << "  " << Field(k, "seq") << "  step " << Field(k, "step") << "  attempt " << Field(k, "attempt") << "  "
+                  << Field(k, "state") << "  " << Field(k, "location");
+        if (!Field(k, "note").empty()) std::cout << "  (" << Field(k, "note") << ")";
+        std::cout << "\n";
+      }
+    }
     return 0;
   }
   if (j.contains("priorityBreakdown")) {

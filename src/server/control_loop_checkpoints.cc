@@ -182,12 +182,13 @@ StatusOr<ControlLoop::ProgressAnswer> ControlLoop::ReportProgress(ProgressReport
     if (!p.metrics.empty()) at.metrics = p.metrics;
     if (!p.message.empty()) at.progress_message = p.message;
     ProgressAnswer answer{at.number, StopReleased(at, now)};
-    // Progress is shown from the store; write it at most every 10 s a job
-    // (it is not a promise that needs to be durable before the answer).
+    // GET /v1/jobs/{id} shows the job as the loop has it; the store (lists)
+    // gets progress at most every 10 s a job: it is not a promise that
+    // needs to be durable before the answer.
+    JobRow& job = row->second;
+    job.status_json = AllocationsJson(p.job);
     if (now - at.progress_persisted_ms >= 10'000) {
       at.progress_persisted_ms = now;
-      JobRow& job = row->second;
-      job.status_json = AllocationsJson(p.job);
       store::WriteBatch b;
       b.jobs.push_back(job);
       Persist(std::move(b), nullptr);

@@ -145,4 +145,10 @@ class ClusterTest : public ClusterFixture {
   ClusterTest() : ClusterFixture(kConfig) {}
 };
 
+// Failure timings shrunk so node loss plays out in seconds.
+inline const char* kFastFailures = R"(
+rateLimit: {perSecond: 100000, burst: 100000}
+agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 3s}
+)";
+
 }  // namespace muster::testing

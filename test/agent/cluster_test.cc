@@ -26,12 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Failure timings shrunk so node loss plays out in seconds.
-const char* kFastFailures = R"(
-rateLimit: {perSecond: 100000, burst: 100000}
-agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 3s}
-)";
-
 class NodeFailureTest : public ClusterFixture {
  protected:
   NodeFailureTest() : ClusterFixture(kFastFailures) {}
