@@ -284,6 +284,11 @@ bool Agent::Sync(int64_t wait_ms) {
     std::lock_guard<std::mutex> lock(mu_);
     last_event = events_.empty() ? 0 : events_.back().first;
   }
+  // The server answers within the wait; 5 s more and the sync is given up
+  // (a partition then costs no more than that before the next try, and the
+  // main loop keeps its lease checks going).
+  const int64_t read_ms = wait_ms + 5'000;
+  client->set_read_timeout(static_cast<time_t>(read_ms / 1000), static_cast<time_t>((read_ms % 1000) * 1000));
   auto res = client->Post("/v1/agent/sync", proto::ToJson(req), "application/json");
   if (!res || res->status != 200) {
     if (res && res->status != 200) {
@@ -586,6 +591,8 @@ void Agent::Run() {
   Sync(0);
   watch_thread_ = std::thread([this] { WatchLoop(); });
   if (nvml_) health_thread_ = std::thread([this] { HealthLoop(); });
+  bool unsent = false;
+  int64_t last_try_ms = 0;
   while (true) {
     std::optional<proto::SyncResponse> answer;
     {
@@ -615,7 +622,12 @@ void Agent::Run() {
       report_now = report_now || events_dirty_;
       events_dirty_ = false;
     }
-    if (report_now) Sync(0);
+    // A report the server did not get (a partition, a restart) is sent
+    // again every second until it gets through.
+    if (report_now || (unsent && now - last_try_ms >= 1000)) {
+      last_try_ms = now;
+      unsent = !Sync(0);
+    }
   }
   if (options_.stop_tasks_on_exit) {
     for (const TaskStatus& t : executor_->Tasks()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 #include <cstdio>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,17 @@ Status ControlLoop::Start() {
   ASSIGN_OR_RETURN(std::optional<std::string> epoch, store_.GetMeta("epoch"));
   epoch_ = (epoch ? std::atoll(epoch->c_str()) : 0) + 1;
   nodes.meta.emplace_back("epoch", std::to_string(epoch_));
+  // A random number fixed when the store is created: it shifts the
+  // MASTER_PORTs this cluster hands out, so two clusters sharing machines
+  // (tests, `muster dev` beside a real cluster) do not pick the same port
+  // for their job 1. (The one place the server draws randomness: an
+  // identity, not a decision.)
+  ASSIGN_OR_RETURN(std::optional<std::string> salt, store_.GetMeta("portSalt"));
+  if (!salt) {
+    salt = std::to_string(std::random_device{}() % 10000);
+    nodes.meta.emplace_back("portSalt", *salt);
+  }
+  port_salt_ = std::atoi(salt->c_str());
   for (size_t i = 0; i < state_.nodes().size(); ++i) node_index_[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   RETURN_IF_ERROR(RestoreNodes());
   janitor_ = std::make_unique<CheckpointJanitor>();

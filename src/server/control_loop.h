@@ -331,6 +331,7 @@ class ControlLoop {
   std::unordered_map<std::string, core::NodeIndex> node_index_;
   std::unordered_map<std::string, AgentNode> agents_;  // by node name
   int64_t epoch_ = 0;
+  int32_t port_salt_ = 0;  // MasterPort's per-cluster shift
   bool mass_silence_reported_ = false;
   std::mutex versions_mu_;
   std::condition_variable versions_cv_;

@@ -601,7 +601,8 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const Attempt& a, int
   t.user = jobs_.at(job).user;
   t.argv = TaskArgv(*a.spec);
   t.image = a.spec->image.value_or("");
-  t.env = TaskEnvironment(*a.spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1});
+  t.env = TaskEnvironment(*a.spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1,
+                                    port_salt_});
   t.working_dir = a.spec->working_dir.value_or("");
   t.resume = a.resume;
   t.gpus = a.replicas[replica].gpus;

@@ -2,8 +2,9 @@
 
 namespace muster::server {
 
-int32_t MasterPort(int64_t job, int32_t attempt) {
-  const uint64_t h = static_cast<uint64_t>(job) * 7919u + static_cast<uint64_t>(attempt) * 104729u;
+int32_t MasterPort(int64_t job, int32_t attempt, int32_t salt) {
+  const uint64_t h = static_cast<uint64_t>(job) * 7919u + static_cast<uint64_t>(attempt) * 104729u +
+                     static_cast<uint64_t>(salt < 0 ? 0 : salt);
   return 29500 + static_cast<int32_t>(h % 10000);
 }
 
@@ -39,7 +40,7 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
   set("MUSTER_NUM_REPLICAS", std::to_string(n));
   set("MUSTER_NODELIST", nodelist);
   set("MASTER_ADDR", n > 0 ? in.replicas[0].address : "127.0.0.1");
-  set("MASTER_PORT", std::to_string(MasterPort(in.job, in.attempt)));
+  set("MASTER_PORT", std::to_string(MasterPort(in.job, in.attempt, in.port_salt)));
   set("WORLD_SIZE", std::to_string(n));
   set("RANK", rank);
   set("NODE_RANK", std::to_string(node_rank));

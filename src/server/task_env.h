@@ -18,9 +18,10 @@
 // replica count. The agent adds CUDA_VISIBLE_DEVICES (GPU UUIDs),
 // NVIDIA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE, PATH, HOME, USER.
 //
-// MASTER_PORT is derived from job id and attempt (29500..39499), so every
-// replica computes the same port and a new attempt does not reuse the
-// previous attempt's port.
+// MASTER_PORT is derived from job id, attempt and a per-cluster salt
+// (29500..39499), so every replica gets the same port, a new attempt does
+// not reuse the previous attempt's port, and two clusters on the same
+// machines do not hand out the same port for the same job id.
 #pragma once
 
 #include <cstdint>
@@ -43,11 +44,12 @@ struct TaskEnvInput {
   int32_t replica = 0;
   std::vector<ReplicaPlace> replicas;  // every replica's node, in replica order
   int32_t array_index = -1;            // -1: not an array task
+  int32_t port_salt = 0;
 };
 
 std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, const TaskEnvInput& in);
 // The argv of the job: its command, or ["/bin/sh", "-c", script].
 std::vector<std::string> TaskArgv(const api::JobSpec& spec);
-int32_t MasterPort(int64_t job, int32_t attempt);
+int32_t MasterPort(int64_t job, int32_t attempt, int32_t salt = 0);
 
 }  // namespace muster::server

@@ -29,10 +29,15 @@ class AgentProcess {
   // Extra flags and environment for the next Start().
   std::vector<std::string> flags = {"--fake-gpus", "8xH100"};
   std::map<std::string, std::string> env;
+  // A command the agent runs under, e.g. {"/usr/sbin/ip", "netns", "exec", NS}.
+  std::vector<std::string> wrapper;
 
   void Start() {
-    std::vector<std::string> args = {MUSTER_BINARY, "agent", "--server", server_, "--name", name_,
-                                     "--state-dir", dir_ + "/state"};
+    std::vector<std::string> args = wrapper;
+    for (const char* a : {MUSTER_BINARY, "agent", "--server"}) args.push_back(a);
+    for (const std::string& a : {server_, std::string("--name"), name_, std::string("--state-dir"), dir_ + "/state"}) {
+      args.push_back(a);
+    }
     args.insert(args.end(), flags.begin(), flags.end());
     pid_ = fork();
     if (pid_ == 0) {
@@ -44,7 +49,7 @@ class AgentProcess {
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
-      execv(MUSTER_BINARY, argv.data());
+      execv(argv[0], argv.data());
       _exit(127);
     }
   }

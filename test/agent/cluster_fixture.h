@@ -6,6 +6,8 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +24,47 @@
 
 namespace muster::testing {
 
+// A test host: a network namespace joined to this one by a veth pair, each
+// end with its own address. Cut() takes the link down (a network partition
+// between the host's agent and the server); Heal() brings it back.
+class NetnsHost {
+ public:
+  // Whether this machine lets us (root, `ip netns`).
+  static bool Supported() {
+    return ::geteuid() == 0 && std::system("/usr/sbin/ip netns list >/dev/null 2>&1") == 0;
+  }
+  explicit NetnsHost(int index) {
+    const std::string id = std::to_string(::getpid() % 100000) + "x" + std::to_string(index);
+    ns_ = "mt" + id;
+    host_if_ = "mh" + id;
+    const std::string net = "10." + std::to_string(200 + index) + "." + std::to_string(::getpid() % 250) + ".";
+    host_ip_ = net + "1";
+    ns_ip_ = net + "2";
+    ok_ = Run("/usr/sbin/ip netns add " + ns_) && Run("/usr/sbin/ip link add " + host_if_ + " type veth peer name ma" + id) &&
+          Run("/usr/sbin/ip link set ma" + id + " netns " + ns_) && Run("/usr/sbin/ip addr add " + host_ip_ + "/24 dev " + host_if_) &&
+          Run("/usr/sbin/ip link set " + host_if_ + " up") && Exec("ip addr add " + ns_ip_ + "/24 dev ma" + id) &&
+          Exec("ip link set ma" + id + " up") && Exec("ip link set lo up");
+  }
+  ~NetnsHost() {
+    Run("/usr/sbin/ip link del " + host_if_);
+    Run("/usr/sbin/ip netns del " + ns_);
+  }
+  bool ok() const { return ok_; }
+  // The server as the host sees it (the server must listen on 0.0.0.0).
+  std::string ServerUrl(int port) const { return "http://" + host_ip_ + ":" + std::to_string(port); }
+  // Runs a command in the host's network namespace only (`ip netns exec`
+  // would also remount /sys and hide the cgroup hierarchies).
+  std::vector<std::string> Wrapper() const { return {"/usr/bin/nsenter", "--net=/run/netns/" + ns_}; }
+  bool Cut() { return Run("/usr/sbin/ip link set " + host_if_ + " down"); }
+  bool Heal() { return Run("/usr/sbin/ip link set " + host_if_ + " up"); }
+
+ private:
+  static bool Run(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+  bool Exec(const std::string& cmd) { return Run("/usr/sbin/ip netns exec " + ns_ + " /usr/sbin/" + cmd); }
+  std::string ns_, host_if_, host_ip_, ns_ip_;
+  bool ok_ = false;
+};
+
 inline const char* kConfig = R"(
 rateLimit: {perSecond: 100000, burst: 100000}
 agents: {defaultGrace: 1s}
@@ -29,7 +72,9 @@ agents: {defaultGrace: 1s}
 
 class ClusterFixture : public ::testing::Test {
  protected:
-  explicit ClusterFixture(const char* config) : server_(config) {}
+  explicit ClusterFixture(const char* config, const std::string& listen_host = "127.0.0.1") : server_(config) {
+    server_.listen_host = listen_host;
+  }
   void SetUp() override {
     ASSERT_TRUE(server_.Start()) << server_.log();
     cli_ = std::make_unique<httplib::Client>(server_.url());

@@ -41,7 +41,7 @@ class ServerProcess {
   bool Start() {
     const std::string port_file = dir_ + "/port";
     std::filesystem::remove(port_file);
-    const std::string listen = "127.0.0.1:" + std::to_string(port_);
+    const std::string listen = listen_host + ":" + std::to_string(port_);
     pid_ = fork();
     if (pid_ == 0) {
       const std::string log = dir_ + "/server.log";
@@ -65,6 +65,9 @@ class ServerProcess {
     }
     return false;
   }
+  // The address to listen on ("0.0.0.0" to be reachable from network
+  // namespaces); url() stays on loopback.
+  std::string listen_host = "127.0.0.1";
   void Kill() { Signal(SIGKILL); }
   // SIGTERM; returns the exit code.
   int Stop() { return Signal(SIGTERM); }

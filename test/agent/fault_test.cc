@@ -1,0 +1,98 @@
+// Faults on real binaries: a network partition between an agent on its own
+// test host (a network namespace) and the server.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cluster_fixture.h"
+#include "process_util.h"
+
+namespace muster::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// The node is lost after 5 s: past the lease (2 s) plus the fencing grace
+// (1 s), so a cut-off node has stopped its task before the job may run
+// elsewhere.
+const char* kPartitionConfig = R"(
+rateLimit: {perSecond: 100000, burst: 100000}
+agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 5s}
+)";
+
+class PartitionTest : public ClusterFixture {
+ protected:
+  PartitionTest() : ClusterFixture(kPartitionConfig, "0.0.0.0") {}
+};
+
+double Seconds(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
+
+TEST_F(PartitionTest, ACutOffNodeFencesItsTaskBeforeTheJobRunsElsewhere) {
+  if (!NetnsHost::Supported()) GTEST_SKIP() << "needs root and ip netns";
+  NetnsHost host(0);
+  ASSERT_TRUE(host.ok());
+  // Agent 0 on the test host, agent 1 beside the server; one GPU each.
+  agents_.push_back(std::make_unique<AgentProcess>(host.ServerUrl(server_.port()), Name(0), server_.dir() + "/agent0"));
+  agents_.back()->flags = {"--fake-gpus", "1xH100", "--stop-tasks-on-exit"};
+  agents_.back()->wrapper = host.Wrapper();
+  agents_.back()->Start();
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  Post("/v1/nodes/" + Name(1) + "/cordon", "", "application/json");  // the job starts on the test host
+  const std::string pids = Tmp("pids");
+  fs::create_directories(pids);
+  const int64_t id = Submit("name: cutoff\nresources: {gpus: 1}\nretry: {limit: 0}\n"
+                            "command: [/bin/sh, -c, 'echo $$ >> " + pids + "/a$MUSTER_ATTEMPT; exec sleep 300']\n");
+  json j = WaitState(id, "RUNNING");
+  ASSERT_EQ(j["allocations"][0]["node"], Name(0)) << j.dump();
+  ASSERT_FALSE(WaitFile(pids + "/a1").empty());
+  Post("/v1/nodes/" + Name(1) + "/uncordon", "", "application/json");
+
+  ASSERT_TRUE(host.Cut());
+  const auto cut = Clock::now();
+  double fenced_after = -1, restarted_after = -1;
+  for (int i = 0; i < 1500 && restarted_after < 0; ++i) {
+    if (fenced_after < 0 && AllGone(pids + "/a1")) fenced_after = Seconds(cut);
+    if (fs::exists(pids + "/a2") && !WaitFile(pids + "/a2", 1).empty()) {
+      restarted_after = Seconds(cut);
+      // Never two copies: attempt 1 was gone before attempt 2 began.
+      EXPECT_TRUE(AllGone(pids + "/a1")) << "attempt 2 started while attempt 1 still ran";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(restarted_after, 0) << Get("/v1/jobs/" + std::to_string(id)).dump();
+  std::cout << "partition: the cut-off node's task was gone after " << fenced_after << " s (lease 2 s, grace 1 s); "
+            << "the job ran again elsewhere after " << restarted_after << " s (lostAfter 5 s)\n";
+  EXPECT_GE(fenced_after, 1.0);  // the lease counts from the last sync before the cut
+  EXPECT_LT(fenced_after, 4.0);
+  EXPECT_LT(fenced_after, restarted_after);
+  j = WaitState(id, "RUNNING");
+  EXPECT_EQ(j["attempts"], 2) << j.dump();
+  EXPECT_EQ(j["requeues"], 1) << j.dump();
+  EXPECT_EQ(j["allocations"][0]["node"], Name(1)) << j.dump();
+  EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
+
+  // Healed: the node syncs again, reports its fenced task (acknowledged,
+  // nothing restarts there) and takes work again; the job is undisturbed.
+  ASSERT_TRUE(host.Heal());
+  bool back = false;
+  for (int i = 0; i < 1000 && !back; ++i) {
+    const json nodes = Get("/v1/nodes");
+    for (const json& n : nodes["items"]) back = back || (n["name"] == Name(0) && n["schedulable"].get<bool>());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(back) << Get("/v1/nodes").dump();
+  std::cout << "healed: the node takes work again " << Seconds(cut) << " s after the cut\n";
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  j = Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(j["state"], "RUNNING");
+  EXPECT_EQ(j["attempts"], 2) << j.dump();
+  EXPECT_TRUE(AllGone(pids + "/a1"));
+  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  WaitEnd(id);
+}
+
+}  // namespace
+}  // namespace muster::testing
