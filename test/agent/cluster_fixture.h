@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/executor.h"
 #include "agent_process.h"
 #include "../server/server_process.h"
 
@@ -179,6 +180,61 @@ class ClusterFixture : public ::testing::Test {
     return geteuid() == 0 ? "root" : (u ? u : "anonymous");
   }
   std::string Tmp(const std::string& name) { return server_.dir() + "/" + name; }
+
+  // ---- The fault matrix's invariants ----
+  //
+  // A guarded workload: each attempt appends its shell's pid to DIR/a<N>,
+  // and first checks that no process of attempt N-1 is alive; if one is, it
+  // writes DIR/overlap (two attempts of one job running at once).
+  static std::string Guarded(const std::string& dir, const std::string& then = "exec sleep 300") {
+    return "p=$((MUSTER_ATTEMPT-1)); for q in $(cat " + dir + "/a$p 2>/dev/null); do kill -0 $q 2>/dev/null && "
+           "echo \"attempt $MUSTER_ATTEMPT began while $q of attempt $p ran\" >> " + dir + "/overlap; done; "
+           "echo $$ >> " + dir + "/a$MUSTER_ATTEMPT; " + then;
+  }
+  static void ExpectNoOverlap(const std::string& dir) {
+    std::ifstream in(dir + "/overlap");
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_TRUE(text.empty()) << "two attempts of a job ran at once: " << text;
+  }
+  // No GPU is held by two jobs: the allocations of running and completing
+  // jobs are disjoint.
+  void ExpectNoGpuHeldTwice() {
+    const nlohmann::json jobs = Get("/v1/jobs?state=RUNNING,COMPLETING&limit=1000");
+    std::map<std::pair<std::string, int>, int64_t> holder;
+    for (const nlohmann::json& j : jobs["items"]) {
+      for (const nlohmann::json& a : j.value("allocations", nlohmann::json::array())) {
+        for (const nlohmann::json& g : a["gpus"]) {
+          auto [it, fresh] = holder.emplace(std::make_pair(a["node"].get<std::string>(), g.get<int>()), j["id"].get<int64_t>());
+          EXPECT_TRUE(fresh) << "GPU " << g << " of " << a["node"] << " held by jobs " << it->second << " and " << j["id"];
+        }
+      }
+    }
+  }
+  // Every acknowledged job is still there, exactly once.
+  void ExpectJobsPresent(const std::vector<int64_t>& ids) {
+    for (int64_t id : ids) {
+      const nlohmann::json j = Get("/v1/jobs/" + std::to_string(id));
+      EXPECT_EQ(j.value("id", int64_t{0}), id) << "acknowledged job " << id << " is gone: " << j.dump();
+    }
+  }
+  // Once the cluster is quiet every job is terminal and none of its
+  // processes (listed under `dirs`) is left.
+  void ExpectQuiet(const std::vector<int64_t>& ids, const std::vector<std::string>& pid_dirs, int seconds = 60) {
+    for (int64_t id : ids) {
+      const nlohmann::json j = WaitEnd(id, seconds);
+      const std::string st = j.value("state", "");
+      EXPECT_TRUE(st != "PENDING" && st != "RUNNING" && st != "COMPLETING" && st != "HELD") << j.dump();
+    }
+    for (const std::string& dir : pid_dirs) {
+      for (const auto& f : std::filesystem::directory_iterator(dir)) {
+        if (f.path().filename().string().rfind("a", 0) != 0) continue;
+        std::ifstream in(f.path());
+        for (pid_t p = 0; in >> p;) {
+          EXPECT_EQ(agent::ProcessStartTime(p), 0) << "process " << p << " of " << f.path() << " outlived its job";
+        }
+      }
+    }
+  }
 
   ServerProcess server_;
   std::unique_ptr<httplib::Client> cli_;

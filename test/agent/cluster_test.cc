@@ -96,6 +96,9 @@ TEST_F(NodeFailureTest, ALostNodesGangIsStoppedEverywhereThenRequeuedWithoutSpen
   bool lost = false;
   for (const json& e : events["items"]) lost = lost || (e["type"] == "NodeLost" && e["message"].get<std::string>().find(victim) == 0);
   EXPECT_TRUE(lost) << events.dump();
+  ExpectNoGpuHeldTwice();
+  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  ExpectQuiet({id}, {dir});
 }
 
 TEST_F(ClusterTest, AgentsRegisterTheirNodesAndGpus) {

@@ -90,8 +90,79 @@ TEST_F(PartitionTest, ACutOffNodeFencesItsTaskBeforeTheJobRunsElsewhere) {
   EXPECT_EQ(j["state"], "RUNNING");
   EXPECT_EQ(j["attempts"], 2) << j.dump();
   EXPECT_TRUE(AllGone(pids + "/a1"));
+  ExpectNoGpuHeldTwice();
   Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
-  WaitEnd(id);
+  ExpectQuiet({id}, {pids});
+}
+
+class FaultTest : public ClusterFixture {
+ protected:
+  FaultTest() : ClusterFixture(kPartitionConfig) {}
+};
+
+// SIGSTOP of an agent: it is frozen, its tasks are not. The task shims stop
+// their tasks when the lease runs out; the server requeues the job
+// elsewhere only after; the agent, thawed, reports and runs nothing twice.
+TEST_F(FaultTest, AFrozenAgentsTasksFenceThemselvesAndTheJobRunsElsewhere) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(1);
+  const std::string dir = Tmp("frozen");
+  fs::create_directories(dir);
+  const int64_t id = Submit("name: frozen\nresources: {gpus: 1}\nretry: {limit: 0}\ncommand: [/bin/sh, -c, '" +
+                            Guarded(dir) + "']\n");
+  WaitState(id, "RUNNING");
+  ASSERT_FALSE(WaitFile(dir + "/a1").empty());
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  agents_[0]->Pause();
+  const json j = WaitState(id, "RUNNING", 1);  // still running on the frozen node for now
+  for (int i = 0; i < 1000 && !fs::exists(dir + "/a2"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(fs::exists(dir + "/a2")) << Get("/v1/jobs/" + std::to_string(id)).dump();
+  EXPECT_TRUE(AllGone(dir + "/a1"));
+  agents_[0]->Resume();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const json after = Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(after["attempts"], 2) << after.dump();
+  EXPECT_EQ(after["requeues"], 1) << after.dump();
+  EXPECT_EQ(after["attemptHistory"][0]["result"], "NODE_FAIL") << after.dump();
+  ExpectNoGpuHeldTwice();
+  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  ExpectQuiet({id}, {dir});
+  ExpectNoOverlap(dir);
+}
+
+// kill -9 of the server while it binds and dispatches a burst of jobs, then
+// a restart on the same store: nothing acknowledged is lost, nothing runs
+// twice, no GPU is held twice, and every job ends.
+TEST_F(FaultTest, KillingTheServerMidBindLosesNothingAndRunsNothingTwice) {
+  AddAgent({"--fake-gpus", "4xH100"});
+  AddAgent({"--fake-gpus", "4xH100"});
+  WaitNodes(2);
+  std::vector<int64_t> ids;
+  std::vector<std::string> dirs;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 12; ++i) {
+      const std::string dir = Tmp("burst" + std::to_string(ids.size()));
+      fs::create_directories(dir);
+      dirs.push_back(dir);
+      ids.push_back(Submit("name: b\nresources: {gpus: 1}\ncommand: [/bin/sh, -c, '" + Guarded(dir, "sleep 1") + "']\n"));
+    }
+    // The scheduler binds within milliseconds of the submits: kill it then.
+    std::this_thread::sleep_for(std::chrono::milliseconds(round * 15));
+    server_.Kill();
+    ASSERT_TRUE(server_.Start()) << server_.log();
+    cli_ = std::make_unique<httplib::Client>(server_.url());
+    cli_->set_read_timeout(30, 0);
+    ExpectJobsPresent(ids);
+    ExpectNoGpuHeldTwice();
+  }
+  for (int i = 0; i < 20; ++i) {
+    ExpectNoGpuHeldTwice();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ExpectQuiet(ids, dirs, 120);
+  for (int64_t id : ids) EXPECT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "COMPLETED") << id;
+  for (const std::string& dir : dirs) ExpectNoOverlap(dir);
 }
 
 }  // namespace
