@@ -18,8 +18,6 @@ namespace {
 
 bool IsEnded(const JobRow& r) { return r.end_ms.has_value(); }
 
-Status ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
-
 }  // namespace
 
 const char* ControlLoop::ActionName(Action a) {
@@ -181,6 +179,8 @@ Status ControlLoop::Restore() {
   return state_.CheckInvariants();
 }
 
+Status ControlLoop::ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
+
 void ControlLoop::Post(Task task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -188,7 +188,6 @@ void ControlLoop::Post(Task task) {
   }
   cv_.notify_one();
 }
-
 
 void ControlLoop::Run() {
   while (true) {
@@ -604,6 +603,5 @@ std::vector<ControlLoop::QueueView> ControlLoop::Queues() {
     reply(std::move(out));
   }, R{});
 }
-
 
 }  // namespace muster::server

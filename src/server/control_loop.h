@@ -213,6 +213,8 @@ class ControlLoop {
   template <typename T>
   T Call(std::function<void(std::function<void(T)>)> fn, T if_stopped);
   void Post(Task task);
+  // What a call answers once the loop has stopped.
+  static Status ShuttingDown();
   void Run();
   void RunCycle();
   Status Restore();

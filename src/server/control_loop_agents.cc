@@ -18,8 +18,6 @@ using store::JobRow;
 
 namespace {
 
-Status ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
-
 int SignalNumber(api::CheckpointSignal s) {
   switch (s) {
     case api::CheckpointSignal::kSigUsr1: return SIGUSR1;

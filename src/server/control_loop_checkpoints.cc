@@ -14,8 +14,6 @@ using store::JobRow;
 
 namespace {
 
-Status ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
-
 bool IsHex64(const std::string& s) {
   return s.size() == 64 &&
          std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
