@@ -378,6 +378,7 @@ StatusOr<JobRow> ControlLoop::Act(int64_t id, Action action, const std::string& 
           row.end_ms = now.millis();
           row.reason = "cancelled by " + user;
           event = "Cancelled";
+          catalog_.erase(id);
         }
         break;
       case Action::kHold:
