@@ -545,7 +545,12 @@ void Agent::WatchLoop() {
   while (true) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) return;
+      if (stop_) {
+        // This thread's client dies with the thread: Stop() (the destructor
+        // calls it again) must not reach it.
+        watch_client_ = nullptr;
+        return;
+      }
     }
     int64_t wait_ms = options_.sync_wait.millis();
     {

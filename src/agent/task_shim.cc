@@ -202,6 +202,18 @@ int RunTaskShim(const std::string& journal) {
   }
   if (child == 0) ExecPayload(spec, argv, envp, pipe_fds[1]);
   ::close(pipe_fds[1]);
+  // A stop that came before the payload existed signalled nobody (the
+  // executor signals the task's processes, not the shim). It writes the
+  // journal first, so a stop the payload missed is in the journal now:
+  // pass its signal on (blocked in the child until it can act on it).
+  for (const std::string& line : ReadJournal(journal)) {
+    if (line.find("\"stop\"") == std::string::npos) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("stop") && j.contains("killAtMs")) {
+      ::kill(child, spec.stop_signal);
+      break;
+    }
+  }
 
   // Copy output until the payload has exited and the pipe is drained (or a
   // second after exit, when a leftover background process keeps it open).

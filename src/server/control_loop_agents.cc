@@ -656,11 +656,12 @@ void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {
     // gang is stopped, then the job is requeued without spending a retry.
     const std::set<int64_t> jobs = attempts_on_node_[node];
     for (int64_t job : jobs) {
-      auto it = attempts_.find(job);
-      if (it == attempts_.end()) continue;
-      for (size_t i = 0; i < it->second.replicas.size(); ++i) {
-        if (!attempts_.count(job)) break;
-        const Attempt::Replica& r = attempts_.at(job).replicas[i];
+      // Ending a replica may end the attempt (and erase it): look it up
+      // again for every replica.
+      for (size_t i = 0;; ++i) {
+        auto it = attempts_.find(job);
+        if (it == attempts_.end() || i >= it->second.replicas.size()) break;
+        const Attempt::Replica& r = it->second.replicas[i];
         if (r.node != node || r.ended) continue;
         proto::TaskReport lost;
         lost.signal = SIGKILL;

@@ -185,6 +185,31 @@ TEST_F(CheckpointTest, AJobThatStopsReportingProgressFailsAsHung) {
   EXPECT_TRUE(HasEvent(Events(id), "Stalled", "last step 1")) << Events(id).dump();
 }
 
+// A stop that arrives while a task is still starting (here: its shim is
+// verifying a 64 MiB checkpoint) reaches the command through its signal; it
+// is never lost until the SIGKILL at the end of the grace period.
+TEST_F(CheckpointTest, AStopDuringLaunchIsDeliveredNotLost) {
+  AddAgent();
+  WaitNodes(1);
+  const std::string dir = Tmp("ckpt") + "/big/step-1";
+  const int64_t id = Submit("name: early\nretry: {limit: 1, backoff: {initial: 1s, factor: 1, max: 1s}}\n"
+                            "checkpoint: {dir: " + Tmp("ckpt") + ", gracePeriod: 30s}\n" +
+                            "command: [/bin/sh, -c, 'if [ $MUSTER_ATTEMPT = 1 ]; then mkdir -p " + dir +
+                            " && head -c 67108864 /dev/zero > " + dir + "/big && " + MUSTER_BINARY +
+                            " checkpoint commit " + dir + " --step 1; exit 1; fi; exec sleep 300']\n");
+  for (int i = 0; i < 3000; ++i) {
+    const json j = Get("/v1/jobs/" + std::to_string(id));
+    if (j.value("attempts", 0) == 2 && j.value("state", "") == "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  const json j = WaitEnd(id, 60);
+  EXPECT_EQ(j["state"], "CANCELLED") << j.dump();
+  ASSERT_EQ(j["attemptHistory"].size(), 2u) << j.dump();
+  const std::string result = j["attemptHistory"][1]["replicas"][0]["result"];
+  EXPECT_EQ(result.find("signal 9"), std::string::npos) << "the stop signal was lost: " << j.dump();
+}
+
 // Few checkpoint stops a second, so staggering is visible in seconds.
 class DrainTest : public ClusterFixture {
  protected:

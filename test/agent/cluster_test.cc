@@ -82,7 +82,9 @@ TEST_F(NodeFailureTest, ALostNodesGangIsStoppedEverywhereThenRequeuedWithoutSpen
   bool started = false;
   for (int i = 0; i < 1500 && !started; ++i) {
     started = fs::exists(second);
-    if (started) EXPECT_TRUE(AllGone(dir + "/a1")) << "attempt 2 started while attempt 1 still ran";
+    if (started) {
+      EXPECT_TRUE(AllGone(dir + "/a1")) << "attempt 2 started while attempt 1 still ran";
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_TRUE(started) << Get("/v1/jobs/" + std::to_string(id)).dump();

@@ -40,6 +40,20 @@ class RecoveryTest : public ClusterFixture {
     }
     return out;
   }
+  // Every replica log of every attempt of `id`, from the agents' state
+  // directories (for failure messages).
+  std::string AllLogs(int64_t id) {
+    std::string out;
+    const std::string prefix = "j" + std::to_string(id) + ".";
+    for (const auto& e : fs::recursive_directory_iterator(server_.dir())) {
+      const std::string name = e.path().filename().string();
+      if (!e.is_regular_file() || name.rfind(prefix, 0) != 0 || e.path().extension() != ".log") continue;
+      std::ifstream in(e.path());
+      std::string text((std::istreambuf_iterator<char>(in)), {});
+      out += "\n--- " + e.path().string() + "\n" + text.substr(text.size() > 3000 ? text.size() - 3000 : 0);
+    }
+    return out;
+  }
   int64_t Step(int64_t id) {
     const json j = Get("/v1/jobs/" + std::to_string(id));
     return j.contains("progress") ? j["progress"].value("step", int64_t{0}) : 0;
@@ -52,7 +66,8 @@ class RecoveryTest : public ClusterFixture {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    FAIL() << "attempt " << attempt << " never reached step " << step << ": " << Get("/v1/jobs/" + std::to_string(id)).dump();
+    FAIL() << "attempt " << attempt << " never reached step " << step << ": " << Get("/v1/jobs/" + std::to_string(id)).dump()
+           << AllLogs(id);
   }
 };
 
@@ -75,7 +90,7 @@ TEST_F(RecoveryTest, TheDdpJobInterruptedTwiceEndsWithTheWeightsOfAnUninterrupte
   fs::create_directories(pids);
   const int64_t id = SubmitTraining("interrupted", ", EPOCH_SLEEP: '0.3', PID_DIR: " + pids);
   // 1. Its node dies: the agent and the replica's process are killed at once.
-  WaitStep(id, 1, 12);
+  ASSERT_NO_FATAL_FAILURE(WaitStep(id, 1, 12));
   const int64_t reached1 = Step(id);
   std::ifstream in(pids + "/a1.r0");
   int pid = 0;
@@ -89,7 +104,7 @@ TEST_F(RecoveryTest, TheDdpJobInterruptedTwiceEndsWithTheWeightsOfAnUninterrupte
   // 2. Then a graceful stop: the node of replica 0 of attempt 2 is drained
   // (what preemption does to a job: the checkpoint signal, the grace
   // period, back to the queue).
-  WaitStep(id, 2, 23);
+  ASSERT_NO_FATAL_FAILURE(WaitStep(id, 2, 23));
   std::ifstream in2(pids + "/a2.r0");
   int pid2 = 0;
   std::string drained;
