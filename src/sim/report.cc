@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "sim/fairness.h"
+
 namespace muster::sim {
 namespace {
 
@@ -100,6 +102,12 @@ nlohmann::json ReportJson(const SimResult& r) {
     t["usage_share"] = total_gpu_s > 0 ? st.gpu_seconds / total_gpu_s : 0.0;
     out["per_tenant"][k] = t;
   }
+  // Fairness between tenants that compete (sim/fairness.h).
+  const Fairness fair = TenantFairness(r.jobs);
+  out["fairness"] = {{"jain", fair.jain},
+                     {"contended_hours", fair.contended_hours},
+                     {"ratio", fair.ratio},
+                     {"excluded", fair.excluded}};
   out["fairshare_weight"] = r.fairshare_weight;
   out["policy"] = r.policy;
   out["cluster"] = r.cluster_summary;
@@ -131,6 +139,10 @@ void WriteTextReport(const SimResult& r, std::ostream& os) {
   os << fmt::format("makespan {}  utilization {:.1f}%  cycles {}  max pending {}  backfilled {}\n",
                     Hours(j["makespan_s"]), 100.0 * j["utilization"].get<double>(), r.cycles,
                     r.max_pending, r.backfilled);
+  if (j["fairness"]["contended_hours"].get<double>() > 0) {
+    os << fmt::format("fairness: Jain {:.3f} over {:.1f} h with two or more tenants waiting\n",
+                      j["fairness"]["jain"].get<double>(), j["fairness"]["contended_hours"].get<double>());
+  }
   if (j["per_class"].size() > 1) {
     os << "per class:\n";
     for (auto& [name, s] : j["per_class"].items()) {

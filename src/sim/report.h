@@ -9,7 +9,9 @@
 // p50_jct_s, p95_jct_s, p99_jct_s, mean_wait_s, p50_wait_s, p95_wait_s,
 // p99_wait_s, max_wait_s, makespan_s, utilization, per_class and per_tenant
 // (objects of the same wait and JCT keys plus jobs; per_tenant adds
-// gpu_hours and usage_share), and the run's settings.
+// gpu_hours and usage_share), fairness ({jain, contended_hours, ratio}:
+// Jain's index of share-normalized usage among tenants with jobs waiting,
+// sim/fairness.h), and the run's settings.
 #pragma once
 
 #include <ostream>
