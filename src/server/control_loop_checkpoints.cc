@@ -99,18 +99,21 @@ StatusOr<store::CheckpointRow> ControlLoop::CommitCheckpoint(CheckpointCommit c)
     b.events.push_back(Event(c.job, "CheckpointCommitted", "",
                              Describe(entry) + " by attempt " + std::to_string(c.attempt) + ": " +
                                  std::to_string(c.files) + " files, " + Size(c.bytes) + " at " + c.location));
-    // Retention: the newest `keep` committed ones stay.
+    // Retention: the newest `keep` committed ones stay. The dropped ones
+    // are deleted once the catalog no longer offers them durably.
     const int32_t keep = a->second.spec->checkpoint->keep;
     int32_t committed = 0;
+    std::vector<std::pair<std::string, std::string>> dropped;
     for (auto e = entries.rbegin(); e != entries.rend(); ++e) {
       if (e->state != "COMMITTED" || ++committed <= keep) continue;
       e->state = "REMOVED";
       e->note = "retention: the newest " + std::to_string(keep) + " are kept";
       b.checkpoints.push_back(*e);
-      janitor_->Remove(e->location, e->manifest_sha256);
+      dropped.emplace_back(e->location, e->manifest_sha256);
     }
-    Persist(std::move(b), [reply, entry](const Status& s) {
+    Persist(std::move(b), [this, reply, entry, dropped](const Status& s) {
       if (!s.ok()) return reply(s);
+      for (const auto& [location, sha] : dropped) janitor_->Remove(location, sha);
       reply(entry);
     });
   }, ShuttingDown());
