@@ -467,7 +467,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
 
 bool Agent::RefreshReports() {
   std::vector<proto::TaskReport> reports;
-  std::string signature, ended;  // ended: what the server must hear of at once
+  std::string signature, urgent;  // urgent: what the server must hear of at once
   for (const TaskStatus& t : executor_->Tasks()) {
     proto::TaskReport r;
     auto a = assigned_.find(t.key);
@@ -494,16 +494,16 @@ bool Agent::RefreshReports() {
           r.skipped.push_back({k.value("seq", int64_t{0}), k.value("reason", "")});
         }
         signature += "R";
-        ended += t.key + "R";  // the server wants it at once: it marks damaged checkpoints
+        urgent += t.key + "R";  // the server wants it at once: it marks damaged checkpoints
       }
     }
     signature += t.key + (t.running ? "+" : "-");
-    if (!t.running) ended += t.key + ",";
+    if (!t.running) urgent += t.key + ",";
     reports.push_back(r);
   }
   for (const auto& [key, r] : failed_starts_) {
     signature += key + "!";
-    ended += key + "!";
+    urgent += key + "!";
     reports.push_back(r);
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -512,8 +512,8 @@ bool Agent::RefreshReports() {
     ++report_seq_;
   }
   reports_ = std::move(reports);
-  const bool news = ended != ended_signature_;
-  ended_signature_ = ended;
+  const bool news = urgent != urgent_signature_;
+  urgent_signature_ = urgent;
   return news;
 }
 

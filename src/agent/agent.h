@@ -92,8 +92,9 @@ class Agent {
   bool Sync(int64_t wait_ms);
   void Apply(const proto::SyncResponse& r);
   void StartTask(const proto::TaskAssignment& t);
-  // Rebuilds the report of observed tasks; true when a task has ended (or
-  // failed to start) since the last call.
+  // Rebuilds the report of observed tasks; true when the server should hear
+  // at once: a task ended (or failed to start), or a task's shim verified
+  // its checkpoints (a damaged one must be marked before others use it).
   bool RefreshReports();
   void WatchLoop();
   void HealthLoop();
@@ -133,7 +134,7 @@ class Agent {
   std::map<std::string, proto::TaskAssignment> assigned_;  // by task key, while known
   std::map<std::string, proto::TaskReport> failed_starts_; // tasks that could not start, until recorded
   std::string sent_signature_;                          // guarded by mu_
-  std::string ended_signature_;
+  std::string urgent_signature_;                        // what RefreshReports last found urgent
 };
 
 // The node's CPUs (milli) and memory (bytes) as the OS reports them.
