@@ -88,29 +88,48 @@ def install_signal_handler(signum=None):
     signal.signal(signum, handler)
 
 
-def _request(method, path, body=None):
+class Unreachable(MusterError):
+    """The server did not answer (it may be restarting): try again later."""
+
+
+def _request(method, path, body=None, tries=1):
+    """One API call. HTTP errors raise MusterError with the server's message
+    and `.status`; no answer (connection refused, timeout, 5xx, 429) raises
+    Unreachable after `tries` attempts a few seconds apart."""
     server = os.environ.get("MUSTER_SERVER", "")
     if not server:
         raise MusterError("MUSTER_SERVER is not set: not inside a Muster job")
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(server.rstrip("/") + path, data=data, method=method)
-    req.add_header("Content-Type", "application/json")
-    req.add_header("X-Muster-User", os.environ.get("MUSTER_USER") or os.environ.get("USER") or "anonymous")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as err:
+    for attempt_no in range(tries):
+        if attempt_no:
+            time.sleep(min(2 ** attempt_no, 10))
+        req = urllib.request.Request(server.rstrip("/") + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        req.add_header("X-Muster-User", os.environ.get("MUSTER_USER") or os.environ.get("USER") or "anonymous")
         try:
-            message = json.loads(err.read()).get("message", "")
-        except ValueError:
-            message = ""
-        raise MusterError("%s %s: HTTP %d: %s" % (method, path, err.code, message)) from None
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as err:
+            if err.code >= 500 or err.code == 429:
+                continue
+            try:
+                message = json.loads(err.read()).get("message", "")
+            except ValueError:
+                message = ""
+            error = MusterError("%s %s: HTTP %d: %s" % (method, path, err.code, message))
+            error.status = err.code
+            raise error from None
+        except (urllib.error.URLError, OSError):
+            continue
+    raise Unreachable("%s %s: the server at %s did not answer" % (method, path, server))
 
 
 def report(step=None, message=None, **metrics):
     """Reports progress (step, numeric metrics, a short message). Returns
-    True when the job should checkpoint and exit now. Outside a job: False.
-    A job with stallTimeout must report more often than that."""
+    True when the job should checkpoint and exit now (also when this attempt
+    has been replaced). Outside a job: False. When the server does not
+    answer (a restart), training goes on. A job with stallTimeout must
+    report more often than that."""
     global _stop_requested
     if not in_job():
         return _stop_requested
@@ -121,7 +140,15 @@ def report(step=None, message=None, **metrics):
         body["message"] = str(message)[:1024]
     if metrics:
         body["metrics"] = {k: float(v) for k, v in metrics.items()}
-    answer = _request("POST", "/v1/jobs/%d/progress" % job_id, body)
+    try:
+        answer = _request("POST", "/v1/jobs/%d/progress" % job_id, body)
+    except Unreachable:
+        return _stop_requested  # a server restart must not stop training
+    except MusterError as err:
+        if getattr(err, "status", 0) == 409:
+            _stop_requested = True  # this attempt is no longer the current one: stop
+            return True
+        raise
     if answer.get("checkpointRequested"):
         _stop_requested = True
     return _stop_requested
@@ -213,6 +240,8 @@ def commit_checkpoint(path, step):
         raise MusterError("not inside a Muster job: MUSTER_JOB_ID and MUSTER_ATTEMPT are not set")
     path = os.path.abspath(path)
     sha, count, size = write_manifest(path, step)
+    # Retried through a server restart: the same location and manifest
+    # again is answered with the first entry.
     return _request("POST", "/v1/jobs/%d/checkpoints" % job_id,
                     {"attempt": attempt, "step": int(step), "location": path,
-                     "manifestSha256": sha, "files": count, "bytes": size})
+                     "manifestSha256": sha, "files": count, "bytes": size}, tries=6)

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Unit tests of python/muster_job.py against a small local HTTP server that
+answers as the Muster API would (the end-to-end tests use the real one)."""
+import http.server
+import json
+import os
+import socket
+import sys
+import tempfile
+import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+
+
+class Api(http.server.BaseHTTPRequestHandler):
+    status = 200
+    answer = {"attempt": 1, "checkpointRequested": False}
+    seen = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Api.seen.append((self.path, self.headers["X-Muster-User"], body))
+        data = json.dumps(Api.answer if Api.status < 400 else {"code": "Conflict", "message": "attempt 1 is not running"})
+        self.send_response(Api.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class MusterJobTest(unittest.TestCase):
+    def setUp(self):
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Api)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        os.environ.update({"MUSTER_JOB_ID": "7", "MUSTER_ATTEMPT": "2", "USER": "alice",
+                           "MUSTER_SERVER": "http://127.0.0.1:%d" % self.server.server_port})
+        import importlib
+        import muster_job
+        self.mj = importlib.reload(muster_job)
+        Api.status, Api.seen = 200, []
+        Api.answer = {"attempt": 2, "checkpointRequested": False}
+
+    def tearDown(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def test_report_sends_progress_and_passes_on_a_checkpoint_request(self):
+        self.assertFalse(self.mj.report(step=5, loss=0.5, message="warm"))
+        path, user, body = Api.seen[-1]
+        self.assertEqual(path, "/v1/jobs/7/progress")
+        self.assertEqual(user, "alice")
+        self.assertEqual(body, {"attempt": 2, "step": 5, "message": "warm", "metrics": {"loss": 0.5}})
+        Api.answer = {"attempt": 2, "checkpointRequested": True}
+        self.assertTrue(self.mj.report(step=6))
+        self.assertTrue(self.mj.checkpoint_requested())
+
+    def test_a_replaced_attempt_is_told_to_stop(self):
+        Api.status = 409
+        self.assertTrue(self.mj.report(step=1))
+
+    def test_an_unreachable_server_does_not_stop_training(self):
+        os.environ["MUSTER_SERVER"] = "http://127.0.0.1:%d" % free_port()
+        self.assertFalse(self.mj.report(step=1))
+
+    def test_commit_writes_a_manifest_and_registers_it(self):
+        with tempfile.TemporaryDirectory() as root:
+            os.environ["MUSTER_CHECKPOINT_DIR"] = root
+            path = self.mj.new_checkpoint_dir(12)
+            self.assertTrue(path.startswith(root) and path.endswith("step-000000012.a2"))
+            os.makedirs(os.path.join(path, "sub"))
+            with open(os.path.join(path, "sub", "w.bin"), "wb") as f:
+                f.write(b"abc")
+            Api.answer = {"seq": 1}
+            self.assertEqual(self.mj.commit_checkpoint(path, 12), {"seq": 1})
+            with open(os.path.join(path, "MANIFEST.json"), "rb") as f:
+                text = f.read()
+            manifest = json.loads(text)
+            self.assertEqual(manifest["files"], [{"path": "sub/w.bin", "size": 3, "sha256":
+                             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}])
+            self.assertEqual((manifest["job"], manifest["attempt"], manifest["step"]), (7, 2, 12))
+            _, _, body = Api.seen[-1]
+            import hashlib
+            self.assertEqual(body["manifestSha256"], hashlib.sha256(text).hexdigest())
+            self.assertEqual((body["files"], body["bytes"], body["location"]), (1, 3, path))
+            with self.assertRaises(self.mj.MusterError):  # committed once
+                self.mj.commit_checkpoint(path, 12)
+
+
+if __name__ == "__main__":
+    unittest.main()
