@@ -265,6 +265,7 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   r.report_seq = report_seq_;
   r.epoch = epoch_;
   r.version = std::max(version_, seen_version_);
+  r.reports_version = reports_version_;
   return r;
 }
 
@@ -507,6 +508,7 @@ bool Agent::RefreshReports() {
     reports.push_back(r);
   }
   std::lock_guard<std::mutex> lock(mu_);
+  reports_version_ = version_;  // every task of that desired state is in the report
   if (signature != sent_signature_) {
     sent_signature_ = signature;
     ++report_seq_;

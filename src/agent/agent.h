@@ -121,6 +121,7 @@ class Agent {
   int64_t event_seq_ = 0;                             // guarded by mu_
   int64_t version_ = 0;                               // guarded by mu_: applied desired-state version
   int64_t seen_version_ = 0;                          // guarded by mu_: newest version received
+  int64_t reports_version_ = 0;  // guarded by mu_: the applied version when reports_ was built
   bool events_dirty_ = false;                         // guarded by mu_: new health events to send
   int64_t epoch_ = 0;                                 // guarded by mu_
   int64_t lease_ms_ = 60'000;                         // guarded by mu_

@@ -117,6 +117,7 @@ std::string ToJson(const SyncRequest& r) {
                {"reportSeq", r.report_seq},
                {"epoch", r.epoch},
                {"version", r.version},
+               {"reportsVersion", r.reports_version},
                {"waitMs", r.wait_ms}});
 }
 
@@ -235,6 +236,7 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
   rd.Get(j, "reportSeq", r.report_seq);
   rd.Get(j, "epoch", r.epoch);
   rd.Get(j, "version", r.version);
+  rd.Get(j, "reportsVersion", r.reports_version);
   rd.Get(j, "waitMs", r.wait_ms);
   RETURN_IF_ERROR(rd.status());
   if (r.node.empty() || r.node.size() > 253) return InvalidArgument("node: must be a name of 1..253 characters", "node");

@@ -107,6 +107,11 @@ struct SyncRequest {
   int64_t report_seq = 0;
   int64_t epoch = 0;    // the highest epoch this agent has seen
   int64_t version = 0;  // the desired-state version it last received
+  // The desired-state version it had applied when it built `tasks`: every
+  // task that state asked for, started or refused, is in the list. (The
+  // server ends a stopped replica the agent never started once this has
+  // passed the stop.)
+  int64_t reports_version = 0;
   int64_t wait_ms = 0;  // hold the answer until something changes, at most this long
 };
 

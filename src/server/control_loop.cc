@@ -435,7 +435,7 @@ void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, b
     it->second.ending_reason = reason;
     if (it->second.stop_at_ms > clock_.Now().millis()) {  // a waiting staggered stop: now
       it->second.stop_at_ms = 0;
-      for (const Attempt::Replica& r : it->second.replicas) TouchNode(r.node);
+      ReleaseStop(it->second);
     }
     JobRow& row = jobs_.at(id);
     row.reason = reason + "; stopping its replicas";

@@ -233,6 +233,7 @@ class ControlLoop {
       std::vector<int32_t> gpus;
       bool seen = false;   // the agent has reported it
       bool resume_seen = false;  // its checkpoint verification was recorded
+      int64_t stop_version = 0;  // its node's desired-state version once its stop was released
       bool ended = false;
       std::string result;  // how it ended, for status
       std::shared_ptr<const std::string> encoded;  // its assignment, encoded once
@@ -243,6 +244,7 @@ class ControlLoop {
     bool requeue = false;                  // ... or back to PENDING
     std::string ending_reason;
     proto::TaskReport failure;             // the first failing replica's report
+    bool node_lost = false;                // a replica ended with its node (lost or fenced)
     int64_t start_ms = 0;
     std::vector<proto::ResumeCandidate> resume;  // fixed at creation, for every replica
     nlohmann::json resumed_from;           // the checkpoint it resumed from, once a replica verified
@@ -298,6 +300,8 @@ class ControlLoop {
                    store::WriteBatch& b, bool staggered = false);
   // Sends the staggered stops whose time has come (nudges their nodes).
   void ReleaseDueStops(Time now);
+  // Takes the attempt's replicas out of their nodes' desired state now.
+  void ReleaseStop(Attempt& a);
   // Whether agents should stop the attempt's replicas now.
   bool StopReleased(const Attempt& a, int64_t now_ms) const {
     return (a.ending || a.requeue) && now_ms >= a.stop_at_ms;

@@ -36,6 +36,7 @@ std::pair<JobState, std::string> Classify(const proto::TaskReport& r) {
   if (r.stop_reason == "lost") return {JobState::kNodeFail, r.message};
   if (r.stop_reason == "launch") return {JobState::kFailed, "could not be started: " + r.message.substr(0, 512)};
   if (r.stop_reason == "stalled") return {JobState::kFailed, r.message};
+  if (r.stop_reason == "unstarted") return {JobState::kFailed, "was stopped before its node started it"};
   std::string what = r.signal != 0 ? "was killed by signal " + std::to_string(r.signal)
                                    : "exited with code " + std::to_string(r.exit_code);
   if (r.stop_reason == "stop") what += " after its agent stopped it";
@@ -219,9 +220,7 @@ void ControlLoop::BeginEnding(int64_t job, std::optional<JobState> final_state, 
     next_stop_slot_ms_ = a.stop_at_ms + std::max<int64_t>(1, 1000 / options_.checkpoint_signals_per_second);
     if (a.stop_at_ms > now) delayed_stops_.insert({a.stop_at_ms, job});
   }
-  if (a.stop_at_ms <= now) {
-    for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
-  }
+  if (a.stop_at_ms <= now) ReleaseStop(a);
   const bool any_running = AttemptManaged(a) && std::any_of(a.replicas.begin(), a.replicas.end(),
                                                             [](const Attempt::Replica& r) { return !r.ended; });
   if (!any_running) {
@@ -264,7 +263,15 @@ void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
   for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
   JobHistory& h = history_[job];
   if (!h.attempts.is_array()) h.attempts = json::array();
-  const JobState final_state = a.ending.value_or(JobState::kCompleted);
+  JobState final_state = a.ending.value_or(JobState::kCompleted);
+  // A gang whose node died often fails first on another replica (its
+  // collective sees the peer vanish). When a replica was lost with its
+  // node, the attempt's failure is the node's: requeued without spending a
+  // retry.
+  if (a.node_lost && !a.requeue && final_state == JobState::kFailed) {
+    a.ending_reason += "; a replica's node was lost, so the failure counts as the node's";
+    final_state = JobState::kNodeFail;
+  }
   // The record of this attempt.
   json record = {{"attempt", a.number},
                  {"startTime", a.start_ms},
@@ -336,6 +343,7 @@ void ControlLoop::ReplicaEnded(int64_t job, int32_t replica, const proto::TaskRe
   } else {
     const auto [state, words] = Classify(r);
     rep.result = words;
+    if (r.stop_reason == "lost" || r.stop_reason == "fenced") a.node_lost = true;
     if (!a.ending && !a.requeue) {
       a.failure = r;
       b.events.push_back(Event(job, "ReplicaFailed", core::JobStateName(state), where + " " + words));
@@ -516,6 +524,38 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
         out.response.recorded.push_back({t.job, t.attempt, t.replica});
       }
     }
+    // Replicas of stopped attempts that the agent never started: its report
+    // reflects a desired state from after the stop (so it never will) and
+    // does not list them. They end here, or the attempt would wait forever.
+    std::vector<std::pair<int64_t, int32_t>> unstarted;
+    bool unsettled = false;  // such a replica, but the report predates the stop: ask again soon
+    if (fresh) {
+      const int64_t now_ms = now.millis();
+      for (int64_t job : attempts_on_node_[*index]) {
+        const Attempt& a = attempts_.at(job);
+        if (!StopReleased(a, now_ms)) continue;
+        for (size_t i = 0; i < a.replicas.size(); ++i) {
+          const Attempt::Replica& r = a.replicas[i];
+          if (r.node != *index || r.seen || r.ended || r.stop_version == 0 ||
+              reported.count({job, static_cast<int32_t>(i)})) {
+            continue;
+          }
+          if (req.reports_version >= r.stop_version) {
+            unstarted.emplace_back(job, static_cast<int32_t>(i));
+          } else {
+            unsettled = true;
+          }
+        }
+      }
+    }
+    if (unsettled) out.changed = true;  // no long wait: its next report settles them
+    for (const auto& [job, replica] : unstarted) {
+      if (!attempts_.count(job)) continue;
+      proto::TaskReport never;
+      never.stop_reason = "unstarted";
+      ReplicaEnded(job, replica, never, b);
+      out.changed = true;
+    }
     // Replicas the agent reported before and no longer knows were lost.
     std::vector<std::pair<int64_t, int32_t>> lost;
     if (fresh) {
@@ -562,7 +602,14 @@ void ControlLoop::ReleaseDueStops(Time now) {
     delayed_stops_.erase(delayed_stops_.begin());
     auto it = attempts_.find(job);
     if (it == attempts_.end() || it->second.stop_at_ms != at) continue;
-    for (const Attempt::Replica& r : it->second.replicas) TouchNode(r.node);
+    ReleaseStop(it->second);
+  }
+}
+
+void ControlLoop::ReleaseStop(Attempt& a) {
+  for (Attempt::Replica& r : a.replicas) {
+    TouchNode(r.node);
+    r.stop_version = NodeVersion(state_.nodes()[r.node].spec.name);
   }
 }
 

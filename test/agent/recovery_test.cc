@@ -129,6 +129,10 @@ TEST_F(RecoveryTest, TheDdpJobInterruptedTwiceEndsWithTheWeightsOfAnUninterrupte
   const int64_t resumed3 = h[2]["resumedFrom"]["step"];
   EXPECT_EQ(resumed3, h[1]["lastStep"].get<int64_t>()) << j.dump();
   EXPECT_GE(resumed3, reached2) << j.dump();
+  // The node's death is the node's fault, even when the other replica's
+  // collective failed first: no retry spent.
+  EXPECT_EQ(h[0]["result"], "NODE_FAIL") << j.dump();
+  EXPECT_EQ(j["retries"], 0) << j.dump();
   EXPECT_EQ(h[1]["result"], "REQUEUED") << j.dump();
   for (const json& rep : h[2]["replicas"]) {
     EXPECT_NE(rep["node"], victim);
