@@ -41,6 +41,7 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--fair-share-weight", f.fair_share_weight,
                   "Fair-share priority points between tenants (default 5000; 0 = off)");
   sim->add_option("--half-life", f.half_life, "Half-life of fair-share usage (default 7d)");
+  sim->add_flag("--equal-shares", f.equal_shares, "Give every tenant the same share (ignore the cluster file's queues)");
   return sim;
 }
 
@@ -80,6 +81,7 @@ int RunSim(const SimFlags& f) {
   if (f.age_cap >= 0) opts.scheduler.weights.age_cap = f.age_cap;
   if (f.size_points_per_gpu >= 0) opts.scheduler.weights.size_points_per_gpu = f.size_points_per_gpu;
   if (f.fair_share_weight >= 0) opts.fairshare.weight = f.fair_share_weight;
+  opts.equal_shares = f.equal_shares;
   auto half_life = ParseDuration(f.half_life);
   if (!half_life.ok()) return fail(half_life.status().WithFieldPrefix("--half-life"));
   opts.fairshare.half_life = *half_life;

@@ -33,6 +33,7 @@ struct SimFlags {
   int64_t size_points_per_gpu = -1;
   int64_t fair_share_weight = -1;  // -1: the default
   std::string half_life = "7d";
+  bool equal_shares = false;
 };
 
 // Registers the subcommand; `flags` must outlive the app.

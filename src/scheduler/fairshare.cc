@@ -1,5 +1,6 @@
 #include "scheduler/fairshare.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace muster::scheduler {
@@ -7,6 +8,9 @@ namespace muster::scheduler {
 Status FairShareOptions::Validate() const {
   if (half_life <= Duration::Zero()) return InvalidArgument("must be positive", "fairShare.halfLife");
   if (weight < 0) return InvalidArgument("must be >= 0", "fairShare.weight");
+  for (const auto& [name, share] : shares) {
+    if (!(share > 0) || share > 1e6) return InvalidArgument("must be a number above 0 and at most 1e6", "fairShare.shares." + name);
+  }
   return Status::Ok();
 }
 
@@ -20,6 +24,12 @@ void FairShare::Grow(int32_t queue) {
 void FairShare::SetShare(int32_t queue, double share) {
   Grow(queue);
   share_[queue] = share;
+}
+
+void FairShare::NameQueue(int32_t queue, const std::string& name) {
+  auto it = options_.shares.find(name);
+  SetShare(queue, it == options_.shares.end() ? 1.0 : it->second);
+  named_ = std::max(named_, queue + 1);
 }
 
 void FairShare::Advance(Time now, const std::vector<std::pair<int32_t, int64_t>>& running) {

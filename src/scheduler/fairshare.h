@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ namespace muster::scheduler {
 struct FairShareOptions {
   Duration half_life = Duration::Hours(7 * 24);
   int64_t weight = 5'000;  // points at zero usage; 0 turns fair-share off
+  // Configured shares by queue name; a queue not listed has share 1.
+  std::map<std::string, double> shares;
 
   Status Validate() const;
 };
@@ -43,6 +46,11 @@ class FairShare {
 
   // Sets a queue's share (default 1). Queues are dense ids.
   void SetShare(int32_t queue, double share);
+  // Gives dense queue `queue` its configured share by name (options.shares).
+  // Owners call it for every queue id the cluster state has created:
+  //   for (q = fs.named(); q < state.num_queues(); ++q) fs.NameQueue(q, state.QueueName(q));
+  void NameQueue(int32_t queue, const std::string& name);
+  int32_t named() const { return named_; }
   // Decays all usage to `now`, then charges each (queue, GPUs) pair in
   // `running` for the time since the previous call. Time never goes back.
   void Advance(Time now, const std::vector<std::pair<int32_t, int64_t>>& running);
@@ -58,6 +66,7 @@ class FairShare {
   FairShareOptions options_;
   std::vector<double> usage_;
   std::vector<double> share_;
+  int32_t named_ = 0;
   Time last_;
   bool started_ = false;
 };

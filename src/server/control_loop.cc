@@ -483,6 +483,7 @@ void ControlLoop::RunCycle() {
     for (const core::Allocation& a : r.allocations) gpus += a.resources.gpus;
     running.emplace_back(r.queue, gpus);
   }
+  for (int32_t q = fairshare_.named(); q < state_.num_queues(); ++q) fairshare_.NameQueue(q, state_.QueueName(q));
   fairshare_.Advance(now, running);
   fairshare_points_ = fairshare_.Points(state_.num_queues());
   core::ClusterSnapshot snap = state_.Snapshot(now);

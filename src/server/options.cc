@@ -183,8 +183,17 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       }
     }
     if (const YAML::Node f = root["fairShare"]) {
-      if (!f.IsMap()) return InvalidArgument("must be a mapping {weight, halfLife}", "server.fairShare");
-      RETURN_IF_ERROR(CheckKeys(f, {"weight", "halfLife"}, "server.fairShare"));
+      if (!f.IsMap()) return InvalidArgument("must be a mapping {weight, halfLife, shares}", "server.fairShare");
+      RETURN_IF_ERROR(CheckKeys(f, {"weight", "halfLife", "shares"}, "server.fairShare"));
+      if (const YAML::Node sh = f["shares"]) {
+        if (!sh.IsMap()) return InvalidArgument("must be a mapping of queue name to share", "server.fairShare.shares");
+        for (const auto& kv : sh) {
+          const std::string name = kv.first.as<std::string>();
+          const std::string path = "server.fairShare.shares." + name;
+          ASSIGN_OR_RETURN(int64_t share, config::Int(kv.second, path, 1, 1'000'000));
+          o.fairshare.shares[name] = static_cast<double>(share);
+        }
+      }
       if (f["weight"]) {
         ASSIGN_OR_RETURN(o.fairshare.weight, config::Int(f["weight"], "server.fairShare.weight", 0, 1'000'000'000));
       }

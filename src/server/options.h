@@ -10,7 +10,8 @@
 //   defaultPriorityClass: normal
 //   scheduler: {policy: muster, maxReservations: 8, starvationThreshold: 8h,
 //               agePointsPerHour: 500, ageCap: 20000}
-//   fairShare: {weight: 5000, halfLife: 7d}   # between queues, equal shares; weight 0 = off
+//   fairShare: {weight: 5000, halfLife: 7d, shares: {research: 3, prod: 1}}
+//                            # between queues; unlisted queues have share 1; weight 0 = off
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
 //   maxBodyBytes: 1048576    # larger request bodies get 413
 //   rateLimit: {perSecond: 500, burst: 1000}   # per client address; 429 beyond

@@ -63,5 +63,24 @@ TEST(JobDefaults, BadValuesNameTheServerOption) {
   }
 }
 
+TEST(FairShareShares, AreReadByQueueName) {
+  auto o = ParseServerOptions("fairShare: {shares: {research: 3, prod: 1}}", "test.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->fairshare.shares.at("research"), 3.0);
+  scheduler::FairShare fs(o->fairshare);
+  fs.NameQueue(0, "prod");
+  fs.NameQueue(1, "research");
+  fs.NameQueue(2, "other");
+  EXPECT_EQ(fs.named(), 3);
+  // Equal usage: the queue with the larger share keeps more points.
+  fs.Advance(Time::FromMillis(0), {{0, 8}, {1, 8}, {2, 8}});
+  fs.Advance(Time::FromMillis(3'600'000), {{0, 8}, {1, 8}, {2, 8}});
+  const std::vector<int64_t> p = fs.Points(3);
+  EXPECT_GT(p[1], p[0]);
+  EXPECT_EQ(p[0], p[2]);
+  auto bad = ParseServerOptions("fairShare: {shares: {research: 0}}", "test.yaml");
+  EXPECT_EQ(bad.status().field(), "server.fairShare.shares.research");
+}
+
 }  // namespace
 }  // namespace muster::server

@@ -42,18 +42,37 @@ StatusOr<ClusterDescription> ClusterFromFlags(const NodeFlags& flags) {
   g.leaves_per_spine = flags.leaves_per_spine;
   config::NodeList list;
   config::AddNodeGroup(g, 0, list);
-  return ClusterDescription{std::move(list.nodes), std::move(list.summary)};
+  return ClusterDescription{std::move(list.nodes), std::move(list.summary), {}};
 }
 
 StatusOr<ClusterDescription> ParseClusterYaml(const std::string& text, const std::string& source) {
   ASSIGN_OR_RETURN(YAML::Node root, config::LoadYaml(text, source));
   auto parsed = [&]() -> StatusOr<ClusterDescription> {
     if (!root.IsMap()) return InvalidArgument("the cluster file must be a YAML mapping");
-    RETURN_IF_ERROR(config::CheckKeys(root, {"nodeGroups", "nodes"}, "cluster"));
+    RETURN_IF_ERROR(config::CheckKeys(root, {"nodeGroups", "nodes", "queues"}, "cluster"));
     config::NodeList list;
     RETURN_IF_ERROR(config::ReadNodeList(root, "cluster", list));
     if (list.nodes.empty()) return InvalidArgument("the cluster has no nodes", "cluster");
-    return ClusterDescription{std::move(list.nodes), std::move(list.summary)};
+    ClusterDescription d{std::move(list.nodes), std::move(list.summary), {}};
+    if (const YAML::Node queues = root["queues"]) {
+      if (!queues.IsSequence()) return InvalidArgument("must be a list of {name, share}", "cluster.queues");
+      for (size_t i = 0; i < queues.size(); ++i) {
+        const std::string path = "cluster.queues[" + std::to_string(i) + "]";
+        const YAML::Node q = queues[i];
+        if (!q.IsMap()) return InvalidArgument("must be a mapping {name, share}", path);
+        RETURN_IF_ERROR(config::CheckKeys(q, {"name", "share"}, path));
+        if (!q["name"]) return InvalidArgument("is required", path + ".name");
+        ASSIGN_OR_RETURN(std::string name, config::Str(q["name"], path + ".name"));
+        int64_t share = 1;
+        if (q["share"]) {
+          ASSIGN_OR_RETURN(share, config::Int(q["share"], path + ".share", 1, 1'000'000));
+        }
+        if (!d.shares.emplace(name, static_cast<double>(share)).second) {
+          return InvalidArgument("queue \"" + name + "\" is listed twice", path + ".name");
+        }
+      }
+    }
+    return d;
   }();
   // Errors without a field name the file; field errors get it from
   // LoadClusterFile, so the field path stays machine-readable here.

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <map>
 #include <vector>
 
 #include "common/status.h"
@@ -32,6 +33,9 @@ namespace muster::sim {
 struct ClusterDescription {
   std::vector<core::NodeSpec> nodes;
   std::string summary;  // "80 nodes x 8 GPU (gpu), 16 nodes per leaf"
+  // Fair-share shares by queue (tenant) name, from `queues: [{name, share}]`;
+  // a tenant not listed has share 1.
+  std::map<std::string, double> shares;
 
   int64_t total_gpus() const;
   int64_t max_gpus_per_node() const;

@@ -374,5 +374,18 @@ TEST(SinglePoolTest, SingleTypeClusterBecomesOneNode) {
   EXPECT_EQ(pool.nodes[0].gpu_type, "gpu");
 }
 
+TEST(ParseClusterYamlTest, QueuesGiveShares) {
+  auto c = ParseClusterYaml("nodeGroups: [{count: 2, gpus: 8}]\nqueues: [{name: vc1, share: 3}, {name: vc2}]\n", "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->shares.at("vc1"), 3.0);
+  EXPECT_EQ(c->shares.at("vc2"), 1.0);
+  auto dup = ParseClusterYaml("nodeGroups: [{count: 1, gpus: 8}]\nqueues: [{name: a}, {name: a}]\n", "t.yaml");
+  EXPECT_EQ(dup.status().field(), "cluster.queues[1].name");
+  auto zero = ParseClusterYaml("nodeGroups: [{count: 1, gpus: 8}]\nqueues: [{name: a, share: 0}]\n", "t.yaml");
+  EXPECT_EQ(zero.status().field(), "cluster.queues[0].share");
+  auto typo = ParseClusterYaml("nodeGroups: [{count: 1, gpus: 8}]\nqueues: [{name: a, shares: 2}]\n", "t.yaml");
+  EXPECT_EQ(typo.status().field(), "cluster.queues[0].shares");
+}
+
 }  // namespace
 }  // namespace muster::sim

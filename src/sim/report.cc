@@ -103,7 +103,7 @@ nlohmann::json ReportJson(const SimResult& r) {
     out["per_tenant"][k] = t;
   }
   // Fairness between tenants that compete (sim/fairness.h).
-  const Fairness fair = TenantFairness(r.jobs);
+  const Fairness fair = TenantFairness(r.jobs, r.shares);
   out["fairness"] = {{"jain", fair.jain},
                      {"contended_hours", fair.contended_hours},
                      {"ratio", fair.ratio},

@@ -15,10 +15,16 @@ namespace {
 
 using core::JobId;
 
+scheduler::FairShareOptions WithShares(const SimOptions& opts, const ClusterDescription& cluster) {
+  scheduler::FairShareOptions f = opts.fairshare;
+  if (!opts.equal_shares) f.shares = cluster.shares;
+  return f;
+}
+
 class Run {
  public:
   Run(const std::vector<TraceJob>& trace, const ClusterDescription& cluster, const SimOptions& opts)
-      : trace_(trace), cluster_(cluster), opts_(opts), rng_(opts.seed), fairshare_(opts.fairshare) {}
+      : trace_(trace), cluster_(cluster), opts_(opts), rng_(opts.seed), fairshare_(WithShares(opts, cluster)) {}
 
   StatusOr<SimResult> Go() {
     // Priority classes from the trace's priority values.
@@ -40,6 +46,7 @@ class Run {
     result_.policy = opts_.scheduler.policy;
     result_.time_limit_factor = opts_.time_limit_factor;
     result_.fairshare_weight = opts_.fairshare.weight;
+    if (!opts_.equal_shares) result_.shares = cluster_.shares;
     result_.seed = opts_.seed;
     result_.total_gpus = cluster_.total_gpus();
     RETURN_IF_ERROR(Prepare());
@@ -122,6 +129,19 @@ class Run {
       if (!completions.empty()) t = std::min(t, completions.top().first);
       const Time now = Time::FromSeconds(t);
       clock_.Set(now);
+      // Charge fair-share usage for the time since the last event with what
+      // ran during it, before this instant's completions leave the running
+      // set (charging at the next cycle instead would miss every job that
+      // ends exactly between two cycles).
+      if (fairshare_.enabled()) {
+        running_by_queue_.clear();
+        for (const auto& [id, r] : state_->running()) {
+          int64_t gpus = 0;
+          for (const core::Allocation& a : r.allocations) gpus += a.resources.gpus;
+          running_by_queue_.emplace_back(r.queue, gpus);
+        }
+        fairshare_.Advance(now, running_by_queue_);
+      }
 
       while (!completions.empty() && completions.top().first == t) {
         const JobId id = completions.top().second;
@@ -147,13 +167,7 @@ class Run {
 
       core::ClusterSnapshot snap = state_->Snapshot(clock_.Now());
       if (fairshare_.enabled()) {
-        running_by_queue_.clear();
-        for (const auto& [id, r] : state_->running()) {
-          int64_t gpus = 0;
-          for (const core::Allocation& a : r.allocations) gpus += a.resources.gpus;
-          running_by_queue_.emplace_back(r.queue, gpus);
-        }
-        fairshare_.Advance(now, running_by_queue_);
+        for (int32_t q = fairshare_.named(); q < state_->num_queues(); ++q) fairshare_.NameQueue(q, state_->QueueName(q));
         points_ = fairshare_.Points(state_->num_queues());
         snap.queue_fairshare = points_;
       }

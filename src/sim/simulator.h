@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,9 +38,10 @@ namespace muster::sim {
 
 struct SimOptions {
   scheduler::SchedulerOptions scheduler;
-  // Fair-share between tenants (each tenant is a queue, all with share 1);
-  // weight 0 turns it off.
+  // Fair-share between tenants (each tenant is a queue, with the cluster
+  // file's share, else 1); weight 0 turns it off.
   scheduler::FairShareOptions fairshare;
+  bool equal_shares = false;  // ignore the cluster file's shares: every tenant gets 1
   double time_limit_factor = 2.0;
   // Actual run time = duration x U(1 - noise, 1 + noise); 0 = exact.
   double runtime_noise = 0.0;
@@ -90,6 +92,7 @@ struct SimResult {
   int64_t last_end_s = 0;
   int64_t busy_gpu_seconds = 0;
   int64_t fairshare_weight = 0;
+  std::map<std::string, double> shares;  // the shares used (empty: all equal)
 };
 
 StatusOr<SimResult> Simulate(const std::vector<TraceJob>& trace, const ClusterDescription& cluster,
