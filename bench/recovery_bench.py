@@ -21,24 +21,13 @@ configured timeouts is the overhead Muster itself adds.
 Usage: sudo bench/recovery_bench.py BINARY [--fast] [--queue 10000]
 """
 import argparse
-import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from local_cluster import LocalCluster
 
 
 def alive(pid):
@@ -49,58 +38,11 @@ def alive(pid):
         return False
 
 
-class Cluster:
+class Cluster(LocalCluster):
+    """A LocalCluster whose agents have one fake GPU each, with a wait helper."""
+
     def __init__(self, binary, config, listen="127.0.0.1"):
-        self.binary = binary
-        self.dir = tempfile.mkdtemp(prefix="muster-recovery-")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        with open(f"{self.dir}/server.yaml", "w") as f:
-            f.write(f"store: {self.dir}/muster.db\nlisten: {listen}:{self.port}\n"
-                    "rateLimit: {perSecond: 1000000, burst: 1000000}\n" + config)
-        self.agents = {}
-        self.start_server()
-
-    def start_server(self):
-        self.server = subprocess.Popen([self.binary, "server", "-c", f"{self.dir}/server.yaml"],
-                                       stdout=open(f"{self.dir}/server.log", "a"), stderr=subprocess.STDOUT)
-        self.wait_http()
-
-    def wait_http(self, timeout=60):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                self.get("/healthz")
-                return
-            except OSError:
-                time.sleep(0.01)
-        raise SystemExit("the server did not start")
-
-    def add_agent(self, name, wrapper=(), server=None):
-        self.agents[name] = subprocess.Popen(
-            list(wrapper) + [self.binary, "agent", "--server", server or self.url, "--name", name, "--fake-gpus", "1xH100",
-                             "--state-dir", f"{self.dir}/{name}", "--stop-tasks-on-exit"],
-            stdout=open(f"{self.dir}/{name}.log", "w"), stderr=subprocess.STDOUT)
-
-    def wait_nodes(self, n):
-        deadline = time.time() + 60
-        while len(self.get("/v1/nodes")["items"]) < n:
-            if time.time() > deadline:
-                raise SystemExit("agents did not register")
-            time.sleep(0.05)
-
-    def request(self, method, path, body=None, ctype="application/json"):
-        data = body.encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": ctype, "X-Muster-User": "root"})
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.loads(r.read())
-
-    def get(self, path):
-        return self.request("GET", path)
-
-    def submit(self, yaml):
-        return self.request("POST", "/v1/jobs", yaml, "application/yaml")["id"]
+        super().__init__(binary, config, listen, prefix="muster-recovery-")
 
     def job(self, id):
         return self.get(f"/v1/jobs/{id}")
@@ -113,17 +55,6 @@ class Cluster:
                 return v
             time.sleep(step)
         raise SystemExit("timed out")
-
-    def close(self):
-        for p in list(self.agents.values()) + [self.server]:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in list(self.agents.values()) + [self.server]:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def pids_of(path):
@@ -143,7 +74,7 @@ def node_loss(binary, config):
         d = f"{c.dir}/pids"
         os.makedirs(d)
         id = c.submit("name: gang\nreplicas: 2\nresources: {gpus: 1}\n"
-                      f"command: [/bin/sh, -c, 'echo $$ >> {d}/a$MUSTER_ATTEMPT.r$MUSTER_REPLICA_INDEX; exec sleep 3600']\n")
+                      f"command: [/bin/sh, -c, 'echo $$ >> {d}/a$MUSTER_ATTEMPT.r$MUSTER_REPLICA_INDEX; exec sleep 3600']\n")["id"]
         c.wait(lambda: len(pids_of(f"{d}/a1.r0")) and len(pids_of(f"{d}/a1.r1")))
         victim = c.job(id)["allocations"][0]["node"]
         t0 = time.time()
@@ -176,7 +107,7 @@ def partition(binary, config):
         d = f"{c.dir}/pids"
         os.makedirs(d)
         id = c.submit("name: cutoff\nresources: {gpus: 1}\n"
-                      f"command: [/bin/sh, -c, 'echo $$ >> {d}/a$MUSTER_ATTEMPT; exec sleep 3600']\n")
+                      f"command: [/bin/sh, -c, 'echo $$ >> {d}/a$MUSTER_ATTEMPT; exec sleep 3600']\n")["id"]
         c.wait(lambda: pids_of(f"{d}/a1"))
         c.add_agent("other")
         c.wait_nodes(2)
@@ -215,7 +146,7 @@ def restart(binary, config, queue):
         c.server.wait()
         c.start_server()
         up = time.time() - t0
-        id = c.submit(f"name: after\nresources: {{gpus: 1}}\ncommand: [/bin/sh, -c, 'echo $$ >> {d}/a; exec sleep 3600']\n")
+        id = c.submit(f"name: after\nresources: {{gpus: 1}}\ncommand: [/bin/sh, -c, 'echo $$ >> {d}/a; exec sleep 3600']\n")["id"]
         c.wait(lambda: pids_of(f"{d}/a"))
         runs = time.time() - t0
         print(f"restart: with {queue} jobs queued the server answered {up:.2f} s after the kill; "

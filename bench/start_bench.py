@@ -18,75 +18,20 @@ Prints one summary line per measurement (the same lines docs/benchmarks.md quote
 import argparse
 import concurrent.futures
 import datetime
-import json
 import math
 import os
-import shutil
-import signal
-import socket
-import statistics
-import subprocess
-import sys
-import tempfile
 import time
-import urllib.request
+
+from local_cluster import LocalCluster
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Cluster:
+class Cluster(LocalCluster):
     def __init__(self, binary, agents, gpus):
-        self.dir = tempfile.mkdtemp(prefix="muster-bench-")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        with open(f"{self.dir}/server.yaml", "w") as f:
-            f.write(f"store: {self.dir}/muster.db\nlisten: 127.0.0.1:{self.port}\n"
-                    "rateLimit: {perSecond: 1000000, burst: 1000000}\nagents: {defaultGrace: 2s}\n")
-        self.procs = []
-        self.server = subprocess.Popen([binary, "server", "-c", f"{self.dir}/server.yaml"],
-                                       stdout=open(f"{self.dir}/server.log", "w"), stderr=subprocess.STDOUT)
-        self.wait_http()
+        super().__init__(binary, "agents: {defaultGrace: 2s}\n")
         for i in range(agents):
-            name = f"b{i:03d}"
-            self.procs.append(subprocess.Popen(
-                [binary, "agent", "--server", self.url, "--name", name, "--fake-gpus", gpus,
-                 "--state-dir", f"{self.dir}/{name}", "--cpus", "64", "--memory", "512Gi", "--stop-tasks-on-exit"]
-                + os.environ.get("BENCH_AGENT_FLAGS", "").split(),
-                stdout=open(f"{self.dir}/{name}.log", "w"), stderr=subprocess.STDOUT))
-        deadline = time.time() + 60
-        while len(self.get("/v1/nodes")["items"]) < agents:
-            if time.time() > deadline:
-                raise SystemExit("agents did not register")
-            time.sleep(0.05)
-
-    def wait_http(self):
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                self.get("/healthz")
-                return
-            except OSError:
-                time.sleep(0.02)
-        raise SystemExit("the server did not start")
-
-    def request(self, method, path, body=None):
-        data = body.encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/yaml", "X-Muster-User": "root"})
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return json.loads(r.read())
-
-    def get(self, path):
-        return self.request("GET", path)
-
-    def submit(self, yaml):
-        return self.request("POST", "/v1/jobs", yaml)
+            self.add_agent(f"b{i:03d}", ["--fake-gpus", gpus, "--cpus", "64", "--memory", "512Gi"]
+                           + os.environ.get("BENCH_AGENT_FLAGS", "").split())
+        self.wait_nodes(agents)
 
     def jobs(self):
         items, cont = [], ""
@@ -105,21 +50,8 @@ class Cluster:
             tick = os.sysconf("SC_CLK_TCK")
             return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
         server = times(self.server.pid)[0]
-        agents = [times(p.pid) for p in self.procs]
+        agents = [times(p.pid) for p in self.agents.values()]
         return server, sum(a for a, _ in agents), sum(c for _, c in agents)
-
-    def close(self):
-        for p in self.procs:
-            p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        self.server.send_signal(signal.SIGTERM)
-        self.server.wait(timeout=20)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
 
 def pct(values, p):
     s = sorted(values)

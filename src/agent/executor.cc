@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -173,7 +174,15 @@ void Executor::Poll() {
   }
   for (auto& [key, t] : tasks_) {
     if (t.result) continue;
-    if (t.awaiting_resume) ReadResumed(t);
+    // The shim's verification may take minutes: read the journal again
+    // only when it has grown.
+    if (t.awaiting_resume) {
+      struct stat st {};
+      if (::stat(JournalPath(key).c_str(), &st) == 0 && st.st_size != t.journal_bytes) {
+        t.journal_bytes = st.st_size;
+        ReadResumed(t);
+      }
+    }
     if (t.child) {
       int status = 0;
       if (::waitpid(t.pid, &status, WNOHANG) == t.pid) {

@@ -105,6 +105,7 @@ class Executor {
     std::optional<TaskResult> result;
     std::string meta = "{}";
     bool awaiting_resume = false;  // it has candidates and the shim's choice is not read yet
+    int64_t journal_bytes = -1;  // its size when last read for that choice
     std::string resumed;
   };
   // Reads the shim's checkpoint choice from the journal, if it is there.

@@ -28,11 +28,7 @@ std::string TaskSpecToJson(const TaskSpec& s) {
             {"leaseFile", s.lease_file},
             {"stopSignal", s.stop_signal},
             {"graceMs", s.grace_ms}};
-  json resume = json::array();
-  for (const proto::ResumeCandidate& c : s.resume) {
-    resume.push_back({{"seq", c.seq}, {"step", c.step}, {"location", c.location}, {"manifestSha256", c.manifest_sha256}});
-  }
-  j["resume"] = resume;
+  j["resume"] = json::parse(proto::ToJson(s.resume));
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -55,11 +51,10 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
     s.lease_file = j.value("leaseFile", "");
     s.stop_signal = j.value("stopSignal", 15);
     s.grace_ms = j.value("graceMs", int64_t{30'000});
-    if (j.contains("resume") && j["resume"].is_array()) {
-      for (const json& c : j["resume"]) {
-        s.resume.push_back({c.at("seq").get<int64_t>(), c.at("step").get<int64_t>(), c.at("location").get<std::string>(),
-                            c.at("manifestSha256").get<std::string>()});
-      }
+    if (j.contains("resume")) {
+      auto resume = proto::ParseResumeCandidates(j["resume"].dump());
+      if (!resume.ok()) return InvalidArgument("task spec: " + resume.status().message());
+      s.resume = std::move(*resume);
     }
     if (s.argv.empty()) return InvalidArgument("task spec: argv is empty");
     return s;

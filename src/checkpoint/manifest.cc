@@ -47,10 +47,6 @@ bool SafeRelative(const std::string& p) {
   return true;
 }
 
-bool IsHex64(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 Status WriteAllFd(int fd, std::string_view data, const std::string& path) {
   while (!data.empty()) {
     const ssize_t w = ::write(fd, data.data(), data.size());
@@ -71,6 +67,11 @@ Status FsyncPath(const std::string& path, int flags) {
 }
 
 }  // namespace
+
+bool IsSha256Hex(std::string_view s) {
+  return s.size() == 64 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
 
 int64_t Manifest::TotalBytes() const {
   int64_t n = 0;
@@ -112,7 +113,7 @@ StatusOr<Manifest> ParseManifest(std::string_view text) {
       return InvalidArgument("must be a non-negative integer", at + ".size");
     }
     mf.size = f["size"].get<int64_t>();
-    if (!f.contains("sha256") || !f["sha256"].is_string() || !IsHex64(f["sha256"].get<std::string>())) {
+    if (!f.contains("sha256") || !f["sha256"].is_string() || !IsSha256Hex(f["sha256"].get<std::string>())) {
       return InvalidArgument("must be 64 lower-case hex digits", at + ".sha256");
     }
     mf.sha256 = f["sha256"].get<std::string>();

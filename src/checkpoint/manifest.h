@@ -52,6 +52,10 @@ std::string ManifestToJson(const Manifest& m);
 // Errors are InvalidArgument naming the field ("files[2].path: ...").
 StatusOr<Manifest> ParseManifest(std::string_view text);
 
+// Whether `s` is a SHA-256 in the form this module writes: 64 lower-case
+// hex digits.
+bool IsSha256Hex(std::string_view s);
+
 // The SHA-256 of bytes, and of a file's contents (streamed), in hex.
 std::string Sha256Hex(std::string_view data);
 StatusOr<std::string> Sha256OfFile(const std::string& path, int64_t* size = nullptr);

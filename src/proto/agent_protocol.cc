@@ -131,6 +131,13 @@ json ResumeJson(const std::vector<ResumeCandidate>& candidates) {
   return out;
 }
 
+void ReadCandidate(Reader& c, const json& co, ResumeCandidate& r) {
+  c.Get(co, "seq", r.seq);
+  c.Get(co, "step", r.step);
+  c.Get(co, "location", r.location);
+  c.Get(co, "manifestSha256", r.manifest_sha256);
+}
+
 json TaskJson(const TaskAssignment& t) {
   return {{"job", t.job},
           {"attempt", t.attempt},
@@ -153,6 +160,18 @@ json TaskJson(const TaskAssignment& t) {
 }  // namespace
 
 std::string ToJson(const TaskAssignment& t) { return Dump(TaskJson(t)); }
+
+std::string ToJson(const std::vector<ResumeCandidate>& candidates) { return Dump(ResumeJson(candidates)); }
+
+StatusOr<std::vector<ResumeCandidate>> ParseResumeCandidates(const std::string& text) {
+  const json j = {{"resume", json::parse(text, nullptr, false)}};
+  if (!j["resume"].is_array()) return InvalidArgument("resume: must be an array", "resume");
+  std::vector<ResumeCandidate> out;
+  Reader rd("");
+  rd.List(j, "resume", out, ReadCandidate);
+  RETURN_IF_ERROR(rd.status());
+  return out;
+}
 
 std::string ToJson(const SyncResponse& r) {
   json recorded = json::array();
@@ -275,12 +294,7 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
     e.Get(o, "timeLimitMs", t.time_limit_ms);
     e.Get(o, "stopSignal", t.stop_signal);
     e.Get(o, "graceMs", t.grace_ms);
-    e.List(o, "resume", t.resume, [](Reader& c, const json& co, ResumeCandidate& r) {
-      c.Get(co, "seq", r.seq);
-      c.Get(co, "step", r.step);
-      c.Get(co, "location", r.location);
-      c.Get(co, "manifestSha256", r.manifest_sha256);
-    });
+    e.List(o, "resume", t.resume, ReadCandidate);
   });
   rd.List(j, "recorded", r.recorded, [](Reader& e, const json& o, TaskRef& t) {
     e.Get(o, "job", t.job);

@@ -162,8 +162,12 @@ std::string TaskKey(int64_t job, int32_t attempt, int32_t replica);
 std::string ToJson(const SyncRequest& r);
 std::string ToJson(const SyncResponse& r);
 std::string ToJson(const TaskAssignment& t);
+// An assignment's resume candidates alone, in the same form (the agent's
+// task spec keeps them so).
+std::string ToJson(const std::vector<ResumeCandidate>& candidates);
 // Errors name the field ("tasks[2].job: must be an integer").
 StatusOr<SyncRequest> ParseSyncRequest(const std::string& text);
 StatusOr<SyncResponse> ParseSyncResponse(const std::string& text);
+StatusOr<std::vector<ResumeCandidate>> ParseResumeCandidates(const std::string& text);
 
 }  // namespace muster::proto

@@ -338,25 +338,23 @@ StatusOr<ControlLoop::SubmitResult> ControlLoop::Submit(SubmitRequest req) {
   }, ShuttingDown());
 }
 
-bool ControlLoop::MayManage(const JobRow& job, const std::string& user) const {
-  if (job.user == user) return true;
-  for (const std::string& a : options_.admins) {
-    if (a == user) return true;
+StatusOr<JobRow*> ControlLoop::ManagedJob(int64_t id, const std::string& user, const std::string& verb) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return NotFound("job " + std::to_string(id) + " does not exist");
+  JobRow& row = it->second;
+  if (row.user != user && std::find(options_.admins.begin(), options_.admins.end(), user) == options_.admins.end()) {
+    return Status(StatusCode::kPermissionDenied, "job " + std::to_string(id) + " belongs to " + row.user +
+                                                     "; only its owner or an admin may " + verb + " it");
   }
-  return false;
+  return &row;
 }
 
 StatusOr<JobRow> ControlLoop::Act(int64_t id, Action action, const std::string& user) {
   using R = StatusOr<JobRow>;
   return Call<R>([this, id, action, user](std::function<void(R)> reply) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
-    JobRow& row = it->second;
-    if (!MayManage(row, user)) {
-      return reply(Status(StatusCode::kPermissionDenied,
-                          "job " + std::to_string(id) + " belongs to " + row.user + "; only its owner or an admin may " +
-                              ActionName(action) + " it"));
-    }
+    auto managed = ManagedJob(id, user, ActionName(action));
+    if (!managed.ok()) return reply(managed.status());
+    JobRow& row = **managed;
     const Time now = clock_.Now();
     const std::string state = row.state;
     auto ended = [&](const char* verb) {
@@ -551,6 +549,8 @@ StatusOr<ControlLoop::Explanation> ControlLoop::Explain(int64_t id) {
     if (it == jobs_.end()) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
     Explanation e;
     e.job = it->second;
+    // The live status (progress changes more often than the row is written).
+    if (attempts_.count(id)) e.job.status_json = AllocationsJson(id);
     const Time now = clock_.Now();
     auto r = reasons_.find(id);
     if (r != reasons_.end()) {

@@ -222,7 +222,9 @@ class ControlLoop {
   store::EventRow Event(int64_t job, const std::string& type, const std::string& reason,
                         const std::string& message) const;
   std::string AllocationsJson(int64_t job) const;
-  bool MayManage(const store::JobRow& job, const std::string& user) const;
+  // Job `id` if `user` owns it or is an admin; else NotFound, or
+  // PermissionDenied saying who may `verb` it.
+  StatusOr<store::JobRow*> ManagedJob(int64_t id, const std::string& user, const std::string& verb);
 
   // Agents and attempts (control_loop_agents.cc).
   struct Attempt {

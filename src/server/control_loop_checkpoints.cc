@@ -14,11 +14,6 @@ using store::JobRow;
 
 namespace {
 
-bool IsHex64(const std::string& s) {
-  return s.size() == 64 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 std::string Size(int64_t bytes) {
   char buf[32];
   if (bytes >= (1LL << 30)) {
@@ -57,15 +52,7 @@ StatusOr<store::CheckpointRow> ControlLoop::CommitCheckpoint(CheckpointCommit c)
   using R = StatusOr<store::CheckpointRow>;
   return Call<R>([this, c = std::move(c)](std::function<void(R)> reply) {
     const std::string job_name = "job " + std::to_string(c.job);
-    auto row = jobs_.find(c.job);
-    if (row == jobs_.end()) return reply(NotFound(job_name + " does not exist"));
-    if (!MayManage(row->second, c.user)) {
-      return reply(Status(StatusCode::kPermissionDenied, c.user + " may not commit checkpoints of " + job_name));
-    }
-    if (c.step < 0) return reply(InvalidArgument("must be a non-negative integer", "step"));
-    if (c.files < 1) return reply(InvalidArgument("must be at least 1", "files"));
-    if (c.bytes < 0) return reply(InvalidArgument("must be a non-negative integer", "bytes"));
-    if (!IsHex64(c.manifest_sha256)) return reply(InvalidArgument("must be 64 lower-case hex digits", "manifestSha256"));
+    if (auto managed = ManagedJob(c.job, c.user, "commit checkpoints for"); !managed.ok()) return reply(managed.status());
     // Fencing: only the attempt that runs now may commit.
     auto a = attempts_.find(c.job);
     if (a == attempts_.end() || a->second.number != c.attempt) {
@@ -167,11 +154,8 @@ StatusOr<ControlLoop::ProgressAnswer> ControlLoop::ReportProgress(ProgressReport
   using R = StatusOr<ProgressAnswer>;
   return Call<R>([this, p = std::move(p)](std::function<void(R)> reply) {
     const std::string job_name = "job " + std::to_string(p.job);
-    auto row = jobs_.find(p.job);
-    if (row == jobs_.end()) return reply(NotFound(job_name + " does not exist"));
-    if (!MayManage(row->second, p.user)) {
-      return reply(Status(StatusCode::kPermissionDenied, p.user + " may not report progress of " + job_name));
-    }
+    auto managed = ManagedJob(p.job, p.user, "report progress for");
+    if (!managed.ok()) return reply(managed.status());
     auto a = attempts_.find(p.job);
     if (a == attempts_.end() || a->second.number != p.attempt) {
       return reply(FailedPrecondition("attempt " + std::to_string(p.attempt) + " of " + job_name + " is not running"));
@@ -183,13 +167,13 @@ StatusOr<ControlLoop::ProgressAnswer> ControlLoop::ReportProgress(ProgressReport
     if (!p.metrics.empty()) at.metrics = p.metrics;
     if (!p.message.empty()) at.progress_message = p.message;
     ProgressAnswer answer{at.number, StopReleased(at, now)};
-    // GET /v1/jobs/{id} shows the job as the loop has it; the store (lists)
-    // gets progress at most every 10 s a job: it is not a promise that
-    // needs to be durable before the answer.
-    JobRow& job = row->second;
-    job.status_json = AllocationsJson(p.job);
+    // GET /v1/jobs/{id} builds the job's status from the loop's state
+    // (Explain); the store (lists) gets progress at most every 10 s a job:
+    // it is not a promise that needs to be durable before the answer.
     if (now - at.progress_persisted_ms >= 10'000) {
       at.progress_persisted_ms = now;
+      JobRow& job = **managed;
+      job.status_json = AllocationsJson(p.job);
       store::WriteBatch b;
       b.jobs.push_back(job);
       Persist(std::move(b), nullptr);

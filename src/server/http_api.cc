@@ -130,17 +130,18 @@ StatusOr<json> BodyObject(const httplib::Request& req, const std::vector<std::st
   return j;
 }
 
-// Member `key` of a body object as an integer (required unless `fallback`).
-Status BodyInt(const json& j, const char* key, int64_t& out, std::optional<int64_t> fallback = std::nullopt) {
-  if (!j.contains(key) || j[key].is_null()) {
-    if (fallback) {
-      out = *fallback;
-      return Status::Ok();
-    }
-    return InvalidArgument("is required", key);
+constexpr int64_t kMaxAttempt = 1'000'000;
+constexpr int64_t kMaxInt = int64_t{1} << 62;
+
+// Member `key` of a body object as an integer in [lo, hi]; required unless
+// `optional` (then `out` is left alone when it is absent).
+template <typename Int>
+Status BodyInt(const json& j, const char* key, Int& out, int64_t lo, int64_t hi, bool optional = false) {
+  if (!j.contains(key) || j[key].is_null()) return optional ? Status::Ok() : InvalidArgument("is required", key);
+  if (!j[key].is_number_integer() || j[key].get<int64_t>() < lo || j[key].get<int64_t>() > hi) {
+    return InvalidArgument("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi), key);
   }
-  if (!j[key].is_number_integer()) return InvalidArgument("must be an integer", key);
-  out = j[key].get<int64_t>();
+  out = static_cast<Int>(j[key].get<int64_t>());
   return Status::Ok();
 }
 
@@ -166,6 +167,14 @@ StatusOr<int64_t> PathId(const httplib::Request& req) {
   if (ec != std::errc() || p != s.data() + s.size() || id <= 0) {
     return InvalidArgument("must be a positive job id, got \"" + s + "\"", "path.id");
   }
+  return id;
+}
+
+// The path's job id, when the store has that job (NotFound otherwise).
+StatusOr<int64_t> StoredJobId(const httplib::Request& req, store::Store& store) {
+  ASSIGN_OR_RETURN(int64_t id, PathId(req));
+  ASSIGN_OR_RETURN(std::optional<store::JobRow> job, store.GetJob(id));
+  if (!job) return NotFound("job " + std::to_string(id) + " does not exist");
   return id;
 }
 
@@ -367,11 +376,8 @@ void HttpApi::Routes() {
   });
 
   s.Get(R"(/v1/jobs/([^/]+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
-    auto id = PathId(req);
+    auto id = StoredJobId(req, store_);
     if (!id.ok()) return ReplyStatus(res, id.status());
-    auto job = store_.GetJob(*id);
-    if (!job.ok()) return ReplyStatus(res, job.status());
-    if (!job->has_value()) return ReplyStatus(res, NotFound("job " + std::to_string(*id) + " does not exist"));
     auto events = store_.ListEvents(*id);
     if (!events.ok()) return ReplyStatus(res, events.status());
     json items = json::array();
@@ -407,26 +413,23 @@ void HttpApi::Routes() {
     ControlLoop::CheckpointCommit c;
     c.job = *id;
     c.user = *user;
-    int64_t attempt = 0;
-    for (Status st : {BodyInt(*body, "attempt", attempt), BodyInt(*body, "step", c.step),
+    for (Status st : {BodyInt(*body, "attempt", c.attempt, 1, kMaxAttempt), BodyInt(*body, "step", c.step, 0, kMaxInt),
                       BodyString(*body, "location", c.location, 4096, true),
-                      BodyString(*body, "manifestSha256", c.manifest_sha256, 64, true), BodyInt(*body, "files", c.files),
-                      BodyInt(*body, "bytes", c.bytes)}) {
+                      BodyString(*body, "manifestSha256", c.manifest_sha256, 64, true),
+                      BodyInt(*body, "files", c.files, 1, kMaxInt), BodyInt(*body, "bytes", c.bytes, 0, kMaxInt)}) {
       if (!st.ok()) return ReplyStatus(res, st);
     }
-    if (attempt < 1 || attempt > 1'000'000) return ReplyStatus(res, InvalidArgument("must be a positive attempt number", "attempt"));
-    c.attempt = static_cast<int32_t>(attempt);
+    if (!checkpoint::IsSha256Hex(c.manifest_sha256)) {
+      return ReplyStatus(res, InvalidArgument("must be 64 lower-case hex digits", "manifestSha256"));
+    }
     auto row = loop_.CommitCheckpoint(std::move(c));
     if (!row.ok()) return ReplyStatus(res, row.status());
     Reply(res, 201, CheckpointJson(*row));
   });
 
   s.Get(R"(/v1/jobs/([^/]+)/checkpoints)", [this](const httplib::Request& req, httplib::Response& res) {
-    auto id = PathId(req);
+    auto id = StoredJobId(req, store_);
     if (!id.ok()) return ReplyStatus(res, id.status());
-    auto job = store_.GetJob(*id);
-    if (!job.ok()) return ReplyStatus(res, job.status());
-    if (!job->has_value()) return ReplyStatus(res, NotFound("job " + std::to_string(*id) + " does not exist"));
     auto rows = store_.ListCheckpoints(*id);
     if (!rows.ok()) return ReplyStatus(res, rows.status());
     json items = json::array();
@@ -444,17 +447,13 @@ void HttpApi::Routes() {
     ControlLoop::ProgressReport p;
     p.job = *id;
     p.user = *user;
-    int64_t attempt = 0, step = -1;
-    for (Status st : {BodyInt(*body, "attempt", attempt), BodyInt(*body, "step", step, -1),
+    int64_t step = -1;
+    for (Status st : {BodyInt(*body, "attempt", p.attempt, 1, kMaxAttempt),
+                      BodyInt(*body, "step", step, 0, kMaxInt, /*optional=*/true),
                       BodyString(*body, "message", p.message, 1024, false)}) {
       if (!st.ok()) return ReplyStatus(res, st);
     }
-    if (attempt < 1 || attempt > 1'000'000) return ReplyStatus(res, InvalidArgument("must be a positive attempt number", "attempt"));
-    p.attempt = static_cast<int32_t>(attempt);
-    if (body->contains("step") && !(*body)["step"].is_null()) {
-      if (step < 0) return ReplyStatus(res, InvalidArgument("must be a non-negative integer", "step"));
-      p.step = step;
-    }
+    if (step >= 0) p.step = step;
     if (body->contains("metrics") && !(*body)["metrics"].is_null()) {
       const json& m = (*body)["metrics"];
       if (!m.is_object() || m.size() > 64) return ReplyStatus(res, InvalidArgument("must be an object of at most 64 numbers", "metrics"));
