@@ -5,7 +5,9 @@ namespace muster::server {
 int32_t MasterPort(int64_t job, int32_t attempt, int32_t salt) {
   const uint64_t h = static_cast<uint64_t>(job) * 7919u + static_cast<uint64_t>(attempt) * 104729u +
                      static_cast<uint64_t>(salt < 0 ? 0 : salt);
-  return 29500 + static_cast<int32_t>(h % 10000);
+  // Below Linux's ephemeral range (32768 and up): an outgoing connection of
+  // some other process never holds the port the job needs to listen on.
+  return 29500 + static_cast<int32_t>(h % 3000);
 }
 
 std::vector<std::string> TaskArgv(const api::JobSpec& spec) {

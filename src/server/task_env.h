@@ -19,7 +19,8 @@
 // NVIDIA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE, PATH, HOME, USER.
 //
 // MASTER_PORT is derived from job id, attempt and a per-cluster salt
-// (29500..39499), so every replica gets the same port, a new attempt does
+// (29500..32499, below Linux's ephemeral port range, so an outgoing
+// connection on the node never holds it), so every replica gets the same port, a new attempt does
 // not reuse the previous attempt's port, and two clusters on the same
 // machines do not hand out the same port for the same job id.
 #pragma once
