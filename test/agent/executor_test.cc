@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -95,6 +96,17 @@ class ExecutorTest : public ::testing::Test {
   std::unique_ptr<Launcher> launcher_;
 };
 
+// Waits (up to 30 s) until `file` has `n` complete lines.
+void WaitLines(const std::string& file, int n) {
+  for (int i = 0; i < 3000; ++i) {
+    std::ifstream in(file);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    if (std::count(text.begin(), text.end(), '\n') >= n) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ADD_FAILURE() << file << " never had " << n << " lines";
+}
+
 TEST_F(ExecutorTest, RunsACommandWithItsEnvironmentAndKeepsItsOutput) {
   auto e = Make();
   ASSERT_TRUE(e->Start(Shell("j1.a1.r0", "echo out $GREETING; echo err >&2; exit 3"), {}).ok());
@@ -180,7 +192,7 @@ TEST_F(ExecutorTest, WorksWithoutCgroups) {
   EXPECT_EQ(e->cgroups(), nullptr);
   const std::string pids = dir_ + "/pids";
   ASSERT_TRUE(e->Start(Shell("j7.a1.r0", "echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids + "; wait"), {}).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  WaitLines(pids, 2);  // the task runs (a slow start must not turn the stop into the SIGKILL after grace)
   e->Stop("j7.a1.r0", SIGTERM, Duration::Millis(100), "stop");
   const TaskResult r = WaitEnd(*e, "j7.a1.r0");
   EXPECT_EQ(r.signal, SIGTERM);
@@ -208,7 +220,7 @@ TEST_F(ExecutorTest, TheLauncherStartsShimsWithoutExecAndTheirExitsAreSeen) {
   const TaskResult r = WaitEnd(*e, "j10.a1.r0");
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_EQ(Read(e->LogPath("j10.a1.r0")), "out hello\n");
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  WaitLines(pids, 2);
   e->Stop("j10.a1.r1", SIGTERM, Duration::Millis(200), "stop");
   const TaskResult s = WaitEnd(*e, "j10.a1.r1");
   EXPECT_EQ(s.stop_reason, "stop");
