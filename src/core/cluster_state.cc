@@ -232,6 +232,7 @@ Status ClusterState::Bind(const Binding& binding, Time now) {
   running_by_end_.emplace(r.expected_end, r.id);
 
   JobRecord& rec = jobs_.at(p.id);
+  r.preempt_immune = rec.preempt_immune;
   rec.state = JobState::kRunning;
   rec.start_time = now;
   if (rec.first_start.is_max()) rec.first_start = now;
@@ -304,6 +305,48 @@ Status ClusterState::Requeue(JobId job, std::string reason, Time not_before) {
   p.begin_time = std::max(p.begin_time, not_before);
   pending_pos_[job] = pending_.size();
   pending_.push_back(std::move(p));
+  return Status::Ok();
+}
+
+Status ClusterState::MarkStopping(JobId job, Time by) {
+  auto it = running_.find(job);
+  if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
+  RunningJob& r = it->second;
+  r.stopping = true;
+  if (by < r.expected_end) {
+    running_by_end_.erase({r.expected_end, job});
+    r.expected_end = by;
+    running_by_end_.emplace(by, job);
+  }
+  return Status::Ok();
+}
+
+Status ClusterState::NoteCheckpoint(JobId job, Time at, Duration interval) {
+  auto it = running_.find(job);
+  if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
+  it->second.last_checkpoint = std::max(it->second.last_checkpoint, at);
+  it->second.checkpoint_interval = interval;
+  return Status::Ok();
+}
+
+Status ClusterState::Nominate(JobId job, std::vector<Allocation> allocations, std::vector<JobId> victims) {
+  auto it = pending_pos_.find(job);
+  if (it == pending_pos_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not pending");
+  for (const Allocation& a : allocations) {
+    if (a.node < 0 || a.node >= static_cast<NodeIndex>(nodes_.size())) {
+      return InvalidArgument("unknown node index " + std::to_string(a.node), "allocations");
+    }
+  }
+  pending_[it->second].nominated = std::move(allocations);
+  pending_[it->second].victims = std::move(victims);
+  return Status::Ok();
+}
+
+Status ClusterState::SetPreemptImmune(JobId job, bool immune) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return NotFound("job " + std::to_string(job));
+  it->second.preempt_immune = immune;
+  if (auto r = running_.find(job); r != running_.end()) r->second.preempt_immune = immune;
   return Status::Ok();
 }
 

@@ -36,9 +36,10 @@
 namespace muster::core {
 
 struct ClusterConfig {
-  // Priority classes by name. The default set: low 0, normal 10000, high 20000.
+  // Priority classes by name. The default set: low 0 (preemptible), normal
+  // 10000, high 20000 (may preempt).
   std::vector<PriorityClass> priority_classes = {
-      {"low", 0}, {"normal", 10'000}, {"high", 20'000}};
+      {"low", 0, true, false}, {"normal", 10'000, false, false}, {"high", 20'000, false, true}};
   std::string default_priority_class = "normal";
 };
 
@@ -53,6 +54,7 @@ struct JobRecord {
   Time end_time = Time::Max();
   std::vector<Allocation> allocations;  // while running
   std::string reason;                   // for terminal states: why it ended
+  bool preempt_immune = false;          // see RunningJob::preempt_immune
 };
 
 class ClusterState {
@@ -85,6 +87,17 @@ class ClusterState {
   // `not_before` (a retry's backoff) or its spec's begin time. The attempt
   // count lives with the owner.
   Status Requeue(JobId job, std::string reason, Time not_before = Time::Zero());
+  // Preemption bookkeeping (scheduler/preemption.h). MarkStopping: a
+  // running job is being stopped and will have released its resources by
+  // `by` (its grace period), which the backfill plan then counts on.
+  // NoteCheckpoint: its newest checkpoint is from `at`, or it checkpoints
+  // every `interval` from its start. Nominate: capacity held for a pending
+  // job while the jobs preempted for it stop (empty clears it).
+  // SetPreemptImmune: the job is not chosen as a victim again.
+  Status MarkStopping(JobId job, Time by);
+  Status NoteCheckpoint(JobId job, Time at, Duration interval = Duration::Infinite());
+  Status Nominate(JobId job, std::vector<Allocation> allocations, std::vector<JobId> victims);
+  Status SetPreemptImmune(JobId job, bool immune);
   // Records a job that had already ended before this state was built (a
   // restart reloading history), so dependencies on it resolve.
   Status RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state, Time end_time,

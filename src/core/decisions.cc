@@ -12,6 +12,7 @@ const char* ReasonCodeName(ReasonCode c) {
     case ReasonCode::kBeginTime: return "BeginTime";
     case ReasonCode::kHeld: return "Held";
     case ReasonCode::kUnschedulable: return "Unschedulable";
+    case ReasonCode::kPreempting: return "Preempting";
   }
   return "?";
 }
@@ -62,6 +63,10 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       break;
     case ReasonCode::kDependency:
       s += ": waits for job " + std::to_string(r.other_job);
+      break;
+    case ReasonCode::kPreempting:
+      s += ": " + Need(r, gpu_type_name) + " held for it; waits for job " + std::to_string(r.other_job) +
+           ", preempted for it, to stop";
       break;
     case ReasonCode::kBeginTime:
       s += ": begins in " + In(r.begin_time - now);

@@ -38,6 +38,7 @@ enum class ReasonCode : uint8_t {
   kBeginTime,     // begin_time in the future
   kHeld,          // user or admin hold
   kUnschedulable, // can never fit this cluster as it is
+  kPreempting,    // jobs were preempted for it: waits for other_job to stop
 };
 const char* ReasonCodeName(ReasonCode c);
 
@@ -65,11 +66,22 @@ struct JobFailure {
   std::string reason;
 };
 
+// Stop `victims` (checkpoint signal, grace period, back to pending without
+// spending a retry) so that `job` can start on `allocations`, which the
+// owner holds for it (ClusterState::Nominate) until it starts.
+struct Preemption {
+  JobId job = 0;
+  std::vector<JobId> victims;
+  std::vector<Allocation> allocations;
+  int64_t lost_gpu_seconds = 0;  // GPUs x time since each victim's newest checkpoint
+};
+
 struct CycleStats {
   int32_t jobs_considered = 0;
   int32_t placements = 0;
   int32_t reservations = 0;
   int32_t backfilled = 0;  // started while a reservation was in force
+  int32_t preemptions = 0;
   int64_t release_events_walked = 0;
 };
 
@@ -78,6 +90,7 @@ struct Decisions {
   std::vector<Reservation> reservations;
   std::vector<PendingReason> reasons;  // one per job left pending
   std::vector<JobFailure> failures;
+  std::vector<Preemption> preemptions;
   CycleStats stats;
 };
 

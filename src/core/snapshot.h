@@ -8,6 +8,7 @@
 // through it; it returns Decisions (decisions.h) that the owner applies.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -29,6 +30,19 @@ inline constexpr int32_t kAnyGpuType = -1;
 struct PriorityClass {
   std::string name;
   int64_t weight = 0;  // priority points added to every job of this class
+  // Running jobs of this class may be preempted (checkpoint signal, grace
+  // period, back to pending) for a pending job of a class with a higher
+  // weight that may preempt.
+  bool preemptible = false;
+  bool may_preempt = false;
+};
+
+// Resources one job holds on one node.
+struct Allocation {
+  NodeIndex node = 0;
+  int32_t replicas = 0;
+  Resources resources;  // replicas x per-replica resources
+  bool operator==(const Allocation&) const = default;
 };
 
 // A job waiting to be placed, in dense form.
@@ -46,16 +60,12 @@ struct PendingJob {
   bool held = false;
   Duration known_duration = Duration::Infinite();  // SJF baseline only
   std::vector<Dependency> dependencies;
+  // Capacity freed for this job by preempting `victims`: held for it until
+  // it starts (the owner drops a nomination that outlives its use).
+  std::vector<Allocation> nominated;
+  std::vector<JobId> victims;
 
   int64_t total_gpus() const { return per_replica.gpus * replicas; }
-};
-
-// Resources one job holds on one node.
-struct Allocation {
-  NodeIndex node = 0;
-  int32_t replicas = 0;
-  Resources resources;  // replicas x per-replica resources
-  bool operator==(const Allocation&) const = default;
 };
 
 struct RunningJob {
@@ -69,6 +79,30 @@ struct RunningJob {
   // allocations), chosen by ClusterState::Bind. The scheduler counts GPUs;
   // the agent will expose exactly these devices to the job.
   std::vector<std::vector<int32_t>> gpu_ids;
+  // Work a preemption would lose runs from the newest checkpoint: the one
+  // the owner noted, or (simulations) the last multiple of the interval
+  // since start; without either, from the start.
+  Time last_checkpoint = Time::Zero();
+  Duration checkpoint_interval = Duration::Infinite();
+  // Being stopped (cancel, requeue, preemption); expected_end is then the
+  // end of its grace period. Never chosen as a victim.
+  bool stopping = false;
+  // Evicted once for a job that then did not start: not evicted again.
+  bool preempt_immune = false;
+
+  Time NewestCheckpoint(Time now) const {
+    Time t = std::max(start, last_checkpoint);
+    if (!checkpoint_interval.is_infinite() && checkpoint_interval.millis() > 0 && now > start) {
+      const int64_t k = (now - start).millis() / checkpoint_interval.millis();
+      t = std::max(t, start + Duration::Millis(k * checkpoint_interval.millis()));
+    }
+    return t;
+  }
+  int64_t gpus() const {
+    int64_t g = 0;
+    for (const Allocation& a : allocations) g += a.resources.gpus;
+    return g;
+  }
 };
 
 // Running jobs ordered by expected end, then id.

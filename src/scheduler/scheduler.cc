@@ -10,6 +10,7 @@
 #include "scheduler/dependencies.h"
 #include "scheduler/pending_order.h"
 #include "scheduler/placement.h"
+#include "scheduler/preemption.h"
 
 namespace muster::scheduler {
 namespace {
@@ -55,6 +56,7 @@ class CycleRun {
     spare_.assign(n, core::Resources{});
     res_time_.assign(n, Time::Max());
     res_job_.assign(n, 0);
+    HoldNominations();
 
     // Without explanations the cycle may stop early, so order lazily.
     PendingOrder order(snap_, *policy_.order, options_.weights, /*lazy=*/!options_.explain);
@@ -77,6 +79,12 @@ class CycleRun {
     PendingReason r;
     r.job = j.id;
     r.jobs_ahead = blocked_;
+    if (auto it = nominated_.find(j.id); it != nominated_.end()) {
+      if (it->second == 0) return;  // started on its held capacity
+      r.other_job = it->second;
+      FillNeed(r, j);
+      return Explain(r, ReasonCode::kPreempting);
+    }
     if (j.held) return Explain(r, ReasonCode::kHeld);
     if (j.begin_time > snap_.now) {
       r.begin_time = j.begin_time;
@@ -107,6 +115,7 @@ class CycleRun {
       FillNumbers(r, j, capacity_);
       return Explain(r, ReasonCode::kUnschedulable);
     }
+    if (TryPreempt(j, shape, r)) return;
     ++blocked_;
     const JobId reserved_for = ReservedFor(shape);
     if (reserved_for != 0) r.other_job = reserved_for;
@@ -142,16 +151,19 @@ class CycleRun {
     for (const PendingJob& j : snap_.pending) {
       if (j.per_replica.gpus == 0) ++gpu_less_left_;
       if (Starving(j)) ++starving_left_;
+      if (MayTryPreempting(j)) ++preemptors_left_;
     }
   }
   void Considered(const PendingJob& j) {
     if (j.per_replica.gpus == 0) --gpu_less_left_;
     if (Starving(j)) --starving_left_;
+    if (MayTryPreempting(j)) --preemptors_left_;
   }
   bool NothingLeftToDo() {
     // Strict FIFO: behind a blocked head nothing starts.
     if (strict_blocked_) return true;
     if (gpu_less_left_ > 0 || MaxReservedActualGpus() > 0) return false;
+    if (preemptors_left_ > 0 && preemptors_ < options_.preemption.max_per_cycle) return false;
     for (int32_t t = 0; t < live_.num_types(); ++t) {
       if (live_.type(t).free_gpus > 0) return false;
     }
@@ -165,6 +177,106 @@ class CycleRun {
     if (!options_.explain && code != ReasonCode::kUnschedulable) return;
     r.code = code;
     out_.reasons.push_back(r);
+  }
+
+  // Jobs that preempted others in earlier cycles: each starts on its held
+  // capacity once its victims are gone, and until then the capacity stays
+  // held (nothing else may use it). A nomination on a node that is no
+  // longer schedulable is ignored: the job is placed like any other.
+  void HoldNominations() {
+    for (const PendingJob& j : snap_.pending) {
+      if (j.nominated.empty() || j.held || j.begin_time > snap_.now) continue;
+      bool valid = true, fits = true;
+      for (const Allocation& a : j.nominated) {
+        if (a.node < 0 || static_cast<size_t>(a.node) >= actual_.size() || !live_.indexed(a.node)) {
+          valid = false;
+          break;
+        }
+        if (!a.resources.FitsIn(View(a.node))) fits = false;
+      }
+      if (!valid) continue;
+      if (fits) {
+        nominated_[j.id] = 0;
+        Start(j, j.nominated, snap_.now + j.time_limit);
+        continue;
+      }
+      JobId waits_for = 0;
+      for (JobId v : j.victims) {
+        if (snap_.running->count(v)) {
+          waits_for = v;
+          break;
+        }
+      }
+      if (waits_for == 0) continue;  // victims gone, still no room: placed like any job
+      nominated_[j.id] = waits_for;
+      Hold(j.id, j.nominated);
+    }
+  }
+
+  // Holds `p` for `job` from now on: other jobs get only what is left.
+  void Hold(JobId job, const Placement& p) {
+    max_reserved_actual_ = -1;
+    for (const Allocation& a : p) {
+      const NodeIndex n = a.node;
+      core::Resources left = View(n) - a.resources;
+      left.gpus = std::max<int64_t>(left.gpus, 0);
+      left.cpu_milli = std::max<int64_t>(left.cpu_milli, 0);
+      left.memory_bytes = std::max<int64_t>(left.memory_bytes, 0);
+      if (res_time_[n].is_max()) {
+        reserved_nodes_.push_back(n);
+        res_job_[n] = job;
+      }
+      spare_[n] = left;
+      res_time_[n] = snap_.now;
+      live_.SetAvail(n, View(n));
+    }
+  }
+
+  // Whether `j` could preempt anyone this cycle (a cheap filter).
+  bool MayTryPreempting(const PendingJob& j) {
+    if (policy_.blocking != BlockingMode::kBackfill || !options_.preemption.enabled ||
+        j.priority_class < 0 || j.priority_class >= static_cast<int32_t>(snap_.classes.size())) {
+      return false;
+    }
+    const core::PriorityClass& c = snap_.classes[j.priority_class];
+    if (!c.may_preempt || !j.nominated.empty()) return false;
+    if (!min_victim_weight_) {
+      // The lowest class weight among running jobs that could be victims of some job.
+      min_victim_weight_ = INT64_MAX;
+      for (const auto& [id, r] : *snap_.running) {
+        if (r.priority_class < 0 || r.priority_class >= static_cast<int32_t>(snap_.classes.size())) continue;
+        const core::PriorityClass& v = snap_.classes[r.priority_class];
+        if (v.preemptible && !r.stopping && !r.preempt_immune &&
+            snap_.now - r.start >= options_.preemption.min_run_time) {
+          min_victim_weight_ = std::min(*min_victim_weight_, v.weight);
+        }
+      }
+    }
+    return c.weight > *min_victim_weight_;
+  }
+
+  // Preempts for `j` if a victim set frees a placement (preemption.h);
+  // the placement is then held for it.
+  bool TryPreempt(const PendingJob& j, const Shape& shape, PendingReason& r) {
+    if (preemptors_ >= options_.preemption.max_per_cycle || !MayTryPreempting(j)) return false;
+    const int64_t weight = snap_.classes[j.priority_class].weight;
+    if (preempt_failed_.count({shape, weight})) return false;
+    auto p = ChooseVictims(j, shape, snap_, live_, [this](NodeIndex n) { return res_time_[n].is_max(); },
+                           taken_, options_.preemption);
+    if (!p) {
+      // Capacity only shrinks and victims are only taken within a cycle.
+      preempt_failed_.insert({shape, weight});
+      return false;
+    }
+    ++preemptors_;
+    ++out_.stats.preemptions;
+    taken_.insert(p->victims.begin(), p->victims.end());
+    Hold(j.id, p->allocations);
+    r.other_job = p->victims.front();
+    FillNeed(r, j);
+    Explain(r, ReasonCode::kPreempting);
+    out_.preemptions.push_back(std::move(*p));
+    return true;
   }
 
   bool Starving(const PendingJob& j) const {
@@ -270,13 +382,17 @@ class CycleRun {
     return res_time_[n].is_max() ? actual_[n] : core::Resources::Min(actual_[n], spare_[n]);
   }
 
-  // What is needed, and what the index has, for the explanation.
-  void FillNumbers(PendingReason& r, const PendingJob& j, const FreeIndex& ix) {
-    if (!options_.explain && &ix == &live_) return;
+  void FillNeed(PendingReason& r, const PendingJob& j) const {
     r.replicas = j.replicas;
     r.per_replica_gpus = j.per_replica.gpus;
     r.gpu_type = j.gpu_type;
     r.scope = j.topology;
+  }
+
+  // What is needed, and what the index has, for the explanation.
+  void FillNumbers(PendingReason& r, const PendingJob& j, const FreeIndex& ix) {
+    if (!options_.explain && &ix == &live_) return;
+    FillNeed(r, j);
     for (int32_t t = 0; t < ix.num_types(); ++t) {
       if (j.gpu_type != core::kAnyGpuType && t != j.gpu_type) continue;
       r.free_gpus += ix.type(t).free_gpus;
@@ -316,6 +432,20 @@ class CycleRun {
   int64_t starving_left_ = 0;
   int32_t starving_reserved_ = 0;
   bool strict_blocked_ = false;
+  // Preemption: jobs holding nominated capacity (0: started now, else the
+  // victim it waits for), victims chosen this
+  // cycle, (shape, class weight) pairs that found no victims.
+  std::unordered_map<JobId, JobId> nominated_;
+  std::unordered_set<JobId> taken_;
+  struct ShapeWeightHash {
+    size_t operator()(const std::pair<Shape, int64_t>& k) const {
+      return ShapeHash{}(k.first) * 31 + std::hash<int64_t>{}(k.second);
+    }
+  };
+  std::unordered_set<std::pair<Shape, int64_t>, ShapeWeightHash> preempt_failed_;
+  std::optional<int64_t> min_victim_weight_;
+  int32_t preemptors_ = 0;
+  int64_t preemptors_left_ = 0;
   Decisions out_;
 };
 
@@ -323,6 +453,7 @@ class CycleRun {
 
 Status SchedulerOptions::Validate() const {
   RETURN_IF_ERROR(weights.Validate());
+  RETURN_IF_ERROR(preemption.Validate());
   if (max_reservations < 0) {
     return InvalidArgument("must be >= 0, got " + std::to_string(max_reservations),
                            "scheduler.maxReservations");

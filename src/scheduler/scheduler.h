@@ -18,6 +18,12 @@
 //     earliest start in the BackfillPlan. Nodes holding a reservation only
 //     take jobs that end (by time limit) before it starts, or that fit in
 //     what the reservation leaves spare.
+//     Before reserving, a job whose class may preempt tries preemption
+//     (preemption.h): if stopping lower-class jobs frees a placement, the
+//     victims are returned in Decisions::preemptions and the placement is
+//     held for it. A job holding such capacity from an earlier cycle
+//     (PendingJob::nominated) starts there first thing in the cycle once
+//     it is free, and until then nothing else may use it.
 //  4. A shape (GPUs, replicas, type, scope) that failed once is not tried
 //     again in the cycle unless the new job ends sooner: capacity only shrinks
 //     within a cycle.
@@ -36,6 +42,7 @@
 #include "core/snapshot.h"
 #include "scheduler/free_index.h"
 #include "scheduler/policy_registry.h"
+#include "scheduler/preemption.h"
 #include "scheduler/priority.h"
 
 namespace muster::scheduler {
@@ -54,6 +61,9 @@ struct SchedulerOptions {
   // Compute a PendingReason for every job left pending (off in fast sims;
   // Unschedulable is reported either way).
   bool explain = true;
+  // Preempting lower classes for blocked jobs of classes that may preempt
+  // (muster policy only; preemption.h).
+  PreemptionOptions preemption;
 
   Status Validate() const;
 };
