@@ -474,6 +474,7 @@ void ControlLoop::RunCycle() {
   store::WriteBatch swept;
   SweepAgents(now, swept);
   SweepStalls(now, swept);
+  SweepPreemptions(now, swept);
   if (!swept.empty()) Persist(std::move(swept), nullptr);
   std::vector<std::pair<int32_t, int64_t>> running;
   for (const auto& [id, r] : state_.running()) {
@@ -522,6 +523,7 @@ void ControlLoop::RunCycle() {
     b.jobs.push_back(row);
     b.events.push_back(Event(bnd.job, "Started", "", "attempt " + std::to_string(row.attempts) + " on " + where));
   }
+  for (const core::Preemption& p : d.preemptions) ApplyPreemption(p, now, b);
   std::unordered_map<int64_t, core::PendingReason> next;
   for (const core::PendingReason& r : d.reasons) {
     next[r.job] = r;

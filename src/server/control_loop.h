@@ -312,6 +312,9 @@ class ControlLoop {
   void FinishAttempt(int64_t job, store::WriteBatch& b);
   void BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out);
   proto::TaskAssignment Assignment(int64_t job, const Attempt& a, int32_t replica) const;
+  // Between the stop signal and SIGKILL: the spec's checkpoint grace period,
+  // else agents.defaultGrace.
+  Duration GraceOf(const Attempt& a) const;
   void TouchNode(core::NodeIndex node);
   int64_t NodeVersion(const std::string& node);
   // Marks nodes whose agents are silent unreachable (no new work) and, after
@@ -332,6 +335,23 @@ class ControlLoop {
   std::unique_ptr<CheckpointJanitor> janitor_;
   int64_t next_stop_slot_ms_ = 0;
   std::set<std::pair<int64_t, int64_t>> delayed_stops_;  // (stop_at_ms, job)
+
+  // Preemption (scheduler/preemption.h). A preemptor's victims are stopped
+  // like a requeue (checkpoint signal, grace period, staggered, no retry
+  // spent) and the capacity they free is held for it (ClusterState::
+  // Nominate) until it starts. If it has not started by the hold's
+  // deadline (it was cancelled or held, or its node failed), the hold is
+  // dropped and its victims become immune: not evicted again until an
+  // attempt that started after that has ended. Kept in memory: a restart
+  // drops holds (the victims were already requeued).
+  struct PreemptionHold {
+    std::vector<int64_t> victims;
+    int64_t deadline_ms = 0;
+  };
+  void ApplyPreemption(const core::Preemption& p, Time now, store::WriteBatch& b);
+  void SweepPreemptions(Time now, store::WriteBatch& b);
+  std::unordered_map<int64_t, PreemptionHold> preempting_;
+  std::unordered_map<int64_t, int64_t> immune_since_ms_;  // job -> when it became immune
 
   std::unordered_map<int64_t, Attempt> attempts_;
   std::unordered_map<int64_t, JobHistory> history_;

@@ -221,6 +221,8 @@ void ControlLoop::BeginEnding(int64_t job, std::optional<JobState> final_state, 
     if (a.stop_at_ms > now) delayed_stops_.insert({a.stop_at_ms, job});
   }
   if (a.stop_at_ms <= now) ReleaseStop(a);
+  // The backfill plan may count on its resources after the grace period.
+  (void)state_.MarkStopping(job, Time::FromMillis(std::max(now, a.stop_at_ms)) + GraceOf(a));
   const bool any_running = AttemptManaged(a) && std::any_of(a.replicas.begin(), a.replicas.end(),
                                                             [](const Attempt::Replica& r) { return !r.ended; });
   if (!any_running) {
@@ -263,6 +265,12 @@ void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
   for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
   JobHistory& h = history_[job];
   if (!h.attempts.is_array()) h.attempts = json::array();
+  // An attempt started after the job became immune to preemption has ended:
+  // it may be preempted again.
+  if (auto im = immune_since_ms_.find(job); im != immune_since_ms_.end() && a.start_ms > im->second) {
+    (void)state_.SetPreemptImmune(job, false);
+    immune_since_ms_.erase(im);
+  }
   JobState final_state = a.ending.value_or(JobState::kCompleted);
   // A gang whose node died often fails first on another replica (its
   // collective sees the peer vanish). When a replica was lost with its
@@ -654,14 +662,13 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const Attempt& a, int
   t.cpu_milli = a.spec->resources.cpu_milli;
   t.memory_bytes = a.spec->resources.memory_bytes;
   t.time_limit_ms = a.spec->time_limit.is_infinite() ? 0 : a.spec->time_limit.millis();
-  if (a.spec->checkpoint) {
-    t.stop_signal = SignalNumber(a.spec->checkpoint->signal);
-    t.grace_ms = a.spec->checkpoint->grace_period.millis();
-  } else {
-    t.stop_signal = SIGTERM;
-    t.grace_ms = options_.default_grace.millis();
-  }
+  t.stop_signal = a.spec->checkpoint ? SignalNumber(a.spec->checkpoint->signal) : SIGTERM;
+  t.grace_ms = GraceOf(a).millis();
   return t;
+}
+
+Duration ControlLoop::GraceOf(const Attempt& a) const {
+  return a.spec && a.spec->checkpoint ? a.spec->checkpoint->grace_period : options_.default_grace;
 }
 
 void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {

@@ -81,6 +81,7 @@ StatusOr<store::CheckpointRow> ControlLoop::CommitCheckpoint(CheckpointCommit c)
     store::CheckpointRow entry{c.job, entries.empty() ? 1 : entries.back().seq + 1, c.attempt, c.step, c.location,
                                c.manifest_sha256, c.files, c.bytes, "COMMITTED", "", now};
     entries.push_back(entry);
+    (void)state_.NoteCheckpoint(c.job, Time::FromMillis(now));  // what a preemption would lose starts here
     store::WriteBatch b;
     b.checkpoints.push_back(entry);
     b.events.push_back(Event(c.job, "CheckpointCommitted", "",

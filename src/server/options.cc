@@ -133,13 +133,19 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       for (size_t i = 0; i < classes.size(); ++i) {
         const std::string path = "server.priorityClasses[" + std::to_string(i) + "]";
         const YAML::Node c = classes[i];
-        if (!c.IsMap()) return InvalidArgument("must be a mapping {name, weight}", path);
-        RETURN_IF_ERROR(CheckKeys(c, {"name", "weight"}, path));
+        if (!c.IsMap()) return InvalidArgument("must be a mapping {name, weight, preemptible, mayPreempt}", path);
+        RETURN_IF_ERROR(CheckKeys(c, {"name", "weight", "preemptible", "mayPreempt"}, path));
         core::PriorityClass pc;
         if (!c["name"]) return InvalidArgument("is required", path + ".name");
         ASSIGN_OR_RETURN(pc.name, config::Str(c["name"], path + ".name"));
         if (c["weight"]) {
           ASSIGN_OR_RETURN(pc.weight, config::Int(c["weight"], path + ".weight", 0, 1'000'000'000));
+        }
+        if (c["preemptible"]) {
+          ASSIGN_OR_RETURN(pc.preemptible, config::Bool(c["preemptible"], path + ".preemptible"));
+        }
+        if (c["mayPreempt"]) {
+          ASSIGN_OR_RETURN(pc.may_preempt, config::Bool(c["mayPreempt"], path + ".mayPreempt"));
         }
         o.cluster.priority_classes.push_back(pc);
       }
@@ -152,7 +158,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       const std::string path = "server.scheduler";
       if (!s.IsMap()) return InvalidArgument("must be a mapping", path);
       RETURN_IF_ERROR(CheckKeys(s, {"policy", "maxReservations", "starvationThreshold", "maxStarvationReservations",
-                                    "agePointsPerHour", "ageCap", "sizePointsPerGpu", "sizeCap"},
+                                    "agePointsPerHour", "ageCap", "sizePointsPerGpu", "sizeCap", "preemption"},
                                 path));
       auto& so = o.scheduler;
       if (s["policy"]) {
@@ -180,6 +186,21 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       }
       if (s["sizeCap"]) {
         ASSIGN_OR_RETURN(so.weights.size_cap, config::Int(s["sizeCap"], path + ".sizeCap", 0, 1'000'000'000));
+      }
+      if (const YAML::Node pr = s["preemption"]) {
+        const std::string pp = path + ".preemption";
+        if (!pr.IsMap()) return InvalidArgument("must be a mapping {enabled, minRunTime, maxPerCycle}", pp);
+        RETURN_IF_ERROR(CheckKeys(pr, {"enabled", "minRunTime", "maxPerCycle"}, pp));
+        if (pr["enabled"]) {
+          ASSIGN_OR_RETURN(so.preemption.enabled, config::Bool(pr["enabled"], pp + ".enabled"));
+        }
+        if (pr["minRunTime"]) {
+          ASSIGN_OR_RETURN(so.preemption.min_run_time, config::Dur(pr["minRunTime"], pp + ".minRunTime"));
+        }
+        if (pr["maxPerCycle"]) {
+          ASSIGN_OR_RETURN(int64_t v, config::Int(pr["maxPerCycle"], pp + ".maxPerCycle", 0, 10'000));
+          so.preemption.max_per_cycle = static_cast<int32_t>(v);
+        }
       }
     }
     if (const YAML::Node f = root["fairShare"]) {

@@ -6,10 +6,12 @@
 //   listen: 127.0.0.1:8470
 //   store: /var/lib/muster/muster.db
 //   admins: [root]
-//   priorityClasses: [{name: low, weight: 0}, {name: normal, weight: 10000}, {name: high, weight: 20000}]
+//   priorityClasses: [{name: low, weight: 0, preemptible: true}, {name: normal, weight: 10000},
+//                     {name: high, weight: 20000, mayPreempt: true}]
 //   defaultPriorityClass: normal
 //   scheduler: {policy: muster, maxReservations: 8, starvationThreshold: 8h,
-//               agePointsPerHour: 500, ageCap: 20000}
+//               agePointsPerHour: 500, ageCap: 20000,
+//               preemption: {enabled: true, minRunTime: 5m, maxPerCycle: 4}}
 //   fairShare: {weight: 5000, halfLife: 7d, shares: {research: 3, prod: 1}}
 //                            # between queues; unlisted queues have share 1; weight 0 = off
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)

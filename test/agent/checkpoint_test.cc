@@ -30,13 +30,6 @@ class CheckpointTest : public ClusterTest {
     return std::string((std::istreambuf_iterator<char>(in)), {});
   }
   json Checkpoints(int64_t id) { return Get("/v1/jobs/" + std::to_string(id) + "/checkpoints")["items"]; }
-  json Events(int64_t id) { return Get("/v1/jobs/" + std::to_string(id) + "/events")["items"]; }
-  static bool HasEvent(const json& events, const std::string& type, const std::string& text) {
-    for (const json& e : events) {
-      if (e["type"] == type && e["message"].get<std::string>().find(text) != std::string::npos) return true;
-    }
-    return false;
-  }
 };
 
 TEST_F(CheckpointTest, ACrashedJobResumesFromItsLastCheckpointAndRetentionKeepsTheNewest) {

@@ -102,6 +102,14 @@ class ClusterFixture : public ::testing::Test {
     return *agents_.back();
   }
 
+  nlohmann::json Events(int64_t id) { return Get("/v1/jobs/" + std::to_string(id) + "/events")["items"]; }
+  static bool HasEvent(const nlohmann::json& events, const std::string& type, const std::string& text) {
+    for (const nlohmann::json& e : events) {
+      if (e["type"] == type && e["message"].get<std::string>().find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+
   // Waits until `n` nodes are registered.
   void WaitNodes(size_t n) {
     for (int i = 0; i < 1000; ++i) {

@@ -1,0 +1,88 @@
+// The control loop's side of preemption: stopping the victims the scheduler
+// chose, holding what they free for the preemptor, and dropping holds the
+// preemptor did not use (control_loop.h, PreemptionHold).
+#include <algorithm>
+#include <string>
+
+#include "scheduler/preemption.h"
+#include "server/control_loop.h"
+
+namespace muster::server {
+
+namespace {
+
+std::string GpuMinutes(int64_t gpu_seconds) {
+  return std::to_string((gpu_seconds + 59) / 60) + " GPU-minutes";
+}
+
+}  // namespace
+
+void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::WriteBatch& b) {
+  const core::JobRecord* preemptor = state_.Find(p.job);
+  if (preemptor == nullptr || preemptor->state != core::JobState::kPending) return;
+  const std::string cls = preemptor->spec.priority_class;
+  PreemptionHold hold;
+  Duration longest = Duration::Zero();
+  int64_t lost = 0;
+  std::string names;
+  for (core::JobId v : p.victims) {
+    auto a = attempts_.find(v);
+    auto r = state_.running().find(v);
+    // The scheduler only names running jobs that are not stopping.
+    if (a == attempts_.end() || a->second.ending || a->second.requeue || r == state_.running().end()) continue;
+    const int64_t victim_lost = scheduler::LostGpuSeconds(r->second, now);
+    lost += victim_lost;
+    longest = std::max(longest, GraceOf(a->second));
+    const std::string why = "Preempted: for job " + std::to_string(p.job) + " (class " + cls + "), losing about " +
+                            GpuMinutes(victim_lost) + " of work since its last checkpoint";
+    b.events.push_back(Event(v, "Preempted", "", why));
+    BeginEnding(v, std::nullopt, /*requeue=*/true, why, b, /*staggered=*/true);
+    hold.victims.push_back(v);
+    names += (names.empty() ? "" : ", ") + std::to_string(v);
+  }
+  if (hold.victims.empty()) return;
+  if (!state_.Nominate(p.job, p.allocations, hold.victims).ok()) return;
+  // The stops may be staggered behind others: allow for the queue of stops,
+  // every grace period, and a few cycles.
+  const int64_t last_stop = std::max(now.millis(), next_stop_slot_ms_);
+  hold.deadline_ms = last_stop + longest.millis() + Duration::Minutes(2).millis();
+  preempting_[p.job] = hold;
+  std::string where;
+  int64_t gpus = 0;
+  for (const core::Allocation& a : p.allocations) {
+    where += (where.empty() ? "" : ", ") + state_.nodes()[a.node].spec.name;
+    gpus += a.resources.gpus;
+  }
+  b.events.push_back(Event(p.job, "Preempting", "",
+                           "stopping job" + std::string(hold.victims.size() > 1 ? "s " : " ") + names + " (about " +
+                               GpuMinutes(lost) + " of work since their checkpoints); " + std::to_string(gpus) +
+                               " GPU on " + where + " held for it"));
+  dirty_ = true;
+}
+
+void ControlLoop::SweepPreemptions(Time now, store::WriteBatch& b) {
+  for (auto it = preempting_.begin(); it != preempting_.end();) {
+    const core::JobRecord* rec = state_.Find(it->first);
+    const core::JobState st = rec ? rec->state : core::JobState::kCancelled;
+    if (st == core::JobState::kRunning || st == core::JobState::kCompleting) {
+      it = preempting_.erase(it);  // it started: the preemption served its purpose
+      continue;
+    }
+    if (st == core::JobState::kPending && now.millis() < it->second.deadline_ms) {
+      ++it;
+      continue;
+    }
+    if (st == core::JobState::kPending || st == core::JobState::kHeld) (void)state_.Nominate(it->first, {}, {});
+    for (int64_t v : it->second.victims) {
+      if (!jobs_.count(v)) continue;
+      (void)state_.SetPreemptImmune(v, true);
+      immune_since_ms_[v] = now.millis();
+      b.events.push_back(Event(v, "PreemptionLapsed", "",
+                               "job " + std::to_string(it->first) + ", which it was preempted for, did not start (" +
+                                   core::JobStateName(st) + "); it is not preempted again before its next attempt ends"));
+    }
+    it = preempting_.erase(it);
+  }
+}
+
+}  // namespace muster::server

@@ -1,0 +1,112 @@
+// End to end: a high-class job preempts a low-class one on real agents. The
+// victim gets its checkpoint signal and grace period, goes back to the queue
+// with its submit time and no retry spent, and runs again once the
+// preemptor is done; a victim whose preemptor never started is not
+// evicted again.
+#include <gtest/gtest.h>
+
+#include "cluster_fixture.h"
+
+namespace muster::testing {
+namespace {
+
+using nlohmann::json;
+
+class PreemptionTest : public ClusterFixture {
+ protected:
+  PreemptionTest()
+      : ClusterFixture(R"(
+rateLimit: {perSecond: 100000, burst: 100000}
+agents: {defaultGrace: 1s}
+scheduler: {preemption: {minRunTime: 1s}}
+)") {}
+
+  // A low-class job on both GPUs that notes its stop signal, waits `linger`
+  // seconds (its checkpoint) and exits 0.
+  int64_t SubmitLow(const std::string& name, const std::string& linger = "0") {
+    return Submit("name: " + name + "\npriority: low\nresources: {gpus: 2}\n" +
+                  "checkpoint: {dir: /tmp, gracePeriod: 20s}\n" +
+                  "command: [/bin/sh, -c, 'trap \"echo stop-signal; sleep " + linger +
+                  "; exit 0\" USR1; echo up; while :; do sleep 0.05; done']\n");
+  }
+  void WaitLog(int64_t id, const std::string& text) {
+    for (int i = 0; i < 1500 && Logs(id).find(text) == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_NE(Logs(id).find(text), std::string::npos) << Logs(id);
+  }
+  int32_t CountEvents(int64_t id, const std::string& type) {
+    int32_t n = 0;
+    for (const json& e : Events(id)) n += e["type"] == type;
+    return n;
+  }
+};
+
+TEST_F(PreemptionTest, AHighJobPreemptsALowOneWhichComesBackWithItsAgeAndNoRetrySpent) {
+  AddAgent({"--fake-gpus", "2xH100"});
+  WaitNodes(1);
+  const int64_t low = SubmitLow("low");
+  const json before = WaitState(low, "RUNNING");
+  ASSERT_NO_FATAL_FAILURE(WaitLog(low, "up"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // past minRunTime
+  const int64_t high = Submit("name: high\npriority: high\nresources: {gpus: 1}\ncommand: [sleep, '1']\n");
+
+  const json h = WaitEnd(high, 60);
+  EXPECT_EQ(h["state"], "COMPLETED") << h.dump();
+  EXPECT_TRUE(HasEvent(Events(high), "Preempting", "stopping job " + std::to_string(low))) << Events(high).dump();
+  const json l = WaitState(low, "RUNNING", 60);
+  EXPECT_EQ(l["attempts"], 2) << l.dump();
+  EXPECT_EQ(l["retries"], 0) << l.dump();
+  EXPECT_EQ(l["submitTime"], before["submitTime"]) << "a preempted job keeps its age";
+  EXPECT_EQ(l["priority"], "low");
+  const json& first = l["attemptHistory"][0];
+  EXPECT_EQ(first["result"], "REQUEUED") << l.dump();
+  EXPECT_NE(first["reason"].get<std::string>().find("Preempted: for job " + std::to_string(high)), std::string::npos)
+      << l.dump();
+  ASSERT_NO_FATAL_FAILURE(WaitLog(low, "up"));  // attempt 2 really runs
+  EXPECT_TRUE(HasEvent(Events(low), "Preempted", "for job " + std::to_string(high))) << Events(low).dump();
+  // The preemptor started only after the victim had stopped (RFC 3339
+  // times of one format compare as strings).
+  EXPECT_GE(h["startTime"].get<std::string>(), first["endTime"].get<std::string>()) << h.dump() << l.dump();
+  Post("/v1/jobs/" + std::to_string(low) + "/cancel", "", "application/json");
+  WaitEnd(low);
+}
+
+TEST_F(PreemptionTest, AVictimWhosePreemptorDidNotStartIsNotEvictedAgain) {
+  AddAgent({"--fake-gpus", "2xH100"});
+  WaitNodes(1);
+  // The victim takes 3 s to checkpoint: the first preemptor is cancelled meanwhile.
+  const int64_t low = SubmitLow("low", "3");
+  WaitState(low, "RUNNING");
+  ASSERT_NO_FATAL_FAILURE(WaitLog(low, "up"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  const int64_t first = Submit("name: p1\npriority: high\nresources: {gpus: 2}\ncommand: [sleep, '1']\n");
+  ASSERT_NO_FATAL_FAILURE(WaitLog(low, "stop-signal"));
+  Post("/v1/jobs/" + std::to_string(first) + "/cancel", "", "application/json");
+  EXPECT_EQ(WaitEnd(first)["state"], "CANCELLED");
+
+  // The victim finishes its stop, is requeued and runs again; the lapsed
+  // preemption makes it immune.
+  for (int i = 0; i < 1500 && Get("/v1/jobs/" + std::to_string(low)).value("attempts", 0) < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  WaitState(low, "RUNNING", 60);
+  EXPECT_TRUE(HasEvent(Events(low), "PreemptionLapsed", "job " + std::to_string(first))) << Events(low).dump();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // past minRunTime again
+
+  const int64_t second = Submit("name: p2\npriority: high\nresources: {gpus: 2}\ncommand: [sleep, '1']\n");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const json l = Get("/v1/jobs/" + std::to_string(low));
+  EXPECT_EQ(l["state"], "RUNNING") << l.dump();
+  EXPECT_EQ(l["attempts"], 2) << l.dump();
+  EXPECT_EQ(CountEvents(low, "Preempted"), 1) << Events(low).dump();
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(second))["state"], "PENDING");
+  // Once that attempt ends, it may be preempted again: the pending high job starts.
+  Post("/v1/jobs/" + std::to_string(low) + "/requeue", "", "application/json");
+  EXPECT_EQ(WaitEnd(second, 60)["state"], "COMPLETED");
+  Post("/v1/jobs/" + std::to_string(low) + "/cancel", "", "application/json");
+  WaitEnd(low);
+}
+
+}  // namespace
+}  // namespace muster::testing
