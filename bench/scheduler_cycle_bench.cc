@@ -13,6 +13,9 @@
 // Usage: muster_bench_cycle [--nodes 12500] [--gpus 8] [--pending 10000]
 //        [--fill 0.9] [--iterations 30] [--policy muster] [--explain 1] [--seed 1]
 //        [--head-gangs 0]   (adds high-priority 256-GPU gangs at the head of the queue)
+//        [--low-running 0]  (this fraction of running jobs is of class low: preemptible
+//                            by the pending high jobs; preemption is on by default)
+//        [--queues 1]       (jobs spread over this many queues with random fair-share points)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -40,6 +43,8 @@ struct Flags {
   int explain = 1;
   uint64_t seed = 1;
   int head_gangs = 0;  // high-priority 256-GPU gangs at the head of the queue
+  double low_running = 0;
+  int queues = 1;
 };
 
 int64_t PhillyGpus(Random& rng) {
@@ -86,6 +91,8 @@ int main(int argc, char** argv) {
     else if (k == "--explain") f.explain = std::stoi(v);
     else if (k == "--seed") f.seed = std::stoull(v);
     else if (k == "--head-gangs") f.head_gangs = std::stoi(v);
+    else if (k == "--low-running") f.low_running = std::stod(v);
+    else if (k == "--queues") f.queues = std::max(1, std::stoi(v));
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
@@ -119,7 +126,11 @@ int main(int argc, char** argv) {
       int64_t g = PhillyGpus(rng);
       if (used + batch + g > target) g = 1;
       const Time start = now - Duration::Minutes(rng.Uniform(0, 24 * 60));
-      if (!state.Submit(Spec(g, f.gpus, Duration::Hours(rng.Uniform(1, 72))), start).ok()) return 1;
+      core::JobSpec s = Spec(g, f.gpus, Duration::Hours(rng.Uniform(1, 72)));
+      // (No draws unless asked: the default workload stays the same.)
+      if (f.low_running > 0 && rng.Bernoulli(f.low_running)) s.priority_class = "low";
+      if (f.queues > 1) s.queue = "q" + std::to_string(rng.Uniform(0, f.queues - 1));
+      if (!state.Submit(s, start).ok()) return 1;
       batch += g;
     }
     const core::Decisions d = filler->Cycle(state.Snapshot(now));
@@ -138,6 +149,7 @@ int main(int argc, char** argv) {
     const int64_t g = PhillyGpus(rng);
     core::JobSpec s = Spec(g, f.gpus, Duration::Minutes(rng.Uniform(10, 72 * 60)));
     s.priority_class = rng.Bernoulli(0.1) ? "high" : "normal";
+    if (f.queues > 1) s.queue = "q" + std::to_string(rng.Uniform(0, f.queues - 1));
     if (!state.Submit(s, now - Duration::Minutes(rng.Uniform(0, 12 * 60))).ok()) return 1;
   }
 
@@ -153,7 +165,12 @@ int main(int argc, char** argv) {
   opts.policy = f.policy;
   opts.explain = f.explain != 0;
   auto sched = std::move(scheduler::Scheduler::Create(opts)).value();
-  const core::ClusterSnapshot snap = state.Snapshot(now);
+  core::ClusterSnapshot snap = state.Snapshot(now);
+  std::vector<int64_t> fairshare;
+  if (f.queues > 1) {
+    for (int32_t q = 0; q < state.num_queues(); ++q) fairshare.push_back(rng.Uniform(0, 5000));
+    snap.queue_fairshare = fairshare;
+  }
   std::vector<double> ms;
   core::CycleStats stats;
   for (int it = 0; it < f.iterations + 1; ++it) {
@@ -170,9 +187,10 @@ int main(int argc, char** argv) {
               state.running_count(), snap.pending.size());
   std::printf("policy %s, explain %d: %d iterations\n", f.policy.c_str(), f.explain, f.iterations);
   std::printf("cycle p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", p50, p99, *std::max_element(ms.begin(), ms.end()));
-  std::printf("per cycle: considered %d, placed %d, reservations %d, backfilled %d, release events walked %lld\n",
+  std::printf("per cycle: considered %d, placed %d, reservations %d, backfilled %d, release events walked %lld, "
+              "preemptions %d\n",
               stats.jobs_considered, stats.placements, stats.reservations, stats.backfilled,
-              static_cast<long long>(stats.release_events_walked));
+              static_cast<long long>(stats.release_events_walked), stats.preemptions);
   std::printf("placements per second at p50: %.0f\n", stats.placements / (p50 / 1000.0));
   return 0;
 }

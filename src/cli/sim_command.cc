@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "common/quantity.h"
@@ -42,6 +43,14 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
                   "Fair-share priority points between tenants (default 5000; 0 = off)");
   sim->add_option("--half-life", f.half_life, "Half-life of fair-share usage (default 7d)");
   sim->add_flag("--equal-shares", f.equal_shares, "Give every tenant the same share (ignore the cluster file's queues)");
+  sim->add_flag("--preemption", f.preemption,
+                "Higher classes preempt lower ones (every class but the top is preemptible)");
+  sim->add_option("--min-run-time", f.min_run_time, "A job runs this long before it may be preempted (default 5m)");
+  sim->add_option("--checkpoint-interval", f.checkpoint_interval,
+                  "Jobs checkpoint after each interval of progress; a victim loses the rest (default 30m)");
+  sim->add_option("--restart-cost", f.restart_cost, "Time a preempted job spends restarting (default 1m)");
+  sim->add_option("--high-priority-fraction", f.high_priority_fraction,
+                  "Put this fraction of jobs (seeded) in class p1, for traces without priorities");
   return sim;
 }
 
@@ -85,6 +94,16 @@ int RunSim(const SimFlags& f) {
   auto half_life = ParseDuration(f.half_life);
   if (!half_life.ok()) return fail(half_life.status().WithFieldPrefix("--half-life"));
   opts.fairshare.half_life = *half_life;
+  opts.preemption = f.preemption;
+  opts.scheduler.preemption.enabled = f.preemption;
+  for (const auto& [flag, text, out] : {std::tuple{"--min-run-time", &f.min_run_time, &opts.scheduler.preemption.min_run_time},
+                                        std::tuple{"--checkpoint-interval", &f.checkpoint_interval, &opts.checkpoint_interval},
+                                        std::tuple{"--restart-cost", &f.restart_cost, &opts.restart_cost}}) {
+    auto d = ParseDuration(*text);
+    if (!d.ok()) return fail(d.status().WithFieldPrefix(flag));
+    *out = *d;
+  }
+  opts.high_priority_fraction = f.high_priority_fraction;
   opts.time_limit_factor = f.time_limit_factor;
   opts.seed = f.seed;
   opts.runtime_noise = f.runtime_noise;

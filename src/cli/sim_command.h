@@ -34,6 +34,11 @@ struct SimFlags {
   int64_t fair_share_weight = -1;  // -1: the default
   std::string half_life = "7d";
   bool equal_shares = false;
+  bool preemption = false;
+  std::string min_run_time = "5m";
+  std::string checkpoint_interval = "30m";
+  std::string restart_cost = "1m";
+  double high_priority_fraction = 0;
 };
 
 // Registers the subcommand; `flags` must outlive the app.

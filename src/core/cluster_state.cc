@@ -9,6 +9,7 @@ ClusterState::ClusterState(ClusterConfig config) : config_(std::move(config)) {
   for (size_t i = 0; i < config_.priority_classes.size(); ++i) {
     class_ids_[config_.priority_classes[i].name] = static_cast<int32_t>(i);
   }
+  running_per_class_.assign(config_.priority_classes.size(), 0);
 }
 
 int32_t ClusterState::Intern(std::vector<std::string>& names,
@@ -145,6 +146,7 @@ ClusterSnapshot ClusterState::Snapshot(Time now) const {
   s.running_by_end = &running_by_end_;
   s.running = &running_;
   s.classes = config_.priority_classes;
+  s.running_per_class = running_per_class_;
   s.job_states = &job_states_;
   return s;
 }
@@ -233,6 +235,7 @@ Status ClusterState::Bind(const Binding& binding, Time now) {
 
   JobRecord& rec = jobs_.at(p.id);
   r.preempt_immune = rec.preempt_immune;
+  ++running_per_class_[p.priority_class];
   rec.state = JobState::kRunning;
   rec.start_time = now;
   if (rec.first_start.is_max()) rec.first_start = now;
@@ -253,6 +256,7 @@ Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string 
     for (int32_t g : r.gpu_ids[i]) gpu_owner_[r.allocations[i].node][g] = 0;
   }
   running_by_end_.erase({it->second.expected_end, job});
+  --running_per_class_[it->second.priority_class];
   running_.erase(it);
   JobRecord& rec = jobs_.at(job);
   rec.state = terminal;
@@ -294,6 +298,7 @@ Status ClusterState::Requeue(JobId job, std::string reason, Time not_before) {
   running_by_end_.erase({r.expected_end, job});
   JobRecord& rec = jobs_.at(job);
   const int32_t cls = r.priority_class;
+  --running_per_class_[cls];
   running_.erase(it);
   rec.state = JobState::kPending;
   rec.start_time = Time::Max();

@@ -150,6 +150,7 @@ class ClusterState {
   std::vector<PendingJob> pending_;
   std::unordered_map<JobId, size_t> pending_pos_;
   std::unordered_map<JobId, RunningJob> running_;
+  std::vector<int64_t> running_per_class_;
   EndOrder running_by_end_;
   JobId next_id_ = 1;
 };

@@ -121,6 +121,8 @@ struct ClusterSnapshot {
   const EndOrder* running_by_end = nullptr;
   const std::unordered_map<JobId, RunningJob>* running = nullptr;
   std::span<const PriorityClass> classes;
+  // Running jobs per class (parallel to classes).
+  std::span<const int64_t> running_per_class;
   // Fair-share points per dense queue id (empty = all zero).
   std::span<const int64_t> queue_fairshare;
   // State of any job known to the cluster, for dependencies.

@@ -1,7 +1,6 @@
 #include "scheduler/preemption.h"
 
 #include <algorithm>
-#include <unordered_map>
 #include <utility>
 
 namespace muster::scheduler {
@@ -11,34 +10,31 @@ using core::Allocation;
 using core::JobId;
 using core::Resources;
 using core::RunningJob;
-
-struct Candidate {
-  const RunningJob* job = nullptr;
-  int64_t cost = 0;
-};
+using Candidate = VictimPool::Candidate;
 
 // (cost, victims) lexicographically.
 bool Cheaper(int64_t cost, size_t count, int64_t best_cost, size_t best_count) {
   return cost != best_cost ? cost < best_cost : count < best_count;
 }
 
-constexpr size_t kExactPerNode = 12;   // subsets enumerated up to this many victims on a node
+constexpr size_t kExactPerNode = 8;  // subsets enumerated up to this many victims on a node
 constexpr size_t kGreedyCandidates = 1024;
 
 class VictimSearch {
  public:
-  VictimSearch(const core::PendingJob& job, const Shape& shape, const FreeIndex& free_now,
-               const std::function<bool(NodeIndex)>& usable)
-      : job_(job), shape_(shape), free_now_(free_now), usable_(usable) {}
+  VictimSearch(const core::PendingJob& job, const Shape& shape, int64_t weight, const VictimPool& pool,
+               const FreeIndex& free_now, const std::function<bool(NodeIndex)>& usable,
+               const std::unordered_set<JobId>& taken)
+      : job_(job), shape_(shape), weight_(weight), pool_(pool), free_now_(free_now), usable_(usable), taken_(taken) {}
 
-  std::optional<core::Preemption> Run(std::vector<Candidate> cands) {
-    std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-      return a.cost != b.cost ? a.cost < b.cost : a.job->id < b.job->id;
-    });
-    std::optional<core::Preemption> best = OneNode(cands);
-    if (auto g = Greedy(cands)) {
-      if (!best || Cheaper(g->lost_gpu_seconds, g->victims.size(), best->lost_gpu_seconds, best->victims.size())) {
-        best = std::move(g);
+  std::optional<core::Preemption> Run() {
+    std::optional<core::Preemption> best = OneNode();
+    // One replica is always placed on one node: step 1 covered it.
+    if (shape_.replicas > 1 && shape_.scope != core::TopologyScope::kNode) {
+      if (auto g = Greedy()) {
+        if (!best || Cheaper(g->lost_gpu_seconds, g->victims.size(), best->lost_gpu_seconds, best->victims.size())) {
+          best = std::move(g);
+        }
       }
     }
     if (best) best->job = job_.id;
@@ -46,6 +42,9 @@ class VictimSearch {
   }
 
  private:
+  const Candidate& At(size_t i) const { return pool_.candidates()[i]; }
+  bool Eligible(size_t i) const { return At(i).weight < weight_ && !taken_.count(At(i).job->id); }
+
   bool NodeMatches(NodeIndex n) const {
     if (n < 0 || static_cast<size_t>(n) >= free_now_.num_nodes() || !free_now_.indexed(n) || !usable_(n)) {
       return false;
@@ -55,41 +54,38 @@ class VictimSearch {
   }
 
   // Step 1: the whole gang on one node.
-  std::optional<core::Preemption> OneNode(const std::vector<Candidate>& cands) {
-    // What each candidate frees on each matching node.
-    std::unordered_map<NodeIndex, std::vector<std::pair<size_t, Resources>>> on_node;
-    for (size_t i = 0; i < cands.size(); ++i) {
-      for (const Allocation& a : cands[i].job->allocations) {
-        if (!NodeMatches(a.node)) continue;
-        auto& v = on_node[a.node];
-        if (!v.empty() && v.back().first == i) {
-          v.back().second += a.resources;
-        } else {
-          v.emplace_back(i, a.resources);
-        }
-      }
-    }
+  std::optional<core::Preemption> OneNode() {
     const Resources need = shape_.per_replica * shape_.replicas;
     auto fits = [&](const Resources& r) { return need.FitsIn(r); };
     std::optional<core::Preemption> best;
-    std::vector<NodeIndex> nodes;
-    for (const auto& [n, v] : on_node) nodes.push_back(n);
-    std::sort(nodes.begin(), nodes.end());  // deterministic ties
-    for (NodeIndex n : nodes) {
-      const auto& v = on_node[n];
+    std::vector<std::pair<size_t, Resources>> e;
+    std::vector<size_t> chosen;
+    for (NodeIndex n : pool_.nodes()) {
+      const auto all = pool_.OnNode(n);
+      // Nodes come cheapest candidate first: no later node can do better.
+      if (best && At(all.front().first).cost > best->lost_gpu_seconds) break;
+      if (!NodeMatches(n)) continue;
       const Resources base = free_now_.avail(n);
       if (fits(base)) continue;  // no victim needed here (the caller found no placement)
-      std::vector<size_t> chosen;
+      e.clear();
+      Resources most = base;
+      for (const auto& c : all) {
+        if (!Eligible(c.first)) continue;
+        e.push_back(c);
+        most += c.second;
+      }
+      if (e.empty() || !fits(most)) continue;
+      chosen.clear();
       int64_t cost = 0;
       bool found = false;
-      if (v.size() <= kExactPerNode) {
-        for (uint32_t mask = 1; mask < (1u << v.size()); ++mask) {
+      if (e.size() <= kExactPerNode) {
+        for (uint32_t mask = 1; mask < (1u << e.size()); ++mask) {
           Resources r = base;
           int64_t c = 0;
-          for (size_t k = 0; k < v.size(); ++k) {
+          for (size_t k = 0; k < e.size(); ++k) {
             if (mask & (1u << k)) {
-              r += v[k].second;
-              c += cands[v[k].first].cost;
+              r += e[k].second;
+              c += At(e[k].first).cost;
             }
           }
           const size_t count = static_cast<size_t>(__builtin_popcount(mask));
@@ -97,15 +93,15 @@ class VictimSearch {
           found = true;
           cost = c;
           chosen.clear();
-          for (size_t k = 0; k < v.size(); ++k) {
-            if (mask & (1u << k)) chosen.push_back(v[k].first);
+          for (size_t k = 0; k < e.size(); ++k) {
+            if (mask & (1u << k)) chosen.push_back(e[k].first);
           }
         }
       } else {
-        Resources r = base;  // v is in cost order: candidates were sorted
-        for (const auto& [i, freed] : v) {
+        Resources r = base;  // cheapest first
+        for (const auto& [i, freed] : e) {
           r += freed;
-          cost += cands[i].cost;
+          cost += At(i).cost;
           chosen.push_back(i);
           if (fits(r)) {
             found = true;
@@ -118,7 +114,7 @@ class VictimSearch {
       }
       best.emplace();
       best->lost_gpu_seconds = cost;
-      for (size_t i : chosen) best->victims.push_back(cands[i].job->id);
+      for (size_t i : chosen) best->victims.push_back(At(i).job->id);
       best->allocations = {Allocation{n, shape_.replicas, need}};
     }
     return best;
@@ -135,11 +131,13 @@ class VictimSearch {
   }
 
   // Step 2: cheapest first until the gang fits anywhere, then prune.
-  std::optional<core::Preemption> Greedy(const std::vector<Candidate>& cands) {
+  std::optional<core::Preemption> Greedy() {
     FreeIndex trial = free_now_;
     std::vector<size_t> chosen;
     std::optional<std::vector<Allocation>> placement;
+    const auto& cands = pool_.candidates();
     for (size_t i = 0; i < cands.size() && chosen.size() < kGreedyCandidates && !placement; ++i) {
+      if (!Eligible(i)) continue;
       std::vector<NodeIndex> grown;
       Apply(trial, *cands[i].job, +1, &grown);
       if (grown.empty()) continue;  // frees nothing this job can use
@@ -172,8 +170,11 @@ class VictimSearch {
 
   const core::PendingJob& job_;
   const Shape& shape_;
+  const int64_t weight_;
+  const VictimPool& pool_;
   const FreeIndex& free_now_;
   const std::function<bool(NodeIndex)>& usable_;
+  const std::unordered_set<JobId>& taken_;
 };
 
 }  // namespace
@@ -191,36 +192,67 @@ int64_t LostGpuSeconds(const RunningJob& r, Time now) {
   return since <= Duration::Zero() ? 0 : r.gpus() * (since.millis() / 1000);
 }
 
-bool MayPreempt(const core::ClusterSnapshot& snap, int32_t preemptor_class, const RunningJob& victim,
-                const PreemptionOptions& options) {
+bool AnyVictimClass(const core::ClusterSnapshot& snap, int32_t preemptor_class, const PreemptionOptions& options) {
   const auto n = static_cast<int32_t>(snap.classes.size());
-  if (!options.enabled || preemptor_class < 0 || preemptor_class >= n || victim.priority_class < 0 ||
-      victim.priority_class >= n) {
+  if (!options.enabled || preemptor_class < 0 || preemptor_class >= n || !snap.classes[preemptor_class].may_preempt) {
     return false;
   }
-  const core::PriorityClass& p = snap.classes[preemptor_class];
-  const core::PriorityClass& v = snap.classes[victim.priority_class];
-  return p.may_preempt && v.preemptible && v.weight < p.weight && !victim.stopping && !victim.preempt_immune &&
-         snap.now - victim.start >= options.min_run_time;
+  for (int32_t c = 0; c < n && c < static_cast<int32_t>(snap.running_per_class.size()); ++c) {
+    if (snap.classes[c].preemptible && snap.classes[c].weight < snap.classes[preemptor_class].weight &&
+        snap.running_per_class[c] > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+VictimPool::VictimPool(const core::ClusterSnapshot& snap, const PreemptionOptions& options) {
+  if (!options.enabled || snap.running == nullptr) return;
+  const auto n = static_cast<int32_t>(snap.classes.size());
+  for (const auto& [id, r] : *snap.running) {
+    if (r.priority_class < 0 || r.priority_class >= n || !snap.classes[r.priority_class].preemptible ||
+        r.stopping || r.preempt_immune || snap.now - r.start < options.min_run_time) {
+      continue;
+    }
+    candidates_.push_back({&r, LostGpuSeconds(r, snap.now), snap.classes[r.priority_class].weight});
+  }
+  std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
+    return a.cost != b.cost ? a.cost < b.cost : a.job->id < b.job->id;
+  });
+  // Per-node lists laid out one after the other: count, then fill.
+  const size_t nodes = snap.nodes.size();
+  begin_.assign(nodes + 1, 0);
+  size_.assign(nodes, 0);
+  for (const Candidate& c : candidates_) {
+    for (const Allocation& a : c.job->allocations) ++begin_[a.node + 1];
+  }
+  for (size_t n = 0; n < nodes; ++n) begin_[n + 1] += begin_[n];
+  entries_.resize(begin_[nodes]);
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    for (const Allocation& a : candidates_[i].job->allocations) {
+      uint32_t& size = size_[a.node];
+      if (size == 0) nodes_.push_back(a.node);  // first seen with its cheapest candidate
+      auto* last = size > 0 ? &entries_[begin_[a.node] + size - 1] : nullptr;
+      if (last != nullptr && last->first == i) {
+        last->second += a.resources;  // a job listed twice on one node
+      } else {
+        entries_[begin_[a.node] + size++] = {i, a.resources};
+      }
+    }
+  }
 }
 
 std::optional<core::Preemption> ChooseVictims(const core::PendingJob& job, const Shape& shape,
-                                              const core::ClusterSnapshot& snap, const FreeIndex& free_now,
+                                              const core::ClusterSnapshot& snap, const VictimPool& pool,
+                                              const FreeIndex& free_now,
                                               const std::function<bool(NodeIndex)>& usable,
-                                              const std::unordered_set<JobId>& taken,
-                                              const PreemptionOptions& options) {
-  if (!options.enabled || job.priority_class < 0 ||
+                                              const std::unordered_set<JobId>& taken) {
+  if (pool.candidates().empty() || job.priority_class < 0 ||
       job.priority_class >= static_cast<int32_t>(snap.classes.size()) ||
-      !snap.classes[job.priority_class].may_preempt || snap.running == nullptr) {
+      !snap.classes[job.priority_class].may_preempt) {
     return std::nullopt;
   }
-  std::vector<Candidate> cands;
-  for (const auto& [id, r] : *snap.running) {
-    if (taken.count(id) || !MayPreempt(snap, job.priority_class, r, options)) continue;
-    cands.push_back({&r, LostGpuSeconds(r, snap.now)});
-  }
-  if (cands.empty()) return std::nullopt;
-  return VictimSearch(job, shape, free_now, usable).Run(std::move(cands));
+  return VictimSearch(job, shape, snap.classes[job.priority_class].weight, pool, free_now, usable, taken).Run();
 }
 
 }  // namespace muster::scheduler

@@ -13,10 +13,16 @@
 // (RunningJob::NewestCheckpoint).
 //
 // Algorithm (exact where it is cheap, greedy beyond):
+//  0. Once per cycle, the VictimPool: every running job that could be a
+//     victim of some job (all but the class rule), with its lost work,
+//     cheapest first, and the candidates on each node.
 //  1. One node: for every node that could hold the whole gang, the cheapest
-//     subset of the victims on it (all subsets up to 12 candidates there,
-//     cheapest-first beyond) that frees enough.
-//  2. Any placement: add candidates cheapest first until the gang fits,
+//     subset of the victims on it (all subsets up to 8 candidates there,
+//     cheapest-first beyond) that frees enough. Nodes are visited cheapest
+//     candidate first and the walk stops once no subset there could beat
+//     the best found.
+//  2. Any placement (gangs of several replicas only; one replica always
+//     fits one node): add candidates cheapest first until the gang fits,
 //     then drop, most expensive first, every victim the placement does not
 //     need.
 //  3. The better of the two by (lost work, victims).
@@ -33,7 +39,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -56,19 +64,47 @@ struct PreemptionOptions {
 // GPUs x seconds since the job's newest checkpoint.
 int64_t LostGpuSeconds(const core::RunningJob& r, Time now);
 
-// Whether a job of class `preemptor` may stop a running job `victim`
-// under the class rules (weight, preemptible, may preempt) and options.
-bool MayPreempt(const core::ClusterSnapshot& snap, int32_t preemptor_class, const core::RunningJob& victim,
-                const PreemptionOptions& options);
+// Whether some running job could be a victim of a job of class `preemptor`
+// by the class counts alone (cheap: no running job is visited).
+bool AnyVictimClass(const core::ClusterSnapshot& snap, int32_t preemptor_class, const PreemptionOptions& options);
 
-// The victims for `job` (of `shape`) given what is free now (`free_now`,
-// copied). `usable(n)`: whether capacity returned on node n may go to this
-// job (false for nodes promised to others). `taken`: victims already chosen
-// this cycle. nullopt when no valid set exists.
+// The running jobs that could be victims this cycle (preemptible class, past
+// the minimum run time, not stopping, not immune), cheapest first.
+class VictimPool {
+ public:
+  struct Candidate {
+    const core::RunningJob* job = nullptr;
+    int64_t cost = 0;    // lost GPU-seconds
+    int64_t weight = 0;  // its class weight
+  };
+  VictimPool(const core::ClusterSnapshot& snap, const PreemptionOptions& options);
+
+  const std::vector<Candidate>& candidates() const { return candidates_; }
+  // Indexes into candidates() of the jobs on node n with what each holds
+  // there, cheapest first.
+  std::span<const std::pair<size_t, core::Resources>> OnNode(NodeIndex n) const {
+    return {entries_.data() + begin_[n], static_cast<size_t>(size_[n])};
+  }
+  // Nodes with candidates, cheapest candidate first.
+  const std::vector<NodeIndex>& nodes() const { return nodes_; }
+
+ private:
+  std::vector<Candidate> candidates_;
+  // OnNode lists, one after the other (node n's from begin_[n]).
+  std::vector<std::pair<size_t, core::Resources>> entries_;
+  std::vector<uint32_t> begin_, size_;
+  std::vector<NodeIndex> nodes_;
+};
+
+// The victims for `job` (of `shape`) from `pool` given what is free now
+// (`free_now`, copied when needed). `usable(n)`: whether capacity returned
+// on node n may go to this job (false for nodes promised to others).
+// `taken`: victims already chosen this cycle. nullopt when no valid set
+// exists.
 std::optional<core::Preemption> ChooseVictims(const core::PendingJob& job, const Shape& shape,
-                                              const core::ClusterSnapshot& snap, const FreeIndex& free_now,
+                                              const core::ClusterSnapshot& snap, const VictimPool& pool,
+                                              const FreeIndex& free_now,
                                               const std::function<bool(NodeIndex)>& usable,
-                                              const std::unordered_set<core::JobId>& taken,
-                                              const PreemptionOptions& options);
+                                              const std::unordered_set<core::JobId>& taken);
 
 }  // namespace muster::scheduler

@@ -234,25 +234,8 @@ class CycleRun {
 
   // Whether `j` could preempt anyone this cycle (a cheap filter).
   bool MayTryPreempting(const PendingJob& j) {
-    if (policy_.blocking != BlockingMode::kBackfill || !options_.preemption.enabled ||
-        j.priority_class < 0 || j.priority_class >= static_cast<int32_t>(snap_.classes.size())) {
-      return false;
-    }
-    const core::PriorityClass& c = snap_.classes[j.priority_class];
-    if (!c.may_preempt || !j.nominated.empty()) return false;
-    if (!min_victim_weight_) {
-      // The lowest class weight among running jobs that could be victims of some job.
-      min_victim_weight_ = INT64_MAX;
-      for (const auto& [id, r] : *snap_.running) {
-        if (r.priority_class < 0 || r.priority_class >= static_cast<int32_t>(snap_.classes.size())) continue;
-        const core::PriorityClass& v = snap_.classes[r.priority_class];
-        if (v.preemptible && !r.stopping && !r.preempt_immune &&
-            snap_.now - r.start >= options_.preemption.min_run_time) {
-          min_victim_weight_ = std::min(*min_victim_weight_, v.weight);
-        }
-      }
-    }
-    return c.weight > *min_victim_weight_;
+    if (policy_.blocking != BlockingMode::kBackfill) return false;
+    return j.nominated.empty() && AnyVictimClass(snap_, j.priority_class, options_.preemption);
   }
 
   // Preempts for `j` if a victim set frees a placement (preemption.h);
@@ -261,8 +244,9 @@ class CycleRun {
     if (preemptors_ >= options_.preemption.max_per_cycle || !MayTryPreempting(j)) return false;
     const int64_t weight = snap_.classes[j.priority_class].weight;
     if (preempt_failed_.count({shape, weight})) return false;
-    auto p = ChooseVictims(j, shape, snap_, live_, [this](NodeIndex n) { return res_time_[n].is_max(); },
-                           taken_, options_.preemption);
+    if (!pool_) pool_.emplace(snap_, options_.preemption);  // once a cycle, when first needed
+    auto p = ChooseVictims(j, shape, snap_, *pool_, live_, [this](NodeIndex n) { return res_time_[n].is_max(); },
+                           taken_);
     if (!p) {
       // Capacity only shrinks and victims are only taken within a cycle.
       preempt_failed_.insert({shape, weight});
@@ -443,7 +427,7 @@ class CycleRun {
     }
   };
   std::unordered_set<std::pair<Shape, int64_t>, ShapeWeightHash> preempt_failed_;
-  std::optional<int64_t> min_victim_weight_;
+  std::optional<VictimPool> pool_;
   int32_t preemptors_ = 0;
   int64_t preemptors_left_ = 0;
   Decisions out_;

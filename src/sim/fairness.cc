@@ -29,7 +29,11 @@ Fairness TenantFairness(const std::vector<JobResult>& jobs, const std::map<std::
     if (j.start_s < 0 || j.end_s < j.start_s) continue;  // never ran
     const int32_t t = id(j.tenant);
     ev.push_back({j.submit_s, t, +1, j.gpus, 0});
-    ev.push_back({j.start_s, t, -1, -j.gpus, j.gpus});
+    for (const auto& [a, b] : j.preempted_runs) {  // runs, each followed by a wait
+      ev.push_back({a, t, -1, -j.gpus, j.gpus});
+      ev.push_back({b, t, +1, j.gpus, -j.gpus});
+    }
+    ev.push_back({j.LastStart(), t, -1, -j.gpus, j.gpus});
     ev.push_back({j.end_s, t, 0, 0, -j.gpus});
   }
   std::sort(ev.begin(), ev.end(), [](const Ev& a, const Ev& b) { return a.t < b.t; });

@@ -2,8 +2,8 @@
 // share-normalized usage while tenants have demand.
 //
 // Algorithm:
-//  1. From every job that ran, its pending interval [submit, start) and its
-//     running interval [start, end) holding `gpus`.
+//  1. From every job that ran, its pending intervals and its running
+//     intervals holding `gpus` (more than one of each when preempted).
 //  2. Sweep the event times. In each interval, the backlogged tenants B are
 //     those with a job waiting. When B has at least two tenants (they
 //     compete), the GPUs B holds are what B is sharing, split max-min fair:

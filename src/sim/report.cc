@@ -19,7 +19,7 @@ struct Stats {
   void Add(const JobResult& j) {
     ++jobs;
     if (j.start_s < 0) return;
-    gpu_seconds += static_cast<double>(j.gpus) * static_cast<double>(j.end_s - j.start_s);
+    gpu_seconds += static_cast<double>(j.HeldGpuSeconds());
     jct.push_back(j.end_s - j.submit_s);
     wait.push_back(j.start_s - j.submit_s);
   }
@@ -57,6 +57,44 @@ nlohmann::json StatsJson(Stats s) {
 
 std::string Hours(double s) { return fmt::format("{:.2f} h", s / 3600.0); }
 
+// The busy fraction of all GPUs while at least one job waits, and how long
+// jobs waited in all: utilization where it matters, leaving out the idle
+// time when nothing asks for GPUs (the start, quiet stretches, the drain).
+std::pair<double, double> UtilizationWhileWaiting(const std::vector<JobResult>& jobs, int64_t total_gpus) {
+  struct Ev {
+    int64_t t;
+    int32_t waiting;
+    int64_t gpus;
+  };
+  std::vector<Ev> ev;
+  for (const JobResult& j : jobs) {
+    if (j.start_s < 0 || j.end_s < j.LastStart()) continue;
+    ev.push_back({j.submit_s, +1, 0});
+    for (const auto& [a, b] : j.preempted_runs) {
+      ev.push_back({a, -1, j.gpus});
+      ev.push_back({b, +1, -j.gpus});
+    }
+    ev.push_back({j.LastStart(), -1, j.gpus});
+    ev.push_back({j.end_s, 0, -j.gpus});
+  }
+  std::sort(ev.begin(), ev.end(), [](const Ev& a, const Ev& b) { return a.t < b.t; });
+  int64_t waiting = 0, busy = 0;
+  double busy_s = 0, waited_s = 0;
+  for (size_t k = 0; k < ev.size();) {
+    const int64_t now = ev[k].t;
+    for (; k < ev.size() && ev[k].t == now; ++k) {
+      waiting += ev[k].waiting;
+      busy += ev[k].gpus;
+    }
+    if (k == ev.size() || waiting <= 0) continue;
+    const double dt = static_cast<double>(ev[k].t - now);
+    waited_s += dt;
+    busy_s += dt * static_cast<double>(busy);
+  }
+  const double u = waited_s > 0 && total_gpus > 0 ? busy_s / (waited_s * static_cast<double>(total_gpus)) : 0.0;
+  return {u, waited_s / 3600.0};
+}
+
 }  // namespace
 
 nlohmann::json ReportJson(const SimResult& r) {
@@ -90,6 +128,9 @@ nlohmann::json ReportJson(const SimResult& r) {
                                  (static_cast<double>(r.total_gpus) * static_cast<double>(makespan))
                            : 0.0;
   out["busy_gpu_hours"] = static_cast<double>(r.busy_gpu_seconds) / 3600.0;
+  const auto [while_waiting, waiting_hours] = UtilizationWhileWaiting(r.jobs, r.total_gpus);
+  out["utilization_while_waiting"] = while_waiting;
+  out["waiting_hours"] = waiting_hours;
   out["per_class"] = nlohmann::json::object();
   for (auto& [k, s] : per_class) out["per_class"][k] = StatsJson(s);
   // Per tenant: GPU-hours and their share of all.
@@ -108,6 +149,10 @@ nlohmann::json ReportJson(const SimResult& r) {
                      {"contended_hours", fair.contended_hours},
                      {"ratio", fair.ratio},
                      {"excluded", fair.excluded}};
+  out["preemption"] = r.preemption;
+  out["preemptions"] = r.preemptions;
+  out["lost_gpu_hours"] = static_cast<double>(r.lost_gpu_seconds) / 3600.0;
+  out["checkpoint_interval_s"] = r.checkpoint_interval_s;
   out["fairshare_weight"] = r.fairshare_weight;
   out["policy"] = r.policy;
   out["cluster"] = r.cluster_summary;
@@ -136,9 +181,15 @@ void WriteTextReport(const SimResult& r, std::ostream& os) {
   os << fmt::format("wait  mean {}  p50 {}  p95 {}  p99 {}  max {}\n", Hours(j["mean_wait_s"]),
                     Hours(j["p50_wait_s"]), Hours(j["p95_wait_s"]), Hours(j["p99_wait_s"]),
                     Hours(j["max_wait_s"]));
-  os << fmt::format("makespan {}  utilization {:.1f}%  cycles {}  max pending {}  backfilled {}\n",
-                    Hours(j["makespan_s"]), 100.0 * j["utilization"].get<double>(), r.cycles,
+  os << fmt::format("makespan {}  utilization {:.1f}% ({:.1f}% over the {:.0f} h with jobs waiting)  cycles {}  "
+                    "max pending {}  backfilled {}\n",
+                    Hours(j["makespan_s"]), 100.0 * j["utilization"].get<double>(),
+                    100.0 * j["utilization_while_waiting"].get<double>(), j["waiting_hours"].get<double>(), r.cycles,
                     r.max_pending, r.backfilled);
+  if (r.preemption) {
+    os << fmt::format("preemptions {}  lost {:.1f} GPU-hours (checkpoint every {})\n", r.preemptions,
+                      j["lost_gpu_hours"].get<double>(), Duration::Seconds(r.checkpoint_interval_s).ToString());
+  }
   if (j["fairness"]["contended_hours"].get<double>() > 0) {
     os << fmt::format("fairness: Jain {:.3f} over {:.1f} h with two or more tenants waiting\n",
                       j["fairness"]["jain"].get<double>(), j["fairness"]["contended_hours"].get<double>());

@@ -5,6 +5,7 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <tuple>
 
 #include "common/clock.h"
 #include "common/random.h"
@@ -27,12 +28,21 @@ class Run {
       : trace_(trace), cluster_(cluster), opts_(opts), rng_(opts.seed), fairshare_(WithShares(opts, cluster)) {}
 
   StatusOr<SimResult> Go() {
-    // Priority classes from the trace's priority values.
+    // Priority classes from the trace's priority values (and the share
+    // of jobs moved to p1).
+    Random pick(opts_.seed ^ 0x5eedc1a55ULL);
     std::set<int64_t> prios;
-    for (const TraceJob& t : trace_) prios.insert(t.priority);
+    for (const TraceJob& t : trace_) {
+      const bool high = opts_.high_priority_fraction > 0 && pick.UniformDouble() < opts_.high_priority_fraction;
+      priority_.push_back(high ? std::max<int64_t>(t.priority, 1) : t.priority);
+      prios.insert(priority_.back());
+    }
     core::ClusterConfig config;
     config.priority_classes.clear();
-    for (int64_t p : prios) config.priority_classes.push_back({"p" + std::to_string(p), p * 10'000});
+    for (int64_t p : prios) {
+      config.priority_classes.push_back({"p" + std::to_string(p), p * 10'000, opts_.preemption && p < *prios.rbegin(),
+                                         opts_.preemption && p > *prios.begin()});
+    }
     if (config.priority_classes.empty()) config.priority_classes.push_back({"p0", 0});
     config.default_priority_class = config.priority_classes.front().name;
     state_ = std::make_unique<core::ClusterState>(config);
@@ -49,6 +59,8 @@ class Run {
     if (!opts_.equal_shares) result_.shares = cluster_.shares;
     result_.seed = opts_.seed;
     result_.total_gpus = cluster_.total_gpus();
+    result_.preemption = opts_.preemption;
+    result_.checkpoint_interval_s = opts_.checkpoint_interval.millis() / 1000;
     RETURN_IF_ERROR(Prepare());
     RETURN_IF_ERROR(Loop());
     return std::move(result_);
@@ -73,7 +85,7 @@ class Run {
       r.trace_id = t.id;
       r.submit_s = t.submit_s;
       r.tenant = t.tenant;
-      r.priority_class = "p" + std::to_string(t.priority);
+      r.priority_class = "p" + std::to_string(priority_[a.trace_index]);
       r.censored = t.censored;
       r.gpus = t.num_gpus;
       if (t.duration_s < 0) {
@@ -89,6 +101,7 @@ class Run {
         arrivals_.push_back({t.submit_s, a.trace_index});
         job_result_.push_back(result_.jobs.size());
         per_replica_.push_back(per);
+        runs_.emplace_back();
       }
       result_.jobs.push_back(std::move(r));
     }
@@ -120,13 +133,13 @@ class Run {
   }
 
   Status Loop() {
-    using Completion = std::pair<int64_t, JobId>;  // (end, id)
+    using Completion = std::tuple<int64_t, JobId, int32_t>;  // (end, id, run number)
     std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions;
     size_t next = 0;
     while (next < arrivals_.size() || !completions.empty()) {
       int64_t t = INT64_MAX;
       if (next < arrivals_.size()) t = arrivals_[next].submit_s;
-      if (!completions.empty()) t = std::min(t, completions.top().first);
+      if (!completions.empty()) t = std::min(t, std::get<0>(completions.top()));
       const Time now = Time::FromSeconds(t);
       clock_.Set(now);
       // Charge fair-share usage for the time since the last event with what
@@ -143,9 +156,13 @@ class Run {
         fairshare_.Advance(now, running_by_queue_);
       }
 
-      while (!completions.empty() && completions.top().first == t) {
-        const JobId id = completions.top().second;
+      while (!completions.empty() && std::get<0>(completions.top()) == t) {
+        const auto [end, id, run] = completions.top();
         completions.pop();
+        if (run != runs_[id - 1].number) continue;  // that run was preempted
+        // A restart cost paid by a run that finished is work lost to preemption
+        // (a preempted run's is counted when it is stopped).
+        result_.lost_gpu_seconds += runs_[id - 1].overhead_s * result_.jobs[job_result_[id - 1]].gpus;
         JobResult& r = result_.jobs[job_result_[id - 1]];
         const core::JobRecord* rec = state_->Find(id);
         const std::vector<core::Allocation> allocs = rec->allocations;
@@ -165,47 +182,12 @@ class Run {
       if (state_->pending_count() == 0) continue;
       result_.max_pending = std::max<int64_t>(result_.max_pending, state_->pending_count());
 
-      core::ClusterSnapshot snap = state_->Snapshot(clock_.Now());
-      if (fairshare_.enabled()) {
-        for (int32_t q = fairshare_.named(); q < state_->num_queues(); ++q) fairshare_.NameQueue(q, state_->QueueName(q));
-        points_ = fairshare_.Points(state_->num_queues());
-        snap.queue_fairshare = points_;
-      }
-      const core::Decisions d = scheduler_->Cycle(snap);
-      ++result_.cycles;
-      result_.reservations_made += d.stats.reservations;
-      result_.backfilled += d.stats.backfilled;
-      for (const core::JobFailure& f : d.failures) {
-        RETURN_IF_ERROR(state_->EndPending(f.job, f.state, now, f.reason));
-        result_.jobs[job_result_[f.job - 1]].note = f.reason;
-        RETURN_IF_ERROR(Event(t));
-      }
-      for (const core::PendingReason& reason : d.reasons) {
-        if (reason.code != core::ReasonCode::kUnschedulable) continue;
-        JobResult& r = result_.jobs[job_result_[reason.job - 1]];
-        r.outcome = Outcome::kUnschedulable;
-        r.note = core::FormatReason(reason, state_->GpuTypeName(reason.gpu_type), now);
-        RETURN_IF_ERROR(state_->EndPending(reason.job, core::JobState::kFailed, now, r.note));
-        RETURN_IF_ERROR(Event(t));
-      }
-      for (const core::Binding& b : d.bindings) {
-        if (Status s = state_->Bind(b, now); !s.ok()) return Violation(s.message(), t);
-        RETURN_IF_ERROR(CheckNodes(b.allocations, t));
-        const TraceJob& tj = trace_[arrivals_[b.job - 1].trace_index];
-        JobResult& r = result_.jobs[job_result_[b.job - 1]];
-        r.start_s = t;
-        std::set<core::NodeIndex> nodes;
-        for (const core::Allocation& a : b.allocations) nodes.insert(a.node);
-        r.nodes = static_cast<int32_t>(nodes.size());
-        int64_t run = RunTime(tj.duration_s);
-        const int64_t limit = LimitSeconds(tj.duration_s);
-        if (run > limit) {
-          run = limit;
-          r.outcome = Outcome::kTimeout;
-        }
-        result_.busy_gpu_seconds += run * r.gpus;
-        completions.push({t + run, b.job});
-        RETURN_IF_ERROR(Event(t));
+      // Preemptions stop their victims at once: cycle again so the
+      // preemptors start on the capacity held for them.
+      for (int round = 0; round < 4; ++round) {
+        bool preempted = false;
+        RETURN_IF_ERROR(Cycle(t, now, completions, preempted));
+        if (!preempted) break;
       }
     }
     ++result_.audits;
@@ -215,6 +197,94 @@ class Run {
                            std::to_string(state_->running_count()) +
                            " running when the trace is done",
                        result_.last_end_s);
+    }
+    return Status::Ok();
+  }
+
+  using Completions = std::priority_queue<std::tuple<int64_t, JobId, int32_t>,
+                                          std::vector<std::tuple<int64_t, JobId, int32_t>>, std::greater<>>;
+
+  // One scheduling cycle at t, its decisions applied.
+  Status Cycle(int64_t t, Time now, Completions& completions, bool& preempted) {
+    core::ClusterSnapshot snap = state_->Snapshot(clock_.Now());
+    if (fairshare_.enabled()) {
+      for (int32_t q = fairshare_.named(); q < state_->num_queues(); ++q) fairshare_.NameQueue(q, state_->QueueName(q));
+      points_ = fairshare_.Points(state_->num_queues());
+      snap.queue_fairshare = points_;
+    }
+    const core::Decisions d = scheduler_->Cycle(snap);
+    ++result_.cycles;
+    result_.reservations_made += d.stats.reservations;
+    result_.backfilled += d.stats.backfilled;
+    for (const core::JobFailure& f : d.failures) {
+      RETURN_IF_ERROR(state_->EndPending(f.job, f.state, now, f.reason));
+      result_.jobs[job_result_[f.job - 1]].note = f.reason;
+      RETURN_IF_ERROR(Event(t));
+    }
+    for (const core::PendingReason& reason : d.reasons) {
+      if (reason.code != core::ReasonCode::kUnschedulable) continue;
+      JobResult& r = result_.jobs[job_result_[reason.job - 1]];
+      r.outcome = Outcome::kUnschedulable;
+      r.note = core::FormatReason(reason, state_->GpuTypeName(reason.gpu_type), now);
+      RETURN_IF_ERROR(state_->EndPending(reason.job, core::JobState::kFailed, now, r.note));
+      RETURN_IF_ERROR(Event(t));
+    }
+    for (const core::Preemption& p : d.preemptions) RETURN_IF_ERROR(Preempt(p, t, now));
+    preempted = !d.preemptions.empty();
+    for (const core::Binding& b : d.bindings) {
+      if (Status s = state_->Bind(b, now); !s.ok()) return Violation(s.message(), t);
+      RETURN_IF_ERROR(CheckNodes(b.allocations, t));
+      const TraceJob& tj = trace_[arrivals_[b.job - 1].trace_index];
+      JobResult& r = result_.jobs[job_result_[b.job - 1]];
+      if (r.start_s < 0) r.start_s = t;
+      r.last_start_s = t;
+      std::set<core::NodeIndex> nodes;
+      for (const core::Allocation& a : b.allocations) nodes.insert(a.node);
+      r.nodes = static_cast<int32_t>(nodes.size());
+      JobRun& jr = runs_[b.job - 1];
+      if (jr.remaining_s < 0) jr.remaining_s = RunTime(tj.duration_s);  // drawn once
+      jr.overhead_s = r.preemptions > 0 ? opts_.restart_cost.millis() / 1000 : 0;
+      int64_t run = jr.remaining_s + jr.overhead_s;
+      const int64_t limit = LimitSeconds(tj.duration_s);
+      r.outcome = Outcome::kCompleted;
+      if (run > limit) {
+        run = limit;
+        r.outcome = Outcome::kTimeout;
+      }
+      ++jr.number;
+      jr.start_s = t;
+      jr.end_s = t + run;
+      result_.busy_gpu_seconds += run * r.gpus;
+      completions.push({t + run, b.job, jr.number});
+      if (opts_.preemption) RETURN_IF_ERROR(state_->NoteCheckpoint(b.job, Time::Zero(), opts_.checkpoint_interval));
+      RETURN_IF_ERROR(Event(t));
+    }
+    return Status::Ok();
+  }
+
+  // Stops the victims of `p` at once: each keeps the progress of its last
+  // checkpoint and goes back to the queue; the preemptor's placement is
+  // held for it.
+  Status Preempt(const core::Preemption& p, int64_t t, Time now) {
+    RETURN_IF_ERROR(state_->Nominate(p.job, p.allocations, p.victims));
+    const int64_t interval = opts_.checkpoint_interval.millis() / 1000;
+    for (JobId v : p.victims) {
+      JobRun& jr = runs_[v - 1];
+      JobResult& r = result_.jobs[job_result_[v - 1]];
+      const int64_t elapsed = t - jr.start_s;
+      const int64_t progress = std::max<int64_t>(0, elapsed - jr.overhead_s);
+      const int64_t saved = interval > 0 ? progress / interval * interval : 0;
+      jr.remaining_s -= saved;
+      result_.busy_gpu_seconds -= (jr.end_s - t) * r.gpus;
+      result_.lost_gpu_seconds += (elapsed - saved) * r.gpus;
+      ++result_.preemptions;
+      ++r.preemptions;
+      r.preempted_runs.emplace_back(jr.start_s, t);
+      ++jr.number;  // its completion is void
+      const std::vector<core::Allocation> allocs = state_->Find(v)->allocations;
+      if (Status s = state_->Requeue(v, "Preempted"); !s.ok()) return Violation(s.message(), t);
+      RETURN_IF_ERROR(CheckNodes(allocs, t));
+      RETURN_IF_ERROR(Event(t));
     }
     return Status::Ok();
   }
@@ -262,6 +332,14 @@ class Run {
   std::vector<Arrival> arrivals_;        // runnable jobs in submit order; id = index + 1
   std::vector<size_t> job_result_;       // id - 1 -> index in result_.jobs
   std::vector<int64_t> per_replica_;     // id - 1 -> GPUs per replica
+  std::vector<int64_t> priority_;        // trace index -> priority used
+  struct JobRun {
+    int64_t remaining_s = -1;  // progress still to make (-1: never started)
+    int32_t number = 0;        // runs so far; a completion of an older run is void
+    int64_t start_s = 0, end_s = 0;
+    int64_t overhead_s = 0;    // restart cost at the start of this run
+  };
+  std::vector<JobRun> runs_;             // id - 1 -> its current run
 };
 
 }  // namespace
@@ -276,6 +354,11 @@ Status SimOptions::Validate() const {
     return InvalidArgument("must be in [0, 1)", "--runtime-noise");
   }
   if (audit_every < 0) return InvalidArgument("must be >= 0", "--audit-every");
+  if (checkpoint_interval < Duration::Zero()) return InvalidArgument("must be >= 0", "--checkpoint-interval");
+  if (restart_cost < Duration::Zero()) return InvalidArgument("must be >= 0", "--restart-cost");
+  if (!(high_priority_fraction >= 0 && high_priority_fraction <= 1)) {
+    return InvalidArgument("must be in [0, 1]", "--high-priority-fraction");
+  }
   return Status::Ok();
 }
 

@@ -17,6 +17,8 @@
 // Fractional GPU requests take a whole GPU. The time limit is
 // ceil(time_limit_factor x duration), at least 1 s. The trace's tenant is the
 // queue and its priority p the class "p<p>" with weight p x 10000.
+// With preemption, a cycle whose preemptions stopped jobs is followed at
+// once by another, where the preemptors start on their held capacity.
 // Rows the simulator cannot run (unknown duration, no GPUs) are kept in the
 // result as skipped, with the reason; jobs that can never fit the cluster are
 // reported as unschedulable.
@@ -47,6 +49,18 @@ struct SimOptions {
   double runtime_noise = 0.0;
   uint64_t seed = 1;
   int64_t audit_every = 4096;  // full invariant audit period in events; 1 = every event
+  // Preemption (scheduler/preemption.h, with scheduler.preemption's
+  // minimum run time): classes below the highest are preemptible, classes
+  // above the lowest may preempt. Every job checkpoints after each
+  // `checkpoint_interval` of progress; a victim stops at once, loses the
+  // work since its last checkpoint, and pays `restart_cost` when it runs
+  // again.
+  bool preemption = false;
+  Duration checkpoint_interval = Duration::Minutes(30);
+  Duration restart_cost = Duration::Minutes(1);
+  // For traces without priorities: each job goes to class p1 with this
+  // probability (seeded), the others keep the trace's.
+  double high_priority_fraction = 0;
 
   Status Validate() const;
 };
@@ -71,6 +85,19 @@ struct JobResult {
   int32_t nodes = 0;     // distinct nodes of the placement
   std::string tenant;
   std::string priority_class;
+  int32_t preemptions = 0;  // times it was stopped for another job
+  // Runs ended by preemption, [start, stop); the last run is
+  // [LastStart(), end_s).
+  std::vector<std::pair<int64_t, int64_t>> preempted_runs;
+  int64_t last_start_s = -1;  // -1: start_s
+  int64_t LastStart() const { return last_start_s >= 0 ? last_start_s : start_s; }
+  // GPU-seconds held over all its runs.
+  int64_t HeldGpuSeconds() const {
+    if (start_s < 0 || end_s < LastStart()) return 0;
+    int64_t s = end_s - LastStart();
+    for (const auto& [a, b] : preempted_runs) s += b - a;
+    return s * gpus;
+  }
   bool censored = false;
   std::string note;      // why skipped or unschedulable
 };
@@ -90,7 +117,11 @@ struct SimResult {
   int64_t max_pending = 0;
   int64_t first_submit_s = 0;
   int64_t last_end_s = 0;
-  int64_t busy_gpu_seconds = 0;
+  int64_t busy_gpu_seconds = 0;  // includes work preemption lost
+  int64_t preemptions = 0;       // victims stopped
+  int64_t lost_gpu_seconds = 0;  // progress lost by victims, restart costs included
+  bool preemption = false;
+  int64_t checkpoint_interval_s = 0;
   int64_t fairshare_weight = 0;
   std::map<std::string, double> shares;  // the shares used (empty: all equal)
 };
