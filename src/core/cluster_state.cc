@@ -10,6 +10,40 @@ ClusterState::ClusterState(ClusterConfig config) : config_(std::move(config)) {
     class_ids_[config_.priority_classes[i].name] = static_cast<int32_t>(i);
   }
   running_per_class_.assign(config_.priority_classes.size(), 0);
+  for (const QueueConfig& q : config_.queues) Intern(queues_, queue_ids_, q.name);
+  ResolveQuotas();
+}
+
+void ClusterState::ResolveQuotas() {
+  quotas_.assign(queues_.size(), QueueQuota{});
+  queue_usage_.resize(queues_.size());
+  for (auto& u : queue_usage_) u.resize(gpu_types_.size(), 0);
+  for (const QueueConfig& q : config_.queues) {
+    QueueQuota& quota = quotas_[queue_ids_.at(q.name)];
+    quota.guarantee.assign(gpu_types_.size(), 0);
+    quota.limit.assign(gpu_types_.size(), kNoLimit);
+    for (const auto& [type, n] : q.guarantee) {
+      if (type == "*") {
+        quota.guarantee_total = n;
+      } else if (auto t = gpu_type_ids_.find(type); t != gpu_type_ids_.end()) {
+        quota.guarantee[t->second] = n;
+      }
+    }
+    for (const auto& [type, n] : q.limit) {
+      if (type == "*") {
+        quota.limit_total = n;
+      } else if (auto t = gpu_type_ids_.find(type); t != gpu_type_ids_.end()) {
+        quota.limit[t->second] = n;
+      }
+    }
+  }
+}
+
+void ClusterState::CountUsage(const RunningJob& r, int sign) {
+  for (const Allocation& a : r.allocations) {
+    if (a.resources.gpus == 0) continue;
+    queue_usage_[r.queue][nodes_[a.node].gpu_type] += sign * a.resources.gpus;
+  }
 }
 
 int32_t ClusterState::Intern(std::vector<std::string>& names,
@@ -44,7 +78,9 @@ StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
   if (leaves_.size() > leaves_before) leaf_spine_.push_back(spine_id);
   Node node;
   node.spec = spec;
+  const size_t types = gpu_types_.size();
   node.gpu_type = Intern(gpu_types_, gpu_type_ids_, spec.gpu_type);
+  if (gpu_types_.size() != types) ResolveQuotas();
   node.leaf = leaf_id;
   node.spine = spine_id;
   node.free = spec.capacity;
@@ -118,7 +154,9 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   p.id = id;
   p.submit_time = submit_time;
   p.priority_class = priority_class;
+  const size_t queues = queues_.size();
   p.queue = Intern(queues_, queue_ids_, spec.queue);
+  if (queues_.size() != queues) ResolveQuotas();
   p.replicas = spec.replicas;
   p.per_replica = spec.per_replica;
   // A type no node has yet is interned all the same: the job is reported
@@ -147,6 +185,8 @@ ClusterSnapshot ClusterState::Snapshot(Time now) const {
   s.running = &running_;
   s.classes = config_.priority_classes;
   s.running_per_class = running_per_class_;
+  s.quotas = quotas_;
+  s.queue_usage = &queue_usage_;
   s.job_states = &job_states_;
   return s;
 }
@@ -236,6 +276,7 @@ Status ClusterState::Bind(const Binding& binding, Time now) {
   JobRecord& rec = jobs_.at(p.id);
   r.preempt_immune = rec.preempt_immune;
   ++running_per_class_[p.priority_class];
+  CountUsage(r, +1);
   rec.state = JobState::kRunning;
   rec.start_time = now;
   if (rec.first_start.is_max()) rec.first_start = now;
@@ -257,6 +298,7 @@ Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string 
   }
   running_by_end_.erase({it->second.expected_end, job});
   --running_per_class_[it->second.priority_class];
+  CountUsage(it->second, -1);
   running_.erase(it);
   JobRecord& rec = jobs_.at(job);
   rec.state = terminal;
@@ -299,6 +341,7 @@ Status ClusterState::Requeue(JobId job, std::string reason, Time not_before) {
   JobRecord& rec = jobs_.at(job);
   const int32_t cls = r.priority_class;
   --running_per_class_[cls];
+  CountUsage(r, -1);
   running_.erase(it);
   rec.state = JobState::kPending;
   rec.start_time = Time::Max();

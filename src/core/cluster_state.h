@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,12 +36,20 @@
 
 namespace muster::core {
 
+// A queue's quota by GPU type name; the key "*" counts every type together.
+struct QueueConfig {
+  std::string name;
+  std::map<std::string, int64_t> guarantee;
+  std::map<std::string, int64_t> limit;
+};
+
 struct ClusterConfig {
   // Priority classes by name. The default set: low 0 (preemptible), normal
   // 10000, high 20000 (may preempt).
   std::vector<PriorityClass> priority_classes = {
       {"low", 0, true, false}, {"normal", 10'000, false, false}, {"high", 20'000, false, true}};
   std::string default_priority_class = "normal";
+  std::vector<QueueConfig> queues;  // quotas; other queues have none
 };
 
 // Everything known about one job, pending, running or finished.
@@ -134,6 +143,11 @@ class ClusterState {
                  const std::string& name);
   void RemovePending(JobId id);
   PendingJob MakePending(JobId id, const JobSpec& spec, Time submit_time, int32_t priority_class);
+  // Resolves the configured quotas to dense queue and GPU type ids (after a
+  // queue or a type is interned).
+  void ResolveQuotas();
+  // Adds (+1) or removes (-1) a running job's GPUs from its queue's usage.
+  void CountUsage(const RunningJob& r, int sign);
 
   ClusterConfig config_;
   std::vector<Node> nodes_;
@@ -151,6 +165,8 @@ class ClusterState {
   std::unordered_map<JobId, size_t> pending_pos_;
   std::unordered_map<JobId, RunningJob> running_;
   std::vector<int64_t> running_per_class_;
+  std::vector<QueueQuota> quotas_;                 // per dense queue
+  std::vector<std::vector<int64_t>> queue_usage_;  // per dense queue, per GPU type
   EndOrder running_by_end_;
   JobId next_id_ = 1;
 };

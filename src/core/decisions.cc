@@ -13,6 +13,7 @@ const char* ReasonCodeName(ReasonCode c) {
     case ReasonCode::kHeld: return "Held";
     case ReasonCode::kUnschedulable: return "Unschedulable";
     case ReasonCode::kPreempting: return "Preempting";
+    case ReasonCode::kQuota: return "Quota";
   }
   return "?";
 }
@@ -70,6 +71,10 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       break;
     case ReasonCode::kBeginTime:
       s += ": begins in " + In(r.begin_time - now);
+      break;
+    case ReasonCode::kQuota:
+      s += ": " + Need(r, gpu_type_name) + "; its queue holds " + std::to_string(r.queue_used) +
+           " of its limit of " + std::to_string(r.queue_limit);
       break;
     case ReasonCode::kHeld:
     case ReasonCode::kNone:

@@ -39,6 +39,7 @@ enum class ReasonCode : uint8_t {
   kHeld,          // user or admin hold
   kUnschedulable, // can never fit this cluster as it is
   kPreempting,    // jobs were preempted for it: waits for other_job to stop
+  kQuota,         // its queue would exceed its limit: queue_used of queue_limit
 };
 const char* ReasonCodeName(ReasonCode c);
 
@@ -55,6 +56,8 @@ struct PendingReason {
   int64_t largest_node_free = 0;  // the largest free block on one node,
   int64_t largest_leaf_free = 0;  // and under one leaf switch.
   Time planned_start = Time::Max();  // from the backfill plan; Max() = none
+  int64_t queue_used = 0;   // kQuota: GPUs its queue holds (of that type, or in all)
+  int64_t queue_limit = 0;  // kQuota: the queue's limit
   Time begin_time;
 };
 
@@ -74,6 +77,7 @@ struct Preemption {
   std::vector<JobId> victims;
   std::vector<Allocation> allocations;
   int64_t lost_gpu_seconds = 0;  // GPUs x time since each victim's newest checkpoint
+  bool reclaim = false;          // the job's queue reclaims its guarantee (else: a higher class)
 };
 
 struct CycleStats {

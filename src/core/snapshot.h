@@ -45,6 +45,25 @@ struct Allocation {
   bool operator==(const Allocation&) const = default;
 };
 
+// A queue's quota in GPUs, per dense GPU type and over all types: the
+// guarantee (what it may reclaim from borrowing queues by preemption) and
+// the limit (the most it may hold). A queue without one has guarantee 0 and
+// no limit.
+inline constexpr int64_t kNoLimit = INT64_MAX;
+struct QueueQuota {
+  std::vector<int64_t> guarantee;  // per GPU type (missing: 0)
+  std::vector<int64_t> limit;      // per GPU type (missing: kNoLimit)
+  int64_t guarantee_total = 0;
+  int64_t limit_total = kNoLimit;
+
+  int64_t Guarantee(int32_t type) const {
+    return type >= 0 && static_cast<size_t>(type) < guarantee.size() ? guarantee[type] : 0;
+  }
+  int64_t Limit(int32_t type) const {
+    return type >= 0 && static_cast<size_t>(type) < limit.size() ? limit[type] : kNoLimit;
+  }
+};
+
 // A job waiting to be placed, in dense form.
 struct PendingJob {
   JobId id = 0;
@@ -125,6 +144,19 @@ struct ClusterSnapshot {
   std::span<const int64_t> running_per_class;
   // Fair-share points per dense queue id (empty = all zero).
   std::span<const int64_t> queue_fairshare;
+  // Quotas per dense queue id (missing: none), and the GPUs each queue's
+  // running jobs hold per dense GPU type (missing: 0).
+  std::span<const QueueQuota> quotas;
+  const std::vector<std::vector<int64_t>>* queue_usage = nullptr;
+
+  int64_t UsageOf(int32_t queue, int32_t type) const {
+    if (queue_usage == nullptr || queue < 0 || static_cast<size_t>(queue) >= queue_usage->size()) return 0;
+    const auto& u = (*queue_usage)[queue];
+    return type >= 0 && static_cast<size_t>(type) < u.size() ? u[type] : 0;
+  }
+  const QueueQuota* QuotaOf(int32_t queue) const {
+    return queue >= 0 && static_cast<size_t>(queue) < quotas.size() ? &quotas[queue] : nullptr;
+  }
   // State of any job known to the cluster, for dependencies.
   const std::unordered_map<JobId, JobState>* job_states = nullptr;
 

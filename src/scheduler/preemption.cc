@@ -22,10 +22,11 @@ constexpr size_t kGreedyCandidates = 1024;
 
 class VictimSearch {
  public:
-  VictimSearch(const core::PendingJob& job, const Shape& shape, int64_t weight, const VictimPool& pool,
-               const FreeIndex& free_now, const std::function<bool(NodeIndex)>& usable,
-               const std::unordered_set<JobId>& taken)
-      : job_(job), shape_(shape), weight_(weight), pool_(pool), free_now_(free_now), usable_(usable), taken_(taken) {}
+  VictimSearch(const core::PendingJob& job, const Shape& shape, const VictimPool& pool, const FreeIndex& free_now,
+               const std::function<bool(NodeIndex)>& usable, const std::unordered_set<JobId>& taken,
+               const std::function<bool(const Candidate&)>& eligible)
+      : job_(job), shape_(shape), pool_(pool), free_now_(free_now), usable_(usable), taken_(taken),
+        eligible_(eligible) {}
 
   std::optional<core::Preemption> Run() {
     std::optional<core::Preemption> best = OneNode();
@@ -43,7 +44,7 @@ class VictimSearch {
 
  private:
   const Candidate& At(size_t i) const { return pool_.candidates()[i]; }
-  bool Eligible(size_t i) const { return At(i).weight < weight_ && !taken_.count(At(i).job->id); }
+  bool Eligible(size_t i) const { return !taken_.count(At(i).job->id) && eligible_(At(i)); }
 
   bool NodeMatches(NodeIndex n) const {
     if (n < 0 || static_cast<size_t>(n) >= free_now_.num_nodes() || !free_now_.indexed(n) || !usable_(n)) {
@@ -170,11 +171,11 @@ class VictimSearch {
 
   const core::PendingJob& job_;
   const Shape& shape_;
-  const int64_t weight_;
   const VictimPool& pool_;
   const FreeIndex& free_now_;
   const std::function<bool(NodeIndex)>& usable_;
   const std::unordered_set<JobId>& taken_;
+  const std::function<bool(const Candidate&)>& eligible_;
 };
 
 }  // namespace
@@ -206,15 +207,17 @@ bool AnyVictimClass(const core::ClusterSnapshot& snap, int32_t preemptor_class, 
   return false;
 }
 
-VictimPool::VictimPool(const core::ClusterSnapshot& snap, const PreemptionOptions& options) {
+VictimPool::VictimPool(const core::ClusterSnapshot& snap, const PreemptionOptions& options, bool all_classes) {
   if (!options.enabled || snap.running == nullptr) return;
   const auto n = static_cast<int32_t>(snap.classes.size());
   for (const auto& [id, r] : *snap.running) {
-    if (r.priority_class < 0 || r.priority_class >= n || !snap.classes[r.priority_class].preemptible ||
-        r.stopping || r.preempt_immune || snap.now - r.start < options.min_run_time) {
+    if (r.priority_class < 0 || r.priority_class >= n || r.stopping || r.preempt_immune ||
+        snap.now - r.start < options.min_run_time) {
       continue;
     }
-    candidates_.push_back({&r, LostGpuSeconds(r, snap.now), snap.classes[r.priority_class].weight});
+    const core::PriorityClass& c = snap.classes[r.priority_class];
+    if (!c.preemptible && !all_classes) continue;
+    candidates_.push_back({&r, LostGpuSeconds(r, snap.now), c.weight, c.preemptible});
   }
   std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
     return a.cost != b.cost ? a.cost < b.cost : a.job->id < b.job->id;
@@ -243,16 +246,12 @@ VictimPool::VictimPool(const core::ClusterSnapshot& snap, const PreemptionOption
 }
 
 std::optional<core::Preemption> ChooseVictims(const core::PendingJob& job, const Shape& shape,
-                                              const core::ClusterSnapshot& snap, const VictimPool& pool,
-                                              const FreeIndex& free_now,
+                                              const VictimPool& pool, const FreeIndex& free_now,
                                               const std::function<bool(NodeIndex)>& usable,
-                                              const std::unordered_set<JobId>& taken) {
-  if (pool.candidates().empty() || job.priority_class < 0 ||
-      job.priority_class >= static_cast<int32_t>(snap.classes.size()) ||
-      !snap.classes[job.priority_class].may_preempt) {
-    return std::nullopt;
-  }
-  return VictimSearch(job, shape, snap.classes[job.priority_class].weight, pool, free_now, usable, taken).Run();
+                                              const std::unordered_set<JobId>& taken,
+                                              const std::function<bool(const Candidate&)>& eligible) {
+  if (pool.candidates().empty()) return std::nullopt;
+  return VictimSearch(job, shape, pool, free_now, usable, taken, eligible).Run();
 }
 
 }  // namespace muster::scheduler

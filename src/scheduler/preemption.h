@@ -68,16 +68,19 @@ int64_t LostGpuSeconds(const core::RunningJob& r, Time now);
 // by the class counts alone (cheap: no running job is visited).
 bool AnyVictimClass(const core::ClusterSnapshot& snap, int32_t preemptor_class, const PreemptionOptions& options);
 
-// The running jobs that could be victims this cycle (preemptible class, past
-// the minimum run time, not stopping, not immune), cheapest first.
+// The running jobs that could be victims this cycle (past the minimum run
+// time, not stopping, not immune; of a preemptible class unless
+// `all_classes`: a queue reclaiming its guarantee may preempt any job of a
+// queue that borrows), cheapest first.
 class VictimPool {
  public:
   struct Candidate {
     const core::RunningJob* job = nullptr;
     int64_t cost = 0;    // lost GPU-seconds
     int64_t weight = 0;  // its class weight
+    bool preemptible = false;  // its class is
   };
-  VictimPool(const core::ClusterSnapshot& snap, const PreemptionOptions& options);
+  VictimPool(const core::ClusterSnapshot& snap, const PreemptionOptions& options, bool all_classes);
 
   const std::vector<Candidate>& candidates() const { return candidates_; }
   // Indexes into candidates() of the jobs on node n with what each holds
@@ -99,12 +102,13 @@ class VictimPool {
 // The victims for `job` (of `shape`) from `pool` given what is free now
 // (`free_now`, copied when needed). `usable(n)`: whether capacity returned
 // on node n may go to this job (false for nodes promised to others).
-// `taken`: victims already chosen this cycle. nullopt when no valid set
-// exists.
+// `taken`: victims already chosen this cycle. `eligible`: whether this job
+// may preempt a candidate (a lower class, or a queue that borrows).
+// nullopt when no valid set exists.
 std::optional<core::Preemption> ChooseVictims(const core::PendingJob& job, const Shape& shape,
-                                              const core::ClusterSnapshot& snap, const VictimPool& pool,
-                                              const FreeIndex& free_now,
+                                              const VictimPool& pool, const FreeIndex& free_now,
                                               const std::function<bool(NodeIndex)>& usable,
-                                              const std::unordered_set<core::JobId>& taken);
+                                              const std::unordered_set<core::JobId>& taken,
+                                              const std::function<bool(const VictimPool::Candidate&)>& eligible);
 
 }  // namespace muster::scheduler

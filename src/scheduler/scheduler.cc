@@ -56,6 +56,7 @@ class CycleRun {
     spare_.assign(n, core::Resources{});
     res_time_.assign(n, Time::Max());
     res_job_.assign(n, 0);
+    if (snap_.queue_usage != nullptr) usage_ = *snap_.queue_usage;
     HoldNominations();
 
     // Without explanations the cycle may stop early, so order lazily.
@@ -101,6 +102,7 @@ class CycleRun {
         return Explain(r, ReasonCode::kDependency);
       }
     }
+    if (QuotaBlocks(j, j.gpu_type, r)) return Explain(r, ReasonCode::kQuota);
     const Shape shape = ShapeOf(j);
     if (strict_blocked_) {
       if (FeasibleEver(shape)) return Explain(r, ReasonCode::kPriority);
@@ -109,7 +111,11 @@ class CycleRun {
     }
 
     const Time end = snap_.now + j.time_limit;
-    if (auto p = TryPlace(shape, end)) return Start(j, std::move(*p), end);
+    if (auto p = TryPlace(shape, end)) {
+      // A job of any GPU type is held to its queue's limit for the type it got.
+      if (j.gpu_type == core::kAnyGpuType && QuotaBlocks(j, TypeOf(*p), r)) return Explain(r, ReasonCode::kQuota);
+      return Start(j, std::move(*p), end);
+    }
 
     if (!FeasibleEver(shape)) {
       FillNumbers(r, j, capacity_);
@@ -194,7 +200,8 @@ class CycleRun {
         }
         if (!a.resources.FitsIn(View(a.node))) fits = false;
       }
-      if (!valid) continue;
+      PendingReason unused;
+      if (!valid || QuotaBlocks(j, TypeOf(j.nominated), unused)) continue;
       if (fits) {
         nominated_[j.id] = 0;
         Start(j, j.nominated, snap_.now + j.time_limit);
@@ -234,23 +241,96 @@ class CycleRun {
 
   // Whether `j` could preempt anyone this cycle (a cheap filter).
   bool MayTryPreempting(const PendingJob& j) {
-    if (policy_.blocking != BlockingMode::kBackfill) return false;
-    return j.nominated.empty() && AnyVictimClass(snap_, j.priority_class, options_.preemption);
+    if (policy_.blocking != BlockingMode::kBackfill || !j.nominated.empty()) return false;
+    return AnyVictimClass(snap_, j.priority_class, options_.preemption) || MayReclaim(j);
+  }
+
+  // Quotas. GPUs queue q holds of type t (-1: of every type).
+  int64_t Used(int32_t q, int32_t t) const {
+    if (q < 0 || static_cast<size_t>(q) >= usage_.size()) return 0;
+    if (t >= 0) return static_cast<size_t>(t) < usage_[q].size() ? usage_[q][t] : 0;
+    int64_t sum = 0;
+    for (int64_t u : usage_[q]) sum += u;
+    return sum;
+  }
+  void AddUsage(int32_t q, const Allocation& a) {
+    if (a.resources.gpus == 0 || q < 0 || static_cast<size_t>(q) >= usage_.size()) return;
+    const int32_t t = snap_.nodes[a.node].gpu_type;
+    if (static_cast<size_t>(t) >= usage_[q].size()) usage_[q].resize(t + 1, 0);
+    usage_[q][t] += a.resources.gpus;
+  }
+  int32_t TypeOf(const Placement& p) const { return p.empty() ? core::kAnyGpuType : snap_.nodes[p.front().node].gpu_type; }
+
+  // Whether starting `j` on GPUs of type t (-1: unknown yet) would take its
+  // queue over a limit; fills the reason's numbers if so.
+  bool QuotaBlocks(const PendingJob& j, int32_t t, PendingReason& r) {
+    const core::QueueQuota* quota = snap_.QuotaOf(j.queue);
+    const int64_t gpus = j.total_gpus();
+    if (quota == nullptr || gpus == 0) return false;
+    auto over = [&](int64_t used, int64_t limit) {
+      if (limit == core::kNoLimit || used + gpus <= limit) return false;
+      r.queue_used = used;
+      r.queue_limit = limit;
+      FillNeed(r, j);
+      return true;
+    };
+    return (t >= 0 && over(Used(j.queue, t), quota->Limit(t))) || over(Used(j.queue, -1), quota->limit_total);
+  }
+
+  // Whether `j` may reclaim its queue's guarantee: starting it keeps the
+  // queue within its guarantee (of its type, or over all types).
+  bool MayReclaim(const PendingJob& j) const {
+    const core::QueueQuota* quota = snap_.QuotaOf(j.queue);
+    const int64_t gpus = j.total_gpus();
+    if (quota == nullptr || gpus == 0 || !options_.preemption.enabled) return false;
+    const bool typed = j.gpu_type != core::kAnyGpuType &&
+                       Used(j.queue, j.gpu_type) + gpus <= quota->Guarantee(j.gpu_type);
+    const bool total = quota->guarantee_total > 0 && Used(j.queue, -1) + gpus <= quota->guarantee_total;
+    return typed || total;
+  }
+  // Whether queue q holds more than its guarantee of type t (-1: over all).
+  bool Borrowing(int32_t q, int32_t t) const {
+    const core::QueueQuota* quota = snap_.QuotaOf(q);
+    if (t >= 0) {
+      const int64_t g = quota ? quota->Guarantee(t) : 0;
+      if (Used(q, t) > g) return true;
+    }
+    return Used(q, -1) > (quota ? quota->guarantee_total : 0);
   }
 
   // Preempts for `j` if a victim set frees a placement (preemption.h);
   // the placement is then held for it.
   bool TryPreempt(const PendingJob& j, const Shape& shape, PendingReason& r) {
     if (preemptors_ >= options_.preemption.max_per_cycle || !MayTryPreempting(j)) return false;
-    const int64_t weight = snap_.classes[j.priority_class].weight;
-    if (preempt_failed_.count({shape, weight})) return false;
-    if (!pool_) pool_.emplace(snap_, options_.preemption);  // once a cycle, when first needed
-    auto p = ChooseVictims(j, shape, snap_, *pool_, live_, [this](NodeIndex n) { return res_time_[n].is_max(); },
-                           taken_);
+    const bool by_class = AnyVictimClass(snap_, j.priority_class, options_.preemption);
+    const bool reclaim = MayReclaim(j);
+    const int64_t weight = by_class ? snap_.classes[j.priority_class].weight : INT64_MIN;
+    const FailedKey key{shape, weight, reclaim ? j.queue : -1};
+    if (preempt_failed_.count(key)) return false;
+    // Once a cycle, when first needed: preemptible classes only, or every
+    // class for reclaims.
+    std::optional<VictimPool>& pool = reclaim ? all_pool_ : pool_;
+    if (!pool) pool.emplace(snap_, options_.preemption, /*all_classes=*/reclaim);
+    // By class: a preemptible job of a lower weight. By reclaim: a job of
+    // another queue that holds more than its guarantee.
+    auto eligible = [&](const VictimPool::Candidate& c) {
+      return (by_class && c.preemptible && c.weight < weight) ||
+             (reclaim && c.job->queue != j.queue && Borrowing(c.job->queue, j.gpu_type));
+    };
+    auto p = ChooseVictims(j, shape, *pool, live_, [this](NodeIndex n) { return res_time_[n].is_max(); },
+                           taken_, eligible);
+    if (p && j.gpu_type == core::kAnyGpuType) {
+      PendingReason unused;
+      if (QuotaBlocks(j, TypeOf(p->allocations), unused)) p.reset();  // over its limit on that type
+    }
     if (!p) {
-      // Capacity only shrinks and victims are only taken within a cycle.
-      preempt_failed_.insert({shape, weight});
+      // Capacity only shrinks, usage only grows and victims are only taken
+      // within a cycle.
+      preempt_failed_.insert(key);
       return false;
+    }
+    for (JobId v : p->victims) {
+      if (!by_class || snap_.classes[snap_.running->at(v).priority_class].weight >= weight) p->reclaim = true;
     }
     ++preemptors_;
     ++out_.stats.preemptions;
@@ -330,6 +410,7 @@ class CycleRun {
   void Start(const PendingJob& j, Placement p, Time end) {
     max_reserved_actual_ = -1;
     for (const Allocation& a : p) {
+      AddUsage(j.queue, a);
       actual_[a.node] -= a.resources;
       if (end > res_time_[a.node]) spare_[a.node] -= a.resources;
       live_.SetAvail(a.node, View(a.node));
@@ -421,13 +502,20 @@ class CycleRun {
   // cycle, (shape, class weight) pairs that found no victims.
   std::unordered_map<JobId, JobId> nominated_;
   std::unordered_set<JobId> taken_;
-  struct ShapeWeightHash {
-    size_t operator()(const std::pair<Shape, int64_t>& k) const {
-      return ShapeHash{}(k.first) * 31 + std::hash<int64_t>{}(k.second);
+  struct FailedKey {
+    Shape shape;
+    int64_t weight;  // the class weight it may preempt below (INT64_MIN: none)
+    int32_t queue;   // the queue that may reclaim (-1: none)
+    bool operator==(const FailedKey&) const = default;
+  };
+  struct FailedKeyHash {
+    size_t operator()(const FailedKey& k) const {
+      return (ShapeHash{}(k.shape) * 31 + std::hash<int64_t>{}(k.weight)) * 31 + std::hash<int32_t>{}(k.queue);
     }
   };
-  std::unordered_set<std::pair<Shape, int64_t>, ShapeWeightHash> preempt_failed_;
-  std::optional<VictimPool> pool_;
+  std::unordered_set<FailedKey, FailedKeyHash> preempt_failed_;
+  std::vector<std::vector<int64_t>> usage_;  // GPUs per queue per type, with this cycle's starts
+  std::optional<VictimPool> pool_, all_pool_;
   int32_t preemptors_ = 0;
   int64_t preemptors_left_ = 0;
   Decisions out_;
