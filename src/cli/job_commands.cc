@@ -294,9 +294,18 @@ int Get(JobCommands& c, Client& client) {
                       n.value("schedulable", true) ? "Ready" : "Ready,SchedulingDisabled"});
     }
   } else {
-    rows.push_back({"QUEUE", "PENDING", "RUNNING", "GPUS IN USE"});
+    rows.push_back({"QUEUE", "PENDING", "RUNNING", "GPUS IN USE", "GUARANTEE", "LIMIT"});
+    // {"*": 8, "H100": 4} -> "8, H100 4"
+    auto quota = [](const json& q, const char* key) {
+      std::string out;
+      for (const auto& [type, n] : q.value(key, json::object()).items()) {
+        out += (out.empty() ? "" : ", ") + (type == "*" ? "" : type + " ") + n.dump();
+      }
+      return out.empty() ? "-" : out;
+    };
     for (const json& q : items) {
-      rows.push_back({Field(q, "name"), Field(q, "pending"), Field(q, "running"), Field(q, "gpusInUse")});
+      rows.push_back({Field(q, "name"), Field(q, "pending"), Field(q, "running"), Field(q, "gpusInUse"),
+                      quota(q, "guarantee"), quota(q, "limit")});
     }
   }
   PrintTable(rows);

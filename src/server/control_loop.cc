@@ -602,6 +602,20 @@ std::vector<ControlLoop::QueueView> ControlLoop::Queues() {
         if (rec) q.gpus_in_use += rec->spec.per_replica.gpus * rec->spec.replicas;
       }
     }
+    for (const core::QueueConfig& c : options_.cluster.queues) {
+      QueueView& q = queues[c.name];
+      q.name = c.name;
+      q.guarantee = c.guarantee;
+      q.limit = c.limit;
+    }
+    const core::ClusterSnapshot snap = state_.Snapshot(clock_.Now());
+    for (int32_t i = 0; i < state_.num_queues(); ++i) {
+      auto it = queues.find(state_.QueueName(i));
+      if (it == queues.end()) continue;
+      for (int32_t t = 0; t < snap.num_gpu_types; ++t) {
+        if (int64_t used = snap.UsageOf(i, t); used > 0) it->second.in_use_by_type[state_.GpuTypeName(t)] = used;
+      }
+    }
     R out;
     for (auto& [name, q] : queues) out.push_back(q);
     reply(std::move(out));

@@ -150,6 +150,8 @@ class ControlLoop {
     int64_t pending = 0;
     int64_t running = 0;
     int64_t gpus_in_use = 0;
+    std::map<std::string, int64_t> in_use_by_type;  // GPUs its running jobs hold, by GPU type
+    std::map<std::string, int64_t> guarantee, limit;  // its quota ("*": every type)
   };
   std::vector<QueueView> Queues();
 

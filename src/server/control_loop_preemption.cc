@@ -20,7 +20,9 @@ std::string GpuMinutes(int64_t gpu_seconds) {
 void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::WriteBatch& b) {
   const core::JobRecord* preemptor = state_.Find(p.job);
   if (preemptor == nullptr || preemptor->state != core::JobState::kPending) return;
-  const std::string cls = preemptor->spec.priority_class;
+  // Why: a higher class, or the preemptor's queue reclaiming its guarantee.
+  const std::string cause = p.reclaim ? "whose queue " + preemptor->spec.queue + " reclaims its guaranteed GPUs"
+                                      : "class " + preemptor->spec.priority_class;
   PreemptionHold hold;
   Duration longest = Duration::Zero();
   int64_t lost = 0;
@@ -33,7 +35,7 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
     const int64_t victim_lost = scheduler::LostGpuSeconds(r->second, now);
     lost += victim_lost;
     longest = std::max(longest, GraceOf(a->second));
-    const std::string why = "Preempted: for job " + std::to_string(p.job) + " (class " + cls + "), losing about " +
+    const std::string why = "Preempted: for job " + std::to_string(p.job) + " (" + cause + "), losing about " +
                             GpuMinutes(victim_lost) + " of work since its last checkpoint";
     b.events.push_back(Event(v, "Preempted", "", why));
     BeginEnding(v, std::nullopt, /*requeue=*/true, why, b, /*staggered=*/true);
@@ -54,7 +56,8 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
     gpus += a.resources.gpus;
   }
   b.events.push_back(Event(p.job, "Preempting", "",
-                           "stopping job" + std::string(hold.victims.size() > 1 ? "s " : " ") + names + " (about " +
+                           std::string(p.reclaim ? "reclaiming its queue's guarantee: " : "") + "stopping job" +
+                               std::string(hold.victims.size() > 1 ? "s " : " ") + names + " (about " +
                                GpuMinutes(lost) + " of work since their checkpoints); " + std::to_string(gpus) +
                                " GPU on " + where + " held for it"));
   dirty_ = true;

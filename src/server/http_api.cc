@@ -471,7 +471,11 @@ void HttpApi::Routes() {
   s.Get("/v1/queues", [this](const httplib::Request&, httplib::Response& res) {
     json items = json::array();
     for (const auto& q : loop_.Queues()) {
-      items.push_back({{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"gpusInUse", q.gpus_in_use}});
+      json item = {{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"gpusInUse", q.gpus_in_use},
+                   {"gpusInUseByType", q.in_use_by_type}};
+      if (!q.guarantee.empty()) item["guarantee"] = q.guarantee;
+      if (!q.limit.empty()) item["limit"] = q.limit;
+      items.push_back(std::move(item));
     }
     Reply(res, 200, {{"items", items}});
   });

@@ -6,6 +6,7 @@
 
 #include "api/job_spec.h"
 #include "config/node_list.h"
+#include "config/queue_list.h"
 #include "config/yaml_fields.h"
 
 namespace muster::server {
@@ -110,7 +111,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit", "threads",
-                                     "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups"},
+                                     "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -149,6 +150,9 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         }
         o.cluster.priority_classes.push_back(pc);
       }
+    }
+    if (const YAML::Node queues = root["queues"]) {
+      RETURN_IF_ERROR(config::ReadQueueList(queues, "server.queues", o.cluster.queues, o.fairshare.shares));
     }
     if (root["defaultPriorityClass"]) {
       ASSIGN_OR_RETURN(o.cluster.default_priority_class,

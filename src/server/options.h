@@ -12,6 +12,8 @@
 //   scheduler: {policy: muster, maxReservations: 8, starvationThreshold: 8h,
 //               agePointsPerHour: 500, ageCap: 20000,
 //               preemption: {enabled: true, minRunTime: 5m, maxPerCycle: 4}}
+//   queues:                  # quotas in GPUs: a count (all types) or by type ("*": all)
+//     - {name: research, guarantee: {H100: 16}, limit: {H100: 32, "*": 48}, share: 3}
 //   fairShare: {weight: 5000, halfLife: 7d, shares: {research: 3, prod: 1}}
 //                            # between queues; unlisted queues have share 1; weight 0 = off
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)

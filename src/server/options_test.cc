@@ -84,3 +84,56 @@ TEST(FairShareShares, AreReadByQueueName) {
 
 }  // namespace
 }  // namespace muster::server
+
+namespace muster::server {
+namespace {
+
+TEST(Queues, QuotasClassesAndPreemptionAreRead) {
+  auto o = ParseServerOptions(R"(
+priorityClasses:
+  - {name: batch, weight: 0, preemptible: true}
+  - {name: urgent, weight: 50000, mayPreempt: true}
+defaultPriorityClass: batch
+scheduler: {preemption: {minRunTime: 10m, maxPerCycle: 2}}
+queues:
+  - {name: research, guarantee: {H100: 16}, limit: {H100: 32, "*": 48}, share: 3}
+  - {name: prod, guarantee: 8}
+)", "test.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_EQ(o->cluster.queues.size(), 2u);
+  EXPECT_EQ(o->cluster.queues[0].guarantee.at("H100"), 16);
+  EXPECT_EQ(o->cluster.queues[0].limit.at("*"), 48);
+  EXPECT_EQ(o->cluster.queues[1].guarantee.at("*"), 8);
+  EXPECT_EQ(o->fairshare.shares.at("research"), 3);
+  EXPECT_TRUE(o->cluster.priority_classes[0].preemptible);
+  EXPECT_TRUE(o->cluster.priority_classes[1].may_preempt);
+  EXPECT_EQ(o->scheduler.preemption.min_run_time, Duration::Minutes(10));
+  EXPECT_EQ(o->scheduler.preemption.max_per_cycle, 2);
+}
+
+TEST(Queues, BadQuotasNameTheKey) {
+  struct Case {
+    const char* yaml;
+    const char* field;
+  } cases[] = {
+      {"queues: [{name: a, guarantee: 16, limit: 8}]", "server.queues[0].guarantee"},
+      {"queues: [{name: a, guarantee: {H100: 4}, limit: {H100: 2}}]", "server.queues[0].guarantee"},
+      {"queues: [{name: a}, {name: a}]", "server.queues[1].name"},
+      {"queues: [{name: a, limit: -1}]", "server.queues[0].limit"},
+      {"queues: [{name: a, limit: {H100: many}}]", "server.queues[0].limit.H100"},
+      {"queues: [{name: a, gurantee: 1}]", "server.queues[0].gurantee"},
+      {"queues: [{guarantee: 1}]", "server.queues[0].name"},
+      {"queues: {a: 1}", "server.queues"},
+      {"scheduler: {preemption: {maxPerCycle: -1}}", "server.scheduler.preemption.maxPerCycle"},
+      {"scheduler: {preemption: {minRunTime: soon}}", "server.scheduler.preemption.minRunTime"},
+      {"priorityClasses: [{name: x, mayPreempt: sometimes}]\ndefaultPriorityClass: x", "server.priorityClasses[0].mayPreempt"},
+  };
+  for (const Case& c : cases) {
+    auto o = ParseServerOptions(c.yaml, "test.yaml");
+    ASSERT_FALSE(o.ok()) << c.yaml;
+    EXPECT_EQ(o.status().field(), c.field) << c.yaml << ": " << o.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace muster::server

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "config/node_list.h"
+#include "config/queue_list.h"
 #include "config/yaml_fields.h"
 
 namespace muster::sim {
@@ -55,22 +56,7 @@ StatusOr<ClusterDescription> ParseClusterYaml(const std::string& text, const std
     if (list.nodes.empty()) return InvalidArgument("the cluster has no nodes", "cluster");
     ClusterDescription d{std::move(list.nodes), std::move(list.summary), {}};
     if (const YAML::Node queues = root["queues"]) {
-      if (!queues.IsSequence()) return InvalidArgument("must be a list of {name, share}", "cluster.queues");
-      for (size_t i = 0; i < queues.size(); ++i) {
-        const std::string path = "cluster.queues[" + std::to_string(i) + "]";
-        const YAML::Node q = queues[i];
-        if (!q.IsMap()) return InvalidArgument("must be a mapping {name, share}", path);
-        RETURN_IF_ERROR(config::CheckKeys(q, {"name", "share"}, path));
-        if (!q["name"]) return InvalidArgument("is required", path + ".name");
-        ASSIGN_OR_RETURN(std::string name, config::Str(q["name"], path + ".name"));
-        int64_t share = 1;
-        if (q["share"]) {
-          ASSIGN_OR_RETURN(share, config::Int(q["share"], path + ".share", 1, 1'000'000));
-        }
-        if (!d.shares.emplace(name, static_cast<double>(share)).second) {
-          return InvalidArgument("queue \"" + name + "\" is listed twice", path + ".name");
-        }
-      }
+      RETURN_IF_ERROR(config::ReadQueueList(queues, "cluster.queues", d.quotas, d.shares));
     }
     return d;
   }();

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "core/cluster_state.h"
 #include "core/node.h"
 
 namespace muster::sim {
@@ -33,9 +34,12 @@ namespace muster::sim {
 struct ClusterDescription {
   std::vector<core::NodeSpec> nodes;
   std::string summary;  // "80 nodes x 8 GPU (gpu), 16 nodes per leaf"
-  // Fair-share shares by queue (tenant) name, from `queues: [{name, share}]`;
+  // Fair-share shares by queue (tenant) name, from `queues: [{name, share,
+  // guarantee, limit}]` (config/queue_list.h);
   // a tenant not listed has share 1.
   std::map<std::string, double> shares;
+  // Quotas by queue, from the same list (guarantee, limit).
+  std::vector<core::QueueConfig> quotas;
 
   int64_t total_gpus() const;
   int64_t max_gpus_per_node() const;

@@ -375,10 +375,18 @@ TEST(SinglePoolTest, SingleTypeClusterBecomesOneNode) {
 }
 
 TEST(ParseClusterYamlTest, QueuesGiveShares) {
-  auto c = ParseClusterYaml("nodeGroups: [{count: 2, gpus: 8}]\nqueues: [{name: vc1, share: 3}, {name: vc2}]\n", "t.yaml");
+  auto c = ParseClusterYaml(
+      "nodeGroups: [{count: 2, gpus: 8}]\nqueues: [{name: vc1, share: 3, guarantee: 8, limit: 12}, {name: vc2}]\n",
+      "t.yaml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->shares.at("vc1"), 3.0);
-  EXPECT_EQ(c->shares.at("vc2"), 1.0);
+  EXPECT_EQ(c->shares.count("vc2"), 0u);  // the default share, 1
+  ASSERT_EQ(c->quotas.size(), 2u);
+  EXPECT_EQ(c->quotas[0].guarantee.at("*"), 8);
+  EXPECT_EQ(c->quotas[0].limit.at("*"), 12);
+  EXPECT_TRUE(c->quotas[1].guarantee.empty());
+  auto above = ParseClusterYaml("nodeGroups: [{count: 1, gpus: 8}]\nqueues: [{name: a, guarantee: 9, limit: 8}]\n", "t.yaml");
+  EXPECT_EQ(above.status().field(), "cluster.queues[0].guarantee");
   auto dup = ParseClusterYaml("nodeGroups: [{count: 1, gpus: 8}]\nqueues: [{name: a}, {name: a}]\n", "t.yaml");
   EXPECT_EQ(dup.status().field(), "cluster.queues[1].name");
   auto zero = ParseClusterYaml("nodeGroups: [{count: 1, gpus: 8}]\nqueues: [{name: a, share: 0}]\n", "t.yaml");

@@ -45,6 +45,7 @@ class Run {
     }
     if (config.priority_classes.empty()) config.priority_classes.push_back({"p0", 0});
     config.default_priority_class = config.priority_classes.front().name;
+    config.queues = cluster_.quotas;
     state_ = std::make_unique<core::ClusterState>(config);
     for (const core::NodeSpec& n : cluster_.nodes) {
       auto added = state_->AddNode(n);

@@ -1,0 +1,58 @@
+#include "config/queue_list.h"
+
+#include "config/yaml_fields.h"
+
+namespace muster::config {
+namespace {
+
+// A GPU count for every type together, or counts by GPU type.
+Status ReadCounts(const YAML::Node& v, const std::string& path, std::map<std::string, int64_t>& out) {
+  if (!v) return Status::Ok();
+  if (v.IsScalar()) {
+    ASSIGN_OR_RETURN(out["*"], Int(v, path, 0, 100'000'000));
+    return Status::Ok();
+  }
+  if (!v.IsMap()) return InvalidArgument("must be a GPU count or a mapping of GPU type to count", path);
+  for (const auto& kv : v) {
+    const std::string type = kv.first.as<std::string>();
+    ASSIGN_OR_RETURN(out[type], Int(kv.second, path + "." + type, 0, 100'000'000));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ReadQueueList(const YAML::Node& node, const std::string& path, std::vector<core::QueueConfig>& quotas,
+                     std::map<std::string, double>& shares) {
+  if (!node.IsSequence()) return InvalidArgument("must be a list of {name, guarantee, limit, share}", path);
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    const YAML::Node q = node[i];
+    if (!q.IsMap()) return InvalidArgument("must be a mapping {name, guarantee, limit, share}", at);
+    RETURN_IF_ERROR(CheckKeys(q, {"name", "guarantee", "limit", "share"}, at));
+    core::QueueConfig qc;
+    if (!q["name"]) return InvalidArgument("is required", at + ".name");
+    ASSIGN_OR_RETURN(qc.name, Str(q["name"], at + ".name"));
+    for (const core::QueueConfig& c : quotas) {
+      if (c.name == qc.name) return InvalidArgument("queue \"" + qc.name + "\" is listed twice", at + ".name");
+    }
+    RETURN_IF_ERROR(ReadCounts(q["guarantee"], at + ".guarantee", qc.guarantee));
+    RETURN_IF_ERROR(ReadCounts(q["limit"], at + ".limit", qc.limit));
+    for (const auto& [type, g] : qc.guarantee) {
+      auto l = qc.limit.find(type);
+      if (l != qc.limit.end() && g > l->second) {
+        return InvalidArgument("guarantee " + std::to_string(g) + " is above the limit " + std::to_string(l->second) +
+                                   (type == "*" ? "" : " for " + type),
+                               at + ".guarantee");
+      }
+    }
+    if (q["share"]) {
+      ASSIGN_OR_RETURN(int64_t share, Int(q["share"], at + ".share", 1, 1'000'000));
+      shares[qc.name] = static_cast<double>(share);
+    }
+    quotas.push_back(std::move(qc));
+  }
+  return Status::Ok();
+}
+
+}  // namespace muster::config
