@@ -19,6 +19,7 @@ class PreemptionTest : public ClusterFixture {
 rateLimit: {perSecond: 100000, burst: 100000}
 agents: {defaultGrace: 1s}
 scheduler: {preemption: {minRunTime: 1s}}
+queues: [{name: team-a, guarantee: 2}]
 )") {}
 
   // A low-class job on both GPUs that notes its stop signal, waits `linger`
@@ -106,6 +107,40 @@ TEST_F(PreemptionTest, AVictimWhosePreemptorDidNotStartIsNotEvictedAgain) {
   EXPECT_EQ(WaitEnd(second, 60)["state"], "COMPLETED");
   Post("/v1/jobs/" + std::to_string(low) + "/cancel", "", "application/json");
   WaitEnd(low);
+}
+
+// Queue team-a is guaranteed 2 GPUs and idle; team-b borrows both with a
+// job of class normal (not preemptible by class). When team-a needs its
+// guarantee, team-b's job gets its checkpoint signal and team-a's job runs
+// within the victim's grace period plus one cycle.
+TEST_F(PreemptionTest, AQueueReclaimsItsGuaranteeFromABorrower) {
+  AddAgent({"--fake-gpus", "2xH100"});
+  WaitNodes(1);
+  const int64_t borrower = Submit("name: b\nqueue: team-b\nresources: {gpus: 2}\ncheckpoint: {dir: /tmp, gracePeriod: 20s}\n"
+                                  "command: [/bin/sh, -c, 'trap \"exit 0\" USR1; echo up; while :; do sleep 0.05; done']\n");
+  WaitState(borrower, "RUNNING");
+  ASSERT_NO_FATAL_FAILURE(WaitLog(borrower, "up"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // past minRunTime
+  const auto submitted = std::chrono::steady_clock::now();
+  const int64_t owner = Submit("name: a\nqueue: team-a\nresources: {gpus: 2}\ncommand: [sleep, '30']\n");
+  WaitState(owner, "RUNNING", 30);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count();
+  // The guarantee is back within the victim's grace period (20 s) plus one
+  // cycle (1 s); this victim stops at once on its signal.
+  EXPECT_LT(took, 21.0);
+  EXPECT_TRUE(HasEvent(Events(borrower), "Preempted", "queue team-a reclaims its guaranteed GPUs")) << Events(borrower).dump();
+  EXPECT_TRUE(HasEvent(Events(owner), "Preempting", "reclaiming its queue's guarantee")) << Events(owner).dump();
+  const json queues = Get("/v1/queues");
+  bool found = false;
+  for (const json& q : queues["items"]) {
+    if (q["name"] != "team-a") continue;
+    found = true;
+    EXPECT_EQ(q["guarantee"]["*"], 2) << q.dump();
+    EXPECT_EQ(q["gpusInUseByType"]["H100"], 2) << q.dump();
+  }
+  EXPECT_TRUE(found) << queues.dump();
+  for (int64_t id : {owner, borrower}) Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  for (int64_t id : {owner, borrower}) WaitEnd(id);
 }
 
 }  // namespace
