@@ -14,6 +14,13 @@ ClusterState::ClusterState(ClusterConfig config) : config_(std::move(config)) {
   ResolveQuotas();
 }
 
+int32_t ClusterState::QueueId(const std::string& name) {
+  const size_t queues = queues_.size();
+  const int32_t id = Intern(queues_, queue_ids_, name);
+  if (queues_.size() != queues) ResolveQuotas();
+  return id;
+}
+
 void ClusterState::ResolveQuotas() {
   quotas_.assign(queues_.size(), QueueQuota{});
   queue_usage_.resize(queues_.size());

@@ -136,6 +136,8 @@ class ClusterState {
   const std::string& LeafName(int32_t id) const { return leaves_[id]; }
   const std::string& QueueName(int32_t id) const { return queues_[id]; }
   std::optional<int32_t> FindGpuType(std::string_view name) const;
+  // The dense id of queue `name`, made if new.
+  int32_t QueueId(const std::string& name);
   int32_t num_queues() const { return static_cast<int32_t>(queues_.size()); }
 
  private:

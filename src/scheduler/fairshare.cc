@@ -53,6 +53,16 @@ void FairShare::Advance(Time now, const std::vector<std::pair<int32_t, int64_t>>
   last_ = now;
 }
 
+void FairShare::Restore(Time at, const std::vector<std::pair<int32_t, double>>& usage) {
+  started_ = true;
+  last_ = at;
+  for (const auto& [queue, u] : usage) {
+    if (queue < 0 || !(u >= 0)) continue;
+    Grow(queue);
+    usage_[queue] = u;
+  }
+}
+
 std::vector<int64_t> FairShare::Points(int32_t num_queues) const {
   std::vector<int64_t> out(num_queues, options_.weight);
   if (!enabled()) return std::vector<int64_t>(num_queues, 0);

@@ -58,6 +58,11 @@ class FairShare {
   std::vector<int64_t> Points(int32_t num_queues) const;
   // Decayed GPU-seconds of `queue`.
   double Usage(int32_t queue) const;
+  // Starts from usage saved at `at` (a restart): the next Advance() decays
+  // it from then and charges what runs for the time since.
+  void Restore(Time at, const std::vector<std::pair<int32_t, double>>& usage);
+  // The time usage was last advanced to (Time::Zero() before the first call).
+  Time last() const { return last_; }
   bool enabled() const { return options_.weight > 0; }
 
  private:

@@ -66,6 +66,7 @@ Status ControlLoop::Start() {
   janitor_ = std::make_unique<CheckpointJanitor>();
   RETURN_IF_ERROR(RestoreCatalog());
   RETURN_IF_ERROR(Restore());
+  RETURN_IF_ERROR(RestoreFairShare());
   RETURN_IF_ERROR(store_.Commit({&nodes}));
   writer_ = std::make_unique<store::StoreWriter>(store_);
   last_cycle_ = clock_.Now();
@@ -200,7 +201,12 @@ void ControlLoop::Run() {
       }
       cv_.wait_for(lock, std::chrono::milliseconds(wait.millis()), [&] { return stop_ || !tasks_.empty(); });
       batch.swap(tasks_);
-      if (stop_ && batch.empty()) return;
+      if (stop_ && batch.empty()) {
+        lock.unlock();
+        // Saved last: the writer commits it before it stops.
+        if (store::WriteBatch b = SaveFairShare(clock_.Now()); !b.empty()) Persist(std::move(b), nullptr);
+        return;
+      }
     }
     for (Task& t : batch) t();
     const Time now = clock_.Now();
@@ -475,6 +481,9 @@ void ControlLoop::RunCycle() {
   SweepAgents(now, swept);
   SweepStalls(now, swept);
   SweepPreemptions(now, swept);
+  if (fairshare_.enabled() && now - last_fairshare_save_ >= Duration::Seconds(10)) {
+    swept.meta = SaveFairShare(now).meta;
+  }
   if (!swept.empty()) Persist(std::move(swept), nullptr);
   std::vector<std::pair<int32_t, int64_t>> running;
   for (const auto& [id, r] : state_.running()) {
@@ -542,6 +551,35 @@ void ControlLoop::RunCycle() {
                                         : [this, started = std::move(started)](const Status&) {
                                             Post([this, started] { Dispatch(started); });
                                           });
+}
+
+store::WriteBatch ControlLoop::SaveFairShare(Time now) {
+  store::WriteBatch b;
+  if (!fairshare_.enabled() || fairshare_.last() == Time::Zero()) return b;
+  nlohmann::json usage = nlohmann::json::object();
+  for (int32_t q = 0; q < state_.num_queues(); ++q) {
+    if (const double u = fairshare_.Usage(q); u > 0) usage[state_.QueueName(q)] = u;
+  }
+  b.meta.emplace_back("fairShareUsage", nlohmann::json{{"at", fairshare_.last().millis()}, {"usage", usage}}.dump());
+  last_fairshare_save_ = now;
+  return b;
+}
+
+Status ControlLoop::RestoreFairShare() {
+  ASSIGN_OR_RETURN(std::optional<std::string> saved, store_.GetMeta("fairShareUsage"));
+  if (!saved) return Status::Ok();
+  const nlohmann::json j = nlohmann::json::parse(*saved, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("at") || !j["at"].is_number_integer() || !j.contains("usage") ||
+      !j["usage"].is_object()) {
+    return DataLoss("store " + options_.store_path + ": meta fairShareUsage is damaged: " + saved->substr(0, 200));
+  }
+  std::vector<std::pair<int32_t, double>> usage;
+  for (const auto& [name, u] : j["usage"].items()) {
+    if (u.is_number()) usage.emplace_back(state_.QueueId(name), u.get<double>());
+  }
+  fairshare_.Restore(Time::FromMillis(j["at"].get<int64_t>()), usage);
+  last_fairshare_save_ = clock_.Now();
+  return Status::Ok();
 }
 
 StatusOr<ControlLoop::Explanation> ControlLoop::Explain(int64_t id) {

@@ -377,8 +377,8 @@ class ControlLoop {
   // Owned by the loop thread only.
   core::ClusterState state_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
-  // Decayed GPU usage per queue, charged before every cycle. It starts from
-  // zero at each server start (persisting it is the multi-tenancy issue).
+  // Decayed GPU usage per queue, charged before every cycle; kept in the
+  // store across restarts (SaveFairShare).
   scheduler::FairShare fairshare_;
   std::vector<int64_t> fairshare_points_;  // per dense queue id, from the last cycle
   std::unordered_map<int64_t, store::JobRow> jobs_;
@@ -401,6 +401,12 @@ class ControlLoop {
   bool dirty_ = true;
   Time last_cycle_;
   Time last_prune_;
+  // Fair-share usage survives restarts: saved in the store's meta
+  // "fairShareUsage" ({"at": ms, "usage": {queue: GPU-seconds}}) at most
+  // every 10 s and when the loop stops, restored at start.
+  store::WriteBatch SaveFairShare(Time now);
+  Status RestoreFairShare();
+  Time last_fairshare_save_;
   Duration cycle_gap_ = Duration::Millis(5);  // after a change, the wait before the next cycle
 
   std::mutex mu_;

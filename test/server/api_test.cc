@@ -375,6 +375,44 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
   EXPECT_EQ(server.Stop(), 0) << server.log();
 }
 
+// Decayed fair-share usage is kept in the store: after a restart a queue
+// that used the cluster still ranks below one that did not.
+TEST(ServerRestart, FairShareUsageSurvivesARestart) {
+  ServerProcess server("nodes:\n  - {name: a, gpus: 8, gpuType: H100}\nfairShare: {halfLife: 1h}\ncycleInterval: 100ms\n");
+  ASSERT_TRUE(server.Start()) << server.log();
+  {
+    Api api(server.url());
+    auto r = api.Post("/v1/jobs", R"j({"queue":"heavy","command":["true"],"resources":{"gpus":8},"timeLimit":"1h"})j",
+                      "application/json");
+    ASSERT_EQ(r->status, 201);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // usage accrues cycle by cycle
+    // It ends before the restart: only the saved usage can count against it after.
+    ASSERT_EQ(api.Post("/v1/jobs/" + json::parse(r->body)["id"].dump() + "/cancel", "")->status, 200);
+  }
+  EXPECT_EQ(server.Stop(), 0) << server.log();
+  ASSERT_TRUE(server.Start()) << server.log();
+  Api api(server.url());
+  auto submit = [&](const std::string& queue) {
+    auto r = api.Post("/v1/jobs", R"j({"queue":")j" + queue + R"j(","command":["true"],"resources":{"gpus":8},"timeLimit":"1h"})j",
+                      "application/json");
+    EXPECT_EQ(r->status, 201);
+    return json::parse(r->body)["id"].dump();
+  };
+  submit("other");  // holds the node, so the two below wait
+  const std::string heavy_id = submit("heavy"), light_id = submit("light");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // cycles that know both queues
+  auto fair_share = [&](const std::string& id) {
+    const json j = api.GetJson("/v1/jobs/" + id);
+    EXPECT_TRUE(j.contains("priorityBreakdown")) << j.dump();
+    return j.value("priorityBreakdown", json::object()).value("fairShare", int64_t{-1});
+  };
+  const int64_t heavy = fair_share(heavy_id);
+  const int64_t light = fair_share(light_id);
+  EXPECT_EQ(light, 5000);  // no usage: the full weight
+  EXPECT_LT(heavy, light) << "the heavy queue's usage was forgotten";
+  EXPECT_EQ(server.Stop(), 0) << server.log();
+}
+
 TEST(ServerRestart, AJobWhoseNodeIsGoneWaitsAgain) {
   ServerProcess server("nodes:\n  - {name: a, gpus: 8, gpuType: H100}\n  - {name: b, gpus: 8, gpuType: H100}\n");
   ASSERT_TRUE(server.Start()) << server.log();
