@@ -194,5 +194,32 @@ TEST(Quota, AReclaimTakesOnlyFromQueuesOverTheirGuaranteeAndOnlyUpToItsOwn) {
   EXPECT_EQ(ReasonOf(d, a2)->code, ReasonCode::kResources);
 }
 
+// A higher class never takes what another queue is guaranteed, so a
+// reclaim is never undone by a preemption (no thrashing): queue a's low job
+// within its guarantee stays; once a borrows, its low jobs may be preempted.
+TEST(Quota, AHigherClassDoesNotPreemptAnotherQueueWithinItsGuarantee) {
+  ClusterState state(WithQueues({{"a", {{"*", 8}}, {}}}));
+  AddNodes(state, 2, 8, 0);
+  const Time t0 = Time::Zero();
+  const JobId a1 = Submit(state, "a", 8, t0, "low");  // within a's guarantee
+  const JobId b1 = Submit(state, "b", 8, t0, "low");  // b borrows
+  CycleAndApply(state, t0);
+  Time now = t0 + Duration::Hours(1);
+  ASSERT_TRUE(state.NoteCheckpoint(a1, now).ok());  // a1 would be the cheaper victim
+  const JobId high = Submit(state, "c", 8, now, "high");
+  core::Decisions d = CycleAndApply(state, now);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].victims, std::vector<JobId>{b1});
+  EXPECT_FALSE(d.preemptions[0].reclaim);
+  (void)high;
+
+  // Within its own queue a higher class preempts freely.
+  const JobId a_high = Submit(state, "a", 8, now, "high");
+  d = CycleAndApply(state, now);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].job, a_high);
+  EXPECT_EQ(d.preemptions[0].victims, std::vector<JobId>{a1});
+}
+
 }  // namespace
 }  // namespace muster::scheduler

@@ -311,11 +311,15 @@ class CycleRun {
     // class for reclaims.
     std::optional<VictimPool>& pool = reclaim ? all_pool_ : pool_;
     if (!pool) pool.emplace(snap_, options_.preemption, /*all_classes=*/reclaim);
-    // By class: a preemptible job of a lower weight. By reclaim: a job of
-    // another queue that holds more than its guarantee.
+    // By class: a preemptible job of a lower weight, of the same queue or of
+    // one that borrows (never one within its guarantee: what a queue is
+    // guaranteed is not taken by another queue's priority, so a reclaim is
+    // never undone by a preemption and nothing thrashes). By reclaim: a job
+    // of another queue that borrows.
     auto eligible = [&](const VictimPool::Candidate& c) {
-      return (by_class && c.preemptible && c.weight < weight) ||
-             (reclaim && c.job->queue != j.queue && Borrowing(c.job->queue, j.gpu_type));
+      const bool other = c.job->queue != j.queue;
+      return (by_class && c.preemptible && c.weight < weight && (!other || Borrowing(c.job->queue, j.gpu_type))) ||
+             (reclaim && other && Borrowing(c.job->queue, j.gpu_type));
     };
     auto p = ChooseVictims(j, shape, *pool, live_, [this](NodeIndex n) { return res_time_[n].is_max(); },
                            taken_, eligible);
