@@ -29,10 +29,13 @@ Status ReadQueueList(const YAML::Node& node, const std::string& path, std::vecto
     const std::string at = path + "[" + std::to_string(i) + "]";
     const YAML::Node q = node[i];
     if (!q.IsMap()) return InvalidArgument("must be a mapping {name, guarantee, limit, share}", at);
-    RETURN_IF_ERROR(CheckKeys(q, {"name", "guarantee", "limit", "share"}, at));
+    RETURN_IF_ERROR(CheckKeys(q, {"name", "parent", "guarantee", "limit", "share"}, at));
     core::QueueConfig qc;
     if (!q["name"]) return InvalidArgument("is required", at + ".name");
     ASSIGN_OR_RETURN(qc.name, Str(q["name"], at + ".name"));
+    if (q["parent"]) {
+      ASSIGN_OR_RETURN(qc.parent, Str(q["parent"], at + ".parent"));
+    }
     for (const core::QueueConfig& c : quotas) {
       if (c.name == qc.name) return InvalidArgument("queue \"" + qc.name + "\" is listed twice", at + ".name");
     }
@@ -51,6 +54,21 @@ Status ReadQueueList(const YAML::Node& node, const std::string& path, std::vecto
       shares[qc.name] = static_cast<double>(share);
     }
     quotas.push_back(std::move(qc));
+  }
+  // Parents: listed queues, and no queue its own ancestor.
+  std::map<std::string, std::string> parent_of;
+  for (const core::QueueConfig& q : quotas) parent_of[q.name] = q.parent;
+  for (size_t i = 0; i < quotas.size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "].parent";
+    std::string p = quotas[i].parent;
+    for (size_t depth = 0; !p.empty(); ++depth) {
+      auto it = parent_of.find(p);
+      if (it == parent_of.end()) return InvalidArgument("\"" + p + "\" is not a queue listed here", at);
+      if (p == quotas[i].name || depth > quotas.size()) {
+        return InvalidArgument("queue \"" + quotas[i].name + "\" would be nested under itself", at);
+      }
+      p = it->second;
+    }
   }
   return Status::Ok();
 }

@@ -3,12 +3,14 @@
 //
 //   queues:
 //     - name: research                       # required, unique
+//       parent: ml-org                       # nested under this queue (listed here too)
 //       guarantee: {H100: 16}                # GPUs it may reclaim from borrowers;
 //                                            # a count is for every type together ("*")
 //       limit: {H100: 32, "*": 48}           # the most it may hold
 //       share: 3                             # fair-share share (default 1)
 //
-// A guarantee above the limit of the same key is an error.
+// A guarantee above the limit of the same key is an error, and so is a
+// parent that is not listed or a queue nested under itself.
 #pragma once
 
 #include <yaml-cpp/yaml.h>

@@ -27,6 +27,7 @@ void ClusterState::ResolveQuotas() {
   for (auto& u : queue_usage_) u.resize(gpu_types_.size(), 0);
   for (const QueueConfig& q : config_.queues) {
     QueueQuota& quota = quotas_[queue_ids_.at(q.name)];
+    if (!q.parent.empty()) quota.parent = queue_ids_.at(q.parent);  // validated by the configuration
     quota.guarantee.assign(gpu_types_.size(), 0);
     quota.limit.assign(gpu_types_.size(), kNoLimit);
     for (const auto& [type, n] : q.guarantee) {

@@ -41,6 +41,7 @@ struct QueueConfig {
   std::string name;
   std::map<std::string, int64_t> guarantee;
   std::map<std::string, int64_t> limit;
+  std::string parent;  // the queue it is nested under (listed beside it), or empty
 };
 
 struct ClusterConfig {

@@ -73,8 +73,11 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       s += ": begins in " + In(r.begin_time - now);
       break;
     case ReasonCode::kQuota:
-      s += ": " + Need(r, gpu_type_name) + "; its queue holds " + std::to_string(r.queue_used) +
-           " of its limit of " + std::to_string(r.queue_limit);
+      s += ": " + Need(r, gpu_type_name) + "; " +
+           (r.quota_level == 0   ? std::string("its queue")
+            : r.quota_level == 1 ? std::string("its parent queue")
+                                 : "the queue " + std::to_string(r.quota_level) + " levels above it") +
+           " holds " + std::to_string(r.queue_used) + " of its limit of " + std::to_string(r.queue_limit);
       break;
     case ReasonCode::kHeld:
     case ReasonCode::kNone:

@@ -58,6 +58,7 @@ struct PendingReason {
   Time planned_start = Time::Max();  // from the backfill plan; Max() = none
   int64_t queue_used = 0;   // kQuota: GPUs its queue holds (of that type, or in all)
   int64_t queue_limit = 0;  // kQuota: the queue's limit
+  int32_t quota_level = 0;  // kQuota: 0 its own queue, 1 its parent, ...
   Time begin_time;
 };
 

@@ -55,6 +55,10 @@ struct QueueQuota {
   std::vector<int64_t> limit;      // per GPU type (missing: kNoLimit)
   int64_t guarantee_total = 0;
   int64_t limit_total = kNoLimit;
+  // The queue it is nested under (an organization), or -1. A parent's usage
+  // is its own and all its descendants'; its limit and guarantee bound them
+  // together.
+  int32_t parent = -1;
 
   int64_t Guarantee(int32_t type) const {
     return type >= 0 && static_cast<size_t>(type) < guarantee.size() ? guarantee[type] : 0;

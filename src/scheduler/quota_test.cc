@@ -221,5 +221,68 @@ TEST(Quota, AHigherClassDoesNotPreemptAnotherQueueWithinItsGuarantee) {
   EXPECT_EQ(d.preemptions[0].victims, std::vector<JobId>{a1});
 }
 
+// Teams nested under an organization: the organization's limit bounds the
+// teams together.
+TEST(Quota, AParentQueuesLimitBoundsItsChildrenTogether) {
+  ClusterState state(WithQueues({{"org", {}, {{"*", 8}}}, {"t1", {}, {}, "org"}, {"t2", {}, {}, "org"}}));
+  AddNodes(state, 2, 8, 0);
+  const Time now = Time::Zero();
+  const JobId a = Submit(state, "t1", 8, now);
+  const JobId b = Submit(state, "t2", 4, now);
+  const JobId c = Submit(state, "other", 8, now);
+  const core::Decisions d = CycleAndApply(state, now);
+  EXPECT_TRUE(Started(d, a));
+  EXPECT_TRUE(Started(d, c));
+  ASSERT_NE(ReasonOf(d, b), nullptr);
+  EXPECT_EQ(ReasonOf(d, b)->code, ReasonCode::kQuota);
+  EXPECT_EQ(ReasonOf(d, b)->quota_level, 1);
+  EXPECT_EQ(core::FormatReason(*ReasonOf(d, b), "any", now),
+            "Quota: need 4 GPU; its parent queue holds 8 of its limit of 8");
+}
+
+// An organization within its guarantee protects its teams from other
+// organizations' reclaims, even a team above its own (zero) guarantee; a
+// queue of nobody's that borrows is reclaimed from instead, though it
+// would lose more.
+TEST(Quota, AnOrganizationWithinItsGuaranteeProtectsItsTeams) {
+  ClusterState state(WithQueues({{"A", {{"*", 8}}, {}},
+                                 {"a1", {{"*", 8}}, {}, "A"},
+                                 {"B", {{"*", 16}}, {}},
+                                 {"b1", {}, {}, "B"},
+                                 {"b2", {}, {}, "B"}}));
+  AddNodes(state, 3, 8, 0);
+  const Time t0 = Time::Zero();
+  const JobId b1 = Submit(state, "b1", 8, t0);
+  const JobId b2 = Submit(state, "b2", 8, t0);
+  const JobId c = Submit(state, "c", 8, t0);
+  CycleAndApply(state, t0);
+  Time now = t0 + Duration::Hours(1);
+  ASSERT_TRUE(state.NoteCheckpoint(b1, now).ok());
+  ASSERT_TRUE(state.NoteCheckpoint(b2, now).ok());
+  const JobId a = Submit(state, "a1", 8, now);
+  const core::Decisions d = CycleAndApply(state, now);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].job, a);
+  EXPECT_TRUE(d.preemptions[0].reclaim);
+  EXPECT_EQ(d.preemptions[0].victims, std::vector<JobId>{c});
+}
+
+// Within an organization, a team under its guarantee reclaims from a
+// sibling that borrows.
+TEST(Quota, ATeamReclaimsFromASiblingThatBorrows) {
+  ClusterState state(WithQueues({{"org", {{"*", 16}}, {}}, {"t1", {{"*", 8}}, {}, "org"}, {"t2", {{"*", 8}}, {}, "org"}}));
+  AddNodes(state, 2, 8, 0);
+  const Time t0 = Time::Zero();
+  Submit(state, "t2", 8, t0);
+  Submit(state, "t2", 8, t0);  // t2 borrows t1's share while t1 is idle
+  CycleAndApply(state, t0);
+  const Time now = t0 + Duration::Hours(1);
+  const JobId t1 = Submit(state, "t1", 8, now);
+  const core::Decisions d = CycleAndApply(state, now);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].job, t1);
+  EXPECT_TRUE(d.preemptions[0].reclaim);
+}
+
 }  // namespace
 }  // namespace muster::scheduler

@@ -56,7 +56,17 @@ class CycleRun {
     spare_.assign(n, core::Resources{});
     res_time_.assign(n, Time::Max());
     res_job_.assign(n, 0);
-    if (snap_.queue_usage != nullptr) usage_ = *snap_.queue_usage;
+    if (snap_.queue_usage != nullptr) {
+      // Each queue's usage with its descendants'.
+      usage_ = *snap_.queue_usage;
+      for (size_t q = 0; q < usage_.size(); ++q) {
+        for (int32_t a = Parent(static_cast<int32_t>(q)), d = 0; a >= 0 && d < kMaxDepth; a = Parent(a), ++d) {
+          const auto& own = (*snap_.queue_usage)[q];
+          if (usage_[a].size() < own.size()) usage_[a].resize(own.size(), 0);
+          for (size_t t = 0; t < own.size(); ++t) usage_[a][t] += own[t];
+        }
+      }
+    }
     HoldNominations();
 
     // Without explanations the cycle may stop early, so order lazily.
@@ -254,48 +264,102 @@ class CycleRun {
     return sum;
   }
   void AddUsage(int32_t q, const Allocation& a) {
-    if (a.resources.gpus == 0 || q < 0 || static_cast<size_t>(q) >= usage_.size()) return;
+    if (a.resources.gpus == 0) return;
     const int32_t t = snap_.nodes[a.node].gpu_type;
-    if (static_cast<size_t>(t) >= usage_[q].size()) usage_[q].resize(t + 1, 0);
-    usage_[q][t] += a.resources.gpus;
+    for (int32_t x = q, d = 0; x >= 0 && static_cast<size_t>(x) < usage_.size() && d <= kMaxDepth; x = Parent(x), ++d) {
+      if (static_cast<size_t>(t) >= usage_[x].size()) usage_[x].resize(t + 1, 0);
+      usage_[x][t] += a.resources.gpus;
+    }
+  }
+  static constexpr int32_t kMaxDepth = 64;  // nesting (validated acyclic by the configuration)
+  int32_t Parent(int32_t q) const {
+    const core::QueueQuota* quota = snap_.QuotaOf(q);
+    return quota ? quota->parent : -1;
   }
   int32_t TypeOf(const Placement& p) const { return p.empty() ? core::kAnyGpuType : snap_.nodes[p.front().node].gpu_type; }
 
   // Whether starting `j` on GPUs of type t (-1: unknown yet) would take its
-  // queue over a limit; fills the reason's numbers if so.
+  // queue or a queue it is nested under over a limit; fills the reason's
+  // numbers if so.
   bool QuotaBlocks(const PendingJob& j, int32_t t, PendingReason& r) {
-    const core::QueueQuota* quota = snap_.QuotaOf(j.queue);
     const int64_t gpus = j.total_gpus();
-    if (quota == nullptr || gpus == 0) return false;
-    auto over = [&](int64_t used, int64_t limit) {
-      if (limit == core::kNoLimit || used + gpus <= limit) return false;
-      r.queue_used = used;
-      r.queue_limit = limit;
-      FillNeed(r, j);
-      return true;
-    };
-    return (t >= 0 && over(Used(j.queue, t), quota->Limit(t))) || over(Used(j.queue, -1), quota->limit_total);
+    if (gpus == 0) return false;
+    for (int32_t x = j.queue, level = 0; x >= 0 && level <= kMaxDepth; x = Parent(x), ++level) {
+      const core::QueueQuota* quota = snap_.QuotaOf(x);
+      if (quota == nullptr) return false;
+      auto over = [&](int64_t used, int64_t limit) {
+        if (limit == core::kNoLimit || used + gpus <= limit) return false;
+        r.queue_used = used;
+        r.queue_limit = limit;
+        r.quota_level = level;
+        FillNeed(r, j);
+        return true;
+      };
+      if ((t >= 0 && over(Used(x, t), quota->Limit(t))) || over(Used(x, -1), quota->limit_total)) return true;
+    }
+    return false;
   }
 
-  // Whether `j` may reclaim its queue's guarantee: starting it keeps the
-  // queue within its guarantee (of its type, or over all types).
-  bool MayReclaim(const PendingJob& j) const {
-    const core::QueueQuota* quota = snap_.QuotaOf(j.queue);
-    const int64_t gpus = j.total_gpus();
-    if (quota == nullptr || gpus == 0 || !options_.preemption.enabled) return false;
-    const bool typed = j.gpu_type != core::kAnyGpuType &&
-                       Used(j.queue, j.gpu_type) + gpus <= quota->Guarantee(j.gpu_type);
-    const bool total = quota->guarantee_total > 0 && Used(j.queue, -1) + gpus <= quota->guarantee_total;
-    return typed || total;
+  // Whether starting `gpus` more in queue x keeps it within its guarantee
+  // (of type t, or over all types).
+  bool WithinGuarantee(int32_t x, int32_t t, int64_t gpus) const {
+    const core::QueueQuota* quota = snap_.QuotaOf(x);
+    if (quota == nullptr) return false;
+    return (t >= 0 && Used(x, t) + gpus <= quota->Guarantee(t) && quota->Guarantee(t) > 0) ||
+           (quota->guarantee_total > 0 && Used(x, -1) + gpus <= quota->guarantee_total);
   }
-  // Whether queue q holds more than its guarantee of type t (-1: over all).
-  bool Borrowing(int32_t q, int32_t t) const {
-    const core::QueueQuota* quota = snap_.QuotaOf(q);
-    if (t >= 0) {
-      const int64_t g = quota ? quota->Guarantee(t) : 0;
-      if (Used(q, t) > g) return true;
+  bool HasGuarantee(int32_t x, int32_t t) const {
+    const core::QueueQuota* quota = snap_.QuotaOf(x);
+    return quota != nullptr && ((t >= 0 && quota->Guarantee(t) > 0) || quota->guarantee_total > 0);
+  }
+  // Whether `j` may reclaim its queue's guarantee: starting it keeps its
+  // queue within it. (Which victims it may take also depends on the queues
+  // above it: ReclaimableFrom.)
+  bool MayReclaim(const PendingJob& j) const {
+    const int64_t gpus = j.total_gpus();
+    return gpus > 0 && options_.preemption.enabled && WithinGuarantee(j.queue, j.gpu_type, gpus);
+  }
+  // The queues from q up, stopping before the first one `other` is nested
+  // under too (the branch of q that `other` is not in).
+  std::vector<int32_t> Branch(int32_t q, int32_t other) const {
+    std::vector<int32_t> above_other;
+    for (int32_t a = other, d = 0; a >= 0 && d <= kMaxDepth; a = Parent(a), ++d) above_other.push_back(a);
+    std::vector<int32_t> branch;
+    for (int32_t x = q, d = 0; x >= 0 && d <= kMaxDepth; x = Parent(x), ++d) {
+      if (std::find(above_other.begin(), above_other.end(), x) != above_other.end()) break;
+      branch.push_back(x);
     }
-    return Used(q, -1) > (quota ? quota->guarantee_total : 0);
+    return branch;
+  }
+  // Whether `j` may reclaim from a job of queue q: q's branch borrows, and
+  // `j`'s branch (up to where the two meet) stays within every guarantee it
+  // has with `j` started (a team reclaims from a sibling within its
+  // organization; across organizations its own must be within its
+  // guarantee too).
+  bool ReclaimableFrom(const PendingJob& j, int32_t q) const {
+    if (!Borrowing(q, j.gpu_type, j.queue)) return false;
+    if (Parent(j.queue) < 0) return true;  // nothing above it to keep within a guarantee
+    for (int32_t x : Branch(j.queue, q)) {
+      if (x != j.queue && HasGuarantee(x, j.gpu_type) && !WithinGuarantee(x, j.gpu_type, j.total_gpus())) return false;
+    }
+    return true;
+  }
+  // Whether queue x holds more than its guarantee of type t (-1: over all).
+  bool OverGuarantee(int32_t x, int32_t t) const {
+    const core::QueueQuota* quota = snap_.QuotaOf(x);
+    if (t >= 0 && Used(x, t) > (quota ? quota->Guarantee(t) : 0)) return true;
+    return Used(x, -1) > (quota ? quota->guarantee_total : 0);
+  }
+  // Whether the jobs of queue q borrow as seen from queue `from`: q and
+  // every queue above it up to (not including) the first one `from` is
+  // nested under too are over their guarantees. A queue within its
+  // guarantee protects everything under it from other branches.
+  bool Borrowing(int32_t q, int32_t t, int32_t from) const {
+    if (Parent(q) < 0 && Parent(from) < 0) return q == from || OverGuarantee(q, t);  // no nesting: q alone
+    for (int32_t x : Branch(q, from)) {
+      if (!OverGuarantee(x, t)) return false;
+    }
+    return true;
   }
 
   // Preempts for `j` if a victim set frees a placement (preemption.h);
@@ -318,8 +382,9 @@ class CycleRun {
     // of another queue that borrows.
     auto eligible = [&](const VictimPool::Candidate& c) {
       const bool other = c.job->queue != j.queue;
-      return (by_class && c.preemptible && c.weight < weight && (!other || Borrowing(c.job->queue, j.gpu_type))) ||
-             (reclaim && other && Borrowing(c.job->queue, j.gpu_type));
+      return (by_class && c.preemptible && c.weight < weight &&
+              (!other || Borrowing(c.job->queue, j.gpu_type, j.queue))) ||
+             (reclaim && other && ReclaimableFrom(j, c.job->queue));
     };
     auto p = ChooseVictims(j, shape, *pool, live_, [this](NodeIndex n) { return res_time_[n].is_max(); },
                            taken_, eligible);

@@ -137,3 +137,20 @@ TEST(Queues, BadQuotasNameTheKey) {
 
 }  // namespace
 }  // namespace muster::server
+
+namespace muster::server {
+namespace {
+
+TEST(Queues, NestingIsCheckedAtStart) {
+  auto o = ParseServerOptions("queues: [{name: org, limit: 64}, {name: t1, parent: org, guarantee: 8}]", "test.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->cluster.queues[1].parent, "org");
+  auto missing = ParseServerOptions("queues: [{name: t1, parent: org}]", "test.yaml");
+  EXPECT_EQ(missing.status().field(), "server.queues[0].parent");
+  auto loop = ParseServerOptions("queues: [{name: a, parent: b}, {name: b, parent: a}]", "test.yaml");
+  EXPECT_EQ(loop.status().field(), "server.queues[0].parent");
+  EXPECT_NE(loop.status().message().find("nested under itself"), std::string::npos) << loop.status().ToString();
+}
+
+}  // namespace
+}  // namespace muster::server
