@@ -19,6 +19,8 @@ using core::JobId;
 using core::ReasonCode;
 using testing::AddNodes;
 using testing::Gpus;
+using testing::ReasonOf;
+using testing::Started;
 
 const Duration kGrace = Duration::Seconds(30);
 
@@ -54,17 +56,6 @@ JobId Start(ClusterState& state, int replicas, int gpus, const std::string& cls,
       << "job " << id << " did not start";
   Apply(state, d, now);
   return id;
-}
-
-const core::PendingReason* ReasonOf(const core::Decisions& d, JobId job) {
-  for (const auto& r : d.reasons) {
-    if (r.job == job) return &r;
-  }
-  return nullptr;
-}
-
-bool Started(const core::Decisions& d, JobId job) {
-  return std::any_of(d.bindings.begin(), d.bindings.end(), [&](const auto& b) { return b.job == job; });
 }
 
 std::set<JobId> Victims(const core::Decisions& d) {

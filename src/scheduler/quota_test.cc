@@ -20,6 +20,8 @@ using core::QueueConfig;
 using core::ReasonCode;
 using testing::AddNodes;
 using testing::Gpus;
+using testing::ReasonOf;
+using testing::Started;
 
 std::unique_ptr<Scheduler> Make() {
   auto s = Scheduler::Create(SchedulerOptions{});
@@ -51,17 +53,6 @@ core::Decisions CycleAndApply(ClusterState& state, Time now) {
     for (JobId v : p.victims) EXPECT_TRUE(state.MarkStopping(v, now + Duration::Seconds(30)).ok());
   }
   return d;
-}
-
-const core::PendingReason* ReasonOf(const core::Decisions& d, JobId job) {
-  for (const auto& r : d.reasons) {
-    if (r.job == job) return &r;
-  }
-  return nullptr;
-}
-
-bool Started(const core::Decisions& d, JobId job) {
-  return std::any_of(d.bindings.begin(), d.bindings.end(), [&](const auto& b) { return b.job == job; });
 }
 
 TEST(Quota, AQueueAtItsLimitWaitsWithTheNumbersWhileOthersStart) {

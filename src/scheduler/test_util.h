@@ -1,9 +1,11 @@
 // Helpers for scheduler tests: small clusters and jobs in one line each.
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "core/cluster_state.h"
+#include "core/decisions.h"
 
 namespace muster::scheduler::testing {
 
@@ -31,6 +33,19 @@ inline core::JobSpec Gpus(int replicas, int per_replica, Duration limit,
   spec.time_limit = limit;
   spec.priority_class = cls;
   return spec;
+}
+
+// The reason a cycle gave `job`, or nullptr.
+inline const core::PendingReason* ReasonOf(const core::Decisions& d, core::JobId job) {
+  for (const auto& r : d.reasons) {
+    if (r.job == job) return &r;
+  }
+  return nullptr;
+}
+
+// Whether a cycle started `job`.
+inline bool Started(const core::Decisions& d, core::JobId job) {
+  return std::any_of(d.bindings.begin(), d.bindings.end(), [&](const auto& b) { return b.job == job; });
 }
 
 }  // namespace muster::scheduler::testing
