@@ -167,13 +167,13 @@ class CycleRun {
     for (const PendingJob& j : snap_.pending) {
       if (j.per_replica.gpus == 0) ++gpu_less_left_;
       if (Starving(j)) ++starving_left_;
-      if (MayTryPreempting(j)) ++preemptors_left_;
+      if (CouldPreempt(j)) ++preemptors_left_;
     }
   }
   void Considered(const PendingJob& j) {
     if (j.per_replica.gpus == 0) --gpu_less_left_;
     if (Starving(j)) --starving_left_;
-    if (MayTryPreempting(j)) --preemptors_left_;
+    if (CouldPreempt(j)) --preemptors_left_;
   }
   bool NothingLeftToDo() {
     // Strict FIFO: behind a blocked head nothing starts.
@@ -247,6 +247,14 @@ class CycleRun {
       res_time_[n] = snap_.now;
       live_.SetAvail(n, View(n));
     }
+  }
+
+  // Whether `j` might preempt anyone this cycle, by what does not change
+  // within it (for counting what is left to do).
+  bool CouldPreempt(const PendingJob& j) const {
+    if (policy_.blocking != BlockingMode::kBackfill || !j.nominated.empty()) return false;
+    return AnyVictimClass(snap_, j.priority_class, options_.preemption) ||
+           (options_.preemption.enabled && HasGuarantee(j.queue, j.gpu_type));
   }
 
   // Whether `j` could preempt anyone this cycle (a cheap filter).

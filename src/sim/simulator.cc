@@ -230,7 +230,7 @@ class Run {
       RETURN_IF_ERROR(state_->EndPending(reason.job, core::JobState::kFailed, now, r.note));
       RETURN_IF_ERROR(Event(t));
     }
-    for (const core::Preemption& p : d.preemptions) RETURN_IF_ERROR(Preempt(p, t, now));
+    for (const core::Preemption& p : d.preemptions) RETURN_IF_ERROR(Preempt(p, t));
     preempted = !d.preemptions.empty();
     for (const core::Binding& b : d.bindings) {
       if (Status s = state_->Bind(b, now); !s.ok()) return Violation(s.message(), t);
@@ -266,7 +266,7 @@ class Run {
   // Stops the victims of `p` at once: each keeps the progress of its last
   // checkpoint and goes back to the queue; the preemptor's placement is
   // held for it.
-  Status Preempt(const core::Preemption& p, int64_t t, Time now) {
+  Status Preempt(const core::Preemption& p, int64_t t) {
     RETURN_IF_ERROR(state_->Nominate(p.job, p.allocations, p.victims));
     const int64_t interval = opts_.checkpoint_interval.millis() / 1000;
     for (JobId v : p.victims) {
