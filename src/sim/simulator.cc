@@ -185,7 +185,7 @@ class Run {
 
       // Preemptions stop their victims at once: cycle again so the
       // preemptors start on the capacity held for them.
-      for (int round = 0; round < 4; ++round) {
+      for (int round = 0; round < 64; ++round) {
         bool preempted = false;
         RETURN_IF_ERROR(Cycle(t, now, completions, preempted));
         if (!preempted) break;
