@@ -8,7 +8,7 @@ namespace {
 const Time kT0 = Time::FromSeconds(1'000'000);
 
 TEST(FairShare, UsageHalvesEveryHalfLife) {
-  FairShare fs({Duration::Hours(24), 5000});
+  FairShare fs({Duration::Hours(24), 5000, {}});
   fs.Advance(kT0, {});
   fs.Advance(kT0 + Duration::Hours(1), {{0, 8}});  // 8 GPUs for an hour, barely decayed
   const double after_run = fs.Usage(0);
@@ -20,7 +20,7 @@ TEST(FairShare, UsageHalvesEveryHalfLife) {
 }
 
 TEST(FairShare, PointsFollowUsageAgainstShare) {
-  FairShare fs({Duration::Hours(7 * 24), 4000});
+  FairShare fs({Duration::Hours(7 * 24), 4000, {}});
   fs.Advance(kT0, {});
   EXPECT_EQ(fs.Points(2), (std::vector<int64_t>{4000, 4000}));  // nobody used anything
   fs.Advance(kT0 + Duration::Hours(24), {{0, 8}});              // only queue 0 ran
@@ -36,7 +36,7 @@ TEST(FairShare, PointsFollowUsageAgainstShare) {
 }
 
 TEST(FairShare, SharesScaleTheEntitlement) {
-  FairShare fs({Duration::Hours(7 * 24), 4000});
+  FairShare fs({Duration::Hours(7 * 24), 4000, {}});
   fs.SetShare(0, 3);  // queue 0 is owed 3/4
   fs.Advance(kT0, {});
   fs.Advance(kT0 + Duration::Hours(10), {{0, 6}, {1, 2}});  // exactly the shares
@@ -46,11 +46,11 @@ TEST(FairShare, SharesScaleTheEntitlement) {
 }
 
 TEST(FairShare, OffMeansZeroPoints) {
-  FairShare fs({Duration::Hours(24), 0});
+  FairShare fs({Duration::Hours(24), 0, {}});
   fs.Advance(kT0, {});
   fs.Advance(kT0 + Duration::Hours(1), {{0, 8}});
   EXPECT_EQ(fs.Points(3), (std::vector<int64_t>{0, 0, 0}));
-  EXPECT_EQ(FairShareOptions({Duration::Zero(), 1}).Validate().field(), "fairShare.halfLife");
+  EXPECT_EQ(FairShareOptions({Duration::Zero(), 1, {}}).Validate().field(), "fairShare.halfLife");
 }
 
 }  // namespace

@@ -229,7 +229,7 @@ VictimPool::VictimPool(const core::ClusterSnapshot& snap, const PreemptionOption
   for (const Candidate& c : candidates_) {
     for (const Allocation& a : c.job->allocations) ++begin_[a.node + 1];
   }
-  for (size_t n = 0; n < nodes; ++n) begin_[n + 1] += begin_[n];
+  for (size_t k = 0; k < nodes; ++k) begin_[k + 1] += begin_[k];
   entries_.resize(begin_[nodes]);
   for (size_t i = 0; i < candidates_.size(); ++i) {
     for (const Allocation& a : candidates_[i].job->allocations) {

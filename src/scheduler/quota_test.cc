@@ -56,7 +56,7 @@ core::Decisions CycleAndApply(ClusterState& state, Time now) {
 }
 
 TEST(Quota, AQueueAtItsLimitWaitsWithTheNumbersWhileOthersStart) {
-  ClusterState state(WithQueues({{"a", {}, {{"*", 8}}}}));
+  ClusterState state(WithQueues({{"a", {}, {{"*", 8}}, ""}}));
   AddNodes(state, 2, 8, 0);
   const Time now = Time::Zero();
   const JobId a1 = Submit(state, "a", 4, now);
@@ -75,7 +75,7 @@ TEST(Quota, AQueueAtItsLimitWaitsWithTheNumbersWhileOthersStart) {
 }
 
 TEST(Quota, LimitsPerGpuTypeApplyToThatType) {
-  ClusterState state(WithQueues({{"a", {}, {{"H100", 8}}}}));
+  ClusterState state(WithQueues({{"a", {}, {{"H100", 8}}, ""}}));
   AddNodes(state, 2, 8, 0, "h", "H100");
   AddNodes(state, 2, 8, 0, "g", "A100");
   const Time now = Time::Zero();
@@ -96,7 +96,7 @@ TEST(Quota, RandomizedUsageNeverExceedsALimit) {
   int64_t quota_waits = 0;
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     Random rng(seed);
-    ClusterState state(WithQueues({{"q0", {}, {{"*", 12}}}, {"q1", {}, {{"H100", 8}, {"*", 20}}}, {"q2", {}, {}}}));
+    ClusterState state(WithQueues({{"q0", {}, {{"*", 12}}, ""}, {"q1", {}, {{"H100", 8}, {"*", 20}}, ""}, {"q2", {}, {}, ""}}));
     AddNodes(state, static_cast<int>(rng.Uniform(2, 6)), 8, 2, "h", "H100");
     AddNodes(state, static_cast<int>(rng.Uniform(1, 4)), 8, 2, "g", "A100");
     Time now = Time::Zero();
@@ -138,7 +138,7 @@ TEST(Quota, RandomizedUsageNeverExceedsALimit) {
 // one of b's jobs (the one losing least) is preempted, and a's job starts
 // in the first cycle after it has stopped.
 TEST(Quota, AReclaimReturnsTheGuaranteeOnceTheBorrowerStops) {
-  ClusterState state(WithQueues({{"a", {{"*", 8}}, {}}}));
+  ClusterState state(WithQueues({{"a", {{"*", 8}}, {}, ""}}));
   AddNodes(state, 2, 8, 0);
   const Time t0 = Time::Zero();
   const JobId b1 = Submit(state, "b", 8, t0);
@@ -161,7 +161,7 @@ TEST(Quota, AReclaimReturnsTheGuaranteeOnceTheBorrowerStops) {
 }
 
 TEST(Quota, AReclaimTakesOnlyFromQueuesOverTheirGuaranteeAndOnlyUpToItsOwn) {
-  ClusterState state(WithQueues({{"a", {{"*", 8}}, {}}, {"b", {{"*", 8}}, {}}}));
+  ClusterState state(WithQueues({{"a", {{"*", 8}}, {}, ""}, {"b", {{"*", 8}}, {}, ""}}));
   AddNodes(state, 2, 8, 0);
   const Time t0 = Time::Zero();
   const JobId b1 = Submit(state, "b", 8, t0);  // within b's guarantee
@@ -189,7 +189,7 @@ TEST(Quota, AReclaimTakesOnlyFromQueuesOverTheirGuaranteeAndOnlyUpToItsOwn) {
 // reclaim is never undone by a preemption (no thrashing): queue a's low job
 // within its guarantee stays; once a borrows, its low jobs may be preempted.
 TEST(Quota, AHigherClassDoesNotPreemptAnotherQueueWithinItsGuarantee) {
-  ClusterState state(WithQueues({{"a", {{"*", 8}}, {}}}));
+  ClusterState state(WithQueues({{"a", {{"*", 8}}, {}, ""}}));
   AddNodes(state, 2, 8, 0);
   const Time t0 = Time::Zero();
   const JobId a1 = Submit(state, "a", 8, t0, "low");  // within a's guarantee
@@ -215,7 +215,7 @@ TEST(Quota, AHigherClassDoesNotPreemptAnotherQueueWithinItsGuarantee) {
 // Teams nested under an organization: the organization's limit bounds the
 // teams together.
 TEST(Quota, AParentQueuesLimitBoundsItsChildrenTogether) {
-  ClusterState state(WithQueues({{"org", {}, {{"*", 8}}}, {"t1", {}, {}, "org"}, {"t2", {}, {}, "org"}}));
+  ClusterState state(WithQueues({{"org", {}, {{"*", 8}}, ""}, {"t1", {}, {}, "org"}, {"t2", {}, {}, "org"}}));
   AddNodes(state, 2, 8, 0);
   const Time now = Time::Zero();
   const JobId a = Submit(state, "t1", 8, now);
@@ -236,9 +236,9 @@ TEST(Quota, AParentQueuesLimitBoundsItsChildrenTogether) {
 // queue of nobody's that borrows is reclaimed from instead, though it
 // would lose more.
 TEST(Quota, AnOrganizationWithinItsGuaranteeProtectsItsTeams) {
-  ClusterState state(WithQueues({{"A", {{"*", 8}}, {}},
+  ClusterState state(WithQueues({{"A", {{"*", 8}}, {}, ""},
                                  {"a1", {{"*", 8}}, {}, "A"},
-                                 {"B", {{"*", 16}}, {}},
+                                 {"B", {{"*", 16}}, {}, ""},
                                  {"b1", {}, {}, "B"},
                                  {"b2", {}, {}, "B"}}));
   AddNodes(state, 3, 8, 0);
@@ -261,7 +261,7 @@ TEST(Quota, AnOrganizationWithinItsGuaranteeProtectsItsTeams) {
 // Within an organization, a team under its guarantee reclaims from a
 // sibling that borrows.
 TEST(Quota, ATeamReclaimsFromASiblingThatBorrows) {
-  ClusterState state(WithQueues({{"org", {{"*", 16}}, {}}, {"t1", {{"*", 8}}, {}, "org"}, {"t2", {{"*", 8}}, {}, "org"}}));
+  ClusterState state(WithQueues({{"org", {{"*", 16}}, {}, ""}, {"t1", {{"*", 8}}, {}, "org"}, {"t2", {{"*", 8}}, {}, "org"}}));
   AddNodes(state, 2, 8, 0);
   const Time t0 = Time::Zero();
   Submit(state, "t2", 8, t0);

@@ -43,7 +43,7 @@ StatusOr<ClusterDescription> ClusterFromFlags(const NodeFlags& flags) {
   g.leaves_per_spine = flags.leaves_per_spine;
   config::NodeList list;
   config::AddNodeGroup(g, 0, list);
-  return ClusterDescription{std::move(list.nodes), std::move(list.summary), {}};
+  return ClusterDescription{std::move(list.nodes), std::move(list.summary), {}, {}};
 }
 
 StatusOr<ClusterDescription> ParseClusterYaml(const std::string& text, const std::string& source) {
@@ -54,7 +54,7 @@ StatusOr<ClusterDescription> ParseClusterYaml(const std::string& text, const std
     config::NodeList list;
     RETURN_IF_ERROR(config::ReadNodeList(root, "cluster", list));
     if (list.nodes.empty()) return InvalidArgument("the cluster has no nodes", "cluster");
-    ClusterDescription d{std::move(list.nodes), std::move(list.summary), {}};
+    ClusterDescription d{std::move(list.nodes), std::move(list.summary), {}, {}};
     if (const YAML::Node queues = root["queues"]) {
       RETURN_IF_ERROR(config::ReadQueueList(queues, "cluster.queues", d.quotas, d.shares));
     }
