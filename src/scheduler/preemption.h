@@ -57,6 +57,10 @@ struct PreemptionOptions {
   bool enabled = true;
   Duration min_run_time = Duration::Minutes(5);
   int32_t max_per_cycle = 4;  // preemptors per cycle
+  // A queue reclaiming its guarantee may stop jobs of any class in queues
+  // that borrow (a job on borrowed GPUs is preemptible by reclaim); false:
+  // only jobs of preemptible classes, as for preemption by class.
+  bool reclaim_any_class = true;
 
   Status Validate() const;
 };

@@ -160,6 +160,22 @@ TEST(Quota, AReclaimReturnsTheGuaranteeOnceTheBorrowerStops) {
   (void)b1;
 }
 
+// With reclaimAnyClass off, a reclaim takes only jobs of preemptible classes.
+TEST(Quota, AReclaimCanBeLimitedToPreemptibleClasses) {
+  ClusterState state(WithQueues({{"a", {{"*", 8}}, {}, ""}}));
+  AddNodes(state, 1, 8, 0);
+  const Time t0 = Time::Zero();
+  Submit(state, "b", 8, t0, "normal");
+  CycleAndApply(state, t0);
+  const Time now = t0 + Duration::Hours(1);
+  Submit(state, "a", 8, now);
+  SchedulerOptions o;
+  o.preemption.reclaim_any_class = false;
+  auto strict = std::move(Scheduler::Create(o)).value();
+  EXPECT_TRUE(strict->Cycle(state.Snapshot(now)).preemptions.empty());
+  EXPECT_EQ(Make()->Cycle(state.Snapshot(now)).preemptions.size(), 1u);
+}
+
 TEST(Quota, AReclaimTakesOnlyFromQueuesOverTheirGuaranteeAndOnlyUpToItsOwn) {
   ClusterState state(WithQueues({{"a", {{"*", 8}}, {}, ""}, {"b", {{"*", 8}}, {}, ""}}));
   AddNodes(state, 2, 8, 0);

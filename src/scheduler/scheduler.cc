@@ -381,8 +381,8 @@ class CycleRun {
     if (preempt_failed_.count(key)) return false;
     // Once a cycle, when first needed: preemptible classes only, or every
     // class for reclaims.
-    std::optional<VictimPool>& pool = reclaim ? all_pool_ : pool_;
-    if (!pool) pool.emplace(snap_, options_.preemption, /*all_classes=*/reclaim);
+    std::optional<VictimPool>& pool = reclaim && options_.preemption.reclaim_any_class ? all_pool_ : pool_;
+    if (!pool) pool.emplace(snap_, options_.preemption, /*all_classes=*/reclaim && options_.preemption.reclaim_any_class);
     // By class: a preemptible job of a lower weight, of the same queue or of
     // one that borrows (never one within its guarantee: what a queue is
     // guaranteed is not taken by another queue's priority, so a reclaim is
