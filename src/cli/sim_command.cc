@@ -44,7 +44,7 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--half-life", f.half_life, "Half-life of fair-share usage (default 7d)");
   sim->add_flag("--equal-shares", f.equal_shares, "Give every tenant the same share (ignore the cluster file's queues)");
   sim->add_flag("--preemption", f.preemption,
-                "Higher classes preempt lower ones (every class but the top is preemptible)");
+                "Higher classes preempt lower ones, queues reclaim their guarantees (every class is preemptible)");
   sim->add_option("--min-run-time", f.min_run_time, "A job runs this long before it may be preempted (default 5m)");
   sim->add_option("--checkpoint-interval", f.checkpoint_interval,
                   "Jobs checkpoint after each interval of progress; a victim loses the rest (default 30m)");

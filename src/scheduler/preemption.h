@@ -57,10 +57,10 @@ struct PreemptionOptions {
   bool enabled = true;
   Duration min_run_time = Duration::Minutes(5);
   int32_t max_per_cycle = 4;  // preemptors per cycle
-  // A queue reclaiming its guarantee may stop jobs of any class in queues
-  // that borrow (a job on borrowed GPUs is preemptible by reclaim); false:
-  // only jobs of preemptible classes, as for preemption by class.
-  bool reclaim_any_class = true;
+  // Only jobs of preemptible classes are victims, also of a queue reclaiming
+  // its guarantee; true: a reclaim may stop jobs of any class in queues that
+  // borrow (a job on borrowed GPUs is then preemptible by reclaim).
+  bool reclaim_any_class = false;
 
   Status Validate() const;
 };
@@ -73,9 +73,10 @@ int64_t LostGpuSeconds(const core::RunningJob& r, Time now);
 bool AnyVictimClass(const core::ClusterSnapshot& snap, int32_t preemptor_class, const PreemptionOptions& options);
 
 // The running jobs that could be victims this cycle (past the minimum run
-// time, not stopping, not immune; of a preemptible class unless
-// `all_classes`: a queue reclaiming its guarantee may preempt any job of a
-// queue that borrows), cheapest first.
+// time, not stopping, not immune), cheapest first, of:
+//   kByClass     preemptible classes below the highest class that may preempt;
+//   kReclaim     preemptible classes (a queue reclaiming its guarantee);
+//   kReclaimAny  every class (reclaim_any_class).
 class VictimPool {
  public:
   struct Candidate {
@@ -84,7 +85,8 @@ class VictimPool {
     int64_t weight = 0;  // its class weight
     bool preemptible = false;  // its class is
   };
-  VictimPool(const core::ClusterSnapshot& snap, const PreemptionOptions& options, bool all_classes);
+  enum class Kind { kByClass, kReclaim, kReclaimAny };
+  VictimPool(const core::ClusterSnapshot& snap, const PreemptionOptions& options, Kind kind);
 
   const std::vector<Candidate>& candidates() const { return candidates_; }
   // Indexes into candidates() of the jobs on node n with what each holds

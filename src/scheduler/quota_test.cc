@@ -134,15 +134,16 @@ TEST(Quota, RandomizedUsageNeverExceedsALimit) {
 }
 
 // Queue a is guaranteed 8 GPUs and idle; queue b borrows the whole cluster
-// with jobs of a class that is not preemptible. When a needs its guarantee,
-// one of b's jobs (the one losing least) is preempted, and a's job starts
-// in the first cycle after it has stopped.
+// with jobs of a preemptible class. When a needs its guarantee (with a job
+// of a class that may not preempt by class), one of b's jobs (the one
+// losing least) is preempted, and a's job starts in the first cycle after
+// it has stopped.
 TEST(Quota, AReclaimReturnsTheGuaranteeOnceTheBorrowerStops) {
   ClusterState state(WithQueues({{"a", {{"*", 8}}, {}, ""}}));
   AddNodes(state, 2, 8, 0);
   const Time t0 = Time::Zero();
-  const JobId b1 = Submit(state, "b", 8, t0);
-  const JobId b2 = Submit(state, "b", 8, t0);
+  const JobId b1 = Submit(state, "b", 8, t0, "low");
+  const JobId b2 = Submit(state, "b", 8, t0, "low");
   CycleAndApply(state, t0);
   Time now = t0 + Duration::Hours(1);
   ASSERT_TRUE(state.NoteCheckpoint(b2, now - Duration::Minutes(1)).ok());
@@ -160,8 +161,9 @@ TEST(Quota, AReclaimReturnsTheGuaranteeOnceTheBorrowerStops) {
   (void)b1;
 }
 
-// With reclaimAnyClass off, a reclaim takes only jobs of preemptible classes.
-TEST(Quota, AReclaimCanBeLimitedToPreemptibleClasses) {
+// A reclaim takes only jobs of preemptible classes, unless reclaimAnyClass
+// says jobs on borrowed GPUs are preemptible whatever their class.
+TEST(Quota, AReclaimTakesPreemptibleClassesUnlessToldOtherwise) {
   ClusterState state(WithQueues({{"a", {{"*", 8}}, {}, ""}}));
   AddNodes(state, 1, 8, 0);
   const Time t0 = Time::Zero();
@@ -169,19 +171,19 @@ TEST(Quota, AReclaimCanBeLimitedToPreemptibleClasses) {
   CycleAndApply(state, t0);
   const Time now = t0 + Duration::Hours(1);
   Submit(state, "a", 8, now);
+  EXPECT_TRUE(Make()->Cycle(state.Snapshot(now)).preemptions.empty());
   SchedulerOptions o;
-  o.preemption.reclaim_any_class = false;
-  auto strict = std::move(Scheduler::Create(o)).value();
-  EXPECT_TRUE(strict->Cycle(state.Snapshot(now)).preemptions.empty());
-  EXPECT_EQ(Make()->Cycle(state.Snapshot(now)).preemptions.size(), 1u);
+  o.preemption.reclaim_any_class = true;
+  auto any = std::move(Scheduler::Create(o)).value();
+  EXPECT_EQ(any->Cycle(state.Snapshot(now)).preemptions.size(), 1u);
 }
 
 TEST(Quota, AReclaimTakesOnlyFromQueuesOverTheirGuaranteeAndOnlyUpToItsOwn) {
   ClusterState state(WithQueues({{"a", {{"*", 8}}, {}, ""}, {"b", {{"*", 8}}, {}, ""}}));
   AddNodes(state, 2, 8, 0);
   const Time t0 = Time::Zero();
-  const JobId b1 = Submit(state, "b", 8, t0);  // within b's guarantee
-  const JobId c1 = Submit(state, "c", 8, t0);  // c has none: it borrows
+  const JobId b1 = Submit(state, "b", 8, t0, "low");  // within b's guarantee
+  const JobId c1 = Submit(state, "c", 8, t0, "low");  // c has none: it borrows
   CycleAndApply(state, t0);
   Time now = t0 + Duration::Hours(1);
   ASSERT_TRUE(state.NoteCheckpoint(b1, now).ok());  // b1 would lose nothing, but b is within its guarantee
@@ -259,9 +261,9 @@ TEST(Quota, AnOrganizationWithinItsGuaranteeProtectsItsTeams) {
                                  {"b2", {}, {}, "B"}}));
   AddNodes(state, 3, 8, 0);
   const Time t0 = Time::Zero();
-  const JobId b1 = Submit(state, "b1", 8, t0);
-  const JobId b2 = Submit(state, "b2", 8, t0);
-  const JobId c = Submit(state, "c", 8, t0);
+  const JobId b1 = Submit(state, "b1", 8, t0, "low");
+  const JobId b2 = Submit(state, "b2", 8, t0, "low");
+  const JobId c = Submit(state, "c", 8, t0, "low");
   CycleAndApply(state, t0);
   Time now = t0 + Duration::Hours(1);
   ASSERT_TRUE(state.NoteCheckpoint(b1, now).ok());
@@ -280,8 +282,8 @@ TEST(Quota, ATeamReclaimsFromASiblingThatBorrows) {
   ClusterState state(WithQueues({{"org", {{"*", 16}}, {}, ""}, {"t1", {{"*", 8}}, {}, "org"}, {"t2", {{"*", 8}}, {}, "org"}}));
   AddNodes(state, 2, 8, 0);
   const Time t0 = Time::Zero();
-  Submit(state, "t2", 8, t0);
-  Submit(state, "t2", 8, t0);  // t2 borrows t1's share while t1 is idle
+  Submit(state, "t2", 8, t0, "low");
+  Submit(state, "t2", 8, t0, "low");  // t2 borrows t1's share while t1 is idle
   CycleAndApply(state, t0);
   const Time now = t0 + Duration::Hours(1);
   const JobId t1 = Submit(state, "t1", 8, now);

@@ -379,10 +379,12 @@ class CycleRun {
     const int64_t weight = by_class ? snap_.classes[j.priority_class].weight : INT64_MIN;
     const FailedKey key{shape, weight, reclaim ? j.queue : -1};
     if (preempt_failed_.count(key)) return false;
-    // Once a cycle, when first needed: preemptible classes only, or every
-    // class for reclaims.
-    std::optional<VictimPool>& pool = reclaim && options_.preemption.reclaim_any_class ? all_pool_ : pool_;
-    if (!pool) pool.emplace(snap_, options_.preemption, /*all_classes=*/reclaim && options_.preemption.reclaim_any_class);
+    // The candidates for this kind of preemption, built once a cycle when
+    // first needed.
+    using Kind = VictimPool::Kind;
+    const Kind kind = !reclaim ? Kind::kByClass : options_.preemption.reclaim_any_class ? Kind::kReclaimAny : Kind::kReclaim;
+    std::optional<VictimPool>& pool = pools_[static_cast<int>(kind)];
+    if (!pool) pool.emplace(snap_, options_.preemption, kind);
     // By class: a preemptible job of a lower weight, of the same queue or of
     // one that borrows (never one within its guarantee: what a queue is
     // guaranteed is not taken by another queue's priority, so a reclaim is
@@ -592,7 +594,7 @@ class CycleRun {
   };
   std::unordered_set<FailedKey, FailedKeyHash> preempt_failed_;
   std::vector<std::vector<int64_t>> usage_;  // GPUs per queue per type, with this cycle's starts
-  std::optional<VictimPool> pool_, all_pool_;
+  std::optional<VictimPool> pools_[3];  // by VictimPool::Kind, each built once a cycle when needed
   int32_t preemptors_ = 0;
   int64_t preemptors_left_ = 0;
   Decisions out_;

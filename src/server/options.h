@@ -11,7 +11,7 @@
 //   defaultPriorityClass: normal
 //   scheduler: {policy: muster, maxReservations: 8, starvationThreshold: 8h,
 //               agePointsPerHour: 500, ageCap: 20000,
-//               preemption: {enabled: true, minRunTime: 5m, maxPerCycle: 4, reclaimAnyClass: true}}
+//               preemption: {enabled: true, minRunTime: 5m, maxPerCycle: 4, reclaimAnyClass: false}}
 //   queues:                  # quotas in GPUs: a count (all types) or by type ("*": all)
 //     - {name: research, guarantee: {H100: 16}, limit: {H100: 32, "*": 48}, share: 3}
 //   fairShare: {weight: 5000, halfLife: 7d, shares: {research: 3, prod: 1}}

@@ -40,7 +40,9 @@ class Run {
     core::ClusterConfig config;
     config.priority_classes.clear();
     for (int64_t p : prios) {
-      config.priority_classes.push_back({"p" + std::to_string(p), p * 10'000, opts_.preemption && p < *prios.rbegin(),
+      // Every class preemptible (the highest only by a queue reclaiming its
+      // guarantee: nothing is above it); every class but the lowest may preempt.
+      config.priority_classes.push_back({"p" + std::to_string(p), p * 10'000, opts_.preemption,
                                          opts_.preemption && p > *prios.begin()});
     }
     if (config.priority_classes.empty()) config.priority_classes.push_back({"p0", 0});

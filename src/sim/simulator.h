@@ -50,8 +50,8 @@ struct SimOptions {
   uint64_t seed = 1;
   int64_t audit_every = 4096;  // full invariant audit period in events; 1 = every event
   // Preemption (scheduler/preemption.h, with scheduler.preemption's
-  // minimum run time): classes below the highest are preemptible, classes
-  // above the lowest may preempt. Every job checkpoints after each
+  // minimum run time): every class is preemptible (the highest only by a
+  // queue reclaiming its guarantee), classes above the lowest may preempt. Every job checkpoints after each
   // `checkpoint_interval` of progress; a victim stops at once, loses the
   // work since its last checkpoint, and pays `restart_cost` when it runs
   // again.

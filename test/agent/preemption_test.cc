@@ -110,13 +110,14 @@ TEST_F(PreemptionTest, AVictimWhosePreemptorDidNotStartIsNotEvictedAgain) {
 }
 
 // Queue team-a is guaranteed 2 GPUs and idle; team-b borrows both with a
-// job of class normal (not preemptible by class). When team-a needs its
-// guarantee, team-b's job gets its checkpoint signal and team-a's job runs
-// within the victim's grace period plus one cycle.
+// job of the preemptible class low. When team-a needs its guarantee (with a
+// job of class normal, which may not preempt by class), team-b's job gets
+// its checkpoint signal and team-a's job runs within the victim's grace
+// period plus one cycle.
 TEST_F(PreemptionTest, AQueueReclaimsItsGuaranteeFromABorrower) {
   AddAgent({"--fake-gpus", "2xH100"});
   WaitNodes(1);
-  const int64_t borrower = Submit("name: b\nqueue: team-b\nresources: {gpus: 2}\ncheckpoint: {dir: /tmp, gracePeriod: 20s}\n"
+  const int64_t borrower = Submit("name: b\nqueue: team-b\npriority: low\nresources: {gpus: 2}\ncheckpoint: {dir: /tmp, gracePeriod: 20s}\n"
                                   "command: [/bin/sh, -c, 'trap \"exit 0\" USR1; echo up; while :; do sleep 0.05; done']\n");
   WaitState(borrower, "RUNNING");
   ASSERT_NO_FATAL_FAILURE(WaitLog(borrower, "up"));
