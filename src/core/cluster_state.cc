@@ -21,6 +21,16 @@ int32_t ClusterState::QueueId(const std::string& name) {
   return id;
 }
 
+std::vector<std::pair<int32_t, int64_t>> ClusterState::GpusByQueue() const {
+  std::vector<std::pair<int32_t, int64_t>> out;
+  for (size_t q = 0; q < queue_usage_.size(); ++q) {
+    int64_t gpus = 0;
+    for (int64_t g : queue_usage_[q]) gpus += g;
+    if (gpus > 0) out.emplace_back(static_cast<int32_t>(q), gpus);
+  }
+  return out;
+}
+
 void ClusterState::ResolveQuotas() {
   quotas_.assign(queues_.size(), QueueQuota{});
   queue_usage_.resize(queues_.size());
@@ -460,6 +470,18 @@ Status ClusterState::CheckInvariants() const {
     }
   }
   if (running_by_end_.size() != running_.size()) return Internal("end order size mismatch");
+  // The counts kept for the scheduler: running jobs per class, GPUs per
+  // queue and type.
+  std::vector<int64_t> per_class(running_per_class_.size(), 0);
+  std::vector<std::vector<int64_t>> usage(queue_usage_.size(), std::vector<int64_t>(gpu_types_.size(), 0));
+  for (const auto& [id, r] : running_) {
+    ++per_class[r.priority_class];
+    for (const Allocation& a : r.allocations) usage[r.queue][nodes_[a.node].gpu_type] += a.resources.gpus;
+  }
+  if (per_class != running_per_class_) return Internal("running jobs per class miscounted");
+  for (size_t q = 0; q < usage.size(); ++q) {
+    if (usage[q] != queue_usage_[q]) return Internal("GPUs held by queue " + queues_[q] + " miscounted");
+  }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
     if (!used[i].FitsIn(n.spec.capacity)) {

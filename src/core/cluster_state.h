@@ -13,7 +13,8 @@
 // Every mutating call validates its input and returns a Status; a rejected
 // call changes nothing. CheckInvariants() verifies the accounting from
 // scratch (no GPU device held by two jobs, no capacity exceeded, free ==
-// capacity - allocations, every running gang whole) and is run by tests and
+// capacity - allocations, every running gang whole, the per-class and
+// per-queue counts right) and is run by tests and
 // the simulator; CheckNode() does the same for one node, cheaply.
 //
 // Thread-safety: none; one owner thread.
@@ -139,6 +140,10 @@ class ClusterState {
   std::optional<int32_t> FindGpuType(std::string_view name) const;
   // The dense id of queue `name`, made if new.
   int32_t QueueId(const std::string& name);
+  // GPUs the running jobs of each queue hold, by GPU type (dense ids).
+  const std::vector<std::vector<int64_t>>& queue_usage() const { return queue_usage_; }
+  // (queue, GPUs its running jobs hold) for every queue that holds some.
+  std::vector<std::pair<int32_t, int64_t>> GpusByQueue() const;
   int32_t num_queues() const { return static_cast<int32_t>(queues_.size()); }
 
  private:

@@ -18,28 +18,15 @@ using core::ClusterState;
 using core::JobId;
 using core::ReasonCode;
 using testing::AddNodes;
+using testing::Apply;
 using testing::Gpus;
 using testing::ReasonOf;
 using testing::Started;
 
-const Duration kGrace = Duration::Seconds(30);
-
 std::unique_ptr<Scheduler> Make(PreemptionOptions p = {}) {
   SchedulerOptions o;
   o.preemption = p;
-  auto s = Scheduler::Create(o);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return std::move(*s);
-}
-
-// Applies a cycle as the server does: bindings start; each preemption's
-// placement is held for its job and its victims get their grace period.
-void Apply(ClusterState& state, const core::Decisions& d, Time now) {
-  for (const auto& b : d.bindings) ASSERT_TRUE(state.Bind(b, now).ok()) << "job " << b.job;
-  for (const auto& p : d.preemptions) {
-    ASSERT_TRUE(state.Nominate(p.job, p.allocations, p.victims).ok());
-    for (JobId v : p.victims) ASSERT_TRUE(state.MarkStopping(v, now + kGrace).ok());
-  }
+  return testing::MakeScheduler(o);
 }
 
 JobId Submit(ClusterState& state, int replicas, int gpus, const std::string& cls, Time now) {
@@ -52,8 +39,7 @@ JobId Submit(ClusterState& state, int replicas, int gpus, const std::string& cls
 JobId Start(ClusterState& state, int replicas, int gpus, const std::string& cls, Time now) {
   const JobId id = Submit(state, replicas, gpus, cls, now);
   const core::Decisions d = Make()->Cycle(state.Snapshot(now));
-  EXPECT_TRUE(std::any_of(d.bindings.begin(), d.bindings.end(), [&](const auto& b) { return b.job == id; }))
-      << "job " << id << " did not start";
+  EXPECT_TRUE(Started(d, id)) << "job " << id << " did not start";
   Apply(state, d, now);
   return id;
 }

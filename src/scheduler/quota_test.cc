@@ -23,11 +23,7 @@ using testing::Gpus;
 using testing::ReasonOf;
 using testing::Started;
 
-std::unique_ptr<Scheduler> Make() {
-  auto s = Scheduler::Create(SchedulerOptions{});
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return std::move(*s);
-}
+std::unique_ptr<Scheduler> Make() { return testing::MakeScheduler(); }
 
 ClusterConfig WithQueues(std::vector<QueueConfig> queues) {
   ClusterConfig c;
@@ -47,11 +43,7 @@ JobId Submit(ClusterState& state, const std::string& queue, int gpus, Time now, 
 
 core::Decisions CycleAndApply(ClusterState& state, Time now) {
   core::Decisions d = Make()->Cycle(state.Snapshot(now));
-  for (const auto& b : d.bindings) EXPECT_TRUE(state.Bind(b, now).ok()) << "job " << b.job;
-  for (const auto& p : d.preemptions) {
-    EXPECT_TRUE(state.Nominate(p.job, p.allocations, p.victims).ok());
-    for (JobId v : p.victims) EXPECT_TRUE(state.MarkStopping(v, now + Duration::Seconds(30)).ok());
-  }
+  testing::Apply(state, d, now);
   return d;
 }
 

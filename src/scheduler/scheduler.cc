@@ -11,6 +11,7 @@
 #include "scheduler/pending_order.h"
 #include "scheduler/placement.h"
 #include "scheduler/preemption.h"
+#include "scheduler/queue_quotas.h"
 
 namespace muster::scheduler {
 namespace {
@@ -46,7 +47,7 @@ class CycleRun {
  public:
   CycleRun(const SchedulerOptions& options, const Policy& policy, const FreeIndex& capacity,
            const ClusterSnapshot& snap)
-      : options_(options), policy_(policy), capacity_(capacity), snap_(snap) {}
+      : options_(options), policy_(policy), capacity_(capacity), snap_(snap), quotas_(snap) {}
 
   Decisions Run() {
     const size_t n = snap_.nodes.size();
@@ -56,17 +57,6 @@ class CycleRun {
     spare_.assign(n, core::Resources{});
     res_time_.assign(n, Time::Max());
     res_job_.assign(n, 0);
-    if (snap_.queue_usage != nullptr) {
-      // Each queue's usage with its descendants'.
-      usage_ = *snap_.queue_usage;
-      for (size_t q = 0; q < usage_.size(); ++q) {
-        for (int32_t a = Parent(static_cast<int32_t>(q)), d = 0; a >= 0 && d < kMaxDepth; a = Parent(a), ++d) {
-          const auto& own = (*snap_.queue_usage)[q];
-          if (usage_[a].size() < own.size()) usage_[a].resize(own.size(), 0);
-          for (size_t t = 0; t < own.size(); ++t) usage_[a][t] += own[t];
-        }
-      }
-    }
     HoldNominations();
 
     // Without explanations the cycle may stop early, so order lazily.
@@ -254,7 +244,7 @@ class CycleRun {
   bool CouldPreempt(const PendingJob& j) const {
     if (policy_.blocking != BlockingMode::kBackfill || !j.nominated.empty()) return false;
     return AnyVictimClass(snap_, j.priority_class, options_.preemption) ||
-           (options_.preemption.enabled && HasGuarantee(j.queue, j.gpu_type));
+           (options_.preemption.enabled && quotas_.HasGuarantee(j.queue, j.gpu_type));
   }
 
   // Whether `j` could preempt anyone this cycle (a cheap filter).
@@ -263,112 +253,16 @@ class CycleRun {
     return AnyVictimClass(snap_, j.priority_class, options_.preemption) || MayReclaim(j);
   }
 
-  // Quotas. GPUs queue q holds of type t (-1: of every type).
-  int64_t Used(int32_t q, int32_t t) const {
-    if (q < 0 || static_cast<size_t>(q) >= usage_.size()) return 0;
-    if (t >= 0) return static_cast<size_t>(t) < usage_[q].size() ? usage_[q][t] : 0;
-    int64_t sum = 0;
-    for (int64_t u : usage_[q]) sum += u;
-    return sum;
-  }
-  void AddUsage(int32_t q, const Allocation& a) {
-    if (a.resources.gpus == 0) return;
-    const int32_t t = snap_.nodes[a.node].gpu_type;
-    for (int32_t x = q, d = 0; x >= 0 && static_cast<size_t>(x) < usage_.size() && d <= kMaxDepth; x = Parent(x), ++d) {
-      if (static_cast<size_t>(t) >= usage_[x].size()) usage_[x].resize(t + 1, 0);
-      usage_[x][t] += a.resources.gpus;
-    }
-  }
-  static constexpr int32_t kMaxDepth = 64;  // nesting (validated acyclic by the configuration)
-  int32_t Parent(int32_t q) const {
-    const core::QueueQuota* quota = snap_.QuotaOf(q);
-    return quota ? quota->parent : -1;
-  }
   int32_t TypeOf(const Placement& p) const { return p.empty() ? core::kAnyGpuType : snap_.nodes[p.front().node].gpu_type; }
 
-  // Whether starting `j` on GPUs of type t (-1: unknown yet) would take its
-  // queue or a queue it is nested under over a limit; fills the reason's
-  // numbers if so.
+  // Whether starting `j` on GPUs of type t (kAnyGpuType: not known yet)
+  // would take its queue or one above it over a limit; fills the reason if so.
   bool QuotaBlocks(const PendingJob& j, int32_t t, PendingReason& r) {
-    const int64_t gpus = j.total_gpus();
-    if (gpus == 0) return false;
-    for (int32_t x = j.queue, level = 0; x >= 0 && level <= kMaxDepth; x = Parent(x), ++level) {
-      const core::QueueQuota* quota = snap_.QuotaOf(x);
-      if (quota == nullptr) return false;
-      auto over = [&](int64_t used, int64_t limit) {
-        if (limit == core::kNoLimit || used + gpus <= limit) return false;
-        r.queue_used = used;
-        r.queue_limit = limit;
-        r.quota_level = level;
-        FillNeed(r, j);
-        return true;
-      };
-      if ((t >= 0 && over(Used(x, t), quota->Limit(t))) || over(Used(x, -1), quota->limit_total)) return true;
-    }
-    return false;
-  }
-
-  // Whether starting `gpus` more in queue x keeps it within its guarantee
-  // (of type t, or over all types).
-  bool WithinGuarantee(int32_t x, int32_t t, int64_t gpus) const {
-    const core::QueueQuota* quota = snap_.QuotaOf(x);
-    if (quota == nullptr) return false;
-    return (t >= 0 && Used(x, t) + gpus <= quota->Guarantee(t) && quota->Guarantee(t) > 0) ||
-           (quota->guarantee_total > 0 && Used(x, -1) + gpus <= quota->guarantee_total);
-  }
-  bool HasGuarantee(int32_t x, int32_t t) const {
-    const core::QueueQuota* quota = snap_.QuotaOf(x);
-    return quota != nullptr && ((t >= 0 && quota->Guarantee(t) > 0) || quota->guarantee_total > 0);
-  }
-  // Whether `j` may reclaim its queue's guarantee: starting it keeps its
-  // queue within it. (Which victims it may take also depends on the queues
-  // above it: ReclaimableFrom.)
-  bool MayReclaim(const PendingJob& j) const {
-    const int64_t gpus = j.total_gpus();
-    return gpus > 0 && options_.preemption.enabled && WithinGuarantee(j.queue, j.gpu_type, gpus);
-  }
-  // The queues from q up, stopping before the first one `other` is nested
-  // under too (the branch of q that `other` is not in).
-  std::vector<int32_t> Branch(int32_t q, int32_t other) const {
-    std::vector<int32_t> above_other;
-    for (int32_t a = other, d = 0; a >= 0 && d <= kMaxDepth; a = Parent(a), ++d) above_other.push_back(a);
-    std::vector<int32_t> branch;
-    for (int32_t x = q, d = 0; x >= 0 && d <= kMaxDepth; x = Parent(x), ++d) {
-      if (std::find(above_other.begin(), above_other.end(), x) != above_other.end()) break;
-      branch.push_back(x);
-    }
-    return branch;
-  }
-  // Whether `j` may reclaim from a job of queue q: q's branch borrows, and
-  // `j`'s branch (up to where the two meet) stays within every guarantee it
-  // has with `j` started (a team reclaims from a sibling within its
-  // organization; across organizations its own must be within its
-  // guarantee too).
-  bool ReclaimableFrom(const PendingJob& j, int32_t q) const {
-    if (!Borrowing(q, j.gpu_type, j.queue)) return false;
-    if (Parent(j.queue) < 0) return true;  // nothing above it to keep within a guarantee
-    for (int32_t x : Branch(j.queue, q)) {
-      if (x != j.queue && HasGuarantee(x, j.gpu_type) && !WithinGuarantee(x, j.gpu_type, j.total_gpus())) return false;
-    }
+    if (!quotas_.Blocks(j, t, r)) return false;
+    FillNeed(r, j);
     return true;
   }
-  // Whether queue x holds more than its guarantee of type t (-1: over all).
-  bool OverGuarantee(int32_t x, int32_t t) const {
-    const core::QueueQuota* quota = snap_.QuotaOf(x);
-    if (t >= 0 && Used(x, t) > (quota ? quota->Guarantee(t) : 0)) return true;
-    return Used(x, -1) > (quota ? quota->guarantee_total : 0);
-  }
-  // Whether the jobs of queue q borrow as seen from queue `from`: q and
-  // every queue above it up to (not including) the first one `from` is
-  // nested under too are over their guarantees. A queue within its
-  // guarantee protects everything under it from other branches.
-  bool Borrowing(int32_t q, int32_t t, int32_t from) const {
-    if (Parent(q) < 0 && Parent(from) < 0) return q == from || OverGuarantee(q, t);  // no nesting: q alone
-    for (int32_t x : Branch(q, from)) {
-      if (!OverGuarantee(x, t)) return false;
-    }
-    return true;
-  }
+  bool MayReclaim(const PendingJob& j) const { return options_.preemption.enabled && quotas_.MayReclaim(j); }
 
   // Preempts for `j` if a victim set frees a placement (preemption.h);
   // the placement is then held for it.
@@ -393,8 +287,8 @@ class CycleRun {
     auto eligible = [&](const VictimPool::Candidate& c) {
       const bool other = c.job->queue != j.queue;
       return (by_class && c.preemptible && c.weight < weight &&
-              (!other || Borrowing(c.job->queue, j.gpu_type, j.queue))) ||
-             (reclaim && other && ReclaimableFrom(j, c.job->queue));
+              (!other || quotas_.Borrowing(c.job->queue, j.gpu_type, j.queue))) ||
+             (reclaim && other && quotas_.ReclaimableFrom(j, c.job->queue));
     };
     auto p = ChooseVictims(j, shape, *pool, live_, [this](NodeIndex n) { return res_time_[n].is_max(); },
                            taken_, eligible);
@@ -489,7 +383,7 @@ class CycleRun {
   void Start(const PendingJob& j, Placement p, Time end) {
     max_reserved_actual_ = -1;
     for (const Allocation& a : p) {
-      AddUsage(j.queue, a);
+      quotas_.Add(j.queue, snap_.nodes[a.node].gpu_type, a.resources.gpus);
       actual_[a.node] -= a.resources;
       if (end > res_time_[a.node]) spare_[a.node] -= a.resources;
       live_.SetAvail(a.node, View(a.node));
@@ -593,7 +487,7 @@ class CycleRun {
     }
   };
   std::unordered_set<FailedKey, FailedKeyHash> preempt_failed_;
-  std::vector<std::vector<int64_t>> usage_;  // GPUs per queue per type, with this cycle's starts
+  QueueQuotas quotas_;  // usage against quotas, with this cycle's starts
   std::optional<VictimPool> pools_[3];  // by VictimPool::Kind, each built once a cycle when needed
   int32_t preemptors_ = 0;
   int64_t preemptors_left_ = 0;

@@ -18,9 +18,12 @@
 //     earliest start in the BackfillPlan. Nodes holding a reservation only
 //     take jobs that end (by time limit) before it starts, or that fit in
 //     what the reservation leaves spare.
-//     Before reserving, a job whose class may preempt tries preemption
-//     (preemption.h): if stopping lower-class jobs frees a placement, the
-//     victims are returned in Decisions::preemptions and the placement is
+//     A job that would take its queue (or one above it) over a limit
+//     waits with reason Quota (queue_quotas.h).
+//     Before reserving, a job whose class may preempt, or whose queue may
+//     reclaim its guarantee, tries preemption (preemption.h): if stopping
+//     lower-class or borrowing jobs frees a placement, the victims are
+//     returned in Decisions::preemptions and the placement is
 //     held for it. A job holding such capacity from an earlier cycle
 //     (PendingJob::nominated) starts there first thing in the cycle once
 //     it is free, and until then nothing else may use it.

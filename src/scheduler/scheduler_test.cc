@@ -14,20 +14,13 @@ namespace {
 using core::ClusterState;
 using core::JobId;
 using testing::AddNodes;
+using testing::Apply;
 using testing::Gpus;
 
 std::unique_ptr<Scheduler> Make(const std::string& policy = "muster") {
   SchedulerOptions o;
   o.policy = policy;
-  auto s = Scheduler::Create(o);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return std::move(*s);
-}
-
-// Applies a cycle's bindings and failures as the server does.
-void Apply(ClusterState& state, const core::Decisions& d, Time now) {
-  for (const auto& f : d.failures) ASSERT_TRUE(state.EndPending(f.job, f.state, now, f.reason).ok());
-  for (const auto& b : d.bindings) ASSERT_TRUE(state.Bind(b, now).ok()) << "job " << b.job;
+  return testing::MakeScheduler(o);
 }
 
 TEST(Scheduler, UnknownPolicyIsAnErrorListingTheKnownOnes) {

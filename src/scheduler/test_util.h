@@ -1,11 +1,15 @@
 // Helpers for scheduler tests: small clusters and jobs in one line each.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "core/cluster_state.h"
 #include "core/decisions.h"
+#include "scheduler/scheduler.h"
 
 namespace muster::scheduler::testing {
 
@@ -33,6 +37,26 @@ inline core::JobSpec Gpus(int replicas, int per_replica, Duration limit,
   spec.time_limit = limit;
   spec.priority_class = cls;
   return spec;
+}
+
+// A scheduler with `options`, which the test means to be valid.
+inline std::unique_ptr<Scheduler> MakeScheduler(SchedulerOptions options = {}) {
+  auto s = Scheduler::Create(std::move(options));
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+// Applies a cycle as the server does: failures end the jobs, bindings start
+// them, and each preemption's placement is held for its job while its
+// victims get `grace` to stop (they keep running until the test ends them).
+inline void Apply(core::ClusterState& state, const core::Decisions& d, Time now,
+                  Duration grace = Duration::Seconds(30)) {
+  for (const auto& f : d.failures) ASSERT_TRUE(state.EndPending(f.job, f.state, now, f.reason).ok());
+  for (const auto& b : d.bindings) ASSERT_TRUE(state.Bind(b, now).ok()) << "job " << b.job;
+  for (const auto& p : d.preemptions) {
+    ASSERT_TRUE(state.Nominate(p.job, p.allocations, p.victims).ok());
+    for (core::JobId v : p.victims) ASSERT_TRUE(state.MarkStopping(v, now + grace).ok());
+  }
 }
 
 // The reason a cycle gave `job`, or nullptr.

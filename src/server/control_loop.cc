@@ -485,14 +485,8 @@ void ControlLoop::RunCycle() {
     swept.meta = SaveFairShare(now).meta;
   }
   if (!swept.empty()) Persist(std::move(swept), nullptr);
-  std::vector<std::pair<int32_t, int64_t>> running;
-  for (const auto& [id, r] : state_.running()) {
-    int64_t gpus = 0;
-    for (const core::Allocation& a : r.allocations) gpus += a.resources.gpus;
-    running.emplace_back(r.queue, gpus);
-  }
   for (int32_t q = fairshare_.named(); q < state_.num_queues(); ++q) fairshare_.NameQueue(q, state_.QueueName(q));
-  fairshare_.Advance(now, running);
+  fairshare_.Advance(now, state_.GpusByQueue());
   fairshare_points_ = fairshare_.Points(state_.num_queues());
   core::ClusterSnapshot snap = state_.Snapshot(now);
   snap.queue_fairshare = fairshare_points_;
@@ -634,11 +628,7 @@ std::vector<ControlLoop::QueueView> ControlLoop::Queues() {
       QueueView& q = queues[row.queue];
       q.name = row.queue;
       if (row.state == "PENDING" || row.state == "HELD") ++q.pending;
-      if (row.state == "RUNNING" || row.state == "COMPLETING") {
-        ++q.running;
-        const core::JobRecord* rec = state_.Find(id);
-        if (rec) q.gpus_in_use += rec->spec.per_replica.gpus * rec->spec.replicas;
-      }
+      if (row.state == "RUNNING" || row.state == "COMPLETING") ++q.running;
     }
     for (const core::QueueConfig& c : options_.cluster.queues) {
       QueueView& q = queues[c.name];
@@ -646,12 +636,15 @@ std::vector<ControlLoop::QueueView> ControlLoop::Queues() {
       q.guarantee = c.guarantee;
       q.limit = c.limit;
     }
-    const core::ClusterSnapshot snap = state_.Snapshot(clock_.Now());
+    // GPUs held, from the state's per-queue counts.
+    const auto& usage = state_.queue_usage();
     for (int32_t i = 0; i < state_.num_queues(); ++i) {
       auto it = queues.find(state_.QueueName(i));
       if (it == queues.end()) continue;
-      for (int32_t t = 0; t < snap.num_gpu_types; ++t) {
-        if (int64_t used = snap.UsageOf(i, t); used > 0) it->second.in_use_by_type[state_.GpuTypeName(t)] = used;
+      for (size_t t = 0; t < usage[i].size(); ++t) {
+        if (usage[i][t] == 0) continue;
+        it->second.in_use_by_type[state_.GpuTypeName(static_cast<int32_t>(t))] = usage[i][t];
+        it->second.gpus_in_use += usage[i][t];
       }
     }
     R out;

@@ -9,14 +9,6 @@ namespace muster::sim {
 
 Fairness TenantFairness(const std::vector<JobResult>& jobs, const std::map<std::string, double>& shares,
                         double min_owed_fraction) {
-  // Events: (time, tenant, waiting-job delta, waiting-GPU delta, held-GPU delta).
-  struct Ev {
-    int64_t t;
-    int32_t tenant;
-    int32_t pending;
-    int64_t pending_gpus;
-    int64_t gpus;
-  };
   std::vector<std::string> names;
   std::unordered_map<std::string, int32_t> index;
   auto id = [&](const std::string& name) {
@@ -24,19 +16,11 @@ Fairness TenantFairness(const std::vector<JobResult>& jobs, const std::map<std::
     if (fresh) names.push_back(it->first);
     return it->second;
   };
-  std::vector<Ev> ev;
-  for (const JobResult& j : jobs) {
-    if (j.start_s < 0 || j.end_s < j.start_s) continue;  // never ran
-    const int32_t t = id(j.tenant);
-    ev.push_back({j.submit_s, t, +1, j.gpus, 0});
-    for (const auto& [a, b] : j.preempted_runs) {  // runs, each followed by a wait
-      ev.push_back({a, t, -1, -j.gpus, j.gpus});
-      ev.push_back({b, t, +1, j.gpus, -j.gpus});
-    }
-    ev.push_back({j.LastStart(), t, -1, -j.gpus, j.gpus});
-    ev.push_back({j.end_s, t, 0, 0, -j.gpus});
+  const std::vector<JobEdge> ev = JobEdges(jobs);
+  std::vector<int32_t> tenant_of(jobs.size(), 0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].Ran()) tenant_of[i] = id(jobs[i].tenant);
   }
-  std::sort(ev.begin(), ev.end(), [](const Ev& a, const Ev& b) { return a.t < b.t; });
   const size_t n = names.size();
   std::vector<double> share(n, 1.0);
   for (size_t i = 0; i < n; ++i) {
@@ -52,9 +36,10 @@ Fairness TenantFairness(const std::vector<JobResult>& jobs, const std::map<std::
   for (size_t k = 0; k < ev.size();) {
     const int64_t now = ev[k].t;
     for (; k < ev.size() && ev[k].t == now; ++k) {
-      pending[ev[k].tenant] += ev[k].pending;
-      pending_gpus[ev[k].tenant] += ev[k].pending_gpus;
-      held[ev[k].tenant] += ev[k].gpus;
+      const int32_t t = tenant_of[ev[k].job];
+      pending[t] += ev[k].waiting;
+      pending_gpus[t] += ev[k].waiting * jobs[ev[k].job].gpus;
+      held[t] += ev[k].held;
     }
     if (k == ev.size()) break;
     const double dt = static_cast<double>(ev[k].t - now);

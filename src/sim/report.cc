@@ -61,30 +61,14 @@ std::string Hours(double s) { return fmt::format("{:.2f} h", s / 3600.0); }
 // jobs waited in all: utilization where it matters, leaving out the idle
 // time when nothing asks for GPUs (the start, quiet stretches, the drain).
 std::pair<double, double> UtilizationWhileWaiting(const std::vector<JobResult>& jobs, int64_t total_gpus) {
-  struct Ev {
-    int64_t t;
-    int32_t waiting;
-    int64_t gpus;
-  };
-  std::vector<Ev> ev;
-  for (const JobResult& j : jobs) {
-    if (j.start_s < 0 || j.end_s < j.LastStart()) continue;
-    ev.push_back({j.submit_s, +1, 0});
-    for (const auto& [a, b] : j.preempted_runs) {
-      ev.push_back({a, -1, j.gpus});
-      ev.push_back({b, +1, -j.gpus});
-    }
-    ev.push_back({j.LastStart(), -1, j.gpus});
-    ev.push_back({j.end_s, 0, -j.gpus});
-  }
-  std::sort(ev.begin(), ev.end(), [](const Ev& a, const Ev& b) { return a.t < b.t; });
+  const std::vector<JobEdge> ev = JobEdges(jobs);
   int64_t waiting = 0, busy = 0;
   double busy_s = 0, waited_s = 0;
   for (size_t k = 0; k < ev.size();) {
     const int64_t now = ev[k].t;
     for (; k < ev.size() && ev[k].t == now; ++k) {
       waiting += ev[k].waiting;
-      busy += ev[k].gpus;
+      busy += ev[k].held;
     }
     if (k == ev.size() || waiting <= 0) continue;
     const double dt = static_cast<double>(ev[k].t - now);

@@ -74,6 +74,9 @@ class Run {
     int64_t submit_s;
     size_t trace_index;
   };
+  // Job ends by time: (end, id, run number); an end of an older run is void.
+  using Completion = std::tuple<int64_t, JobId, int32_t>;
+  using Completions = std::priority_queue<Completion, std::vector<Completion>, std::greater<>>;
 
   Status Prepare() {
     const int64_t node_gpus = cluster_.max_gpus_per_node();
@@ -136,8 +139,7 @@ class Run {
   }
 
   Status Loop() {
-    using Completion = std::tuple<int64_t, JobId, int32_t>;  // (end, id, run number)
-    std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions;
+    Completions completions;
     size_t next = 0;
     while (next < arrivals_.size() || !completions.empty()) {
       int64_t t = INT64_MAX;
@@ -149,15 +151,7 @@ class Run {
       // ran during it, before this instant's completions leave the running
       // set (charging at the next cycle instead would miss every job that
       // ends exactly between two cycles).
-      if (fairshare_.enabled()) {
-        running_by_queue_.clear();
-        for (const auto& [id, r] : state_->running()) {
-          int64_t gpus = 0;
-          for (const core::Allocation& a : r.allocations) gpus += a.resources.gpus;
-          running_by_queue_.emplace_back(r.queue, gpus);
-        }
-        fairshare_.Advance(now, running_by_queue_);
-      }
+      if (fairshare_.enabled()) fairshare_.Advance(now, state_->GpusByQueue());
 
       while (!completions.empty() && std::get<0>(completions.top()) == t) {
         const auto [end, id, run] = completions.top();
@@ -203,9 +197,6 @@ class Run {
     }
     return Status::Ok();
   }
-
-  using Completions = std::priority_queue<std::tuple<int64_t, JobId, int32_t>,
-                                          std::vector<std::tuple<int64_t, JobId, int32_t>>, std::greater<>>;
 
   // One scheduling cycle at t, its decisions applied.
   Status Cycle(int64_t t, Time now, Completions& completions, bool& preempted) {
@@ -330,7 +321,6 @@ class Run {
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   SimResult result_;
   scheduler::FairShare fairshare_;
-  std::vector<std::pair<int32_t, int64_t>> running_by_queue_;
   std::vector<int64_t> points_;
   std::vector<Arrival> arrivals_;        // runnable jobs in submit order; id = index + 1
   std::vector<size_t> job_result_;       // id - 1 -> index in result_.jobs
@@ -371,6 +361,23 @@ std::pair<int32_t, int64_t> GangShape(int64_t gpus, int64_t node_gpus) {
     if (gpus % d == 0) return {static_cast<int32_t>(gpus / d), d};
   }
   return {static_cast<int32_t>(gpus), 1};
+}
+
+std::vector<JobEdge> JobEdges(const std::vector<JobResult>& jobs) {
+  std::vector<JobEdge> edges;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobResult& j = jobs[i];
+    if (!j.Ran()) continue;
+    edges.push_back({j.submit_s, i, +1, 0});
+    for (const auto& [a, b] : j.preempted_runs) {  // runs, each followed by a wait
+      edges.push_back({a, i, -1, j.gpus});
+      edges.push_back({b, i, +1, -j.gpus});
+    }
+    edges.push_back({j.LastStart(), i, -1, j.gpus});
+    edges.push_back({j.end_s, i, 0, -j.gpus});
+  }
+  std::stable_sort(edges.begin(), edges.end(), [](const JobEdge& a, const JobEdge& b) { return a.t < b.t; });
+  return edges;
 }
 
 const char* OutcomeName(Outcome o) {

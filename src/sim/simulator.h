@@ -91,9 +91,10 @@ struct JobResult {
   std::vector<std::pair<int64_t, int64_t>> preempted_runs;
   int64_t last_start_s = -1;  // -1: start_s
   int64_t LastStart() const { return last_start_s >= 0 ? last_start_s : start_s; }
+  bool Ran() const { return start_s >= 0 && end_s >= LastStart(); }
   // GPU-seconds held over all its runs.
   int64_t HeldGpuSeconds() const {
-    if (start_s < 0 || end_s < LastStart()) return 0;
+    if (!Ran()) return 0;
     int64_t s = end_s - LastStart();
     for (const auto& [a, b] : preempted_runs) s += b - a;
     return s * gpus;
@@ -101,6 +102,18 @@ struct JobResult {
   bool censored = false;
   std::string note;      // why skipped or unschedulable
 };
+
+// One change in a finished job's life, for sweeps over time: at `t` the
+// job arrives (waiting +1), a run starts (waiting -1, held +gpus), a run is
+// preempted (waiting +1, held -gpus) or the job ends (held -gpus).
+struct JobEdge {
+  int64_t t = 0;
+  size_t job = 0;        // index into the jobs given
+  int32_t waiting = 0;
+  int64_t held = 0;
+};
+// The edges of every job that ran, in time order.
+std::vector<JobEdge> JobEdges(const std::vector<JobResult>& jobs);
 
 struct SimResult {
   std::vector<JobResult> jobs;

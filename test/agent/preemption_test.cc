@@ -138,6 +138,8 @@ TEST_F(PreemptionTest, AQueueReclaimsItsGuaranteeFromABorrower) {
     found = true;
     EXPECT_EQ(q["guarantee"]["*"], 2) << q.dump();
     EXPECT_EQ(q["gpusInUseByType"]["H100"], 2) << q.dump();
+    EXPECT_EQ(q["gpusInUse"], 2) << q.dump();
+    EXPECT_EQ(q["running"], 1) << q.dump();
   }
   EXPECT_TRUE(found) << queues.dump();
   for (int64_t id : {owner, borrower}) Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
