@@ -150,7 +150,7 @@ TEST(Quota, AReclaimReturnsTheGuaranteeOnceTheBorrowerStops) {
   d = CycleAndApply(state, now);
   EXPECT_TRUE(Started(d, a));
   EXPECT_FALSE(Started(d, b2));
-  (void)b1;
+  EXPECT_EQ(state.running().count(b1), 1u);  // only what the guarantee needed was taken
 }
 
 // A reclaim takes only jobs of preemptible classes, unless reclaimAnyClass
@@ -210,9 +210,9 @@ TEST(Quota, AHigherClassDoesNotPreemptAnotherQueueWithinItsGuarantee) {
   const JobId high = Submit(state, "c", 8, now, "high");
   core::Decisions d = CycleAndApply(state, now);
   ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].job, high);
   EXPECT_EQ(d.preemptions[0].victims, std::vector<JobId>{b1});
   EXPECT_FALSE(d.preemptions[0].reclaim);
-  (void)high;
 
   // Within its own queue a higher class preempts freely.
   const JobId a_high = Submit(state, "a", 8, now, "high");
