@@ -14,10 +14,13 @@ ClusterState::ClusterState(ClusterConfig config) : config_(std::move(config)) {
   ResolveQuotas();
 }
 
-int32_t ClusterState::QueueId(const std::string& name) {
-  const size_t queues = queues_.size();
-  const int32_t id = Intern(queues_, queue_ids_, name);
-  if (queues_.size() != queues) ResolveQuotas();
+int32_t ClusterState::QueueId(const std::string& name) { return InternQuotaKey(queues_, queue_ids_, name); }
+
+int32_t ClusterState::InternQuotaKey(std::vector<std::string>& names, std::unordered_map<std::string, int32_t>& ids,
+                                     const std::string& name) {
+  const size_t before = names.size();
+  const int32_t id = Intern(names, ids, name);
+  if (names.size() != before) ResolveQuotas();
   return id;
 }
 
@@ -96,9 +99,7 @@ StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
   if (leaves_.size() > leaves_before) leaf_spine_.push_back(spine_id);
   Node node;
   node.spec = spec;
-  const size_t types = gpu_types_.size();
-  node.gpu_type = Intern(gpu_types_, gpu_type_ids_, spec.gpu_type);
-  if (gpu_types_.size() != types) ResolveQuotas();
+  node.gpu_type = InternQuotaKey(gpu_types_, gpu_type_ids_, spec.gpu_type);
   node.leaf = leaf_id;
   node.spine = spine_id;
   node.free = spec.capacity;
@@ -172,14 +173,12 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   p.id = id;
   p.submit_time = submit_time;
   p.priority_class = priority_class;
-  const size_t queues = queues_.size();
-  p.queue = Intern(queues_, queue_ids_, spec.queue);
-  if (queues_.size() != queues) ResolveQuotas();
+  p.queue = InternQuotaKey(queues_, queue_ids_, spec.queue);
   p.replicas = spec.replicas;
   p.per_replica = spec.per_replica;
   // A type no node has yet is interned all the same: the job is reported
   // unschedulable until such a node joins.
-  p.gpu_type = spec.gpu_type.empty() ? kAnyGpuType : Intern(gpu_types_, gpu_type_ids_, spec.gpu_type);
+  p.gpu_type = spec.gpu_type.empty() ? kAnyGpuType : InternQuotaKey(gpu_types_, gpu_type_ids_, spec.gpu_type);
   p.time_limit = spec.time_limit;
   p.topology = spec.topology;
   p.begin_time = spec.begin_time.value_or(Time::Zero());

@@ -151,9 +151,13 @@ class ClusterState {
                  const std::string& name);
   void RemovePending(JobId id);
   PendingJob MakePending(JobId id, const JobSpec& spec, Time submit_time, int32_t priority_class);
-  // Resolves the configured quotas to dense queue and GPU type ids (after a
-  // queue or a type is interned).
+  // Resolves the configured quotas to dense queue and GPU type ids, and
+  // sizes the usage counts.
   void ResolveQuotas();
+  // Interns a queue or GPU type name (quotas and usage are indexed by both),
+  // resolving the quotas again when it is new.
+  int32_t InternQuotaKey(std::vector<std::string>& names, std::unordered_map<std::string, int32_t>& ids,
+                         const std::string& name);
   // Adds (+1) or removes (-1) a running job's GPUs from its queue's usage.
   void CountUsage(const RunningJob& r, int sign);
 

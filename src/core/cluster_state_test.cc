@@ -858,3 +858,33 @@ TEST_F(ClusterStateTest, RestoredEndedJobsResolveDependencies) {
 
 }  // namespace
 }  // namespace muster::core
+
+namespace muster::core {
+namespace {
+
+// A GPU type first named by a job, and only later by a node: the per-queue
+// GPU counts grow with it, and a queue's quota on that type applies once
+// the type exists.
+TEST(ClusterStateQuotas, ATypeNamedByAJobBeforeAnyNodeIsCountedOnceANodeHasIt) {
+  ClusterConfig config;
+  config.queues = {{"team", {}, {{"B200", 8}}, ""}};
+  ClusterState state(config);
+  ASSERT_TRUE(state.AddNode(MakeNode("a", "H100", 8)).ok());
+  JobSpec spec = MakeJob(1, "B200");
+  spec.queue = "team";
+  StatusOr<JobId> id = state.Submit(spec, Time::FromSeconds(1));
+  ASSERT_TRUE(id.ok());
+  EXPECT_TRUE(state.CheckInvariants().ok()) << state.CheckInvariants().ToString();
+  StatusOr<NodeIndex> b = state.AddNode(MakeNode("b", "B200", 8));
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(state.Bind({*id, {Alloc(*b, 1, spec)}}, Time::FromSeconds(2)).ok());
+  EXPECT_TRUE(state.CheckInvariants().ok()) << state.CheckInvariants().ToString();
+  const ClusterSnapshot snap = state.Snapshot(Time::FromSeconds(3));
+  const int32_t b200 = *state.FindGpuType("B200");
+  EXPECT_EQ(snap.UsageOf(0, b200), 4);
+  EXPECT_EQ(snap.QuotaOf(0)->Limit(b200), 8);
+  EXPECT_EQ(state.GpusByQueue(), (std::vector<std::pair<int32_t, int64_t>>{{0, 4}}));
+}
+
+}  // namespace
+}  // namespace muster::core
