@@ -2,6 +2,7 @@
 with its own store and port, plus `muster agent` processes with fake GPUs.
 Shared by start_bench.py and recovery_bench.py."""
 import json
+import os
 import shutil
 import signal
 import socket
@@ -84,4 +85,5 @@ class LocalCluster:
                     p.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     p.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not os.environ.get("BENCH_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)

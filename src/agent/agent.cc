@@ -1,6 +1,8 @@
 #include "agent/agent.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <grp.h>
 #include <sys/socket.h>
 #include <pwd.h>
@@ -121,11 +123,21 @@ Agent::~Agent() {
   for (std::thread* t : {&watch_thread_, &health_thread_, &log_thread_}) {
     if (t->joinable()) t->join();
   }
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void Agent::Wake() {
+  cv_.notify_all();
+  if (wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)::write(wake_fd_, &one, sizeof one);
+  }
 }
 
 StatusOr<std::string> Agent::Init() {
   // First, while this process has one thread (NVML may start its own).
   ASSIGN_OR_RETURN(launcher_, Launcher::Start());
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (options_.node.empty()) options_.node = HostName();
   if (options_.address.empty()) {
     const bool loopback = options_.server.find("://127.") != std::string::npos ||
@@ -239,7 +251,7 @@ void Agent::Stop() {
     stop_ = true;
     if (watch_client_) watch_client_->stop();  // ends the waiting sync now
   }
-  cv_.notify_all();
+  Wake();
 }
 
 proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
@@ -325,7 +337,7 @@ bool Agent::Sync(int64_t wait_ms) {
     if (std::this_thread::get_id() != main_thread_) {
       // The watcher hands the answer to the main thread.
       pending_ = std::move(*parsed);
-      cv_.notify_all();
+      Wake();
       return true;
     }
   }
@@ -588,7 +600,7 @@ void Agent::HealthLoop() {
     }
     events_.push_back({++event_seq_, {ev.uuid, ev.xid, ev.kind, ev.fatal, ev.time_ms}});
     events_dirty_ = true;  // the main thread sends them now
-    cv_.notify_all();
+    Wake();
   }
 }
 
@@ -604,8 +616,16 @@ void Agent::Run() {
     std::optional<proto::SyncResponse> answer;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval.millis()),
-                   [&] { return stop_ || pending_.has_value() || events_dirty_; });
+      if (!stop_ && !pending_ && !events_dirty_) {
+        lock.unlock();
+        // A Wake() after the check above leaves the eventfd readable.
+        std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
+        for (int fd : executor_->ExitFds()) fds.push_back({fd, POLLIN, 0});
+        ::poll(fds.data(), fds.size(), static_cast<int>(options_.poll_interval.millis()));
+        uint64_t count = 0;
+        if (fds[0].revents & POLLIN) (void)::read(wake_fd_, &count, sizeof count);
+        lock.lock();
+      }
       if (stop_) break;
       answer.swap(pending_);
     }

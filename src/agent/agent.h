@@ -69,7 +69,9 @@ struct AgentOptions {
   bool run_as_submitter = true;  // effective only when running as root
   bool stop_tasks_on_exit = false;  // `muster dev`: a stopped agent leaves nothing running
   Duration sync_wait = Duration::Seconds(10);
-  Duration poll_interval = Duration::Millis(20);
+  // The main loop's longest sleep: a task's exit, an answer from the
+  // server or a health event wakes it at once.
+  Duration poll_interval = Duration::Millis(100);
 };
 
 class Agent {
@@ -110,6 +112,11 @@ class Agent {
   std::unique_ptr<httplib::Server> log_server_;
   int log_port_ = 0;
   std::thread log_thread_, watch_thread_, health_thread_;
+
+  // Wakes the main loop, which sleeps in poll() on it and on its tasks'
+  // pidfds; every change the main loop waits for signals cv_ and this.
+  void Wake();
+  int wake_fd_ = -1;  // an eventfd
 
   std::mutex mu_;
   std::condition_variable cv_;

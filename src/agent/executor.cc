@@ -59,9 +59,12 @@ std::string Executor::LogPath(const std::string& key) const { return options_.st
 
 StatusOr<std::string> Executor::Init() {
   std::error_code ec;
-  fs::create_directories(options_.state_dir + "/tasks", ec);
+  fs::create_directories(options_.state_dir + "/tasks/spare", ec);
   if (!ec) fs::create_directories(options_.state_dir + "/logs", ec);
   if (ec) return FailedPrecondition("cannot create the agent's state directory " + options_.state_dir + ": " + ec.message());
+  for (const auto& e : fs::directory_iterator(options_.state_dir + "/tasks/spare", ec)) {
+    if (e.is_regular_file()) spares_.push_back(e.path().filename().string());
+  }
   std::string how = "cgroups: off (limits are not enforced)";
   if (options_.use_cgroups) {
     auto driver = CgroupDriver::Detect(options_.cgroup_parent);
@@ -88,7 +91,7 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
   if (spec.log_path.empty()) spec.log_path = LogPath(key);
   json first = json::parse(TaskSpecToJson(spec));
   first["meta"] = json::parse(meta, nullptr, false);
-  RETURN_IF_ERROR(CreateJournal(journal, first.dump(-1, ' ', false, json::error_handler_t::replace)));
+  RETURN_IF_ERROR(CreateTaskJournal(key, first.dump(-1, ' ', false, json::error_handler_t::replace)));
 
   Task t;
   t.key = key;
@@ -322,6 +325,14 @@ void Executor::Recover() {
   }
 }
 
+std::vector<int> Executor::ExitFds() const {
+  std::vector<int> fds;
+  for (const auto& [key, t] : tasks_) {
+    if (!t.result && !t.child && t.pidfd >= 0) fds.push_back(t.pidfd);
+  }
+  return fds;
+}
+
 std::vector<TaskStatus> Executor::Tasks() const {
   std::vector<TaskStatus> out;
   for (const auto& [key, t] : tasks_) {
@@ -330,10 +341,43 @@ std::vector<TaskStatus> Executor::Tasks() const {
   return out;
 }
 
+std::string Executor::SparePath(const std::string& name) const { return options_.state_dir + "/tasks/spare/" + name; }
+
+Status Executor::CreateTaskJournal(const std::string& key, const std::string& first_line) {
+  const std::string journal = JournalPath(key);
+  while (recycle_ && !spares_.empty()) {
+    const std::string spare = SparePath(spares_.back());
+    // Written in full before it appears under the task's name: a crash
+    // leaves either no journal or this one, never an old task's lines.
+    const int fd = ::open(spare.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) {
+      spares_.pop_back();
+      continue;
+    }
+    const std::string text = first_line + "\n";
+    const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!written) break;
+    if (::renameat2(AT_FDCWD, spare.c_str(), AT_FDCWD, journal.c_str(), RENAME_NOREPLACE) == 0) {
+      spares_.pop_back();
+      return Status::Ok();
+    }
+    if (errno == EEXIST) return Status(StatusCode::kAlreadyExists, journal + " exists");
+    recycle_ = false;  // EINVAL: the filesystem cannot; create files as usual
+  }
+  return CreateJournal(journal, first_line);
+}
+
 void Executor::Forget(const std::string& key) {
   auto it = tasks_.find(key);
   if (it == tasks_.end() || !it->second.result) return;
-  ::unlink(JournalPath(key).c_str());
+  const std::string journal = JournalPath(key);
+  // Up to one spare per task a node could run at once, and then some.
+  if (recycle_ && spares_.size() < 256 && ::rename(journal.c_str(), SparePath(key).c_str()) == 0) {
+    spares_.push_back(key);
+  } else {
+    ::unlink(journal.c_str());
+  }
   tasks_.erase(it);
 }
 

@@ -19,8 +19,12 @@
 // removed. So an agent restart never starts a task twice and never leaves
 // one behind.
 //
-// Forget(key) deletes an ended task's journal once the server has recorded
-// its result (the log stays).
+// Forget(key) retires an ended task's journal once the server has recorded
+// its result (the log stays). Retired journals are kept as spares in
+// tasks/spare/ and reused by later tasks: a file written and renamed into
+// place (atomically, never over an existing journal) instead of a new inode
+// per task and a deletion a second later, which on ext4 made every file
+// creation scan past the recently deleted inodes.
 //
 // Thread-safety: none; one agent thread owns the executor.
 #pragma once
@@ -84,6 +88,9 @@ class Executor {
   // Every task the executor knows, running or ended but not forgotten.
   std::vector<TaskStatus> Tasks() const;
   bool Has(const std::string& key) const { return tasks_.count(key) > 0; }
+  // Descriptors that become readable when a running task's shim exits
+  // (pidfds); tasks without one are noticed by Poll() alone.
+  std::vector<int> ExitFds() const;
   // Drops an ended task's record and journal. Running tasks are kept.
   void Forget(const std::string& key);
 
@@ -113,12 +120,18 @@ class Executor {
   void Finish(Task& t, std::optional<int> wait_status);
   bool Alive(const Task& t) const;
   void Recover();
+  // Creates the journal of task `key` with its first line: from a spare
+  // when there is one. kAlreadyExists if the journal exists.
+  Status CreateTaskJournal(const std::string& key, const std::string& first_line);
+  std::string SparePath(const std::string& name) const;
 
   ExecutorOptions options_;
   const Clock& clock_;
   std::unique_ptr<CgroupDriver> cgroups_;
   std::map<std::string, Task> tasks_;
   std::vector<std::string> busy_cgroups_;  // emptied, to remove once the kernel lets go
+  std::vector<std::string> spares_;        // names in tasks/spare/
+  bool recycle_ = true;                    // false: this filesystem cannot rename without replacing
 };
 
 // The start time of process `pid` from /proc/<pid>/stat (0 if it is gone

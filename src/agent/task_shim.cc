@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/launcher.h"
 #include "agent/task_spec.h"
 #include "checkpoint/storage.h"
 
@@ -217,16 +218,30 @@ int RunTaskShim(const std::string& journal) {
 
   // Copy output until the payload has exited and the pipe is drained (or a
   // second after exit, when a leftover background process keeps it open).
-  // Once a second, check the agent's lease: past it, fence the task.
+  // Once a second, check the agent's lease: past it, fence the task. The
+  // payload's exit wakes the wait through a pidfd (its pipe's end comes a
+  // moment before the exit can be reaped); without pidfds, a short poll.
+  const int child_fd = OpenPidfd(child);
   char buf[65536];
   int wait_status = 0;
   bool exited = false, eof = false, fencing = false;
   const auto now = [] { return std::chrono::steady_clock::now(); };
   auto exited_at = now(), last_lease_check = now(), kill_at = now();
   while (true) {
-    pollfd p{eof ? -1 : pipe_fds[0], POLLIN, 0};
-    const int r = ::poll(&p, 1, 100);
-    if (r > 0 && !eof) {
+    int timeout_ms = 1000;
+    if (exited) {
+      timeout_ms = static_cast<int>(std::max<int64_t>(
+          0, 1000 - std::chrono::duration_cast<std::chrono::milliseconds>(now() - exited_at).count()));
+    } else if (child_fd < 0) {
+      timeout_ms = eof ? 5 : 100;
+    }
+    if (fencing) {
+      timeout_ms = std::min<int>(timeout_ms, static_cast<int>(std::max<int64_t>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - now()).count())));
+    }
+    pollfd fds[2] = {{eof ? -1 : pipe_fds[0], POLLIN, 0}, {exited ? -1 : child_fd, POLLIN, 0}};
+    ::poll(fds, 2, timeout_ms);
+    if (!eof && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
       if (n > 0) log.Write(buf, static_cast<size_t>(n));
       if (n == 0) eof = true;  // every writer is gone
@@ -235,7 +250,7 @@ int RunTaskShim(const std::string& journal) {
       exited = true;
       exited_at = now();
     }
-    if (exited && (eof || now() - exited_at > std::chrono::seconds(1))) break;
+    if (exited && (eof || now() - exited_at >= std::chrono::seconds(1))) break;
     if (exited || spec.lease_file.empty() || now() - last_lease_check < std::chrono::seconds(1)) continue;
     last_lease_check = now();
     if (!fencing) {
@@ -269,6 +284,7 @@ int RunTaskShim(const std::string& journal) {
     }
   }
   ::close(pipe_fds[0]);
+  if (child_fd >= 0) ::close(child_fd);
   (void)AppendJournal(journal, ShimStatusJson(wait_status));
   return 0;
 }

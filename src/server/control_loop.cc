@@ -203,6 +203,7 @@ void ControlLoop::Run() {
       batch.swap(tasks_);
       if (stop_ && batch.empty()) {
         lock.unlock();
+        AnswerHeldSyncs();
         // Saved last: the writer commits it before it stops.
         if (store::WriteBatch b = SaveFairShare(clock_.Now()); !b.empty()) Persist(std::move(b), nullptr);
         return;
@@ -538,13 +539,16 @@ void ControlLoop::RunCycle() {
     }
   }
   reasons_ = std::move(next);
-  if (b.empty()) return;
-  // Agents learn of a start only once it is durable: a server that crashes
-  // before the write never has a task running for a bind it forgot.
-  Persist(std::move(b), started.empty() ? std::function<void(const Status&)>()
-                                        : [this, started = std::move(started)](const Status&) {
-                                            Post([this, started] { Dispatch(started); });
-                                          });
+  if (!b.empty()) {
+    // Agents learn of a start only once it is durable (ReplyDurable): a
+    // server that crashes before the write never has a task running for a
+    // bind it forgot.
+    Persist(std::move(b), started.empty() ? std::function<void(const Status&)>()
+                                          : [this, started = std::move(started)](const Status&) {
+                                              Post([this, started] { MarkDurable(started); });
+                                            });
+  }
+  AnswerHeldSyncs();
 }
 
 store::WriteBatch ControlLoop::SaveFairShare(Time now) {

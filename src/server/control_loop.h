@@ -243,7 +243,7 @@ class ControlLoop {
       std::shared_ptr<const std::string> encoded;  // its assignment, encoded once
     };
     std::vector<Replica> replicas;
-    bool dispatchable = false;             // its bind is durable: agents may start it
+    bool durable = false;                  // its bind is in the store
     std::optional<core::JobState> ending;  // being torn down, to this state ...
     bool requeue = false;                  // ... or back to PENDING
     std::string ending_reason;
@@ -292,9 +292,8 @@ class ControlLoop {
   // the store (a restart), so agents may run it now. `restored`: its status
   // from before a restart (ended replicas, results, teardown in progress).
   void StartAttempt(int64_t job, int32_t number, bool durable, const nlohmann::json* restored);
-  // Marks attempts whose binds are now durable dispatchable, and nudges
-  // their nodes.
-  void Dispatch(const std::vector<std::pair<int64_t, int32_t>>& started);
+  // Marks attempts whose binds are now in the store durable.
+  void MarkDurable(const std::vector<std::pair<int64_t, int32_t>>& started);
   // Starts tearing down a running job's attempt; ends it at once when no
   // replica runs. `staggered` (requeue, drain, preemption: stops that ask
   // for a checkpoint, often many at once): the stop reaches the agents at
@@ -312,7 +311,15 @@ class ControlLoop {
   }
   void ReplicaEnded(int64_t job, int32_t replica, const proto::TaskReport& r, store::WriteBatch& b);
   void FinishAttempt(int64_t job, store::WriteBatch& b);
-  void BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out);
+  // The node's desired state; returns whether it names a replica whose
+  // bind is not yet durable (then the answer must wait for the store).
+  bool BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out);
+  using SyncReply = std::function<void(StatusOr<SyncResult>)>;
+  // Answers once `b` and everything submitted before it are durable (at
+  // once when there is nothing to wait for).
+  void ReplyDurable(store::WriteBatch b, bool wait, SyncResult out, SyncReply reply);
+  // Answers the syncs held for the cycle (after it, or at shutdown).
+  void AnswerHeldSyncs();
   proto::TaskAssignment Assignment(int64_t job, const Attempt& a, int32_t replica) const;
   // Between the stop signal and SIGKILL: the spec's checkpoint grace period,
   // else agents.defaultGrace.
@@ -337,6 +344,14 @@ class ControlLoop {
   std::unique_ptr<CheckpointJanitor> janitor_;
   int64_t next_stop_slot_ms_ = 0;
   std::set<std::pair<int64_t, int64_t>> delayed_stops_;  // (stop_at_ms, job)
+  // Agent reports that freed GPUs, answered after the next cycle.
+  struct HeldSync {
+    core::NodeIndex node;
+    std::string name;
+    SyncResult out;
+    SyncReply reply;
+  };
+  std::vector<HeldSync> held_syncs_;
 
   // Preemption (scheduler/preemption.h). A preemptor's victims are stopped
   // like a requeue (checkpoint signal, grace period, staggered, no retry

@@ -166,20 +166,17 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
     }
   }
   // A restored attempt was durable before the restart; a new one becomes
-  // dispatchable once its bind is (Dispatch).
-  a.dispatchable = durable;
-  if (a.dispatchable) {
-    for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
-  }
+  // durable with its bind's commit (MarkDurable). Its nodes hear of it now:
+  // their answers wait for that commit.
+  a.durable = durable;
+  for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
   attempts_[job] = std::move(a);
 }
 
-void ControlLoop::Dispatch(const std::vector<std::pair<int64_t, int32_t>>& started) {
+void ControlLoop::MarkDurable(const std::vector<std::pair<int64_t, int32_t>>& started) {
   for (const auto& [job, number] : started) {
     auto it = attempts_.find(job);
-    if (it == attempts_.end() || it->second.number != number) continue;
-    it->second.dispatchable = true;
-    for (const Attempt::Replica& r : it->second.replicas) TouchNode(r.node);
+    if (it != attempts_.end() && it->second.number == number) it->second.durable = true;
   }
 }
 
@@ -384,8 +381,8 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
     auto found = node_index_.find(req.node);
     if (phase == SyncPhase::kAfterWait) {
       if (found == node_index_.end()) return reply(NotFound("node " + req.node + " is not registered"));
-      BuildDesired(found->second, req.node, out.response);
-      return reply(std::move(out));
+      const bool wait = BuildDesired(found->second, req.node, out.response);
+      return ReplyDurable({}, wait, std::move(out), reply);
     }
     // The node: registered on its agent's first sync.
     std::optional<core::NodeIndex> index;
@@ -504,6 +501,7 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
     const bool fresh = req.report_seq >= agent.report_seq;
     if (fresh) agent.report_seq = req.report_seq;
     std::set<std::pair<int64_t, int32_t>> reported;
+    bool freed = false;  // a replica ended: its GPUs may be free for the next cycle
     for (const proto::TaskReport& t : req.tasks) {
       if (!fresh) break;
       auto it = attempts_.find(t.job);
@@ -528,6 +526,7 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
         if (!rep.ended) {
           ReplicaEnded(t.job, t.replica, t, b);
           out.changed = true;
+          freed = true;
         }
         out.response.recorded.push_back({t.job, t.attempt, t.replica});
       }
@@ -595,13 +594,48 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
       out.wait = true;  // nothing new: the HTTP thread waits for a change, then asks for the desired state
       return reply(std::move(out));
     }
-    BuildDesired(*index, req.node, out.response);
-    if (b.empty()) return reply(std::move(out));
-    Persist(std::move(b), [reply, out](const Status& s) {
-      if (!s.ok()) return reply(s);
-      reply(out);
-    });
+    if (freed) {
+      // The next cycle may bind work to the GPUs this report freed: the
+      // answer waits for it and carries that work, instead of a later
+      // nudge and a second round trip.
+      Persist(std::move(b), nullptr);
+      dirty_ = true;
+      held_syncs_.push_back({*index, req.node, std::move(out), reply});
+      return;
+    }
+    const bool wait = BuildDesired(*index, req.node, out.response);
+    ReplyDurable(std::move(b), wait, std::move(out), reply);
   }, ShuttingDown());
+}
+
+void ControlLoop::ReplyDurable(store::WriteBatch b, bool wait, SyncResult out, SyncReply reply) {
+  if (b.empty() && !wait) return reply(std::move(out));
+  // The writer commits in order: once this batch is durable, so is every
+  // bind submitted before it.
+  Persist(std::move(b), [reply = std::move(reply), out = std::move(out)](const Status& s) {
+    if (!s.ok()) return reply(s);
+    reply(out);
+  });
+}
+
+void ControlLoop::AnswerHeldSyncs() {
+  if (held_syncs_.empty()) return;
+  std::vector<HeldSync> held;
+  held.swap(held_syncs_);
+  for (HeldSync& h : held) {
+    BuildDesired(h.node, h.name, h.out.response);
+  }
+  // One barrier for all: the reports they carried and the cycle's binds were
+  // submitted before it.
+  Persist({}, [held = std::move(held)](const Status& s) {
+    for (const HeldSync& h : held) {
+      if (s.ok()) {
+        h.reply(h.out);
+      } else {
+        h.reply(s);
+      }
+    }
+  });
 }
 
 void ControlLoop::ReleaseDueStops(Time now) {
@@ -621,21 +655,24 @@ void ControlLoop::ReleaseStop(Attempt& a) {
   }
 }
 
-void ControlLoop::BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out) {
+bool ControlLoop::BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out) {
   const int64_t now = clock_.Now().millis();
+  bool wait = false;
   for (int64_t job : attempts_on_node_[node]) {
     Attempt& a = attempts_.at(job);
-    if (StopReleased(a, now) || !a.spec || !a.dispatchable) continue;
+    if (StopReleased(a, now) || !a.spec) continue;
     for (size_t i = 0; i < a.replicas.size(); ++i) {
       Attempt::Replica& r = a.replicas[i];
       if (r.node != node || r.ended) continue;
       if (!r.encoded) r.encoded = std::make_shared<const std::string>(proto::ToJson(Assignment(job, a, static_cast<int32_t>(i))));
       out.encoded_tasks.push_back(r.encoded);
+      wait = wait || !a.durable;
     }
   }
   out.epoch = epoch_;
   out.lease_ms = options_.agent_lease.millis();
   out.version = NodeVersion(name);
+  return wait;
 }
 
 proto::TaskAssignment ControlLoop::Assignment(int64_t job, const Attempt& a, int32_t replica) const {

@@ -187,6 +187,33 @@ TEST_F(ExecutorTest, ARestartedAgentAdoptsARunningTaskAndGetsItsExit) {
   EXPECT_FALSE(fs::exists(e->JournalPath("j6.a1.r0")));
 }
 
+TEST_F(ExecutorTest, AForgottenJournalIsReusedAndNeverBringsItsTaskBack) {
+  const std::string spare = dir_ + "/state/tasks/spare";
+  auto count = [&] { return std::distance(fs::directory_iterator(spare), fs::directory_iterator()); };
+  auto e = Make();
+  ASSERT_TRUE(e->Start(Shell("j11.a1.r0", "exit 2"), {}).ok());
+  EXPECT_EQ(WaitEnd(*e, "j11.a1.r0").exit_code, 2);
+  e->Forget("j11.a1.r0");
+  EXPECT_FALSE(fs::exists(e->JournalPath("j11.a1.r0")));
+  EXPECT_EQ(count(), 1);
+  // The next task's journal is the spare, holding only its own lines.
+  ASSERT_TRUE(e->Start(Shell("j11.a1.r1", "exit 5"), {}).ok());
+  EXPECT_EQ(count(), 0);
+  EXPECT_EQ(WaitEnd(*e, "j11.a1.r1").exit_code, 5);
+  const std::string journal = Read(e->JournalPath("j11.a1.r1"));
+  EXPECT_EQ(journal.find("exit 2"), std::string::npos) << journal;
+  EXPECT_NE(journal.find("exit 5"), std::string::npos) << journal;
+  // A restarted executor knows the second task only, still ended.
+  e.reset();
+  e = Make();
+  const auto tasks = e->Tasks();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].key, "j11.a1.r1");
+  ASSERT_TRUE(tasks[0].result.has_value());
+  EXPECT_EQ(tasks[0].result->exit_code, 5);
+  EXPECT_EQ(e->Start(Shell("j11.a1.r1", "true"), {}).code(), StatusCode::kAlreadyExists);
+}
+
 TEST_F(ExecutorTest, WorksWithoutCgroups) {
   auto e = Make(/*cgroups=*/false);
   EXPECT_EQ(e->cgroups(), nullptr);

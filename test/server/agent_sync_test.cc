@@ -1,0 +1,94 @@
+// The agent protocol against a real server, spoken by hand: the answer to a
+// report that frees GPUs carries the work bound to them, and only once that
+// bind is durable.
+#include <httplib.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "server_process.h"
+
+namespace muster::testing {
+namespace {
+
+using nlohmann::json;
+
+// A one-GPU node's sync; `tasks` is its report.
+json SyncBody(int64_t report_seq, int64_t version, const json& tasks) {
+  return {{"node", "n1"},
+          {"agentVersion", "test"},
+          {"address", "127.0.0.1"},
+          {"gpuType", "H100"},
+          {"gpus", json::array({{{"index", 0}, {"uuid", "GPU-test-0"}, {"name", "NVIDIA H100"}, {"healthy", true}}})},
+          {"cpuMilli", 8000},
+          {"memoryBytes", int64_t{64} << 30},
+          {"tasks", tasks},
+          {"reportSeq", report_seq},
+          {"version", version},
+          {"reportsVersion", version},
+          {"waitMs", 0}};
+}
+
+json Sync(httplib::Client& cli, const json& body) {
+  auto r = cli.Post("/v1/agent/sync", body.dump(), "application/json");
+  EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  return r && r->status == 200 ? json::parse(r->body) : json::object();
+}
+
+int64_t Submit(httplib::Client& cli) {
+  auto r = cli.Post("/v1/jobs", R"({"name":"one","resources":{"gpus":1},"command":["true"]})", "application/json");
+  EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+  return r && r->status == 201 ? json::parse(r->body)["id"].get<int64_t>() : 0;
+}
+
+TEST(AgentSync, TheReportThatFreesAGpuIsAnsweredWithTheWorkBoundToItOnceDurable) {
+  ServerProcess server;
+  ASSERT_TRUE(server.Start());
+  httplib::Client cli(server.url());
+  Sync(cli, SyncBody(1, 0, json::array()));  // registers the node
+  const int64_t first = Submit(cli);
+  const int64_t second = Submit(cli);
+
+  // The first job is bound to the only GPU; the agent hears of it.
+  json answer;
+  for (int i = 0; i < 500; ++i) {
+    answer = Sync(cli, SyncBody(1, 0, json::array()));
+    if (answer.contains("tasks") && !answer["tasks"].empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(answer["tasks"].size(), 1u) << answer.dump();
+  EXPECT_EQ(answer["tasks"][0]["job"], first);
+  const int64_t version = answer["version"];
+  json task = {{"job", first}, {"attempt", 1}, {"replica", 0}, {"running", true}, {"startMs", 1}};
+  Sync(cli, SyncBody(2, version, json::array({task})));
+
+  // Its end: the same answer names the second job, bound to the GPU it freed.
+  task["running"] = false;
+  task["exitCode"] = 0;
+  task["endMs"] = 2;
+  answer = Sync(cli, SyncBody(3, version, json::array({task})));
+  ASSERT_EQ(answer["recorded"].size(), 1u) << answer.dump();
+  EXPECT_EQ(answer["recorded"][0]["job"], first);
+  ASSERT_EQ(answer["tasks"].size(), 1u) << answer.dump();
+  EXPECT_EQ(answer["tasks"][0]["job"], second);
+  EXPECT_GT(answer["version"].get<int64_t>(), version);
+
+  // It was durable before the agent heard of it: a server killed now still
+  // has the second job bound after a restart, and the first one completed.
+  server.Kill();
+  ASSERT_TRUE(server.Start());
+  httplib::Client again(server.url());
+  auto r = again.Get("/v1/jobs/" + std::to_string(second));
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_EQ(json::parse(r->body)["state"], "RUNNING") << r->body;
+  r = again.Get("/v1/jobs/" + std::to_string(first));
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_EQ(json::parse(r->body)["state"], "COMPLETED") << r->body;
+}
+
+}  // namespace
+}  // namespace muster::testing
