@@ -11,9 +11,15 @@ on loopback, running real processes (in cgroups when run as root).
               from the first submit to the end of the last job (the server's
               record of the end). Ideal = ceil(JOBS / GPU slots) x 1 s.
 
-Usage: bench/start_bench.py BINARY [--agents 32] [--latency-jobs 200]
-       [--gap 0.1] [--jobs 1000] [--mode array|par4|both]
+Usage: bench/start_bench.py BINARY [--agents 32] [--gpus 8xH100] [--latency-jobs 200]
+       [--gap 0.1] [--jobs 1000] [--mode array|par4|both|none]
 Prints one summary line per measurement (the same lines docs/benchmarks.md quotes).
+
+Environment: BENCH_CMD, a job command (YAML list) that prints its start and
+end in ns (e.g. [/bin/sh, -c, 'date +%s%N; sleep 1; date +%s%N']): also
+prints bind -> process start, process end -> recorded end, and a task's end
+-> the next start on its node's GPUs. BENCH_VERBOSE: starts and ends per
+half second. BENCH_KEEP: keep the cluster's directory (logs, agent state).
 """
 import argparse
 import concurrent.futures
@@ -43,15 +49,18 @@ class Cluster(LocalCluster):
                 return items
 
     def cpu(self):
-        """CPU seconds: (server, agents, agents' children = shims and jobs)."""
+        """CPU seconds: (server, agents, the whole machine: shims, jobs and all)."""
         def times(pid):
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             tick = os.sysconf("SC_CLK_TCK")
             return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
         server = times(self.server.pid)[0]
-        agents = [times(p.pid) for p in self.agents.values()]
-        return server, sum(a for a, _ in agents), sum(c for _, c in agents)
+        agents = [times(p.pid)[0] for p in self.agents.values()]
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        busy = sum(fields) - fields[3] - fields[4]  # all but idle and iowait
+        return server, sum(agents), busy / os.sysconf("SC_CLK_TCK")
 
 def pct(values, p):
     s = sorted(values)
@@ -90,7 +99,7 @@ def latency(cluster, n, gap):
           f"max={max(lat):.1f} ms min={min(lat):.1f} ms (submit sent -> job process running, idle cluster)")
 
 
-def throughput(cluster, jobs, mode, slots):
+def throughput(cluster, jobs, mode, slots, per_node):
     spec = "name: short\nresources: {gpus: 1}\ncommand: " + os.environ.get("BENCH_CMD", "[/bin/sleep, '1']") + "\n"
     t0 = time.time()
     if mode == "array":
@@ -115,12 +124,13 @@ def throughput(cluster, jobs, mode, slots):
     makespan = max(ends) - t0
     if os.environ.get("BENCH_CMD"):
         # The command printed its own start and end (ns): where the time goes.
-        delays, reports = [], []
+        delays, reports, gaps = [], [], []
         by_id = {j["id"]: j for j in done}
         for node in os.listdir(cluster.dir):
             logs = f"{cluster.dir}/{node}/logs"
             if not os.path.isdir(logs):
                 continue
+            node_starts, node_ends = [], []
             for name in os.listdir(logs):
                 jid = int(name.split(".")[0][1:])
                 if jid not in by_id:
@@ -130,8 +140,17 @@ def throughput(cluster, jobs, mode, slots):
                 if len(stamps) == 2:
                     delays.append(stamps[0] - rfc3339_ms(by_id[jid]["startTime"]))
                     reports.append(rfc3339_ms(by_id[jid]["endTime"]) - stamps[1])
+                    node_starts.append(stamps[0])
+                    node_ends.append(stamps[1])
+            # The k-th end on a node frees the GPU the (k + GPUs)-th start takes.
+            node_starts.sort()
+            node_ends.sort()
+            gaps += [node_starts[k + per_node] - node_ends[k] for k in range(len(node_starts) - per_node)]
         print(f"bind -> process start: p50 {pct(delays, 50)*1000:.0f} ms p90 {pct(delays, 90)*1000:.0f} ms max {max(delays)*1000:.0f} ms; "
               f"process end -> recorded end: p50 {pct(reports, 50)*1000:.0f} ms p90 {pct(reports, 90)*1000:.0f} ms max {max(reports)*1000:.0f} ms")
+        if gaps:
+            print(f"task end -> next start on its node: p50 {pct(gaps, 50)*1000:.0f} ms p90 {pct(gaps, 90)*1000:.0f} ms "
+                  f"max {max(gaps)*1000:.0f} ms")
     ideal = math.ceil(jobs / slots) * 1.0
     if os.environ.get("BENCH_VERBOSE"):
         for name, ts in (("starts", starts), ("ends", ends)):
@@ -161,9 +180,9 @@ def main():
             latency(cluster, a.latency_jobs, a.gap)
         for mode in (["array", "par4"] if a.mode == "both" else [] if a.mode == "none" else [a.mode]):
             before = cluster.cpu()
-            throughput(cluster, a.jobs, mode, slots)
+            throughput(cluster, a.jobs, mode, slots, int(a.gpus.split("x")[0]))
             after = cluster.cpu()
-            print("  CPU: server {:.1f} s, agents {:.1f} s, tasks (shims and jobs) {:.1f} s".format(
+            print("  CPU: server {:.1f} s, agents {:.1f} s, the whole machine {:.1f} s".format(
                 *[y - x for x, y in zip(before, after)]))
     finally:
         cluster.close()
