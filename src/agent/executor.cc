@@ -96,7 +96,11 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
   Task t;
   t.key = key;
   if (options_.launcher) {
-    ASSIGN_OR_RETURN(Launcher::Launched launched, options_.launcher->Launch(journal, spec.log_path));
+    // On cgroup v2 the task has one group: the launcher creates the shim in it.
+    const std::string group = cgroups_ && cgroups_->version() == 2 && spec.cgroup_procs.size() == 1
+                                  ? fs::path(spec.cgroup_procs[0]).parent_path().string()
+                                  : std::string();
+    ASSIGN_OR_RETURN(Launcher::Launched launched, options_.launcher->Launch(journal, spec.log_path, group));
     t.pid = launched.pid;
     t.pidfd = launched.pidfd;
     t.child = false;

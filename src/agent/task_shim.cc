@@ -149,7 +149,7 @@ void ChooseCheckpoint(const TaskSpec& spec, const std::string& journal, Log& log
 
 }  // namespace
 
-int RunTaskShim(const std::string& journal) {
+int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   const std::vector<std::string> lines = ReadJournal(journal);
   if (lines.empty()) {
     std::fprintf(stderr, "muster task-shim: %s has no task spec\n", journal.c_str());
@@ -169,6 +169,7 @@ int RunTaskShim(const std::string& journal) {
   ::signal(SIGPIPE, SIG_IGN);
   Log log(spec.log_path, spec.log_max_bytes);
   for (const std::string& procs : spec.cgroup_procs) {
+    if (!placed_in.empty() && procs == placed_in + "/cgroup.procs") continue;  // born there
     const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
     const std::string pid = std::to_string(::getpid());
     if (fd < 0 || ::write(fd, pid.data(), pid.size()) < 0) {

@@ -25,7 +25,8 @@
 namespace muster::agent {
 
 // Runs the shim; returns the shim's exit code (0 once the exit status is
-// written, 1 when the spec cannot be read).
-int RunTaskShim(const std::string& journal);
+// written, 1 when the spec cannot be read). `placed_in`: the cgroup
+// directory the launcher created this process in; it joins the others.
+int RunTaskShim(const std::string& journal, const std::string& placed_in = "");
 
 }  // namespace muster::agent

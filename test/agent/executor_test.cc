@@ -5,6 +5,7 @@
 #include "agent/launcher.h"
 #include "process_util.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -257,6 +258,54 @@ TEST_F(ExecutorTest, TheLauncherStartsShimsWithoutExecAndTheirExitsAreSeen) {
   e.reset();
   auto again = Make(/*cgroups=*/true, /*launcher=*/true);
   EXPECT_EQ(WaitEnd(*again, "j10.a1.r2").exit_code, 6);
+}
+
+// On cgroup v2 the launcher creates the shim inside the task's group
+// (CLONE_INTO_CGROUP): no move, so no wait for the kernel's grace period.
+// This machine mounts a v2 hierarchy beside its v1 controllers; a driver
+// over that one alone exercises the same path as a v2-only node.
+TEST_F(ExecutorTest, OnCgroupV2TheLauncherStartsTheShimInsideItsGroup) {
+  if (!Root()) GTEST_SKIP() << "needs root";
+  std::string v2_line;
+  {
+    std::ifstream in("/proc/self/mounts");
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(" cgroup2 ") != std::string::npos) v2_line = line;
+    }
+  }
+  if (v2_line.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted";
+  const std::string mounts = dir_ + "/mounts";
+  std::ofstream(mounts) << v2_line << "\n";
+  const std::string parent = "muster-test-v2-" + std::to_string(getpid());
+  auto driver = CgroupDriver::Detect(parent, mounts);
+  ASSERT_TRUE(driver.ok()) << driver.status().ToString();
+  ASSERT_EQ((*driver)->version(), 2);
+  auto procs = (*driver)->Create("j12.a1.r0", {});
+  ASSERT_TRUE(procs.ok()) << procs.status().ToString();
+  ASSERT_EQ(procs->size(), 1u);
+  const std::string group = fs::path((*procs)[0]).parent_path().string();
+
+  fs::create_directories(dir_ + "/tasks");
+  TaskSpec spec = Shell("j12.a1.r0", "cat /proc/self/cgroup");
+  spec.cgroup_procs = *procs;
+  spec.log_path = dir_ + "/j12.log";
+  const std::string journal = dir_ + "/tasks/j12.a1.r0.jsonl";
+  ASSERT_TRUE(CreateJournal(journal, TaskSpecToJson(spec)).ok());
+  auto launcher = Launcher::Start();
+  ASSERT_TRUE(launcher.ok()) << launcher.status().ToString();
+  auto launched = (*launcher)->Launch(journal, spec.log_path, group);
+  ASSERT_TRUE(launched.ok()) << launched.status().ToString();
+  EXPECT_TRUE(launched->in_cgroup);
+  pollfd exited{launched->pidfd, POLLIN, 0};
+  EXPECT_EQ(::poll(&exited, 1, 30'000), 1) << "the shim did not end";
+  ::close(launched->pidfd);
+  // The payload ran in the group (the v2 line of /proc/self/cgroup).
+  EXPECT_NE(Read(spec.log_path).find("0::/" + parent + "/j12.a1.r0\n"), std::string::npos) << Read(spec.log_path);
+  EXPECT_TRUE((*driver)->KillAll("j12.a1.r0"));
+  for (int i = 0; i < 200 && !(*driver)->Remove("j12.a1.r0").ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::rmdir(fs::path(group).parent_path().c_str());
 }
 
 TEST_F(ExecutorTest, LogsRotateAtTheLimit) {
