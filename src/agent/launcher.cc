@@ -47,7 +47,10 @@ bool WriteFull(int fd, const void* buf, size_t n) {
 
 // fork(), but the child starts in the cgroup whose directory is `cgroup_fd`
 // (CLONE_INTO_CGROUP, Linux 5.7, cgroup v2). -1 with errno when the kernel
-// cannot; the caller forks instead.
+// cannot; the caller forks instead. The child goes on like a fork()'s: the
+// launcher is single-threaded, so no lock is held at the clone; glibc's
+// cached thread id stays the launcher's, which the shim never relies on
+// (getpid and raise ask the kernel); its own fork() sets its children's.
 pid_t ForkIntoCgroup(int cgroup_fd) {
   clone_args args{};
   args.flags = CLONE_INTO_CGROUP;
