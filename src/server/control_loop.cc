@@ -528,17 +528,24 @@ void ControlLoop::RunCycle() {
     b.events.push_back(Event(bnd.job, "Started", "", "attempt " + std::to_string(row.attempts) + " on " + where));
   }
   for (const core::Preemption& p : d.preemptions) ApplyPreemption(p, now, b);
-  std::unordered_map<int64_t, core::PendingReason> next;
+  // Only a reason that changed touches the job's row (a long queue keeps
+  // most of its reasons from one cycle to the next).
+  const uint64_t round = ++reasons_round_;
   for (const core::PendingReason& r : d.reasons) {
-    next[r.job] = r;
+    auto [it, fresh] = reasons_.try_emplace(r.job, Waiting{r, round});
+    const bool changed = fresh || it->second.reason.code != r.code;
+    it->second = {r, round};
+    if (!changed) continue;
     JobRow& row = jobs_.at(r.job);
-    const std::string code = core::ReasonCodeName(r.code);
+    const char* code = core::ReasonCodeName(r.code);
     if (row.reason != code) {
       row.reason = code;
       b.reasons.emplace_back(r.job, code);
     }
   }
-  reasons_ = std::move(next);
+  if (reasons_.size() != d.reasons.size()) {
+    std::erase_if(reasons_, [round](const auto& e) { return e.second.round != round; });
+  }
   if (!b.empty()) {
     // Agents learn of a start only once it is durable (ReplyDurable): a
     // server that crashes before the write never has a task running for a
@@ -592,8 +599,8 @@ StatusOr<ControlLoop::Explanation> ControlLoop::Explain(int64_t id) {
     const Time now = clock_.Now();
     auto r = reasons_.find(id);
     if (r != reasons_.end()) {
-      e.reason = r->second;
-      e.reason_text = core::FormatReason(r->second, state_.GpuTypeName(r->second.gpu_type), now);
+      e.reason = r->second.reason;
+      e.reason_text = core::FormatReason(r->second.reason, state_.GpuTypeName(r->second.reason.gpu_type), now);
     } else {
       e.reason_text = e.job.reason;
     }

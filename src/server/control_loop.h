@@ -406,7 +406,15 @@ class ControlLoop {
   // Forgets idempotency keys older than a day (the documented window).
   void PruneIdempotency(Time now);
   std::map<std::pair<std::string, std::string>, IdemEntry> idempotency_;
-  std::unordered_map<int64_t, core::PendingReason> reasons_;
+  // Why each pending job waits, as of the cycle `round` (older entries are
+  // jobs no longer pending). A path that writes a pending job's reason
+  // column itself erases its entry, so the next cycle writes it again.
+  struct Waiting {
+    core::PendingReason reason;
+    uint64_t round = 0;
+  };
+  std::unordered_map<int64_t, Waiting> reasons_;
+  uint64_t reasons_round_ = 0;
   std::unordered_map<int64_t, std::string> idempotency_key_of_;  // job -> its key, kept in its status
   struct ArrayTask {
     int64_t first_id = 0;
