@@ -55,7 +55,7 @@ struct ServerOptions {
   scheduler::FairShareOptions fairshare;
   Duration cycle_interval = Duration::Seconds(1);
   // After a change, the next cycle waits at most this long (debounce).
-  Duration cycle_delay = Duration::Millis(1);
+  Duration cycle_delay = Duration::Millis(5);
   int64_t max_body_bytes = 1 << 20;
   int64_t rate_per_second = 500;
   int64_t rate_burst = 1000;
