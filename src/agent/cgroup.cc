@@ -99,6 +99,7 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::Detect(const std::string& 
   if (!in) return FailedPrecondition("cannot read " + mounts_file);
   std::string unified;
   std::vector<Hierarchy> v1;
+  bool favordynmods = false;
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream f(line);
@@ -110,6 +111,8 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::Detect(const std::string& 
     std::string opt;
     while (std::getline(o, opt, ',')) {
       if (opt == "memory" || opt == "cpu" || opt == "pids") v1.push_back({opt, mount});
+      // One hierarchy with it is enough: the lock it relaxes is global.
+      if (opt == "favordynmods") favordynmods = true;
     }
   }
   const bool v2_has_memory = !unified.empty() && HasWord(ReadFile(unified + "/cgroup.controllers"), "memory");
@@ -119,6 +122,7 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::Detect(const std::string& 
   std::unique_ptr<CgroupDriver> d(new CgroupDriver());
   d->version_ = 1;
   d->parent_ = parent;
+  d->favordynmods_ = favordynmods;
   for (const Hierarchy& h : v1) {
     std::error_code ec;
     fs::create_directories(h.mount + "/" + parent, ec);
@@ -142,7 +146,12 @@ std::string CgroupDriver::Describe() const {
   add(has_memory_, "memory");
   add(has_cpu_, "cpu");
   add(has_pids_, "pids");
-  return (version_ == 1 ? "v1 (" : "v2 (") + (enforced.empty() ? "no limits" : enforced) + ")";
+  std::string out = (version_ == 1 ? "v1 (" : "v2 (") + (enforced.empty() ? "no limits" : enforced) + ")";
+  if (version_ == 1 && !favordynmods_) {
+    out += "; each task start waits for the kernel's RCU grace period to join its cgroup (10 to 25 ms): "
+           "mount a cgroup hierarchy with favordynmods to avoid it (docs/operations.md)";
+  }
+  return out;
 }
 
 std::vector<std::string> CgroupDriver::Dirs(const std::string& name) const {

@@ -51,7 +51,8 @@ class CgroupDriver {
   CgroupDriver& operator=(const CgroupDriver&) = delete;
 
   int version() const { return version_; }
-  // "v1 (memory, cpu, pids)" or "v2 (memory, cpu, pids)": what is enforced.
+  // "v1 (memory, cpu, pids)" or "v2 (memory, cpu, pids)": what is enforced;
+  // on v1 without favordynmods, a word on what that costs each start.
   std::string Describe() const;
 
   // Creates the group with its limits (an existing group of that name is
@@ -94,6 +95,7 @@ class CgroupDriver {
   };
   std::vector<Hierarchy> hierarchies_;
   bool has_memory_ = false, has_cpu_ = false, has_pids_ = false;
+  bool favordynmods_ = false;  // v1: a hierarchy is mounted with it (moves need no grace period)
 };
 
 }  // namespace muster::agent

@@ -308,6 +308,25 @@ TEST_F(ExecutorTest, OnCgroupV2TheLauncherStartsTheShimInsideItsGroup) {
   ::rmdir(fs::path(group).parent_path().c_str());
 }
 
+// The driver reads its hierarchies from a mounts table (here a fake one over
+// plain directories) and says what a v1 start costs without favordynmods.
+TEST_F(ExecutorTest, OnCgroupV1TheDriverSaysWhetherStartsWaitForTheKernel) {
+  for (const bool favor : {false, true}) {
+    const std::string root = dir_ + (favor ? "/favor" : "/plain");
+    fs::create_directories(root + "/memory");
+    fs::create_directories(root + "/pids");
+    const std::string mounts = root + "/mounts";
+    std::ofstream(mounts) << "cgroup " << root << "/memory cgroup rw,relatime,memory" << (favor ? ",favordynmods" : "")
+                          << " 0 0\ncgroup " << root << "/pids cgroup rw,relatime,pids 0 0\n";
+    auto driver = CgroupDriver::Detect("muster", mounts);
+    ASSERT_TRUE(driver.ok()) << driver.status().ToString();
+    EXPECT_EQ((*driver)->version(), 1);
+    const std::string how = (*driver)->Describe();
+    EXPECT_EQ(how.rfind("v1 (memory, pids)", 0), 0u) << how;
+    EXPECT_EQ(how.find("favordynmods") != std::string::npos, !favor) << how;
+  }
+}
+
 TEST_F(ExecutorTest, LogsRotateAtTheLimit) {
   auto e = Make();
   TaskSpec s = Shell("j9.a1.r0", "i=0; while [ $i -lt 200 ]; do echo 0123456789012345678901234567890123456789; i=$((i+1)); done");
