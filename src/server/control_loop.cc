@@ -78,8 +78,8 @@ void ControlLoop::Stop() {
   {
     std::lock_guard<std::mutex> lock(versions_mu_);
     stopping_versions_ = true;
+    for (auto& [node, v] : versions_) v->changed.notify_all();
   }
-  versions_cv_.notify_all();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_ || !thread_.joinable()) {

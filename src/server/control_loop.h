@@ -378,9 +378,15 @@ class ControlLoop {
   int64_t epoch_ = 0;
   int32_t port_salt_ = 0;  // MasterPort's per-cluster shift
   bool mass_silence_reported_ = false;
+  // A node's desired-state version, and the syncs waiting for it to change
+  // (each node its own condition variable: a bind wakes only its node's
+  // waiters, not every agent's).
+  struct VersionSlot {
+    int64_t version = 0;
+    std::condition_variable changed;
+  };
   std::mutex versions_mu_;
-  std::condition_variable versions_cv_;
-  std::unordered_map<std::string, int64_t> versions_;  // guarded by versions_mu_
+  std::unordered_map<std::string, std::unique_ptr<VersionSlot>> versions_;  // guarded by versions_mu_; never erased
   int64_t version_counter_ = 0;                        // guarded by versions_mu_
   bool stopping_versions_ = false;                     // guarded by versions_mu_
 

@@ -50,22 +50,26 @@ void ControlLoop::TouchNode(core::NodeIndex node) {
   const std::string& name = state_.nodes()[node].spec.name;
   {
     std::lock_guard<std::mutex> lock(versions_mu_);
-    versions_[name] = ++version_counter_;
+    std::unique_ptr<VersionSlot>& v = versions_[name];
+    if (!v) v = std::make_unique<VersionSlot>();
+    v->version = ++version_counter_;
+    v->changed.notify_all();
   }
-  versions_cv_.notify_all();
 }
 
 int64_t ControlLoop::NodeVersion(const std::string& node) {
   std::lock_guard<std::mutex> lock(versions_mu_);
   auto it = versions_.find(node);
-  return it == versions_.end() ? 0 : it->second;
+  return it == versions_.end() ? 0 : it->second->version;
 }
 
 void ControlLoop::WaitForNodeChange(const std::string& node, int64_t version, Duration max_wait) {
   std::unique_lock<std::mutex> lock(versions_mu_);
-  versions_cv_.wait_for(lock, std::chrono::milliseconds(max_wait.millis()), [&] {
-    auto it = versions_.find(node);
-    return (it != versions_.end() && it->second != version) || stopping_versions_;
+  std::unique_ptr<VersionSlot>& v = versions_[node];
+  if (!v) v = std::make_unique<VersionSlot>();
+  VersionSlot& slot = *v;  // entries are never erased: the reference stays valid
+  slot.changed.wait_for(lock, std::chrono::milliseconds(max_wait.millis()), [&] {
+    return (slot.version != 0 && slot.version != version) || stopping_versions_;
   });
 }
 
