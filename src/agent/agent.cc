@@ -612,6 +612,7 @@ void Agent::Run() {
   if (nvml_) health_thread_ = std::thread([this] { HealthLoop(); });
   bool unsent = false;
   int64_t last_try_ms = 0;
+  int64_t last_prune_ms = 0;
   while (true) {
     std::optional<proto::SyncResponse> answer;
     {
@@ -641,6 +642,10 @@ void Agent::Run() {
       }
     }
     FenceIfLeaseLost();
+    if (now - last_prune_ms >= 60'000) {
+      last_prune_ms = now;
+      executor_->PruneLogs(options_.log_retention);
+    }
     // Ended tasks and health events are reported at once; a task that
     // started rides along with the watcher's next sync.
     bool report_now = RefreshReports();

@@ -345,6 +345,22 @@ std::vector<TaskStatus> Executor::Tasks() const {
   return out;
 }
 
+int Executor::PruneLogs(Duration keep) {
+  if (keep <= Duration::Zero()) return 0;
+  const int64_t cutoff_s = (clock_.Now().millis() - keep.millis()) / 1000;
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(options_.state_dir + "/logs", ec)) {
+    const std::string name = e.path().filename().string();
+    const size_t dot = name.find(".log");
+    if (dot == std::string::npos || tasks_.count(name.substr(0, dot))) continue;  // its task is known
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) != 0 || st.st_mtime >= cutoff_s) continue;
+    if (::unlink(e.path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
 std::string Executor::SparePath(const std::string& name) const { return options_.state_dir + "/tasks/spare/" + name; }
 
 Status Executor::CreateTaskJournal(const std::string& key, const std::string& first_line) {

@@ -93,6 +93,9 @@ class Executor {
   std::vector<int> ExitFds() const;
   // Drops an ended task's record and journal. Running tasks are kept.
   void Forget(const std::string& key);
+  // Deletes the logs (and their rotated halves) not written for `keep` of
+  // tasks the executor no longer knows; returns how many files went.
+  int PruneLogs(Duration keep);
 
   std::string JournalPath(const std::string& key) const;
   std::string LogPath(const std::string& key) const;

@@ -33,6 +33,8 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_flag("--no-cgroups", f.no_cgroups, "Run tasks without cgroups (no memory, CPU or pids limits)");
   a->add_flag("--run-as-self", f.as_self, "Run tasks as the agent's user even when it is root");
   a->add_flag("--stop-tasks-on-exit", o.stop_tasks_on_exit, "Stop every task when the agent stops (development)");
+  a->add_option("--log-retention", f.log_retention,
+                "How long the logs of tasks that ended are kept, e.g. 7d, 12h, 0 to keep them (default 7d)");
   return a;
 }
 
@@ -53,6 +55,15 @@ int RunAgentCommand(AgentFlags& f) {
       return 2;
     }
     o.memory_bytes = *mem;
+  }
+  if (!f.log_retention.empty()) {
+    auto keep = f.log_retention == "0" ? StatusOr<Duration>(Duration::Zero()) : ParseDuration(f.log_retention);
+    if (!keep.ok() || *keep < Duration::Zero()) {
+      std::cerr << "muster agent: --log-retention: must be a duration like 7d, 12h or 0 (keep), got \"" << f.log_retention
+                << "\"\n";
+      return 2;
+    }
+    o.log_retention = *keep;
   }
   if (!f.leaf.empty()) o.labels["leaf"] = f.leaf;
   if (!f.spine.empty()) o.labels["spine"] = f.spine;

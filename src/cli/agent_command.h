@@ -19,6 +19,7 @@ struct AgentFlags {
   std::string leaf, spine, zone, rack;
   bool no_cgroups = false;
   bool as_self = false;
+  std::string log_retention;
 };
 
 CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& flags);

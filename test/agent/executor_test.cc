@@ -7,6 +7,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -325,6 +326,29 @@ TEST_F(ExecutorTest, OnCgroupV1TheDriverSaysWhetherStartsWaitForTheKernel) {
     EXPECT_EQ(how.rfind("v1 (memory, pids)", 0), 0u) << how;
     EXPECT_EQ(how.find("favordynmods") != std::string::npos, !favor) << how;
   }
+}
+
+TEST_F(ExecutorTest, LogsOfForgottenTasksGoAfterTheirRetention) {
+  auto e = Make();
+  ASSERT_TRUE(e->Start(Shell("j20.a1.r0", "sleep 30"), {}).ok());  // known: its log stays, however old
+  auto age = [](const std::string& path, int64_t days) {
+    std::ofstream(path, std::ios::app) << "line\n";
+    const timeval old = {::time(nullptr) - days * 86400, 0};
+    const timeval times[2] = {old, old};
+    ASSERT_EQ(::utimes(path.c_str(), times), 0) << path;
+  };
+  age(e->LogPath("j20.a1.r0"), 30);
+  age(e->LogPath("j21.a1.r0"), 8);         // forgotten, older than a week: goes
+  age(e->LogPath("j21.a1.r0") + ".1", 9);  // with its rotated half
+  age(e->LogPath("j22.a1.r0"), 6);         // forgotten, younger: stays
+  EXPECT_EQ(e->PruneLogs(Duration::Hours(7 * 24)), 2);
+  EXPECT_TRUE(fs::exists(e->LogPath("j20.a1.r0")));
+  EXPECT_FALSE(fs::exists(e->LogPath("j21.a1.r0")));
+  EXPECT_FALSE(fs::exists(e->LogPath("j21.a1.r0") + ".1"));
+  EXPECT_TRUE(fs::exists(e->LogPath("j22.a1.r0")));
+  EXPECT_EQ(e->PruneLogs(Duration::Zero()), 0);  // zero keeps everything
+  e->Stop("j20.a1.r0", SIGKILL, Duration::Millis(0), "stop");
+  WaitEnd(*e, "j20.a1.r0");
 }
 
 TEST_F(ExecutorTest, LogsRotateAtTheLimit) {
