@@ -228,9 +228,11 @@ Status HttpApi::Bind() {
   http_->set_tcp_nodelay(true);  // small JSON answers must not wait for delayed ACKs
   // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
   // second server on the same port starts "fine" and takes half the traffic.
-  http_->set_socket_options([](int sock) {
+  int listen_fd = -1;
+  http_->set_socket_options([&listen_fd](int sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd = sock;
   });
   http_->set_read_timeout(30, 0);
   http_->set_write_timeout(30, 0);
@@ -245,6 +247,15 @@ Status HttpApi::Bind() {
     }
     port_ = options_.port;
   }
+  // Debian's cpp-httplib listens with a backlog of 5: when more clients
+  // connect at once (every agent after a server restart), SYNs are dropped
+  // and retried a second later. listen() again only raises the backlog.
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
+  // The callback above refers to this frame's `listen_fd`; leave none behind.
+  http_->set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   return Status::Ok();
 }
 

@@ -1,6 +1,8 @@
 // The REST API against a real server process on a free loopback port.
 #include <httplib.h>
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include "server_process.h"
@@ -44,6 +46,24 @@ class ApiTest : public ::testing::Test {
   }
   ServerProcess server_{kCluster};
 };
+
+// Many clients connect at once (every agent after a server restart): the
+// listening socket's queue must hold them, not cpp-httplib's 5, past which
+// connections wait a second for a retried SYN. `ss` shows the queue's size.
+TEST_F(ApiTest, TheListeningSocketQueuesManyConnections) {
+  const std::string cmd = "ss -ltnH 'sport = :" + std::to_string(server_.port()) + "' 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char line[512] = {};
+  const bool got = std::fgets(line, sizeof line, p) != nullptr;
+  ::pclose(p);
+  if (!got) GTEST_SKIP() << "ss (iproute2) is not available";
+  char state[32] = {};
+  long recv_q = 0, backlog = 0;
+  ASSERT_EQ(std::sscanf(line, "%31s %ld %ld", state, &recv_q, &backlog), 3) << line;
+  EXPECT_STREQ(state, "LISTEN");
+  EXPECT_GE(backlog, 128) << line;
+}
 
 TEST_F(ApiTest, SubmitGetListAndEvents) {
   Api api(server_.url());
