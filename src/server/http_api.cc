@@ -228,10 +228,13 @@ Status HttpApi::Bind() {
   http_->set_tcp_nodelay(true);  // small JSON answers must not wait for delayed ACKs
   // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
   // second server on the same port starts "fine" and takes half the traffic.
-  int listen_fd = -1;
-  http_->set_socket_options([&listen_fd](int sock) {
+  const auto reuse_addr = [](int sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  };
+  int listen_fd = -1;
+  http_->set_socket_options([&listen_fd, reuse_addr](int sock) {
+    reuse_addr(sock);
     listen_fd = sock;
   });
   http_->set_read_timeout(30, 0);
@@ -252,10 +255,7 @@ Status HttpApi::Bind() {
   // and retried a second later. listen() again only raises the backlog.
   if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   // The callback above refers to this frame's `listen_fd`; leave none behind.
-  http_->set_socket_options([](int sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
+  http_->set_socket_options(reuse_addr);
   return Status::Ok();
 }
 
