@@ -61,6 +61,7 @@ class CycleRun {
 
     // Without explanations the cycle may stop early, so order lazily.
     PendingOrder order(snap_, *policy_.order, options_.weights, /*lazy=*/!options_.explain);
+    if (options_.explain) out_.reasons.reserve(snap_.pending.size());
     if (!options_.explain) CountCanStillAct();
     int32_t idx;
     while (order.Next(idx)) {
