@@ -658,7 +658,9 @@ void Agent::Run() {
     // again every second until it gets through.
     if (report_now || (unsent && now - last_try_ms >= 1000)) {
       last_try_ms = now;
-      unsent = !Sync(0);
+      // Once more at once on a new connection: the server may have closed
+      // the idle one just as this request went out.
+      unsent = !Sync(0) && !Sync(0);
     }
   }
   if (options_.stop_tasks_on_exit) {

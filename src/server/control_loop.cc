@@ -74,12 +74,14 @@ Status ControlLoop::Start() {
   return Status::Ok();
 }
 
+void ControlLoop::EndWaits() {
+  std::lock_guard<std::mutex> lock(versions_mu_);
+  stopping_versions_ = true;
+  for (auto& [node, v] : versions_) v->changed.notify_all();
+}
+
 void ControlLoop::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(versions_mu_);
-    stopping_versions_ = true;
-    for (auto& [node, v] : versions_) v->changed.notify_all();
-  }
+  EndWaits();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_ || !thread_.joinable()) {

@@ -134,8 +134,11 @@ class ControlLoop {
   enum class SyncPhase { kFull, kMayWait, kAfterWait };
   StatusOr<SyncResult> AgentSync(const proto::SyncRequest& request, SyncPhase phase);
   // Blocks (any thread) until the desired-state version of `node` is not
-  // `version`, or `max_wait` passes.
+  // `version`, or `max_wait` passes, or EndWaits() was called.
   void WaitForNodeChange(const std::string& node, int64_t version, Duration max_wait);
+  // Ends every wait in WaitForNodeChange, now and later: the server is
+  // stopping, and its HTTP threads must not sit out agents' long polls.
+  void EndWaits();
   // Where a running job's replica runs: its node's agent address and log port.
   struct ReplicaLocation {
     std::string node;

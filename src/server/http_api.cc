@@ -239,6 +239,9 @@ Status HttpApi::Bind() {
   });
   http_->set_read_timeout(30, 0);
   http_->set_write_timeout(30, 0);
+  // An idle keep-alive connection holds its thread until this runs out, and
+  // a stopping server waits for every thread: 1 s, not cpp-httplib's 5.
+  http_->set_keep_alive_timeout(1);
   if (options_.port == 0) {
     port_ = http_->bind_to_any_port(options_.host.c_str());
     if (port_ <= 0) return Status(StatusCode::kUnavailable, "cannot listen on " + options_.host);
@@ -262,6 +265,9 @@ Status HttpApi::Bind() {
 void HttpApi::Serve() { http_->listen_after_bind(); }
 
 void HttpApi::Stop() {
+  // Agents' waiting syncs are answered now (with their node's desired
+  // state): the HTTP threads stop only once their requests are done.
+  loop_.EndWaits();
   if (http_) http_->stop();
 }
 

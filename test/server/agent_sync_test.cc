@@ -90,5 +90,26 @@ TEST(AgentSync, TheReportThatFreesAGpuIsAnsweredWithTheWorkBoundToItOnceDurable)
   EXPECT_EQ(json::parse(r->body)["state"], "COMPLETED") << r->body;
 }
 
+// SIGTERM ends a server promptly even while agents hold long polls open
+// (here one of 60 s): the waits end at once, and idle keep-alive
+// connections do not hold the stop either. The fixture SIGKILLs a server
+// that has not exited 30 s after the signal, which Stop() reports as 137.
+TEST(AgentSync, AServerStopsWithoutSittingOutTheAgentsLongPolls) {
+  ServerProcess server("agents: {syncWait: 60s, lease: 180s, unreachableAfter: 200s, lostAfter: 400s}\n");
+  ASSERT_TRUE(server.Start());
+  httplib::Client cli(server.url());
+  const json registered = Sync(cli, SyncBody(1, 0, json::array()));
+  json waiting = SyncBody(1, registered["version"].get<int64_t>(), json::array());
+  waiting["waitMs"] = 60'000;
+  std::thread poll([&] {
+    httplib::Client long_poll(server.url());
+    long_poll.set_read_timeout(90, 0);
+    (void)long_poll.Post("/v1/agent/sync", waiting.dump(), "application/json");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the poll is waiting
+  EXPECT_EQ(server.Stop(), 0);
+  poll.join();
+}
+
 }  // namespace
 }  // namespace muster::testing
