@@ -642,7 +642,7 @@ void Agent::Run() {
       }
     }
     FenceIfLeaseLost();
-    if (now - last_prune_ms >= 60'000) {
+    if (now - last_prune_ms >= 600'000) {  // a scan of the logs directory: rarely
       last_prune_ms = now;
       executor_->PruneLogs(options_.log_retention);
     }

@@ -70,7 +70,7 @@ struct AgentOptions {
   bool stop_tasks_on_exit = false;  // `muster dev`: a stopped agent leaves nothing running
   Duration sync_wait = Duration::Seconds(10);
   // Logs of tasks that ended are deleted this long after their last write
-  // (checked once a minute); zero keeps them.
+  // (checked every 10 minutes); zero keeps them.
   Duration log_retention = Duration::Hours(7 * 24);
   // The main loop's longest sleep: a task's exit, an answer from the
   // server or a health event wakes it at once.

@@ -228,18 +228,18 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   bool exited = false, eof = false, fencing = false;
   const auto now = [] { return std::chrono::steady_clock::now(); };
   auto exited_at = now(), last_lease_check = now(), kill_at = now();
+  // Milliseconds until `t`, at least 0.
+  const auto until = [&](std::chrono::steady_clock::time_point t) {
+    return static_cast<int>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(t - now()).count()));
+  };
   while (true) {
     int timeout_ms = 1000;
     if (exited) {
-      timeout_ms = static_cast<int>(std::max<int64_t>(
-          0, 1000 - std::chrono::duration_cast<std::chrono::milliseconds>(now() - exited_at).count()));
+      timeout_ms = until(exited_at + std::chrono::seconds(1));
     } else if (child_fd < 0) {
       timeout_ms = eof ? 5 : 100;
     }
-    if (fencing) {
-      timeout_ms = std::min<int>(timeout_ms, static_cast<int>(std::max<int64_t>(
-          0, std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - now()).count())));
-    }
+    if (fencing) timeout_ms = std::min(timeout_ms, until(kill_at));
     pollfd fds[2] = {{eof ? -1 : pipe_fds[0], POLLIN, 0}, {exited ? -1 : child_fd, POLLIN, 0}};
     ::poll(fds, 2, timeout_ms);
     if (!eof && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {

@@ -316,7 +316,7 @@ class ControlLoop {
   void FinishAttempt(int64_t job, store::WriteBatch& b);
   // The node's desired state; returns whether it names a replica whose
   // bind is not yet durable (then the answer must wait for the store).
-  bool BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out);
+  bool BuildDesired(core::NodeIndex node, proto::SyncResponse& out);
   using SyncReply = std::function<void(StatusOr<SyncResult>)>;
   // Answers once `b` and everything submitted before it are durable (at
   // once when there is nothing to wait for).
@@ -350,7 +350,6 @@ class ControlLoop {
   // Agent reports that freed GPUs, answered after the next cycle.
   struct HeldSync {
     core::NodeIndex node;
-    std::string name;
     SyncResult out;
     SyncReply reply;
   };

@@ -385,7 +385,7 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
     auto found = node_index_.find(req.node);
     if (phase == SyncPhase::kAfterWait) {
       if (found == node_index_.end()) return reply(NotFound("node " + req.node + " is not registered"));
-      const bool wait = BuildDesired(found->second, req.node, out.response);
+      const bool wait = BuildDesired(found->second, out.response);
       return ReplyDurable({}, wait, std::move(out), reply);
     }
     // The node: registered on its agent's first sync.
@@ -604,10 +604,10 @@ StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncReques
       // nudge and a second round trip.
       Persist(std::move(b), nullptr);
       dirty_ = true;
-      held_syncs_.push_back({*index, req.node, std::move(out), reply});
+      held_syncs_.push_back({*index, std::move(out), reply});
       return;
     }
-    const bool wait = BuildDesired(*index, req.node, out.response);
+    const bool wait = BuildDesired(*index, out.response);
     ReplyDurable(std::move(b), wait, std::move(out), reply);
   }, ShuttingDown());
 }
@@ -627,7 +627,7 @@ void ControlLoop::AnswerHeldSyncs() {
   std::vector<HeldSync> held;
   held.swap(held_syncs_);
   for (HeldSync& h : held) {
-    BuildDesired(h.node, h.name, h.out.response);
+    BuildDesired(h.node, h.out.response);
   }
   // One barrier for all: the reports they carried and the cycle's binds were
   // submitted before it.
@@ -659,7 +659,7 @@ void ControlLoop::ReleaseStop(Attempt& a) {
   }
 }
 
-bool ControlLoop::BuildDesired(core::NodeIndex node, const std::string& name, proto::SyncResponse& out) {
+bool ControlLoop::BuildDesired(core::NodeIndex node, proto::SyncResponse& out) {
   const int64_t now = clock_.Now().millis();
   bool wait = false;
   for (int64_t job : attempts_on_node_[node]) {
@@ -675,7 +675,7 @@ bool ControlLoop::BuildDesired(core::NodeIndex node, const std::string& name, pr
   }
   out.epoch = epoch_;
   out.lease_ms = options_.agent_lease.millis();
-  out.version = NodeVersion(name);
+  out.version = NodeVersion(state_.nodes()[node].spec.name);
   return wait;
 }
 
