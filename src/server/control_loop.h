@@ -223,7 +223,8 @@ class ControlLoop {
   void Run();
   void RunCycle();
   Status Restore();
-  void Persist(store::WriteBatch batch, std::function<void(const Status&)> done);
+  // Queues a batch with the store writer; returns the writer's ticket.
+  uint64_t Persist(store::WriteBatch batch, std::function<void(const Status&)> done);
   store::EventRow Event(int64_t job, const std::string& type, const std::string& reason,
                         const std::string& message) const;
   std::string AllocationsJson(int64_t job) const;
@@ -408,9 +409,12 @@ class ControlLoop {
   struct IdemEntry {
     std::string fingerprint;
     int64_t job_id = 0;
-    bool durable = false;
+    // The store writer's ticket for the batch that records the key; 0 for
+    // a key loaded from the store. Durable once the writer committed it.
+    uint64_t ticket = 0;
     int64_t created_ms = 0;
   };
+  bool Durable(const IdemEntry& e) const { return e.ticket == 0 || writer_->Committed(e.ticket); }
   // Forgets idempotency keys older than a day (the documented window).
   void PruneIdempotency(Time now);
   std::map<std::pair<std::string, std::string>, IdemEntry> idempotency_;

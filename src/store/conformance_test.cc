@@ -230,6 +230,27 @@ TEST_P(StoreConformance, GroupCommitFromManyThreadsLosesNothing) {
   EXPECT_EQ(*store_->CountJobs(), kThreads * kPerThread - 10);
 }
 
+TEST_P(StoreConformance, AWritersTicketReadsCommittedFromItsCallbackOn) {
+  StoreWriter writer(*store_);
+  std::atomic<int> seen_committed{0};
+  uint64_t tickets[3];
+  for (int i = 0; i < 3; ++i) {
+    WriteBatch b;
+    b.jobs.push_back(Job(i + 1));
+    // The callback runs on the writer thread once the batch is durable
+    // (maybe before Submit returns: tickets count from 1).
+    tickets[i] = writer.Submit(std::move(b), [&, i](const Status& s) {
+      if (s.ok() && writer.Committed(i + 1)) ++seen_committed;
+    });
+  }
+  EXPECT_EQ(tickets[0], 1u);
+  EXPECT_EQ(tickets[2], 3u);
+  writer.Flush();
+  EXPECT_EQ(seen_committed.load(), 3);
+  EXPECT_TRUE(writer.Committed(tickets[2]));
+  EXPECT_FALSE(writer.Committed(tickets[2] + 1));
+}
+
 TEST_P(StoreConformance, ReadersRunWhileWriting) {
   std::atomic<bool> done{false};
   std::atomic<int> reads{0}, errors{0};

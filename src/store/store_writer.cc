@@ -3,10 +3,15 @@
 #include <algorithm>
 #include <vector>
 
+#include <pthread.h>
+
 namespace muster::store {
 
 StoreWriter::StoreWriter(Store& store, Options options)
-    : store_(store), options_(options), thread_([this] { Loop(); }) {}
+    : store_(store), options_(options), thread_([this] {
+        pthread_setname_np(pthread_self(), "store-writer");
+        Loop();
+      }) {}
 
 StoreWriter::~StoreWriter() {
   {
@@ -17,14 +22,18 @@ StoreWriter::~StoreWriter() {
   thread_.join();
 }
 
-void StoreWriter::Submit(WriteBatch batch, std::function<void(const Status&)> done) {
+uint64_t StoreWriter::Submit(WriteBatch batch, std::function<void(const Status&)> done) {
+  uint64_t ticket;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back({std::move(batch), std::move(done)});
-    ++submitted_;
+    ticket = ++submitted_;
   }
   cv_.notify_one();
+  return ticket;
 }
+
+bool StoreWriter::Committed(uint64_t ticket) const { return committed_.load(std::memory_order_acquire) >= ticket; }
 
 void StoreWriter::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
@@ -55,9 +64,11 @@ void StoreWriter::Loop() {
     const Status s = store_.Commit(batches);
     uint64_t failures = 0, commits = 1;
     if (s.ok()) {
+      committed_.fetch_add(group.size(), std::memory_order_release);
       for (Item& it : group) it.done(s);
     } else if (group.size() == 1) {
       ++failures;
+      committed_.fetch_add(1, std::memory_order_release);
       group[0].done(s);
     } else {
       // Isolate the failing batch: commit each alone.
@@ -65,6 +76,7 @@ void StoreWriter::Loop() {
         const Status one = store_.Commit({&it.batch});
         ++commits;
         if (!one.ok()) ++failures;
+        committed_.fetch_add(1, std::memory_order_release);
         it.done(one);
       }
     }

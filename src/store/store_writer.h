@@ -14,6 +14,7 @@
 // Thread-safety: Submit() may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -43,7 +44,12 @@ class StoreWriter {
   StoreWriter(const StoreWriter&) = delete;
   StoreWriter& operator=(const StoreWriter&) = delete;
 
-  void Submit(WriteBatch batch, std::function<void(const Status&)> done);
+  // Queues a batch; returns its ticket (1, 2, ...: batches are committed in
+  // ticket order).
+  uint64_t Submit(WriteBatch batch, std::function<void(const Status&)> done);
+  // True once the batch with this ticket was committed (or failed), from
+  // just before its callback runs. Any thread.
+  bool Committed(uint64_t ticket) const;
   // Blocks until everything submitted so far is committed (or failed).
   void Flush();
   Stats stats() const;
@@ -62,7 +68,8 @@ class StoreWriter {
   std::condition_variable drained_;  // a group finished
   std::deque<Item> queue_;           // guarded by mu_
   uint64_t submitted_ = 0;           // guarded by mu_
-  uint64_t finished_ = 0;            // guarded by mu_
+  uint64_t finished_ = 0;            // guarded by mu_; callbacks ran
+  std::atomic<uint64_t> committed_{0};
   bool stop_ = false;                // guarded by mu_
   Stats stats_;                      // guarded by mu_
   std::thread thread_;
