@@ -7,9 +7,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -94,9 +96,12 @@ std::string Field(const json& j, const char* key) {
 
 std::string Age(const std::string& rfc3339) {
   std::tm tm{};
-  std::istringstream in(rfc3339);
-  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  if (in.fail()) return "";
+  if (std::sscanf(rfc3339.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec) != 6) {
+    return "";
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
   const std::time_t then = timegm(&tm);
   const int64_t s = static_cast<int64_t>(std::time(nullptr) - then);
   if (s < 120) return std::to_string(std::max<int64_t>(s, 0)) + "s";
@@ -128,28 +133,18 @@ int64_t Gpus(const json& job) {
   return res.value("gpus", int64_t{0}) * job.value("replicas", int64_t{1});
 }
 
-void PrintJobs(const json& items, const std::string& output) {
-  if (output == "json" || output == "yaml") return Print(items, output);
-  const bool wide = output == "wide";
-  std::vector<std::vector<std::string>> rows;
-  rows.push_back({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"});
+std::vector<std::string> JobCells(const json& j, bool wide) {
+  std::vector<std::string> r = {Field(j, "id"),    Field(j, "name"), Field(j, "user"), Field(j, "queue"),
+                                Field(j, "state"), std::to_string(Gpus(j)), Age(Field(j, "submitTime")),
+                                Field(j, "reason")};
   if (wide) {
-    rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
-  }
-  for (const json& j : items) {
-    std::vector<std::string> r = {Field(j, "id"),    Field(j, "name"), Field(j, "user"), Field(j, "queue"),
-                                  Field(j, "state"), std::to_string(Gpus(j)), Age(Field(j, "submitTime")),
-                                  Field(j, "reason")};
-    if (wide) {
-      std::string nodes;
-      if (j.contains("allocations")) {
-        for (const json& a : j["allocations"]) nodes += (nodes.empty() ? "" : ",") + Field(a, "node");
-      }
-      r.insert(r.end(), {Field(j, "priority"), Field(j, "replicas"), nodes});
+    std::string nodes;
+    if (j.contains("allocations")) {
+      for (const json& a : j["allocations"]) nodes += (nodes.empty() ? "" : ",") + Field(a, "node");
     }
-    rows.push_back(std::move(r));
+    r.insert(r.end(), {Field(j, "priority"), Field(j, "replicas"), nodes});
   }
-  PrintTable(rows);
+  return r;
 }
 
 int CheckOutput(const std::string& o) {
@@ -158,19 +153,23 @@ int CheckOutput(const std::string& o) {
   return 2;
 }
 
-// Lists jobs page by page (all of them when limit is 0).
-StatusOr<json> ListJobs(Client& c, const std::string& query, int64_t limit) {
-  json all = json::array();
+// Lists jobs page by page (all of them when limit is 0), handing each to
+// `each` as its page arrives.
+Status ForEachJob(Client& c, const std::string& query, int64_t limit, const std::function<void(json&)>& each) {
+  int64_t seen = 0;
   std::string cont;
   while (true) {
-    const int64_t page = limit > 0 ? std::min<int64_t>(1000, limit - static_cast<int64_t>(all.size())) : 1000;
+    const int64_t page = limit > 0 ? std::min<int64_t>(1000, limit - seen) : 1000;
     std::string path = "/v1/jobs?limit=" + std::to_string(page) + query;
     if (!cont.empty()) path += "&continue=" + cont;
     ASSIGN_OR_RETURN(Response r, c.Get(path));
     if (r.status != 200) return Client::ErrorOf(r);
-    for (const json& j : r.body["items"]) all.push_back(j);
+    for (json& j : r.body["items"]) {
+      each(j);
+      ++seen;
+    }
     cont = r.body.value("continue", "");
-    if (cont.empty() || (limit > 0 && static_cast<int64_t>(all.size()) >= limit)) return all;
+    if (cont.empty() || (limit > 0 && seen >= limit)) return Status::Ok();
   }
 }
 
@@ -199,6 +198,29 @@ std::string Query(const JobCommands& c, const std::string& states) {
   add("user", c.filter_user);
   add("name", c.filter_name);
   return q;
+}
+
+// `get jobs` and `history`: a table is built row by row as pages arrive, so
+// a long list never holds every job's whole JSON.
+int ListJobs(JobCommands& c, Client& client, const std::string& states) {
+  const std::string query = Query(c, states);
+  if (c.output == "json" || c.output == "yaml") {
+    json all = json::array();
+    if (Status s = ForEachJob(client, query, c.limit, [&](json& j) { all.push_back(std::move(j)); }); !s.ok()) {
+      return Fail(s);
+    }
+    Print(all, c.output);
+    return 0;
+  }
+  const bool wide = c.output == "wide";
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"});
+  if (wide) rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
+  if (Status s = ForEachJob(client, query, c.limit, [&](json& j) { rows.push_back(JobCells(j, wide)); }); !s.ok()) {
+    return Fail(s);
+  }
+  PrintTable(rows);
+  return 0;
 }
 
 // The spec from --file, or from flags and the command after "--".
@@ -267,10 +289,7 @@ int Submit(JobCommands& c, Client& client) {
 
 int Get(JobCommands& c, Client& client) {
   if (c.kind == "jobs" || c.kind == "job") {
-    auto items = ListJobs(client, Query(c, c.state), c.limit);
-    if (!items.ok()) return Fail(items.status());
-    PrintJobs(*items, c.output);
-    return 0;
+    return ListJobs(c, client, c.state);
   }
   if (c.kind != "nodes" && c.kind != "node" && c.kind != "queues" && c.kind != "queue") {
     std::cerr << "muster get: expected jobs, nodes or queues, got \"" << c.kind << "\"\n";
@@ -538,11 +557,7 @@ int RunJobCommands(JobCommands& commands) {
   if (parsed == c->why) return Describe(*c, client, true);
   if (parsed == c->logs) return Logs(*c, client);
   if (parsed == c->history) {
-    auto items = ListJobs(client, Query(*c, "COMPLETED,FAILED,CANCELLED,TIMEOUT,OUT_OF_MEMORY,NODE_FAIL,PREEMPTED"),
-                          c->limit);
-    if (!items.ok()) return Fail(items.status());
-    PrintJobs(*items, c->output);
-    return 0;
+    return ListJobs(*c, client, "COMPLETED,FAILED,CANCELLED,TIMEOUT,OUT_OF_MEMORY,NODE_FAIL,PREEMPTED");
   }
   return Act(*c, client, verb);
 }

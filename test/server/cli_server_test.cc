@@ -1,4 +1,5 @@
 // The `muster` user commands against a real server process.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -57,7 +58,8 @@ TEST_F(CliServerTest, SubmitListWhyAndActions) {
 
   r = Muster(url, "get jobs");
   EXPECT_NE(r.out.find("ID  NAME"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("second"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\\n2 +second +carol +default +PENDING +4 +[0-9]+s +Resources\\n")))
+      << r.out;
   r = Muster(url, "get nodes");
   EXPECT_NE(r.out.find("H100-0"), std::string::npos) << r.out;
   r = Muster(url, "get queues -o yaml");
@@ -109,6 +111,12 @@ TEST_F(CliServerTest, ArraySubmit) {
   r = Muster(server_.url(), "submit --parsable --array 2 -- true");
   EXPECT_EQ(r.out, "4-5\n");
   EXPECT_EQ(json::parse(Muster(server_.url(), "get jobs --name sweep -o json").out).size(), 3u);
+  // Lists longer than a page (1,000) come whole, or up to --limit.
+  ASSERT_EQ(Muster(server_.url(), "submit --parsable --array 1200 -- true").out, "6-1205\n");
+  r = Muster(server_.url(), "get jobs");
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1206) << r.out.substr(0, 400);
+  EXPECT_NE(r.out.find("\n1205 "), std::string::npos);
+  EXPECT_EQ(json::parse(Muster(server_.url(), "get jobs --limit 1100 -o json").out).size(), 1100u);
   r = Muster(server_.url(), "submit --array 0 -- true");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("spec.array: must be an integer from 1 to 10000, got 0"), std::string::npos) << r.out;
