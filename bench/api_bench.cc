@@ -5,6 +5,9 @@
 //       an Idempotency-Key, each acknowledged only once durable); prints
 //       throughput and per-request latency p50/p99/max. With --array K each
 //       request is an array of K jobs.
+//   muster_bench_api ping --server URL --clients 8 --jobs 20000
+//       The same clients sending GET /healthz, which does no work: the
+//       ceiling of the HTTP stack (client, loopback TCP, server threads).
 //   muster_bench_api list --server URL [--pages 0] [--iterations 5]
 //       GET /v1/jobs page by page (1,000 a page) through everything stored,
 //       and one first page; prints the time of each.
@@ -102,11 +105,33 @@ int List(const std::string& server, int iterations) {
   return 0;
 }
 
+int Ping(const std::string& server, int clients, int requests) {
+  std::atomic<int> next{0}, errors{0};
+  const auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&] {
+      httplib::Client cli(server);
+      cli.set_keep_alive(true);
+      cli.set_tcp_nodelay(true);
+      while (next.fetch_add(1) < requests) {
+        auto r = cli.Get("/healthz");
+        if (!r || r->status != 200) ++errors;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double s = Ms(Clock::now() - t0) / 1000.0;
+  std::printf("ping: %d GET /healthz, %d clients: %.0f requests/s; errors %d\n", requests, clients, requests / s,
+              errors.load());
+  return errors.load() == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: muster_bench_api submit|list --server URL [--clients N] [--jobs N] [--iterations N]\n");
+    std::fprintf(stderr, "usage: muster_bench_api submit|ping|list --server URL [--clients N] [--jobs N] [--iterations N]\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -126,6 +151,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "submit") return Submit(server, clients, jobs, array);
   if (mode == "list") return List(server, iterations);
+  if (mode == "ping") return Ping(server, clients, jobs);
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;
 }
