@@ -10,7 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <map>
+#include <vector>
 #include <nlohmann/json.hpp>
+
+#include "checkpoint/beneath.h"
 
 namespace muster::checkpoint {
 
@@ -99,7 +103,11 @@ StatusOr<Manifest> ParseManifest(std::string_view text) {
   RETURN_IF_ERROR(integer("attempt", m.attempt));
   RETURN_IF_ERROR(integer("step", m.step));
   RETURN_IF_ERROR(integer("createdMs", m.created_ms));
+  if (m.attempt < 0 || j["attempt"].get<int64_t>() != m.attempt) {
+    return InvalidArgument("must be an integer from 0 to 2147483647", "manifest.attempt");
+  }
   if (!j.contains("files") || !j["files"].is_array()) return InvalidArgument("must be an array", "manifest.files");
+  std::map<std::string, size_t> seen;  // path -> index
   for (size_t i = 0; i < j["files"].size(); ++i) {
     const json& f = j["files"][i];
     const std::string at = "manifest.files[" + std::to_string(i) + "]";
@@ -109,6 +117,9 @@ StatusOr<Manifest> ParseManifest(std::string_view text) {
       return InvalidArgument("must be a relative path without \".\" or \"..\" parts", at + ".path");
     }
     mf.path = f["path"].get<std::string>();
+    if (auto [it, fresh] = seen.emplace(mf.path, i); !fresh) {
+      return InvalidArgument("the same path as files[" + std::to_string(it->second) + "]", at + ".path");
+    }
     if (!f.contains("size") || !f["size"].is_number_integer() || f["size"].get<int64_t>() < 0) {
       return InvalidArgument("must be a non-negative integer", at + ".size");
     }
@@ -129,9 +140,7 @@ std::string Sha256Hex(std::string_view data) {
   return Hex(digest, len);
 }
 
-StatusOr<std::string> Sha256OfFile(const std::string& path, int64_t* size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return Status(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kInternal, Errno("open " + path));
+StatusOr<std::string> Sha256OfFd(int fd, const std::string& shown, int64_t* size) {
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   std::vector<char> buf(1 << 20);
@@ -140,7 +149,7 @@ StatusOr<std::string> Sha256OfFile(const std::string& path, int64_t* size) {
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      const Status s = Internal(Errno("read " + path));
+      const Status s = Internal(Errno("read " + shown));
       ::close(fd);
       return s;
     }
@@ -154,6 +163,12 @@ StatusOr<std::string> Sha256OfFile(const std::string& path, int64_t* size) {
   EVP_DigestFinal_ex(ctx.get(), digest, &len);
   if (size) *size = total;
   return Hex(digest, len);
+}
+
+StatusOr<std::string> Sha256OfFile(const std::string& path, int64_t* size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return Status(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kInternal, Errno("open " + path));
+  return Sha256OfFd(fd, path, size);
 }
 
 StatusOr<std::vector<ManifestFile>> ScanDirectory(const std::string& dir) {
@@ -206,33 +221,43 @@ StatusOr<Written> WriteManifest(const std::string& dir, int64_t job, int32_t att
 
 Status Verify(const std::string& dir, const std::string& manifest_sha256) {
   const std::string path = dir + "/" + kManifestName;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return NotFound(Errno("no manifest: open " + path));
-  std::string text;
-  char buf[65536];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > (64 << 20)) break;
+  const ScopedFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir_fd.get() < 0) return NotFound(Errno("no manifest: open " + dir));
+  auto mfd = OpenRegularBeneath(dir_fd.get(), kManifestName, path);
+  if (!mfd.ok()) {
+    return mfd.status().code() == StatusCode::kNotFound ? NotFound("no manifest: " + path + " is missing") : mfd.status();
   }
-  ::close(fd);
+  std::string text;
+  {
+    const ScopedFd manifest(*mfd);
+    char buf[65536];
+    while (true) {
+      const ssize_t n = ::read(manifest.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      text.append(buf, static_cast<size_t>(n));
+      if (text.size() > (64 << 20)) break;
+    }
+  }
   if (Sha256Hex(text) != manifest_sha256) {
     return DataLoss(path + " is not the manifest that was committed (its SHA-256 differs)");
   }
   ASSIGN_OR_RETURN(Manifest m, ParseManifest(text));
   for (const ManifestFile& f : m.files) {
-    int64_t size = 0;
-    auto sha = Sha256OfFile(dir + "/" + f.path, &size);
-    if (!sha.ok()) {
-      if (sha.status().code() == StatusCode::kNotFound) return DataLoss(f.path + " is missing");
-      return sha.status();
+    auto fd = OpenRegularBeneath(dir_fd.get(), f.path, f.path);
+    if (!fd.ok()) return fd.status().code() == StatusCode::kNotFound ? DataLoss(fd.status().message()) : fd.status();
+    struct stat st {};
+    if (::fstat(*fd, &st) == 0 && st.st_size != f.size) {  // wrong size: no need to read it
+      ::close(*fd);
+      return DataLoss(f.path + " has " + std::to_string(st.st_size) + " bytes, the manifest says " +
+                      std::to_string(f.size));
     }
+    int64_t size = 0;
+    ASSIGN_OR_RETURN(std::string sha, Sha256OfFd(*fd, f.path, &size));
     if (size != f.size) {
       return DataLoss(f.path + " has " + std::to_string(size) + " bytes, the manifest says " + std::to_string(f.size));
     }
-    if (*sha != f.sha256) return DataLoss(f.path + " does not match its SHA-256 in the manifest");
+    if (sha != f.sha256) return DataLoss(f.path + " does not match its SHA-256 in the manifest");
   }
   return Status::Ok();
 }

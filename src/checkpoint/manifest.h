@@ -17,7 +17,10 @@
 //
 // File paths in a manifest are relative, use '/', and never contain "." or
 // ".." components: a manifest cannot point outside its directory. Only
-// regular files are listed (symbolic links are refused when scanning).
+// regular files are listed (symbolic links are refused when scanning), and
+// verification, which runs as root on a directory the job wrote, opens each
+// file without following a link in any part of its path and only if it is a
+// regular file (not a FIFO or a device).
 //
 // Thread-safety: free functions; safe from any thread.
 #pragma once
@@ -44,7 +47,7 @@ struct Manifest {
   int32_t attempt = 0;
   int64_t step = 0;
   int64_t created_ms = 0;
-  std::vector<ManifestFile> files;  // sorted by path
+  std::vector<ManifestFile> files;  // no path twice (writers sort them by path)
   int64_t TotalBytes() const;
 };
 
@@ -59,6 +62,9 @@ bool IsSha256Hex(std::string_view s);
 // The SHA-256 of bytes, and of a file's contents (streamed), in hex.
 std::string Sha256Hex(std::string_view data);
 StatusOr<std::string> Sha256OfFile(const std::string& path, int64_t* size = nullptr);
+// The SHA-256 of what is left to read on `fd`, which it closes; `shown`
+// names the file in errors.
+StatusOr<std::string> Sha256OfFd(int fd, const std::string& shown, int64_t* size = nullptr);
 
 // Lists and hashes every regular file under `dir` (recursively, except the
 // manifest itself and its temporary).

@@ -1,6 +1,7 @@
 #include "checkpoint/manifest.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -88,6 +89,63 @@ TEST_F(CheckpointDir, EmptyDirectoriesAndLinksAreRefused) {
   EXPECT_NE(w.status().message().find("symbolic link"), std::string::npos);
 }
 
+// A job controls its checkpoint directory; verification (as root, in the
+// task shim) must not follow a link the job swaps in after the commit, nor
+// block on a FIFO, nor read a device forever. The job's owner learns nothing
+// of the files behind them (not even their size).
+TEST_F(CheckpointDir, VerificationOpensOnlyRegularFilesBeneathTheDirectory) {
+  auto w = WriteManifest(dir_, 7, 2, 100, 1234);
+  ASSERT_TRUE(w.ok());
+  const std::string secret = root_ + "/secret";
+  fs::create_directories(secret);
+  std::ofstream(secret + "/opt-0.pt") << "root's own data, 29 bytes lng";
+
+  // A directory on the path replaced by a link to another directory.
+  fs::rename(dir_ + "/shards", dir_ + "/shards.real");
+  fs::create_directory_symlink(secret, dir_ + "/shards");
+  Status s = Verify(dir_, w->manifest_sha256);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("shards/opt-0.pt is a symbolic link or lies under one"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("29"), std::string::npos) << s.message();
+  fs::remove(dir_ + "/shards");
+  fs::rename(dir_ + "/shards.real", dir_ + "/shards");
+  ASSERT_TRUE(Verify(dir_, w->manifest_sha256).ok());
+
+  // The file itself replaced by a FIFO (opening it for reading would block
+  // until a writer came), then by a character device (endless bytes).
+  fs::remove(dir_ + "/model.pt");
+  ASSERT_EQ(::mkfifo((dir_ + "/model.pt").c_str(), 0600), 0);
+  s = Verify(dir_, w->manifest_sha256);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("model.pt is not a regular file"), std::string::npos) << s.message();
+  fs::remove(dir_ + "/model.pt");
+  fs::create_symlink("/dev/zero", dir_ + "/model.pt");
+  s = Verify(dir_, w->manifest_sha256);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("model.pt is a symbolic link"), std::string::npos) << s.message();
+
+  // The manifest itself as a FIFO: no manifest to trust, and no hang.
+  const std::string other = root_ + "/step-200";
+  fs::create_directories(other);
+  ASSERT_EQ(::mkfifo((other + "/" + kManifestName).c_str(), 0600), 0);
+  EXPECT_EQ(Verify(other, w->manifest_sha256).code(), StatusCode::kDataLoss);
+}
+
+TEST(ParseManifest, APathListedTwiceAndAnAttemptOutOfRangeAreRefused) {
+  const std::string sha(64, 'a');
+  const std::string file = R"({"path":"a/b","size":1,"sha256":")" + sha + R"("})";
+  auto m = ParseManifest(R"({"job":1,"attempt":1,"step":1,"createdMs":0,"files":[)" + file + "," + file + "]}");
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.status().field(), "manifest.files[1].path");
+  EXPECT_NE(m.status().message().find("the same path as files[0]"), std::string::npos) << m.status().message();
+  for (const char* attempt : {"-1", "2147483648", "4294967297"}) {
+    m = ParseManifest(std::string(R"({"job":1,"attempt":)") + attempt + R"(,"step":1,"createdMs":0,"files":[)" + file +
+                      "]}");
+    EXPECT_EQ(m.status().field(), "manifest.attempt") << attempt;
+  }
+  EXPECT_TRUE(ParseManifest(R"({"job":1,"attempt":2147483647,"step":1,"createdMs":0,"files":[)" + file + "]}").ok());
+}
+
 TEST(ParseManifest, PathsCannotLeaveTheDirectory) {
   const std::string sha(64, 'a');
   for (const char* bad : {"../etc/passwd", "/etc/passwd", "a/../../b", "./a", "a//b", ""}) {
@@ -111,9 +169,33 @@ TEST_F(CheckpointDir, RemoveDeletesOnlyWhatWasCommittedThere) {
   EXPECT_TRUE(fs::exists(root_ + "/precious/data"));
   EXPECT_EQ(storage.Remove(dir_, Sha256Hex("x")).code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(fs::exists(dir_ + "/model.pt"));
-  EXPECT_TRUE(storage.Remove(dir_, w->manifest_sha256).ok());
+  EXPECT_TRUE(storage.Remove(dir_ + "/", w->manifest_sha256).ok());
   EXPECT_FALSE(fs::exists(dir_));
   EXPECT_TRUE(storage.Remove(dir_, w->manifest_sha256).ok());  // idempotent
+}
+
+TEST_F(CheckpointDir, RemoveNeverFollowsALinkTheJobLeftInside) {
+  DirectoryStorage storage;
+  auto w = WriteManifest(dir_, 7, 2, 100, 1234);
+  ASSERT_TRUE(w.ok());
+  // After the commit the job adds links to what it may not delete, and a
+  // directory nested deeper.
+  fs::create_directories(root_ + "/precious/deep");
+  std::ofstream(root_ + "/precious/deep/data") << "keep me";
+  fs::create_directory_symlink(root_ + "/precious", dir_ + "/shards/to-dir");
+  fs::create_symlink(root_ + "/precious/deep/data", dir_ + "/to-file");
+  fs::create_directories(dir_ + "/a/b/c");
+  std::ofstream(dir_ + "/a/b/c/x") << "x";
+  ASSERT_TRUE(storage.Remove(dir_, w->manifest_sha256).ok());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir_)));
+  EXPECT_TRUE(fs::exists(root_ + "/precious/deep/data"));
+
+  // A location that is itself a link is refused, whatever it points to.
+  auto again = WriteManifest(root_ + "/precious", 7, 3, 200, 1234);
+  ASSERT_TRUE(again.ok());
+  fs::create_directory_symlink(root_ + "/precious", root_ + "/alias");
+  EXPECT_EQ(storage.Remove(root_ + "/alias", again->manifest_sha256).code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(fs::exists(root_ + "/precious/deep/data"));
 }
 
 TEST(IsBelow, Lexical) {

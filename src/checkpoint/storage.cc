@@ -1,8 +1,14 @@
 #include "checkpoint/storage.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
+#include "checkpoint/beneath.h"
 #include "checkpoint/manifest.h"
 
 namespace muster::checkpoint {
@@ -14,21 +20,38 @@ Status DirectoryStorage::Verify(const std::string& location, const std::string& 
 }
 
 Status DirectoryStorage::Remove(const std::string& location, const std::string& manifest_sha256) {
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(location, ec))) return Status::Ok();  // gone already
-  if (fs::is_symlink(fs::symlink_status(location, ec))) {
-    return FailedPrecondition(location + " is a symbolic link, not a checkpoint directory; not removed");
+  // The directory is resolved once, to a descriptor; the check and the
+  // deletion both act on it, so a link swapped into the path between them
+  // (the job owns the directory) cannot redirect the deletion.
+  fs::path path = fs::path(location).lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();  // "/ckpt/step-5/"
+  const std::string name = path.filename().string();
+  if (name.empty() || name == "." || name == ".." || !path.is_absolute()) {
+    return InvalidArgument("a checkpoint location must be an absolute path below the job's checkpoint.dir", "location");
   }
-  auto sha = Sha256OfFile(location + "/" + kManifestName);
+  const ScopedFd parent(::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (parent.get() < 0) {
+    if (errno == ENOENT) return Status::Ok();  // gone already
+    return Internal("open " + path.parent_path().string() + ": " + std::strerror(errno));
+  }
+  const ScopedFd dir(::openat(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir.get() < 0) {
+    if (errno == ENOENT) return Status::Ok();  // gone already
+    return FailedPrecondition(location + " is not a directory (a symbolic link?), not a checkpoint; not removed");
+  }
+  const std::string manifest_path = location + "/" + kManifestName;
+  auto manifest = OpenRegularBeneath(dir.get(), kManifestName, manifest_path);
+  StatusOr<std::string> sha = manifest.ok() ? Sha256OfFd(*manifest, manifest_path) : manifest.status();
   if (!sha.ok() || *sha != manifest_sha256) {
     return FailedPrecondition(location + " does not hold the manifest that was committed there; not removed");
   }
   // The manifest goes first, so a removal cut short leaves no checkpoint
   // that looks whole.
-  fs::remove(location + "/" + kManifestName, ec);
-  if (ec) return Internal("remove " + location + ": " + ec.message());
-  fs::remove_all(location, ec);
-  if (ec) return Internal("remove " + location + ": " + ec.message());
+  if (::unlinkat(dir.get(), kManifestName, 0) != 0) return Internal("remove " + manifest_path + ": " + std::strerror(errno));
+  RETURN_IF_ERROR(RemoveContentsBeneath(dir.get(), location));
+  if (::unlinkat(parent.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+    return Internal("remove " + location + ": " + std::strerror(errno));
+  }
   return Status::Ok();
 }
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/spec_tree.h"
+
 namespace muster::proto {
 
 using nlohmann::json;
@@ -261,7 +263,7 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
   if (r.node.empty() || r.node.size() > 253) return InvalidArgument("node: must be a name of 1..253 characters", "node");
   for (char c : r.node) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') {
-      return InvalidArgument("node: may use letters, digits, '-', '.' and '_', got \"" + r.node.substr(0, 64) + "\"", "node");
+      return InvalidArgument("node: may use letters, digits, '-', '.' and '_', got " + api::QuoteForMessage(r.node), "node");
     }
   }
   if (r.gpus.size() > 1024) return InvalidArgument("gpus: at most 1024", "gpus");

@@ -1,0 +1,54 @@
+#include "proto/agent_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace muster::proto {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The fuzzer's seeds are full messages of each kind; their encoding is a
+// fixed point (what the fuzzer checks for every input that parses).
+TEST(AgentProtocol, FullMessagesRoundTrip) {
+  const std::string dir = "fuzz/corpus/agent_protocol/";  // tests run in the source tree
+  auto req = ParseSyncRequest(Read(dir + "request.json"));
+  ASSERT_TRUE(req.ok()) << req.status().ToString();
+  EXPECT_EQ(req->node, "gpu-a1");
+  ASSERT_EQ(req->tasks.size(), 2u);
+  EXPECT_TRUE(req->tasks[1].oom);
+  ASSERT_EQ(req->tasks[1].skipped.size(), 1u);
+  EXPECT_EQ(ToJson(*ParseSyncRequest(ToJson(*req))), ToJson(*req));
+
+  auto resp = ParseSyncResponse(Read(dir + "response.json"));
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  ASSERT_EQ(resp->tasks.size(), 1u);
+  EXPECT_EQ(resp->tasks[0].argv.size(), 4u);
+  EXPECT_EQ(resp->tasks[0].resume.size(), 1u);
+  EXPECT_EQ(ToJson(*ParseSyncResponse(ToJson(*resp))), ToJson(*resp));
+
+  auto resume = ParseResumeCandidates(Read(dir + "resume.json"));
+  ASSERT_TRUE(resume.ok()) << resume.status().ToString();
+  EXPECT_EQ(ToJson(*ParseResumeCandidates(ToJson(*resume))), ToJson(*resume));
+}
+
+// Found by agent_protocol_fuzz: the bad name was echoed raw, so a control
+// character in it reached the server's log as is.
+TEST(AgentProtocol, ABadNodeNameIsEchoedEscaped) {
+  auto r = ParseSyncRequest(R"({"node":"gpu\u001b[2Jx\n"})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().field(), "node");
+  for (unsigned char c : r.status().ToString()) EXPECT_GE(c, 0x20) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(R"(got "gpu\u001b[2Jx\n")"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace muster::proto
