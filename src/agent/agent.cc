@@ -466,6 +466,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.lease_file = options_.state_dir + "/lease";
   spec.stop_signal = t.stop_signal;
   spec.grace_ms = std::min<int64_t>(t.grace_ms, 30'000);
+  spec.job = t.job;
   spec.resume = t.resume;
   CgroupLimits limits;
   limits.memory_bytes = t.memory_bytes;

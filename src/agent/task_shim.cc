@@ -124,7 +124,7 @@ void ChooseCheckpoint(const TaskSpec& spec, const std::string& journal, Log& log
   for (const proto::ResumeCandidate& c : spec.resume) {
     Status s = Status::Ok();
     auto storage = checkpoint::StorageFor(c.location);
-    s = storage.ok() ? (*storage)->Verify(c.location, c.manifest_sha256) : storage.status();
+    s = storage.ok() ? (*storage)->Verify(c.location, c.manifest_sha256, spec.job) : storage.status();
     std::string line;
     if (s.ok()) {
       chosen = c.seq;

@@ -15,6 +15,7 @@ using nlohmann::json;
 
 std::string TaskSpecToJson(const TaskSpec& s) {
   json j = {{"key", s.key},
+            {"job", s.job},
             {"argv", s.argv},
             {"env", s.env},
             {"workingDir", s.working_dir},
@@ -38,6 +39,7 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
   try {
     TaskSpec s;
     s.key = j.at("key").get<std::string>();
+    s.job = j.value("job", int64_t{0});
     s.argv = j.at("argv").get<std::vector<std::string>>();
     s.env = j.at("env").get<std::map<std::string, std::string>>();
     s.working_dir = j.value("workingDir", "");

@@ -21,6 +21,7 @@ namespace muster::agent {
 
 struct TaskSpec {
   std::string key;
+  int64_t job = 0;  // whose checkpoints `resume` lists
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
   std::map<std::string, std::string> env;  // the whole environment
   std::string working_dir;                 // empty: the user's home, else /

@@ -219,11 +219,10 @@ StatusOr<Written> WriteManifest(const std::string& dir, int64_t job, int32_t att
   return Written{Sha256Hex(text), static_cast<int64_t>(m.files.size()), m.TotalBytes()};
 }
 
-Status Verify(const std::string& dir, const std::string& manifest_sha256) {
+StatusOr<Manifest> ReadCommittedManifest(int dirfd, const std::string& dir, const std::string& manifest_sha256,
+                                         int64_t job) {
   const std::string path = dir + "/" + kManifestName;
-  const ScopedFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir_fd.get() < 0) return NotFound(Errno("no manifest: open " + dir));
-  auto mfd = OpenRegularBeneath(dir_fd.get(), kManifestName, path);
+  auto mfd = OpenRegularBeneath(dirfd, kManifestName, path);
   if (!mfd.ok()) {
     return mfd.status().code() == StatusCode::kNotFound ? NotFound("no manifest: " + path + " is missing") : mfd.status();
   }
@@ -242,7 +241,18 @@ Status Verify(const std::string& dir, const std::string& manifest_sha256) {
   if (Sha256Hex(text) != manifest_sha256) {
     return DataLoss(path + " is not the manifest that was committed (its SHA-256 differs)");
   }
-  ASSIGN_OR_RETURN(Manifest m, ParseManifest(text));
+  auto m = ParseManifest(text);
+  if (!m.ok()) return DataLoss(path + ": " + m.status().ToString());
+  if (m->job != job) {
+    return DataLoss(path + " was written by job " + std::to_string(m->job) + ", not job " + std::to_string(job));
+  }
+  return m;
+}
+
+Status Verify(const std::string& dir, const std::string& manifest_sha256, int64_t job) {
+  const ScopedFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir_fd.get() < 0) return NotFound(Errno("no manifest: open " + dir));
+  ASSIGN_OR_RETURN(Manifest m, ReadCommittedManifest(dir_fd.get(), dir, manifest_sha256, job));
   for (const ManifestFile& f : m.files) {
     auto fd = OpenRegularBeneath(dir_fd.get(), f.path, f.path);
     if (!fd.ok()) return fd.status().code() == StatusCode::kNotFound ? DataLoss(fd.status().message()) : fd.status();

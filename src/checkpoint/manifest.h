@@ -80,9 +80,18 @@ struct Written {
 // once) or holds no file.
 StatusOr<Written> WriteManifest(const std::string& dir, int64_t job, int32_t attempt, int64_t step, int64_t created_ms);
 
-// Checks the checkpoint in `dir` against the catalog's `manifest_sha256`
-// (see above). The error says what is wrong: DataLoss for a mismatch or a
-// missing file, NotFound when there is no manifest at all.
-Status Verify(const std::string& dir, const std::string& manifest_sha256);
+// Reads the manifest of the checkpoint directory `dirfd` (`dir` in errors)
+// and checks it is the one the catalog recorded for `job`: its SHA-256 is
+// `manifest_sha256` and it names that job. A checkpoint is only ever used or
+// deleted for the job that wrote it: a user cannot register another user's
+// checkpoint directory under their own job (it would be deleted by their
+// job's retention). NotFound when there is no manifest, DataLoss otherwise.
+StatusOr<Manifest> ReadCommittedManifest(int dirfd, const std::string& dir, const std::string& manifest_sha256,
+                                         int64_t job);
+
+// Checks the checkpoint in `dir` against the catalog's `manifest_sha256` for
+// `job` (see above). The error says what is wrong: DataLoss for a mismatch
+// or a missing file, NotFound when there is no manifest at all.
+Status Verify(const std::string& dir, const std::string& manifest_sha256, int64_t job);
 
 }  // namespace muster::checkpoint

@@ -39,7 +39,7 @@ TEST_F(CheckpointDir, CommitThenVerify) {
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_EQ(w->files, 2);
   EXPECT_EQ(w->bytes, (3 << 20) + 15);
-  EXPECT_TRUE(Verify(dir_, w->manifest_sha256).ok());
+  EXPECT_TRUE(Verify(dir_, w->manifest_sha256, 7).ok());
   std::ifstream in(dir_ + "/" + kManifestName);
   std::string text((std::istreambuf_iterator<char>(in)), {});
   auto m = ParseManifest(text);
@@ -63,21 +63,21 @@ TEST_F(CheckpointDir, EveryKindOfDamageIsCaughtAndNamed) {
     f.seekp(3);
     f.put('X');
   }
-  Status s = Verify(dir_, w->manifest_sha256);
+  Status s = Verify(dir_, w->manifest_sha256, 7);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("shards/opt-0.pt does not match"), std::string::npos) << s.message();
   Write("shards/opt-0.pt", "optimizer state");
-  ASSERT_TRUE(Verify(dir_, w->manifest_sha256).ok());
+  ASSERT_TRUE(Verify(dir_, w->manifest_sha256, 7).ok());
 
   fs::resize_file(dir_ + "/model.pt", 10);  // truncated
-  s = Verify(dir_, w->manifest_sha256);
+  s = Verify(dir_, w->manifest_sha256, 7);
   EXPECT_NE(s.message().find("model.pt has 10 bytes"), std::string::npos) << s.message();
   fs::remove(dir_ + "/model.pt");  // missing
-  s = Verify(dir_, w->manifest_sha256);
+  s = Verify(dir_, w->manifest_sha256, 7);
   EXPECT_NE(s.message().find("model.pt is missing"), std::string::npos) << s.message();
 
-  EXPECT_EQ(Verify(dir_, Sha256Hex("another manifest")).code(), StatusCode::kDataLoss);  // a rewritten manifest
-  EXPECT_EQ(Verify(root_ + "/nothing", w->manifest_sha256).code(), StatusCode::kNotFound);
+  EXPECT_EQ(Verify(dir_, Sha256Hex("another manifest"), 7).code(), StatusCode::kDataLoss);  // a rewritten manifest
+  EXPECT_EQ(Verify(root_ + "/nothing", w->manifest_sha256, 7).code(), StatusCode::kNotFound);
 }
 
 TEST_F(CheckpointDir, EmptyDirectoriesAndLinksAreRefused) {
@@ -103,24 +103,24 @@ TEST_F(CheckpointDir, VerificationOpensOnlyRegularFilesBeneathTheDirectory) {
   // A directory on the path replaced by a link to another directory.
   fs::rename(dir_ + "/shards", dir_ + "/shards.real");
   fs::create_directory_symlink(secret, dir_ + "/shards");
-  Status s = Verify(dir_, w->manifest_sha256);
+  Status s = Verify(dir_, w->manifest_sha256, 7);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("shards/opt-0.pt is a symbolic link or lies under one"), std::string::npos) << s.message();
   EXPECT_EQ(s.message().find("29"), std::string::npos) << s.message();
   fs::remove(dir_ + "/shards");
   fs::rename(dir_ + "/shards.real", dir_ + "/shards");
-  ASSERT_TRUE(Verify(dir_, w->manifest_sha256).ok());
+  ASSERT_TRUE(Verify(dir_, w->manifest_sha256, 7).ok());
 
   // The file itself replaced by a FIFO (opening it for reading would block
   // until a writer came), then by a character device (endless bytes).
   fs::remove(dir_ + "/model.pt");
   ASSERT_EQ(::mkfifo((dir_ + "/model.pt").c_str(), 0600), 0);
-  s = Verify(dir_, w->manifest_sha256);
+  s = Verify(dir_, w->manifest_sha256, 7);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("model.pt is not a regular file"), std::string::npos) << s.message();
   fs::remove(dir_ + "/model.pt");
   fs::create_symlink("/dev/zero", dir_ + "/model.pt");
-  s = Verify(dir_, w->manifest_sha256);
+  s = Verify(dir_, w->manifest_sha256, 7);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("model.pt is a symbolic link"), std::string::npos) << s.message();
 
@@ -128,7 +128,7 @@ TEST_F(CheckpointDir, VerificationOpensOnlyRegularFilesBeneathTheDirectory) {
   const std::string other = root_ + "/step-200";
   fs::create_directories(other);
   ASSERT_EQ(::mkfifo((other + "/" + kManifestName).c_str(), 0600), 0);
-  EXPECT_EQ(Verify(other, w->manifest_sha256).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(Verify(other, w->manifest_sha256, 7).code(), StatusCode::kDataLoss);
 }
 
 TEST(ParseManifest, APathListedTwiceAndAnAttemptOutOfRangeAreRefused) {
@@ -165,13 +165,13 @@ TEST_F(CheckpointDir, RemoveDeletesOnlyWhatWasCommittedThere) {
   ASSERT_TRUE(w.ok());
   fs::create_directories(root_ + "/precious");
   std::ofstream(root_ + "/precious/data") << "keep me";
-  EXPECT_EQ(storage.Remove(root_ + "/precious", w->manifest_sha256).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(storage.Remove(root_ + "/precious", w->manifest_sha256, 7).code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(fs::exists(root_ + "/precious/data"));
-  EXPECT_EQ(storage.Remove(dir_, Sha256Hex("x")).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(storage.Remove(dir_, Sha256Hex("x"), 7).code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(fs::exists(dir_ + "/model.pt"));
-  EXPECT_TRUE(storage.Remove(dir_ + "/", w->manifest_sha256).ok());
+  EXPECT_TRUE(storage.Remove(dir_ + "/", w->manifest_sha256, 7).ok());
   EXPECT_FALSE(fs::exists(dir_));
-  EXPECT_TRUE(storage.Remove(dir_, w->manifest_sha256).ok());  // idempotent
+  EXPECT_TRUE(storage.Remove(dir_, w->manifest_sha256, 7).ok());  // idempotent
 }
 
 TEST_F(CheckpointDir, RemoveNeverFollowsALinkTheJobLeftInside) {
@@ -186,7 +186,7 @@ TEST_F(CheckpointDir, RemoveNeverFollowsALinkTheJobLeftInside) {
   fs::create_symlink(root_ + "/precious/deep/data", dir_ + "/to-file");
   fs::create_directories(dir_ + "/a/b/c");
   std::ofstream(dir_ + "/a/b/c/x") << "x";
-  ASSERT_TRUE(storage.Remove(dir_, w->manifest_sha256).ok());
+  ASSERT_TRUE(storage.Remove(dir_, w->manifest_sha256, 7).ok());
   EXPECT_FALSE(fs::exists(fs::symlink_status(dir_)));
   EXPECT_TRUE(fs::exists(root_ + "/precious/deep/data"));
 
@@ -194,8 +194,25 @@ TEST_F(CheckpointDir, RemoveNeverFollowsALinkTheJobLeftInside) {
   auto again = WriteManifest(root_ + "/precious", 7, 3, 200, 1234);
   ASSERT_TRUE(again.ok());
   fs::create_directory_symlink(root_ + "/precious", root_ + "/alias");
-  EXPECT_EQ(storage.Remove(root_ + "/alias", again->manifest_sha256).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(storage.Remove(root_ + "/alias", again->manifest_sha256, 7).code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(fs::exists(root_ + "/precious/deep/data"));
+}
+
+// Another user's checkpoint (readable, so its manifest's SHA-256 is known)
+// registered under one's own job: retention of that job must not delete it,
+// and the job must not resume from it.
+TEST_F(CheckpointDir, ACheckpointIsOnlyUsedOrDeletedForTheJobThatWroteIt) {
+  DirectoryStorage storage;
+  auto w = WriteManifest(dir_, 7, 2, 100, 1234);
+  ASSERT_TRUE(w.ok());
+  Status s = storage.Verify(dir_, w->manifest_sha256, 8);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("was written by job 7, not job 8"), std::string::npos) << s.message();
+  s = storage.Remove(dir_, w->manifest_sha256, 8);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("not removed"), std::string::npos) << s.message();
+  EXPECT_TRUE(fs::exists(dir_ + "/model.pt"));
+  EXPECT_TRUE(storage.Verify(dir_, w->manifest_sha256, 7).ok());
 }
 
 TEST(IsBelow, Lexical) {

@@ -15,11 +15,11 @@ namespace muster::checkpoint {
 
 namespace fs = std::filesystem;
 
-Status DirectoryStorage::Verify(const std::string& location, const std::string& manifest_sha256) {
-  return checkpoint::Verify(location, manifest_sha256);
+Status DirectoryStorage::Verify(const std::string& location, const std::string& manifest_sha256, int64_t job) {
+  return checkpoint::Verify(location, manifest_sha256, job);
 }
 
-Status DirectoryStorage::Remove(const std::string& location, const std::string& manifest_sha256) {
+Status DirectoryStorage::Remove(const std::string& location, const std::string& manifest_sha256, int64_t job) {
   // The directory is resolved once, to a descriptor; the check and the
   // deletion both act on it, so a link swapped into the path between them
   // (the job owns the directory) cannot redirect the deletion.
@@ -40,10 +40,8 @@ Status DirectoryStorage::Remove(const std::string& location, const std::string& 
     return FailedPrecondition(location + " is not a directory (a symbolic link?), not a checkpoint; not removed");
   }
   const std::string manifest_path = location + "/" + kManifestName;
-  auto manifest = OpenRegularBeneath(dir.get(), kManifestName, manifest_path);
-  StatusOr<std::string> sha = manifest.ok() ? Sha256OfFd(*manifest, manifest_path) : manifest.status();
-  if (!sha.ok() || *sha != manifest_sha256) {
-    return FailedPrecondition(location + " does not hold the manifest that was committed there; not removed");
+  if (auto m = ReadCommittedManifest(dir.get(), location, manifest_sha256, job); !m.ok()) {
+    return FailedPrecondition(m.status().message() + "; not removed");
   }
   // The manifest goes first, so a removal cut short leaves no checkpoint
   // that looks whole.

@@ -10,6 +10,7 @@
 // Thread-safety: implementations are safe from any thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -20,19 +21,20 @@ namespace muster::checkpoint {
 class CheckpointStorage {
  public:
   virtual ~CheckpointStorage() = default;
-  // Checks a checkpoint before a job resumes from it (manifest.h, Verify).
-  virtual Status Verify(const std::string& location, const std::string& manifest_sha256) = 0;
-  // Deletes a checkpoint that retention dropped. Removes only what was
-  // committed there: the location must hold the manifest with
-  // `manifest_sha256`, so a wrong location never deletes anything else.
-  virtual Status Remove(const std::string& location, const std::string& manifest_sha256) = 0;
+  // Checks a checkpoint before `job` resumes from it (manifest.h, Verify).
+  virtual Status Verify(const std::string& location, const std::string& manifest_sha256, int64_t job) = 0;
+  // Deletes a checkpoint of `job` that retention dropped. Removes only what
+  // was committed there: the location must hold the manifest with
+  // `manifest_sha256`, written by `job`, so a wrong location never deletes
+  // anything else.
+  virtual Status Remove(const std::string& location, const std::string& manifest_sha256, int64_t job) = 0;
 };
 
 // The shared-directory store.
 class DirectoryStorage final : public CheckpointStorage {
  public:
-  Status Verify(const std::string& location, const std::string& manifest_sha256) override;
-  Status Remove(const std::string& location, const std::string& manifest_sha256) override;
+  Status Verify(const std::string& location, const std::string& manifest_sha256, int64_t job) override;
+  Status Remove(const std::string& location, const std::string& manifest_sha256, int64_t job) override;
 };
 
 // The store for a location: a path gives the directory store; any other

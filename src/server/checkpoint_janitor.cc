@@ -17,17 +17,17 @@ CheckpointJanitor::~CheckpointJanitor() {
   thread_.join();
 }
 
-void CheckpointJanitor::Remove(std::string location, std::string manifest_sha256) {
+void CheckpointJanitor::Remove(std::string location, std::string manifest_sha256, int64_t job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace_back(std::move(location), std::move(manifest_sha256));
+    queue_.push_back({std::move(location), std::move(manifest_sha256), job});
   }
   cv_.notify_one();
 }
 
 void CheckpointJanitor::Run() {
   while (true) {
-    std::pair<std::string, std::string> item;
+    Item item;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -35,8 +35,8 @@ void CheckpointJanitor::Run() {
       item = std::move(queue_.front());
       queue_.pop_front();
     }
-    auto storage = checkpoint::StorageFor(item.first);
-    const Status s = storage.ok() ? (*storage)->Remove(item.first, item.second) : storage.status();
+    auto storage = checkpoint::StorageFor(item.location);
+    const Status s = storage.ok() ? (*storage)->Remove(item.location, item.manifest_sha256, item.job) : storage.status();
     if (!s.ok()) std::fprintf(stderr, "muster server: checkpoint retention: %s\n", s.ToString().c_str());
   }
 }

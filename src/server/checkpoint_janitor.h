@@ -21,13 +21,17 @@ class CheckpointJanitor {
  public:
   CheckpointJanitor();
   ~CheckpointJanitor();
-  void Remove(std::string location, std::string manifest_sha256);
+  void Remove(std::string location, std::string manifest_sha256, int64_t job);
 
  private:
   void Run();
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<std::string, std::string>> queue_;  // guarded by mu_
+  struct Item {
+    std::string location, manifest_sha256;
+    int64_t job = 0;
+  };
+  std::deque<Item> queue_;  // guarded by mu_
   bool stop_ = false;                                      // guarded by mu_
   std::thread thread_;
 };

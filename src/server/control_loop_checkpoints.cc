@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "api/spec_tree.h"
 #include "checkpoint/storage.h"
 #include "server/control_loop.h"
 
@@ -66,8 +67,8 @@ StatusOr<store::CheckpointRow> ControlLoop::CommitCheckpoint(CheckpointCommit c)
     }
     const std::string& root = a->second.spec->checkpoint->dir;
     if (!checkpoint::IsBelow(c.location, root)) {
-      return reply(InvalidArgument("must be a directory below the job's checkpoint.dir " + root + ", got \"" +
-                                       c.location.substr(0, 256) + "\"",
+      return reply(InvalidArgument("must be a directory below the job's checkpoint.dir " + root + ", got " +
+                                       api::QuoteForMessage(c.location, 256),
                                    "location"));
     }
     std::vector<store::CheckpointRow>& entries = catalog_[c.job];
@@ -101,7 +102,7 @@ StatusOr<store::CheckpointRow> ControlLoop::CommitCheckpoint(CheckpointCommit c)
     }
     Persist(std::move(b), [this, reply, entry, dropped](const Status& s) {
       if (!s.ok()) return reply(s);
-      for (const auto& [location, sha] : dropped) janitor_->Remove(location, sha);
+      for (const auto& [location, sha] : dropped) janitor_->Remove(location, sha, entry.job_id);
       reply(entry);
     });
   }, ShuttingDown());
