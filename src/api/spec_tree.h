@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/message_text.h"
 #include "common/status.h"
 
 namespace muster::api {
@@ -90,15 +91,7 @@ StatusOr<TreePtr> LoadYamlTree(std::string_view text);
 Status CheckDocumentSize(std::string_view text);
 
 // ---- Text for messages and field paths -------------------------------------
-
-// `text` made safe to show: control characters, invalid UTF-8 and bidi
-// overrides escaped (\n, \u0007, \xff, \u202e), cut to about `max_bytes`
-// with "..." when longer. Never contains a raw control character.
-std::string SanitizeForMessage(std::string_view text, size_t max_bytes = 200);
-
-// `text` quoted and sanitized for echoing a value: "\"eight\"", or
-// "\"aaaa...\" (70000 bytes)" when cut.
-std::string QuoteForMessage(std::string_view text, size_t max_bytes = 64);
+// (SanitizeForMessage and QuoteForMessage: common/message_text.h.)
 
 // How a node is echoed after "got ": "eight" quoted for strings, 1e12 for
 // numbers, true, null, "an object with 2 fields", "a list of 3 items".

@@ -58,8 +58,12 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       NodeGroup grp;
       if (!g["count"]) return InvalidArgument("is required", item + ".count");
       if (!g["gpus"]) return InvalidArgument("is required", item + ".gpus");
-      ASSIGN_OR_RETURN(grp.count, Int(g["count"], item + ".count", 1, 1000000));
-      ASSIGN_OR_RETURN(grp.gpus, Int(g["gpus"], item + ".gpus", 0, 1024));
+      ASSIGN_OR_RETURN(grp.count, Int(g["count"], item + ".count", 1, kMaxNodes));
+      if (static_cast<int64_t>(out.nodes.size()) + grp.count > kMaxNodes) {
+        return InvalidArgument("the node list may hold at most " + std::to_string(kMaxNodes) + " nodes in all",
+                               item + ".count");
+      }
+      ASSIGN_OR_RETURN(grp.gpus, Int(g["gpus"], item + ".gpus", 0, kMaxGpusPerNode));
       if (g["gpuType"]) grp.gpu_type = g["gpuType"].Scalar();
       RETURN_IF_ERROR(CpusAndMemory(g, item, grp.cpu_milli, grp.memory));
       if (g["nodesPerLeaf"]) {
@@ -78,12 +82,15 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       const YAML::Node n = nodes[i];
       const std::string item = path + ".nodes[" + std::to_string(i) + "]";
       if (!n.IsMap()) return InvalidArgument("must be a mapping", item);
+      if (static_cast<int64_t>(out.nodes.size()) >= kMaxNodes) {
+        return InvalidArgument("the node list may hold at most " + std::to_string(kMaxNodes) + " nodes in all", item);
+      }
       RETURN_IF_ERROR(CheckKeys(n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine"}, item));
       core::NodeSpec spec;
       if (!n["name"]) return InvalidArgument("is required", item + ".name");
       spec.name = n["name"].Scalar();
       if (!n["gpus"]) return InvalidArgument("is required", item + ".gpus");
-      ASSIGN_OR_RETURN(spec.capacity.gpus, Int(n["gpus"], item + ".gpus", 0, 1024));
+      ASSIGN_OR_RETURN(spec.capacity.gpus, Int(n["gpus"], item + ".gpus", 0, kMaxGpusPerNode));
       spec.gpu_type = n["gpuType"] ? n["gpuType"].Scalar() : "gpu";
       RETURN_IF_ERROR(CpusAndMemory(n, item, spec.capacity.cpu_milli, spec.capacity.memory_bytes));
       if (n["leaf"]) spec.topology.leaf = n["leaf"].Scalar();

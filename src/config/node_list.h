@@ -26,6 +26,12 @@
 
 namespace muster::config {
 
+// The most nodes a node list may describe, all groups and nodes together
+// (a bound, so that a typo such as `count: 80000000` is an error, not an
+// allocation that fails).
+inline constexpr int64_t kMaxNodes = 1'000'000;
+inline constexpr int64_t kMaxGpusPerNode = 1024;
+
 struct NodeList {
   std::vector<core::NodeSpec> nodes;
   std::string summary;  // "80 nodes x 8 GPU (V100), 16 nodes per leaf"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/message_text.h"
 #include "common/quantity.h"
 
 namespace muster::config {
@@ -78,7 +79,7 @@ StatusOr<YAML::Node> LoadYaml(const std::string& text, const std::string& source
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return InvalidArgument(source + ": " + e.what());
+    return InvalidArgument(source + ": " + SanitizeForMessage(e.what()));
   }
 }
 

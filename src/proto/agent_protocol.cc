@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/spec_tree.h"
+#include "common/message_text.h"
 
 namespace muster::proto {
 
@@ -263,7 +263,7 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
   if (r.node.empty() || r.node.size() > 253) return InvalidArgument("node: must be a name of 1..253 characters", "node");
   for (char c : r.node) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') {
-      return InvalidArgument("node: may use letters, digits, '-', '.' and '_', got " + api::QuoteForMessage(r.node), "node");
+      return InvalidArgument("node: may use letters, digits, '-', '.' and '_', got " + QuoteForMessage(r.node), "node");
     }
   }
   if (r.gpus.size() > 1024) return InvalidArgument("gpus: at most 1024", "gpus");

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "api/spec_tree.h"
+#include "common/message_text.h"
 #include "checkpoint/storage.h"
 #include "server/control_loop.h"
 
@@ -68,7 +68,7 @@ StatusOr<store::CheckpointRow> ControlLoop::CommitCheckpoint(CheckpointCommit c)
     const std::string& root = a->second.spec->checkpoint->dir;
     if (!checkpoint::IsBelow(c.location, root)) {
       return reply(InvalidArgument("must be a directory below the job's checkpoint.dir " + root + ", got " +
-                                       api::QuoteForMessage(c.location, 256),
+                                       QuoteForMessage(c.location, 256),
                                    "location"));
     }
     std::vector<store::CheckpointRow>& entries = catalog_[c.job];

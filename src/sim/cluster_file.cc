@@ -36,6 +36,11 @@ StatusOr<ClusterDescription> ClusterFromFlags(const NodeFlags& flags) {
       !parse(std::string_view(s).substr(x + 1), g.gpus) || g.count < 1 || g.gpus < 1) {
     return InvalidArgument("expected COUNTxGPUS such as 80x8, got \"" + s + "\"", "--nodes");
   }
+  if (g.count > config::kMaxNodes || g.gpus > config::kMaxGpusPerNode) {
+    return InvalidArgument("at most " + std::to_string(config::kMaxNodes) + " nodes of at most " +
+                               std::to_string(config::kMaxGpusPerNode) + " GPUs each, got \"" + s + "\"",
+                           "--nodes");
+  }
   if (flags.nodes_per_leaf < 0) return InvalidArgument("must be >= 0", "--nodes-per-leaf");
   if (flags.leaves_per_spine < 0) return InvalidArgument("must be >= 0", "--leaves-per-spine");
   g.gpu_type = flags.gpu_type;

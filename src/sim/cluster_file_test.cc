@@ -285,6 +285,25 @@ TEST(LoadClusterFileTest, MissingFileIsNotFound) {
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
 }
 
+// Found by sim_input_fuzz: yaml-cpp's message quotes the bad escape raw.
+TEST(ParseClusterYamlTest, AYamlErrorIsEchoedWithoutControlCharacters) {
+  StatusOr<ClusterDescription> r = ParseClusterYaml("nodes: [{name: \"a\\\x1b[2J\"}]\n", "c.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  for (unsigned char c : r.status().ToString()) EXPECT_GE(c, 0x20) << r.status().ToString();
+  EXPECT_TRUE(Contains(r.status().message(), "c.yaml: yaml-cpp: error at line 1")) << r.status().message();
+}
+
+TEST(ParseClusterYamlTest, NodesInAllAreBounded) {
+  StatusOr<ClusterDescription> r = ParseClusterYaml(
+      "nodeGroups:\n  - {count: 600000, gpus: 8}\n  - {count: 600000, gpus: 8}\n", "c.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().field(), "cluster.nodeGroups[1].count");
+  EXPECT_TRUE(Contains(r.status().message(), "at most 1000000 nodes in all")) << r.status().message();
+  EXPECT_TRUE(ParseClusterYaml("nodeGroups:\n  - {count: 1000000, gpus: 8}\n", "c.yaml").ok());
+}
+
 TEST(ClusterFromFlagsTest, CountTimesGpus) {
   NodeFlags flags;
   flags.nodes = "80x8";
@@ -317,7 +336,10 @@ TEST(ClusterFromFlagsTest, TopologyAndType) {
 }
 
 TEST(ClusterFromFlagsTest, BadStringsRejected) {
-  for (const std::string bad : {"80", "x8", "0x8", "8xq", "80x", "80x0", "-1x8", "", "8x8x8"}) {
+  // Too many nodes or GPUs: an error, not an allocation that fails (was
+  // std::bad_alloc, uncaught, for 2000000000x8).
+  for (const std::string bad : {"80", "x8", "0x8", "8xq", "80x", "80x0", "-1x8", "", "8x8x8", "2000000000x8",
+                                "1000001x8", "1x1025", "1x9000000000000000000"}) {
     SCOPED_TRACE(bad);
     NodeFlags flags;
     flags.nodes = bad;
