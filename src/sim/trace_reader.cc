@@ -4,6 +4,8 @@
 #include <fstream>
 #include <unordered_map>
 
+#include "common/message_text.h"
+
 namespace muster::sim {
 namespace {
 
@@ -80,7 +82,7 @@ StatusOr<std::vector<TraceJob>> ReadTrace(std::istream& in, const std::string& s
         return Status::Ok();
       }
       if (!ParseInt(f[c], out)) {
-        return InvalidArgument(where + name + ": not an integer: \"" + std::string(f[c]) + "\"");
+        return InvalidArgument(where + name + ": not an integer: " + QuoteForMessage(f[c]));
       }
       return Status::Ok();
     };

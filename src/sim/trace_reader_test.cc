@@ -122,6 +122,12 @@ TEST(ReadTraceTest, BadIntegerNamesLineAndColumn) {
   ExpectError(text, {"src:3", "num_gpus", "\"eight\""});
 }
 
+// Found by sim_input_fuzz: the bad value was echoed raw.
+TEST(ReadTraceTest, ABadValueIsEchoedEscaped) {
+  const std::string text = std::string(kHeader) + "j1,1\x01 1291,8,3600,alice,vision,2,COMPLETED,8000,0\n";
+  ExpectError(text, {"src:2", "submit_time", "\"1\\u0001 1291\""});
+}
+
 TEST(ReadTraceTest, BlankLinesStillCountForLineNumbers) {
   const std::string text = std::string(kHeader) + "\n" + "j2,x,1,60,u,t,0,S,1000,0\n";
   ExpectError(text, {"src:3", "submit_time"});
