@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <future>
 #include <pthread.h>
-#include <pthread.h>
 #include <nlohmann/json.hpp>
 #include <set>
 
