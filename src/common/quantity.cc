@@ -1,5 +1,7 @@
 #include "common/quantity.h"
 
+#include "common/message_text.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cctype>
@@ -8,21 +10,6 @@ namespace muster {
 namespace {
 
 // The input as echoed in an error: at most 64 bytes, control characters escaped.
-std::string Echo(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text.substr(0, 64)) {
-    if (c < 0x20 || c == 0x7f) {
-      static const char* kHex = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > 64) out += "...";
-  return out;
-}
 
 bool ParseUint(std::string_view s, int64_t& out) {
   if (s.empty()) return false;
@@ -68,7 +55,7 @@ StatusOr<int64_t> ParseMemoryBytes(std::string_view text) {
     if (n > INT64_MAX / suf.mult) break;
     return n * suf.mult / 1000;
   }
-  return InvalidArgument("expected a memory size such as 512Gi, 16G or 1500Mi, got \"" + Echo(text) + "\"");
+  return InvalidArgument("expected a memory size such as 512Gi, 16G or 1500Mi, got " + QuoteForMessage(text));
 }
 
 StatusOr<int64_t> ParseCpuMilli(std::string_view text) {
@@ -77,12 +64,12 @@ StatusOr<int64_t> ParseCpuMilli(std::string_view text) {
     return out;
   }
   if (ParseFixed(text, 1000, out)) return out;
-  return InvalidArgument("expected CPUs such as 4, 2.5 or 500m, got \"" + Echo(text) + "\"");
+  return InvalidArgument("expected CPUs such as 4, 2.5 or 500m, got " + QuoteForMessage(text));
 }
 
 StatusOr<Duration> ParseDuration(std::string_view text) {
   const Status bad = InvalidArgument(
-      "expected a duration such as 90s, 2h30m or D-HH:MM:SS, got \"" + Echo(text) + "\"");
+      "expected a duration such as 90s, 2h30m or D-HH:MM:SS, got " + QuoteForMessage(text));
   if (text == "inf" || text == "infinite" || text == "unlimited" || text == "UNLIMITED") {
     return Duration::Infinite();
   }

@@ -1,5 +1,6 @@
 #include "config/queue_list.h"
 
+#include "common/message_text.h"
 #include "config/yaml_fields.h"
 
 namespace muster::config {
@@ -14,8 +15,9 @@ Status ReadCounts(const YAML::Node& v, const std::string& path, std::map<std::st
   }
   if (!v.IsMap()) return InvalidArgument("must be a GPU count or a mapping of GPU type to count", path);
   for (const auto& kv : v) {
-    const std::string type = kv.first.as<std::string>();
-    ASSIGN_OR_RETURN(out[type], Int(kv.second, path + "." + type, 0, 100'000'000));
+    if (!kv.first.IsScalar()) return InvalidArgument("keys must be GPU type names", path);
+    const std::string type = kv.first.Scalar();
+    ASSIGN_OR_RETURN(out[type], Int(kv.second, KeyPath(path, type), 0, 100'000'000));
   }
   return Status::Ok();
 }
@@ -37,7 +39,7 @@ Status ReadQueueList(const YAML::Node& node, const std::string& path, std::vecto
       ASSIGN_OR_RETURN(qc.parent, Str(q["parent"], at + ".parent"));
     }
     for (const core::QueueConfig& c : quotas) {
-      if (c.name == qc.name) return InvalidArgument("queue \"" + qc.name + "\" is listed twice", at + ".name");
+      if (c.name == qc.name) return InvalidArgument("queue " + QuoteForMessage(qc.name) + " is listed twice", at + ".name");
     }
     RETURN_IF_ERROR(ReadCounts(q["guarantee"], at + ".guarantee", qc.guarantee));
     RETURN_IF_ERROR(ReadCounts(q["limit"], at + ".limit", qc.limit));
@@ -63,9 +65,9 @@ Status ReadQueueList(const YAML::Node& node, const std::string& path, std::vecto
     std::string p = quotas[i].parent;
     for (size_t depth = 0; !p.empty(); ++depth) {
       auto it = parent_of.find(p);
-      if (it == parent_of.end()) return InvalidArgument("\"" + p + "\" is not a queue listed here", at);
+      if (it == parent_of.end()) return InvalidArgument(QuoteForMessage(p) + " is not a queue listed here", at);
       if (p == quotas[i].name || depth > quotas.size()) {
-        return InvalidArgument("queue \"" + quotas[i].name + "\" would be nested under itself", at);
+        return InvalidArgument("queue " + QuoteForMessage(quotas[i].name) + " would be nested under itself", at);
       }
       p = it->second;
     }

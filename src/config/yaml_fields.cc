@@ -8,6 +8,15 @@
 
 namespace muster::config {
 
+std::string KeyPath(const std::string& path, const std::string& key) {
+  bool plain = !key.empty() && key.size() <= 64;
+  for (size_t i = 0; plain && i < key.size(); ++i) {
+    const char c = key[i];
+    plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == '-' || (i > 0 && c >= '0' && c <= '9');
+  }
+  return plain ? path + "." + key : path + "[" + QuoteForMessage(key) + "]";
+}
+
 Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& path) {
   for (const auto& kv : map) {
     if (!kv.first.IsScalar()) return InvalidArgument("keys must be plain names, under " + path);
@@ -16,7 +25,7 @@ Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, c
     std::string msg = "unknown field";
     const std::string close = ClosestMatch(key, known);
     if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
-    return InvalidArgument(msg, path + "." + key);
+    return InvalidArgument(msg, KeyPath(path, key));
   }
   return Status::Ok();
 }
@@ -28,7 +37,7 @@ StatusOr<int64_t> Int(const YAML::Node& v, const std::string& path, int64_t min,
   const std::string range = max == INT64_MAX ? ">= " + std::to_string(min)
                                              : "from " + std::to_string(min) + " to " + std::to_string(max);
   if (!v.IsScalar() || ec != std::errc() || p != s.data() + s.size() || out < min || out > max) {
-    return InvalidArgument("must be an integer " + range + ", got \"" + s + "\"", path);
+    return InvalidArgument("must be an integer " + range + ", got " + QuoteForMessage(s), path);
   }
   return out;
 }
@@ -38,7 +47,7 @@ StatusOr<double> Fraction(const YAML::Node& v, const std::string& path) {
   const std::string s = v.IsScalar() ? v.Scalar() : std::string("<") + (v.IsMap() ? "map" : "list") + ">";
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, std::chars_format::fixed);
   if (!v.IsScalar() || ec != std::errc() || p != s.data() + s.size() || !(out >= 0 && out <= 1)) {
-    return InvalidArgument("must be a number from 0 to 1, got \"" + s + "\"", path);
+    return InvalidArgument("must be a number from 0 to 1, got " + QuoteForMessage(s), path);
   }
   return out;
 }

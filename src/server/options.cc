@@ -216,8 +216,9 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       if (const YAML::Node sh = f["shares"]) {
         if (!sh.IsMap()) return InvalidArgument("must be a mapping of queue name to share", "server.fairShare.shares");
         for (const auto& kv : sh) {
-          const std::string name = kv.first.as<std::string>();
-          const std::string path = "server.fairShare.shares." + name;
+          if (!kv.first.IsScalar()) return InvalidArgument("keys must be queue names", "server.fairShare.shares");
+          const std::string name = kv.first.Scalar();
+          const std::string path = config::KeyPath("server.fairShare.shares", name);
           ASSIGN_OR_RETURN(int64_t share, config::Int(kv.second, path, 1, 1'000'000));
           o.fairshare.shares[name] = static_cast<double>(share);
         }

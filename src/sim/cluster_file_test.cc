@@ -294,6 +294,26 @@ TEST(ParseClusterYamlTest, AYamlErrorIsEchoedWithoutControlCharacters) {
   EXPECT_TRUE(Contains(r.status().message(), "c.yaml: yaml-cpp: error at line 1")) << r.status().message();
 }
 
+// Found by sim_input_fuzz: an unknown key went raw into the field path.
+TEST(ParseClusterYamlTest, AnOddKeyIsQuotedInTheFieldPath) {
+  StatusOr<ClusterDescription> r = ParseClusterYaml("nod\x11" "eGroups: []\n", "c.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().field(), "cluster[\"nod\\u0011eGroups\"]");
+  r = ParseClusterYaml("nodeGroups: [{count: 1, gpus: 1, gpuTyp: x}]\n", "c.yaml");
+  EXPECT_EQ(r.status().field(), "cluster.nodeGroups[0].gpuTyp");
+}
+
+// A key that is not a name (here a list) was converted with as<string>(),
+// which threw: the simulator, and the server reading its configuration,
+// died of an uncaught exception.
+TEST(ParseClusterYamlTest, AKeyThatIsNotANameIsAnError) {
+  StatusOr<ClusterDescription> r =
+      ParseClusterYaml("nodes: [{name: a, gpus: 1}]\nqueues: [{name: q, guarantee: {[x]: 1}}]\n", "c.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(r.status().message(), "keys must be GPU type names")) << r.status().ToString();
+}
+
 TEST(ParseClusterYamlTest, NodesInAllAreBounded) {
   StatusOr<ClusterDescription> r = ParseClusterYaml(
       "nodeGroups:\n  - {count: 600000, gpus: 8}\n  - {count: 600000, gpus: 8}\n", "c.yaml");
