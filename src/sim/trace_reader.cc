@@ -44,10 +44,18 @@ StatusOr<std::vector<TraceJob>> ReadTrace(std::istream& in, const std::string& s
   std::string line;
   if (!std::getline(in, line)) return InvalidArgument(source + ": empty file, expected a header");
   if (!line.empty() && line.back() == '\r') line.pop_back();
+  // Every row must have as many fields as the header: a column's index is
+  // then always within the row.
+  size_t columns = 0;
   std::unordered_map<std::string, size_t> col;
   {
-    const auto header = SplitCsv(line);
-    for (size_t i = 0; i < header.size(); ++i) col[std::string(header[i])] = i;
+    const std::vector<std::string_view> header = SplitCsv(line);  // views into `line`, which rows reuse
+    columns = header.size();
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (!col.emplace(std::string(header[i]), i).second) {
+        return InvalidArgument(source + ":1: column " + QuoteForMessage(header[i]) + " appears twice");
+      }
+    }
   }
   for (const char* required : {"job_id", "submit_time", "num_gpus", "duration"}) {
     if (!col.count(required)) {
@@ -71,8 +79,8 @@ StatusOr<std::vector<TraceJob>> ReadTrace(std::istream& in, const std::string& s
     if (line.empty()) continue;
     const auto f = SplitCsv(line);
     const std::string where = source + ":" + std::to_string(line_no) + ": ";
-    if (f.size() < col.size()) {
-      return InvalidArgument(where + "expected " + std::to_string(col.size()) + " columns, got " +
+    if (f.size() < columns) {
+      return InvalidArgument(where + "expected " + std::to_string(columns) + " columns, got " +
                              std::to_string(f.size()));
     }
     auto text = [&](int64_t c) { return c < 0 ? std::string() : std::string(f[c]); };

@@ -122,6 +122,14 @@ TEST(ReadTraceTest, BadIntegerNamesLineAndColumn) {
   ExpectError(text, {"src:3", "num_gpus", "\"eight\""});
 }
 
+// Found by sim_input_fuzz: with a column named twice, rows were checked
+// against the number of distinct names, and a short row was read past its
+// end (a crash under ASan, garbage without).
+TEST(ReadTraceTest, AColumnNamedTwiceIsAnError) {
+  ExpectError("job_id,submit_time,num_gpus,duration,job_id,user\nj1,0,8,3600\n",
+              {"src:1", "column \"job_id\" appears twice"});
+}
+
 // Found by sim_input_fuzz: the bad value was echoed raw.
 TEST(ReadTraceTest, ABadValueIsEchoedEscaped) {
   const std::string text = std::string(kHeader) + "j1,1\x01 1291,8,3600,alice,vision,2,COMPLETED,8000,0\n";
