@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "agent/launcher.h"
+#include "agent/resume_check.h"
 #include "agent/task_spec.h"
-#include "checkpoint/storage.h"
 
 namespace muster::agent {
 
@@ -121,24 +121,23 @@ void ChooseCheckpoint(const TaskSpec& spec, const std::string& journal, Log& log
                       std::map<std::string, std::string>& env) {
   nlohmann::json skipped = nlohmann::json::array();
   int64_t chosen = 0;
-  for (const proto::ResumeCandidate& c : spec.resume) {
-    Status s = Status::Ok();
-    auto storage = checkpoint::StorageFor(c.location);
-    s = storage.ok() ? (*storage)->Verify(c.location, c.manifest_sha256, spec.job) : storage.status();
+  const std::vector<Status> verdicts = CheckResumeCandidates(spec);
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    const proto::ResumeCandidate& c = spec.resume[i];
+    const Status& v = verdicts[i];
     std::string line;
-    if (s.ok()) {
+    if (v.ok()) {
       chosen = c.seq;
       env["MUSTER_RESUME_FROM"] = c.location;
       env["MUSTER_RESUME_STEP"] = std::to_string(c.step);
       line = "muster: resuming from checkpoint " + std::to_string(c.seq) + " (step " + std::to_string(c.step) + ") at " +
              c.location + "\n";
     } else {
-      skipped.push_back({{"seq", c.seq}, {"reason", s.message().substr(0, 1024)}});
+      skipped.push_back({{"seq", c.seq}, {"reason", v.message().substr(0, 1024)}});
       line = "muster: checkpoint " + std::to_string(c.seq) + " (step " + std::to_string(c.step) + ") at " + c.location +
-             " failed verification: " + s.message() + "; skipped\n";
+             " failed verification: " + v.message() + "; skipped\n";
     }
     log.Write(line.data(), line.size());
-    if (chosen) break;
   }
   if (!chosen) {
     const std::string line = "muster: no checkpoint passed verification; starting from the beginning\n";

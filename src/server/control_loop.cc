@@ -271,7 +271,7 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
 }
 
 uint64_t ControlLoop::Persist(store::WriteBatch batch, std::function<void(const Status&)> done) {
-  return writer_->Submit(std::move(batch), [done = std::move(done)](const Status& s) {
+  return last_ticket_ = writer_->Submit(std::move(batch), [done = std::move(done)](const Status& s) {
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) {
       // The promise "acknowledged means durable" cannot be kept: stop, so a
       // restart resumes from the last durable state.
@@ -613,7 +613,14 @@ StatusOr<ControlLoop::Explanation> ControlLoop::Explain(int64_t id) {
     for (const core::PendingJob& p : snap.pending) {
       if (p.id == id) e.priority = scheduler_->Priority(p, snap);
     }
-    reply(std::move(e));
+    // Only what is durable is shown: while a change is on its way to the
+    // store (the job's end, say), the answer waits for it, so a client never
+    // sees a state a crash could take back, nor a state before its events.
+    if (writer_->Committed(last_ticket_)) return reply(std::move(e));
+    Persist({}, [reply, e = std::move(e)](const Status& s) {
+      if (!s.ok()) return reply(s);
+      reply(e);
+    });
   }, ShuttingDown());
 }
 

@@ -397,6 +397,7 @@ class ControlLoop {
   const Clock& clock_;
   store::Store& store_;
   std::unique_ptr<store::StoreWriter> writer_;
+  uint64_t last_ticket_ = 0;  // of the last batch handed to writer_
 
   // Owned by the loop thread only.
   core::ClusterState state_;
