@@ -97,17 +97,27 @@ StatusOr<std::vector<TraceJob>> ReadTrace(std::istream& in, const std::string& s
     TraceJob j;
     j.id = text(c_id);
     if (j.id.empty()) return InvalidArgument(where + "job_id: empty");
+    // Bounds far beyond any real trace, so that the simulator's arithmetic
+    // (milliseconds, GPU-seconds) cannot overflow.
+    auto bounded = [&](const char* name, int64_t v, int64_t min, int64_t max) -> Status {
+      if (v >= min && v <= max) return Status::Ok();
+      return InvalidArgument(where + name + ": must be from " + std::to_string(min) + " to " + std::to_string(max) +
+                             ", got " + std::to_string(v));
+    };
     RETURN_IF_ERROR(integer(c_submit, "submit_time", -1, j.submit_s));
-    if (j.submit_s < 0) return InvalidArgument(where + "submit_time: must be >= 0");
+    RETURN_IF_ERROR(bounded("submit_time", j.submit_s, 0, kMaxTraceSeconds));
     RETURN_IF_ERROR(integer(c_gpus, "num_gpus", -1, j.num_gpus));
-    if (j.num_gpus < 0) return InvalidArgument(where + "num_gpus: must be >= 0");
+    RETURN_IF_ERROR(bounded("num_gpus", j.num_gpus, 0, kMaxTraceGpus));
     RETURN_IF_ERROR(integer(c_dur, "duration", -1, j.duration_s));
     if (j.duration_s < -1) return InvalidArgument(where + "duration: must be >= 0 or -1 (unknown)");
+    RETURN_IF_ERROR(bounded("duration", j.duration_s, -1, kMaxTraceSeconds));
     j.user = text(c_user);
     j.tenant = text(c_tenant);
     RETURN_IF_ERROR(integer(c_prio, "priority", 0, j.priority));
+    RETURN_IF_ERROR(bounded("priority", j.priority, -1'000'000'000, 1'000'000'000));
     j.status = text(c_status);
     RETURN_IF_ERROR(integer(c_milli, "gpu_milli", j.num_gpus * 1000, j.gpu_milli));
+    RETURN_IF_ERROR(bounded("gpu_milli", j.gpu_milli, 0, kMaxTraceGpus * 1000));
     int64_t censored = 0;
     RETURN_IF_ERROR(integer(c_cens, "censored", 0, censored));
     j.censored = censored != 0;

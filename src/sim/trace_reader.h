@@ -22,6 +22,11 @@
 
 namespace muster::sim {
 
+// Bounds on a row's numbers (far beyond any real trace; they keep the
+// simulator's arithmetic from overflowing): times up to about 3,000 years.
+inline constexpr int64_t kMaxTraceSeconds = 100'000'000'000;
+inline constexpr int64_t kMaxTraceGpus = 1'000'000;
+
 struct TraceJob {
   std::string id;
   int64_t submit_s = 0;

@@ -130,6 +130,16 @@ TEST(ReadTraceTest, AColumnNamedTwiceIsAnError) {
               {"src:1", "column \"job_id\" appears twice"});
 }
 
+// Found by sim_input_fuzz: a submit time of 5.8e18 s overflowed the
+// simulator's milliseconds (UBSan); numbers are bounded.
+TEST(ReadTraceTest, NumbersBeyondAnyRealTraceAreErrors) {
+  ExpectError(std::string(kHeader) + "j1,5800000000000000083,8,3600,a,v,2,C,8000,0\n",
+              {"src:2", "submit_time: must be from 0 to 100000000000"});
+  ExpectError(std::string(kHeader) + "j1,0,9223372036854775807,3600,a,v,2,C,,0\n", {"src:2", "num_gpus"});
+  ExpectError(std::string(kHeader) + "j1,0,8,100000000001,a,v,2,C,8000,0\n", {"src:2", "duration"});
+  ExpectError(std::string(kHeader) + "j1,0,8,3600,a,v,2,C,-5,0\n", {"src:2", "gpu_milli"});
+}
+
 // Found by sim_input_fuzz: the bad value was echoed raw.
 TEST(ReadTraceTest, ABadValueIsEchoedEscaped) {
   const std::string text = std::string(kHeader) + "j1,1\x01 1291,8,3600,alice,vision,2,COMPLETED,8000,0\n";
