@@ -10,6 +10,7 @@
 
 #include "checkpoint/beneath.h"
 #include "checkpoint/manifest.h"
+#include "common/message_text.h"
 
 namespace muster::checkpoint {
 
@@ -57,9 +58,10 @@ StatusOr<std::unique_ptr<CheckpointStorage>> StorageFor(const std::string& locat
   if (!location.empty() && location.front() == '/') return std::unique_ptr<CheckpointStorage>(new DirectoryStorage());
   const size_t scheme = location.find("://");
   if (scheme != std::string::npos) {
-    return FailedPrecondition("checkpoint storage \"" + location.substr(0, scheme) + "://\" is not built in; use a shared directory");
+    return FailedPrecondition("checkpoint storage " + QuoteForMessage(location.substr(0, scheme) + "://") +
+                              " is not built in; use a shared directory");
   }
-  return InvalidArgument("must be an absolute path, got \"" + location.substr(0, 64) + "\"");
+  return InvalidArgument("must be an absolute path, got " + QuoteForMessage(location));
 }
 
 bool IsBelow(const std::string& location, const std::string& root) {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "common/message_text.h"
 #include "common/quantity.h"
 #include "core/job.h"
 #include "api/rfc3339.h"
@@ -109,8 +110,8 @@ Status IntParam(const httplib::Request& req, const char* name, int64_t& out, int
   const std::string v = req.get_param_value(name);
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi) {
-    return InvalidArgument("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got \"" +
-                               v.substr(0, 32) + "\"",
+    return InvalidArgument("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " +
+                               QuoteForMessage(v, 32),
                            std::string("query.") + name);
   }
   return Status::Ok();
@@ -165,7 +166,7 @@ StatusOr<int64_t> PathId(const httplib::Request& req) {
   int64_t id = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
   if (ec != std::errc() || p != s.data() + s.size() || id <= 0) {
-    return InvalidArgument("must be a positive job id, got \"" + s + "\"", "path.id");
+    return InvalidArgument("must be a positive job id, got " + QuoteForMessage(s), "path.id");
   }
   return id;
 }
@@ -296,8 +297,8 @@ void HttpApi::Routes() {
     if (!key.ok()) return ReplyStatus(res, key.status());
     const std::string type = req.get_header_value("Content-Type");
     if (type.rfind("application/x-www-form-urlencoded", 0) == 0 || type.rfind("multipart/", 0) == 0) {
-      return ReplyStatus(res, InvalidArgument("must be application/json or application/yaml, got \"" +
-                                                  type.substr(0, 64) + "\"",
+      return ReplyStatus(res, InvalidArgument("must be application/json or application/yaml, got " +
+                                                  QuoteForMessage(type),
                                               "header Content-Type"));
     }
     if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyStatus(res, q);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "api/job_spec.h"
+#include "common/message_text.h"
 #include "config/node_list.h"
 #include "config/queue_list.h"
 #include "config/yaml_fields.h"
@@ -20,7 +21,7 @@ Status SetListen(ServerOptions& o, const std::string& listen) {
   auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (colon == std::string::npos || colon == 0 || ec != std::errc() ||
       p != port_text.data() + port_text.size() || port < 0 || port > 65535) {
-    return InvalidArgument("expected HOST:PORT such as 127.0.0.1:8470, got \"" + listen + "\"", "listen");
+    return InvalidArgument("expected HOST:PORT such as 127.0.0.1:8470, got " + QuoteForMessage(listen), "listen");
   }
   o.host = listen.substr(0, colon);
   o.port = port;
@@ -34,14 +35,14 @@ Status ServerOptions::Validate() const {
   for (size_t i = 0; i < cluster.priority_classes.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (cluster.priority_classes[i].name == cluster.priority_classes[j].name) {
-        return InvalidArgument("duplicate class \"" + cluster.priority_classes[i].name + "\"",
+        return InvalidArgument("duplicate class " + QuoteForMessage(cluster.priority_classes[i].name),
                                "priorityClasses[" + std::to_string(i) + "].name");
       }
     }
     has_default |= cluster.priority_classes[i].name == cluster.default_priority_class;
   }
   if (!has_default) {
-    return InvalidArgument("\"" + cluster.default_priority_class + "\" is not a priority class",
+    return InvalidArgument(QuoteForMessage(cluster.default_priority_class) + " is not a priority class",
                            "defaultPriorityClass");
   }
   if (Status s = scheduler.Validate(); !s.ok()) return s;

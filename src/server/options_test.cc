@@ -63,6 +63,20 @@ TEST(JobDefaults, BadValuesNameTheServerOption) {
   }
 }
 
+// Found by server_options_fuzz: the listen address was echoed raw, so a
+// control character in the file reached the terminal and the log as is.
+TEST(Listen, ABadAddressIsEchoedEscaped) {
+  auto o = ParseServerOptions("listen: \"127.0.\\x10.1:8x\"\n", "test.yaml");
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().field(), "server.listen");
+  for (unsigned char c : o.status().ToString()) EXPECT_GE(c, 0x20) << o.status().ToString();
+  EXPECT_NE(o.status().message().find(R"(got "127.0.\u0010.1:8x")"), std::string::npos) << o.status().message();
+  // A fair-share key that is not a name is an error, not a yaml-cpp exception.
+  o = ParseServerOptions("fairShare: {shares: {[a]: 1}}\n", "test.yaml");
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().field(), "server.fairShare.shares") << o.status().ToString();
+}
+
 TEST(FairShareShares, AreReadByQueueName) {
   auto o = ParseServerOptions("fairShare: {shares: {research: 3, prod: 1}}", "test.yaml");
   ASSERT_TRUE(o.ok()) << o.status().ToString();
