@@ -729,11 +729,15 @@ void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {
   // Many nodes going silent at once is more likely this server's own
   // network than a mass failure: requeue nothing, say so, keep watching.
   // (A single node, or two, is never "many": small clusters still recover.)
-  if (newly_lost.size() >= 3 &&
-      static_cast<double>(newly_lost.size()) > options_.max_lost_fraction * static_cast<double>(agents_.size())) {
+  // Every node silent and not yet handled counts, not only those past
+  // lostAfter in this sweep: nodes that went silent together last synced up
+  // to a sync apart, so they cross the threshold in different sweeps.
+  size_t silent = 0;
+  for (const auto& [name, a] : agents_) silent += a.unreachable && !a.lost ? 1 : 0;
+  if (silent >= 3 && static_cast<double>(silent) > options_.max_lost_fraction * static_cast<double>(agents_.size())) {
     if (!mass_silence_reported_) {
       b.events.push_back({0, 0, now.millis(), "ManyNodesSilent", "NoRequeue",
-                          std::to_string(newly_lost.size()) + " of " + std::to_string(agents_.size()) +
+                          std::to_string(silent) + " of " + std::to_string(agents_.size()) +
                               " nodes went silent at once; assuming the fault is this server's, nothing is requeued"});
       mass_silence_reported_ = true;
     }
