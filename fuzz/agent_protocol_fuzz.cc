@@ -13,27 +13,19 @@
 // candidates. See README.md for building and running it.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
+#include "fuzz_checks.h"
 #include "proto/agent_protocol.h"
 
 namespace {
 
 namespace proto = muster::proto;
-
-[[noreturn]] void Fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "agent_protocol_fuzz: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
+using muster::fuzz::Fail;
 
 void CheckError(const char* kind, const muster::Status& s) {
-  if (s.code() != muster::StatusCode::kInvalidArgument) Fail(kind, "error is not InvalidArgument: " + s.ToString());
+  muster::fuzz::CheckInputError(s);
   if (s.field().empty()) Fail(kind, "error without a field: " + s.ToString());
-  for (unsigned char c : s.ToString()) {
-    if (c < 0x20 || c == 0x7F) Fail(kind, "raw control character in error: " + s.ToString());
-  }
 }
 
 template <typename T, typename Parse>

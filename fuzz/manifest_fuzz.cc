@@ -15,21 +15,16 @@
 // See README.md for building and running it.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "checkpoint/manifest.h"
+#include "fuzz_checks.h"
 
 namespace {
 
 using muster::checkpoint::Manifest;
-
-[[noreturn]] void Fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "manifest_fuzz: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
+using muster::fuzz::Fail;
 
 bool SafePath(const std::string& p) {
   if (p.empty() || p.front() == '/' || p.find('\0') != std::string::npos) {
@@ -65,11 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const muster::StatusOr<Manifest> m = muster::checkpoint::ParseManifest(input);
   if (!m.ok()) {
-    const muster::Status& s = m.status();
-    if (s.code() != muster::StatusCode::kInvalidArgument) Fail("error is not InvalidArgument", s.ToString());
-    for (unsigned char c : s.ToString()) {
-      if (c < 0x20 || c == 0x7F) Fail("raw control character in error", s.ToString());
-    }
+    muster::fuzz::CheckInputError(m.status());
     return 0;
   }
   for (size_t i = 0; i < m->files.size(); ++i) {

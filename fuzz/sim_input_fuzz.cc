@@ -13,43 +13,27 @@
 // to 64 jobs so each run stays short. See README.md.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <sstream>
 #include <string>
 
+#include "fuzz_checks.h"
 #include "sim/cluster_file.h"
 #include "sim/simulator.h"
 #include "sim/trace_reader.h"
 
-namespace {
-
 namespace sim = muster::sim;
-
-[[noreturn]] void Fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "sim_input_fuzz: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
-
-void CheckError(const char* kind, const muster::Status& s) {
-  if (s.code() != muster::StatusCode::kInvalidArgument) Fail(kind, "error is not InvalidArgument: " + s.ToString());
-  for (unsigned char c : s.ToString()) {
-    if (c < 0x20 || c == 0x7F) Fail(kind, "raw control character in error: " + s.ToString());
-  }
-}
-
-}  // namespace
+using muster::fuzz::Fail;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);
 
   auto cluster = sim::ParseClusterYaml(input, "cluster.yaml");
-  if (!cluster.ok()) CheckError("cluster", cluster.status());
+  if (!cluster.ok()) muster::fuzz::CheckInputError(cluster.status());
 
   std::istringstream in(input);
   auto trace = sim::ReadTrace(in, "trace.csv");
   if (!trace.ok()) {
-    CheckError("trace", trace.status());
+    muster::fuzz::CheckInputError(trace.status());
     return 0;
   }
   if (trace->size() > 64) trace->resize(64);

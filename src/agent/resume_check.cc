@@ -1,7 +1,6 @@
 #include "agent/resume_check.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <string>
 
 #include "checkpoint/storage.h"
+#include "common/fd_io.h"
 
 namespace muster::agent {
 namespace {
@@ -44,22 +44,13 @@ std::vector<Status> CheckResumeCandidates(const TaskSpec& spec) {
   }
   if (child == 0) {
     ::close(fds[0]);
-    if (::setgroups(spec.groups.size(), spec.groups.data()) != 0 || ::setgid(spec.gid) != 0 ||
-        ::setuid(spec.uid) != 0) {
-      ::_exit(126);
-    }
+    if (TakeTaskIdentity(spec) != nullptr) ::_exit(126);
     nlohmann::json verdicts = nlohmann::json::array();
     for (const Status& v : CheckHere(spec)) {
       verdicts.push_back({{"code", static_cast<int>(v.code())}, {"message", v.message()}});
     }
     const std::string text = verdicts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    for (size_t done = 0; done < text.size();) {
-      const ssize_t n = ::write(fds[1], text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) ::_exit(125);
-      done += static_cast<size_t>(n);
-    }
-    ::_exit(0);
+    ::_exit(WriteFull(fds[1], text.data(), text.size()) ? 0 : 125);
   }
   ::close(fds[1]);
   std::string text;

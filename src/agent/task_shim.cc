@@ -1,7 +1,6 @@
 #include "agent/task_shim.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -24,6 +23,7 @@
 #include "agent/launcher.h"
 #include "agent/resume_check.h"
 #include "agent/task_spec.h"
+#include "common/fd_io.h"
 
 namespace muster::agent {
 
@@ -35,16 +35,6 @@ namespace {
 // stays pending and is delivered once the child unblocks it (an ignored one
 // would be lost, and the task would only die at the end of its grace).
 constexpr int kIgnored[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
-
-void WriteAll(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-}
 
 // The log file with size-based rotation to path.1.
 class Log {
@@ -63,7 +53,7 @@ class Log {
       }
       const size_t room = max_ > 0 ? static_cast<size_t>(max_ - size_) : n;
       const size_t part = std::min(n, room);
-      WriteAll(fd_, data, part);
+      (void)WriteFull(fd_, data, part);
       size_ += static_cast<int64_t>(part);
       data += part;
       n -= part;
@@ -96,18 +86,14 @@ class Log {
   ::dup2(out_fd, 2);
   auto fail = [](const char* what) {
     const char* err = std::strerror(errno);
-    WriteAll(2, "muster: ", 8);
-    WriteAll(2, what, std::strlen(what));
-    WriteAll(2, ": ", 2);
-    WriteAll(2, err, std::strlen(err));
-    WriteAll(2, "\n", 1);
+    (void)WriteFull(2, "muster: ", 8);
+    (void)WriteFull(2, what, std::strlen(what));
+    (void)WriteFull(2, ": ", 2);
+    (void)WriteFull(2, err, std::strlen(err));
+    (void)WriteFull(2, "\n", 1);
     ::_exit(127);
   };
-  if (spec.run_as) {
-    if (::setgroups(spec.groups.size(), spec.groups.data()) != 0) fail("setgroups");
-    if (::setgid(spec.gid) != 0) fail("setgid");
-    if (::setuid(spec.uid) != 0) fail("setuid");
-  }
+  if (const char* failed = TakeTaskIdentity(spec)) fail(failed);
   if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0) fail("cannot enter the working directory");
   ::execvpe(argv[0], argv.data(), envp.data());
   fail(argv[0]);

@@ -1,6 +1,7 @@
 #include "agent/task_spec.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -123,6 +124,14 @@ std::vector<std::string> ReadJournal(const std::string& path) {
     if (json::accept(line)) lines.push_back(line);
   }
   return lines;
+}
+
+const char* TakeTaskIdentity(const TaskSpec& spec) {
+  if (!spec.run_as) return nullptr;
+  if (::setgroups(spec.groups.size(), spec.groups.data()) != 0) return "setgroups";
+  if (::setgid(spec.gid) != 0) return "setgid";
+  if (::setuid(spec.uid) != 0) return "setuid";
+  return nullptr;
 }
 
 }  // namespace muster::agent

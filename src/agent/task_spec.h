@@ -50,6 +50,12 @@ struct TaskSpec {
 std::string TaskSpecToJson(const TaskSpec& spec);
 StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text);
 
+// Takes the task's identity when it runs as another user (`run_as`): its
+// supplementary groups, group and user, in that order. Returns the name of
+// the call that failed (errno says why), or nullptr. Async-signal-safe: for
+// a child between fork and exec.
+const char* TakeTaskIdentity(const TaskSpec& spec);
+
 // How a task ended.
 struct TaskResult {
   int32_t exit_code = -1;  // when it exited; -1 when it was killed by a signal

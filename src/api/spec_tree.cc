@@ -8,16 +8,6 @@
 namespace muster::api {
 namespace {
 
-bool IsIdentifier(std::string_view key) {
-  if (key.empty() || key.size() > 64) return false;
-  for (size_t i = 0; i < key.size(); ++i) {
-    const char c = key[i];
-    const bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-    if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 void FinishNode(TreeNode& node) {
@@ -67,11 +57,6 @@ std::string Describe(const TreeNode& node) {
              (node.fields.size() == 1 ? " field" : " fields");
   }
   return "?";
-}
-
-std::string ChildPath(const std::string& parent, std::string_view key) {
-  if (IsIdentifier(key)) return parent + "." + std::string(key);
-  return parent + "[" + QuoteForMessage(key) + "]";
 }
 
 std::string IndexPath(const std::string& parent, size_t index) {

@@ -97,9 +97,7 @@ Status CheckDocumentSize(std::string_view text);
 // numbers, true, null, "an object with 2 fields", "a list of 3 items".
 std::string Describe(const TreeNode& node);
 
-// The path of a child: "spec.resources" + "gpus" -> "spec.resources.gpus";
-// keys that are not identifiers are quoted: spec.env["1BAD"].
-std::string ChildPath(const std::string& parent, std::string_view key);
+// (ChildPath: common/message_text.h.)
 // "spec.command" + 2 -> "spec.command[2]".
 std::string IndexPath(const std::string& parent, size_t index);
 

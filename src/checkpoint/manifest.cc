@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/beneath.h"
+#include "common/fd_io.h"
 
 namespace muster::checkpoint {
 
@@ -52,12 +53,7 @@ bool SafeRelative(const std::string& p) {
 }
 
 Status WriteAllFd(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    const ssize_t w = ::write(fd, data.data(), data.size());
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return Internal(Errno("write " + path));
-    data.remove_prefix(static_cast<size_t>(w));
-  }
+  if (!WriteFull(fd, data.data(), data.size())) return Internal(Errno("write " + path));
   return Status::Ok();
 }
 
@@ -254,19 +250,19 @@ Status Verify(const std::string& dir, const std::string& manifest_sha256, int64_
   if (dir_fd.get() < 0) return NotFound(Errno("no manifest: open " + dir));
   ASSIGN_OR_RETURN(Manifest m, ReadCommittedManifest(dir_fd.get(), dir, manifest_sha256, job));
   for (const ManifestFile& f : m.files) {
+    const auto wrong_size = [&](int64_t size) {
+      return DataLoss(f.path + " has " + std::to_string(size) + " bytes, the manifest says " + std::to_string(f.size));
+    };
     auto fd = OpenRegularBeneath(dir_fd.get(), f.path, f.path);
     if (!fd.ok()) return fd.status().code() == StatusCode::kNotFound ? DataLoss(fd.status().message()) : fd.status();
     struct stat st {};
-    if (::fstat(*fd, &st) == 0 && st.st_size != f.size) {  // wrong size: no need to read it
+    if (::fstat(*fd, &st) == 0 && st.st_size != f.size) {  // no need to read it
       ::close(*fd);
-      return DataLoss(f.path + " has " + std::to_string(st.st_size) + " bytes, the manifest says " +
-                      std::to_string(f.size));
+      return wrong_size(st.st_size);
     }
     int64_t size = 0;
     ASSIGN_OR_RETURN(std::string sha, Sha256OfFd(*fd, f.path, &size));
-    if (size != f.size) {
-      return DataLoss(f.path + " has " + std::to_string(size) + " bytes, the manifest says " + std::to_string(f.size));
-    }
+    if (size != f.size) return wrong_size(size);  // it changed while read
     if (sha != f.sha256) return DataLoss(f.path + " does not match its SHA-256 in the manifest");
   }
   return Status::Ok();

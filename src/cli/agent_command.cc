@@ -57,10 +57,9 @@ int RunAgentCommand(AgentFlags& f) {
     o.memory_bytes = *mem;
   }
   if (!f.log_retention.empty()) {
-    auto keep = f.log_retention == "0" ? StatusOr<Duration>(Duration::Zero()) : ParseDuration(f.log_retention);
-    if (!keep.ok() || *keep < Duration::Zero()) {
-      std::cerr << "muster agent: --log-retention: must be a duration like 7d, 12h or 0 (keep), got \"" << f.log_retention
-                << "\"\n";
+    auto keep = ParseDuration(f.log_retention);  // "0" is zero: keep them
+    if (!keep.ok()) {
+      std::cerr << "muster agent: --log-retention: " << keep.status().message() << "\n";
       return 2;
     }
     o.log_retention = *keep;

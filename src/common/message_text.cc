@@ -56,6 +56,16 @@ bool Escape(std::string_view text, size_t max_bytes, bool quote, std::string& ou
   return true;
 }
 
+bool IsIdentifier(std::string_view key) {
+  if (key.empty() || key.size() > 64) return false;
+  for (size_t i = 0; i < key.size(); ++i) {
+    const char c = key[i];
+    const bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+    if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 size_t DecodeUtf8(std::string_view s, size_t i, uint32_t* cp) {
@@ -102,6 +112,11 @@ std::string QuoteForMessage(std::string_view text, size_t max_bytes) {
   const bool whole = Escape(text, max_bytes, /*quote=*/true, out);
   out += whole ? "\"" : "...\" (" + std::to_string(text.size()) + " bytes)";
   return out;
+}
+
+std::string ChildPath(const std::string& parent, std::string_view key) {
+  if (IsIdentifier(key)) return parent + "." + std::string(key);
+  return parent + "[" + QuoteForMessage(key) + "]";
 }
 
 }  // namespace muster

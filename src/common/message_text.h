@@ -22,6 +22,11 @@ std::string SanitizeForMessage(std::string_view text, size_t max_bytes = 200);
 // "\"aaaa...\" (70000 bytes)" when cut.
 std::string QuoteForMessage(std::string_view text, size_t max_bytes = 64);
 
+// The field path of a child: "spec.resources" + "gpus" ->
+// "spec.resources.gpus"; keys that are not identifiers (letters, digits,
+// '_') are quoted and escaped: spec.env["1BAD"], cluster["nod\u0011e"].
+std::string ChildPath(const std::string& parent, std::string_view key);
+
 // Length of the valid UTF-8 sequence at s[i] (its code point in *cp), or 0
 // when the bytes there are not valid UTF-8 (overlong forms and surrogates
 // included).

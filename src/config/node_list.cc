@@ -46,6 +46,9 @@ void AddNodeGroup(const NodeGroup& g, int group_index, NodeList& out) {
 }
 
 Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& out) {
+  const auto too_many = [](const std::string& field) {
+    return InvalidArgument("the node list may hold at most " + std::to_string(kMaxNodes) + " nodes in all", field);
+  };
   if (const YAML::Node groups = map["nodeGroups"]) {
     if (!groups.IsSequence()) return InvalidArgument("must be a list", path + ".nodeGroups");
     for (size_t i = 0; i < groups.size(); ++i) {
@@ -59,10 +62,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       if (!g["count"]) return InvalidArgument("is required", item + ".count");
       if (!g["gpus"]) return InvalidArgument("is required", item + ".gpus");
       ASSIGN_OR_RETURN(grp.count, Int(g["count"], item + ".count", 1, kMaxNodes));
-      if (static_cast<int64_t>(out.nodes.size()) + grp.count > kMaxNodes) {
-        return InvalidArgument("the node list may hold at most " + std::to_string(kMaxNodes) + " nodes in all",
-                               item + ".count");
-      }
+      if (static_cast<int64_t>(out.nodes.size()) + grp.count > kMaxNodes) return too_many(item + ".count");
       ASSIGN_OR_RETURN(grp.gpus, Int(g["gpus"], item + ".gpus", 0, kMaxGpusPerNode));
       if (g["gpuType"]) grp.gpu_type = g["gpuType"].Scalar();
       RETURN_IF_ERROR(CpusAndMemory(g, item, grp.cpu_milli, grp.memory));
@@ -82,9 +82,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       const YAML::Node n = nodes[i];
       const std::string item = path + ".nodes[" + std::to_string(i) + "]";
       if (!n.IsMap()) return InvalidArgument("must be a mapping", item);
-      if (static_cast<int64_t>(out.nodes.size()) >= kMaxNodes) {
-        return InvalidArgument("the node list may hold at most " + std::to_string(kMaxNodes) + " nodes in all", item);
-      }
+      if (static_cast<int64_t>(out.nodes.size()) >= kMaxNodes) return too_many(item);
       RETURN_IF_ERROR(CheckKeys(n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine"}, item));
       core::NodeSpec spec;
       if (!n["name"]) return InvalidArgument("is required", item + ".name");

@@ -17,7 +17,7 @@ Status ReadCounts(const YAML::Node& v, const std::string& path, std::map<std::st
   for (const auto& kv : v) {
     if (!kv.first.IsScalar()) return InvalidArgument("keys must be GPU type names", path);
     const std::string type = kv.first.Scalar();
-    ASSIGN_OR_RETURN(out[type], Int(kv.second, KeyPath(path, type), 0, 100'000'000));
+    ASSIGN_OR_RETURN(out[type], Int(kv.second, ChildPath(path, type), 0, 100'000'000));
   }
   return Status::Ok();
 }

@@ -8,15 +8,6 @@
 
 namespace muster::config {
 
-std::string KeyPath(const std::string& path, const std::string& key) {
-  bool plain = !key.empty() && key.size() <= 64;
-  for (size_t i = 0; plain && i < key.size(); ++i) {
-    const char c = key[i];
-    plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == '-' || (i > 0 && c >= '0' && c <= '9');
-  }
-  return plain ? path + "." + key : path + "[" + QuoteForMessage(key) + "]";
-}
-
 Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& path) {
   for (const auto& kv : map) {
     if (!kv.first.IsScalar()) return InvalidArgument("keys must be plain names, under " + path);
@@ -25,7 +16,7 @@ Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, c
     std::string msg = "unknown field";
     const std::string close = ClosestMatch(key, known);
     if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
-    return InvalidArgument(msg, KeyPath(path, key));
+    return InvalidArgument(msg, ChildPath(path, key));
   }
   return Status::Ok();
 }

@@ -16,11 +16,6 @@
 
 namespace muster::config {
 
-// The field path of `key` under `path`: "path.key" for a plain name
-// (letters, digits, '_', '-'), else "path[\"...\"]" quoted and escaped, so a
-// key from a file never carries control characters into a message.
-std::string KeyPath(const std::string& path, const std::string& key);
-
 // Rejects keys of `map` not in `known`, suggesting the closest known key.
 Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& path);
 StatusOr<int64_t> Int(const YAML::Node& v, const std::string& path, int64_t min, int64_t max = INT64_MAX);

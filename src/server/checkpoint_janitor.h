@@ -32,7 +32,7 @@ class CheckpointJanitor {
     int64_t job = 0;
   };
   std::deque<Item> queue_;  // guarded by mu_
-  bool stop_ = false;                                      // guarded by mu_
+  bool stop_ = false;       // guarded by mu_
   std::thread thread_;
 };
 

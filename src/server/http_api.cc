@@ -322,13 +322,16 @@ void HttpApi::Routes() {
     sr.idempotency_key = *key;
     auto result = loop_.Submit(std::move(sr));
     if (!result.ok()) return ReplyStatus(res, result.status());
-    res.status = result->created ? 201 : 200;
-    if (!is_array) return res.set_content(JobJsonText(result->job), "application/json");
+    const int status = result->created ? 201 : 200;
+    if (!is_array) {
+      res.status = status;
+      return res.set_content(JobJsonText(result->job), "application/json");
+    }
     // An array: the answer is its first task, with the range of ids.
     json body = JobJson(result->job);
     body["arrayFirstId"] = result->job.id;
     body["arrayLastId"] = result->job.id + result->count - 1;
-    res.set_content(body.dump(), "application/json");
+    Reply(res, status, body);
   });
 
   s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {

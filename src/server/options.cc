@@ -219,7 +219,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         for (const auto& kv : sh) {
           if (!kv.first.IsScalar()) return InvalidArgument("keys must be queue names", "server.fairShare.shares");
           const std::string name = kv.first.Scalar();
-          const std::string path = config::KeyPath("server.fairShare.shares", name);
+          const std::string path = ChildPath("server.fairShare.shares", name);
           ASSIGN_OR_RETURN(int64_t share, config::Int(kv.second, path, 1, 1'000'000));
           o.fairshare.shares[name] = static_cast<double>(share);
         }

@@ -54,7 +54,8 @@ struct ServerOptions {
   scheduler::SchedulerOptions scheduler;
   scheduler::FairShareOptions fairshare;
   Duration cycle_interval = Duration::Seconds(1);
-  // After a change, the next cycle waits at most this long (debounce).
+  // After a change, the next cycle waits this long (debounce), or nine
+  // times the last cycle's duration when that is longer.
   Duration cycle_delay = Duration::Millis(5);
   int64_t max_body_bytes = 1 << 20;
   int64_t rate_per_second = 500;

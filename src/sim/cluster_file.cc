@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/message_text.h"
 #include "config/node_list.h"
 #include "config/queue_list.h"
 #include "config/yaml_fields.h"
@@ -34,11 +35,11 @@ StatusOr<ClusterDescription> ClusterFromFlags(const NodeFlags& flags) {
   };
   if (x == std::string::npos || !parse(std::string_view(s).substr(0, x), g.count) ||
       !parse(std::string_view(s).substr(x + 1), g.gpus) || g.count < 1 || g.gpus < 1) {
-    return InvalidArgument("expected COUNTxGPUS such as 80x8, got \"" + s + "\"", "--nodes");
+    return InvalidArgument("expected COUNTxGPUS such as 80x8, got " + QuoteForMessage(s), "--nodes");
   }
   if (g.count > config::kMaxNodes || g.gpus > config::kMaxGpusPerNode) {
     return InvalidArgument("at most " + std::to_string(config::kMaxNodes) + " nodes of at most " +
-                               std::to_string(config::kMaxGpusPerNode) + " GPUs each, got \"" + s + "\"",
+                               std::to_string(config::kMaxGpusPerNode) + " GPUs each, got " + QuoteForMessage(s),
                            "--nodes");
   }
   if (flags.nodes_per_leaf < 0) return InvalidArgument("must be >= 0", "--nodes-per-leaf");
