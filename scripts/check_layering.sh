@@ -19,11 +19,12 @@ declare -A allowed=(
   [store]="common store"
   [sim]="common core scheduler config sim"
   [proto]="common proto"
+  [http]="common http"
   [gpu]="common gpu"
   [checkpoint]="common checkpoint"
   [agent]="common gpu proto checkpoint agent"
-  [server]="common core scheduler config api store proto checkpoint server"
-  [cli]="common core scheduler config api sim server gpu proto checkpoint agent cli"
+  [server]="common core scheduler config api store proto checkpoint http server"
+  [cli]="common core scheduler config api sim server gpu proto checkpoint agent http cli"
 )
 for layer in "${!allowed[@]}"; do
   [ -d "src/$layer" ] || continue

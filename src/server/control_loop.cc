@@ -285,68 +285,83 @@ uint64_t ControlLoop::Persist(store::WriteBatch batch, std::function<void(const 
 
 StatusOr<ControlLoop::SubmitResult> ControlLoop::Submit(SubmitRequest req) {
   using R = StatusOr<SubmitResult>;
-  return Call<R>([this, req = std::move(req)](std::function<void(R)> reply) mutable {
-    const std::pair<std::string, std::string> key{req.user, req.idempotency_key};
-    if (!req.idempotency_key.empty()) {
-      auto it = idempotency_.find(key);
-      if (it != idempotency_.end()) {
-        if (it->second.fingerprint != req.fingerprint) {
-          return reply(Status(StatusCode::kAlreadyExists,
-                              "Idempotency-Key \"" + req.idempotency_key +
-                                  "\" was already used for a different request (job " +
-                                  std::to_string(it->second.job_id) + ")"));
-        }
-        if (!Durable(it->second)) {
-          return reply(FailedPrecondition("a request with Idempotency-Key \"" + req.idempotency_key +
-                                          "\" is still being processed; retry"));
-        }
-        const JobRow& first = jobs_.at(it->second.job_id);
-        return reply(SubmitResult{first, std::max<int32_t>(1, req.spec.array), false});
+  return Call<R>([this, req = std::move(req)](std::function<void(R)> reply) mutable { DoSubmit(req, reply); },
+                 ShuttingDown());
+}
+
+void ControlLoop::SubmitAsync(SubmitRequest req, std::function<void(StatusOr<SubmitResult>)> done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stop_) {
+      tasks_.push_back([this, req = std::move(req), done]() mutable { DoSubmit(req, done); });
+      done = nullptr;
+    }
+  }
+  if (done) return done(ShuttingDown());
+  cv_.notify_one();
+}
+
+void ControlLoop::DoSubmit(SubmitRequest& req, const std::function<void(StatusOr<SubmitResult>)>& reply) {
+  const std::pair<std::string, std::string> key{req.user, req.idempotency_key};
+  if (!req.idempotency_key.empty()) {
+    auto it = idempotency_.find(key);
+    if (it != idempotency_.end()) {
+      if (it->second.fingerprint != req.fingerprint) {
+        return reply(Status(StatusCode::kAlreadyExists,
+                            "Idempotency-Key \"" + req.idempotency_key +
+                                "\" was already used for a different request (job " +
+                                std::to_string(it->second.job_id) + ")"));
       }
-    }
-    const Time now = clock_.Now();
-    const int32_t count = std::max<int32_t>(1, req.spec.array);
-    const core::JobSpec core_spec = api::ToCoreSpec(req.spec);
-    store::WriteBatch b;
-    std::vector<JobRow> rows;
-    int64_t first_id = 0;
-    for (int32_t i = 0; i < count; ++i) {
-      auto id = state_.Submit(core_spec, now);
-      if (!id.ok()) {
-        // Only the first task can fail (all tasks share the spec); nothing was added.
-        return reply(id.status().WithFieldPrefix("spec"));
+      if (!Durable(it->second)) {
+        return reply(FailedPrecondition("a request with Idempotency-Key \"" + req.idempotency_key +
+                                        "\" is still being processed; retry"));
       }
-      if (i == 0) first_id = *id;
-      JobRow row;
-      row.id = *id;
-      row.name = req.spec.name;
-      row.user = req.user;
-      row.queue = req.spec.queue;
-      row.priority_class = req.spec.priority;
-      row.state = req.spec.hold ? "HELD" : "PENDING";
-      row.submit_ms = now.millis();
-      row.spec_json = req.spec_json;
-      if (!req.idempotency_key.empty()) idempotency_key_of_[row.id] = req.idempotency_key;
-      if (req.spec.array > 0) array_task_of_[row.id] = {first_id, i};
-      row.status_json = AllocationsJson(row.id);
-      b.jobs.push_back(row);
-      b.events.push_back(Event(row.id, "Submitted", "",
-                               req.spec.array > 0 ? "by " + req.user + ", task " + std::to_string(i) + " of array " +
-                                                        std::to_string(first_id)
-                                                  : "by " + req.user));
-      jobs_[row.id] = row;
-      rows.push_back(std::move(row));
+      const JobRow& first = jobs_.at(it->second.job_id);
+      return reply(SubmitResult{first, std::max<int32_t>(1, req.spec.array), false});
     }
-    if (!req.idempotency_key.empty()) {
-      b.idempotency.push_back({req.user, req.idempotency_key, req.fingerprint, first_id, now.millis()});
+  }
+  const Time now = clock_.Now();
+  const int32_t count = std::max<int32_t>(1, req.spec.array);
+  const core::JobSpec core_spec = api::ToCoreSpec(req.spec);
+  store::WriteBatch b;
+  std::vector<JobRow> rows;
+  int64_t first_id = 0;
+  for (int32_t i = 0; i < count; ++i) {
+    auto id = state_.Submit(core_spec, now);
+    if (!id.ok()) {
+      // Only the first task can fail (all tasks share the spec); nothing was added.
+      return reply(id.status().WithFieldPrefix("spec"));
     }
-    dirty_ = true;
-    const uint64_t ticket = Persist(std::move(b), [first = rows.front(), count, reply](const Status& s) {
-      if (!s.ok()) return reply(s);
-      reply(SubmitResult{first, count, true});
-    });
-    if (!req.idempotency_key.empty()) idempotency_[key] = {req.fingerprint, first_id, ticket, now.millis()};
-  }, ShuttingDown());
+    if (i == 0) first_id = *id;
+    JobRow row;
+    row.id = *id;
+    row.name = req.spec.name;
+    row.user = req.user;
+    row.queue = req.spec.queue;
+    row.priority_class = req.spec.priority;
+    row.state = req.spec.hold ? "HELD" : "PENDING";
+    row.submit_ms = now.millis();
+    row.spec_json = req.spec_json;
+    if (!req.idempotency_key.empty()) idempotency_key_of_[row.id] = req.idempotency_key;
+    if (req.spec.array > 0) array_task_of_[row.id] = {first_id, i};
+    row.status_json = AllocationsJson(row.id);
+    b.jobs.push_back(row);
+    b.events.push_back(Event(row.id, "Submitted", "",
+                             req.spec.array > 0 ? "by " + req.user + ", task " + std::to_string(i) + " of array " +
+                                                      std::to_string(first_id)
+                                                : "by " + req.user));
+    jobs_[row.id] = row;
+    rows.push_back(std::move(row));
+  }
+  if (!req.idempotency_key.empty()) {
+    b.idempotency.push_back({req.user, req.idempotency_key, req.fingerprint, first_id, now.millis()});
+  }
+  dirty_ = true;
+  const uint64_t ticket = Persist(std::move(b), [first = rows.front(), count, reply](const Status& s) {
+    if (!s.ok()) return reply(s);
+    reply(SubmitResult{first, count, true});
+  });
+  if (!req.idempotency_key.empty()) idempotency_[key] = {req.fingerprint, first_id, ticket, now.millis()};
 }
 
 StatusOr<JobRow*> ControlLoop::ManagedJob(int64_t id, const std::string& user, const std::string& verb) {

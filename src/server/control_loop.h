@@ -97,6 +97,10 @@ class ControlLoop {
     bool created = false;  // false: an idempotent replay of an earlier submit
   };
   StatusOr<SubmitResult> Submit(SubmitRequest request);
+  // The same without waiting: `done` is called once, on the loop's thread
+  // (a refusal) or the store writer's (once the job is durable); never on
+  // the caller's. It must not block.
+  void SubmitAsync(SubmitRequest request, std::function<void(StatusOr<SubmitResult>)> done);
 
   enum class Action { kCancel, kHold, kRelease, kRequeue };
   static const char* ActionName(Action a);
@@ -218,6 +222,7 @@ class ControlLoop {
   template <typename T>
   T Call(std::function<void(std::function<void(T)>)> fn, T if_stopped);
   void Post(Task task);
+  void DoSubmit(SubmitRequest& req, const std::function<void(StatusOr<SubmitResult>)>& reply);
   // What a call answers once the loop has stopped.
   static Status ShuttingDown();
   void Run();

@@ -1,7 +1,6 @@
 #include "server/http_api.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <charconv>
@@ -23,6 +22,35 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxYamlBytes = 256 << 10;
+// JSON specs up to this size are parsed on the event loop (tens of
+// microseconds); larger ones and YAML on a worker thread.
+constexpr size_t kInlineSpecBytes = 16 << 10;
+
+http::Server::Options HttpOptions(const ServerOptions& o) {
+  http::Server::Options h;
+  h.host = o.host;
+  h.port = o.port;
+  h.worker_threads = o.threads;
+  h.max_body_bytes = o.max_body_bytes;
+  return h;
+}
+
+// The machine code of an error the HTTP server found itself.
+const char* ServerErrorCode(int status) {
+  switch (status) {
+    case 404: return "NotFound";
+    case 405: return "MethodNotAllowed";
+    case 408: return "RequestTimeout";
+    case 413: return "PayloadTooLarge";
+    case 417: return "ExpectationFailed";
+    case 429: return "TooManyRequests";
+    case 431: return "HeadersTooLarge";
+    case 501: return "NotImplemented";
+    case 503: return "Unavailable";
+    case 505: return "VersionNotSupported";
+    default: return status >= 500 ? "Internal" : "BadRequest";
+  }
+}
 
 struct HttpError {
   int status;
@@ -42,19 +70,16 @@ HttpError MapStatus(const Status& s) {
   }
 }
 
-void Reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
+void Reply(http::Response& res, int status, const json& body) { res.Set(status, body.dump(), "application/json"); }
 
-void ReplyError(httplib::Response& res, int status, const char* code, const std::string& message,
+void ReplyError(http::Response& res, int status, const char* code, const std::string& message,
                 const std::string& field = {}) {
   json e = {{"code", code}, {"message", message}};
   if (!field.empty()) e["field"] = field;
   Reply(res, status, {{"error", e}});
 }
 
-void ReplyStatus(httplib::Response& res, const Status& s) {
+void ReplyStatus(http::Response& res, const Status& s) {
   const HttpError e = MapStatus(s);
   // The field path is in "field"; the message reads well after it.
   ReplyError(res, e.status, e.code, s.field().empty() ? s.message() : s.field() + ": " + s.message(), s.field());
@@ -69,9 +94,9 @@ bool ValidName(std::string_view s, size_t max) {
   return true;
 }
 
-StatusOr<std::string> UserOf(const httplib::Request& req) {
-  if (!req.has_header("X-Muster-User")) return std::string("anonymous");
-  const std::string user = req.get_header_value("X-Muster-User");
+StatusOr<std::string> UserOf(const http::Request& req) {
+  if (!req.HasHeader("X-Muster-User")) return std::string("anonymous");
+  const std::string user(req.Header("X-Muster-User"));
   if (!ValidName(user, 64)) {
     return InvalidArgument("must be 1 to 64 of [A-Za-z0-9._-]", "header X-Muster-User");
   }
@@ -79,9 +104,9 @@ StatusOr<std::string> UserOf(const httplib::Request& req) {
 }
 
 // The Idempotency-Key header, bare or as an RFC 8941 string ("...").
-StatusOr<std::string> IdempotencyKeyOf(const httplib::Request& req) {
-  if (!req.has_header("Idempotency-Key")) return std::string();
-  std::string key = req.get_header_value("Idempotency-Key");
+StatusOr<std::string> IdempotencyKeyOf(const http::Request& req) {
+  if (!req.HasHeader("Idempotency-Key")) return std::string();
+  std::string key(req.Header("Idempotency-Key"));
   if (key.size() >= 2 && key.front() == '"' && key.back() == '"') key = key.substr(1, key.size() - 2);
   if (key.empty() || key.size() > 255) {
     return InvalidArgument("must be 1 to 255 characters", "header Idempotency-Key");
@@ -92,7 +117,7 @@ StatusOr<std::string> IdempotencyKeyOf(const httplib::Request& req) {
   return key;
 }
 
-Status CheckQuery(const httplib::Request& req, const std::vector<std::string>& known) {
+Status CheckQuery(const http::Request& req, const std::vector<std::string>& known) {
   for (const auto& [k, v] : req.params) {
     if (std::find(known.begin(), known.end(), k) != known.end()) continue;
     std::string msg = "unknown query parameter";
@@ -105,9 +130,9 @@ Status CheckQuery(const httplib::Request& req, const std::vector<std::string>& k
 
 // Reads integer query parameter `name` into `out` when present; an error
 // names "query.<name>" and the range.
-Status IntParam(const httplib::Request& req, const char* name, int64_t& out, int64_t lo, int64_t hi) {
-  if (!req.has_param(name)) return Status::Ok();
-  const std::string v = req.get_param_value(name);
+Status IntParam(const http::Request& req, const char* name, int64_t& out, int64_t lo, int64_t hi) {
+  if (!req.HasParam(name)) return Status::Ok();
+  const std::string& v = req.Param(name);
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi) {
     return InvalidArgument("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " +
@@ -118,7 +143,7 @@ Status IntParam(const httplib::Request& req, const char* name, int64_t& out, int
 }
 
 // A request body that must be a JSON object with only `known` members.
-StatusOr<json> BodyObject(const httplib::Request& req, const std::vector<std::string>& known) {
+StatusOr<json> BodyObject(const http::Request& req, const std::vector<std::string>& known) {
   json j = json::parse(req.body, nullptr, false);
   if (!j.is_object()) return InvalidArgument("the body must be a JSON object", "body");
   for (const auto& [k, v] : j.items()) {
@@ -161,8 +186,8 @@ json CheckpointJson(const store::CheckpointRow& c) {
           {"state", c.state}, {"note", c.note},       {"createdTime", api::FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
 }
 
-StatusOr<int64_t> PathId(const httplib::Request& req) {
-  const std::string s = req.matches[1];
+StatusOr<int64_t> PathId(const http::Request& req) {
+  const std::string& s = req.captures[0];
   int64_t id = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
   if (ec != std::errc() || p != s.data() + s.size() || id <= 0) {
@@ -172,7 +197,7 @@ StatusOr<int64_t> PathId(const httplib::Request& req) {
 }
 
 // The path's job id, when the store has that job (NotFound otherwise).
-StatusOr<int64_t> StoredJobId(const httplib::Request& req, store::Store& store) {
+StatusOr<int64_t> StoredJobId(const http::Request& req, store::Store& store) {
   ASSIGN_OR_RETURN(int64_t id, PathId(req));
   ASSIGN_OR_RETURN(std::optional<store::JobRow> job, store.GetJob(id));
   if (!job) return NotFound("job " + std::to_string(id) + " does not exist");
@@ -215,7 +240,7 @@ HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& 
       clock_(clock),
       loop_(loop),
       store_(store),
-      http_(std::make_unique<httplib::Server>()),
+      http_(std::make_unique<http::Server>(HttpOptions(options))),
       limiter_(std::make_unique<RateLimiter>(clock, options.rate_per_second, options.rate_burst)) {
   Routes();
 }
@@ -223,124 +248,109 @@ HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& 
 HttpApi::~HttpApi() { Stop(); }
 
 Status HttpApi::Bind() {
-  const int threads = options_.threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
-  http_->set_tcp_nodelay(true);  // small JSON answers must not wait for delayed ACKs
-  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a
-  // second server on the same port starts "fine" and takes half the traffic.
-  const auto reuse_addr = [](int sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  };
-  int listen_fd = -1;
-  http_->set_socket_options([&listen_fd, reuse_addr](int sock) {
-    reuse_addr(sock);
-    listen_fd = sock;
-  });
-  http_->set_read_timeout(30, 0);
-  http_->set_write_timeout(30, 0);
-  // An idle keep-alive connection holds its thread until this runs out, and
-  // a stopping server waits for every thread: 1 s, not cpp-httplib's 5.
-  http_->set_keep_alive_timeout(1);
-  if (options_.port == 0) {
-    port_ = http_->bind_to_any_port(options_.host.c_str());
-    if (port_ <= 0) return Status(StatusCode::kUnavailable, "cannot listen on " + options_.host);
-  } else {
-    if (!http_->bind_to_port(options_.host.c_str(), options_.port)) {
-      return Status(StatusCode::kUnavailable,
-                    "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
-                        " (in use, or not an address of this machine)");
-    }
-    port_ = options_.port;
-  }
-  // Debian's cpp-httplib listens with a backlog of 5: when more clients
-  // connect at once (every agent after a server restart), SYNs are dropped
-  // and retried a second later. listen() again only raises the backlog.
-  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
-  // The callback above refers to this frame's `listen_fd`; leave none behind.
-  http_->set_socket_options(reuse_addr);
+  RETURN_IF_ERROR(http_->Bind());
+  port_ = http_->port();
   return Status::Ok();
 }
 
-void HttpApi::Serve() { http_->listen_after_bind(); }
+void HttpApi::Serve() { http_->Serve(); }
 
 void HttpApi::Stop() {
   // Agents' waiting syncs are answered now (with their node's desired
-  // state): the HTTP threads stop only once their requests are done.
+  // state): the server stops only once every request is answered.
   loop_.EndWaits();
-  if (http_) http_->stop();
+  if (http_) http_->Stop();
+}
+
+void HttpApi::Submit(const http::Request& req, http::Server::Reply reply) {
+  http::Response res;
+  auto fail = [&](const Status& st) {
+    ReplyStatus(res, st);
+    reply(std::move(res));
+  };
+  auto user = UserOf(req);
+  if (!user.ok()) return fail(user.status());
+  auto key = IdempotencyKeyOf(req);
+  if (!key.ok()) return fail(key.status());
+  const std::string_view type = req.Header("Content-Type");
+  if (type.rfind("application/x-www-form-urlencoded", 0) == 0 || type.rfind("multipart/", 0) == 0) {
+    return fail(InvalidArgument("must be application/json or application/yaml, got " + QuoteForMessage(type),
+                                "header Content-Type"));
+  }
+  if (Status q = CheckQuery(req, {}); !q.ok()) return fail(q);
+  // yaml-cpp 0.7 needs about 140 bytes of memory per input byte on some
+  // documents; a job spec is small, so YAML bodies get a tighter bound.
+  const size_t first = req.body.find_first_not_of(" \t\r\n");
+  const bool json_body = type.rfind("application/json", 0) == 0 ||
+                         (type.empty() && first != std::string::npos && req.body[first] == '{');
+  if (!json_body && req.body.size() > kMaxYamlBytes) {
+    ReplyError(res, 413, "PayloadTooLarge", "YAML bodies are limited to " + std::to_string(kMaxYamlBytes) + " bytes; send JSON");
+    return reply(std::move(res));
+  }
+  auto spec = api::ParseJobSpec(req.body, std::string(type), options_.job_defaults);
+  if (!spec.ok()) return fail(spec.status());
+  const bool is_array = spec->array > 0;
+  ControlLoop::SubmitRequest sr;
+  sr.spec_json = api::JobSpecToJson(*spec);
+  sr.fingerprint = checkpoint::Sha256Hex(sr.spec_json);
+  sr.spec = std::move(*spec);
+  sr.user = *user;
+  sr.idempotency_key = *key;
+  // Answered on the control loop's thread (a refusal) or the store
+  // writer's (durable): the answer is written there and handed back.
+  loop_.SubmitAsync(std::move(sr), [is_array, reply = std::move(reply)](StatusOr<ControlLoop::SubmitResult> result) {
+    http::Response res;
+    if (!result.ok()) {
+      ReplyStatus(res, result.status());
+    } else if (!is_array) {
+      res.Set(result->created ? 201 : 200, JobJsonText(result->job), "application/json");
+    } else {
+      // An array: the answer is its first task, with the range of ids.
+      json body = JobJson(result->job);
+      body["arrayFirstId"] = result->job.id;
+      body["arrayLastId"] = result->job.id + result->count - 1;
+      Reply(res, result->created ? 201 : 200, body);
+    }
+    reply(std::move(res));
+  });
 }
 
 void HttpApi::Routes() {
-  httplib::Server& s = *http_;
-  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  http::Server& s = *http_;
+  s.SetFilter([this](const http::Request& req, http::Response& res) {
     // Agents are the cluster's own infrastructure; their syncs are not rate limited.
     if (req.path != "/v1/agent/sync" && !limiter_->Allow(req.remote_addr)) {
-      res.set_header("Retry-After", "1");
+      res.headers.emplace_back("Retry-After", "1");
       ReplyError(res, 429, "TooManyRequests", "rate limit of " + std::to_string(options_.rate_per_second) +
                                                   " requests per second exceeded; retry after 1 s");
-      return httplib::Server::HandlerResponse::Handled;
+      return true;
     }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return false;
   });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    ReplyError(res, 500, "Internal", "internal error");
-  });
-
-  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, 200, {{"status", "ok"}}); });
-
-  s.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-    auto user = UserOf(req);
-    if (!user.ok()) return ReplyStatus(res, user.status());
-    auto key = IdempotencyKeyOf(req);
-    if (!key.ok()) return ReplyStatus(res, key.status());
-    const std::string type = req.get_header_value("Content-Type");
-    if (type.rfind("application/x-www-form-urlencoded", 0) == 0 || type.rfind("multipart/", 0) == 0) {
-      return ReplyStatus(res, InvalidArgument("must be application/json or application/yaml, got " +
-                                                  QuoteForMessage(type),
-                                              "header Content-Type"));
-    }
-    if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyStatus(res, q);
-    // yaml-cpp 0.7 needs about 140 bytes of memory per input byte on some
-    // documents; a job spec is small, so YAML bodies get a tighter bound.
-    const size_t first = req.body.find_first_not_of(" \t\r\n");
-    const bool json_body = type.rfind("application/json", 0) == 0 ||
-                           (type.empty() && first != std::string::npos && req.body[first] == '{');
-    if (!json_body && req.body.size() > kMaxYamlBytes) {
-      return ReplyError(res, 413, "PayloadTooLarge",
-                        "YAML bodies are limited to " + std::to_string(kMaxYamlBytes) + " bytes; send JSON");
-    }
-    auto spec = api::ParseJobSpec(req.body, type, options_.job_defaults);
-    if (!spec.ok()) return ReplyStatus(res, spec.status());
-    const bool is_array = spec->array > 0;
-    ControlLoop::SubmitRequest sr;
-    sr.spec_json = api::JobSpecToJson(*spec);
-    sr.fingerprint = checkpoint::Sha256Hex(sr.spec_json);
-    sr.spec = std::move(*spec);
-    sr.user = *user;
-    sr.idempotency_key = *key;
-    auto result = loop_.Submit(std::move(sr));
-    if (!result.ok()) return ReplyStatus(res, result.status());
-    const int status = result->created ? 201 : 200;
-    if (!is_array) {
-      res.status = status;
-      return res.set_content(JobJsonText(result->job), "application/json");
-    }
-    // An array: the answer is its first task, with the range of ids.
-    json body = JobJson(result->job);
-    body["arrayFirstId"] = result->job.id;
-    body["arrayLastId"] = result->job.id + result->count - 1;
-    Reply(res, status, body);
+  s.SetErrorBody([](int status, const std::string& message, http::Response& res) {
+    ReplyError(res, status, ServerErrorCode(status), message);
   });
 
-  s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Handle("GET", "/healthz", [](const http::Request&, http::Response& res) { Reply(res, 200, {{"status", "ok"}}); });
+
+  // Submits are answered from the store writer once durable, without
+  // holding a thread; small JSON specs are parsed on the event loop,
+  // YAML and large bodies on a worker.
+  s.HandleAsync("POST", "/v1/jobs", [this](http::Request&& req, http::Server::Reply reply) {
+    const std::string_view type = req.Header("Content-Type");
+    if (req.body.size() <= kInlineSpecBytes && type.rfind("application/json", 0) == 0) {
+      return Submit(req, std::move(reply));
+    }
+    http_->Offload([this, req = std::move(req), reply = std::move(reply)]() mutable { Submit(req, std::move(reply)); });
+  });
+
+  s.Handle("GET", "/v1/jobs", [this](const http::Request& req, http::Response& res) {
     if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue"}); !q.ok()) {
       return ReplyStatus(res, q);
     }
     store::JobFilter f;
-    if (req.has_param("state")) {
-      std::string states = req.get_param_value("state");
+    if (req.HasParam("state")) {
+      std::string states = req.Param("state");
       size_t start = 0;
       while (start <= states.size()) {
         const size_t comma = std::min(states.find(',', start), states.size());
@@ -355,9 +365,9 @@ void HttpApi::Routes() {
         start = comma + 1;
       }
     }
-    f.queue = req.get_param_value("queue");
-    f.user = req.get_param_value("user");
-    f.name = req.get_param_value("name");
+    f.queue = req.Param("queue");
+    f.user = req.Param("user");
+    f.name = req.Param("name");
     int64_t limit = 100, after = 0;
     if (Status st = IntParam(req, "limit", limit, 1, 1000); !st.ok()) return ReplyStatus(res, st);
     if (Status st = IntParam(req, "continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
@@ -372,11 +382,10 @@ void HttpApi::Routes() {
     body += "],\"continue\":\"";
     body += page->next_after_id ? std::to_string(page->next_after_id) : "";
     body += "\"}";
-    res.status = 200;
-    res.set_content(body, "application/json");
+    res.Set(200, std::move(body), "application/json");
   });
 
-  s.Get(R"(/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Handle("GET", "/v1/jobs/*", [this](const http::Request& req, http::Response& res) {
     auto id = PathId(req);
     if (!id.ok()) return ReplyStatus(res, id.status());
     auto e = loop_.Explain(*id);
@@ -396,7 +405,7 @@ void HttpApi::Routes() {
     Reply(res, 200, j);
   });
 
-  s.Get(R"(/v1/jobs/([^/]+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Handle("GET", "/v1/jobs/*/events", [this](const http::Request& req, http::Response& res) {
     auto id = StoredJobId(req, store_);
     if (!id.ok()) return ReplyStatus(res, id.status());
     auto events = store_.ListEvents(*id);
@@ -406,25 +415,23 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"items", items}});
   });
 
-  s.Post(R"(/v1/jobs/([^/]+)/(cancel|hold|release|requeue))",
-         [this](const httplib::Request& req, httplib::Response& res) {
-           auto id = PathId(req);
-           if (!id.ok()) return ReplyStatus(res, id.status());
-           auto user = UserOf(req);
-           if (!user.ok()) return ReplyStatus(res, user.status());
-           const std::string verb = req.matches[2];
-           const ControlLoop::Action action = verb == "cancel"    ? ControlLoop::Action::kCancel
-                                              : verb == "hold"    ? ControlLoop::Action::kHold
-                                              : verb == "release" ? ControlLoop::Action::kRelease
-                                                                  : ControlLoop::Action::kRequeue;
-           auto row = loop_.Act(*id, action, *user);
-           if (!row.ok()) return ReplyStatus(res, row.status());
-           Reply(res, 200, JobJson(*row));
-         });
+  for (const ControlLoop::Action action : {ControlLoop::Action::kCancel, ControlLoop::Action::kHold,
+                                           ControlLoop::Action::kRelease, ControlLoop::Action::kRequeue}) {
+    s.Handle("POST", std::string("/v1/jobs/*/") + ControlLoop::ActionName(action),
+             [this, action](const http::Request& req, http::Response& res) {
+               auto id = PathId(req);
+               if (!id.ok()) return ReplyStatus(res, id.status());
+               auto user = UserOf(req);
+               if (!user.ok()) return ReplyStatus(res, user.status());
+               auto row = loop_.Act(*id, action, *user);
+               if (!row.ok()) return ReplyStatus(res, row.status());
+               Reply(res, 200, JobJson(*row));
+             });
+  }
 
   // Checkpoints and progress, reported by the job itself (python/muster_job.py,
   // `muster checkpoint`, `muster progress`).
-  s.Post(R"(/v1/jobs/([^/]+)/checkpoints)", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Handle("POST", "/v1/jobs/*/checkpoints", [this](const http::Request& req, http::Response& res) {
     auto id = PathId(req);
     if (!id.ok()) return ReplyStatus(res, id.status());
     auto user = UserOf(req);
@@ -448,7 +455,7 @@ void HttpApi::Routes() {
     Reply(res, 201, CheckpointJson(*row));
   });
 
-  s.Get(R"(/v1/jobs/([^/]+)/checkpoints)", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Handle("GET", "/v1/jobs/*/checkpoints", [this](const http::Request& req, http::Response& res) {
     auto id = StoredJobId(req, store_);
     if (!id.ok()) return ReplyStatus(res, id.status());
     auto rows = store_.ListCheckpoints(*id);
@@ -458,7 +465,7 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"items", items}});
   });
 
-  s.Post(R"(/v1/jobs/([^/]+)/progress)", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Handle("POST", "/v1/jobs/*/progress", [this](const http::Request& req, http::Response& res) {
     auto id = PathId(req);
     if (!id.ok()) return ReplyStatus(res, id.status());
     auto user = UserOf(req);
@@ -489,7 +496,7 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"attempt", answer->attempt}, {"checkpointRequested", answer->checkpoint_requested}});
   });
 
-  s.Get("/v1/queues", [this](const httplib::Request&, httplib::Response& res) {
+  s.Handle("GET", "/v1/queues", [this](const http::Request&, http::Response& res) {
     json items = json::array();
     for (const auto& q : loop_.Queues()) {
       json item = {{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"gpusInUse", q.gpus_in_use},
@@ -501,7 +508,7 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"items", items}});
   });
 
-  s.Post("/v1/agent/sync", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Handle("POST", "/v1/agent/sync", [this](const http::Request& req, http::Response& res) {
     auto parsed = proto::ParseSyncRequest(req.body);
     if (!parsed.ok()) return ReplyStatus(res, parsed.status());
     using Phase = ControlLoop::SyncPhase;
@@ -516,11 +523,10 @@ void HttpApi::Routes() {
       result = loop_.AgentSync(*parsed, Phase::kAfterWait);
     }
     if (!result.ok()) return ReplyStatus(res, result.status());
-    res.status = 200;
-    res.set_content(proto::ToJson(result->response), "application/json");
+    res.Set(200, proto::ToJson(result->response), "application/json");
   });
 
-  s.Get(R"(/v1/jobs/([^/]+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Handle("GET", "/v1/jobs/*/logs", [this](const http::Request& req, http::Response& res) {
     auto id = PathId(req);
     if (!id.ok()) return ReplyStatus(res, id.status());
     if (Status q = CheckQuery(req, {"replica", "offset", "tail"}); !q.ok()) return ReplyStatus(res, q);
@@ -546,13 +552,12 @@ void HttpApi::Routes() {
                         "node " + where->node + ": no log for replica " + std::to_string(replica) + " of job " +
                             std::to_string(*id) + (r->status == 404 ? "" : " (agent answered " + std::to_string(r->status) + ")"));
     }
-    res.status = 200;
-    res.set_header("X-Muster-Log-Offset", r->get_header_value("X-Muster-Log-Offset"));
-    res.set_header("X-Muster-Node", where->node);
-    res.set_content(r->body, "text/plain; charset=utf-8");
+    res.headers.emplace_back("X-Muster-Log-Offset", r->get_header_value("X-Muster-Log-Offset"));
+    res.headers.emplace_back("X-Muster-Node", where->node);
+    res.Set(200, std::move(r->body), "text/plain; charset=utf-8");
   });
 
-  s.Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Handle("GET", "/v1/events", [this](const http::Request& req, http::Response& res) {
     if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyStatus(res, q);
     auto events = store_.ListEvents(0);  // cluster events: nodes and GPUs
     if (!events.ok()) return ReplyStatus(res, events.status());
@@ -561,16 +566,17 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"items", items}});
   });
 
-  s.Post(R"(/v1/nodes/([^/]+)/(cordon|uncordon|drain))", [this](const httplib::Request& req, httplib::Response& res) {
-    auto user = UserOf(req);
-    if (!user.ok()) return ReplyStatus(res, user.status());
-    const std::string verb = req.matches[2];
-    auto view = loop_.Cordon(req.matches[1], verb != "uncordon", *user, verb == "drain");
-    if (!view.ok()) return ReplyStatus(res, view.status());
-    Reply(res, 200, {{"name", view->spec.name}, {"schedulable", view->schedulable}});
-  });
+  for (const std::string verb : {"cordon", "uncordon", "drain"}) {
+    s.Handle("POST", "/v1/nodes/*/" + verb, [this, verb](const http::Request& req, http::Response& res) {
+      auto user = UserOf(req);
+      if (!user.ok()) return ReplyStatus(res, user.status());
+      auto view = loop_.Cordon(req.captures[0], verb != "uncordon", *user, verb == "drain");
+      if (!view.ok()) return ReplyStatus(res, view.status());
+      Reply(res, 200, {{"name", view->spec.name}, {"schedulable", view->schedulable}});
+    });
+  }
 
-  s.Get("/v1/nodes", [this](const httplib::Request&, httplib::Response& res) {
+  s.Handle("GET", "/v1/nodes", [this](const http::Request&, http::Response& res) {
     json items = json::array();
     for (const auto& n : loop_.Nodes()) {
       const json agent = json::parse(n.status_json, nullptr, false);
@@ -589,18 +595,6 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"items", items}});
   });
 
-  s.set_error_handler([max_body = options_.max_body_bytes](const httplib::Request& req, httplib::Response& res) {
-    if (res.status == 404 && res.body.empty()) {
-      ReplyError(res, 404, "NotFound", "no such endpoint: " + req.method + " " + req.path);
-    } else if (res.status == 413 && res.body.empty()) {
-      ReplyError(res, 413, "PayloadTooLarge",
-                 "request body over the limit of " + std::to_string(max_body) + " bytes");
-    } else if (res.body.empty()) {
-      ReplyError(res, res.status, "BadRequest",
-                 "the request could not be read: malformed HTTP, or a POST without Content-Length "
-                 "(send an empty body, e.g. curl -d '')");
-    }
-  });
 }
 
 }  // namespace muster::server

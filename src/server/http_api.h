@@ -33,13 +33,10 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "http/server.h"
 #include "server/control_loop.h"
 #include "server/options.h"
 #include "store/store.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace muster::server {
 
@@ -57,13 +54,15 @@ class HttpApi {
 
  private:
   void Routes();
+  // POST /v1/jobs, on the event loop or a worker; answers through `reply`.
+  void Submit(const http::Request& req, http::Server::Reply reply);
   class RateLimiter;
 
   const ServerOptions& options_;
   const Clock& clock_;
   ControlLoop& loop_;
   store::Store& store_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<http::Server> http_;
   std::unique_ptr<RateLimiter> limiter_;
   int port_ = 0;
 };

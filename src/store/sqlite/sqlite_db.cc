@@ -1,12 +1,16 @@
 #include "store/sqlite/sqlite_db.h"
 
+#include "store/sqlite/coalescing_vfs.h"
+
 namespace muster::store {
 
 StatusOr<Db> Db::Open(const std::string& path, bool read_only) {
   sqlite3* db = nullptr;
   const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                     SQLITE_OPEN_NOMUTEX;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  // Writes to the WAL are coalesced (coalescing_vfs.h); the platform VFS otherwise.
+  const char* vfs = RegisterCoalescingVfs() == SQLITE_OK ? kCoalescingVfs : nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, vfs);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);

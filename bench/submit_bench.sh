@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The control plane's submit benchmark, reproducibly: a fresh `muster server`
+# (SQLite store on DIR's disk, every submit durable, 32 x 8 GPUs, rate limit
+# raised), then the HTTP stack's ceiling (ping) and submits from one client
+# and from 8, each run ROUNDS times.
+#
+#   bench/submit_bench.sh [MUSTER] [BENCH]   (defaults: build/cmd/muster/muster build/bench/muster_bench_api)
+#   DIR=/var/tmp/muster-bench PORT=8472 ROUNDS=3 bench/submit_bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MUSTER=${1:-build/cmd/muster/muster}
+BENCH=${2:-build/bench/muster_bench_api}
+DIR=${DIR:-/var/tmp/muster-bench}
+PORT=${PORT:-8472}
+ROUNDS=${ROUNDS:-3}
+rm -rf "$DIR"
+mkdir -p "$DIR"
+cat > "$DIR/bench.yaml" <<YAML
+listen: 127.0.0.1:$PORT
+store: $DIR/muster.db
+rateLimit: {perSecond: 1000000, burst: 1000000}
+nodeGroups:
+  - {count: 32, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi}
+YAML
+"$MUSTER" server -c "$DIR/bench.yaml" > "$DIR/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  "$BENCH" ping --server "http://127.0.0.1:$PORT" --clients 1 --jobs 1 > /dev/null 2>&1 && break
+  sleep 0.1
+done
+url="http://127.0.0.1:$PORT"
+for _ in $(seq "$ROUNDS"); do
+  "$BENCH" ping --server "$url" --clients 8 --jobs 20000
+  "$BENCH" submit --server "$url" --clients 1 --jobs 3000
+  "$BENCH" submit --server "$url" --clients 8 --jobs 10000
+done

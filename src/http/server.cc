@@ -1,0 +1,593 @@
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "http/router.h"
+
+namespace muster::http {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr uint64_t kListenId = 0;
+constexpr uint64_t kWakeId = 1;
+// After an error answer, how long what the peer still sends is read and dropped.
+constexpr std::chrono::milliseconds kLinger{2'000};
+// How long Serve waits, once stopping and nothing is in flight, for answers to drain.
+constexpr std::chrono::milliseconds kDrain{5'000};
+
+void AppendResponse(const Response& r, bool close, std::string& out) {
+  out += "HTTP/1.1 ";
+  out += std::to_string(r.status);
+  out += ' ';
+  out += ReasonPhrase(r.status);
+  out += "\r\n";
+  if (!r.content_type.empty()) {
+    out += "Content-Type: ";
+    out += r.content_type;
+    out += "\r\n";
+  }
+  for (const auto& [k, v] : r.headers) {
+    out += k;
+    out += ": ";
+    out += v;
+    out += "\r\n";
+  }
+  out += "Content-Length: ";
+  out += std::to_string(r.body.size());
+  out += close ? "\r\nConnection: close\r\n\r\n" : "\r\n\r\n";
+  out += r.body;
+}
+
+// A pool of threads running blocking handlers, first come first served.
+class WorkerPool {
+ public:
+  void Start(int threads) {
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([this] {
+        pthread_setname_np(pthread_self(), "http-worker");
+        Run();
+      });
+    }
+  }
+  void Post(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+  // Runs what is queued, then joins.
+  void Join() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void Run() {
+    while (true) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mu_
+  bool stop_ = false;                         // guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+class Server::Impl {
+ public:
+  explicit Impl(Options options) : options_(std::move(options)) {}
+  ~Impl() {
+    for (auto& [id, c] : conns_) {
+      if (!c->closed) ::close(c->fd);
+    }
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  }
+
+  Status Bind(int& port);
+  void Serve();
+  void Stop() {
+    stopping_ = true;
+    Wake();
+  }
+  // From any thread: the answer to request `conn` has come.
+  void Complete(uint64_t conn, Response response) {
+    bool wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wake = completions_.empty();
+      completions_.emplace_back(conn, std::move(response));
+    }
+    if (wake) Wake();
+  }
+
+  Options options_;
+  Router router_;
+  struct Route {
+    Handler handler;
+    AsyncHandler async;
+  };
+  std::vector<Route> routes_;
+  Filter filter_;
+  ErrorBody error_body_;
+  WorkerPool workers_;
+
+ private:
+  struct Conn {
+    int fd = -1;
+    uint64_t id = 0;
+    std::string remote;
+    std::string in;   // read, not yet consumed
+    std::string out;  // to send
+    size_t out_sent = 0;
+    enum class Phase { kHead, kBody, kHandling, kLinger } phase = Phase::kHead;
+    RequestHead head;         // kBody, kHandling
+    bool keep_alive = true;   // of the request being handled
+    bool close_after = false; // close once `out` is sent
+    bool unread = false;      // readable, but reading was put off (a request in flight)
+    bool peer_closed = false;
+    bool closed = false;      // its descriptor is closed; erased after this loop turn
+    SteadyClock::time_point last_active;
+  };
+
+  void Wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+  void Accept();
+  void OnEvent(uint64_t id, uint32_t events);
+  void Read(Conn& c);
+  // Parses and dispatches what `c.in` holds, while the connection is free.
+  void Process(Conn& c);
+  void Dispatch(Conn& c, Request&& req);
+  void Fail(Conn& c, int status, const std::string& message);
+  void Send(Conn& c, const Response& r);
+  void Write(Conn& c);
+  // Closes the descriptor now; the Conn stays valid until the loop turn ends.
+  void Close(Conn& c);
+  void TakeCompletions();
+  void Sweep(SteadyClock::time_point now);
+  Reply MakeReply(uint64_t conn);
+
+  int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;  // event loop only
+  std::vector<uint64_t> closed_;                                // to erase at the turn's end
+  uint64_t next_id_ = 2;
+  int64_t in_flight_ = 0;  // requests dispatched, not yet completed; event loop only
+  std::atomic<bool> stopping_{false};
+  std::mutex mu_;
+  std::vector<std::pair<uint64_t, Response>> completions_;  // guarded by mu_
+};
+
+struct Server::Reply::Token {
+  Impl* impl;
+  uint64_t conn;
+  std::atomic<bool> answered{false};
+  ~Token() {
+    if (!answered) {
+      Response r;
+      if (impl->error_body_) impl->error_body_(500, "internal error: the request was not answered", r);
+      else r.Set(500, "internal error\n", "text/plain");
+      impl->Complete(conn, std::move(r));
+    }
+  }
+};
+
+void Server::Reply::operator()(Response response) const {
+  if (token_->answered.exchange(true)) return;
+  token_->impl->Complete(token_->conn, std::move(response));
+}
+
+Server::Reply Server::Impl::MakeReply(uint64_t conn) {
+  auto token = std::make_shared<Reply::Token>();
+  token->impl = this;
+  token->conn = conn;
+  return Reply(std::move(token));
+}
+
+Status Server::Impl::Bind(int& port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(options_.port);
+  const std::string where = options_.host + ":" + std::to_string(options_.port);
+  if (int rc = ::getaddrinfo(options_.host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return Status(StatusCode::kUnavailable, "cannot listen on " + where + ": " + ::gai_strerror(rc));
+  }
+  std::string why = "no address";
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
+      listen_fd_ = fd;
+      break;
+    }
+    why = std::strerror(errno);
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (listen_fd_ < 0) {
+    return Status(StatusCode::kUnavailable, "cannot listen on " + where + " (" + why +
+                                                "; in use, or not an address of this machine)");
+  }
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  port = ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                                          : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) return Status(StatusCode::kInternal, std::string("epoll: ") + std::strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;  // level-triggered: a connection left for later is offered again
+  ev.data.u64 = kListenId;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  ev.data.u64 = kWakeId;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  return Status::Ok();
+}
+
+void Server::Impl::Serve() {
+  pthread_setname_np(pthread_self(), "http-loop");
+  workers_.Start(options_.worker_threads);
+  epoll_event events[256];
+  SteadyClock::time_point last_sweep = SteadyClock::now();
+  SteadyClock::time_point drain_since{};
+  bool listening = true;
+  while (true) {
+    const int n = ::epoll_wait(epoll_fd_, events, 256, 1000);
+    for (int i = 0; i < n; ++i) OnEvent(events[i].data.u64, events[i].events);
+    TakeCompletions();
+    for (uint64_t id : closed_) conns_.erase(id);
+    closed_.clear();
+    const SteadyClock::time_point now = SteadyClock::now();
+    if (now - last_sweep >= std::chrono::seconds(1)) {
+      Sweep(now);
+      last_sweep = now;
+    }
+    if (stopping_) {
+      if (listening) {
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+        ::close(listen_fd_);
+        listen_fd_ = -1;
+        listening = false;
+        drain_since = now;
+      }
+      // Idle connections go now; busy ones once answered.
+      for (auto& [id, c] : conns_) {
+        if (c->phase != Conn::Phase::kHandling && c->out_sent == c->out.size()) Close(*c);
+        else c->close_after = true;
+      }
+      for (uint64_t id : closed_) conns_.erase(id);
+      closed_.clear();
+      if (in_flight_ == 0) {
+        if (conns_.empty() || now - drain_since > kDrain) break;
+      } else {
+        drain_since = now;
+      }
+    }
+  }
+  workers_.Join();
+}
+
+void Server::Impl::OnEvent(uint64_t id, uint32_t events) {
+  if (id == kListenId) return Accept();
+  if (id == kWakeId) {
+    uint64_t count;
+    [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof count);
+    return;
+  }
+  auto it = conns_.find(id);
+  if (it == conns_.end() || it->second->closed) return;
+  Conn& c = *it->second;
+  if (events & (EPOLLERR | EPOLLHUP)) return Close(c);
+  if (events & EPOLLOUT) Write(c);
+  if (!c.closed && (events & (EPOLLIN | EPOLLRDHUP))) Read(c);
+}
+
+void Server::Impl::Accept() {
+  while (true) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // EAGAIN, or out of descriptors: the listener is offered again
+    int yes = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // small answers must not wait for ACKs
+    auto c = std::make_unique<Conn>();
+    c->fd = fd;
+    c->id = next_id_++;
+    c->last_active = SteadyClock::now();
+    char host[INET6_ADDRSTRLEN] = "";
+    if (addr.ss_family == AF_INET) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, host, sizeof host);
+    } else if (addr.ss_family == AF_INET6) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, host, sizeof host);
+    }
+    c->remote = host;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.u64 = c->id;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      ::close(fd);
+      continue;
+    }
+    Conn& conn = *c;
+    conns_.emplace(conn.id, std::move(c));
+    if (conns_.size() > options_.max_connections) {
+      Fail(conn, 503, "too many connections (" + std::to_string(options_.max_connections) + "); retry later");
+    }
+  }
+}
+
+void Server::Impl::Read(Conn& c) {
+  // Edge-triggered: read until the socket is drained, unless a request is in
+  // flight (then the rest waits in the kernel, and is read once it is answered).
+  if (c.phase == Conn::Phase::kHandling) {
+    c.unread = true;
+    return;
+  }
+  c.unread = false;
+  char buf[64 << 10];
+  while (true) {
+    const ssize_t n = ::read(c.fd, buf, sizeof buf);
+    if (n > 0) {
+      c.last_active = SteadyClock::now();
+      if (c.phase == Conn::Phase::kLinger) continue;  // dropped
+      c.in.append(buf, static_cast<size_t>(n));
+      if (static_cast<size_t>(n) < sizeof buf) break;  // drained: a later byte is a new edge
+      continue;
+    }
+    if (n == 0) {
+      c.peer_closed = true;
+      break;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    return Close(c);
+  }
+  if (c.phase == Conn::Phase::kLinger) {
+    if (c.peer_closed) Close(c);
+    return;
+  }
+  Process(c);
+  // The peer is gone and nothing is left to answer: close.
+  if (!c.closed && c.peer_closed && c.phase != Conn::Phase::kHandling && c.out_sent == c.out.size()) Close(c);
+}
+
+void Server::Impl::Process(Conn& c) {
+  while (c.phase == Conn::Phase::kHead || c.phase == Conn::Phase::kBody) {
+    if (c.phase == Conn::Phase::kHead) {
+      if (c.in.empty()) return;
+      ParseError error;
+      switch (ParseRequestHead(c.in, options_.head_limits, c.head, error)) {
+        case ParseResult::kIncomplete: return;
+        case ParseResult::kError: return Fail(c, error.status, error.message);
+        case ParseResult::kComplete: break;
+      }
+      if (c.head.content_length > options_.max_body_bytes) {
+        return Fail(c, 413, "request body over the limit of " + std::to_string(options_.max_body_bytes) + " bytes");
+      }
+      c.phase = Conn::Phase::kBody;
+      const size_t have = c.in.size() - c.head.head_bytes;
+      if (c.head.expect_continue && have < static_cast<size_t>(c.head.content_length)) {
+        c.out += "HTTP/1.1 100 Continue\r\n\r\n";
+        Write(c);
+        if (c.closed) return;
+      }
+    }
+    const size_t need = c.head.head_bytes + static_cast<size_t>(c.head.content_length);
+    if (c.in.size() < need) return;
+    Request req = std::move(c.head.request);
+    req.body.assign(c.in, c.head.head_bytes, static_cast<size_t>(c.head.content_length));
+    c.in.erase(0, need);
+    c.keep_alive = c.head.keep_alive;
+    c.phase = Conn::Phase::kHandling;
+    Dispatch(c, std::move(req));
+  }
+}
+
+void Server::Impl::Dispatch(Conn& c, Request&& req) {
+  ++in_flight_;
+  req.remote_addr = c.remote;
+  Reply reply = MakeReply(c.id);
+  Response res;
+  if (filter_ && filter_(req, res)) return reply(std::move(res));
+  Router::Match m = router_.Find(req.method, req.path);
+  if (m.outcome != Router::Outcome::kFound) {
+    const bool wrong = m.outcome == Router::Outcome::kWrongMethod;
+    const std::string what = req.method + " " + req.path;
+    error_body_(wrong ? 405 : 404,
+                wrong ? "method " + req.method + " is not allowed on " + req.path + "; use " + m.allow
+                      : "no such endpoint: " + what,
+                res);
+    if (wrong) res.headers.emplace_back("Allow", m.allow);
+    return reply(std::move(res));
+  }
+  req.captures = std::move(m.captures);
+  const Route& route = routes_[m.id];
+  if (route.async) {
+    try {
+      route.async(std::move(req), reply);
+    } catch (const std::exception&) {
+      Response out;
+      error_body_(500, "internal error", out);
+      reply(std::move(out));  // unless it had answered already
+    }
+    return;
+  }
+  workers_.Post([this, &route, req = std::move(req), reply = std::move(reply)]() {
+    Response out;
+    try {
+      route.handler(req, out);
+    } catch (const std::exception&) {
+      out = Response{};
+      error_body_(500, "internal error", out);
+    }
+    reply(std::move(out));
+  });
+}
+
+void Server::Impl::Fail(Conn& c, int status, const std::string& message) {
+  Response r;
+  error_body_(status, message, r);
+  c.close_after = true;
+  c.phase = Conn::Phase::kLinger;
+  c.in.clear();
+  Send(c, r);
+}
+
+void Server::Impl::Send(Conn& c, const Response& r) {
+  const bool close = c.close_after || !c.keep_alive || stopping_;
+  if (close) c.close_after = true;
+  if (c.out_sent == c.out.size()) {
+    c.out.clear();
+    c.out_sent = 0;
+  }
+  AppendResponse(r, close, c.out);
+  Write(c);
+}
+
+void Server::Impl::Write(Conn& c) {
+  while (c.out_sent < c.out.size()) {
+    const ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out_sent += static_cast<size_t>(n);
+      c.last_active = SteadyClock::now();
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // EPOLLOUT resumes
+    return Close(c);
+  }
+  c.out.clear();
+  c.out_sent = 0;
+  if (!c.close_after) return;
+  if (c.phase == Conn::Phase::kLinger) {
+    // An error answer is out: shut the write side, and read and drop what
+    // the peer still sends until it closes (or kLinger passes).
+    ::shutdown(c.fd, SHUT_WR);
+    if (c.peer_closed) Close(c);
+  } else if (c.phase == Conn::Phase::kHead) {
+    Close(c);  // the last answer of a connection that ends
+  }
+}
+
+void Server::Impl::Close(Conn& c) {
+  if (c.closed) return;
+  ::close(c.fd);  // closing removes it from the epoll set
+  c.closed = true;
+  closed_.push_back(c.id);
+}
+
+void Server::Impl::TakeCompletions() {
+  std::vector<std::pair<uint64_t, Response>> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (completions_.empty()) return;
+    done.swap(completions_);
+  }
+  for (auto& [id, response] : done) {
+    --in_flight_;
+    auto it = conns_.find(id);
+    if (it == conns_.end() || it->second->closed) continue;  // the client left before its answer
+    Conn& c = *it->second;
+    c.phase = Conn::Phase::kHead;
+    Send(c, response);
+    if (c.closed || c.close_after) continue;
+    // The next request may already be here, whole or in part, or still in the socket.
+    if (c.unread) Read(c);
+    else Process(c);
+  }
+}
+
+void Server::Impl::Sweep(SteadyClock::time_point now) {
+  for (auto& [id, c] : conns_) {
+    if (c->closed) continue;
+    const auto quiet = now - c->last_active;
+    switch (c->phase) {
+      case Conn::Phase::kHandling: break;
+      case Conn::Phase::kLinger:
+        if (quiet > kLinger) Close(*c);
+        break;
+      case Conn::Phase::kHead:
+        if (c->out_sent < c->out.size()) {
+          if (quiet > options_.read_timeout) Close(*c);  // the peer reads nothing
+        } else if (c->in.empty()) {
+          if (quiet > options_.idle_timeout) Close(*c);
+        } else if (quiet > options_.read_timeout) {
+          Fail(*c, 408, "the request was not sent in time");
+        }
+        break;
+      case Conn::Phase::kBody:
+        if (quiet > options_.read_timeout) Fail(*c, 408, "the request body was not sent in time");
+        break;
+    }
+  }
+}
+
+Server::Server(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  impl_->error_body_ = [](int status, const std::string& message, Response& r) {
+    r.Set(status, message + "\n", "text/plain; charset=utf-8");
+  };
+}
+
+Server::~Server() = default;
+
+void Server::Handle(std::string method, std::string_view pattern, Handler handler) {
+  impl_->router_.Add(std::move(method), pattern);
+  impl_->routes_.push_back({std::move(handler), nullptr});
+}
+
+void Server::HandleAsync(std::string method, std::string_view pattern, AsyncHandler handler) {
+  impl_->router_.Add(std::move(method), pattern);
+  impl_->routes_.push_back({nullptr, std::move(handler)});
+}
+
+void Server::Offload(std::function<void()> task) { impl_->workers_.Post(std::move(task)); }
+void Server::SetFilter(Filter filter) { impl_->filter_ = std::move(filter); }
+void Server::SetErrorBody(ErrorBody error_body) { impl_->error_body_ = std::move(error_body); }
+Status Server::Bind() { return impl_->Bind(port_); }
+void Server::Serve() { impl_->Serve(); }
+void Server::Stop() { impl_->Stop(); }
+
+}  // namespace muster::http

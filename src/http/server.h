@@ -1,0 +1,106 @@
+// Server: an HTTP/1.1 server with one event-loop thread for every
+// connection, and a pool of worker threads for handlers that block.
+//
+// Why not a thread per connection: a submit is small and the server's cost
+// is mostly the request path itself. One thread owns every socket (epoll,
+// edge-triggered, non-blocking), reads and parses requests, and writes each
+// answer with one send(); handlers run where they belong:
+//   - Handle(): a blocking handler (a store read, an agent's waiting sync,
+//     a call through the control loop). It runs on a worker thread; a worker
+//     is held for as long as the handler blocks.
+//   - HandleAsync(): a handler that must not block. It runs on the event
+//     loop and answers later, from any thread, through its Reply (the submit
+//     path: the answer comes from the store writer once the job is durable).
+//
+// Connections: keep-alive (HTTP/1.1 by default, 1.0 on request), pipelined
+// requests answered in order one at a time, "Expect: 100-continue" honoured.
+// Bounds: head size and fields (request_parser.h), body size (413), idle and
+// read timeouts (a half-sent request gets 408), connections (503). After an
+// error the connection is closed gracefully: the answer is sent, the write
+// side shut, and what the peer still sends is read and dropped for a moment,
+// so the peer reads the answer instead of a reset.
+//
+// Errors the server finds itself (malformed request, no such route, body too
+// large, ...) are answered through the ErrorBody callback, so that every
+// error has the application's shape.
+//
+// Thread-safety: Handle*, Set* and Bind before Serve; Stop and Reply from
+// any thread. Serve returns after Stop once every request in flight has
+// been answered (it waits for them) and the workers have finished.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "http/message.h"
+#include "http/request_parser.h"
+
+namespace muster::http {
+
+class Server {
+ public:
+  struct Options {
+    std::string host = "127.0.0.1";
+    int port = 0;  // 0: a free port (see port())
+    int worker_threads = 8;
+    int64_t max_body_bytes = 1 << 20;
+    HeadLimits head_limits;
+    std::chrono::milliseconds idle_timeout{60'000};  // a kept-alive connection with no request
+    std::chrono::milliseconds read_timeout{30'000};  // a request begun and not yet whole
+    size_t max_connections = 10'000;
+  };
+
+  // Answers a request; call exactly once, from any thread. A Reply dropped
+  // unanswered answers 500 (a handler's bug must not hang the client).
+  class Reply {
+   public:
+    void operator()(Response response) const;
+    struct Token;
+    explicit Reply(std::shared_ptr<Token> token) : token_(std::move(token)) {}
+
+   private:
+    std::shared_ptr<Token> token_;
+  };
+
+  using Handler = std::function<void(const Request&, Response&)>;
+  using AsyncHandler = std::function<void(Request&&, Reply)>;
+  // Runs on the event loop before routing; true: it answered in the Response.
+  using Filter = std::function<bool(const Request&, Response&)>;
+  // Fills the answer for an error the server found: status and a message
+  // for people (`method` and `path` are those of the request, or empty).
+  using ErrorBody = std::function<void(int status, const std::string& message, Response&)>;
+
+  explicit Server(Options options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Routes (router.h patterns: '*' is one path segment, in captures).
+  void Handle(std::string method, std::string_view pattern, Handler handler);
+  void HandleAsync(std::string method, std::string_view pattern, AsyncHandler handler);
+  // Runs `task` on a worker thread (an async handler's slow case).
+  void Offload(std::function<void()> task);
+  void SetFilter(Filter filter);
+  void SetErrorBody(ErrorBody error_body);
+
+  // Listens on options.host:options.port (SO_REUSEADDR, not SO_REUSEPORT:
+  // a second server on a port in use fails here).
+  Status Bind();
+  int port() const { return port_; }
+  // Runs the event loop on the calling thread until Stop.
+  void Serve();
+  void Stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+}  // namespace muster::http

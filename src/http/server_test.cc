@@ -1,0 +1,327 @@
+// The HTTP server over real loopback sockets: httplib's client for plain
+// exchanges, a raw socket where the bytes on the wire matter.
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace muster::http {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A server on a free loopback port, serving on its own thread.
+class Running {
+ public:
+  explicit Running(Server::Options options = {}) : server(std::move(options)) {}
+  void Start() {
+    ASSERT_TRUE(server.Bind().ok());
+    thread_ = std::thread([this] { server.Serve(); });
+  }
+  ~Running() {
+    server.Stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  Server server;
+
+ private:
+  std::thread thread_;
+};
+
+// A raw client connection.
+class Raw {
+ public:
+  explicit Raw(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~Raw() { ::close(fd_); }
+  bool connected() const { return connected_; }
+  void Send(const std::string& s) { ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), static_cast<ssize_t>(s.size())); }
+  // Reads until `done(text)` holds, the peer closes, or `timeout` passes.
+  std::string ReadUntil(const std::function<bool(const std::string&)>& done, std::chrono::milliseconds timeout = 5s) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (!done(got_) && std::chrono::steady_clock::now() < end) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) {
+        closed_ = true;
+        break;
+      }
+      got_.append(buf, static_cast<size_t>(n));
+    }
+    return got_;
+  }
+  // Reads until `count` whole answers (heads ending in a blank line, bodies by Content-Length).
+  std::string ReadAnswers(int count, std::chrono::milliseconds timeout = 5s) {
+    return ReadUntil([count](const std::string& s) { return Answers(s) >= count; }, timeout);
+  }
+  bool closed() {
+    ReadUntil([](const std::string&) { return false; }, 2s);
+    return closed_;
+  }
+  static int Answers(const std::string& s) {
+    int n = 0;
+    size_t pos = 0;
+    while (true) {
+      const size_t end = s.find("\r\n\r\n", pos);
+      if (end == std::string::npos) return n;
+      const size_t cl = s.find("Content-Length: ", pos);
+      const size_t length = cl != std::string::npos && cl < end ? std::stoul(s.substr(cl + 16)) : 0;
+      if (s.size() < end + 4 + length) return n;
+      pos = end + 4 + length;
+      ++n;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  bool closed_ = false;
+  std::string got_;
+};
+
+void Echo(const Request& req, Response& res) {
+  std::string text = req.method + " " + req.path + " body=" + req.body;
+  for (const std::string& c : req.captures) text += " capture=" + c;
+  res.Set(200, text, "text/plain");
+}
+
+TEST(HttpServer, ServesRoutesOverKeptAliveConnections) {
+  Running r;
+  r.server.Handle("GET", "/echo/*", Echo);
+  r.server.Handle("POST", "/echo/*", Echo);
+  r.Start();
+  httplib::Client cli("127.0.0.1", r.server.port());
+  cli.set_keep_alive(true);
+  cli.set_tcp_nodelay(true);
+  for (int i = 0; i < 50; ++i) {
+    auto res = cli.Post("/echo/" + std::to_string(i), "payload " + std::to_string(i), "text/plain");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->body, "POST /echo/" + std::to_string(i) + " body=payload " + std::to_string(i) +
+                             " capture=" + std::to_string(i));
+  }
+  auto res = cli.Get("/echo/a%20b?x=1");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "GET /echo/a b body= capture=a b");
+}
+
+TEST(HttpServer, UnknownPathsAndMethodsGetTheirStatus) {
+  Running r;
+  r.server.Handle("POST", "/jobs", Echo);
+  r.Start();
+  httplib::Client cli("127.0.0.1", r.server.port());
+  auto missing = cli.Get("/nothing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_NE(missing->body.find("no such endpoint: GET /nothing"), std::string::npos);
+  auto wrong = cli.Get("/jobs");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 405);
+  EXPECT_EQ(wrong->get_header_value("Allow"), "POST");
+}
+
+TEST(HttpServer, PipelinedRequestsAreAnsweredInOrder) {
+  Running r;
+  std::atomic<int> calls{0};
+  r.server.Handle("GET", "/n/*", [&](const Request& req, Response& res) {
+    // The first one is slow: the second must still come after it.
+    if (calls++ == 0) std::this_thread::sleep_for(50ms);
+    res.Set(200, req.captures[0], "text/plain");
+  });
+  r.Start();
+  Raw raw(r.server.port());
+  ASSERT_TRUE(raw.connected());
+  raw.Send("GET /n/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /n/2 HTTP/1.1\r\nHost: x\r\n\r\nGET /n/3 HTTP/1.1\r\n");
+  std::this_thread::sleep_for(20ms);
+  raw.Send("Host: x\r\n\r\n");
+  const std::string got = raw.ReadAnswers(3);
+  ASSERT_EQ(Raw::Answers(got), 3) << got;
+  const size_t one = got.find("\r\n\r\n1"), two = got.find("\r\n\r\n2"), three = got.find("\r\n\r\n3");
+  ASSERT_NE(one, std::string::npos);
+  EXPECT_LT(one, two);
+  EXPECT_LT(two, three);
+}
+
+TEST(HttpServer, AsyncHandlersAnswerFromAnotherThread) {
+  Running r;
+  std::vector<std::thread> later;
+  std::mutex mu;
+  r.server.HandleAsync("POST", "/later", [&](Request&& req, Server::Reply reply) {
+    std::lock_guard<std::mutex> lock(mu);
+    later.emplace_back([body = req.body, reply] {
+      std::this_thread::sleep_for(10ms);
+      Response res;
+      res.Set(201, "done " + body, "text/plain");
+      reply(res);
+    });
+  });
+  r.server.HandleAsync("GET", "/forgotten", [](Request&&, Server::Reply) {});
+  r.Start();
+  {
+    httplib::Client cli("127.0.0.1", r.server.port());
+    auto res = cli.Post("/later", "x", "text/plain");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 201);
+    EXPECT_EQ(res->body, "done x");
+    // A handler that drops its Reply unanswered: 500, not a hang.
+    auto forgotten = cli.Get("/forgotten");
+    ASSERT_TRUE(forgotten);
+    EXPECT_EQ(forgotten->status, 500);
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  for (std::thread& t : later) t.join();
+}
+
+TEST(HttpServer, AHandlerThatThrowsAnswers500) {
+  Running r;
+  r.server.Handle("GET", "/throw", [](const Request&, Response&) { throw std::runtime_error("boom"); });
+  r.server.HandleAsync("GET", "/throw-async", [](Request&&, Server::Reply) { throw std::runtime_error("boom"); });
+  r.Start();
+  httplib::Client cli("127.0.0.1", r.server.port());
+  for (const char* path : {"/throw", "/throw-async", "/throw"}) {
+    auto res = cli.Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 500) << path;
+  }
+}
+
+TEST(HttpServer, OversizedBodiesAreRefusedAndTheClientReadsWhy) {
+  Server::Options o;
+  o.max_body_bytes = 1000;
+  Running r(o);
+  r.server.Handle("POST", "/echo", Echo);
+  r.Start();
+  httplib::Client cli("127.0.0.1", r.server.port());
+  auto big = cli.Post("/echo", std::string(300'000, 'x'), "text/plain");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  EXPECT_NE(big->body.find("over the limit of 1000 bytes"), std::string::npos);
+  // The connection after an error is closed; the client's next request works.
+  auto ok = cli.Post("/echo", "small", "text/plain");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST(HttpServer, ExpectContinueGetsAnInterimAnswer) {
+  Running r;
+  r.server.Handle("POST", "/echo", Echo);
+  r.Start();
+  Raw raw(r.server.port());
+  raw.Send("POST /echo HTTP/1.1\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+  const std::string interim = raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
+  EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+  raw.Send("abcd");
+  const std::string got = raw.ReadUntil([](const std::string& s) { return s.find("body=abcd") != std::string::npos; });
+  EXPECT_NE(got.find("HTTP/1.1 200 OK"), std::string::npos) << got;
+}
+
+TEST(HttpServer, ConnectionCloseAndHttp10AreHonoured) {
+  Running r;
+  r.server.Handle("GET", "/echo", Echo);
+  r.Start();
+  {
+    Raw raw(r.server.port());
+    raw.Send("GET /echo HTTP/1.1\r\nConnection: close\r\n\r\n");
+    const std::string got = raw.ReadAnswers(1);
+    EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+    EXPECT_TRUE(raw.closed());
+  }
+  {
+    Raw raw(r.server.port());
+    raw.Send("GET /echo HTTP/1.0\r\n\r\n");
+    EXPECT_EQ(Raw::Answers(raw.ReadAnswers(1)), 1);
+    EXPECT_TRUE(raw.closed());
+  }
+}
+
+TEST(HttpServer, MalformedRequestsGetAnAnswerThenTheConnectionCloses) {
+  Running r;
+  r.server.Handle("GET", "/echo", Echo);
+  r.Start();
+  for (const char* text : {"NOT HTTP AT ALL\r\n\r\n", "GET /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                           "GET /echo HTTP/3\r\n\r\n"}) {
+    SCOPED_TRACE(text);
+    Raw raw(r.server.port());
+    raw.Send(text);
+    const std::string got = raw.ReadAnswers(1);
+    EXPECT_TRUE(got.rfind("HTTP/1.1 400", 0) == 0 || got.rfind("HTTP/1.1 501", 0) == 0 || got.rfind("HTTP/1.1 505", 0) == 0) << got;
+    EXPECT_TRUE(raw.closed());
+  }
+}
+
+TEST(HttpServer, AHalfSentRequestTimesOutWith408AndIdleConnectionsClose) {
+  Server::Options o;
+  o.read_timeout = 300ms;
+  o.idle_timeout = 300ms;
+  Running r(o);
+  r.server.Handle("GET", "/echo", Echo);
+  r.Start();
+  Raw half(r.server.port());
+  half.Send("GET /echo HTTP/1.1\r\nHost:");
+  const std::string got = half.ReadAnswers(1, 5s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 408", 0), 0u) << got;
+  Raw idle(r.server.port());
+  EXPECT_TRUE(idle.closed());
+}
+
+TEST(HttpServer, ConnectionsBeyondTheBoundGet503) {
+  Server::Options o;
+  o.max_connections = 2;
+  Running r(o);
+  r.server.Handle("GET", "/echo", Echo);
+  r.Start();
+  Raw a(r.server.port()), b(r.server.port());
+  a.Send("GET /echo HTTP/1.1\r\n\r\n");
+  b.Send("GET /echo HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(Raw::Answers(a.ReadAnswers(1)), 1);
+  EXPECT_EQ(Raw::Answers(b.ReadAnswers(1)), 1);
+  Raw c(r.server.port());
+  EXPECT_EQ(c.ReadAnswers(1).rfind("HTTP/1.1 503", 0), 0u);
+}
+
+TEST(HttpServer, StopWaitsForRequestsInFlight) {
+  Running r;
+  std::atomic<bool> entered{false};
+  r.server.Handle("GET", "/slow", [&](const Request&, Response& res) {
+    entered = true;
+    std::this_thread::sleep_for(300ms);
+    res.Set(200, "finished", "text/plain");
+  });
+  r.Start();
+  Raw raw(r.server.port());
+  raw.Send("GET /slow HTTP/1.1\r\n\r\n");
+  while (!entered) std::this_thread::sleep_for(5ms);
+  r.server.Stop();
+  const std::string got = raw.ReadAnswers(1);
+  EXPECT_NE(got.find("finished"), std::string::npos) << got;
+  EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+}
+
+TEST(HttpServer, ASecondServerOnAPortInUseFailsToBind) {
+  Running r;
+  r.Start();
+  Server::Options o;
+  o.port = r.server.port();
+  Server second(o);
+  EXPECT_FALSE(second.Bind().ok());
+}
+
+}  // namespace
+}  // namespace muster::http
