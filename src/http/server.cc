@@ -126,13 +126,13 @@ class Server::Impl {
     stopping_ = true;
     Wake();
   }
-  // From any thread: the answer to request `conn` has come.
-  void Complete(uint64_t conn, Response response) {
+  // From any thread: the answer to request `conn` has come (or `make` will write it).
+  void Complete(uint64_t conn, Response response, std::function<Response()> make = nullptr) {
     bool wake;
     {
       std::lock_guard<std::mutex> lock(mu_);
       wake = completions_.empty();
-      completions_.emplace_back(conn, std::move(response));
+      completions_.push_back({conn, std::move(response), std::move(make)});
     }
     if (wake) Wake();
   }
@@ -192,7 +192,12 @@ class Server::Impl {
   int64_t in_flight_ = 0;  // requests dispatched, not yet completed; event loop only
   std::atomic<bool> stopping_{false};
   std::mutex mu_;
-  std::vector<std::pair<uint64_t, Response>> completions_;  // guarded by mu_
+  struct Completion {
+    uint64_t conn;
+    Response response;
+    std::function<Response()> make;  // when set, writes the response
+  };
+  std::vector<Completion> completions_;  // guarded by mu_
 };
 
 struct Server::Reply::Token {
@@ -212,6 +217,11 @@ struct Server::Reply::Token {
 void Server::Reply::operator()(Response response) const {
   if (token_->answered.exchange(true)) return;
   token_->impl->Complete(token_->conn, std::move(response));
+}
+
+void Server::Reply::operator()(std::function<Response()> make) const {
+  if (token_->answered.exchange(true)) return;
+  token_->impl->Complete(token_->conn, Response{}, std::move(make));
 }
 
 Server::Reply Server::Impl::MakeReply(uint64_t conn) {
@@ -520,14 +530,22 @@ void Server::Impl::Close(Conn& c) {
 }
 
 void Server::Impl::TakeCompletions() {
-  std::vector<std::pair<uint64_t, Response>> done;
+  std::vector<Completion> done;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (completions_.empty()) return;
     done.swap(completions_);
   }
-  for (auto& [id, response] : done) {
+  for (auto& [id, response, make] : done) {
     --in_flight_;
+    if (make) {
+      try {
+        response = make();
+      } catch (const std::exception&) {
+        response = Response{};
+        error_body_(500, "internal error", response);
+      }
+    }
     auto it = conns_.find(id);
     if (it == conns_.end() || it->second->closed) continue;  // the client left before its answer
     Conn& c = *it->second;

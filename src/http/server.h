@@ -61,6 +61,10 @@ class Server {
   class Reply {
    public:
     void operator()(Response response) const;
+    // Answers with what `make` returns, called on the event loop: an answer
+    // that takes work to write is written there, not on the thread that
+    // learned the outcome (the store writer, whose next commit waits).
+    void operator()(std::function<Response()> make) const;
     struct Token;
     explicit Reply(std::shared_ptr<Token> token) : token_(std::move(token)) {}
 

@@ -296,22 +296,24 @@ void HttpApi::Submit(const http::Request& req, http::Server::Reply reply) {
   sr.spec = std::move(*spec);
   sr.user = *user;
   sr.idempotency_key = *key;
-  // Answered on the control loop's thread (a refusal) or the store
-  // writer's (durable): the answer is written there and handed back.
+  // Decided on the control loop's thread (a refusal) or the store writer's
+  // (durable); the answer is written on the event loop.
   loop_.SubmitAsync(std::move(sr), [is_array, reply = std::move(reply)](StatusOr<ControlLoop::SubmitResult> result) {
-    http::Response res;
-    if (!result.ok()) {
-      ReplyStatus(res, result.status());
-    } else if (!is_array) {
-      res.Set(result->created ? 201 : 200, JobJsonText(result->job), "application/json");
-    } else {
-      // An array: the answer is its first task, with the range of ids.
-      json body = JobJson(result->job);
-      body["arrayFirstId"] = result->job.id;
-      body["arrayLastId"] = result->job.id + result->count - 1;
-      Reply(res, result->created ? 201 : 200, body);
-    }
-    reply(std::move(res));
+    reply([is_array, result = std::move(result)] {
+      http::Response res;
+      if (!result.ok()) {
+        ReplyStatus(res, result.status());
+      } else if (!is_array) {
+        res.Set(result->created ? 201 : 200, JobJsonText(result->job), "application/json");
+      } else {
+        // An array: the answer is its first task, with the range of ids.
+        json body = JobJson(result->job);
+        body["arrayFirstId"] = result->job.id;
+        body["arrayLastId"] = result->job.id + result->count - 1;
+        Reply(res, result->created ? 201 : 200, body);
+      }
+      return res;
+    });
   });
 }
 
