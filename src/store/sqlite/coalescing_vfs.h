@@ -18,6 +18,11 @@
 // VFS's own, untouched. What reaches the disk, and when it is synced, is
 // exactly what SQLite asked for: only the number of write calls changes.
 //
+// Precondition: synchronous=FULL (or EXTRA), as the store sets it. SQLite
+// publishes a commit to other connections right after it syncs the WAL; with
+// NORMAL it publishes without a sync, and a reader would look for frames
+// still in the writer's buffer (a short read, "disk I/O error").
+//
 // Register once per process; open connections with vfs name kCoalescingVfs.
 #pragma once
 

@@ -57,6 +57,7 @@ StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path
     if (verdict != "ok") return DataLoss("store " + path + " is damaged: " + verdict);
   }
   RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode = WAL"));
+  // FULL: a commit is on disk before it returns. The coalescing VFS needs it too.
   RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = FULL"));
   RETURN_IF_ERROR(MigrateSqlite(db));
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
