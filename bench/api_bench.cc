@@ -8,9 +8,10 @@
 //   muster_bench_api ping --server URL --clients 8 --jobs 20000
 //       The same clients sending GET /healthz, which does no work: the
 //       ceiling of the HTTP stack (client, loopback TCP, server threads).
-//   muster_bench_api list --server URL [--pages 0] [--iterations 5]
+//   muster_bench_api list --server URL [--iterations 5] [--view summary]
 //       GET /v1/jobs page by page (1,000 a page) through everything stored,
-//       and one first page; prints the time of each.
+//       and one first page; prints the time of each (--view summary: the
+//       compact items a table uses).
 //
 // Wall time with a steady clock; the server runs in its own process. Submit
 // and ping clients send prepared requests on kept-alive sockets (one send,
@@ -151,21 +152,21 @@ int Submit(const std::string& server, int clients, int jobs, int array) {
   return errors == 0 ? 0 : 1;
 }
 
-int List(const std::string& server, int iterations) {
+int List(const std::string& server, int iterations, const std::string& view) {
   httplib::Client cli(server);
   cli.set_read_timeout(120, 0);
   std::vector<double> full, first;
   size_t count = 0;
   for (int it = 0; it < iterations; ++it) {
     auto s = Clock::now();
-    auto r = cli.Get("/v1/jobs?limit=1000");
+    auto r = cli.Get("/v1/jobs?limit=1000" + view);
     first.push_back(Ms(Clock::now() - s));
     if (!r || r->status != 200) return 1;
     s = Clock::now();
     std::string cont;
     count = 0;
     do {
-      auto p = cli.Get("/v1/jobs?limit=1000" + (cont.empty() ? "" : "&continue=" + cont));
+      auto p = cli.Get("/v1/jobs?limit=1000" + view + (cont.empty() ? "" : "&continue=" + cont));
       if (!p || p->status != 200) return 1;
       const auto j = nlohmann::json::parse(p->body);
       count += j["items"].size();
@@ -214,6 +215,7 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   std::string server = "http://127.0.0.1:8470";
   int clients = 1, jobs = 1000, iterations = 5, array = 1;
+  bool summary = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--server") server = v;
@@ -221,13 +223,14 @@ int main(int argc, char** argv) {
     else if (k == "--jobs") jobs = std::stoi(v);
     else if (k == "--iterations") iterations = std::stoi(v);
     else if (k == "--array") array = std::max(1, std::stoi(v));
+    else if (k == "--view") summary = v == "summary";
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
     }
   }
   if (mode == "submit") return Submit(server, clients, jobs, array);
-  if (mode == "list") return List(server, iterations);
+  if (mode == "list") return List(server, iterations, summary ? "&view=summary" : "");
   if (mode == "ping") return Ping(server, clients, jobs);
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;

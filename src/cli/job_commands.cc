@@ -128,19 +128,16 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
-int64_t Gpus(const json& job) {
-  const json res = job.value("resources", json::object());
-  return res.value("gpus", int64_t{0}) * job.value("replicas", int64_t{1});
-}
-
+// A table row from a job's summary (GET /v1/jobs?view=summary).
 std::vector<std::string> JobCells(const json& j, bool wide) {
+  const int64_t gpus = j.value("gpus", int64_t{0}) * j.value("replicas", int64_t{1});
   std::vector<std::string> r = {Field(j, "id"),    Field(j, "name"), Field(j, "user"), Field(j, "queue"),
-                                Field(j, "state"), std::to_string(Gpus(j)), Age(Field(j, "submitTime")),
+                                Field(j, "state"), std::to_string(gpus), Age(Field(j, "submitTime")),
                                 Field(j, "reason")};
   if (wide) {
     std::string nodes;
-    if (j.contains("allocations")) {
-      for (const json& a : j["allocations"]) nodes += (nodes.empty() ? "" : ",") + Field(a, "node");
+    if (j.contains("nodes") && j["nodes"].is_array()) {
+      for (const json& n : j["nodes"]) nodes += (nodes.empty() ? "" : ",") + (n.is_string() ? n.get<std::string>() : "");
     }
     r.insert(r.end(), {Field(j, "priority"), Field(j, "replicas"), nodes});
   }
@@ -216,7 +213,9 @@ int ListJobs(JobCommands& c, Client& client, const std::string& states) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"});
   if (wide) rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
-  if (Status s = ForEachJob(client, query, c.limit, [&](json& j) { rows.push_back(JobCells(j, wide)); }); !s.ok()) {
+  // A table needs only the jobs' summaries: a sixth of the bytes to send and parse.
+  if (Status s = ForEachJob(client, query + "&view=summary", c.limit, [&](json& j) { rows.push_back(JobCells(j, wide)); });
+      !s.ok()) {
     return Fail(s);
   }
   PrintTable(rows);

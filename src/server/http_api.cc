@@ -347,8 +347,12 @@ void HttpApi::Routes() {
   });
 
   s.Handle("GET", "/v1/jobs", [this](const http::Request& req, http::Response& res) {
-    if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue"}); !q.ok()) {
+    if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue", "view"}); !q.ok()) {
       return ReplyStatus(res, q);
+    }
+    const std::string& view = req.Param("view");
+    if (!view.empty() && view != "full" && view != "summary") {
+      return ReplyStatus(res, InvalidArgument("must be full or summary, got " + QuoteForMessage(view), "query.view"));
     }
     store::JobFilter f;
     if (req.HasParam("state")) {
@@ -373,16 +377,28 @@ void HttpApi::Routes() {
     int64_t limit = 100, after = 0;
     if (Status st = IntParam(req, "limit", limit, 1, 1000); !st.ok()) return ReplyStatus(res, st);
     if (Status st = IntParam(req, "continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
-    auto page = store_.ListJobs(f, after, static_cast<int32_t>(limit));
-    if (!page.ok()) return ReplyStatus(res, page.status());
-    // Written as text: each job is its stored spec plus status fields.
+    // Written as text: each job is its stored spec plus status fields, or its summary.
     std::string body = "{\"items\":[";
-    for (size_t i = 0; i < page->items.size(); ++i) {
-      if (i) body += ',';
-      body += JobJsonText(page->items[i]);
+    int64_t next = 0;
+    if (view == "summary") {
+      auto page = store_.ListJobSummaries(f, after, static_cast<int32_t>(limit));
+      if (!page.ok()) return ReplyStatus(res, page.status());
+      for (size_t i = 0; i < page->items.size(); ++i) {
+        if (i) body += ',';
+        AppendSummaryJson(page->items[i], body);
+      }
+      next = page->next_after_id;
+    } else {
+      auto page = store_.ListJobs(f, after, static_cast<int32_t>(limit));
+      if (!page.ok()) return ReplyStatus(res, page.status());
+      for (size_t i = 0; i < page->items.size(); ++i) {
+        if (i) body += ',';
+        body += JobJsonText(page->items[i]);
+      }
+      next = page->next_after_id;
     }
     body += "],\"continue\":\"";
-    body += page->next_after_id ? std::to_string(page->next_after_id) : "";
+    body += next ? std::to_string(next) : "";
     body += "\"}";
     res.Set(200, std::move(body), "application/json");
   });

@@ -3,8 +3,9 @@
 //   POST /v1/jobs                     submit (JSON or YAML by Content-Type);
 //                                     201 + job; Idempotency-Key: replay 200,
 //                                     same key for another body 422, in flight 409
-//   GET  /v1/jobs?state=&queue=&user=&name=&limit=&continue=
-//                                     {"items": [...], "continue": "..."}
+//   GET  /v1/jobs?state=&queue=&user=&name=&limit=&continue=&view=
+//                                     {"items": [...], "continue": "..."};
+//                                     view=summary: a table's fields only
 //   GET  /v1/jobs/{id}                the job, with its pending reason and
 //                                     priority breakdown
 //   GET  /v1/jobs/{id}/events         {"items": [...]}
@@ -24,8 +25,10 @@
 // names itself in the X-Muster-User header ([A-Za-z0-9._-], 1..64 chars;
 // "anonymous" when absent). Owners manage their jobs; admins all jobs.
 //
-// Reads (lists, one job, events) are served from the store's read
-// connections; changes go through the ControlLoop.
+// Reads (lists, events) are served from the store's read connections;
+// changes and one job's live state go through the ControlLoop. Requests are
+// served by http::Server (src/http): submits asynchronously from its event
+// loop, the rest on its worker threads.
 #pragma once
 
 #include <memory>

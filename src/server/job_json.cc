@@ -1,5 +1,7 @@
 #include "server/job_json.h"
 
+#include <algorithm>
+
 #include "api/rfc3339.h"
 
 namespace muster::server {
@@ -54,6 +56,57 @@ std::string JobJsonText(const store::JobRow& row) {
   std::string members = row.spec_json.substr(open + 1, close - open - 1);
   if (members.find_first_not_of(" \t\r\n") == std::string::npos) return out;
   return "{" + members + "," + out.substr(1);
+}
+
+namespace {
+
+// `s` as a JSON string. Names, states and reasons are plain ASCII; anything
+// else goes through the JSON library (escapes, invalid UTF-8 replaced).
+void AppendString(std::string_view s, std::string& out) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+void AppendMember(const char* key, std::string_view value, std::string& out) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+  AppendString(value, out);
+}
+
+}  // namespace
+
+void AppendSummaryJson(const store::JobSummary& j, std::string& out) {
+  out += "{\"id\":";
+  out += std::to_string(j.id);
+  AppendMember("name", j.name, out);
+  AppendMember("user", j.user, out);
+  AppendMember("queue", j.queue, out);
+  AppendMember("priority", j.priority_class, out);
+  AppendMember("state", j.state, out);
+  AppendMember("reason", j.reason, out);
+  AppendMember("submitTime", api::FormatRfc3339Utc(Time::FromMillis(j.submit_ms)), out);
+  if (j.start_ms) AppendMember("startTime", api::FormatRfc3339Utc(Time::FromMillis(*j.start_ms)), out);
+  if (j.end_ms) AppendMember("endTime", api::FormatRfc3339Utc(Time::FromMillis(*j.end_ms)), out);
+  out += ",\"gpus\":";
+  out += std::to_string(j.gpus);
+  out += ",\"replicas\":";
+  out += std::to_string(j.replicas);
+  out += ",\"nodes\":[";
+  for (size_t i = 0; i < j.nodes.size(); ++i) {
+    if (i) out += ',';
+    AppendString(j.nodes[i], out);
+  }
+  out += "]}";
 }
 
 nlohmann::json JobJson(const store::JobRow& row) {

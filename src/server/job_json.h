@@ -19,6 +19,10 @@
 namespace muster::server {
 
 std::string JobJsonText(const store::JobRow& row);
+// A list's compact form (GET /v1/jobs?view=summary): id, name, user, queue,
+// priority, state, reason, submitTime, startTime, endTime, gpus (per
+// replica), replicas, nodes. Appended to `out`, written without a JSON tree.
+void AppendSummaryJson(const store::JobSummary& job, std::string& out);
 nlohmann::json JobJson(const store::JobRow& row);
 nlohmann::json EventJson(const store::EventRow& row);
 

@@ -157,6 +157,60 @@ TEST_P(StoreConformance, ListJobsFiltersAndPages) {
   EXPECT_EQ(store_->ListJobs(f, 0, 100)->items.size(), 13u);
 }
 
+// Summaries list the same jobs and pages as ListJobs, with the spec's GPUs
+// and replicas and the nodes of the status's allocations.
+TEST_P(StoreConformance, JobSummariesMatchTheRowsTheyList) {
+  WriteBatch b;
+  for (int64_t id = 1; id <= 12; ++id) {
+    JobRow j = Job(id, id % 3 == 0 ? "RUNNING" : "PENDING", id <= 6 ? "q1" : "q2");
+    j.reason = id % 3 == 0 ? "" : "Priority";
+    j.spec_json = R"({"name":"job)" + std::to_string(id) + R"(","replicas":)" + std::to_string(1 + id % 2) +
+                  R"(,"resources":{"gpus":)" + std::to_string(id % 5) + R"(,"gpuType":null},"command":["gpus"]})";
+    if (id % 3 == 0) {
+      j.start_ms = 5000 + id;
+      j.status_json = R"({"idempotencyKey":"k","allocations":[{"node":"n-)" + std::to_string(id) +
+                      R"(","gpus":[0]},{"node":"n.b_2","gpus":[1]}]})";
+    }
+    b.jobs.push_back(j);
+  }
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  JobFilter f;
+  f.queue = "q2";
+  auto rows = store_->ListJobs(f, 0, 4);
+  auto sums = store_->ListJobSummaries(f, 0, 4);
+  ASSERT_TRUE(rows.ok() && sums.ok()) << sums.status().ToString();
+  ASSERT_EQ(sums->items.size(), rows->items.size());
+  EXPECT_EQ(sums->next_after_id, rows->next_after_id);
+  EXPECT_EQ(sums->next_after_id, 10);
+  for (size_t i = 0; i < rows->items.size(); ++i) {
+    const JobRow& r = rows->items[i];
+    const JobSummary& s = sums->items[i];
+    EXPECT_EQ(s.id, r.id);
+    EXPECT_EQ(s.name, r.name);
+    EXPECT_EQ(s.user, r.user);
+    EXPECT_EQ(s.queue, r.queue);
+    EXPECT_EQ(s.priority_class, r.priority_class);
+    EXPECT_EQ(s.state, r.state);
+    EXPECT_EQ(s.reason, r.reason);
+    EXPECT_EQ(s.submit_ms, r.submit_ms);
+    EXPECT_EQ(s.start_ms, r.start_ms);
+    EXPECT_EQ(s.end_ms, r.end_ms);
+    EXPECT_EQ(s.gpus, r.id % 5);
+    EXPECT_EQ(s.replicas, 1 + r.id % 2);
+    if (r.id % 3 == 0) {
+      EXPECT_EQ(s.nodes, (std::vector<std::string>{"n-" + std::to_string(r.id), "n.b_2"}));
+    } else {
+      EXPECT_TRUE(s.nodes.empty());
+    }
+  }
+  // The next page goes on where ListJobs would.
+  auto rest = store_->ListJobSummaries(f, sums->next_after_id, 4);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->items.size(), 2u);
+  EXPECT_EQ(rest->items[0].id, 11);
+  EXPECT_EQ(rest->next_after_id, 0);
+}
+
 TEST_P(StoreConformance, LoadJobsCanSkipTerminalOnes) {
   WriteBatch b;
   b.jobs.push_back(Job(1));

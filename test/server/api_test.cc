@@ -135,6 +135,17 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
   EXPECT_EQ(seen.size(), 5u);
   EXPECT_EQ(api.GetJson("/v1/jobs?state=RUNNING")["items"].size(), 1u);
   EXPECT_EQ(api.GetJson("/v1/jobs?state=running,pending")["items"].size(), 7u);
+  // The summary view: the same jobs, a table's fields only.
+  const json full = api.GetJson("/v1/jobs?state=RUNNING")["items"][0];
+  const json summary = api.GetJson("/v1/jobs?state=RUNNING&view=summary")["items"][0];
+  for (const char* k : {"id", "name", "user", "queue", "priority", "state", "reason", "submitTime", "startTime", "replicas"}) {
+    EXPECT_EQ(summary[k], full[k]) << k;
+  }
+  EXPECT_EQ(summary["gpus"], full["resources"]["gpus"]);
+  ASSERT_EQ(summary["nodes"].size(), full["allocations"].size());
+  EXPECT_EQ(summary["nodes"][0], full["allocations"][0]["node"]);
+  EXPECT_FALSE(summary.contains("command"));
+  EXPECT_EQ(api.GetJson("/v1/jobs?view=summary&state=running,pending")["items"].size(), 7u);
   EXPECT_EQ(api.GetJson("/v1/nodes")["items"].size(), 2u);
   EXPECT_EQ(api.GetJson("/v1/queues")["items"].size(), 2u);
   EXPECT_EQ(api.GetJson("/healthz")["status"], "ok");
@@ -292,6 +303,7 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"GET", "/v1/jobs?limit=0", "", "", 400, "query.limit", ""},
       {"GET", "/v1/jobs?limit=abc", "", "", 400, "query.limit", ""},
       {"GET", "/v1/jobs?continue=-5", "", "", 400, "query.continue", ""},
+      {"GET", "/v1/jobs?view=tiny", "", "", 400, "query.view", "must be full or summary"},
       {"GET", "/v1/jobs/1/logs?tail=-1", "", "", 400, "query.tail", ""},
       {"GET", "/v1/jobs/1/logs?replica=first", "", "", 400, "query.replica", ""},
       {"GET", "/v1/jobs/1/logs?follow=1", "", "", 400, "query.follow", "unknown query parameter"},

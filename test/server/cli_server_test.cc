@@ -60,6 +60,10 @@ TEST_F(CliServerTest, SubmitListWhyAndActions) {
   EXPECT_NE(r.out.find("ID  NAME"), std::string::npos) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\\n2 +second +carol +default +PENDING +4 +[0-9]+s +Resources\\n")))
       << r.out;
+  // Wide adds the priority class, replicas and the running job's node.
+  r = Muster(url, "get jobs -o wide");
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\\n1 +first +carol +default +RUNNING +8 +[0-9]+s +normal +1 +H100-0\\n")))
+      << r.out;
   r = Muster(url, "get nodes");
   EXPECT_NE(r.out.find("H100-0"), std::string::npos) << r.out;
   r = Muster(url, "get queues -o yaml");

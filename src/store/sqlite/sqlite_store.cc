@@ -195,41 +195,102 @@ StatusOr<std::optional<JobRow>> SqliteStore::GetJob(int64_t id) {
   });
 }
 
+namespace {
+
+// Selects `columns` of the jobs matching `f` after `after_id`, one more than
+// `limit` (which tells whether there is a next page), reading each with `read`.
+template <typename Row, typename Read>
+StatusOr<std::vector<Row>> SelectJobs(Db& db, const std::string& columns, const JobFilter& f, int64_t after_id,
+                                      int32_t limit, Read read) {
+  std::string sql = "SELECT " + columns + " FROM jobs WHERE id > ?1";
+  int next = 2;
+  std::vector<std::pair<int, std::string>> binds;
+  if (!f.states.empty()) {
+    sql += " AND state IN (";
+    for (size_t i = 0; i < f.states.size(); ++i) {
+      sql += (i ? ",?" : "?") + std::to_string(next);
+      binds.emplace_back(next++, f.states[i]);
+    }
+    sql += ")";
+  }
+  auto eq = [&](const char* col, const std::string& v) {
+    if (v.empty()) return;
+    sql += std::string(" AND ") + col + " = ?" + std::to_string(next);
+    binds.emplace_back(next++, v);
+  };
+  eq("queue", f.queue);
+  eq("user", f.user);
+  eq("name", f.name);
+  sql += " ORDER BY id LIMIT ?" + std::to_string(next);
+  ASSIGN_OR_RETURN(Stmt s, db.Prepare(sql));
+  s.Bind(1, after_id);
+  for (const auto& [i, v] : binds) s.Bind(i, v);
+  s.Bind(next, int64_t{limit} + 1);
+  std::vector<Row> rows;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return rows;
+    rows.push_back(read(s));
+  }
+}
+
+template <typename Page, typename Rows>
+Page ToPage(Rows rows, int32_t limit) {
+  Page page;
+  if (rows.size() > static_cast<size_t>(limit)) {
+    rows.resize(limit);
+    page.next_after_id = rows.empty() ? 0 : rows.back().id;
+  }
+  page.items = std::move(rows);
+  return page;
+}
+
+}  // namespace
+
 StatusOr<JobPage> SqliteStore::ListJobs(const JobFilter& f, int64_t after_id, int32_t limit) {
   return WithReader([&](Db& db) -> StatusOr<JobPage> {
-    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id > ?1";
-    int next = 2;
-    std::vector<std::pair<int, std::string>> binds;
-    if (!f.states.empty()) {
-      sql += " AND state IN (";
-      for (size_t i = 0; i < f.states.size(); ++i) {
-        sql += (i ? ",?" : "?") + std::to_string(next);
-        binds.emplace_back(next++, f.states[i]);
-      }
-      sql += ")";
-    }
-    auto eq = [&](const char* col, const std::string& v) {
-      if (v.empty()) return;
-      sql += std::string(" AND ") + col + " = ?" + std::to_string(next);
-      binds.emplace_back(next++, v);
-    };
-    eq("queue", f.queue);
-    eq("user", f.user);
-    eq("name", f.name);
-    sql += " ORDER BY id LIMIT ?" + std::to_string(next);
-    ASSIGN_OR_RETURN(Stmt s, db.Prepare(sql));
-    s.Bind(1, after_id);
-    for (const auto& [i, v] : binds) s.Bind(i, v);
-    // One more than asked tells whether there is a next page.
-    s.Bind(next, int64_t{limit} + 1);
-    ASSIGN_OR_RETURN(std::vector<JobRow> rows, ReadJobs(s));
-    JobPage page;
-    if (rows.size() > static_cast<size_t>(limit)) {
-      rows.resize(limit);
-      page.next_after_id = rows.empty() ? 0 : rows.back().id;
-    }
-    page.items = std::move(rows);
-    return page;
+    ASSIGN_OR_RETURN(auto rows, SelectJobs<JobRow>(db, kJobColumns, f, after_id, limit, ReadJob));
+    return ToPage<JobPage>(std::move(rows), limit);
+  });
+}
+
+namespace {
+
+// The nodes come joined by a unit separator, which no node name holds.
+constexpr const char* kSummaryColumns =
+    "id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, end_ms, "
+    "json_extract(spec, '$.resources.gpus'), json_extract(spec, '$.replicas'), "
+    "(SELECT group_concat(json_extract(value, '$.node'), char(31)) FROM json_each(status, '$.allocations'))";
+
+JobSummary ReadSummary(const Stmt& s) {
+  JobSummary j;
+  j.id = s.Int(0);
+  j.name = s.Text(1);
+  j.user = s.Text(2);
+  j.queue = s.Text(3);
+  j.priority_class = s.Text(4);
+  j.state = s.Text(5);
+  j.reason = s.Text(6);
+  j.submit_ms = s.Int(7);
+  j.start_ms = s.OptInt(8);
+  j.end_ms = s.OptInt(9);
+  j.gpus = s.Int(10);
+  j.replicas = s.OptInt(11).value_or(1);
+  const std::string nodes = s.Text(12);
+  for (size_t start = 0; start < nodes.size();) {
+    const size_t end = std::min(nodes.find('\x1f', start), nodes.size());
+    j.nodes.push_back(nodes.substr(start, end - start));
+    start = end + 1;
+  }
+  return j;
+}
+
+}  // namespace
+
+StatusOr<JobSummaryPage> SqliteStore::ListJobSummaries(const JobFilter& f, int64_t after_id, int32_t limit) {
+  return WithReader([&](Db& db) -> StatusOr<JobSummaryPage> {
+    ASSIGN_OR_RETURN(auto rows, SelectJobs<JobSummary>(db, kSummaryColumns, f, after_id, limit, ReadSummary));
+    return ToPage<JobSummaryPage>(std::move(rows), limit);
   });
 }
 
