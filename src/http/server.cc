@@ -126,12 +126,14 @@ class Server::Impl {
     stopping_ = true;
     Wake();
   }
-  // From any thread: the answer to request `conn` has come (or `make` will write it).
+  // From any thread: the answer to request `conn` has come (or `make` will
+  // write it). The loop takes answers after each round of events, so one
+  // given on its own thread (an inline handler) needs no wake-up.
   void Complete(uint64_t conn, Response response, std::function<Response()> make = nullptr) {
     bool wake;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      wake = completions_.empty();
+      wake = completions_.empty() && std::this_thread::get_id() != loop_thread_;
       completions_.push_back({conn, std::move(response), std::move(make)});
     }
     if (wake) Wake();
@@ -191,6 +193,7 @@ class Server::Impl {
   uint64_t next_id_ = 2;
   int64_t in_flight_ = 0;  // requests dispatched, not yet completed; event loop only
   std::atomic<bool> stopping_{false};
+  std::thread::id loop_thread_;  // set before the loop starts
   std::mutex mu_;
   struct Completion {
     uint64_t conn;
@@ -279,6 +282,10 @@ Status Server::Impl::Bind(int& port) {
 
 void Server::Impl::Serve() {
   pthread_setname_np(pthread_self(), "http-loop");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    loop_thread_ = std::this_thread::get_id();
+  }
   workers_.Start(options_.worker_threads);
   epoll_event events[256];
   SteadyClock::time_point last_sweep = SteadyClock::now();

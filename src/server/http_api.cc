@@ -333,7 +333,12 @@ void HttpApi::Routes() {
     ReplyError(res, status, ServerErrorCode(status), message);
   });
 
-  s.Handle("GET", "/healthz", [](const http::Request&, http::Response& res) { Reply(res, 200, {{"status", "ok"}}); });
+  // Answered on the event loop itself: it tells whether that loop is alive.
+  s.HandleAsync("GET", "/healthz", [](http::Request&&, http::Server::Reply reply) {
+    http::Response res;
+    Reply(res, 200, {{"status", "ok"}});
+    reply(std::move(res));
+  });
 
   // Submits are answered from the store writer once durable, without
   // holding a thread; small JSON specs are parsed on the event loop,
