@@ -57,9 +57,20 @@ ParseResult ParseTarget(std::string_view target, Request& req, ParseError& error
   if (target.empty() || target.front() != '/') {
     return Fail(error, 400, "the request target must be a path starting with '/'");
   }
+  for (char c : target) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7F) {
+      return Fail(error, 400, "the request target must be visible ASCII (percent-encode other bytes)");
+    }
+  }
   const size_t q = target.find('?');
   if (!PercentDecode(target.substr(0, q), false, req.path)) {
     return Fail(error, 400, "the request path has a malformed percent-escape");
+  }
+  for (char c : req.path) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+      return Fail(error, 400, "the request path has an escaped control character");
+    }
   }
   if (q == std::string_view::npos) return ParseResult::kComplete;
   std::string_view query = target.substr(q + 1);

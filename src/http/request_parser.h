@@ -9,7 +9,8 @@
 //     chunked uploads, and refusing it closes request-smuggling by a
 //     disagreeing proxy;
 //   - at most `max_head_bytes` of head (431) and `max_fields` fields (431).
-// The path is percent-decoded (a bad escape or NUL is 400); the query is
+// The target must be visible ASCII; the path is percent-decoded (a bad
+// escape, or an escaped NUL or control character, is 400); the query is
 // split on '&' and decoded with '+' as a space.
 //
 // Pure function: no I/O, no allocation beyond the result.

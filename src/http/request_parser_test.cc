@@ -75,6 +75,10 @@ TEST(ParseRequestHead, MalformedHeadsAreErrorsWithTheirStatus) {
       {"GET /%zz HTTP/1.1\r\n\r\n", 400},
       {"GET /%4 HTTP/1.1\r\n\r\n", 400},
       {"GET /a%00b HTTP/1.1\r\n\r\n", 400},
+      {"GET /a%0Ab HTTP/1.1\r\n\r\n", 400},
+      {std::string("GET /h/\0hz HTTP/1.1\r\n\r\n", 23), 400},  // found by http_request_fuzz
+      {"GET /a\tb HTTP/1.1\r\n\r\n", 400},
+      {"GET /caf\xc3\xa9 HTTP/1.1\r\n\r\n", 400},
       {"GET /?a=%g1 HTTP/1.1\r\n\r\n", 400},
       {"GET / HTTP/1.1\r\nNo colon\r\n\r\n", 400},
       {"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", 400},

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/message_text.h"
 #include "http/router.h"
 
 namespace muster::http {
@@ -447,35 +448,36 @@ void Server::Impl::Dispatch(Conn& c, Request&& req) {
   ++in_flight_;
   req.remote_addr = c.remote;
   Reply reply = MakeReply(c.id);
-  Response res;
-  if (filter_ && filter_(req, res)) return reply(std::move(res));
-  Router::Match m = router_.Find(req.method, req.path);
-  if (m.outcome != Router::Outcome::kFound) {
-    const bool wrong = m.outcome == Router::Outcome::kWrongMethod;
-    const std::string what = req.method + " " + req.path;
-    error_body_(wrong ? 405 : 404,
-                wrong ? "method " + req.method + " is not allowed on " + req.path + "; use " + m.allow
-                      : "no such endpoint: " + what,
-                res);
-    if (wrong) res.headers.emplace_back("Allow", m.allow);
-    return reply(std::move(res));
-  }
-  req.captures = std::move(m.captures);
-  const Route& route = routes_[m.id];
-  if (route.async) {
-    try {
-      route.async(std::move(req), reply);
-    } catch (const std::exception&) {
-      Response out;
-      error_body_(500, "internal error", out);
-      reply(std::move(out));  // unless it had answered already
+  const Route* route = nullptr;
+  // Nothing a request holds may stop the event loop: what throws here is
+  // answered 500 (plainly: the error writer may be what threw).
+  try {
+    Response res;
+    if (filter_ && filter_(req, res)) return reply(std::move(res));
+    Router::Match m = router_.Find(req.method, req.path);
+    if (m.outcome != Router::Outcome::kFound) {
+      const bool wrong = m.outcome == Router::Outcome::kWrongMethod;
+      // The path is echoed quoted: it is percent-decoded, so any byte may be in it.
+      const std::string path = QuoteForMessage(req.path, 256);
+      error_body_(wrong ? 405 : 404,
+                  wrong ? "method " + req.method + " is not allowed on " + path + "; use " + m.allow
+                        : "no such endpoint: " + req.method + " " + path,
+                  res);
+      if (wrong) res.headers.emplace_back("Allow", m.allow);
+      return reply(std::move(res));
     }
-    return;
+    req.captures = std::move(m.captures);
+    route = &routes_[m.id];
+    if (route->async) return route->async(std::move(req), reply);
+  } catch (const std::exception&) {
+    Response out;
+    out.Set(500, "internal error\n", "text/plain; charset=utf-8");
+    return reply(std::move(out));  // unless it had answered already
   }
-  workers_.Post([this, &route, req = std::move(req), reply = std::move(reply)]() {
+  workers_.Post([this, route, req = std::move(req), reply = std::move(reply)]() {
     Response out;
     try {
-      route.handler(req, out);
+      route->handler(req, out);
     } catch (const std::exception&) {
       out = Response{};
       error_body_(500, "internal error", out);

@@ -130,7 +130,12 @@ TEST(HttpServer, UnknownPathsAndMethodsGetTheirStatus) {
   auto missing = cli.Get("/nothing");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
-  EXPECT_NE(missing->body.find("no such endpoint: GET /nothing"), std::string::npos);
+  EXPECT_NE(missing->body.find("no such endpoint: GET \"/nothing\""), std::string::npos) << missing->body;
+  // A decoded path is echoed escaped: it may hold any byte.
+  auto odd = cli.Get("/a%FFb");
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(odd->status, 404);
+  EXPECT_NE(odd->body.find("\"/a\\xffb\""), std::string::npos) << odd->body;
   auto wrong = cli.Get("/jobs");
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 405);

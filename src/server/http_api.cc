@@ -70,7 +70,11 @@ HttpError MapStatus(const Status& s) {
   }
 }
 
-void Reply(http::Response& res, int status, const json& body) { res.Set(status, body.dump(), "application/json"); }
+// Never throws: a byte that is not UTF-8 (a request's percent-escaped path
+// or query echoed in an error) becomes U+FFFD.
+void Reply(http::Response& res, int status, const json& body) {
+  res.Set(status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
 
 void ReplyError(http::Response& res, int status, const char* code, const std::string& message,
                 const std::string& field = {}) {

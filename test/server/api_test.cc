@@ -312,13 +312,22 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"GET", "/v1/jobs/99999", "", "", 404, "", "does not exist"},
       {"POST", "/v1/jobs/1/explode", "", "application/json", 404, "", "no such endpoint"},
       {"GET", "/v2/jobs", "", "", 404, "", "no such endpoint"},
+      // Percent-escapes that decode to bytes that are not UTF-8, or to control characters
+      // (the first of these stopped the server: its error could not be written as JSON).
+      {"GET", "/%FF", "", "", 404, "", "no such endpoint: GET \"/\\xff\""},
+      {"GET", "/v1/jobs?na%FFme=1", "", "", 400, "", "unknown query parameter"},
+      {"POST", "/v1/jobs?%FF=1", R"j({"command":["x"]})j", "application/json", 400, "", "unknown query parameter"},
+      {"GET", "/v1/jobs/%01", "", "", 400, "", "control character"},
+      {"DELETE", "/v1/jobs/1/cancel", "", "", 405, "", "use POST"},
       {"POST", "/v1/jobs/99999/cancel", "", "application/json", 404, "", "does not exist"},
   };
   ASSERT_GE(cases.size(), 40u);
   const int64_t before = JobCount();
   for (const Case& c : cases) {
     SCOPED_TRACE(c.method + " " + c.path + " " + c.body.substr(0, 80));
-    auto r = c.method == "GET" ? api.Get(c.path) : api.Post(c.path, c.body, c.type);
+    auto r = c.method == "GET"    ? api.Get(c.path)
+             : c.method == "POST" ? api.Post(c.path, c.body, c.type)
+                                  : api.cli.Delete(c.path);
     ASSERT_TRUE(r) << "no answer";
     EXPECT_EQ(r->status, c.status) << r->body.substr(0, 300);
     const json body = json::parse(r->body, nullptr, false);
