@@ -11,7 +11,9 @@
 //      starts with '/' and holds no NUL, header names are non-empty tokens,
 //      header values hold no CR, LF or NUL, fields are within their bound;
 //   4. it is whole or not at all: the input cut one byte before the head's
-//      end is incomplete (the server waits for more), never another request.
+//      end is incomplete (the server waits for more), never another request;
+//   5. resuming gives the same answer: a call on the first half, then one on
+//      the whole that resumes its search, agrees with one call on the whole.
 // See README.md for building and running it.
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +32,18 @@ void Check(std::string_view data, const HeadLimits& limits) {
   RequestHead head;
   ParseError error;
   const ParseResult r = ParseRequestHead(data, limits, head, error);
+  {
+    size_t searched = 0;
+    RequestHead h;
+    ParseError e;
+    if (ParseRequestHead(data.substr(0, data.size() / 2), limits, h, e, &searched) == ParseResult::kIncomplete) {
+      const ParseResult again = ParseRequestHead(data, limits, h, e, &searched);
+      if (again != r || (r == ParseResult::kComplete && h.head_bytes != head.head_bytes) ||
+          (r == ParseResult::kError && e.status != error.status)) {
+        Fail("resuming the search gives another answer", std::string(data));
+      }
+    }
+  }
   if (r == ParseResult::kIncomplete) {
     if (data.size() > limits.max_head_bytes) Fail("incomplete beyond the head bound", std::to_string(data.size()));
     return;

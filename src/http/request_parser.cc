@@ -112,10 +112,14 @@ bool PercentDecode(std::string_view in, bool plus_is_space, std::string& out) {
   return true;
 }
 
-ParseResult ParseRequestHead(std::string_view data, const HeadLimits& limits, RequestHead& head, ParseError& error) {
+ParseResult ParseRequestHead(std::string_view data, const HeadLimits& limits, RequestHead& head, ParseError& error,
+                             size_t* searched) {
   // Find the blank line first: nothing is parsed until the head is whole.
+  // A blank line is at most 3 bytes ("\n\r\n"): resume 2 before the end of
+  // what was searched.
+  const size_t from = searched && *searched >= 2 ? std::min(*searched - 2, data.size()) : 0;
   size_t end = std::string_view::npos;
-  for (size_t lf = data.find('\n'); lf != std::string_view::npos; lf = data.find('\n', lf + 1)) {
+  for (size_t lf = data.find('\n', from); lf != std::string_view::npos; lf = data.find('\n', lf + 1)) {
     if (lf + 1 < data.size() && data[lf + 1] == '\n') {
       end = lf + 2;
       break;
@@ -130,6 +134,7 @@ ParseResult ParseRequestHead(std::string_view data, const HeadLimits& limits, Re
     if (data.size() > limits.max_head_bytes) {
       return Fail(error, 431, "the request head is over " + std::to_string(limits.max_head_bytes) + " bytes");
     }
+    if (searched) *searched = data.size();
     return ParseResult::kIncomplete;
   }
   const std::string_view text = data.substr(0, end);

@@ -47,7 +47,11 @@ enum class ParseResult { kIncomplete, kComplete, kError };
 
 // kIncomplete: `data` holds no whole head yet (and is within the limits).
 // kComplete: `head` is filled. kError: `error` says what to answer.
-ParseResult ParseRequestHead(std::string_view data, const HeadLimits& limits, RequestHead& head, ParseError& error);
+// `searched`, when given, carries how far a previous call on a prefix of
+// the same data looked for the head's end: a head arriving a byte at a
+// time is then searched once, not once per byte.
+ParseResult ParseRequestHead(std::string_view data, const HeadLimits& limits, RequestHead& head, ParseError& error,
+                             size_t* searched = nullptr);
 
 // Percent-decodes `in` into `out`; '+' becomes a space when `plus_is_space`.
 // False on a malformed escape or a decoded NUL.

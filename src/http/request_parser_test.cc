@@ -40,6 +40,35 @@ TEST(ParseRequestHead, IsIncompleteUntilTheBlankLine) {
   EXPECT_EQ(p.head.content_length, 5);
 }
 
+// A head arriving a byte at a time: each call resumes where the last stopped,
+// and finds the same head as one call on the whole.
+TEST(ParseRequestHead, ResumesWhereItStoppedSearching) {
+  const std::string text = "POST /v1/jobs?a=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc";
+  const size_t head_end = text.find("abc");
+  size_t searched = 0;
+  for (size_t n = 1; n <= text.size(); ++n) {
+    RequestHead head;
+    ParseError error;
+    const ParseResult r = ParseRequestHead(std::string_view(text).substr(0, n), {}, head, error, &searched);
+    if (n < head_end) {
+      ASSERT_EQ(r, ParseResult::kIncomplete) << n;
+      EXPECT_EQ(searched, n);
+    } else {
+      ASSERT_EQ(r, ParseResult::kComplete) << n;
+      EXPECT_EQ(head.head_bytes, head_end);
+      EXPECT_EQ(head.content_length, 3);
+      EXPECT_EQ(head.request.Param("a"), "1");
+      break;
+    }
+  }
+  // Bare line feeds, the blank line split across calls.
+  searched = 0;
+  RequestHead head;
+  ParseError error;
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\n", {}, head, error, &searched), ParseResult::kIncomplete);
+  EXPECT_EQ(ParseRequestHead("GET / HTTP/1.1\n\n", {}, head, error, &searched), ParseResult::kComplete);
+}
+
 TEST(ParseRequestHead, AcceptsBareLineFeeds) {
   Parsed p = Parse("GET /healthz HTTP/1.0\nConnection: keep-alive\n\n");
   ASSERT_EQ(p.result, ParseResult::kComplete) << p.error.message;

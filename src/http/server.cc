@@ -97,7 +97,11 @@ class WorkerPool {
         task = std::move(tasks_.front());
         tasks_.pop_front();
       }
-      task();
+      // A task that throws loses only itself: its Reply, dropped, answers 500.
+      try {
+        task();
+      } catch (const std::exception&) {
+      }
     }
   }
   std::mutex mu_;
@@ -161,6 +165,7 @@ class Server::Impl {
     size_t out_sent = 0;
     enum class Phase { kHead, kBody, kHandling, kLinger } phase = Phase::kHead;
     RequestHead head;         // kBody, kHandling
+    size_t head_searched = 0; // kHead: how much of `in` holds no head's end
     bool keep_alive = true;   // of the request being handled
     bool close_after = false; // close once `out` is sent
     bool unread = false;      // readable, but reading was put off (a request in flight)
@@ -417,7 +422,7 @@ void Server::Impl::Process(Conn& c) {
     if (c.phase == Conn::Phase::kHead) {
       if (c.in.empty()) return;
       ParseError error;
-      switch (ParseRequestHead(c.in, options_.head_limits, c.head, error)) {
+      switch (ParseRequestHead(c.in, options_.head_limits, c.head, error, &c.head_searched)) {
         case ParseResult::kIncomplete: return;
         case ParseResult::kError: return Fail(c, error.status, error.message);
         case ParseResult::kComplete: break;
@@ -438,6 +443,7 @@ void Server::Impl::Process(Conn& c) {
     Request req = std::move(c.head.request);
     req.body.assign(c.in, c.head.head_bytes, static_cast<size_t>(c.head.content_length));
     c.in.erase(0, need);
+    c.head_searched = 0;
     c.keep_alive = c.head.keep_alive;
     c.phase = Conn::Phase::kHandling;
     Dispatch(c, std::move(req));

@@ -26,7 +26,8 @@
 //
 // Thread-safety: Handle*, Set* and Bind before Serve; Stop and Reply from
 // any thread. Serve returns after Stop once every request in flight has
-// been answered (it waits for them) and the workers have finished.
+// been answered (it waits for them) and the workers have finished: so no
+// unanswered Reply outlives a server that served.
 #pragma once
 
 #include <atomic>

@@ -9,8 +9,9 @@ constexpr const char* kJobColumns =
     "id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, end_ms, attempts, "
     "spec, status";
 
-JobRow ReadJob(const Stmt& s) {
-  JobRow j;
+// Columns 0 to 9, which a job's row and its summary share.
+template <typename Row>
+void ReadJobHead(const Stmt& s, Row& j) {
   j.id = s.Int(0);
   j.name = s.Text(1);
   j.user = s.Text(2);
@@ -21,6 +22,11 @@ JobRow ReadJob(const Stmt& s) {
   j.submit_ms = s.Int(7);
   j.start_ms = s.OptInt(8);
   j.end_ms = s.OptInt(9);
+}
+
+JobRow ReadJob(const Stmt& s) {
+  JobRow j;
+  ReadJobHead(s, j);
   j.attempts = static_cast<int32_t>(s.Int(10));
   j.spec_json = s.Text(11);
   j.status_json = s.Text(12);
@@ -256,7 +262,8 @@ StatusOr<JobPage> SqliteStore::ListJobs(const JobFilter& f, int64_t after_id, in
 
 namespace {
 
-// The nodes come joined by a unit separator, which no node name holds.
+// kJobColumns' first ten, then from the spec and status JSON. The nodes
+// come joined by a unit separator, which no node name holds.
 constexpr const char* kSummaryColumns =
     "id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, end_ms, "
     "json_extract(spec, '$.resources.gpus'), json_extract(spec, '$.replicas'), "
@@ -264,16 +271,7 @@ constexpr const char* kSummaryColumns =
 
 JobSummary ReadSummary(const Stmt& s) {
   JobSummary j;
-  j.id = s.Int(0);
-  j.name = s.Text(1);
-  j.user = s.Text(2);
-  j.queue = s.Text(3);
-  j.priority_class = s.Text(4);
-  j.state = s.Text(5);
-  j.reason = s.Text(6);
-  j.submit_ms = s.Int(7);
-  j.start_ms = s.OptInt(8);
-  j.end_ms = s.OptInt(9);
+  ReadJobHead(s, j);
   j.gpus = s.Int(10);
   j.replicas = s.OptInt(11).value_or(1);
   const std::string nodes = s.Text(12);
