@@ -98,8 +98,8 @@ class ControlLoop {
   };
   StatusOr<SubmitResult> Submit(SubmitRequest request);
   // The same without waiting: `done` is called once, on the loop's thread
-  // (a refusal) or the store writer's (once the job is durable); never on
-  // the caller's. It must not block.
+  // (a refusal) or the store writer's (once the job is durable), or at once
+  // on the caller's when the loop has stopped (Unavailable). It must not block.
   void SubmitAsync(SubmitRequest request, std::function<void(StatusOr<SubmitResult>)> done);
 
   enum class Action { kCancel, kHold, kRelease, kRequeue };
