@@ -1,6 +1,11 @@
 #include "cli/job_commands.h"
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -18,6 +23,7 @@
 #include <sstream>
 
 #include "cli/client.h"
+#include "cli/job_summary_reader.h"
 
 namespace muster::cli {
 
@@ -129,17 +135,13 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows) {
 }
 
 // A table row from a job's summary (GET /v1/jobs?view=summary).
-std::vector<std::string> JobCells(const json& j, bool wide) {
-  const int64_t gpus = j.value("gpus", int64_t{0}) * j.value("replicas", int64_t{1});
-  std::vector<std::string> r = {Field(j, "id"),    Field(j, "name"), Field(j, "user"), Field(j, "queue"),
-                                Field(j, "state"), std::to_string(gpus), Age(Field(j, "submitTime")),
-                                Field(j, "reason")};
+std::vector<std::string> JobCells(const JobSummaryItem& j, bool wide) {
+  std::vector<std::string> r = {j.id,    j.name, j.user, j.queue, j.state, std::to_string(j.gpus * j.replicas),
+                                Age(j.submit_time), j.reason};
   if (wide) {
     std::string nodes;
-    if (j.contains("nodes") && j["nodes"].is_array()) {
-      for (const json& n : j["nodes"]) nodes += (nodes.empty() ? "" : ",") + (n.is_string() ? n.get<std::string>() : "");
-    }
-    r.insert(r.end(), {Field(j, "priority"), Field(j, "replicas"), nodes});
+    for (const std::string& n : j.nodes) nodes += (nodes.empty() ? "" : ",") + n;
+    r.insert(r.end(), {j.priority, std::to_string(j.replicas), nodes});
   }
   return r;
 }
@@ -150,24 +152,100 @@ int CheckOutput(const std::string& o) {
   return 2;
 }
 
-// Lists jobs page by page (all of them when limit is 0), handing each to
-// `each` as its page arrives.
-Status ForEachJob(Client& c, const std::string& query, int64_t limit, const std::function<void(json&)>& each) {
-  int64_t seen = 0;
-  std::string cont;
-  while (true) {
-    const int64_t page = limit > 0 ? std::min<int64_t>(1000, limit - seen) : 1000;
-    std::string path = "/v1/jobs?limit=" + std::to_string(page) + query;
-    if (!cont.empty()) path += "&continue=" + cont;
-    ASSIGN_OR_RETURN(Response r, c.Get(path));
-    if (r.status != 200) return Client::ErrorOf(r);
-    for (json& j : r.body["items"]) {
-      each(j);
-      ++seen;
+// The continue token at the end of a page's text ({"items":[...],"continue":"N"}),
+// read without parsing the page; nullopt when the text does not end so.
+std::optional<std::string> ContinueToken(const std::string& page) {
+  const std::string key = "\"continue\":\"";
+  const size_t at = page.rfind(key);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t start = at + key.size();
+  const size_t end = page.find('"', start);
+  if (end == std::string::npos || page.compare(end, std::string::npos, "\"}") != 0) return std::nullopt;
+  const std::string token = page.substr(start, end - start);
+  if (!std::all_of(token.begin(), token.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) return std::nullopt;
+  return token;
+}
+
+// Lists jobs page by page (all of them when limit is 0), handing each page's
+// text to `page` with how many items it may still use (`room`); `page`
+// returns how many it used. The next page is fetched (on another thread)
+// while this one is read: a long list costs about the larger of the
+// server's time and the reading, not their sum.
+Status ForEachPage(Client& c, const std::string& query, int64_t limit,
+                   const std::function<StatusOr<int64_t>(const std::string& text, int64_t room)>& page) {
+  struct Page {
+    StatusOr<Response> answer;
+    bool last = false;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Page> pages;  // guarded by mu; at most 2 ahead
+  bool stop = false;       // guarded by mu: the reader is done (an error, or the limit)
+  std::thread fetcher([&] {
+    int64_t asked = 0;
+    std::string cont;
+    while (true) {
+      const int64_t want = limit > 0 ? std::min<int64_t>(1000, limit - asked) : 1000;
+      std::string path = "/v1/jobs?limit=" + std::to_string(want) + query;
+      if (!cont.empty()) path += "&continue=" + cont;
+      Page p{c.GetText(path, {})};
+      if (p.answer.ok() && p.answer->status == 200) {
+        std::optional<std::string> next = ContinueToken(p.answer->text);
+        if (!next) p.answer = Status(StatusCode::kInternal, "the server's job list does not end with a continue token");
+        else cont = *next;
+        asked += want;
+      }
+      p.last = !p.answer.ok() || p.answer->status != 200 || cont.empty() || (limit > 0 && asked >= limit);
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stop || pages.size() < 2; });
+      if (stop) return;
+      const bool last = p.last;
+      pages.push_back(std::move(p));
+      cv.notify_all();
+      if (last) return;
     }
-    cont = r.body.value("continue", "");
-    if (cont.empty() || (limit > 0 && seen >= limit)) return Status::Ok();
+  });
+  auto finish = [&](Status s) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    fetcher.join();
+    return s;
+  };
+  int64_t seen = 0;
+  while (true) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return !pages.empty(); });
+    Page p = std::move(pages.front());
+    pages.pop_front();
+    lock.unlock();
+    cv.notify_all();
+    if (!p.answer.ok()) return finish(p.answer.status());
+    if (p.answer->status != 200) return finish(Client::ErrorOf(*p.answer));
+    StatusOr<int64_t> used = page(p.answer->text, limit > 0 ? limit - seen : INT64_MAX);
+    if (!used.ok()) return finish(used.status());
+    seen += *used;
+    if (p.last || (limit > 0 && seen >= limit)) return finish(Status::Ok());
   }
+}
+
+// Each listed job's whole JSON, to `each`.
+Status ForEachJob(Client& c, const std::string& query, int64_t limit, const std::function<void(json&)>& each) {
+  return ForEachPage(c, query, limit, [&](const std::string& text, int64_t room) -> StatusOr<int64_t> {
+    json body = json::parse(text, nullptr, false);
+    if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) {
+      return Status(StatusCode::kInternal, "the server's job list is not JSON");
+    }
+    int64_t used = 0;
+    for (json& j : body["items"]) {
+      if (used == room) break;
+      each(j);
+      ++used;
+    }
+    return used;
+  });
 }
 
 std::string UrlEncode(const std::string& v) {
@@ -213,9 +291,11 @@ int ListJobs(JobCommands& c, Client& client, const std::string& states) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"});
   if (wide) rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
-  // A table needs only the jobs' summaries: a sixth of the bytes to send and parse.
-  if (Status s = ForEachJob(client, query + "&view=summary", c.limit, [&](json& j) { rows.push_back(JobCells(j, wide)); });
-      !s.ok()) {
+  // A table needs only the jobs' summaries: a sixth of the bytes, read as a stream.
+  const Status s = ForEachPage(client, query + "&view=summary", c.limit, [&](const std::string& text, int64_t room) {
+    return ReadJobSummaryPage(text, room, [&](const JobSummaryItem& j) { rows.push_back(JobCells(j, wide)); });
+  });
+  if (!s.ok()) {
     return Fail(s);
   }
   PrintTable(rows);

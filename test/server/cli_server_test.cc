@@ -121,6 +121,10 @@ TEST_F(CliServerTest, ArraySubmit) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1206) << r.out.substr(0, 400);
   EXPECT_NE(r.out.find("\n1205 "), std::string::npos);
   EXPECT_EQ(json::parse(Muster(server_.url(), "get jobs --limit 1100 -o json").out).size(), 1100u);
+  r = Muster(server_.url(), "get jobs --limit 1100");
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1101) << r.out.substr(0, 400);
+  EXPECT_NE(r.out.find("\n1100 "), std::string::npos);
+  EXPECT_EQ(r.out.find("\n1101 "), std::string::npos);
   r = Muster(server_.url(), "submit --array 0 -- true");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("spec.array: must be an integer from 1 to 10000, got 0"), std::string::npos) << r.out;
