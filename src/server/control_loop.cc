@@ -79,9 +79,11 @@ Status ControlLoop::Start() {
 }
 
 void ControlLoop::EndWaits() {
-  std::lock_guard<std::mutex> lock(versions_mu_);
-  stopping_versions_ = true;
-  for (auto& [node, v] : versions_) v->changed.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(versions_mu_);
+    stopping_versions_ = true;
+  }
+  EndExpiredWaits(clock_.Now(), /*all=*/true);
 }
 
 void ControlLoop::Stop() {
@@ -196,6 +198,16 @@ void ControlLoop::Post(Task task) {
   cv_.notify_one();
 }
 
+bool ControlLoop::PostUnlessStopped(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return false;
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+  return true;
+}
+
 void ControlLoop::Run() {
   while (true) {
     std::deque<Task> batch;
@@ -205,6 +217,7 @@ void ControlLoop::Run() {
       if (!delayed_stops_.empty()) {
         wait = std::min(wait, std::max(Duration::Zero(), Time::FromMillis(delayed_stops_.begin()->first) - clock_.Now()));
       }
+      wait = std::min(wait, UntilNextWaitEnds(clock_.Now()));
       cv_.wait_for(lock, std::chrono::milliseconds(wait.millis()), [&] { return stop_ || !tasks_.empty(); });
       batch.swap(tasks_);
       if (stop_ && batch.empty()) {
@@ -217,6 +230,7 @@ void ControlLoop::Run() {
     }
     for (Task& t : batch) t();
     const Time now = clock_.Now();
+    EndExpiredWaits(now);
     ReleaseDueStops(now);
     const Duration since = now - last_cycle_;
     if ((dirty_ && since >= cycle_gap_) || since >= options_.cycle_interval) {
@@ -290,15 +304,8 @@ StatusOr<ControlLoop::SubmitResult> ControlLoop::Submit(SubmitRequest req) {
 }
 
 void ControlLoop::SubmitAsync(SubmitRequest req, std::function<void(StatusOr<SubmitResult>)> done) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stop_) {
-      tasks_.push_back([this, req = std::move(req), done]() mutable { DoSubmit(req, done); });
-      done = nullptr;
-    }
-  }
-  if (done) return done(ShuttingDown());
-  cv_.notify_one();
+  auto shared = std::make_shared<SubmitRequest>(std::move(req));
+  if (!PostUnlessStopped([this, shared, done] { DoSubmit(*shared, done); })) done(ShuttingDown());
 }
 
 void ControlLoop::DoSubmit(SubmitRequest& req, const std::function<void(StatusOr<SubmitResult>)>& reply) {

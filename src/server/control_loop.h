@@ -55,6 +55,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -136,12 +137,18 @@ class ControlLoop {
   // answer `wait` without the desired state. kAfterWait: only the desired
   // state (the report was processed before the wait).
   enum class SyncPhase { kFull, kMayWait, kAfterWait };
-  StatusOr<SyncResult> AgentSync(const proto::SyncRequest& request, SyncPhase phase);
-  // Blocks (any thread) until the desired-state version of `node` is not
-  // `version`, or `max_wait` passes, or EndWaits() was called.
-  void WaitForNodeChange(const std::string& node, int64_t version, Duration max_wait);
-  // Ends every wait in WaitForNodeChange, now and later: the server is
-  // stopping, and its HTTP threads must not sit out agents' long polls.
+  using SyncReply = std::function<void(StatusOr<SyncResult>)>;
+  // Answers through `done`, once: on the loop's thread, or the store
+  // writer's (after the writes it needs are durable), or at once on the
+  // caller's when the loop has stopped (Unavailable). `done` must not block.
+  void AgentSyncAsync(std::shared_ptr<const proto::SyncRequest> request, SyncPhase phase, SyncReply done);
+  // Calls `then` once when the desired-state version of `node` is not
+  // `version`, or `max_wait` has passed, or EndWaits() was called; at once
+  // (on the caller's thread) when one of these already holds. A waiting
+  // agent holds no thread. `then` runs on any thread and must not block.
+  void WhenNodeChanges(const std::string& node, int64_t version, Duration max_wait, std::function<void()> then);
+  // Ends every wait of WhenNodeChanges, now and later: the server is
+  // stopping, and must not sit out agents' long polls.
   void EndWaits();
   // Where a running job's replica runs: its node's agent address and log port.
   struct ReplicaLocation {
@@ -222,6 +229,12 @@ class ControlLoop {
   template <typename T>
   T Call(std::function<void(std::function<void(T)>)> fn, T if_stopped);
   void Post(Task task);
+  // Queues `task` unless the loop has stopped (then false: the caller answers).
+  bool PostUnlessStopped(Task task);
+  void DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, const SyncReply& reply);
+  // Ends the waits of WhenNodeChanges whose time is up (all of them with `all`).
+  void EndExpiredWaits(Time now, bool all = false);
+  Duration UntilNextWaitEnds(Time now);
   void DoSubmit(SubmitRequest& req, const std::function<void(StatusOr<SubmitResult>)>& reply);
   // What a call answers once the loop has stopped.
   static Status ShuttingDown();
@@ -323,7 +336,6 @@ class ControlLoop {
   // The node's desired state; returns whether it names a replica whose
   // bind is not yet durable (then the answer must wait for the store).
   bool BuildDesired(core::NodeIndex node, proto::SyncResponse& out);
-  using SyncReply = std::function<void(StatusOr<SyncResult>)>;
   // Answers once `b` and everything submitted before it are durable (at
   // once when there is nothing to wait for).
   void ReplyDurable(store::WriteBatch b, bool wait, SyncResult out, SyncReply reply);
@@ -387,14 +399,22 @@ class ControlLoop {
   int32_t port_salt_ = 0;  // MasterPort's per-cluster shift
   bool mass_silence_reported_ = false;
   // A node's desired-state version, and the syncs waiting for it to change
-  // (each node its own condition variable: a bind wakes only its node's
-  // waiters, not every agent's).
+  // (per node: a bind ends only its node's waits, not every agent's).
   struct VersionSlot {
+    struct Waiter {
+      uint64_t id;
+      int64_t deadline_ms;
+      std::string node;
+      std::function<void()> then;
+    };
     int64_t version = 0;
-    std::condition_variable changed;
+    std::vector<Waiter> waiters;
   };
   std::mutex versions_mu_;
   std::unordered_map<std::string, std::unique_ptr<VersionSlot>> versions_;  // guarded by versions_mu_; never erased
+  // Every waiter by (deadline, id, node), soonest first.
+  std::set<std::tuple<int64_t, uint64_t, std::string>> wait_deadlines_;  // guarded by versions_mu_
+  uint64_t next_waiter_ = 0;                           // guarded by versions_mu_
   int64_t version_counter_ = 0;                        // guarded by versions_mu_
   bool stopping_versions_ = false;                     // guarded by versions_mu_
 

@@ -48,13 +48,16 @@ std::pair<JobState, std::string> Classify(const proto::TaskReport& r) {
 
 void ControlLoop::TouchNode(core::NodeIndex node) {
   const std::string& name = state_.nodes()[node].spec.name;
+  std::vector<VersionSlot::Waiter> ready;
   {
     std::lock_guard<std::mutex> lock(versions_mu_);
     std::unique_ptr<VersionSlot>& v = versions_[name];
     if (!v) v = std::make_unique<VersionSlot>();
     v->version = ++version_counter_;
-    v->changed.notify_all();
+    ready.swap(v->waiters);
+    for (const VersionSlot::Waiter& w : ready) wait_deadlines_.erase({w.deadline_ms, w.id, w.node});
   }
+  for (VersionSlot::Waiter& w : ready) w.then();
 }
 
 int64_t ControlLoop::NodeVersion(const std::string& node) {
@@ -63,14 +66,49 @@ int64_t ControlLoop::NodeVersion(const std::string& node) {
   return it == versions_.end() ? 0 : it->second->version;
 }
 
-void ControlLoop::WaitForNodeChange(const std::string& node, int64_t version, Duration max_wait) {
-  std::unique_lock<std::mutex> lock(versions_mu_);
-  std::unique_ptr<VersionSlot>& v = versions_[node];
-  if (!v) v = std::make_unique<VersionSlot>();
-  VersionSlot& slot = *v;  // entries are never erased: the reference stays valid
-  slot.changed.wait_for(lock, std::chrono::milliseconds(max_wait.millis()), [&] {
-    return (slot.version != 0 && slot.version != version) || stopping_versions_;
-  });
+void ControlLoop::WhenNodeChanges(const std::string& node, int64_t version, Duration max_wait,
+                                  std::function<void()> then) {
+  {
+    std::lock_guard<std::mutex> lock(versions_mu_);
+    std::unique_ptr<VersionSlot>& v = versions_[node];
+    if (!v) v = std::make_unique<VersionSlot>();
+    if (!(v->version != 0 && v->version != version) && !stopping_versions_) {
+      const int64_t deadline = (clock_.Now() + max_wait).millis();
+      const uint64_t id = ++next_waiter_;
+      v->waiters.push_back({id, deadline, node, std::move(then)});
+      wait_deadlines_.emplace(deadline, id, node);
+      then = nullptr;
+    }
+  }
+  if (then) return then();
+  // The loop sleeps until its next deadline and this one may be sooner: a
+  // task (even an empty one) makes it look again.
+  Post([] {});
+}
+
+void ControlLoop::EndExpiredWaits(Time now, bool all) {
+  std::vector<VersionSlot::Waiter> ready;
+  {
+    std::lock_guard<std::mutex> lock(versions_mu_);
+    while (!wait_deadlines_.empty() && (all || std::get<0>(*wait_deadlines_.begin()) <= now.millis())) {
+      const auto [deadline, id, node] = *wait_deadlines_.begin();
+      wait_deadlines_.erase(wait_deadlines_.begin());
+      std::vector<VersionSlot::Waiter>& waiters = versions_.at(node)->waiters;
+      for (auto it = waiters.begin(); it != waiters.end(); ++it) {
+        if (it->id != id) continue;
+        ready.push_back(std::move(*it));
+        waiters.erase(it);
+        break;
+      }
+    }
+  }
+  for (VersionSlot::Waiter& w : ready) w.then();
+}
+
+Duration ControlLoop::UntilNextWaitEnds(Time now) {
+  std::lock_guard<std::mutex> lock(versions_mu_);
+  if (wait_deadlines_.empty()) return Duration::Infinite();
+  return std::max(Duration::Zero(), Time::FromMillis(std::get<0>(*wait_deadlines_.begin())) - now);
 }
 
 bool ControlLoop::AttemptManaged(const Attempt& a) const {
@@ -372,244 +410,245 @@ void ControlLoop::ReplicaEnded(int64_t job, int32_t replica, const proto::TaskRe
   }
 }
 
-StatusOr<ControlLoop::SyncResult> ControlLoop::AgentSync(const proto::SyncRequest& req, SyncPhase phase) {
-  using R = StatusOr<SyncResult>;
-  return Call<R>([this, &req, phase](std::function<void(R)> reply) {
-    if (req.epoch > epoch_) {
-      return reply(FailedPrecondition("this agent has seen leader epoch " + std::to_string(req.epoch) +
-                                      ", newer than this server's " + std::to_string(epoch_) + "; this server is not the leader"));
-    }
-    const Time now = clock_.Now();
-    store::WriteBatch b;
-    SyncResult out;
-    auto found = node_index_.find(req.node);
-    if (phase == SyncPhase::kAfterWait) {
-      if (found == node_index_.end()) return reply(NotFound("node " + req.node + " is not registered"));
-      const bool wait = BuildDesired(found->second, out.response);
-      return ReplyDurable({}, wait, std::move(out), reply);
-    }
-    // The node: registered on its agent's first sync.
-    std::optional<core::NodeIndex> index;
-    if (found != node_index_.end()) index = found->second;
-    if (!index) {
-      core::NodeSpec n;
-      n.name = req.node;
-      n.gpu_type = req.gpu_type;
-      n.capacity.gpus = static_cast<int64_t>(req.gpus.size());
-      n.capacity.cpu_milli = req.cpu_milli;
-      n.capacity.memory_bytes = req.memory_bytes;
-      auto label = [&](const char* k) { return req.labels.count(k) ? req.labels.at(k) : std::string(); };
-      n.topology.leaf = label("leaf");
-      n.topology.spine = label("spine");
-      n.topology.zone = label("zone");
-      auto added = state_.AddNode(n);
-      if (!added.ok()) return reply(added.status());
-      index = *added;
-      node_index_[req.node] = *index;
-      dirty_ = true;
-      out.changed = true;
-    }
-    AgentNode& agent = agents_[req.node];
-    const bool first = agent.inventory.empty() || agent.address != req.address;
-    agent.last_sync_ms = now.millis();
-    agent.address = req.address;
-    agent.log_port = req.log_port;
-    if (agent.unreachable) {
-      agent.unreachable = false;
-      (void)state_.SetSchedulable(*index, agent.cordon.empty());
-      dirty_ = true;
-    }
-    for (const proto::HealthEventReport& e : req.health_events) {
-      agent.events.push_back(e);
-      const std::string what =
-          req.node + " GPU " + e.uuid + ": " + e.kind + (e.xid ? " XID " + std::to_string(e.xid) : "") + (e.fatal ? " (fatal)" : "");
-      b.events.push_back({0, 0, now.millis(), "GpuHealth", e.kind, what});
-      if (!e.fatal) continue;
-      // A fatal GPU fault: the node gets no new work (cordoned until an
-      // operator clears it), and the gangs using that GPU are stopped and
-      // requeued elsewhere without spending a retry.
-      if (agent.cordon.empty()) {
-        agent.cordon = what;
-        (void)state_.SetSchedulable(*index, false);
-        b.events.push_back({0, 0, now.millis(), "NodeCordoned", "GpuFault", req.node + " cordoned: " + what});
-        dirty_ = true;
-      }
-      int32_t device = -1;
-      for (const proto::GpuReport& g : req.gpus) {
-        if (g.uuid == e.uuid) device = g.index;
-      }
-      const std::set<int64_t> jobs = attempts_on_node_[*index];
-      for (int64_t job : jobs) {
-        auto it = attempts_.find(job);
-        if (it == attempts_.end() || it->second.ending || it->second.requeue) continue;
-        bool uses = false;
-        for (const Attempt::Replica& r : it->second.replicas) {
-          uses = uses || (r.node == *index && !r.ended &&
-                          (device < 0 || std::find(r.gpus.begin(), r.gpus.end(), device) != r.gpus.end()));
-        }
-        if (!uses) continue;
-        b.events.push_back(Event(job, "GpuFault", "NODE_FAIL", what));
-        BeginEnding(job, JobState::kNodeFail, false, "its GPU failed: " + what, b);
-        out.changed = true;
-      }
-    }
-    if (agent.events.size() > 32) agent.events.erase(agent.events.begin(), agent.events.end() - 32);
-    // The node's report is rebuilt (and stored) only when it changed.
-    std::string inventory = req.gpu_type + "|" + req.address + "|" + std::to_string(req.log_port) + "|" + req.cgroups +
-                            "|" + req.agent_version + "|" + req.gpu_note + "|" + std::to_string(req.cpu_milli) + "|" +
-                            std::to_string(req.memory_bytes);
-    for (const auto& [k, v] : req.labels) inventory += "|" + k + "=" + v;
-    for (const proto::GpuReport& g : req.gpus) inventory += "|" + g.uuid + (g.healthy ? "+" : "-") + g.health;
-    if (inventory != agent.inventory || !req.health_events.empty()) {
-      agent.inventory = inventory;
-      json status = {{"source", "agent"},
-                     {"gpuType", req.gpu_type},
-                     {"gpus", static_cast<int64_t>(req.gpus.size())},
-                     {"cpuMilli", req.cpu_milli},
-                     {"memoryBytes", req.memory_bytes},
-                     {"leaf", req.labels.count("leaf") ? req.labels.at("leaf") : ""},
-                     {"spine", req.labels.count("spine") ? req.labels.at("spine") : ""},
-                     {"zone", req.labels.count("zone") ? req.labels.at("zone") : ""},
-                     {"labels", req.labels},
-                     {"address", req.address},
-                     {"logPort", req.log_port},
-                     {"agentVersion", req.agent_version},
-                     {"gpuSource", req.gpu_source},
-                     {"gpuNote", req.gpu_note},
-                     {"cgroups", req.cgroups}};
-      json gpus = json::array();
-      for (const proto::GpuReport& g : req.gpus) {
-        gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"memoryBytes", g.memory_bytes},
-                        {"numaNode", g.numa_node}, {"nvlinks", g.nvlinks}, {"healthy", g.healthy}, {"health", g.health}});
-      }
-      status["gpuDevices"] = gpus;
-      json events = json::array();
-      for (const proto::HealthEventReport& e : agent.events) {
-        events.push_back({{"uuid", e.uuid}, {"xid", e.xid}, {"kind", e.kind}, {"fatal", e.fatal}, {"timeMs", e.time_ms}});
-      }
-      status["healthEvents"] = events;
-      if (!agent.cordon.empty()) status["cordoned"] = agent.cordon;
-      agent.status_json = status.dump();
-      b.nodes.push_back({req.node, agent.status_json, "READY", now.millis()});
-    }
-    out.response.health_events_recorded = static_cast<int32_t>(req.health_events.size());
-    if (first) {
-      TouchNode(*index);
-      // MASTER_ADDR may name this node: encode the assignments anew.
-      for (auto& [job, a] : attempts_) {
-        for (Attempt::Replica& r : a.replicas) r.encoded.reset();
-      }
-    }
+void ControlLoop::AgentSyncAsync(std::shared_ptr<const proto::SyncRequest> req, SyncPhase phase, SyncReply done) {
+  if (!PostUnlessStopped([this, req, phase, done] { DoAgentSync(*req, phase, done); })) done(ShuttingDown());
+}
 
-    // Task reports, unless a newer report was processed already.
-    const bool fresh = req.report_seq >= agent.report_seq;
-    if (fresh) agent.report_seq = req.report_seq;
-    std::set<std::pair<int64_t, int32_t>> reported;
-    bool freed = false;  // a replica ended: its GPUs may be free for the next cycle
-    for (const proto::TaskReport& t : req.tasks) {
-      if (!fresh) break;
-      auto it = attempts_.find(t.job);
-      const bool current = it != attempts_.end() && it->second.number == t.attempt && t.replica >= 0 &&
-                           t.replica < static_cast<int32_t>(it->second.replicas.size()) &&
-                           it->second.replicas[t.replica].node == *index;
-      if (!current) {
-        // A stale attempt or unknown task: acknowledge its end; a running
-        // one is not desired, so the agent stops it.
-        if (!t.running) out.response.recorded.push_back({t.job, t.attempt, t.replica});
-        continue;
-      }
-      Attempt::Replica& rep = it->second.replicas[t.replica];
-      rep.seen = true;
-      if (t.resume_known && !rep.resume_seen) {
-        rep.resume_seen = true;
-        RecordResume(t.job, t, b);
-        out.changed = true;
-      }
-      reported.insert({t.job, t.replica});
-      if (!t.running) {
-        if (!rep.ended) {
-          ReplicaEnded(t.job, t.replica, t, b);
-          out.changed = true;
-          freed = true;
-        }
-        out.response.recorded.push_back({t.job, t.attempt, t.replica});
-      }
-    }
-    // Replicas of stopped attempts that the agent never started: its report
-    // reflects a desired state from after the stop (so it never will) and
-    // does not list them. They end here, or the attempt would wait forever.
-    std::vector<std::pair<int64_t, int32_t>> unstarted;
-    bool unsettled = false;  // such a replica, but the report predates the stop: ask again soon
-    if (fresh) {
-      const int64_t now_ms = now.millis();
-      for (int64_t job : attempts_on_node_[*index]) {
-        const Attempt& a = attempts_.at(job);
-        if (!StopReleased(a, now_ms)) continue;
-        for (size_t i = 0; i < a.replicas.size(); ++i) {
-          const Attempt::Replica& r = a.replicas[i];
-          if (r.node != *index || r.seen || r.ended || r.stop_version == 0 ||
-              reported.count({job, static_cast<int32_t>(i)})) {
-            continue;
-          }
-          if (req.reports_version >= r.stop_version) {
-            unstarted.emplace_back(job, static_cast<int32_t>(i));
-          } else {
-            unsettled = true;
-          }
-        }
-      }
-    }
-    if (unsettled) out.changed = true;  // no long wait: its next report settles them
-    for (const auto& [job, replica] : unstarted) {
-      if (!attempts_.count(job)) continue;
-      proto::TaskReport never;
-      never.stop_reason = "unstarted";
-      ReplicaEnded(job, replica, never, b);
-      out.changed = true;
-    }
-    // Replicas the agent reported before and no longer knows were lost.
-    std::vector<std::pair<int64_t, int32_t>> lost;
-    if (fresh) {
-      for (int64_t job : attempts_on_node_[*index]) {
-        const Attempt& a = attempts_.at(job);
-        for (size_t i = 0; i < a.replicas.size(); ++i) {
-          const Attempt::Replica& r = a.replicas[i];
-          if (r.node == *index && r.seen && !r.ended && !reported.count({job, static_cast<int32_t>(i)})) {
-            lost.emplace_back(job, static_cast<int32_t>(i));
-          }
-        }
-      }
-    }
-    for (const auto& [job, replica] : lost) {
-      if (!attempts_.count(job)) continue;
-      proto::TaskReport gone;
-      gone.signal = SIGKILL;
-      gone.stop_reason = "lost";
-      gone.message = "was lost: its agent no longer knows the task (the node restarted or lost its state)";
-      ReplicaEnded(job, replica, gone, b);
-      out.changed = true;
-    }
-
-    // Acknowledgements alone do not answer a waiting sync at once: the agent
-    // may repeat an end it reported until it sees the acknowledgement.
-    if (!req.health_events.empty()) out.changed = true;
-    const int64_t version = NodeVersion(req.node);
-    if (phase == SyncPhase::kMayWait && !out.changed && version == req.version && b.empty()) {
-      out.wait = true;  // nothing new: the HTTP thread waits for a change, then asks for the desired state
-      return reply(std::move(out));
-    }
-    if (freed) {
-      // The next cycle may bind work to the GPUs this report freed: the
-      // answer waits for it and carries that work, instead of a later
-      // nudge and a second round trip.
-      Persist(std::move(b), nullptr);
+void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, const SyncReply& reply) {
+  if (req.epoch > epoch_) {
+    return reply(FailedPrecondition("this agent has seen leader epoch " + std::to_string(req.epoch) +
+                                    ", newer than this server's " + std::to_string(epoch_) + "; this server is not the leader"));
+  }
+  const Time now = clock_.Now();
+  store::WriteBatch b;
+  SyncResult out;
+  auto found = node_index_.find(req.node);
+  if (phase == SyncPhase::kAfterWait) {
+    if (found == node_index_.end()) return reply(NotFound("node " + req.node + " is not registered"));
+    const bool wait = BuildDesired(found->second, out.response);
+    return ReplyDurable({}, wait, std::move(out), reply);
+  }
+  // The node: registered on its agent's first sync.
+  std::optional<core::NodeIndex> index;
+  if (found != node_index_.end()) index = found->second;
+  if (!index) {
+    core::NodeSpec n;
+    n.name = req.node;
+    n.gpu_type = req.gpu_type;
+    n.capacity.gpus = static_cast<int64_t>(req.gpus.size());
+    n.capacity.cpu_milli = req.cpu_milli;
+    n.capacity.memory_bytes = req.memory_bytes;
+    auto label = [&](const char* k) { return req.labels.count(k) ? req.labels.at(k) : std::string(); };
+    n.topology.leaf = label("leaf");
+    n.topology.spine = label("spine");
+    n.topology.zone = label("zone");
+    auto added = state_.AddNode(n);
+    if (!added.ok()) return reply(added.status());
+    index = *added;
+    node_index_[req.node] = *index;
+    dirty_ = true;
+    out.changed = true;
+  }
+  AgentNode& agent = agents_[req.node];
+  const bool first = agent.inventory.empty() || agent.address != req.address;
+  agent.last_sync_ms = now.millis();
+  agent.address = req.address;
+  agent.log_port = req.log_port;
+  if (agent.unreachable) {
+    agent.unreachable = false;
+    (void)state_.SetSchedulable(*index, agent.cordon.empty());
+    dirty_ = true;
+  }
+  for (const proto::HealthEventReport& e : req.health_events) {
+    agent.events.push_back(e);
+    const std::string what =
+        req.node + " GPU " + e.uuid + ": " + e.kind + (e.xid ? " XID " + std::to_string(e.xid) : "") + (e.fatal ? " (fatal)" : "");
+    b.events.push_back({0, 0, now.millis(), "GpuHealth", e.kind, what});
+    if (!e.fatal) continue;
+    // A fatal GPU fault: the node gets no new work (cordoned until an
+    // operator clears it), and the gangs using that GPU are stopped and
+    // requeued elsewhere without spending a retry.
+    if (agent.cordon.empty()) {
+      agent.cordon = what;
+      (void)state_.SetSchedulable(*index, false);
+      b.events.push_back({0, 0, now.millis(), "NodeCordoned", "GpuFault", req.node + " cordoned: " + what});
       dirty_ = true;
-      held_syncs_.push_back({*index, std::move(out), reply});
-      return;
     }
-    const bool wait = BuildDesired(*index, out.response);
-    ReplyDurable(std::move(b), wait, std::move(out), reply);
-  }, ShuttingDown());
+    int32_t device = -1;
+    for (const proto::GpuReport& g : req.gpus) {
+      if (g.uuid == e.uuid) device = g.index;
+    }
+    const std::set<int64_t> jobs = attempts_on_node_[*index];
+    for (int64_t job : jobs) {
+      auto it = attempts_.find(job);
+      if (it == attempts_.end() || it->second.ending || it->second.requeue) continue;
+      bool uses = false;
+      for (const Attempt::Replica& r : it->second.replicas) {
+        uses = uses || (r.node == *index && !r.ended &&
+                        (device < 0 || std::find(r.gpus.begin(), r.gpus.end(), device) != r.gpus.end()));
+      }
+      if (!uses) continue;
+      b.events.push_back(Event(job, "GpuFault", "NODE_FAIL", what));
+      BeginEnding(job, JobState::kNodeFail, false, "its GPU failed: " + what, b);
+      out.changed = true;
+    }
+  }
+  if (agent.events.size() > 32) agent.events.erase(agent.events.begin(), agent.events.end() - 32);
+  // The node's report is rebuilt (and stored) only when it changed.
+  std::string inventory = req.gpu_type + "|" + req.address + "|" + std::to_string(req.log_port) + "|" + req.cgroups +
+                          "|" + req.agent_version + "|" + req.gpu_note + "|" + std::to_string(req.cpu_milli) + "|" +
+                          std::to_string(req.memory_bytes);
+  for (const auto& [k, v] : req.labels) inventory += "|" + k + "=" + v;
+  for (const proto::GpuReport& g : req.gpus) inventory += "|" + g.uuid + (g.healthy ? "+" : "-") + g.health;
+  if (inventory != agent.inventory || !req.health_events.empty()) {
+    agent.inventory = inventory;
+    json status = {{"source", "agent"},
+                   {"gpuType", req.gpu_type},
+                   {"gpus", static_cast<int64_t>(req.gpus.size())},
+                   {"cpuMilli", req.cpu_milli},
+                   {"memoryBytes", req.memory_bytes},
+                   {"leaf", req.labels.count("leaf") ? req.labels.at("leaf") : ""},
+                   {"spine", req.labels.count("spine") ? req.labels.at("spine") : ""},
+                   {"zone", req.labels.count("zone") ? req.labels.at("zone") : ""},
+                   {"labels", req.labels},
+                   {"address", req.address},
+                   {"logPort", req.log_port},
+                   {"agentVersion", req.agent_version},
+                   {"gpuSource", req.gpu_source},
+                   {"gpuNote", req.gpu_note},
+                   {"cgroups", req.cgroups}};
+    json gpus = json::array();
+    for (const proto::GpuReport& g : req.gpus) {
+      gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"memoryBytes", g.memory_bytes},
+                      {"numaNode", g.numa_node}, {"nvlinks", g.nvlinks}, {"healthy", g.healthy}, {"health", g.health}});
+    }
+    status["gpuDevices"] = gpus;
+    json events = json::array();
+    for (const proto::HealthEventReport& e : agent.events) {
+      events.push_back({{"uuid", e.uuid}, {"xid", e.xid}, {"kind", e.kind}, {"fatal", e.fatal}, {"timeMs", e.time_ms}});
+    }
+    status["healthEvents"] = events;
+    if (!agent.cordon.empty()) status["cordoned"] = agent.cordon;
+    agent.status_json = status.dump();
+    b.nodes.push_back({req.node, agent.status_json, "READY", now.millis()});
+  }
+  out.response.health_events_recorded = static_cast<int32_t>(req.health_events.size());
+  if (first) {
+    TouchNode(*index);
+    // MASTER_ADDR may name this node: encode the assignments anew.
+    for (auto& [job, a] : attempts_) {
+      for (Attempt::Replica& r : a.replicas) r.encoded.reset();
+    }
+  }
+
+  // Task reports, unless a newer report was processed already.
+  const bool fresh = req.report_seq >= agent.report_seq;
+  if (fresh) agent.report_seq = req.report_seq;
+  std::set<std::pair<int64_t, int32_t>> reported;
+  bool freed = false;  // a replica ended: its GPUs may be free for the next cycle
+  for (const proto::TaskReport& t : req.tasks) {
+    if (!fresh) break;
+    auto it = attempts_.find(t.job);
+    const bool current = it != attempts_.end() && it->second.number == t.attempt && t.replica >= 0 &&
+                         t.replica < static_cast<int32_t>(it->second.replicas.size()) &&
+                         it->second.replicas[t.replica].node == *index;
+    if (!current) {
+      // A stale attempt or unknown task: acknowledge its end; a running
+      // one is not desired, so the agent stops it.
+      if (!t.running) out.response.recorded.push_back({t.job, t.attempt, t.replica});
+      continue;
+    }
+    Attempt::Replica& rep = it->second.replicas[t.replica];
+    rep.seen = true;
+    if (t.resume_known && !rep.resume_seen) {
+      rep.resume_seen = true;
+      RecordResume(t.job, t, b);
+      out.changed = true;
+    }
+    reported.insert({t.job, t.replica});
+    if (!t.running) {
+      if (!rep.ended) {
+        ReplicaEnded(t.job, t.replica, t, b);
+        out.changed = true;
+        freed = true;
+      }
+      out.response.recorded.push_back({t.job, t.attempt, t.replica});
+    }
+  }
+  // Replicas of stopped attempts that the agent never started: its report
+  // reflects a desired state from after the stop (so it never will) and
+  // does not list them. They end here, or the attempt would wait forever.
+  std::vector<std::pair<int64_t, int32_t>> unstarted;
+  bool unsettled = false;  // such a replica, but the report predates the stop: ask again soon
+  if (fresh) {
+    const int64_t now_ms = now.millis();
+    for (int64_t job : attempts_on_node_[*index]) {
+      const Attempt& a = attempts_.at(job);
+      if (!StopReleased(a, now_ms)) continue;
+      for (size_t i = 0; i < a.replicas.size(); ++i) {
+        const Attempt::Replica& r = a.replicas[i];
+        if (r.node != *index || r.seen || r.ended || r.stop_version == 0 ||
+            reported.count({job, static_cast<int32_t>(i)})) {
+          continue;
+        }
+        if (req.reports_version >= r.stop_version) {
+          unstarted.emplace_back(job, static_cast<int32_t>(i));
+        } else {
+          unsettled = true;
+        }
+      }
+    }
+  }
+  if (unsettled) out.changed = true;  // no long wait: its next report settles them
+  for (const auto& [job, replica] : unstarted) {
+    if (!attempts_.count(job)) continue;
+    proto::TaskReport never;
+    never.stop_reason = "unstarted";
+    ReplicaEnded(job, replica, never, b);
+    out.changed = true;
+  }
+  // Replicas the agent reported before and no longer knows were lost.
+  std::vector<std::pair<int64_t, int32_t>> lost;
+  if (fresh) {
+    for (int64_t job : attempts_on_node_[*index]) {
+      const Attempt& a = attempts_.at(job);
+      for (size_t i = 0; i < a.replicas.size(); ++i) {
+        const Attempt::Replica& r = a.replicas[i];
+        if (r.node == *index && r.seen && !r.ended && !reported.count({job, static_cast<int32_t>(i)})) {
+          lost.emplace_back(job, static_cast<int32_t>(i));
+        }
+      }
+    }
+  }
+  for (const auto& [job, replica] : lost) {
+    if (!attempts_.count(job)) continue;
+    proto::TaskReport gone;
+    gone.signal = SIGKILL;
+    gone.stop_reason = "lost";
+    gone.message = "was lost: its agent no longer knows the task (the node restarted or lost its state)";
+    ReplicaEnded(job, replica, gone, b);
+    out.changed = true;
+  }
+
+  // Acknowledgements alone do not answer a waiting sync at once: the agent
+  // may repeat an end it reported until it sees the acknowledgement.
+  if (!req.health_events.empty()) out.changed = true;
+  const int64_t version = NodeVersion(req.node);
+  if (phase == SyncPhase::kMayWait && !out.changed && version == req.version && b.empty()) {
+    out.wait = true;  // nothing new: the HTTP thread waits for a change, then asks for the desired state
+    return reply(std::move(out));
+  }
+  if (freed) {
+    // The next cycle may bind work to the GPUs this report freed: the
+    // answer waits for it and carries that work, instead of a later
+    // nudge and a second round trip.
+    Persist(std::move(b), nullptr);
+    dirty_ = true;
+    held_syncs_.push_back({*index, std::move(out), reply});
+    return;
+  }
+  const bool wait = BuildDesired(*index, out.response);
+  ReplyDurable(std::move(b), wait, std::move(out), reply);
 }
 
 void ControlLoop::ReplyDurable(store::WriteBatch b, bool wait, SyncResult out, SyncReply reply) {

@@ -25,6 +25,8 @@ constexpr size_t kMaxYamlBytes = 256 << 10;
 // JSON specs up to this size are parsed on the event loop (tens of
 // microseconds); larger ones and YAML on a worker thread.
 constexpr size_t kInlineSpecBytes = 16 << 10;
+// Agents' reports likewise (a report of many tasks goes to a worker).
+constexpr size_t kInlineSyncBytes = 64 << 10;
 
 http::Server::Options HttpOptions(const ServerOptions& o) {
   http::Server::Options h;
@@ -304,20 +306,50 @@ void HttpApi::Submit(const http::Request& req, http::Server::Reply reply) {
   // (durable); the answer is written on the event loop.
   loop_.SubmitAsync(std::move(sr), [is_array, reply = std::move(reply)](StatusOr<ControlLoop::SubmitResult> result) {
     reply([is_array, result = std::move(result)] {
-      http::Response res;
+      http::Response out;
       if (!result.ok()) {
-        ReplyStatus(res, result.status());
+        ReplyStatus(out, result.status());
       } else if (!is_array) {
-        res.Set(result->created ? 201 : 200, JobJsonText(result->job), "application/json");
+        out.Set(result->created ? 201 : 200, JobJsonText(result->job), "application/json");
       } else {
         // An array: the answer is its first task, with the range of ids.
         json body = JobJson(result->job);
         body["arrayFirstId"] = result->job.id;
         body["arrayLastId"] = result->job.id + result->count - 1;
-        Reply(res, result->created ? 201 : 200, body);
+        Reply(out, result->created ? 201 : 200, body);
       }
+      return out;
+    });
+  });
+}
+
+void HttpApi::AgentSync(const http::Request& req, http::Server::Reply reply) {
+  auto parsed = proto::ParseSyncRequest(req.body);
+  if (!parsed.ok()) {
+    http::Response res;
+    ReplyStatus(res, parsed.status());
+    return reply(std::move(res));
+  }
+  using Phase = ControlLoop::SyncPhase;
+  auto answer = [reply](StatusOr<ControlLoop::SyncResult> result) {
+    reply([result = std::move(result)] {
+      http::Response res;
+      if (!result.ok()) ReplyStatus(res, result.status());
+      else res.Set(200, proto::ToJson(result->response), "application/json");
       return res;
     });
+  };
+  // At most a third of the lease: an idle agent still renews it in time.
+  const Duration wait = std::min({Duration::Millis(parsed->wait_ms), options_.agent_sync_wait,
+                                  Duration::Millis(options_.agent_lease.millis() / 3)});
+  const Phase phase = parsed->wait_ms > 0 ? Phase::kMayWait : Phase::kFull;
+  auto request = std::make_shared<const proto::SyncRequest>(std::move(*parsed));
+  loop_.AgentSyncAsync(request, phase, [this, request, wait, answer](StatusOr<ControlLoop::SyncResult> r) {
+    if (!r.ok() || !r->wait) return answer(std::move(r));
+    // Nothing new for this node: the answer waits, in the control loop,
+    // until its desired state changes (a bind or a stop) or the wait ends.
+    loop_.WhenNodeChanges(request->node, request->version, wait,
+                          [this, request, answer] { loop_.AgentSyncAsync(request, Phase::kAfterWait, answer); });
   });
 }
 
@@ -535,22 +567,10 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"items", items}});
   });
 
-  s.Handle("POST", "/v1/agent/sync", [this](const http::Request& req, http::Response& res) {
-    auto parsed = proto::ParseSyncRequest(req.body);
-    if (!parsed.ok()) return ReplyStatus(res, parsed.status());
-    using Phase = ControlLoop::SyncPhase;
-    auto result = loop_.AgentSync(*parsed, parsed->wait_ms > 0 ? Phase::kMayWait : Phase::kFull);
-    if (result.ok() && result->wait) {
-      // Nothing new for this node: hold the answer until its desired state
-      // changes (a bind or a stop nudges it) or the wait ends.
-      // At most a third of the lease: an idle agent still renews it in time.
-      const Duration wait =
-          std::min({Duration::Millis(parsed->wait_ms), options_.agent_sync_wait, Duration::Millis(options_.agent_lease.millis() / 3)});
-      loop_.WaitForNodeChange(parsed->node, parsed->version, wait);
-      result = loop_.AgentSync(*parsed, Phase::kAfterWait);
-    }
-    if (!result.ok()) return ReplyStatus(res, result.status());
-    res.Set(200, proto::ToJson(result->response), "application/json");
+  // An agent's sync holds no thread while it waits for news (AgentSync).
+  s.HandleAsync("POST", "/v1/agent/sync", [this](http::Request&& req, http::Server::Reply reply) {
+    if (req.body.size() <= kInlineSyncBytes) return AgentSync(req, std::move(reply));
+    http_->Offload([this, req = std::move(req), reply = std::move(reply)]() mutable { AgentSync(req, std::move(reply)); });
   });
 
   s.Handle("GET", "/v1/jobs/*/logs", [this](const http::Request& req, http::Response& res) {

@@ -59,6 +59,8 @@ class HttpApi {
   void Routes();
   // POST /v1/jobs, on the event loop or a worker; answers through `reply`.
   void Submit(const http::Request& req, http::Server::Reply reply);
+  // POST /v1/agent/sync, likewise; a sync that waits for news holds no thread.
+  void AgentSync(const http::Request& req, http::Server::Reply reply);
   class RateLimiter;
 
   const ServerOptions& options_;

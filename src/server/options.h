@@ -19,7 +19,7 @@
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
 //   maxBodyBytes: 1048576    # larger request bodies get 413
 //   rateLimit: {perSecond: 500, burst: 1000}   # per client address; 429 beyond
-//   threads: 128             # HTTP threads; each agent's waiting sync holds one
+//   threads: 128             # HTTP worker threads for requests that block (lists, actions)
 //   agents: {unreachableAfter: 20s, lostAfter: 120s, maxLostFraction: 0.3, lease: 60s,
 //            defaultGrace: 30s, syncWait: 10s}
 //   checkpoints: {signalsPerSecond: 20}   # staggered checkpoint stops (0: no limit)
@@ -60,7 +60,7 @@ struct ServerOptions {
   int64_t max_body_bytes = 1 << 20;
   int64_t rate_per_second = 500;
   int64_t rate_burst = 1000;
-  int threads = 128;  // each agent holds one while it waits for work
+  int threads = 128;  // workers for blocking requests; submits and agents' syncs hold none
   // Agents: a node whose agent is silent this long gets no new work; an
   // agent that cannot sync for the lease stops its tasks; a job without a
   // checkpoint grace period gets this long between SIGTERM and SIGKILL.

@@ -3,10 +3,12 @@
 // bind is durable.
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -109,6 +111,48 @@ TEST(AgentSync, AServerStopsWithoutSittingOutTheAgentsLongPolls) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the poll is waiting
   EXPECT_EQ(server.Stop(), 0);
   poll.join();
+}
+
+// A sync waiting for news holds no worker thread: with 2 workers and 6
+// agents waiting, a list (a blocking request) is answered while they wait,
+// and a bind answers the waiting sync of its node (only that one).
+TEST(AgentSync, WaitingSyncsHoldNoWorkerThread) {
+  ServerProcess server("threads: 2\nagents: {syncWait: 60s, lease: 180s, unreachableAfter: 200s, lostAfter: 400s}\n");
+  ASSERT_TRUE(server.Start());
+  httplib::Client cli(server.url());
+  std::vector<std::thread> polls;
+  std::atomic<int> answered{0};
+  std::atomic<int> got_work{0};
+  for (int i = 1; i <= 6; ++i) {
+    json body = SyncBody(1, 0, json::array());
+    body["node"] = "n" + std::to_string(i);
+    body["gpus"][0]["uuid"] = "GPU-test-" + std::to_string(i);
+    const json registered = Sync(cli, body);
+    body["version"] = registered["version"];
+    body["reportsVersion"] = registered["version"];
+    body["waitMs"] = 60'000;
+    polls.emplace_back([&, body] {
+      httplib::Client long_poll(server.url());
+      long_poll.set_read_timeout(90, 0);
+      auto r = long_poll.Post("/v1/agent/sync", body.dump(), "application/json");
+      ++answered;
+      if (r && r->status == 200 && !json::parse(r->body)["tasks"].empty()) ++got_work;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // every poll is waiting
+  auto list = cli.Get("/v1/jobs");
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->status, 200);
+  EXPECT_EQ(answered.load(), 0) << "a waiting sync was answered without news";
+  // A one-GPU job: the waiting sync of the node it is bound to is answered with it.
+  ASSERT_GT(Submit(cli), 0);
+  for (int i = 0; i < 500 && answered.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // no other answer follows
+  EXPECT_EQ(answered.load(), 1);
+  EXPECT_EQ(got_work.load(), 1);
+  EXPECT_EQ(server.Stop(), 0);  // answers the rest at once
+  for (std::thread& t : polls) t.join();
+  EXPECT_EQ(answered.load(), 6);
 }
 
 }  // namespace
