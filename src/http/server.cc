@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -121,6 +122,7 @@ class Server::Impl {
       if (!c->closed) ::close(c->fd);
     }
     if (listen_fd_ >= 0) ::close(listen_fd_);
+    if (reserve_fd_ >= 0) ::close(reserve_fd_);
     if (wake_fd_ >= 0) ::close(wake_fd_);
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
   }
@@ -179,6 +181,10 @@ class Server::Impl {
     [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
   }
   void Accept();
+  // Out of descriptors, the waiting connection would be offered again and
+  // again (a busy loop): it is taken with the reserve descriptor, answered
+  // 503 and closed. False when there was no reserve to use.
+  bool Shed();
   void OnEvent(uint64_t id, uint32_t events);
   void Read(Conn& c);
   // Parses and dispatches what `c.in` holds, while the connection is free.
@@ -194,6 +200,7 @@ class Server::Impl {
   Reply MakeReply(uint64_t conn);
 
   int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;
+  int reserve_fd_ = -1;  // /dev/null, given up to shed a connection when out of descriptors
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;  // event loop only
   std::vector<uint64_t> closed_;                                // to erase at the turn's end
   uint64_t next_id_ = 2;
@@ -276,6 +283,7 @@ Status Server::Impl::Bind(int& port) {
                                           : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (epoll_fd_ < 0 || wake_fd_ < 0) return Status(StatusCode::kInternal, std::string("epoll: ") + std::strerror(errno));
   epoll_event ev{};
   ev.events = EPOLLIN;  // level-triggered: a connection left for later is offered again
@@ -353,7 +361,10 @@ void Server::Impl::Accept() {
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
     const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or out of descriptors: the listener is offered again
+    if (fd < 0) {
+      if ((errno == EMFILE || errno == ENFILE) && Shed()) continue;
+      return;  // EAGAIN: no more waiting
+    }
     int yes = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // small answers must not wait for ACKs
     auto c = std::make_unique<Conn>();
@@ -380,6 +391,21 @@ void Server::Impl::Accept() {
       Fail(conn, 503, "too many connections (" + std::to_string(options_.max_connections) + "); retry later");
     }
   }
+}
+
+bool Server::Impl::Shed() {
+  if (reserve_fd_ < 0) return false;
+  ::close(reserve_fd_);
+  const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd >= 0) {
+    static constexpr char kBusy[] =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 38\r\n"
+        "Connection: close\r\n\r\nout of file descriptors; retry later\r\n";
+    [[maybe_unused]] ssize_t n = ::send(fd, kBusy, sizeof kBusy - 1, MSG_NOSIGNAL);
+    ::close(fd);
+  }
+  reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return fd >= 0;
 }
 
 void Server::Impl::Read(Conn& c) {

@@ -7,11 +7,17 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
 #include <thread>
 
 namespace muster::http {
@@ -299,6 +305,66 @@ TEST(HttpServer, ConnectionsBeyondTheBoundGet503) {
   EXPECT_EQ(Raw::Answers(b.ReadAnswers(1)), 1);
   Raw c(r.server.port());
   EXPECT_EQ(c.ReadAnswers(1).rfind("HTTP/1.1 503", 0), 0u);
+}
+
+// Out of file descriptors, a waiting connection is taken with a reserve
+// descriptor, answered 503 and closed, instead of being offered to the loop
+// again and again (which spun it at 100% CPU). A child serves with a limit
+// of 48 descriptors while this process holds 80 connections to it.
+TEST(HttpServer, OutOfDescriptorsItShedsConnectionsInsteadOfSpinning) {
+  int ports[2];
+  ASSERT_EQ(::pipe(ports), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit files{48, 48};
+    ::setrlimit(RLIMIT_NOFILE, &files);
+    Server::Options o;
+    o.worker_threads = 2;
+    Server server(o);
+    server.Handle("GET", "/echo", Echo);
+    if (!server.Bind().ok()) ::_exit(1);
+    const int port = server.port();
+    if (::write(ports[1], &port, sizeof port) != sizeof port) ::_exit(1);
+    server.Serve();
+    ::_exit(0);
+  }
+  ::close(ports[1]);
+  int port = 0;
+  ASSERT_EQ(::read(ports[0], &port, sizeof port), static_cast<ssize_t>(sizeof port));
+  ::close(ports[0]);
+  std::vector<std::unique_ptr<Raw>> held;
+  for (int i = 0; i < 80; ++i) held.push_back(std::make_unique<Raw>(port));
+  std::this_thread::sleep_for(300ms);
+  auto cpu_ticks = [child] {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    std::string f;
+    long ticks = 0;
+    for (int i = 3; i <= 15 && fields >> f; ++i) {
+      if (i == 14 || i == 15) ticks += std::stol(f);  // utime, stime
+    }
+    return ticks;
+  };
+  const long before = cpu_ticks();
+  std::this_thread::sleep_for(1s);
+  const long used = cpu_ticks() - before;
+  // A second of a busy loop is about 100 ticks; shedding is next to none.
+  EXPECT_LT(used, 30) << "the server spun while out of descriptors";
+  // A new connection now gets a 503 (or is closed), not silence.
+  Raw late(port);
+  const std::string got = late.ReadAnswers(1, 3s);
+  EXPECT_TRUE(got.rfind("HTTP/1.1 503", 0) == 0 || late.closed()) << got;
+  // Descriptors back: it serves again.
+  held.clear();
+  std::this_thread::sleep_for(300ms);
+  Raw again(port);
+  again.Send("GET /echo HTTP/1.1\r\n\r\n");
+  EXPECT_NE(again.ReadAnswers(1).find("HTTP/1.1 200"), std::string::npos);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
 }
 
 TEST(HttpServer, StopWaitsForRequestsInFlight) {

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <fstream>
@@ -15,6 +16,13 @@
 namespace muster::server {
 
 int RunServer(const ServerOptions& options, const std::string& port_file) {
+  // Every connection is a descriptor: take all the process may have (the
+  // soft limit is often 1,024; the server allows 10,000 connections).
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
   // Signals go to one waiting thread; every other thread blocks them.
   sigset_t signals;
   sigemptyset(&signals);
