@@ -151,6 +151,7 @@ class Server::Impl {
   struct Route {
     Handler handler;
     AsyncHandler async;
+    std::function<bool(const Request&)> on_worker;  // async: run this request on a worker
   };
   std::vector<Route> routes_;
   Filter filter_;
@@ -168,7 +169,6 @@ class Server::Impl {
     enum class Phase { kHead, kBody, kHandling, kLinger } phase = Phase::kHead;
     RequestHead head;         // kBody, kHandling
     size_t head_searched = 0; // kHead: how much of `in` holds no head's end
-    bool keep_alive = true;   // of the request being handled
     bool close_after = false; // close once `out` is sent
     bool unread = false;      // readable, but reading was put off (a request in flight)
     bool peer_closed = false;
@@ -223,8 +223,7 @@ struct Server::Reply::Token {
   ~Token() {
     if (!answered) {
       Response r;
-      if (impl->error_body_) impl->error_body_(500, "internal error: the request was not answered", r);
-      else r.Set(500, "internal error\n", "text/plain");
+      impl->error_body_(500, "internal error: the request was not answered", r);
       impl->Complete(conn, std::move(r));
     }
   }
@@ -470,7 +469,6 @@ void Server::Impl::Process(Conn& c) {
     req.body.assign(c.in, c.head.head_bytes, static_cast<size_t>(c.head.content_length));
     c.in.erase(0, need);
     c.head_searched = 0;
-    c.keep_alive = c.head.keep_alive;
     c.phase = Conn::Phase::kHandling;
     Dispatch(c, std::move(req));
   }
@@ -500,21 +498,22 @@ void Server::Impl::Dispatch(Conn& c, Request&& req) {
     }
     req.captures = std::move(m.captures);
     route = &routes_[m.id];
-    if (route->async) return route->async(std::move(req), reply);
+    if (route->async && !(route->on_worker && route->on_worker(req))) return route->async(std::move(req), reply);
   } catch (const std::exception&) {
     Response out;
     out.Set(500, "internal error\n", "text/plain; charset=utf-8");
     return reply(std::move(out));  // unless it had answered already
   }
-  workers_.Post([this, route, req = std::move(req), reply = std::move(reply)]() {
+  workers_.Post([this, route, req = std::move(req), reply = std::move(reply)]() mutable {
     Response out;
     try {
+      if (route->async) return route->async(std::move(req), reply);
       route->handler(req, out);
     } catch (const std::exception&) {
       out = Response{};
       error_body_(500, "internal error", out);
     }
-    reply(std::move(out));
+    reply(std::move(out));  // unless it had answered already
   });
 }
 
@@ -528,12 +527,9 @@ void Server::Impl::Fail(Conn& c, int status, const std::string& message) {
 }
 
 void Server::Impl::Send(Conn& c, const Response& r) {
-  const bool close = c.close_after || !c.keep_alive || stopping_;
+  // c.head is still the answered request's: the next is parsed only after this.
+  const bool close = c.close_after || !c.head.keep_alive || stopping_;
   if (close) c.close_after = true;
-  if (c.out_sent == c.out.size()) {
-    c.out.clear();
-    c.out_sent = 0;
-  }
   AppendResponse(r, close, c.out);
   Write(c);
 }
@@ -634,15 +630,15 @@ Server::~Server() = default;
 
 void Server::Handle(std::string method, std::string_view pattern, Handler handler) {
   impl_->router_.Add(std::move(method), pattern);
-  impl_->routes_.push_back({std::move(handler), nullptr});
+  impl_->routes_.push_back({std::move(handler), nullptr, nullptr});
 }
 
-void Server::HandleAsync(std::string method, std::string_view pattern, AsyncHandler handler) {
+void Server::HandleAsync(std::string method, std::string_view pattern, AsyncHandler handler,
+                         std::function<bool(const Request&)> on_worker) {
   impl_->router_.Add(std::move(method), pattern);
-  impl_->routes_.push_back({nullptr, std::move(handler)});
+  impl_->routes_.push_back({nullptr, std::move(handler), std::move(on_worker)});
 }
 
-void Server::Offload(std::function<void()> task) { impl_->workers_.Post(std::move(task)); }
 void Server::SetFilter(Filter filter) { impl_->filter_ = std::move(filter); }
 void Server::SetErrorBody(ErrorBody error_body) { impl_->error_body_ = std::move(error_body); }
 Status Server::Bind() { return impl_->Bind(port_); }

@@ -11,6 +11,8 @@
 //   - HandleAsync(): a handler that must not block. It runs on the event
 //     loop and answers later, from any thread, through its Reply (the submit
 //     path: the answer comes from the store writer once the job is durable).
+//     A request its route's `on_worker` picks (a body slow to parse) runs
+//     the same handler on a worker instead, so the loop never waits on it.
 //
 // Connections: keep-alive (HTTP/1.1 by default, 1.0 on request), pipelined
 // requests answered in order one at a time, "Expect: 100-continue" honoured.
@@ -88,9 +90,10 @@ class Server {
 
   // Routes (router.h patterns: '*' is one path segment, in captures).
   void Handle(std::string method, std::string_view pattern, Handler handler);
-  void HandleAsync(std::string method, std::string_view pattern, AsyncHandler handler);
-  // Runs `task` on a worker thread (an async handler's slow case).
-  void Offload(std::function<void()> task);
+  // `on_worker` (optional, called on the loop): true runs `handler` for that
+  // request on a worker thread.
+  void HandleAsync(std::string method, std::string_view pattern, AsyncHandler handler,
+                   std::function<bool(const Request&)> on_worker = nullptr);
   void SetFilter(Filter filter);
   void SetErrorBody(ErrorBody error_body);
 

@@ -16,6 +16,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -198,6 +200,37 @@ TEST(HttpServer, AsyncHandlersAnswerFromAnotherThread) {
   }
   std::lock_guard<std::mutex> lock(mu);
   for (std::thread& t : later) t.join();
+}
+
+// An async handler runs on the event loop, unless its route's on_worker
+// picks the request (a large body): then on a worker thread.
+TEST(HttpServer, OnWorkerMovesAnAsyncHandlerOffTheLoop) {
+  Running r;
+  std::mutex mu;
+  std::map<std::string, std::thread::id> ran_on;
+  auto record = [&](Request&& req, Server::Reply reply) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ran_on[req.body] = std::this_thread::get_id();
+    }
+    Response res;
+    res.Set(200, "ok", "text/plain");
+    reply(std::move(res));
+  };
+  r.server.HandleAsync("POST", "/loop", record);
+  r.server.HandleAsync("POST", "/maybe", record, [](const Request& req) { return req.body.size() > 3; });
+  r.Start();
+  httplib::Client cli("127.0.0.1", r.server.port());
+  for (const auto& [path, body] : std::vector<std::pair<std::string, std::string>>{
+           {"/loop", "loop"}, {"/maybe", "abc"}, {"/maybe", "a large body"}}) {
+    auto res = cli.Post(path, body, "text/plain");
+    ASSERT_TRUE(res) << body;
+    EXPECT_EQ(res->status, 200) << body;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(ran_on.size(), 3u);
+  EXPECT_EQ(ran_on["abc"], ran_on["loop"]);
+  EXPECT_NE(ran_on["a large body"], ran_on["loop"]);
 }
 
 TEST(HttpServer, AHandlerThatThrowsAnswers500) {

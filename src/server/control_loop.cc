@@ -297,18 +297,12 @@ uint64_t ControlLoop::Persist(store::WriteBatch batch, std::function<void(const 
   });
 }
 
-StatusOr<ControlLoop::SubmitResult> ControlLoop::Submit(SubmitRequest req) {
-  using R = StatusOr<SubmitResult>;
-  return Call<R>([this, req = std::move(req)](std::function<void(R)> reply) mutable { DoSubmit(req, reply); },
-                 ShuttingDown());
-}
-
-void ControlLoop::SubmitAsync(SubmitRequest req, std::function<void(StatusOr<SubmitResult>)> done) {
-  auto shared = std::make_shared<SubmitRequest>(std::move(req));
+void ControlLoop::SubmitAsync(SubmitRequest req, SubmitReply done) {
+  auto shared = std::make_shared<const SubmitRequest>(std::move(req));
   if (!PostUnlessStopped([this, shared, done] { DoSubmit(*shared, done); })) done(ShuttingDown());
 }
 
-void ControlLoop::DoSubmit(SubmitRequest& req, const std::function<void(StatusOr<SubmitResult>)>& reply) {
+void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
   const std::pair<std::string, std::string> key{req.user, req.idempotency_key};
   if (!req.idempotency_key.empty()) {
     auto it = idempotency_.find(key);

@@ -97,11 +97,11 @@ class ControlLoop {
     int32_t count = 1;     // jobs submitted: the array's size, else 1
     bool created = false;  // false: an idempotent replay of an earlier submit
   };
-  StatusOr<SubmitResult> Submit(SubmitRequest request);
-  // The same without waiting: `done` is called once, on the loop's thread
+  using SubmitReply = std::function<void(StatusOr<SubmitResult>)>;
+  // Submits without waiting: `done` is called once, on the loop's thread
   // (a refusal) or the store writer's (once the job is durable), or at once
   // on the caller's when the loop has stopped (Unavailable). It must not block.
-  void SubmitAsync(SubmitRequest request, std::function<void(StatusOr<SubmitResult>)> done);
+  void SubmitAsync(SubmitRequest request, SubmitReply done);
 
   enum class Action { kCancel, kHold, kRelease, kRequeue };
   static const char* ActionName(Action a);
@@ -235,7 +235,7 @@ class ControlLoop {
   // Ends the waits of WhenNodeChanges whose time is up (all of them with `all`).
   void EndExpiredWaits(Time now, bool all = false);
   Duration UntilNextWaitEnds(Time now);
-  void DoSubmit(SubmitRequest& req, const std::function<void(StatusOr<SubmitResult>)>& reply);
+  void DoSubmit(const SubmitRequest& req, const SubmitReply& reply);
   // What a call answers once the loop has stopped.
   static Status ShuttingDown();
   void Run();

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "common/message_text.h"
@@ -212,13 +211,13 @@ StatusOr<int64_t> StoredJobId(const http::Request& req, store::Store& store) {
 
 }  // namespace
 
-// Token bucket per client address.
+// Token bucket per client address. Used only by the server's filter, on its
+// event-loop thread: no lock.
 class HttpApi::RateLimiter {
  public:
   RateLimiter(const Clock& clock, int64_t per_second, int64_t burst)
       : clock_(clock), per_second_(per_second), burst_(burst) {}
   bool Allow(const std::string& who) {
-    std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = clock_.Now().millis();
     Bucket& b = buckets_.try_emplace(who, Bucket{burst_ * 1000, now}).first->second;
     // Tokens in thousandths, refilled per elapsed millisecond.
@@ -237,8 +236,7 @@ class HttpApi::RateLimiter {
   };
   const Clock& clock_;
   const int64_t per_second_, burst_;
-  std::mutex mu_;
-  std::map<std::string, Bucket> buckets_;  // guarded by mu_
+  std::map<std::string, Bucket> buckets_;
 };
 
 HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store)
@@ -293,7 +291,7 @@ void HttpApi::Submit(const http::Request& req, http::Server::Reply reply) {
     ReplyError(res, 413, "PayloadTooLarge", "YAML bodies are limited to " + std::to_string(kMaxYamlBytes) + " bytes; send JSON");
     return reply(std::move(res));
   }
-  auto spec = api::ParseJobSpec(req.body, std::string(type), options_.job_defaults);
+  auto spec = api::ParseJobSpec(req.body, type, options_.job_defaults);
   if (!spec.ok()) return fail(spec.status());
   const bool is_array = spec->array > 0;
   ControlLoop::SubmitRequest sr;
@@ -379,13 +377,11 @@ void HttpApi::Routes() {
   // Submits are answered from the store writer once durable, without
   // holding a thread; small JSON specs are parsed on the event loop,
   // YAML and large bodies on a worker.
-  s.HandleAsync("POST", "/v1/jobs", [this](http::Request&& req, http::Server::Reply reply) {
-    const std::string_view type = req.Header("Content-Type");
-    if (req.body.size() <= kInlineSpecBytes && type.rfind("application/json", 0) == 0) {
-      return Submit(req, std::move(reply));
-    }
-    http_->Offload([this, req = std::move(req), reply = std::move(reply)]() mutable { Submit(req, std::move(reply)); });
-  });
+  s.HandleAsync(
+      "POST", "/v1/jobs", [this](http::Request&& req, http::Server::Reply reply) { Submit(req, std::move(reply)); },
+      [](const http::Request& req) {
+        return req.body.size() > kInlineSpecBytes || req.Header("Content-Type").rfind("application/json", 0) != 0;
+      });
 
   s.Handle("GET", "/v1/jobs", [this](const http::Request& req, http::Response& res) {
     if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue", "view"}); !q.ok()) {
@@ -568,10 +564,9 @@ void HttpApi::Routes() {
   });
 
   // An agent's sync holds no thread while it waits for news (AgentSync).
-  s.HandleAsync("POST", "/v1/agent/sync", [this](http::Request&& req, http::Server::Reply reply) {
-    if (req.body.size() <= kInlineSyncBytes) return AgentSync(req, std::move(reply));
-    http_->Offload([this, req = std::move(req), reply = std::move(reply)]() mutable { AgentSync(req, std::move(reply)); });
-  });
+  s.HandleAsync(
+      "POST", "/v1/agent/sync", [this](http::Request&& req, http::Server::Reply reply) { AgentSync(req, std::move(reply)); },
+      [](const http::Request& req) { return req.body.size() > kInlineSyncBytes; });
 
   s.Handle("GET", "/v1/jobs/*/logs", [this](const http::Request& req, http::Response& res) {
     auto id = PathId(req);
