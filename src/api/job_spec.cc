@@ -6,16 +6,14 @@
 
 #include <algorithm>
 #include <exception>
-#include <nlohmann/json.hpp>
 
 #include "api/job_spec_schema.h"
+#include "api/json_writer.h"
 #include "api/rfc3339.h"
 #include "api/spec_tree.h"
 
 namespace muster::api {
 namespace {
-
-using OrderedJson = nlohmann::ordered_json;
 
 StatusOr<JobSpec> FromTree(StatusOr<TreePtr> tree, const SpecDefaults& defaults = {}) {
   if (!tree.ok()) return tree.status();
@@ -46,16 +44,12 @@ bool LooksLikeJson(std::string_view text) {
   return first != std::string_view::npos && text[first] == '{';
 }
 
-OrderedJson OptionalString(const std::optional<std::string>& s) {
-  return s.has_value() ? OrderedJson(*s) : OrderedJson(nullptr);
-}
-
 std::string DurationText(Duration d) { return d.is_infinite() ? "unlimited" : d.ToString(); }
 
-OrderedJson StringMap(const std::map<std::string, std::string>& m) {
-  OrderedJson out = OrderedJson::object();
-  for (const auto& [k, v] : m) out[k] = v;
-  return out;
+void AppendStringMap(JsonWriter& w, const char* key, const std::map<std::string, std::string>& m) {
+  w.Key(key).BeginObject();
+  for (const auto& [k, v] : m) w.Key(k).String(v);
+  w.EndObject();
 }
 
 }  // namespace
@@ -110,59 +104,73 @@ StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_t
 }
 
 std::string JobSpecToJson(const JobSpec& s) {
-  OrderedJson j;
-  j["name"] = s.name;
-  j["queue"] = s.queue;
-  j["priority"] = s.priority;
-  j["replicas"] = s.replicas;
-  j["array"] = s.array > 0 ? OrderedJson(s.array) : OrderedJson(nullptr);
-  const int64_t milli = s.resources.cpu_milli;
-  j["resources"] = {
-      {"gpus", s.resources.gpus},
-      {"gpuType", OptionalString(s.resources.gpu_type)},
-      {"cpus",
-       milli % 1000 == 0 ? OrderedJson(milli / 1000) : OrderedJson(std::to_string(milli) + "m")},
-      {"memory", s.resources.memory_bytes},
+  std::string out;
+  out.reserve(512);
+  JsonWriter w(out);
+  const auto optional_string = [&w](const char* key, const std::optional<std::string>& v) {
+    w.Key(key);
+    v.has_value() ? w.String(*v) : w.Null();
   };
-  j["command"] = s.command.empty() ? OrderedJson(nullptr) : OrderedJson(s.command);
-  j["script"] = OptionalString(s.script);
-  j["image"] = OptionalString(s.image);
-  j["env"] = StringMap(s.env);
-  j["workingDir"] = OptionalString(s.working_dir);
-  j["timeLimit"] = DurationText(s.time_limit);
-  j["topology"] = core::TopologyScopeName(s.topology);
-  j["stallTimeout"] = s.stall_timeout ? OrderedJson(DurationText(*s.stall_timeout)) : OrderedJson(nullptr);
+  w.BeginObject();
+  w.Key("name").String(s.name);
+  w.Key("queue").String(s.queue);
+  w.Key("priority").String(s.priority);
+  w.Key("replicas").Int(s.replicas);
+  w.Key("array");
+  s.array > 0 ? w.Int(s.array) : w.Null();
+  const int64_t milli = s.resources.cpu_milli;
+  w.Key("resources").BeginObject().Key("gpus").Int(s.resources.gpus);
+  optional_string("gpuType", s.resources.gpu_type);
+  w.Key("cpus");
+  milli % 1000 == 0 ? w.Int(milli / 1000) : w.String(std::to_string(milli) + "m");
+  w.Key("memory").Int(s.resources.memory_bytes).EndObject();
+  w.Key("command");
+  if (s.command.empty()) {
+    w.Null();
+  } else {
+    w.BeginArray();
+    for (const std::string& c : s.command) w.String(c);
+    w.EndArray();
+  }
+  optional_string("script", s.script);
+  optional_string("image", s.image);
+  AppendStringMap(w, "env", s.env);
+  optional_string("workingDir", s.working_dir);
+  w.Key("timeLimit").String(DurationText(s.time_limit));
+  w.Key("topology").String(core::TopologyScopeName(s.topology));
+  w.Key("stallTimeout");
+  s.stall_timeout ? w.String(DurationText(*s.stall_timeout)) : w.Null();
+  w.Key("checkpoint");
   if (s.checkpoint.has_value()) {
     const CheckpointSpec& c = *s.checkpoint;
-    j["checkpoint"] = {
-        {"dir", c.dir},
-        {"interval", c.interval ? OrderedJson(DurationText(*c.interval)) : OrderedJson(nullptr)},
-        {"signal", CheckpointSignalName(c.signal)},
-        {"gracePeriod", DurationText(c.grace_period)},
-        {"keep", c.keep},
-    };
+    w.BeginObject().Key("dir").String(c.dir).Key("interval");
+    c.interval ? w.String(DurationText(*c.interval)) : w.Null();
+    w.Key("signal").String(CheckpointSignalName(c.signal));
+    w.Key("gracePeriod").String(DurationText(c.grace_period));
+    w.Key("keep").Int(c.keep).EndObject();
   } else {
-    j["checkpoint"] = nullptr;
+    w.Null();
   }
-  j["retry"] = {
-      {"limit", s.retry.limit},
-      {"backoff",
-       {{"initial", DurationText(s.retry.backoff.initial)},
-        {"factor", s.retry.backoff.factor},
-        {"max", DurationText(s.retry.backoff.max)}}},
-      {"failOnExitCodes", s.retry.fail_on_exit_codes},
-      {"retryOnOom", s.retry.retry_on_oom},
-  };
-  OrderedJson deps = OrderedJson::array();
+  w.Key("retry").BeginObject().Key("limit").Int(s.retry.limit);
+  w.Key("backoff").BeginObject();
+  w.Key("initial").String(DurationText(s.retry.backoff.initial));
+  w.Key("factor").Int(s.retry.backoff.factor);
+  w.Key("max").String(DurationText(s.retry.backoff.max)).EndObject();
+  w.Key("failOnExitCodes").BeginArray();
+  for (int32_t code : s.retry.fail_on_exit_codes) w.Int(code);
+  w.EndArray();
+  w.Key("retryOnOom").Bool(s.retry.retry_on_oom).EndObject();
+  w.Key("dependencies").BeginArray();
   for (const core::Dependency& d : s.dependencies) {
-    deps.push_back({{"type", core::DependencyTypeName(d.type)}, {"job", d.job}});
+    w.BeginObject().Key("type").String(core::DependencyTypeName(d.type)).Key("job").Int(d.job).EndObject();
   }
-  j["dependencies"] = std::move(deps);
-  j["beginTime"] =
-      s.begin_time ? OrderedJson(FormatRfc3339Utc(*s.begin_time)) : OrderedJson(nullptr);
-  j["hold"] = s.hold;
-  j["labels"] = StringMap(s.labels);
-  return j.dump(-1, ' ', /*ensure_ascii=*/false, OrderedJson::error_handler_t::replace);
+  w.EndArray();
+  w.Key("beginTime");
+  s.begin_time ? w.String(FormatRfc3339Utc(*s.begin_time)) : w.Null();
+  w.Key("hold").Bool(s.hold);
+  AppendStringMap(w, "labels", s.labels);
+  w.EndObject();
+  return out;
 }
 
 core::JobSpec ToCoreSpec(const JobSpec& s) {

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "api/json_writer.h"
+
 namespace muster::server {
 
 using core::JobState;
@@ -254,34 +256,38 @@ store::EventRow ControlLoop::Event(int64_t job, const std::string& type, const s
 }
 
 std::string ControlLoop::AllocationsJson(int64_t job) const {
-  nlohmann::json status = nlohmann::json::object();
-  auto key = idempotency_key_of_.find(job);
-  if (key != idempotency_key_of_.end()) status["idempotencyKey"] = key->second;
-  auto task = array_task_of_.find(job);
-  if (task != array_task_of_.end()) {
-    status["arrayFirstId"] = task->second.first_id;
-    status["arrayIndex"] = task->second.index;
-  }
+  // Written directly (every submit stores one); keys in alphabetical order,
+  // as the JSON library writes an object.
+  const auto dump = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  std::string out;
+  api::JsonWriter w(out);
+  w.BeginObject();
   auto it = state_.running().find(job);
   if (it != state_.running().end()) {
-    nlohmann::json allocs = nlohmann::json::array();
+    w.Key("allocations").BeginArray();
     for (size_t i = 0; i < it->second.allocations.size(); ++i) {
       const core::Allocation& a = it->second.allocations[i];
-      allocs.push_back({{"node", state_.nodes()[a.node].spec.name},
-                        {"replicas", a.replicas},
-                        {"gpus", it->second.gpu_ids[i]}});
+      w.BeginObject().Key("gpus").BeginArray();
+      for (int32_t g : it->second.gpu_ids[i]) w.Int(g);
+      w.EndArray().Key("node").String(state_.nodes()[a.node].spec.name).Key("replicas").Int(a.replicas).EndObject();
     }
-    status["allocations"] = allocs;
+    w.EndArray();
   }
-  if (attempts_.count(job)) status["attempt"] = AttemptJson(job);
+  auto task = array_task_of_.find(job);
+  if (task != array_task_of_.end()) w.Key("arrayFirstId").Int(task->second.first_id).Key("arrayIndex").Int(task->second.index);
+  if (attempts_.count(job)) w.Key("attempt").Raw(dump(AttemptJson(job)));
   auto h = history_.find(job);
+  if (h != history_.end() && h->second.attempts.is_array()) w.Key("attemptHistory").Raw(dump(h->second.attempts));
+  auto key = idempotency_key_of_.find(job);
+  if (key != idempotency_key_of_.end()) w.Key("idempotencyKey").String(key->second);
   if (h != history_.end()) {
-    status["retries"] = h->second.retries;
-    status["requeues"] = h->second.requeues;
-    if (h->second.not_before_ms > 0) status["notBeforeMs"] = h->second.not_before_ms;
-    if (h->second.attempts.is_array()) status["attemptHistory"] = h->second.attempts;
+    if (h->second.not_before_ms > 0) w.Key("notBeforeMs").Int(h->second.not_before_ms);
+    w.Key("requeues").Int(h->second.requeues).Key("retries").Int(h->second.retries);
   }
-  return status.dump();
+  w.EndObject();
+  return out;
 }
 
 uint64_t ControlLoop::Persist(store::WriteBatch batch, std::function<void(const Status&)> done) {

@@ -2,85 +2,88 @@
 
 #include <algorithm>
 
+#include "api/json_writer.h"
 #include "api/rfc3339.h"
 
 namespace muster::server {
 
 std::string JobJsonText(const store::JobRow& row) {
-  nlohmann::json status = {{"id", row.id},
-                           {"user", row.user},
-                           {"state", row.state},
-                           {"reason", row.reason},
-                           {"submitTime", api::FormatRfc3339Utc(Time::FromMillis(row.submit_ms))},
-                           {"attempts", row.attempts}};
-  if (row.start_ms) status["startTime"] = api::FormatRfc3339Utc(Time::FromMillis(*row.start_ms));
-  if (row.end_ms) status["endTime"] = api::FormatRfc3339Utc(Time::FromMillis(*row.end_ms));
-  const nlohmann::json detail = nlohmann::json::parse(row.status_json, nullptr, false);
-  if (detail.is_object()) {
-    if (detail.contains("allocations")) status["allocations"] = detail["allocations"];
-    if (detail.contains("idempotencyKey")) status["idempotencyKey"] = detail["idempotencyKey"];
-    if (detail.contains("arrayFirstId")) status["arrayFirstId"] = detail["arrayFirstId"];
-    if (detail.contains("arrayIndex")) status["arrayIndex"] = detail["arrayIndex"];
-    if (detail.contains("retries")) status["retries"] = detail["retries"];
-    if (detail.contains("attempt") && detail["attempt"].is_object()) {
-      const nlohmann::json& a = detail["attempt"];
-      if (a.contains("resumedFrom")) status["resumedFrom"] = a["resumedFrom"];
-      if (a.contains("progress") && a["progress"].is_object()) {
-        nlohmann::json p = a["progress"];
-        if (p.contains("timeMs") && p["timeMs"].is_number_integer()) {
-          p["time"] = api::FormatRfc3339Utc(Time::FromMillis(p["timeMs"].get<int64_t>()));
-          p.erase("timeMs");
-        }
-        status["progress"] = p;
-      }
-    }
-    if (detail.contains("requeues")) status["requeues"] = detail["requeues"];
-    if (detail.contains("notBeforeMs") && detail["notBeforeMs"].is_number_integer() && row.state == "PENDING") {
-      status["notBefore"] = api::FormatRfc3339Utc(Time::FromMillis(detail["notBeforeMs"].get<int64_t>()));
-    }
-    if (detail.contains("attemptHistory") && detail["attemptHistory"].is_array()) {
-      nlohmann::json history = detail["attemptHistory"];
-      for (nlohmann::json& a : history) {
-        for (const char* k : {"startTime", "endTime"}) {
-          if (a.contains(k) && a[k].is_number_integer()) a[k] = api::FormatRfc3339Utc(Time::FromMillis(a[k].get<int64_t>()));
-        }
-      }
-      status["attemptHistory"] = history;
-    }
-  }
-  std::string out = status.dump();
-  // The stored spec is a canonical JSON object: splice its members in front.
+  // The stored status detail (allocations, attempts, retries ...): absent
+  // on a fresh job, so most of a submit's answer needs no JSON tree.
+  nlohmann::json detail;
+  if (row.status_json.size() > 2) detail = nlohmann::json::parse(row.status_json, nullptr, false);
+  if (!detail.is_object()) detail = nlohmann::json::object();
+  const auto raw = [&detail](const char* key) -> const nlohmann::json* {
+    auto it = detail.find(key);
+    return it == detail.end() ? nullptr : &*it;
+  };
+  const auto dump = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  const auto time_text = [](int64_t ms) { return api::FormatRfc3339Utc(Time::FromMillis(ms)); };
+
+  std::string out;
+  out.reserve(row.spec_json.size() + 256);
+  api::JsonWriter w(out);
+  w.BeginObject();
+  // The stored spec is a canonical JSON object: its members go first, then
+  // the status, its keys in alphabetical order.
   const size_t open = row.spec_json.find('{');
   const size_t close = row.spec_json.rfind('}');
-  if (open == std::string::npos || close == std::string::npos || close <= open) return out;
-  std::string members = row.spec_json.substr(open + 1, close - open - 1);
-  if (members.find_first_not_of(" \t\r\n") == std::string::npos) return out;
-  return "{" + members + "," + out.substr(1);
+  if (open != std::string::npos && close != std::string::npos && close > open) {
+    const std::string_view members = std::string_view(row.spec_json).substr(open + 1, close - open - 1);
+    if (members.find_first_not_of(" \t\r\n") != std::string_view::npos) w.Raw(members);
+  }
+  const auto copy = [&](const char* key) {
+    if (const nlohmann::json* v = raw(key)) w.Key(key).Raw(dump(*v));
+  };
+  copy("allocations");
+  copy("arrayFirstId");
+  copy("arrayIndex");
+  if (const nlohmann::json* h = raw("attemptHistory"); h && h->is_array()) {
+    nlohmann::json history = *h;
+    for (nlohmann::json& a : history) {
+      for (const char* k : {"startTime", "endTime"}) {
+        if (a.is_object() && a.contains(k) && a[k].is_number_integer()) a[k] = time_text(a[k].get<int64_t>());
+      }
+    }
+    w.Key("attemptHistory").Raw(dump(history));
+  }
+  w.Key("attempts").Int(row.attempts);
+  if (row.end_ms) w.Key("endTime").String(time_text(*row.end_ms));
+  w.Key("id").Int(row.id);
+  copy("idempotencyKey");
+  if (const nlohmann::json* nb = raw("notBeforeMs"); nb && nb->is_number_integer() && row.state == "PENDING") {
+    w.Key("notBefore").String(time_text(nb->get<int64_t>()));
+  }
+  const nlohmann::json* attempt = raw("attempt");
+  if (attempt && !attempt->is_object()) attempt = nullptr;
+  if (attempt && attempt->contains("progress") && (*attempt)["progress"].is_object()) {
+    nlohmann::json p = (*attempt)["progress"];
+    if (p.contains("timeMs") && p["timeMs"].is_number_integer()) {
+      p["time"] = time_text(p["timeMs"].get<int64_t>());
+      p.erase("timeMs");
+    }
+    w.Key("progress").Raw(dump(p));
+  }
+  w.Key("reason").String(row.reason);
+  copy("requeues");
+  if (attempt && attempt->contains("resumedFrom")) w.Key("resumedFrom").Raw(dump((*attempt)["resumedFrom"]));
+  copy("retries");
+  if (row.start_ms) w.Key("startTime").String(time_text(*row.start_ms));
+  w.Key("state").String(row.state);
+  w.Key("submitTime").String(time_text(row.submit_ms));
+  w.Key("user").String(row.user).EndObject();
+  return out;
 }
 
 namespace {
-
-// `s` as a JSON string. Names, states and reasons are plain ASCII; anything
-// else goes through the JSON library (escapes, invalid UTF-8 replaced).
-void AppendString(std::string_view s, std::string& out) {
-  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
-  });
-  if (!plain) {
-    out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    return;
-  }
-  out += '"';
-  out += s;
-  out += '"';
-}
 
 void AppendMember(const char* key, std::string_view value, std::string& out) {
   out += ",\"";
   out += key;
   out += "\":";
-  AppendString(value, out);
+  api::AppendJsonString(value, out);
 }
 
 }  // namespace
@@ -104,7 +107,7 @@ void AppendSummaryJson(const store::JobSummary& j, std::string& out) {
   out += ",\"nodes\":[";
   for (size_t i = 0; i < j.nodes.size(); ++i) {
     if (i) out += ',';
-    AppendString(j.nodes[i], out);
+    api::AppendJsonString(j.nodes[i], out);
   }
   out += "]}";
 }
