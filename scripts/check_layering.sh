@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the include direction of src/ (common <- core <- scheduler <- sim/server <- cli;
 # config, api and store beside the scheduler, never including it; the agent
-# (gpu, agent) shares only common and the agent protocol (proto) with the server),
+# (gpu, agent) shares only common, the agent protocol (proto) and HTTP (http) with the server),
 # and that the scheduling core (core/, scheduler/) does no I/O and reads no clock.
 # Prints each violation as file:line and exits 1 if there is any.
 set -u
@@ -22,7 +22,7 @@ declare -A allowed=(
   [http]="common http"
   [gpu]="common gpu"
   [checkpoint]="common checkpoint"
-  [agent]="common gpu proto checkpoint agent"
+  [agent]="common gpu proto checkpoint http agent"
   [server]="common core scheduler config api store proto checkpoint http server"
   [cli]="common core scheduler config api sim server gpu proto checkpoint agent http cli"
 )

@@ -15,13 +15,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "gpu/fake_gpus.h"
+#include "http/client.h"
+#include "http/server.h"
 
 namespace muster::agent {
 
@@ -32,15 +33,11 @@ namespace {
 
 constexpr const char* kVersion = "0.1.0";
 
-std::unique_ptr<httplib::Client> MakeClient(const std::string& url, Duration read_timeout) {
-  auto c = std::make_unique<httplib::Client>(url);
-  c->set_connection_timeout(2, 0);
-  const int64_t ms = read_timeout.millis();
-  c->set_read_timeout(static_cast<time_t>(ms / 1000), static_cast<time_t>((ms % 1000) * 1000));
-  c->set_write_timeout(10, 0);
-  c->set_tcp_nodelay(true);
-  c->set_keep_alive(true);
-  return c;
+std::unique_ptr<http::Client> MakeClient(const std::string& url, Duration read_timeout) {
+  http::Client::Options o;
+  o.connect_timeout = std::chrono::milliseconds(2'000);
+  o.read_timeout = std::chrono::milliseconds(read_timeout.millis());
+  return std::make_unique<http::Client>(url, o);
 }
 
 std::string HostName() {
@@ -119,7 +116,7 @@ Agent::Agent(AgentOptions options, const Clock& clock) : options_(std::move(opti
 Agent::~Agent() {
   Stop();
   if (lease_fd_ >= 0) ::close(lease_fd_);
-  if (log_server_) log_server_->stop();
+  if (log_server_) log_server_->Stop();
   for (std::thread* t : {&watch_thread_, &health_thread_, &log_thread_}) {
     if (t->joinable()) t->join();
   }
@@ -203,39 +200,30 @@ StatusOr<std::string> Agent::Init() {
     assigned_[t.key] = a;
   }
 
-  log_server_ = std::make_unique<httplib::Server>();
-  log_server_->set_socket_options([](int sock) {  // no SO_REUSEPORT: a port is ours alone
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  log_server_->Get(R"(/logs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    const std::string key = req.matches[1];
-    if (!ValidTaskKey(key)) {
-      res.status = 400;
-      res.set_content("bad task key", "text/plain");
-      return;
-    }
+  http::Server::Options log_options;
+  log_options.host = options_.log_host;
+  log_options.port = options_.log_port;  // 0: any free port
+  log_options.worker_threads = 2;
+  log_server_ = std::make_unique<http::Server>(log_options);
+  log_server_->Handle("GET", "/logs/*", [this](const http::Request& req, http::Response& res) {
+    const std::string& key = req.captures[0];
+    if (!ValidTaskKey(key)) return res.Set(400, "bad task key", "text/plain");
     const std::string path = executor_->LogPath(key);
-    if (!fs::exists(path)) {
-      res.status = 404;
-      res.set_content("no log for " + key, "text/plain");
-      return;
-    }
+    if (!fs::exists(path)) return res.Set(404, "no log for " + key, "text/plain");
     auto num = [&](const char* name) -> int64_t {
-      if (!req.has_param(name)) return -1;
-      return std::atoll(req.get_param_value(name).c_str());
+      if (!req.HasParam(name)) return -1;
+      return std::atoll(req.Param(name).c_str());
     };
     auto [text, next] = ReadLog(path, num("offset"), num("tail"));
-    res.set_header("X-Muster-Log-Offset", std::to_string(next));
-    res.set_content(text, "text/plain; charset=utf-8");
+    res.headers.emplace_back("X-Muster-Log-Offset", std::to_string(next));
+    res.Set(200, std::move(text), "text/plain; charset=utf-8");
   });
-  if (options_.log_port == 0) {
-    log_port_ = log_server_->bind_to_any_port(options_.log_host);
-  } else {
-    log_port_ = log_server_->bind_to_port(options_.log_host, options_.log_port) ? options_.log_port : -1;
+  if (Status bound = log_server_->Bind(); !bound.ok()) {
+    return Status(StatusCode::kUnavailable,
+                  "cannot listen for log requests on " + options_.log_host + ": " + bound.message());
   }
-  if (log_port_ <= 0) return Status(StatusCode::kUnavailable, "cannot listen for log requests on " + options_.log_host);
-  log_thread_ = std::thread([this] { log_server_->listen_after_bind(); });
+  log_port_ = log_server_->port();
+  log_thread_ = std::thread([this] { log_server_->Serve(); });
 
   std::ostringstream summary;
   summary << "node " << options_.node << ": " << gpus_line << "; " << options_.cpu_milli / 1000 << " CPUs, "
@@ -249,7 +237,7 @@ void Agent::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
-    if (watch_client_) watch_client_->stop();  // ends the waiting sync now
+    if (watch_client_) watch_client_->Interrupt();  // ends the waiting sync now
   }
   Wake();
 }
@@ -282,7 +270,7 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
 }
 
 bool Agent::Sync(int64_t wait_ms) {
-  static thread_local std::unique_ptr<httplib::Client> client;
+  static thread_local std::unique_ptr<http::Client> client;
   if (!client) {
     client = MakeClient(options_.server, options_.sync_wait + Duration::Seconds(10));
     if (std::this_thread::get_id() != main_thread_) {
@@ -301,10 +289,10 @@ bool Agent::Sync(int64_t wait_ms) {
   // (a partition then costs no more than that before the next try, and the
   // main loop keeps its lease checks going).
   const int64_t read_ms = wait_ms + 5'000;
-  client->set_read_timeout(static_cast<time_t>(read_ms / 1000), static_cast<time_t>((read_ms % 1000) * 1000));
+  client->set_read_timeout(std::chrono::milliseconds(read_ms));
   auto res = client->Post("/v1/agent/sync", proto::ToJson(req), "application/json");
-  if (!res || res->status != 200) {
-    if (res && res->status != 200) {
+  if (!res.ok() || res->status != 200) {
+    if (res.ok()) {
       std::fprintf(stderr, "muster agent: the server refused a sync (%d): %s\n", res->status, res->body.substr(0, 300).c_str());
     }
     if (std::this_thread::get_id() != main_thread_) {
@@ -682,7 +670,7 @@ void Agent::Run() {
     RefreshReports();
     Sync(0);
   }
-  if (log_server_) log_server_->stop();
+  if (log_server_) log_server_->Stop();
 }
 
 }  // namespace muster::agent

@@ -44,10 +44,10 @@
 #include "gpu/nvml.h"
 #include "proto/agent_protocol.h"
 
-namespace httplib {
+namespace muster::http {
 class Client;
 class Server;
-}
+}  // namespace muster::http
 
 namespace muster::agent {
 
@@ -112,7 +112,7 @@ class Agent {
   std::unique_ptr<gpu::Nvml> nvml_;
   gpu::GpuInventory inventory_;  // guarded by mu_ once threads run
   std::string cgroups_;
-  std::unique_ptr<httplib::Server> log_server_;
+  std::unique_ptr<http::Server> log_server_;
   int log_port_ = 0;
   std::thread log_thread_, watch_thread_, health_thread_;
 
@@ -136,7 +136,7 @@ class Agent {
   int64_t epoch_ = 0;                                 // guarded by mu_
   int64_t lease_ms_ = 60'000;                         // guarded by mu_
   int64_t last_success_ms_ = 0;                       // guarded by mu_
-  httplib::Client* watch_client_ = nullptr;           // guarded by mu_: to interrupt its wait
+  http::Client* watch_client_ = nullptr;           // guarded by mu_: to interrupt its wait
   int lease_fd_ = -1;                                 // guarded by mu_: <state>/lease, read by task shims
   bool fenced_ = false;                               // main thread
   std::thread::id main_thread_;

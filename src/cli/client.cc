@@ -1,6 +1,5 @@
 #include "cli/client.h"
 
-#include <httplib.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -8,6 +7,8 @@
 #include <cstdlib>
 #include <random>
 #include <thread>
+
+#include "http/client.h"
 
 namespace muster::cli {
 
@@ -26,23 +27,23 @@ std::string DefaultUser() {
 
 Client::Client(std::string server, std::string user, double retry_for_seconds)
     : server_(std::move(server)), user_(std::move(user)), retry_for_(retry_for_seconds) {
-  http_ = std::make_unique<httplib::Client>(server_);
-  http_->set_connection_timeout(5, 0);
-  http_->set_read_timeout(60, 0);
-  http_->set_keep_alive(true);
-  http_->set_tcp_nodelay(true);
+  http_ = std::make_unique<http::Client>(server_);
 }
 
 Client::~Client() = default;
 
+Status Client::Unreachable(const Status& why) const {
+  return Status(StatusCode::kUnavailable, "cannot reach the server at " + server_ + ": " + why.message());
+}
+
 namespace {
 
-StatusOr<Response> Decode(const httplib::Result& r) {
+StatusOr<Response> Decode(const http::ClientResponse& r) {
   Response out;
-  out.status = r->status;
-  out.body = nlohmann::json::parse(r->body, nullptr, false);
+  out.status = r.status;
+  out.body = nlohmann::json::parse(r.body, nullptr, false);
   if (out.body.is_discarded()) {
-    return Status(StatusCode::kUnavailable, "the server answered " + std::to_string(r->status) +
+    return Status(StatusCode::kUnavailable, "the server answered " + std::to_string(r.status) +
                                                 " with a body that is not JSON");
   }
   return out;
@@ -54,12 +55,10 @@ StatusOr<Response> Client::Get(const std::string& path) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_for_);
   std::chrono::milliseconds backoff(50);
   while (true) {
-    auto r = http_->Get(path, httplib::Headers{{"X-Muster-User", user_}});
-    if (r) return Decode(r);
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return Status(StatusCode::kUnavailable, "cannot reach the server at " + server_ + ": " +
-                                                  httplib::to_string(r.error()));
-    }
+    auto r = http_->Get(path, {{"X-Muster-User", user_}});
+    if (r.ok()) return Decode(*r);
+    if (r.status().code() == StatusCode::kInvalidArgument) return r.status();  // a malformed --server
+    if (std::chrono::steady_clock::now() >= deadline) return Unreachable(r.status());
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
@@ -69,19 +68,17 @@ StatusOr<Response> Client::GetText(const std::string& path, const std::vector<st
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_for_);
   std::chrono::milliseconds backoff(50);
   while (true) {
-    auto r = http_->Get(path, httplib::Headers{{"X-Muster-User", user_}});
-    if (r) {
-      if (r->status != 200) return Decode(r);
+    auto r = http_->Get(path, {{"X-Muster-User", user_}});
+    if (r.ok()) {
+      if (r->status != 200) return Decode(*r);
       Response out;
       out.status = r->status;
-      out.text = r->body;
-      for (const std::string& h : headers) out.headers[h] = r->get_header_value(h);
+      out.text = std::move(r->body);
+      for (const std::string& h : headers) out.headers[h] = std::string(r->Header(h));
       return out;
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return Status(StatusCode::kUnavailable, "cannot reach the server at " + server_ + ": " +
-                                                  httplib::to_string(r.error()));
-    }
+    if (r.status().code() == StatusCode::kInvalidArgument) return r.status();
+    if (std::chrono::steady_clock::now() >= deadline) return Unreachable(r.status());
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
@@ -89,21 +86,21 @@ StatusOr<Response> Client::GetText(const std::string& path, const std::vector<st
 
 StatusOr<Response> Client::Post(const std::string& path, const std::string& body, const std::string& content_type,
                                 const std::map<std::string, std::string>& headers) {
-  httplib::Headers h{{"X-Muster-User", user_}};
-  for (const auto& [k, v] : headers) h.emplace(k, v);
+  http::Fields h{{"X-Muster-User", user_}};
+  for (const auto& [k, v] : headers) h.emplace_back(k, v);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_for_);
   std::chrono::milliseconds backoff(50);
   while (true) {
-    auto r = http_->Post(path, h, body, content_type);
+    auto r = http_->Post(path, body, content_type, h);
+    if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument) return r.status();
     // Without an answer, retry: a submit carries an Idempotency-Key and the
     // actions (cancel, hold, release, requeue) are idempotent. With an
     // answer, a keyed submit also retries 409 "still in progress" and 503.
     const bool idempotent = headers.count("Idempotency-Key") > 0;
-    if (r && !(idempotent && (r->status == 409 || r->status == 503))) return Decode(r);
+    if (r.ok() && !(idempotent && (r->status == 409 || r->status == 503))) return Decode(*r);
     if (std::chrono::steady_clock::now() >= deadline) {
-      if (r) return Decode(r);
-      return Status(StatusCode::kUnavailable, "cannot reach the server at " + server_ + ": " +
-                                                  httplib::to_string(r.error()));
+      if (r.ok()) return Decode(*r);
+      return Unreachable(r.status());
     }
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));

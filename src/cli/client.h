@@ -16,7 +16,7 @@
 
 #include "common/status.h"
 
-namespace httplib {
+namespace muster::http {
 class Client;
 }
 
@@ -49,7 +49,9 @@ class Client {
   std::string server_;
   std::string user_;
   double retry_for_;
-  std::unique_ptr<httplib::Client> http_;
+  Status Unreachable(const Status& why) const;
+
+  std::unique_ptr<http::Client> http_;
 };
 
 // $MUSTER_SERVER, else http://127.0.0.1:8470.

@@ -1,6 +1,5 @@
 #include "server/http_api.h"
 
-#include <httplib.h>
 
 #include <algorithm>
 #include <charconv>
@@ -8,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/message_text.h"
+#include "http/client.h"
 #include "common/quantity.h"
 #include "core/job.h"
 #include "api/rfc3339.h"
@@ -579,14 +579,15 @@ void HttpApi::Routes() {
     }
     auto where = loop_.LocateReplica(*id, static_cast<int32_t>(replica));
     if (!where.ok()) return ReplyStatus(res, where.status());
-    httplib::Client agent(where->address, where->log_port);
-    agent.set_connection_timeout(2, 0);
-    agent.set_read_timeout(10, 0);
+    http::Client::Options o;
+    o.connect_timeout = std::chrono::milliseconds(2'000);
+    o.read_timeout = std::chrono::milliseconds(10'000);
+    http::Client agent(where->address, where->log_port, o);
     std::string path = "/logs/" + where->task_key + "?";
     if (offset >= 0) path += "offset=" + std::to_string(offset) + "&";
     if (tail >= 0) path += "tail=" + std::to_string(tail);
     auto r = agent.Get(path);
-    if (!r) {
+    if (!r.ok()) {
       return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node + " does not answer for logs"));
     }
     if (r->status != 200) {
@@ -594,7 +595,7 @@ void HttpApi::Routes() {
                         "node " + where->node + ": no log for replica " + std::to_string(replica) + " of job " +
                             std::to_string(*id) + (r->status == 404 ? "" : " (agent answered " + std::to_string(r->status) + ")"));
     }
-    res.headers.emplace_back("X-Muster-Log-Offset", r->get_header_value("X-Muster-Log-Offset"));
+    res.headers.emplace_back("X-Muster-Log-Offset", std::string(r->Header("X-Muster-Log-Offset")));
     res.headers.emplace_back("X-Muster-Node", where->node);
     res.Set(200, std::move(r->body), "text/plain; charset=utf-8");
   });

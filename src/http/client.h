@@ -1,0 +1,94 @@
+// Client: a blocking HTTP/1.1 client for one server, used by the CLI, the
+// agent (its syncs) and the server (an agent's logs).
+//
+// One connection, kept alive and reused while the server keeps it open. A
+// request sent on a reused connection that the server had already closed
+// (it closes idle connections) is sent again once on a new connection, when
+// nothing of an answer had arrived.
+//
+// Answers are read by Content-Length, chunked transfer coding, or until the
+// server closes. Every wait is bounded: connecting by `connect_timeout`,
+// sending by `write_timeout`, and the whole answer by `read_timeout`.
+// Plain HTTP only (no TLS).
+//
+//   http::Client c("http://127.0.0.1:8470");
+//   StatusOr<http::ClientResponse> r = c.Get("/v1/jobs?limit=10", {{"X-Muster-User", "alice"}});
+//   if (r.ok() && r->status == 200) Use(r->body);
+//
+// A transport failure (no connection, a timeout, a malformed answer, an
+// interruption) is a kUnavailable Status naming the server and what
+// failed; any HTTP status is an answer.
+//
+// Thread-safety: one request at a time; Interrupt() from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "http/message.h"
+
+namespace muster::http {
+
+struct ClientResponse {
+  int status = 0;
+  Fields headers;
+  std::string body;
+
+  // The first header named `name` (any case); "" when absent.
+  std::string_view Header(std::string_view name) const;
+};
+
+struct ClientOptions {
+  std::chrono::milliseconds connect_timeout{5'000};
+  std::chrono::milliseconds write_timeout{10'000};
+  std::chrono::milliseconds read_timeout{60'000};
+};
+
+class Client {
+ public:
+  using Options = ClientOptions;
+
+  // `server`: "http://HOST:PORT", "HOST:PORT" or "http://HOST" (port 80);
+  // HOST may be a name, an IPv4 address or a bracketed IPv6 address. A
+  // malformed address fails every request with kInvalidArgument.
+  explicit Client(std::string server, Options options = {});
+  Client(std::string host, int port, Options options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  StatusOr<ClientResponse> Get(std::string_view target, const Fields& headers = {});
+  StatusOr<ClientResponse> Post(std::string_view target, std::string_view body, std::string_view content_type,
+                                const Fields& headers = {});
+  // `target`: origin form ("/path?query"), sent as given.
+  StatusOr<ClientResponse> Send(std::string_view method, std::string_view target, const Fields& headers,
+                                std::string_view body, std::string_view content_type);
+
+  void set_read_timeout(std::chrono::milliseconds t) { options_.read_timeout = t; }
+
+  // Ends the request in progress now (it fails, "interrupted"), or the next
+  // one if none is in progress, and closes the connection.
+  void Interrupt();
+
+ private:
+  Status Connect(std::chrono::steady_clock::time_point deadline);
+  void CloseConnection();
+  // One attempt on the current connection. `*received` says whether any
+  // byte of an answer arrived.
+  StatusOr<ClientResponse> Exchange(const std::string& request, bool head_only, bool* received);
+  Status Failure(const std::string& what, int err) const;
+
+  std::string host_;
+  int port_ = 0;
+  Status address_error_;
+  Options options_;
+  std::mutex fd_mu_;  // guards fd_ against Interrupt()
+  int fd_ = -1;
+  std::atomic<bool> interrupted_{false};
+};
+
+}  // namespace muster::http
