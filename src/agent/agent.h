@@ -136,7 +136,7 @@ class Agent {
   int64_t epoch_ = 0;                                 // guarded by mu_
   int64_t lease_ms_ = 60'000;                         // guarded by mu_
   int64_t last_success_ms_ = 0;                       // guarded by mu_
-  http::Client* watch_client_ = nullptr;           // guarded by mu_: to interrupt its wait
+  http::Client* watch_client_ = nullptr;              // guarded by mu_: to interrupt its wait
   int lease_fd_ = -1;                                 // guarded by mu_: <state>/lease, read by task shims
   bool fenced_ = false;                               // main thread
   std::thread::id main_thread_;

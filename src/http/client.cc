@@ -133,8 +133,7 @@ void Client::CloseConnection() {
 }
 
 Status Client::Failure(const std::string& what, int err) const {
-  return Status(StatusCode::kUnavailable, host_ + ":" + std::to_string(port_) + ": " + what +
-                                              (err ? std::string(": ") + std::strerror(err) : std::string()));
+  return Status(StatusCode::kUnavailable, what + (err ? std::string(": ") + std::strerror(err) : std::string()));
 }
 
 Status Client::Connect(Clock::time_point deadline) {
@@ -144,7 +143,7 @@ Status Client::Connect(Clock::time_point deadline) {
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port_);
   if (int rc = ::getaddrinfo(host_.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    return Status(StatusCode::kUnavailable, host_ + ": cannot resolve: " + ::gai_strerror(rc));
+    return Status(StatusCode::kUnavailable, "cannot resolve " + host_ + ": " + ::gai_strerror(rc));
   }
   Status last = Failure("no address to connect to", 0);
   for (addrinfo* a = found; a; a = a->ai_next) {
@@ -160,8 +159,7 @@ Status Client::Connect(Clock::time_point deadline) {
         if (!WaitFor(fd, POLLOUT, deadline)) {
           ::close(fd);
           last = Status(StatusCode::kUnavailable,
-                        host_ + ":" + service + ": connect: no answer within " +
-                            std::to_string(options_.connect_timeout.count()) + " ms");
+                        "connect: no answer within " + std::to_string(options_.connect_timeout.count()) + " ms");
           continue;
         }
         socklen_t len = sizeof err;
@@ -256,8 +254,8 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       if (!WaitFor(fd, POLLOUT, write_deadline)) {
-        return Status(StatusCode::kUnavailable, host_ + ":" + std::to_string(port_) + ": sending took longer than " +
-                                                         std::to_string(options_.write_timeout.count()) + " ms");
+        return Status(StatusCode::kUnavailable,
+                      "sending took longer than " + std::to_string(options_.write_timeout.count()) + " ms");
       }
       continue;
     }
@@ -287,8 +285,8 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) return Failure("receive", errno);
       if (!WaitFor(fd, POLLIN, deadline)) {
-        return Status(StatusCode::kUnavailable, host_ + ":" + std::to_string(port_) + ": no whole answer within " +
-                                                         std::to_string(options_.read_timeout.count()) + " ms");
+        return Status(StatusCode::kUnavailable,
+                      "no whole answer within " + std::to_string(options_.read_timeout.count()) + " ms");
       }
     }
   };

@@ -16,8 +16,8 @@
 //   if (r.ok() && r->status == 200) Use(r->body);
 //
 // A transport failure (no connection, a timeout, a malformed answer, an
-// interruption) is a kUnavailable Status naming the server and what
-// failed; any HTTP status is an answer.
+// interruption) is a kUnavailable Status saying what failed (callers say
+// which server); any HTTP status is an answer.
 //
 // Thread-safety: one request at a time; Interrupt() from any thread.
 #pragma once

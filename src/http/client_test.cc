@@ -213,7 +213,7 @@ TEST(HttpClient, UnreachableAndMalformedAddresses) {
   Client refused("http://127.0.0.1:1");
   auto r = refused.Get("/");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("127.0.0.1:1: connect: Connection refused"), std::string::npos)
+  EXPECT_NE(r.status().message().find("connect: Connection refused"), std::string::npos)
       << r.status().ToString();
   for (const std::string bad : {"https://example.com", "http://host:99999", "http://host:port", "http://[::1",
                                 "http://::1:80", "http://h:80/path", "http://", ""}) {

@@ -588,7 +588,8 @@ void HttpApi::Routes() {
     if (tail >= 0) path += "tail=" + std::to_string(tail);
     auto r = agent.Get(path);
     if (!r.ok()) {
-      return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node + " does not answer for logs"));
+      return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node +
+                                                                   " does not answer for logs (" + r.status().message() + ")"));
     }
     if (r->status != 200) {
       return ReplyError(res, r->status == 404 ? 404 : 502, r->status == 404 ? "NotFound" : "BadGateway",
