@@ -6,7 +6,8 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git python3
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
-  libsqlite3-dev libcpp-httplib-dev libssl-dev uuid-dev
+  libsqlite3-dev nettle-dev uuid-dev
+  libcpp-httplib-dev libssl-dev   # the tests' and the load generator's HTTP client
   python3-torch python3-sklearn   # the PyTorch DDP demo job and its test (/usr/bin/python3)
 )
 missing=()

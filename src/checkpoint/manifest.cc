@@ -1,7 +1,7 @@
 #include "checkpoint/manifest.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <map>
 #include <vector>
 #include <nlohmann/json.hpp>
@@ -130,15 +129,17 @@ StatusOr<Manifest> ParseManifest(std::string_view text) {
 }
 
 std::string Sha256Hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-  return Hex(digest, len);
+  sha256_ctx ctx;
+  sha256_init(&ctx);
+  sha256_update(&ctx, data.size(), reinterpret_cast<const uint8_t*>(data.data()));
+  unsigned char digest[SHA256_DIGEST_SIZE];
+  sha256_digest(&ctx, sizeof digest, digest);
+  return Hex(digest, sizeof digest);
 }
 
 StatusOr<std::string> Sha256OfFd(int fd, const std::string& shown, int64_t* size) {
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  sha256_ctx ctx;
+  sha256_init(&ctx);
   std::vector<char> buf(1 << 20);
   int64_t total = 0;
   while (true) {
@@ -150,15 +151,14 @@ StatusOr<std::string> Sha256OfFd(int fd, const std::string& shown, int64_t* size
       return s;
     }
     if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
+    sha256_update(&ctx, static_cast<size_t>(n), reinterpret_cast<const uint8_t*>(buf.data()));
     total += n;
   }
   ::close(fd);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &len);
+  unsigned char digest[SHA256_DIGEST_SIZE];
+  sha256_digest(&ctx, sizeof digest, digest);
   if (size) *size = total;
-  return Hex(digest, len);
+  return Hex(digest, sizeof digest);
 }
 
 StatusOr<std::string> Sha256OfFile(const std::string& path, int64_t* size) {
