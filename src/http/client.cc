@@ -262,25 +262,22 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
     return Failure("send", errno);
   }
 
-  // Receive: `buf` holds what arrived and was not used yet.
+  // Receive.
   const Clock::time_point deadline = Clock::now() + options_.read_timeout;
   std::string buf;
   bool closed = false;
-  auto more = [&]() -> Status {
-    if (closed) return Failure("the server closed the connection before its answer was whole", 0);
+  auto more = [&](std::string& into) -> StatusOr<bool> {
     char chunk[64 << 10];
     while (true) {
       const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
       if (n > 0) {
         *received = true;
-        buf.append(chunk, static_cast<size_t>(n));
-        return Status::Ok();
+        into.append(chunk, static_cast<size_t>(n));
+        return true;
       }
       if (n == 0) {
         closed = true;
-        return Failure(*received ? "the server closed the connection before its answer was whole"
-                                 : "the server closed the connection without answering",
-                       0);
+        return false;
       }
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) return Failure("receive", errno);
@@ -290,16 +287,42 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
       }
     }
   };
-  const auto malformed = [&](const std::string& why) { return Failure("malformed answer: " + why, 0); };
+  bool keep_alive = false;
+  StatusOr<ClientResponse> res = ReadResponse(buf, more, head_only, keep_alive);
+  // Bytes beyond the answer (none from a well-behaved server) make the
+  // connection unusable for the next request.
+  if (!res.ok() || !keep_alive || closed || !buf.empty()) CloseConnection();
+  return res;
+}
+
+StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, bool head_only, bool& keep_alive) {
+  keep_alive = false;
+  bool any = !buf.empty();
+  // Appends what `more` gives; fails when the peer has closed.
+  const auto need = [&]() -> Status {
+    ASSIGN_OR_RETURN(const bool appended, more(buf));
+    if (!appended) {
+      return Status(StatusCode::kUnavailable, any ? "the server closed the connection before its answer was whole"
+                                                  : "the server closed the connection without answering");
+    }
+    any = true;
+    return Status::Ok();
+  };
+  const auto malformed = [](const std::string& why) {
+    return Status(StatusCode::kUnavailable, "malformed answer: " + why);
+  };
 
   ClientResponse res;
-  bool keep_alive = true;
-  size_t head_end;
+  bool alive = true;
   while (true) {  // skips interim (1xx) answers
-    while ((head_end = buf.find("\r\n\r\n")) == std::string::npos) {
+    size_t head_end, searched = 0;
+    while ((head_end = buf.find("\r\n\r\n", searched)) == std::string::npos) {
       if (buf.size() > kMaxHeadBytes) return malformed("head larger than 64 KiB");
-      RETURN_IF_ERROR(more());
+      searched = buf.size() < 3 ? 0 : buf.size() - 3;
+      RETURN_IF_ERROR(need());
     }
+    // The same bound however the head arrived.
+    if (head_end > kMaxHeadBytes) return malformed("head larger than 64 KiB");
     std::string_view head(buf.data(), head_end);
     const size_t line_end = head.find("\r\n");
     std::string_view status_line = head.substr(0, line_end);
@@ -312,6 +335,7 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
       if (c < '0' || c > '9') return malformed("status line " + QuoteForMessage(status_line.substr(0, 80)));
       code = code * 10 + (c - '0');
     }
+    if (code < 100) return malformed("status line " + QuoteForMessage(status_line.substr(0, 80)));
     res.status = code;
     res.headers.clear();
     std::string_view rest = line_end == std::string_view::npos ? std::string_view() : head.substr(line_end + 2);
@@ -325,7 +349,7 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
     }
     buf.erase(0, head_end + 4);
     const std::string_view connection = res.Header("Connection");
-    keep_alive = http10 ? ContainsToken(connection, "keep-alive") : !ContainsToken(connection, "close");
+    alive = http10 ? ContainsToken(connection, "keep-alive") : !ContainsToken(connection, "close");
     if (code >= 100 && code < 200) continue;
     break;
   }
@@ -337,8 +361,9 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
       size_t eol;
       while ((eol = buf.find("\r\n")) == std::string::npos) {
         if (buf.size() > 1024) return malformed("chunk size line too long");
-        RETURN_IF_ERROR(more());
+        RETURN_IF_ERROR(need());
       }
+      if (eol > 1024) return malformed("chunk size line too long");
       const std::string_view size_text = Trim(std::string_view(buf).substr(0, std::min(eol, buf.find(';'))));
       if (size_text.empty() || size_text.size() > 15) return malformed("chunk size " + QuoteForMessage(size_text));
       size_t size = 0;
@@ -352,15 +377,16 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
         while (true) {
           while ((eol = buf.find("\r\n")) == std::string::npos) {
             if (buf.size() > kMaxHeadBytes) return malformed("trailers larger than 64 KiB");
-            RETURN_IF_ERROR(more());
+            RETURN_IF_ERROR(need());
           }
+          if (eol > kMaxHeadBytes) return malformed("trailers larger than 64 KiB");
           buf.erase(0, eol + 2);
           if (eol == 0) break;
         }
         break;
       }
       if (res.body.size() + size > kMaxBodyBytes) return malformed("body larger than 1 GiB");
-      while (buf.size() < size + 2) RETURN_IF_ERROR(more());
+      while (buf.size() < size + 2) RETURN_IF_ERROR(need());
       if (buf.compare(size, 2, "\r\n") != 0) return malformed("chunk not followed by CRLF");
       res.body.append(buf, 0, size);
       buf.erase(0, size + 2);
@@ -373,23 +399,20 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
       n = n * 10 + static_cast<size_t>(c - '0');
     }
     if (n > kMaxBodyBytes) return malformed("body larger than 1 GiB");
-    while (buf.size() < n) RETURN_IF_ERROR(more());
+    while (buf.size() < n) RETURN_IF_ERROR(need());
     res.body = buf.substr(0, n);
     buf.erase(0, n);
   } else {  // until the server closes
-    keep_alive = false;
+    alive = false;
     while (true) {
       if (buf.size() > kMaxBodyBytes) return malformed("body larger than 1 GiB");
-      Status s = more();
-      if (closed) break;
-      RETURN_IF_ERROR(s);
+      ASSIGN_OR_RETURN(const bool appended, more(buf));
+      if (!appended) break;
     }
     res.body = std::move(buf);
     buf.clear();
   }
-  // Bytes beyond the answer (none from a well-behaved server) make the
-  // connection unusable for the next request.
-  if (!keep_alive || closed || !buf.empty()) CloseConnection();
+  keep_alive = alive;
   return res;
 }
 

@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -47,6 +48,15 @@ struct ClientOptions {
   std::chrono::milliseconds write_timeout{10'000};
   std::chrono::milliseconds read_timeout{60'000};
 };
+
+// Reads one answer (after any interim 1xx ones) from the start of `buf`,
+// calling `more` whenever it needs more bytes: `more` appends at least one
+// byte and returns true, or returns false when the peer has closed, or
+// fails. What follows the answer stays in `buf`. `keep_alive`: whether the
+// connection may carry another request. The client's own reader, apart
+// from its sockets (and the fuzz target's).
+using MoreBytes = std::function<StatusOr<bool>(std::string& buf)>;
+StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, bool head_only, bool& keep_alive);
 
 class Client {
  public:

@@ -156,7 +156,8 @@ TEST(HttpClient, NoResendOnceAnAnswerHasBegun) {
 }
 
 TEST(HttpClient, MalformedAnswersAreErrorsThatSaySo) {
-  for (const std::string answer : {"SMTP ready\r\n\r\n", "HTTP/1.1 2x0 OK\r\n\r\n", "HTTP/1.1 200 OK\r\nbroken\r\n\r\n",
+  for (const std::string answer : {"SMTP ready\r\n\r\n", "HTTP/1.1 2x0 OK\r\n\r\n", "HTTP/1.1 020 OK\r\n\r\n",
+                                    "HTTP/1.1 200 OK\r\nbroken\r\n\r\n",
                                     "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
                                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
     Scripted s([&](int fd, int) {
