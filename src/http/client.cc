@@ -200,8 +200,9 @@ StatusOr<ClientResponse> Client::Send(std::string_view method, std::string_view 
   if (!address_error_.ok()) return address_error_;
   std::string request;
   request.reserve(128 + target.size() + body.size());
-  request.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: ").append(host_);
-  request.append(":").append(std::to_string(port_)).append("\r\n");
+  request.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: ");
+  const bool ipv6 = host_.find(':') != std::string::npos;  // an IPv6 address goes in brackets
+  request.append(ipv6 ? "[" : "").append(host_).append(ipv6 ? "]:" : ":").append(std::to_string(port_)).append("\r\n");
   for (const auto& [k, v] : headers) request.append(k).append(": ").append(v).append("\r\n");
   if (!content_type.empty()) request.append("Content-Type: ").append(content_type).append("\r\n");
   if (!body.empty() || (method != "GET" && method != "HEAD")) {

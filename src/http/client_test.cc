@@ -210,6 +210,23 @@ TEST(HttpClient, InterruptEndsAWaitingRequest) {
   EXPECT_FALSE(c.Get("/").ok());
 }
 
+TEST(HttpClient, ReachesAnIpv6AddressAndNamesItInBrackets) {
+  Server::Options o;
+  o.host = "::1";
+  Server server(o);
+  server.Handle("GET", "/host", [](const Request& req, Response& res) {
+    res.Set(200, std::string(req.Header("Host")), "text/plain");
+  });
+  if (!server.Bind().ok()) GTEST_SKIP() << "no IPv6 loopback here";
+  std::thread serving([&] { server.Serve(); });
+  const std::string where = "[::1]:" + std::to_string(server.port());
+  auto r = Client("http://" + where).Get("/host");
+  server.Stop();
+  serving.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, where);
+}
+
 TEST(HttpClient, UnreachableAndMalformedAddresses) {
   Client refused("http://127.0.0.1:1");
   auto r = refused.Get("/");
