@@ -13,20 +13,9 @@ DIR=${DIR:-/var/tmp/muster-cli-bench}
 PORT=${PORT:-8479}
 N=${N:-300}
 ROUNDS=${ROUNDS:-2}
-rm -rf "$DIR"
-mkdir -p "$DIR"
-cat > "$DIR/bench.yaml" <<YAML
-listen: 127.0.0.1:$PORT
-store: $DIR/muster.db
-rateLimit: {perSecond: 1000000, burst: 1000000}
-nodeGroups:
-  - {count: 32, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi}
-YAML
-"$1" server -c "$DIR/bench.yaml" > "$DIR/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+source bench/bench_server.sh
+start_bench_server "$1" "$DIR" "$PORT"
 export MUSTER_SERVER="http://127.0.0.1:$PORT"
-for _ in $(seq 100); do "$1" get queues > /dev/null 2>&1 && break; sleep 0.1; done
 loop() {  # $1 binary, $2 count
   for _ in $(seq "$2"); do "$1" submit --parsable --gpus 1 -- sleep 1 > /dev/null; done
 }

@@ -16,22 +16,8 @@ DIR=${DIR:-/var/tmp/muster-bench}
 PORT=${PORT:-8472}
 ROUNDS=${ROUNDS:-3}
 CLIENTS=${CLIENTS:-1 8}
-rm -rf "$DIR"
-mkdir -p "$DIR"
-cat > "$DIR/bench.yaml" <<YAML
-listen: 127.0.0.1:$PORT
-store: $DIR/muster.db
-rateLimit: {perSecond: 1000000, burst: 1000000}
-nodeGroups:
-  - {count: 32, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi}
-YAML
-"$MUSTER" server -c "$DIR/bench.yaml" > "$DIR/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  "$BENCH" ping --server "http://127.0.0.1:$PORT" --clients 1 --jobs 1 > /dev/null 2>&1 && break
-  sleep 0.1
-done
+source bench/bench_server.sh
+start_bench_server "$MUSTER" "$DIR" "$PORT"
 url="http://127.0.0.1:$PORT"
 for _ in $(seq "$ROUNDS"); do
   "$BENCH" ping --server "$url" --clients 8 --jobs 20000
