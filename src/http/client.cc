@@ -53,6 +53,11 @@ int RemainingMs(Clock::time_point deadline) {
   return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
 }
 
+// A transport failure: what failed, and the system's reason when there is one.
+Status Failure(const std::string& what, int err) {
+  return Status(StatusCode::kUnavailable, what + (err ? std::string(": ") + std::strerror(err) : std::string()));
+}
+
 // Waits until `fd` is ready for `events`; false on timeout.
 bool WaitFor(int fd, short events, Clock::time_point deadline) {
   while (true) {
@@ -130,10 +135,6 @@ void Client::CloseConnection() {
   std::lock_guard<std::mutex> lock(fd_mu_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-}
-
-Status Client::Failure(const std::string& what, int err) const {
-  return Status(StatusCode::kUnavailable, what + (err ? std::string(": ") + std::strerror(err) : std::string()));
 }
 
 Status Client::Connect(Clock::time_point deadline) {

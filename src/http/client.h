@@ -66,6 +66,7 @@ class Client {
   // HOST may be a name, an IPv4 address or a bracketed IPv6 address. A
   // malformed address fails every request with kInvalidArgument.
   explicit Client(std::string server, Options options = {});
+  // A host (name or address; IPv6 without brackets) and a port.
   Client(std::string host, int port, Options options = {});
   ~Client();
   Client(const Client&) = delete;
@@ -90,7 +91,6 @@ class Client {
   // One attempt on the current connection. `*received` says whether any
   // byte of an answer arrived.
   StatusOr<ClientResponse> Exchange(const std::string& request, bool head_only, bool* received);
-  Status Failure(const std::string& what, int err) const;
 
   std::string host_;
   int port_ = 0;
