@@ -382,9 +382,9 @@ StatusOr<JobRow*> ControlLoop::ManagedJob(int64_t id, const std::string& user, c
   return &row;
 }
 
-StatusOr<JobRow> ControlLoop::Act(int64_t id, Action action, const std::string& user) {
+void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<StatusOr<JobRow>> done) {
   using R = StatusOr<JobRow>;
-  return Call<R>([this, id, action, user](std::function<void(R)> reply) {
+  Async<R>([this, id, action, user](std::function<void(R)> reply) {
     auto managed = ManagedJob(id, user, ActionName(action));
     if (!managed.ok()) return reply(managed.status());
     JobRow& row = **managed;
@@ -447,7 +447,7 @@ StatusOr<JobRow> ControlLoop::Act(int64_t id, Action action, const std::string& 
       if (!st.ok()) return reply(st);
       reply(row);
     });
-  }, ShuttingDown());
+  }, std::move(done), ShuttingDown());
 }
 
 void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, bool requeue, const std::string& reason,
@@ -613,9 +613,9 @@ Status ControlLoop::RestoreFairShare() {
   return Status::Ok();
 }
 
-StatusOr<ControlLoop::Explanation> ControlLoop::Explain(int64_t id) {
+void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
   using R = StatusOr<Explanation>;
-  return Call<R>([this, id](std::function<void(R)> reply) {
+  Async<R>([this, id](std::function<void(R)> reply) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
     Explanation e;
@@ -643,13 +643,13 @@ StatusOr<ControlLoop::Explanation> ControlLoop::Explain(int64_t id) {
       if (!s.ok()) return reply(s);
       reply(e);
     });
-  }, ShuttingDown());
+  }, std::move(done), ShuttingDown());
 }
 
-std::vector<ControlLoop::NodeView> ControlLoop::Nodes() {
-  using R = std::vector<NodeView>;
-  return Call<R>([this](std::function<void(R)> reply) {
-    R out;
+void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
+  using R = StatusOr<std::vector<NodeView>>;
+  Async<R>([this](std::function<void(R)> reply) {
+    std::vector<NodeView> out;
     for (const core::Node& n : state_.nodes()) {
       auto agent = agents_.find(n.spec.name);
       out.push_back({n.spec, n.free, n.schedulable, 0, agent == agents_.end() ? "{}" : agent->second.status_json});
@@ -661,12 +661,12 @@ std::vector<ControlLoop::NodeView> ControlLoop::Nodes() {
       }
     }
     reply(std::move(out));
-  }, R{});
+  }, std::move(done), ShuttingDown());
 }
 
-std::vector<ControlLoop::QueueView> ControlLoop::Queues() {
-  using R = std::vector<QueueView>;
-  return Call<R>([this](std::function<void(R)> reply) {
+void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
+  using R = StatusOr<std::vector<QueueView>>;
+  Async<R>([this](std::function<void(R)> reply) {
     std::map<std::string, QueueView> queues;
     for (const auto& [id, row] : jobs_) {
       QueueView& q = queues[row.queue];
@@ -691,10 +691,10 @@ std::vector<ControlLoop::QueueView> ControlLoop::Queues() {
         it->second.gpus_in_use += usage[i][t];
       }
     }
-    R out;
+    std::vector<QueueView> out;
     for (auto& [name, q] : queues) out.push_back(q);
     reply(std::move(out));
-  }, R{});
+  }, std::move(done), ShuttingDown());
 }
 
 }  // namespace muster::server

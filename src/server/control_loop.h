@@ -103,10 +103,18 @@ class ControlLoop {
   // on the caller's when the loop has stopped (Unavailable). It must not block.
   void SubmitAsync(SubmitRequest request, SubmitReply done);
 
+  // The calls below that take a `done` answer through it, once: on the
+  // loop's thread, or the store writer's (once the change they made is
+  // durable), or at once on the caller's when the loop has stopped
+  // (Unavailable). `done` must not block. So a caller waiting for the loop
+  // (an HTTP request) holds no thread.
+  template <typename T>
+  using Done = std::function<void(T)>;
+
   enum class Action { kCancel, kHold, kRelease, kRequeue };
   static const char* ActionName(Action a);
   // Applies `action` to job `id` for `user` (the owner or an admin).
-  StatusOr<store::JobRow> Act(int64_t id, Action action, const std::string& user);
+  void Act(int64_t id, Action action, const std::string& user, Done<StatusOr<store::JobRow>> done);
 
   struct Explanation {
     store::JobRow job;
@@ -114,7 +122,8 @@ class ControlLoop {
     std::string reason_text;
     std::optional<scheduler::PriorityBreakdown> priority;
   };
-  StatusOr<Explanation> Explain(int64_t id);
+  // A job as the loop sees it, once what it shows is durable.
+  void Explain(int64_t id, Done<StatusOr<Explanation>> done);
 
   struct NodeView {
     core::NodeSpec spec;
@@ -123,7 +132,7 @@ class ControlLoop {
     int32_t running_jobs = 0;
     std::string status_json;  // the agent's report: GPUs, health, cgroups ("{}" without an agent)
   };
-  std::vector<NodeView> Nodes();
+  void Nodes(Done<StatusOr<std::vector<NodeView>>> done);
 
   // One agent sync (proto/agent_protocol.h). `changed`: the report changed
   // the server's state or needs an answer now (results to acknowledge).
@@ -157,6 +166,7 @@ class ControlLoop {
     int32_t log_port = 0;
     std::string task_key;
   };
+  // Blocks until the loop answers (its caller then blocks on the agent anyway).
   StatusOr<ReplicaLocation> LocateReplica(int64_t job, int32_t replica);
 
   struct QueueView {
@@ -167,14 +177,14 @@ class ControlLoop {
     std::map<std::string, int64_t> in_use_by_type;  // GPUs its running jobs hold, by GPU type
     std::map<std::string, int64_t> guarantee, limit;  // its quota ("*": every type)
   };
-  std::vector<QueueView> Queues();
+  void Queues(Done<StatusOr<std::vector<QueueView>>> done);
 
   // Cordons a node (no new work; running jobs stay) or clears a cordon
   // (also one a GPU fault set). Admins only. Returns the node's view.
   // `drain` also requeues every job running there: each gets its
   // checkpoint signal and grace period (staggered, see BeginEnding), then
   // goes back to PENDING without spending a retry.
-  StatusOr<NodeView> Cordon(const std::string& node, bool cordon, const std::string& user, bool drain = false);
+  void Cordon(const std::string& node, bool cordon, const std::string& user, bool drain, Done<StatusOr<NodeView>> done);
 
   // Checkpoints and progress (control_loop_checkpoints.cc).
   //
@@ -199,7 +209,7 @@ class ControlLoop {
     int64_t bytes = 0;
     std::string user;
   };
-  StatusOr<store::CheckpointRow> CommitCheckpoint(CheckpointCommit c);
+  void CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::CheckpointRow>> done);
 
   // Progress of a running attempt (step, metrics, a message), kept with the
   // attempt and shown with the job. With the job's stallTimeout set, an
@@ -219,13 +229,16 @@ class ControlLoop {
     int32_t attempt = 0;
     bool checkpoint_requested = false;
   };
-  StatusOr<ProgressAnswer> ReportProgress(ProgressReport p);
+  void ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>> done);
 
 
  private:
   using Task = std::function<void()>;
-  // Runs `fn` on the loop thread and waits for the value it replies with;
-  // `if_stopped` when the loop no longer runs.
+  // Runs `fn` on the loop thread; `done` gets the value it replies with, or
+  // `if_stopped` at once when the loop no longer runs.
+  template <typename T>
+  void Async(std::function<void(std::function<void(T)>)> fn, Done<T> done, T if_stopped);
+  // The same, waiting for the value.
   template <typename T>
   T Call(std::function<void(std::function<void(T)>)> fn, T if_stopped);
   void Post(Task task);
@@ -478,15 +491,15 @@ class ControlLoop {
 };
 
 template <typename T>
+void ControlLoop::Async(std::function<void(std::function<void(T)>)> fn, Done<T> done, T if_stopped) {
+  if (!PostUnlessStopped([fn = std::move(fn), done] { fn(done); })) done(std::move(if_stopped));
+}
+
+template <typename T>
 T ControlLoop::Call(std::function<void(std::function<void(T)>)> fn, T if_stopped) {
   auto promise = std::make_shared<std::promise<T>>();
   std::future<T> future = promise->get_future();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return if_stopped;
-    tasks_.push_back([fn, promise] { fn([promise](T v) { promise->set_value(std::move(v)); }); });
-  }
-  cv_.notify_one();
+  Async<T>(std::move(fn), [promise](T v) { promise->set_value(std::move(v)); }, std::move(if_stopped));
   return future.get();
 }
 

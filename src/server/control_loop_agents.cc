@@ -812,10 +812,10 @@ void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {
   }
 }
 
-StatusOr<ControlLoop::NodeView> ControlLoop::Cordon(const std::string& node, bool cordon, const std::string& user,
-                                                    bool drain) {
+void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string& user, bool drain,
+                         Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  return Call<R>([this, node, cordon, user, drain](std::function<void(R)> reply) {
+  Async<R>([this, node, cordon, user, drain](std::function<void(R)> reply) {
     const std::string verb = drain ? "drain" : cordon ? "cordon" : "uncordon";
     if (std::find(options_.admins.begin(), options_.admins.end(), user) == options_.admins.end()) {
       return reply(Status(StatusCode::kPermissionDenied,
@@ -862,7 +862,7 @@ StatusOr<ControlLoop::NodeView> ControlLoop::Cordon(const std::string& node, boo
       if (!st.ok()) return reply(st);
       reply(view);
     });
-  }, ShuttingDown());
+  }, std::move(done), ShuttingDown());
 }
 
 StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica) {

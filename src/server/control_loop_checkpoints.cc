@@ -49,9 +49,9 @@ std::vector<proto::ResumeCandidate> ControlLoop::ResumeCandidates(int64_t job) c
   return out;
 }
 
-StatusOr<store::CheckpointRow> ControlLoop::CommitCheckpoint(CheckpointCommit c) {
+void ControlLoop::CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::CheckpointRow>> done) {
   using R = StatusOr<store::CheckpointRow>;
-  return Call<R>([this, c = std::move(c)](std::function<void(R)> reply) {
+  Async<R>([this, c = std::move(c)](std::function<void(R)> reply) {
     const std::string job_name = "job " + std::to_string(c.job);
     if (auto managed = ManagedJob(c.job, c.user, "commit checkpoints for"); !managed.ok()) return reply(managed.status());
     // Fencing: only the attempt that runs now may commit.
@@ -105,7 +105,7 @@ StatusOr<store::CheckpointRow> ControlLoop::CommitCheckpoint(CheckpointCommit c)
       for (const auto& [location, sha] : dropped) janitor_->Remove(location, sha, entry.job_id);
       reply(entry);
     });
-  }, ShuttingDown());
+  }, std::move(done), ShuttingDown());
 }
 
 void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b) {
@@ -152,9 +152,9 @@ void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::W
   b.jobs.push_back(row);
 }
 
-StatusOr<ControlLoop::ProgressAnswer> ControlLoop::ReportProgress(ProgressReport p) {
+void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>> done) {
   using R = StatusOr<ProgressAnswer>;
-  return Call<R>([this, p = std::move(p)](std::function<void(R)> reply) {
+  Async<R>([this, p = std::move(p)](std::function<void(R)> reply) {
     const std::string job_name = "job " + std::to_string(p.job);
     auto managed = ManagedJob(p.job, p.user, "report progress for");
     if (!managed.ok()) return reply(managed.status());
@@ -181,7 +181,7 @@ StatusOr<ControlLoop::ProgressAnswer> ControlLoop::ReportProgress(ProgressReport
       Persist(std::move(b), nullptr);
     }
     reply(answer);
-  }, ShuttingDown());
+  }, std::move(done), ShuttingDown());
 }
 
 void ControlLoop::SweepStalls(Time now, store::WriteBatch& b) {

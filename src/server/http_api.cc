@@ -90,6 +90,31 @@ void ReplyStatus(http::Response& res, const Status& s) {
   ReplyError(res, e.status, e.code, s.field().empty() ? s.message() : s.field() + ": " + s.message(), s.field());
 }
 
+// An async handler's answer to a request it refuses before the loop.
+void ReplyNow(const http::Server::Reply& reply, const Status& s) {
+  http::Response res;
+  ReplyStatus(res, s);
+  reply(std::move(res));
+}
+
+// The `done` of a call into the control loop: the answer is written on the
+// event loop, as an error or by `write` (the call answers on the control
+// loop's or the store writer's thread, and neither should build answers).
+template <typename T>
+std::function<void(StatusOr<T>)> Answer(http::Server::Reply reply, std::function<void(http::Response&, const T&)> write) {
+  return [reply, write = std::move(write)](StatusOr<T> result) {
+    reply([result = std::move(result), write] {
+      http::Response res;
+      if (result.ok()) {
+        write(res, *result);
+      } else {
+        ReplyStatus(res, result.status());
+      }
+      return res;
+    });
+  };
+}
+
 
 bool ValidName(std::string_view s, size_t max) {
   if (s.empty() || s.size() > max) return false;
@@ -440,24 +465,27 @@ void HttpApi::Routes() {
     res.Set(200, std::move(body), "application/json");
   });
 
-  s.Handle("GET", "/v1/jobs/*", [this](const http::Request& req, http::Response& res) {
+  // The calls into the control loop below hold no thread while they wait
+  // (a scheduling cycle in progress, a change's fsync).
+  s.HandleAsync("GET", "/v1/jobs/*", [this](http::Request&& req, http::Server::Reply reply) {
     auto id = PathId(req);
-    if (!id.ok()) return ReplyStatus(res, id.status());
-    auto e = loop_.Explain(*id);
-    if (!e.ok()) return ReplyStatus(res, e.status());
-    json j = JobJson(e->job);
-    if (!e->reason_text.empty()) j["reasonDetail"] = e->reason_text;
-    if (e->reason && !e->reason->planned_start.is_max()) {
-      j["plannedStart"] = api::FormatRfc3339Utc(e->reason->planned_start);
-    }
-    if (e->priority) {
-      j["priorityBreakdown"] = {{"class", e->priority->class_points},
-                                {"age", e->priority->age_points},
-                                {"fairShare", e->priority->fairshare_points},
-                                {"size", e->priority->size_points},
-                                {"total", e->priority->total()}};
-    }
-    Reply(res, 200, j);
+    if (!id.ok()) return ReplyNow(reply, id.status());
+    using E = ControlLoop::Explanation;
+    loop_.Explain(*id, Answer<E>(reply, [](http::Response& res, const E& e) {
+      json j = JobJson(e.job);
+      if (!e.reason_text.empty()) j["reasonDetail"] = e.reason_text;
+      if (e.reason && !e.reason->planned_start.is_max()) {
+        j["plannedStart"] = api::FormatRfc3339Utc(e.reason->planned_start);
+      }
+      if (e.priority) {
+        j["priorityBreakdown"] = {{"class", e.priority->class_points},
+                                  {"age", e.priority->age_points},
+                                  {"fairShare", e.priority->fairshare_points},
+                                  {"size", e.priority->size_points},
+                                  {"total", e.priority->total()}};
+      }
+      Reply(res, 200, j);
+    }));
   });
 
   s.Handle("GET", "/v1/jobs/*/events", [this](const http::Request& req, http::Response& res) {
@@ -472,27 +500,27 @@ void HttpApi::Routes() {
 
   for (const ControlLoop::Action action : {ControlLoop::Action::kCancel, ControlLoop::Action::kHold,
                                            ControlLoop::Action::kRelease, ControlLoop::Action::kRequeue}) {
-    s.Handle("POST", std::string("/v1/jobs/*/") + ControlLoop::ActionName(action),
-             [this, action](const http::Request& req, http::Response& res) {
-               auto id = PathId(req);
-               if (!id.ok()) return ReplyStatus(res, id.status());
-               auto user = UserOf(req);
-               if (!user.ok()) return ReplyStatus(res, user.status());
-               auto row = loop_.Act(*id, action, *user);
-               if (!row.ok()) return ReplyStatus(res, row.status());
-               Reply(res, 200, JobJson(*row));
-             });
+    s.HandleAsync("POST", std::string("/v1/jobs/*/") + ControlLoop::ActionName(action),
+                  [this, action](http::Request&& req, http::Server::Reply reply) {
+                    auto id = PathId(req);
+                    if (!id.ok()) return ReplyNow(reply, id.status());
+                    auto user = UserOf(req);
+                    if (!user.ok()) return ReplyNow(reply, user.status());
+                    loop_.Act(*id, action, *user, Answer<store::JobRow>(reply, [](http::Response& res, const store::JobRow& row) {
+                      Reply(res, 200, JobJson(row));
+                    }));
+                  });
   }
 
   // Checkpoints and progress, reported by the job itself (python/muster_job.py,
   // `muster checkpoint`, `muster progress`).
-  s.Handle("POST", "/v1/jobs/*/checkpoints", [this](const http::Request& req, http::Response& res) {
+  s.HandleAsync("POST", "/v1/jobs/*/checkpoints", [this](http::Request&& req, http::Server::Reply reply) {
     auto id = PathId(req);
-    if (!id.ok()) return ReplyStatus(res, id.status());
+    if (!id.ok()) return ReplyNow(reply, id.status());
     auto user = UserOf(req);
-    if (!user.ok()) return ReplyStatus(res, user.status());
+    if (!user.ok()) return ReplyNow(reply, user.status());
     auto body = BodyObject(req, {"attempt", "step", "location", "manifestSha256", "files", "bytes"});
-    if (!body.ok()) return ReplyStatus(res, body.status());
+    if (!body.ok()) return ReplyNow(reply, body.status());
     ControlLoop::CheckpointCommit c;
     c.job = *id;
     c.user = *user;
@@ -500,15 +528,15 @@ void HttpApi::Routes() {
                       BodyString(*body, "location", c.location, 4096, true),
                       BodyString(*body, "manifestSha256", c.manifest_sha256, 64, true),
                       BodyInt(*body, "files", c.files, 1, kMaxInt), BodyInt(*body, "bytes", c.bytes, 0, kMaxInt)}) {
-      if (!st.ok()) return ReplyStatus(res, st);
+      if (!st.ok()) return ReplyNow(reply, st);
     }
     if (!checkpoint::IsSha256Hex(c.manifest_sha256)) {
-      return ReplyStatus(res, InvalidArgument("must be 64 lower-case hex digits", "manifestSha256"));
+      return ReplyNow(reply, InvalidArgument("must be 64 lower-case hex digits", "manifestSha256"));
     }
-    auto row = loop_.CommitCheckpoint(std::move(c));
-    if (!row.ok()) return ReplyStatus(res, row.status());
-    Reply(res, 201, CheckpointJson(*row));
-  });
+    loop_.CommitCheckpoint(std::move(c), Answer<store::CheckpointRow>(reply, [](http::Response& res, const store::CheckpointRow& row) {
+      Reply(res, 201, CheckpointJson(row));
+    }));
+  }, [](const http::Request& req) { return req.body.size() > kInlineSyncBytes; });
 
   s.Handle("GET", "/v1/jobs/*/checkpoints", [this](const http::Request& req, http::Response& res) {
     auto id = StoredJobId(req, store_);
@@ -520,13 +548,13 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"items", items}});
   });
 
-  s.Handle("POST", "/v1/jobs/*/progress", [this](const http::Request& req, http::Response& res) {
+  s.HandleAsync("POST", "/v1/jobs/*/progress", [this](http::Request&& req, http::Server::Reply reply) {
     auto id = PathId(req);
-    if (!id.ok()) return ReplyStatus(res, id.status());
+    if (!id.ok()) return ReplyNow(reply, id.status());
     auto user = UserOf(req);
-    if (!user.ok()) return ReplyStatus(res, user.status());
+    if (!user.ok()) return ReplyNow(reply, user.status());
     auto body = BodyObject(req, {"attempt", "step", "metrics", "message"});
-    if (!body.ok()) return ReplyStatus(res, body.status());
+    if (!body.ok()) return ReplyNow(reply, body.status());
     ControlLoop::ProgressReport p;
     p.job = *id;
     p.user = *user;
@@ -534,33 +562,37 @@ void HttpApi::Routes() {
     for (Status st : {BodyInt(*body, "attempt", p.attempt, 1, kMaxAttempt),
                       BodyInt(*body, "step", step, 0, kMaxInt, /*optional=*/true),
                       BodyString(*body, "message", p.message, 1024, false)}) {
-      if (!st.ok()) return ReplyStatus(res, st);
+      if (!st.ok()) return ReplyNow(reply, st);
     }
     if (step >= 0) p.step = step;
     if (body->contains("metrics") && !(*body)["metrics"].is_null()) {
       const json& m = (*body)["metrics"];
-      if (!m.is_object() || m.size() > 64) return ReplyStatus(res, InvalidArgument("must be an object of at most 64 numbers", "metrics"));
+      if (!m.is_object() || m.size() > 64) return ReplyNow(reply, InvalidArgument("must be an object of at most 64 numbers", "metrics"));
       for (const auto& [k, v] : m.items()) {
-        if (!ValidName(k, 64)) return ReplyStatus(res, InvalidArgument("names must be 1 to 64 of [A-Za-z0-9._-]", "metrics." + k.substr(0, 64)));
-        if (!v.is_number()) return ReplyStatus(res, InvalidArgument("must be a number", "metrics." + k));
+        if (!ValidName(k, 64)) return ReplyNow(reply, InvalidArgument("names must be 1 to 64 of [A-Za-z0-9._-]", "metrics." + k.substr(0, 64)));
+        if (!v.is_number()) return ReplyNow(reply, InvalidArgument("must be a number", "metrics." + k));
       }
       p.metrics = m;
     }
-    auto answer = loop_.ReportProgress(std::move(p));
-    if (!answer.ok()) return ReplyStatus(res, answer.status());
-    Reply(res, 200, {{"attempt", answer->attempt}, {"checkpointRequested", answer->checkpoint_requested}});
-  });
+    using A = ControlLoop::ProgressAnswer;
+    loop_.ReportProgress(std::move(p), Answer<A>(reply, [](http::Response& res, const A& a) {
+      Reply(res, 200, {{"attempt", a.attempt}, {"checkpointRequested", a.checkpoint_requested}});
+    }));
+  }, [](const http::Request& req) { return req.body.size() > kInlineSyncBytes; });
 
-  s.Handle("GET", "/v1/queues", [this](const http::Request&, http::Response& res) {
-    json items = json::array();
-    for (const auto& q : loop_.Queues()) {
-      json item = {{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"gpusInUse", q.gpus_in_use},
-                   {"gpusInUseByType", q.in_use_by_type}};
-      if (!q.guarantee.empty()) item["guarantee"] = q.guarantee;
-      if (!q.limit.empty()) item["limit"] = q.limit;
-      items.push_back(std::move(item));
-    }
-    Reply(res, 200, {{"items", items}});
+  s.HandleAsync("GET", "/v1/queues", [this](http::Request&&, http::Server::Reply reply) {
+    using Q = std::vector<ControlLoop::QueueView>;
+    loop_.Queues(Answer<Q>(reply, [](http::Response& res, const Q& queues) {
+      json items = json::array();
+      for (const auto& q : queues) {
+        json item = {{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"gpusInUse", q.gpus_in_use},
+                     {"gpusInUseByType", q.in_use_by_type}};
+        if (!q.guarantee.empty()) item["guarantee"] = q.guarantee;
+        if (!q.limit.empty()) item["limit"] = q.limit;
+        items.push_back(std::move(item));
+      }
+      Reply(res, 200, {{"items", items}});
+    }));
   });
 
   // An agent's sync holds no thread while it waits for news (AgentSync).
@@ -611,32 +643,37 @@ void HttpApi::Routes() {
   });
 
   for (const std::string verb : {"cordon", "uncordon", "drain"}) {
-    s.Handle("POST", "/v1/nodes/*/" + verb, [this, verb](const http::Request& req, http::Response& res) {
+    s.HandleAsync("POST", "/v1/nodes/*/" + verb, [this, verb](http::Request&& req, http::Server::Reply reply) {
       auto user = UserOf(req);
-      if (!user.ok()) return ReplyStatus(res, user.status());
-      auto view = loop_.Cordon(req.captures[0], verb != "uncordon", *user, verb == "drain");
-      if (!view.ok()) return ReplyStatus(res, view.status());
-      Reply(res, 200, {{"name", view->spec.name}, {"schedulable", view->schedulable}});
+      if (!user.ok()) return ReplyNow(reply, user.status());
+      using N = ControlLoop::NodeView;
+      loop_.Cordon(req.captures[0], verb != "uncordon", *user, verb == "drain",
+                   Answer<N>(reply, [](http::Response& res, const N& view) {
+                     Reply(res, 200, {{"name", view.spec.name}, {"schedulable", view.schedulable}});
+                   }));
     });
   }
 
-  s.Handle("GET", "/v1/nodes", [this](const http::Request&, http::Response& res) {
-    json items = json::array();
-    for (const auto& n : loop_.Nodes()) {
-      const json agent = json::parse(n.status_json, nullptr, false);
-      items.push_back({{"name", n.spec.name},
-                       {"agent", agent.is_object() ? agent : json::object()},
-                       {"gpuType", n.spec.gpu_type},
-                       {"gpus", n.spec.capacity.gpus},
-                       {"freeGpus", n.free.gpus},
-                       {"cpuMilli", n.spec.capacity.cpu_milli},
-                       {"memoryBytes", n.spec.capacity.memory_bytes},
-                       {"leaf", n.spec.topology.leaf},
-                       {"spine", n.spec.topology.spine},
-                       {"schedulable", n.schedulable},
-                       {"runningJobs", n.running_jobs}});
-    }
-    Reply(res, 200, {{"items", items}});
+  s.HandleAsync("GET", "/v1/nodes", [this](http::Request&&, http::Server::Reply reply) {
+    using V = std::vector<ControlLoop::NodeView>;
+    loop_.Nodes(Answer<V>(reply, [](http::Response& res, const V& nodes) {
+      json items = json::array();
+      for (const auto& n : nodes) {
+        const json agent = json::parse(n.status_json, nullptr, false);
+        items.push_back({{"name", n.spec.name},
+                         {"agent", agent.is_object() ? agent : json::object()},
+                         {"gpuType", n.spec.gpu_type},
+                         {"gpus", n.spec.capacity.gpus},
+                         {"freeGpus", n.free.gpus},
+                         {"cpuMilli", n.spec.capacity.cpu_milli},
+                         {"memoryBytes", n.spec.capacity.memory_bytes},
+                         {"leaf", n.spec.topology.leaf},
+                         {"spine", n.spec.topology.spine},
+                         {"schedulable", n.schedulable},
+                         {"runningJobs", n.running_jobs}});
+      }
+      Reply(res, 200, {{"items", items}});
+    }));
   });
 
 }

@@ -2,6 +2,9 @@
 // report that frees GPUs carries the work bound to them, and only once that
 // bind is durable.
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -153,6 +156,62 @@ TEST(AgentSync, WaitingSyncsHoldNoWorkerThread) {
   EXPECT_EQ(server.Stop(), 0);  // answers the rest at once
   for (std::thread& t : polls) t.join();
   EXPECT_EQ(answered.load(), 6);
+}
+
+// The calls into the control loop hold no worker thread while they wait:
+// with both workers held by log fetches from an agent that never answers
+// (the server waits 10 s for it), a job's view, an action, the queues and
+// the nodes are still answered, before those fetches give up.
+TEST(ApiAsync, LoopCallsAreAnsweredWhileEveryWorkerIsHeld) {
+  // An agent log port that takes connections and never answers.
+  const int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(silent, 8), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len);
+
+  ServerProcess server("threads: 2\n");
+  ASSERT_TRUE(server.Start());
+  httplib::Client cli(server.url());
+  json body = SyncBody(1, 0, json::array());
+  body["logPort"] = ntohs(a.sin_port);
+  Sync(cli, body);  // registers the node, its logs on the silent port
+  const int64_t running = Submit(cli);
+  const int64_t waiting = Submit(cli);  // the only GPU is taken: it stays pending
+  const std::string job = "/v1/jobs/" + std::to_string(running);
+  for (int i = 0; i < 500; ++i) {
+    auto r = cli.Get(job);
+    if (r && r->status == 200 && json::parse(r->body)["state"] == "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  std::atomic<int> logs_done{0};
+  std::vector<std::thread> logs;
+  for (int i = 0; i < 2; ++i) {
+    logs.emplace_back([&] {
+      httplib::Client c(server.url());
+      c.set_read_timeout(30, 0);
+      (void)c.Get(job + "/logs");
+      ++logs_done;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both workers wait on the agent
+  EXPECT_EQ(logs_done.load(), 0);
+  // (No ASSERT until the fetches are joined.)
+  auto view = cli.Get(job);
+  EXPECT_TRUE(view && view->status == 200);
+  auto hold = cli.Post("/v1/jobs/" + std::to_string(waiting) + "/hold", "", "application/json");
+  EXPECT_TRUE(hold && hold->status == 200 && json::parse(hold->body)["state"] == "HELD") << (hold ? hold->body : "");
+  auto queues = cli.Get("/v1/queues");
+  EXPECT_TRUE(queues && queues->status == 200);
+  auto nodes = cli.Get("/v1/nodes");
+  EXPECT_TRUE(nodes && nodes->status == 200);
+  EXPECT_EQ(logs_done.load(), 0) << "the answers waited for a held worker";
+  for (std::thread& t : logs) t.join();
+  ::close(silent);
 }
 
 }  // namespace
