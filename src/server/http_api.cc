@@ -3,15 +3,16 @@
 
 #include <algorithm>
 #include <charconv>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/message_text.h"
-#include "http/client.h"
 #include "common/quantity.h"
 #include "core/job.h"
 #include "api/rfc3339.h"
 #include "checkpoint/manifest.h"
+#include "http/client.h"
 #include "proto/agent_protocol.h"
 #include "server/job_json.h"
 
@@ -115,6 +116,15 @@ std::function<void(StatusOr<T>)> Answer(http::Server::Reply reply, std::function
   };
 }
 
+// Waits on a worker for a call into the control loop: for an answer too big
+// to build on the event loop.
+template <typename T>
+StatusOr<T> Await(const std::function<void(ControlLoop::Done<StatusOr<T>>)>& call) {
+  std::promise<StatusOr<T>> promise;
+  std::future<StatusOr<T>> value = promise.get_future();
+  call([&promise](StatusOr<T> v) { promise.set_value(std::move(v)); });
+  return value.get();
+}
 
 bool ValidName(std::string_view s, size_t max) {
   if (s.empty() || s.size() > max) return false;
@@ -654,26 +664,28 @@ void HttpApi::Routes() {
     });
   }
 
-  s.HandleAsync("GET", "/v1/nodes", [this](http::Request&&, http::Server::Reply reply) {
+  // Built on a worker: a thousand nodes' agent reports are too much work
+  // for the event loop.
+  s.Handle("GET", "/v1/nodes", [this](const http::Request&, http::Response& res) {
     using V = std::vector<ControlLoop::NodeView>;
-    loop_.Nodes(Answer<V>(reply, [](http::Response& res, const V& nodes) {
-      json items = json::array();
-      for (const auto& n : nodes) {
-        const json agent = json::parse(n.status_json, nullptr, false);
-        items.push_back({{"name", n.spec.name},
-                         {"agent", agent.is_object() ? agent : json::object()},
-                         {"gpuType", n.spec.gpu_type},
-                         {"gpus", n.spec.capacity.gpus},
-                         {"freeGpus", n.free.gpus},
-                         {"cpuMilli", n.spec.capacity.cpu_milli},
-                         {"memoryBytes", n.spec.capacity.memory_bytes},
-                         {"leaf", n.spec.topology.leaf},
-                         {"spine", n.spec.topology.spine},
-                         {"schedulable", n.schedulable},
-                         {"runningJobs", n.running_jobs}});
-      }
-      Reply(res, 200, {{"items", items}});
-    }));
+    auto nodes = Await<V>([this](ControlLoop::Done<StatusOr<V>> done) { loop_.Nodes(std::move(done)); });
+    if (!nodes.ok()) return ReplyStatus(res, nodes.status());
+    json items = json::array();
+    for (const auto& n : *nodes) {
+      const json agent = json::parse(n.status_json, nullptr, false);
+      items.push_back({{"name", n.spec.name},
+                       {"agent", agent.is_object() ? agent : json::object()},
+                       {"gpuType", n.spec.gpu_type},
+                       {"gpus", n.spec.capacity.gpus},
+                       {"freeGpus", n.free.gpus},
+                       {"cpuMilli", n.spec.capacity.cpu_milli},
+                       {"memoryBytes", n.spec.capacity.memory_bytes},
+                       {"leaf", n.spec.topology.leaf},
+                       {"spine", n.spec.topology.spine},
+                       {"schedulable", n.schedulable},
+                       {"runningJobs", n.running_jobs}});
+    }
+    Reply(res, 200, {{"items", items}});
   });
 
 }
