@@ -33,13 +33,6 @@ namespace {
 
 constexpr const char* kVersion = "0.1.0";
 
-std::unique_ptr<http::Client> MakeClient(const std::string& url, Duration read_timeout) {
-  http::Client::Options o;
-  o.connect_timeout = std::chrono::milliseconds(2'000);
-  o.read_timeout = std::chrono::milliseconds(read_timeout.millis());
-  return std::make_unique<http::Client>(url, o);
-}
-
 std::string HostName() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
@@ -272,7 +265,9 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
 bool Agent::Sync(int64_t wait_ms) {
   static thread_local std::unique_ptr<http::Client> client;
   if (!client) {
-    client = MakeClient(options_.server, options_.sync_wait + Duration::Seconds(10));
+    http::Client::Options o;
+    o.connect_timeout = std::chrono::milliseconds(2'000);  // the read timeout is set for each sync
+    client = std::make_unique<http::Client>(options_.server, o);
     if (std::this_thread::get_id() != main_thread_) {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return false;

@@ -13,12 +13,16 @@ void AppendJsonString(std::string_view s, std::string& out) {
   if (!plain) {
     // Escapes, multi-byte characters and bytes that are not UTF-8: the JSON
     // library's own writer, so the two never disagree.
-    out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out += JsonText(nlohmann::json(std::string(s)));
     return;
   }
   out += '"';
   out += s;
   out += '"';
+}
+
+std::string JsonText(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void JsonWriter::Separate() {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,10 @@ namespace muster::api {
 
 // Appends `s` as a JSON string (quoted and escaped).
 void AppendJsonString(std::string_view s, std::string& out);
+
+// A tree's compact text, as the writer would write it: never throws (bytes
+// that are not UTF-8 become U+FFFD).
+std::string JsonText(const nlohmann::json& j);
 
 class JsonWriter {
  public:

@@ -293,7 +293,7 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
   StatusOr<ClientResponse> res = ReadResponse(buf, more, head_only, keep_alive);
   // Bytes beyond the answer (none from a well-behaved server) make the
   // connection unusable for the next request.
-  if (!res.ok() || !keep_alive || closed || !buf.empty()) CloseConnection();
+  if (!keep_alive || closed || !buf.empty()) CloseConnection();  // (a failure leaves keep_alive false)
   return res;
 }
 

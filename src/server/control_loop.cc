@@ -258,9 +258,6 @@ store::EventRow ControlLoop::Event(int64_t job, const std::string& type, const s
 std::string ControlLoop::AllocationsJson(int64_t job) const {
   // Written directly (every submit stores one); keys in alphabetical order,
   // as the JSON library writes an object.
-  const auto dump = [](const nlohmann::json& j) {
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  };
   std::string out;
   api::JsonWriter w(out);
   w.BeginObject();
@@ -277,9 +274,9 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
   }
   auto task = array_task_of_.find(job);
   if (task != array_task_of_.end()) w.Key("arrayFirstId").Int(task->second.first_id).Key("arrayIndex").Int(task->second.index);
-  if (attempts_.count(job)) w.Key("attempt").Raw(dump(AttemptJson(job)));
+  if (attempts_.count(job)) w.Key("attempt").Raw(api::JsonText(AttemptJson(job)));
   auto h = history_.find(job);
-  if (h != history_.end() && h->second.attempts.is_array()) w.Key("attemptHistory").Raw(dump(h->second.attempts));
+  if (h != history_.end() && h->second.attempts.is_array()) w.Key("attemptHistory").Raw(api::JsonText(h->second.attempts));
   auto key = idempotency_key_of_.find(job);
   if (key != idempotency_key_of_.end()) w.Key("idempotencyKey").String(key->second);
   if (h != history_.end()) {
@@ -303,9 +300,10 @@ uint64_t ControlLoop::Persist(store::WriteBatch batch, std::function<void(const 
   });
 }
 
-void ControlLoop::SubmitAsync(SubmitRequest req, SubmitReply done) {
+void ControlLoop::Submit(SubmitRequest req, SubmitReply done) {
   auto shared = std::make_shared<const SubmitRequest>(std::move(req));
-  if (!PostUnlessStopped([this, shared, done] { DoSubmit(*shared, done); })) done(ShuttingDown());
+  Async<StatusOr<SubmitResult>>([this, shared](SubmitReply reply) { DoSubmit(*shared, reply); }, std::move(done),
+                                ShuttingDown());
 }
 
 void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {

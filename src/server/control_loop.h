@@ -97,19 +97,17 @@ class ControlLoop {
     int32_t count = 1;     // jobs submitted: the array's size, else 1
     bool created = false;  // false: an idempotent replay of an earlier submit
   };
-  using SubmitReply = std::function<void(StatusOr<SubmitResult>)>;
-  // Submits without waiting: `done` is called once, on the loop's thread
-  // (a refusal) or the store writer's (once the job is durable), or at once
-  // on the caller's when the loop has stopped (Unavailable). It must not block.
-  void SubmitAsync(SubmitRequest request, SubmitReply done);
-
-  // The calls below that take a `done` answer through it, once: on the
-  // loop's thread, or the store writer's (once the change they made is
-  // durable), or at once on the caller's when the loop has stopped
-  // (Unavailable). `done` must not block. So a caller waiting for the loop
-  // (an HTTP request) holds no thread.
+  // The calls that take a `done` answer through it, once: on the loop's
+  // thread, or the store writer's (once the change they made is durable),
+  // or at once on the caller's when the loop has stopped (Unavailable).
+  // `done` must not block. So a caller waiting for the loop (an HTTP
+  // request) holds no thread.
   template <typename T>
   using Done = std::function<void(T)>;
+
+  using SubmitReply = Done<StatusOr<SubmitResult>>;
+  // `done` has a refusal from the loop's thread, or the job once it is durable.
+  void Submit(SubmitRequest request, SubmitReply done);
 
   enum class Action { kCancel, kHold, kRelease, kRequeue };
   static const char* ActionName(Action a);
@@ -146,11 +144,9 @@ class ControlLoop {
   // answer `wait` without the desired state. kAfterWait: only the desired
   // state (the report was processed before the wait).
   enum class SyncPhase { kFull, kMayWait, kAfterWait };
-  using SyncReply = std::function<void(StatusOr<SyncResult>)>;
-  // Answers through `done`, once: on the loop's thread, or the store
-  // writer's (after the writes it needs are durable), or at once on the
-  // caller's when the loop has stopped (Unavailable). `done` must not block.
-  void AgentSyncAsync(std::shared_ptr<const proto::SyncRequest> request, SyncPhase phase, SyncReply done);
+  using SyncReply = Done<StatusOr<SyncResult>>;
+  // `done` has the answer once the writes it needs are durable.
+  void AgentSync(std::shared_ptr<const proto::SyncRequest> request, SyncPhase phase, SyncReply done);
   // Calls `then` once when the desired-state version of `node` is not
   // `version`, or `max_wait` has passed, or EndWaits() was called; at once
   // (on the caller's thread) when one of these already holds. A waiting

@@ -410,8 +410,9 @@ void ControlLoop::ReplicaEnded(int64_t job, int32_t replica, const proto::TaskRe
   }
 }
 
-void ControlLoop::AgentSyncAsync(std::shared_ptr<const proto::SyncRequest> req, SyncPhase phase, SyncReply done) {
-  if (!PostUnlessStopped([this, req, phase, done] { DoAgentSync(*req, phase, done); })) done(ShuttingDown());
+void ControlLoop::AgentSync(std::shared_ptr<const proto::SyncRequest> req, SyncPhase phase, SyncReply done) {
+  Async<StatusOr<SyncResult>>([this, req, phase](SyncReply reply) { DoAgentSync(*req, phase, reply); }, std::move(done),
+                              ShuttingDown());
 }
 
 void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, const SyncReply& reply) {

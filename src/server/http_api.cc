@@ -1,6 +1,5 @@
 #include "server/http_api.h"
 
-
 #include <algorithm>
 #include <charconv>
 #include <future>
@@ -10,6 +9,7 @@
 #include "common/message_text.h"
 #include "common/quantity.h"
 #include "core/job.h"
+#include "api/json_writer.h"
 #include "api/rfc3339.h"
 #include "checkpoint/manifest.h"
 #include "http/client.h"
@@ -75,7 +75,7 @@ HttpError MapStatus(const Status& s) {
 // Never throws: a byte that is not UTF-8 (a request's percent-escaped path
 // or query echoed in an error) becomes U+FFFD.
 void Reply(http::Response& res, int status, const json& body) {
-  res.Set(status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  res.Set(status, api::JsonText(body), "application/json");
 }
 
 void ReplyError(http::Response& res, int status, const char* code, const std::string& message,
@@ -302,32 +302,28 @@ void HttpApi::Stop() {
 }
 
 void HttpApi::Submit(const http::Request& req, http::Server::Reply reply) {
-  http::Response res;
-  auto fail = [&](const Status& st) {
-    ReplyStatus(res, st);
-    reply(std::move(res));
-  };
   auto user = UserOf(req);
-  if (!user.ok()) return fail(user.status());
+  if (!user.ok()) return ReplyNow(reply, user.status());
   auto key = IdempotencyKeyOf(req);
-  if (!key.ok()) return fail(key.status());
+  if (!key.ok()) return ReplyNow(reply, key.status());
   const std::string_view type = req.Header("Content-Type");
   if (type.rfind("application/x-www-form-urlencoded", 0) == 0 || type.rfind("multipart/", 0) == 0) {
-    return fail(InvalidArgument("must be application/json or application/yaml, got " + QuoteForMessage(type),
-                                "header Content-Type"));
+    return ReplyNow(reply, InvalidArgument("must be application/json or application/yaml, got " + QuoteForMessage(type),
+                                           "header Content-Type"));
   }
-  if (Status q = CheckQuery(req, {}); !q.ok()) return fail(q);
+  if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyNow(reply, q);
   // yaml-cpp 0.7 needs about 140 bytes of memory per input byte on some
   // documents; a job spec is small, so YAML bodies get a tighter bound.
   const size_t first = req.body.find_first_not_of(" \t\r\n");
   const bool json_body = type.rfind("application/json", 0) == 0 ||
                          (type.empty() && first != std::string::npos && req.body[first] == '{');
   if (!json_body && req.body.size() > kMaxYamlBytes) {
+    http::Response res;
     ReplyError(res, 413, "PayloadTooLarge", "YAML bodies are limited to " + std::to_string(kMaxYamlBytes) + " bytes; send JSON");
     return reply(std::move(res));
   }
   auto spec = api::ParseJobSpec(req.body, type, options_.job_defaults);
-  if (!spec.ok()) return fail(spec.status());
+  if (!spec.ok()) return ReplyNow(reply, spec.status());
   const bool is_array = spec->array > 0;
   ControlLoop::SubmitRequest sr;
   sr.spec_json = api::JobSpecToJson(*spec);
@@ -335,54 +331,36 @@ void HttpApi::Submit(const http::Request& req, http::Server::Reply reply) {
   sr.spec = std::move(*spec);
   sr.user = *user;
   sr.idempotency_key = *key;
-  // Decided on the control loop's thread (a refusal) or the store writer's
-  // (durable); the answer is written on the event loop.
-  loop_.SubmitAsync(std::move(sr), [is_array, reply = std::move(reply)](StatusOr<ControlLoop::SubmitResult> result) {
-    reply([is_array, result = std::move(result)] {
-      http::Response out;
-      if (!result.ok()) {
-        ReplyStatus(out, result.status());
-      } else if (!is_array) {
-        out.Set(result->created ? 201 : 200, JobJsonText(result->job), "application/json");
-      } else {
-        // An array: the answer is its first task, with the range of ids.
-        json body = JobJson(result->job);
-        body["arrayFirstId"] = result->job.id;
-        body["arrayLastId"] = result->job.id + result->count - 1;
-        Reply(out, result->created ? 201 : 200, body);
-      }
-      return out;
-    });
-  });
+  using R = ControlLoop::SubmitResult;
+  loop_.Submit(std::move(sr), Answer<R>(reply, [is_array](http::Response& out, const R& result) {
+    if (!is_array) return out.Set(result.created ? 201 : 200, JobJsonText(result.job), "application/json");
+    // An array: the answer is its first task, with the range of ids.
+    json body = JobJson(result.job);
+    body["arrayFirstId"] = result.job.id;
+    body["arrayLastId"] = result.job.id + result.count - 1;
+    Reply(out, result.created ? 201 : 200, body);
+  }));
 }
 
 void HttpApi::AgentSync(const http::Request& req, http::Server::Reply reply) {
   auto parsed = proto::ParseSyncRequest(req.body);
-  if (!parsed.ok()) {
-    http::Response res;
-    ReplyStatus(res, parsed.status());
-    return reply(std::move(res));
-  }
+  if (!parsed.ok()) return ReplyNow(reply, parsed.status());
   using Phase = ControlLoop::SyncPhase;
-  auto answer = [reply](StatusOr<ControlLoop::SyncResult> result) {
-    reply([result = std::move(result)] {
-      http::Response res;
-      if (!result.ok()) ReplyStatus(res, result.status());
-      else res.Set(200, proto::ToJson(result->response), "application/json");
-      return res;
-    });
-  };
+  using R = ControlLoop::SyncResult;
+  auto answer = Answer<R>(reply, [](http::Response& res, const R& result) {
+    res.Set(200, proto::ToJson(result.response), "application/json");
+  });
   // At most a third of the lease: an idle agent still renews it in time.
   const Duration wait = std::min({Duration::Millis(parsed->wait_ms), options_.agent_sync_wait,
                                   Duration::Millis(options_.agent_lease.millis() / 3)});
   const Phase phase = parsed->wait_ms > 0 ? Phase::kMayWait : Phase::kFull;
   auto request = std::make_shared<const proto::SyncRequest>(std::move(*parsed));
-  loop_.AgentSyncAsync(request, phase, [this, request, wait, answer](StatusOr<ControlLoop::SyncResult> r) {
+  loop_.AgentSync(request, phase, [this, request, wait, answer](StatusOr<ControlLoop::SyncResult> r) {
     if (!r.ok() || !r->wait) return answer(std::move(r));
     // Nothing new for this node: the answer waits, in the control loop,
     // until its desired state changes (a bind or a stop) or the wait ends.
     loop_.WhenNodeChanges(request->node, request->version, wait,
-                          [this, request, answer] { loop_.AgentSyncAsync(request, Phase::kAfterWait, answer); });
+                          [this, request, answer] { loop_.AgentSync(request, Phase::kAfterWait, answer); });
   });
 }
 

@@ -27,8 +27,9 @@
 //
 // Reads (lists, events) are served from the store's read connections;
 // changes and one job's live state go through the ControlLoop. Requests are
-// served by http::Server (src/http): submits asynchronously from its event
-// loop, the rest on its worker threads.
+// served by http::Server (src/http): calls into the ControlLoop answer from
+// its event loop without holding a thread; store reads, an agent's logs and
+// the node list run on its worker threads.
 #pragma once
 
 #include <memory>

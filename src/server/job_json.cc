@@ -6,6 +6,11 @@
 #include "api/rfc3339.h"
 
 namespace muster::server {
+namespace {
+
+std::string TimeText(int64_t ms) { return api::FormatRfc3339Utc(Time::FromMillis(ms)); }
+
+}  // namespace
 
 std::string JobJsonText(const store::JobRow& row) {
   // The stored status detail (allocations, attempts, retries ...): absent
@@ -17,11 +22,6 @@ std::string JobJsonText(const store::JobRow& row) {
     auto it = detail.find(key);
     return it == detail.end() ? nullptr : &*it;
   };
-  const auto dump = [](const nlohmann::json& j) {
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  };
-  const auto time_text = [](int64_t ms) { return api::FormatRfc3339Utc(Time::FromMillis(ms)); };
-
   std::string out;
   out.reserve(row.spec_json.size() + 256);
   api::JsonWriter w(out);
@@ -35,7 +35,7 @@ std::string JobJsonText(const store::JobRow& row) {
     if (members.find_first_not_of(" \t\r\n") != std::string_view::npos) w.Raw(members);
   }
   const auto copy = [&](const char* key) {
-    if (const nlohmann::json* v = raw(key)) w.Key(key).Raw(dump(*v));
+    if (const nlohmann::json* v = raw(key)) w.Key(key).Raw(api::JsonText(*v));
   };
   copy("allocations");
   copy("arrayFirstId");
@@ -44,72 +44,49 @@ std::string JobJsonText(const store::JobRow& row) {
     nlohmann::json history = *h;
     for (nlohmann::json& a : history) {
       for (const char* k : {"startTime", "endTime"}) {
-        if (a.is_object() && a.contains(k) && a[k].is_number_integer()) a[k] = time_text(a[k].get<int64_t>());
+        if (a.is_object() && a.contains(k) && a[k].is_number_integer()) a[k] = TimeText(a[k].get<int64_t>());
       }
     }
-    w.Key("attemptHistory").Raw(dump(history));
+    w.Key("attemptHistory").Raw(api::JsonText(history));
   }
   w.Key("attempts").Int(row.attempts);
-  if (row.end_ms) w.Key("endTime").String(time_text(*row.end_ms));
+  if (row.end_ms) w.Key("endTime").String(TimeText(*row.end_ms));
   w.Key("id").Int(row.id);
   copy("idempotencyKey");
   if (const nlohmann::json* nb = raw("notBeforeMs"); nb && nb->is_number_integer() && row.state == "PENDING") {
-    w.Key("notBefore").String(time_text(nb->get<int64_t>()));
+    w.Key("notBefore").String(TimeText(nb->get<int64_t>()));
   }
   const nlohmann::json* attempt = raw("attempt");
   if (attempt && !attempt->is_object()) attempt = nullptr;
   if (attempt && attempt->contains("progress") && (*attempt)["progress"].is_object()) {
     nlohmann::json p = (*attempt)["progress"];
     if (p.contains("timeMs") && p["timeMs"].is_number_integer()) {
-      p["time"] = time_text(p["timeMs"].get<int64_t>());
+      p["time"] = TimeText(p["timeMs"].get<int64_t>());
       p.erase("timeMs");
     }
-    w.Key("progress").Raw(dump(p));
+    w.Key("progress").Raw(api::JsonText(p));
   }
   w.Key("reason").String(row.reason);
   copy("requeues");
-  if (attempt && attempt->contains("resumedFrom")) w.Key("resumedFrom").Raw(dump((*attempt)["resumedFrom"]));
+  if (attempt && attempt->contains("resumedFrom")) w.Key("resumedFrom").Raw(api::JsonText((*attempt)["resumedFrom"]));
   copy("retries");
-  if (row.start_ms) w.Key("startTime").String(time_text(*row.start_ms));
+  if (row.start_ms) w.Key("startTime").String(TimeText(*row.start_ms));
   w.Key("state").String(row.state);
-  w.Key("submitTime").String(time_text(row.submit_ms));
+  w.Key("submitTime").String(TimeText(row.submit_ms));
   w.Key("user").String(row.user).EndObject();
   return out;
 }
 
-namespace {
-
-void AppendMember(const char* key, std::string_view value, std::string& out) {
-  out += ",\"";
-  out += key;
-  out += "\":";
-  api::AppendJsonString(value, out);
-}
-
-}  // namespace
-
 void AppendSummaryJson(const store::JobSummary& j, std::string& out) {
-  out += "{\"id\":";
-  out += std::to_string(j.id);
-  AppendMember("name", j.name, out);
-  AppendMember("user", j.user, out);
-  AppendMember("queue", j.queue, out);
-  AppendMember("priority", j.priority_class, out);
-  AppendMember("state", j.state, out);
-  AppendMember("reason", j.reason, out);
-  AppendMember("submitTime", api::FormatRfc3339Utc(Time::FromMillis(j.submit_ms)), out);
-  if (j.start_ms) AppendMember("startTime", api::FormatRfc3339Utc(Time::FromMillis(*j.start_ms)), out);
-  if (j.end_ms) AppendMember("endTime", api::FormatRfc3339Utc(Time::FromMillis(*j.end_ms)), out);
-  out += ",\"gpus\":";
-  out += std::to_string(j.gpus);
-  out += ",\"replicas\":";
-  out += std::to_string(j.replicas);
-  out += ",\"nodes\":[";
-  for (size_t i = 0; i < j.nodes.size(); ++i) {
-    if (i) out += ',';
-    api::AppendJsonString(j.nodes[i], out);
-  }
-  out += "]}";
+  api::JsonWriter w(out);
+  w.BeginObject().Key("id").Int(j.id).Key("name").String(j.name).Key("user").String(j.user);
+  w.Key("queue").String(j.queue).Key("priority").String(j.priority_class).Key("state").String(j.state);
+  w.Key("reason").String(j.reason).Key("submitTime").String(TimeText(j.submit_ms));
+  if (j.start_ms) w.Key("startTime").String(TimeText(*j.start_ms));
+  if (j.end_ms) w.Key("endTime").String(TimeText(*j.end_ms));
+  w.Key("gpus").Int(j.gpus).Key("replicas").Int(j.replicas).Key("nodes").BeginArray();
+  for (const std::string& n : j.nodes) w.String(n);
+  w.EndArray().EndObject();
 }
 
 nlohmann::json JobJson(const store::JobRow& row) {
@@ -119,7 +96,7 @@ nlohmann::json JobJson(const store::JobRow& row) {
 
 nlohmann::json EventJson(const store::EventRow& e) {
   return {{"seq", e.seq},
-          {"time", api::FormatRfc3339Utc(Time::FromMillis(e.time_ms))},
+          {"time", TimeText(e.time_ms)},
           {"type", e.type},
           {"reason", e.reason},
           {"message", e.message}};

@@ -19,7 +19,7 @@
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
 //   maxBodyBytes: 1048576    # larger request bodies get 413
 //   rateLimit: {perSecond: 500, burst: 1000}   # per client address; 429 beyond
-//   threads: 128             # HTTP worker threads for requests that block (lists, actions)
+//   threads: 128             # HTTP worker threads for requests that block (lists, events, logs, nodes)
 //   agents: {unreachableAfter: 20s, lostAfter: 120s, maxLostFraction: 0.3, lease: 60s,
 //            defaultGrace: 30s, syncWait: 10s}
 //   checkpoints: {signalsPerSecond: 20}   # staggered checkpoint stops (0: no limit)
