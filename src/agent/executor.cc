@@ -288,7 +288,7 @@ void Executor::Recover() {
       if (j.contains("pid")) {
         t.pid = j.value("pid", 0);
         t.pid_start = j.value("startTime", int64_t{0});
-        t.start_ms = j.value("startMs", int64_t{0});
+        t.start_ms = j.value("startMs", t.start_ms);  // the shim's own line has none
         has_pid = true;
       }
       if (j.contains("stop")) {

@@ -14,10 +14,12 @@
 // leftovers, removes the cgroup and writes result.json.
 //
 // Recover() runs once at agent start: a task whose shim still runs is
-// adopted (watched through a pidfd, after checking its start time); a task
-// whose shim is gone ends with the exit status the shim wrote, or as lost; cgroups that belong to no task directory are emptied and
-// removed. So an agent restart never starts a task twice and never leaves
-// one behind.
+// adopted (watched through a pidfd, after checking its start time; the shim
+// records its own pid before it starts the payload, so a task whose agent
+// died right after starting it is adopted too); a task whose shim is gone
+// ends with the exit status the shim wrote, or as lost; cgroups that belong
+// to no task directory are emptied and removed. So an agent restart never
+// starts a task twice and never leaves one behind.
 //
 // Forget(key) retires an ended task's journal once the server has recorded
 // its result (the log stays). Retired journals are kept as spares in

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/executor.h"
 #include "agent/launcher.h"
 #include "agent/resume_check.h"
 #include "agent/task_spec.h"
@@ -177,6 +178,12 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   // PATH lookup of argv[0] uses the task's PATH.
   auto path = spec.env.find("PATH");
   if (path != spec.env.end()) ::setenv("PATH", path->second.c_str(), 1);
+
+  // Recorded before the payload exists: an agent that dies between
+  // starting this shim and writing its pid must not leave a running task
+  // that the next agent takes for one that never started.
+  const pid_t self = ::getpid();
+  (void)AppendJournal(journal, nlohmann::json({{"pid", self}, {"startTime", ProcessStartTime(self)}}).dump());
 
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return 1;

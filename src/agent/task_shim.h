@@ -3,7 +3,8 @@
 // The agent starts the shim for every task instead of the task itself
 // (through the launcher, or by exec). The shim reads the task's spec from
 // the first line of its journal (task_spec.h), becomes the leader of a new
-// session, joins the task's cgroups, and starts the payload with the task's
+// session, joins the task's cgroups, appends its own pid and start time to
+// the journal, and starts the payload with the task's
 // identity, working directory and environment, its stdout and stderr going
 // to one pipe. It copies that output into the task's log, rotating it at the
 // size limit, and when the payload ends appends {"exitCode":N} or

@@ -189,6 +189,31 @@ TEST_F(ExecutorTest, ARestartedAgentAdoptsARunningTaskAndGetsItsExit) {
   EXPECT_FALSE(fs::exists(e->JournalPath("j6.a1.r0")));
 }
 
+// The agent records a shim's pid after starting it; an agent killed in
+// between (its task already running) left a journal without it, and the
+// next agent ended the task as lost and killed it, so the server ran it
+// again. The shim records its own pid before it starts the payload.
+TEST_F(ExecutorTest, ATaskWhoseAgentDiedBeforeRecordingItsPidIsAdopted) {
+  const std::string started = dir_ + "/started";
+  {
+    auto e = Make();
+    ASSERT_TRUE(e->Start(Shell("j9.a1.r0", "echo start > " + started + "; sleep 1; exit 7"), {}).ok());
+    WaitLines(started, 1);
+    // The agent's own line ("startMs") never written: as if killed just after the spawn.
+    const std::string journal = e->JournalPath("j9.a1.r0");
+    std::string kept;
+    for (const std::string& line : ReadJournal(journal)) {
+      if (line.find("\"startMs\"") == std::string::npos) kept += line + "\n";
+    }
+    std::ofstream(journal, std::ios::trunc) << kept;
+  }
+  auto e = Make();
+  auto tasks = e->Tasks();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_TRUE(tasks[0].running) << "the running task was taken for one that never started";
+  EXPECT_EQ(WaitEnd(*e, "j9.a1.r0").exit_code, 7);
+}
+
 TEST_F(ExecutorTest, AForgottenJournalIsReusedAndNeverBringsItsTaskBack) {
   const std::string spare = dir_ + "/state/tasks/spare";
   auto count = [&] { return std::distance(fs::directory_iterator(spare), fs::directory_iterator()); };
