@@ -90,6 +90,7 @@ Status MigrateSqlite(Db& db) {
   ASSIGN_OR_RETURN(Stmt q, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
   ASSIGN_OR_RETURN(bool has_row, q.Step());
   const int64_t current = has_row ? q.Int(0) : 0;
+  q.Reset();  // a statement left open would lock the tables a migration drops
   const int64_t latest = SqliteStore::LatestSchemaVersion();
   if (current > latest) {
     return FailedPrecondition("store " + db.path() + " has schema version " + std::to_string(current) +
