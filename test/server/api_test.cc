@@ -547,6 +547,26 @@ TEST(ServerStart, DamagedStoreStopsItWithTheFileName) {
   EXPECT_NE(server.log().find(db), std::string::npos) << server.log();
 }
 
+// Two servers on one store would each hand out the same job ids and
+// overwrite each other's jobs: the second is refused and the first goes on.
+TEST(ServerStart, ASecondServerOnTheSameStoreIsRefused) {
+  ServerProcess first(kCluster);
+  ASSERT_TRUE(first.Start());
+  ServerProcess second;
+  const std::string db = first.dir() + "/muster.db";
+  std::ofstream(second.dir() + "/config.yaml") << "store: " << db << "\n" << kCluster;
+  EXPECT_FALSE(second.Start());
+  EXPECT_NE(second.log().find("store " + db + " is in use by another process (pid "), std::string::npos)
+      << second.log();
+  Api api(first.url());
+  auto r = api.Post("/v1/jobs", R"({"command": ["true"], "resources": {"gpus": 1}})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 201) << r->body;
+  // Once the first is gone, the lock goes with it (kill -9 included).
+  first.Kill();
+  EXPECT_TRUE(second.Start()) << second.log();
+}
+
 TEST(ServerStart, BadConfigurationIsAClearError) {
   ServerProcess server("scheduler: {maxReservatons: 3}\n");
   EXPECT_FALSE(server.Start());

@@ -50,7 +50,15 @@ Status Configure(Db& db) {
 }  // namespace
 
 StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+  ASSIGN_OR_RETURN(StoreLock lock, StoreLock::Acquire(path));
   const bool existed = std::filesystem::exists(path);
+  std::error_code size_error;
+  if (existed && std::filesystem::file_size(path, size_error) == 0 && !size_error) {
+    // SQLite would take it for a new database: a store truncated to nothing
+    // would start the cluster again empty.
+    return DataLoss("store " + path + " is an empty file (a truncated store?); if it is meant to be a new store, "
+                    "remove it and start again");
+  }
   ASSIGN_OR_RETURN(Db db, Db::Open(path));
   RETURN_IF_ERROR(Configure(db));
   if (existed) {
@@ -61,12 +69,21 @@ StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path
     if (!row.ok()) return DataLoss("store " + path + " is not a Muster store or is damaged: " + row.status().message());
     const std::string verdict = *row ? check->Text(0) : "no answer";
     if (verdict != "ok") return DataLoss("store " + path + " is damaged: " + verdict);
+    // Another program's database: tables, none of them ours.
+    ASSIGN_OR_RETURN(Stmt tables, db.Prepare(
+        "SELECT group_concat(name, ', '), SUM(name = 'schema_migrations') FROM "
+        "(SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name)"));
+    ASSIGN_OR_RETURN(bool listed, tables.Step());
+    if (listed && tables.OptInt(1).value_or(1) == 0) {
+      return FailedPrecondition("store " + path + " is not a Muster store (its tables: " +
+                                tables.Text(0).substr(0, 200) + "); give the server another file");
+    }
   }
   RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode = WAL"));
   // FULL: a commit is on disk before it returns. The coalescing VFS needs it too.
   RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = FULL"));
   RETURN_IF_ERROR(MigrateSqlite(db));
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(lock), std::move(db)));
 }
 
 template <typename Fn>
@@ -95,7 +112,7 @@ struct SqliteStore::WriteStatements {
   Stmt job, reason, event, idem, node, meta, checkpoint;
 };
 
-SqliteStore::SqliteStore(Db writer) : writer_(std::move(writer)) {}
+SqliteStore::SqliteStore(StoreLock lock, Db writer) : lock_(std::move(lock)), writer_(std::move(writer)) {}
 SqliteStore::~SqliteStore() = default;
 
 Status SqliteStore::PrepareWrites() {

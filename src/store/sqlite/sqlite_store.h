@@ -5,10 +5,11 @@
 // by a mutex; the StoreWriter batches them); reads use a small pool of
 // read-only connections, which WAL lets run beside the writer.
 //
-// Open() creates the file if needed, checks that it is a healthy SQLite
-// database (PRAGMA quick_check) and applies the schema migrations in
-// migrations.cc. A damaged or foreign file is kDataLoss with the file name:
-// the server refuses to start rather than begin again empty.
+// Open() takes the store's lock (store_lock.h: one process at a time),
+// creates the file if needed, checks that it is a healthy SQLite database
+// (PRAGMA quick_check) and applies the schema migrations in migrations.cc.
+// A damaged, foreign or empty file is an error naming the file: the server
+// refuses to start rather than begin again empty.
 #pragma once
 
 #include <memory>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "store/sqlite/sqlite_db.h"
+#include "store/sqlite/store_lock.h"
 #include "store/store.h"
 
 namespace muster::store {
@@ -46,7 +48,7 @@ class SqliteStore final : public Store {
   static int LatestSchemaVersion();
 
  private:
-  explicit SqliteStore(Db writer);
+  SqliteStore(StoreLock lock, Db writer);
 
   // Runs `fn(Db&)` on a pooled read connection.
   template <typename Fn>
@@ -56,6 +58,7 @@ class SqliteStore final : public Store {
   struct WriteStatements;
   Status PrepareWrites();
 
+  StoreLock lock_;  // first member: released after every connection is closed
   std::mutex write_mu_;
   Db writer_;  // guarded by write_mu_
   std::unique_ptr<WriteStatements> writes_;  // guarded by write_mu_

@@ -65,6 +65,48 @@ TEST(SqliteStore, DamagedFileIsDataLoss) {
   EXPECT_NE(s.status().message().find(path), std::string::npos);
 }
 
+TEST(SqliteStore, OneProcessAtATime) {
+  const std::string path = TempPath("locked");
+  auto first = SqliteStore::Open(path);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = SqliteStore::Open(path);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(second.status().message(), "store " + path + " is in use by another process (pid " +
+                                           std::to_string(::getpid()) + "): one muster server at a time on a store");
+  first->reset();
+  EXPECT_TRUE(SqliteStore::Open(path).ok());
+}
+
+TEST(SqliteStore, AnotherProgramsDatabaseIsRefusedAndLeftAlone) {
+  const std::string path = TempPath("foreign");
+  {
+    auto db = Db::Open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("CREATE TABLE photos (id INTEGER PRIMARY KEY); CREATE TABLE albums (id INTEGER)").ok());
+  }
+  auto s = SqliteStore::Open(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find("store " + path + " is not a Muster store (its tables: albums, photos)"),
+            std::string::npos)
+      << s.status().ToString();
+  auto db = Db::Open(path);
+  auto q = db->Prepare("SELECT COUNT(*) FROM sqlite_master");
+  ASSERT_TRUE(q.ok() && *q->Step());
+  EXPECT_EQ(q->Int(0), 2) << "nothing may be added to another program's file";
+}
+
+TEST(SqliteStore, AnEmptyFileIsDataLoss) {
+  const std::string path = TempPath("empty");
+  std::ofstream(path).flush();
+  auto s = SqliteStore::Open(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.status().message().find("store " + path + " is an empty file"), std::string::npos)
+      << s.status().ToString();
+}
+
 TEST(SqliteStore, NewerSchemaIsRefused) {
   const std::string path = TempPath("newer");
   {
