@@ -251,10 +251,11 @@ bool ParseJobId(std::string_view s, core::JobId& out) {
   return ec == std::errc() && p == s.data() + s.size() && out > 0;
 }
 
-// Slurm's "afterok:12:13,afterany:14".
+// Slurm's "afterok:12:13,afterany:14"; an id may be a range "12-15" (what
+// `muster submit --parsable --array` prints), each job of it a dependency.
 StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& node,
                                                               const std::string& path) {
-  static constexpr const char* kForm = "dependencies such as \"afterok:12:13,afterany:14\"";
+  static constexpr const char* kForm = "dependencies such as \"afterok:12:13,afterany:14-20\"";
   StatusOr<std::string> text = ReadString(node, path, kArgRule);
   if (!text.ok()) return Expected(node, path, kForm);
   std::vector<core::Dependency> out;
@@ -275,16 +276,23 @@ StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& no
     while (true) {
       const size_t next = ids.find(':');
       const std::string_view id_text = ids.substr(0, next);
-      core::JobId id = 0;
-      if (!ParseJobId(id_text, id)) {
-        return InvalidArgument("must name jobs by positive integer ids, got " +
+      const size_t dash = id_text.find('-');
+      core::JobId first = 0, last = 0;
+      if (!ParseJobId(id_text.substr(0, dash), first) ||
+          !ParseJobId(dash == std::string_view::npos ? id_text : id_text.substr(dash + 1), last)) {
+        return InvalidArgument("must name jobs by positive integer ids or ranges of them, got " +
                                    QuoteForMessage(id_text) + " in " + QuoteForMessage(item),
                                path);
       }
-      if (out.size() == kMaxDependencies) {
+      if (last < first) {
+        return InvalidArgument("must give a range from the lower id to the higher, got " + QuoteForMessage(id_text) +
+                                   " in " + QuoteForMessage(item),
+                               path);
+      }
+      if (last - first >= static_cast<core::JobId>(kMaxDependencies - out.size())) {
         return InvalidArgument("must list at most 1024 dependencies", path);
       }
-      out.push_back({type, id});
+      for (core::JobId id = first; id <= last; ++id) out.push_back({type, id});
       if (next == std::string_view::npos) break;
       ids.remove_prefix(next + 1);
     }

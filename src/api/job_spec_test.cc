@@ -296,6 +296,11 @@ TEST(JobSpecTest, DependencyForms) {
   ASSERT_EQ(str.dependencies.size(), 3u);
   EXPECT_EQ(str.dependencies[2].type, core::DependencyType::kAfterNotOk);
   EXPECT_TRUE(str == list);
+  // A range, as `muster submit --parsable --array 2` prints it ("12-13").
+  EXPECT_TRUE(MustParse(R"({"command":["x"],"dependencies":"afterok:12-13,afternotok:14-14"})", kJson) == list);
+  // Ranges count toward the 1,024 dependencies: 1,000 + 24 fit, one more does not.
+  EXPECT_EQ(MustParse(R"({"command":["x"],"dependencies":"afterok:1-1000:2001-2024"})", kJson).dependencies.size(),
+            1024u);
 }
 
 TEST(JobSpecTest, ContentTypes) {
@@ -444,7 +449,11 @@ std::vector<BadSpec> BadSpecs() {
       {"NUL in an argument", R"({"command":["echo","a\u0000b"]})", J, "spec.command[1]", "got \"a\\u0000b\""},
       // Durations.
       {"bad duration", WithCommand(R"("timeLimit":"2 hours",)"), J, "spec.timeLimit", "must be a duration such as \"90s\", \"2h30m\" or \"1-02:00:00\", \"unlimited\" or an integer number of seconds, got \"2 hours\""},
-      {"bare number string", WithCommand(R"("timeLimit":"90",)"), J, "spec.timeLimit", "a string needs a unit, as in \"90s\""},
+      {"bare number string", WithCommand(R"("timeLimit":"90",)"), J, "spec.timeLimit", "a string needs a unit: \"90s\", or \"90m\" for Slurm's minutes"},
+      {"time 0 as in Slurm", WithCommand(R"("timeLimit":"0",)"), J, "spec.timeLimit", "(for no limit: \"unlimited\"), got \"0\""},
+      {"memory 512 as in Slurm", WithCommand(R"("resources":{"memory":"512"},)"), J, "spec.resources.memory", "must be 0 or at least 1Mi (a number without a unit is bytes: \"512Mi\" or \"512M\" for megabytes), got \"512\""},
+      {"memory 1000 bytes", WithCommand(R"("resources":{"memory":1000},)"), J, "spec.resources.memory", "at least 1Mi"},
+      {"memory 1Ki", WithCommand(R"("resources":{"memory":"1Ki"},)"), J, "spec.resources.memory", "at least 1Mi"},
       {"zero time limit", WithCommand(R"("timeLimit":"0s",)"), J, "spec.timeLimit", "must be greater than 0 and at most 365 days (or \"unlimited\"), got \"0s\""},
       {"zero seconds", WithCommand(R"("timeLimit":0,)"), J, "spec.timeLimit", "got 0"},
       {"time limit over a year", WithCommand(R"("timeLimit":"400d",)"), J, "spec.timeLimit", "at most 365 days (or \"unlimited\"), got \"400d\""},
@@ -460,8 +469,12 @@ std::vector<BadSpec> BadSpecs() {
       {"checkpoint without dir", WithCommand(R"("checkpoint":{"interval":"1h"},)"), J, "spec.checkpoint.dir", "is required"},
       {"relative working dir", WithCommand(R"("workingDir":"work",)"), J, "spec.workingDir", "must be an absolute path"},
       // Dependencies.
-      {"afterok:", WithCommand(R"("dependencies":"afterok:",)"), J, "spec.dependencies", "must be dependencies such as \"afterok:12:13,afterany:14\", got \"afterok:\""},
-      {"afterok:abc", WithCommand(R"("dependencies":"afterok:abc",)"), J, "spec.dependencies", "must name jobs by positive integer ids, got \"abc\" in \"afterok:abc\""},
+      {"afterok:", WithCommand(R"("dependencies":"afterok:",)"), J, "spec.dependencies", "must be dependencies such as \"afterok:12:13,afterany:14-20\", got \"afterok:\""},
+      {"afterok:abc", WithCommand(R"("dependencies":"afterok:abc",)"), J, "spec.dependencies", "must name jobs by positive integer ids or ranges of them, got \"abc\" in \"afterok:abc\""},
+      {"afterok:5-", WithCommand(R"("dependencies":"afterok:5-",)"), J, "spec.dependencies", "must name jobs by positive integer ids or ranges of them, got \"5-\" in \"afterok:5-\""},
+      {"afterok:9-5", WithCommand(R"("dependencies":"afterok:9-5",)"), J, "spec.dependencies", "must give a range from the lower id to the higher, got \"9-5\" in \"afterok:9-5\""},
+      {"afterok:1-1025", WithCommand(R"("dependencies":"afterok:1-1025",)"), J, "spec.dependencies", "must list at most 1024 dependencies"},
+      {"afterok:1-9e18", WithCommand(R"("dependencies":"afterok:1-9000000000000000000",)"), J, "spec.dependencies", "must list at most 1024 dependencies"},
       {"sometimes:12", WithCommand(R"("dependencies":"sometimes:12",)"), J, "spec.dependencies", "must be one of afterok, afterany or afternotok, got \"sometimes\""},
       {"afterok:0", WithCommand(R"("dependencies":"afterok:0",)"), J, "spec.dependencies", "got \"0\" in \"afterok:0\""},
       {"dependency job 0", WithCommand(R"("dependencies":[{"type":"afterok","job":0}],)"), J, "spec.dependencies[0].job", "must be a positive integer job id, got 0"},

@@ -129,9 +129,18 @@ StatusOr<int64_t> ReadMemoryBytes(const TreeNode& node, const std::string& path,
   const std::string expected =
       "a memory size such as \"512Gi\" or \"16G\", or an integer number of bytes, at most " +
       std::to_string(max_bytes >> 40) + "Ti";
+  // A request under 1 MiB is a unit left out (Slurm's --mem=512 means
+  // megabytes; here a number alone is bytes), never a job's real need.
+  auto sane = [&](int64_t bytes) -> StatusOr<int64_t> {
+    if (bytes > 0 && bytes < (int64_t{1} << 20)) {
+      return Expected(node, path,
+                      "0 or at least 1Mi (a number without a unit is bytes: \"512Mi\" or \"512M\" for megabytes)");
+    }
+    return bytes;
+  };
   if (node.kind == Kind::kInt) {
     if (node.integer < 0 || node.integer > max_bytes) return Expected(node, path, expected);
-    return node.integer;
+    return sane(node.integer);
   }
   // Strings only: a number with a fraction (1.5, "1.5") would be a fraction
   // of a byte, which ParseMemoryBytes silently truncates.
@@ -142,7 +151,7 @@ StatusOr<int64_t> ReadMemoryBytes(const TreeNode& node, const std::string& path,
   }
   StatusOr<int64_t> bytes = ParseMemoryBytes(s);
   if (!bytes.ok() || *bytes > max_bytes) return Expected(node, path, expected);
-  return *bytes;
+  return sane(*bytes);
 }
 
 StatusOr<Duration> ReadDuration(const TreeNode& node, const std::string& path,
@@ -161,7 +170,12 @@ StatusOr<Duration> ReadDuration(const TreeNode& node, const std::string& path,
     // A bare "90" is minutes to ParseDuration (Slurm) but seconds as an
     // integer here: refuse the ambiguous form.
     if (!s.empty() && std::all_of(s.begin(), s.end(), IsDigit)) {
-      return Expected(node, path, form + " (a string needs a unit, as in \"" + s + "s\")");
+      if (std::all_of(s.begin(), s.end(), [](char c) { return c == '0'; })) {
+        // Slurm's --time=0: no limit.
+        return Expected(node, path, form + (rule.allow_unlimited ? " (for no limit: \"unlimited\")" : ""));
+      }
+      return Expected(node, path, form + " (a string needs a unit: \"" + s + "s\", or \"" + s +
+                                      "m\" for Slurm's minutes)");
     }
     StatusOr<Duration> parsed = ParseDuration(s);
     if (!parsed.ok()) return Expected(node, path, form);

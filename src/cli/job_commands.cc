@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -45,7 +46,7 @@ struct JobCommands {
   // submit
   std::string file;
   std::string name, queue, priority, gpu_type, cpus, memory, time, after;
-  int64_t gpus = -1, replicas = -1, array = -1;
+  std::optional<int64_t> gpus, replicas, array;  // unset unless given; the server checks the values
   bool hold = false, parsable = false;
   std::vector<std::string> command;
   // get / history
@@ -64,25 +65,54 @@ struct JobCommands {
 
 namespace {
 
+// The help group of submit's flags that make a spec (refused beside a file).
+constexpr const char* kSpecFlags = "Job settings (instead of a file)";
+
 int Fail(const Status& s) {
   std::cerr << "muster: " << s.message() << "\n";
   return 1;
 }
 
-YAML::Node ToYaml(const json& j) {
+// True when a YAML reader would not take `s`, written plain, for this
+// string: empty, a YAML 1.1 or 1.2 boolean or null word (yes, off, ~), or
+// anything that starts like a number, date or time (42, 0x10, .5, -1,
+// 2026-11-27, 1:30). Those are written double-quoted; over-quoting is
+// harmless, under-quoting turns "true" into true and "0x10" into 16.
+bool NeedsQuotes(const std::string& s) {
+  static const char* const kWords[] = {"y", "yes", "n", "no", "true", "false", "on", "off", "null", "~"};
+  if (s.empty()) return true;
+  std::string lower = s;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* w : kWords) {
+    if (lower == w) return true;
+  }
+  const char first = s[0];
+  return std::isdigit(static_cast<unsigned char>(first)) || first == '-' || first == '+' || first == '.';
+}
+
+void EmitYaml(YAML::Emitter& e, const json& j) {
   if (j.is_object()) {
-    YAML::Node n(YAML::NodeType::Map);
-    for (auto it = j.begin(); it != j.end(); ++it) n[it.key()] = ToYaml(it.value());
-    return n;
+    e << YAML::BeginMap;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      e << YAML::Key;
+      if (NeedsQuotes(it.key())) e << YAML::DoubleQuoted;
+      e << it.key() << YAML::Value;
+      EmitYaml(e, it.value());
+    }
+    e << YAML::EndMap;
+  } else if (j.is_array()) {
+    e << YAML::BeginSeq;
+    for (const auto& v : j) EmitYaml(e, v);
+    e << YAML::EndSeq;
+  } else if (j.is_string()) {
+    const std::string& v = j.get_ref<const std::string&>();
+    if (NeedsQuotes(v)) e << YAML::DoubleQuoted;
+    e << v;
+  } else if (j.is_null()) {
+    e << YAML::Null;
+  } else {
+    e << j.dump();  // numbers and booleans, plain
   }
-  if (j.is_array()) {
-    YAML::Node n(YAML::NodeType::Sequence);
-    for (const auto& v : j) n.push_back(ToYaml(v));
-    return n;
-  }
-  if (j.is_string()) return YAML::Node(j.get<std::string>());
-  if (j.is_null()) return YAML::Node();
-  return YAML::Node(j.dump());
 }
 
 void Print(const json& j, const std::string& output) {
@@ -90,7 +120,7 @@ void Print(const json& j, const std::string& output) {
     std::cout << j.dump(2) << "\n";
   } else {
     YAML::Emitter e;
-    e << ToYaml(j);
+    EmitYaml(e, j);
     std::cout << e.c_str() << "\n";
   }
 }
@@ -276,33 +306,46 @@ std::string Query(const JobCommands& c, const std::string& states) {
 }
 
 // `get jobs` and `history`: a table is built row by row as pages arrive, so
-// a long list never holds every job's whole JSON.
-int ListJobs(JobCommands& c, Client& client, const std::string& states) {
+// a long list never holds every job's whole JSON. With `newest`, --limit N
+// keeps the last N jobs (the most recent ids) instead of the first N: every
+// page is read, and only N jobs are kept at a time.
+int ListJobs(JobCommands& c, Client& client, const std::string& states, bool newest = false) {
   const std::string query = Query(c, states);
+  const int64_t fetch = newest ? 0 : c.limit;
+  const size_t keep = newest && c.limit > 0 ? static_cast<size_t>(c.limit) : SIZE_MAX;
   if (c.output == "json" || c.output == "yaml") {
+    std::deque<json> kept;
+    Status s = ForEachJob(client, query, fetch, [&](json& j) {
+      kept.push_back(std::move(j));
+      if (kept.size() > keep) kept.pop_front();
+    });
+    if (!s.ok()) return Fail(s);
     json all = json::array();
-    if (Status s = ForEachJob(client, query, c.limit, [&](json& j) { all.push_back(std::move(j)); }); !s.ok()) {
-      return Fail(s);
-    }
+    for (json& j : kept) all.push_back(std::move(j));
     Print(all, c.output);
     return 0;
   }
   const bool wide = c.output == "wide";
-  std::vector<std::vector<std::string>> rows;
-  rows.push_back({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"});
-  if (wide) rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
+  std::deque<std::vector<std::string>> rows;
   // A table needs only the jobs' summaries: a sixth of the bytes, read as a stream.
-  const Status s = ForEachPage(client, query + "&view=summary", c.limit, [&](const std::string& text, int64_t room) {
-    return ReadJobSummaryPage(text, room, [&](const JobSummaryItem& j) { rows.push_back(JobCells(j, wide)); });
+  const Status s = ForEachPage(client, query + "&view=summary", fetch, [&](const std::string& text, int64_t room) {
+    return ReadJobSummaryPage(text, room, [&](const JobSummaryItem& j) {
+      rows.push_back(JobCells(j, wide));
+      if (rows.size() > keep) rows.pop_front();
+    });
   });
   if (!s.ok()) {
     return Fail(s);
   }
-  PrintTable(rows);
+  rows.push_front({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"});
+  if (wide) rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
+  PrintTable({rows.begin(), rows.end()});
   return 0;
 }
 
-// The spec from --file, or from flags and the command after "--".
+// The spec from --file, or from flags and the command after "--". A wrong
+// combination is InvalidArgument (a usage error); a file that cannot be read
+// is NotFound.
 StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   auto is_spec_file = [](const std::string& a) {
     for (const char* ext : {".yaml", ".yml", ".json"}) {
@@ -319,6 +362,17 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
     return InvalidArgument("give a job file or a command, not both");
   }
   if (!c.file.empty()) {
+    // The file is the whole job; a flag beside it would be silently lost.
+    std::vector<std::string> given;
+    for (CLI::Option* o : c.submit->get_options()) {
+      if (o->count() > 0 && o->get_group() == kSpecFlags) given.push_back(o->get_name());
+    }
+    if (!given.empty()) {
+      std::string list;
+      for (const std::string& g : given) list += (list.empty() ? "" : ", ") + g;
+      return InvalidArgument("give the job's settings in " + c.file + " or as flags, not both (flags given: " + list +
+                             ")");
+    }
     std::ifstream in(c.file);
     if (!in) return NotFound("cannot open " + c.file);
     std::stringstream ss;
@@ -333,10 +387,10 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.name.empty()) spec["name"] = c.name;
   if (!c.queue.empty()) spec["queue"] = c.queue;
   if (!c.priority.empty()) spec["priority"] = c.priority;
-  if (c.replicas >= 0) spec["replicas"] = c.replicas;
-  if (c.array >= 0) spec["array"] = c.array;
+  if (c.replicas) spec["replicas"] = *c.replicas;
+  if (c.array) spec["array"] = *c.array;
   json res = json::object();
-  if (c.gpus >= 0) res["gpus"] = c.gpus;
+  if (c.gpus) res["gpus"] = *c.gpus;
   if (!c.gpu_type.empty()) res["gpuType"] = c.gpu_type;
   if (!c.cpus.empty()) res["cpus"] = c.cpus;
   if (!c.memory.empty()) res["memory"] = c.memory;
@@ -349,7 +403,10 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
 
 int Submit(JobCommands& c, Client& client) {
   auto spec = BuildSpec(c);
-  if (!spec.ok()) return Fail(spec.status());
+  if (!spec.ok()) {
+    Fail(spec.status());
+    return spec.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
   auto r = client.Post("/v1/jobs", spec->first, spec->second, {{"Idempotency-Key", NewUuid()}});
   if (!r.ok()) return Fail(r.status());
   if (r->status != 200 && r->status != 201) return Fail(Client::ErrorOf(*r));
@@ -414,8 +471,17 @@ int Describe(JobCommands& c, Client& client, bool why_only) {
   auto r = client.Get("/v1/jobs/" + std::to_string(c.id));
   if (!r.ok()) return Fail(r.status());
   if (r->status != 200) return Fail(Client::ErrorOf(*r));
-  const json& j = r->body;
+  json& j = r->body;
   if (c.output == "json" || c.output == "yaml") {
+    // describe: the job with its events and checkpoints, as the table shows them.
+    static const char* const kParts[] = {"events", "checkpoints"};
+    for (const char* part : kParts) {
+      if (why_only) break;
+      auto more = client.Get("/v1/jobs/" + std::to_string(c.id) + "/" + part);
+      if (!more.ok()) return Fail(more.status());
+      if (more->status != 200) return Fail(Client::ErrorOf(*more));
+      j[part] = std::move(more->body["items"]);
+    }
     Print(j, c.output);
     return 0;
   }
@@ -531,18 +597,18 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->submit = app.add_subcommand("submit", "Submit a job from a YAML/JSON file or from flags and a command");
   common(c->submit);
   c->submit->add_option("-f,--file", c->file, "Job spec file (YAML or JSON)");
-  c->submit->add_option("--name", c->name, "Job name");
-  c->submit->add_option("--queue,-q", c->queue, "Queue (team)");
-  c->submit->add_option("--priority", c->priority, "Priority class");
-  c->submit->add_option("--gpus", c->gpus, "GPUs per replica");
-  c->submit->add_option("--gpu-type", c->gpu_type, "GPU type");
-  c->submit->add_option("--replicas", c->replicas, "Replicas (gang size)");
-  c->submit->add_option("--array", c->array, "Submit this many tasks of the job (one job each)");
-  c->submit->add_option("--cpus", c->cpus, "CPUs per replica (4, 2.5, 500m)");
-  c->submit->add_option("--memory", c->memory, "Memory per replica (64Gi)");
-  c->submit->add_option("--time,-t", c->time, "Time limit (2h, 90m, 1-00:00:00)");
-  c->submit->add_option("--after", c->after, "Dependencies, e.g. afterok:12,afterany:13");
-  c->submit->add_flag("--hold", c->hold, "Submit held");
+  c->submit->add_option("--name", c->name, "Job name")->group(kSpecFlags);
+  c->submit->add_option("--queue,-q", c->queue, "Queue (team)")->group(kSpecFlags);
+  c->submit->add_option("--priority", c->priority, "Priority class")->group(kSpecFlags);
+  c->submit->add_option("--gpus", c->gpus, "GPUs per replica")->group(kSpecFlags);
+  c->submit->add_option("--gpu-type", c->gpu_type, "GPU type")->group(kSpecFlags);
+  c->submit->add_option("--replicas", c->replicas, "Replicas (gang size)")->group(kSpecFlags);
+  c->submit->add_option("--array", c->array, "Submit this many tasks of the job (one job each)")->group(kSpecFlags);
+  c->submit->add_option("--cpus", c->cpus, "CPUs per replica (4, 2.5, 500m)")->group(kSpecFlags);
+  c->submit->add_option("--memory", c->memory, "Memory per replica (64Gi)")->group(kSpecFlags);
+  c->submit->add_option("--time,-t", c->time, "Time limit (2h, 90m, 1-00:00:00)")->group(kSpecFlags);
+  c->submit->add_option("--after", c->after, "Dependencies, e.g. afterok:12,afterany:13-20")->group(kSpecFlags);
+  c->submit->add_flag("--hold", c->hold, "Submit held")->group(kSpecFlags);
   c->submit->add_flag("--parsable", c->parsable, "Print only the job id");
   c->submit->add_option("command", c->command,
                         "The command, after --; or one job file (.yaml, .yml, .json) instead of -f");
@@ -554,7 +620,7 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->get->add_option("--queue", c->filter_queue, "Only this queue");
   c->get->add_option("--for-user", c->filter_user, "Only this user's jobs");
   c->get->add_option("--name", c->filter_name, "Only jobs with this name");
-  c->get->add_option("--limit", c->limit, "At most this many jobs");
+  c->get->add_option("--limit", c->limit, "At most this many jobs (0: all)")->check(CLI::NonNegativeNumber);
 
   c->describe = app.add_subcommand("describe", "Show a job with its status and events");
   common(c->describe);
@@ -569,7 +635,7 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   common(c->history);
   c->history->add_option("--for-user", c->filter_user, "Only this user's jobs");
   c->history->add_option("--queue", c->filter_queue, "Only this queue");
-  c->history->add_option("--limit", c->limit, "At most this many jobs");
+  c->history->add_option("--limit", c->limit, "Only the most recent N jobs (0: all)")->check(CLI::NonNegativeNumber);
 
   c->logs = app.add_subcommand("logs", "Show a job's output (stdout and stderr of one replica)");
   common(c->logs);
@@ -636,7 +702,7 @@ int RunJobCommands(JobCommands& commands) {
   if (parsed == c->why) return Describe(*c, client, true);
   if (parsed == c->logs) return Logs(*c, client);
   if (parsed == c->history) {
-    return ListJobs(*c, client, "COMPLETED,FAILED,CANCELLED,TIMEOUT,OUT_OF_MEMORY,NODE_FAIL,PREEMPTED");
+    return ListJobs(*c, client, "COMPLETED,FAILED,CANCELLED,TIMEOUT,OUT_OF_MEMORY,NODE_FAIL,PREEMPTED", /*newest=*/true);
   }
   return Act(*c, client, verb);
 }

@@ -345,6 +345,7 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     row.queue = req.spec.queue;
     row.priority_class = req.spec.priority;
     row.state = req.spec.hold ? "HELD" : "PENDING";
+    if (req.spec.hold) row.reason = "Held";  // what the cycle would give it, already in the answer
     row.submit_ms = now.millis();
     row.spec_json = req.spec_json;
     if (!req.idempotency_key.empty()) idempotency_key_of_[row.id] = req.idempotency_key;
@@ -355,6 +356,7 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
                              req.spec.array > 0 ? "by " + req.user + ", task " + std::to_string(i) + " of array " +
                                                       std::to_string(first_id)
                                                 : "by " + req.user));
+    if (req.spec.hold) b.events.push_back(Event(row.id, "Held", "", "submitted held"));
     jobs_[row.id] = row;
     rows.push_back(std::move(row));
   }

@@ -158,7 +158,14 @@ StatusOr<std::string> IdempotencyKeyOf(const http::Request& req) {
 }
 
 Status CheckQuery(const http::Request& req, const std::vector<std::string>& known) {
-  for (const auto& [k, v] : req.params) {
+  for (size_t i = 0; i < req.params.size(); ++i) {
+    const std::string& k = req.params[i].first;
+    for (size_t j = 0; j < i; ++j) {
+      if (req.params[j].first == k) {
+        return InvalidArgument("given more than once; list several values with commas (state=PENDING,HELD)",
+                               "query." + k);
+      }
+    }
     if (std::find(known.begin(), known.end(), k) != known.end()) continue;
     std::string msg = "unknown query parameter";
     const std::string close = ClosestMatch(k, known);
@@ -166,6 +173,21 @@ Status CheckQuery(const http::Request& req, const std::vector<std::string>& know
     return InvalidArgument(msg, "query." + k);
   }
   return Status::Ok();
+}
+
+// Handlers of routes that take no query parameters: any is refused (a
+// misspelt "?limit=" on the events would otherwise be silently ignored).
+http::Server::Handler NoQuery(http::Server::Handler h) {
+  return [h = std::move(h)](const http::Request& req, http::Response& res) {
+    if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyStatus(res, q);
+    h(req, res);
+  };
+}
+http::Server::AsyncHandler NoQueryAsync(http::Server::AsyncHandler h) {
+  return [h = std::move(h)](http::Request&& req, http::Server::Reply reply) {
+    if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyNow(reply, q);
+    h(std::move(req), std::move(reply));
+  };
 }
 
 // Reads integer query parameter `name` into `out` when present; an error
@@ -381,11 +403,11 @@ void HttpApi::Routes() {
   });
 
   // Answered on the event loop itself: it tells whether that loop is alive.
-  s.HandleAsync("GET", "/healthz", [](http::Request&&, http::Server::Reply reply) {
+  s.HandleAsync("GET", "/healthz", NoQueryAsync([](http::Request&&, http::Server::Reply reply) {
     http::Response res;
     Reply(res, 200, {{"status", "ok"}});
     reply(std::move(res));
-  });
+  }));
 
   // Submits are answered from the store writer once durable, without
   // holding a thread; small JSON specs are parsed on the event loop,
@@ -426,7 +448,10 @@ void HttpApi::Routes() {
     f.name = req.Param("name");
     int64_t limit = 100, after = 0;
     if (Status st = IntParam(req, "limit", limit, 1, 1000); !st.ok()) return ReplyStatus(res, st);
-    if (Status st = IntParam(req, "continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
+    // An empty token is the first page (the last page's answer carries "").
+    if (!req.Param("continue").empty()) {
+      if (Status st = IntParam(req, "continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
+    }
     // Written as text: each job is its stored spec plus status fields, or its summary.
     std::string body = "{\"items\":[";
     int64_t next = 0;
@@ -455,7 +480,7 @@ void HttpApi::Routes() {
 
   // The calls into the control loop below hold no thread while they wait
   // (a scheduling cycle in progress, a change's fsync).
-  s.HandleAsync("GET", "/v1/jobs/*", [this](http::Request&& req, http::Server::Reply reply) {
+  s.HandleAsync("GET", "/v1/jobs/*", NoQueryAsync([this](http::Request&& req, http::Server::Reply reply) {
     auto id = PathId(req);
     if (!id.ok()) return ReplyNow(reply, id.status());
     using E = ControlLoop::Explanation;
@@ -474,9 +499,9 @@ void HttpApi::Routes() {
       }
       Reply(res, 200, j);
     }));
-  });
+  }));
 
-  s.Handle("GET", "/v1/jobs/*/events", [this](const http::Request& req, http::Response& res) {
+  s.Handle("GET", "/v1/jobs/*/events", NoQuery([this](const http::Request& req, http::Response& res) {
     auto id = StoredJobId(req, store_);
     if (!id.ok()) return ReplyStatus(res, id.status());
     auto events = store_.ListEvents(*id);
@@ -484,12 +509,12 @@ void HttpApi::Routes() {
     json items = json::array();
     for (const store::EventRow& e : *events) items.push_back(EventJson(e));
     Reply(res, 200, {{"items", items}});
-  });
+  }));
 
   for (const ControlLoop::Action action : {ControlLoop::Action::kCancel, ControlLoop::Action::kHold,
                                            ControlLoop::Action::kRelease, ControlLoop::Action::kRequeue}) {
     s.HandleAsync("POST", std::string("/v1/jobs/*/") + ControlLoop::ActionName(action),
-                  [this, action](http::Request&& req, http::Server::Reply reply) {
+                  NoQueryAsync([this, action](http::Request&& req, http::Server::Reply reply) {
                     auto id = PathId(req);
                     if (!id.ok()) return ReplyNow(reply, id.status());
                     auto user = UserOf(req);
@@ -497,12 +522,12 @@ void HttpApi::Routes() {
                     loop_.Act(*id, action, *user, Answer<store::JobRow>(reply, [](http::Response& res, const store::JobRow& row) {
                       Reply(res, 200, JobJson(row));
                     }));
-                  });
+                  }));
   }
 
   // Checkpoints and progress, reported by the job itself (python/muster_job.py,
   // `muster checkpoint`, `muster progress`).
-  s.HandleAsync("POST", "/v1/jobs/*/checkpoints", [this](http::Request&& req, http::Server::Reply reply) {
+  s.HandleAsync("POST", "/v1/jobs/*/checkpoints", NoQueryAsync([this](http::Request&& req, http::Server::Reply reply) {
     auto id = PathId(req);
     if (!id.ok()) return ReplyNow(reply, id.status());
     auto user = UserOf(req);
@@ -524,9 +549,9 @@ void HttpApi::Routes() {
     loop_.CommitCheckpoint(std::move(c), Answer<store::CheckpointRow>(reply, [](http::Response& res, const store::CheckpointRow& row) {
       Reply(res, 201, CheckpointJson(row));
     }));
-  }, [](const http::Request& req) { return req.body.size() > kInlineSyncBytes; });
+  }), [](const http::Request& req) { return req.body.size() > kInlineSyncBytes; });
 
-  s.Handle("GET", "/v1/jobs/*/checkpoints", [this](const http::Request& req, http::Response& res) {
+  s.Handle("GET", "/v1/jobs/*/checkpoints", NoQuery([this](const http::Request& req, http::Response& res) {
     auto id = StoredJobId(req, store_);
     if (!id.ok()) return ReplyStatus(res, id.status());
     auto rows = store_.ListCheckpoints(*id);
@@ -534,9 +559,9 @@ void HttpApi::Routes() {
     json items = json::array();
     for (const store::CheckpointRow& c : *rows) items.push_back(CheckpointJson(c));
     Reply(res, 200, {{"items", items}});
-  });
+  }));
 
-  s.HandleAsync("POST", "/v1/jobs/*/progress", [this](http::Request&& req, http::Server::Reply reply) {
+  s.HandleAsync("POST", "/v1/jobs/*/progress", NoQueryAsync([this](http::Request&& req, http::Server::Reply reply) {
     auto id = PathId(req);
     if (!id.ok()) return ReplyNow(reply, id.status());
     auto user = UserOf(req);
@@ -566,9 +591,9 @@ void HttpApi::Routes() {
     loop_.ReportProgress(std::move(p), Answer<A>(reply, [](http::Response& res, const A& a) {
       Reply(res, 200, {{"attempt", a.attempt}, {"checkpointRequested", a.checkpoint_requested}});
     }));
-  }, [](const http::Request& req) { return req.body.size() > kInlineSyncBytes; });
+  }), [](const http::Request& req) { return req.body.size() > kInlineSyncBytes; });
 
-  s.HandleAsync("GET", "/v1/queues", [this](http::Request&&, http::Server::Reply reply) {
+  s.HandleAsync("GET", "/v1/queues", NoQueryAsync([this](http::Request&&, http::Server::Reply reply) {
     using Q = std::vector<ControlLoop::QueueView>;
     loop_.Queues(Answer<Q>(reply, [](http::Response& res, const Q& queues) {
       json items = json::array();
@@ -581,7 +606,7 @@ void HttpApi::Routes() {
       }
       Reply(res, 200, {{"items", items}});
     }));
-  });
+  }));
 
   // An agent's sync holds no thread while it waits for news (AgentSync).
   s.HandleAsync(
@@ -631,7 +656,7 @@ void HttpApi::Routes() {
   });
 
   for (const std::string verb : {"cordon", "uncordon", "drain"}) {
-    s.HandleAsync("POST", "/v1/nodes/*/" + verb, [this, verb](http::Request&& req, http::Server::Reply reply) {
+    s.HandleAsync("POST", "/v1/nodes/*/" + verb, NoQueryAsync([this, verb](http::Request&& req, http::Server::Reply reply) {
       auto user = UserOf(req);
       if (!user.ok()) return ReplyNow(reply, user.status());
       using N = ControlLoop::NodeView;
@@ -639,12 +664,12 @@ void HttpApi::Routes() {
                    Answer<N>(reply, [](http::Response& res, const N& view) {
                      Reply(res, 200, {{"name", view.spec.name}, {"schedulable", view.schedulable}});
                    }));
-    });
+    }));
   }
 
   // Built on a worker: a thousand nodes' agent reports are too much work
   // for the event loop.
-  s.Handle("GET", "/v1/nodes", [this](const http::Request&, http::Response& res) {
+  s.Handle("GET", "/v1/nodes", NoQuery([this](const http::Request&, http::Response& res) {
     using V = std::vector<ControlLoop::NodeView>;
     auto nodes = Await<V>([this](ControlLoop::Done<StatusOr<V>> done) { loop_.Nodes(std::move(done)); });
     if (!nodes.ok()) return ReplyStatus(res, nodes.status());
@@ -664,7 +689,7 @@ void HttpApi::Routes() {
                        {"runningJobs", n.running_jobs}});
     }
     Reply(res, 200, {{"items", items}});
-  });
+  }));
 
 }
 

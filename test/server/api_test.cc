@@ -133,6 +133,8 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
     cont = page["continue"];
   }
   EXPECT_EQ(seen.size(), 5u);
+  // The last page's empty token, sent back, is the first page again.
+  EXPECT_EQ(api.GetJson("/v1/jobs?queue=other&limit=2&continue=")["items"], api.GetJson("/v1/jobs?queue=other&limit=2")["items"]);
   EXPECT_EQ(api.GetJson("/v1/jobs?state=RUNNING")["items"].size(), 1u);
   EXPECT_EQ(api.GetJson("/v1/jobs?state=running,pending")["items"].size(), 7u);
   // The summary view: the same jobs, a table's fields only.
@@ -235,6 +237,15 @@ TEST_F(ApiTest, ActionsFollowTheStateMachineAndOwnership) {
   EXPECT_EQ(act(root, running, "cancel").second["state"], "CANCELLED");  // admin
   EXPECT_EQ(act(alice, running, "cancel").first, 409);                   // already ended
   EXPECT_EQ(act(alice, "999999", "cancel").first, 404);
+  // Submitted held: its answer already says why it waits, and its events say it was held.
+  r = alice.Post("/v1/jobs", R"j({"command":["true"],"hold":true})j");
+  ASSERT_EQ(r->status, 201) << r->body;
+  const json held = json::parse(r->body);
+  EXPECT_EQ(held["state"], "HELD");
+  EXPECT_EQ(held["reason"], "Held");
+  const json held_events = alice.GetJson("/v1/jobs/" + std::to_string(held["id"].get<int64_t>()) + "/events");
+  ASSERT_EQ(held_events["items"].size(), 2u) << held_events.dump();
+  EXPECT_EQ(held_events["items"][1]["type"], "Held");
   const json events = alice.GetJson("/v1/jobs/" + running + "/events");
   std::vector<std::string> types;
   for (const json& e : events["items"]) types.push_back(e["type"]);
@@ -307,6 +318,12 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"GET", "/v1/jobs/1/logs?tail=-1", "", "", 400, "query.tail", ""},
       {"GET", "/v1/jobs/1/logs?replica=first", "", "", 400, "query.replica", ""},
       {"GET", "/v1/jobs/1/logs?follow=1", "", "", 400, "query.follow", "unknown query parameter"},
+      // Routes without query parameters refuse any (they were ignored), and none may come twice.
+      {"GET", "/v1/jobs/1/events?limit=1", "", "", 400, "query.limit", "unknown query parameter"},
+      {"POST", "/v1/jobs/1/cancel?force=1", "", "application/json", 400, "query.force", "unknown query parameter"},
+      {"GET", "/v1/nodes?bogus=1", "", "", 400, "query.bogus", "unknown query parameter"},
+      {"GET", "/healthz?x=1", "", "", 400, "query.x", "unknown query parameter"},
+      {"GET", "/v1/jobs?state=PENDING&state=HELD", "", "", 400, "query.state", "given more than once; list several values with commas"},
       {"GET", "/v1/jobs/abc", "", "", 400, "path.id", ""},
       {"GET", "/v1/jobs/0", "", "", 400, "path.id", ""},
       {"GET", "/v1/jobs/99999", "", "", 404, "", "does not exist"},

@@ -78,6 +78,12 @@ TEST_F(CliServerTest, SubmitListWhyAndActions) {
   EXPECT_EQ(r.out, "job 1: CANCELLED\njob 2: CANCELLED\n");
   r = Muster(url, "history -o json");
   EXPECT_EQ(json::parse(r.out).size(), 2u) << r.out;
+  // --limit keeps the most recent, as a table too.
+  r = Muster(url, "history --limit 1 -o json");
+  ASSERT_EQ(json::parse(r.out).size(), 1u) << r.out;
+  EXPECT_EQ(json::parse(r.out)[0]["id"], 2) << r.out;
+  r = Muster(url, "history --limit 1");
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("^ID +NAME.*\n2 +second +carol .*CANCELLED.*\n$"))) << r.out;
   r = Muster(url, "describe job 1");
   EXPECT_NE(r.out.find("Events:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Cancelled"), std::string::npos) << r.out;
@@ -92,8 +98,25 @@ TEST_F(CliServerTest, ErrorsAndExitCodes) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("spec.timeLimit"), std::string::npos) << r.out;
   r = Muster(url, "submit --gpus 1");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("give a job file, or the command"), std::string::npos) << r.out;
+  // A negative number is the server's to refuse, not "unset".
+  r = Muster(url, "submit --gpus -1 -- x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("spec.resources.gpus: must be an integer from 0 to 1024, got -1"), std::string::npos) << r.out;
+  r = Muster(url, "submit --replicas -2 -- x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("spec.replicas"), std::string::npos) << r.out;
+  // A file is the whole job: flags beside it would be lost, so they are refused.
+  const std::string file = server_.dir() + "/job.yaml";
+  std::ofstream(file) << "command: [sleep, '60']\n";
+  r = Muster(url, "submit --gpus 4 --hold " + file);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("give the job's settings in " + file + " or as flags, not both (flags given: --gpus, --hold)"),
+            std::string::npos)
+      << r.out;
+  r = Muster(url, "get jobs --limit -1");
+  EXPECT_EQ(r.code, 2) << r.out;
   r = Muster(url, "cancel 4242");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("job 4242 does not exist"), std::string::npos) << r.out;
@@ -106,6 +129,26 @@ TEST_F(CliServerTest, ErrorsAndExitCodes) {
   EXPECT_EQ(Muster(url, "get jobs").code, 0);
   // Nothing rejected was stored.
   EXPECT_EQ(json::parse(Muster(url, "get jobs -o json").out).size(), 0u);
+}
+
+// -o yaml writes strings that a YAML reader would take for something else
+// (a boolean, a number, a time) quoted, and describe's structured output
+// has the events and checkpoints its table shows.
+TEST_F(CliServerTest, YamlOutputKeepsStringsStrings) {
+  const std::string file = server_.dir() + "/job.json";
+  std::ofstream(file) << R"({"command": ["x", "true", "0x10", "1:30", "yes", "", "plain"], "hold": true})";
+  Result r = Muster(server_.url(), "submit --parsable " + file);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = Muster(server_.url(), "describe job 1 -o yaml");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* line : {"- x\n", "- \"true\"\n", "- \"0x10\"\n", "- \"1:30\"\n", "- \"yes\"\n", "- \"\"\n", "- plain\n",
+                           "hold: true\n", "state: HELD\n", "events:\n", "type: Submitted\n", "type: Held\n",
+                           "checkpoints:\n  []\n"}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " in\n" << r.out;
+  }
+  const json described = json::parse(Muster(server_.url(), "describe job 1 -o json").out);
+  EXPECT_EQ(described["events"].size(), 2u) << described.dump();
+  EXPECT_TRUE(described["checkpoints"].is_array()) << described.dump();
 }
 
 TEST_F(CliServerTest, ArraySubmit) {
@@ -125,6 +168,11 @@ TEST_F(CliServerTest, ArraySubmit) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1101) << r.out.substr(0, 400);
   EXPECT_NE(r.out.find("\n1100 "), std::string::npos);
   EXPECT_EQ(r.out.find("\n1101 "), std::string::npos);
+  // What --parsable prints for an array names the array in --after.
+  r = Muster(server_.url(), "submit --parsable --after afterok:4-5 -- true");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json deps = json::parse(Muster(server_.url(), "describe job " + r.out.substr(0, r.out.find('\n')) + " -o json").out);
+  EXPECT_EQ(deps["dependencies"], json::parse(R"([{"type":"afterok","job":4},{"type":"afterok","job":5}])")) << deps.dump();
   r = Muster(server_.url(), "submit --array 0 -- true");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("spec.array: must be an integer from 1 to 10000, got 0"), std::string::npos) << r.out;
