@@ -45,7 +45,7 @@
 //   dependencies: "afterok:12:13,afterany:14"   # or [{type: afterok, job: 12}]
 //                                    # types afterok, afterany, afternotok;
 //                                    # at most 1024
-//   beginTime: 2026-11-26T10:00:00Z  # RFC 3339 UTC, optional
+//   beginTime: 2026-11-26T10:00:00Z  # RFC 3339 (Z or +01:00), optional
 //   hold: false
 //   labels: {team: nlp}              # <= 64 entries, key 1..256, value <= 256
 //

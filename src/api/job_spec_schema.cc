@@ -54,7 +54,7 @@ constexpr StringRule kLabelValueRule{
     "a label value of at most 256 characters without control characters"};
 constexpr StringRule kWordRule{0, 64, Charset::kPrintable, "a string"};  // enum names
 constexpr StringRule kTimestampRule{1, 64, Charset::kPrintable,
-                                    "an RFC 3339 UTC timestamp such as \"2026-11-26T10:00:00Z\""};
+                                    "an RFC 3339 timestamp such as \"2026-11-26T10:00:00Z\" or \"2026-11-26T11:00:00+01:00\""};
 
 constexpr DurationRule kTimeLimitRule{false, true, kYear, "365 days"};
 constexpr DurationRule kIntervalRule{false, false, kYear, "365 days"};

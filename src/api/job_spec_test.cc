@@ -519,9 +519,9 @@ std::vector<BadSpec> BadSpecs() {
       {"YAML alias bomb", BillionLaughs(), Y, "spec", "aliases expand the document beyond 4 MiB"},
       {"100001 values", WithCommand("\"labels\":[" + Zeros(100'001) + "],"), J, "spec", "document has more than 100000 values"},
       // Everything else.
-      {"beginTime not RFC 3339", WithCommand(R"("beginTime":"2026-11-26 10:00",)"), J, "spec.beginTime", "must be an RFC 3339 UTC timestamp such as \"2026-11-26T10:00:00Z\", got \"2026-11-26 10:00\""},
-      {"beginTime with offset", WithCommand(R"("beginTime":"2026-11-26T10:00:00+01:00",)"), J, "spec.beginTime", "RFC 3339 UTC"},
-      {"beginTime Feb 30", WithCommand(R"("beginTime":"2026-02-30T10:00:00Z",)"), J, "spec.beginTime", "RFC 3339 UTC"},
+      {"beginTime not RFC 3339", WithCommand(R"("beginTime":"2026-11-26 10:00",)"), J, "spec.beginTime", "must be an RFC 3339 timestamp such as \"2026-11-26T10:00:00Z\" or \"2026-11-26T11:00:00+01:00\", got \"2026-11-26 10:00\""},
+      {"beginTime with short offset", WithCommand(R"("beginTime":"2026-11-26T10:00:00+0100",)"), J, "spec.beginTime", "RFC 3339"},
+      {"beginTime Feb 30", WithCommand(R"("beginTime":"2026-02-30T10:00:00Z",)"), J, "spec.beginTime", "RFC 3339"},
       {"backoff factor 0", WithCommand(R"("retry":{"backoff":{"factor":0}},)"), J, "spec.retry.backoff.factor", "must be an integer from 1 to 10, got 0"},
       {"retry limit 101", WithCommand(R"("retry":{"limit":101},)"), J, "spec.retry.limit", "from 0 to 100, got 101"},
       {"exit code 300", WithCommand(R"("retry":{"failOnExitCodes":[1,300]},)"), J, "spec.retry.failOnExitCodes[1]", "must be an integer from 0 to 255, got 300"},

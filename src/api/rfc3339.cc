@@ -67,12 +67,25 @@ std::optional<Time> ParseRfc3339Utc(std::string_view s) {
     if (digits == 0 || digits > 9) return std::nullopt;
     for (size_t k = digits; k < 3; ++k) millis *= 10;
   }
-  if (pos + 1 != s.size() || s[pos] != 'Z') return std::nullopt;
+  // "Z", or a numeric offset "+02:00" / "-05:30" (local time = UTC + offset).
+  int64_t offset_minutes = 0;
+  if (pos < s.size() && (s[pos] == '+' || s[pos] == '-') && pos + 6 == s.size()) {
+    int64_t oh, om;
+    if (!Digits(s, pos + 1, 2, oh) || s[pos + 3] != ':' || !Digits(s, pos + 4, 2, om) || oh > 23 || om > 59) {
+      return std::nullopt;
+    }
+    offset_minutes = (s[pos] == '-' ? -1 : 1) * (oh * 60 + om);
+  } else if (pos + 1 != s.size() || s[pos] != 'Z') {
+    return std::nullopt;
+  }
   if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 ||
       sec > 59) {
     return std::nullopt;
   }
-  const int64_t seconds = ((DaysFromCivil(y, mo, d) * 24 + h) * 60 + mi) * 60 + sec;
+  const int64_t seconds = ((DaysFromCivil(y, mo, d) * 24 + h) * 60 + mi) * 60 + sec - offset_minutes * 60;
+  // In UTC, still within 1970-01-01 .. 9999-12-31 (what FormatRfc3339Utc writes).
+  constexpr int64_t kEnd = int64_t{253402300800};  // 10000-01-01T00:00:00Z
+  if (seconds < 0 || seconds >= kEnd) return std::nullopt;
   return Time::FromMillis(seconds * 1000 + millis);
 }
 

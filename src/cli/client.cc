@@ -1,5 +1,8 @@
 #include "cli/client.h"
 
+#include <algorithm>
+#include <charconv>
+
 #include <pwd.h>
 #include <unistd.h>
 
@@ -49,6 +52,22 @@ StatusOr<Response> Decode(const http::ClientResponse& r) {
   return out;
 }
 
+// A 429 means the server did not act on the request: it is sent again once
+// the wait the server asks for (Retry-After, at most 5 s) has passed.
+bool RateLimited(const StatusOr<http::ClientResponse>& r) { return r.ok() && r->status == 429; }
+
+void Pause(const StatusOr<http::ClientResponse>& r, std::chrono::milliseconds& backoff) {
+  std::chrono::milliseconds wait = backoff;
+  if (RateLimited(r)) {
+    const std::string_view after = r->Header("Retry-After");
+    int seconds = 1;
+    std::from_chars(after.data(), after.data() + after.size(), seconds);
+    wait = std::max(wait, std::chrono::milliseconds(1000 * std::clamp(seconds, 0, 5)));
+  }
+  std::this_thread::sleep_for(wait);
+  backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+}
+
 }  // namespace
 
 StatusOr<Response> Client::Get(const std::string& path) {
@@ -56,11 +75,11 @@ StatusOr<Response> Client::Get(const std::string& path) {
   std::chrono::milliseconds backoff(50);
   while (true) {
     auto r = http_->Get(path, {{"X-Muster-User", user_}});
-    if (r.ok()) return Decode(*r);
-    if (r.status().code() == StatusCode::kInvalidArgument) return r.status();  // a malformed --server
-    if (std::chrono::steady_clock::now() >= deadline) return Unreachable(r.status());
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    const bool late = std::chrono::steady_clock::now() >= deadline;
+    if (r.ok() && (!RateLimited(r) || late)) return Decode(*r);
+    if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument) return r.status();  // a malformed --server
+    if (late) return Unreachable(r.status());
+    Pause(r, backoff);
   }
 }
 
@@ -69,7 +88,8 @@ StatusOr<Response> Client::GetText(const std::string& path, const std::vector<st
   std::chrono::milliseconds backoff(50);
   while (true) {
     auto r = http_->Get(path, {{"X-Muster-User", user_}});
-    if (r.ok()) {
+    const bool late = std::chrono::steady_clock::now() >= deadline;
+    if (r.ok() && (!RateLimited(r) || late)) {
       if (r->status != 200) return Decode(*r);
       Response out;
       out.status = r->status;
@@ -77,10 +97,9 @@ StatusOr<Response> Client::GetText(const std::string& path, const std::vector<st
       for (const std::string& h : headers) out.headers[h] = std::string(r->Header(h));
       return out;
     }
-    if (r.status().code() == StatusCode::kInvalidArgument) return r.status();
-    if (std::chrono::steady_clock::now() >= deadline) return Unreachable(r.status());
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument) return r.status();
+    if (late) return Unreachable(r.status());
+    Pause(r, backoff);
   }
 }
 
@@ -95,15 +114,15 @@ StatusOr<Response> Client::Post(const std::string& path, const std::string& body
     if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument) return r.status();
     // Without an answer, retry: a submit carries an Idempotency-Key and the
     // actions (cancel, hold, release, requeue) are idempotent. With an
-    // answer, a keyed submit also retries 409 "still in progress" and 503.
+    // answer, a keyed submit also retries 409 "still in progress" and 503,
+    // and every request 429 (not acted on).
     const bool idempotent = headers.count("Idempotency-Key") > 0;
-    if (r.ok() && !(idempotent && (r->status == 409 || r->status == 503))) return Decode(*r);
+    if (r.ok() && !RateLimited(r) && !(idempotent && (r->status == 409 || r->status == 503))) return Decode(*r);
     if (std::chrono::steady_clock::now() >= deadline) {
       if (r.ok()) return Decode(*r);
       return Unreachable(r.status());
     }
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    Pause(r, backoff);
   }
 }
 

@@ -355,6 +355,7 @@ void HttpApi::Submit(const http::Request& req, http::Server::Reply reply) {
   sr.idempotency_key = *key;
   using R = ControlLoop::SubmitResult;
   loop_.Submit(std::move(sr), Answer<R>(reply, [is_array](http::Response& out, const R& result) {
+    out.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(result.job.id));
     if (!is_array) return out.Set(result.created ? 201 : 200, JobJsonText(result.job), "application/json");
     // An array: the answer is its first task, with the range of ids.
     json body = JobJson(result.job);
@@ -389,8 +390,9 @@ void HttpApi::AgentSync(const http::Request& req, http::Server::Reply reply) {
 void HttpApi::Routes() {
   http::Server& s = *http_;
   s.SetFilter([this](const http::Request& req, http::Response& res) {
-    // Agents are the cluster's own infrastructure; their syncs are not rate limited.
-    if (req.path != "/v1/agent/sync" && !limiter_->Allow(req.remote_addr)) {
+    // Agents are the cluster's own infrastructure, and a liveness probe that
+    // got 429 would have the server restarted: neither is rate limited.
+    if (req.path != "/v1/agent/sync" && req.path != "/healthz" && !limiter_->Allow(req.remote_addr)) {
       res.headers.emplace_back("Retry-After", "1");
       ReplyError(res, 429, "TooManyRequests", "rate limit of " + std::to_string(options_.rate_per_second) +
                                                   " requests per second exceeded; retry after 1 s");

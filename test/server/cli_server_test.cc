@@ -178,6 +178,20 @@ TEST_F(CliServerTest, ArraySubmit) {
   EXPECT_NE(r.out.find("spec.array: must be an integer from 1 to 10000, got 0"), std::string::npos) << r.out;
 }
 
+// A 429 was not acted on: the CLI waits as the server asks and sends again,
+// instead of failing a user's command because other clients are busy.
+TEST(CliRateLimit, TheCliWaitsOutA429) {
+  ServerProcess server("rateLimit: {perSecond: 2, burst: 2}\n");
+  ASSERT_TRUE(server.Start()) << server.log();
+  for (int i = 0; i < 5; ++i) {
+    Result r = Muster(server.url(), "get queues");
+    EXPECT_EQ(r.code, 0) << i << ": " << r.out;
+  }
+  Result r = Muster(server.url(), "submit --parsable -- true");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "1\n");
+}
+
 TEST(CliNoServer, SaysItCannotReachTheServer) {
   setenv("MUSTER_RETRY_SECONDS", "1", 1);
   Result r = Muster("http://127.0.0.1:1", "get jobs --server http://127.0.0.1:1");
