@@ -55,6 +55,13 @@ struct PendingReason {
   int64_t free_gpus = 0;          // ...and what there is: free GPUs of that type,
   int64_t largest_node_free = 0;  // the largest free block on one node,
   int64_t largest_leaf_free = 0;  // and under one leaf switch.
+  // kUnschedulable: a replica's CPU and memory, and the most of each that
+  // one schedulable node with room for a replica's GPUs has (a job that no
+  // node can hold for its CPU or memory is explained by those, not GPUs).
+  int64_t per_replica_cpu_milli = 0;
+  int64_t per_replica_memory_bytes = 0;
+  int64_t largest_node_cpu_milli = 0;
+  int64_t largest_node_memory_bytes = 0;
   Time planned_start = Time::Max();  // from the backfill plan; Max() = none
   int64_t queue_used = 0;   // kQuota: GPUs its queue holds (of that type, or in all)
   int64_t queue_limit = 0;  // kQuota: the queue's limit

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -428,10 +429,31 @@ class CycleRun {
     r.scope = j.topology;
   }
 
-  // What is needed, and what the index has, for the explanation.
+  // What is needed, and what the index has, for the explanation. Against
+  // the whole capacity (a job that can never run), also the most CPU and
+  // memory of a node that could hold a replica's GPUs.
   void FillNumbers(PendingReason& r, const PendingJob& j, const FreeIndex& ix) {
     if (!options_.explain && &ix == &live_) return;
     FillNeed(r, j);
+    if (&ix == &capacity_) {
+      auto [it, inserted] = node_limits_.try_emplace({j.gpu_type, j.per_replica.gpus});
+      NodeLimits& most = it->second;
+      if (inserted) {
+        for (const core::Node& n : snap_.nodes) {
+          if (!n.schedulable || n.spec.capacity.gpus < j.per_replica.gpus) continue;
+          if (j.gpu_type != core::kAnyGpuType && n.gpu_type != j.gpu_type) continue;
+          most.any = true;
+          most.cpu_milli = std::max(most.cpu_milli, n.spec.capacity.cpu_milli);
+          most.memory_bytes = std::max(most.memory_bytes, n.spec.capacity.memory_bytes);
+        }
+      }
+      if (most.any) {  // else no node holds a replica's GPUs: the GPUs explain it
+        r.per_replica_cpu_milli = j.per_replica.cpu_milli;
+        r.per_replica_memory_bytes = j.per_replica.memory_bytes;
+        r.largest_node_cpu_milli = most.cpu_milli;
+        r.largest_node_memory_bytes = most.memory_bytes;
+      }
+    }
     for (int32_t t = 0; t < ix.num_types(); ++t) {
       if (j.gpu_type != core::kAnyGpuType && t != j.gpu_type) continue;
       r.free_gpus += ix.type(t).free_gpus;
@@ -453,6 +475,16 @@ class CycleRun {
   const Policy& policy_;
   const FreeIndex& capacity_;
   const ClusterSnapshot& snap_;
+
+  // Per (GPU type, GPUs a replica): the most CPU and memory of a
+  // schedulable node with that many GPUs, for explanations; capacity does
+  // not change within a cycle.
+  struct NodeLimits {
+    bool any = false;
+    int64_t cpu_milli = 0;
+    int64_t memory_bytes = 0;
+  };
+  std::map<std::pair<int32_t, int64_t>, NodeLimits> node_limits_;
 
   FreeIndex live_;                      // what a job may use now
   std::vector<core::Resources> actual_; // free now, ignoring reservations
