@@ -507,6 +507,7 @@ void ControlLoop::RunCycle() {
   store::WriteBatch swept;
   SweepAgents(now, swept);
   SweepStalls(now, swept);
+  SweepTimeLimits(now, swept);
   SweepPreemptions(now, swept);
   if (fairshare_.enabled() && now - last_fairshare_save_ >= Duration::Seconds(10)) {
     swept.meta = SaveFairShare(now).meta;

@@ -370,6 +370,10 @@ class ControlLoop {
   void RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b);
   // Fails attempts that stopped reporting progress for their stallTimeout.
   void SweepStalls(Time now, store::WriteBatch& b);
+  // A job on nodes without an agent (static nodes: nothing runs, the job
+  // holds its resources on paper) ends TIMEOUT at its time limit, as an
+  // agent would end it.
+  void SweepTimeLimits(Time now, store::WriteBatch& b);
   std::unordered_map<int64_t, std::vector<store::CheckpointRow>> catalog_;  // jobs not ended, by seq
   std::unique_ptr<CheckpointJanitor> janitor_;
   int64_t next_stop_slot_ms_ = 0;

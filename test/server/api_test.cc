@@ -558,6 +558,33 @@ TEST(ServerFairShare, AnIdleQueueOvertakesABusyOne) {
   EXPECT_EQ(api.GetJson("/v1/jobs/" + std::to_string(a2))["state"], "PENDING");
 }
 
+// Nothing runs on a static node, but a job there still ends at its time
+// limit, and its GPUs go to the next job.
+TEST_F(ApiTest, AJobOnAStaticNodeEndsAtItsTimeLimit) {
+  Api api(server_.url());
+  auto r = api.Post("/v1/jobs", R"j({"command":["sleep","600"],"replicas":2,"resources":{"gpus":8},"timeLimit":"1s"})j");
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string first = std::to_string(json::parse(r->body)["id"].get<int64_t>());
+  r = api.Post("/v1/jobs", R"j({"command":["true"],"replicas":2,"resources":{"gpus":8},"timeLimit":"1h"})j");
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string second = std::to_string(json::parse(r->body)["id"].get<int64_t>());
+  json job;
+  for (int i = 0; i < 1000; ++i) {
+    job = api.GetJson("/v1/jobs/" + first);
+    if (job["state"] == "TIMEOUT") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(job["state"], "TIMEOUT") << job.dump();
+  EXPECT_NE(job["reason"].get<std::string>().find("reached its time limit of 1s"), std::string::npos) << job.dump();
+  for (int i = 0; i < 1000 && api.GetJson("/v1/jobs/" + second)["state"] != "RUNNING"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(api.GetJson("/v1/jobs/" + second)["state"], "RUNNING");
+  // The 1 h job is not ended early.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(api.GetJson("/v1/jobs/" + second)["state"], "RUNNING");
+}
+
 TEST(ServerStart, DamagedStoreStopsItWithTheFileName) {
   ServerProcess server(kCluster);
   ASSERT_TRUE(server.Start());
