@@ -89,6 +89,12 @@ StatusOr<JobSpec> ParseJobSpecJson(std::string_view text) { return FromTree(Load
 
 StatusOr<JobSpec> ParseJobSpecYaml(std::string_view text) { return FromTree(LoadYamlTree(text)); }
 
+bool IsSpecMediaType(std::string_view content_type) {
+  const std::string type = MediaType(content_type);
+  return type.empty() || type == "application/json" || type == "application/yaml" || type == "application/x-yaml" ||
+         type == "text/yaml";
+}
+
 StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_type, const SpecDefaults& defaults) {
   const std::string type = MediaType(content_type);
   if (type == "application/json") return FromTree(LoadJsonTree(text), defaults);

@@ -171,6 +171,8 @@ StatusOr<JobSpec> ParseJobSpecYaml(std::string_view text);
 // '{', else YAML. Other types: InvalidArgument with field "spec".
 StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_type,
                                const SpecDefaults& defaults = {});
+// True for the media types ParseJobSpec reads (and an empty one).
+bool IsSpecMediaType(std::string_view content_type);
 
 // Canonical JSON: every field in the order above with its default made
 // explicit, unset optional fields as null, durations as "2h30m"/"unlimited",

@@ -442,11 +442,23 @@ int Get(JobCommands& c, Client& client) {
   }
   std::vector<std::vector<std::string>> rows;
   if (nodes) {
+    const bool wide = c.output == "wide";
     rows.push_back({"NAME", "GPU TYPE", "GPUS", "FREE", "JOBS", "LEAF", "STATE"});
+    // Wide: the rest of the node's size and place, and what its agent found.
+    if (wide) rows[0].insert(rows[0].end(), {"CPUS", "MEMORY", "SPINE", "GPU SOURCE", "AGENT"});
     for (const json& n : items) {
       rows.push_back({Field(n, "name"), Field(n, "gpuType"), Field(n, "gpus"), Field(n, "freeGpus"),
                       Field(n, "runningJobs"), Field(n, "leaf"),
                       n.value("schedulable", true) ? "Ready" : "Ready,SchedulingDisabled"});
+      if (!wide) continue;
+      const json agent = n.value("agent", json::object());
+      const int64_t milli = n.value("cpuMilli", int64_t{0});
+      const int64_t bytes = n.value("memoryBytes", int64_t{0});
+      rows.back().insert(rows.back().end(),
+                         {milli % 1000 ? std::to_string(milli) + "m" : std::to_string(milli / 1000),
+                          bytes % (int64_t{1} << 30) ? std::to_string(bytes >> 20) + "Mi" : std::to_string(bytes >> 30) + "Gi",
+                          Field(n, "spine"), agent.is_object() && agent.contains("gpuSource") ? Field(agent, "gpuSource") : "-",
+                          agent.is_object() && agent.contains("agentVersion") ? Field(agent, "agentVersion") : "static"});
     }
   } else {
     rows.push_back({"QUEUE", "PENDING", "RUNNING", "GPUS IN USE", "GUARANTEE", "LIMIT"});

@@ -44,6 +44,7 @@ const char* ServerErrorCode(int status) {
     case 405: return "MethodNotAllowed";
     case 408: return "RequestTimeout";
     case 413: return "PayloadTooLarge";
+    case 415: return "UnsupportedMediaType";
     case 417: return "ExpectationFailed";
     case 429: return "TooManyRequests";
     case 431: return "HeadersTooLarge";
@@ -329,9 +330,13 @@ void HttpApi::Submit(const http::Request& req, http::Server::Reply reply) {
   auto key = IdempotencyKeyOf(req);
   if (!key.ok()) return ReplyNow(reply, key.status());
   const std::string_view type = req.Header("Content-Type");
-  if (type.rfind("application/x-www-form-urlencoded", 0) == 0 || type.rfind("multipart/", 0) == 0) {
-    return ReplyNow(reply, InvalidArgument("must be application/json or application/yaml, got " + QuoteForMessage(type),
-                                           "header Content-Type"));
+  if (!api::IsSpecMediaType(type)) {
+    // `curl -d @job.json` sends application/x-www-form-urlencoded.
+    http::Response res;
+    ReplyError(res, 415, "UnsupportedMediaType",
+               "header Content-Type: must be application/json or application/yaml, got " + QuoteForMessage(type),
+               "header Content-Type");
+    return reply(std::move(res));
   }
   if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyNow(reply, q);
   // yaml-cpp 0.7 needs about 140 bytes of memory per input byte on some
