@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -55,7 +56,7 @@ struct JobCommands {
   int64_t limit = 0;
   // describe / why / actions
   std::string describe_kind;
-  std::vector<int64_t> ids;
+  std::vector<std::string> ids;  // "12", or a range "5-104" (what submit --array prints)
   std::vector<std::string> nodes;
   int64_t id = 0;
   // logs
@@ -580,9 +581,37 @@ int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
   return rc;
 }
 
+// "12" or "5-104" into ids; at most 10,000 in all (an array's largest).
+StatusOr<std::vector<int64_t>> JobIds(const std::vector<std::string>& args) {
+  std::vector<int64_t> out;
+  for (const std::string& a : args) {
+    const size_t dash = a.find('-', 1);
+    int64_t first = 0, last = 0;
+    auto number = [](std::string_view t, int64_t& v) {
+      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      return ec == std::errc() && p == t.data() + t.size() && v > 0;
+    };
+    const std::string_view text(a);
+    if (!number(text.substr(0, dash), first) ||
+        !number(dash == std::string::npos ? text : text.substr(dash + 1), last) || last < first) {
+      return InvalidArgument("expected job ids such as 12 or ranges such as 5-104, got \"" + a + "\"");
+    }
+    if (last - first >= 10'000 - static_cast<int64_t>(out.size())) {
+      return InvalidArgument("at most 10000 jobs at once, got more with \"" + a + "\"");
+    }
+    for (int64_t id = first; id <= last; ++id) out.push_back(id);
+  }
+  return out;
+}
+
 int Act(JobCommands& c, Client& client, const std::string& verb) {
+  auto ids = JobIds(c.ids);
+  if (!ids.ok()) {
+    Fail(ids.status());
+    return 2;
+  }
   int rc = 0;
-  for (int64_t id : c.ids) {
+  for (int64_t id : *ids) {
     auto r = client.Post("/v1/jobs/" + std::to_string(id) + "/" + verb, "", "application/json");
     if (!r.ok()) return Fail(r.status());
     if (r->status != 200) {
@@ -670,7 +699,7 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
     CLI::App* sub = app.add_subcommand(verb, std::string(1, static_cast<char>(std::toupper(verb[0]))) +
                                                  (verb + 1) + " jobs");
     common(sub);
-    sub->add_option("ids", c->ids, "Job ids")->required();
+    sub->add_option("ids", c->ids, "Job ids, or ranges of them (5-104)")->required();
     c->actions.emplace_back(sub, verb);
   }
   return c;

@@ -176,6 +176,14 @@ TEST_F(CliServerTest, ArraySubmit) {
   ASSERT_EQ(r.code, 0) << r.out;
   const json deps = json::parse(Muster(server_.url(), "describe job " + r.out.substr(0, r.out.find('\n')) + " -o json").out);
   EXPECT_EQ(deps["dependencies"], json::parse(R"([{"type":"afterok","job":4},{"type":"afterok","job":5}])")) << deps.dump();
+  // An array's range, as submit printed it, names its jobs in the actions.
+  r = Muster(server_.url(), "cancel 1-3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "job 1: CANCELLED\njob 2: CANCELLED\njob 3: CANCELLED\n");
+  for (const char* bad : {"hold 3-1", "hold 1-", "hold x", "hold 0", "cancel 1-20000"}) {
+    r = Muster(server_.url(), bad);
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
+  }
   r = Muster(server_.url(), "submit --array 0 -- true");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("spec.array: must be an integer from 1 to 10000, got 0"), std::string::npos) << r.out;
