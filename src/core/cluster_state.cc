@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace muster::core {
 
@@ -219,7 +220,7 @@ void ClusterState::RemovePending(JobId id) {
   pending_.pop_back();
 }
 
-Status ClusterState::Bind(const Binding& binding, Time now) {
+Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<std::vector<int32_t>>* gpu_ids) {
   auto pit = pending_pos_.find(binding.job);
   if (pit == pending_pos_.end()) {
     return FailedPrecondition("job " + std::to_string(binding.job) + " is not pending");
@@ -264,20 +265,48 @@ Status ClusterState::Bind(const Binding& binding, Time now) {
       type = n.gpu_type;
     }
   }
+  if (gpu_ids) {
+    if (gpu_ids->size() != binding.allocations.size()) {
+      return InvalidArgument("device lists do not match the allocations", "gpus");
+    }
+    std::set<std::pair<NodeIndex, int32_t>> named;
+    for (size_t i = 0; i < binding.allocations.size(); ++i) {
+      const Allocation& a = binding.allocations[i];
+      const std::vector<JobId>& owners = gpu_owner_[a.node];
+      if (static_cast<int64_t>((*gpu_ids)[i].size()) != a.resources.gpus) {
+        return InvalidArgument("allocation on node " + nodes_[a.node].spec.name + " needs " +
+                                   std::to_string(a.resources.gpus) + " devices, " +
+                                   std::to_string((*gpu_ids)[i].size()) + " named",
+                               "gpus");
+      }
+      for (int32_t g : (*gpu_ids)[i]) {
+        if (g < 0 || g >= static_cast<int32_t>(owners.size()) || owners[g] != 0 || !named.insert({a.node, g}).second) {
+          return FailedPrecondition("GPU " + std::to_string(g) + " of node " + nodes_[a.node].spec.name +
+                                    " is not free for job " + std::to_string(p.id));
+        }
+      }
+    }
+  }
   for (const auto& [node, res] : per_node) nodes_[node].free -= res;
 
   RunningJob r;
-  // Devices: the lowest free indices on each node. The free count was just
-  // checked, so enough free devices exist.
-  for (const Allocation& a : binding.allocations) {
+  // Devices: those named, or the lowest free indices on each node (the free
+  // count was just checked, so enough free devices exist).
+  for (size_t i = 0; i < binding.allocations.size(); ++i) {
+    const Allocation& a = binding.allocations[i];
     std::vector<int32_t> ids;
     std::vector<JobId>& owners = gpu_owner_[a.node];
-    for (int32_t g = 0; g < static_cast<int32_t>(owners.size()) &&
-                        static_cast<int64_t>(ids.size()) < a.resources.gpus;
-         ++g) {
-      if (owners[g] == 0) {
-        owners[g] = p.id;
-        ids.push_back(g);
+    if (gpu_ids) {
+      ids = (*gpu_ids)[i];
+      for (int32_t g : ids) owners[g] = p.id;
+    } else {
+      for (int32_t g = 0; g < static_cast<int32_t>(owners.size()) &&
+                          static_cast<int64_t>(ids.size()) < a.resources.gpus;
+           ++g) {
+        if (owners[g] == 0) {
+          owners[g] = p.id;
+          ids.push_back(g);
+        }
       }
     }
     r.gpu_ids.push_back(std::move(ids));

@@ -84,10 +84,14 @@ class ClusterState {
   // The read-only view for one scheduling cycle; valid until the next mutation.
   ClusterSnapshot Snapshot(Time now) const;
 
-  // Starts a pending job on the binding's allocations. Errors (nothing
-  // changes): unknown or non-pending job, replica count mismatch, capacity
-  // exceeded on a node, GPU type mismatch.
-  Status Bind(const Binding& binding, Time now);
+  // Starts a pending job on the binding's allocations, on each node's lowest
+  // free GPU devices, or on `gpu_ids` (one list per allocation, its GPUs'
+  // device indices): a restart puts a running job back on the devices it
+  // holds, not on whichever are lowest. Errors (nothing changes): unknown or
+  // non-pending job, replica count mismatch, capacity exceeded on a node,
+  // GPU type mismatch, device lists that do not match the allocations, name
+  // a device twice or one that is not free.
+  Status Bind(const Binding& binding, Time now, const std::vector<std::vector<int32_t>>* gpu_ids = nullptr);
   // Ends a running job in a terminal state and releases its resources.
   Status Finish(JobId job, JobState terminal, Time now, std::string reason = {});
   // Ends a pending or held job without running it (cancel, dependency failure).

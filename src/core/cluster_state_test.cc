@@ -817,6 +817,29 @@ TEST_F(ClusterStateTest, BindAssignsDisjointGpuDevicesAndFinishFreesThem) {
   EXPECT_TRUE(state_.CheckInvariants().ok()) << state_.CheckInvariants().ToString();
 }
 
+TEST_F(ClusterStateTest, BindOnNamedDevicesKeepsThemAndRefusesOnesInUse) {
+  const JobSpec one = MakeJob(1);  // 4 GPUs on node a (8)
+  const JobId j1 = SubmitOk(one), j2 = SubmitOk(one);
+  const std::vector<std::vector<int32_t>> high = {{4, 5, 6, 7}};
+  ASSERT_TRUE(state_.Bind({j1, {Alloc(a_, 1, one)}}, Time::FromSeconds(20), &high).ok());
+  EXPECT_EQ(state_.running().at(j1).gpu_ids.at(0), high[0]);
+  // Refused, and nothing changes: a device in use, one named twice, one out
+  // of range, a list of the wrong size, lists that do not match the allocations.
+  const std::vector<std::vector<int32_t>> bad[] = {
+      {{3, 4, 0, 1}}, {{0, 1, 1, 2}}, {{0, 1, 2, 8}}, {{0, 1, 2}}, {{0, 1, 2, 3}, {0}}};
+  for (const auto& ids : bad) {
+    const Status st = state_.Bind({j2, {Alloc(a_, 1, one)}}, Time::FromSeconds(20), &ids);
+    EXPECT_FALSE(st.ok());
+    EXPECT_TRUE(state_.running().count(j2) == 0);
+    EXPECT_EQ(state_.nodes()[a_].free.gpus, 4);
+  }
+  EXPECT_TRUE(state_.CheckInvariants().ok()) << state_.CheckInvariants().ToString();
+  // Without names, the lowest free devices.
+  ASSERT_TRUE(state_.Bind({j2, {Alloc(a_, 1, one)}}, Time::FromSeconds(20)).ok());
+  EXPECT_EQ(state_.running().at(j2).gpu_ids.at(0), (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_TRUE(state_.CheckInvariants().ok()) << state_.CheckInvariants().ToString();
+}
+
 TEST_F(ClusterStateTest, GangGetsDevicesOnEveryNode) {
   const JobSpec gang = MakeJob(3);  // 3 x 4 GPUs over two nodes
   const JobId id = SubmitOk(gang);

@@ -103,11 +103,30 @@ void ControlLoop::Stop() {
   writer_.reset();  // commits what is queued
 }
 
+namespace {
+
+// True when a running job's stored allocations each list their GPU devices
+// as integers.
+bool HasGpuIds(const JobRow& row) {
+  const auto status = nlohmann::json::parse(row.status_json, nullptr, false);
+  if (!status.is_object() || !status.contains("allocations") || !status["allocations"].is_array()) return false;
+  for (const auto& a : status["allocations"]) {
+    if (!a.is_object() || !a.contains("gpus") || !a["gpus"].is_array()) return false;
+    for (const auto& g : a["gpus"]) {
+      if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > INT32_MAX) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Status ControlLoop::Restore() {
   ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_.LoadJobs(/*include_terminal=*/true));
   std::map<std::string, core::NodeIndex> node_index;
   for (size_t i = 0; i < state_.nodes().size(); ++i) node_index[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   store::WriteBatch requeued;  // running jobs whose nodes are gone
+  std::vector<std::pair<int64_t, core::JobSpec>> running, unnamed;  // to place once all are read
   for (JobRow& row : rows) {
     const std::string what = "store " + options_.store_path + ": job " + std::to_string(row.id);
     auto spec = api::ParseJobSpecJson(row.spec_json);
@@ -145,43 +164,52 @@ Status ControlLoop::Restore() {
       if (*state == JobState::kHeld && !core_spec.hold) RETURN_IF_ERROR(state_.Hold(row.id));
       if (*state == JobState::kPending && core_spec.hold) RETURN_IF_ERROR(state_.Release(row.id));
       if (*state == JobState::kRunning || *state == JobState::kCompleting) {
-        // Back on the nodes it holds; if one is gone, the job waits again.
-        core::Binding b{row.id, {}};
-        bool ok = true;
-        const auto status = nlohmann::json::parse(row.status_json, nullptr, false);
-        if (status.is_object() && status.contains("allocations") && status["allocations"].is_array()) {
-          for (const auto& a : status["allocations"]) {
-            const std::string node = a.value("node", "");
-            const int32_t replicas = a.value("replicas", 0);
-            auto it = node_index.find(node);
-            if (it == node_index.end() || replicas < 1) {
-              ok = false;
-              break;
-            }
-            b.allocations.push_back({it->second, replicas, core_spec.per_replica * replicas});
-          }
-        } else {
-          ok = false;
-        }
-        const Time start = Time::FromMillis(row.start_ms.value_or(row.submit_ms));
-        if (ok) ok = state_.Bind(b, start).ok();
-        if (ok) {
-          jobs_[row.id] = row;
-          StartAttempt(row.id, std::max(1, row.attempts), /*durable=*/true,
-                       status.is_object() && status.contains("attempt") ? &status["attempt"] : nullptr);
-        }
-        if (!ok) {
-          row.state = "PENDING";
-          row.reason = "Requeued: its nodes are no longer in the cluster";
-          row.start_ms.reset();
-          row.status_json = AllocationsJson(row.id);  // keeps its key and array place
-          requeued.jobs.push_back(row);
-          requeued.events.push_back({0, row.id, clock_.Now().millis(), "Requeued", "NodeMissing",
-                                     "its nodes are no longer in the cluster"});
-        }
+        // Placed below, those that name their GPU devices first.
+        (HasGpuIds(row) ? running : unnamed).emplace_back(row.id, core_spec);
       }
     }
     jobs_[row.id] = std::move(row);
+  }
+  // Back on the nodes and GPU devices it holds (the lowest free devices
+  // would put a new job on a GPU a running one still uses); if a node is
+  // gone or a device is not free, the job waits again.
+  running.insert(running.end(), unnamed.begin(), unnamed.end());
+  for (const auto& [id, core_spec] : running) {
+    JobRow& row = jobs_.at(id);
+    core::Binding b{row.id, {}};
+    std::vector<std::vector<int32_t>> gpus;
+    bool ok = true;
+    const auto status = nlohmann::json::parse(row.status_json, nullptr, false);
+    const bool named = HasGpuIds(row);
+    if (status.is_object() && status.contains("allocations") && status["allocations"].is_array()) {
+      for (const auto& a : status["allocations"]) {
+        const std::string node = a.value("node", "");
+        const int32_t replicas = a.value("replicas", 0);
+        auto it = node_index.find(node);
+        if (it == node_index.end() || replicas < 1) {
+          ok = false;
+          break;
+        }
+        b.allocations.push_back({it->second, replicas, core_spec.per_replica * replicas});
+        if (named) gpus.push_back(a["gpus"].get<std::vector<int32_t>>());
+      }
+    } else {
+      ok = false;
+    }
+    const Time start = Time::FromMillis(row.start_ms.value_or(row.submit_ms));
+    if (ok) ok = state_.Bind(b, start, named ? &gpus : nullptr).ok();
+    if (ok) {
+      StartAttempt(row.id, std::max(1, row.attempts), /*durable=*/true,
+                   status.is_object() && status.contains("attempt") ? &status["attempt"] : nullptr);
+      continue;
+    }
+    row.state = "PENDING";
+    row.reason = "Requeued: its nodes are no longer in the cluster";
+    row.start_ms.reset();
+    row.status_json = AllocationsJson(row.id);  // keeps its key and array place
+    requeued.jobs.push_back(row);
+    requeued.events.push_back({0, row.id, clock_.Now().millis(), "Requeued", "NodeMissing",
+                               "its nodes are no longer in the cluster"});
   }
   const int64_t day_ago = clock_.Now().millis() - 24LL * 3600 * 1000;
   ASSIGN_OR_RETURN(std::vector<store::IdempotencyRow> keys, store_.LoadIdempotency(day_ago));

@@ -442,6 +442,38 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
   EXPECT_EQ(server.Stop(), 0) << server.log();
 }
 
+// A restart puts each running job back on the GPU devices it holds. Here
+// the later job holds the lower devices (the earlier one ended), so putting
+// jobs back in id order on the lowest free devices would move both, and the
+// next job would get a device a running job still uses.
+TEST(ServerRestart, RunningJobsKeepTheirGpuDevices) {
+  ServerProcess server("nodes:\n  - {name: a, gpus: 8, gpuType: H100}\n");
+  ASSERT_TRUE(server.Start()) << server.log();
+  Api api(server.url());
+  auto submit = [&](int gpus) {
+    auto r = api.Post("/v1/jobs", R"j({"command":["true"],"timeLimit":"1h","resources":{"gpus":)j" +
+                                      std::to_string(gpus) + "}}");
+    EXPECT_EQ(r->status, 201) << r->body;
+    const std::string id = json::parse(r->body)["id"].dump();
+    for (int i = 0; i < 1000 && api.GetJson("/v1/jobs/" + id)["state"] != "RUNNING"; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return id;
+  };
+  auto devices = [&](const std::string& id) { return api.GetJson("/v1/jobs/" + id)["allocations"][0]["gpus"]; };
+  const std::string first = submit(4);
+  const std::string second = submit(2);
+  ASSERT_EQ(api.Post("/v1/jobs/" + first + "/cancel", "")->status, 200);
+  const std::string third = submit(4);
+  ASSERT_EQ(devices(second), json::parse("[4,5]"));
+  ASSERT_EQ(devices(third), json::parse("[0,1,2,3]"));
+  server.Kill();
+  ASSERT_TRUE(server.Start()) << server.log();
+  EXPECT_EQ(devices(second), json::parse("[4,5]"));
+  EXPECT_EQ(devices(third), json::parse("[0,1,2,3]"));
+  EXPECT_EQ(devices(submit(2)), json::parse("[6,7]"));
+}
+
 // Decayed fair-share usage is kept in the store: after a restart a queue
 // that used the cluster still ranks below one that did not.
 TEST(ServerRestart, FairShareUsageSurvivesARestart) {
