@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "cli/client.h"
+#include "common/quantity.h"
 #include "cli/job_summary_reader.h"
 
 namespace muster::cli {
@@ -453,11 +454,8 @@ int Get(JobCommands& c, Client& client) {
                       n.value("schedulable", true) ? "Ready" : "Ready,SchedulingDisabled"});
       if (!wide) continue;
       const json agent = n.value("agent", json::object());
-      const int64_t milli = n.value("cpuMilli", int64_t{0});
-      const int64_t bytes = n.value("memoryBytes", int64_t{0});
       rows.back().insert(rows.back().end(),
-                         {milli % 1000 ? std::to_string(milli) + "m" : std::to_string(milli / 1000),
-                          bytes % (int64_t{1} << 30) ? std::to_string(bytes >> 20) + "Mi" : std::to_string(bytes >> 30) + "Gi",
+                         {FormatCpus(n.value("cpuMilli", int64_t{0})), FormatMemory(n.value("memoryBytes", int64_t{0})),
                           Field(n, "spine"), agent.is_object() && agent.contains("gpuSource") ? Field(agent, "gpuSource") : "-",
                           agent.is_object() && agent.contains("agentVersion") ? Field(agent, "agentVersion") : "static"});
     }

@@ -167,4 +167,22 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   return best_d <= limit ? best : std::string();
 }
 
+std::string FormatCpus(int64_t milli) {
+  std::string whole = std::to_string(milli / 1000);
+  if (milli % 1000 == 0) return whole;
+  std::string frac = std::to_string(milli % 1000);
+  frac.insert(0, 3 - frac.size(), '0');
+  while (frac.back() == '0') frac.pop_back();
+  return whole + "." + frac;
+}
+
+std::string FormatMemory(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"Ti", "Gi", "Mi", "Ki"};
+  for (int i = 0; i < 4; ++i) {
+    const int shift = 10 * (4 - i);
+    if (bytes > 0 && bytes % (int64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + kUnits[i];
+  }
+  return std::to_string(bytes);
+}
+
 }  // namespace muster

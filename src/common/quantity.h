@@ -23,6 +23,12 @@ StatusOr<int64_t> ParseMemoryBytes(std::string_view text);
 StatusOr<int64_t> ParseCpuMilli(std::string_view text);
 StatusOr<Duration> ParseDuration(std::string_view text);
 
+// For messages and tables, the other way: 2500 -> "2.5", 64000 -> "64";
+// the largest binary unit that divides the bytes exactly: "1Ti", "512Gi",
+// "1536Mi", "1Ki", else the bytes ("1000"). Each parses back to its value.
+std::string FormatCpus(int64_t milli);
+std::string FormatMemory(int64_t bytes);
+
 // The candidate closest to `word` by edit distance if it is close enough to be
 // a likely typo, else empty. For "unknown field" errors.
 std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);

@@ -100,6 +100,24 @@ Duration Dur(const std::string& text) {
   return r.ok() ? *r : Duration::Millis(-1);
 }
 
+TEST(FormatQuantityTest, CpusAndMemoryParseBack) {
+  EXPECT_EQ(FormatCpus(64000), "64");
+  EXPECT_EQ(FormatCpus(2500), "2.5");
+  EXPECT_EQ(FormatCpus(130250), "130.25");
+  EXPECT_EQ(FormatCpus(5), "0.005");
+  EXPECT_EQ(FormatMemory(int64_t{1} << 40), "1Ti");
+  EXPECT_EQ(FormatMemory(int64_t{512} << 30), "512Gi");
+  EXPECT_EQ(FormatMemory(int64_t{1536} << 20), "1536Mi");
+  EXPECT_EQ(FormatMemory(1000), "1000");
+  EXPECT_EQ(FormatMemory(0), "0");
+  for (int64_t milli : {int64_t{0}, int64_t{1}, int64_t{999}, int64_t{1001}, int64_t{123456}}) {
+    EXPECT_EQ(*ParseCpuMilli(FormatCpus(milli)), milli) << milli;
+  }
+  for (int64_t bytes : {int64_t{1}, int64_t{1024}, int64_t{1} << 20, (int64_t{3} << 40) + 1024, int64_t{7} << 30}) {
+    EXPECT_EQ(*ParseMemoryBytes(FormatMemory(bytes)), bytes) << bytes;
+  }
+}
+
 TEST(ParseDurationTest, UnitForm) {
   EXPECT_EQ(Dur("90s"), Duration::Seconds(90));
   EXPECT_EQ(Dur("2h30m"), Duration::Hours(2) + Duration::Minutes(30));

@@ -1,5 +1,7 @@
 #include "core/decisions.h"
 
+#include "common/quantity.h"
+
 namespace muster::core {
 
 const char* ReasonCodeName(ReasonCode c) {
@@ -32,23 +34,6 @@ std::string Need(const PendingReason& r, const std::string& type) {
   return s;
 }
 
-// "64", "2.5" (CPUs from millicores).
-std::string Cpus(int64_t milli) {
-  if (milli % 1000 == 0) return std::to_string(milli / 1000);
-  std::string frac = std::to_string(milli % 1000);
-  frac.insert(0, 3 - frac.size(), '0');
-  while (frac.back() == '0') frac.pop_back();
-  return std::to_string(milli / 1000) + "." + frac;
-}
-
-// "1Ti", "512Gi", "1536Mi", or bytes when it is none of them.
-std::string Memory(int64_t bytes) {
-  if (bytes > 0 && bytes % (int64_t{1} << 40) == 0) return std::to_string(bytes >> 40) + "Ti";
-  if (bytes > 0 && bytes % (int64_t{1} << 30) == 0) return std::to_string(bytes >> 30) + "Gi";
-  if (bytes > 0 && bytes % (int64_t{1} << 20) == 0) return std::to_string(bytes >> 20) + "Mi";
-  return std::to_string(bytes) + " bytes";
-}
-
 // Whole seconds, rounded up: "in 59m59s642ms" reads worse than "in 1h".
 std::string In(Duration d) { return Duration::Seconds((d.millis() + 999) / 1000).ToString(); }
 
@@ -66,14 +51,14 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
     case ReasonCode::kUnschedulable:
       if (r.code == ReasonCode::kReservedFor) s += "(" + std::to_string(r.other_job) + ")";
       if (r.code == ReasonCode::kUnschedulable && r.per_replica_cpu_milli > r.largest_node_cpu_milli) {
-        s += ": need " + Cpus(r.per_replica_cpu_milli) + " CPUs per replica; the most a node with room for its GPUs has is " +
-             Cpus(r.largest_node_cpu_milli);
+        s += ": need " + FormatCpus(r.per_replica_cpu_milli) + " CPUs per replica; the most a node with room for its GPUs has is " +
+             FormatCpus(r.largest_node_cpu_milli);
         break;
       }
       if (r.code == ReasonCode::kUnschedulable && r.per_replica_memory_bytes > r.largest_node_memory_bytes) {
-        s += ": need " + Memory(r.per_replica_memory_bytes) +
+        s += ": need " + FormatMemory(r.per_replica_memory_bytes) +
              " of memory per replica; the most a node with room for its GPUs has is " +
-             Memory(r.largest_node_memory_bytes);
+             FormatMemory(r.largest_node_memory_bytes);
         break;
       }
       s += ": " + Need(r, gpu_type_name);
