@@ -338,7 +338,6 @@ void HttpApi::Submit(const http::Request& req, http::Server::Reply reply) {
                "header Content-Type");
     return reply(std::move(res));
   }
-  if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyNow(reply, q);
   // yaml-cpp 0.7 needs about 140 bytes of memory per input byte on some
   // documents; a job spec is small, so YAML bodies get a tighter bound.
   const size_t first = req.body.find_first_not_of(" \t\r\n");
@@ -420,7 +419,8 @@ void HttpApi::Routes() {
   // holding a thread; small JSON specs are parsed on the event loop,
   // YAML and large bodies on a worker.
   s.HandleAsync(
-      "POST", "/v1/jobs", [this](http::Request&& req, http::Server::Reply reply) { Submit(req, std::move(reply)); },
+      "POST", "/v1/jobs",
+      NoQueryAsync([this](http::Request&& req, http::Server::Reply reply) { Submit(req, std::move(reply)); }),
       [](const http::Request& req) {
         return req.body.size() > kInlineSpecBytes || req.Header("Content-Type").rfind("application/json", 0) != 0;
       });
@@ -653,14 +653,13 @@ void HttpApi::Routes() {
     res.Set(200, std::move(r->body), "text/plain; charset=utf-8");
   });
 
-  s.Handle("GET", "/v1/events", [this](const http::Request& req, http::Response& res) {
-    if (Status q = CheckQuery(req, {}); !q.ok()) return ReplyStatus(res, q);
+  s.Handle("GET", "/v1/events", NoQuery([this](const http::Request&, http::Response& res) {
     auto events = store_.ListEvents(0);  // cluster events: nodes and GPUs
     if (!events.ok()) return ReplyStatus(res, events.status());
     json items = json::array();
     for (const store::EventRow& e : *events) items.push_back(EventJson(e));
     Reply(res, 200, {{"items", items}});
-  });
+  }));
 
   for (const std::string verb : {"cordon", "uncordon", "drain"}) {
     s.HandleAsync("POST", "/v1/nodes/*/" + verb, NoQueryAsync([this, verb](http::Request&& req, http::Server::Reply reply) {
