@@ -126,7 +126,8 @@ Status ControlLoop::Restore() {
   std::map<std::string, core::NodeIndex> node_index;
   for (size_t i = 0; i < state_.nodes().size(); ++i) node_index[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   store::WriteBatch requeued;  // running jobs whose nodes are gone
-  std::vector<std::pair<int64_t, core::JobSpec>> running, unnamed;  // to place once all are read
+  // Running jobs, placed once all are read: those that name their GPU devices first.
+  std::vector<std::pair<int64_t, core::JobSpec>> named, unnamed;
   for (JobRow& row : rows) {
     const std::string what = "store " + options_.store_path + ": job " + std::to_string(row.id);
     auto spec = api::ParseJobSpecJson(row.spec_json);
@@ -164,8 +165,7 @@ Status ControlLoop::Restore() {
       if (*state == JobState::kHeld && !core_spec.hold) RETURN_IF_ERROR(state_.Hold(row.id));
       if (*state == JobState::kPending && core_spec.hold) RETURN_IF_ERROR(state_.Release(row.id));
       if (*state == JobState::kRunning || *state == JobState::kCompleting) {
-        // Placed below, those that name their GPU devices first.
-        (HasGpuIds(row) ? running : unnamed).emplace_back(row.id, core_spec);
+        (HasGpuIds(row) ? named : unnamed).emplace_back(row.id, core_spec);
       }
     }
     jobs_[row.id] = std::move(row);
@@ -173,14 +173,17 @@ Status ControlLoop::Restore() {
   // Back on the nodes and GPU devices it holds (the lowest free devices
   // would put a new job on a GPU a running one still uses); if a node is
   // gone or a device is not free, the job waits again.
-  running.insert(running.end(), unnamed.begin(), unnamed.end());
-  for (const auto& [id, core_spec] : running) {
+  const size_t named_count = named.size();
+  named.insert(named.end(), unnamed.begin(), unnamed.end());
+  for (size_t i = 0; i < named.size(); ++i) {
+    const auto& [id, core_spec] = named[i];
+    const bool devices = i < named_count;
     JobRow& row = jobs_.at(id);
     core::Binding b{row.id, {}};
     std::vector<std::vector<int32_t>> gpus;
     bool ok = true;
+    std::string why = "its nodes are no longer in the cluster", code = "NodeMissing";
     const auto status = nlohmann::json::parse(row.status_json, nullptr, false);
-    const bool named = HasGpuIds(row);
     if (status.is_object() && status.contains("allocations") && status["allocations"].is_array()) {
       for (const auto& a : status["allocations"]) {
         const std::string node = a.value("node", "");
@@ -191,25 +194,31 @@ Status ControlLoop::Restore() {
           break;
         }
         b.allocations.push_back({it->second, replicas, core_spec.per_replica * replicas});
-        if (named) gpus.push_back(a["gpus"].get<std::vector<int32_t>>());
+        if (devices) gpus.push_back(a["gpus"].get<std::vector<int32_t>>());
       }
     } else {
       ok = false;
     }
     const Time start = Time::FromMillis(row.start_ms.value_or(row.submit_ms));
-    if (ok) ok = state_.Bind(b, start, named ? &gpus : nullptr).ok();
+    if (ok) {
+      const Status bound = state_.Bind(b, start, devices ? &gpus : nullptr);
+      if (!bound.ok()) {
+        why = "it cannot be put back on its nodes: " + bound.message();
+        code = "PlacementLost";
+      }
+      ok = bound.ok();
+    }
     if (ok) {
       StartAttempt(row.id, std::max(1, row.attempts), /*durable=*/true,
                    status.is_object() && status.contains("attempt") ? &status["attempt"] : nullptr);
       continue;
     }
     row.state = "PENDING";
-    row.reason = "Requeued: its nodes are no longer in the cluster";
+    row.reason = "Requeued: " + why;
     row.start_ms.reset();
     row.status_json = AllocationsJson(row.id);  // keeps its key and array place
     requeued.jobs.push_back(row);
-    requeued.events.push_back({0, row.id, clock_.Now().millis(), "Requeued", "NodeMissing",
-                               "its nodes are no longer in the cluster"});
+    requeued.events.push_back({0, row.id, clock_.Now().millis(), "Requeued", code, why});
   }
   const int64_t day_ago = clock_.Now().millis() - 24LL * 3600 * 1000;
   ASSIGN_OR_RETURN(std::vector<store::IdempotencyRow> keys, store_.LoadIdempotency(day_ago));
