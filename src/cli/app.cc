@@ -1,6 +1,7 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "cli/report_commands.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
+#include "common/quantity.h"
 
 namespace muster::cli {
 
@@ -31,6 +33,18 @@ int RunMuster(int argc, char** argv) {
   CLI::App* dev = AddDevCommand(app, dev_flags);
   std::shared_ptr<JobCommands> jobs = AddJobCommands(app);
   std::shared_ptr<ReportCommands> reports = AddReportCommands(app);
+  // An unknown command: CLI11 would say only "A subcommand is required".
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::cerr << "muster: unknown command \"" << argv[1] << "\"";
+      const std::string close = ClosestMatch(argv[1], names);
+      if (!close.empty()) std::cerr << "; did you mean \"" << close << "\"?";
+      std::cerr << " (muster --help lists the commands)\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -464,14 +464,19 @@ int Get(JobCommands& c, Client& client) {
     // {"*": 8, "H100": 4} -> "8, H100 4"
     auto quota = [](const json& q, const char* key) {
       std::string out;
-      for (const auto& [type, n] : q.value(key, json::object()).items()) {
+      // Held by name: items() of the temporary value() returns would dangle.
+      const json by_type = q.value(key, json::object());
+      for (const auto& [type, n] : by_type.items()) {
         out += (out.empty() ? "" : ", ") + (type == "*" ? "" : type + " ") + n.dump();
       }
       return out.empty() ? "-" : out;
     };
+    // Wide: the GPUs in use by type ("H100 8, A100 2").
+    if (c.output == "wide") rows[0].push_back("IN USE BY TYPE");
     for (const json& q : items) {
       rows.push_back({Field(q, "name"), Field(q, "pending"), Field(q, "running"), Field(q, "gpusInUse"),
                       quota(q, "guarantee"), quota(q, "limit")});
+      if (c.output == "wide") rows.back().push_back(quota(q, "gpusInUseByType"));
     }
   }
   PrintTable(rows);

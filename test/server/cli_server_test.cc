@@ -125,6 +125,9 @@ TEST_F(CliServerTest, ErrorsAndExitCodes) {
   EXPECT_NE(r.out.find("job 4242 does not exist"), std::string::npos) << r.out;
   r = Muster(url, "get widgets");
   EXPECT_EQ(r.code, 2) << r.out;
+  r = Muster(url, "sumbit --gpus 1 -- x");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown command \"sumbit\"; did you mean \"submit\"?"), std::string::npos) << r.out;
   r = Muster(url, "submit --no-such-flag 3 -- x");
   EXPECT_EQ(r.code, 2) << r.out;
   r = Muster(url, "get jobs -o xml");
@@ -187,6 +190,27 @@ TEST_F(CliServerTest, ArraySubmit) {
   r = Muster(server_.url(), "submit --array 0 -- true");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("spec.array: must be an integer from 1 to 10000, got 0"), std::string::npos) << r.out;
+}
+
+// Queues with quotas, as a table: this crashed (a dangling iterator over a
+// queue's guarantee) whenever a queue had a guarantee or a limit.
+TEST(CliQueues, QuotasAndUseByTypeAreShown) {
+  ServerProcess server(
+      "nodeGroups:\n  - {count: 2, gpus: 8, gpuType: H100}\n"
+      "queues:\n  - {name: team, guarantee: {H100: 4}, limit: {\"*\": 12}}\n");
+  ASSERT_TRUE(server.Start()) << server.log();
+  ASSERT_EQ(Muster(server.url(), "submit --gpus 3 --queue team -- x").code, 0);
+  Result r;
+  for (int i = 0; i < 500; ++i) {
+    r = Muster(server.url(), "get queues -o wide");
+    if (r.out.find("H100 3") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nteam +0 +1 +3 +H100 4 +12 +H100 3\n"))) << r.out;
+  r = Muster(server.url(), "get queues");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nteam +0 +1 +3 +H100 4 +12\n"))) << r.out;
 }
 
 // A 429 was not acted on: the CLI waits as the server asks and sends again,
