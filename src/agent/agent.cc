@@ -652,7 +652,8 @@ void Agent::Run() {
       if (t.running) {
         auto a = assigned_.find(t.key);
         executor_->Stop(t.key, a != assigned_.end() ? a->second.stop_signal : SIGTERM,
-                        Duration::Millis(std::min<int64_t>(a != assigned_.end() ? a->second.grace_ms : 5000, 5000)), "stop");
+                        Duration::Millis(std::min<int64_t>(a != assigned_.end() ? a->second.grace_ms : 5000, 5000)),
+                        "agent-exit");
       }
     }
     for (int i = 0; i < 1000; ++i) {

@@ -74,7 +74,7 @@ struct TaskReport {
   int32_t exit_code = -1;
   int32_t signal = 0;
   bool oom = false;
-  std::string stop_reason;  // "timeout", "stop", "fenced", "launch" (could not start), or empty
+  std::string stop_reason;  // "timeout", "stop", "fenced", "launch" (could not start), "agent-exit", or empty
   std::string message;
   int64_t end_ms = 0;
   // The checkpoint verification before launch, once done (when the task

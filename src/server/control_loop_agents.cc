@@ -34,6 +34,9 @@ std::pair<JobState, std::string> Classify(const proto::TaskReport& r) {
   if (r.stop_reason == "timeout") return {JobState::kTimeout, "reached its time limit"};
   if (r.stop_reason == "fenced") return {JobState::kNodeFail, "was stopped by its agent, which lost contact with the server"};
   if (r.stop_reason == "lost") return {JobState::kNodeFail, r.message};
+  // The node's agent shut down and took its tasks with it (--stop-tasks-on-exit):
+  // the infrastructure's doing, so the job is requeued without spending a retry.
+  if (r.stop_reason == "agent-exit") return {JobState::kNodeFail, "was stopped because its agent shut down"};
   if (r.stop_reason == "launch") return {JobState::kFailed, "could not be started: " + r.message.substr(0, 512)};
   if (r.stop_reason == "stalled") return {JobState::kFailed, r.message};
   if (r.stop_reason == "unstarted") return {JobState::kFailed, "was stopped before its node started it"};
@@ -282,6 +285,9 @@ std::optional<Duration> ControlLoop::RetryBackoff(const api::JobSpec& spec, JobS
   if (state == JobState::kTimeout || state == JobState::kCancelled || state == JobState::kCompleted) return std::nullopt;
   if (state == JobState::kOutOfMemory && !spec.retry.retry_on_oom) return std::nullopt;
   if (failure.stop_reason == "launch") return std::nullopt;  // the same node would refuse it again
+  // 126 and 127: the command could not be run (not executable, not found);
+  // running it again would fail the same way.
+  if (failure.signal == 0 && (failure.exit_code == 126 || failure.exit_code == 127)) return std::nullopt;
   if (failure.signal == 0 && failure.exit_code >= 0) {
     for (int32_t code : spec.retry.fail_on_exit_codes) {
       if (code == failure.exit_code) return std::nullopt;

@@ -309,6 +309,11 @@ TEST_F(ClusterTest, ExitCodesListedAsPermanentAndOutOfMemoryAreNotRetried) {
   const json b = WaitEnd(oom);
   EXPECT_EQ(b["state"], "OUT_OF_MEMORY") << b.dump();
   EXPECT_EQ(b["attempts"], 1);
+  // A command that cannot be run (exit 127) would fail the same way again.
+  const json c = WaitEnd(Submit("name: typo\nretry: {limit: 3}\ncommand: [/no/such/command]\n"));
+  EXPECT_EQ(c["state"], "FAILED") << c.dump();
+  EXPECT_EQ(c["attempts"], 1) << c.dump();
+  EXPECT_EQ(c.value("retries", 0), 0) << c.dump();
 }
 
 TEST_F(ClusterTest, AJobNamingAContainerImageIsNotRunOnTheHost) {
@@ -461,6 +466,33 @@ TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
   EXPECT_FALSE(c.Get("/healthz")) << "the server still answers";
   fs::remove_all(dir);
   fs::remove(dir + ".out");
+}
+
+// An agent that shuts down and stops its tasks (--stop-tasks-on-exit, as
+// `muster dev` runs them) ended them through no fault of theirs: the job is
+// requeued as a node failure, without spending a retry or waiting a backoff.
+TEST_F(ClusterTest, ATaskStoppedByItsAgentShuttingDownCostsNoRetry) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(1);
+  const int64_t id = Submit("name: bystander\nresources: {gpus: 1}\nretry: {limit: 3}\ncommand: [sleep, '300']\n");
+  WaitState(id, "RUNNING");
+  // Stopped, then started again on the same state (as `muster dev` is): the
+  // new agent reports how the task ended.
+  agents_.back()->Stop();
+  agents_.back()->Start();
+  json j;
+  for (int i = 0; i < 1500; ++i) {
+    j = Get("/v1/jobs/" + std::to_string(id));
+    if (j["attempts"] == 2 && j["state"] == "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // Running again at once (a retry would wait its 30 s backoff).
+  EXPECT_EQ(j["state"], "RUNNING") << j.dump();
+  EXPECT_EQ(j["attempts"], 2) << j.dump();
+  EXPECT_EQ(j["requeues"], 1) << j.dump();
+  EXPECT_EQ(j["retries"], 0) << j.dump();
+  EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
+  EXPECT_NE(j["attemptHistory"][0]["reason"].get<std::string>().find("its agent shut down"), std::string::npos) << j.dump();
 }
 
 }  // namespace
