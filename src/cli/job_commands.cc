@@ -447,17 +447,21 @@ int Get(JobCommands& c, Client& client) {
     const bool wide = c.output == "wide";
     rows.push_back({"NAME", "GPU TYPE", "GPUS", "FREE", "JOBS", "LEAF", "STATE"});
     // Wide: the rest of the node's size and place, and what its agent found.
-    if (wide) rows[0].insert(rows[0].end(), {"CPUS", "MEMORY", "SPINE", "GPU SOURCE", "AGENT"});
+    if (wide) rows[0].insert(rows[0].end(), {"CPUS", "MEMORY", "SPINE", "GPU SOURCE", "AGENT", "LAST SEEN"});
     for (const json& n : items) {
+      // As kubectl: the node's condition, then whether it takes new work.
+      const std::string condition = n.value("condition", "Ready");
+      const bool cordoned = n.contains("cordon") || (!n.value("schedulable", true) && condition == "Ready");
       rows.push_back({Field(n, "name"), Field(n, "gpuType"), Field(n, "gpus"), Field(n, "freeGpus"),
                       Field(n, "runningJobs"), Field(n, "leaf"),
-                      n.value("schedulable", true) ? "Ready" : "Ready,SchedulingDisabled"});
+                      condition + (cordoned ? ",SchedulingDisabled" : "")});
       if (!wide) continue;
       const json agent = n.value("agent", json::object());
       rows.back().insert(rows.back().end(),
                          {FormatCpus(n.value("cpuMilli", int64_t{0})), FormatMemory(n.value("memoryBytes", int64_t{0})),
                           Field(n, "spine"), agent.is_object() && agent.contains("gpuSource") ? Field(agent, "gpuSource") : "-",
-                          agent.is_object() && agent.contains("agentVersion") ? Field(agent, "agentVersion") : "static"});
+                          agent.is_object() && agent.contains("agentVersion") ? Field(agent, "agentVersion") : "static",
+                          n.contains("lastSeen") ? Age(Field(n, "lastSeen")) + " ago" : "-"});
     }
   } else {
     rows.push_back({"QUEUE", "PENDING", "RUNNING", "GPUS IN USE", "GUARANTEE", "LIMIT"});
@@ -579,7 +583,10 @@ int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
       rc = 1;
       continue;
     }
-    std::cout << "node " << node << ": " << (r->body.value("schedulable", false) ? "schedulable" : "cordoned") << "\n";
+    // "node a1: drained by ann", "node a1: schedulable".
+    const std::string cordon = Field(r->body, "cordon");
+    std::cout << "node " << node << ": "
+              << (r->body.value("schedulable", false) ? "schedulable" : cordon.empty() ? "cordoned" : cordon) << "\n";
   }
   return rc;
 }

@@ -684,14 +684,27 @@ void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
   }, std::move(done), ShuttingDown());
 }
 
+ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
+  NodeView v;
+  v.spec = n.spec;
+  v.free = n.free;
+  v.schedulable = n.schedulable;
+  v.status_json = "{}";
+  auto agent = agents_.find(n.spec.name);
+  if (agent == agents_.end()) return v;
+  const AgentNode& a = agent->second;
+  v.status_json = a.status_json;
+  v.condition = a.lost ? "Lost" : a.unreachable ? "Unreachable" : "Ready";
+  v.cordon = a.cordon;
+  v.last_seen_ms = a.last_sync_ms;
+  return v;
+}
+
 void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
   using R = StatusOr<std::vector<NodeView>>;
   Async<R>([this](std::function<void(R)> reply) {
     std::vector<NodeView> out;
-    for (const core::Node& n : state_.nodes()) {
-      auto agent = agents_.find(n.spec.name);
-      out.push_back({n.spec, n.free, n.schedulable, 0, agent == agents_.end() ? "{}" : agent->second.status_json});
-    }
+    for (const core::Node& n : state_.nodes()) out.push_back(ViewOf(n));
     for (const auto& [id, r] : state_.running()) {
       std::set<core::NodeIndex> seen;
       for (const core::Allocation& a : r.allocations) {

@@ -129,7 +129,11 @@ class ControlLoop {
     bool schedulable = true;
     int32_t running_jobs = 0;
     std::string status_json;  // the agent's report: GPUs, health, cgroups ("{}" without an agent)
+    std::string condition = "Ready";  // Ready, Unreachable (agent silent: no new work) or Lost
+    std::string cordon;               // why it gets no new work, when cordoned ("cordoned by ann", a GPU fault)
+    int64_t last_seen_ms = 0;         // its agent's last sync (0: static, or never synced)
   };
+  NodeView ViewOf(const core::Node& n) const;
   void Nodes(Done<StatusOr<std::vector<NodeView>>> done);
 
   // One agent sync (proto/agent_protocol.h). `changed`: the report changed

@@ -863,7 +863,7 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string
                           node + " " + verb + "ed by " + user});
     }
     const core::Node& n = state_.nodes()[idx->second];
-    NodeView view{n.spec, n.free, n.schedulable, 0, a.status_json};
+    NodeView view = ViewOf(n);
     if (b.empty()) return reply(view);
     Persist(std::move(b), [reply, view](const Status& st) {
       if (!st.ok()) return reply(st);

@@ -668,7 +668,9 @@ void HttpApi::Routes() {
       using N = ControlLoop::NodeView;
       loop_.Cordon(req.captures[0], verb != "uncordon", *user, verb == "drain",
                    Answer<N>(reply, [](http::Response& res, const N& view) {
-                     Reply(res, 200, {{"name", view.spec.name}, {"schedulable", view.schedulable}});
+                     json j = {{"name", view.spec.name}, {"schedulable", view.schedulable}};
+                     if (!view.cordon.empty()) j["cordon"] = view.cordon;
+                     Reply(res, 200, j);
                    }));
     }));
   }
@@ -692,7 +694,10 @@ void HttpApi::Routes() {
                        {"leaf", n.spec.topology.leaf},
                        {"spine", n.spec.topology.spine},
                        {"schedulable", n.schedulable},
+                       {"condition", n.condition},
                        {"runningJobs", n.running_jobs}});
+      if (!n.cordon.empty()) items.back()["cordon"] = n.cordon;
+      if (n.last_seen_ms > 0) items.back()["lastSeen"] = api::FormatRfc3339Utc(Time::FromMillis(n.last_seen_ms));
     }
     Reply(res, 200, {{"items", items}});
   }));

@@ -103,6 +103,12 @@ TEST_F(NodeFailureTest, ALostNodesGangIsStoppedEverywhereThenRequeuedWithoutSpen
   bool lost = false;
   for (const json& e : events["items"]) lost = lost || (e["type"] == "NodeLost" && e["message"].get<std::string>().find(victim) == 0);
   EXPECT_TRUE(lost) << events.dump();
+  // The node list says so (it read "Ready,SchedulingDisabled", as if cordoned).
+  for (const json& n : Get("/v1/nodes")["items"]) {
+    EXPECT_EQ(n["condition"], n["name"] == victim ? "Lost" : "Ready") << n.dump();
+    EXPECT_TRUE(n.contains("lastSeen")) << n.dump();
+    EXPECT_FALSE(n.contains("cordon")) << n.dump();
+  }
   ExpectNoGpuHeldTwice();
   Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
   ExpectQuiet({id}, {dir});
@@ -390,6 +396,8 @@ TEST_F(ClusterTest, AFatalXidCordonsTheNodeAndRequeuesTheJobUsingTheGpu) {
   const json n = Get("/v1/nodes")["items"][0];
   EXPECT_FALSE(n["schedulable"].get<bool>()) << n.dump();
   EXPECT_NE(n["agent"]["cordoned"].get<std::string>().find("XID 79"), std::string::npos) << n.dump();
+  EXPECT_EQ(n["condition"], "Ready") << n.dump();
+  EXPECT_NE(n["cordon"].get<std::string>().find("XID 79"), std::string::npos) << n.dump();
   // Only an admin may clear the cordon; then the job runs again.
   auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/uncordon", httplib::Headers{{"X-Muster-User", "mallory"}}, "",
                            "application/json");
