@@ -601,7 +601,7 @@ void ControlLoop::RunCycle() {
     it->second = {r, round};
     if (!changed) continue;
     JobRow& row = jobs_.at(r.job);
-    const char* code = core::ReasonCodeName(r.code);
+    const char* code = ReasonName(r);
     if (row.reason != code) {
       row.reason = code;
       b.reasons.emplace_back(r.job, code);
@@ -664,7 +664,7 @@ void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
     auto r = reasons_.find(id);
     if (r != reasons_.end()) {
       e.reason = r->second.reason;
-      e.reason_text = core::FormatReason(r->second.reason, state_.GpuTypeName(r->second.reason.gpu_type), now);
+      e.reason_text = ReasonText(r->second.reason, now);
     } else {
       e.reason_text = e.job.reason;
     }
@@ -682,6 +682,26 @@ void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
       reply(e);
     });
   }, std::move(done), ShuttingDown());
+}
+
+const char* ControlLoop::ReasonName(const core::PendingReason& r) const {
+  if (r.code == core::ReasonCode::kBeginTime) {
+    auto h = history_.find(r.job);
+    if (h != history_.end() && h->second.not_before_ms == r.begin_time.millis()) return "Backoff";
+  }
+  return core::ReasonCodeName(r.code);
+}
+
+std::string ControlLoop::ReasonText(const core::PendingReason& r, Time now) const {
+  if (std::string_view(ReasonName(r)) != "Backoff") return core::FormatReason(r, state_.GpuTypeName(r.gpu_type), now);
+  const JobHistory& h = history_.at(r.job);
+  const int64_t wait_s = (r.begin_time.millis() - now.millis() + 999) / 1000;
+  std::string s = "Backoff: retry " + std::to_string(h.retries);
+  if (h.attempts.is_array() && !h.attempts.empty() && h.attempts.back().is_object()) {
+    s += " after attempt " + std::to_string(h.attempts.back().value("attempt", 0)) + " " +
+         h.attempts.back().value("result", "ended") + " (" + h.attempts.back().value("reason", "") + ")";
+  }
+  return s + "; starts again in " + Duration::Seconds(std::max<int64_t>(wait_s, 0)).ToString();
 }
 
 ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {

@@ -259,6 +259,10 @@ class ControlLoop {
   store::EventRow Event(int64_t job, const std::string& type, const std::string& reason,
                         const std::string& message) const;
   std::string AllocationsJson(int64_t job) const;
+  // A retry's backoff reaches the scheduler as a begin time: the reason code
+  // a pending reason is shown with ("Backoff" for that), and its text.
+  const char* ReasonName(const core::PendingReason& r) const;
+  std::string ReasonText(const core::PendingReason& r, Time now) const;
   // Job `id` if `user` owns it or is an admin; else NotFound, or
   // PermissionDenied saying who may `verb` it.
   StatusOr<store::JobRow*> ManagedJob(int64_t id, const std::string& user, const std::string& verb);

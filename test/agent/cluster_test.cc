@@ -264,6 +264,15 @@ TEST_F(ClusterTest, ACrashLoopingJobIsRetriedWithBackoffThenFailsWithItsHistory)
   const std::string starts = Tmp("crash.starts");
   const int64_t id = Submit("name: crashy\nretry: {limit: 2, backoff: {initial: 1s, factor: 2, max: 10s}}\n"
                             "command: [/bin/sh, -c, 'date +%s%N >> " + starts + "; exit 3']\n");
+  // While it waits out a backoff, it says so (not BeginTime: it has none).
+  json waiting;
+  for (int i = 0; i < 1000; ++i) {
+    waiting = Get("/v1/jobs/" + std::to_string(id));
+    if (waiting["reason"] == "Backoff" || waiting["state"] == "FAILED") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(waiting["reason"], "Backoff") << waiting.dump();
+  EXPECT_EQ(waiting.value("reasonDetail", "").rfind("Backoff: retry 1 after attempt 1 FAILED (", 0), 0u) << waiting.dump();
   const json j = WaitEnd(id, 60);
   EXPECT_EQ(j["state"], "FAILED") << j.dump();
   EXPECT_EQ(j["attempts"], 3) << j.dump();
