@@ -67,6 +67,13 @@ struct JobCommands {
 
 namespace {
 
+// A count that may be 0 (CLI::NonNegativeNumber's message names DBL_MAX).
+const CLI::Validator kZeroOrMore(
+    [](std::string& v) -> std::string {
+      return !v.empty() && v[0] != '-' ? "" : "must be 0 or more, got " + v;
+    },
+    "N >= 0");
+
 // The help group of submit's flags that make a spec (refused beside a file).
 constexpr const char* kSpecFlags = "Job settings (instead of a file)";
 
@@ -550,7 +557,7 @@ int Logs(JobCommands& c, Client& client) {
   const std::string base = "/v1/jobs/" + std::to_string(c.id) + "/logs?replica=" + std::to_string(c.replica);
   std::string path = base + (c.tail >= 0 ? "&tail=" + std::to_string(c.tail) : "");
   std::string offset;
-  bool ended = false;
+  bool ended = false, said_waiting = false;
   while (true) {
     auto r = client.GetText(path, {"X-Muster-Log-Offset"});
     if (!r.ok()) return Fail(r.status());
@@ -560,6 +567,10 @@ int Logs(JobCommands& c, Client& client) {
     } else if (!c.follow || r->status != 404) {
       std::cerr << "muster logs " << c.id << ": " << Client::ErrorOf(*r).message() << "\n";
       return 1;
+    } else if (!said_waiting) {
+      // Following a job that has not started: say why nothing comes yet.
+      std::cerr << "muster logs " << c.id << ": " << Client::ErrorOf(*r).message() << "; waiting for it to start\n";
+      said_waiting = true;
     }
     if (!c.follow || (ended && (r->status != 200 || r->text.empty()))) return 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -671,7 +682,7 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->get->add_option("--queue", c->filter_queue, "Only this queue");
   c->get->add_option("--for-user", c->filter_user, "Only this user's jobs");
   c->get->add_option("--name", c->filter_name, "Only jobs with this name");
-  c->get->add_option("--limit", c->limit, "At most this many jobs (0: all)")->check(CLI::NonNegativeNumber);
+  c->get->add_option("--limit", c->limit, "At most this many jobs (0: all)")->check(kZeroOrMore);
 
   c->describe = app.add_subcommand("describe", "Show a job with its status and events");
   common(c->describe);
@@ -686,13 +697,14 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   common(c->history);
   c->history->add_option("--for-user", c->filter_user, "Only this user's jobs");
   c->history->add_option("--queue", c->filter_queue, "Only this queue");
-  c->history->add_option("--limit", c->limit, "Only the most recent N jobs (0: all)")->check(CLI::NonNegativeNumber);
+  c->history->add_option("--limit", c->limit, "Only the most recent N jobs (0: all)")->check(kZeroOrMore);
 
   c->logs = app.add_subcommand("logs", "Show a job's output (stdout and stderr of one replica)");
   common(c->logs);
   c->logs->add_option("id", c->id, "Job id")->required();
-  c->logs->add_option("--replica,-r", c->replica, "Replica index (default 0)")->check(CLI::NonNegativeNumber);
-  c->logs->add_option("--tail", c->tail, "Only the last N lines")->check(CLI::NonNegativeNumber);
+  // Ranges as the server's (a bare NonNegativeNumber names DBL_MAX in its message).
+  c->logs->add_option("--replica,-r", c->replica, "Replica index (default 0)")->check(CLI::Range(0, 4095));
+  c->logs->add_option("--tail", c->tail, "Only the last N lines")->check(CLI::Range(0, 1'000'000));
   c->logs->add_flag("-f,--follow", c->follow, "Keep printing new output until the job ends");
 
   for (const char* verb : {"cordon", "uncordon", "drain"}) {

@@ -884,8 +884,11 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
     if (it != attempts_.end()) {
       attempt = it->second.number;
       if (replica < 0 || replica >= static_cast<int32_t>(it->second.replicas.size())) {
-        return reply(InvalidArgument("replica: job " + std::to_string(job) + " has " +
-                                         std::to_string(it->second.replicas.size()) + " replicas, got " + std::to_string(replica),
+        // The field is named by the error's prefix ("replica: job 10 has ...").
+        return reply(InvalidArgument("job " + std::to_string(job) + " has " +
+                                         std::to_string(it->second.replicas.size()) + " replicas (0 to " +
+                                         std::to_string(it->second.replicas.size() - 1) + "), got " +
+                                         std::to_string(replica),
                                      "replica"));
       }
       node = state_.nodes()[it->second.replicas[replica].node].spec.name;
@@ -897,7 +900,13 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
         if (r.value("replica", -1) == replica) node = r.value("node", "");
       }
     }
-    if (node.empty()) return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
+    if (node.empty()) {
+      const std::string& state = row->second.state;
+      if (state == "PENDING" || state == "HELD") {
+        return reply(NotFound("job " + std::to_string(job) + " is " + state + " and has not run yet"));
+      }
+      return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
+    }
     auto ag = agents_.find(node);
     if (ag == agents_.end() || ag->second.log_port == 0) {
       return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs"));

@@ -512,5 +512,26 @@ TEST_F(ClusterTest, ATaskStoppedByItsAgentShuttingDownCostsNoRetry) {
   EXPECT_NE(j["attemptHistory"][0]["reason"].get<std::string>().find("its agent shut down"), std::string::npos) << j.dump();
 }
 
+// Asking for logs that cannot exist says why: a job that has not run yet,
+// a replica the job does not have.
+TEST_F(ClusterTest, LogsThatCannotExistSayWhy) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(1);
+  const int64_t held = Submit("name: held\nhold: true\ncommand: [sleep, '300']\n");
+  auto r = cli_->Get("/v1/jobs/" + std::to_string(held) + "/logs");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(json::parse(r->body)["error"]["message"], "job " + std::to_string(held) + " is HELD and has not run yet") << r->body;
+  const int64_t running = Submit("name: one\nresources: {gpus: 1}\ncommand: [sleep, '300']\n");
+  WaitState(running, "RUNNING");
+  r = cli_->Get("/v1/jobs/" + std::to_string(running) + "/logs?replica=2");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["error"]["message"],
+            "replica: job " + std::to_string(running) + " has 1 replicas (0 to 0), got 2") << r->body;
+  Post("/v1/jobs/" + std::to_string(running) + "/cancel", "", "application/json");
+  WaitEnd(running);
+}
+
 }  // namespace
 }  // namespace muster::testing
