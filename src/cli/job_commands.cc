@@ -61,7 +61,7 @@ struct JobCommands {
   std::vector<std::string> nodes;
   int64_t id = 0;
   // logs
-  int64_t replica = 0, tail = -1;
+  int64_t replica = 0, attempt = 0, tail = -1;
   bool follow = false;
 };
 
@@ -554,7 +554,8 @@ int Describe(JobCommands& c, Client& client, bool why_only) {
 // `muster logs ID`: the replica's output; with -f, follows it until the job
 // has ended.
 int Logs(JobCommands& c, Client& client) {
-  const std::string base = "/v1/jobs/" + std::to_string(c.id) + "/logs?replica=" + std::to_string(c.replica);
+  const std::string base = "/v1/jobs/" + std::to_string(c.id) + "/logs?replica=" + std::to_string(c.replica) +
+                           (c.attempt > 0 ? "&attempt=" + std::to_string(c.attempt) : "");
   std::string path = base + (c.tail >= 0 ? "&tail=" + std::to_string(c.tail) : "");
   std::string offset;
   bool ended = false, said_waiting = false;
@@ -705,6 +706,8 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   // Ranges as the server's (a bare NonNegativeNumber names DBL_MAX in its message).
   c->logs->add_option("--replica,-r", c->replica, "Replica index (default 0)")->check(CLI::Range(0, 4095));
   c->logs->add_option("--tail", c->tail, "Only the last N lines")->check(CLI::Range(0, 1'000'000));
+  c->logs->add_option("--attempt", c->attempt, "That attempt's output (default: the current or last one)")
+      ->check(CLI::Range(1, 1'000'000));
   c->logs->add_flag("-f,--follow", c->follow, "Keep printing new output until the job ends");
 
   for (const char* verb : {"cordon", "uncordon", "drain"}) {

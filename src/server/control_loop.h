@@ -159,15 +159,16 @@ class ControlLoop {
   // Ends every wait of WhenNodeChanges, now and later: the server is
   // stopping, and must not sit out agents' long polls.
   void EndWaits();
-  // Where a running job's replica runs: its node's agent address and log port.
+  // Where a job's replica runs or ran: its node's agent address and log port.
   struct ReplicaLocation {
     std::string node;
     std::string address;
     int32_t log_port = 0;
     std::string task_key;
   };
-  // Blocks until the loop answers (its caller then blocks on the agent anyway).
-  StatusOr<ReplicaLocation> LocateReplica(int64_t job, int32_t replica);
+  // Of attempt `attempt` (0: the current or last one). Blocks until the loop
+  // answers (its caller then blocks on the agent anyway).
+  StatusOr<ReplicaLocation> LocateReplica(int64_t job, int32_t replica, int32_t attempt = 0);
 
   struct QueueView {
     std::string name;

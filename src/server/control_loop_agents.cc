@@ -872,16 +872,33 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string
   }, std::move(done), ShuttingDown());
 }
 
-StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica) {
+StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica, int32_t wanted) {
   using R = StatusOr<ReplicaLocation>;
-  return Call<R>([this, job, replica](std::function<void(R)> reply) {
+  return Call<R>([this, job, replica, wanted](std::function<void(R)> reply) {
     auto row = jobs_.find(job);
     if (row == jobs_.end()) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
-    // The current attempt, or the last one recorded in the job's status.
+    // The current attempt, or the last one recorded in the job's status, or
+    // the one asked for.
     int32_t attempt = row->second.attempts;
     std::string node;
     auto it = attempts_.find(job);
-    if (it != attempts_.end()) {
+    if (wanted > 0 && (it == attempts_.end() || it->second.number != wanted)) {
+      auto h = history_.find(job);
+      if (h != history_.end() && h->second.attempts.is_array()) {
+        for (const json& a : h->second.attempts) {
+          if (a.value("attempt", 0) != wanted) continue;
+          attempt = wanted;
+          for (const json& r : a.value("replicas", json::array())) {
+            if (r.value("replica", -1) == replica) node = r.value("node", "");
+          }
+        }
+      }
+      if (attempt != wanted) {
+        return reply(NotFound("job " + std::to_string(job) + " has no attempt " + std::to_string(wanted) +
+                              " (it has had " + std::to_string(row->second.attempts) + ")"));
+      }
+      it = attempts_.end();
+    } else if (it != attempts_.end()) {
       attempt = it->second.number;
       if (replica < 0 || replica >= static_cast<int32_t>(it->second.replicas.size())) {
         // The field is named by the error's prefix ("replica: job 10 has ...").
@@ -892,7 +909,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
                                      "replica"));
       }
       node = state_.nodes()[it->second.replicas[replica].node].spec.name;
-    } else if (auto h = history_.find(job); h != history_.end() && h->second.attempts.is_array() &&
+    } else if (auto h = history_.find(job); wanted == 0 && h != history_.end() && h->second.attempts.is_array() &&
                                             !h->second.attempts.empty()) {
       const json& last = h->second.attempts.back();
       attempt = last.value("attempt", attempt);

@@ -623,13 +623,13 @@ void HttpApi::Routes() {
   s.Handle("GET", "/v1/jobs/*/logs", [this](const http::Request& req, http::Response& res) {
     auto id = PathId(req);
     if (!id.ok()) return ReplyStatus(res, id.status());
-    if (Status q = CheckQuery(req, {"replica", "offset", "tail"}); !q.ok()) return ReplyStatus(res, q);
-    int64_t replica = 0, offset = -1, tail = -1;
-    for (Status st : {IntParam(req, "replica", replica, 0, 4095), IntParam(req, "offset", offset, 0, int64_t{1} << 50),
-                      IntParam(req, "tail", tail, 0, 1'000'000)}) {
+    if (Status q = CheckQuery(req, {"replica", "attempt", "offset", "tail"}); !q.ok()) return ReplyStatus(res, q);
+    int64_t replica = 0, attempt = 0, offset = -1, tail = -1;
+    for (Status st : {IntParam(req, "replica", replica, 0, 4095), IntParam(req, "attempt", attempt, 1, 1'000'000),
+                      IntParam(req, "offset", offset, 0, int64_t{1} << 50), IntParam(req, "tail", tail, 0, 1'000'000)}) {
       if (!st.ok()) return ReplyStatus(res, st);
     }
-    auto where = loop_.LocateReplica(*id, static_cast<int32_t>(replica));
+    auto where = loop_.LocateReplica(*id, static_cast<int32_t>(replica), static_cast<int32_t>(attempt));
     if (!where.ok()) return ReplyStatus(res, where.status());
     http::Client::Options o;
     o.connect_timeout = std::chrono::milliseconds(2'000);

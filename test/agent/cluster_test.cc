@@ -533,5 +533,25 @@ TEST_F(ClusterTest, LogsThatCannotExistSayWhy) {
   WaitEnd(running);
 }
 
+// Every attempt's output stays readable (why did attempt 1 fail?), not only
+// the last one's.
+TEST_F(ClusterTest, EachAttemptsLogCanBeRead) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(1);
+  const int64_t id = Submit("name: twice\nretry: {limit: 1, backoff: {initial: 1s}}\n"
+                            "command: [/bin/sh, -c, 'echo this is attempt $MUSTER_ATTEMPT; exit 3']\n");
+  const json j = WaitEnd(id, 60);
+  ASSERT_EQ(j["attempts"], 2) << j.dump();
+  const std::string path = "/v1/jobs/" + std::to_string(id) + "/logs";
+  EXPECT_EQ(Text(path + "?attempt=1"), "this is attempt 1\n");
+  EXPECT_EQ(Text(path + "?attempt=2"), "this is attempt 2\n");
+  EXPECT_EQ(Text(path), "this is attempt 2\n");
+  auto r = cli_->Get(path + "?attempt=3");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(json::parse(r->body)["error"]["message"], "job " + std::to_string(id) + " has no attempt 3 (it has had 2)")
+      << r->body;
+}
+
 }  // namespace
 }  // namespace muster::testing

@@ -319,6 +319,7 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"GET", "/v1/jobs?view=tiny", "", "", 400, "query.view", "must be full or summary"},
       {"GET", "/v1/jobs/1/logs?tail=-1", "", "", 400, "query.tail", ""},
       {"GET", "/v1/jobs/1/logs?replica=first", "", "", 400, "query.replica", ""},
+      {"GET", "/v1/jobs/1/logs?attempt=0", "", "", 400, "query.attempt", "must be an integer from 1 to 1000000"},
       {"GET", "/v1/jobs/1/logs?follow=1", "", "", 400, "query.follow", "unknown query parameter"},
       // Routes without query parameters refuse any (they were ignored), and none may come twice.
       {"GET", "/v1/jobs/1/events?limit=1", "", "", 400, "query.limit", "unknown query parameter"},
