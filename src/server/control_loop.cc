@@ -731,6 +731,8 @@ void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
         if (seen.insert(a.node).second) ++out[a.node].running_jobs;
       }
     }
+    // By name, as people look for them (registration order is an accident).
+    std::sort(out.begin(), out.end(), [](const NodeView& x, const NodeView& y) { return x.spec.name < y.spec.name; });
     reply(std::move(out));
   }, std::move(done), ShuttingDown());
 }

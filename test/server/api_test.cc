@@ -443,6 +443,23 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
   EXPECT_EQ(server.Stop(), 0) << server.log();
 }
 
+// Nodes are listed by name (not in the order they were configured or
+// registered), each with its condition; a static node has no last sync.
+TEST(ApiNodes, ListedByNameWithTheirCondition) {
+  ServerProcess server("nodes:\n  - {name: zeta, gpus: 8, gpuType: H100}\n  - {name: alpha, gpus: 8, gpuType: H100}\n");
+  ASSERT_TRUE(server.Start()) << server.log();
+  Api api(server.url());
+  const json items = api.GetJson("/v1/nodes")["items"];
+  ASSERT_EQ(items.size(), 2u) << items.dump();
+  EXPECT_EQ(items[0]["name"], "alpha");
+  EXPECT_EQ(items[1]["name"], "zeta");
+  for (const json& n : items) {
+    EXPECT_EQ(n["condition"], "Ready") << n.dump();
+    EXPECT_FALSE(n.contains("lastSeen")) << n.dump();
+    EXPECT_FALSE(n.contains("cordon")) << n.dump();
+  }
+}
+
 // A restart puts each running job back on the GPU devices it holds. Here
 // the later job holds the lower devices (the earlier one ended), so putting
 // jobs back in id order on the lowest free devices would move both, and the
