@@ -491,8 +491,11 @@ TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
 TEST_F(ClusterTest, ATaskStoppedByItsAgentShuttingDownCostsNoRetry) {
   AddAgent({"--fake-gpus", "1xH100"});
   WaitNodes(1);
-  const int64_t id = Submit("name: bystander\nresources: {gpus: 1}\nretry: {limit: 3}\ncommand: [sleep, '300']\n");
+  const std::string pid = Tmp("bystander.pid");
+  const int64_t id = Submit("name: bystander\nresources: {gpus: 1}\nretry: {limit: 3}\n"
+                            "command: [/bin/sh, -c, 'echo $$ > " + pid + "; exec sleep 300']\n");
   WaitState(id, "RUNNING");
+  ASSERT_FALSE(WaitFile(pid).empty());  // the process runs (not only the bind)
   // Stopped, then started again on the same state (as `muster dev` is): the
   // new agent reports how the task ended.
   agents_.back()->Stop();
