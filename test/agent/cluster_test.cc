@@ -104,7 +104,8 @@ TEST_F(NodeFailureTest, ALostNodesGangIsStoppedEverywhereThenRequeuedWithoutSpen
   for (const json& e : events["items"]) lost = lost || (e["type"] == "NodeLost" && e["message"].get<std::string>().find(victim) == 0);
   EXPECT_TRUE(lost) << events.dump();
   // The node list says so (it read "Ready,SchedulingDisabled", as if cordoned).
-  for (const json& n : Get("/v1/nodes")["items"]) {
+  const json nodes = Get("/v1/nodes");  // held: a range over a temporary's member would dangle
+  for (const json& n : nodes["items"]) {
     EXPECT_EQ(n["condition"], n["name"] == victim ? "Lost" : "Ready") << n.dump();
     EXPECT_TRUE(n.contains("lastSeen")) << n.dump();
     EXPECT_FALSE(n.contains("cordon")) << n.dump();
