@@ -10,6 +10,7 @@
 #include <set>
 
 #include "api/json_writer.h"
+#include "common/quantity.h"
 
 namespace muster::server {
 
@@ -360,6 +361,20 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
       }
       const JobRow& first = jobs_.at(it->second.job_id);
       return reply(SubmitResult{first, std::max<int32_t>(1, req.spec.array), false});
+    }
+  }
+  if (options_.strict_queues) {
+    // Only configured queues: a misspelt one would otherwise be a new queue
+    // outside every quota.
+    std::vector<std::string> names;
+    for (const core::QueueConfig& q : options_.cluster.queues) names.push_back(q.name);
+    if (std::find(names.begin(), names.end(), req.spec.queue) == names.end()) {
+      std::string msg = "unknown queue \"" + req.spec.queue.substr(0, 64) + "\"";
+      const std::string close = ClosestMatch(req.spec.queue, names);
+      if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+      std::string known;
+      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+      return reply(InvalidArgument(msg + " (known: " + known + "; strictQueues is on)", "spec.queue"));
     }
   }
   const Time now = clock_.Now();

@@ -112,7 +112,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit", "threads",
-                                     "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues"},
+                                     "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -154,6 +154,12 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     }
     if (const YAML::Node queues = root["queues"]) {
       RETURN_IF_ERROR(config::ReadQueueList(queues, "server.queues", o.cluster.queues, o.fairshare.shares));
+    }
+    if (root["strictQueues"]) {
+      ASSIGN_OR_RETURN(o.strict_queues, config::Bool(root["strictQueues"], "server.strictQueues"));
+      if (o.strict_queues && o.cluster.queues.empty()) {
+        return InvalidArgument("needs the queues jobs may name, under queues", "server.strictQueues");
+      }
     }
     if (root["defaultPriorityClass"]) {
       ASSIGN_OR_RETURN(o.cluster.default_priority_class,

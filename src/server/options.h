@@ -14,6 +14,7 @@
 //               preemption: {enabled: true, minRunTime: 5m, maxPerCycle: 4, reclaimAnyClass: false}}
 //   queues:                  # quotas in GPUs: a count (all types) or by type ("*": all)
 //     - {name: research, guarantee: {H100: 16}, limit: {H100: 32, "*": 48}, share: 3}
+//   strictQueues: false      # true: a job must name a queue listed above
 //   fairShare: {weight: 5000, halfLife: 7d, shares: {research: 3, prod: 1}}
 //                            # between queues; unlisted queues have share 1; weight 0 = off
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
@@ -50,6 +51,9 @@ struct ServerOptions {
   int port = 8470;
   std::string store_path = "muster.db";
   std::vector<std::string> admins = {"root"};
+  // Jobs may name only the queues configured under `queues` (a misspelt
+  // queue would otherwise be a new one, outside every quota).
+  bool strict_queues = false;
   core::ClusterConfig cluster;
   scheduler::SchedulerOptions scheduler;
   scheduler::FairShareOptions fairshare;

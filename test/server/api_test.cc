@@ -443,6 +443,23 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
   EXPECT_EQ(server.Stop(), 0) << server.log();
 }
 
+// With strictQueues a job must name a configured queue: a misspelt one
+// would be a new queue outside every quota.
+TEST(ApiQueues, StrictQueuesRefuseAnUnknownQueueByName) {
+  ServerProcess server(std::string(kCluster) + "queues:\n  - {name: research, limit: 8}\n  - {name: prod}\nstrictQueues: true\n");
+  ASSERT_TRUE(server.Start()) << server.log();
+  Api api(server.url());
+  auto r = api.Post("/v1/jobs", R"j({"command":["true"],"queue":"reserch"})j");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  const json e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["field"], "spec.queue");
+  EXPECT_EQ(e["message"], "spec.queue: unknown queue \"reserch\"; did you mean \"research\"? (known: research, prod; strictQueues is on)");
+  EXPECT_EQ(api.Post("/v1/jobs", R"j({"command":["true"]})j")->status, 400);  // "default" is not listed
+  EXPECT_EQ(api.Post("/v1/jobs", R"j({"command":["true"],"queue":"research"})j")->status, 201);
+  EXPECT_EQ(api.GetJson("/v1/jobs")["items"].size(), 1u);
+}
+
 // Nodes are listed by name (not in the order they were configured or
 // registered), each with its condition; a static node has no last sync.
 TEST(ApiNodes, ListedByNameWithTheirCondition) {
@@ -668,6 +685,13 @@ TEST(ServerStart, ASecondServerOnTheSameStoreIsRefused) {
   // Once the first is gone, the lock goes with it (kill -9 included).
   first.Kill();
   EXPECT_TRUE(second.Start()) << second.log();
+}
+
+TEST(ServerStart, StrictQueuesWithoutQueuesIsAClearError) {
+  ServerProcess server("strictQueues: true\n");
+  EXPECT_FALSE(server.Start());
+  EXPECT_NE(server.log().find("server.strictQueues: needs the queues jobs may name, under queues"), std::string::npos)
+      << server.log();
 }
 
 TEST(ServerStart, BadConfigurationIsAClearError) {
