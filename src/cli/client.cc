@@ -70,60 +70,51 @@ void Pause(const StatusOr<http::ClientResponse>& r, std::chrono::milliseconds& b
 
 }  // namespace
 
-StatusOr<Response> Client::Get(const std::string& path) {
+StatusOr<http::ClientResponse> Client::Exchange(const std::function<StatusOr<http::ClientResponse>()>& send,
+                                                bool retry_busy) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_for_);
   std::chrono::milliseconds backoff(50);
   while (true) {
-    auto r = http_->Get(path, {{"X-Muster-User", user_}});
-    const bool late = std::chrono::steady_clock::now() >= deadline;
-    if (r.ok() && (!RateLimited(r) || late)) return Decode(*r);
+    auto r = send();
     if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument) return r.status();  // a malformed --server
-    if (late) return Unreachable(r.status());
+    // With an answer, only 429 (not acted on) is sent again, and with
+    // `retry_busy` also 409 "still in progress" and 503.
+    const bool again =
+        !r.ok() || RateLimited(r) || (retry_busy && (r->status == 409 || r->status == 503));
+    if (!again) return r;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      if (r.ok()) return r;
+      return Unreachable(r.status());
+    }
     Pause(r, backoff);
   }
 }
 
+StatusOr<Response> Client::Get(const std::string& path) {
+  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&] { return http_->Get(path, {{"X-Muster-User", user_}}); }));
+  return Decode(r);
+}
+
 StatusOr<Response> Client::GetText(const std::string& path, const std::vector<std::string>& headers) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_for_);
-  std::chrono::milliseconds backoff(50);
-  while (true) {
-    auto r = http_->Get(path, {{"X-Muster-User", user_}});
-    const bool late = std::chrono::steady_clock::now() >= deadline;
-    if (r.ok() && (!RateLimited(r) || late)) {
-      if (r->status != 200) return Decode(*r);
-      Response out;
-      out.status = r->status;
-      out.text = std::move(r->body);
-      for (const std::string& h : headers) out.headers[h] = std::string(r->Header(h));
-      return out;
-    }
-    if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument) return r.status();
-    if (late) return Unreachable(r.status());
-    Pause(r, backoff);
-  }
+  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&] { return http_->Get(path, {{"X-Muster-User", user_}}); }));
+  if (r.status != 200) return Decode(r);
+  Response out;
+  out.status = r.status;
+  out.text = std::move(r.body);
+  for (const std::string& h : headers) out.headers[h] = std::string(r.Header(h));
+  return out;
 }
 
 StatusOr<Response> Client::Post(const std::string& path, const std::string& body, const std::string& content_type,
                                 const std::map<std::string, std::string>& headers) {
   http::Fields h{{"X-Muster-User", user_}};
   for (const auto& [k, v] : headers) h.emplace_back(k, v);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_for_);
-  std::chrono::milliseconds backoff(50);
-  while (true) {
-    auto r = http_->Post(path, body, content_type, h);
-    if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument) return r.status();
-    // Without an answer, retry: a submit carries an Idempotency-Key and the
-    // actions (cancel, hold, release, requeue) are idempotent. With an
-    // answer, a keyed submit also retries 409 "still in progress" and 503,
-    // and every request 429 (not acted on).
-    const bool idempotent = headers.count("Idempotency-Key") > 0;
-    if (r.ok() && !RateLimited(r) && !(idempotent && (r->status == 409 || r->status == 503))) return Decode(*r);
-    if (std::chrono::steady_clock::now() >= deadline) {
-      if (r.ok()) return Decode(*r);
-      return Unreachable(r.status());
-    }
-    Pause(r, backoff);
-  }
+  // Without an answer every request is sent again: a submit carries an
+  // Idempotency-Key and the actions (cancel, hold, release, requeue) are
+  // idempotent. A keyed submit also waits out "still in progress" and 503.
+  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&] { return http_->Post(path, body, content_type, h); },
+                                                    /*retry_busy=*/headers.count("Idempotency-Key") > 0));
+  return Decode(r);
 }
 
 Status Client::ErrorOf(const Response& r) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 
 namespace muster::http {
 class Client;
+struct ClientResponse;
 }
 
 namespace muster::cli {
@@ -50,6 +52,10 @@ class Client {
   std::string user_;
   double retry_for_;
   Status Unreachable(const Status& why) const;
+  // Calls `send` until it has an answer to keep, within retry_for_ seconds
+  // (then the last answer, or Unreachable).
+  StatusOr<http::ClientResponse> Exchange(const std::function<StatusOr<http::ClientResponse>()>& send,
+                                          bool retry_busy = false);
 
   std::unique_ptr<http::Client> http_;
 };

@@ -134,6 +134,8 @@ class ClusterState {
   size_t pending_count() const { return pending_.size(); }
   size_t running_count() const { return running_.size(); }
   const std::unordered_map<JobId, RunningJob>& running() const { return running_; }
+  // Running jobs by expected end (start + time limit, or the end of a stop's grace).
+  const EndOrder& running_by_end() const { return running_by_end_; }
   const std::unordered_map<JobId, JobRecord>& jobs() const { return jobs_; }
   const ClusterConfig& config() const { return config_; }
 

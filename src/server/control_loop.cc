@@ -106,10 +106,9 @@ void ControlLoop::Stop() {
 
 namespace {
 
-// True when a running job's stored allocations each list their GPU devices
-// as integers.
-bool HasGpuIds(const JobRow& row) {
-  const auto status = nlohmann::json::parse(row.status_json, nullptr, false);
+// True when a running job's stored status lists the GPU devices of each of
+// its allocations, as integers.
+bool HasGpuIds(const json& status) {
   if (!status.is_object() || !status.contains("allocations") || !status["allocations"].is_array()) return false;
   for (const auto& a : status["allocations"]) {
     if (!a.is_object() || !a.contains("gpus") || !a["gpus"].is_array()) return false;
@@ -127,8 +126,14 @@ Status ControlLoop::Restore() {
   std::map<std::string, core::NodeIndex> node_index;
   for (size_t i = 0; i < state_.nodes().size(); ++i) node_index[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   store::WriteBatch requeued;  // running jobs whose nodes are gone
-  // Running jobs, placed once all are read: those that name their GPU devices first.
-  std::vector<std::pair<int64_t, core::JobSpec>> named, unnamed;
+  // Running jobs, placed once all are read.
+  struct Running {
+    int64_t id;
+    core::JobSpec spec;
+    json status;   // its stored status: allocations, attempt
+    bool devices;  // the status names its GPU devices
+  };
+  std::vector<Running> running;
   for (JobRow& row : rows) {
     const std::string what = "store " + options_.store_path + ": job " + std::to_string(row.id);
     auto spec = api::ParseJobSpecJson(row.spec_json);
@@ -166,7 +171,9 @@ Status ControlLoop::Restore() {
       if (*state == JobState::kHeld && !core_spec.hold) RETURN_IF_ERROR(state_.Hold(row.id));
       if (*state == JobState::kPending && core_spec.hold) RETURN_IF_ERROR(state_.Release(row.id));
       if (*state == JobState::kRunning || *state == JobState::kCompleting) {
-        (HasGpuIds(row) ? named : unnamed).emplace_back(row.id, core_spec);
+        json status = json::parse(row.status_json, nullptr, false);
+        const bool devices = HasGpuIds(status);
+        running.push_back({row.id, core_spec, std::move(status), devices});
       }
     }
     jobs_[row.id] = std::move(row);
@@ -174,17 +181,17 @@ Status ControlLoop::Restore() {
   // Back on the nodes and GPU devices it holds (the lowest free devices
   // would put a new job on a GPU a running one still uses); if a node is
   // gone or a device is not free, the job waits again.
-  const size_t named_count = named.size();
-  named.insert(named.end(), unnamed.begin(), unnamed.end());
-  for (size_t i = 0; i < named.size(); ++i) {
-    const auto& [id, core_spec] = named[i];
-    const bool devices = i < named_count;
-    JobRow& row = jobs_.at(id);
+  // Those that name their devices first: one without names gets the lowest
+  // free devices, which must not be another's.
+  std::stable_partition(running.begin(), running.end(), [](const Running& r) { return r.devices; });
+  for (const Running& r : running) {
+    const json& status = r.status;
+    const core::JobSpec& core_spec = r.spec;
+    JobRow& row = jobs_.at(r.id);
     core::Binding b{row.id, {}};
     std::vector<std::vector<int32_t>> gpus;
     bool ok = true;
     std::string why = "its nodes are no longer in the cluster", code = "NodeMissing";
-    const auto status = nlohmann::json::parse(row.status_json, nullptr, false);
     if (status.is_object() && status.contains("allocations") && status["allocations"].is_array()) {
       for (const auto& a : status["allocations"]) {
         const std::string node = a.value("node", "");
@@ -195,14 +202,14 @@ Status ControlLoop::Restore() {
           break;
         }
         b.allocations.push_back({it->second, replicas, core_spec.per_replica * replicas});
-        if (devices) gpus.push_back(a["gpus"].get<std::vector<int32_t>>());
+        if (r.devices) gpus.push_back(a["gpus"].get<std::vector<int32_t>>());
       }
     } else {
       ok = false;
     }
     const Time start = Time::FromMillis(row.start_ms.value_or(row.submit_ms));
     if (ok) {
-      const Status bound = state_.Bind(b, start, devices ? &gpus : nullptr);
+      const Status bound = state_.Bind(b, start, r.devices ? &gpus : nullptr);
       if (!bound.ok()) {
         why = "it cannot be put back on its nodes: " + bound.message();
         code = "PlacementLost";
@@ -363,19 +370,22 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
       return reply(SubmitResult{first, std::max<int32_t>(1, req.spec.array), false});
     }
   }
-  if (options_.strict_queues) {
-    // Only configured queues: a misspelt one would otherwise be a new queue
-    // outside every quota.
+  // Only configured queues: a misspelt one would otherwise be a new queue
+  // outside every quota.
+  const auto& queues = options_.cluster.queues;
+  if (options_.strict_queues && std::none_of(queues.begin(), queues.end(), [&](const core::QueueConfig& q) {
+        return q.name == req.spec.queue;
+      })) {
     std::vector<std::string> names;
-    for (const core::QueueConfig& q : options_.cluster.queues) names.push_back(q.name);
-    if (std::find(names.begin(), names.end(), req.spec.queue) == names.end()) {
-      std::string msg = "unknown queue \"" + req.spec.queue.substr(0, 64) + "\"";
-      const std::string close = ClosestMatch(req.spec.queue, names);
-      if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
-      std::string known;
-      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-      return reply(InvalidArgument(msg + " (known: " + known + "; strictQueues is on)", "spec.queue"));
+    std::string known;
+    for (const core::QueueConfig& q : queues) {
+      names.push_back(q.name);
+      known += (known.empty() ? "" : ", ") + q.name;
     }
+    std::string msg = "unknown queue \"" + req.spec.queue.substr(0, 64) + "\"";
+    const std::string close = ClosestMatch(req.spec.queue, names);
+    if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+    return reply(InvalidArgument(msg + " (known: " + known + "; strictQueues is on)", "spec.queue"));
   }
   const Time now = clock_.Now();
   const int32_t count = std::max<int32_t>(1, req.spec.array);
@@ -397,7 +407,7 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     row.queue = req.spec.queue;
     row.priority_class = req.spec.priority;
     row.state = req.spec.hold ? "HELD" : "PENDING";
-    if (req.spec.hold) row.reason = "Held";  // what the cycle would give it, already in the answer
+    if (req.spec.hold) row.reason = core::ReasonCodeName(core::ReasonCode::kHeld);  // the cycle's, already in the answer
     row.submit_ms = now.millis();
     row.spec_json = req.spec_json;
     if (!req.idempotency_key.empty()) idempotency_key_of_[row.id] = req.idempotency_key;
@@ -699,16 +709,18 @@ void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
   }, std::move(done), ShuttingDown());
 }
 
+bool ControlLoop::InBackoff(const core::PendingReason& r) const {
+  if (r.code != core::ReasonCode::kBeginTime) return false;
+  auto h = history_.find(r.job);
+  return h != history_.end() && h->second.not_before_ms == r.begin_time.millis();
+}
+
 const char* ControlLoop::ReasonName(const core::PendingReason& r) const {
-  if (r.code == core::ReasonCode::kBeginTime) {
-    auto h = history_.find(r.job);
-    if (h != history_.end() && h->second.not_before_ms == r.begin_time.millis()) return "Backoff";
-  }
-  return core::ReasonCodeName(r.code);
+  return InBackoff(r) ? "Backoff" : core::ReasonCodeName(r.code);
 }
 
 std::string ControlLoop::ReasonText(const core::PendingReason& r, Time now) const {
-  if (std::string_view(ReasonName(r)) != "Backoff") return core::FormatReason(r, state_.GpuTypeName(r.gpu_type), now);
+  if (!InBackoff(r)) return core::FormatReason(r, state_.GpuTypeName(r.gpu_type), now);
   const JobHistory& h = history_.at(r.job);
   const int64_t wait_s = (r.begin_time.millis() - now.millis() + 999) / 1000;
   std::string s = "Backoff: retry " + std::to_string(h.retries);

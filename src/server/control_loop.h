@@ -133,7 +133,6 @@ class ControlLoop {
     std::string cordon;               // why it gets no new work, when cordoned ("cordoned by ann", a GPU fault)
     int64_t last_seen_ms = 0;         // its agent's last sync (0: static, or never synced)
   };
-  NodeView ViewOf(const core::Node& n) const;
   void Nodes(Done<StatusOr<std::vector<NodeView>>> done);
 
   // One agent sync (proto/agent_protocol.h). `changed`: the report changed
@@ -260,8 +259,10 @@ class ControlLoop {
   store::EventRow Event(int64_t job, const std::string& type, const std::string& reason,
                         const std::string& message) const;
   std::string AllocationsJson(int64_t job) const;
-  // A retry's backoff reaches the scheduler as a begin time: the reason code
-  // a pending reason is shown with ("Backoff" for that), and its text.
+  NodeView ViewOf(const core::Node& n) const;
+  // A retry's backoff reaches the scheduler as a begin time: such a reason
+  // is shown as Backoff, with the failure it follows.
+  bool InBackoff(const core::PendingReason& r) const;
   const char* ReasonName(const core::PendingReason& r) const;
   std::string ReasonText(const core::PendingReason& r, Time now) const;
   // Job `id` if `user` owns it or is an admin; else NotFound, or
@@ -369,6 +370,10 @@ class ControlLoop {
   // agents.lostAfter, lost: their replicas end and their jobs are requeued
   // (unless more than agents.maxLostFraction went silent at once).
   void SweepAgents(Time now, store::WriteBatch& b);
+  // A job on nodes without an agent (static nodes: nothing runs, the job
+  // holds its resources on paper) ends TIMEOUT at its time limit, as an
+  // agent would end it.
+  void SweepTimeLimits(Time now, store::WriteBatch& b);
   bool AttemptManaged(const Attempt& a) const;
   nlohmann::json AttemptJson(int64_t job) const;
   // Checkpoints (control_loop_checkpoints.cc).
@@ -379,10 +384,6 @@ class ControlLoop {
   void RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b);
   // Fails attempts that stopped reporting progress for their stallTimeout.
   void SweepStalls(Time now, store::WriteBatch& b);
-  // A job on nodes without an agent (static nodes: nothing runs, the job
-  // holds its resources on paper) ends TIMEOUT at its time limit, as an
-  // agent would end it.
-  void SweepTimeLimits(Time now, store::WriteBatch& b);
   std::unordered_map<int64_t, std::vector<store::CheckpointRow>> catalog_;  // jobs not ended, by seq
   std::unique_ptr<CheckpointJanitor> janitor_;
   int64_t next_stop_slot_ms_ = 0;

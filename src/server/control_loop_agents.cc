@@ -758,6 +758,27 @@ Duration ControlLoop::GraceOf(const Attempt& a) const {
   return a.spec && a.spec->checkpoint ? a.spec->checkpoint->grace_period : options_.default_grace;
 }
 
+void ControlLoop::SweepTimeLimits(Time now, store::WriteBatch& b) {
+  // Only the jobs past their expected end, in its order: agents end their
+  // own, so those overdue here are static-node jobs and a few agent-run
+  // ones whose report is on its way.
+  std::vector<int64_t> over;
+  for (const auto& [end, job] : state_.running_by_end()) {
+    if (end > now) break;
+    auto it = attempts_.find(job);
+    if (it == attempts_.end()) continue;
+    const Attempt& a = it->second;
+    if (a.ending || a.requeue || !a.spec || a.spec->time_limit.is_infinite() || AttemptManaged(a)) continue;
+    over.push_back(job);
+  }
+  for (int64_t job : over) {
+    Attempt& a = attempts_.at(job);
+    a.failure = proto::TaskReport();
+    a.failure.stop_reason = "timeout";
+    BeginEnding(job, JobState::kTimeout, false, "reached its time limit of " + a.spec->time_limit.ToString(), b);
+  }
+}
+
 void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {
   std::vector<std::string> newly_lost;
   for (auto& [name, a] : agents_) {
@@ -877,28 +898,12 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
   return Call<R>([this, job, replica, wanted](std::function<void(R)> reply) {
     auto row = jobs_.find(job);
     if (row == jobs_.end()) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
-    // The current attempt, or the last one recorded in the job's status, or
-    // the one asked for.
+    // The current attempt (unless another is asked for), else the one asked
+    // for or the last one recorded in the job's status.
     int32_t attempt = row->second.attempts;
     std::string node;
     auto it = attempts_.find(job);
-    if (wanted > 0 && (it == attempts_.end() || it->second.number != wanted)) {
-      auto h = history_.find(job);
-      if (h != history_.end() && h->second.attempts.is_array()) {
-        for (const json& a : h->second.attempts) {
-          if (a.value("attempt", 0) != wanted) continue;
-          attempt = wanted;
-          for (const json& r : a.value("replicas", json::array())) {
-            if (r.value("replica", -1) == replica) node = r.value("node", "");
-          }
-        }
-      }
-      if (attempt != wanted) {
-        return reply(NotFound("job " + std::to_string(job) + " has no attempt " + std::to_string(wanted) +
-                              " (it has had " + std::to_string(row->second.attempts) + ")"));
-      }
-      it = attempts_.end();
-    } else if (it != attempts_.end()) {
+    if (it != attempts_.end() && (wanted == 0 || it->second.number == wanted)) {
       attempt = it->second.number;
       if (replica < 0 || replica >= static_cast<int32_t>(it->second.replicas.size())) {
         // The field is named by the error's prefix ("replica: job 10 has ...").
@@ -909,12 +914,22 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
                                      "replica"));
       }
       node = state_.nodes()[it->second.replicas[replica].node].spec.name;
-    } else if (auto h = history_.find(job); wanted == 0 && h != history_.end() && h->second.attempts.is_array() &&
-                                            !h->second.attempts.empty()) {
-      const json& last = h->second.attempts.back();
-      attempt = last.value("attempt", attempt);
-      for (const json& r : last.value("replicas", json::array())) {
-        if (r.value("replica", -1) == replica) node = r.value("node", "");
+    } else {
+      const json* record = nullptr;
+      if (auto h = history_.find(job); h != history_.end() && h->second.attempts.is_array()) {
+        for (const json& a : h->second.attempts) {
+          if (wanted == 0 || a.value("attempt", 0) == wanted) record = &a;
+        }
+      }
+      if (wanted > 0 && !record) {
+        return reply(NotFound("job " + std::to_string(job) + " has no attempt " + std::to_string(wanted) +
+                              " (it has had " + std::to_string(row->second.attempts) + ")"));
+      }
+      if (record) {
+        attempt = record->value("attempt", attempt);
+        for (const json& r : record->value("replicas", json::array())) {
+          if (r.value("replica", -1) == replica) node = r.value("node", "");
+        }
       }
     }
     if (node.empty()) {

@@ -184,21 +184,6 @@ void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>
   }, std::move(done), ShuttingDown());
 }
 
-void ControlLoop::SweepTimeLimits(Time now, store::WriteBatch& b) {
-  std::vector<int64_t> over;
-  for (const auto& [job, a] : attempts_) {
-    if (a.ending || a.requeue || !a.spec || a.spec->time_limit.is_infinite()) continue;
-    if (now.millis() - a.start_ms < a.spec->time_limit.millis() || AttemptManaged(a)) continue;
-    over.push_back(job);
-  }
-  for (int64_t job : over) {
-    Attempt& a = attempts_.at(job);
-    a.failure = proto::TaskReport();
-    a.failure.stop_reason = "timeout";
-    BeginEnding(job, JobState::kTimeout, false, "reached its time limit of " + a.spec->time_limit.ToString(), b);
-  }
-}
-
 void ControlLoop::SweepStalls(Time now, store::WriteBatch& b) {
   std::vector<std::pair<int64_t, std::string>> stalled;
   for (const auto& [job, a] : attempts_) {

@@ -128,6 +128,15 @@ class ClusterFixture : public ::testing::Test {
     auto r = cli_->Get(path, httplib::Headers{{"X-Muster-User", User()}});
     return r && r->status == 200 ? r->body : std::string();
   }
+  // A GET that is refused: its status and the error's message ("" if none).
+  std::pair<int, std::string> GetError(const std::string& path) {
+    auto r = cli_->Get(path, httplib::Headers{{"X-Muster-User", User()}});
+    EXPECT_TRUE(r) << path;
+    if (!r) return {0, ""};
+    const nlohmann::json e = nlohmann::json::parse(r->body, nullptr, false);
+    const bool has = e.is_object() && e.contains("error") && e["error"].is_object();
+    return {r->status, has ? e["error"].value("message", "") : ""};
+  }
   nlohmann::json Post(const std::string& path, const std::string& body, const std::string& type = "application/yaml") {
     auto r = cli_->Post(path, httplib::Headers{{"X-Muster-User", User()}}, body, type);
     EXPECT_TRUE(r) << path;

@@ -522,17 +522,12 @@ TEST_F(ClusterTest, LogsThatCannotExistSayWhy) {
   AddAgent({"--fake-gpus", "1xH100"});
   WaitNodes(1);
   const int64_t held = Submit("name: held\nhold: true\ncommand: [sleep, '300']\n");
-  auto r = cli_->Get("/v1/jobs/" + std::to_string(held) + "/logs");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 404);
-  EXPECT_EQ(json::parse(r->body)["error"]["message"], "job " + std::to_string(held) + " is HELD and has not run yet") << r->body;
+  EXPECT_EQ(GetError("/v1/jobs/" + std::to_string(held) + "/logs"),
+            std::make_pair(404, "job " + std::to_string(held) + " is HELD and has not run yet"));
   const int64_t running = Submit("name: one\nresources: {gpus: 1}\ncommand: [sleep, '300']\n");
   WaitState(running, "RUNNING");
-  r = cli_->Get("/v1/jobs/" + std::to_string(running) + "/logs?replica=2");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 400);
-  EXPECT_EQ(json::parse(r->body)["error"]["message"],
-            "replica: job " + std::to_string(running) + " has 1 replicas (0 to 0), got 2") << r->body;
+  EXPECT_EQ(GetError("/v1/jobs/" + std::to_string(running) + "/logs?replica=2"),
+            std::make_pair(400, "replica: job " + std::to_string(running) + " has 1 replicas (0 to 0), got 2"));
   Post("/v1/jobs/" + std::to_string(running) + "/cancel", "", "application/json");
   WaitEnd(running);
 }
@@ -550,11 +545,7 @@ TEST_F(ClusterTest, EachAttemptsLogCanBeRead) {
   EXPECT_EQ(Text(path + "?attempt=1"), "this is attempt 1\n");
   EXPECT_EQ(Text(path + "?attempt=2"), "this is attempt 2\n");
   EXPECT_EQ(Text(path), "this is attempt 2\n");
-  auto r = cli_->Get(path + "?attempt=3");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 404);
-  EXPECT_EQ(json::parse(r->body)["error"]["message"], "job " + std::to_string(id) + " has no attempt 3 (it has had 2)")
-      << r->body;
+  EXPECT_EQ(GetError(path + "?attempt=3"), std::make_pair(404, "job " + std::to_string(id) + " has no attempt 3 (it has had 2)"));
 }
 
 }  // namespace
