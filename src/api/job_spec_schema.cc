@@ -56,7 +56,9 @@ constexpr StringRule kWordRule{0, 64, Charset::kPrintable, "a string"};  // enum
 constexpr StringRule kTimestampRule{1, 64, Charset::kPrintable,
                                     "an RFC 3339 timestamp such as \"2026-11-26T10:00:00Z\" or \"2026-11-26T11:00:00+01:00\""};
 
-constexpr DurationRule kTimeLimitRule{false, true, kYear, "365 days"};
+// Below a second a job would be stopped before it could start (Slurm's
+// smallest limit is a minute).
+constexpr DurationRule kTimeLimitRule{false, true, kYear, "365 days", Duration::Seconds(1), "1s"};
 constexpr DurationRule kIntervalRule{false, false, kYear, "365 days"};
 constexpr DurationRule kGraceRule{true, false, Duration::Hours(1), "1 hour"};
 constexpr DurationRule kStallRule{false, false, Duration::Hours(24 * 7), "7 days"};

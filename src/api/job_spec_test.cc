@@ -234,7 +234,7 @@ TEST(JobSpecTest, DurationForms) {
   EXPECT_EQ(TimeLimitOf("\"1-02:00:00\""), Duration::Hours(26));
   EXPECT_EQ(TimeLimitOf("\"1:30:00\""), Duration::Minutes(90));
   EXPECT_EQ(TimeLimitOf("\"1d\""), Duration::Hours(24));
-  EXPECT_EQ(TimeLimitOf("\"250ms\""), Duration::Millis(250));
+  EXPECT_EQ(TimeLimitOf("\"1500ms\""), Duration::Millis(1500));
   EXPECT_EQ(TimeLimitOf("90"), Duration::Seconds(90));  // an integer is seconds
   EXPECT_EQ(TimeLimitOf("31536000"), Duration::Hours(365 * 24));
   EXPECT_TRUE(TimeLimitOf("\"unlimited\"").is_infinite());
@@ -454,7 +454,8 @@ std::vector<BadSpec> BadSpecs() {
       {"memory 512 as in Slurm", WithCommand(R"("resources":{"memory":"512"},)"), J, "spec.resources.memory", "must be 0 or at least 1Mi (a number without a unit is bytes: \"512Mi\" or \"512M\" for megabytes), got \"512\""},
       {"memory 1000 bytes", WithCommand(R"("resources":{"memory":1000},)"), J, "spec.resources.memory", "at least 1Mi"},
       {"memory 1Ki", WithCommand(R"("resources":{"memory":"1Ki"},)"), J, "spec.resources.memory", "at least 1Mi"},
-      {"zero time limit", WithCommand(R"("timeLimit":"0s",)"), J, "spec.timeLimit", "must be greater than 0 and at most 365 days (or \"unlimited\"), got \"0s\""},
+      {"zero time limit", WithCommand(R"("timeLimit":"0s",)"), J, "spec.timeLimit", "must be at least 1s and at most 365 days (or \"unlimited\"), got \"0s\""},
+      {"time limit under a second", WithCommand(R"("timeLimit":"500ms",)"), J, "spec.timeLimit", "must be at least 1s and at most 365 days (or \"unlimited\"), got \"500ms\""},
       {"zero seconds", WithCommand(R"("timeLimit":0,)"), J, "spec.timeLimit", "got 0"},
       {"time limit over a year", WithCommand(R"("timeLimit":"400d",)"), J, "spec.timeLimit", "at most 365 days (or \"unlimited\"), got \"400d\""},
       {"negative seconds", WithCommand(R"("timeLimit":-5,)"), J, "spec.timeLimit", "got -5"},

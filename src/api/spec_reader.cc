@@ -159,8 +159,10 @@ StatusOr<Duration> ReadDuration(const TreeNode& node, const std::string& path,
   std::string form = "a duration such as \"90s\", \"2h30m\" or \"1-02:00:00\"";
   form += rule.allow_unlimited ? ", \"unlimited\"" : "";
   form += " or an integer number of seconds";
-  const std::string range =
-      std::string(rule.allow_zero ? "from 0s" : "greater than 0") + " and at most " + rule.max_text;
+  const std::string range = std::string(rule.min_text != nullptr ? std::string("at least ") + rule.min_text
+                                        : rule.allow_zero       ? "from 0s"
+                                                                : "greater than 0") +
+                            " and at most " + rule.max_text;
   Duration d;
   if (node.kind == Kind::kInt) {
     if (node.integer < 0 || node.integer > rule.max.seconds()) return Expected(node, path, range);
@@ -187,7 +189,7 @@ StatusOr<Duration> ReadDuration(const TreeNode& node, const std::string& path,
     if (!rule.allow_unlimited) return Expected(node, path, "a finite duration " + range);
     return d;
   }
-  if ((d == Duration::Zero() && !rule.allow_zero) || d > rule.max) {
+  if ((d == Duration::Zero() && !rule.allow_zero) || d < rule.min || d > rule.max) {
     return Expected(node, path,
                     range + (rule.allow_unlimited ? " (or \"unlimited\")" : std::string()));
   }

@@ -109,6 +109,8 @@ struct DurationRule {
   bool allow_unlimited;  // "unlimited", "inf" -> Duration::Infinite()
   Duration max;          // for finite values
   const char* max_text;  // "365 days"
+  Duration min = Duration::Zero();  // finite values below it are refused
+  const char* min_text = nullptr;   // "1s"; with min
 };
 
 // A duration string accepted by ParseDuration that has a unit or colons
