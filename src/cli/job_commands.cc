@@ -584,23 +584,44 @@ int Logs(JobCommands& c, Client& client) {
   }
 }
 
+// What an action (cancel, cordon, ...) did to each job or node. With -o
+// json|yaml the answers are kept and printed at the end as one list
+// ({"items": [...]}, as `get`); otherwise each is a line as it comes.
+struct ActedOn {
+  explicit ActedOn(const std::string& output) : output(output), keep(output == "json" || output == "yaml") {}
+  // Whether `answer` was kept for the list (so no line is printed for it).
+  bool Keep(const json& answer) {
+    if (keep) items.push_back(answer);
+    return keep;
+  }
+  int Finish() {
+    if (keep) Print(json{{"items", std::move(items)}}, output);
+    return rc;
+  }
+  const std::string output;
+  const bool keep;
+  json items = json::array();
+  int rc = 0;
+};
+
 // `muster cordon|uncordon NODE...` (admins).
 int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
-  int rc = 0;
+  ActedOn acted(c.output);
   for (const std::string& node : c.nodes) {
     auto r = client.Post("/v1/nodes/" + node + "/" + verb, "", "application/json");
     if (!r.ok()) return Fail(r.status());
     if (r->status != 200) {
       std::cerr << "muster " << verb << " " << node << ": " << Client::ErrorOf(*r).message() << "\n";
-      rc = 1;
+      acted.rc = 1;
       continue;
     }
+    if (acted.Keep(r->body)) continue;
     // "node a1: drained by ann", "node a1: schedulable".
     const std::string cordon = Field(r->body, "cordon");
     std::cout << "node " << node << ": "
               << (r->body.value("schedulable", false) ? "schedulable" : cordon.empty() ? "cordoned" : cordon) << "\n";
   }
-  return rc;
+  return acted.Finish();
 }
 
 // "12" or "5-104" into ids; at most 10,000 in all (an array's largest).
@@ -632,18 +653,18 @@ int Act(JobCommands& c, Client& client, const std::string& verb) {
     Fail(ids.status());
     return 2;
   }
-  int rc = 0;
+  ActedOn acted(c.output);
   for (int64_t id : *ids) {
     auto r = client.Post("/v1/jobs/" + std::to_string(id) + "/" + verb, "", "application/json");
     if (!r.ok()) return Fail(r.status());
     if (r->status != 200) {
       std::cerr << "muster " << verb << " " << id << ": " << Client::ErrorOf(*r).message() << "\n";
-      rc = 1;
+      acted.rc = 1;
       continue;
     }
-    std::cout << "job " << id << ": " << Field(r->body, "state") << "\n";
+    if (!acted.Keep(r->body)) std::cout << "job " << id << ": " << Field(r->body, "state") << "\n";
   }
-  return rc;
+  return acted.Finish();
 }
 
 }  // namespace
@@ -652,10 +673,10 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   auto c = std::make_shared<JobCommands>();
   c->server = DefaultServer();
   c->user = DefaultUser();
-  auto common = [c = c.get()](CLI::App* sub) {
+  auto common = [c = c.get()](CLI::App* sub, bool formats = true) {
     sub->add_option("--server", c->server, "Server address (default $MUSTER_SERVER or http://127.0.0.1:8470)");
     sub->add_option("--user", c->user, "Act as this user (default $USER)");
-    sub->add_option("-o,--output", c->output, "wide, json or yaml");
+    if (formats) sub->add_option("-o,--output", c->output, "wide, json or yaml");
   };
   c->submit = app.add_subcommand("submit", "Submit a job from a YAML/JSON file or from flags and a command");
   common(c->submit);
@@ -701,7 +722,7 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->history->add_option("--limit", c->limit, "Only the most recent N jobs (0: all)")->check(kZeroOrMore);
 
   c->logs = app.add_subcommand("logs", "Show a job's output (stdout and stderr of one replica)");
-  common(c->logs);
+  common(c->logs, /*formats=*/false);  // the output as the job wrote it
   c->logs->add_option("id", c->id, "Job id")->required();
   // Ranges as the server's (a bare NonNegativeNumber names DBL_MAX in its message).
   c->logs->add_option("--replica,-r", c->replica, "Replica index (default 0)")->check(CLI::Range(0, 4095));

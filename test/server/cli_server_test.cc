@@ -183,6 +183,16 @@ TEST_F(CliServerTest, ArraySubmit) {
   r = Muster(server_.url(), "cancel 1-3");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out, "job 1: CANCELLED\njob 2: CANCELLED\njob 3: CANCELLED\n");
+  // -o json: the jobs as the action left them, one list.
+  r = Muster(server_.url(), "cancel 4-5 -o json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json cancelled = json::parse(r.out)["items"];
+  ASSERT_EQ(cancelled.size(), 2u) << r.out;
+  EXPECT_EQ(cancelled[0]["id"], 4);
+  EXPECT_EQ(cancelled[1]["id"], 5);
+  EXPECT_EQ(cancelled[1]["state"], "CANCELLED") << r.out;
+  // logs prints output as the job wrote it: -o is a usage error there.
+  EXPECT_EQ(Muster(server_.url(), "logs 4 -o json").code, 2);
   for (const char* bad : {"hold 3-1", "hold 1-", "hold x", "hold 0", "cancel 1-20000"}) {
     r = Muster(server_.url(), bad);
     EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
