@@ -44,6 +44,44 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   ::_exit(127);
 }
 
+// How a child ended, for a message: "exit 1", "killed by signal 9".
+std::string HowItEnded(int status) {
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "exit " + std::to_string(WEXITSTATUS(status));
+}
+
+// A process `muster dev` keeps running, as a service manager would: when it
+// ends it is started again, unless it ended within kCrashLoop of its start
+// (then something is wrong that a restart will not mend).
+struct Supervised {
+  static constexpr std::chrono::seconds kCrashLoop{5};
+  Supervised(std::string name, std::vector<std::string> args, std::string log)
+      : name(std::move(name)), args(std::move(args)), log(std::move(log)) {}
+
+  std::string name;  // "the server", "agent dev-2"
+  std::vector<std::string> args;
+  std::string log;
+  pid_t pid = -1;
+  std::chrono::steady_clock::time_point started;
+
+  void Start() {
+    pid = Spawn(args, log);
+    started = std::chrono::steady_clock::now();
+  }
+  // Called when pid ended with `status`: restarts it and returns true, or
+  // returns false (a crash loop) after saying why.
+  bool Restart(int status) {
+    const bool looping = std::chrono::steady_clock::now() - started < kCrashLoop;
+    std::cerr << "muster dev: " << name << " ended (" << HowItEnded(status) << ")"
+              << (looping ? " within 5 s of its start; not restarting it" : "; restarting it") << "; see " << log
+              << "\n";
+    pid = -1;
+    if (looping) return false;
+    Start();
+    return true;
+  }
+};
+
 int StopChild(pid_t pid, int seconds) {
   if (pid <= 0) return 0;
   ::kill(pid, SIGTERM);
@@ -195,18 +233,22 @@ int RunDevCommand(const DevFlags& f) {
     cfg << "store: " << dir << "/muster.db\nlisten: 127.0.0.1:" << f.port << "\nagents: {defaultGrace: 5s}\n";
   }
   fs::remove(dir + "/port", ec);
-  pid_t server = Spawn({"muster", "server", "-c", dir + "/server.yaml", "--port-file", dir + "/port"}, dir + "/server.log");
-  std::vector<pid_t> agents;
+  Supervised server("the server", {"muster", "server", "-c", dir + "/server.yaml", "--port-file", dir + "/port"},
+                    dir + "/server.log");
+  server.Start();
+  std::vector<Supervised> agents;
   auto shutdown = [&] {
-    for (pid_t a : agents) ::kill(a, SIGTERM);
-    for (pid_t a : agents) StopChild(a, 15);
-    StopChild(server, 15);
+    for (const Supervised& a : agents) {
+      if (a.pid > 0) ::kill(a.pid, SIGTERM);  // never kill(-1)
+    }
+    for (const Supervised& a : agents) StopChild(a.pid, 15);
+    StopChild(server.pid, 15);
   };
   bool up = false;
   for (int i = 0; i < 1000 && !up; ++i) {
     up = fs::exists(dir + "/port");
     int status = 0;
-    if (!up && ::waitpid(server, &status, WNOHANG) == server) {
+    if (!up && ::waitpid(server.pid, &status, WNOHANG) == server.pid) {
       std::cerr << "muster dev: the server did not start; see " << dir << "/server.log:\n";
       std::ifstream log(dir + "/server.log");
       std::cerr << log.rdbuf();
@@ -221,10 +263,13 @@ int RunDevCommand(const DevFlags& f) {
   }
   for (int i = 0; i < f.nodes; ++i) {
     const std::string name = "dev-" + std::to_string(i + 1);
-    agents.push_back(Spawn({"muster", "agent", "--server", url, "--name", name, "--fake-gpus", f.gpus, "--leaf",
-                            "leaf-" + std::to_string(i / 2 + 1), "--state-dir", dir + "/" + name, "--cpus", "2",
-                            "--memory", "8Gi", "--stop-tasks-on-exit"},
-                           dir + "/" + name + ".log"));
+    agents.emplace_back("agent " + name,
+                        std::vector<std::string>{"muster", "agent", "--server", url, "--name", name, "--fake-gpus",
+                                                 f.gpus, "--leaf", "leaf-" + std::to_string(i / 2 + 1), "--state-dir",
+                                                 dir + "/" + name, "--cpus", "2", "--memory", "8Gi",
+                                                 "--stop-tasks-on-exit"},
+                        dir + "/" + name + ".log");
+    agents.back().Start();
   }
   Client client(url, [] {
     const char* u = std::getenv("USER");
@@ -264,16 +309,22 @@ int RunDevCommand(const DevFlags& f) {
       pthread_kill(waiter.native_handle(), SIGTERM);
     }
   }
+  // Keep every process running: a server killed (try `kill -9`) comes back
+  // on the same store and its agents carry on; an agent comes back and
+  // adopts or settles its node's tasks.
   while (!stop) {
     int status = 0;
-    if (::waitpid(server, &status, WNOHANG) == server) {
-      std::cerr << "muster dev: the server exited; see " << dir << "/server.log\n";
-      server = -1;
+    const pid_t ended = ::waitpid(-1, &status, WNOHANG);
+    Supervised* who = ended > 0 && ended == server.pid ? &server : nullptr;
+    for (Supervised& a : agents) {
+      if (ended > 0 && ended == a.pid) who = &a;
+    }
+    if (who != nullptr && !who->Restart(status)) {
       rc = 1;
       pthread_kill(waiter.native_handle(), SIGTERM);
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (ended <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   waiter.join();
   std::cout << "stopping the cluster\n" << std::flush;

@@ -7,8 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include "agent/executor.h"
+#include "../child_process.h"
 #include "cluster_fixture.h"
 #include "process_util.h"
 #include "../server/server_process.h"
@@ -447,6 +450,22 @@ TEST_F(ClusterTest, APyTorchGangTrainsAndItsReplicasAgree) {
 namespace muster::testing {
 namespace {
 
+// A free port: bind a socket to port 0, read the port, close it.
+int FreePort() {
+  int port = 0;
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(s);
+  return port;
+}
+
 // `muster dev --demo --exit-after-demo`: the README's main command, end to end.
 TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
   if (std::system("/usr/bin/python3 -c 'import torch, sklearn' >/dev/null 2>&1") != 0) {
@@ -454,20 +473,7 @@ TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
   }
   const std::string dir = ::testing::TempDir() + "/muster_dev_" + std::to_string(getpid());
   fs::remove_all(dir);
-  // A free port: bind a socket to port 0, read the port, close it.
-  int port = 0;
-  {
-    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      port = ntohs(a.sin_port);
-    }
-    ::close(s);
-  }
+  const int port = FreePort();
   ASSERT_GT(port, 0);
   const std::string cmd = std::string(MUSTER_BINARY) + " dev --demo --exit-after-demo --nodes 4 --port " +
                           std::to_string(port) + " --dir " + dir + " > " + dir + ".out 2>&1";
@@ -484,6 +490,113 @@ TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
   EXPECT_FALSE(c.Get("/healthz")) << "the server still answers";
   fs::remove_all(dir);
   fs::remove(dir + ".out");
+}
+
+// The pid of `parent`'s child whose command line holds `arg`, or 0.
+pid_t ChildWithArg(pid_t parent, const std::string& arg) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    std::ifstream stat(e.path() / "stat");
+    std::string pid, comm, state;
+    pid_t ppid = 0;
+    stat >> pid >> comm >> state >> ppid;
+    if (ppid == parent && cmdline.find(arg + " ") != std::string::npos) return std::stoi(name);
+  }
+  return 0;
+}
+
+// `muster dev` keeps its processes running, as a service manager would: a
+// server killed with SIGKILL comes back on the same store and port, and so
+// does an agent; the job running on the node carries on through both.
+TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
+  const std::string dir = ::testing::TempDir() + "/muster_dev_restart_" + std::to_string(getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  const auto started = std::chrono::steady_clock::now();
+  const pid_t dev = ::fork();
+  if (dev == 0) {
+    const std::string out = dir + "/dev.out";
+    std::freopen(out.c_str(), "w", stdout);
+    ::dup2(::fileno(stdout), 2);
+    const std::string p = std::to_string(port), d = dir + "/cluster";
+    ::execl(MUSTER_BINARY, MUSTER_BINARY, "dev", "--nodes", "1", "--port", p.c_str(), "--dir", d.c_str(), nullptr);
+    ::_exit(127);
+  }
+  struct StopAtEnd {
+    pid_t pid;
+    ~StopAtEnd() {
+      if (pid > 0) SignalAndReap(pid, SIGTERM, "muster dev");
+    }
+  } stop_at_end{dev};
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(1, 0);
+  // A user the node knows, as `muster dev` itself submits.
+  const char* user = std::getenv("USER");
+  c.set_default_headers({{"X-Muster-User", user != nullptr && *user != 0 ? user : "root"}});
+  auto get = [&](const std::string& path) {
+    auto r = c.Get(path);
+    return r && r->status == 200 ? json::parse(r->body) : json();
+  };
+  auto wait_for = [&](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for([&] { return get("/v1/nodes")["items"].size() == 1; }));
+  const std::string task_pid = dir + "/task.pid";
+  auto posted = c.Post("/v1/jobs",
+                       R"({"command":["/bin/sh","-c","echo $$ > )" + task_pid + R"(; exec sleep 300"],"resources":{"gpus":1}})",
+                       "application/json");
+  ASSERT_TRUE(posted && posted->status == 201);
+  const std::string job = "/v1/jobs/" + std::to_string(json::parse(posted->body)["id"].get<int64_t>());
+  pid_t task = 0;
+  ASSERT_TRUE(wait_for([&] {
+    std::ifstream(task_pid) >> task;
+    return get(job)["state"] == "RUNNING" && task > 0;
+  }));
+  // Past `muster dev`'s crash-loop window (5 s), a death is restarted.
+  std::this_thread::sleep_until(started + std::chrono::seconds(6));
+
+  const pid_t server = ChildWithArg(dev, dir + "/cluster/server.yaml");
+  ASSERT_GT(server, 0);
+  ::kill(server, SIGKILL);
+  ASSERT_TRUE(wait_for([&] {
+    const pid_t now = ChildWithArg(dev, dir + "/cluster/server.yaml");
+    return now != 0 && now != server && !get("/healthz").is_null();
+  })) << "the server did not come back";
+  const pid_t agent = ChildWithArg(dev, dir + "/cluster/dev-1");
+  ASSERT_GT(agent, 0);
+  ::kill(agent, SIGKILL);
+  ASSERT_TRUE(wait_for([&] {
+    const pid_t now = ChildWithArg(dev, dir + "/cluster/dev-1");
+    return now != 0 && now != agent;
+  })) << "the agent did not come back";
+  // The new agent syncs (the node is seen after the kill) and has adopted the task.
+  const json before = get(job);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const json j = get(job);
+  EXPECT_EQ(j["state"], "RUNNING") << j.dump();
+  EXPECT_EQ(j["attempts"], 1) << j.dump();
+  EXPECT_EQ(before["attempts"], 1) << before.dump();
+  EXPECT_NE(agent::ProcessStartTime(task), 0u) << "the task was stopped";
+
+  EXPECT_EQ(SignalAndReap(dev, SIGTERM, "muster dev"), 0);
+  stop_at_end.pid = 0;
+  std::ifstream in(dir + "/dev.out");
+  const std::string out((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(out.find("the server ended (killed by signal 9); restarting it"), std::string::npos) << out;
+  EXPECT_NE(out.find("agent dev-1 ended (killed by signal 9); restarting it"), std::string::npos) << out;
+  EXPECT_TRUE(wait_for([&] { return agent::ProcessStartTime(task) == 0; })) << "the task outlived the cluster";
+  fs::remove_all(dir);
 }
 
 // An agent that shuts down and stops its tasks (--stop-tasks-on-exit, as
