@@ -104,7 +104,13 @@ int64_t MachineMemoryBytes() {
   return 0;
 }
 
-Agent::Agent(AgentOptions options, const Clock& clock) : options_(std::move(options)), clock_(clock) {}
+// The report sequence starts at the agent's start time in microseconds: a
+// restarted agent's reports then count as newer than every report of the
+// one before it (which made far fewer than one change a microsecond), so
+// the server, which keeps the newest sequence it processed for the node,
+// never takes the new agent's reports for stale ones.
+Agent::Agent(AgentOptions options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock), report_seq_(clock.Now().millis() * 1000) {}
 
 Agent::~Agent() {
   Stop();
@@ -316,7 +322,8 @@ bool Agent::Sync(int64_t wait_ms) {
       events_.erase(std::remove_if(events_.begin(), events_.end(), [&](const auto& e) { return e.first <= last_event; }),
                     events_.end());
     }
-    seen_version_ = std::max(seen_version_, parsed->version);
+    // A new leader's versions count from its own start (see Apply).
+    seen_version_ = parsed->epoch > epoch_ ? parsed->version : std::max(seen_version_, parsed->version);
     if (std::this_thread::get_id() != main_thread_) {
       // The watcher hands the answer to the main thread.
       pending_ = std::move(*parsed);
@@ -332,6 +339,11 @@ void Agent::Apply(const proto::SyncResponse& r) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (r.epoch < epoch_) return;  // an older leader's answer
+    if (r.epoch > epoch_) {
+      // A new leader (or the server restarted): its desired-state versions
+      // count from its own start, not from the last leader's.
+      version_ = 0;
+    }
     epoch_ = r.epoch;
     lease_ms_ = r.lease_ms;
   }

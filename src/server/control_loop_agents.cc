@@ -598,7 +598,9 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
             reported.count({job, static_cast<int32_t>(i)})) {
           continue;
         }
-        if (req.reports_version >= r.stop_version) {
+        // Versions of an older epoch (before this server started) say
+        // nothing about this server's desired states.
+        if (req.epoch == epoch_ && req.reports_version >= r.stop_version) {
           unstarted.emplace_back(job, static_cast<int32_t>(i));
         } else {
           unsettled = true;
@@ -641,7 +643,7 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   // may repeat an end it reported until it sees the acknowledgement.
   if (!req.health_events.empty()) out.changed = true;
   const int64_t version = NodeVersion(req.node);
-  if (phase == SyncPhase::kMayWait && !out.changed && version == req.version && b.empty()) {
+  if (phase == SyncPhase::kMayWait && !out.changed && req.epoch == epoch_ && version == req.version && b.empty()) {
     out.wait = true;  // nothing new: the HTTP thread waits for a change, then asks for the desired state
     return reply(std::move(out));
   }

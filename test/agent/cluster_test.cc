@@ -363,6 +363,35 @@ TEST_F(ClusterTest, ARestartedAgentAdoptsItsTaskAndNeverRunsItTwice) {
   EXPECT_NE(Logs(id).find("done"), std::string::npos);
 }
 
+// A server restarted under agents that stay up, and an agent restarted
+// under a server that stays up, after enough history that the counters of
+// the process that went (the server's desired-state versions, the agent's
+// report sequence) are well ahead of the new one's: work still starts and
+// ends. Both once hung jobs in RUNNING (the agent dropped the new server's
+// answers as older than the last server's; the server dropped the new
+// agent's reports as older than the last agent's).
+TEST_F(ClusterTest, RestartsAfterALongHistoryStillStartAndEndWork) {
+  AddAgent({"--fake-gpus", "2xH100"});
+  WaitNodes(1);
+  std::vector<int64_t> history;
+  for (int i = 0; i < 12; ++i) history.push_back(Submit("resources: {gpus: 1}\ncommand: [/bin/true]\n"));
+  for (int64_t id : history) ASSERT_EQ(WaitEnd(id)["state"], "COMPLETED") << id;
+
+  server_.Kill();
+  ASSERT_TRUE(server_.Start()) << server_.log();
+  cli_ = std::make_unique<httplib::Client>(server_.url());
+  cli_->set_read_timeout(30, 0);
+  const int64_t after_server = Submit("resources: {gpus: 1}\ncommand: [/bin/true]\n");
+  json j = WaitEnd(after_server, 30);
+  EXPECT_EQ(j["state"], "COMPLETED") << "after a server restart: " << j.dump();
+
+  agents_.back()->Kill();
+  agents_.back()->Start();
+  const int64_t after_agent = Submit("resources: {gpus: 1}\ncommand: [/bin/true]\n");
+  j = WaitEnd(after_agent, 30);
+  EXPECT_EQ(j["state"], "COMPLETED") << "after an agent restart: " << j.dump();
+}
+
 TEST_F(ClusterTest, AnInjectedXidReachesTheServerAsAGpuHealthEvent) {
   const std::string xid = Tmp("xid");
   AddAgent({"--nvml-library", FAKE_NVML_LIBRARY}, {{"FAKE_NVML_GPUS", "4"}, {"FAKE_NVML_XID_FILE", xid}});
