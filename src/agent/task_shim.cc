@@ -278,7 +278,9 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   }
   ::close(pipe_fds[0]);
   if (child_fd >= 0) ::close(child_fd);
-  (void)AppendJournal(journal, ShimStatusJson(wait_status));
+  // Fenced: however the payload ended (on the stop signal, or before the
+  // SIGKILL), it ended because the agent lost the server, not by itself.
+  (void)AppendJournal(journal, ShimStatusJson(wait_status, fencing));
   return 0;
 }
 

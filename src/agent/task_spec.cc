@@ -85,9 +85,10 @@ StatusOr<TaskResult> TaskResultFromJson(const std::string& text) {
   return r;
 }
 
-std::string ShimStatusJson(int wait_status) {
-  if (WIFSIGNALED(wait_status)) return json({{"signal", WTERMSIG(wait_status)}}).dump();
-  return json({{"exitCode", WEXITSTATUS(wait_status)}}).dump();
+std::string ShimStatusJson(int wait_status, bool fenced) {
+  json s = WIFSIGNALED(wait_status) ? json{{"signal", WTERMSIG(wait_status)}} : json{{"exitCode", WEXITSTATUS(wait_status)}};
+  if (fenced) s["fenced"] = true;
+  return s.dump();
 }
 
 namespace {

@@ -70,8 +70,9 @@ struct TaskResult {
 std::string TaskResultToJson(const TaskResult& r);
 StatusOr<TaskResult> TaskResultFromJson(const std::string& text);
 
-// The shim's own report of the payload's exit: {"exitCode":N} or {"signal":N}.
-std::string ShimStatusJson(int wait_status);
+// The shim's own report of the payload's exit: {"exitCode":N} or {"signal":N},
+// with "fenced":true when the shim stopped it because the lease ran out.
+std::string ShimStatusJson(int wait_status, bool fenced);
 
 // A task's journal: one file per task, one JSON object per line, appended
 // by the agent and the shim and never rewritten. The first line is

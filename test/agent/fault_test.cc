@@ -131,6 +131,40 @@ TEST_F(FaultTest, AFrozenAgentsTasksFenceThemselvesAndTheJobRunsElsewhere) {
   ExpectNoOverlap(dir);
 }
 
+// A server outage past the lease: the node's task shims stop their tasks
+// (fenced). A task that ends on the stop signal, even with exit 0, ended
+// because its node lost the server, not by itself: NODE_FAIL, requeued
+// without spending a retry (it was FAILED, or COMPLETED, before).
+TEST_F(FaultTest, AServerOutagePastTheLeaseRequeuesItsJobsWithoutSpendingARetry) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(1);
+  const std::string started = Tmp("started");
+  const int64_t id = Submit("name: polite\nresources: {gpus: 1}\nretry: {limit: 0}\ncommand: [/bin/sh, -c, '"
+                            "echo $MUSTER_ATTEMPT >> " + started + "; trap \"exit 0\" TERM; sleep 300 & wait']\n");
+  WaitState(id, "RUNNING");
+  ASSERT_FALSE(WaitFile(started).empty());
+  // The agent is frozen too, so the shim is what fences (the agent, awake,
+  // may stop its tasks itself first, and says why).
+  server_.Pause();
+  agents_[0]->Pause();
+  std::this_thread::sleep_for(std::chrono::milliseconds(3'500));  // lease 2 s; the node is lost only after 5 s
+  agents_[0]->Resume();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  server_.Resume();
+  json j;
+  for (int i = 0; i < 1500; ++i) {
+    j = Get("/v1/jobs/" + std::to_string(id));
+    if (j["attempts"] == 2 && j["state"] == "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(j["state"], "RUNNING") << j.dump();
+  EXPECT_EQ(j["attempts"], 2) << j.dump();
+  EXPECT_EQ(j["retries"], 0) << j.dump();
+  EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
+  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  WaitEnd(id);
+}
+
 // kill -9 of the server while it binds and dispatches a burst of jobs, then
 // a restart on the same store: nothing acknowledged is lost, nothing runs
 // twice, no GPU is held twice, and every job ends.

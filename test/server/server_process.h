@@ -69,6 +69,9 @@ class ServerProcess {
   // namespaces); url() stays on loopback.
   std::string listen_host = "127.0.0.1";
   void Kill() { Signal(SIGKILL); }
+  // SIGSTOP / SIGCONT: the server freezes (an outage its agents outlive).
+  void Pause() { ::kill(pid_, SIGSTOP); }
+  void Resume() { ::kill(pid_, SIGCONT); }
   // SIGTERM; returns the exit code.
   int Stop() { return Signal(SIGTERM); }
 
