@@ -133,6 +133,7 @@ TEST(AgentSync, WaitingSyncsHoldNoWorkerThread) {
     const json registered = Sync(cli, body);
     body["version"] = registered["version"];
     body["reportsVersion"] = registered["version"];
+    body["epoch"] = registered["epoch"];  // as an agent does: versions count within an epoch
     body["waitMs"] = 60'000;
     polls.emplace_back([&, body] {
       httplib::Client long_poll(server.url());
