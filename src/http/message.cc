@@ -50,6 +50,7 @@ const char* ReasonPhrase(int status) {
     case 408: return "Request Timeout";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
     case 417: return "Expectation Failed";
     case 422: return "Unprocessable Entity";
     case 429: return "Too Many Requests";

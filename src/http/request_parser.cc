@@ -64,7 +64,15 @@ ParseResult ParseTarget(std::string_view target, Request& req, ParseError& error
     }
   }
   const size_t q = target.find('?');
-  if (!PercentDecode(target.substr(0, q), false, req.path)) {
+  // An escaped '/' would be one more separator to the router, where a proxy
+  // in front saw none (a path rule passed by "/v1/jobs/1%2Fcancel").
+  const std::string_view raw_path = target.substr(0, q);
+  for (size_t i = 0; i + 2 < raw_path.size(); ++i) {
+    if (raw_path[i] == '%' && raw_path[i + 1] == '2' && (raw_path[i + 2] == 'F' || raw_path[i + 2] == 'f')) {
+      return Fail(error, 400, "the request path has an escaped '/' (%2F), which no path here has");
+    }
+  }
+  if (!PercentDecode(raw_path, false, req.path)) {
     return Fail(error, 400, "the request path has a malformed percent-escape");
   }
   for (char c : req.path) {
@@ -195,7 +203,7 @@ ParseResult ParseRequestHead(std::string_view data, const HeadLimits& limits, Re
       return Fail(error, 501, "Transfer-Encoding is not supported; send the body with Content-Length");
     } else if (EqualsIgnoringCase(name, "connection")) {
       if (ListsToken(value, "close")) head.keep_alive = false;
-      if (http10 && ListsToken(value, "keep-alive")) head.keep_alive = true;
+      if (http10 && ListsToken(value, "keep-alive") && !ListsToken(value, "close")) head.keep_alive = true;
     } else if (EqualsIgnoringCase(name, "expect")) {
       if (!EqualsIgnoringCase(value, "100-continue")) return Fail(error, 417, "only \"Expect: 100-continue\" is understood");
       head.expect_continue = !http10;

@@ -10,8 +10,9 @@
 //     disagreeing proxy;
 //   - at most `max_head_bytes` of head (431) and `max_fields` fields (431).
 // The target must be visible ASCII; the path is percent-decoded (a bad
-// escape, or an escaped NUL or control character, is 400); the query is
-// split on '&' and decoded with '+' as a space.
+// escape, an escaped NUL or control character, or an escaped '/' is 400);
+// the query is split on '&' and decoded with '+' as a space. "Connection:
+// close" wins over "keep-alive" in the same header.
 //
 // Pure function: no I/O, no allocation beyond the result.
 #pragma once

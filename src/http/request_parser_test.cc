@@ -81,6 +81,8 @@ TEST(ParseRequestHead, KeepAliveFollowsTheVersionAndConnectionHeader) {
   EXPECT_FALSE(Parse("GET / HTTP/1.1\r\nConnection: Close\r\n\r\n").head.keep_alive);
   EXPECT_FALSE(Parse("GET / HTTP/1.1\r\nConnection: upgrade, close\r\n\r\n").head.keep_alive);
   EXPECT_TRUE(Parse("GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n").head.keep_alive);
+  EXPECT_TRUE(Parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").head.keep_alive);
+  EXPECT_FALSE(Parse("GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n").head.keep_alive);
 }
 
 TEST(ParseRequestHead, ExpectContinue) {
@@ -105,6 +107,8 @@ TEST(ParseRequestHead, MalformedHeadsAreErrorsWithTheirStatus) {
       {"GET /%4 HTTP/1.1\r\n\r\n", 400},
       {"GET /a%00b HTTP/1.1\r\n\r\n", 400},
       {"GET /a%0Ab HTTP/1.1\r\n\r\n", 400},
+      {"POST /v1/jobs/1%2Fcancel HTTP/1.1\r\n\r\n", 400},  // one more path separator than a proxy saw
+      {"GET /v1%2fjobs HTTP/1.1\r\n\r\n", 400},
       {std::string("GET /h/\0hz HTTP/1.1\r\n\r\n", 23), 400},  // found by http_request_fuzz
       {"GET /a\tb HTTP/1.1\r\n\r\n", 400},
       {"GET /caf\xc3\xa9 HTTP/1.1\r\n\r\n", 400},

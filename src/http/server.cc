@@ -35,7 +35,8 @@ constexpr std::chrono::milliseconds kLinger{2'000};
 // How long Serve waits, once stopping and nothing is in flight, for answers to drain.
 constexpr std::chrono::milliseconds kDrain{5'000};
 
-void AppendResponse(const Response& r, bool close, std::string& out) {
+// `with_body` false (an answer to HEAD): the head only, with the length the body would have.
+void AppendResponse(const Response& r, bool close, bool with_body, std::string& out) {
   out += "HTTP/1.1 ";
   out += std::to_string(r.status);
   out += ' ';
@@ -55,7 +56,7 @@ void AppendResponse(const Response& r, bool close, std::string& out) {
   out += "Content-Length: ";
   out += std::to_string(r.body.size());
   out += close ? "\r\nConnection: close\r\n\r\n" : "\r\n\r\n";
-  out += r.body;
+  if (with_body) out += r.body;
 }
 
 // A pool of threads running blocking handlers, first come first served.
@@ -172,9 +173,15 @@ class Server::Impl {
     bool close_after = false; // close once `out` is sent
     bool unread = false;      // readable, but reading was put off (a request in flight)
     bool peer_closed = false;
+    bool hangup_seen = false; // EPOLLRDHUP: read until the end, even after a short read
+    bool head_only = false;   // the request being answered is HEAD
     bool closed = false;      // its descriptor is closed; erased after this loop turn
     SteadyClock::time_point last_active;
+    // kHead with bytes in `in`, kBody: when the request's first byte came;
+    // kLinger: when the error answer was given.
+    SteadyClock::time_point since;
   };
+  bool Backlogged(const Conn& c) const { return c.out.size() - c.out_sent > options_.max_unsent_bytes; }
 
   void Wake() {
     const uint64_t one = 1;
@@ -202,6 +209,7 @@ class Server::Impl {
   int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;
   int reserve_fd_ = -1;  // /dev/null, given up to shed a connection when out of descriptors
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;  // event loop only
+  std::unordered_map<std::string, size_t> per_client_;          // open connections by address; event loop only
   std::vector<uint64_t> closed_;                                // to erase at the turn's end
   uint64_t next_id_ = 2;
   int64_t in_flight_ = 0;  // requests dispatched, not yet completed; event loop only
@@ -351,7 +359,16 @@ void Server::Impl::OnEvent(uint64_t id, uint32_t events) {
   if (it == conns_.end() || it->second->closed) return;
   Conn& c = *it->second;
   if (events & (EPOLLERR | EPOLLHUP)) return Close(c);
-  if (events & EPOLLOUT) Write(c);
+  if (events & EPOLLRDHUP) c.hangup_seen = true;
+  if (events & EPOLLOUT) {
+    const bool backlogged = Backlogged(c);
+    Write(c);
+    // The client has read enough of its answers: take its next requests.
+    if (backlogged && !c.closed && !Backlogged(c) && c.phase == Conn::Phase::kHead) {
+      if (c.unread) Read(c);
+      else Process(c);
+    }
+  }
   if (!c.closed && (events & (EPOLLIN | EPOLLRDHUP))) Read(c);
 }
 
@@ -377,17 +394,21 @@ void Server::Impl::Accept() {
       ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, host, sizeof host);
     }
     c->remote = host;
+    const size_t from_here = ++per_client_[c->remote];
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.u64 = c->id;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      ::close(fd);
-      continue;
-    }
     Conn& conn = *c;
     conns_.emplace(conn.id, std::move(c));
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      Close(conn);
+      continue;
+    }
     if (conns_.size() > options_.max_connections) {
       Fail(conn, 503, "too many connections (" + std::to_string(options_.max_connections) + "); retry later");
+    } else if (options_.max_connections_per_client > 0 && from_here > options_.max_connections_per_client) {
+      Fail(conn, 503, "too many connections from " + conn.remote + " (" +
+                          std::to_string(options_.max_connections_per_client) + "); retry later");
     }
   }
 }
@@ -410,7 +431,9 @@ bool Server::Impl::Shed() {
 void Server::Impl::Read(Conn& c) {
   // Edge-triggered: read until the socket is drained, unless a request is in
   // flight (then the rest waits in the kernel, and is read once it is answered).
-  if (c.phase == Conn::Phase::kHandling) {
+  // Nor while the client leaves its answers unread (its requests wait in
+  // the kernel's buffers, which bound them, not in ours).
+  if (c.phase == Conn::Phase::kHandling || (c.phase != Conn::Phase::kLinger && Backlogged(c))) {
     c.unread = true;
     return;
   }
@@ -421,8 +444,11 @@ void Server::Impl::Read(Conn& c) {
     if (n > 0) {
       c.last_active = SteadyClock::now();
       if (c.phase == Conn::Phase::kLinger) continue;  // dropped
+      if (c.in.empty() && c.phase == Conn::Phase::kHead) c.since = c.last_active;
       c.in.append(buf, static_cast<size_t>(n));
-      if (static_cast<size_t>(n) < sizeof buf) break;  // drained: a later byte is a new edge
+      // Drained: a later byte is a new edge. Unless the peer has hung up:
+      // then its end of file is read now (it raises no later edge).
+      if (static_cast<size_t>(n) < sizeof buf && !c.hangup_seen) break;
       continue;
     }
     if (n == 0) {
@@ -445,13 +471,15 @@ void Server::Impl::Read(Conn& c) {
 void Server::Impl::Process(Conn& c) {
   while (c.phase == Conn::Phase::kHead || c.phase == Conn::Phase::kBody) {
     if (c.phase == Conn::Phase::kHead) {
-      if (c.in.empty()) return;
+      if (c.in.empty() || Backlogged(c)) return;
       ParseError error;
+      c.head_only = false;
       switch (ParseRequestHead(c.in, options_.head_limits, c.head, error, &c.head_searched)) {
         case ParseResult::kIncomplete: return;
         case ParseResult::kError: return Fail(c, error.status, error.message);
         case ParseResult::kComplete: break;
       }
+      c.head_only = c.head.request.method == "HEAD";
       if (c.head.content_length > options_.max_body_bytes) {
         return Fail(c, 413, "request body over the limit of " + std::to_string(options_.max_body_bytes) + " bytes");
       }
@@ -468,6 +496,7 @@ void Server::Impl::Process(Conn& c) {
     Request req = std::move(c.head.request);
     req.body.assign(c.in, c.head.head_bytes, static_cast<size_t>(c.head.content_length));
     c.in.erase(0, need);
+    c.since = SteadyClock::now();  // the next request's bytes, if any, count from here
     c.head_searched = 0;
     c.phase = Conn::Phase::kHandling;
     Dispatch(c, std::move(req));
@@ -484,14 +513,16 @@ void Server::Impl::Dispatch(Conn& c, Request&& req) {
   try {
     Response res;
     if (filter_ && filter_(req, res)) return reply(std::move(res));
+    const std::string sent = req.method;
+    if (c.head_only) req.method = "GET";  // answered as GET, without the body
     Router::Match m = router_.Find(req.method, req.path);
     if (m.outcome != Router::Outcome::kFound) {
       const bool wrong = m.outcome == Router::Outcome::kWrongMethod;
       // The path is echoed quoted: it is percent-decoded, so any byte may be in it.
       const std::string path = QuoteForMessage(req.path, 256);
       error_body_(wrong ? 405 : 404,
-                  wrong ? "method " + req.method + " is not allowed on " + path + "; use " + m.allow
-                        : "no such endpoint: " + req.method + " " + path,
+                  wrong ? "method " + sent + " is not allowed on " + path + "; use " + m.allow
+                        : "no such endpoint: " + sent + " " + path,
                   res);
       if (wrong) res.headers.emplace_back("Allow", m.allow);
       return reply(std::move(res));
@@ -522,15 +553,18 @@ void Server::Impl::Fail(Conn& c, int status, const std::string& message) {
   error_body_(status, message, r);
   c.close_after = true;
   c.phase = Conn::Phase::kLinger;
+  c.since = SteadyClock::now();
   c.in.clear();
   Send(c, r);
 }
 
 void Server::Impl::Send(Conn& c, const Response& r) {
   // c.head is still the answered request's: the next is parsed only after this.
-  const bool close = c.close_after || !c.head.keep_alive || stopping_;
+  // A peer that has sent its end of file, and no request after this one,
+  // gets the answer and then the close.
+  const bool close = c.close_after || !c.head.keep_alive || stopping_ || (c.peer_closed && c.in.empty());
   if (close) c.close_after = true;
-  AppendResponse(r, close, c.out);
+  AppendResponse(r, close, !c.head_only, c.out);
   Write(c);
 }
 
@@ -561,6 +595,7 @@ void Server::Impl::Write(Conn& c) {
 
 void Server::Impl::Close(Conn& c) {
   if (c.closed) return;
+  if (auto it = per_client_.find(c.remote); it != per_client_.end() && --it->second == 0) per_client_.erase(it);
   ::close(c.fd);  // closing removes it from the epoll set
   c.closed = true;
   closed_.push_back(c.id);
@@ -602,19 +637,19 @@ void Server::Impl::Sweep(SteadyClock::time_point now) {
     switch (c->phase) {
       case Conn::Phase::kHandling: break;
       case Conn::Phase::kLinger:
-        if (quiet > kLinger) Close(*c);
+        if (now - c->since > kLinger) Close(*c);  // however the peer trickles
         break;
       case Conn::Phase::kHead:
         if (c->out_sent < c->out.size()) {
           if (quiet > options_.read_timeout) Close(*c);  // the peer reads nothing
         } else if (c->in.empty()) {
           if (quiet > options_.idle_timeout) Close(*c);
-        } else if (quiet > options_.read_timeout) {
+        } else if (now - c->since > options_.read_timeout) {
           Fail(*c, 408, "the request was not sent in time");
         }
         break;
       case Conn::Phase::kBody:
-        if (quiet > options_.read_timeout) Fail(*c, 408, "the request body was not sent in time");
+        if (now - c->since > options_.read_timeout) Fail(*c, 408, "the request body was not sent in time");
         break;
     }
   }

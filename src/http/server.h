@@ -15,12 +15,16 @@
 //     the same handler on a worker instead, so the loop never waits on it.
 //
 // Connections: keep-alive (HTTP/1.1 by default, 1.0 on request), pipelined
-// requests answered in order one at a time, "Expect: 100-continue" honoured.
-// Bounds: head size and fields (request_parser.h), body size (413), idle and
-// read timeouts (a half-sent request gets 408), connections (503). After an
-// error the connection is closed gracefully: the answer is sent, the write
-// side shut, and what the peer still sends is read and dropped for a moment,
-// so the peer reads the answer instead of a reset.
+// requests answered in order one at a time, "Expect: 100-continue" honoured,
+// HEAD answered as GET without the body.
+// Bounds: head size and fields (request_parser.h), body size (413), idle
+// timeout, a deadline for each request from its first byte (a request not
+// whole in time gets 408, however slowly it trickles), connections in all
+// and from one address (503), and answers a client has not read (it is not
+// read from until it reads). After an error the connection is closed
+// gracefully: the answer is sent, the write side shut, and what the peer
+// still sends is read and dropped for a moment (a fixed one), so the peer
+// reads the answer instead of a reset.
 //
 // Errors the server finds itself (malformed request, no such route, body too
 // large, ...) are answered through the ErrorBody callback, so that every
@@ -55,8 +59,12 @@ class Server {
     int64_t max_body_bytes = 1 << 20;
     HeadLimits head_limits;
     std::chrono::milliseconds idle_timeout{60'000};  // a kept-alive connection with no request
-    std::chrono::milliseconds read_timeout{30'000};  // a request begun and not yet whole
+    std::chrono::milliseconds read_timeout{30'000};  // from a request's first byte until it is whole
     size_t max_connections = 10'000;
+    size_t max_connections_per_client = 1'000;  // from one address; 0: no bound
+    // Answers not yet taken by a client: past this, its connection's next
+    // requests are neither read nor handled until it reads.
+    size_t max_unsent_bytes = 1 << 20;
   };
 
   // Answers a request; call exactly once, from any thread. A Reply dropped

@@ -58,6 +58,7 @@ class Raw {
   }
   ~Raw() { ::close(fd_); }
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   void Send(const std::string& s) { ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), static_cast<ssize_t>(s.size())); }
   // Reads until `done(text)` holds, the peer closes, or `timeout` passes.
   std::string ReadUntil(const std::function<bool(const std::string&)>& done, std::chrono::milliseconds timeout = 5s) {
@@ -170,6 +171,143 @@ TEST(HttpServer, PipelinedRequestsAreAnsweredInOrder) {
   ASSERT_NE(one, std::string::npos);
   EXPECT_LT(one, two);
   EXPECT_LT(two, three);
+}
+
+// HEAD is answered as GET without the body (the length it would have is
+// given), and the connection goes on: the next answer is not taken for
+// the body of the first.
+TEST(HttpServer, HeadIsAnsweredAsGetWithoutTheBody) {
+  Running r;
+  r.server.Handle("GET", "/echo", Echo);
+  r.server.Handle("POST", "/only-post", Echo);
+  r.Start();
+  Raw raw(r.server.port());
+  raw.Send("HEAD /echo HTTP/1.1\r\n\r\n");
+  const std::string head = raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+  EXPECT_NE(head.find("Content-Length: 15\r\n"), std::string::npos) << head;  // "GET /echo body="
+  EXPECT_EQ(head.substr(head.find("\r\n\r\n") + 4), "") << head;
+  raw.Send("GET /echo HTTP/1.1\r\n\r\n");
+  const std::string both = raw.ReadUntil([](const std::string& s) { return s.find("body=") != std::string::npos; });
+  EXPECT_EQ(both.substr(both.find("\r\n\r\n") + 4).rfind("HTTP/1.1 200 OK", 0), 0u) << both;
+  // A path with no GET is 405 to HEAD too, without a body.
+  Raw other(r.server.port());
+  other.Send("HEAD /only-post HTTP/1.1\r\n\r\n");
+  const std::string refused =
+      other.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
+  EXPECT_EQ(refused.rfind("HTTP/1.1 405", 0), 0u) << refused;
+  EXPECT_EQ(refused.substr(refused.find("\r\n\r\n") + 4), "") << refused;
+}
+
+// A client that pipelines requests and never reads the answers: once a
+// bound of answers waits unsent, the server stops reading its requests
+// (they wait in the kernel's buffers) instead of answering into memory
+// without end; when the client reads, the rest are answered.
+TEST(HttpServer, AClientThatReadsNothingIsNotAnsweredWithoutBound) {
+  Server::Options o;
+  o.max_unsent_bytes = 64 << 10;
+  Running r(o);
+  std::atomic<int> calls{0};
+  const std::string big(64 << 10, 'x');
+  r.server.Handle("GET", "/big", [&](const Request&, Response& res) {
+    ++calls;
+    res.Set(200, big, "text/plain");
+  });
+  r.Start();
+  Raw raw(r.server.port());
+  const int n = 400;  // 26 MB of answers
+  std::string requests;
+  for (int i = 0; i < n; ++i) requests += "GET /big HTTP/1.1\r\n\r\n";
+  raw.Send(requests);
+  // Wait until the server stops answering.
+  int before = -1;
+  for (int i = 0; i < 100 && calls != before; ++i) {
+    before = calls;
+    std::this_thread::sleep_for(100ms);
+  }
+  // The kernel's buffers hold a few MB of answers (loopback's send buffer
+  // grows to 4 MiB, 64 answers): far fewer than all.
+  EXPECT_LT(calls.load(), n / 4) << "answers kept coming while the client read nothing";
+  size_t total = 0;
+  char buf[1 << 16];
+  const size_t want = static_cast<size_t>(n) * big.size();  // the bodies, at least
+  while (total < want) {
+    pollfd p{raw.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0) break;
+    const ssize_t got = ::read(raw.fd(), buf, sizeof buf);
+    if (got <= 0) break;
+    total += static_cast<size_t>(got);
+  }
+  EXPECT_EQ(calls.load(), n) << "read " << total << " bytes";
+}
+
+// A request's deadline runs from its first byte: trickling a byte at a
+// time does not keep it open.
+TEST(HttpServer, ARequestTrickledByteByByteStillTimesOut) {
+  Server::Options o;
+  o.read_timeout = 500ms;
+  Running r(o);
+  r.server.Handle("GET", "/echo", Echo);
+  r.Start();
+  Raw raw(r.server.port());
+  const std::string request = "GET /echo HTTP/1.1\r\nX-Padding: " + std::string(100, 'p') + "\r\n\r\n";
+  std::string got;
+  for (size_t i = 0; i < request.size() && got.empty(); ++i) {
+    if (::send(raw.fd(), &request[i], 1, MSG_NOSIGNAL) != 1) break;
+    got = raw.ReadUntil([](const std::string& s) { return !s.empty(); }, 100ms);
+  }
+  got = raw.ReadAnswers(1, 3s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 408", 0), 0u) << got;
+  // After an error the connection closes within the linger time, however
+  // the peer keeps sending.
+  bool closed = false;
+  for (int i = 0; i < 60 && !closed; ++i) {  // 6 s: the linger (2 s) and a sweep (1 s), with room
+    closed = ::send(raw.fd(), "x", 1, MSG_NOSIGNAL) != 1;
+    pollfd p{raw.fd(), POLLIN, 0};
+    char c[256];
+    if (!closed && ::poll(&p, 1, 100) > 0) closed = ::read(raw.fd(), c, sizeof c) <= 0;
+  }
+  EXPECT_TRUE(closed) << "the connection stayed open while the peer trickled";
+}
+
+// A request and the peer's end of file in one segment: answered, then closed
+// (the end of file was once missed until the idle timeout).
+TEST(HttpServer, ARequestThenEndOfFileIsAnsweredThenClosed) {
+  Running r;
+  r.server.Handle("GET", "/echo", Echo);
+  r.Start();
+  Raw raw(r.server.port());
+  raw.Send("GET /echo HTTP/1.1\r\n\r\n");
+  ::shutdown(raw.fd(), SHUT_WR);
+  EXPECT_EQ(Raw::Answers(raw.ReadAnswers(1)), 1);
+  EXPECT_TRUE(raw.closed());
+}
+
+TEST(HttpServer, ConnectionsFromOneAddressAreBounded) {
+  Server::Options o;
+  o.max_connections_per_client = 2;
+  Running r(o);
+  r.server.Handle("GET", "/echo", Echo);
+  r.Start();
+  auto a = std::make_unique<Raw>(r.server.port());
+  Raw b(r.server.port());
+  a->Send("GET /echo HTTP/1.1\r\n\r\n");
+  b.Send("GET /echo HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(Raw::Answers(a->ReadAnswers(1)), 1);
+  EXPECT_EQ(Raw::Answers(b.ReadAnswers(1)), 1);
+  {
+    Raw c(r.server.port());
+    const std::string got = c.ReadAnswers(1);
+    EXPECT_EQ(got.rfind("HTTP/1.1 503", 0), 0u) << got;
+    EXPECT_NE(got.find("too many connections from 127.0.0.1 (2)"), std::string::npos) << got;
+  }
+  // A closed connection makes room for the next.
+  a.reset();
+  std::this_thread::sleep_for(100ms);
+  Raw d(r.server.port());
+  d.Send("GET /echo HTTP/1.1\r\n\r\n");
+  const std::string got = d.ReadAnswers(1);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
 }
 
 TEST(HttpServer, AsyncHandlersAnswerFromAnotherThread) {

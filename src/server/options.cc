@@ -111,7 +111,8 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (root.IsNull()) return Status::Ok();
     if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
-                                     "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit", "threads",
+                                     "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
+                                     "maxConnectionsPerClient", "threads",
                                      "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues"},
                               "server"));
     if (root["listen"]) {
@@ -252,6 +253,10 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       if (r["burst"]) {
         ASSIGN_OR_RETURN(o.rate_burst, config::Int(r["burst"], "server.rateLimit.burst", 1, 10'000'000));
       }
+    }
+    if (root["maxConnectionsPerClient"]) {
+      ASSIGN_OR_RETURN(o.max_connections_per_client,
+                       config::Int(root["maxConnectionsPerClient"], "server.maxConnectionsPerClient", 0, 1'000'000));
     }
     if (root["threads"]) {
       ASSIGN_OR_RETURN(int64_t t, config::Int(root["threads"], "server.threads", 2, 1024));
