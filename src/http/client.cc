@@ -18,7 +18,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxHeadBytes = 64 << 10;
-constexpr size_t kMaxBodyBytes = size_t{1} << 30;
 
 bool ParsePort(std::string_view text, int& port) {
   if (text.empty() || text.size() > 5) return false;
@@ -290,15 +289,17 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
     }
   };
   bool keep_alive = false;
-  StatusOr<ClientResponse> res = ReadResponse(buf, more, head_only, keep_alive);
+  StatusOr<ClientResponse> res = ReadResponse(buf, more, head_only, keep_alive, options_.max_body_bytes);
   // Bytes beyond the answer (none from a well-behaved server) make the
   // connection unusable for the next request.
   if (!keep_alive || closed || !buf.empty()) CloseConnection();  // (a failure leaves keep_alive false)
   return res;
 }
 
-StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, bool head_only, bool& keep_alive) {
+StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, bool head_only, bool& keep_alive,
+                                      size_t max_body_bytes) {
   keep_alive = false;
+  const auto too_large = [&] { return "body larger than the limit of " + std::to_string(max_body_bytes) + " bytes"; };
   bool any = !buf.empty();
   // Appends what `more` gives; fails when the peer has closed.
   const auto need = [&]() -> Status {
@@ -387,7 +388,7 @@ StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, b
         }
         break;
       }
-      if (res.body.size() + size > kMaxBodyBytes) return malformed("body larger than 1 GiB");
+      if (res.body.size() + size > max_body_bytes) return malformed(too_large());
       while (buf.size() < size + 2) RETURN_IF_ERROR(need());
       if (buf.compare(size, 2, "\r\n") != 0) return malformed("chunk not followed by CRLF");
       res.body.append(buf, 0, size);
@@ -400,14 +401,14 @@ StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, b
       if (c < '0' || c > '9') return malformed("Content-Length " + QuoteForMessage(length));
       n = n * 10 + static_cast<size_t>(c - '0');
     }
-    if (n > kMaxBodyBytes) return malformed("body larger than 1 GiB");
+    if (n > max_body_bytes) return malformed(too_large());
     while (buf.size() < n) RETURN_IF_ERROR(need());
     res.body = buf.substr(0, n);
     buf.erase(0, n);
   } else {  // until the server closes
     alive = false;
     while (true) {
-      if (buf.size() > kMaxBodyBytes) return malformed("body larger than 1 GiB");
+      if (buf.size() > max_body_bytes) return malformed(too_large());
       ASSIGN_OR_RETURN(const bool appended, more(buf));
       if (!appended) break;
     }

@@ -47,6 +47,7 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds write_timeout{10'000};
   std::chrono::milliseconds read_timeout{60'000};
+  size_t max_body_bytes = size_t{1} << 30;  // a larger answer is an error
 };
 
 // Reads one answer (after any interim 1xx ones) from the start of `buf`,
@@ -56,7 +57,8 @@ struct ClientOptions {
 // connection may carry another request. The client's own reader, apart
 // from its sockets (and the fuzz target's).
 using MoreBytes = std::function<StatusOr<bool>(std::string& buf)>;
-StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, bool head_only, bool& keep_alive);
+StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, bool head_only, bool& keep_alive,
+                                      size_t max_body_bytes = ClientOptions{}.max_body_bytes);
 
 class Client {
  public:

@@ -155,6 +155,26 @@ TEST(HttpClient, NoResendOnceAnAnswerHasBegun) {
   EXPECT_EQ(requests.load(), 1);
 }
 
+// An answer over the client's body limit is an error, however it is framed
+// (the server fetching an agent's log takes at most 4 MiB and a bit).
+TEST(HttpClient, AnAnswerOverTheBodyLimitIsAnError) {
+  for (const std::string answer : {"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world",
+                                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n",
+                                    "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello world"}) {
+    Scripted s([&](int fd, int) {
+      ReadHead(fd);
+      Write(fd, answer);
+    });
+    ClientOptions o;
+    o.max_body_bytes = 10;
+    Client c(s.url(), o);
+    auto r = c.Get("/");
+    ASSERT_FALSE(r.ok()) << answer;
+    EXPECT_NE(r.status().message().find("body larger than the limit of 10 bytes"), std::string::npos)
+        << r.status().ToString();
+  }
+}
+
 TEST(HttpClient, MalformedAnswersAreErrorsThatSaySo) {
   for (const std::string answer : {"SMTP ready\r\n\r\n", "HTTP/1.1 2x0 OK\r\n\r\n", "HTTP/1.1 020 OK\r\n\r\n",
                                     "HTTP/1.1 200 OK\r\nbroken\r\n\r\n",

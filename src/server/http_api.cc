@@ -632,9 +632,20 @@ void HttpApi::Routes() {
     }
     auto where = loop_.LocateReplica(*id, static_cast<int32_t>(replica), static_cast<int32_t>(attempt));
     if (!where.ok()) return ReplyStatus(res, where.status());
+    const int most = std::max(1, options_.threads / 4);
+    struct InFlight {
+      std::atomic<int>& n;
+      ~InFlight() { --n; }
+    } in_flight{log_fetches_};
+    if (++log_fetches_ > most) {
+      res.headers.emplace_back("Retry-After", "1");
+      return ReplyError(res, 503, "Unavailable",
+                        std::to_string(most) + " log requests are in flight (a quarter of `threads`); retry after 1 s");
+    }
     http::Client::Options o;
     o.connect_timeout = std::chrono::milliseconds(2'000);
     o.read_timeout = std::chrono::milliseconds(10'000);
+    o.max_body_bytes = (4 << 20) + (64 << 10);  // an agent answers at most 4 MiB of log
     http::Client agent(where->address, where->log_port, o);
     std::string path = "/logs/" + where->task_key + "?";
     if (offset >= 0) path += "offset=" + std::to_string(offset) + "&";

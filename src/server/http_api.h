@@ -32,6 +32,7 @@
 // the node list run on its worker threads.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -70,6 +71,10 @@ class HttpApi {
   store::Store& store_;
   std::unique_ptr<http::Server> http_;
   std::unique_ptr<RateLimiter> limiter_;
+  // Log fetches in flight: each holds a worker while its agent answers, so
+  // they may take only a quarter of the workers (an agent that never
+  // answers must not stall every list and view).
+  std::atomic<int> log_fetches_{0};
   int port_ = 0;
 };
 
