@@ -494,6 +494,20 @@ int Get(JobCommands& c, Client& client) {
   return 0;
 }
 
+// Every item of a listing that comes in pages ({"items", "continue"}).
+StatusOr<json> AllItems(Client& client, const std::string& path) {
+  json items = json::array();
+  std::string token;
+  do {
+    auto r = client.Get(path + (token.empty() ? "" : "?continue=" + token));
+    if (!r.ok()) return r.status();
+    if (r->status != 200) return Client::ErrorOf(*r);
+    for (json& item : r->body["items"]) items.push_back(std::move(item));
+    token = r->body.value("continue", "");
+  } while (!token.empty());
+  return items;
+}
+
 int Describe(JobCommands& c, Client& client, bool why_only) {
   auto r = client.Get("/v1/jobs/" + std::to_string(c.id));
   if (!r.ok()) return Fail(r.status());
@@ -504,10 +518,9 @@ int Describe(JobCommands& c, Client& client, bool why_only) {
     static const char* const kParts[] = {"events", "checkpoints"};
     for (const char* part : kParts) {
       if (why_only) break;
-      auto more = client.Get("/v1/jobs/" + std::to_string(c.id) + "/" + part);
+      auto more = AllItems(client, "/v1/jobs/" + std::to_string(c.id) + "/" + part);
       if (!more.ok()) return Fail(more.status());
-      if (more->status != 200) return Fail(Client::ErrorOf(*more));
-      j[part] = std::move(more->body["items"]);
+      j[part] = std::move(*more);
     }
     Print(j, c.output);
     return 0;
@@ -519,11 +532,11 @@ int Describe(JobCommands& c, Client& client, bool why_only) {
     if (!detail.empty()) std::cout << ": " << detail;
     std::cout << "\n";
   } else {
-    auto events = client.Get("/v1/jobs/" + std::to_string(c.id) + "/events");
+    auto events = AllItems(client, "/v1/jobs/" + std::to_string(c.id) + "/events");
     Print(j, "yaml");
-    if (events.ok() && events->status == 200) {
+    if (events.ok()) {
       std::cout << "Events:\n";
-      for (const json& e : events->body["items"]) {
+      for (const json& e : *events) {
         std::cout << "  " << Field(e, "time") << "  " << Field(e, "type");
         if (!Field(e, "reason").empty()) std::cout << " (" << Field(e, "reason") << ")";
         if (!Field(e, "message").empty()) std::cout << "  " << Field(e, "message");

@@ -466,11 +466,16 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     (void)state_.SetSchedulable(*index, agent.cordon.empty());
     dirty_ = true;
   }
+  // At most this many GPU health events of one report are stored one by
+  // one (a GPU that floods XIDs, or a bogus agent, must not fill the store);
+  // the rest are counted in one event. Fatal ones act all the same.
+  constexpr size_t kStoredHealthEvents = 16;
+  size_t health_event = 0;
   for (const proto::HealthEventReport& e : req.health_events) {
     agent.events.push_back(e);
     const std::string what =
         req.node + " GPU " + e.uuid + ": " + e.kind + (e.xid ? " XID " + std::to_string(e.xid) : "") + (e.fatal ? " (fatal)" : "");
-    b.events.push_back({0, 0, now.millis(), "GpuHealth", e.kind, what});
+    if (++health_event <= kStoredHealthEvents) b.events.push_back({0, 0, now.millis(), "GpuHealth", e.kind, what});
     if (!e.fatal) continue;
     // A fatal GPU fault: the node gets no new work (cordoned until an
     // operator clears it), and the gangs using that GPU are stopped and
@@ -499,6 +504,11 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
       BeginEnding(job, JobState::kNodeFail, false, "its GPU failed: " + what, b);
       out.changed = true;
     }
+  }
+  if (health_event > kStoredHealthEvents) {
+    b.events.push_back({0, 0, now.millis(), "GpuHealth", "Many",
+                        req.node + ": " + std::to_string(health_event - kStoredHealthEvents) +
+                            " more GPU health events in one report, not stored one by one"});
   }
   if (agent.events.size() > 32) agent.events.erase(agent.events.begin(), agent.events.end() - 32);
   // The node's report is rebuilt (and stored) only when it changed.

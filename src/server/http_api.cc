@@ -206,6 +206,25 @@ Status IntParam(const http::Request& req, const char* name, int64_t& out, int64_
   return Status::Ok();
 }
 
+// One page of a job's events (0: the cluster's): `limit` (1 to 10,000,
+// default 1,000) after the `continue` token, as {"items": [...],
+// "continue": "..."} ("" on the last page).
+void EventsPage(const http::Request& req, store::Store& store, int64_t job, http::Response& res) {
+  if (Status q = CheckQuery(req, {"limit", "continue"}); !q.ok()) return ReplyStatus(res, q);
+  int64_t limit = 1000, after = 0;
+  if (Status st = IntParam(req, "limit", limit, 1, 10'000); !st.ok()) return ReplyStatus(res, st);
+  if (!req.Param("continue").empty()) {
+    if (Status st = IntParam(req, "continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
+  }
+  auto events = store.ListEvents(job, after, static_cast<int32_t>(limit) + 1);
+  if (!events.ok()) return ReplyStatus(res, events.status());
+  const bool more = static_cast<int64_t>(events->size()) > limit;
+  if (more) events->pop_back();
+  json items = json::array();
+  for (const store::EventRow& e : *events) items.push_back(EventJson(e));
+  Reply(res, 200, {{"items", items}, {"continue", more ? std::to_string(events->back().seq) : ""}});
+}
+
 // A request body that must be a JSON object with only `known` members.
 StatusOr<json> BodyObject(const http::Request& req, const std::vector<std::string>& known) {
   json j = json::parse(req.body, nullptr, false);
@@ -509,15 +528,11 @@ void HttpApi::Routes() {
     }));
   }));
 
-  s.Handle("GET", "/v1/jobs/*/events", NoQuery([this](const http::Request& req, http::Response& res) {
+  s.Handle("GET", "/v1/jobs/*/events", [this](const http::Request& req, http::Response& res) {
     auto id = StoredJobId(req, store_);
     if (!id.ok()) return ReplyStatus(res, id.status());
-    auto events = store_.ListEvents(*id);
-    if (!events.ok()) return ReplyStatus(res, events.status());
-    json items = json::array();
-    for (const store::EventRow& e : *events) items.push_back(EventJson(e));
-    Reply(res, 200, {{"items", items}});
-  }));
+    EventsPage(req, store_, *id, res);
+  });
 
   for (const ControlLoop::Action action : {ControlLoop::Action::kCancel, ControlLoop::Action::kHold,
                                            ControlLoop::Action::kRelease, ControlLoop::Action::kRequeue}) {
@@ -665,13 +680,9 @@ void HttpApi::Routes() {
     res.Set(200, std::move(r->body), "text/plain; charset=utf-8");
   });
 
-  s.Handle("GET", "/v1/events", NoQuery([this](const http::Request&, http::Response& res) {
-    auto events = store_.ListEvents(0);  // cluster events: nodes and GPUs
-    if (!events.ok()) return ReplyStatus(res, events.status());
-    json items = json::array();
-    for (const store::EventRow& e : *events) items.push_back(EventJson(e));
-    Reply(res, 200, {{"items", items}});
-  }));
+  s.Handle("GET", "/v1/events", [this](const http::Request& req, http::Response& res) {
+    EventsPage(req, store_, 0, res);  // cluster events: nodes and GPUs
+  });
 
   for (const std::string verb : {"cordon", "uncordon", "drain"}) {
     s.HandleAsync("POST", "/v1/nodes/*/" + verb, NoQueryAsync([this, verb](http::Request&& req, http::Server::Reply reply) {

@@ -8,7 +8,7 @@
 //                                     view=summary: a table's fields only
 //   GET  /v1/jobs/{id}                the job, with its pending reason and
 //                                     priority breakdown
-//   GET  /v1/jobs/{id}/events         {"items": [...]}
+//   GET  /v1/jobs/{id}/events         {"items": [...], "continue": "..."} (also /v1/events)
 //   POST /v1/jobs/{id}/cancel|hold|release|requeue
 //   GET  /v1/queues, GET /v1/nodes, GET /healthz
 //

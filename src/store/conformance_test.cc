@@ -84,13 +84,19 @@ TEST_P(StoreConformance, EventsAreAppendedInOrder) {
   WriteBatch c;
   c.events.push_back({0, 7, 30, "Completed", "ExitCode0", ""});
   ASSERT_TRUE(CommitOne(*store_, c).ok());
-  auto ev = store_->ListEvents(7);
+  auto ev = store_->ListEvents(7, 0, 100);
   ASSERT_TRUE(ev.ok());
   ASSERT_EQ(ev->size(), 3u);
   EXPECT_EQ((*ev)[0].type, "Submitted");
   EXPECT_EQ((*ev)[2].type, "Completed");
   EXPECT_LT((*ev)[0].seq, (*ev)[1].seq);
   EXPECT_LT((*ev)[1].seq, (*ev)[2].seq);
+  // Pages: after a seq, at most a limit.
+  auto page = store_->ListEvents(7, (*ev)[0].seq, 1);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 1u);
+  EXPECT_EQ((*page)[0].seq, (*ev)[1].seq);
+  EXPECT_TRUE(store_->ListEvents(7, (*ev)[2].seq, 100)->empty());
   EXPECT_EQ((*ev)[1].message, "on n1");
 }
 
@@ -108,7 +114,7 @@ TEST_P(StoreConformance, DuplicateIdempotencyKeyFailsTheWholeCommit) {
   EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
   // Atomic: nothing of the failed commit is visible.
   EXPECT_FALSE(store_->GetJob(2)->has_value());
-  EXPECT_TRUE(store_->ListEvents(2)->empty());
+  EXPECT_TRUE(store_->ListEvents(2, 0, 100)->empty());
   auto row = store_->GetIdempotency("alice", "k1");
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->fingerprint, "fp1");

@@ -159,7 +159,8 @@ class Store {
   virtual StatusOr<JobPage> ListJobs(const JobFilter& filter, int64_t after_id, int32_t limit) = 0;
   // The same jobs and pages as ListJobs, as summaries.
   virtual StatusOr<JobSummaryPage> ListJobSummaries(const JobFilter& filter, int64_t after_id, int32_t limit) = 0;
-  virtual StatusOr<std::vector<EventRow>> ListEvents(int64_t job_id) = 0;
+  // A job's events (0: the cluster's) with seq > after_seq, in seq order, at most `limit`.
+  virtual StatusOr<std::vector<EventRow>> ListEvents(int64_t job_id, int64_t after_seq, int32_t limit) = 0;
   virtual StatusOr<std::vector<IdempotencyRow>> LoadIdempotency(int64_t created_after_ms) = 0;
   virtual StatusOr<std::optional<IdempotencyRow>> GetIdempotency(const std::string& principal,
                                                                  const std::string& key) = 0;

@@ -50,6 +50,32 @@ int64_t Submit(httplib::Client& cli) {
   return r && r->status == 201 ? json::parse(r->body)["id"].get<int64_t>() : 0;
 }
 
+// A report flooding GPU health events stores a bounded number of them one by
+// one and counts the rest; the cluster's events come in pages.
+TEST(AgentSync, AFloodOfHealthEventsIsStoredBoundedAndListedInPages) {
+  ServerProcess server;
+  ASSERT_TRUE(server.Start());
+  httplib::Client cli(server.url());
+  json body = SyncBody(1, 0, json::array());
+  body["healthEvents"] = json::array();
+  for (int i = 0; i < 40; ++i) {
+    body["healthEvents"].push_back({{"uuid", "GPU-test-0"}, {"xid", 13}, {"kind", "xid"}, {"fatal", false}, {"timeMs", i}});
+  }
+  EXPECT_EQ(Sync(cli, body)["healthEventsRecorded"], 40);
+  auto r = cli.Get("/v1/events?limit=10");
+  ASSERT_TRUE(r && r->status == 200);
+  const json first = json::parse(r->body);
+  EXPECT_EQ(first["items"].size(), 10u);
+  r = cli.Get("/v1/events?limit=10&continue=" + first["continue"].get<std::string>());
+  ASSERT_TRUE(r && r->status == 200);
+  const json rest = json::parse(r->body);
+  ASSERT_EQ(rest["items"].size(), 7u) << rest.dump();  // 16 one by one, and one for the other 24
+  EXPECT_EQ(rest["continue"], "");
+  EXPECT_EQ(rest["items"][6]["reason"], "Many");
+  EXPECT_NE(rest["items"][6]["message"].get<std::string>().find("24 more GPU health events"), std::string::npos)
+      << rest.dump();
+}
+
 TEST(AgentSync, TheReportThatFreesAGpuIsAnsweredWithTheWorkBoundToItOnceDurable) {
   ServerProcess server;
   ASSERT_TRUE(server.Start());

@@ -106,6 +106,15 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
   ASSERT_GE(events["items"].size(), 2u);
   EXPECT_EQ(events["items"][0]["type"], "Submitted");
   EXPECT_EQ(events["items"][1]["type"], "Started");
+  EXPECT_EQ(events["continue"], "");
+  // In pages: one at a time, the token naming where the next begins.
+  const json first = api.GetJson("/v1/jobs/" + id + "/events?limit=1");
+  ASSERT_EQ(first["items"].size(), 1u);
+  EXPECT_EQ(first["items"][0]["type"], "Submitted");
+  ASSERT_NE(first["continue"], "");
+  const json second = api.GetJson("/v1/jobs/" + id + "/events?limit=1&continue=" + first["continue"].get<std::string>());
+  ASSERT_EQ(second["items"].size(), 1u);
+  EXPECT_EQ(second["items"][0]["type"], "Started");
 
   // The small one waits; its reason has numbers and a planned start.
   json pending;
@@ -322,7 +331,9 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"GET", "/v1/jobs/1/logs?attempt=0", "", "", 400, "query.attempt", "must be an integer from 1 to 1000000"},
       {"GET", "/v1/jobs/1/logs?follow=1", "", "", 400, "query.follow", "unknown query parameter"},
       // Routes without query parameters refuse any (they were ignored), and none may come twice.
-      {"GET", "/v1/jobs/1/events?limit=1", "", "", 400, "query.limit", "unknown query parameter"},
+      {"GET", "/v1/jobs/1/events?limit=0", "", "", 400, "query.limit", "must be an integer from 1 to 10000"},
+      {"GET", "/v1/events?limit=10001", "", "", 400, "query.limit", "must be an integer from 1 to 10000"},
+      {"GET", "/v1/jobs/1/events?since=1", "", "", 400, "query.since", "unknown query parameter"},
       {"POST", "/v1/jobs/1/cancel?force=1", "", "application/json", 400, "query.force", "unknown query parameter"},
       {"GET", "/v1/nodes?bogus=1", "", "", 400, "query.bogus", "unknown query parameter"},
       {"GET", "/healthz?x=1", "", "", 400, "query.x", "unknown query parameter"},

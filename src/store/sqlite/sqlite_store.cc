@@ -309,11 +309,13 @@ StatusOr<JobSummaryPage> SqliteStore::ListJobSummaries(const JobFilter& f, int64
   });
 }
 
-StatusOr<std::vector<EventRow>> SqliteStore::ListEvents(int64_t job_id) {
+StatusOr<std::vector<EventRow>> SqliteStore::ListEvents(int64_t job_id, int64_t after_seq, int32_t limit) {
   return WithReader([&](Db& db) -> StatusOr<std::vector<EventRow>> {
-    ASSIGN_OR_RETURN(Stmt s, db.Prepare(
-        "SELECT seq, job_id, time_ms, type, reason, message FROM events WHERE job_id = ?1 ORDER BY seq"));
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT seq, job_id, time_ms, type, reason, message FROM events "
+                                        "WHERE job_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"));
     s.Bind(1, job_id);
+    s.Bind(2, after_seq);
+    s.Bind(3, static_cast<int64_t>(limit));
     std::vector<EventRow> out;
     while (true) {
       ASSIGN_OR_RETURN(bool row, s.Step());

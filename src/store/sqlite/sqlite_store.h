@@ -33,7 +33,7 @@ class SqliteStore final : public Store {
   StatusOr<std::optional<JobRow>> GetJob(int64_t id) override;
   StatusOr<JobPage> ListJobs(const JobFilter& filter, int64_t after_id, int32_t limit) override;
   StatusOr<JobSummaryPage> ListJobSummaries(const JobFilter& filter, int64_t after_id, int32_t limit) override;
-  StatusOr<std::vector<EventRow>> ListEvents(int64_t job_id) override;
+  StatusOr<std::vector<EventRow>> ListEvents(int64_t job_id, int64_t after_seq, int32_t limit) override;
   StatusOr<std::vector<IdempotencyRow>> LoadIdempotency(int64_t created_after_ms) override;
   StatusOr<std::optional<IdempotencyRow>> GetIdempotency(const std::string& principal,
                                                          const std::string& key) override;
