@@ -138,6 +138,12 @@ bool ValidName(std::string_view s, size_t max) {
 
 StatusOr<std::string> UserOf(const http::Request& req) {
   if (!req.HasHeader("X-Muster-User")) return std::string("anonymous");
+  // Twice is refused: a client's own header beside one a proxy added must
+  // not decide who acts.
+  if (std::count_if(req.headers.begin(), req.headers.end(),
+                    [](const auto& h) { return http::EqualsIgnoringCase(h.first, "X-Muster-User"); }) > 1) {
+    return InvalidArgument("given more than once", "header X-Muster-User");
+  }
   const std::string user(req.Header("X-Muster-User"));
   if (!ValidName(user, 64)) {
     return InvalidArgument("must be 1 to 64 of [A-Za-z0-9._-]", "header X-Muster-User");

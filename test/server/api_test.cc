@@ -376,6 +376,11 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
   httplib::Client raw(server_.url());
   auto r = raw.Post("/v1/jobs", httplib::Headers{{"X-Muster-User", "a b"}}, R"j({"command":["x"]})j", "application/json");
   EXPECT_EQ(r->status, 400);
+  // Two of them (a client's beside a proxy's): refused, not the first taken.
+  r = raw.Post("/v1/jobs", httplib::Headers{{"X-Muster-User", "root"}, {"X-Muster-User", "mallory"}},
+               R"j({"command":["x"]})j", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("header X-Muster-User: given more than once"), std::string::npos) << r->body;
   EXPECT_EQ(JobCount(), before) << "a rejected request changed the state";
   EXPECT_EQ(api.GetJson("/healthz")["status"], "ok");
 }
