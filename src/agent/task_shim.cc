@@ -95,7 +95,12 @@ class Log {
     ::_exit(127);
   };
   if (const char* failed = TakeTaskIdentity(spec)) fail(failed);
-  if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0) fail("cannot enter the working directory");
+  if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0) {
+    const int err = errno;
+    const std::string what = "cannot enter the working directory " + spec.working_dir;
+    errno = err;
+    fail(what.c_str());
+  }
   ::execvpe(argv[0], argv.data(), envp.data());
   fail(argv[0]);
   ::_exit(127);

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
@@ -47,7 +48,7 @@ struct JobCommands {
 
   // submit
   std::string file;
-  std::string name, queue, priority, gpu_type, cpus, memory, time, after;
+  std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir;
   std::optional<int64_t> gpus, replicas, array;  // unset unless given; the server checks the values
   bool hold = false, parsable = false;
   std::vector<std::string> command;
@@ -407,6 +408,10 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.time.empty()) spec["timeLimit"] = c.time;
   if (!c.after.empty()) spec["dependencies"] = c.after;
   if (c.hold) spec["hold"] = true;
+  // As sbatch: the job runs where it was submitted from, unless told.
+  std::error_code ec;
+  const std::string here = c.chdir.empty() ? std::filesystem::current_path(ec).string() : c.chdir;
+  if (!here.empty()) spec["workingDir"] = here;
   return std::make_pair(spec.dump(), std::string("application/json"));
 }
 
@@ -706,6 +711,8 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->submit->add_option("--time,-t", c->time, "Time limit (2h, 90m, 1-00:00:00)")->group(kSpecFlags);
   c->submit->add_option("--after", c->after, "Dependencies, e.g. afterok:12,afterany:13-20")->group(kSpecFlags);
   c->submit->add_flag("--hold", c->hold, "Submit held")->group(kSpecFlags);
+  c->submit->add_option("--chdir,-D", c->chdir, "Working directory on the node (default: this directory, as sbatch)")
+      ->group(kSpecFlags);
   c->submit->add_flag("--parsable", c->parsable, "Print only the job id");
   c->submit->add_option("command", c->command,
                         "The command, after --; or one job file (.yaml, .yml, .json) instead of -f");

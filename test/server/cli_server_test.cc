@@ -1,5 +1,6 @@
 // The `muster` user commands against a real server process.
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -204,6 +205,21 @@ TEST_F(CliServerTest, ArraySubmit) {
 
 // Queues with quotas, as a table: this crashed (a dangling iterator over a
 // queue's guarantee) whenever a queue had a guarantee or a limit.
+// A job submitted from flags runs where it was submitted from, as with
+// sbatch (a relative command such as ./train.sh then finds its file), or in
+// the directory --chdir names.
+TEST_F(CliServerTest, SubmitRunsInTheDirectoryItWasSubmittedFrom) {
+  auto working_dir = [&](const std::string& args) {
+    const Result r = Muster(server_.url(), "submit --parsable " + args + " -- true");
+    EXPECT_EQ(r.code, 0) << r.out;
+    const std::string id = r.out.substr(0, r.out.find('\n'));
+    return json::parse(Muster(server_.url(), "describe job " + id + " -o json").out)["workingDir"];
+  };
+  EXPECT_EQ(working_dir(""), std::filesystem::current_path().string());
+  EXPECT_EQ(working_dir("--chdir /srv/data"), "/srv/data");
+  EXPECT_EQ(working_dir("-D /tmp"), "/tmp");
+}
+
 TEST(CliQueues, QuotasAndUseByTypeAreShown) {
   ServerProcess server(
       "nodeGroups:\n  - {count: 2, gpus: 8, gpuType: H100}\n"
