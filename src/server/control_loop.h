@@ -280,6 +280,7 @@ class ControlLoop {
       bool resume_seen = false;  // its checkpoint verification was recorded
       int64_t stop_version = 0;  // its node's desired-state version once its stop was released
       bool ended = false;
+      int64_t end_ms = 0;  // when it ended, as its agent saw it (within the attempt's span here)
       std::string result;  // how it ended, for status
       std::shared_ptr<const std::string> encoded;  // its assignment, encoded once
     };

@@ -306,6 +306,10 @@ void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
   attempts_.erase(job);
   for (const Attempt::Replica& r : a.replicas) attempts_on_node_[r.node].erase(job);
   const Time now = clock_.Now();
+  // The attempt ended when its last replica did.
+  int64_t end_ms = 0;
+  for (const Attempt::Replica& r : a.replicas) end_ms = std::max(end_ms, r.end_ms > 0 ? r.end_ms : now.millis());
+  const Time end = Time::FromMillis(end_ms);
   JobRow& row = jobs_.at(job);
   for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
   JobHistory& h = history_[job];
@@ -328,7 +332,7 @@ void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
   // The record of this attempt.
   json record = {{"attempt", a.number},
                  {"startTime", a.start_ms},
-                 {"endTime", now.millis()},
+                 {"endTime", end_ms},
                  {"result", a.requeue ? "REQUEUED" : core::JobStateName(final_state)},
                  {"reason", a.requeue || final_state != JobState::kCompleted ? a.ending_reason : ""}};
   json replicas = json::array();
@@ -366,9 +370,9 @@ void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
     }
   } else {
     const std::string reason = final_state == JobState::kCompleted ? "" : a.ending_reason;
-    if (!state_.Finish(job, final_state, now, reason).ok()) return;
+    if (!state_.Finish(job, final_state, end, reason).ok()) return;
     row.state = core::JobStateName(final_state);
-    row.end_ms = now.millis();
+    row.end_ms = end_ms;
     row.reason = reason;
     if (final_state != JobState::kCompleted && final_state != JobState::kCancelled && h.retries > 0) {
       row.reason += " (after " + std::to_string(h.retries) + " retries)";
@@ -389,6 +393,10 @@ void ControlLoop::ReplicaEnded(int64_t job, int32_t replica, const proto::TaskRe
   Attempt& a = attempts_.at(job);
   Attempt::Replica& rep = a.replicas[replica];
   rep.ended = true;
+  // When it ended, not when the server heard of it (after an outage, much
+  // later); an agent's clock is trusted only within the attempt's span.
+  const int64_t now_ms = clock_.Now().millis();
+  rep.end_ms = std::clamp(r.end_ms > 0 ? r.end_ms : now_ms, std::min(a.start_ms, now_ms), now_ms);
   const bool ok = r.exit_code == 0 && r.signal == 0 && !r.oom && r.stop_reason.empty();
   const std::string where = "replica " + std::to_string(replica) + " on " + state_.nodes()[rep.node].spec.name;
   if (ok) {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "agent/executor.h"
+#include "api/rfc3339.h"
 #include "../child_process.h"
 #include "cluster_fixture.h"
 #include "process_util.h"
@@ -390,6 +391,30 @@ TEST_F(ClusterTest, RestartsAfterALongHistoryStillStartAndEndWork) {
   const int64_t after_agent = Submit("resources: {gpus: 1}\ncommand: [/bin/true]\n");
   j = WaitEnd(after_agent, 30);
   EXPECT_EQ(j["state"], "COMPLETED") << "after an agent restart: " << j.dump();
+}
+
+// A job that ends while the server is away (here, frozen for 3 s) is
+// recorded as ending when it ended, not when the server heard of it.
+TEST_F(ClusterTest, AnEndIsRecordedWhenItHappenedNotWhenTheServerHeard) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(1);
+  const int64_t id = Submit("resources: {gpus: 1}\ncommand: [/bin/sleep, '1']\n");
+  WaitState(id, "RUNNING");
+  const auto wall_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  server_.Pause();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const int64_t resumed = wall_ms();
+  server_.Resume();
+  const json j = WaitEnd(id);
+  ASSERT_EQ(j["state"], "COMPLETED") << j.dump();
+  const auto ms = [](const json& t) { return api::ParseRfc3339Utc(t.get<std::string>()).value_or(Time::Max()).millis(); };
+  const int64_t end = ms(j["endTime"]);
+  EXPECT_EQ(ms(j["attemptHistory"][0]["endTime"]), end) << j.dump();
+  EXPECT_LT(end, resumed - 1000) << "recorded when the server heard: " << j.dump();
+  EXPECT_GE(end, ms(j["attemptHistory"][0]["startTime"]) + 900) << j.dump();  // it slept a second
 }
 
 TEST_F(ClusterTest, AnInjectedXidReachesTheServerAsAGpuHealthEvent) {
