@@ -41,6 +41,9 @@ std::string In(Duration d) { return Duration::Seconds((d.millis() + 999) / 1000)
 
 std::string FormatReason(const PendingReason& r, const std::string& gpu_type_name, Time now) {
   std::string s = ReasonCodeName(r.code);
+  const std::string queue = r.quota_level == 0   ? std::string("its queue")
+                            : r.quota_level == 1 ? std::string("its parent queue")
+                                                 : "the queue " + std::to_string(r.quota_level) + " levels above it";
   switch (r.code) {
     case ReasonCode::kPriority:
       s += ": " + std::to_string(r.jobs_ahead) +
@@ -50,6 +53,10 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
     case ReasonCode::kReservedFor:
     case ReasonCode::kUnschedulable:
       if (r.code == ReasonCode::kReservedFor) s += "(" + std::to_string(r.other_job) + ")";
+      if (r.code == ReasonCode::kUnschedulable && r.queue_limit > 0 && r.replicas * r.per_replica_gpus > r.queue_limit) {
+        s += ": " + Need(r, gpu_type_name) + ", more than " + queue + "'s limit of " + std::to_string(r.queue_limit);
+        break;
+      }
       if (r.code == ReasonCode::kUnschedulable && r.per_replica_cpu_milli > r.largest_node_cpu_milli) {
         s += ": need " + FormatCpus(r.per_replica_cpu_milli) + " CPUs per replica; the most a node with room for its GPUs has is " +
              FormatCpus(r.largest_node_cpu_milli);
@@ -86,11 +93,8 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       s += ": begins in " + In(r.begin_time - now);
       break;
     case ReasonCode::kQuota:
-      s += ": " + Need(r, gpu_type_name) + "; " +
-           (r.quota_level == 0   ? std::string("its queue")
-            : r.quota_level == 1 ? std::string("its parent queue")
-                                 : "the queue " + std::to_string(r.quota_level) + " levels above it") +
-           " holds " + std::to_string(r.queue_used) + " of its limit of " + std::to_string(r.queue_limit);
+      s += ": " + Need(r, gpu_type_name) + "; " + queue + " holds " + std::to_string(r.queue_used) + " of its limit of " +
+           std::to_string(r.queue_limit);
       break;
     case ReasonCode::kHeld:
     case ReasonCode::kNone:

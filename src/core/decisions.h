@@ -37,7 +37,7 @@ enum class ReasonCode : uint8_t {
   kDependency,    // waits for other_job
   kBeginTime,     // begin_time in the future
   kHeld,          // user or admin hold
-  kUnschedulable, // can never fit this cluster as it is
+  kUnschedulable, // can never fit this cluster as it is, or is larger than its queue's limit
   kPreempting,    // jobs were preempted for it: waits for other_job to stop
   kQuota,         // its queue would exceed its limit: queue_used of queue_limit
 };
@@ -64,7 +64,7 @@ struct PendingReason {
   int64_t largest_node_memory_bytes = 0;
   Time planned_start = Time::Max();  // from the backfill plan; Max() = none
   int64_t queue_used = 0;   // kQuota: GPUs its queue holds (of that type, or in all)
-  int64_t queue_limit = 0;  // kQuota: the queue's limit
+  int64_t queue_limit = 0;  // kQuota, and kUnschedulable for a job larger than it: the queue's limit
   int32_t quota_level = 0;  // kQuota: 0 its own queue, 1 its parent, ...
   Time begin_time;
 };

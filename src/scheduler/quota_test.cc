@@ -66,6 +66,26 @@ TEST(Quota, AQueueAtItsLimitWaitsWithTheNumbersWhileOthersStart) {
   EXPECT_EQ(core::FormatReason(*ReasonOf(d, a3), "any", now), "Quota: need 4 GPU; its queue holds 8 of its limit of 8");
 }
 
+// A job larger than its queue's limit can never run: Unschedulable, saying
+// so, not Quota as if it waited its turn (Kueue: inadmissible; Slurm
+// refuses it). Its queue's other jobs start.
+TEST(Quota, AJobLargerThanItsQueuesLimitIsUnschedulable) {
+  ClusterState state(WithQueues({{"a", {}, {{"*", 16}}, ""}}));
+  AddNodes(state, 4, 8, 0);
+  const Time now = Time::Zero();
+  core::JobSpec big = Gpus(3, 8, Duration::Hours(1));
+  big.queue = "a";
+  auto huge = state.Submit(big, now);
+  ASSERT_TRUE(huge.ok());
+  const JobId small = Submit(state, "a", 8, now);
+  const core::Decisions d = CycleAndApply(state, now);
+  EXPECT_TRUE(Started(d, small));
+  ASSERT_NE(ReasonOf(d, *huge), nullptr);
+  EXPECT_EQ(ReasonOf(d, *huge)->code, ReasonCode::kUnschedulable);
+  EXPECT_EQ(core::FormatReason(*ReasonOf(d, *huge), "any", now),
+            "Unschedulable: need 3x8 GPU, more than its queue's limit of 16");
+}
+
 TEST(Quota, LimitsPerGpuTypeApplyToThatType) {
   ClusterState state(WithQueues({{"a", {}, {{"H100", 8}}, ""}}));
   AddNodes(state, 2, 8, 0, "h", "H100");

@@ -104,7 +104,11 @@ class CycleRun {
         return Explain(r, ReasonCode::kDependency);
       }
     }
-    if (QuotaBlocks(j, j.gpu_type, r)) return Explain(r, ReasonCode::kQuota);
+    if (QuotaBlocks(j, j.gpu_type, r)) {
+      // Larger than the limit itself: it can never run (Kueue calls such a
+      // workload inadmissible; Slurm refuses it).
+      return Explain(r, r.queue_limit < j.total_gpus() ? ReasonCode::kUnschedulable : ReasonCode::kQuota);
+    }
     const Shape shape = ShapeOf(j);
     if (strict_blocked_) {
       if (FeasibleEver(shape)) return Explain(r, ReasonCode::kPriority);
