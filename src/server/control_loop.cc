@@ -67,6 +67,7 @@ Status ControlLoop::Start() {
   port_salt_ = std::atoi(salt->c_str());
   for (size_t i = 0; i < state_.nodes().size(); ++i) node_index_[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   RETURN_IF_ERROR(RestoreNodes());
+  nodes_at_start_ = state_.nodes().size();
   janitor_ = std::make_unique<CheckpointJanitor>();
   RETURN_IF_ERROR(RestoreCatalog());
   RETURN_IF_ERROR(Restore());

@@ -82,6 +82,8 @@ class ControlLoop {
 
   // Loads the state from the store and starts the loop thread.
   Status Start();
+  // The nodes it started with: static ones and those its store knew.
+  size_t nodes_at_start() const { return nodes_at_start_; }
   // Stops the thread after the writes in flight are durable.
   void Stop();
 
@@ -420,6 +422,7 @@ class ControlLoop {
   std::unordered_map<std::string, core::NodeIndex> node_index_;
   std::unordered_map<std::string, AgentNode> agents_;  // by node name
   int64_t epoch_ = 0;
+  size_t nodes_at_start_ = 0;  // set by Start
   int32_t port_salt_ = 0;  // MasterPort's per-cluster shift
   bool mass_silence_reported_ = false;
   // A node's desired-state version, and the syncs waiting for it to change

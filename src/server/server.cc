@@ -51,8 +51,8 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
     sigwait(&signals, &sig);
     api.Stop();
   });
-  std::printf("muster server: listening on http://%s:%d, store %s, %zu nodes\n", options.host.c_str(),
-              api.port(), options.store_path.c_str(), options.nodes.size());
+  std::printf("muster server: listening on http://%s:%d, store %s, %zu node%s\n", options.host.c_str(), api.port(),
+              options.store_path.c_str(), loop.nodes_at_start(), loop.nodes_at_start() == 1 ? "" : "s");
   std::fflush(stdout);
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";

@@ -380,6 +380,7 @@ TEST_F(ClusterTest, RestartsAfterALongHistoryStillStartAndEndWork) {
 
   server_.Kill();
   ASSERT_TRUE(server_.Start()) << server_.log();
+  EXPECT_NE(server_.log().find(", 1 node\n"), std::string::npos) << "the agent's node, from the store: " << server_.log();
   cli_ = std::make_unique<httplib::Client>(server_.url());
   cli_->set_read_timeout(30, 0);
   const int64_t after_server = Submit("resources: {gpus: 1}\ncommand: [/bin/true]\n");
