@@ -9,9 +9,15 @@
 namespace muster::config {
 
 Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& path) {
+  std::vector<std::string> seen;
   for (const auto& kv : map) {
     if (!kv.first.IsScalar()) return InvalidArgument("keys must be plain names, under " + path);
     const std::string key = kv.first.Scalar();
+    // A YAML reader keeps one of the two; which one is not for us to guess.
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return InvalidArgument("given more than once", ChildPath(path, key));
+    }
+    seen.push_back(key);
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::string msg = "unknown field";
     const std::string close = ClosestMatch(key, known);

@@ -534,6 +534,7 @@ class CycleRun {
 }  // namespace
 
 Status SchedulerOptions::Validate() const {
+  if (auto p = MakePolicy(policy); !p.ok()) return p.status().WithFieldPrefix("scheduler");
   RETURN_IF_ERROR(weights.Validate());
   RETURN_IF_ERROR(preemption.Validate());
   if (max_reservations < 0) {

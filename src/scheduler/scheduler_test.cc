@@ -28,7 +28,7 @@ TEST(Scheduler, UnknownPolicyIsAnErrorListingTheKnownOnes) {
   o.policy = "lottery";
   auto s = Scheduler::Create(o);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().field(), "policy");
+  EXPECT_EQ(s.status().field(), "scheduler.policy");
   EXPECT_NE(s.status().message().find("fifo-skip"), std::string::npos);
 }
 

@@ -302,7 +302,8 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     return Status::Ok();
   }();
   if (!body.ok()) return body;
-  if (Status v = o.Validate(); !v.ok()) return v;
+  // Named as the parsing names fields ("server.agents.lostAfter").
+  if (Status v = o.Validate(); !v.ok()) return v.WithFieldPrefix("server");
   return o;
 }
 

@@ -96,6 +96,31 @@ TEST(FairShareShares, AreReadByQueueName) {
   EXPECT_EQ(bad.status().field(), "server.fairShare.shares.research");
 }
 
+// Every error names its key the same way, whether parsing or the checks
+// across keys found it; a key given twice is an error, not the first or
+// last silently taken.
+TEST(ServerOptions, ErrorsNameTheKeyAsTheFileSpellsIt) {
+  struct Case {
+    const char* yaml;
+    const char* field;
+  } cases[] = {
+      {"cycleInterval: 1ms", "server.cycleInterval"},
+      {"agents: {lostAfter: 1s}", "server.agents.lostAfter"},
+      {"defaultPriorityClass: nope", "server.defaultPriorityClass"},
+      {"scheduler: {policy: bogus}", "server.scheduler.policy"},
+      {"listen: 127.0.0.1:1\nlisten: 127.0.0.1:2", "server.listen"},
+      {"agents: {lease: 10s, lease: 20s}", "server.agents.lease"},
+  };
+  for (const Case& c : cases) {
+    auto o = ParseServerOptions(std::string(c.yaml) + "\nstore: /tmp/x.db\n", "test.yaml");
+    ASSERT_FALSE(o.ok()) << c.yaml;
+    EXPECT_EQ(o.status().field(), c.field) << c.yaml << ": " << o.status().ToString();
+  }
+  EXPECT_NE(ParseServerOptions("listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n", "test.yaml").status().message().find(
+                "given more than once"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace muster::server
 

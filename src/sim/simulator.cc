@@ -338,7 +338,10 @@ class Run {
 }  // namespace
 
 Status SimOptions::Validate() const {
-  RETURN_IF_ERROR(scheduler.Validate());
+  if (Status s = scheduler.Validate(); !s.ok()) {
+    // The policy is a flag of `muster sim`.
+    return s.field() == "scheduler.policy" ? InvalidArgument(s.message(), "--policy") : s;
+  }
   RETURN_IF_ERROR(fairshare.Validate());
   if (!(time_limit_factor > 0) || !std::isfinite(time_limit_factor)) {
     return InvalidArgument("must be a positive number", "--time-limit-factor");

@@ -127,7 +127,7 @@ TEST(Simulator, BadOptionsNameTheFlag) {
   o.time_limit_factor = 0;
   EXPECT_EQ(Simulate({}, Nodes("1x1"), o).status().field(), "--time-limit-factor");
   o = Opts("nope");
-  EXPECT_EQ(Simulate({}, Nodes("1x1"), o).status().field(), "policy");
+  EXPECT_EQ(Simulate({}, Nodes("1x1"), o).status().field(), "--policy");
 }
 
 class TraceSlice : public ::testing::Test {
