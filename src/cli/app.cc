@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -16,6 +17,44 @@
 #include "common/quantity.h"
 
 namespace muster::cli {
+namespace {
+
+// The flags `sub` and its own subcommands take ("--gpus", "-q", ...).
+void FlagsOf(const CLI::App* sub, std::vector<std::string>& out) {
+  for (const CLI::Option* o : sub->get_options()) {
+    for (const std::string& l : o->get_lnames()) out.push_back("--" + l);
+    for (const std::string& s : o->get_snames()) out.push_back("-" + s);
+  }
+  for (const CLI::App* nested : sub->get_subcommands({})) FlagsOf(nested, out);
+}
+
+// "unknown flag ..." for the first flag before "--" that the command does
+// not take, naming the closest one it does; "" when there is none (CLI11's
+// own message lists every argument left over, which reads as noise).
+std::string UnknownFlag(CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return "";
+  const CLI::App* sub = nullptr;
+  for (const CLI::App* s : app.get_subcommands({})) {
+    if (s->get_name() == argv[1]) sub = s;
+  }
+  if (sub == nullptr) return "";
+  std::vector<std::string> known;
+  FlagsOf(sub, known);
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-' || std::isdigit(static_cast<unsigned char>(arg[1]))) continue;  // a value (-1)
+    const std::string flag = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), flag) != known.end()) continue;
+    std::string msg = "muster " + sub->get_name() + ": unknown flag \"" + flag + "\"";
+    const std::string close = ClosestMatch(flag, known);
+    if (!close.empty()) msg += "; did you mean \"" + close + "\"?";
+    return msg + " (muster " + sub->get_name() + " --help lists the flags)";
+  }
+  return "";
+}
+
+}  // namespace
 
 int RunMuster(int argc, char** argv) {
   // The agent's task shim (agent/task_shim.h): internal, so not in --help.
@@ -47,6 +86,13 @@ int RunMuster(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    if (const std::string unknown = UnknownFlag(app, argc, argv); !unknown.empty()) {
+      std::cerr << unknown << "\n";
+      return 2;
+    }
+    app.exit(e);
+    return 2;
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     // --help and --version exit 0; every other parse error is a usage error.

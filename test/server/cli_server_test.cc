@@ -131,6 +131,13 @@ TEST_F(CliServerTest, ErrorsAndExitCodes) {
   EXPECT_NE(r.out.find("unknown command \"sumbit\"; did you mean \"submit\"?"), std::string::npos) << r.out;
   r = Muster(url, "submit --no-such-flag 3 -- x");
   EXPECT_EQ(r.code, 2) << r.out;
+  // An unknown flag is named, with the closest one the command takes (not
+  // every argument left over: "-c sh" read as noise).
+  r = Muster(url, "submit --gpu 1 -- sh -c 'exit 3'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("muster submit: unknown flag \"--gpu\"; did you mean \"--gpus\"?"), std::string::npos) << r.out;
+  r = Muster(url, "get jobs --limt 3");
+  EXPECT_NE(r.out.find("muster get: unknown flag \"--limt\"; did you mean \"--limit\"?"), std::string::npos) << r.out;
   r = Muster(url, "get jobs -o xml");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_EQ(Muster(url, "get jobs").code, 0);
