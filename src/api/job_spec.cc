@@ -89,6 +89,8 @@ StatusOr<JobSpec> ParseJobSpecJson(std::string_view text) { return FromTree(Load
 
 StatusOr<JobSpec> ParseJobSpecYaml(std::string_view text) { return FromTree(LoadYamlTree(text)); }
 
+bool IsJsonMediaType(std::string_view content_type) { return MediaType(content_type) == "application/json"; }
+
 bool IsSpecMediaType(std::string_view content_type) {
   const std::string type = MediaType(content_type);
   return type.empty() || type == "application/json" || type == "application/yaml" || type == "application/x-yaml" ||

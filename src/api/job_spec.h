@@ -173,6 +173,8 @@ StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_t
                                const SpecDefaults& defaults = {});
 // True for the media types ParseJobSpec reads (and an empty one).
 bool IsSpecMediaType(std::string_view content_type);
+// True for application/json, whatever its letter case and parameters.
+bool IsJsonMediaType(std::string_view content_type);
 
 // Canonical JSON: every field in the order above with its default made
 // explicit, unset optional fields as null, durations as "2h30m"/"unlimited",

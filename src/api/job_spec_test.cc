@@ -307,6 +307,11 @@ TEST(JobSpecTest, ContentTypes) {
   const std::string json = R"({"command":["true"]})";
   EXPECT_TRUE(ParseJobSpec(json, "application/json").ok());
   EXPECT_TRUE(ParseJobSpec(json, "Application/JSON; charset=utf-8").ok());
+  // The server picks JSON's limits and where to parse by the same test.
+  EXPECT_TRUE(IsJsonMediaType("APPLICATION/JSON"));
+  EXPECT_TRUE(IsJsonMediaType(" application/json ; charset=utf-8"));
+  EXPECT_FALSE(IsJsonMediaType("application/yaml"));
+  EXPECT_FALSE(IsJsonMediaType(""));
   EXPECT_TRUE(ParseJobSpec("command: [x]", "application/x-yaml").ok());
   EXPECT_TRUE(ParseJobSpec("command: [x]", "text/yaml").ok());
   EXPECT_TRUE(ParseJobSpec("  \n" + json, "").ok());

@@ -367,7 +367,7 @@ void HttpApi::Submit(const http::Request& req, http::Server::Reply reply) {
   // yaml-cpp 0.7 needs about 140 bytes of memory per input byte on some
   // documents; a job spec is small, so YAML bodies get a tighter bound.
   const size_t first = req.body.find_first_not_of(" \t\r\n");
-  const bool json_body = type.rfind("application/json", 0) == 0 ||
+  const bool json_body = api::IsJsonMediaType(type) ||
                          (type.empty() && first != std::string::npos && req.body[first] == '{');
   if (!json_body && req.body.size() > kMaxYamlBytes) {
     http::Response res;
@@ -448,7 +448,7 @@ void HttpApi::Routes() {
       "POST", "/v1/jobs",
       NoQueryAsync([this](http::Request&& req, http::Server::Reply reply) { Submit(req, std::move(reply)); }),
       [](const http::Request& req) {
-        return req.body.size() > kInlineSpecBytes || req.Header("Content-Type").rfind("application/json", 0) != 0;
+        return req.body.size() > kInlineSpecBytes || !api::IsJsonMediaType(req.Header("Content-Type"));
       });
 
   s.Handle("GET", "/v1/jobs", [this](const http::Request& req, http::Response& res) {
