@@ -33,13 +33,13 @@ class Reader {
       ok = true;  // containers: checked by get<> below
     }
     if (!ok) {
-      status_ = InvalidArgument(field + ": wrong type, got " + std::string(v.type_name()), field);
+      status_ = InvalidArgument("wrong type, got " + std::string(v.type_name()), field);
       return;
     }
     try {
       out = v.get<T>();
     } catch (const json::exception&) {
-      status_ = InvalidArgument(field + ": wrong type", field);
+      status_ = InvalidArgument("wrong type", field);
     }
   }
   template <typename T, typename F>

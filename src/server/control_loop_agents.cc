@@ -481,8 +481,10 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   size_t health_event = 0;
   for (const proto::HealthEventReport& e : req.health_events) {
     agent.events.push_back(e);
-    const std::string what =
-        req.node + " GPU " + e.uuid + ": " + e.kind + (e.xid ? " XID " + std::to_string(e.xid) : "") + (e.fatal ? " (fatal)" : "");
+    const std::string xid = e.xid ? "XID " + std::to_string(e.xid) : "";
+    const std::string what = req.node + " GPU " + e.uuid + ": " +
+                             (e.kind == "xid" && !xid.empty() ? xid : e.kind + (xid.empty() ? "" : " " + xid)) +
+                             (e.fatal ? " (fatal)" : "");
     if (++health_event <= kStoredHealthEvents) b.events.push_back({0, 0, now.millis(), "GpuHealth", e.kind, what});
     if (!e.fatal) continue;
     // A fatal GPU fault: the node gets no new work (cordoned until an

@@ -438,7 +438,7 @@ TEST_F(ClusterTest, AnInjectedXidReachesTheServerAsAGpuHealthEvent) {
   ASSERT_EQ(events.size(), 2u) << events.dump();
   EXPECT_EQ(events[0]["type"], "GpuHealth");
   EXPECT_NE(events[0]["message"].get<std::string>().find(uuid), std::string::npos) << events.dump();
-  EXPECT_NE(events[0]["message"].get<std::string>().find("XID 79"), std::string::npos) << events.dump();
+  EXPECT_NE(events[0]["message"].get<std::string>().find(": XID 79 (fatal)"), std::string::npos) << events.dump();
   EXPECT_EQ(events[1]["type"], "NodeCordoned") << events.dump();
   n = Get("/v1/nodes")["items"][0];
   EXPECT_FALSE(n["agent"]["gpuDevices"][2]["healthy"].get<bool>()) << n.dump();
