@@ -309,7 +309,7 @@ class HttpApi::RateLimiter {
     b.last_ms = now;
     if (b.milli_tokens < 1000) return false;
     b.milli_tokens -= 1000;
-    if (buckets_.size() > 100'000) buckets_.clear();  // bound memory under address churn
+    if (buckets_.size() > sweep_at_) Sweep(now);
     return true;
   }
 
@@ -318,9 +318,19 @@ class HttpApi::RateLimiter {
     int64_t milli_tokens;
     int64_t last_ms;
   };
+  // Bounds memory under address churn: forgets the buckets that have
+  // refilled (a fresh one is the same, so nobody's limit is reset), and
+  // sweeps again only once as many more are held.
+  void Sweep(int64_t now) {
+    std::erase_if(buckets_, [&](const auto& kv) {
+      return kv.second.milli_tokens + (now - kv.second.last_ms) * per_second_ >= burst_ * 1000;
+    });
+    sweep_at_ = std::max<size_t>(100'000, 2 * buckets_.size());
+  }
   const Clock& clock_;
   const int64_t per_second_, burst_;
   std::map<std::string, Bucket> buckets_;
+  size_t sweep_at_ = 100'000;
 };
 
 HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store)
