@@ -169,6 +169,17 @@ class ClusterFixture : public ::testing::Test {
     ADD_FAILURE() << "job " << id << " never reached " << state << ": " << j.dump();
     return j;
   }
+  // The job once attempt `attempt` runs, or as it is after 30 s (the
+  // caller's expectations then say what is wrong).
+  nlohmann::json WaitAttemptRunning(int64_t id, int attempt) {
+    nlohmann::json j;
+    for (int i = 0; i < 1500; ++i) {
+      j = Get("/v1/jobs/" + std::to_string(id));
+      if (j["attempts"] == attempt && j["state"] == "RUNNING") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return j;
+  }
   std::string Logs(int64_t id, int replica = 0) {
     return Text("/v1/jobs/" + std::to_string(id) + "/logs?replica=" + std::to_string(replica));
   }

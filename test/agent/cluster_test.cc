@@ -669,12 +669,7 @@ TEST_F(ClusterTest, ATaskStoppedByItsAgentShuttingDownCostsNoRetry) {
   // new agent reports how the task ended.
   agents_.back()->Stop();
   agents_.back()->Start();
-  json j;
-  for (int i = 0; i < 1500; ++i) {
-    j = Get("/v1/jobs/" + std::to_string(id));
-    if (j["attempts"] == 2 && j["state"] == "RUNNING") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const json j = WaitAttemptRunning(id, 2);
   // Running again at once (a retry would wait its 30 s backoff).
   EXPECT_EQ(j["state"], "RUNNING") << j.dump();
   EXPECT_EQ(j["attempts"], 2) << j.dump();

@@ -151,12 +151,7 @@ TEST_F(FaultTest, AServerOutagePastTheLeaseRequeuesItsJobsWithoutSpendingARetry)
   agents_[0]->Resume();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   server_.Resume();
-  json j;
-  for (int i = 0; i < 1500; ++i) {
-    j = Get("/v1/jobs/" + std::to_string(id));
-    if (j["attempts"] == 2 && j["state"] == "RUNNING") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const json j = WaitAttemptRunning(id, 2);
   EXPECT_EQ(j["state"], "RUNNING") << j.dump();
   EXPECT_EQ(j["attempts"], 2) << j.dump();
   EXPECT_EQ(j["retries"], 0) << j.dump();
