@@ -152,6 +152,7 @@ struct JobSpec {
 // ones above. A field given in the spec always wins, also inside `retry`.
 struct SpecDefaults {
   RetrySpec retry;
+  Duration time_limit = Duration::Infinite();  // Slurm's DefaultTime: backfill plans around a finite one
   Duration grace_period = Duration::Minutes(5);
   int32_t keep = 3;
 };

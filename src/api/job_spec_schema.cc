@@ -364,6 +364,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   RETURN_IF_ERROR(obj.Read("image", spec.image, ReadString, kImageRule));
   RETURN_IF_ERROR(obj.Read("env", spec.env, ReadEnv));
   RETURN_IF_ERROR(obj.Read("workingDir", spec.working_dir, ReadString, kPathRule));
+  spec.time_limit = defaults.time_limit;
   RETURN_IF_ERROR(obj.Read("timeLimit", spec.time_limit, ReadDuration, kTimeLimitRule));
   RETURN_IF_ERROR(obj.Read("topology", spec.topology, ReadTopology));
   RETURN_IF_ERROR(obj.Read("stallTimeout", spec.stall_timeout, ReadDuration, kStallRule));

@@ -68,15 +68,16 @@ Status ServerOptions::Validate() const {
 
 namespace {
 
-// jobDefaults: {retry: {...}, checkpoint: {gracePeriod, keep}}. Validated
+// jobDefaults: {timeLimit, retry: {...}, checkpoint: {gracePeriod, keep}}. Validated
 // by the job spec's own rules (a probe spec carrying them), so a default
 // can be exactly what a spec may say, with the same messages.
 StatusOr<api::SpecDefaults> ParseJobDefaults(const YAML::Node& d) {
   const std::string path = "server.jobDefaults";
-  if (!d.IsMap()) return InvalidArgument("must be a mapping {retry, checkpoint}", path);
-  RETURN_IF_ERROR(CheckKeys(d, {"retry", "checkpoint"}, path));
+  if (!d.IsMap()) return InvalidArgument("must be a mapping {timeLimit, retry, checkpoint}", path);
+  RETURN_IF_ERROR(CheckKeys(d, {"timeLimit", "retry", "checkpoint"}, path));
   YAML::Node probe(YAML::NodeType::Map);
   probe["command"].push_back("true");
+  if (d["timeLimit"]) probe["timeLimit"] = YAML::Clone(d["timeLimit"]);
   if (d["retry"]) probe["retry"] = YAML::Clone(d["retry"]);
   if (d["checkpoint"]) {
     if (!d["checkpoint"].IsMap()) return InvalidArgument("must be a mapping {gracePeriod, keep}", path + ".checkpoint");
@@ -94,6 +95,7 @@ StatusOr<api::SpecDefaults> ParseJobDefaults(const YAML::Node& d) {
     return InvalidArgument(spec.status().message(), field);
   }
   api::SpecDefaults defaults;
+  defaults.time_limit = spec->time_limit;
   defaults.retry = spec->retry;
   if (spec->checkpoint) {
     defaults.grace_period = spec->checkpoint->grace_period;

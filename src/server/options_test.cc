@@ -8,6 +8,7 @@ namespace {
 TEST(JobDefaults, AreReadAndAppliedToSpecsThatLeaveThemOut) {
   auto o = ParseServerOptions(R"(
 jobDefaults:
+  timeLimit: 4h
   retry: {limit: 7, backoff: {initial: 5s}, failOnExitCodes: [2]}
   checkpoint: {gracePeriod: 2m, keep: 5}
 )", "test.yaml");
@@ -19,6 +20,7 @@ jobDefaults:
   EXPECT_EQ(d.retry.fail_on_exit_codes, std::vector<int32_t>{2});
   EXPECT_EQ(d.grace_period, Duration::Minutes(2));
   EXPECT_EQ(d.keep, 5);
+  EXPECT_EQ(d.time_limit, Duration::Hours(4));
 
   // A spec without retry gets them all; one that sets a field keeps it and
   // gets the rest.
@@ -28,6 +30,7 @@ jobDefaults:
   EXPECT_EQ(bare->retry.backoff.initial, Duration::Seconds(5));
   EXPECT_EQ(bare->checkpoint->grace_period, Duration::Minutes(2));
   EXPECT_EQ(bare->checkpoint->keep, 5);
+  EXPECT_EQ(bare->time_limit, Duration::Hours(4));
   auto own = api::ParseJobSpec("command: [x]\nretry: {limit: 1, backoff: {factor: 3}}\ncheckpoint: {dir: /c, keep: 1}\n",
                                "application/yaml", d);
   ASSERT_TRUE(own.ok());
@@ -37,10 +40,15 @@ jobDefaults:
   EXPECT_EQ(own->retry.fail_on_exit_codes, std::vector<int32_t>{2});
   EXPECT_EQ(own->checkpoint->keep, 1);
   EXPECT_EQ(own->checkpoint->grace_period, Duration::Minutes(2));
+  EXPECT_EQ(api::ParseJobSpec("command: [x]\ntimeLimit: unlimited\n", "application/yaml", d)->time_limit,
+            Duration::Infinite());  // a spec may still ask for no limit
+  EXPECT_EQ(api::ParseJobSpec(R"({"command":["x"],"timeLimit":null})", "application/json", d)->time_limit,
+            Duration::Hours(4));  // null is left out
   // Without configuration: the built-in defaults.
   auto plain = api::ParseJobSpec("command: [x]\n", "application/yaml");
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->retry.limit, 3);
+  EXPECT_TRUE(plain->time_limit.is_infinite());
 }
 
 TEST(JobDefaults, BadValuesNameTheServerOption) {
@@ -54,6 +62,7 @@ TEST(JobDefaults, BadValuesNameTheServerOption) {
       {"jobDefaults: {checkpoint: {keep: 0}}", "server.jobDefaults.checkpoint.keep"},
       {"jobDefaults: {checkpoint: {dir: /x}}", "server.jobDefaults.checkpoint.dir"},
       {"jobDefaults: {retries: {}}", "server.jobDefaults.retries"},
+      {"jobDefaults: {timeLimit: 500ms}", "server.jobDefaults.timeLimit"},
       {"jobDefaults: 3", "server.jobDefaults"},
   };
   for (const Case& c : cases) {
