@@ -513,13 +513,13 @@ void Server::Impl::Dispatch(Conn& c, Request&& req) {
   try {
     Response res;
     if (filter_ && filter_(req, res)) return reply(std::move(res));
-    const std::string sent = req.method;
     if (c.head_only) req.method = "GET";  // answered as GET, without the body
     Router::Match m = router_.Find(req.method, req.path);
     if (m.outcome != Router::Outcome::kFound) {
       const bool wrong = m.outcome == Router::Outcome::kWrongMethod;
       // The path is echoed quoted: it is percent-decoded, so any byte may be in it.
       const std::string path = QuoteForMessage(req.path, 256);
+      const std::string sent = c.head_only ? std::string("HEAD") : req.method;
       error_body_(wrong ? 405 : 404,
                   wrong ? "method " + sent + " is not allowed on " + path + "; use " + m.allow
                         : "no such endpoint: " + sent + " " + path,

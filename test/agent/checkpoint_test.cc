@@ -162,8 +162,7 @@ TEST_F(CheckpointTest, TheCliCommitsAndStaleAttemptsAndForeignPathsAreRefused) {
   EXPECT_EQ(typo->status, 400) << typo->body;
   EXPECT_NE(typo->body.find("did you mean \\\"step\\\""), std::string::npos) << typo->body;
   EXPECT_EQ(Checkpoints(id).size(), 1u);
-  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
-  WaitEnd(id);
+  CancelAndWait(id);
 }
 
 TEST_F(CheckpointTest, AJobThatStopsReportingProgressFailsAsHung) {
@@ -195,8 +194,7 @@ TEST_F(CheckpointTest, AStopDuringLaunchIsDeliveredNotLost) {
     if (j.value("attempts", 0) == 2 && j.value("state", "") == "RUNNING") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
-  const json j = WaitEnd(id, 60);
+  const json j = CancelAndWait(id);
   EXPECT_EQ(j["state"], "CANCELLED") << j.dump();
   ASSERT_EQ(j["attemptHistory"].size(), 2u) << j.dump();
   const std::string result = j["attemptHistory"][1]["replicas"][0]["result"];

@@ -169,6 +169,16 @@ class ClusterFixture : public ::testing::Test {
     ADD_FAILURE() << "job " << id << " never reached " << state << ": " << j.dump();
     return j;
   }
+  // Cancels the job and waits for its end.
+  nlohmann::json CancelAndWait(int64_t id, int seconds = 60) {
+    Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+    return WaitEnd(id, seconds);
+  }
+  // Whether the job runs and its process has started (written `file`), not
+  // only been bound.
+  bool WaitProcessStarted(int64_t id, const std::string& file) {
+    return WaitState(id, "RUNNING").value("state", "") == "RUNNING" && !WaitFile(file).empty();
+  }
   // The job once attempt `attempt` runs, or as it is after 30 s (the
   // caller's expectations then say what is wrong).
   nlohmann::json WaitAttemptRunning(int64_t id, int attempt) {

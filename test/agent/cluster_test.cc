@@ -219,8 +219,7 @@ TEST_F(ClusterTest, CancelLeavesNoProcessAndNoCgroup) {
   const int64_t id = Submit("name: victim\nresources: {gpus: 8, memory: 256Mi}\n"
                             "command: [/bin/sh, -c, 'echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids +
                             "; trap \"\" TERM; wait']\n");
-  WaitState(id, "RUNNING");
-  ASSERT_FALSE(WaitFile(pids).empty());
+  ASSERT_TRUE(WaitProcessStarted(id, pids));
   EXPECT_EQ(Get("/v1/nodes")["items"][0]["freeGpus"], 0);
   const json c = Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
   EXPECT_TRUE(c["state"] == "COMPLETING" || c["state"] == "CANCELLED") << c.dump();
@@ -353,8 +352,7 @@ TEST_F(ClusterTest, ARestartedAgentAdoptsItsTaskAndNeverRunsItTwice) {
   WaitNodes(1);
   const std::string starts = Tmp("starts");
   const int64_t id = Submit("name: survivor\ncommand: [/bin/sh, -c, 'echo start >> " + starts + "; sleep 3; echo done']\n");
-  WaitState(id, "RUNNING");
-  ASSERT_FALSE(WaitFile(starts).empty());
+  ASSERT_TRUE(WaitProcessStarted(id, starts));
   a.Kill();  // kill -9: the task's shim keeps running
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   a.Start();
@@ -451,8 +449,7 @@ TEST_F(ClusterTest, AFatalXidCordonsTheNodeAndRequeuesTheJobUsingTheGpu) {
   const std::string pids = Tmp("xid.pids");
   const int64_t id = Submit("name: victim\nresources: {gpus: 4}\nretry: {limit: 0}\n"
                             "command: [/bin/sh, -c, 'echo $$ >> " + pids + "; exec sleep 300']\n");
-  WaitState(id, "RUNNING");
-  ASSERT_FALSE(WaitFile(pids).empty());
+  ASSERT_TRUE(WaitProcessStarted(id, pids));
   std::ofstream(xid) << "2 79\n";
   // Stopped (its grace is 1 s), then back in the queue: the only node is cordoned.
   const json j = WaitState(id, "PENDING");
@@ -662,8 +659,7 @@ TEST_F(ClusterTest, ATaskStoppedByItsAgentShuttingDownCostsNoRetry) {
   const std::string pid = Tmp("bystander.pid");
   const int64_t id = Submit("name: bystander\nresources: {gpus: 1}\nretry: {limit: 3}\n"
                             "command: [/bin/sh, -c, 'echo $$ > " + pid + "; exec sleep 300']\n");
-  WaitState(id, "RUNNING");
-  ASSERT_FALSE(WaitFile(pid).empty());  // the process runs (not only the bind)
+  ASSERT_TRUE(WaitProcessStarted(id, pid));  // the process runs (not only the bind)
   // Stopped, then started again on the same state (as `muster dev` is): the
   // new agent reports how the task ended.
   agents_.back()->Stop();
@@ -690,8 +686,7 @@ TEST_F(ClusterTest, LogsThatCannotExistSayWhy) {
   WaitState(running, "RUNNING");
   EXPECT_EQ(GetError("/v1/jobs/" + std::to_string(running) + "/logs?replica=2"),
             std::make_pair(400, "replica: job " + std::to_string(running) + " has 1 replicas (0 to 0), got 2"));
-  Post("/v1/jobs/" + std::to_string(running) + "/cancel", "", "application/json");
-  WaitEnd(running);
+  CancelAndWait(running);
 }
 
 // Every attempt's output stays readable (why did attempt 1 fail?), not only

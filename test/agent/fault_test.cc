@@ -141,8 +141,7 @@ TEST_F(FaultTest, AServerOutagePastTheLeaseRequeuesItsJobsWithoutSpendingARetry)
   const std::string started = Tmp("started");
   const int64_t id = Submit("name: polite\nresources: {gpus: 1}\nretry: {limit: 0}\ncommand: [/bin/sh, -c, '"
                             "echo $MUSTER_ATTEMPT >> " + started + "; trap \"exit 0\" TERM; sleep 300 & wait']\n");
-  WaitState(id, "RUNNING");
-  ASSERT_FALSE(WaitFile(started).empty());
+  ASSERT_TRUE(WaitProcessStarted(id, started));
   // The agent is frozen too, so the shim is what fences (the agent, awake,
   // may stop its tasks itself first, and says why).
   server_.Pause();
@@ -156,8 +155,7 @@ TEST_F(FaultTest, AServerOutagePastTheLeaseRequeuesItsJobsWithoutSpendingARetry)
   EXPECT_EQ(j["attempts"], 2) << j.dump();
   EXPECT_EQ(j["retries"], 0) << j.dump();
   EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
-  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
-  WaitEnd(id);
+  CancelAndWait(id);
 }
 
 // kill -9 of the server while it binds and dispatches a burst of jobs, then

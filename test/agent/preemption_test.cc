@@ -69,8 +69,7 @@ TEST_F(PreemptionTest, AHighJobPreemptsALowOneWhichComesBackWithItsAgeAndNoRetry
   // The preemptor started only after the victim had stopped (RFC 3339
   // times of one format compare as strings).
   EXPECT_GE(h["startTime"].get<std::string>(), first["endTime"].get<std::string>()) << h.dump() << l.dump();
-  Post("/v1/jobs/" + std::to_string(low) + "/cancel", "", "application/json");
-  WaitEnd(low);
+  CancelAndWait(low);
 }
 
 TEST_F(PreemptionTest, AVictimWhosePreemptorDidNotStartIsNotEvictedAgain) {
@@ -83,8 +82,7 @@ TEST_F(PreemptionTest, AVictimWhosePreemptorDidNotStartIsNotEvictedAgain) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   const int64_t first = Submit("name: p1\npriority: high\nresources: {gpus: 2}\ncommand: [sleep, '1']\n");
   ASSERT_NO_FATAL_FAILURE(WaitLog(low, "stop-signal"));
-  Post("/v1/jobs/" + std::to_string(first) + "/cancel", "", "application/json");
-  EXPECT_EQ(WaitEnd(first)["state"], "CANCELLED");
+  EXPECT_EQ(CancelAndWait(first)["state"], "CANCELLED");
 
   // The victim finishes its stop, is requeued and runs again; the lapsed
   // preemption makes it immune.
@@ -105,8 +103,7 @@ TEST_F(PreemptionTest, AVictimWhosePreemptorDidNotStartIsNotEvictedAgain) {
   // Once that attempt ends, it may be preempted again: the pending high job starts.
   Post("/v1/jobs/" + std::to_string(low) + "/requeue", "", "application/json");
   EXPECT_EQ(WaitEnd(second, 60)["state"], "COMPLETED");
-  Post("/v1/jobs/" + std::to_string(low) + "/cancel", "", "application/json");
-  WaitEnd(low);
+  CancelAndWait(low);
 }
 
 // Queue team-a is guaranteed 2 GPUs and idle; team-b borrows both with a
