@@ -1,6 +1,7 @@
 #include "agent/executor.h"
 
 #include "agent/launcher.h"
+#include "agent/task_beacon.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -41,6 +42,29 @@ int64_t ProcessStartTime(pid_t pid) {
   return std::stoll(field);
 }
 
+namespace {
+
+// True while a process of process group `pgid` runs (zombies have ended).
+bool GroupAlive(pid_t pgid) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string state;
+    pid_t ppid = 0, pgrp = 0;
+    if (rest >> state >> ppid >> pgrp && pgrp == pgid && state != "Z" && state != "X") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Executor::Executor(ExecutorOptions options, const Clock& clock) : options_(std::move(options)), clock_(clock) {}
 
 Executor::~Executor() {
@@ -62,6 +86,7 @@ StatusOr<std::string> Executor::Init() {
   fs::create_directories(options_.state_dir + "/tasks/spare", ec);
   if (!ec) fs::create_directories(options_.state_dir + "/logs", ec);
   if (ec) return FailedPrecondition("cannot create the agent's state directory " + options_.state_dir + ": " + ec.message());
+  beacon_scope_ = TaskBeaconScope(options_.state_dir + "/tasks");
   for (const auto& e : fs::directory_iterator(options_.state_dir + "/tasks/spare", ec)) {
     if (e.is_regular_file()) spares_.push_back(e.path().filename().string());
   }
@@ -245,6 +270,7 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
     r.message = "the task was gone when the agent looked for it";
   }
   if (r.exit_code == 127 && r.message.empty()) r.message = "the command could not be run (exit 127); see the log";
+  if (!t.end_message.empty()) r.message = t.end_message;
   r.stop_reason = t.stop_reason;
   if (cgroups_) {
     r.oom = cgroups_->OomKills(t.key) > 0;
@@ -268,6 +294,11 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
 }
 
 void Executor::Recover() {
+  // Live shims by key, whatever their journals say.
+  std::map<std::string, TaskBeacon> beacons;
+  for (TaskBeacon& b : ListTaskBeacons(beacon_scope_)) {
+    if (ProcessStartTime(b.pid) == b.start_time) beacons[b.key] = std::move(b);
+  }
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(options_.state_dir + "/tasks", ec)) {
     const std::string name = e.path().filename().string();
@@ -275,11 +306,14 @@ void Executor::Recover() {
     const std::string key = name.substr(0, name.size() - 6);
     Task t;
     t.key = key;
-    bool has_pid = false;
+    bool has_pid = false, has_spec = false;
     for (const std::string& line : ReadJournal(e.path().string())) {
       const json j = json::parse(line, nullptr, false);
       if (!j.is_object()) continue;
-      if (j.contains("argv") && j.contains("meta") && !j["meta"].is_discarded()) t.meta = j["meta"].dump();
+      if (j.contains("argv") && j.contains("meta") && j["meta"].is_object()) {
+        t.meta = j["meta"].dump();
+        has_spec = true;
+      }
       if (j.contains("argv") && j.contains("resume") && j["resume"].is_array()) t.awaiting_resume = !j["resume"].empty();
       if (j.contains("resumed") && j["resumed"].is_object()) {
         t.resumed = j["resumed"].dump();
@@ -300,6 +334,29 @@ void Executor::Recover() {
         if (auto r = TaskResultFromJson(j["result"].dump()); r.ok()) t.result = *r;
       }
     }
+    auto beacon = beacons.find(key);
+    if (!t.result && has_spec && beacon != beacons.end() && !(has_pid && t.pid > 0 && Alive(t))) {
+      // The shim runs but its pid is not in the journal (lost, or the shim
+      // had not written it yet): its beacon says where it is.
+      t.pid = beacon->second.pid;
+      t.pid_start = beacon->second.start_time;
+      has_pid = true;
+    }
+    if (beacon != beacons.end() && (t.result || !has_spec || beacon->second.pid != t.pid)) {
+      // A live shim that its journal does not account for: the journal was
+      // damaged. The task cannot be adopted without it, and the server will
+      // start the job again: stop this copy first.
+      KillUnaccounted(beacon->second, "its journal " + e.path().string() + " is damaged");
+      t.result.reset();
+      t.stop_reason = "lost";
+      t.end_message = "its journal on the node was damaged, so the agent stopped it";
+      t.pid = -1;
+      beacons.erase(beacon);
+      tasks_[key] = std::move(t);
+      Finish(tasks_[key], std::nullopt);
+      continue;
+    }
+    if (beacon != beacons.end()) beacons.erase(beacon);
     if (t.result) {
       t.stopping = false;
       tasks_[key] = std::move(t);
@@ -320,12 +377,39 @@ void Executor::Recover() {
     tasks_[key] = std::move(t);
     Finish(tasks_[key], std::nullopt);
   }
+  // Shims without a journal at all (deleted): nothing to report them with;
+  // the server counts the tasks as lost.
+  for (const auto& [key, b] : beacons) KillUnaccounted(b, "it has no journal");
   if (cgroups_) {
     for (const std::string& group : cgroups_->List()) {
       if (tasks_.count(group) && !tasks_[group].result) continue;
       cgroups_->KillAll(group);
       if (cgroups_->Remove(group).code() == StatusCode::kUnavailable) busy_cgroups_.push_back(group);
     }
+  }
+}
+
+void Executor::KillUnaccounted(const TaskBeacon& b, const std::string& why) {
+  std::fprintf(stderr, "muster agent: task %s (shim pid %d) still runs but %s; stopping it\n", b.key.c_str(),
+               static_cast<int>(b.pid), why.c_str());
+  const int pidfd = OpenPidfd(b.pid);
+  if (ProcessStartTime(b.pid) != b.start_time) {  // it ended (and the pid may be another's now)
+    if (pidfd >= 0) ::close(pidfd);
+    return;
+  }
+  if (cgroups_) cgroups_->KillAll(b.key);
+  ::kill(-b.pid, SIGKILL);  // the shim leads the task's process group
+  ::kill(b.pid, SIGKILL);
+  if (pidfd >= 0) {
+    pollfd p{pidfd, POLLIN, 0};
+    ::poll(&p, 1, 2000);
+    ::close(pidfd);
+  }
+  // SIGKILL is delivered asynchronously: wait (up to 2 s) until no
+  // process of the group is alive, so that none outlives the report.
+  for (int i = 0; i < 200 && GroupAlive(b.pid); ++i) {
+    (void)::waitpid(b.pid, nullptr, WNOHANG);  // where the shim is ours
+    ::usleep(10'000);
   }
 }
 

@@ -15,11 +15,13 @@
 //
 // Recover() runs once at agent start: a task whose shim still runs is
 // adopted (watched through a pidfd, after checking its start time; the shim
-// records its own pid before it starts the payload, so a task whose agent
-// died right after starting it is adopted too); a task whose shim is gone
-// ends with the exit status the shim wrote, or as lost; cgroups that belong
-// to no task directory are emptied and removed. So an agent restart never
-// starts a task twice and never leaves one behind.
+// records its own pid before it starts the payload, and holds a beacon
+// (task_beacon.h) from then on, so a task whose agent died right after
+// starting it is adopted too); a task whose shim is gone ends with the exit
+// status the shim wrote, or as lost; a live shim whose journal is damaged
+// or deleted is killed with its task (the server will run the job again);
+// cgroups that belong to no task directory are emptied and removed. So an
+// agent restart never starts a task twice and never leaves one behind.
 //
 // Forget(key) retires an ended task's journal once the server has recorded
 // its result (the log stays). Retired journals are kept as spares in
@@ -40,6 +42,7 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/task_beacon.h"
 #include "agent/task_spec.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -114,6 +117,7 @@ class Executor {
     bool stopping = false;
     int64_t kill_at_ms = 0;      // SIGKILL everything at this time
     std::string stop_reason;
+    std::string end_message;     // overrides the result's message
     std::optional<TaskResult> result;
     std::string meta = "{}";
     bool awaiting_resume = false;  // it has candidates and the shim's choice is not read yet
@@ -125,6 +129,8 @@ class Executor {
   void Finish(Task& t, std::optional<int> wait_status);
   bool Alive(const Task& t) const;
   void Recover();
+  // Kills a live shim (and its task) that no journal accounts for.
+  void KillUnaccounted(const TaskBeacon& b, const std::string& why);
   // Creates the journal of task `key` with its first line: from a spare
   // when there is one. kAlreadyExists if the journal exists.
   Status CreateTaskJournal(const std::string& key, const std::string& first_line);
@@ -136,6 +142,7 @@ class Executor {
   std::map<std::string, Task> tasks_;
   std::vector<std::string> busy_cgroups_;  // emptied, to remove once the kernel lets go
   std::vector<std::string> spares_;        // names in tasks/spare/
+  std::string beacon_scope_;                // task_beacon.h
   bool recycle_ = true;                    // false: this filesystem cannot rename without replacing
 };
 

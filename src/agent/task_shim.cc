@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,7 @@
 #include "agent/executor.h"
 #include "agent/launcher.h"
 #include "agent/resume_check.h"
+#include "agent/task_beacon.h"
 #include "agent/task_spec.h"
 #include "common/fd_io.h"
 
@@ -186,9 +188,18 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
 
   // Recorded before the payload exists: an agent that dies between
   // starting this shim and writing its pid must not leave a running task
-  // that the next agent takes for one that never started.
+  // that the next agent takes for one that never started. The beacon tells
+  // the agent the same where the journal cannot (task_beacon.h).
   const pid_t self = ::getpid();
-  (void)AppendJournal(journal, nlohmann::json({{"pid", self}, {"startTime", ProcessStartTime(self)}}).dump());
+  const int64_t self_start = ProcessStartTime(self);
+  const std::filesystem::path journal_path(journal);
+  const int beacon = BindTaskBeacon(TaskBeaconScope(journal_path.parent_path().string()),
+                                    journal_path.stem().string(), self, self_start);
+  if (beacon < 0) {
+    const std::string msg = std::string("muster: cannot bind the task's beacon: ") + std::strerror(errno) + "\n";
+    log.Write(msg.data(), msg.size());
+  }
+  (void)AppendJournal(journal, nlohmann::json({{"pid", self}, {"startTime", self_start}}).dump());
 
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return 1;
@@ -223,6 +234,7 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   char buf[65536];
   int wait_status = 0;
   bool exited = false, eof = false, fencing = false;
+  int lease_missing = 0;  // checks in a row that found no lease file
   const auto now = [] { return std::chrono::steady_clock::now(); };
   auto exited_at = now(), last_lease_check = now(), kill_at = now();
   // Milliseconds until `t`, at least 0.
@@ -253,6 +265,10 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     last_lease_check = now();
     if (!fencing) {
       const int fd = ::open(spec.lease_file.c_str(), O_RDONLY | O_CLOEXEC);
+      // The agent creates its lease file before it starts any task and never
+      // removes it: a file missing at two checks in a row went with the
+      // agent's state, and no agent will renew it.
+      lease_missing = fd < 0 && errno == ENOENT ? lease_missing + 1 : 0;
       char text[32] = {};
       const ssize_t got = fd >= 0 ? ::pread(fd, text, sizeof text - 1, 0) : -1;
       if (fd >= 0) ::close(fd);
@@ -260,10 +276,13 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
       const long long wall = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count();
-      if (deadline > 0 && wall > deadline) {
+      if ((deadline > 0 && wall > deadline) || lease_missing >= 2) {
         // The agent has not renewed its lease: it is gone or cut off, and
         // the server may start this job elsewhere. Stop it ourselves.
-        const std::string msg = "muster: the agent's lease ran out; stopping the task (fenced)\n";
+        const std::string msg = lease_missing >= 2
+                                    ? "muster: the agent's lease file " + spec.lease_file +
+                                          " is gone; stopping the task (fenced)\n"
+                                    : "muster: the agent's lease ran out; stopping the task (fenced)\n";
         log.Write(msg.data(), msg.size());
         fencing = true;
         ::kill(-::getpgrp(), spec.stop_signal);  // the shim blocks it

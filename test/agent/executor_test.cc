@@ -3,6 +3,7 @@
 #include "agent/executor.h"
 
 #include "agent/launcher.h"
+#include "agent/task_beacon.h"
 #include "process_util.h"
 
 #include <poll.h>
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -214,6 +216,87 @@ TEST_F(ExecutorTest, ATaskWhoseAgentDiedBeforeRecordingItsPidIsAdopted) {
   EXPECT_EQ(WaitEnd(*e, "j9.a1.r0").exit_code, 7);
 }
 
+// Both pids the lost journal of the race above held (the shim's and the
+// agent's line) are gone: the shim's beacon still finds it, and it is
+// adopted rather than taken for a task that never started (which left it
+// running beside the copy the server would start next).
+TEST_F(ExecutorTest, ATaskWhoseJournalLostItsPidsIsFoundByItsBeacon) {
+  const std::string started = dir_ + "/started";
+  {
+    auto e = Make(/*cgroups=*/false);
+    ASSERT_TRUE(e->Start(Shell("j12.a1.r0", "echo start > " + started + "; sleep 1; exit 7"), {}).ok());
+    WaitLines(started, 1);
+    const std::string journal = e->JournalPath("j12.a1.r0");
+    const std::string spec = ReadJournal(journal).front();
+    std::ofstream(journal, std::ios::trunc) << spec << "\n";  // the spec alone
+  }
+  auto e = Make(/*cgroups=*/false);
+  auto tasks = e->Tasks();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_TRUE(tasks[0].running) << "the running task was taken for one that never started";
+  EXPECT_EQ(WaitEnd(*e, "j12.a1.r0").exit_code, 7);
+}
+
+// A journal overwritten or deleted while the agent was down hid a running
+// task: the new agent reported it gone, the server started the job again,
+// and the old copy ran on beside it. Now the agent finds the task by its
+// beacon and stops it before its first report.
+TEST_F(ExecutorTest, ATaskWhoseJournalIsDamagedOrDeletedIsStoppedNotLeftRunning) {
+  for (const bool cgroups : {false, true}) {
+    if (cgroups && !Root()) continue;
+    for (const bool deleted : {false, true}) {
+      SCOPED_TRACE(std::string(cgroups ? "cgroups, " : "no cgroups, ") + (deleted ? "deleted" : "overwritten"));
+      const std::string key = std::string("j13.a1.r") + (cgroups ? "1" : "0") + (deleted ? "1" : "0");
+      const std::string pids = dir_ + "/pids-" + key;
+      {
+        auto e = Make(cgroups);
+        ASSERT_TRUE(e->Start(Shell(key, "echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids + "; wait"), {}).ok());
+        WaitLines(pids, 2);
+        const std::string journal = e->JournalPath(key);
+        if (deleted) {
+          fs::remove(journal);
+        } else {
+          std::ofstream(journal, std::ios::trunc) << "not a journal\n";
+        }
+      }
+      auto e = Make(cgroups);
+      EXPECT_TRUE(AllGone(pids)) << "a copy of the task still runs";
+      if (deleted) {
+        EXPECT_FALSE(e->Has(key));
+        continue;
+      }
+      auto tasks = e->Tasks();
+      ASSERT_EQ(tasks.size(), 1u);
+      ASSERT_TRUE(tasks[0].result.has_value());
+      EXPECT_EQ(tasks[0].result->stop_reason, "lost");
+      EXPECT_NE(tasks[0].result->message.find("journal"), std::string::npos) << tasks[0].result->message;
+      e->Forget(key);
+    }
+  }
+}
+
+// The shim of an agent whose state directory was removed kept its task
+// running for ever: with no lease file it read no deadline. A lease file
+// missing at two checks in a row now fences the task.
+TEST_F(ExecutorTest, ATaskWhoseLeaseFileIsGoneFencesItself) {
+  auto e = Make(/*cgroups=*/false);
+  const std::string lease = dir_ + "/lease";
+  std::ofstream(lease) << "99999999999999999999\n";  // far in the future
+  TaskSpec spec = Shell("j14.a1.r0", "echo $$ > " + dir_ + "/pids; sleep 300 & echo $! >> " + dir_ + "/pids; wait");
+  spec.lease_file = lease;
+  spec.grace_ms = 100;
+  ASSERT_TRUE(e->Start(spec, {}).ok());
+  WaitLines(dir_ + "/pids", 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  e->Poll();
+  ASSERT_TRUE(e->Tasks()[0].running) << "fenced while its lease was still good";
+  fs::remove(lease);
+  const TaskResult r = WaitEnd(*e, "j14.a1.r0");
+  EXPECT_EQ(r.stop_reason, "fenced");
+  EXPECT_TRUE(AllGone(dir_ + "/pids"));
+  EXPECT_NE(Read(e->LogPath("j14.a1.r0")).find("lease file " + lease + " is gone"), std::string::npos);
+}
+
 TEST_F(ExecutorTest, AForgottenJournalIsReusedAndNeverBringsItsTaskBack) {
   const std::string spare = dir_ + "/state/tasks/spare";
   auto count = [&] { return std::distance(fs::directory_iterator(spare), fs::directory_iterator()); };
@@ -384,6 +467,39 @@ TEST_F(ExecutorTest, LogsRotateAtTheLimit) {
   WaitEnd(*e, "j9.a1.r0");
   EXPECT_LE(fs::file_size(e->LogPath("j9.a1.r0")), 1000u);
   EXPECT_TRUE(fs::exists(e->LogPath("j9.a1.r0") + ".1"));
+}
+
+TEST(TaskBeacons, AreListedForTheirStateDirectoryOnly) {
+  const std::string dir = ::testing::TempDir() + "/beacons_" + std::to_string(getpid());
+  fs::create_directories(dir + "/a/tasks");
+  fs::create_directories(dir + "/b/tasks");
+  const std::string a = TaskBeaconScope(dir + "/a/tasks"), b = TaskBeaconScope(dir + "/b/tasks");
+  ASSERT_EQ(a.size(), 16u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, TaskBeaconScope(dir + "/b/../a/tasks")) << "the scope is of the canonical path";
+  EXPECT_EQ(TaskBeaconScope(dir + "/missing"), "");
+  const int fd = BindTaskBeacon(a, "j1.a2.r3", getpid(), 42);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  EXPECT_LT(BindTaskBeacon(a, "j1.a2.r3", getpid(), 42), 0) << "a name is bound once";
+  auto listed = ListTaskBeacons(a);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].key, "j1.a2.r3");
+  EXPECT_EQ(listed[0].pid, getpid());
+  EXPECT_EQ(listed[0].start_time, 42);
+  EXPECT_TRUE(ListTaskBeacons(b).empty());
+  ::close(fd);
+  EXPECT_TRUE(ListTaskBeacons(a).empty()) << "a beacon goes with its socket";
+  // Names that do not parse are skipped.
+  std::ofstream(dir + "/unix") << "Num RefCount Protocol Flags Type St Inode Path\n"
+                               << "0: 00000002 0 0 0001 01 1 @muster-task/" << a << "/j1.a1.r0/12x/5\n"
+                               << "0: 00000002 0 0 0001 01 2 @muster-task/" << a << "/j1.a1.r0/1/5\n"
+                               << "0: 00000002 0 0 0001 01 3 @muster-task/" << a << "/j1.a1.r0/77\n"
+                               << "0: 00000002 0 0 0001 01 4 @muster-task/" << a << "/j2.a1.r0/77/9\n";
+  listed = ListTaskBeacons(a, dir + "/unix");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].key, "j2.a1.r0");
+  EXPECT_EQ(listed[0].pid, 77);
+  fs::remove_all(dir);
 }
 
 }  // namespace
