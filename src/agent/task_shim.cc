@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -76,8 +77,9 @@ class Log {
 };
 
 // In the payload child, after fork: only async-signal-safe calls until exec.
+// `script_path`: /proc/self/fd/N of the job's script with a #! line, or null.
 [[noreturn]] void ExecPayload(const TaskSpec& spec, const std::vector<char*>& argv, const std::vector<char*>& envp,
-                              int out_fd) {
+                              int out_fd, const char* script_path) {
   for (int sig : kIgnored) ::signal(sig, SIG_DFL);
   ::signal(SIGPIPE, SIG_DFL);
   sigset_t none;
@@ -102,6 +104,12 @@ class Log {
     const std::string what = "cannot enter the working directory " + spec.working_dir;
     errno = err;
     fail(what.c_str());
+  }
+  if (script_path != nullptr) {
+    char* const script_argv[] = {const_cast<char*>(script_path), nullptr};
+    ::execve(script_path, script_argv, envp.data());
+    // Refused (a kernel that forbids executing memory files): sh runs it,
+    // the #! line being a comment to it.
   }
   ::execvpe(argv[0], argv.data(), envp.data());
   fail(argv[0]);
@@ -201,6 +209,21 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   }
   (void)AppendJournal(journal, nlohmann::json({{"pid", self}, {"startTime", self_start}}).dump());
 
+  // A script with a #! line runs as a file: the kernel starts the
+  // interpreter it names, which reads the script from /proc/self/fd/N (so
+  // that descriptor is inherited, not close-on-exec).
+  std::string script_path;
+  if (spec.script && spec.argv[2].rfind("#!", 0) == 0) {
+    const int fd = ::memfd_create("muster-job-script", 0);
+    if (fd >= 0 && WriteFull(fd, spec.argv[2].data(), spec.argv[2].size())) {
+      script_path = "/proc/self/fd/" + std::to_string(fd);
+    } else {
+      const std::string msg = std::string("muster: cannot hold the script in memory (") + std::strerror(errno) +
+                              "); running it with /bin/sh\n";
+      log.Write(msg.data(), msg.size());
+    }
+  }
+
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return 1;
   const pid_t child = ::fork();
@@ -210,7 +233,7 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     (void)AppendJournal(journal, "{\"exitCode\":127}");
     return 0;
   }
-  if (child == 0) ExecPayload(spec, argv, envp, pipe_fds[1]);
+  if (child == 0) ExecPayload(spec, argv, envp, pipe_fds[1], script_path.empty() ? nullptr : script_path.c_str());
   ::close(pipe_fds[1]);
   // A stop that came before the payload existed signalled nobody (the
   // executor signals the task's processes, not the shim). It writes the

@@ -84,6 +84,7 @@ int RunMuster(int argc, char** argv) {
       return 2;
     }
   }
+  NoteRawArguments(*jobs, argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ExtrasError& e) {

@@ -28,6 +28,7 @@
 #include "cli/client.h"
 #include "common/quantity.h"
 #include "cli/job_summary_reader.h"
+#include "cli/script_directives.h"
 
 namespace muster::cli {
 
@@ -52,6 +53,7 @@ struct JobCommands {
   std::optional<int64_t> gpus, replicas, array;  // unset unless given; the server checks the values
   bool hold = false, parsable = false;
   std::vector<std::string> command;
+  bool double_dash = false;  // "--" was given: what follows is a command
   // get / history
   std::string kind;
   std::string state, filter_queue, filter_user, filter_name;
@@ -368,6 +370,39 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
     c.file = c.command[0];
     c.command.clear();
   }
+  // One file, not after "--": a batch script, as sbatch takes it.
+  std::optional<std::string> script;
+  std::error_code ec;
+  if (c.file.empty() && c.command.size() == 1 && !c.double_dash &&
+      std::filesystem::is_regular_file(c.command[0], ec)) {
+    std::ifstream in(c.command[0], std::ios::binary);
+    if (!in) return NotFound("cannot open " + c.command[0]);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    script = ss.str();
+    if (script->empty()) return InvalidArgument(c.command[0] + " is empty");
+    ASSIGN_OR_RETURN(ScriptSettings from, ReadScriptDirectives(*script, c.command[0]));
+    for (const std::string& w : from.warnings) std::cerr << "muster submit: " << w << "\n";
+    // A flag on the command line wins over the script's.
+    auto fill = [](std::string& flag, const std::optional<std::string>& v) {
+      if (flag.empty() && v) flag = *v;
+    };
+    fill(c.name, from.name);
+    fill(c.queue, from.queue);
+    fill(c.priority, from.priority);
+    fill(c.gpu_type, from.gpu_type);
+    fill(c.cpus, from.cpus);
+    fill(c.memory, from.memory);
+    fill(c.time, from.time);
+    fill(c.after, from.after);
+    fill(c.chdir, from.chdir);
+    if (!c.gpus) c.gpus = from.gpus;
+    if (!c.replicas) c.replicas = from.replicas;
+    if (!c.array) c.array = from.array;
+    c.hold = c.hold || from.hold;
+    if (c.name.empty()) c.name = std::filesystem::path(c.command[0]).filename().string();
+    c.command.clear();
+  }
   if (!c.file.empty() && !c.command.empty()) {
     return InvalidArgument("give a job file or a command, not both");
   }
@@ -390,10 +425,11 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
     const bool is_json = c.file.size() > 5 && c.file.substr(c.file.size() - 5) == ".json";
     return std::make_pair(ss.str(), std::string(is_json ? "application/json" : "application/yaml"));
   }
-  if (c.command.empty()) {
-    return InvalidArgument("give a job file, or the command after \"--\" (muster submit --gpus 1 -- python train.py)");
+  if (c.command.empty() && !script) {
+    return InvalidArgument("give a job file, a batch script, or the command after \"--\" (muster submit --gpus 1 -- "
+                           "python train.py)");
   }
-  json spec = {{"command", c.command}};
+  json spec = script ? json{{"script", *script}} : json{{"command", c.command}};
   if (!c.name.empty()) spec["name"] = c.name;
   if (!c.queue.empty()) spec["queue"] = c.queue;
   if (!c.priority.empty()) spec["priority"] = c.priority;
@@ -409,7 +445,6 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.after.empty()) spec["dependencies"] = c.after;
   if (c.hold) spec["hold"] = true;
   // As sbatch: the job runs where it was submitted from, unless told.
-  std::error_code ec;
   const std::string here = c.chdir.empty() ? std::filesystem::current_path(ec).string() : c.chdir;
   if (!here.empty()) spec["workingDir"] = here;
   return std::make_pair(spec.dump(), std::string("application/json"));
@@ -696,7 +731,7 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
     sub->add_option("--user", c->user, "Act as this user (default $USER)");
     if (formats) sub->add_option("-o,--output", c->output, "wide, json or yaml");
   };
-  c->submit = app.add_subcommand("submit", "Submit a job from a YAML/JSON file or from flags and a command");
+  c->submit = app.add_subcommand("submit", "Submit a job from a YAML/JSON file, a batch script, or flags and a command");
   common(c->submit);
   c->submit->add_option("-f,--file", c->file, "Job spec file (YAML or JSON)");
   c->submit->add_option("--name", c->name, "Job name")->group(kSpecFlags);
@@ -715,7 +750,8 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
       ->group(kSpecFlags);
   c->submit->add_flag("--parsable", c->parsable, "Print only the job id");
   c->submit->add_option("command", c->command,
-                        "The command, after --; or one job file (.yaml, .yml, .json) instead of -f");
+                        "The command, after --; or one job file (.yaml, .yml, .json) instead of -f; or a batch script "
+                        "(its text is the job, and its #SBATCH and #MUSTER lines set what flags do not)");
 
   c->get = app.add_subcommand("get", "List jobs, nodes or queues");
   common(c->get);
@@ -769,6 +805,10 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
     c->actions.emplace_back(sub, verb);
   }
   return c;
+}
+
+void NoteRawArguments(JobCommands& c, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) c.double_dash = c.double_dash || std::string_view(argv[i]) == "--";
 }
 
 int RunJobCommands(JobCommands& commands) {

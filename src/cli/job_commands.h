@@ -16,5 +16,9 @@ namespace muster::cli {
 struct JobCommands;
 std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app);
 int RunJobCommands(JobCommands& commands);
+// Tells the commands the raw arguments, before parsing: `muster submit
+// train.sh` submits the script's text, `muster submit -- ./train.sh` runs
+// the file, and only the raw arguments tell the two apart.
+void NoteRawArguments(JobCommands& commands, int argc, char** argv);
 
 }  // namespace muster::cli

@@ -147,6 +147,7 @@ json TaskJson(const TaskAssignment& t) {
           {"epoch", t.epoch},
           {"user", t.user},
           {"argv", t.argv},
+          {"script", t.script},
           {"image", t.image},
           {"env", t.env},
           {"workingDir", t.working_dir},
@@ -287,6 +288,7 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
     e.Get(o, "epoch", t.epoch);
     e.Get(o, "user", t.user);
     e.Get(o, "argv", t.argv);
+    e.Get(o, "script", t.script);
     e.Get(o, "image", t.image);
     e.Get(o, "env", t.env);
     e.Get(o, "workingDir", t.working_dir);

@@ -122,6 +122,9 @@ struct TaskAssignment {
   int64_t epoch = 0;
   std::string user;
   std::vector<std::string> argv;
+  // The job gave a script: argv is {"/bin/sh", "-c", SCRIPT}, and the node
+  // runs SCRIPT with the interpreter its #! line names, if it has one.
+  bool script = false;
   std::string image;  // a container image, when the job names one
   std::map<std::string, std::string> env;  // job env and Muster/torchrun/Slurm variables
   std::string working_dir;

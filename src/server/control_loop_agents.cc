@@ -762,6 +762,7 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const Attempt& a, int
   t.epoch = epoch_;
   t.user = jobs_.at(job).user;
   t.argv = TaskArgv(*a.spec);
+  t.script = a.spec->script.has_value();
   t.image = a.spec->image.value_or("");
   t.env = TaskEnvironment(*a.spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1,
                                     port_salt_});

@@ -139,8 +139,9 @@ TEST_F(ClusterTest, AJobSeesItsEnvironment) {
   AddAgent();
   WaitNodes(2);
   // Two replicas with 4 GPUs each on... whichever nodes the scheduler picks.
+  // A script, run by the interpreter its #! line names.
   const int64_t id = Submit("name: env\nreplicas: 2\nresources: {gpus: 4}\nenv: {MY_SETTING: x1}\n"
-                            "command: [/bin/sh, -c, 'env; echo cwd=$(pwd); id -un']\n");
+                            "script: \"#!/bin/bash\\n[[ -n $BASH_VERSION ]] && echo shell=bash\\nenv; echo cwd=$(pwd); id -un\\n\"\n");
   const json j = WaitEnd(id);
   ASSERT_EQ(j["state"], "COMPLETED") << j.dump();
   std::map<std::string, std::string> uuids_by_node;
@@ -162,6 +163,7 @@ TEST_F(ClusterTest, AJobSeesItsEnvironment) {
     EXPECT_EQ(env.at("WORLD_SIZE"), "2");
     EXPECT_EQ(env.at("MUSTER_NUM_REPLICAS"), "2");
     EXPECT_EQ(env.at("MY_SETTING"), "x1");
+    EXPECT_EQ(env.count("shell") ? env.at("shell") : "", "bash") << log;
     EXPECT_EQ(env.at("MASTER_ADDR"), "127.0.0.1");
     if (master.empty()) master = env.at("MASTER_PORT");
     EXPECT_EQ(env.at("MASTER_PORT"), master);

@@ -349,6 +349,39 @@ TEST_F(ExecutorTest, RunsAsAnotherUserWhenRoot) {
   EXPECT_EQ(Read(e->LogPath("j8.a1.r0")), "65534\n65534\n");
 }
 
+// A job's script ran under /bin/sh whatever its #! line said, so a bash
+// script (arrays, [[ ]], source) failed under dash. It runs with the
+// interpreter it names, as sbatch runs it; without a #! line, /bin/sh.
+TEST_F(ExecutorTest, AScriptRunsWithTheInterpreterItsFirstLineNames) {
+  struct Case {
+    std::string script, log;
+    bool other_user;
+  };
+  const std::vector<Case> cases = {
+      {"#!/bin/bash\nnames=(a b)\n[[ ${#names[@]} == 2 ]] && echo \"bash $GREETING\"\n", "bash hello\n", false},
+      {"#!/usr/bin/env python3\nimport os\nprint('python', os.environ['GREETING'])\n", "python hello\n", false},
+      {"echo \"sh $GREETING\"\n", "sh hello\n", false},
+      {"#!/bin/bash\n[[ $(id -u) == 65534 ]] && echo \"bash as nobody\"\n", "bash as nobody\n", true},
+  };
+  auto e = Make();
+  int n = 0;
+  for (const Case& c : cases) {
+    if (c.other_user && !Root()) continue;
+    const std::string key = "j15.a1.r" + std::to_string(n++);
+    SCOPED_TRACE(c.script);
+    TaskSpec s = Shell(key, c.script);
+    s.script = true;
+    if (c.other_user) {
+      s.run_as = true;
+      s.uid = s.gid = 65534;
+      s.working_dir = "/";
+    }
+    ASSERT_TRUE(e->Start(s, {}).ok());
+    EXPECT_EQ(WaitEnd(*e, key).exit_code, 0) << Read(e->LogPath(key));
+    EXPECT_EQ(Read(e->LogPath(key)), c.log);
+  }
+}
+
 TEST_F(ExecutorTest, TheLauncherStartsShimsWithoutExecAndTheirExitsAreSeen) {
   auto e = Make(/*cgroups=*/true, /*launcher=*/true);
   const std::string pids = dir_ + "/pids";

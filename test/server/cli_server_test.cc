@@ -103,7 +103,7 @@ TEST_F(CliServerTest, ErrorsAndExitCodes) {
   EXPECT_NE(r.out.find("spec.timeLimit"), std::string::npos) << r.out;
   r = Muster(url, "submit --gpus 1");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("give a job file, or the command"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("give a job file, a batch script, or the command"), std::string::npos) << r.out;
   // A negative number is the server's to refuse, not "unset".
   r = Muster(url, "submit --gpus -1 -- x");
   EXPECT_EQ(r.code, 1);
@@ -225,6 +225,71 @@ TEST_F(CliServerTest, SubmitRunsInTheDirectoryItWasSubmittedFrom) {
   EXPECT_EQ(working_dir(""), std::filesystem::current_path().string());
   EXPECT_EQ(working_dir("--chdir /srv/data"), "/srv/data");
   EXPECT_EQ(working_dir("-D /tmp"), "/tmp");
+}
+
+// `muster submit train.sh`, as `sbatch train.sh`: the script's text is the
+// job, its #SBATCH and #MUSTER lines give the settings, a flag on the
+// command line wins, and a directive that cannot be honoured is an error
+// naming its line, never dropped.
+TEST_F(CliServerTest, ABatchScriptIsSubmittedWithItsDirectives) {
+  const std::string url = server_.url();
+  const std::string script = server_.dir() + "/train.sh";
+  const std::string text =
+      "#!/bin/bash\n"
+      "# fine-tune\n"
+      "#SBATCH -J llama-ft\n"
+      "#SBATCH --nodes=1 --gpus-per-node=4   # one node\n"
+      "#SBATCH --mem=64G -t 90\n"
+      "#SBATCH --output=slurm-%j.out\n"
+      "#MUSTER --cpus 8\n"
+      "\n"
+      "set -e\n"
+      "#SBATCH --gpus=8\n"
+      "torchrun train.py\n";
+  std::ofstream(script) << text;
+  Result r = Muster(url, "submit --parsable " + script);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("train.sh line 6: #SBATCH --output is ignored"), std::string::npos) << r.out;
+  // The id is the last line (warnings come first, on stderr).
+  auto job_of = [&](const Result& submitted) {
+    std::string out = submitted.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    const Result d = Muster(url, "describe job " + out.substr(out.rfind('\n') + 1) + " -o json");
+    return json::parse(d.out, nullptr, false);
+  };
+  json job = job_of(r);
+  EXPECT_EQ(job["script"], text);
+  EXPECT_TRUE(job["command"].is_null()) << job.dump();
+  EXPECT_EQ(job["name"], "llama-ft");
+  EXPECT_EQ(job["replicas"], 1);
+  EXPECT_EQ(job["resources"]["gpus"], 4) << "the directive after the first command counts for nothing";
+  EXPECT_EQ(job["resources"]["cpus"], 8);
+  EXPECT_EQ(job["resources"]["memory"], int64_t{64} << 30) << "Slurm's G is GiB";
+  EXPECT_EQ(job["timeLimit"], "1h30m");
+  EXPECT_EQ(job["workingDir"], std::filesystem::current_path().string());
+
+  r = Muster(url, "submit --parsable --gpus 2 --name mine " + script);
+  ASSERT_EQ(r.code, 0) << r.out;
+  job = job_of(r);
+  EXPECT_EQ(job["resources"]["gpus"], 2);
+  EXPECT_EQ(job["name"], "mine");
+
+  // After "--" the file is a command to run on the node.
+  r = Muster(url, "submit --parsable -- " + script);
+  ASSERT_EQ(r.code, 0) << r.out;
+  job = job_of(r);
+  EXPECT_EQ(job["command"], json({script}));
+
+  const std::string before = Muster(url, "get jobs -o json").out;
+  std::ofstream(script) << "#!/bin/bash\n#SBATCH --constraint=a100\nhostname\n";
+  r = Muster(url, "submit " + script);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("train.sh line 2: #SBATCH --constraint is not supported"), std::string::npos) << r.out;
+  std::ofstream(script) << "#!/bin/bash\n#MUSTER --gpus eight\nhostname\n";
+  r = Muster(url, "submit " + script);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("train.sh line 2: #MUSTER --gpus: expected a count, got \"eight\""), std::string::npos) << r.out;
+  EXPECT_EQ(Muster(url, "get jobs -o json").out, before) << "a refused script submitted nothing";
 }
 
 TEST(CliQueues, QuotasAndUseByTypeAreShown) {

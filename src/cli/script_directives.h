@@ -1,0 +1,42 @@
+// Job settings written into a batch script, as sbatch reads them.
+//
+// `muster submit train.sh` sends the script's text as the job's `script`
+// and reads its directives: lines at the top of the script that start with
+// `#MUSTER` (muster submit's own flags) or `#SBATCH` (Slurm's, for scripts
+// written for Slurm). As in sbatch, directives end at the first line that
+// is neither blank nor a comment, and a flag on the command line wins over
+// the same setting in the script.
+//
+// Slurm flags map onto the spec: -J/--job-name, -p/--partition (queue),
+// --qos (priority class), -N/--nodes (replicas), --gpus-per-node,
+// --gres=gpu[:type]:N, -G/--gpus (the job's total, divided among its
+// nodes), -c/--cpus-per-task, --mem (Slurm's units: a bare number is MiB,
+// and G means GiB), -t/--time (a bare number is minutes), -d/--dependency,
+// -H/--hold, -D/--chdir. Flags that only shape Slurm's own bookkeeping or
+// output (-o, -e, --mail-*, -A, --ntasks*, ...) are ignored with a warning.
+// Any other flag is an error naming the line: it may change where or how
+// the job runs, so it is never dropped silently.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace muster::cli {
+
+struct ScriptSettings {
+  std::optional<std::string> name, queue, priority, gpu_type, cpus, memory, time, after, chdir;
+  std::optional<int64_t> gpus, replicas, array;  // gpus: per replica
+  bool hold = false;
+  std::vector<std::string> warnings;  // "train.sh line 4: #SBATCH --output is ignored ..."
+};
+
+// Reads the directives of `script`; `file` names it in messages.
+// InvalidArgument, naming the file, line and flag, for a flag it cannot
+// honour or a value that does not parse.
+StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const std::string& file);
+
+}  // namespace muster::cli
