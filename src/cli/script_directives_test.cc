@@ -1,0 +1,69 @@
+#include "cli/script_directives.h"
+
+#include <gtest/gtest.h>
+
+namespace muster::cli {
+namespace {
+
+ScriptSettings Read(const std::string& script) {
+  auto s = ReadScriptDirectives(script, "job.sh");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? *s : ScriptSettings{};
+}
+
+std::string Error(const std::string& script) {
+  auto s = ReadScriptDirectives(script, "job.sh");
+  EXPECT_FALSE(s.ok());
+  return s.ok() ? "" : s.status().message();
+}
+
+TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
+  ScriptSettings s = Read("#!/bin/bash\n#SBATCH --job-name='my job' -N 2-2\n#SBATCH --gres=gpu:a100:4 --mem 4000\n"
+                          "#SBATCH -t 1-00:00:00 -c8 -p research -q high\n#SBATCH -d afterok:3 -H -D /data\npython x.py\n");
+  EXPECT_EQ(s.name, "my job");
+  EXPECT_EQ(s.replicas, 2);
+  EXPECT_EQ(s.gpus, 4);
+  EXPECT_EQ(s.gpu_type, "a100");
+  EXPECT_EQ(s.memory, "4000Mi");
+  EXPECT_EQ(s.time, "1-00:00:00");
+  EXPECT_EQ(s.cpus, "8");
+  EXPECT_EQ(s.queue, "research");
+  EXPECT_EQ(s.priority, "high");
+  EXPECT_EQ(s.after, "afterok:3");
+  EXPECT_TRUE(s.hold);
+  EXPECT_EQ(s.chdir, "/data");
+  EXPECT_TRUE(s.warnings.empty());
+
+  s = Read("#SBATCH --gpus=h100:16 --nodes=2 --mem=1t -t 45\n");
+  EXPECT_EQ(s.gpus, 8) << "the job's total, divided among its nodes";
+  EXPECT_EQ(s.gpu_type, "h100");
+  EXPECT_EQ(s.memory, "1Ti");
+  EXPECT_EQ(s.time, "45m");
+  EXPECT_EQ(Read("#SBATCH --gres=gpu\n").gpus, 1);
+}
+
+TEST(ScriptDirectives, EndAtTheFirstCommandAndSkipOtherComments) {
+  const ScriptSettings s = Read("#!/bin/sh\n\n# SBATCH --gpus=1 (a comment: a space after #)\n  #MUSTER --gpus 2\n"
+                                "echo hi\n#MUSTER --gpus 3\n");
+  EXPECT_EQ(s.gpus, 2);
+  EXPECT_EQ(Read("#MUSTER --array 5 --hold --time=2h\n").array, 5);
+}
+
+TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine) {
+  const ScriptSettings s = Read("#!/bin/bash\n#SBATCH -o out-%j.txt --mail-type=END\n");
+  ASSERT_EQ(s.warnings.size(), 2u);
+  EXPECT_EQ(s.warnings[0], "job.sh line 2: #SBATCH -o is ignored (it has no meaning here)");
+  EXPECT_EQ(Error("#!/bin/bash\n#SBATCH --exclusive\n"),
+            "job.sh line 2: #SBATCH --exclusive is not supported; give the setting with a #MUSTER line or a flag");
+  EXPECT_EQ(Error("#MUSTER --gpu 2\n"), "job.sh line 1: #MUSTER --gpu is not a muster submit flag");
+  EXPECT_EQ(Error("#MUSTER --gpus\n"), "job.sh line 1: #MUSTER --gpus needs a value");
+  EXPECT_EQ(Error("#MUSTER --hold=yes\n"), "job.sh line 1: #MUSTER --hold takes no value");
+  EXPECT_EQ(Error("#SBATCH -N 1-4\n"), "job.sh line 1: #SBATCH -N: expected a count, got \"1-4\"");
+  EXPECT_EQ(Error("#SBATCH --gres=mps:100\n"), "job.sh line 1: #SBATCH --gres: only gpu resources are supported, got \"mps:100\"");
+  EXPECT_EQ(Error("#SBATCH --gpus=6 -N 4\n"), "job.sh: #SBATCH --gpus=6 cannot be divided evenly among 4 nodes");
+  EXPECT_EQ(Error("#SBATCH --gpus=8 --gpus-per-node=4\n"),
+            "job.sh: #SBATCH --gpus (the job's total) and a per-node GPU count were both given");
+}
+
+}  // namespace
+}  // namespace muster::cli
