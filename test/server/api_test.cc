@@ -683,6 +683,30 @@ TEST(ServerStart, DamagedStoreStopsItWithTheFileName) {
   EXPECT_NE(server.log().find(db), std::string::npos) << server.log();
 }
 
+// Deleting the -wal after a kill -9 lost the jobs acknowledged since the
+// last checkpoint, and the restarted server handed their ids out again.
+TEST(ServerStart, AStoreThatLostAcknowledgedJobsStopsIt) {
+  ServerProcess server(kCluster);
+  ASSERT_TRUE(server.Start());
+  server.Stop();  // a clean stop: the store file holds everything so far
+  ASSERT_TRUE(server.Start());
+  Api api(server.url());
+  std::string last;
+  for (int i = 0; i < 3; ++i) {
+    auto r = api.Post("/v1/jobs", R"({"command": ["true"], "resources": {"gpus": 1}})");
+    ASSERT_TRUE(r && r->status == 201);
+    last = json::parse(r->body)["id"].dump();
+  }
+  server.Kill();
+  const std::string db = server.dir() + "/muster.db";
+  std::filesystem::remove(db + "-wal");
+  std::filesystem::remove(db + "-shm");
+  EXPECT_FALSE(server.Start());
+  EXPECT_NE(server.log().find("store " + db + " holds jobs up to 0, but job " + last + " was acknowledged"),
+            std::string::npos)
+      << server.log();
+}
+
 // Two servers on one store would each hand out the same job ids and
 // overwrite each other's jobs: the second is refused and the first goes on.
 TEST(ServerStart, ASecondServerOnTheSameStoreIsRefused) {

@@ -83,7 +83,11 @@ StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path
   // FULL: a commit is on disk before it returns. The coalescing VFS needs it too.
   RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = FULL"));
   RETURN_IF_ERROR(MigrateSqlite(db));
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(lock), std::move(db)));
+  ASSIGN_OR_RETURN(HighWater high_water, HighWater::Open(path));
+  ASSIGN_OR_RETURN(Stmt max_id, db.Prepare("SELECT COALESCE(MAX(id), 0) FROM jobs"));
+  ASSIGN_OR_RETURN(bool has_max, max_id.Step());
+  RETURN_IF_ERROR(high_water.Check(path, has_max ? max_id.Int(0) : 0));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(lock), std::move(db), std::move(high_water)));
 }
 
 template <typename Fn>
@@ -112,7 +116,8 @@ struct SqliteStore::WriteStatements {
   Stmt job, reason, event, idem, node, meta, checkpoint;
 };
 
-SqliteStore::SqliteStore(StoreLock lock, Db writer) : lock_(std::move(lock)), writer_(std::move(writer)) {}
+SqliteStore::SqliteStore(StoreLock lock, Db writer, HighWater high_water)
+    : lock_(std::move(lock)), writer_(std::move(writer)), high_water_(std::move(high_water)) {}
 SqliteStore::~SqliteStore() = default;
 
 Status SqliteStore::PrepareWrites() {
@@ -194,7 +199,15 @@ Status SqliteStore::Commit(const std::vector<const WriteBatch*>& batches) {
     return s;
   }
   s = writer_.Exec("COMMIT");
-  if (!s.ok()) (void)writer_.Exec("ROLLBACK");
+  if (!s.ok()) {
+    (void)writer_.Exec("ROLLBACK");
+    return s;
+  }
+  int64_t max_job = 0;
+  for (const WriteBatch* b : batches) {
+    for (const JobRow& j : b->jobs) max_job = std::max(max_job, j.id);
+  }
+  high_water_.Record(max_job);  // durable now: the record never runs ahead of the store
   return s;
 }
 

@@ -9,7 +9,9 @@
 // creates the file if needed, checks that it is a healthy SQLite database
 // (PRAGMA quick_check) and applies the schema migrations in migrations.cc.
 // A damaged, foreign or empty file is an error naming the file: the server
-// refuses to start rather than begin again empty.
+// refuses to start rather than begin again empty. So is a store that lost
+// jobs it had acknowledged (its -wal deleted, an older copy, or the file
+// gone): high_water.h.
 #pragma once
 
 #include <memory>
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "store/sqlite/high_water.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/store_lock.h"
 #include "store/store.h"
@@ -48,7 +51,7 @@ class SqliteStore final : public Store {
   static int LatestSchemaVersion();
 
  private:
-  SqliteStore(StoreLock lock, Db writer);
+  SqliteStore(StoreLock lock, Db writer, HighWater high_water);
 
   // Runs `fn(Db&)` on a pooled read connection.
   template <typename Fn>
@@ -62,6 +65,7 @@ class SqliteStore final : public Store {
   std::mutex write_mu_;
   Db writer_;  // guarded by write_mu_
   std::unique_ptr<WriteStatements> writes_;  // guarded by write_mu_
+  HighWater high_water_;                     // guarded by write_mu_
   std::mutex read_mu_;
   std::vector<Db> readers_;  // idle read connections; guarded by read_mu_
 };

@@ -24,7 +24,74 @@ std::string TempPath(const std::string& name) {
   std::filesystem::remove(p);
   std::filesystem::remove(p + "-wal");
   std::filesystem::remove(p + "-shm");
+  std::filesystem::remove(p + "-hwm");
   return p;
+}
+
+Status CommitJobs(Store& s, int64_t first, int64_t last) {
+  WriteBatch b;
+  for (int64_t id = first; id <= last; ++id) {
+    JobRow j;
+    j.id = id;
+    j.name = "j" + std::to_string(id);
+    j.user = "u";
+    j.queue = "q";
+    j.priority_class = "normal";
+    j.state = "PENDING";
+    j.submit_ms = 1000 + id;
+    j.spec_json = "{}";
+    j.status_json = "{}";
+    b.jobs.push_back(j);
+  }
+  return s.Commit({&b});
+}
+
+// Deleting the -wal of a store whose server was killed lost the jobs
+// committed since the last checkpoint, silently, and the server handed
+// their ids out again. The store now refuses to open, naming both files.
+TEST(SqliteStore, AStoreThatLostAcknowledgedJobsIsRefused) {
+  const std::string path = TempPath("lost"), copy = TempPath("lostcopy");
+  namespace fs = std::filesystem;
+  {
+    auto s = SqliteStore::Open(path);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE(CommitJobs(**s, 1, 2).ok());
+  }  // closed: jobs 1 and 2 are checkpointed into the file
+  auto s = SqliteStore::Open(path);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE(CommitJobs(**s, 3, 5).ok());  // in the -wal only
+  // The files as a kill -9 leaves them, then the -wal "cleaned up".
+  fs::copy_file(path, copy);
+  fs::copy_file(path + "-hwm", copy + "-hwm");
+  auto lost = SqliteStore::Open(copy);
+  ASSERT_FALSE(lost.ok());
+  EXPECT_EQ(lost.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(lost.status().message().find("store " + copy + " holds jobs up to 2, but job 5 was acknowledged (recorded in " +
+                                         copy + "-hwm): its write-ahead log " + copy + "-wal is missing"),
+            std::string::npos)
+      << lost.status().ToString();
+  // With its -wal it opens whole.
+  fs::remove(copy + "-shm");
+  fs::copy_file(path + "-wal", copy + "-wal");
+  auto whole = SqliteStore::Open(copy);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(*(*whole)->MaxJobId(), 5);
+  whole->reset();
+  // Removing the record accepts the loss, as the message says.
+  for (const char* f : {"", "-wal", "-shm"}) fs::remove(copy + f);
+  fs::copy_file(path, copy);
+  fs::remove(copy + "-hwm");
+  auto accepted = SqliteStore::Open(copy);
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  EXPECT_EQ(*(*accepted)->MaxJobId(), 2);
+  accepted->reset();
+  // A store file deleted outright, next to its record, is refused too.
+  for (const char* f : {"", "-wal", "-shm"}) fs::remove(copy + f);
+  fs::copy_file(path + "-hwm", copy + "-hwm", fs::copy_options::overwrite_existing);
+  EXPECT_EQ(SqliteStore::Open(copy).status().code(), StatusCode::kDataLoss);
+  // A record zeroed by a crash of the machine counts as none.
+  std::ofstream(copy + "-hwm", std::ios::trunc) << std::string(21, '\0');
+  EXPECT_TRUE(SqliteStore::Open(copy).ok());
 }
 
 TEST(SqliteStore, ForeignFileIsDataLossNamingTheFile) {
