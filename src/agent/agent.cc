@@ -372,8 +372,16 @@ void Agent::Apply(const proto::SyncResponse& r) {
     if (t.epoch < r.epoch) continue;  // launched by an older leader: never start it
     desired[proto::TaskKey(t.job, t.attempt, t.replica)] = &t;
   }
+  bool stopping = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping = stop_;
+  }
+  // An agent on its way out starts nothing: its last sync may bring work
+  // (a requeued job bound straight back here) that no agent would watch.
+  // The server sees it never started; the next agent here starts it.
   for (const auto& [key, t] : desired) {
-    if (!executor_->Has(key) && !failed_starts_.count(key)) StartTask(*t);
+    if (!stopping && !executor_->Has(key) && !failed_starts_.count(key)) StartTask(*t);
   }
   for (const TaskStatus& t : executor_->Tasks()) {
     if (!t.running || desired.count(t.key)) continue;

@@ -665,6 +665,11 @@ TEST_F(ClusterTest, ATaskStoppedByItsAgentShuttingDownCostsNoRetry) {
   // Stopped, then started again on the same state (as `muster dev` is): the
   // new agent reports how the task ended.
   agents_.back()->Stop();
+  // The stopping agent's last sync brought the requeued job straight back
+  // to this node, and the agent started it as it exited: a task left
+  // running with no agent (for ever under `muster dev`'s Ctrl-C).
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(muster::testing::AllGone(pid)) << "a task was started by an agent on its way out";
   agents_.back()->Start();
   const json j = WaitAttemptRunning(id, 2);
   // Running again at once (a retry would wait its 30 s backoff).
