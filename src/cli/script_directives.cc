@@ -186,7 +186,17 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
           out.memory = value;
           break;
         case Field::kTime:
-          out.time = slurm && AllDigits(value) ? value + "m" : value;  // Slurm: a bare number is minutes
+          if (slurm) {
+            // Slurm: a bare number is minutes, and 0, INFINITE and UNLIMITED mean no limit.
+            std::string lower = value;
+            for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            if (lower == "0" || lower == "infinite" || lower == "unlimited") {
+              value = "unlimited";
+            } else if (AllDigits(value)) {
+              value += "m";
+            }
+          }
+          out.time = value;
           break;
         case Field::kGpus:
         case Field::kArray:

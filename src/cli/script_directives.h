@@ -11,7 +11,8 @@
 // --qos (priority class), -N/--nodes (replicas), --gpus-per-node,
 // --gres=gpu[:type]:N, -G/--gpus (the job's total, divided among its
 // nodes), -c/--cpus-per-task, --mem (Slurm's units: a bare number is MiB,
-// and G means GiB), -t/--time (a bare number is minutes), -d/--dependency,
+// and G means GiB), -t/--time (a bare number is minutes; 0, INFINITE and
+// UNLIMITED are no limit), -d/--dependency,
 // -H/--hold, -D/--chdir. Flags that only shape Slurm's own bookkeeping or
 // output (-o, -e, --mail-*, -A, --ntasks*, ...) are ignored with a warning.
 // Any other flag is an error naming the line: it may change where or how

@@ -40,6 +40,8 @@ TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
   EXPECT_EQ(s.memory, "1Ti");
   EXPECT_EQ(s.time, "45m");
   EXPECT_EQ(Read("#SBATCH --gres=gpu\n").gpus, 1);
+  EXPECT_EQ(Read("#SBATCH -t 0\n").time, "unlimited");
+  EXPECT_EQ(Read("#SBATCH --time=INFINITE\n").time, "unlimited");
 }
 
 TEST(ScriptDirectives, EndAtTheFirstCommandAndSkipOtherComments) {
