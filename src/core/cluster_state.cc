@@ -206,6 +206,7 @@ ClusterSnapshot ClusterState::Snapshot(Time now) const {
   s.quotas = quotas_;
   s.queue_usage = &queue_usage_;
   s.job_states = &job_states_;
+  s.job_end_times = &end_times_;
   return s;
 }
 
@@ -352,6 +353,7 @@ Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string 
   rec.allocations.clear();
   rec.reason = std::move(reason);
   job_states_[job] = terminal;
+  end_times_[job] = now;
   return Status::Ok();
 }
 
@@ -372,6 +374,7 @@ Status ClusterState::EndPending(JobId job, JobState terminal, Time now, std::str
   rec.end_time = now;
   rec.reason = std::move(reason);
   job_states_[job] = terminal;
+  end_times_[job] = now;
   return Status::Ok();
 }
 
@@ -457,6 +460,7 @@ Status ClusterState::RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobS
   rec.end_time = end_time;
   rec.reason = std::move(reason);
   job_states_[id] = state;
+  end_times_[id] = end_time;
   jobs_.emplace(id, std::move(rec));
   next_id_ = std::max(next_id_, id + 1);
   return Status::Ok();

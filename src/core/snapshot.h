@@ -169,6 +169,14 @@ struct ClusterSnapshot {
     if (it == job_states->end()) return std::nullopt;
     return it->second;
   }
+  // When an ended job ended (for the age of jobs that depended on it).
+  const std::unordered_map<JobId, Time>* job_end_times = nullptr;
+  std::optional<Time> EndOf(JobId id) const {
+    if (job_end_times == nullptr) return std::nullopt;
+    auto it = job_end_times->find(id);
+    if (it == job_end_times->end()) return std::nullopt;
+    return it->second;
+  }
 };
 
 }  // namespace muster::core

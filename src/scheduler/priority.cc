@@ -18,8 +18,21 @@ PriorityBreakdown ComputePriority(const core::PendingJob& job, const core::Clust
   if (job.priority_class >= 0 && job.priority_class < static_cast<int32_t>(snap.classes.size())) {
     b.class_points = snap.classes[job.priority_class].weight;
   }
-  const Time eligible = std::max(job.submit_time, job.begin_time);
-  const int64_t waited_ms = std::max<int64_t>(0, (snap.now - eligible).millis());
+  // Eligible since its submit, its begin time and the end of its last
+  // dependency; while a dependency has not ended it is not eligible at all
+  // (as Slurm counts age): a job queued behind a long one does not come out
+  // of the wait ahead of jobs that could run all along.
+  Time eligible = std::max(job.submit_time, job.begin_time);
+  bool waiting = false;
+  for (const core::Dependency& d : job.dependencies) {
+    const std::optional<Time> end = snap.EndOf(d.job);
+    if (!end) {
+      waiting = true;
+      break;
+    }
+    eligible = std::max(eligible, *end);
+  }
+  const int64_t waited_ms = waiting ? 0 : std::max<int64_t>(0, (snap.now - eligible).millis());
   // Multiply before dividing (points per hour, millisecond input), capped
   // first so the product cannot overflow for any realistic wait.
   const int64_t capped_ms = std::min<int64_t>(waited_ms, int64_t{1} << 40);

@@ -49,6 +49,29 @@ TEST_F(PriorityTest, AgeCountsFromBeginTime) {
   EXPECT_EQ(ComputePriority(j, At(Time::Zero() + Duration::Hours(3)), w_).age_points, 500);
 }
 
+// A job that waited behind its dependency came out of the wait with all
+// that time as age, ahead of jobs that could run all along. As in Slurm,
+// age counts from when it became eligible: the end of its last dependency.
+TEST_F(PriorityTest, AgeCountsFromTheEndOfTheLastDependency) {
+  core::JobSpec spec;
+  auto first = state_.Submit(spec, Time::Zero());
+  auto second = state_.Submit(spec, Time::Zero());
+  ASSERT_TRUE(first.ok() && second.ok());
+  core::PendingJob j = Job(0, Time::Zero());
+  j.dependencies = {{core::DependencyType::kAfterAny, *first}, {core::DependencyType::kAfterAny, *second}};
+  const Time t0 = Time::Zero();
+  EXPECT_EQ(ComputePriority(j, At(t0 + Duration::Hours(4)), w_).age_points, 0) << "not eligible while both wait";
+  ASSERT_TRUE(state_.EndPending(*first, core::JobState::kCancelled, t0 + Duration::Hours(1), "x").ok());
+  EXPECT_EQ(ComputePriority(j, At(t0 + Duration::Hours(4)), w_).age_points, 0) << "one still waits";
+  ASSERT_TRUE(state_.EndPending(*second, core::JobState::kCancelled, t0 + Duration::Hours(2), "x").ok());
+  EXPECT_EQ(ComputePriority(j, At(t0 + Duration::Hours(4)), w_).age_points, 1'000) << "2 h since the last ended";
+  // Ended before this state was built (a restart): the same.
+  core::ClusterState restored;
+  ASSERT_TRUE(restored.RestoreEnded(*first, spec, t0, core::JobState::kCompleted, t0 + Duration::Hours(1), "").ok());
+  ASSERT_TRUE(restored.RestoreEnded(*second, spec, t0, core::JobState::kCompleted, t0 + Duration::Hours(3), "").ok());
+  EXPECT_EQ(ComputePriority(j, restored.Snapshot(t0 + Duration::Hours(4)), w_).age_points, 500);
+}
+
 TEST_F(PriorityTest, SizeIsOffByDefaultAndCapped) {
   EXPECT_EQ(ComputePriority(Job(0, Time::Zero(), 64), At(Time::Zero()), w_).size_points, 0);
   w_.size_points_per_gpu = 10;
