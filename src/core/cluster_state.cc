@@ -184,6 +184,7 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   p.topology = spec.topology;
   p.begin_time = spec.begin_time.value_or(Time::Zero());
   p.held = spec.hold;
+  if (auto rec = jobs_.find(id); rec != jobs_.end()) p.released_at = rec->second.released_at;
   p.known_duration = spec.known_duration;
   p.dependencies = spec.dependencies;
   return p;
@@ -475,10 +476,12 @@ Status ClusterState::Hold(JobId job) {
   return Status::Ok();
 }
 
-Status ClusterState::Release(JobId job) {
+Status ClusterState::Release(JobId job, Time now) {
   auto it = pending_pos_.find(job);
   if (it == pending_pos_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not pending");
   pending_[it->second].held = false;
+  pending_[it->second].released_at = now;
+  jobs_.at(job).released_at = now;
   jobs_.at(job).state = JobState::kPending;
   job_states_[job] = JobState::kPending;
   return Status::Ok();

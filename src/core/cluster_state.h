@@ -66,6 +66,7 @@ struct JobRecord {
   std::vector<Allocation> allocations;  // while running
   std::string reason;                   // for terminal states: why it ended
   bool preempt_immune = false;          // see RunningJob::preempt_immune
+  Time released_at = Time::Zero();      // when a hold on it was last released
 };
 
 class ClusterState {
@@ -117,9 +118,10 @@ class ClusterState {
   // restart reloading history), so dependencies on it resolve.
   Status RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state, Time end_time,
                       std::string reason);
-  // Holds or releases a pending job.
+  // Holds or releases a pending job. A held job is not eligible: its age
+  // counts from `now`, the release (scheduler/priority.h).
   Status Hold(JobId job);
-  Status Release(JobId job);
+  Status Release(JobId job, Time now = Time::Zero());
 
   // Recomputes every node's free capacity from the running allocations and
   // compares; also checks gangs are whole and no node is over capacity.

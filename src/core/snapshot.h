@@ -81,6 +81,7 @@ struct PendingJob {
   TopologyScope topology = TopologyScope::kAny;
   Time begin_time;           // Time::Zero() when none
   bool held = false;
+  Time released_at;          // when a hold was last released; Time::Zero() when never
   Duration known_duration = Duration::Infinite();  // SJF baseline only
   std::vector<Dependency> dependencies;
   // Capacity freed for this job by preempting `victims`: held for it until

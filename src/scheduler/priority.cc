@@ -18,12 +18,13 @@ PriorityBreakdown ComputePriority(const core::PendingJob& job, const core::Clust
   if (job.priority_class >= 0 && job.priority_class < static_cast<int32_t>(snap.classes.size())) {
     b.class_points = snap.classes[job.priority_class].weight;
   }
-  // Eligible since its submit, its begin time and the end of its last
-  // dependency; while a dependency has not ended it is not eligible at all
+  // Eligible since its submit, its begin time, the release of a hold and the
+  // end of its last dependency; while held, or while a dependency has not
+  // ended, it is not eligible at all
   // (as Slurm counts age): a job queued behind a long one does not come out
   // of the wait ahead of jobs that could run all along.
-  Time eligible = std::max(job.submit_time, job.begin_time);
-  bool waiting = false;
+  Time eligible = std::max({job.submit_time, job.begin_time, job.released_at});
+  bool waiting = job.held;  // held: not eligible either
   for (const core::Dependency& d : job.dependencies) {
     const std::optional<Time> end = snap.EndOf(d.job);
     if (!end) {

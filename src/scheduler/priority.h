@@ -5,9 +5,9 @@
 //  1. class: the weight of the job's priority class (default low 0,
 //     normal 10000, high 20000).
 //  2. age: age_points_per_hour for every hour waited since the job became
-//     eligible (the latest of its submit, its begin time and the end of its
-//     last dependency; none while a dependency has not ended), capped at
-//     age_cap. The cap is larger than one class step by default, so a job
+//     eligible (the latest of its submit, its begin time, the release of a
+//     hold and the end of its last dependency; none while it is held or a
+//     dependency has not ended), capped at age_cap. The cap is larger than one class step by default, so a job
 //     that waits long enough overtakes fresh jobs of the next class up:
 //     no class can starve the one below it forever.
 //  3. fairshare: the queue's fair-share points, accounted outside the

@@ -72,6 +72,21 @@ TEST_F(PriorityTest, AgeCountsFromTheEndOfTheLastDependency) {
   EXPECT_EQ(ComputePriority(j, restored.Snapshot(t0 + Duration::Hours(4)), w_).age_points, 500);
 }
 
+// The same for a hold: a held job is not eligible, and its age counts from
+// its release.
+TEST_F(PriorityTest, AHeldJobAgesFromItsRelease) {
+  core::JobSpec spec;
+  spec.hold = true;
+  const Time t0 = Time::Zero();
+  auto id = state_.Submit(spec, t0);
+  ASSERT_TRUE(id.ok());
+  auto pending = [&](Time now) { return state_.Snapshot(now).pending[0]; };
+  EXPECT_EQ(ComputePriority(pending(t0 + Duration::Hours(5)), At(t0 + Duration::Hours(5)), w_).age_points, 0);
+  ASSERT_TRUE(state_.Release(*id, t0 + Duration::Hours(5)).ok());
+  EXPECT_EQ(ComputePriority(pending(t0 + Duration::Hours(7)), At(t0 + Duration::Hours(7)), w_).age_points, 1'000);
+  EXPECT_EQ(state_.Find(*id)->released_at, t0 + Duration::Hours(5)) << "kept with the job, for the store";
+}
+
 TEST_F(PriorityTest, SizeIsOffByDefaultAndCapped) {
   EXPECT_EQ(ComputePriority(Job(0, Time::Zero(), 64), At(Time::Zero()), w_).size_points, 0);
   w_.size_points_per_gpu = 10;

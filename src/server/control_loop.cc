@@ -170,7 +170,11 @@ Status ControlLoop::Restore() {
       auto id = state_.Submit(core_spec_restored, submit, row.id);
       if (!id.ok()) return DataLoss(what + " cannot be restored: " + id.status().ToString());
       if (*state == JobState::kHeld && !core_spec.hold) RETURN_IF_ERROR(state_.Hold(row.id));
-      if (*state == JobState::kPending && core_spec.hold) RETURN_IF_ERROR(state_.Release(row.id));
+      // Released from a hold: its age counts from then (and keeps doing so).
+      const int64_t released_ms = detail.is_object() ? detail.value("releasedMs", int64_t{0}) : 0;
+      if (*state == JobState::kPending && (core_spec.hold || released_ms > 0)) {
+        RETURN_IF_ERROR(state_.Release(row.id, Time::FromMillis(released_ms)));
+      }
       if (*state == JobState::kRunning || *state == JobState::kCompleting) {
         json status = json::parse(row.status_json, nullptr, false);
         const bool devices = HasGpuIds(status);
@@ -325,10 +329,11 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
   if (h != history_.end() && h->second.attempts.is_array()) w.Key("attemptHistory").Raw(api::JsonText(h->second.attempts));
   auto key = idempotency_key_of_.find(job);
   if (key != idempotency_key_of_.end()) w.Key("idempotencyKey").String(key->second);
-  if (h != history_.end()) {
-    if (h->second.not_before_ms > 0) w.Key("notBeforeMs").Int(h->second.not_before_ms);
-    w.Key("requeues").Int(h->second.requeues).Key("retries").Int(h->second.retries);
+  if (h != history_.end() && h->second.not_before_ms > 0) w.Key("notBeforeMs").Int(h->second.not_before_ms);
+  if (const core::JobRecord* rec = state_.Find(job); rec != nullptr && rec->released_at > Time::Zero()) {
+    w.Key("releasedMs").Int(rec->released_at.millis());
   }
+  if (h != history_.end()) w.Key("requeues").Int(h->second.requeues).Key("retries").Int(h->second.retries);
   w.EndObject();
   return out;
 }
@@ -488,7 +493,7 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
       case Action::kRelease:
         if (state == "PENDING") return reply(row);
         if (state != "HELD") return reply(ended("held jobs can be released"));
-        s = state_.Release(id);
+        s = state_.Release(id, now);
         if (s.ok()) {
           row.state = "PENDING";
           row.reason = "";
