@@ -1,5 +1,7 @@
 #include "server/task_env.h"
 
+#include <algorithm>
+
 namespace muster::server {
 
 int32_t MasterPort(int64_t job, int32_t attempt, int32_t salt) {
@@ -18,17 +20,11 @@ std::vector<std::string> TaskArgv(const api::JobSpec& spec) {
 std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, const TaskEnvInput& in) {
   std::map<std::string, std::string> env = spec.env;
   const int32_t n = static_cast<int32_t>(in.replicas.size());
-  // Nodes in order of first appearance; the node rank and local rank follow.
+  // The machines, in order of first appearance.
   std::vector<std::string> nodes;
-  int32_t node_rank = 0, local_rank = 0, local_size = 0;
   for (int32_t r = 0; r < n; ++r) {
     const std::string& node = in.replicas[r].node;
-    if (nodes.empty() || nodes.back() != node) nodes.push_back(node);
-    if (node == in.replicas[in.replica].node) {
-      if (r < in.replica) ++local_rank;
-      ++local_size;
-    }
-    if (r == in.replica) node_rank = static_cast<int32_t>(nodes.size()) - 1;
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
   }
   std::string nodelist;
   for (const std::string& node : nodes) nodelist += (nodelist.empty() ? "" : ",") + node;
@@ -43,19 +39,28 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
   set("MUSTER_NODELIST", nodelist);
   set("MASTER_ADDR", n > 0 ? in.replicas[0].address : "127.0.0.1");
   set("MASTER_PORT", std::to_string(MasterPort(in.job, in.attempt, in.port_salt)));
-  set("WORLD_SIZE", std::to_string(n));
+  // Each replica is a node of its own: it sees only its GPUs.
+  const std::string count = std::to_string(n);
+  set("WORLD_SIZE", count);
   set("RANK", rank);
-  set("NODE_RANK", std::to_string(node_rank));
-  set("NNODES", std::to_string(nodes.size()));
-  set("LOCAL_RANK", std::to_string(local_rank));
-  set("LOCAL_WORLD_SIZE", std::to_string(local_size));
+  set("NODE_RANK", rank);
+  set("NNODES", count);
+  set("LOCAL_RANK", "0");
+  set("LOCAL_WORLD_SIZE", "1");
   set("SLURM_JOB_ID", id);
+  set("SLURM_JOB_NAME", spec.name);
   set("SLURM_PROCID", rank);
-  set("SLURM_NNODES", std::to_string(nodes.size()));
-  set("SLURM_NTASKS", std::to_string(n));
+  set("SLURM_NNODES", count);
+  set("SLURM_JOB_NUM_NODES", count);
+  set("SLURM_NTASKS", count);
+  set("SLURM_NTASKS_PER_NODE", "1");
   set("SLURM_JOB_NODELIST", nodelist);
-  set("SLURM_LOCALID", std::to_string(local_rank));
-  set("SLURM_NODEID", std::to_string(node_rank));
+  set("SLURM_LOCALID", "0");
+  set("SLURM_NODEID", rank);
+  if (spec.working_dir) set("SLURM_SUBMIT_DIR", *spec.working_dir);
+  if (spec.resources.cpu_milli > 0 && spec.resources.cpu_milli % 1000 == 0) {
+    set("SLURM_CPUS_PER_TASK", std::to_string(spec.resources.cpu_milli / 1000));
+  }
   set("JOB_COMPLETION_INDEX", rank);
   if (in.array_index >= 0) {
     set("MUSTER_ARRAY_TASK_ID", std::to_string(in.array_index));

@@ -11,12 +11,23 @@
 //   when the attempt resumes from a verified checkpoint, and MUSTER_SERVER
 //   torchrun: MASTER_ADDR (the node of replica 0), MASTER_PORT, WORLD_SIZE,
 //     RANK, NODE_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NNODES
-//   Slurm: SLURM_JOB_ID, SLURM_PROCID, SLURM_NNODES, SLURM_NTASKS,
-//     SLURM_JOB_NODELIST, SLURM_LOCALID, SLURM_NODEID, SLURM_ARRAY_TASK_ID
+//   Slurm: SLURM_JOB_ID, SLURM_JOB_NAME, SLURM_PROCID, SLURM_NNODES,
+//     SLURM_JOB_NUM_NODES, SLURM_NTASKS, SLURM_NTASKS_PER_NODE,
+//     SLURM_JOB_NODELIST, SLURM_LOCALID, SLURM_NODEID, SLURM_SUBMIT_DIR (the
+//     working directory), SLURM_CPUS_PER_TASK (whole CPUs), SLURM_ARRAY_TASK_ID
 //   Kubernetes Indexed Job: JOB_COMPLETION_INDEX
-// One replica is one process: RANK is the replica index, WORLD_SIZE the
-// replica count. The agent adds CUDA_VISIBLE_DEVICES (GPU UUIDs),
-// NVIDIA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE, PATH, HOME, USER.
+// Each replica is presented as a node of its own, whichever machine it
+// shares: it sees only its own GPUs (the agent sets CUDA_VISIBLE_DEVICES
+// to them), so LOCAL_RANK is 0 (cuda:0 is its first GPU), NODE_RANK and
+// SLURM_NODEID are the replica index, NNODES and SLURM_NNODES the replica
+// count. So both ways of running a gang work wherever the replicas land:
+// one process per replica (RANK of WORLD_SIZE), or a launcher per replica
+// (torchrun --nnodes $NNODES --node-rank $NODE_RANK --nproc-per-node
+// <the replica's GPUs>). Two replicas on one machine used to get
+// LOCAL_RANK 1 with one visible GPU, and node ranks that collided.
+// MUSTER_NODELIST and SLURM_JOB_NODELIST list the machines. The agent adds
+// CUDA_VISIBLE_DEVICES (GPU UUIDs), NVIDIA_VISIBLE_DEVICES,
+// SLURM_GPUS_ON_NODE (the replica's GPUs), PATH, HOME, USER.
 //
 // MASTER_PORT is derived from job id, attempt and a per-cluster salt
 // (29500..32499, below Linux's ephemeral port range, so an outgoing

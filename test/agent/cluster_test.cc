@@ -165,6 +165,17 @@ TEST_F(ClusterTest, AJobSeesItsEnvironment) {
     EXPECT_EQ(env.at("MY_SETTING"), "x1");
     EXPECT_EQ(env.count("shell") ? env.at("shell") : "", "bash") << log;
     EXPECT_EQ(env.at("MASTER_ADDR"), "127.0.0.1");
+    // Each replica is a node of its own, sharing a machine or not (both
+    // fit one node here): cuda:$LOCAL_RANK is its own first GPU, and a
+    // launcher per replica gets distinct node ranks.
+    EXPECT_EQ(env.at("LOCAL_RANK"), "0");
+    EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "1");
+    EXPECT_EQ(env.at("NODE_RANK"), std::to_string(r));
+    EXPECT_EQ(env.at("NNODES"), "2");
+    EXPECT_EQ(env.at("SLURM_NODEID"), std::to_string(r));
+    EXPECT_EQ(env.at("SLURM_NNODES"), "2");
+    EXPECT_EQ(env.at("SLURM_LOCALID"), "0");
+    EXPECT_EQ(env.at("SLURM_JOB_NAME"), "env");
     if (master.empty()) master = env.at("MASTER_PORT");
     EXPECT_EQ(env.at("MASTER_PORT"), master);
     ranks.insert(env.at("RANK"));
