@@ -77,9 +77,10 @@ class Log {
 };
 
 // In the payload child, after fork: only async-signal-safe calls until exec.
-// `script_path`: /proc/self/fd/N of the job's script with a #! line, or null.
+// `script_path`: /proc/self/fd/N of the job's script with a #! line, or
+// null; `interpreter`: that line, for the message when it cannot run.
 [[noreturn]] void ExecPayload(const TaskSpec& spec, const std::vector<char*>& argv, const std::vector<char*>& envp,
-                              int out_fd, const char* script_path) {
+                              int out_fd, const char* script_path, const char* interpreter) {
   for (int sig : kIgnored) ::signal(sig, SIG_DFL);
   ::signal(SIGPIPE, SIG_DFL);
   sigset_t none;
@@ -108,8 +109,10 @@ class Log {
   if (script_path != nullptr) {
     char* const script_argv[] = {const_cast<char*>(script_path), nullptr};
     ::execve(script_path, script_argv, envp.data());
-    // Refused (a kernel that forbids executing memory files): sh runs it,
-    // the #! line being a comment to it.
+    // Refused for being a memory file (vm.memfd_noexec, a security module):
+    // sh runs it, the #! line being a comment to it. Any other failure (the
+    // interpreter is missing) fails the job, as sbatch's would.
+    if (errno != EACCES && errno != EPERM) fail(interpreter);
   }
   ::execvpe(argv[0], argv.data(), envp.data());
   fail(argv[0]);
@@ -212,8 +215,9 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   // A script with a #! line runs as a file: the kernel starts the
   // interpreter it names, which reads the script from /proc/self/fd/N (so
   // that descriptor is inherited, not close-on-exec).
-  std::string script_path;
+  std::string script_path, interpreter;
   if (spec.script && spec.argv[2].rfind("#!", 0) == 0) {
+    interpreter = "cannot run the script's " + spec.argv[2].substr(0, spec.argv[2].find('\n')) + " line";
     const int fd = ::memfd_create("muster-job-script", 0);
     if (fd >= 0 && WriteFull(fd, spec.argv[2].data(), spec.argv[2].size())) {
       script_path = "/proc/self/fd/" + std::to_string(fd);
@@ -233,7 +237,9 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     (void)AppendJournal(journal, "{\"exitCode\":127}");
     return 0;
   }
-  if (child == 0) ExecPayload(spec, argv, envp, pipe_fds[1], script_path.empty() ? nullptr : script_path.c_str());
+  if (child == 0) {
+    ExecPayload(spec, argv, envp, pipe_fds[1], script_path.empty() ? nullptr : script_path.c_str(), interpreter.c_str());
+  }
   ::close(pipe_fds[1]);
   // A stop that came before the payload existed signalled nobody (the
   // executor signals the task's processes, not the shim). It writes the

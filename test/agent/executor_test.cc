@@ -356,8 +356,13 @@ TEST_F(ExecutorTest, AScriptRunsWithTheInterpreterItsFirstLineNames) {
   struct Case {
     std::string script, log;
     bool other_user;
+    int exit_code = 0;
   };
   const std::vector<Case> cases = {
+      // A missing interpreter fails the job (it ran under sh, which took a
+      // python script's lines for commands).
+      {"#!/nonexistent/python3\nprint('x')\n",
+       "muster: cannot run the script's #!/nonexistent/python3 line: No such file or directory\n", false, 127},
       {"#!/bin/bash\nnames=(a b)\n[[ ${#names[@]} == 2 ]] && echo \"bash $GREETING\"\n", "bash hello\n", false},
       {"#!/usr/bin/env python3\nimport os\nprint('python', os.environ['GREETING'])\n", "python hello\n", false},
       {"echo \"sh $GREETING\"\n", "sh hello\n", false},
@@ -377,7 +382,7 @@ TEST_F(ExecutorTest, AScriptRunsWithTheInterpreterItsFirstLineNames) {
       s.working_dir = "/";
     }
     ASSERT_TRUE(e->Start(s, {}).ok());
-    EXPECT_EQ(WaitEnd(*e, key).exit_code, 0) << Read(e->LogPath(key));
+    EXPECT_EQ(WaitEnd(*e, key).exit_code, c.exit_code) << Read(e->LogPath(key));
     EXPECT_EQ(Read(e->LogPath(key)), c.log);
   }
 }
