@@ -370,11 +370,23 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
     c.file = c.command[0];
     c.command.clear();
   }
-  // One file, not after "--": a batch script, as sbatch takes it.
+  // Not after "--": a batch script, as sbatch takes it.
   std::optional<std::string> script;
   std::error_code ec;
-  if (c.file.empty() && c.command.size() == 1 && !c.double_dash &&
-      std::filesystem::is_regular_file(c.command[0], ec)) {
+  if (c.file.empty() && !c.command.empty() && !c.double_dash) {
+    const std::string& file = c.command[0];
+    if (!std::filesystem::is_regular_file(file, ec)) {
+      return InvalidArgument(file + (std::filesystem::exists(file, ec) ? " is not a file" : ": no such file") +
+                             "; a batch script or job file is submitted by its name, and a command goes after \"--\" "
+                             "(muster submit -- " + file + (c.command.size() > 1 ? " ..." : "") + ")");
+    }
+    if (c.command.size() > 1) {
+      return InvalidArgument("arguments after a batch script are not supported (" + file + " " + c.command[1] +
+                             " ...); put them in the script, or run the file as a command: muster submit -- " + file +
+                             " " + c.command[1] + " ...");
+    }
+  }
+  if (c.file.empty() && c.command.size() == 1 && !c.double_dash) {
     std::ifstream in(c.command[0], std::ios::binary);
     if (!in) return NotFound("cannot open " + c.command[0]);
     std::stringstream ss;
