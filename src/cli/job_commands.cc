@@ -50,7 +50,8 @@ struct JobCommands {
   // submit
   std::string file;
   std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir;
-  std::optional<int64_t> gpus, replicas, array;  // unset unless given; the server checks the values
+  std::optional<int64_t> gpus, replicas, array, retry;  // unset unless given; the server checks the values
+  std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
   bool hold = false, parsable = false;
   std::vector<std::string> command;
   bool double_dash = false;  // "--" was given: what follows is a command
@@ -411,6 +412,8 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
     if (!c.gpus) c.gpus = from.gpus;
     if (!c.replicas) c.replicas = from.replicas;
     if (!c.array) c.array = from.array;
+    if (!c.retry) c.retry = from.retry;
+    c.env.insert(c.env.begin(), from.env.begin(), from.env.end());  // the command line's come last and win
     c.hold = c.hold || from.hold;
     if (c.name.empty()) c.name = std::filesystem::path(c.command[0]).filename().string();
     c.command.clear();
@@ -456,6 +459,17 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.time.empty()) spec["timeLimit"] = c.time;
   if (!c.after.empty()) spec["dependencies"] = c.after;
   if (c.hold) spec["hold"] = true;
+  if (c.retry) spec["retry"] = {{"limit", *c.retry}};
+  for (const std::string& e : c.env) {
+    const size_t eq = e.find('=');
+    if (eq != std::string::npos) {
+      spec["env"][e.substr(0, eq)] = e.substr(eq + 1);
+      continue;
+    }
+    const char* here = std::getenv(e.c_str());
+    if (here == nullptr) return InvalidArgument("--env " + e + ": not set here (give NAME=VALUE)");
+    spec["env"][e] = here;
+  }
   // As sbatch: the job runs where it was submitted from, unless told.
   const std::string here = c.chdir.empty() ? std::filesystem::current_path(ec).string() : c.chdir;
   if (!here.empty()) spec["workingDir"] = here;
@@ -758,6 +772,10 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->submit->add_option("--time,-t", c->time, "Time limit (2h, 90m, 1-00:00:00)")->group(kSpecFlags);
   c->submit->add_option("--after", c->after, "Dependencies, e.g. afterok:12,afterany:13-20")->group(kSpecFlags);
   c->submit->add_flag("--hold", c->hold, "Submit held")->group(kSpecFlags);
+  c->submit->add_option("--retry", c->retry, "Retries after a failure (default 3; 0: none)")->group(kSpecFlags);
+  c->submit->add_option("--env", c->env, "NAME=VALUE for the job's environment, or NAME to pass this shell's value; repeatable")
+      ->group(kSpecFlags)
+      ->allow_extra_args(false);  // one value each time: a file after it stays the file
   c->submit->add_option("--chdir,-D", c->chdir, "Working directory on the node (default: this directory, as sbatch)")
       ->group(kSpecFlags);
   c->submit->add_flag("--parsable", c->parsable, "Print only the job id");

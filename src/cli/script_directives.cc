@@ -11,7 +11,7 @@ namespace muster::cli {
 namespace {
 
 enum class Field { kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kGpus, kReplicas, kHold,
-                   kTotalGpus, kGres, kGpusPerNode, kArray, kIgnored };
+                   kTotalGpus, kGres, kGpusPerNode, kArray, kRetry, kEnv, kExport, kIgnored };
 
 struct Flag {
   Field field;
@@ -26,7 +26,7 @@ const std::map<std::string, Flag>& MusterFlags() {
       {"--replicas", {Field::kReplicas, true}}, {"--cpus", {Field::kCpus, true}},   {"--memory", {Field::kMemory, true}},
       {"--time", {Field::kTime, true}},       {"-t", {Field::kTime, true}},         {"--after", {Field::kAfter, true}},
       {"--hold", {Field::kHold, false}},      {"--chdir", {Field::kChdir, true}},   {"-D", {Field::kChdir, true}},
-      {"--array", {Field::kArray, true}},
+      {"--array", {Field::kArray, true}},     {"--retry", {Field::kRetry, true}},   {"--env", {Field::kEnv, true}},
   };
   return flags;
 }
@@ -53,7 +53,7 @@ const std::map<std::string, Flag>& SlurmFlags() {
       {"--account", {Field::kIgnored, true}},    {"-A", {Field::kIgnored, true}},
       {"--comment", {Field::kIgnored, true}},    {"--open-mode", {Field::kIgnored, true}},
       {"--ntasks", {Field::kIgnored, true}},     {"-n", {Field::kIgnored, true}},
-      {"--ntasks-per-node", {Field::kIgnored, true}}, {"--export", {Field::kIgnored, true}},
+      {"--ntasks-per-node", {Field::kIgnored, true}}, {"--export", {Field::kExport, true}},
       {"--requeue", {Field::kIgnored, false}},   {"--no-requeue", {Field::kIgnored, false}},
   };
   return flags;
@@ -198,8 +198,25 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
           }
           out.time = value;
           break;
+        case Field::kEnv:
+          out.env.push_back(value);
+          break;
+        case Field::kExport: {
+          std::stringstream list(value);
+          for (std::string item; std::getline(list, item, ',');) {
+            if (item == "NONE" || item.empty()) continue;
+            if (item == "ALL") {
+              out.warnings.push_back(where + "=ALL is not taken: the job gets only the variables listed (" + prefix +
+                                     " --export=NAME,...)");
+              continue;
+            }
+            out.env.push_back(item);
+          }
+          break;
+        }
         case Field::kGpus:
         case Field::kArray:
+        case Field::kRetry:
         case Field::kReplicas: {
           std::optional<int64_t> n = Count(value);
           // Slurm's --nodes=min-max: a gang has one size.
@@ -208,7 +225,10 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
             if (dash != std::string::npos && value.substr(0, dash) == value.substr(dash + 1)) n = Count(value.substr(0, dash));
           }
           if (!n) return InvalidArgument(where + ": expected a count, got \"" + value + "\"");
-          (f.field == Field::kGpus ? out.gpus : f.field == Field::kArray ? out.array : out.replicas) = *n;
+          (f.field == Field::kGpus    ? out.gpus
+           : f.field == Field::kArray ? out.array
+           : f.field == Field::kRetry ? out.retry
+                                      : out.replicas) = *n;
           break;
         }
         case Field::kTotalGpus:
@@ -224,7 +244,9 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
           break;
         }
         case Field::kIgnored:
-          out.warnings.push_back(where + " is ignored (it has no meaning here)");
+          out.warnings.push_back(where + (flag == "-o" || flag == "--output" || flag == "-e" || flag == "--error"
+                                              ? " is ignored: the job's output and errors go to its log (muster logs ID)"
+                                              : " is ignored (it has no meaning here)"));
           break;
       }
     }

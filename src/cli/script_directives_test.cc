@@ -44,6 +44,16 @@ TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
   EXPECT_EQ(Read("#SBATCH --time=INFINITE\n").time, "unlimited");
 }
 
+TEST(ScriptDirectives, EnvironmentAndRetries) {
+  const ScriptSettings s = Read("#SBATCH --export=NONE,PYTHONPATH,MODE=fast\n#SBATCH --export=ALL\n"
+                                "#MUSTER --env CUDA_LAUNCH_BLOCKING=1 --retry 0\n");
+  EXPECT_EQ(s.env, (std::vector<std::string>{"PYTHONPATH", "MODE=fast", "CUDA_LAUNCH_BLOCKING=1"}));
+  EXPECT_EQ(s.retry, 0);
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0], "job.sh line 2: #SBATCH --export=ALL is not taken: the job gets only the variables listed "
+                           "(#SBATCH --export=NAME,...)");
+}
+
 TEST(ScriptDirectives, EndAtTheFirstCommandAndSkipOtherComments) {
   const ScriptSettings s = Read("#!/bin/sh\n\n# SBATCH --gpus=1 (a comment: a space after #)\n  #MUSTER --gpus 2\n"
                                 "echo hi\n#MUSTER --gpus 3\n");
@@ -54,7 +64,8 @@ TEST(ScriptDirectives, EndAtTheFirstCommandAndSkipOtherComments) {
 TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine) {
   const ScriptSettings s = Read("#!/bin/bash\n#SBATCH -o out-%j.txt --mail-type=END\n");
   ASSERT_EQ(s.warnings.size(), 2u);
-  EXPECT_EQ(s.warnings[0], "job.sh line 2: #SBATCH -o is ignored (it has no meaning here)");
+  EXPECT_EQ(s.warnings[0], "job.sh line 2: #SBATCH -o is ignored: the job's output and errors go to its log (muster logs ID)");
+  EXPECT_EQ(s.warnings[1], "job.sh line 2: #SBATCH --mail-type is ignored (it has no meaning here)");
   EXPECT_EQ(Error("#!/bin/bash\n#SBATCH --exclusive\n"),
             "job.sh line 2: #SBATCH --exclusive is not supported; give the setting with a #MUSTER line or a flag");
   EXPECT_EQ(Error("#MUSTER --gpu 2\n"), "job.sh line 1: #MUSTER --gpu is not a muster submit flag");

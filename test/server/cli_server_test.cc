@@ -268,11 +268,13 @@ TEST_F(CliServerTest, ABatchScriptIsSubmittedWithItsDirectives) {
   EXPECT_EQ(job["timeLimit"], "1h30m");
   EXPECT_EQ(job["workingDir"], std::filesystem::current_path().string());
 
-  r = Muster(url, "submit --parsable --gpus 2 --name mine " + script);
+  r = Muster(url, "submit --parsable --gpus 2 --name mine --retry 0 --env MODE=fast --env HOME " + script);
   ASSERT_EQ(r.code, 0) << r.out;
   job = job_of(r);
   EXPECT_EQ(job["resources"]["gpus"], 2);
   EXPECT_EQ(job["name"], "mine");
+  EXPECT_EQ(job["retry"]["limit"], 0);
+  EXPECT_EQ(job["env"], json({{"HOME", std::getenv("HOME")}, {"MODE", "fast"}}));
 
   // After "--" the file is a command to run on the node.
   r = Muster(url, "submit --parsable -- " + script);
