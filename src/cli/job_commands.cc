@@ -456,7 +456,7 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.cpus.empty()) res["cpus"] = c.cpus;
   if (!c.memory.empty()) res["memory"] = c.memory;
   if (!res.empty()) spec["resources"] = res;
-  if (!c.time.empty()) spec["timeLimit"] = c.time;
+  if (!c.time.empty()) spec["timeLimit"] = SlurmTimeLimit(c.time);  // as sbatch -t: "30" is 30 minutes
   if (!c.after.empty()) spec["dependencies"] = c.after;
   if (c.hold) spec["hold"] = true;
   if (c.retry) spec["retry"] = {{"limit", *c.retry}};
@@ -769,7 +769,8 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->submit->add_option("--array", c->array, "Submit this many tasks of the job (one job each)")->group(kSpecFlags);
   c->submit->add_option("--cpus", c->cpus, "CPUs per replica (4, 2.5, 500m)")->group(kSpecFlags);
   c->submit->add_option("--memory", c->memory, "Memory per replica (64Gi)")->group(kSpecFlags);
-  c->submit->add_option("--time,-t", c->time, "Time limit (2h, 90m, 1-00:00:00)")->group(kSpecFlags);
+  c->submit->add_option("--time,-t", c->time, "Time limit (2h, 90m, 1-00:00:00; a bare number is minutes, 0 none)")
+      ->group(kSpecFlags);
   c->submit->add_option("--after", c->after, "Dependencies, e.g. afterok:12,afterany:13-20")->group(kSpecFlags);
   c->submit->add_flag("--hold", c->hold, "Submit held")->group(kSpecFlags);
   c->submit->add_option("--retry", c->retry, "Retries after a failure (default 3; 0: none)")->group(kSpecFlags);

@@ -125,6 +125,13 @@ Status ReadGpus(const std::string& value, bool gres, std::optional<std::string>&
 
 }  // namespace
 
+std::string SlurmTimeLimit(const std::string& value) {
+  std::string lower = value;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower == "0" || lower == "infinite" || lower == "unlimited") return "unlimited";
+  return AllDigits(value) ? value + "m" : value;
+}
+
 StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const std::string& file) {
   ScriptSettings out;
   std::optional<int64_t> total_gpus;
@@ -186,17 +193,7 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
           out.memory = value;
           break;
         case Field::kTime:
-          if (slurm) {
-            // Slurm: a bare number is minutes, and 0, INFINITE and UNLIMITED mean no limit.
-            std::string lower = value;
-            for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-            if (lower == "0" || lower == "infinite" || lower == "unlimited") {
-              value = "unlimited";
-            } else if (AllDigits(value)) {
-              value += "m";
-            }
-          }
-          out.time = value;
+          out.time = SlurmTimeLimit(value);
           break;
         case Field::kEnv:
           out.env.push_back(value);

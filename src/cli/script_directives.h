@@ -38,6 +38,11 @@ struct ScriptSettings {
   std::vector<std::string> warnings;  // "train.sh line 4: #SBATCH --output is ignored ..."
 };
 
+// A time limit as sbatch's -t takes it, for the spec: a bare number is
+// minutes ("30" -> "30m"); 0, INFINITE and UNLIMITED are "unlimited"; any
+// other text is passed on as it is.
+std::string SlurmTimeLimit(const std::string& value);
+
 // Reads the directives of `script`; `file` names it in messages.
 // InvalidArgument, naming the file, line and flag, for a flag it cannot
 // honour or a value that does not parse.

@@ -41,6 +41,8 @@ TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
   EXPECT_EQ(s.time, "45m");
   EXPECT_EQ(Read("#SBATCH --gres=gpu\n").gpus, 1);
   EXPECT_EQ(Read("#SBATCH -t 0\n").time, "unlimited");
+  EXPECT_EQ(Read("#MUSTER -t 30\n").time, "30m") << "muster's -t is sbatch's";
+  EXPECT_EQ(SlurmTimeLimit("2h"), "2h");
   EXPECT_EQ(Read("#SBATCH --time=INFINITE\n").time, "unlimited");
 }
 
