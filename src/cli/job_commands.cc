@@ -636,12 +636,23 @@ int Logs(JobCommands& c, Client& client) {
   const std::string base = "/v1/jobs/" + std::to_string(c.id) + "/logs?replica=" + std::to_string(c.replica) +
                            (c.attempt > 0 ? "&attempt=" + std::to_string(c.attempt) : "");
   std::string path = base + (c.tail >= 0 ? "&tail=" + std::to_string(c.tail) : "");
-  std::string offset;
+  std::string offset, attempt, final_state, final_reason;
   bool ended = false, said_waiting = false;
   while (true) {
-    auto r = client.GetText(path, {"X-Muster-Log-Offset"});
+    auto r = client.GetText(path, {"X-Muster-Log-Offset", "X-Muster-Log-Attempt"});
     if (!r.ok()) return Fail(r.status());
     if (r->status == 200) {
+      const std::string now_attempt = r->headers["X-Muster-Log-Attempt"];
+      if (!attempt.empty() && now_attempt != attempt && !offset.empty()) {
+        // Following, a retry or requeue started another attempt: its log
+        // from the start (the offset was into the last one's).
+        std::cerr << "muster logs " << c.id << ": attempt " << now_attempt << "\n";
+        attempt = now_attempt;
+        offset.clear();
+        path = base;
+        continue;
+      }
+      attempt = now_attempt;
       std::cout << r->text << std::flush;
       offset = r->headers["X-Muster-Log-Offset"];
     } else if (!c.follow || r->status != 404) {
@@ -652,12 +663,21 @@ int Logs(JobCommands& c, Client& client) {
       std::cerr << "muster logs " << c.id << ": " << Client::ErrorOf(*r).message() << "; waiting for it to start\n";
       said_waiting = true;
     }
-    if (!c.follow || (ended && (r->status != 200 || r->text.empty()))) return 0;
+    if (!c.follow) return 0;
+    if (ended && (r->status != 200 || r->text.empty())) {
+      // Followed to the end: the exit code says how the job ended.
+      if (final_state == "COMPLETED") return 0;
+      std::cerr << "muster logs " << c.id << ": the job ended " << final_state
+                << (final_reason.empty() ? "" : ": " + final_reason) << "\n";
+      return 1;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     auto job = client.Get("/v1/jobs/" + std::to_string(c.id));
     if (job.ok() && job->status == 200) {
       const std::string state = Field(job->body, "state");
       ended = state != "PENDING" && state != "HELD" && state != "RUNNING" && state != "COMPLETING";
+      final_state = state;
+      final_reason = Field(job->body, "reason");
     }
     path = base + (offset.empty() ? "" : "&offset=" + offset);
   }

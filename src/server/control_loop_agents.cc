@@ -957,7 +957,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
     }
     if (node.empty()) {
       const std::string& state = row->second.state;
-      if (state == "PENDING" || state == "HELD") {
+      if (row->second.attempts == 0 && (state == "PENDING" || state == "HELD")) {
         return reply(NotFound("job " + std::to_string(job) + " is " + state + " and has not run yet"));
       }
       return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
@@ -966,7 +966,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
     if (ag == agents_.end() || ag->second.log_port == 0) {
       return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs"));
     }
-    reply(ReplicaLocation{node, ag->second.address, ag->second.log_port, proto::TaskKey(job, attempt, replica)});
+    reply(ReplicaLocation{node, ag->second.address, ag->second.log_port, proto::TaskKey(job, attempt, replica), attempt});
   }, ShuttingDown());
 }
 

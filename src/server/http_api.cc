@@ -693,6 +693,7 @@ void HttpApi::Routes() {
     }
     res.headers.emplace_back("X-Muster-Log-Offset", std::string(r->Header("X-Muster-Log-Offset")));
     res.headers.emplace_back("X-Muster-Node", where->node);
+    res.headers.emplace_back("X-Muster-Log-Attempt", std::to_string(where->attempt));
     res.Set(200, std::move(r->body), "text/plain; charset=utf-8");
   });
 

@@ -713,13 +713,27 @@ TEST_F(ClusterTest, EachAttemptsLogCanBeRead) {
   AddAgent({"--fake-gpus", "1xH100"});
   WaitNodes(1);
   const int64_t id = Submit("name: twice\nretry: {limit: 1, backoff: {initial: 1s}}\n"
-                            "command: [/bin/sh, -c, 'echo this is attempt $MUSTER_ATTEMPT; exit 3']\n");
+                            "command: [/bin/sh, -c, 'echo this is attempt $MUSTER_ATTEMPT; sleep 1; echo bye $MUSTER_ATTEMPT; "
+                            "exit 3']\n");
+  // `muster logs -f` follows the retry: the second attempt's log from its
+  // start (it went on from the first one's offset, losing its beginning),
+  // and the exit code says the job failed.
+  const std::string out = Tmp("follow.out");
+  const int rc = std::system((std::string(MUSTER_BINARY) + " logs -f " + std::to_string(id) + " --server " +
+                              server_.url() + " > " + out + " 2>&1")
+                                 .c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 1);
+  std::ifstream in(out);
+  const std::string followed((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(followed.find("this is attempt 1\nbye 1\n"), std::string::npos) << followed;
+  EXPECT_NE(followed.find("attempt 2\nthis is attempt 2\nbye 2\n"), std::string::npos) << followed;
+  EXPECT_NE(followed.find("the job ended FAILED"), std::string::npos) << followed;
   const json j = WaitEnd(id, 60);
   ASSERT_EQ(j["attempts"], 2) << j.dump();
   const std::string path = "/v1/jobs/" + std::to_string(id) + "/logs";
-  EXPECT_EQ(Text(path + "?attempt=1"), "this is attempt 1\n");
-  EXPECT_EQ(Text(path + "?attempt=2"), "this is attempt 2\n");
-  EXPECT_EQ(Text(path), "this is attempt 2\n");
+  EXPECT_EQ(Text(path + "?attempt=1"), "this is attempt 1\nbye 1\n");
+  EXPECT_EQ(Text(path + "?attempt=2"), "this is attempt 2\nbye 2\n");
+  EXPECT_EQ(Text(path), "this is attempt 2\nbye 2\n");
   EXPECT_EQ(GetError(path + "?attempt=3"), std::make_pair(404, "job " + std::to_string(id) + " has no attempt 3 (it has had 2)"));
 }
 
