@@ -1,5 +1,7 @@
 #include "core/cluster_state.h"
 
+#include <cctype>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -16,6 +18,27 @@ ClusterState::ClusterState(ClusterConfig config) : config_(std::move(config)) {
 }
 
 int32_t ClusterState::QueueId(const std::string& name) { return InternQuotaKey(queues_, queue_ids_, name); }
+
+namespace {
+
+// GPU type names are matched without regard to case ("h100" is "H100", as
+// users write Slurm's gres types); the first spelling seen is shown.
+std::string GpuTypeKey(std::string_view name) {
+  std::string key(name);
+  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return key;
+}
+
+}  // namespace
+
+int32_t ClusterState::InternGpuType(const std::string& name) {
+  auto [it, inserted] = gpu_type_ids_.try_emplace(GpuTypeKey(name), static_cast<int32_t>(gpu_types_.size()));
+  if (inserted) {
+    gpu_types_.push_back(name);
+    ResolveQuotas();
+  }
+  return it->second;
+}
 
 int32_t ClusterState::InternQuotaKey(std::vector<std::string>& names, std::unordered_map<std::string, int32_t>& ids,
                                      const std::string& name) {
@@ -47,14 +70,14 @@ void ClusterState::ResolveQuotas() {
     for (const auto& [type, n] : q.guarantee) {
       if (type == "*") {
         quota.guarantee_total = n;
-      } else if (auto t = gpu_type_ids_.find(type); t != gpu_type_ids_.end()) {
+      } else if (auto t = gpu_type_ids_.find(GpuTypeKey(type)); t != gpu_type_ids_.end()) {
         quota.guarantee[t->second] = n;
       }
     }
     for (const auto& [type, n] : q.limit) {
       if (type == "*") {
         quota.limit_total = n;
-      } else if (auto t = gpu_type_ids_.find(type); t != gpu_type_ids_.end()) {
+      } else if (auto t = gpu_type_ids_.find(GpuTypeKey(type)); t != gpu_type_ids_.end()) {
         quota.limit[t->second] = n;
       }
     }
@@ -100,7 +123,7 @@ StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
   if (leaves_.size() > leaves_before) leaf_spine_.push_back(spine_id);
   Node node;
   node.spec = spec;
-  node.gpu_type = InternQuotaKey(gpu_types_, gpu_type_ids_, spec.gpu_type);
+  node.gpu_type = InternGpuType(spec.gpu_type);
   node.leaf = leaf_id;
   node.spine = spine_id;
   node.free = spec.capacity;
@@ -179,7 +202,7 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   p.per_replica = spec.per_replica;
   // A type no node has yet is interned all the same: the job is reported
   // unschedulable until such a node joins.
-  p.gpu_type = spec.gpu_type.empty() ? kAnyGpuType : InternQuotaKey(gpu_types_, gpu_type_ids_, spec.gpu_type);
+  p.gpu_type = spec.gpu_type.empty() ? kAnyGpuType : InternGpuType(spec.gpu_type);
   p.time_limit = spec.time_limit;
   p.topology = spec.topology;
   p.begin_time = spec.begin_time.value_or(Time::Zero());
@@ -578,7 +601,7 @@ const std::string& ClusterState::GpuTypeName(int32_t id) const {
 }
 
 std::optional<int32_t> ClusterState::FindGpuType(std::string_view name) const {
-  auto it = gpu_type_ids_.find(std::string(name));
+  auto it = gpu_type_ids_.find(GpuTypeKey(name));
   if (it == gpu_type_ids_.end()) return std::nullopt;
   return it->second;
 }

@@ -166,6 +166,8 @@ class ClusterState {
   // resolving the quotas again when it is new.
   int32_t InternQuotaKey(std::vector<std::string>& names, std::unordered_map<std::string, int32_t>& ids,
                          const std::string& name);
+  // The same for a GPU type, whose names match without regard to case.
+  int32_t InternGpuType(const std::string& name);
   // Adds (+1) or removes (-1) a running job's GPUs from its queue's usage.
   void CountUsage(const RunningJob& r, int sign);
 

@@ -96,6 +96,8 @@ TEST_F(ClusterStateTest, AddNodeAssignsDenseIndicesAndFullFreeCapacity) {
   ASSERT_TRUE(state_.FindGpuType("H100").has_value());
   EXPECT_EQ(*state_.FindGpuType("H100"), state_.nodes()[a_].gpu_type);
   EXPECT_FALSE(state_.FindGpuType("V100").has_value());
+  // Names match without regard to case, as users write Slurm's gres types.
+  EXPECT_EQ(state_.FindGpuType("h100"), state_.FindGpuType("H100"));
 }
 
 TEST_F(ClusterStateTest, AddNodeInternsTopology) {
