@@ -294,14 +294,17 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     last_lease_check = now();
     if (!fencing) {
       const int fd = ::open(spec.lease_file.c_str(), O_RDONLY | O_CLOEXEC);
-      // The agent creates its lease file before it starts any task and never
-      // removes it: a file missing at two checks in a row went with the
-      // agent's state, and no agent will renew it.
-      lease_missing = fd < 0 && errno == ENOENT ? lease_missing + 1 : 0;
+      const bool absent = fd < 0 && errno == ENOENT;
       char text[32] = {};
       const ssize_t got = fd >= 0 ? ::pread(fd, text, sizeof text - 1, 0) : -1;
       if (fd >= 0) ::close(fd);
       const long long deadline = got > 0 ? std::atoll(text) : 0;
+      // The agent writes its lease file before it starts any task, never
+      // removes it, and rewrites the deadline in place. Missing, or holding
+      // no deadline, at two checks in a row (its state was removed or
+      // damaged, a crash emptied it): no agent will renew it, so it counts
+      // as run out. (An unreadable file is left to the deadline last read.)
+      lease_missing = absent || (fd >= 0 && deadline <= 0) ? lease_missing + 1 : 0;
       const long long wall = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count();
@@ -310,7 +313,7 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
         // the server may start this job elsewhere. Stop it ourselves.
         const std::string msg = lease_missing >= 2
                                     ? "muster: the agent's lease file " + spec.lease_file +
-                                          " is gone; stopping the task (fenced)\n"
+                                          " is gone or holds no deadline; stopping the task (fenced)\n"
                                     : "muster: the agent's lease ran out; stopping the task (fenced)\n";
         log.Write(msg.data(), msg.size());
         fencing = true;

@@ -21,8 +21,8 @@
 // TaskSpec::resume) and passes the first intact one to the payload.
 //
 // Once a second the shim reads the agent's lease file (TaskSpec::lease_file).
-// When the deadline there has passed, or the file is missing at two checks
-// in a row, it fences the task: the stop signal, then SIGKILL after the
+// When the deadline there has passed, or the file is missing or holds no
+// deadline at two checks in a row, it fences the task: the stop signal, then SIGKILL after the
 // grace. For its whole life it holds the task's beacon (task_beacon.h).
 #pragma once
 

@@ -95,6 +95,8 @@ class ExecutorTest : public ::testing::Test {
   }
 
 
+  void FenceWhenTheLeaseFileIs(const std::string& damage);
+
   std::string dir_;
   SystemClock clock_;
   std::unique_ptr<Launcher> launcher_;
@@ -276,9 +278,20 @@ TEST_F(ExecutorTest, ATaskWhoseJournalIsDamagedOrDeletedIsStoppedNotLeftRunning)
 }
 
 // The shim of an agent whose state directory was removed kept its task
-// running for ever: with no lease file it read no deadline. A lease file
-// missing at two checks in a row now fences the task.
+// running for ever: with no lease file it read no deadline; so did an
+// emptied or garbled one, beside the copy the server started elsewhere. A
+// lease file missing or without a deadline at two checks in a row now
+// fences the task.
 TEST_F(ExecutorTest, ATaskWhoseLeaseFileIsGoneFencesItself) {
+  for (const char* damage : {"removed", "emptied", "garbled"}) {
+    SCOPED_TRACE(damage);
+    FenceWhenTheLeaseFileIs(damage);
+  }
+}
+
+void ExecutorTest::FenceWhenTheLeaseFileIs(const std::string& damage) {
+  fs::remove_all(dir_ + "/state");
+  fs::remove(dir_ + "/pids");
   auto e = Make(/*cgroups=*/false);
   const std::string lease = dir_ + "/lease";
   std::ofstream(lease) << "99999999999999999999\n";  // far in the future
@@ -290,11 +303,16 @@ TEST_F(ExecutorTest, ATaskWhoseLeaseFileIsGoneFencesItself) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   e->Poll();
   ASSERT_TRUE(e->Tasks()[0].running) << "fenced while its lease was still good";
-  fs::remove(lease);
+  if (damage == "removed") {
+    fs::remove(lease);
+  } else {
+    std::ofstream(lease, std::ios::trunc) << (damage == "emptied" ? "" : "garbage");
+  }
   const TaskResult r = WaitEnd(*e, "j14.a1.r0");
   EXPECT_EQ(r.stop_reason, "fenced");
   EXPECT_TRUE(AllGone(dir_ + "/pids"));
-  EXPECT_NE(Read(e->LogPath("j14.a1.r0")).find("lease file " + lease + " is gone"), std::string::npos);
+  EXPECT_NE(Read(e->LogPath("j14.a1.r0")).find("lease file " + lease + " is gone or holds no deadline"),
+            std::string::npos);
 }
 
 TEST_F(ExecutorTest, AForgottenJournalIsReusedAndNeverBringsItsTaskBack) {
