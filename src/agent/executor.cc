@@ -261,13 +261,18 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
   } else if (s.is_object() && s.contains("exitCode")) {
     r.exit_code = s.value("exitCode", -1);
   } else if (wait_status && WIFSIGNALED(*wait_status)) {
-    r.signal = WTERMSIG(*wait_status);  // the shim itself was killed
+    // The shim itself was killed: Muster's process, not the job, failed.
+    r.signal = WTERMSIG(*wait_status);
+    r.message = "its task shim (Muster's process on the node) was killed by signal " + std::to_string(r.signal);
+    if (t.stop_reason.empty()) t.stop_reason = "lost";
   } else if (wait_status) {
     r.exit_code = 127;
     r.message = "the task could not be started; see its log";
   } else {
+    // Its shim is gone without a word: killed, or the node's state lost it.
     r.signal = SIGKILL;
-    r.message = "the task was gone when the agent looked for it";
+    r.message = "the task was gone when the agent looked for it (its shim ended without recording how the task did)";
+    if (t.stop_reason.empty()) t.stop_reason = "lost";
   }
   if (r.exit_code == 127 && r.message.empty()) r.message = "the command could not be run (exit 127); see the log";
   if (!t.end_message.empty()) r.message = t.end_message;

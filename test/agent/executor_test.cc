@@ -315,6 +315,25 @@ void ExecutorTest::FenceWhenTheLeaseFileIs(const std::string& damage) {
             std::string::npos);
 }
 
+// A task whose shim was killed ended as a failure of the job (a retry
+// spent) although Muster's own process had died. It is lost (the server
+// requeues it without spending a retry), and the payload goes with it.
+TEST_F(ExecutorTest, ATaskWhoseShimIsKilledIsLostNotFailed) {
+  auto e = Make(/*cgroups=*/false);
+  const std::string pids = dir_ + "/pids";
+  ASSERT_TRUE(e->Start(Shell("j16.a1.r0", "echo $PPID > " + pids + "; echo $$ >> " + pids + "; exec sleep 300"), {}).ok());
+  WaitLines(pids, 2);
+  pid_t shim = 0;
+  std::ifstream(pids) >> shim;
+  ASSERT_GT(shim, 1);
+  ASSERT_EQ(::kill(shim, SIGKILL), 0);
+  const TaskResult r = WaitEnd(*e, "j16.a1.r0");
+  EXPECT_EQ(r.stop_reason, "lost");
+  EXPECT_EQ(r.message, "its task shim (Muster's process on the node) was killed by signal 9");
+  for (int i = 0; i < 200 && !AllGone(pids); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // SIGKILL lands
+  EXPECT_TRUE(AllGone(pids));
+}
+
 TEST_F(ExecutorTest, AForgottenJournalIsReusedAndNeverBringsItsTaskBack) {
   const std::string spare = dir_ + "/state/tasks/spare";
   auto count = [&] { return std::distance(fs::directory_iterator(spare), fs::directory_iterator()); };
