@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <grp.h>
 #include <sys/socket.h>
 #include <pwd.h>
@@ -115,6 +116,7 @@ Agent::Agent(AgentOptions options, const Clock& clock)
 Agent::~Agent() {
   Stop();
   if (lease_fd_ >= 0) ::close(lease_fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
   if (log_server_) log_server_->Stop();
   for (std::thread* t : {&watch_thread_, &health_thread_, &log_thread_}) {
     if (t->joinable()) t->join();
@@ -133,6 +135,9 @@ void Agent::Wake() {
 StatusOr<std::string> Agent::Init() {
   // First, while this process has one thread (NVML may start its own).
   ASSIGN_OR_RETURN(launcher_, Launcher::Start());
+  // A write to a dead launcher or peer is an error to handle, not the
+  // agent's death (it died silently, exit 141, when its launcher was gone).
+  ::signal(SIGPIPE, SIG_IGN);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (options_.node.empty()) options_.node = HostName();
   if (options_.address.empty()) {
@@ -174,6 +179,35 @@ StatusOr<std::string> Agent::Init() {
   {
     std::error_code dir_ec;
     fs::create_directories(options_.state_dir, dir_ec);
+    // One agent a state directory: two would adopt, end and report the same
+    // tasks. The lock goes with the process (kill -9 included).
+    const std::string lock = options_.state_dir + "/agent.lock";
+    lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd_ < 0) return FailedPrecondition("cannot open " + lock + ": " + std::strerror(errno));
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      char pid[32] = {};
+      (void)::pread(lock_fd_, pid, sizeof pid - 1, 0);
+      return FailedPrecondition("the state directory " + options_.state_dir + " is in use by another agent (pid " +
+                                std::to_string(std::atoll(pid)) + "); give each agent its own --state-dir");
+    }
+    const std::string me = std::to_string(::getpid()) + "\n";
+    (void)::ftruncate(lock_fd_, 0);
+    (void)::pwrite(lock_fd_, me.data(), me.size(), 0);
+    // This agent's identity, kept across its restarts: where it runs and
+    // when its state directory was first used.
+    const std::string id_file = options_.state_dir + "/agent-id";
+    std::getline(std::ifstream(id_file), agent_id_);
+    if (agent_id_.empty()) {
+      std::error_code real_ec;
+      const std::string where = fs::canonical(options_.state_dir, real_ec).string();
+      agent_id_ = HostName() + ":" + (real_ec ? options_.state_dir : where) + ":" + std::to_string(clock_.Now().millis());
+      // Whole or not at all: written aside, then renamed into place.
+      const std::string tmp = id_file + ".tmp";
+      std::ofstream(tmp, std::ios::trunc) << agent_id_ << "\n";
+      if (::rename(tmp.c_str(), id_file.c_str()) != 0) {
+        return FailedPrecondition("cannot write " + id_file + ": " + std::strerror(errno));
+      }
+    }
     lease_fd_ = ::open((options_.state_dir + "/lease").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lease_fd_ < 0) return FailedPrecondition("cannot open " + options_.state_dir + "/lease: " + std::strerror(errno));
   }
@@ -244,6 +278,7 @@ void Agent::Stop() {
 proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   proto::SyncRequest r;
   r.node = options_.node;
+  r.agent_id = agent_id_;
   r.agent_version = kVersion;
   r.address = options_.address;
   r.log_port = log_port_;
@@ -367,6 +402,12 @@ void Agent::Apply(const proto::SyncResponse& r) {
     version_ = r.version;
   }
   fenced_ = false;
+  if (!swept_) {
+    // The server has taken this agent as the node's: the node's cgroups of
+    // tasks it does not know are leftovers (a crash), not another agent's.
+    executor_->SweepOrphanCgroups();
+    swept_ = true;
+  }
   std::map<std::string, const proto::TaskAssignment*> desired;
   for (const proto::TaskAssignment& t : r.tasks) {
     if (t.epoch < r.epoch) continue;  // launched by an older leader: never start it

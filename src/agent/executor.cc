@@ -125,11 +125,22 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
     const std::string group = cgroups_ && cgroups_->version() == 2 && spec.cgroup_procs.size() == 1
                                   ? fs::path(spec.cgroup_procs[0]).parent_path().string()
                                   : std::string();
-    ASSIGN_OR_RETURN(Launcher::Launched launched, options_.launcher->Launch(journal, spec.log_path, group));
-    t.pid = launched.pid;
-    t.pidfd = launched.pidfd;
-    t.child = false;
-  } else {
+    auto launched = options_.launcher->Launch(journal, spec.log_path, group);
+    if (launched.ok()) {
+      t.pid = launched->pid;
+      t.pidfd = launched->pidfd;
+      t.child = false;
+    } else if (launched.status().code() == StatusCode::kUnavailable) {
+      // The launcher died (killed, out of memory): a new one cannot be
+      // forked from this threaded process, so shims are spawned from now on.
+      std::fprintf(stderr, "muster agent: %s; starting tasks with posix_spawn from now on\n",
+                   launched.status().message().c_str());
+      options_.launcher = nullptr;
+    } else {
+      return launched.status();
+    }
+  }
+  if (!options_.launcher) {
     // posix_spawn (vfork semantics): no copy of the agent's page tables. The
     // shim starts in its own session with default signal handling; its own
     // messages go to the task's log.
@@ -385,12 +396,14 @@ void Executor::Recover() {
   // Shims without a journal at all (deleted): nothing to report them with;
   // the server counts the tasks as lost.
   for (const auto& [key, b] : beacons) KillUnaccounted(b, "it has no journal");
-  if (cgroups_) {
-    for (const std::string& group : cgroups_->List()) {
-      if (tasks_.count(group) && !tasks_[group].result) continue;
-      cgroups_->KillAll(group);
-      if (cgroups_->Remove(group).code() == StatusCode::kUnavailable) busy_cgroups_.push_back(group);
-    }
+}
+
+void Executor::SweepOrphanCgroups() {
+  if (!cgroups_) return;
+  for (const std::string& group : cgroups_->List()) {
+    if (tasks_.count(group) && !tasks_[group].result) continue;
+    cgroups_->KillAll(group);
+    if (cgroups_->Remove(group).code() == StatusCode::kUnavailable) busy_cgroups_.push_back(group);
   }
 }
 

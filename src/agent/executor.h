@@ -19,9 +19,11 @@
 // (task_beacon.h) from then on, so a task whose agent died right after
 // starting it is adopted too); a task whose shim is gone ends with the exit
 // status the shim wrote, or as lost; a live shim whose journal is damaged
-// or deleted is killed with its task (the server will run the job again);
-// cgroups that belong to no task directory are emptied and removed. So an
-// agent restart never starts a task twice and never leaves one behind.
+// or deleted is killed with its task (the server will run the job again).
+// SweepOrphanCgroups() then empties and removes the cgroups that belong to
+// no task it knows, once the caller knows it is the node's only agent (the
+// cgroups are named by node, not by state directory). So an agent restart
+// never starts a task twice and never leaves one behind.
 //
 // Forget(key) retires an ended task's journal once the server has recorded
 // its result (the log stays). Retired journals are kept as spares in
@@ -80,6 +82,11 @@ class Executor {
   // Sets up the state directory and cgroups, then recovers tasks left by an
   // earlier agent. Returns a line describing cgroup enforcement.
   StatusOr<std::string> Init();
+  // Kills and removes the cgroups under the node's parent of tasks this
+  // executor does not run. Call once the server has taken this agent as
+  // the node's: a second agent with the node's name must not end the
+  // first one's tasks.
+  void SweepOrphanCgroups();
 
   // Starts a task. The spec's cgroup_procs are filled in here. A key that
   // already exists (running or ended) is refused: a task never starts twice.

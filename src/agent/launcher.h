@@ -55,6 +55,9 @@ class Launcher {
   // `cgroup_dir` when it is not empty and the kernel allows.
   StatusOr<Launched> Launch(const std::string& task_dir, const std::string& log_path,
                             const std::string& cgroup_dir = "");
+  // kUnavailable from Launch: the launcher process is gone (the executor
+  // then spawns shims itself).
+  pid_t pid() const { return pid_; }
 
  private:
   Launcher() = default;

@@ -97,11 +97,4 @@ Status CreateJournal(const std::string& path, const std::string& first_line);
 Status AppendJournal(const std::string& path, const std::string& line);
 std::vector<std::string> ReadJournal(const std::string& path);
 
-// Reads and writes small files; WriteFileAtomic renames a temporary into
-// place so a reader never sees half a file. It does not fsync: these files
-// must survive the agent's death, not the machine's (a machine crash ends
-// its tasks too, and the server then counts them as lost).
-StatusOr<std::string> ReadWholeFile(const std::string& path);
-Status WriteFileAtomic(const std::string& path, const std::string& content);
-
 }  // namespace muster::agent

@@ -103,6 +103,7 @@ std::string ToJson(const SyncRequest& r) {
     tasks.push_back(std::move(task));
   }
   return Dump({{"node", r.node},
+               {"agentId", r.agent_id},
                {"agentVersion", r.agent_version},
                {"address", r.address},
                {"logPort", r.log_port},
@@ -207,6 +208,7 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
   SyncRequest r;
   Reader rd("");
   rd.Get(j, "node", r.node);
+  rd.Get(j, "agentId", r.agent_id);
   rd.Get(j, "agentVersion", r.agent_version);
   rd.Get(j, "address", r.address);
   rd.Get(j, "logPort", r.log_port);

@@ -87,6 +87,9 @@ struct TaskReport {
 
 struct SyncRequest {
   std::string node;
+  // Which agent this is, stable across its restarts (kept in its state
+  // directory): the server refuses a second live agent for one node.
+  std::string agent_id;
   std::string agent_version;
   std::string address;  // where the node's tasks reach each other (MASTER_ADDR)
   int32_t log_port = 0;  // the agent's log server, 0 = none

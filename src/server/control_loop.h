@@ -317,6 +317,7 @@ class ControlLoop {
   std::optional<Duration> RetryBackoff(const api::JobSpec& spec, core::JobState state, const proto::TaskReport& failure,
                                        JobHistory& h, bool& spends) const;
   struct AgentNode {
+    std::string agent_id;  // the agent serving the node (SyncRequest::agent_id)
     int64_t last_sync_ms = 0;
     std::string address;
     int32_t log_port = 0;
@@ -325,6 +326,9 @@ class ControlLoop {
     std::vector<proto::HealthEventReport> events;  // the last few
     bool unreachable = false;
     bool lost = false;
+    // Its agent has synced with this server process. A node restored from
+    // the store gets no work until then: it may have died before the restart.
+    bool synced = true;
     std::string cordon;  // why the node gets no new work (a GPU fault), until cleared
     int64_t report_seq = -1;  // the newest task report processed
   };

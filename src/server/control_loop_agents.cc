@@ -148,8 +148,14 @@ Status ControlLoop::RestoreNodes() {
     if (!a.cordon.empty()) (void)state_.SetSchedulable(*added, false);
     a.log_port = spec.value("logPort", 0);
     a.status_json = spec.dump();
-    // A fresh grace period after a restart: silent from now on, not from before.
+    // A fresh grace period after a restart: silent from now on, not from
+    // before (its running jobs are not lost at once). But no new work until
+    // its agent syncs: a node that was dead before the restart looked Ready
+    // and took jobs that then sat RUNNING with nothing running.
     a.last_sync_ms = clock_.Now().millis();
+    a.synced = false;
+    a.unreachable = true;
+    (void)state_.SetSchedulable(*added, false);
   }
   return Status::Ok();
 }
@@ -435,6 +441,29 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
                                     ", newer than this server's " + std::to_string(epoch_) + "; this server is not the leader"));
   }
   const Time now = clock_.Now();
+  // One agent a node: a second one with the node's name (a copy started by
+  // hand, a cloned machine) would run its tasks a second time and end them
+  // as it saw fit. It is refused while the serving one may still run tasks:
+  // until that one has been silent for lostAfter (longer than the lease, so
+  // its tasks have fenced themselves, and the node's jobs are requeued).
+  if (auto serving = agents_.find(req.node); serving != agents_.end() && !req.agent_id.empty() &&
+                                             !serving->second.agent_id.empty() &&
+                                             serving->second.agent_id != req.agent_id) {
+    const int64_t silent_ms = now.millis() - serving->second.last_sync_ms;
+    bool waiting = false;  // the serving agent's sync is held here: it is alive
+    {
+      std::lock_guard<std::mutex> lock(versions_mu_);
+      auto slot = versions_.find(req.node);
+      waiting = slot != versions_.end() && !slot->second->waiters.empty();
+    }
+    if (waiting || silent_ms < options_.node_lost_after.millis()) {
+      return reply(FailedPrecondition("node " + req.node + " is served by another agent (" + serving->second.agent_id +
+                                      (waiting ? ", whose sync is waiting here" : ", which synced " +
+                                                  std::to_string(silent_ms) + " ms ago") + "); this agent (" +
+                                      req.agent_id + ") may take over once that one has been silent for " +
+                                      "agents.lostAfter (" + options_.node_lost_after.ToString() + ")"));
+    }
+  }
   store::WriteBatch b;
   SyncResult out;
   auto found = node_index_.find(req.node);
@@ -465,10 +494,18 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     out.changed = true;
   }
   AgentNode& agent = agents_[req.node];
+  if (!req.agent_id.empty() && agent.agent_id != req.agent_id) {
+    if (!agent.agent_id.empty()) {
+      b.events.push_back({0, 0, now.millis(), "AgentReplaced", "",
+                          "node " + req.node + ": agent " + req.agent_id + " took over from " + agent.agent_id});
+    }
+    agent.agent_id = req.agent_id;
+  }
   const bool first = agent.inventory.empty() || agent.address != req.address;
   agent.last_sync_ms = now.millis();
   agent.address = req.address;
   agent.log_port = req.log_port;
+  agent.synced = true;
   if (agent.unreachable) {
     agent.unreachable = false;
     (void)state_.SetSchedulable(*index, agent.cordon.empty());
@@ -806,7 +843,7 @@ void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {
   std::vector<std::string> newly_lost;
   for (auto& [name, a] : agents_) {
     const int64_t silent_ms = now.millis() - a.last_sync_ms;
-    const bool silent = silent_ms > options_.node_unreachable_after.millis();
+    const bool silent = !a.synced || silent_ms > options_.node_unreachable_after.millis();
     if (silent != a.unreachable) {
       a.unreachable = silent;
       (void)state_.SetSchedulable(node_index_.at(name), !silent && a.cordon.empty());

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -690,6 +691,82 @@ TEST_F(ClusterTest, ATaskStoppedByItsAgentShuttingDownCostsNoRetry) {
   EXPECT_EQ(j["retries"], 0) << j.dump();
   EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
   EXPECT_NE(j["attemptHistory"][0]["reason"].get<std::string>().find("its agent shut down"), std::string::npos) << j.dump();
+}
+
+// A node whose agent died before a server restart came back Ready from the
+// store and took new work, which then sat RUNNING with nothing running
+// (operator audit). Restored nodes get work once their agents sync.
+TEST_F(NodeFailureTest, ANodeRestoredFromTheStoreGetsNoWorkUntilItsAgentSyncs) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  agents_[0]->Kill();  // dead before the restart
+  server_.Kill();
+  ASSERT_TRUE(server_.Start()) << server_.log();
+  cli_ = std::make_unique<httplib::Client>(server_.url());
+  cli_->set_read_timeout(30, 0);
+  // At once, before the sweep would have noticed the dead node's silence.
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 2; ++i) ids.push_back(Submit("resources: {gpus: 1}\ncommand: [/bin/sleep, '30']\n"));
+  for (int i = 0; i < 300 && Get("/v1/jobs/" + std::to_string(ids[0]))["state"] != "RUNNING"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int running = 0;
+  for (int64_t id : ids) {
+    const json j = Get("/v1/jobs/" + std::to_string(id));
+    if (j["state"] == "RUNNING") ++running;
+  }
+  EXPECT_EQ(running, 1) << "a job was put on the dead node";
+  for (const json& n : Get("/v1/nodes")["items"]) {
+    if (n["name"] == Name(0)) EXPECT_NE(n["condition"], "Ready") << n.dump();
+  }
+  for (int64_t id : ids) CancelAndWait(id);
+}
+
+// A second agent started with a node's name (by hand, on a cloned machine)
+// ran that node's replicas a second time and killed the first agent's
+// tasks through the node's cgroups (operator audit). It is refused while
+// the first one syncs, and takes over once that one is silent; a second
+// agent on the same state directory does not start at all.
+TEST_F(NodeFailureTest, ASecondAgentForANodeIsRefusedWhileTheFirstServesIt) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(1);
+  const std::string pids = Tmp("pids"), overlap = Tmp("overlap");
+  // Each attempt first checks that no earlier one still runs.
+  const int64_t id = Submit("name: once\nresources: {gpus: 1}\ncommand: [/bin/sh, -c, 'for p in $(cat " + pids +
+                            " 2>/dev/null); do kill -0 $p 2>/dev/null && echo $p >> " + overlap + "; done; echo $$ >> " +
+                            pids + "; exec sleep 300']\n");
+  ASSERT_TRUE(WaitProcessStarted(id, pids));
+  AgentProcess same_dir(server_.url(), Name(0), server_.dir() + "/agent0");
+  same_dir.flags = {"--fake-gpus", "1xH100"};
+  same_dir.Start();
+  AgentProcess twin(server_.url(), Name(0), server_.dir() + "/twin");
+  twin.flags = {"--fake-gpus", "1xH100"};
+  twin.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_NE(same_dir.log().find("is in use by another agent (pid "), std::string::npos) << same_dir.log();
+  EXPECT_NE(twin.log().find("is served by another agent"), std::string::npos) << twin.log();
+  std::ifstream in(pids);
+  std::vector<pid_t> started{std::istream_iterator<pid_t>(in), {}};
+  ASSERT_EQ(started.size(), 1u) << "the replica ran twice";
+  EXPECT_NE(agent::ProcessStartTime(started[0]), 0) << "the twin ended the first agent's task";
+  const json j = Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(j["state"], "RUNNING") << j.dump();
+  EXPECT_EQ(j["attempts"], 1) << j.dump();
+  // The first one gone, its task fenced and the node lost, the twin takes
+  // the node over and runs the job again, once.
+  agents_.back()->Kill();
+  const json again = WaitAttemptRunning(id, 2);
+  EXPECT_EQ(again["state"], "RUNNING") << again.dump();
+  for (int i = 0; i < 500 && std::count(std::istreambuf_iterator<char>(std::ifstream(pids).rdbuf()), {}, '\n') < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(fs::exists(overlap)) << "attempt 2 started while attempt 1 still ran";
+  EXPECT_NE(twin.log().find("may take over once that one has been silent for agents.lostAfter"), std::string::npos)
+      << twin.log();
+  CancelAndWait(id);
+  twin.Stop();
 }
 
 // Asking for logs that cannot exist says why: a job that has not run yet,

@@ -448,6 +448,22 @@ TEST_F(ExecutorTest, TheLauncherStartsShimsWithoutExecAndTheirExitsAreSeen) {
 // (CLONE_INTO_CGROUP): no move, so no wait for the kernel's grace period.
 // This machine mounts a v2 hierarchy beside its v1 controllers; a driver
 // over that one alone exercises the same path as a v2-only node.
+// With its launcher killed, the agent died of SIGPIPE at the next task
+// start (operator audit). Tasks are now spawned without it.
+TEST_F(ExecutorTest, ALauncherThatDiedIsDoneWithout) {
+  auto e = Make(/*cgroups=*/false, /*launcher=*/true);
+  const pid_t launcher = launcher_->pid();
+  ASSERT_GT(launcher, 1);
+  ASSERT_EQ(::kill(launcher, SIGKILL), 0);
+  ::waitpid(launcher, nullptr, 0);
+  ::signal(SIGPIPE, SIG_IGN);  // as the agent does
+  ASSERT_TRUE(e->Start(Shell("j17.a1.r0", "echo spawned; exit 4"), {}).ok());
+  EXPECT_EQ(WaitEnd(*e, "j17.a1.r0").exit_code, 4);
+  EXPECT_EQ(Read(e->LogPath("j17.a1.r0")), "spawned\n");
+  ASSERT_TRUE(e->Start(Shell("j17.a1.r1", "exit 5"), {}).ok()) << "and every task after";
+  EXPECT_EQ(WaitEnd(*e, "j17.a1.r1").exit_code, 5);
+}
+
 TEST_F(ExecutorTest, OnCgroupV2TheLauncherStartsTheShimInsideItsGroup) {
   if (!Root()) GTEST_SKIP() << "needs root";
   std::string v2_line;
