@@ -214,6 +214,11 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
       a.ending_reason = e.value("reason", "");
       if (auto st = core::JobStateFromName(e.value("state", "")); st) a.ending = *st;
       if (!a.ending && !a.requeue) a.ending = JobState::kFailed;
+      // Its stop, released now in this server's versions: the version the
+      // last server released it at meant nothing here, so a replica its
+      // node never started was never settled, and the job stayed
+      // COMPLETING for ever with its GPUs held (operator audit).
+      ReleaseStop(a);
     }
   }
   // A restored attempt was durable before the restart; a new one becomes

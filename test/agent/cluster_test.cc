@@ -718,10 +718,39 @@ TEST_F(NodeFailureTest, ANodeRestoredFromTheStoreGetsNoWorkUntilItsAgentSyncs) {
     if (j["state"] == "RUNNING") ++running;
   }
   EXPECT_EQ(running, 1) << "a job was put on the dead node";
-  for (const json& n : Get("/v1/nodes")["items"]) {
-    if (n["name"] == Name(0)) EXPECT_NE(n["condition"], "Ready") << n.dump();
+  const json nodes = Get("/v1/nodes");  // kept: a loop over a temporary's member reads freed memory
+  for (const json& n : nodes["items"]) {
+    if (n["name"] == Name(0)) {
+      EXPECT_NE(n["condition"], "Ready") << n.dump();
+    }
   }
   for (int64_t id : ids) CancelAndWait(id);
+}
+
+// A replica bound to a node whose agent had just died, then cancelled,
+// then the server restarted: the job stayed COMPLETING for ever with its
+// GPUs held (operator audit). The stop is released again in the new
+// server's versions, and the node's agent, back, settles it.
+TEST_F(NodeFailureTest, AStopOfAReplicaNeverStartedSurvivesAServerRestart) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(1);
+  agents_[0]->Kill();  // its node still looks alive for unreachableAfter
+  const int64_t id = Submit("resources: {gpus: 1}\ncommand: [/bin/sleep, '30']\n");
+  for (int i = 0; i < 200 && Get("/v1/jobs/" + std::to_string(id))["state"] != "RUNNING"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "RUNNING") << "bound to the node before it was noticed";
+  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  ASSERT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "COMPLETING");
+  server_.Kill();
+  ASSERT_TRUE(server_.Start()) << server_.log();
+  cli_ = std::make_unique<httplib::Client>(server_.url());
+  cli_->set_read_timeout(30, 0);
+  agents_[0]->Start();
+  const json j = WaitEnd(id, 30);
+  EXPECT_EQ(j["state"], "CANCELLED") << j.dump();
+  const json nodes = Get("/v1/nodes");
+  for (const json& n : nodes["items"]) EXPECT_EQ(n["freeGpus"], 1) << n.dump();
 }
 
 // A second agent started with a node's name (by hand, on a cloned machine)
