@@ -451,7 +451,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   TaskSpec spec;
   spec.key = key;
   spec.argv = t.argv;
-  spec.script = t.script && spec.argv.size() == 3;
+  spec.script = t.script;  // the shim takes it only with argv {"/bin/sh", "-c", SCRIPT} (TaskSpecFromJson)
   if (spec.argv.empty()) return fail("the job has no command");
   if (!t.image.empty()) {
     // Never run a container job's command on the host by mistake.

@@ -25,45 +25,43 @@ namespace muster::agent {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-int64_t ProcessStartTime(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return 0;
-  // Fields after the command name, which is in parentheses and may itself
-  // contain spaces: 3 is the state, 22 the start time.
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(stat.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(rest >> field)) return 0;
-    if (i == 3 && (field == "Z" || field == "X")) return 0;  // a zombie has ended
-  }
-  return std::stoll(field);
-}
-
 namespace {
 
-// True while a process of process group `pgid` runs (zombies have ended).
+// Fields 3 to `last` of /proc/<pid>/stat (3 is the state, 5 the process
+// group, 22 the start time), or none when the process is gone or a zombie
+// (it has ended). They follow the command name, which is in parentheses
+// and may itself contain spaces.
+std::vector<std::string> LiveStatFields(const std::string& pid, int last) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return {};
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream rest(stat.substr(close + 2));
+  std::vector<std::string> fields;
+  for (std::string field; static_cast<int>(fields.size()) < last - 2 && rest >> field;) fields.push_back(field);
+  if (static_cast<int>(fields.size()) < last - 2 || fields[0] == "Z" || fields[0] == "X") return {};
+  return fields;
+}
+
+// True while a process of process group `pgid` runs.
 bool GroupAlive(pid_t pgid) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat;
-    if (!std::getline(in, stat)) continue;
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    std::string state;
-    pid_t ppid = 0, pgrp = 0;
-    if (rest >> state >> ppid >> pgrp && pgrp == pgid && state != "Z" && state != "X") return true;
+    const std::vector<std::string> fields = LiveStatFields(name, 5);
+    if (!fields.empty() && fields[2] == std::to_string(pgid)) return true;
   }
   return false;
 }
 
 }  // namespace
+
+int64_t ProcessStartTime(pid_t pid) {
+  const std::vector<std::string> fields = LiveStatFields(std::to_string(pid), 22);
+  return fields.empty() ? 0 : std::stoll(fields.back());
+}
 
 Executor::Executor(ExecutorOptions options, const Clock& clock) : options_(std::move(options)), clock_(clock) {}
 
@@ -410,21 +408,13 @@ void Executor::SweepOrphanCgroups() {
 void Executor::KillUnaccounted(const TaskBeacon& b, const std::string& why) {
   std::fprintf(stderr, "muster agent: task %s (shim pid %d) still runs but %s; stopping it\n", b.key.c_str(),
                static_cast<int>(b.pid), why.c_str());
-  const int pidfd = OpenPidfd(b.pid);
-  if (ProcessStartTime(b.pid) != b.start_time) {  // it ended (and the pid may be another's now)
-    if (pidfd >= 0) ::close(pidfd);
-    return;
-  }
+  if (ProcessStartTime(b.pid) != b.start_time) return;  // it ended (and the pid may be another's now)
   if (cgroups_) cgroups_->KillAll(b.key);
   ::kill(-b.pid, SIGKILL);  // the shim leads the task's process group
   ::kill(b.pid, SIGKILL);
-  if (pidfd >= 0) {
-    pollfd p{pidfd, POLLIN, 0};
-    ::poll(&p, 1, 2000);
-    ::close(pidfd);
-  }
   // SIGKILL is delivered asynchronously: wait (up to 2 s) until no
-  // process of the group is alive, so that none outlives the report.
+  // process of the group, the shim included, is alive, so that none
+  // outlives the report.
   for (int i = 0; i < 200 && GroupAlive(b.pid); ++i) {
     (void)::waitpid(b.pid, nullptr, WNOHANG);  // where the shim is ours
     ::usleep(10'000);

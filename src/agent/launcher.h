@@ -52,11 +52,11 @@ class Launcher {
   };
   // Starts the shim for `task_dir` with stdout and stderr appended to
   // `log_path`, in a new session; inside the cgroup v2 directory
-  // `cgroup_dir` when it is not empty and the kernel allows.
+  // `cgroup_dir` when it is not empty and the kernel allows. kUnavailable:
+  // the launcher process is gone (the executor then spawns shims itself).
   StatusOr<Launched> Launch(const std::string& task_dir, const std::string& log_path,
                             const std::string& cgroup_dir = "");
-  // kUnavailable from Launch: the launcher process is gone (the executor
-  // then spawns shims itself).
+  // The launcher process.
   pid_t pid() const { return pid_; }
 
  private:

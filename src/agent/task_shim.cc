@@ -263,7 +263,7 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   char buf[65536];
   int wait_status = 0;
   bool exited = false, eof = false, fencing = false;
-  int lease_missing = 0;  // checks in a row that found no lease file
+  int lease_missing = 0;  // checks in a row that found no lease file, or no deadline in it
   const auto now = [] { return std::chrono::steady_clock::now(); };
   auto exited_at = now(), last_lease_check = now(), kill_at = now();
   // Milliseconds until `t`, at least 0.

@@ -356,6 +356,59 @@ int ListJobs(JobCommands& c, Client& client, const std::string& states, bool new
   return 0;
 }
 
+// A file's whole text; NotFound when it cannot be read.
+StatusOr<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The batch script named by the one argument not after "--" (as sbatch
+// takes it), with its directives merged into the flags (a flag on the
+// command line wins); nullopt when the arguments are a command.
+StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c) {
+  if (!c.file.empty() || c.command.empty() || c.double_dash) return std::optional<std::string>();
+  const std::string file = c.command[0];
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    return InvalidArgument(file + (std::filesystem::exists(file, ec) ? " is not a file" : ": no such file") +
+                           "; a batch script or job file is submitted by its name, and a command goes after \"--\" "
+                           "(muster submit -- " + file + (c.command.size() > 1 ? " ..." : "") + ")");
+  }
+  if (c.command.size() > 1) {
+    return InvalidArgument("arguments after a batch script are not supported (" + file + " " + c.command[1] +
+                           " ...); put them in the script, or run the file as a command: muster submit -- " + file +
+                           " " + c.command[1] + " ...");
+  }
+  ASSIGN_OR_RETURN(std::string script, ReadText(file));
+  if (script.empty()) return InvalidArgument(file + " is empty");
+  ASSIGN_OR_RETURN(ScriptSettings from, ReadScriptDirectives(script, file));
+  for (const std::string& w : from.warnings) std::cerr << "muster submit: " << w << "\n";
+  auto fill = [](std::string& flag, const std::optional<std::string>& v) {
+    if (flag.empty() && v) flag = *v;
+  };
+  fill(c.name, from.name);
+  fill(c.queue, from.queue);
+  fill(c.priority, from.priority);
+  fill(c.gpu_type, from.gpu_type);
+  fill(c.cpus, from.cpus);
+  fill(c.memory, from.memory);
+  fill(c.time, from.time);
+  fill(c.after, from.after);
+  fill(c.chdir, from.chdir);
+  if (!c.gpus) c.gpus = from.gpus;
+  if (!c.replicas) c.replicas = from.replicas;
+  if (!c.array) c.array = from.array;
+  if (!c.retry) c.retry = from.retry;
+  c.env.insert(c.env.begin(), from.env.begin(), from.env.end());  // the command line's come last and win
+  c.hold = c.hold || from.hold;
+  if (c.name.empty()) c.name = std::filesystem::path(file).filename().string();
+  c.command.clear();
+  return std::optional<std::string>(std::move(script));
+}
+
 // The spec from --file, or from flags and the command after "--". A wrong
 // combination is InvalidArgument (a usage error); a file that cannot be read
 // is NotFound.
@@ -371,53 +424,7 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
     c.file = c.command[0];
     c.command.clear();
   }
-  // Not after "--": a batch script, as sbatch takes it.
-  std::optional<std::string> script;
-  std::error_code ec;
-  if (c.file.empty() && !c.command.empty() && !c.double_dash) {
-    const std::string& file = c.command[0];
-    if (!std::filesystem::is_regular_file(file, ec)) {
-      return InvalidArgument(file + (std::filesystem::exists(file, ec) ? " is not a file" : ": no such file") +
-                             "; a batch script or job file is submitted by its name, and a command goes after \"--\" "
-                             "(muster submit -- " + file + (c.command.size() > 1 ? " ..." : "") + ")");
-    }
-    if (c.command.size() > 1) {
-      return InvalidArgument("arguments after a batch script are not supported (" + file + " " + c.command[1] +
-                             " ...); put them in the script, or run the file as a command: muster submit -- " + file +
-                             " " + c.command[1] + " ...");
-    }
-  }
-  if (c.file.empty() && c.command.size() == 1 && !c.double_dash) {
-    std::ifstream in(c.command[0], std::ios::binary);
-    if (!in) return NotFound("cannot open " + c.command[0]);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    script = ss.str();
-    if (script->empty()) return InvalidArgument(c.command[0] + " is empty");
-    ASSIGN_OR_RETURN(ScriptSettings from, ReadScriptDirectives(*script, c.command[0]));
-    for (const std::string& w : from.warnings) std::cerr << "muster submit: " << w << "\n";
-    // A flag on the command line wins over the script's.
-    auto fill = [](std::string& flag, const std::optional<std::string>& v) {
-      if (flag.empty() && v) flag = *v;
-    };
-    fill(c.name, from.name);
-    fill(c.queue, from.queue);
-    fill(c.priority, from.priority);
-    fill(c.gpu_type, from.gpu_type);
-    fill(c.cpus, from.cpus);
-    fill(c.memory, from.memory);
-    fill(c.time, from.time);
-    fill(c.after, from.after);
-    fill(c.chdir, from.chdir);
-    if (!c.gpus) c.gpus = from.gpus;
-    if (!c.replicas) c.replicas = from.replicas;
-    if (!c.array) c.array = from.array;
-    if (!c.retry) c.retry = from.retry;
-    c.env.insert(c.env.begin(), from.env.begin(), from.env.end());  // the command line's come last and win
-    c.hold = c.hold || from.hold;
-    if (c.name.empty()) c.name = std::filesystem::path(c.command[0]).filename().string();
-    c.command.clear();
-  }
+  ASSIGN_OR_RETURN(std::optional<std::string> script, TakeBatchScript(c));
   if (!c.file.empty() && !c.command.empty()) {
     return InvalidArgument("give a job file or a command, not both");
   }
@@ -433,12 +440,9 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
       return InvalidArgument("give the job's settings in " + c.file + " or as flags, not both (flags given: " + list +
                              ")");
     }
-    std::ifstream in(c.file);
-    if (!in) return NotFound("cannot open " + c.file);
-    std::stringstream ss;
-    ss << in.rdbuf();
+    ASSIGN_OR_RETURN(std::string text, ReadText(c.file));
     const bool is_json = c.file.size() > 5 && c.file.substr(c.file.size() - 5) == ".json";
-    return std::make_pair(ss.str(), std::string(is_json ? "application/json" : "application/yaml"));
+    return std::make_pair(std::move(text), std::string(is_json ? "application/json" : "application/yaml"));
   }
   if (c.command.empty() && !script) {
     return InvalidArgument("give a job file, a batch script, or the command after \"--\" (muster submit --gpus 1 -- "
@@ -471,6 +475,7 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
     spec["env"][e] = here;
   }
   // As sbatch: the job runs where it was submitted from, unless told.
+  std::error_code ec;
   const std::string here = c.chdir.empty() ? std::filesystem::current_path(ec).string() : c.chdir;
   if (!here.empty()) spec["workingDir"] = here;
   return std::make_pair(spec.dump(), std::string("application/json"));

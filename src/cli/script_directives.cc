@@ -16,7 +16,11 @@ enum class Field { kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kA
 struct Flag {
   Field field;
   bool takes_value;
+  // For kIgnored: what the warning says after the flag.
+  const char* ignored = " is ignored (it has no meaning here)";
 };
+
+constexpr const char* kToTheLog = " is ignored: the job's output and errors go to its log (muster logs ID)";
 
 // #MUSTER: muster submit's own flags.
 const std::map<std::string, Flag>& MusterFlags() {
@@ -47,8 +51,8 @@ const std::map<std::string, Flag>& SlurmFlags() {
       {"-H", {Field::kHold, false}},             {"--chdir", {Field::kChdir, true}},
       {"-D", {Field::kChdir, true}},
       // Slurm's bookkeeping and output: no effect on where or how the job runs here.
-      {"--output", {Field::kIgnored, true}},     {"-o", {Field::kIgnored, true}},
-      {"--error", {Field::kIgnored, true}},      {"-e", {Field::kIgnored, true}},
+      {"--output", {Field::kIgnored, true, kToTheLog}}, {"-o", {Field::kIgnored, true, kToTheLog}},
+      {"--error", {Field::kIgnored, true, kToTheLog}},  {"-e", {Field::kIgnored, true, kToTheLog}},
       {"--mail-type", {Field::kIgnored, true}},  {"--mail-user", {Field::kIgnored, true}},
       {"--account", {Field::kIgnored, true}},    {"-A", {Field::kIgnored, true}},
       {"--comment", {Field::kIgnored, true}},    {"--open-mode", {Field::kIgnored, true}},
@@ -241,9 +245,7 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
           break;
         }
         case Field::kIgnored:
-          out.warnings.push_back(where + (flag == "-o" || flag == "--output" || flag == "-e" || flag == "--error"
-                                              ? " is ignored: the job's output and errors go to its log (muster logs ID)"
-                                              : " is ignored (it has no meaning here)"));
+          out.warnings.push_back(where + f.ignored);
           break;
       }
     }

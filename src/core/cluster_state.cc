@@ -184,7 +184,7 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
   rec.spec = std::move(spec);
   rec.submit_time = submit_time;
   rec.state = p.held ? JobState::kHeld : JobState::kPending;
-  job_states_[id] = rec.state;
+  job_states_[id].state = rec.state;
   jobs_.emplace(id, std::move(rec));
   pending_pos_[id] = pending_.size();
   pending_.push_back(std::move(p));
@@ -230,7 +230,6 @@ ClusterSnapshot ClusterState::Snapshot(Time now) const {
   s.quotas = quotas_;
   s.queue_usage = &queue_usage_;
   s.job_states = &job_states_;
-  s.job_end_times = &end_times_;
   return s;
 }
 
@@ -352,7 +351,7 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
   rec.start_time = now;
   if (rec.first_start.is_max()) rec.first_start = now;
   rec.allocations = binding.allocations;
-  job_states_[p.id] = JobState::kRunning;
+  job_states_[p.id].state = JobState::kRunning;
   running_.emplace(r.id, std::move(r));
   RemovePending(binding.job);
   return Status::Ok();
@@ -376,8 +375,7 @@ Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string 
   rec.end_time = now;
   rec.allocations.clear();
   rec.reason = std::move(reason);
-  job_states_[job] = terminal;
-  end_times_[job] = now;
+  job_states_[job] = {terminal, now};
   return Status::Ok();
 }
 
@@ -397,8 +395,7 @@ Status ClusterState::EndPending(JobId job, JobState terminal, Time now, std::str
   rec.state = terminal;
   rec.end_time = now;
   rec.reason = std::move(reason);
-  job_states_[job] = terminal;
-  end_times_[job] = now;
+  job_states_[job] = {terminal, now};
   return Status::Ok();
 }
 
@@ -420,7 +417,7 @@ Status ClusterState::Requeue(JobId job, std::string reason, Time not_before) {
   rec.start_time = Time::Max();
   rec.allocations.clear();
   rec.reason = std::move(reason);
-  job_states_[job] = JobState::kPending;
+  job_states_[job].state = JobState::kPending;
   PendingJob p = MakePending(job, rec.spec, rec.submit_time, cls);
   p.held = false;
   p.begin_time = std::max(p.begin_time, not_before);
@@ -483,8 +480,7 @@ Status ClusterState::RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobS
   rec.state = state;
   rec.end_time = end_time;
   rec.reason = std::move(reason);
-  job_states_[id] = state;
-  end_times_[id] = end_time;
+  job_states_[id] = {state, end_time};
   jobs_.emplace(id, std::move(rec));
   next_id_ = std::max(next_id_, id + 1);
   return Status::Ok();
@@ -495,7 +491,7 @@ Status ClusterState::Hold(JobId job) {
   if (it == pending_pos_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not pending");
   pending_[it->second].held = true;
   jobs_.at(job).state = JobState::kHeld;
-  job_states_[job] = JobState::kHeld;
+  job_states_[job].state = JobState::kHeld;
   return Status::Ok();
 }
 
@@ -506,7 +502,7 @@ Status ClusterState::Release(JobId job, Time now) {
   pending_[it->second].released_at = now;
   jobs_.at(job).released_at = now;
   jobs_.at(job).state = JobState::kPending;
-  job_states_[job] = JobState::kPending;
+  job_states_[job].state = JobState::kPending;
   return Status::Ok();
 }
 

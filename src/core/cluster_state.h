@@ -182,8 +182,7 @@ class ClusterState {
   std::unordered_map<std::string, int32_t> class_ids_;
 
   std::unordered_map<JobId, JobRecord> jobs_;
-  std::unordered_map<JobId, JobState> job_states_;
-  std::unordered_map<JobId, Time> end_times_;  // of ended jobs: when their dependents became eligible
+  std::unordered_map<JobId, ClusterSnapshot::JobStatus> job_states_;
   std::vector<PendingJob> pending_;
   std::unordered_map<JobId, size_t> pending_pos_;
   std::unordered_map<JobId, RunningJob> running_;

@@ -162,21 +162,25 @@ struct ClusterSnapshot {
   const QueueQuota* QuotaOf(int32_t queue) const {
     return queue >= 0 && static_cast<size_t>(queue) < quotas.size() ? &quotas[queue] : nullptr;
   }
-  // State of any job known to the cluster, for dependencies.
-  const std::unordered_map<JobId, JobState>* job_states = nullptr;
+  // State of any job known to the cluster, and when an ended one ended:
+  // for dependencies, and the age of the jobs waiting on them.
+  struct JobStatus {
+    JobState state = JobState::kPending;
+    Time end = Time::Max();  // set when it reaches a terminal state
+  };
+  const std::unordered_map<JobId, JobStatus>* job_states = nullptr;
 
   std::optional<JobState> StateOf(JobId id) const {
     auto it = job_states->find(id);
     if (it == job_states->end()) return std::nullopt;
-    return it->second;
+    return it->second.state;
   }
-  // When an ended job ended (for the age of jobs that depended on it).
-  const std::unordered_map<JobId, Time>* job_end_times = nullptr;
+  // When an ended job ended; nullopt while it has not (or is unknown).
   std::optional<Time> EndOf(JobId id) const {
-    if (job_end_times == nullptr) return std::nullopt;
-    auto it = job_end_times->find(id);
-    if (it == job_end_times->end()) return std::nullopt;
-    return it->second;
+    if (job_states == nullptr) return std::nullopt;
+    auto it = job_states->find(id);
+    if (it == job_states->end() || !IsTerminal(it->second.state)) return std::nullopt;
+    return it->second.end;
   }
 };
 

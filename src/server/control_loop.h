@@ -165,8 +165,7 @@ class ControlLoop {
     std::string node;
     std::string address;
     int32_t log_port = 0;
-    std::string task_key;
-    int32_t attempt = 0;
+    int32_t attempt = 0;  // the attempt found (the current or last one, unless asked)
   };
   // Of attempt `attempt` (0: the current or last one). Blocks until the loop
   // answers (its caller then blocks on the agent anyway).

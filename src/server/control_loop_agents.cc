@@ -1008,7 +1008,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
     if (ag == agents_.end() || ag->second.log_port == 0) {
       return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs"));
     }
-    reply(ReplicaLocation{node, ag->second.address, ag->second.log_port, proto::TaskKey(job, attempt, replica), attempt});
+    reply(ReplicaLocation{node, ag->second.address, ag->second.log_port, attempt});
   }, ShuttingDown());
 }
 

@@ -678,7 +678,7 @@ void HttpApi::Routes() {
     o.read_timeout = std::chrono::milliseconds(10'000);
     o.max_body_bytes = (4 << 20) + (64 << 10);  // an agent answers at most 4 MiB of log
     http::Client agent(where->address, where->log_port, o);
-    std::string path = "/logs/" + where->task_key + "?";
+    std::string path = "/logs/" + proto::TaskKey(*id, where->attempt, static_cast<int32_t>(replica)) + "?";
     if (offset >= 0) path += "offset=" + std::to_string(offset) + "&";
     if (tail >= 0) path += "tail=" + std::to_string(tail);
     auto r = agent.Get(path);
