@@ -1,5 +1,7 @@
 #include "agent/agent.h"
 
+#include "agent/task_beacon.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -215,7 +217,10 @@ StatusOr<std::string> Agent::Init() {
   eo.shim_binary = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) return FailedPrecondition("cannot find the muster binary (/proc/self/exe): " + ec.message());
   eo.use_cgroups = options_.use_cgroups;
-  eo.cgroup_parent = "muster/" + options_.node;
+  // One parent per state directory: two agents on one machine never share
+  // task groups, even with one node name (two `muster dev` clusters, a twin
+  // agent), where the task keys, and so the groups, would be the same.
+  eo.cgroup_parent = "muster/" + options_.node + "." + TaskBeaconScope(options_.state_dir).substr(0, 8);
   eo.launcher = launcher_.get();
   executor_ = std::make_unique<Executor>(eo, clock_);
   ASSIGN_OR_RETURN(cgroups_, executor_->Init());
@@ -402,12 +407,6 @@ void Agent::Apply(const proto::SyncResponse& r) {
     version_ = r.version;
   }
   fenced_ = false;
-  if (!swept_) {
-    // The server has taken this agent as the node's: the node's cgroups of
-    // tasks it does not know are leftovers (a crash), not another agent's.
-    executor_->SweepOrphanCgroups();
-    swept_ = true;
-  }
   std::map<std::string, const proto::TaskAssignment*> desired;
   for (const proto::TaskAssignment& t : r.tasks) {
     if (t.epoch < r.epoch) continue;  // launched by an older leader: never start it

@@ -139,7 +139,6 @@ class Agent {
   http::Client* watch_client_ = nullptr;              // guarded by mu_: to interrupt its wait
   int lock_fd_ = -1;      // <state>/agent.lock, flock'ed while this agent lives
   std::string agent_id_;  // <state>/agent-id
-  bool swept_ = false;    // orphan cgroups removed (after the first accepted sync)
   int lease_fd_ = -1;                                 // guarded by mu_: <state>/lease, read by task shims
   bool fenced_ = false;                               // main thread
   std::thread::id main_thread_;

@@ -3,11 +3,12 @@
 // hierarchy per controller, as on this project's CI machine).
 //
 // Every task group lives under one parent group per agent (the agent uses
-// "muster/<node>") so an agent can list what it left behind after a restart
-// without touching another agent's tasks on the same machine (`muster dev`).
+// "muster/<node>.<tag>", the tag a hash of its state directory's path) so an
+// agent can list what it left behind after a restart without touching
+// another agent's tasks on the same machine, whatever its node name.
 // Names are plain ("j12.a1.r0"); the driver maps them to directories:
-//   v2: <mount>/muster/<node>/j12.a1.r0
-//   v1: <mount>/memory/muster/<node>/j12.a1.r0, <mount>/cpu/..., <mount>/pids/...
+//   v2: <mount>/muster/<node>.<tag>/j12.a1.r0
+//   v1: <mount>/memory/muster/<node>.<tag>/j12.a1.r0, <mount>/cpu/..., <mount>/pids/...
 //
 // A controller the machine does not offer (v2 without "memory" enabled for
 // the parent, a v1 hierarchy not mounted) is left out: Create() says which

@@ -394,14 +394,12 @@ void Executor::Recover() {
   // Shims without a journal at all (deleted): nothing to report them with;
   // the server counts the tasks as lost.
   for (const auto& [key, b] : beacons) KillUnaccounted(b, "it has no journal");
-}
-
-void Executor::SweepOrphanCgroups() {
-  if (!cgroups_) return;
-  for (const std::string& group : cgroups_->List()) {
-    if (tasks_.count(group) && !tasks_[group].result) continue;
-    cgroups_->KillAll(group);
-    if (cgroups_->Remove(group).code() == StatusCode::kUnavailable) busy_cgroups_.push_back(group);
+  if (cgroups_) {
+    for (const std::string& group : cgroups_->List()) {
+      if (tasks_.count(group) && !tasks_[group].result) continue;
+      cgroups_->KillAll(group);
+      if (cgroups_->Remove(group).code() == StatusCode::kUnavailable) busy_cgroups_.push_back(group);
+    }
   }
 }
 

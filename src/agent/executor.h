@@ -19,11 +19,10 @@
 // (task_beacon.h) from then on, so a task whose agent died right after
 // starting it is adopted too); a task whose shim is gone ends with the exit
 // status the shim wrote, or as lost; a live shim whose journal is damaged
-// or deleted is killed with its task (the server will run the job again).
-// SweepOrphanCgroups() then empties and removes the cgroups that belong to
-// no task it knows, once the caller knows it is the node's only agent (the
-// cgroups are named by node, not by state directory). So an agent restart
-// never starts a task twice and never leaves one behind.
+// or deleted is killed with its task (the server will run the job again);
+// cgroups under the parent that belong to no task directory are emptied and
+// removed. So an agent restart never starts a task twice and never leaves
+// one behind.
 //
 // Forget(key) retires an ended task's journal once the server has recorded
 // its result (the log stays). Retired journals are kept as spares in
@@ -57,6 +56,8 @@ struct ExecutorOptions {
   std::string state_dir;     // tasks/ and logs/ live here
   std::string shim_binary;   // the muster binary ("/proc/self/exe" resolved)
   bool use_cgroups = true;   // false: no limits (a machine without cgroup access)
+  // The parent of the task groups: this executor's alone (it removes what
+  // it finds there and does not run).
   std::string cgroup_parent = "muster";
   // Starts shims without exec (launcher.h); null: posix_spawn of shim_binary.
   Launcher* launcher = nullptr;
@@ -82,11 +83,6 @@ class Executor {
   // Sets up the state directory and cgroups, then recovers tasks left by an
   // earlier agent. Returns a line describing cgroup enforcement.
   StatusOr<std::string> Init();
-  // Kills and removes the cgroups under the node's parent of tasks this
-  // executor does not run. Call once the server has taken this agent as
-  // the node's: a second agent with the node's name must not end the
-  // first one's tasks.
-  void SweepOrphanCgroups();
 
   // Starts a task. The spec's cgroup_procs are filled in here. A key that
   // already exists (running or ended) is refused: a task never starts twice.

@@ -29,8 +29,10 @@ struct TaskBeacon {
   int64_t start_time = 0;  // the shim's start time in /proc ticks
 };
 
-// The scope of the beacons of one state directory: a hash of the canonical
-// path of its tasks/ directory. Empty if that path cannot be resolved.
+// A stable tag of a directory: a hash of its canonical path (16 hex
+// digits); empty if the path cannot be resolved. The beacons of an agent's
+// tasks are scoped by its tasks/ directory's tag (the agent also tags its
+// cgroup parent with its state directory's).
 std::string TaskBeaconScope(const std::string& tasks_dir);
 
 // Binds this process's beacon for task `key`; returns the socket (close-on-

@@ -244,19 +244,24 @@ TEST_F(ClusterTest, CancelLeavesNoProcessAndNoCgroup) {
   EXPECT_EQ(Get("/v1/nodes")["items"][0]["freeGpus"], 8);
   // The agent removes an emptied cgroup as soon as the kernel lets it go.
   std::string left;
+  bool parent_seen = false;  // the agent's parent group exists where cgroups are used
   for (int i = 0; i < 100; ++i) {
     left.clear();
     for (const char* root : {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup"}) {
-      const std::string dir = std::string(root) + "/muster/" + a.name();
-      if (!fs::exists(dir)) continue;
-      for (const auto& e : fs::directory_iterator(dir)) {
-        if (e.is_directory()) left += e.path().string() + " ";
+      std::error_code ec;
+      for (const auto& parent : fs::directory_iterator(std::string(root) + "/muster", ec)) {
+        if (parent.path().filename().string().rfind(a.name() + ".", 0) != 0) continue;  // muster/<node>.<tag>
+        parent_seen = true;
+        for (const auto& e : fs::directory_iterator(parent.path())) {
+          if (e.is_directory()) left += e.path().string() + " ";
+        }
       }
     }
     if (left.empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(left, "") << "cgroups left behind";
+  if (geteuid() == 0) EXPECT_TRUE(parent_seen) << "no cgroup parent of the agent's was found";
 }
 
 TEST_F(ClusterTest, OneFailingReplicaEndsTheWholeGang) {
