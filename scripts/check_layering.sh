@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the include direction of src/ (common <- core <- scheduler <- sim/server <- cli;
+# Checks the include direction of src/ (common <- core <- scheduler, lifecycle <- sim/server <- cli;
 # config, api and store beside the scheduler, never including it; the agent
 # (gpu, agent) shares only common, the agent protocol (proto) and HTTP (http) with the server),
 # and that the scheduling core (core/, scheduler/) does no I/O and reads no clock.
@@ -14,17 +14,18 @@ declare -A allowed=(
   [common]="common"
   [core]="common core"
   [scheduler]="common core scheduler"
+  [lifecycle]="common core lifecycle"
   [config]="common core config"
   [api]="common core api"
   [store]="common store"
-  [sim]="common core scheduler config sim"
+  [sim]="common core scheduler lifecycle config sim"
   [proto]="common proto"
   [http]="common http"
   [gpu]="common gpu"
   [checkpoint]="common checkpoint"
   [agent]="common gpu proto checkpoint http agent"
-  [server]="common core scheduler config api store proto checkpoint http server"
-  [cli]="common core scheduler config api sim server gpu proto checkpoint agent http cli"
+  [server]="common core scheduler lifecycle config api store proto checkpoint http server"
+  [cli]="common core scheduler lifecycle config api sim server gpu proto checkpoint agent http cli"
 )
 for layer in "${!allowed[@]}"; do
   [ -d "src/$layer" ] || continue
@@ -38,14 +39,14 @@ for layer in "${!allowed[@]}"; do
   done < <(grep -nE '^#include "[^"]+/' -r "src/$layer" --include='*.h' --include='*.cc' | grep -v '_test\.cc:')
 done
 
-# The scheduling core: no I/O, threads, wall clock or randomness of its own.
+# The scheduling core and the lifecycle: no I/O, threads, wall clock or randomness of their own.
 forbidden='<(fstream|iostream|cstdio|stdio\.h|filesystem|thread|mutex|chrono|ctime|time\.h|random|unistd\.h|sys/[a-z_]+\.h|sqlite3\.h|libpq-fe\.h|httplib\.h)>'
 while IFS= read -r hit; do
   violation "$hit: the scheduling core must not do I/O or read clocks"
-done < <(grep -nE "^#include $forbidden" -r src/core src/scheduler --include='*.h' --include='*.cc' | grep -v '_test\.cc:')
+done < <(grep -nE "^#include $forbidden" -r src/core src/scheduler src/lifecycle --include='*.h' --include='*.cc' | grep -v '_test\.cc:')
 while IFS= read -r hit; do
   violation "$hit: the scheduling core must not call the clock or rand"
-done < <(grep -nE '(system_clock|steady_clock|\btime\(|\brand\(|srand\(|random_device|getenv\()' -r src/core src/scheduler --include='*.h' --include='*.cc' | grep -v '_test\.cc:')
+done < <(grep -nE '(system_clock|steady_clock|\btime\(|\brand\(|srand\(|random_device|getenv\()' -r src/core src/scheduler src/lifecycle --include='*.h' --include='*.cc' | grep -v '_test\.cc:')
 
 # ASSIGN_OR_RETURN is several statements: an unbraced if/for/while would
 # guard only the first of them.

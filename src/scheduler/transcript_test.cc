@@ -1,9 +1,7 @@
 // Transcript tests: small text files of commands and the decisions they must
 // produce (test/transcripts/scheduler/*.txt), read by people in review.
 //
-// Format: blocks of one command line, a line "----", the expected output and
-// a blank line; lines starting with '#' before a command are comments.
-// Commands:
+// Format and rewriting: test/transcript_file.h. Commands:
 //   config policy=P reservations=N starvation=DUR age-per-hour=N age-cap=N
 //   node NAME gpus=N [type=T] [leaf=L] [spine=S] [cpus=C] [memory=M]
 //   submit ID gpus=G [replicas=R] [type=T] [class=C] [limit=DUR] [scope=S]
@@ -25,46 +23,12 @@
 #include "common/quantity.h"
 #include "core/cluster_state.h"
 #include "scheduler/scheduler.h"
+#include "transcript_file.h"
 
 namespace muster::scheduler {
 namespace {
 
-namespace fs = std::filesystem;
 using core::JobId;
-
-struct Block {
-  std::vector<std::string> comments;
-  std::string command;
-  std::string expected;
-};
-
-std::vector<Block> ParseFile(const std::string& text) {
-  std::vector<Block> blocks;
-  std::istringstream in(text);
-  std::string line;
-  Block cur;
-  enum { kCommand, kExpected } mode = kCommand;
-  while (std::getline(in, line)) {
-    if (mode == kCommand) {
-      if (line.empty()) continue;
-      if (line[0] == '#') {
-        cur.comments.push_back(line);
-      } else if (line == "----") {
-        mode = kExpected;
-      } else {
-        cur.command = line;
-      }
-    } else if (line.empty()) {
-      blocks.push_back(std::move(cur));
-      cur = Block{};
-      mode = kCommand;
-    } else {
-      cur.expected += line + "\n";
-    }
-  }
-  if (mode == kExpected || !cur.command.empty()) blocks.push_back(std::move(cur));
-  return blocks;
-}
 
 class Transcript {
  public:
@@ -255,46 +219,16 @@ class Transcript {
   std::map<std::string, core::NodeIndex> nodes_;
 };
 
-std::vector<std::string> TranscriptFiles() {
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator("test/transcripts/scheduler")) {
-    if (e.path().extension() == ".txt") files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 class TranscriptTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TranscriptTest, MatchesExpected) {
-  const std::string path = GetParam();
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << path;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::vector<Block> blocks = ParseFile(ss.str());
-  ASSERT_FALSE(blocks.empty()) << path << " has no commands";
   Transcript t;
-  const bool rewrite = std::getenv("MUSTER_REWRITE") != nullptr;
-  std::string rewritten;
-  for (Block& b : blocks) {
-    const std::string actual = t.Run(b.command);
-    if (rewrite) {
-      for (const auto& c : b.comments) rewritten += c + "\n";
-      rewritten += b.command + "\n----\n" + actual + "\n";
-    } else {
-      EXPECT_EQ(actual, b.expected) << path << ": command `" << b.command << "`";
-    }
-  }
-  if (rewrite) std::ofstream(path) << rewritten;
+  testing::CheckTranscript(GetParam(), [&](const std::string& command) { return t.Run(command); });
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, TranscriptTest, ::testing::ValuesIn(TranscriptFiles()),
-                         [](const auto& p) {
-                           std::string n = fs::path(p.param).stem().string();
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Files, TranscriptTest,
+                         ::testing::ValuesIn(testing::TranscriptFiles("test/transcripts/scheduler")),
+                         [](const auto& p) { return testing::TranscriptName(p.param); });
 
 }  // namespace
 }  // namespace muster::scheduler

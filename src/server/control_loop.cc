@@ -35,7 +35,17 @@ const char* ControlLoop::ActionName(Action a) {
 }
 
 ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store::Store& store)
-    : options_(options), clock_(clock), store_(store), state_(options.cluster), fairshare_(options.fairshare) {}
+    : options_(options),
+      clock_(clock),
+      store_(store),
+      waits_(clock),
+      state_(options.cluster),
+      liveness_(state_, clock,
+                {options.node_unreachable_after, options.node_lost_after, options.agent_lease,
+                 options.max_lost_fraction, options.silence_burst_window, options.silence_hold}),
+      lifecycle_(state_, clock, {static_cast<int32_t>(options.checkpoint_signals_per_second)},
+                 [this](core::NodeIndex node) { return liveness_.Watched(node); }),
+      fairshare_(options.fairshare) {}
 
 ControlLoop::~ControlLoop() { Stop(); }
 
@@ -82,12 +92,12 @@ Status ControlLoop::Start() {
   return Status::Ok();
 }
 
-void ControlLoop::EndWaits() {
-  {
-    std::lock_guard<std::mutex> lock(versions_mu_);
-    stopping_versions_ = true;
-  }
-  EndExpiredWaits(clock_.Now(), /*all=*/true);
+void ControlLoop::EndWaits() { waits_.Close(); }
+
+core::JobState ControlLoop::StateOf(int64_t job) const {
+  if (std::optional<JobState> shown = lifecycle_.Shown(job)) return *shown;
+  const core::JobRecord* rec = state_.Find(job);
+  return rec != nullptr ? rec->state : JobState::kCancelled;
 }
 
 void ControlLoop::Stop() {
@@ -151,15 +161,17 @@ Status ControlLoop::Restore() {
     }
     core::JobSpec core_spec_restored = core_spec;
     if (detail.is_object() && (detail.contains("attemptHistory") || detail.contains("retries"))) {
-      JobHistory& h = history_[row.id];
+      lifecycle::JobHistory h;
       h.retries = detail.value("retries", 0);
       h.requeues = detail.value("requeues", 0);
-      h.not_before_ms = detail.value("notBeforeMs", int64_t{0});
-      h.attempts = detail.contains("attemptHistory") && detail["attemptHistory"].is_array() ? detail["attemptHistory"]
-                                                                                              : json::array();
+      h.not_before = Time::FromMillis(detail.value("notBeforeMs", int64_t{0}));
+      lifecycle_.RestoreHistory(row.id, h);
+      attempt_records_[row.id] = detail.contains("attemptHistory") && detail["attemptHistory"].is_array()
+                                     ? detail["attemptHistory"]
+                                     : json::array();
       // A retry's backoff outlives a restart.
-      if (h.not_before_ms > 0 && *state == JobState::kPending) {
-        const Time nb = Time::FromMillis(h.not_before_ms);
+      if (h.not_before > Time::Zero() && *state == JobState::kPending) {
+        const Time nb = h.not_before;
         if (!core_spec_restored.begin_time || *core_spec_restored.begin_time < nb) core_spec_restored.begin_time = nb;
       }
     }
@@ -223,7 +235,7 @@ Status ControlLoop::Restore() {
     }
     if (ok) {
       StartAttempt(row.id, std::max(1, row.attempts), /*durable=*/true,
-                   status.is_object() && status.contains("attempt") ? &status["attempt"] : nullptr);
+                   status.is_object() && status.contains("attempt") ? &status["attempt"] : nullptr, requeued);
       continue;
     }
     row.state = "PENDING";
@@ -266,10 +278,10 @@ void ControlLoop::Run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       Duration wait = dirty_ ? cycle_gap_ : options_.cycle_interval;
-      if (!delayed_stops_.empty()) {
-        wait = std::min(wait, std::max(Duration::Zero(), Time::FromMillis(delayed_stops_.begin()->first) - clock_.Now()));
+      if (const Time due = lifecycle_.NextStopDue(); !due.is_max()) {
+        wait = std::min(wait, std::max(Duration::Zero(), due - clock_.Now()));
       }
-      wait = std::min(wait, UntilNextWaitEnds(clock_.Now()));
+      wait = std::min(wait, waits_.UntilNextDeadline(clock_.Now()));
       cv_.wait_for(lock, std::chrono::milliseconds(wait.millis()), [&] { return stop_ || !tasks_.empty(); });
       batch.swap(tasks_);
       if (stop_ && batch.empty()) {
@@ -282,8 +294,14 @@ void ControlLoop::Run() {
     }
     for (Task& t : batch) t();
     const Time now = clock_.Now();
-    EndExpiredWaits(now);
-    ReleaseDueStops(now);
+    waits_.EndExpired(now);
+    if (lifecycle_.NextStopDue() <= now) {
+      lifecycle::Effects fx;
+      store::WriteBatch b;
+      lifecycle_.ReleaseDueStops(fx);
+      ApplyEffects(fx, b);
+      if (!b.empty()) Persist(std::move(b), nullptr);
+    }
     const Duration since = now - last_cycle_;
     if ((dirty_ && since >= cycle_gap_) || since >= options_.cycle_interval) {
       const auto started = std::chrono::steady_clock::now();
@@ -324,16 +342,19 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
   }
   auto task = array_task_of_.find(job);
   if (task != array_task_of_.end()) w.Key("arrayFirstId").Int(task->second.first_id).Key("arrayIndex").Int(task->second.index);
-  if (attempts_.count(job)) w.Key("attempt").Raw(api::JsonText(AttemptJson(job)));
-  auto h = history_.find(job);
-  if (h != history_.end() && h->second.attempts.is_array()) w.Key("attemptHistory").Raw(api::JsonText(h->second.attempts));
+  if (details_.count(job)) w.Key("attempt").Raw(api::JsonText(AttemptJson(job)));
+  auto records = attempt_records_.find(job);
+  if (records != attempt_records_.end() && records->second.is_array()) {
+    w.Key("attemptHistory").Raw(api::JsonText(records->second));
+  }
+  const lifecycle::JobHistory* h = lifecycle_.History(job);
   auto key = idempotency_key_of_.find(job);
   if (key != idempotency_key_of_.end()) w.Key("idempotencyKey").String(key->second);
-  if (h != history_.end() && h->second.not_before_ms > 0) w.Key("notBeforeMs").Int(h->second.not_before_ms);
+  if (h != nullptr && h->not_before > Time::Zero()) w.Key("notBeforeMs").Int(h->not_before.millis());
   if (const core::JobRecord* rec = state_.Find(job); rec != nullptr && rec->released_at > Time::Zero()) {
     w.Key("releasedMs").Int(rec->released_at.millis());
   }
-  if (h != history_.end()) w.Key("requeues").Int(h->second.requeues).Key("retries").Int(h->second.retries);
+  if (h != nullptr) w.Key("requeues").Int(h->requeues).Key("retries").Int(h->retries);
   w.EndObject();
   return out;
 }
@@ -457,17 +478,17 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
     if (!managed.ok()) return reply(managed.status());
     JobRow& row = **managed;
     const Time now = clock_.Now();
-    const std::string state = row.state;
+    const JobState state = StateOf(id);
     auto ended = [&](const char* verb) {
-      return FailedPrecondition("job " + std::to_string(id) + " is " + state + "; only " + verb);
+      return FailedPrecondition("job " + std::to_string(id) + " is " + core::JobStateName(state) + "; only " + verb);
     };
     Status s;
     std::string event;
     switch (action) {
       case Action::kCancel:
-        if (state == "PENDING" || state == "HELD") {
+        if (state == JobState::kPending || state == JobState::kHeld) {
           s = state_.EndPending(id, JobState::kCancelled, now, "cancelled by " + user);
-        } else if (state == "RUNNING" || state == "COMPLETING") {
+        } else if (state == JobState::kRunning || state == JobState::kCompleting) {
           return StopRunning(id, JobState::kCancelled, false, "cancelled by " + user, reply);
         } else {
           return reply(ended("pending, held or running jobs can be cancelled"));
@@ -481,8 +502,8 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
         }
         break;
       case Action::kHold:
-        if (state == "HELD") return reply(row);
-        if (state != "PENDING") return reply(ended("pending jobs can be held"));
+        if (state == JobState::kHeld) return reply(row);
+        if (state != JobState::kPending) return reply(ended("pending jobs can be held"));
         s = state_.Hold(id);
         if (s.ok()) {
           row.state = "HELD";
@@ -491,8 +512,8 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
         }
         break;
       case Action::kRelease:
-        if (state == "PENDING") return reply(row);
-        if (state != "HELD") return reply(ended("held jobs can be released"));
+        if (state == JobState::kPending) return reply(row);
+        if (state != JobState::kHeld) return reply(ended("held jobs can be released"));
         s = state_.Release(id, now);
         if (s.ok()) {
           row.state = "PENDING";
@@ -501,7 +522,7 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
         }
         break;
       case Action::kRequeue:
-        if (state != "RUNNING") return reply(ended("running jobs can be requeued"));
+        if (state != JobState::kRunning) return reply(ended("running jobs can be requeued"));
         return StopRunning(id, std::nullopt, true, "requeued by " + user, reply);
     }
     if (!s.ok()) return reply(s);
@@ -520,33 +541,16 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
 
 void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, bool requeue, const std::string& reason,
                               const std::function<void(StatusOr<JobRow>)>& reply) {
-  auto it = attempts_.find(id);
-  if (it == attempts_.end()) return reply(Internal("job " + std::to_string(id) + " runs without an attempt"));
-  // Already ending in a final state (cancelled, or a replica failed): a
-  // cancel or requeue changes nothing.
-  if (it->second.ending) return reply(jobs_.at(id));
+  if (lifecycle_.Find(id) == nullptr) return reply(Internal("job " + std::to_string(id) + " runs without an attempt"));
   store::WriteBatch b;
-  if (it->second.requeue) {
-    // Being stopped for a requeue: a cancel now makes it end instead.
-    if (!final_state) return reply(jobs_.at(id));
-    it->second.ending = final_state;
-    it->second.requeue = false;
-    it->second.ending_reason = reason;
-    if (it->second.stop_at_ms > clock_.Now().millis()) {  // a waiting staggered stop: now
-      it->second.stop_at_ms = 0;
-      ReleaseStop(it->second);
-    }
-    JobRow& row = jobs_.at(id);
-    row.reason = reason + "; stopping its replicas";
-    row.status_json = AllocationsJson(id);
-    b.jobs.push_back(row);
-  } else {
-    // A requeue asks for a checkpoint: staggered with the others.
-    BeginEnding(id, final_state, requeue, reason, b, /*staggered=*/requeue);
-  }
-  if (jobs_.at(id).state == "COMPLETING") {
+  lifecycle::Effects fx;
+  // A requeue asks for a checkpoint: staggered with the others.
+  const lifecycle::StopOutcome outcome = lifecycle_.Stop(id, final_state, requeue, reason, /*staggered=*/requeue, fx);
+  if (outcome == lifecycle::StopOutcome::kUnchanged) return reply(jobs_.at(id));
+  if (outcome == lifecycle::StopOutcome::kStopping) {
     b.events.push_back(Event(id, requeue ? "Requeuing" : "Cancelling", "", reason + "; stopping its replicas"));
   }
+  ApplyEffects(fx, b);
   reasons_.erase(id);
   dirty_ = true;
   Persist(std::move(b), [row = jobs_.at(id), reply](const Status& st) {
@@ -573,9 +577,16 @@ void ControlLoop::RunCycle() {
     last_prune_ = now;
   }
   store::WriteBatch swept;
-  SweepAgents(now, swept);
-  SweepStalls(now, swept);
-  SweepTimeLimits(now, swept);
+  SweepAgents(swept);
+  lifecycle::Effects fx;
+  lifecycle_.SweepStalls(
+      [this](int64_t job) -> std::optional<Duration> {
+        auto d = details_.find(job);
+        return d != details_.end() && d->second.spec ? d->second.spec->stall_timeout : std::nullopt;
+      },
+      fx);
+  lifecycle_.SweepTimeLimits(fx);
+  ApplyEffects(fx, swept);
   SweepPreemptions(now, swept);
   if (fairshare_.enabled() && now - last_fairshare_save_ >= Duration::Seconds(10)) {
     swept.meta = SaveFairShare(now).meta;
@@ -608,11 +619,11 @@ void ControlLoop::RunCycle() {
       continue;
     }
     JobRow& row = jobs_.at(bnd.job);
-    row.state = "RUNNING";
+    row.state = core::JobStateName(JobState::kRunning);
     row.start_ms = now.millis();
     row.attempts += 1;
     row.reason = "";
-    StartAttempt(bnd.job, row.attempts, /*durable=*/false, nullptr);
+    StartAttempt(bnd.job, row.attempts, /*durable=*/false, nullptr, b);
     started.emplace_back(bnd.job, row.attempts);
     row.status_json = AllocationsJson(bnd.job);
     std::string where;
@@ -647,7 +658,9 @@ void ControlLoop::RunCycle() {
     // bind it forgot.
     Persist(std::move(b), started.empty() ? std::function<void(const Status&)>()
                                           : [this, started = std::move(started)](const Status&) {
-                                              Post([this, started] { MarkDurable(started); });
+                                              Post([this, started] {
+                                                for (const auto& [job, number] : started) lifecycle_.MarkDurable(job, number);
+                                              });
                                             });
   }
   AnswerHeldSyncs();
@@ -690,7 +703,7 @@ void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
     Explanation e;
     e.job = it->second;
     // The live status (progress changes more often than the row is written).
-    if (attempts_.count(id)) e.job.status_json = AllocationsJson(id);
+    if (details_.count(id)) e.job.status_json = AllocationsJson(id);
     const Time now = clock_.Now();
     auto r = reasons_.find(id);
     if (r != reasons_.end()) {
@@ -717,8 +730,8 @@ void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
 
 bool ControlLoop::InBackoff(const core::PendingReason& r) const {
   if (r.code != core::ReasonCode::kBeginTime) return false;
-  auto h = history_.find(r.job);
-  return h != history_.end() && h->second.not_before_ms == r.begin_time.millis();
+  const lifecycle::JobHistory* h = lifecycle_.History(r.job);
+  return h != nullptr && h->not_before == r.begin_time;
 }
 
 const char* ControlLoop::ReasonName(const core::PendingReason& r) const {
@@ -727,12 +740,15 @@ const char* ControlLoop::ReasonName(const core::PendingReason& r) const {
 
 std::string ControlLoop::ReasonText(const core::PendingReason& r, Time now) const {
   if (!InBackoff(r)) return core::FormatReason(r, state_.GpuTypeName(r.gpu_type), now);
-  const JobHistory& h = history_.at(r.job);
+  const lifecycle::JobHistory& h = *lifecycle_.History(r.job);
   const int64_t wait_s = (r.begin_time.millis() - now.millis() + 999) / 1000;
   std::string s = "Backoff: retry " + std::to_string(h.retries);
-  if (h.attempts.is_array() && !h.attempts.empty() && h.attempts.back().is_object()) {
-    s += " after attempt " + std::to_string(h.attempts.back().value("attempt", 0)) + " " +
-         h.attempts.back().value("result", "ended") + " (" + h.attempts.back().value("reason", "") + ")";
+  auto records = attempt_records_.find(r.job);
+  if (records != attempt_records_.end() && records->second.is_array() && !records->second.empty() &&
+      records->second.back().is_object()) {
+    const json& last = records->second.back();
+    s += " after attempt " + std::to_string(last.value("attempt", 0)) + " " + last.value("result", "ended") + " (" +
+         last.value("reason", "") + ")";
   }
   return s + "; starts again in " + Duration::Seconds(std::max<int64_t>(wait_s, 0)).ToString();
 }
@@ -747,9 +763,12 @@ ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
   if (agent == agents_.end()) return v;
   const AgentNode& a = agent->second;
   v.status_json = a.status_json;
-  v.condition = a.lost ? "Lost" : a.unreachable ? "Unreachable" : "Ready";
+  const auto index = node_index_.find(n.spec.name);
+  if (index != node_index_.end() && liveness_.Watched(index->second)) {
+    v.condition = lifecycle::NodeConditionName(liveness_.Of(index->second));
+    v.last_seen_ms = liveness_.LastHeard(index->second).millis();
+  }
   v.cordon = a.cordon;
-  v.last_seen_ms = a.last_sync_ms;
   return v;
 }
 
@@ -777,8 +796,9 @@ void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
     for (const auto& [id, row] : jobs_) {
       QueueView& q = queues[row.queue];
       q.name = row.queue;
-      if (row.state == "PENDING" || row.state == "HELD") ++q.pending;
-      if (row.state == "RUNNING" || row.state == "COMPLETING") ++q.running;
+      const JobState state = StateOf(id);
+      if (state == JobState::kPending || state == JobState::kHeld) ++q.pending;
+      if (state == JobState::kRunning || state == JobState::kCompleting) ++q.running;
     }
     for (const core::QueueConfig& c : options_.cluster.queues) {
       QueueView& q = queues[c.name];

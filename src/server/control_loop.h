@@ -24,19 +24,13 @@
 // first is still being written is kFailedPrecondition (retry later).
 //
 // Agents (control_loop_agents.cc, proto/agent_protocol.h): a node is
-// registered by its agent's first sync and persisted. Every bound job has an
-// attempt: its replicas, in order, each on a node with its GPU devices. The
-// desired state of a node is the replicas of attempts placed there that have
-// not ended and whose attempt is durable (an agent never runs a bind the
-// store could forget) and not being torn down. An attempt ends as a
-// unit: all replicas exited 0 -> COMPLETED; the first failing replica (exit
-// code, signal, out of memory, time limit) decides the final state, and the
-// other replicas are stopped first (the job shows COMPLETING until they
-// are); cancel and requeue of a running job stop its replicas the same way.
-// Resources are released only when every replica has ended, so a GPU never
-// holds two attempts. A replica the agent had reported and then no longer
-// knows ends as lost. Nodes no agent ever synced (static nodes from the
-// configuration) run nothing: their jobs end at once on cancel.
+// registered by its agent's first sync and persisted. What happens to a job
+// after it is bound (attempts, replicas ending, retries, stops, nodes lost)
+// is the lifecycle's (lifecycle/job_lifecycle.h, lifecycle/node_liveness.h):
+// the loop feeds it agents' reports and operators' requests and persists
+// the effects it returns in one place (ApplyEffects). The desired state of
+// a node is the replicas the lifecycle lists for it, sent only once their
+// bind is durable (an agent never runs a bind the store could forget).
 //
 // If the store fails a write the server cannot keep its promise, so it says
 // why on stderr and exits; a restart reloads the last durable state.
@@ -67,8 +61,11 @@
 #include "common/status.h"
 #include "core/cluster_state.h"
 #include "core/decisions.h"
+#include "lifecycle/job_lifecycle.h"
+#include "lifecycle/node_liveness.h"
 #include "scheduler/scheduler.h"
 #include "server/checkpoint_janitor.h"
+#include "server/node_waits.h"
 #include "server/options.h"
 #include "store/store.h"
 #include "store/store_writer.h"
@@ -157,6 +154,11 @@ class ControlLoop {
   // (on the caller's thread) when one of these already holds. A waiting
   // agent holds no thread. `then` runs on any thread and must not block.
   void WhenNodeChanges(const std::string& node, int64_t version, Duration max_wait, std::function<void()> then);
+  // An operator's word that a silent node is gone (lifecycle::NodeLiveness::
+  // DeclareLost): its jobs are requeued now. Admins only. `remove` also
+  // forgets the node: deleted from the store and no longer listed, once it
+  // is lost and runs nothing; its agent registers it again if it returns.
+  void DeclareLost(const std::string& node, bool remove, const std::string& user, Done<StatusOr<NodeView>> done);
   // Ends every wait of WhenNodeChanges, now and later: the server is
   // stopping, and must not sit out agents' long polls.
   void EndWaits();
@@ -247,9 +249,6 @@ class ControlLoop {
   // Queues `task` unless the loop has stopped (then false: the caller answers).
   bool PostUnlessStopped(Task task);
   void DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, const SyncReply& reply);
-  // Ends the waits of WhenNodeChanges whose time is up (all of them with `all`).
-  void EndExpiredWaits(Time now, bool all = false);
-  Duration UntilNextWaitEnds(Time now);
   void DoSubmit(const SubmitRequest& req, const SubmitReply& reply);
   // What a call answers once the loop has stopped.
   static Status ShuttingDown();
@@ -267,98 +266,53 @@ class ControlLoop {
   bool InBackoff(const core::PendingReason& r) const;
   const char* ReasonName(const core::PendingReason& r) const;
   std::string ReasonText(const core::PendingReason& r, Time now) const;
+  // The state a job shows: the lifecycle's while it has an attempt (RUNNING,
+  // COMPLETING), else the cluster state's.
+  core::JobState StateOf(int64_t job) const;
   // Job `id` if `user` owns it or is an admin; else NotFound, or
   // PermissionDenied saying who may `verb` it.
   StatusOr<store::JobRow*> ManagedJob(int64_t id, const std::string& user, const std::string& verb);
 
-  // Agents and attempts (control_loop_agents.cc).
-  struct Attempt {
-    int32_t number = 1;
+  // Agents and attempts (control_loop_agents.cc). What the server keeps of
+  // a running attempt beside the lifecycle's record: its spec, encoded
+  // assignments, resume choice and progress as reported.
+  struct AttemptDetail {
+    int32_t number = 0;
     std::shared_ptr<const api::JobSpec> spec;
-    struct Replica {
-      core::NodeIndex node = 0;
-      std::vector<int32_t> gpus;
-      bool seen = false;   // the agent has reported it
-      bool resume_seen = false;  // its checkpoint verification was recorded
-      int64_t stop_version = 0;  // its node's desired-state version once its stop was released
-      bool ended = false;
-      int64_t end_ms = 0;  // when it ended, as its agent saw it (within the attempt's span here)
-      std::string result;  // how it ended, for status
-      std::shared_ptr<const std::string> encoded;  // its assignment, encoded once
-    };
-    std::vector<Replica> replicas;
-    bool durable = false;                  // its bind is in the store
-    std::optional<core::JobState> ending;  // being torn down, to this state ...
-    bool requeue = false;                  // ... or back to PENDING
-    std::string ending_reason;
-    proto::TaskReport failure;             // the first failing replica's report
-    bool node_lost = false;                // a replica ended with its node (lost or fenced)
-    int64_t start_ms = 0;
+    std::vector<std::shared_ptr<const std::string>> encoded;  // per replica, its assignment encoded once
+    std::vector<bool> resume_seen;         // per replica: its checkpoint verification was recorded
     std::vector<proto::ResumeCandidate> resume;  // fixed at creation, for every replica
     nlohmann::json resumed_from;           // the checkpoint it resumed from, once a replica verified
     bool resume_recorded = false;
-    // Progress, as the job reported it.
-    int64_t progress_ms = 0;               // the last report (0: never)
-    int64_t progress_step = -1;
-    nlohmann::json metrics;
+    nlohmann::json metrics;                // progress as the job reported it
     std::string progress_message;
     int64_t progress_persisted_ms = 0;
-    int64_t stop_at_ms = 0;                // a staggered stop reaches the agents at this time
   };
-  // Retries and the record of every attempt, per job (kept in its status).
-  struct JobHistory {
-    int32_t retries = 0;   // user failures retried (count against retry.limit)
-    int32_t requeues = 0;  // infrastructure requeues (do not count)
-    int64_t not_before_ms = 0;
-    nlohmann::json attempts;  // one object per ended attempt
-  };
-  // After an attempt failed: retry it (returns the backoff) or not.
-  std::optional<Duration> RetryBackoff(const api::JobSpec& spec, core::JobState state, const proto::TaskReport& failure,
-                                       JobHistory& h, bool& spends) const;
+  // The lifecycle's terms of a job's spec: retries, grace, time limit.
+  lifecycle::JobTerms TermsOf(const api::JobSpec* spec) const;
+  // The one persistence boundary of the lifecycle: its effects become job
+  // rows, events and attempt records in `b`, and nudges to agents.
+  void ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b);
   struct AgentNode {
     std::string agent_id;  // the agent serving the node (SyncRequest::agent_id)
-    int64_t last_sync_ms = 0;
     std::string address;
     int32_t log_port = 0;
     std::string status_json = "{}";
     std::string inventory;  // what the last report said about the node, to notice a change
     std::vector<proto::HealthEventReport> events;  // the last few
-    bool unreachable = false;
-    bool lost = false;
-    // Its agent has synced with this server process. A node restored from
-    // the store gets no work until then: it may have died before the restart.
-    bool synced = true;
     std::string cordon;  // why the node gets no new work (a GPU fault), until cleared
     int64_t report_seq = -1;  // the newest task report processed
+    bool removed = false;     // forgotten by an operator (DeclareLost with remove)
   };
   Status RestoreNodes();
   // Cancel (final_state) or requeue a RUNNING or COMPLETING job: its
   // replicas are stopped first where agents run them.
   void StopRunning(int64_t id, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
                    const std::function<void(StatusOr<store::JobRow>)>& reply);
-  // Builds the attempt of a job just bound; `durable`: its bind is already in
+  // Starts the attempt of a job just bound; `durable`: its bind is already in
   // the store (a restart), so agents may run it now. `restored`: its status
   // from before a restart (ended replicas, results, teardown in progress).
-  void StartAttempt(int64_t job, int32_t number, bool durable, const nlohmann::json* restored);
-  // Marks attempts whose binds are now in the store durable.
-  void MarkDurable(const std::vector<std::pair<int64_t, int32_t>>& started);
-  // Starts tearing down a running job's attempt; ends it at once when no
-  // replica runs. `staggered` (requeue, drain, preemption: stops that ask
-  // for a checkpoint, often many at once): the stop reaches the agents at
-  // the next free slot of checkpoints.signalsPerSecond, so shared storage
-  // is not flooded by every job checkpointing at the same moment.
-  void BeginEnding(int64_t job, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
-                   store::WriteBatch& b, bool staggered = false);
-  // Sends the staggered stops whose time has come (nudges their nodes).
-  void ReleaseDueStops(Time now);
-  // Takes the attempt's replicas out of their nodes' desired state now.
-  void ReleaseStop(Attempt& a);
-  // Whether agents should stop the attempt's replicas now.
-  bool StopReleased(const Attempt& a, int64_t now_ms) const {
-    return (a.ending || a.requeue) && now_ms >= a.stop_at_ms;
-  }
-  void ReplicaEnded(int64_t job, int32_t replica, const proto::TaskReport& r, store::WriteBatch& b);
-  void FinishAttempt(int64_t job, store::WriteBatch& b);
+  void StartAttempt(int64_t job, int32_t number, bool durable, const nlohmann::json* restored, store::WriteBatch& b);
   // The node's desired state; returns whether it names a replica whose
   // bind is not yet durable (then the answer must wait for the store).
   bool BuildDesired(core::NodeIndex node, proto::SyncResponse& out);
@@ -367,21 +321,15 @@ class ControlLoop {
   void ReplyDurable(store::WriteBatch b, bool wait, SyncResult out, SyncReply reply);
   // Answers the syncs held for the cycle (after it, or at shutdown).
   void AnswerHeldSyncs();
-  proto::TaskAssignment Assignment(int64_t job, const Attempt& a, int32_t replica) const;
-  // Between the stop signal and SIGKILL: the spec's checkpoint grace period,
-  // else agents.defaultGrace.
-  Duration GraceOf(const Attempt& a) const;
-  void TouchNode(core::NodeIndex node);
-  int64_t NodeVersion(const std::string& node);
-  // Marks nodes whose agents are silent unreachable (no new work) and, after
-  // agents.lostAfter, lost: their replicas end and their jobs are requeued
-  // (unless more than agents.maxLostFraction went silent at once).
-  void SweepAgents(Time now, store::WriteBatch& b);
-  // A job on nodes without an agent (static nodes: nothing runs, the job
-  // holds its resources on paper) ends TIMEOUT at its time limit, as an
-  // agent would end it.
-  void SweepTimeLimits(Time now, store::WriteBatch& b);
-  bool AttemptManaged(const Attempt& a) const;
+  proto::TaskAssignment Assignment(int64_t job, const lifecycle::Attempt& a, const AttemptDetail& d,
+                                   int32_t replica) const;
+  // Publishes the node's desired-state generation to its waiting agent.
+  void Publish(core::NodeIndex node);
+  // Nodes whose agents went silent (lifecycle::NodeLiveness): no new work
+  // when unreachable; lost ones have their replicas ended and jobs requeued.
+  void SweepAgents(store::WriteBatch& b);
+  // Whether the node's condition lets it take new work.
+  void UpdateSchedulable(core::NodeIndex node);
   nlohmann::json AttemptJson(int64_t job) const;
   // Checkpoints (control_loop_checkpoints.cc).
   Status RestoreCatalog();
@@ -389,12 +337,8 @@ class ControlLoop {
   // A replica's report of the checkpoint it resumed from, and the ones it
   // found damaged.
   void RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b);
-  // Fails attempts that stopped reporting progress for their stallTimeout.
-  void SweepStalls(Time now, store::WriteBatch& b);
   std::unordered_map<int64_t, std::vector<store::CheckpointRow>> catalog_;  // jobs not ended, by seq
   std::unique_ptr<CheckpointJanitor> janitor_;
-  int64_t next_stop_slot_ms_ = 0;
-  std::set<std::pair<int64_t, int64_t>> delayed_stops_;  // (stop_at_ms, job)
   // Agent reports that freed GPUs, answered after the next cycle.
   struct HeldSync {
     core::NodeIndex node;
@@ -420,43 +364,25 @@ class ControlLoop {
   std::unordered_map<int64_t, PreemptionHold> preempting_;
   std::unordered_map<int64_t, int64_t> immune_since_ms_;  // job -> when it became immune
 
-  std::unordered_map<int64_t, Attempt> attempts_;
-  std::unordered_map<int64_t, JobHistory> history_;
-  std::unordered_map<core::NodeIndex, std::set<int64_t>> attempts_on_node_;
+  std::unordered_map<int64_t, AttemptDetail> details_;  // jobs with a running attempt
+  std::unordered_map<int64_t, nlohmann::json> attempt_records_;  // per job: one object per ended attempt
   std::unordered_map<std::string, core::NodeIndex> node_index_;
   std::unordered_map<std::string, AgentNode> agents_;  // by node name
   int64_t epoch_ = 0;
   size_t nodes_at_start_ = 0;  // set by Start
   int32_t port_salt_ = 0;  // MasterPort's per-cluster shift
-  bool mass_silence_reported_ = false;
-  // A node's desired-state version, and the syncs waiting for it to change
-  // (per node: a bind ends only its node's waits, not every agent's).
-  struct VersionSlot {
-    struct Waiter {
-      uint64_t id;
-      int64_t deadline_ms;
-      std::string node;
-      std::function<void()> then;
-    };
-    int64_t version = 0;
-    std::vector<Waiter> waiters;
-  };
-  std::mutex versions_mu_;
-  std::unordered_map<std::string, std::unique_ptr<VersionSlot>> versions_;  // guarded by versions_mu_; never erased
-  // Every waiter by (deadline, id, node), soonest first.
-  std::set<std::tuple<int64_t, uint64_t, std::string>> wait_deadlines_;  // guarded by versions_mu_
-  uint64_t next_waiter_ = 0;                           // guarded by versions_mu_
-  int64_t version_counter_ = 0;                        // guarded by versions_mu_
-  bool stopping_versions_ = false;                     // guarded by versions_mu_
 
   const ServerOptions& options_;
   const Clock& clock_;
   store::Store& store_;
+  NodeWaits waits_;  // thread-safe; its lock is taken after mu_, never before
   std::unique_ptr<store::StoreWriter> writer_;
   uint64_t last_ticket_ = 0;  // of the last batch handed to writer_
 
   // Owned by the loop thread only.
   core::ClusterState state_;
+  lifecycle::NodeLiveness liveness_;
+  lifecycle::JobLifecycle lifecycle_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   // Decayed GPU usage per queue, charged before every cycle; kept in the
   // store across restarts (SaveFairShare).
@@ -501,6 +427,8 @@ class ControlLoop {
   Time last_fairshare_save_;
   Duration cycle_gap_ = Duration::Millis(5);  // after a change, the wait before the next cycle
 
+  // The task queue. Lock order: mu_, then NodeWaits' lock (Run asks it for
+  // the next deadline while holding mu_); nothing takes mu_ while holding it.
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> tasks_;  // guarded by mu_

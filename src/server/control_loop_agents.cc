@@ -28,97 +28,114 @@ int SignalNumber(api::CheckpointSignal s) {
   return SIGTERM;
 }
 
-// How a failed replica ended, in words, and the job state it implies.
-std::pair<JobState, std::string> Classify(const proto::TaskReport& r) {
-  if (r.oom) return {JobState::kOutOfMemory, "ran out of memory (the cgroup's OOM killer ended it)"};
-  if (r.stop_reason == "timeout") return {JobState::kTimeout, "reached its time limit"};
-  if (r.stop_reason == "fenced") return {JobState::kNodeFail, "was stopped by its agent, which lost contact with the server"};
-  if (r.stop_reason == "lost") return {JobState::kNodeFail, r.message};
-  // The node's agent shut down and took its tasks with it (--stop-tasks-on-exit):
-  // the infrastructure's doing, so the job is requeued without spending a retry.
-  if (r.stop_reason == "agent-exit") return {JobState::kNodeFail, "was stopped because its agent shut down"};
-  if (r.stop_reason == "launch") return {JobState::kFailed, "could not be started: " + r.message.substr(0, 512)};
-  if (r.stop_reason == "stalled") return {JobState::kFailed, r.message};
-  if (r.stop_reason == "unstarted") return {JobState::kFailed, "was stopped before its node started it"};
-  std::string what = r.signal != 0 ? "was killed by signal " + std::to_string(r.signal)
-                                   : "exited with code " + std::to_string(r.exit_code);
-  if (r.stop_reason == "stop") what += " after its agent stopped it";
-  if (!r.message.empty()) what += ": " + r.message.substr(0, 512);
-  return {JobState::kFailed, what};
+// A task's end as the agent reported it, typed (lifecycle/replica_exit.h).
+lifecycle::ReplicaExit ExitOf(const proto::TaskReport& r) {
+  using lifecycle::ExitCause;
+  lifecycle::ReplicaExit e;
+  e.exit_code = r.exit_code;
+  e.signal = r.signal;
+  e.message = r.message;
+  e.end = Time::FromMillis(std::max<int64_t>(r.end_ms, 0));
+  if (r.oom) {
+    e.cause = ExitCause::kOutOfMemory;
+  } else if (r.stop_reason.empty()) {
+    e.cause = ExitCause::kExited;
+  } else if (!lifecycle::ExitCauseFromName(r.stop_reason, e.cause) || e.cause == ExitCause::kExited) {
+    e.cause = ExitCause::kStoppedByAgent;  // "stop", or a word this server does not know
+  }
+  return e;
 }
 
 }  // namespace
 
-void ControlLoop::TouchNode(core::NodeIndex node) {
-  const std::string& name = state_.nodes()[node].spec.name;
-  std::vector<VersionSlot::Waiter> ready;
-  {
-    std::lock_guard<std::mutex> lock(versions_mu_);
-    std::unique_ptr<VersionSlot>& v = versions_[name];
-    if (!v) v = std::make_unique<VersionSlot>();
-    v->version = ++version_counter_;
-    ready.swap(v->waiters);
-    for (const VersionSlot::Waiter& w : ready) wait_deadlines_.erase({w.deadline_ms, w.id, w.node});
-  }
-  for (VersionSlot::Waiter& w : ready) w.then();
-}
-
-int64_t ControlLoop::NodeVersion(const std::string& node) {
-  std::lock_guard<std::mutex> lock(versions_mu_);
-  auto it = versions_.find(node);
-  return it == versions_.end() ? 0 : it->second->version;
+void ControlLoop::Publish(core::NodeIndex node) {
+  waits_.Publish(state_.nodes()[node].spec.name, lifecycle_.Generation(node));
 }
 
 void ControlLoop::WhenNodeChanges(const std::string& node, int64_t version, Duration max_wait,
                                   std::function<void()> then) {
-  {
-    std::lock_guard<std::mutex> lock(versions_mu_);
-    std::unique_ptr<VersionSlot>& v = versions_[node];
-    if (!v) v = std::make_unique<VersionSlot>();
-    if (!(v->version != 0 && v->version != version) && !stopping_versions_) {
-      const int64_t deadline = (clock_.Now() + max_wait).millis();
-      const uint64_t id = ++next_waiter_;
-      v->waiters.push_back({id, deadline, node, std::move(then)});
-      wait_deadlines_.emplace(deadline, id, node);
-      then = nullptr;
-    }
-  }
-  if (then) return then();
   // The loop sleeps until its next deadline and this one may be sooner: a
   // task (even an empty one) makes it look again.
-  Post([] {});
+  if (waits_.WhenChanges(node, version, max_wait, std::move(then))) Post([] {});
 }
 
-void ControlLoop::EndExpiredWaits(Time now, bool all) {
-  std::vector<VersionSlot::Waiter> ready;
-  {
-    std::lock_guard<std::mutex> lock(versions_mu_);
-    while (!wait_deadlines_.empty() && (all || std::get<0>(*wait_deadlines_.begin()) <= now.millis())) {
-      const auto [deadline, id, node] = *wait_deadlines_.begin();
-      wait_deadlines_.erase(wait_deadlines_.begin());
-      std::vector<VersionSlot::Waiter>& waiters = versions_.at(node)->waiters;
-      for (auto it = waiters.begin(); it != waiters.end(); ++it) {
-        if (it->id != id) continue;
-        ready.push_back(std::move(*it));
-        waiters.erase(it);
-        break;
-      }
+lifecycle::JobTerms ControlLoop::TermsOf(const api::JobSpec* spec) const {
+  lifecycle::JobTerms t;
+  t.grace = options_.default_grace;
+  if (spec == nullptr) return t;
+  const api::RetrySpec& r = spec->retry;
+  t.retry = {r.limit, r.backoff.initial, r.backoff.factor, r.backoff.max, r.fail_on_exit_codes, r.retry_on_oom};
+  if (spec->checkpoint) t.grace = spec->checkpoint->grace_period;
+  t.time_limit = spec->time_limit;
+  return t;
+}
+
+void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
+  const int64_t now = clock_.Now().millis();
+  for (const lifecycle::LifecycleEvent& e : fx.events) {
+    b.events.push_back({0, e.job, now, lifecycle::EventTypeName(e.type), e.reason, e.message});
+  }
+  std::vector<int64_t> written;
+  for (const lifecycle::AttemptEnd& e : fx.ended) {
+    const lifecycle::AttemptRecord& r = e.record;
+    json record = {{"attempt", r.number},
+                   {"startTime", r.start.millis()},
+                   {"endTime", r.end.millis()},
+                   {"result", r.requeued ? "REQUEUED" : core::JobStateName(r.state)},
+                   {"reason", r.reason}};
+    json replicas = json::array();
+    for (size_t i = 0; i < r.replicas.size(); ++i) {
+      replicas.push_back({{"replica", i}, {"node", state_.nodes()[r.replicas[i].node].spec.name},
+                          {"result", r.replicas[i].result}});
     }
+    record["replicas"] = replicas;
+    if (auto d = details_.find(e.job); d != details_.end() && d->second.number == r.number) {
+      if (d->second.resume_recorded) record["resumedFrom"] = d->second.resumed_from;
+      details_.erase(d);
+    }
+    if (r.last_step) record["lastStep"] = *r.last_step;
+    json& records = attempt_records_[e.job];
+    if (!records.is_array()) records = json::array();
+    records.push_back(std::move(record));
+    // An attempt started after the job became immune to preemption has
+    // ended: it may be preempted again.
+    if (auto im = immune_since_ms_.find(e.job); im != immune_since_ms_.end() && r.start.millis() > im->second) {
+      (void)state_.SetPreemptImmune(e.job, false);
+      immune_since_ms_.erase(im);
+    }
+    if (e.terminal) catalog_.erase(e.job);  // the store keeps the entries for queries
+    reasons_.erase(e.job);
+    dirty_ = true;
+    written.push_back(e.job);
   }
-  for (VersionSlot::Waiter& w : ready) w.then();
+  for (const lifecycle::JobChange& c : fx.jobs) {
+    JobRow& row = jobs_.at(c.job);
+    row.state = core::JobStateName(c.state);
+    if (c.reason) row.reason = *c.reason;
+    if (c.back_to_pending) row.start_ms.reset();
+    if (c.end) row.end_ms = c.end->millis();
+    written.push_back(c.job);
+  }
+  // Each changed job's row once, as it stands now.
+  std::set<int64_t> once;
+  for (int64_t job : written) {
+    if (!once.insert(job).second) continue;
+    JobRow& row = jobs_.at(job);
+    row.status_json = AllocationsJson(job);
+    b.jobs.push_back(row);
+  }
+  std::set<core::NodeIndex> touched(fx.touched.begin(), fx.touched.end());
+  for (core::NodeIndex node : touched) Publish(node);
+  if (fx.resources_freed) dirty_ = true;
+  fx = lifecycle::Effects();
 }
 
-Duration ControlLoop::UntilNextWaitEnds(Time now) {
-  std::lock_guard<std::mutex> lock(versions_mu_);
-  if (wait_deadlines_.empty()) return Duration::Infinite();
-  return std::max(Duration::Zero(), Time::FromMillis(std::get<0>(*wait_deadlines_.begin())) - now);
-}
-
-bool ControlLoop::AttemptManaged(const Attempt& a) const {
-  for (const Attempt::Replica& r : a.replicas) {
-    if (agents_.count(state_.nodes()[r.node].spec.name)) return true;
-  }
-  return false;
+void ControlLoop::UpdateSchedulable(core::NodeIndex node) {
+  const auto agent = agents_.find(state_.nodes()[node].spec.name);
+  const bool cordoned = agent != agents_.end() && (!agent->second.cordon.empty() || agent->second.removed);
+  const bool ready = liveness_.Of(node) == lifecycle::NodeCondition::kReady;
+  (void)state_.SetSchedulable(node, ready && !cordoned);
+  dirty_ = true;
 }
 
 Status ControlLoop::RestoreNodes() {
@@ -152,287 +169,81 @@ Status ControlLoop::RestoreNodes() {
     // before (its running jobs are not lost at once). But no new work until
     // its agent syncs: a node that was dead before the restart looked Ready
     // and took jobs that then sat RUNNING with nothing running.
-    a.last_sync_ms = clock_.Now().millis();
-    a.synced = false;
-    a.unreachable = true;
+    liveness_.Watch(*added, /*synced=*/false);
     (void)state_.SetSchedulable(*added, false);
   }
   return Status::Ok();
 }
 
-void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const json* restored) {
-  auto run = state_.running().find(job);
-  if (run == state_.running().end()) return;
-  Attempt a;
-  a.number = number;
-  a.start_ms = run->second.start.millis();
+void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const json* restored, store::WriteBatch& b) {
+  AttemptDetail d;
+  d.number = number;
   auto spec = api::ParseJobSpecJson(jobs_.at(job).spec_json);
-  if (spec.ok()) a.spec = std::make_shared<const api::JobSpec>(std::move(*spec));
-  const core::JobRecord* rec = state_.Find(job);
-  const int32_t per_replica = rec ? static_cast<int32_t>(rec->spec.per_replica.gpus) : 0;
-  for (size_t i = 0; i < run->second.allocations.size(); ++i) {
-    const core::Allocation& alloc = run->second.allocations[i];
-    const std::vector<int32_t>& ids = run->second.gpu_ids[i];
-    for (int32_t k = 0; k < alloc.replicas; ++k) {
-      Attempt::Replica r;
-      r.node = alloc.node;
-      for (int32_t g = 0; g < per_replica; ++g) {
-        const size_t at = static_cast<size_t>(k * per_replica + g);
-        if (at < ids.size()) r.gpus.push_back(ids[at]);
-      }
-      a.replicas.push_back(std::move(r));
-    }
-    attempts_on_node_[alloc.node].insert(job);
-  }
-  a.resume = ResumeCandidates(job);
+  if (spec.ok()) d.spec = std::make_shared<const api::JobSpec>(std::move(*spec));
+  d.resume = ResumeCandidates(job);
+  lifecycle::RestoredAttempt r;
+  std::optional<int64_t> restored_step;
   if (restored && restored->is_object()) {
     if (restored->contains("resumedFrom")) {
-      a.resumed_from = (*restored)["resumedFrom"];
-      a.resume_recorded = true;
+      d.resumed_from = (*restored)["resumedFrom"];
+      d.resume_recorded = true;
     }
     if (restored->contains("progress") && (*restored)["progress"].is_object()) {
       const json& p = (*restored)["progress"];
-      a.progress_step = p.value("step", int64_t{-1});
-      a.metrics = p.value("metrics", json());
-      a.progress_message = p.value("message", "");
-      a.progress_ms = clock_.Now().millis();  // a fresh stall period after a restart
+      restored_step = p.value("step", int64_t{-1});
+      d.metrics = p.value("metrics", json());
+      d.progress_message = p.value("message", "");
     }
     if (restored->contains("endedReplicas") && (*restored)["endedReplicas"].is_array()) {
       for (const json& e : (*restored)["endedReplicas"]) {
-        if (e.is_number_integer() && e.get<size_t>() < a.replicas.size()) a.replicas[e.get<size_t>()].ended = true;
+        if (e.is_number_integer()) r.ended_replicas.push_back(e.get<int32_t>());
       }
     }
     if (restored->contains("replicaResults") && (*restored)["replicaResults"].is_array()) {
-      for (const json& r : (*restored)["replicaResults"]) {
-        const size_t i = r.value("replica", a.replicas.size());
-        if (i < a.replicas.size()) a.replicas[i].result = r.value("result", "");
-      }
+      for (const json& x : (*restored)["replicaResults"]) r.results.emplace_back(x.value("replica", -1), x.value("result", ""));
     }
     if (restored->contains("ending") && (*restored)["ending"].is_object()) {
       const json& e = (*restored)["ending"];
-      a.requeue = e.value("requeue", false);
-      a.ending_reason = e.value("reason", "");
-      if (auto st = core::JobStateFromName(e.value("state", "")); st) a.ending = *st;
-      if (!a.ending && !a.requeue) a.ending = JobState::kFailed;
-      // Its stop, released now in this server's versions: the version the
-      // last server released it at meant nothing here, so a replica its
-      // node never started was never settled, and the job stayed
-      // COMPLETING for ever with its GPUs held (operator audit).
-      ReleaseStop(a);
+      r.stopping = true;
+      r.requeue = e.value("requeue", false);
+      r.ending_reason = e.value("reason", "");
+      r.ending = core::JobStateFromName(e.value("state", ""));
     }
   }
-  // A restored attempt was durable before the restart; a new one becomes
-  // durable with its bind's commit (MarkDurable). Its nodes hear of it now:
-  // their answers wait for that commit.
-  a.durable = durable;
-  for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
-  attempts_[job] = std::move(a);
-}
-
-void ControlLoop::MarkDurable(const std::vector<std::pair<int64_t, int32_t>>& started) {
-  for (const auto& [job, number] : started) {
-    auto it = attempts_.find(job);
-    if (it != attempts_.end() && it->second.number == number) it->second.durable = true;
-  }
+  lifecycle::Effects fx;
+  if (!lifecycle_.Start(job, number, TermsOf(d.spec.get()), durable, fx, restored ? &r : nullptr).ok()) return;
+  // A fresh stall period after a restart.
+  if (restored_step) lifecycle_.NoteProgress(job, *restored_step);
+  const lifecycle::Attempt* a = lifecycle_.Find(job);
+  d.encoded.resize(a->replicas.size());
+  d.resume_seen.resize(a->replicas.size());
+  details_[job] = std::move(d);
+  ApplyEffects(fx, b);
 }
 
 json ControlLoop::AttemptJson(int64_t job) const {
-  auto it = attempts_.find(job);
-  if (it == attempts_.end()) return json();
-  const Attempt& a = it->second;
+  const lifecycle::Attempt* a = lifecycle_.Find(job);
+  auto d = details_.find(job);
+  if (a == nullptr || d == details_.end()) return json();
   json ended = json::array();
   json results = json::array();
-  for (size_t i = 0; i < a.replicas.size(); ++i) {
-    if (a.replicas[i].ended) ended.push_back(i);
-    if (!a.replicas[i].result.empty()) results.push_back({{"replica", i}, {"result", a.replicas[i].result}});
+  for (size_t i = 0; i < a->replicas.size(); ++i) {
+    if (a->replicas[i].ended) ended.push_back(i);
+    if (!a->replicas[i].result.empty()) results.push_back({{"replica", i}, {"result", a->replicas[i].result}});
   }
-  json out = {{"attempt", a.number}, {"endedReplicas", ended}, {"replicaResults", results}};
-  if (a.resume_recorded) out["resumedFrom"] = a.resumed_from;
-  if (a.progress_ms > 0) {
-    out["progress"] = {{"step", a.progress_step}, {"metrics", a.metrics.is_null() ? json::object() : a.metrics},
-                       {"message", a.progress_message}, {"timeMs", a.progress_ms}};
+  json out = {{"attempt", a->number}, {"endedReplicas", ended}, {"replicaResults", results}};
+  if (d->second.resume_recorded) out["resumedFrom"] = d->second.resumed_from;
+  if (const Time at = lifecycle_.LastProgress(job); at > Time::Zero()) {
+    out["progress"] = {{"step", lifecycle_.LastStep(job)},
+                       {"metrics", d->second.metrics.is_null() ? json::object() : d->second.metrics},
+                       {"message", d->second.progress_message}, {"timeMs", at.millis()}};
   }
-  if (a.ending || a.requeue) {
-    out["ending"] = {{"state", a.ending ? core::JobStateName(*a.ending) : ""},
-                     {"requeue", a.requeue},
-                     {"reason", a.ending_reason}};
+  if (a->Stopping()) {
+    out["ending"] = {{"state", a->ending ? core::JobStateName(*a->ending) : ""},
+                     {"requeue", a->requeue},
+                     {"reason", a->ending_reason}};
   }
   return out;
-}
-
-void ControlLoop::BeginEnding(int64_t job, std::optional<JobState> final_state, bool requeue, const std::string& reason,
-                              store::WriteBatch& b, bool staggered) {
-  Attempt& a = attempts_.at(job);
-  a.ending = final_state;
-  a.requeue = requeue;
-  a.ending_reason = reason;
-  const int64_t now = clock_.Now().millis();
-  a.stop_at_ms = 0;
-  if (staggered && options_.checkpoint_signals_per_second > 0) {
-    a.stop_at_ms = std::max(now, next_stop_slot_ms_);
-    next_stop_slot_ms_ = a.stop_at_ms + std::max<int64_t>(1, 1000 / options_.checkpoint_signals_per_second);
-    if (a.stop_at_ms > now) delayed_stops_.insert({a.stop_at_ms, job});
-  }
-  if (a.stop_at_ms <= now) ReleaseStop(a);
-  // The backfill plan may count on its resources after the grace period.
-  (void)state_.MarkStopping(job, Time::FromMillis(std::max(now, a.stop_at_ms)) + GraceOf(a));
-  const bool any_running = AttemptManaged(a) && std::any_of(a.replicas.begin(), a.replicas.end(),
-                                                            [](const Attempt::Replica& r) { return !r.ended; });
-  if (!any_running) {
-    FinishAttempt(job, b);
-    return;
-  }
-  JobRow& row = jobs_.at(job);
-  row.state = "COMPLETING";
-  row.reason = reason + "; stopping its replicas";
-  row.status_json = AllocationsJson(job);
-  b.jobs.push_back(row);
-}
-
-std::optional<Duration> ControlLoop::RetryBackoff(const api::JobSpec& spec, JobState state,
-                                                   const proto::TaskReport& failure, JobHistory& h, bool& spends) const {
-  spends = false;
-  if (state == JobState::kNodeFail) return Duration::Zero();  // infrastructure: requeue, free of charge
-  if (state == JobState::kTimeout || state == JobState::kCancelled || state == JobState::kCompleted) return std::nullopt;
-  if (state == JobState::kOutOfMemory && !spec.retry.retry_on_oom) return std::nullopt;
-  if (failure.stop_reason == "launch") return std::nullopt;  // the same node would refuse it again
-  // 126 and 127: the command could not be run (not executable, not found);
-  // running it again would fail the same way.
-  if (failure.signal == 0 && (failure.exit_code == 126 || failure.exit_code == 127)) return std::nullopt;
-  if (failure.signal == 0 && failure.exit_code >= 0) {
-    for (int32_t code : spec.retry.fail_on_exit_codes) {
-      if (code == failure.exit_code) return std::nullopt;
-    }
-  }
-  if (h.retries >= spec.retry.limit) return std::nullopt;
-  spends = true;
-  const api::BackoffSpec& bo = spec.retry.backoff;
-  double wait = static_cast<double>(bo.initial.millis());
-  for (int32_t i = 0; i < h.retries && wait < static_cast<double>(bo.max.millis()); ++i) wait *= bo.factor;
-  return Duration::Millis(std::min<int64_t>(static_cast<int64_t>(wait), bo.max.millis()));
-}
-
-void ControlLoop::FinishAttempt(int64_t job, store::WriteBatch& b) {
-  Attempt a = std::move(attempts_.at(job));
-  attempts_.erase(job);
-  for (const Attempt::Replica& r : a.replicas) attempts_on_node_[r.node].erase(job);
-  const Time now = clock_.Now();
-  // The attempt ended when its last replica did.
-  int64_t end_ms = 0;
-  for (const Attempt::Replica& r : a.replicas) end_ms = std::max(end_ms, r.end_ms > 0 ? r.end_ms : now.millis());
-  const Time end = Time::FromMillis(end_ms);
-  JobRow& row = jobs_.at(job);
-  for (const Attempt::Replica& r : a.replicas) TouchNode(r.node);
-  JobHistory& h = history_[job];
-  if (!h.attempts.is_array()) h.attempts = json::array();
-  // An attempt started after the job became immune to preemption has ended:
-  // it may be preempted again.
-  if (auto im = immune_since_ms_.find(job); im != immune_since_ms_.end() && a.start_ms > im->second) {
-    (void)state_.SetPreemptImmune(job, false);
-    immune_since_ms_.erase(im);
-  }
-  JobState final_state = a.ending.value_or(JobState::kCompleted);
-  // A gang whose node died often fails first on another replica (its
-  // collective sees the peer vanish). When a replica was lost with its
-  // node, the attempt's failure is the node's: requeued without spending a
-  // retry.
-  if (a.node_lost && !a.requeue && final_state == JobState::kFailed) {
-    a.ending_reason += "; a replica's node was lost, so the failure counts as the node's";
-    final_state = JobState::kNodeFail;
-  }
-  // The record of this attempt.
-  json record = {{"attempt", a.number},
-                 {"startTime", a.start_ms},
-                 {"endTime", end_ms},
-                 {"result", a.requeue ? "REQUEUED" : core::JobStateName(final_state)},
-                 {"reason", a.requeue || final_state != JobState::kCompleted ? a.ending_reason : ""}};
-  json replicas = json::array();
-  for (size_t i = 0; i < a.replicas.size(); ++i) {
-    replicas.push_back({{"replica", i}, {"node", state_.nodes()[a.replicas[i].node].spec.name}, {"result", a.replicas[i].result}});
-  }
-  record["replicas"] = replicas;
-  if (a.resume_recorded) record["resumedFrom"] = a.resumed_from;
-  if (a.progress_ms > 0) record["lastStep"] = a.progress_step;
-  h.attempts.push_back(std::move(record));
-
-  bool spends = false;
-  std::optional<Duration> backoff;
-  if (!a.requeue && a.spec) backoff = RetryBackoff(*a.spec, final_state, a.failure, h, spends);
-  if (a.requeue || backoff) {
-    const Time not_before = backoff ? now + *backoff : Time::Zero();
-    if (!state_.Requeue(job, a.ending_reason, not_before).ok()) return;
-    row.state = "PENDING";
-    row.start_ms.reset();
-    if (a.requeue) {
-      row.reason = a.ending_reason;
-      b.events.push_back(Event(job, "Requeued", "", a.ending_reason));
-    } else {
-      if (spends) {
-        ++h.retries;
-      } else {
-        ++h.requeues;
-      }
-      h.not_before_ms = not_before.millis();
-      const std::string why = spends ? "retry " + std::to_string(h.retries) + " of " + std::to_string(a.spec->retry.limit)
-                                     : "requeued after an infrastructure failure (no retry spent)";
-      row.reason = "Retrying: " + a.ending_reason + "; " + why +
-                   (backoff->millis() > 0 ? ", not before " + std::to_string(backoff->millis() / 1000) + " s" : "");
-      b.events.push_back(Event(job, "Retrying", core::JobStateName(final_state), row.reason));
-    }
-  } else {
-    const std::string reason = final_state == JobState::kCompleted ? "" : a.ending_reason;
-    if (!state_.Finish(job, final_state, end, reason).ok()) return;
-    row.state = core::JobStateName(final_state);
-    row.end_ms = end_ms;
-    row.reason = reason;
-    if (final_state != JobState::kCompleted && final_state != JobState::kCancelled && h.retries > 0) {
-      row.reason += " (after " + std::to_string(h.retries) + " retries)";
-    }
-    const char* type = final_state == JobState::kCompleted   ? "Completed"
-                       : final_state == JobState::kCancelled ? "Cancelled"
-                                                             : "Failed";
-    b.events.push_back(Event(job, type, core::JobStateName(final_state), reason.empty() ? "all replicas exited 0" : row.reason));
-    catalog_.erase(job);  // the store keeps the entries for queries
-  }
-  row.status_json = AllocationsJson(job);
-  b.jobs.push_back(row);
-  reasons_.erase(job);
-  dirty_ = true;
-}
-
-void ControlLoop::ReplicaEnded(int64_t job, int32_t replica, const proto::TaskReport& r, store::WriteBatch& b) {
-  Attempt& a = attempts_.at(job);
-  Attempt::Replica& rep = a.replicas[replica];
-  rep.ended = true;
-  // When it ended, not when the server heard of it (after an outage, much
-  // later); an agent's clock is trusted only within the attempt's span.
-  const int64_t now_ms = clock_.Now().millis();
-  rep.end_ms = std::clamp(r.end_ms > 0 ? r.end_ms : now_ms, std::min(a.start_ms, now_ms), now_ms);
-  const bool ok = r.exit_code == 0 && r.signal == 0 && !r.oom && r.stop_reason.empty();
-  const std::string where = "replica " + std::to_string(replica) + " on " + state_.nodes()[rep.node].spec.name;
-  if (ok) {
-    rep.result = "exited 0";
-  } else {
-    const auto [state, words] = Classify(r);
-    rep.result = words;
-    if (r.stop_reason == "lost" || r.stop_reason == "fenced") a.node_lost = true;
-    if (!a.ending && !a.requeue) {
-      a.failure = r;
-      b.events.push_back(Event(job, "ReplicaFailed", core::JobStateName(state), where + " " + words));
-      BeginEnding(job, state, false, where + " " + words, b);
-      if (!attempts_.count(job)) return;  // ended at once
-    }
-  }
-  Attempt& still = attempts_.at(job);
-  const bool all_ended =
-      std::all_of(still.replicas.begin(), still.replicas.end(), [](const Attempt::Replica& x) { return x.ended; });
-  if (all_ended) {
-    FinishAttempt(job, b);
-  } else {
-    JobRow& row = jobs_.at(job);
-    row.status_json = AllocationsJson(job);
-    b.jobs.push_back(row);
-  }
 }
 
 void ControlLoop::AgentSync(std::shared_ptr<const proto::SyncRequest> req, SyncPhase phase, SyncReply done) {
@@ -451,16 +262,12 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   // as it saw fit. It is refused while the serving one may still run tasks:
   // until that one has been silent for lostAfter (longer than the lease, so
   // its tasks have fenced themselves, and the node's jobs are requeued).
-  if (auto serving = agents_.find(req.node); serving != agents_.end() && !req.agent_id.empty() &&
-                                             !serving->second.agent_id.empty() &&
+  auto found = node_index_.find(req.node);
+  if (auto serving = agents_.find(req.node); serving != agents_.end() && found != node_index_.end() &&
+                                             !req.agent_id.empty() && !serving->second.agent_id.empty() &&
                                              serving->second.agent_id != req.agent_id) {
-    const int64_t silent_ms = now.millis() - serving->second.last_sync_ms;
-    bool waiting = false;  // the serving agent's sync is held here: it is alive
-    {
-      std::lock_guard<std::mutex> lock(versions_mu_);
-      auto slot = versions_.find(req.node);
-      waiting = slot != versions_.end() && !slot->second->waiters.empty();
-    }
+    const int64_t silent_ms = (now - liveness_.LastHeard(found->second)).millis();
+    const bool waiting = waits_.HasWaiter(req.node);  // the serving agent's sync is held here: it is alive
     if (waiting || silent_ms < options_.node_lost_after.millis()) {
       return reply(FailedPrecondition("node " + req.node + " is served by another agent (" + serving->second.agent_id +
                                       (waiting ? ", whose sync is waiting here" : ", which synced " +
@@ -471,7 +278,6 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   }
   store::WriteBatch b;
   SyncResult out;
-  auto found = node_index_.find(req.node);
   if (phase == SyncPhase::kAfterWait) {
     if (found == node_index_.end()) return reply(NotFound("node " + req.node + " is not registered"));
     const bool wait = BuildDesired(found->second, out.response);
@@ -506,16 +312,14 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     }
     agent.agent_id = req.agent_id;
   }
-  const bool first = agent.inventory.empty() || agent.address != req.address;
-  agent.last_sync_ms = now.millis();
+  bool first = agent.inventory.empty() || agent.address != req.address;
   agent.address = req.address;
   agent.log_port = req.log_port;
-  agent.synced = true;
-  if (agent.unreachable) {
-    agent.unreachable = false;
-    (void)state_.SetSchedulable(*index, agent.cordon.empty());
-    dirty_ = true;
+  if (agent.removed) {  // forgotten by an operator, and back: registered again
+    agent.removed = false;
+    first = true;
   }
+  if (liveness_.Heard(*index) || first) UpdateSchedulable(*index);
   // At most this many GPU health events of one report are stored one by
   // one (a GPU that floods XIDs, or a bogus agent, must not fill the store);
   // the rest are counted in one event. Fatal ones act all the same.
@@ -542,18 +346,20 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     for (const proto::GpuReport& g : req.gpus) {
       if (g.uuid == e.uuid) device = g.index;
     }
-    const std::set<int64_t> jobs = attempts_on_node_[*index];
+    const std::set<int64_t> jobs = lifecycle_.AttemptsOn(*index);
     for (int64_t job : jobs) {
-      auto it = attempts_.find(job);
-      if (it == attempts_.end() || it->second.ending || it->second.requeue) continue;
+      const lifecycle::Attempt* a = lifecycle_.Find(job);
+      if (a == nullptr || a->Stopping()) continue;
       bool uses = false;
-      for (const Attempt::Replica& r : it->second.replicas) {
+      for (const lifecycle::Replica& r : a->replicas) {
         uses = uses || (r.node == *index && !r.ended &&
                         (device < 0 || std::find(r.gpus.begin(), r.gpus.end(), device) != r.gpus.end()));
       }
       if (!uses) continue;
       b.events.push_back(Event(job, "GpuFault", "NODE_FAIL", what));
-      BeginEnding(job, JobState::kNodeFail, false, "its GPU failed: " + what, b);
+      lifecycle::Effects fx;
+      lifecycle_.Fail(job, JobState::kNodeFail, lifecycle::ReplicaExit(), "its GPU failed: " + what, fx);
+      ApplyEffects(fx, b);
       out.changed = true;
     }
   }
@@ -603,108 +409,46 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   }
   out.response.health_events_recorded = static_cast<int32_t>(req.health_events.size());
   if (first) {
-    TouchNode(*index);
+    lifecycle::Effects fx;
+    lifecycle_.Touch(*index, fx);
+    ApplyEffects(fx, b);
     // MASTER_ADDR may name this node: encode the assignments anew.
-    for (auto& [job, a] : attempts_) {
-      for (Attempt::Replica& r : a.replicas) r.encoded.reset();
+    for (auto& [job, d] : details_) {
+      for (auto& e : d.encoded) e.reset();
     }
   }
 
   // Task reports, unless a newer report was processed already.
-  const bool fresh = req.report_seq >= agent.report_seq;
-  if (fresh) agent.report_seq = req.report_seq;
-  std::set<std::pair<int64_t, int32_t>> reported;
   bool freed = false;  // a replica ended: its GPUs may be free for the next cycle
-  for (const proto::TaskReport& t : req.tasks) {
-    if (!fresh) break;
-    auto it = attempts_.find(t.job);
-    const bool current = it != attempts_.end() && it->second.number == t.attempt && t.replica >= 0 &&
-                         t.replica < static_cast<int32_t>(it->second.replicas.size()) &&
-                         it->second.replicas[t.replica].node == *index;
-    if (!current) {
-      // A stale attempt or unknown task: acknowledge its end; a running
-      // one is not desired, so the agent stops it.
-      if (!t.running) out.response.recorded.push_back({t.job, t.attempt, t.replica});
-      continue;
-    }
-    Attempt::Replica& rep = it->second.replicas[t.replica];
-    rep.seen = true;
-    if (t.resume_known && !rep.resume_seen) {
-      rep.resume_seen = true;
+  if (req.report_seq >= agent.report_seq) {
+    agent.report_seq = req.report_seq;
+    lifecycle::NodeReport report;
+    report.node = *index;
+    // Generations of an older epoch (before this server started) say
+    // nothing about this server's desired states.
+    report.acted_on = req.epoch == epoch_ ? req.reports_version : -1;
+    for (const proto::TaskReport& t : req.tasks) {
+      report.tasks.push_back({t.job, t.attempt, t.replica, t.running, t.running ? lifecycle::ReplicaExit() : ExitOf(t)});
+      // The checkpoint a replica of the current attempt resumed from.
+      if (!t.resume_known || !lifecycle_.IsCurrent(t.job, t.attempt, t.replica, *index)) continue;
+      AttemptDetail& d = details_.at(t.job);
+      if (d.resume_seen[t.replica]) continue;
+      d.resume_seen[t.replica] = true;
       RecordResume(t.job, t, b);
       out.changed = true;
     }
-    reported.insert({t.job, t.replica});
-    if (!t.running) {
-      if (!rep.ended) {
-        ReplicaEnded(t.job, t.replica, t, b);
-        out.changed = true;
-        freed = true;
-      }
-      out.response.recorded.push_back({t.job, t.attempt, t.replica});
-    }
-  }
-  // Replicas of stopped attempts that the agent never started: its report
-  // reflects a desired state from after the stop (so it never will) and
-  // does not list them. They end here, or the attempt would wait forever.
-  std::vector<std::pair<int64_t, int32_t>> unstarted;
-  bool unsettled = false;  // such a replica, but the report predates the stop: ask again soon
-  if (fresh) {
-    const int64_t now_ms = now.millis();
-    for (int64_t job : attempts_on_node_[*index]) {
-      const Attempt& a = attempts_.at(job);
-      if (!StopReleased(a, now_ms)) continue;
-      for (size_t i = 0; i < a.replicas.size(); ++i) {
-        const Attempt::Replica& r = a.replicas[i];
-        if (r.node != *index || r.seen || r.ended || r.stop_version == 0 ||
-            reported.count({job, static_cast<int32_t>(i)})) {
-          continue;
-        }
-        // Versions of an older epoch (before this server started) say
-        // nothing about this server's desired states.
-        if (req.epoch == epoch_ && req.reports_version >= r.stop_version) {
-          unstarted.emplace_back(job, static_cast<int32_t>(i));
-        } else {
-          unsettled = true;
-        }
-      }
-    }
-  }
-  if (unsettled) out.changed = true;  // no long wait: its next report settles them
-  for (const auto& [job, replica] : unstarted) {
-    if (!attempts_.count(job)) continue;
-    proto::TaskReport never;
-    never.stop_reason = "unstarted";
-    ReplicaEnded(job, replica, never, b);
-    out.changed = true;
-  }
-  // Replicas the agent reported before and no longer knows were lost.
-  std::vector<std::pair<int64_t, int32_t>> lost;
-  if (fresh) {
-    for (int64_t job : attempts_on_node_[*index]) {
-      const Attempt& a = attempts_.at(job);
-      for (size_t i = 0; i < a.replicas.size(); ++i) {
-        const Attempt::Replica& r = a.replicas[i];
-        if (r.node == *index && r.seen && !r.ended && !reported.count({job, static_cast<int32_t>(i)})) {
-          lost.emplace_back(job, static_cast<int32_t>(i));
-        }
-      }
-    }
-  }
-  for (const auto& [job, replica] : lost) {
-    if (!attempts_.count(job)) continue;
-    proto::TaskReport gone;
-    gone.signal = SIGKILL;
-    gone.stop_reason = "lost";
-    gone.message = "was lost: its agent no longer knows the task (the node restarted or lost its state)";
-    ReplicaEnded(job, replica, gone, b);
-    out.changed = true;
+    lifecycle::Effects fx;
+    const lifecycle::ReportResult result = lifecycle_.Report(report, fx);
+    ApplyEffects(fx, b);
+    for (const auto& k : result.recorded) out.response.recorded.push_back({k.job, k.attempt, k.replica});
+    out.changed = out.changed || result.changed;
+    freed = result.replica_ended;
   }
 
   // Acknowledgements alone do not answer a waiting sync at once: the agent
   // may repeat an end it reported until it sees the acknowledgement.
   if (!req.health_events.empty()) out.changed = true;
-  const int64_t version = NodeVersion(req.node);
+  const int64_t version = lifecycle_.Generation(*index);
   if (phase == SyncPhase::kMayWait && !out.changed && req.epoch == epoch_ && version == req.version && b.empty()) {
     out.wait = true;  // nothing new: the HTTP thread waits for a change, then asks for the desired state
     return reply(std::move(out));
@@ -752,157 +496,64 @@ void ControlLoop::AnswerHeldSyncs() {
   });
 }
 
-void ControlLoop::ReleaseDueStops(Time now) {
-  while (!delayed_stops_.empty() && delayed_stops_.begin()->first <= now.millis()) {
-    const auto [at, job] = *delayed_stops_.begin();
-    delayed_stops_.erase(delayed_stops_.begin());
-    auto it = attempts_.find(job);
-    if (it == attempts_.end() || it->second.stop_at_ms != at) continue;
-    ReleaseStop(it->second);
-  }
-}
-
-void ControlLoop::ReleaseStop(Attempt& a) {
-  for (Attempt::Replica& r : a.replicas) {
-    TouchNode(r.node);
-    r.stop_version = NodeVersion(state_.nodes()[r.node].spec.name);
-  }
-}
-
 bool ControlLoop::BuildDesired(core::NodeIndex node, proto::SyncResponse& out) {
-  const int64_t now = clock_.Now().millis();
   bool wait = false;
-  for (int64_t job : attempts_on_node_[node]) {
-    Attempt& a = attempts_.at(job);
-    if (StopReleased(a, now) || !a.spec) continue;
-    for (size_t i = 0; i < a.replicas.size(); ++i) {
-      Attempt::Replica& r = a.replicas[i];
-      if (r.node != node || r.ended) continue;
-      if (!r.encoded) r.encoded = std::make_shared<const std::string>(proto::ToJson(Assignment(job, a, static_cast<int32_t>(i))));
-      out.encoded_tasks.push_back(r.encoded);
-      wait = wait || !a.durable;
-    }
+  for (const auto& [job, replica] : lifecycle_.Desired(node, wait)) {
+    const lifecycle::Attempt& a = *lifecycle_.Find(job);
+    AttemptDetail& d = details_.at(job);
+    if (!d.spec) continue;
+    std::shared_ptr<const std::string>& encoded = d.encoded[replica];
+    if (!encoded) encoded = std::make_shared<const std::string>(proto::ToJson(Assignment(job, a, d, replica)));
+    out.encoded_tasks.push_back(encoded);
   }
   out.epoch = epoch_;
   out.lease_ms = options_.agent_lease.millis();
-  out.version = NodeVersion(state_.nodes()[node].spec.name);
+  out.version = lifecycle_.Generation(node);
   return wait;
 }
 
-proto::TaskAssignment ControlLoop::Assignment(int64_t job, const Attempt& a, int32_t replica) const {
+proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Attempt& a, const AttemptDetail& d,
+                                              int32_t replica) const {
   std::vector<ReplicaPlace> places;
-  for (const Attempt::Replica& r : a.replicas) {
+  for (const lifecycle::Replica& r : a.replicas) {
     const std::string& name = state_.nodes()[r.node].spec.name;
     auto ag = agents_.find(name);
     places.push_back({name, ag != agents_.end() && !ag->second.address.empty() ? ag->second.address : name});
   }
   auto task = array_task_of_.find(job);
+  const api::JobSpec& spec = *d.spec;
   proto::TaskAssignment t;
   t.job = job;
   t.attempt = a.number;
   t.replica = replica;
   t.epoch = epoch_;
   t.user = jobs_.at(job).user;
-  t.argv = TaskArgv(*a.spec);
-  t.script = a.spec->script.has_value();
-  t.image = a.spec->image.value_or("");
-  t.env = TaskEnvironment(*a.spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1,
-                                    port_salt_});
-  t.working_dir = a.spec->working_dir.value_or("");
-  t.resume = a.resume;
+  t.argv = TaskArgv(spec);
+  t.script = spec.script.has_value();
+  t.image = spec.image.value_or("");
+  t.env = TaskEnvironment(spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1,
+                                 port_salt_});
+  t.working_dir = spec.working_dir.value_or("");
+  t.resume = d.resume;
   t.gpus = a.replicas[replica].gpus;
-  t.cpu_milli = a.spec->resources.cpu_milli;
-  t.memory_bytes = a.spec->resources.memory_bytes;
-  t.time_limit_ms = a.spec->time_limit.is_infinite() ? 0 : a.spec->time_limit.millis();
-  t.stop_signal = a.spec->checkpoint ? SignalNumber(a.spec->checkpoint->signal) : SIGTERM;
-  t.grace_ms = GraceOf(a).millis();
+  t.cpu_milli = spec.resources.cpu_milli;
+  t.memory_bytes = spec.resources.memory_bytes;
+  t.time_limit_ms = spec.time_limit.is_infinite() ? 0 : spec.time_limit.millis();
+  t.stop_signal = spec.checkpoint ? SignalNumber(spec.checkpoint->signal) : SIGTERM;
+  t.grace_ms = a.terms.grace.millis();
   return t;
 }
 
-Duration ControlLoop::GraceOf(const Attempt& a) const {
-  return a.spec && a.spec->checkpoint ? a.spec->checkpoint->grace_period : options_.default_grace;
-}
-
-void ControlLoop::SweepTimeLimits(Time now, store::WriteBatch& b) {
-  // Only the jobs past their expected end, in its order: agents end their
-  // own, so those overdue here are static-node jobs and a few agent-run
-  // ones whose report is on its way.
-  std::vector<int64_t> over;
-  for (const auto& [end, job] : state_.running_by_end()) {
-    if (end > now) break;
-    auto it = attempts_.find(job);
-    if (it == attempts_.end()) continue;
-    const Attempt& a = it->second;
-    if (a.ending || a.requeue || !a.spec || a.spec->time_limit.is_infinite() || AttemptManaged(a)) continue;
-    over.push_back(job);
+void ControlLoop::SweepAgents(store::WriteBatch& b) {
+  lifecycle::Effects fx;
+  const lifecycle::NodeLiveness::SweepResult swept = liveness_.Sweep(fx);
+  for (core::NodeIndex node : swept.changed) UpdateSchedulable(node);
+  for (core::NodeIndex node : swept.lost) {
+    lifecycle_.NodeLost(node, "was lost with its node " + state_.nodes()[node].spec.name + " (silent for more than " +
+                                  std::to_string(options_.node_lost_after.millis() / 1000) + " s)",
+                        fx);
   }
-  for (int64_t job : over) {
-    Attempt& a = attempts_.at(job);
-    a.failure = proto::TaskReport();
-    a.failure.stop_reason = "timeout";
-    BeginEnding(job, JobState::kTimeout, false, "reached its time limit of " + a.spec->time_limit.ToString(), b);
-  }
-}
-
-void ControlLoop::SweepAgents(Time now, store::WriteBatch& b) {
-  std::vector<std::string> newly_lost;
-  for (auto& [name, a] : agents_) {
-    const int64_t silent_ms = now.millis() - a.last_sync_ms;
-    const bool silent = !a.synced || silent_ms > options_.node_unreachable_after.millis();
-    if (silent != a.unreachable) {
-      a.unreachable = silent;
-      (void)state_.SetSchedulable(node_index_.at(name), !silent && a.cordon.empty());
-      dirty_ = true;
-    }
-    if (!silent) a.lost = false;
-    if (silent && !a.lost && silent_ms > options_.node_lost_after.millis()) newly_lost.push_back(name);
-  }
-  if (newly_lost.empty()) return;
-  // Many nodes going silent at once is more likely this server's own
-  // network than a mass failure: requeue nothing, say so, keep watching.
-  // (A single node, or two, is never "many": small clusters still recover.)
-  // Every node silent and not yet handled counts, not only those past
-  // lostAfter in this sweep: nodes that went silent together last synced up
-  // to a sync apart, so they cross the threshold in different sweeps.
-  size_t silent = 0;
-  for (const auto& [name, a] : agents_) silent += a.unreachable && !a.lost ? 1 : 0;
-  if (silent >= 3 && static_cast<double>(silent) > options_.max_lost_fraction * static_cast<double>(agents_.size())) {
-    if (!mass_silence_reported_) {
-      b.events.push_back({0, 0, now.millis(), "ManyNodesSilent", "NoRequeue",
-                          std::to_string(silent) + " of " + std::to_string(agents_.size()) +
-                              " nodes went silent at once; assuming the fault is this server's, nothing is requeued"});
-      mass_silence_reported_ = true;
-    }
-    return;
-  }
-  mass_silence_reported_ = false;
-  for (const std::string& name : newly_lost) {
-    agents_[name].lost = true;
-    const core::NodeIndex node = node_index_.at(name);
-    b.events.push_back({0, 0, now.millis(), "NodeLost", "Silent",
-                        name + " has not synced for " + std::to_string((now.millis() - agents_[name].last_sync_ms) / 1000) +
-                            " s; its jobs are requeued"});
-    // Its replicas ended with the node (its agent, or the task shims
-    // themselves, stopped them when the lease ran out); the rest of each
-    // gang is stopped, then the job is requeued without spending a retry.
-    const std::set<int64_t> jobs = attempts_on_node_[node];
-    for (int64_t job : jobs) {
-      // Ending a replica may end the attempt (and erase it): look it up
-      // again for every replica.
-      for (size_t i = 0;; ++i) {
-        auto it = attempts_.find(job);
-        if (it == attempts_.end() || i >= it->second.replicas.size()) break;
-        const Attempt::Replica& r = it->second.replicas[i];
-        if (r.node != node || r.ended) continue;
-        proto::TaskReport lost;
-        lost.signal = SIGKILL;
-        lost.stop_reason = "lost";
-        lost.message = "was lost with its node " + name + " (silent for more than " +
-                       std::to_string(options_.node_lost_after.millis() / 1000) + " s)";
-        ReplicaEnded(job, static_cast<int32_t>(i), lost, b);
-      }
-    }
-  }
+  ApplyEffects(fx, b);
 }
 
 void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string& user, bool drain,
@@ -919,17 +570,19 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string
     AgentNode& a = agents_[node];
     const std::string before = a.cordon;
     a.cordon = cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "";
-    (void)state_.SetSchedulable(idx->second, !a.unreachable && a.cordon.empty());
-    dirty_ = true;
+    UpdateSchedulable(idx->second);
     store::WriteBatch b;
     if (drain) {
-      const std::set<int64_t> jobs = attempts_on_node_[idx->second];
+      const std::set<int64_t> jobs = lifecycle_.AttemptsOn(idx->second);
       for (int64_t job : jobs) {
-        auto it = attempts_.find(job);
-        if (it == attempts_.end() || it->second.ending || it->second.requeue) continue;
+        const lifecycle::Attempt* at = lifecycle_.Find(job);
+        if (at == nullptr || at->Stopping()) continue;
         const std::string why = "its node " + node + " is drained by " + user;
-        BeginEnding(job, std::nullopt, true, why, b, /*staggered=*/true);
-        if (jobs_.at(job).state == "COMPLETING") b.events.push_back(Event(job, "Requeuing", "Drain", why + "; stopping its replicas"));
+        lifecycle::Effects fx;
+        if (lifecycle_.Stop(job, std::nullopt, true, why, /*staggered=*/true, fx) == lifecycle::StopOutcome::kStopping) {
+          b.events.push_back(Event(job, "Requeuing", "Drain", why + "; stopping its replicas"));
+        }
+        ApplyEffects(fx, b);
       }
     }
     if (a.status_json != "{}") {
@@ -967,22 +620,22 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
     // for or the last one recorded in the job's status.
     int32_t attempt = row->second.attempts;
     std::string node;
-    auto it = attempts_.find(job);
-    if (it != attempts_.end() && (wanted == 0 || it->second.number == wanted)) {
-      attempt = it->second.number;
-      if (replica < 0 || replica >= static_cast<int32_t>(it->second.replicas.size())) {
+    const lifecycle::Attempt* current = lifecycle_.Find(job);
+    if (current != nullptr && (wanted == 0 || current->number == wanted)) {
+      attempt = current->number;
+      if (replica < 0 || replica >= static_cast<int32_t>(current->replicas.size())) {
         // The field is named by the error's prefix ("replica: job 10 has ...").
         return reply(InvalidArgument("job " + std::to_string(job) + " has " +
-                                         std::to_string(it->second.replicas.size()) + " replicas (0 to " +
-                                         std::to_string(it->second.replicas.size() - 1) + "), got " +
+                                         std::to_string(current->replicas.size()) + " replicas (0 to " +
+                                         std::to_string(current->replicas.size() - 1) + "), got " +
                                          std::to_string(replica),
                                      "replica"));
       }
-      node = state_.nodes()[it->second.replicas[replica].node].spec.name;
+      node = state_.nodes()[current->replicas[replica].node].spec.name;
     } else {
       const json* record = nullptr;
-      if (auto h = history_.find(job); h != history_.end() && h->second.attempts.is_array()) {
-        for (const json& a : h->second.attempts) {
+      if (auto h = attempt_records_.find(job); h != attempt_records_.end() && h->second.is_array()) {
+        for (const json& a : h->second) {
           if (wanted == 0 || a.value("attempt", 0) == wanted) record = &a;
         }
       }
@@ -998,9 +651,9 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
       }
     }
     if (node.empty()) {
-      const std::string& state = row->second.state;
-      if (row->second.attempts == 0 && (state == "PENDING" || state == "HELD")) {
-        return reply(NotFound("job " + std::to_string(job) + " is " + state + " and has not run yet"));
+      const JobState state = StateOf(job);
+      if (row->second.attempts == 0 && (state == JobState::kPending || state == JobState::kHeld)) {
+        return reply(NotFound("job " + std::to_string(job) + " is " + core::JobStateName(state) + " and has not run yet"));
       }
       return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
     }

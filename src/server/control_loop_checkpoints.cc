@@ -55,10 +55,10 @@ void ControlLoop::CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::Chec
     const std::string job_name = "job " + std::to_string(c.job);
     if (auto managed = ManagedJob(c.job, c.user, "commit checkpoints for"); !managed.ok()) return reply(managed.status());
     // Fencing: only the attempt that runs now may commit.
-    auto a = attempts_.find(c.job);
-    if (a == attempts_.end() || a->second.number != c.attempt) {
+    auto a = details_.find(c.job);
+    if (a == details_.end() || a->second.number != c.attempt) {
       const std::string now_running =
-          a == attempts_.end() ? "it has no running attempt" : "it runs attempt " + std::to_string(a->second.number);
+          a == details_.end() ? "it has no running attempt" : "it runs attempt " + std::to_string(a->second.number);
       return reply(FailedPrecondition("attempt " + std::to_string(c.attempt) + " of " + job_name +
                                       " is not the current one (" + now_running + "); its checkpoint is refused"));
     }
@@ -109,7 +109,7 @@ void ControlLoop::CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::Chec
 }
 
 void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b) {
-  Attempt& a = attempts_.at(job);
+  AttemptDetail& a = details_.at(job);
   std::vector<store::CheckpointRow>& entries = catalog_[job];
   auto find = [&](int64_t seq) -> store::CheckpointRow* {
     for (store::CheckpointRow& e : entries) {
@@ -158,17 +158,17 @@ void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>
     const std::string job_name = "job " + std::to_string(p.job);
     auto managed = ManagedJob(p.job, p.user, "report progress for");
     if (!managed.ok()) return reply(managed.status());
-    auto a = attempts_.find(p.job);
-    if (a == attempts_.end() || a->second.number != p.attempt) {
+    auto a = details_.find(p.job);
+    if (a == details_.end() || a->second.number != p.attempt) {
       return reply(FailedPrecondition("attempt " + std::to_string(p.attempt) + " of " + job_name + " is not running"));
     }
-    Attempt& at = a->second;
-    const int64_t now = clock_.Now().millis();
-    at.progress_ms = now;
-    if (p.step) at.progress_step = *p.step;
+    AttemptDetail& at = a->second;
+    const Time now_time = clock_.Now();
+    const int64_t now = now_time.millis();
+    lifecycle_.NoteProgress(p.job, p.step);
     if (!p.metrics.empty()) at.metrics = p.metrics;
     if (!p.message.empty()) at.progress_message = p.message;
-    ProgressAnswer answer{at.number, StopReleased(at, now)};
+    ProgressAnswer answer{at.number, lifecycle_.Find(p.job)->StopReleased(now_time)};
     // GET /v1/jobs/{id} builds the job's status from the loop's state
     // (Explain); the store (lists) gets progress at most every 10 s a job:
     // it is not a promise that needs to be durable before the answer.
@@ -182,26 +182,6 @@ void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>
     }
     reply(answer);
   }, std::move(done), ShuttingDown());
-}
-
-void ControlLoop::SweepStalls(Time now, store::WriteBatch& b) {
-  std::vector<std::pair<int64_t, std::string>> stalled;
-  for (const auto& [job, a] : attempts_) {
-    if (a.ending || a.requeue || a.progress_ms == 0 || !a.spec || !a.spec->stall_timeout) continue;
-    const int64_t silent = now.millis() - a.progress_ms;
-    if (silent <= a.spec->stall_timeout->millis()) continue;
-    stalled.emplace_back(job, "made no progress for " + std::to_string(silent / 1000) + " s (stallTimeout " +
-                                  a.spec->stall_timeout->ToString() + "; last step " + std::to_string(a.progress_step) +
-                                  "): treated as hung");
-  }
-  for (const auto& [job, why] : stalled) {
-    Attempt& a = attempts_.at(job);
-    a.failure = proto::TaskReport();
-    a.failure.stop_reason = "stalled";
-    a.failure.message = why;
-    b.events.push_back(Event(job, "Stalled", "FAILED", why));
-    BeginEnding(job, JobState::kFailed, false, why, b);
-  }
 }
 
 }  // namespace muster::server

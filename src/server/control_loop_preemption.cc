@@ -28,17 +28,19 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
   int64_t lost = 0;
   std::string names;
   for (core::JobId v : p.victims) {
-    auto a = attempts_.find(v);
+    const lifecycle::Attempt* a = lifecycle_.Find(v);
     auto r = state_.running().find(v);
     // The scheduler only names running jobs that are not stopping.
-    if (a == attempts_.end() || a->second.ending || a->second.requeue || r == state_.running().end()) continue;
+    if (a == nullptr || a->Stopping() || r == state_.running().end()) continue;
     const int64_t victim_lost = scheduler::LostGpuSeconds(r->second, now);
     lost += victim_lost;
-    longest = std::max(longest, GraceOf(a->second));
+    longest = std::max(longest, a->terms.grace);
     const std::string why = "Preempted: for job " + std::to_string(p.job) + " (" + cause + "), losing about " +
                             GpuMinutes(victim_lost) + " of work since its last checkpoint";
     b.events.push_back(Event(v, "Preempted", "", why));
-    BeginEnding(v, std::nullopt, /*requeue=*/true, why, b, /*staggered=*/true);
+    lifecycle::Effects fx;
+    lifecycle_.Stop(v, std::nullopt, /*requeue=*/true, why, /*staggered=*/true, fx);
+    ApplyEffects(fx, b);
     hold.victims.push_back(v);
     names += (names.empty() ? "" : ", ") + std::to_string(v);
   }
@@ -46,7 +48,7 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
   if (!state_.Nominate(p.job, p.allocations, hold.victims).ok()) return;
   // The stops may be staggered behind others: allow for the queue of stops,
   // every grace period, and a few cycles.
-  const int64_t last_stop = std::max(now.millis(), next_stop_slot_ms_);
+  const int64_t last_stop = lifecycle_.NextStopSlot().millis();
   hold.deadline_ms = last_stop + longest.millis() + Duration::Minutes(2).millis();
   preempting_[p.job] = hold;
   std::string where;

@@ -57,6 +57,8 @@ Status ServerOptions::Validate() const {
     // A node's tasks must have stopped themselves (lease) before they are started elsewhere.
     return InvalidArgument("must be longer than agents.lease and agents.unreachableAfter", "agents.lostAfter");
   }
+  if (silence_burst_window < Duration::Zero()) return InvalidArgument("must be >= 0s", "agents.silenceBurstWindow");
+  if (silence_hold < Duration::Zero()) return InvalidArgument("must be >= 0s", "agents.silenceHold");
   if (default_grace < Duration::Zero() || default_grace > Duration::Hours(1)) {
     return InvalidArgument("must be 0s..1h", "agents.defaultGrace");
   }
@@ -276,8 +278,9 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       ASSIGN_OR_RETURN(o.job_defaults, ParseJobDefaults(d));
     }
     if (const YAML::Node a = root["agents"]) {
-      if (!a.IsMap()) return InvalidArgument("must be a mapping {unreachableAfter, lostAfter, maxLostFraction, lease, defaultGrace, syncWait}", "server.agents");
-      RETURN_IF_ERROR(CheckKeys(a, {"unreachableAfter", "lostAfter", "maxLostFraction", "lease", "defaultGrace", "syncWait"},
+      if (!a.IsMap()) return InvalidArgument("must be a mapping {unreachableAfter, lostAfter, maxLostFraction, silenceBurstWindow, silenceHold, lease, defaultGrace, syncWait}", "server.agents");
+      RETURN_IF_ERROR(CheckKeys(a, {"unreachableAfter", "lostAfter", "maxLostFraction", "silenceBurstWindow", "silenceHold", "lease",
+                                 "defaultGrace", "syncWait"},
                                 "server.agents"));
       if (a["unreachableAfter"]) {
         ASSIGN_OR_RETURN(o.node_unreachable_after, config::Dur(a["unreachableAfter"], "server.agents.unreachableAfter"));
@@ -287,6 +290,13 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       }
       if (a["maxLostFraction"]) {
         ASSIGN_OR_RETURN(o.max_lost_fraction, config::Fraction(a["maxLostFraction"], "server.agents.maxLostFraction"));
+      }
+      if (a["silenceBurstWindow"]) {
+        ASSIGN_OR_RETURN(o.silence_burst_window,
+                         config::Dur(a["silenceBurstWindow"], "server.agents.silenceBurstWindow"));
+      }
+      if (a["silenceHold"]) {
+        ASSIGN_OR_RETURN(o.silence_hold, config::Dur(a["silenceHold"], "server.agents.silenceHold"));
       }
       if (a["lease"]) {
         ASSIGN_OR_RETURN(o.agent_lease, config::Dur(a["lease"], "server.agents.lease"));

@@ -72,7 +72,12 @@ struct ServerOptions {
   // checkpoint grace period gets this long between SIGTERM and SIGKILL.
   Duration node_unreachable_after = Duration::Seconds(20);
   Duration node_lost_after = Duration::Seconds(120);  // then its jobs are requeued
-  double max_lost_fraction = 0.3;  // more lost in one sweep: assume our own fault
+  // Nodes going silent together (within silence_burst_window of each other)
+  // that are more than this fraction of the nodes: assume our own fault and
+  // hold their loss back, for at most silence_hold (lifecycle/node_liveness.h).
+  double max_lost_fraction = 0.3;
+  Duration silence_burst_window = Duration::Seconds(60);
+  Duration silence_hold = Duration::Minutes(10);
   Duration agent_lease = Duration::Seconds(60);
   Duration default_grace = Duration::Seconds(30);
   Duration agent_sync_wait = Duration::Seconds(10);

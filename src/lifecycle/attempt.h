@@ -1,0 +1,95 @@
+// Attempt: one run of a job's gang, from the scheduler's bind to the end
+// of its last replica, as the lifecycle keeps it.
+//
+// A job that is retried or requeued gets a new attempt under the same id,
+// numbered 1, 2, ...; the old one is kept only as an AttemptRecord in the
+// job's history. An attempt's replicas are fixed at its bind (node and GPU
+// devices each) and end one by one; the attempt ends when the last has.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/time.h"
+#include "core/job.h"
+#include "core/node.h"
+#include "lifecycle/replica_exit.h"
+#include "lifecycle/retry_policy.h"
+
+namespace muster::lifecycle {
+
+// What the lifecycle needs of a job's spec; the owner derives it from the
+// API spec (server) or the trace (simulator).
+struct JobTerms {
+  RetryPolicy retry;
+  // Between the stop signal (the checkpoint signal) and SIGKILL.
+  Duration grace = Duration::Seconds(30);
+  Duration time_limit = Duration::Infinite();
+};
+
+struct Replica {
+  core::NodeIndex node = 0;
+  std::vector<int32_t> gpus;  // device indices on its node
+  bool seen = false;          // its agent has reported it
+  // Its node's desired-state generation once its stop was released (0:
+  // not released): a report of that generation or later that does not
+  // list the replica proves its node never started it.
+  int64_t stop_generation = 0;
+  bool ended = false;
+  Time end = Time::Zero();    // when it ended (within the attempt's span)
+  std::string result;         // how it ended, in words ("exited 0")
+};
+
+struct Attempt {
+  core::JobId job = 0;
+  int32_t number = 1;
+  JobTerms terms;
+  std::vector<Replica> replicas;
+  Time start;
+  bool durable = false;  // its bind is in the store: agents may run it
+  // Being torn down: to `ending` (a final state), or back to PENDING
+  // (`requeue`). Neither: it runs.
+  std::optional<core::JobState> ending;
+  bool requeue = false;
+  std::string ending_reason;
+  ReplicaExit failure;    // the first failing replica's end
+  bool node_lost = false; // a replica ended with its node (lost, fenced)
+  // A staggered stop reaches the agents at this time (checkpoint signals
+  // spread out so shared storage is not flooded); Zero: at once.
+  Time stop_at = Time::Zero();
+
+  bool Stopping() const { return ending.has_value() || requeue; }
+  bool StopReleased(Time now) const { return Stopping() && now >= stop_at; }
+  bool AllEnded() const {
+    for (const Replica& r : replicas) {
+      if (!r.ended) return false;
+    }
+    return true;
+  }
+};
+
+// An ended attempt, as the job's history shows it.
+struct AttemptRecord {
+  int32_t number = 0;
+  Time start, end;
+  bool requeued = false;       // went back to PENDING (requeue, preemption, drain, retry)
+  core::JobState state = core::JobState::kCompleted;  // how it ended (with requeued: what it implied)
+  std::string reason;
+  struct ReplicaRecord {
+    core::NodeIndex node = 0;
+    std::string result;
+  };
+  std::vector<ReplicaRecord> replicas;
+  std::optional<int64_t> last_step;  // the last step it reported progress at, if it did
+};
+
+// Retries and requeues of one job, over all its attempts.
+struct JobHistory {
+  int32_t retries = 0;   // user failures retried (count against retry.limit)
+  int32_t requeues = 0;  // infrastructure failures requeued (do not count)
+  Time not_before = Time::Zero();  // the last retry's backoff ends here
+};
+
+}  // namespace muster::lifecycle

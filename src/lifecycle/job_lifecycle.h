@@ -1,0 +1,218 @@
+// JobLifecycle: a job's life after the scheduler's decision.
+//
+// The scheduler decides what starts where; the lifecycle carries it out and
+// follows each attempt to its end: the replicas its agents run, a replica
+// failing (the rest of the gang is stopped), retries with backoff, requeue
+// of the whole gang, the grace period of a stop (cancel, requeue, drain,
+// preemption), time limits, hangs, and nodes lost. It is the one place
+// these rules live: the server, `muster sim` and the lifecycle transcripts
+// (test/transcripts/lifecycle/*.txt) drive this class and nothing else.
+//
+// Like the scheduler, it does no I/O and reads time only from the Clock it
+// is given. Each step appends what it changed to an Effects (effects.h):
+// the owner persists and sends that. It mutates the ClusterState it is
+// given (Requeue, Finish, MarkStopping) so resources are released exactly
+// when an attempt ends.
+//
+// An attempt's life:
+//   1. Start: the scheduler bound the job (ClusterState::Bind); its
+//      replicas are fixed, each on a node with its GPU devices. Agents run
+//      it once its bind is durable (MarkDurable).
+//   2. Replicas end (Report, ReplicaEnded). All exited 0: COMPLETED. The
+//      first failing replica decides the final state (Classify) and the
+//      others are stopped first (the job shows COMPLETING until they are).
+//   3. Stop: cancel (to CANCELLED), requeue, drain and preemption (back to
+//      PENDING, free of charge) tear an attempt down the same way: the stop
+//      is released to the agents at once, or staggered (stops that ask for
+//      a checkpoint: at most checkpoint_signals_per_second), and the
+//      backfill plan counts on the resources after the grace period.
+//   4. The attempt ends when its last replica has; resources are released
+//      only then, so a GPU never holds two attempts. The job is retried
+//      (retry_policy.h), requeued, or ends in its final state.
+// A replica on a node with no agent (a static node from the configuration)
+// runs nothing: such an attempt ends at once when stopped, and at its time
+// limit (SweepTimeLimits).
+//
+// Desired state: each node has a generation, raised whenever what it should
+// run changes (Touch; listed in Effects::touched). An agent's report says up
+// to which generation it has acted, which is how a replica its node never
+// started is told from one still on its way.
+//
+// Thread-safety: none; one owner thread (the control loop's).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "core/cluster_state.h"
+#include "lifecycle/attempt.h"
+#include "lifecycle/effects.h"
+
+namespace muster::lifecycle {
+
+struct LifecycleOptions {
+  // Stops that ask for a checkpoint reach agents at most this many a second
+  // (0: no limit).
+  int32_t checkpoint_signals_per_second = 0;
+};
+
+// One task in an agent's report.
+struct TaskStatus {
+  core::JobId job = 0;
+  int32_t attempt = 0;
+  int32_t replica = 0;
+  bool running = true;
+  ReplicaExit exit;  // when !running
+};
+
+struct NodeReport {
+  core::NodeIndex node = 0;
+  std::vector<TaskStatus> tasks;
+  // The node's desired-state generation the agent had acted on when it
+  // made the report; -1 when unknown (it acted on another server's).
+  int64_t acted_on = -1;
+};
+
+struct ReportResult {
+  struct Key {
+    core::JobId job = 0;
+    int32_t attempt = 0;
+    int32_t replica = 0;
+  };
+  std::vector<Key> recorded;  // ends the agent may forget now
+  bool changed = false;       // the report changed something
+  bool replica_ended = false; // a replica ended: resources may be freed
+  bool unsettled = false;     // a stopped replica is unaccounted for: ask again soon
+};
+
+// What a restarted server knew of an attempt (from its stored status).
+struct RestoredAttempt {
+  std::vector<int32_t> ended_replicas;
+  std::vector<std::pair<int32_t, std::string>> results;  // (replica, result)
+  std::optional<core::JobState> ending;
+  bool requeue = false;
+  std::string ending_reason;
+  bool stopping = false;  // it was being torn down
+};
+
+enum class StopOutcome {
+  kUnchanged,  // already ending in a final state (or being requeued, and asked to requeue)
+  kStopping,   // its replicas are being stopped: it shows COMPLETING
+  kEnded,      // nothing ran: the attempt ended at once
+};
+
+class JobLifecycle {
+ public:
+  // `state` and `clock` must outlive this object. `has_agent(node)`: whether
+  // an agent serves the node (else it is a static node that runs nothing).
+  JobLifecycle(core::ClusterState& state, const Clock& clock, LifecycleOptions options,
+               std::function<bool(core::NodeIndex)> has_agent);
+
+  // The attempt of a job just bound (or, with `restored`, restored after a
+  // restart: its bind is durable then). Its replicas follow the running
+  // job's allocations in order. Its nodes are touched.
+  Status Start(core::JobId job, int32_t number, JobTerms terms, bool durable, Effects& fx,
+               const RestoredAttempt* restored = nullptr);
+  // The bind of attempt `number` is in the store: agents may run it.
+  void MarkDurable(core::JobId job, int32_t number);
+
+  // Stops a running attempt: to `final_state` (cancel), or back to PENDING
+  // (`requeue`). `staggered`: the stop asks for a checkpoint and waits its
+  // turn (requeue, drain, preemption). A cancel of an attempt being
+  // requeued turns it into an end (released at once); a second stop of an
+  // attempt ending in a final state changes nothing.
+  StopOutcome Stop(core::JobId job, std::optional<core::JobState> final_state, bool requeue,
+                   const std::string& reason, bool staggered, Effects& fx);
+  // Fails a running attempt for a reason of the server's (a GPU fault, a
+  // hang): `failure` is recorded as its failing end and decides the retry.
+  void Fail(core::JobId job, core::JobState state, const ReplicaExit& failure, const std::string& reason, Effects& fx);
+
+  // One agent's report of the tasks on its node: ends replicas that ended,
+  // marks those seen, ends those it no longer knows (lost) and those
+  // stopped before it ever started them.
+  ReportResult Report(const NodeReport& report, Effects& fx);
+  // Replica `replica` of the current attempt of `job` ended.
+  void ReplicaEnded(core::JobId job, int32_t replica, const ReplicaExit& exit, Effects& fx);
+  // Every replica on `node` that has not ended ends as lost (`why`), and
+  // the rest of each gang is stopped: requeued without spending a retry.
+  void NodeLost(core::NodeIndex node, const std::string& why, Effects& fx);
+
+  // Releases the staggered stops whose time has come.
+  void ReleaseDueStops(Effects& fx);
+  // When the next staggered stop is due (Max: none).
+  Time NextStopDue() const;
+  // When the next staggered stop could be released, were one asked for now.
+  Time NextStopSlot() const;
+  // Attempts on static nodes past their time limit end TIMEOUT (agents end
+  // their own).
+  void SweepTimeLimits(Effects& fx);
+  // A progress report of the current attempt: `step` (if known). With the
+  // job's stall timeout set, an attempt that reported progress once and then
+  // stops for that long fails as hung (SweepStalls).
+  void NoteProgress(core::JobId job, std::optional<int64_t> step);
+  void SweepStalls(const std::function<std::optional<Duration>(core::JobId)>& stall_timeout, Effects& fx);
+
+  // A desired-state change for `node` (its agent must hear of it).
+  void Touch(core::NodeIndex node, Effects& fx);
+  int64_t Generation(core::NodeIndex node) const;
+
+  // The replicas `node` should run: (job, replica index), in job order of
+  // its attempts. `not_durable` is set when one's bind is not yet durable.
+  struct DesiredReplica {
+    core::JobId job = 0;
+    int32_t replica = 0;
+  };
+  std::vector<DesiredReplica> Desired(core::NodeIndex node, bool& not_durable) const;
+
+  // Lookups.
+  const Attempt* Find(core::JobId job) const;
+  // The replica index of `job`'s current attempt numbered `attempt` on
+  // `node`, or nullopt (a stale or unknown task).
+  bool IsCurrent(core::JobId job, int32_t attempt, int32_t replica, core::NodeIndex node) const;
+  const std::unordered_map<core::JobId, Attempt>& attempts() const { return attempts_; }
+  const std::set<core::JobId>& AttemptsOn(core::NodeIndex node) const;
+  // The job's state as shown: RUNNING or COMPLETING while it has an
+  // attempt, else nullopt (ClusterState knows).
+  std::optional<core::JobState> Shown(core::JobId job) const;
+  const JobHistory* History(core::JobId job) const;
+  void RestoreHistory(core::JobId job, JobHistory h) { history_[job] = h; }
+  // The current attempt's last progress report (Zero: none yet) and its step (-1: none).
+  Time LastProgress(core::JobId job) const;
+  int64_t LastStep(core::JobId job) const;
+
+ private:
+  // Starts tearing `a` down; ends it at once when no replica runs.
+  StopOutcome BeginEnding(core::JobId job, std::optional<core::JobState> final_state, bool requeue,
+                          const std::string& reason, bool staggered, Effects& fx);
+  void ReleaseStop(Attempt& a, Effects& fx);
+  void FinishAttempt(core::JobId job, Effects& fx);
+  bool Managed(const Attempt& a) const;
+  void Changed(core::JobId job, core::JobState state, std::optional<std::string> reason, Effects& fx) const;
+  const std::string& NodeName(core::NodeIndex node) const;
+
+  core::ClusterState& state_;
+  const Clock& clock_;
+  LifecycleOptions options_;
+  std::function<bool(core::NodeIndex)> has_agent_;
+  std::unordered_map<core::JobId, Attempt> attempts_;
+  std::unordered_map<core::JobId, JobHistory> history_;
+  std::unordered_map<core::NodeIndex, std::set<core::JobId>> on_node_;
+  std::vector<int64_t> generation_;  // per node
+  Time next_stop_slot_ = Time::Zero();
+  std::set<std::pair<Time, core::JobId>> delayed_stops_;
+  struct Progress {
+    Time last = Time::Zero();  // Zero: never reported
+    int64_t step = -1;
+  };
+  std::unordered_map<core::JobId, Progress> progress_;  // current attempts only
+};
+
+}  // namespace muster::lifecycle

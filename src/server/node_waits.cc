@@ -1,0 +1,76 @@
+#include "server/node_waits.h"
+
+#include <algorithm>
+
+namespace muster::server {
+
+void NodeWaits::Publish(const std::string& node, int64_t version) {
+  std::vector<Waiter> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_ptr<Slot>& s = slots_[node];
+    if (!s) s = std::make_unique<Slot>();
+    s->version = version;
+    ready.swap(s->waiters);
+    for (const Waiter& w : ready) deadlines_.erase({w.deadline_ms, w.id, w.node});
+  }
+  for (Waiter& w : ready) w.then();
+}
+
+bool NodeWaits::HasWaiter(const std::string& node) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(node);
+  return it != slots_.end() && !it->second->waiters.empty();
+}
+
+bool NodeWaits::WhenChanges(const std::string& node, int64_t version, Duration max_wait, std::function<void()> then) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_ptr<Slot>& s = slots_[node];
+    if (!s) s = std::make_unique<Slot>();
+    if (!(s->version != 0 && s->version != version) && !closed_) {
+      const int64_t deadline = (clock_.Now() + max_wait).millis();
+      const uint64_t id = ++next_id_;
+      s->waiters.push_back({id, deadline, node, std::move(then)});
+      deadlines_.emplace(deadline, id, node);
+      return true;
+    }
+  }
+  then();
+  return false;
+}
+
+void NodeWaits::EndExpired(Time now) { EndWhere(now, false); }
+
+void NodeWaits::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+  EndWhere(clock_.Now(), true);
+}
+
+void NodeWaits::EndWhere(Time now, bool all) {
+  std::vector<Waiter> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!deadlines_.empty() && (all || std::get<0>(*deadlines_.begin()) <= now.millis())) {
+      const auto [deadline, id, node] = *deadlines_.begin();
+      deadlines_.erase(deadlines_.begin());
+      std::vector<Waiter>& waiters = slots_.at(node)->waiters;
+      auto it = std::find_if(waiters.begin(), waiters.end(), [id = id](const Waiter& w) { return w.id == id; });
+      if (it == waiters.end()) continue;
+      ready.push_back(std::move(*it));
+      waiters.erase(it);
+    }
+  }
+  for (Waiter& w : ready) w.then();
+}
+
+Duration NodeWaits::UntilNextDeadline(Time now) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (deadlines_.empty()) return Duration::Infinite();
+  return std::max(Duration::Zero(), Time::FromMillis(std::get<0>(*deadlines_.begin())) - now);
+}
+
+}  // namespace muster::server

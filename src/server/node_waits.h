@@ -1,0 +1,73 @@
+// NodeWaits: agents' long-polling syncs waiting for their node's desired
+// state to change.
+//
+// An agent whose sync brought nothing new waits here, holding no thread,
+// until the control loop publishes a new version of its node's desired
+// state (a bind, a stop), its wait times out, or the server stops. Waits
+// are per node: a bind wakes only its node's agent, not every agent.
+//
+// Versions are the lifecycle's desired-state generations
+// (lifecycle::JobLifecycle::Generation), published by the loop thread; any
+// thread may wait.
+//
+// Locking: mu_ is a leaf. The control loop may hold its task-queue mutex
+// while it calls UntilNextDeadline (never the reverse), and no callback
+// runs while mu_ is held.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace muster::server {
+
+class NodeWaits {
+ public:
+  explicit NodeWaits(const Clock& clock) : clock_(clock) {}
+
+  // The desired state of `node` is now `version`: ends its waits.
+  void Publish(const std::string& node, int64_t version);
+  // Whether an agent's sync for `node` is waiting now (it is alive).
+  bool HasWaiter(const std::string& node) const;
+  // Calls `then` once when the version of `node` is not `version` (a known
+  // version: 0 means none published yet), `max_wait` has passed, or Close()
+  // was called; at once, on the caller's thread, when one of these already
+  // holds, and then returns false. `then` must not block.
+  bool WhenChanges(const std::string& node, int64_t version, Duration max_wait, std::function<void()> then);
+  // Ends the waits whose time is up.
+  void EndExpired(Time now);
+  // Ends every wait, now and later (the server is stopping).
+  void Close();
+  // Until the soonest wait's deadline (Infinite: none).
+  Duration UntilNextDeadline(Time now) const;
+
+ private:
+  struct Waiter {
+    uint64_t id;
+    int64_t deadline_ms;
+    std::string node;
+    std::function<void()> then;
+  };
+  struct Slot {
+    int64_t version = 0;
+    std::vector<Waiter> waiters;
+  };
+  void EndWhere(Time now, bool all);
+
+  const Clock& clock_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<Slot>> slots_;          // guarded by mu_; never erased
+  std::set<std::tuple<int64_t, uint64_t, std::string>> deadlines_;       // guarded by mu_: (deadline, id, node)
+  uint64_t next_id_ = 0;                                                  // guarded by mu_
+  bool closed_ = false;                                                   // guarded by mu_
+};
+
+}  // namespace muster::server
