@@ -434,14 +434,16 @@ void Agent::Apply(const proto::SyncResponse& r) {
 
 void Agent::StartTask(const proto::TaskAssignment& t) {
   const std::string key = proto::TaskKey(t.job, t.attempt, t.replica);
-  auto fail = [&](const std::string& why) {
+  // `node_fault`: the node lacks what the server gave the task (a GPU):
+  // the job is requeued elsewhere; otherwise retrying would not help.
+  auto fail = [&](const std::string& why, bool node_fault = false) {
     proto::TaskReport r;
     r.job = t.job;
     r.attempt = t.attempt;
     r.replica = t.replica;
     r.running = false;
     r.exit_code = 127;
-    r.stop_reason = "launch";  // the node could not start it: retrying would not help
+    r.stop_reason = node_fault ? "node" : "launch";
     r.message = why;
     r.end_ms = clock_.Now().millis();
     failed_starts_[key] = r;
@@ -463,7 +465,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
     std::lock_guard<std::mutex> lock(mu_);
     for (int32_t idx : t.gpus) {
       if (idx < 0 || idx >= static_cast<int32_t>(inventory_.gpus.size())) {
-        return fail("GPU " + std::to_string(idx) + " does not exist on node " + options_.node);
+        return fail("GPU " + std::to_string(idx) + " does not exist on node " + options_.node, /*node_fault=*/true);
       }
       uuids += (uuids.empty() ? "" : ",") + inventory_.gpus[idx].uuid;
     }

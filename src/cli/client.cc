@@ -117,6 +117,12 @@ StatusOr<Response> Client::Post(const std::string& path, const std::string& body
   return Decode(r);
 }
 
+StatusOr<Response> Client::Delete(const std::string& path) {
+  ASSIGN_OR_RETURN(http::ClientResponse r,
+                   Exchange([&] { return http_->Send("DELETE", path, {{"X-Muster-User", user_}}, "", ""); }));
+  return Decode(r);
+}
+
 Status Client::ErrorOf(const Response& r) {
   std::string message = "server answered " + std::to_string(r.status);
   if (r.body.is_object() && r.body.contains("error") && r.body["error"].is_object()) {

@@ -42,6 +42,8 @@ class Client {
   StatusOr<Response> GetText(const std::string& path, const std::vector<std::string>& headers);
   StatusOr<Response> Post(const std::string& path, const std::string& body, const std::string& content_type,
                           const std::map<std::string, std::string>& headers = {});
+  // Sent again without an answer, as Post: a deletion is idempotent.
+  StatusOr<Response> Delete(const std::string& path);
 
   // The error of a non-2xx response, as a Status (message includes the field).
   static Status ErrorOf(const Response& r);

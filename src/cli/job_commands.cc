@@ -708,11 +708,12 @@ struct ActedOn {
   int rc = 0;
 };
 
-// `muster cordon|uncordon NODE...` (admins).
+// `muster cordon|uncordon|drain|declare-lost|remove-node NODE...` (admins).
 int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
   ActedOn acted(c.output);
   for (const std::string& node : c.nodes) {
-    auto r = client.Post("/v1/nodes/" + node + "/" + verb, "", "application/json");
+    auto r = verb == "remove-node" ? client.Delete("/v1/nodes/" + node)
+                                   : client.Post("/v1/nodes/" + node + "/" + verb, "", "application/json");
     if (!r.ok()) return Fail(r.status());
     if (r->status != 200) {
       std::cerr << "muster " << verb << " " << node << ": " << Client::ErrorOf(*r).message() << "\n";
@@ -720,10 +721,15 @@ int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
       continue;
     }
     if (acted.Keep(r->body)) continue;
-    // "node a1: drained by ann", "node a1: schedulable".
+    // "node a1: drained by ann", "node a1: schedulable", "node a1: lost", "node a1: removed".
     const std::string cordon = Field(r->body, "cordon");
     std::cout << "node " << node << ": "
-              << (r->body.value("schedulable", false) ? "schedulable" : cordon.empty() ? "cordoned" : cordon) << "\n";
+              << (verb == "remove-node"             ? std::string("removed")
+                  : verb == "declare-lost"          ? std::string("lost; its jobs are requeued")
+                  : r->body.value("schedulable", false) ? std::string("schedulable")
+                  : cordon.empty()                  ? std::string("cordoned")
+                                                    : cordon)
+              << "\n";
   }
   return acted.Finish();
 }
@@ -843,12 +849,14 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
       ->check(CLI::Range(1, 1'000'000));
   c->logs->add_flag("-f,--follow", c->follow, "Keep printing new output until the job ends");
 
-  for (const char* verb : {"cordon", "uncordon", "drain"}) {
+  for (const char* verb : {"cordon", "uncordon", "drain", "declare-lost", "remove-node"}) {
     const std::string v = verb;
     CLI::App* sub = app.add_subcommand(
-        verb, v == "cordon"   ? "Give nodes no new work (admins)"
-              : v == "drain" ? "Cordon nodes and requeue their jobs, each after its checkpoint signal (admins)"
-                             : "Let cordoned nodes take work again (admins)");
+        verb, v == "cordon"         ? "Give nodes no new work (admins)"
+              : v == "drain"        ? "Cordon nodes and requeue their jobs, each after its checkpoint signal (admins)"
+              : v == "declare-lost" ? "Declare silent nodes lost: their jobs are requeued now (admins)"
+              : v == "remove-node"  ? "Forget lost nodes that run nothing (admins)"
+                                    : "Let cordoned nodes take work again (admins)");
     common(sub);
     sub->add_option("nodes", c->nodes, "Node names")->required();
     c->node_actions.emplace_back(sub, verb);

@@ -144,6 +144,33 @@ Status ClusterState::SetSchedulable(NodeIndex node, bool schedulable) {
   return Status::Ok();
 }
 
+Status ClusterState::SetCapacity(NodeIndex node, const Resources& capacity) {
+  if (node < 0 || node >= static_cast<NodeIndex>(nodes_.size())) {
+    return NotFound("node index " + std::to_string(node));
+  }
+  if (!capacity.IsNonNegative()) {
+    return InvalidArgument("must not be negative, got " + capacity.ToString(), "capacity");
+  }
+  Node& n = nodes_[node];
+  const Resources used = n.spec.capacity - n.free;
+  if (!used.FitsIn(capacity)) {
+    return FailedPrecondition("node " + n.spec.name + ": its running jobs hold " + used.ToString() +
+                              ", more than the new capacity " + capacity.ToString());
+  }
+  std::vector<JobId>& owners = gpu_owner_[node];
+  for (size_t d = static_cast<size_t>(capacity.gpus); d < owners.size(); ++d) {
+    if (owners[d] != 0) {
+      return FailedPrecondition("node " + n.spec.name + ": GPU " + std::to_string(d) + " is held by job " +
+                                std::to_string(owners[d]));
+    }
+  }
+  owners.resize(static_cast<size_t>(capacity.gpus), JobId{0});
+  n.spec.capacity = capacity;
+  n.free = capacity - used;
+  ++nodes_version_;
+  return Status::Ok();
+}
+
 StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
   if (spec.replicas < 1) {
     return InvalidArgument("must be >= 1, got " + std::to_string(spec.replicas), "replicas");

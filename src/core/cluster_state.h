@@ -77,6 +77,11 @@ class ClusterState {
   StatusOr<NodeIndex> AddNode(const NodeSpec& spec);
   // Marks a node (un)schedulable: cordon, drain, unreachable.
   Status SetSchedulable(NodeIndex node, bool schedulable);
+  // Changes a node's capacity (its agent reports more or fewer GPUs, CPUs
+  // or memory than before). Refused (FailedPrecondition, nothing changes)
+  // while running jobs hold more than the new capacity or a GPU device the
+  // new capacity no longer has: the owner applies it once they have ended.
+  Status SetCapacity(NodeIndex node, const Resources& capacity);
 
   // Accepts a job. `id` 0 assigns the next id. Errors name the field:
   // "replicas: must be >= 1, got 0".

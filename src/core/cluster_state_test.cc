@@ -100,6 +100,30 @@ TEST_F(ClusterStateTest, AddNodeAssignsDenseIndicesAndFullFreeCapacity) {
   EXPECT_EQ(state_.FindGpuType("h100"), state_.FindGpuType("H100"));
 }
 
+TEST_F(ClusterStateTest, SetCapacityShrinksOnlyWhatNoJobHolds) {
+  const JobSpec spec = MakeJob(1);  // 4 GPUs on devices 0-3
+  const JobId id = SubmitOk(spec);
+  ASSERT_TRUE(state_.Bind({id, {Alloc(a_, 1, spec)}}, Time::FromSeconds(10)).ok());
+  // Down to 6 GPUs: devices 6 and 7 are free, so it applies at once.
+  ASSERT_TRUE(state_.SetCapacity(a_, {6, 64'000, 512 * kGi}).ok());
+  EXPECT_EQ(Capacity(a_).gpus, 6);
+  EXPECT_EQ(Free(a_).gpus, 2);
+  // Down to 2: the job holds devices 0-3.
+  const Status refused = state_.SetCapacity(a_, {2, 64'000, 512 * kGi});
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(refused.message(), "hold")) << refused.message();
+  EXPECT_EQ(Capacity(a_).gpus, 6);  // unchanged
+  EXPECT_TRUE(state_.CheckInvariants().ok());
+  ASSERT_TRUE(state_.Finish(id, JobState::kCompleted, Time::FromSeconds(20)).ok());
+  ASSERT_TRUE(state_.SetCapacity(a_, {2, 64'000, 512 * kGi}).ok());
+  EXPECT_EQ(Free(a_).gpus, 2);
+  // Growing is always possible.
+  ASSERT_TRUE(state_.SetCapacity(a_, {16, 64'000, 512 * kGi}).ok());
+  EXPECT_EQ(Free(a_).gpus, 16);
+  EXPECT_TRUE(state_.CheckInvariants().ok());
+  EXPECT_FALSE(state_.SetCapacity(a_, {-1, 0, 0}).ok());
+}
+
 TEST_F(ClusterStateTest, AddNodeInternsTopology) {
   const auto& nodes = state_.nodes();
   EXPECT_EQ(nodes[a_].leaf, nodes[b_].leaf);

@@ -229,7 +229,9 @@ void JobLifecycle::ReplicaEnded(JobId job, int32_t replica, const ReplicaExit& e
   const ExitMeaning meaning = Classify(exit);
   rep.result = meaning.words;
   if (!exit.Succeeded()) {
-    if (exit.cause == ExitCause::kLost || exit.cause == ExitCause::kFenced) a.node_lost = true;
+    if (exit.cause == ExitCause::kLost || exit.cause == ExitCause::kFenced || exit.cause == ExitCause::kNodeFault) {
+      a.node_lost = true;
+    }
     if (!a.Stopping()) {
       a.failure = exit;
       fx.events.push_back({job, EventType::kReplicaFailed, core::JobStateName(meaning.state), where + " " + meaning.words});

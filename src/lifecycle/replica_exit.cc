@@ -7,7 +7,7 @@ namespace muster::lifecycle {
 
 namespace {
 
-constexpr std::array<std::pair<ExitCause, const char*>, 10> kNames = {{
+constexpr std::array<std::pair<ExitCause, const char*>, 11> kNames = {{
     {ExitCause::kExited, "exited"},
     {ExitCause::kStoppedByAgent, "stopped"},
     {ExitCause::kOutOfMemory, "oom"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<ExitCause, const char*>, 10> kNames = {{
     {ExitCause::kLost, "lost"},
     {ExitCause::kAgentShutdown, "agent-exit"},
     {ExitCause::kLaunchFailed, "launch"},
+    {ExitCause::kNodeFault, "node"},
     {ExitCause::kStalled, "stalled"},
     {ExitCause::kNeverStarted, "unstarted"},
 }};
@@ -52,6 +53,7 @@ ExitMeaning Classify(const ReplicaExit& e) {
     // The infrastructure's doing: the job is requeued without spending a retry.
     case ExitCause::kAgentShutdown: return {JobState::kNodeFail, "was stopped because its agent shut down"};
     case ExitCause::kLaunchFailed: return {JobState::kFailed, "could not be started: " + message};
+    case ExitCause::kNodeFault: return {JobState::kNodeFail, "could not be started by its node: " + message};
     case ExitCause::kStalled: return {JobState::kFailed, e.message};
     case ExitCause::kNeverStarted: return {JobState::kFailed, "was stopped before its node started it"};
     case ExitCause::kExited:

@@ -25,7 +25,8 @@ enum class ExitCause : uint8_t {
   kFenced,          // its agent (or the task's shim) lost the server's lease and stopped it
   kLost,            // gone with its node or agent: nobody saw it end
   kAgentShutdown,   // its agent shut down and took it along (muster dev --stop-tasks-on-exit)
-  kLaunchFailed,    // the node could not start it
+  kLaunchFailed,    // the node could not start it (the job's fault: its command, its user)
+  kNodeFault,       // the node could not start it for a fault of its own (a GPU it was given is gone)
   kStalled,         // it stopped reporting progress for the job's stallTimeout
   kNeverStarted,    // stopped before its node ever started it
 };
@@ -45,7 +46,8 @@ struct ReplicaExit {
   bool Succeeded() const { return cause == ExitCause::kExited && exit_code == 0 && signal == 0; }
   // The infrastructure ended it (its node, its agent, the lease), not the job.
   bool NodesFault() const {
-    return cause == ExitCause::kFenced || cause == ExitCause::kLost || cause == ExitCause::kAgentShutdown;
+    return cause == ExitCause::kFenced || cause == ExitCause::kLost || cause == ExitCause::kAgentShutdown ||
+           cause == ExitCause::kNodeFault;
   }
 };
 

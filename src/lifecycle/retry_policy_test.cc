@@ -95,8 +95,11 @@ TEST(ReplicaExit, ClassifyNamesTheStateAndTheWords) {
   ReplicaExit timeout;
   timeout.cause = ExitCause::kTimeLimit;
   EXPECT_EQ(Classify(timeout).state, JobState::kTimeout);
-  for (const char* name : {"exited", "stopped", "oom", "timeout", "fenced", "lost", "agent-exit", "launch", "stalled",
-                           "unstarted"}) {
+  ReplicaExit gpu_gone;
+  gpu_gone.cause = ExitCause::kNodeFault;
+  EXPECT_EQ(Classify(gpu_gone).state, JobState::kNodeFail);  // requeued free, not FAILED for good
+  for (const char* name : {"exited", "stopped", "oom", "timeout", "fenced", "lost", "agent-exit", "launch", "node",
+                           "stalled", "unstarted"}) {
     ExitCause c;
     ASSERT_TRUE(ExitCauseFromName(name, c)) << name;
     EXPECT_STREQ(ExitCauseName(c), name);

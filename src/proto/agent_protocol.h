@@ -74,7 +74,10 @@ struct TaskReport {
   int32_t exit_code = -1;
   int32_t signal = 0;
   bool oom = false;
-  std::string stop_reason;  // "timeout", "stop", "fenced", "launch" (could not start), "agent-exit", or empty
+  // "timeout", "stop", "fenced", "launch" (could not start), "node" (could
+  // not start for a fault of the node's: a GPU it was given is gone),
+  // "agent-exit", or empty
+  std::string stop_reason;
   std::string message;
   int64_t end_ms = 0;
   // The checkpoint verification before launch, once done (when the task

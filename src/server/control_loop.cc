@@ -768,7 +768,7 @@ ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
     v.condition = lifecycle::NodeConditionName(liveness_.Of(index->second));
     v.last_seen_ms = liveness_.LastHeard(index->second).millis();
   }
-  v.cordon = a.cordon;
+  v.cordon = !a.cordon.empty() ? a.cordon : a.resizing;
   return v;
 }
 
@@ -783,6 +783,10 @@ void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
         if (seen.insert(a.node).second) ++out[a.node].running_jobs;
       }
     }
+    std::erase_if(out, [this](const NodeView& v) {
+      auto a = agents_.find(v.spec.name);
+      return a != agents_.end() && a->second.removed;
+    });
     // By name, as people look for them (registration order is an accident).
     std::sort(out.begin(), out.end(), [](const NodeView& x, const NodeView& y) { return x.spec.name < y.spec.name; });
     reply(std::move(out));

@@ -155,10 +155,16 @@ class ControlLoop {
   // agent holds no thread. `then` runs on any thread and must not block.
   void WhenNodeChanges(const std::string& node, int64_t version, Duration max_wait, std::function<void()> then);
   // An operator's word that a silent node is gone (lifecycle::NodeLiveness::
-  // DeclareLost): its jobs are requeued now. Admins only. `remove` also
-  // forgets the node: deleted from the store and no longer listed, once it
-  // is lost and runs nothing; its agent registers it again if it returns.
-  void DeclareLost(const std::string& node, bool remove, const std::string& user, Done<StatusOr<NodeView>> done);
+  // DeclareLost): its jobs are requeued now, without waiting for
+  // agents.lostAfter or a mass-silence hold. Refused while its agent may
+  // still run tasks (synced within the lease). Admins only.
+  void DeclareLost(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done);
+  // Forgets a lost node that runs nothing: deleted from the store and no
+  // longer listed or counted (a retired machine, a junk registration). Its
+  // agent registers it again if it ever returns. Refused for a node that
+  // is not lost, one still stopping a job's replicas, and a node from the
+  // configuration (remove it there). Admins only.
+  void RemoveNode(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done);
   // Ends every wait of WhenNodeChanges, now and later: the server is
   // stopping, and must not sit out agents' long polls.
   void EndWaits();
@@ -269,6 +275,8 @@ class ControlLoop {
   // The state a job shows: the lifecycle's while it has an attempt (RUNNING,
   // COMPLETING), else the cluster state's.
   core::JobState StateOf(int64_t job) const;
+  // PermissionDenied unless `user` is an admin, saying who may `verb`.
+  Status RequireAdmin(const std::string& user, const std::string& verb) const;
   // Job `id` if `user` owns it or is an admin; else NotFound, or
   // PermissionDenied saying who may `verb` it.
   StatusOr<store::JobRow*> ManagedJob(int64_t id, const std::string& user, const std::string& verb);
@@ -302,8 +310,16 @@ class ControlLoop {
     std::vector<proto::HealthEventReport> events;  // the last few
     std::string cordon;  // why the node gets no new work (a GPU fault), until cleared
     int64_t report_seq = -1;  // the newest task report processed
-    bool removed = false;     // forgotten by an operator (DeclareLost with remove)
+    bool removed = false;     // forgotten by an operator (RemoveNode)
+    // A capacity its agent reported that running jobs keep from taking
+    // effect (fewer GPUs than they hold): the node gets no new work until
+    // it applies (ApplyCapacity). Empty: none waiting.
+    std::string resizing;
   };
+  // The capacity the agent of `node` reports, applied when nothing running
+  // there holds more or a GPU it no longer has; until then the node is
+  // cordoned. Events NodeResized, NodeResizePending.
+  void ApplyCapacity(core::NodeIndex node, const core::Resources& reported, store::WriteBatch& b);
   Status RestoreNodes();
   // Cancel (final_state) or requeue a RUNNING or COMPLETING job: its
   // replicas are stopped first where agents run them.

@@ -130,9 +130,40 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
   fx = lifecycle::Effects();
 }
 
+void ControlLoop::ApplyCapacity(core::NodeIndex node, const core::Resources& reported, store::WriteBatch& b) {
+  // Nodes from the configuration come first (Start) and keep the capacity
+  // it gives them.
+  if (node < static_cast<core::NodeIndex>(options_.nodes.size())) return;
+  const core::NodeSpec& spec = state_.nodes()[node].spec;
+  AgentNode& agent = agents_[spec.name];
+  if (reported == spec.capacity) {
+    if (!agent.resizing.empty()) {  // it came back as it was
+      agent.resizing.clear();
+      UpdateSchedulable(node);
+    }
+    return;
+  }
+  const std::string change = spec.capacity.ToString() + " to " + reported.ToString();
+  const int64_t now = clock_.Now().millis();
+  if (Status s = state_.SetCapacity(node, reported); !s.ok()) {
+    const std::string why = "its agent reports " + reported.ToString() + " (was " + spec.capacity.ToString() +
+                            "); applied once its running jobs let it: " + s.message();
+    if (agent.resizing.empty()) {
+      b.events.push_back({0, 0, now, "NodeResizePending", "", spec.name + " gets no new work: " + why});
+    }
+    agent.resizing = why;
+    UpdateSchedulable(node);
+    return;
+  }
+  b.events.push_back({0, 0, now, "NodeResized", "", spec.name + ": " + change});
+  agent.resizing.clear();
+  UpdateSchedulable(node);
+}
+
 void ControlLoop::UpdateSchedulable(core::NodeIndex node) {
   const auto agent = agents_.find(state_.nodes()[node].spec.name);
-  const bool cordoned = agent != agents_.end() && (!agent->second.cordon.empty() || agent->second.removed);
+  const bool cordoned = agent != agents_.end() && (!agent->second.cordon.empty() || agent->second.removed ||
+                                                   !agent->second.resizing.empty());
   const bool ready = liveness_.Of(node) == lifecycle::NodeCondition::kReady;
   (void)state_.SetSchedulable(node, ready && !cordoned);
   dirty_ = true;
@@ -320,6 +351,7 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     first = true;
   }
   if (liveness_.Heard(*index) || first) UpdateSchedulable(*index);
+  ApplyCapacity(*index, {static_cast<int64_t>(req.gpus.size()), req.cpu_milli, req.memory_bytes}, b);
   // At most this many GPU health events of one report are stored one by
   // one (a GPU that floods XIDs, or a bogus agent, must not fill the store);
   // the rest are counted in one event. Fatal ones act all the same.
@@ -561,12 +593,9 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string
   using R = StatusOr<NodeView>;
   Async<R>([this, node, cordon, user, drain](std::function<void(R)> reply) {
     const std::string verb = drain ? "drain" : cordon ? "cordon" : "uncordon";
-    if (std::find(options_.admins.begin(), options_.admins.end(), user) == options_.admins.end()) {
-      return reply(Status(StatusCode::kPermissionDenied,
-                          "only an admin may " + verb + " a node; " + user + " is not one (server option admins)"));
-    }
+    if (Status s = RequireAdmin(user, verb + " a node"); !s.ok()) return reply(s);
     auto idx = node_index_.find(node);
-    if (idx == node_index_.end()) return reply(NotFound("node " + node + " does not exist"));
+    if (idx == node_index_.end() || agents_[node].removed) return reply(NotFound("node " + node + " does not exist"));
     AgentNode& a = agents_[node];
     const std::string before = a.cordon;
     a.cordon = cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "";
@@ -604,6 +633,64 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string
     const core::Node& n = state_.nodes()[idx->second];
     NodeView view = ViewOf(n);
     if (b.empty()) return reply(view);
+    Persist(std::move(b), [reply, view](const Status& st) {
+      if (!st.ok()) return reply(st);
+      reply(view);
+    });
+  }, std::move(done), ShuttingDown());
+}
+
+Status ControlLoop::RequireAdmin(const std::string& user, const std::string& verb) const {
+  if (std::find(options_.admins.begin(), options_.admins.end(), user) != options_.admins.end()) return Status::Ok();
+  return Status(StatusCode::kPermissionDenied,
+                "only an admin may " + verb + "; " + user + " is not one (server option admins)");
+}
+
+void ControlLoop::DeclareLost(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done) {
+  using R = StatusOr<NodeView>;
+  Async<R>([this, node, user](std::function<void(R)> reply) {
+    if (Status s = RequireAdmin(user, "declare a node lost"); !s.ok()) return reply(s);
+    auto idx = node_index_.find(node);
+    if (idx == node_index_.end() || agents_[node].removed) return reply(NotFound("node " + node + " does not exist"));
+    lifecycle::Effects fx;
+    if (Status s = liveness_.DeclareLost(idx->second, user, fx); !s.ok()) return reply(s);
+    UpdateSchedulable(idx->second);
+    lifecycle_.NodeLost(idx->second, "was lost with its node " + node + " (declared lost by " + user + ")", fx);
+    store::WriteBatch b;
+    ApplyEffects(fx, b);
+    NodeView view = ViewOf(state_.nodes()[idx->second]);
+    Persist(std::move(b), [reply, view](const Status& st) {
+      if (!st.ok()) return reply(st);
+      reply(view);
+    });
+  }, std::move(done), ShuttingDown());
+}
+
+void ControlLoop::RemoveNode(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done) {
+  using R = StatusOr<NodeView>;
+  Async<R>([this, node, user](std::function<void(R)> reply) {
+    if (Status s = RequireAdmin(user, "remove a node"); !s.ok()) return reply(s);
+    auto idx = node_index_.find(node);
+    if (idx == node_index_.end() || agents_[node].removed) return reply(NotFound("node " + node + " does not exist"));
+    if (!liveness_.Watched(idx->second)) {
+      return reply(FailedPrecondition("node " + node + " comes from the server's configuration; remove it there"));
+    }
+    if (const lifecycle::NodeCondition c = liveness_.Of(idx->second); c != lifecycle::NodeCondition::kLost) {
+      return reply(FailedPrecondition("node " + node + " is " + lifecycle::NodeConditionName(c) +
+                                      "; only a lost node can be removed (declare it lost first)"));
+    }
+    if (const std::set<int64_t>& jobs = lifecycle_.AttemptsOn(idx->second); !jobs.empty()) {
+      return reply(FailedPrecondition("node " + node + " still holds job " + std::to_string(*jobs.begin()) +
+                                      ", whose other replicas are being stopped; try again once it has ended"));
+    }
+    AgentNode& a = agents_[node];
+    a.removed = true;
+    a.inventory.clear();  // a returning agent's first sync stores the node again
+    UpdateSchedulable(idx->second);
+    const NodeView view = ViewOf(state_.nodes()[idx->second]);
+    store::WriteBatch b;
+    b.removed_nodes.push_back(node);
+    b.events.push_back({0, 0, clock_.Now().millis(), "NodeRemoved", "", node + " removed by " + user});
     Persist(std::move(b), [reply, view](const Status& st) {
       if (!st.ok()) return reply(st);
       reply(view);

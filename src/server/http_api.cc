@@ -715,6 +715,26 @@ void HttpApi::Routes() {
     }));
   }
 
+  auto node_answer = [](http::Server::Reply reply) {
+    using N = ControlLoop::NodeView;
+    return Answer<N>(std::move(reply), [](http::Response& res, const N& view) {
+      json j = {{"name", view.spec.name}, {"schedulable", view.schedulable}, {"condition", view.condition}};
+      if (!view.cordon.empty()) j["cordon"] = view.cordon;
+      Reply(res, 200, j);
+    });
+  };
+  s.HandleAsync("POST", "/v1/nodes/*/declare-lost",
+                NoQueryAsync([this, node_answer](http::Request&& req, http::Server::Reply reply) {
+                  auto user = UserOf(req);
+                  if (!user.ok()) return ReplyNow(reply, user.status());
+                  loop_.DeclareLost(req.captures[0], *user, node_answer(std::move(reply)));
+                }));
+  s.HandleAsync("DELETE", "/v1/nodes/*", NoQueryAsync([this, node_answer](http::Request&& req, http::Server::Reply reply) {
+    auto user = UserOf(req);
+    if (!user.ok()) return ReplyNow(reply, user.status());
+    loop_.RemoveNode(req.captures[0], *user, node_answer(std::move(reply)));
+  }));
+
   // Built on a worker: a thousand nodes' agent reports are too much work
   // for the event loop.
   s.Handle("GET", "/v1/nodes", NoQuery([this](const http::Request&, http::Response& res) {

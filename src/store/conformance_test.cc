@@ -247,6 +247,13 @@ TEST_P(StoreConformance, NodesAndMeta) {
   EXPECT_EQ((*nodes)[1].state, "DOWN");
   EXPECT_EQ(store_->GetMeta("epoch")->value_or(""), "2");
   EXPECT_FALSE(store_->GetMeta("nope")->has_value());
+  // A removed node is gone; removing one that is not there is no error.
+  WriteBatch d;
+  d.removed_nodes = {"n1", "never-there"};
+  ASSERT_TRUE(CommitOne(*store_, d).ok());
+  nodes = store_->ListNodes();
+  ASSERT_EQ(nodes->size(), 1u);
+  EXPECT_EQ((*nodes)[0].name, "n0");
 }
 
 TEST_P(StoreConformance, DataSurvivesReopen) {

@@ -104,12 +104,13 @@ struct WriteBatch {
   std::vector<EventRow> events;              // append
   std::vector<IdempotencyRow> idempotency;   // insert, unique by (principal, key)
   std::vector<NodeRow> nodes;                // upsert by name
+  std::vector<std::string> removed_nodes;    // delete by name (after `nodes`)
   std::vector<std::pair<std::string, std::string>> meta;  // upsert by key
   std::vector<CheckpointRow> checkpoints;    // upsert by (job_id, seq)
 
   bool empty() const {
     return jobs.empty() && reasons.empty() && events.empty() && idempotency.empty() && nodes.empty() &&
-           meta.empty() && checkpoints.empty();
+           removed_nodes.empty() && meta.empty() && checkpoints.empty();
   }
 };
 

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "agent/executor.h"
 #include "api/rfc3339.h"
@@ -70,6 +71,87 @@ TEST_F(NodeFailureTest, ManyNodesSilentAtOnceRequeueNothingAndRaiseAnAlert) {
   EXPECT_EQ(now["attempts"], 1) << now.dump();
   EXPECT_FALSE(now.contains("requeues")) << now.dump();
   for (AgentProcess* a : stopped) a->Resume();
+}
+
+// Nodes are lost only after a minute here: what requeues the job in time is
+// the operator's word.
+class OperatorNodeTest : public ClusterFixture {
+ protected:
+  OperatorNodeTest()
+      : ClusterFixture("rateLimit: {perSecond: 100000, burst: 100000}\n"
+                       "agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 60s}\n") {}
+  // POSTs or DELETEs as the test's user; returns the status and the error message.
+  std::pair<int, std::string> Act(const std::string& method, const std::string& path) {
+    auto r = method == "DELETE" ? cli_->Delete(path, httplib::Headers{{"X-Muster-User", User()}})
+                                : cli_->Post(path, httplib::Headers{{"X-Muster-User", User()}}, "", "application/json");
+    EXPECT_TRUE(r) << path;
+    if (!r) return {0, ""};
+    const json e = json::parse(r->body, nullptr, false);
+    return {r->status, e.is_object() && e.contains("error") ? e["error"].value("message", "") : ""};
+  }
+};
+
+TEST_F(OperatorNodeTest, DeclareLostAndRemoveActOnDeadNodesAndAreRefusedForLiveOnes) {
+  for (int i = 0; i < 3; ++i) AddAgent();
+  WaitNodes(3);
+  const std::string dir = Tmp("pids");
+  fs::create_directories(dir);
+  const int64_t id = Submit("name: gang\nreplicas: 2\nresources: {gpus: 8}\nretry: {limit: 0}\n"
+                            "command: [/bin/sh, -c, 'echo $$ >> " + dir + "/a$MUSTER_ATTEMPT; exec sleep 300']\n");
+  json j = WaitState(id, "RUNNING");
+  const std::string victim = j["allocations"][0]["node"];
+  // Alive: neither is allowed.
+  auto [code, message] = Act("POST", "/v1/nodes/" + victim + "/declare-lost");
+  EXPECT_EQ(code, 409);
+  EXPECT_NE(message.find("is alive"), std::string::npos) << message;
+  std::tie(code, message) = Act("DELETE", "/v1/nodes/" + victim);
+  EXPECT_EQ(code, 409);
+  EXPECT_NE(message.find("only a lost node can be removed"), std::string::npos) << message;
+  EXPECT_EQ(Act("POST", "/v1/nodes/nope/declare-lost").first, 404);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& a : agents_) {
+    if (a->name() == victim) a->Kill();  // kill -9: its shims run on until their lease runs out
+  }
+  // Refused while the lease may still let its tasks run, then accepted.
+  bool declared = false;
+  for (int i = 0; i < 500 && !declared; ++i) {
+    std::tie(code, message) = Act("POST", "/v1/nodes/" + victim + "/declare-lost");
+    declared = code == 200;
+    if (!declared) {
+      EXPECT_NE(message.find("lease"), std::string::npos) << message;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ASSERT_TRUE(declared) << message;
+  // Attempt 2 runs elsewhere, long before lostAfter, and only once attempt 1 is gone.
+  j = WaitAttemptRunning(id, 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_TRUE(WaitProcessStarted(id, dir + "/a2"));
+  EXPECT_TRUE(AllGone(dir + "/a1"));
+  EXPECT_EQ(j["requeues"], 1) << j.dump();
+  EXPECT_EQ(j["retries"], 0) << j.dump();
+  for (const json& a : j["allocations"]) EXPECT_NE(a["node"], victim);
+  EXPECT_TRUE(HasEvent(Get("/v1/events")["items"], "NodeLost", victim + " was declared lost by " + User()));
+  // Removed: no longer listed, and gone from the store (a restart does not bring it back).
+  std::tie(code, message) = Act("DELETE", "/v1/nodes/" + victim);
+  EXPECT_EQ(code, 200) << message;
+  auto listed = [&] {
+    const json nodes = Get("/v1/nodes");
+    for (const json& n : nodes["items"]) {
+      if (n["name"] == victim) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(listed());
+  EXPECT_EQ(Act("DELETE", "/v1/nodes/" + victim).first, 404);
+  server_.Stop();
+  ASSERT_TRUE(server_.Start()) << server_.log();
+  cli_ = std::make_unique<httplib::Client>(server_.url());
+  EXPECT_FALSE(listed());
+  EXPECT_EQ(Get("/v1/nodes")["items"].size(), 2u);
+  ExpectNoGpuHeldTwice();
+  Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  ExpectQuiet({id}, {dir});
 }
 
 TEST_F(NodeFailureTest, ALostNodesGangIsStoppedEverywhereThenRequeuedWithoutSpendingARetry) {
@@ -730,6 +812,53 @@ TEST_F(NodeFailureTest, ANodeRestoredFromTheStoreGetsNoWorkUntilItsAgentSyncs) {
     }
   }
   for (int64_t id : ids) CancelAndWait(id);
+}
+
+// An agent that comes back with fewer GPUs (a GPU failed for good, a
+// smaller machine under the old name): a job bound to a GPU that no longer
+// exists was FAILED for good (operator audit M3). Now the launch is the
+// node's failure (requeued, no retry spent), and the new capacity applies
+// once nothing holds a GPU it no longer has, the node getting no work until then.
+TEST_F(NodeFailureTest, ANodeThatShrankGetsNoJobOnAGpuItNoLongerHas) {
+  AgentProcess& agent = AddAgent({"--fake-gpus", "8xH100"});
+  WaitNodes(1);
+  const int64_t a = Submit("name: a\nresources: {gpus: 4}\nretry: {limit: 0}\ncommand: [/bin/sleep, '300']\n");
+  WaitState(a, "RUNNING");
+  agent.Kill();  // its node looks alive for unreachableAfter; job a's task runs on
+  const int64_t b = Submit("name: b\nresources: {gpus: 4}\nretry: {limit: 0}\ncommand: [/bin/sleep, '300']\n");
+  json j = WaitState(b, "RUNNING");  // bound to GPUs 4-7 of the node
+  ASSERT_EQ(j["allocations"][0]["gpus"], json({4, 5, 6, 7})) << j.dump();
+  agent.flags = {"--fake-gpus", "4xH100", "--stop-tasks-on-exit"};
+  agent.Start();
+  // b could not start on a GPU that is gone: the node's failure, not the job's.
+  for (int i = 0; i < 500 && Get("/v1/jobs/" + std::to_string(b)).value("requeues", 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  j = Get("/v1/jobs/" + std::to_string(b));
+  EXPECT_EQ(j["state"], "PENDING") << j.dump();
+  EXPECT_EQ(j["requeues"], 1) << j.dump();
+  EXPECT_EQ(j["retries"], 0) << j.dump();
+  EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
+  // The node has 4 GPUs now, all job a's: b waits.
+  json node;
+  for (int i = 0; i < 500; ++i) {
+    const json nodes = Get("/v1/nodes");
+    node = nodes["items"][0];
+    if (node["gpus"] == 4 && node["schedulable"] == true) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(node["gpus"], 4) << node.dump();
+  EXPECT_EQ(node["freeGpus"], 0) << node.dump();
+  const json events = Get("/v1/events");
+  EXPECT_TRUE(HasEvent(events["items"], "NodeResizePending", "its agent reports")) << events.dump();
+  EXPECT_TRUE(HasEvent(events["items"], "NodeResized", Name(0))) << events.dump();
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(b))["state"], "PENDING");
+  // Once a is gone, b runs on the GPUs the node has.
+  CancelAndWait(a);
+  j = WaitAttemptRunning(b, 2);
+  for (const json& g : j["allocations"][0]["gpus"]) EXPECT_LT(g.get<int>(), 4) << j.dump();
+  CancelAndWait(b);
+  ExpectNoGpuHeldTwice();
 }
 
 // A replica bound to a node whose agent had just died, then cancelled,

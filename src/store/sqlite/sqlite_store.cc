@@ -113,7 +113,7 @@ auto SqliteStore::WithReader(Fn fn) -> decltype(fn(std::declval<Db&>())) {
 }
 
 struct SqliteStore::WriteStatements {
-  Stmt job, reason, event, idem, node, meta, checkpoint;
+  Stmt job, reason, event, idem, node, node_removal, meta, checkpoint;
 };
 
 SqliteStore::SqliteStore(StoreLock lock, Db writer, HighWater high_water)
@@ -134,6 +134,7 @@ Status SqliteStore::PrepareWrites() {
   ASSIGN_OR_RETURN(Stmt node, writer_.Prepare(
       "INSERT INTO nodes(name, spec, state, updated_ms) VALUES (?1,?2,?3,?4) "
       "ON CONFLICT(name) DO UPDATE SET spec=?2, state=?3, updated_ms=?4"));
+  ASSIGN_OR_RETURN(Stmt node_removal, writer_.Prepare("DELETE FROM nodes WHERE name = ?1"));
   ASSIGN_OR_RETURN(Stmt meta, writer_.Prepare(
       "INSERT INTO meta(key, value) VALUES (?1,?2) ON CONFLICT(key) DO UPDATE SET value=?2"));
   ASSIGN_OR_RETURN(Stmt checkpoint, writer_.Prepare(
@@ -141,7 +142,8 @@ Status SqliteStore::PrepareWrites() {
       "created_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11) ON CONFLICT(job_id, seq) DO UPDATE SET attempt=?3, "
       "step=?4, location=?5, manifest_sha256=?6, files=?7, bytes=?8, state=?9, note=?10, created_ms=?11"));
   writes_ = std::make_unique<WriteStatements>(WriteStatements{std::move(job), std::move(reason), std::move(event),
-                                                              std::move(idem), std::move(node), std::move(meta),
+                                                              std::move(idem), std::move(node),
+                                                              std::move(node_removal), std::move(meta),
                                                               std::move(checkpoint)});
   return Status::Ok();
 }
@@ -179,6 +181,10 @@ Status SqliteStore::Commit(const std::vector<const WriteBatch*>& batches) {
       for (const NodeRow& n : b->nodes) {
         w.node.Bind(1, n.name).Bind(2, n.spec_json).Bind(3, n.state).Bind(4, n.updated_ms);
         RETURN_IF_ERROR(run(w.node));
+      }
+      for (const std::string& name : b->removed_nodes) {
+        w.node_removal.Bind(1, name);
+        RETURN_IF_ERROR(run(w.node_removal));
       }
       for (const auto& [k, v] : b->meta) {
         w.meta.Bind(1, k).Bind(2, v);
