@@ -225,10 +225,10 @@ void JobLifecycle::ReplicaEnded(JobId job, int32_t replica, const ReplicaExit& e
   // later); an agent's clock is trusted only within the attempt's span.
   const Time now = clock_.Now();
   rep.end = std::clamp(exit.end > Time::Zero() ? exit.end : now, std::min(a.start, now), now);
-  const std::string where = "replica " + std::to_string(replica) + " on " + NodeName(rep.node);
   const ExitMeaning meaning = Classify(exit);
   rep.result = meaning.words;
   if (!exit.Succeeded()) {
+    const std::string where = "replica " + std::to_string(replica) + " on " + NodeName(rep.node);
     if (exit.cause == ExitCause::kLost || exit.cause == ExitCause::kFenced || exit.cause == ExitCause::kNodeFault) {
       a.node_lost = true;
     }

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/random.h"
 #include "core/cluster_state.h"
+#include "lifecycle/job_lifecycle.h"
 
 namespace muster::sim {
 namespace {
@@ -49,6 +50,10 @@ class Run {
     config.default_priority_class = config.priority_classes.front().name;
     config.queues = cluster_.quotas;
     state_ = std::make_unique<core::ClusterState>(config);
+    // Every node has a simulated agent: the lifecycle follows each attempt
+    // until its replicas have ended, as the server's does.
+    lifecycle_ = std::make_unique<lifecycle::JobLifecycle>(*state_, clock_, lifecycle::LifecycleOptions(),
+                                                           [](core::NodeIndex) { return true; });
     for (const core::NodeSpec& n : cluster_.nodes) {
       auto added = state_->AddNode(n);
       if (!added.ok()) return added.status().WithFieldPrefix("cluster.nodes");
@@ -163,9 +168,14 @@ class Run {
         JobResult& r = result_.jobs[job_result_[id - 1]];
         const core::JobRecord* rec = state_->Find(id);
         const std::vector<core::Allocation> allocs = rec->allocations;
-        const core::JobState end_state =
-            r.outcome == Outcome::kTimeout ? core::JobState::kTimeout : core::JobState::kCompleted;
-        if (Status s = state_->Finish(id, end_state, now); !s.ok()) return Violation(s.message(), t);
+        // Every replica reports its end: exit 0, or stopped at the time limit.
+        lifecycle::ReplicaExit exit;
+        if (r.outcome == Outcome::kTimeout) exit.cause = lifecycle::ExitCause::kTimeLimit;
+        RETURN_IF_ERROR(EndReplicas(id, exit, t));
+        if (state_->Find(id)->state != (r.outcome == Outcome::kTimeout ? core::JobState::kTimeout
+                                                                       : core::JobState::kCompleted)) {
+          return Violation("job " + std::to_string(id) + " did not end as its run did", t);
+        }
         r.end_s = t;
         result_.last_end_s = std::max(result_.last_end_s, t);
         RETURN_IF_ERROR(CheckNodes(allocs, t));
@@ -228,6 +238,12 @@ class Run {
     for (const core::Binding& b : d.bindings) {
       if (Status s = state_->Bind(b, now); !s.ok()) return Violation(s.message(), t);
       RETURN_IF_ERROR(CheckNodes(b.allocations, t));
+      lifecycle::Effects fx;
+      const int32_t attempt = result_.jobs[job_result_[b.job - 1]].preemptions + 1;
+      if (Status s = lifecycle_->Start(b.job, attempt, Terms(b.job), /*durable=*/true, fx);
+          !s.ok()) {
+        return Violation(s.message(), t);
+      }
       const TraceJob& tj = trace_[arrivals_[b.job - 1].trace_index];
       JobResult& r = result_.jobs[job_result_[b.job - 1]];
       if (r.start_s < 0) r.start_s = t;
@@ -276,11 +292,41 @@ class Run {
       r.preempted_runs.emplace_back(jr.start_s, t);
       ++jr.number;  // its completion is void
       const std::vector<core::Allocation> allocs = state_->Find(v)->allocations;
-      if (Status s = state_->Requeue(v, "Preempted"); !s.ok()) return Violation(s.message(), t);
+      // It stops at once: the stop, then every replica's end, and the
+      // lifecycle puts it back in the queue.
+      lifecycle::Effects fx;
+      lifecycle_->Stop(v, std::nullopt, /*requeue=*/true, "Preempted", /*staggered=*/false, fx);
+      lifecycle::ReplicaExit stopped;
+      stopped.cause = lifecycle::ExitCause::kStoppedByAgent;
+      stopped.signal = 15;
+      RETURN_IF_ERROR(EndReplicas(v, stopped, t));
+      if (state_->Find(v)->state != core::JobState::kPending) {
+        return Violation("preempted job " + std::to_string(v) + " is not pending again", t);
+      }
       RETURN_IF_ERROR(CheckNodes(allocs, t));
       RETURN_IF_ERROR(Event(t));
     }
     return Status::Ok();
+  }
+
+  // Every replica of `job`'s attempt ends with `exit`, as its agent would report.
+  Status EndReplicas(JobId job, const lifecycle::ReplicaExit& exit, int64_t t) {
+    const lifecycle::Attempt* a = lifecycle_->Find(job);
+    if (a == nullptr) return Violation("job " + std::to_string(job) + " runs without an attempt", t);
+    const int32_t replicas = static_cast<int32_t>(a->replicas.size());
+    lifecycle::Effects fx;
+    for (int32_t i = 0; i < replicas; ++i) lifecycle_->ReplicaEnded(job, i, exit, fx);
+    if (lifecycle_->Find(job) != nullptr) return Violation("job " + std::to_string(job) + "'s attempt did not end", t);
+    return Status::Ok();
+  }
+
+  // A trace job is never retried: a run ends as the trace says.
+  lifecycle::JobTerms Terms(JobId job) const {
+    lifecycle::JobTerms terms;
+    terms.retry.limit = 0;
+    terms.grace = Duration::Zero();
+    terms.time_limit = Duration::Seconds(LimitSeconds(trace_[arrivals_[job - 1].trace_index].duration_s));
+    return terms;
   }
 
   int64_t LimitSeconds(int64_t duration_s) const {
@@ -318,6 +364,7 @@ class Run {
   Random rng_;
   SimClock clock_;
   std::unique_ptr<core::ClusterState> state_;
+  std::unique_ptr<lifecycle::JobLifecycle> lifecycle_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   SimResult result_;
   scheduler::FairShare fairshare_;
