@@ -5,19 +5,10 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import urllib.request
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class LocalCluster:
@@ -26,23 +17,36 @@ class LocalCluster:
         an unlimited rate are set here)."""
         self.binary = binary
         self.dir = tempfile.mkdtemp(prefix=prefix)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        with open(f"{self.dir}/server.yaml", "w") as f:
-            f.write(f"store: {self.dir}/muster.db\nlisten: {listen}:{self.port}\n"
-                    "rateLimit: {perSecond: 1000000, burst: 1000000}\n" + config)
+        self.listen = listen
+        self.config = config
+        self.port = 0  # the first start binds any free port; restarts come back on it
         self.agents = {}
         self.start_server()
 
     def start_server(self):
-        self.server = subprocess.Popen([self.binary, "server", "-c", f"{self.dir}/server.yaml"],
+        """Starts the server and waits until it serves. The bound port is read
+        from its port file (no free port is picked first and bound later: that
+        races with every other process on the machine)."""
+        with open(f"{self.dir}/server.yaml", "w") as f:
+            f.write(f"store: {self.dir}/muster.db\nlisten: {self.listen}:{self.port}\n"
+                    "rateLimit: {perSecond: 1000000, burst: 1000000}\n" + self.config)
+        port_file = f"{self.dir}/port"
+        if os.path.exists(port_file):
+            os.remove(port_file)
+        self.server = subprocess.Popen([self.binary, "server", "-c", f"{self.dir}/server.yaml",
+                                        "--port-file", port_file],
                                        stdout=open(f"{self.dir}/server.log", "a"), stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
+            if self.server.poll() is not None:
+                raise SystemExit(f"the server exited with {self.server.returncode}; see {self.dir}/server.log")
             try:
+                with open(port_file) as f:
+                    self.port = int(f.read())
+                self.url = f"http://127.0.0.1:{self.port}"
                 self.get("/healthz")
                 return
-            except OSError:
+            except (OSError, ValueError):
                 time.sleep(0.01)
         raise SystemExit("the server did not start")
 

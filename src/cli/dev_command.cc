@@ -206,7 +206,8 @@ CLI::App* AddDevCommand(CLI::App& app, DevFlags& f) {
   CLI::App* d = app.add_subcommand("dev", "Run a whole local cluster: a server and agents with fake GPUs, on loopback");
   d->add_option("--nodes", f.nodes, "Number of agents (nodes)")->check(CLI::Range(1, 64));
   d->add_option("--gpus", f.gpus, "Fake GPUs per node, COUNTxTYPE");
-  d->add_option("--port", f.port, "Server port on 127.0.0.1")->check(CLI::Range(1, 65535));
+  d->add_option("--port", f.port, "Server port on 127.0.0.1 (0: any free port; the server's port file, DIR/port, says which)")
+      ->check(CLI::Range(0, 65535));
   d->add_option("--dir", f.dir, "Where the store, agent state and logs go (default ./muster-dev)");
   d->add_flag("--demo", f.demo, "Submit the demo workload (a PyTorch DDP job and friends) and follow it");
   d->add_flag("--exit-after-demo", f.exit_after_demo, "With --demo: stop the cluster when the demo ends");
@@ -227,7 +228,6 @@ int RunDevCommand(const DevFlags& f) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  const std::string url = "http://127.0.0.1:" + std::to_string(f.port);
   {
     std::ofstream cfg(dir + "/server.yaml");
     cfg << "store: " << dir << "/muster.db\nlisten: 127.0.0.1:" << f.port << "\nagents: {defaultGrace: 5s}\n";
@@ -260,6 +260,18 @@ int RunDevCommand(const DevFlags& f) {
     shutdown();
     std::cerr << "muster dev: the server did not start in 10 s; see " << dir << "/server.log\n";
     return 1;
+  }
+  // The port it bound (the one asked for, or any free one for --port 0).
+  int port = 0;
+  for (int i = 0; i < 100 && port == 0; ++i) {
+    std::ifstream in(dir + "/port");
+    if (!(in >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  if (f.port == 0) {
+    // A server restarted below comes back on this port, where the agents look.
+    std::ofstream cfg(dir + "/server.yaml");
+    cfg << "store: " << dir << "/muster.db\nlisten: 127.0.0.1:" << port << "\nagents: {defaultGrace: 5s}\n";
   }
   for (int i = 0; i < f.nodes; ++i) {
     const std::string name = "dev-" + std::to_string(i + 1);

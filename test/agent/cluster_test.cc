@@ -602,19 +602,14 @@ TEST_F(ClusterTest, APyTorchGangTrainsAndItsReplicasAgree) {
 namespace muster::testing {
 namespace {
 
-// A free port: bind a socket to port 0, read the port, close it.
-int FreePort() {
+// The port a `muster dev` whose directory is `dir` bound (its server's port
+// file), waiting up to 30 s for it; 0 if there is none.
+int DevPort(const std::string& dir) {
   int port = 0;
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
+  for (int i = 0; i < 3000 && port == 0; ++i) {
+    std::ifstream in(dir + "/port");
+    if (!(in >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ::close(s);
   return port;
 }
 
@@ -625,10 +620,8 @@ TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
   }
   const std::string dir = ::testing::TempDir() + "/muster_dev_" + std::to_string(getpid());
   fs::remove_all(dir);
-  const int port = FreePort();
-  ASSERT_GT(port, 0);
-  const std::string cmd = std::string(MUSTER_BINARY) + " dev --demo --exit-after-demo --nodes 4 --port " +
-                          std::to_string(port) + " --dir " + dir + " > " + dir + ".out 2>&1";
+  const std::string cmd = std::string(MUSTER_BINARY) + " dev --demo --exit-after-demo --nodes 4 --port 0 --dir " +
+                          dir + " > " + dir + ".out 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream in(dir + ".out");
   const std::string out((std::istreambuf_iterator<char>(in)), {});
@@ -637,6 +630,8 @@ TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
   EXPECT_NE(out.find("ddp-digits replica 0: rank 0/2: test accuracy"), std::string::npos) << out;
   EXPECT_NE(out.find("ddp-digits replica 1: rank 1/2: test accuracy"), std::string::npos) << out;
   // Every process of the cluster is gone: nothing listens on its port.
+  const int port = DevPort(dir);
+  ASSERT_GT(port, 0);
   httplib::Client c("127.0.0.1", port);
   c.set_connection_timeout(1, 0);
   EXPECT_FALSE(c.Get("/healthz")) << "the server still answers";
@@ -668,16 +663,14 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
   const std::string dir = ::testing::TempDir() + "/muster_dev_restart_" + std::to_string(getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const int port = FreePort();
-  ASSERT_GT(port, 0);
   const auto started = std::chrono::steady_clock::now();
   const pid_t dev = ::fork();
   if (dev == 0) {
     const std::string out = dir + "/dev.out";
     std::freopen(out.c_str(), "w", stdout);
     ::dup2(::fileno(stdout), 2);
-    const std::string p = std::to_string(port), d = dir + "/cluster";
-    ::execl(MUSTER_BINARY, MUSTER_BINARY, "dev", "--nodes", "1", "--port", p.c_str(), "--dir", d.c_str(), nullptr);
+    const std::string d = dir + "/cluster";
+    ::execl(MUSTER_BINARY, MUSTER_BINARY, "dev", "--nodes", "1", "--port", "0", "--dir", d.c_str(), nullptr);
     ::_exit(127);
   }
   struct StopAtEnd {
@@ -686,6 +679,8 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
       if (pid > 0) SignalAndReap(pid, SIGTERM, "muster dev");
     }
   } stop_at_end{dev};
+  const int port = DevPort(dir + "/cluster");
+  ASSERT_GT(port, 0);
   httplib::Client c("127.0.0.1", port);
   c.set_connection_timeout(1, 0);
   // A user the node knows, as `muster dev` itself submits.
