@@ -444,9 +444,11 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     lifecycle::Effects fx;
     lifecycle_.Touch(*index, fx);
     ApplyEffects(fx, b);
-    // MASTER_ADDR may name this node: encode the assignments anew.
-    for (auto& [job, d] : details_) {
-      for (auto& e : d.encoded) e.reset();
+    // MASTER_ADDR and the replicas' addresses may name this node: encode
+    // the assignments of the attempts placed here anew (only those: with
+    // thousands of jobs, every node's first sync would re-encode them all).
+    for (int64_t job : lifecycle_.AttemptsOn(*index)) {
+      for (auto& e : details_.at(job).encoded) e.reset();
     }
   }
 

@@ -34,6 +34,7 @@ http::Server::Options HttpOptions(const ServerOptions& o) {
   h.port = o.port;
   h.worker_threads = o.threads;
   h.max_body_bytes = o.max_body_bytes;
+  h.max_connections = static_cast<size_t>(o.max_connections);
   h.max_connections_per_client = static_cast<size_t>(o.max_connections_per_client);
   return h;
 }

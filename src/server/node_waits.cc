@@ -29,7 +29,7 @@ bool NodeWaits::WhenChanges(const std::string& node, int64_t version, Duration m
     std::unique_ptr<Slot>& s = slots_[node];
     if (!s) s = std::make_unique<Slot>();
     if (!(s->version != 0 && s->version != version) && !closed_) {
-      const int64_t deadline = (clock_.Now() + max_wait).millis();
+      const int64_t deadline = (clock_.Now() + Spread(node, s->waits++, max_wait)).millis();
       const uint64_t id = ++next_id_;
       s->waiters.push_back({id, deadline, node, std::move(then)});
       deadlines_.emplace(deadline, id, node);
@@ -38,6 +38,15 @@ bool NodeWaits::WhenChanges(const std::string& node, int64_t version, Duration m
   }
   then();
   return false;
+}
+
+Duration NodeWaits::Spread(const std::string& node, uint64_t n, Duration max_wait) {
+  // FNV-1a over the name and the wait's number.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : node) h = (h ^ c) * 1099511628211ull;
+  for (int i = 0; i < 8; ++i) h = (h ^ ((n >> (8 * i)) & 0xff)) * 1099511628211ull;
+  const int64_t permille = n == 0 ? static_cast<int64_t>(h % 900) : static_cast<int64_t>(h % 250);
+  return Duration::Millis(max_wait.millis() - max_wait.millis() * permille / 1000);
 }
 
 void NodeWaits::EndExpired(Time now) { EndWhere(now, false); }

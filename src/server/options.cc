@@ -116,7 +116,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
-                                     "maxConnectionsPerClient", "threads",
+                                     "maxConnections", "maxConnectionsPerClient", "threads",
                                      "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues"},
                               "server"));
     if (root["listen"]) {
@@ -257,6 +257,9 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       if (r["burst"]) {
         ASSIGN_OR_RETURN(o.rate_burst, config::Int(r["burst"], "server.rateLimit.burst", 1, 10'000'000));
       }
+    }
+    if (root["maxConnections"]) {
+      ASSIGN_OR_RETURN(o.max_connections, config::Int(root["maxConnections"], "server.maxConnections", 1, 1'000'000));
     }
     if (root["maxConnectionsPerClient"]) {
       ASSIGN_OR_RETURN(o.max_connections_per_client,

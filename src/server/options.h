@@ -20,10 +20,11 @@
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
 //   maxBodyBytes: 1048576    # larger request bodies get 413
 //   rateLimit: {perSecond: 500, burst: 1000}   # per client address; 429 beyond
+//   maxConnections: 10000    # open connections in all (each agent holds one); 503 beyond
 //   maxConnectionsPerClient: 1000   # open connections from one address; 503 beyond (0: no bound)
 //   threads: 128             # HTTP worker threads for requests that block (lists, events, logs, nodes)
-//   agents: {unreachableAfter: 20s, lostAfter: 120s, maxLostFraction: 0.3, lease: 60s,
-//            defaultGrace: 30s, syncWait: 10s}
+//   agents: {unreachableAfter: 20s, lostAfter: 120s, maxLostFraction: 0.3, silenceBurstWindow: 60s,
+//            silenceHold: 10m, lease: 60s, defaultGrace: 30s, syncWait: 10s}
 //   checkpoints: {signalsPerSecond: 20}   # staggered checkpoint stops (0: no limit)
 //   jobDefaults:             # what a job spec gets for fields it leaves out
 //     retry: {limit: 3, backoff: {initial: 30s, factor: 2, max: 10m}, failOnExitCodes: [], retryOnOom: false}
@@ -65,6 +66,7 @@ struct ServerOptions {
   int64_t max_body_bytes = 1 << 20;
   int64_t rate_per_second = 500;
   int64_t rate_burst = 1000;
+  int64_t max_connections = 10'000;  // open connections in all; the process's file limit bounds it too
   int64_t max_connections_per_client = 1000;  // 0: no bound
   int threads = 128;  // workers for blocking requests; submits and agents' syncs hold none
   // Agents: a node whose agent is silent this long gets no new work; an
