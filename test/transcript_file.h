@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,6 +55,29 @@ inline std::vector<TranscriptBlock> ParseTranscript(const std::string& text) {
   }
   if (mode == kExpected || !cur.command.empty()) blocks.push_back(std::move(cur));
   return blocks;
+}
+
+// A command line split into its verb, its positional words and its
+// key=value words ("submit 1 gpus=8 hold" -> submit, {1, hold}, {gpus: 8}).
+struct TranscriptCommand {
+  std::string verb;
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> kv;
+};
+inline TranscriptCommand SplitCommand(const std::string& line) {
+  TranscriptCommand c;
+  std::istringstream in(line);
+  in >> c.verb;
+  std::string tok;
+  while (in >> tok) {
+    const size_t eq = tok.find('=');
+    if (eq == std::string::npos) {
+      c.positional.push_back(tok);
+    } else {
+      c.kv[tok.substr(0, eq)] = tok.substr(eq + 1);
+    }
+  }
+  return c;
 }
 
 // The .txt files of `dir`, sorted.

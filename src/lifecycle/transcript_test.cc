@@ -57,23 +57,10 @@ class Transcript {
   Transcript() : state_(Config()) { Rebuild(); }
 
   std::string Run(const std::string& command) {
-    std::istringstream in(command);
-    std::string verb;
-    in >> verb;
-    std::vector<std::string> pos;
-    std::map<std::string, std::string> kv;
-    std::string tok;
-    while (in >> tok) {
-      const size_t eq = tok.find('=');
-      if (eq == std::string::npos) {
-        pos.push_back(tok);
-      } else {
-        kv[tok.substr(0, eq)] = tok.substr(eq + 1);
-      }
-    }
+    testing::TranscriptCommand c = testing::SplitCommand(command);
     Effects fx;
     std::string out;
-    Status s = Dispatch(verb, pos, kv, fx, out);
+    Status s = Dispatch(c.verb, c.positional, c.kv, fx, out);
     if (!s.ok()) out += "error: " + s.ToString() + "\n";
     out += Print(fx);
     if (Status inv = state_.CheckInvariants(); !inv.ok()) out += "INVARIANT: " + inv.ToString() + "\n";

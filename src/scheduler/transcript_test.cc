@@ -33,20 +33,10 @@ using core::JobId;
 class Transcript {
  public:
   std::string Run(const std::string& command) {
-    std::istringstream in(command);
-    std::string verb;
-    in >> verb;
-    std::vector<std::string> positional;
-    std::map<std::string, std::string> kv;
-    std::string tok;
-    while (in >> tok) {
-      const size_t eq = tok.find('=');
-      if (eq == std::string::npos) {
-        positional.push_back(tok);
-      } else {
-        kv[tok.substr(0, eq)] = tok.substr(eq + 1);
-      }
-    }
+    testing::TranscriptCommand c = testing::SplitCommand(command);
+    const std::string& verb = c.verb;
+    std::vector<std::string>& positional = c.positional;
+    std::map<std::string, std::string>& kv = c.kv;
     auto status_out = [](const Status& s) { return s.ok() ? std::string("ok\n") : "error: " + s.ToString() + "\n"; };
     if (verb == "config") return status_out(Config(kv));
     if (verb == "node") return status_out(Node(positional, kv));

@@ -110,6 +110,16 @@ class ClusterFixture : public ::testing::Test {
     return false;
   }
 
+  // A gang of two 8-GPU replicas that never retries; each of its processes
+  // appends its pid to `dir`/a<attempt>. Returns its id once it runs.
+  int64_t SubmitRecordedGang(const std::string& dir) {
+    std::filesystem::create_directories(dir);
+    const int64_t id = Submit("name: gang\nreplicas: 2\nresources: {gpus: 8}\nretry: {limit: 0}\n"
+                              "command: [/bin/sh, -c, 'echo $$ >> " + dir + "/a$MUSTER_ATTEMPT; exec sleep 300']\n");
+    WaitState(id, "RUNNING");
+    return id;
+  }
+
   // Waits until `n` nodes are registered.
   void WaitNodes(size_t n) {
     for (int i = 0; i < 1000; ++i) {

@@ -95,10 +95,8 @@ TEST_F(OperatorNodeTest, DeclareLostAndRemoveActOnDeadNodesAndAreRefusedForLiveO
   for (int i = 0; i < 3; ++i) AddAgent();
   WaitNodes(3);
   const std::string dir = Tmp("pids");
-  fs::create_directories(dir);
-  const int64_t id = Submit("name: gang\nreplicas: 2\nresources: {gpus: 8}\nretry: {limit: 0}\n"
-                            "command: [/bin/sh, -c, 'echo $$ >> " + dir + "/a$MUSTER_ATTEMPT; exec sleep 300']\n");
-  json j = WaitState(id, "RUNNING");
+  const int64_t id = SubmitRecordedGang(dir);
+  json j = Get("/v1/jobs/" + std::to_string(id));
   const std::string victim = j["allocations"][0]["node"];
   // Alive: neither is allowed.
   auto [code, message] = Act("POST", "/v1/nodes/" + victim + "/declare-lost");
@@ -160,10 +158,8 @@ TEST_F(NodeFailureTest, ALostNodesGangIsStoppedEverywhereThenRequeuedWithoutSpen
   AddAgent();
   WaitNodes(3);
   const std::string dir = Tmp("pids");
-  fs::create_directories(dir);
-  const int64_t id = Submit("name: gang\nreplicas: 2\nresources: {gpus: 8}\nretry: {limit: 0}\n"
-                            "command: [/bin/sh, -c, 'echo $$ >> " + dir + "/a$MUSTER_ATTEMPT; exec sleep 300']\n");
-  json j = WaitState(id, "RUNNING");
+  const int64_t id = SubmitRecordedGang(dir);
+  json j = Get("/v1/jobs/" + std::to_string(id));
   ASSERT_EQ(j["allocations"].size(), 2u) << j.dump();
   const std::string victim = j["allocations"][0]["node"];
   for (auto& a : agents_) {

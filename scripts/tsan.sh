@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds Muster with ThreadSanitizer into build-tsan/ and runs the tests of
+# the threaded parts under it: the server (its control loop, HTTP event loop
+# and workers, store writer, agents' waits), the agent (watcher, launcher,
+# log server), HTTP and the store. Every report fails the run.
+# Usage: scripts/tsan.sh [extra ctest arguments, e.g. -R server_test]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MUSTER_BUILD_DIR=build-tsan scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUSTER_TSAN=ON -DMUSTER_BUILD_BENCH=OFF
+# halt_on_error: a race fails its test. second_deadlock_stack: both stacks of a
+# lock-order inversion. The servers and agents the tests start are TSan
+# builds too and inherit these options.
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4"
+ctest --test-dir build-tsan -j "$(nproc)" --output-on-failure -L tsan "$@"
