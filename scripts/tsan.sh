@@ -10,5 +10,5 @@ MUSTER_BUILD_DIR=build-tsan scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -
 # halt_on_error: a race fails its test. second_deadlock_stack: both stacks of a
 # lock-order inversion. The servers and agents the tests start are TSan
 # builds too and inherit these options.
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 suppressions=$PWD/test/tsan.supp"
 ctest --test-dir build-tsan -j "$(nproc)" --output-on-failure -L tsan "$@"
