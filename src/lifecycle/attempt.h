@@ -55,7 +55,7 @@ struct Attempt {
   bool requeue = false;
   std::string ending_reason;
   ReplicaExit failure;    // the first failing replica's end
-  bool node_lost = false; // a replica ended with its node (lost, fenced)
+  bool node_lost = false; // a replica ended for its node's fault (ReplicaExit::NodesFault)
   // A staggered stop reaches the agents at this time (checkpoint signals
   // spread out so shared storage is not flooded); Zero: at once.
   Time stop_at = Time::Zero();

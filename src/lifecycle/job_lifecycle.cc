@@ -229,9 +229,7 @@ void JobLifecycle::ReplicaEnded(JobId job, int32_t replica, const ReplicaExit& e
   rep.result = meaning.words;
   if (!exit.Succeeded()) {
     const std::string where = "replica " + std::to_string(replica) + " on " + NodeName(rep.node);
-    if (exit.cause == ExitCause::kLost || exit.cause == ExitCause::kFenced || exit.cause == ExitCause::kNodeFault) {
-      a.node_lost = true;
-    }
+    if (exit.NodesFault()) a.node_lost = true;
     if (!a.Stopping()) {
       a.failure = exit;
       fx.events.push_back({job, EventType::kReplicaFailed, core::JobStateName(meaning.state), where + " " + meaning.words});

@@ -43,7 +43,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -174,8 +173,8 @@ class JobLifecycle {
 
   // Lookups.
   const Attempt* Find(core::JobId job) const;
-  // The replica index of `job`'s current attempt numbered `attempt` on
-  // `node`, or nullopt (a stale or unknown task).
+  // Whether replica `replica` of attempt `attempt` of `job` is the current
+  // attempt's and placed on `node` (else: a stale or unknown task).
   bool IsCurrent(core::JobId job, int32_t attempt, int32_t replica, core::NodeIndex node) const;
   const std::unordered_map<core::JobId, Attempt>& attempts() const { return attempts_; }
   const std::set<core::JobId>& AttemptsOn(core::NodeIndex node) const;

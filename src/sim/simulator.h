@@ -2,8 +2,10 @@
 // under a simulated clock.
 //
 // The simulator links the same scheduling and lifecycle code as the server
-// and swaps only the clock (SimClock) and the agents (a job "runs" for its
-// trace duration). Events are processed in (time, sequence) order: at each
+// and swaps only the clock (SimClock) and the agents: each node has a
+// simulated agent whose replicas report their end (exit 0, or the time
+// limit) after the trace's duration, through lifecycle::JobLifecycle, and a
+// preempted job is stopped through it too. Events are processed in (time, sequence) order: at each
 // event time, completions first, then arrivals, then one scheduling cycle
 // whose bindings start jobs. After every event the touched nodes are checked
 // (capacity never exceeded, so no GPU is held twice; gangs whole); the whole
