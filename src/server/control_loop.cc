@@ -154,7 +154,7 @@ Status ControlLoop::Restore() {
     if (!state) return DataLoss(what + " has an unknown state \"" + row.state + "\"");
     const auto detail = nlohmann::json::parse(row.status_json, nullptr, false);
     if (detail.is_object() && detail.contains("idempotencyKey") && detail["idempotencyKey"].is_string()) {
-      idempotency_key_of_[row.id] = detail["idempotencyKey"];
+      idempotency_.SetKeyOf(row.id, detail["idempotencyKey"]);
     }
     if (detail.is_object() && detail.contains("arrayFirstId") && detail["arrayFirstId"].is_number_integer()) {
       array_task_of_[row.id] = {detail["arrayFirstId"].get<int64_t>(), detail.value("arrayIndex", 0)};
@@ -247,7 +247,7 @@ Status ControlLoop::Restore() {
   }
   const int64_t day_ago = clock_.Now().millis() - 24LL * 3600 * 1000;
   ASSIGN_OR_RETURN(std::vector<store::IdempotencyRow> keys, store_.LoadIdempotency(day_ago));
-  for (const auto& k : keys) idempotency_[{k.principal, k.key}] = {k.fingerprint, k.job_id, 0, k.created_ms};
+  idempotency_.Restore(keys);
   if (!requeued.empty()) RETURN_IF_ERROR(store_.Commit({&requeued}));
   return state_.CheckInvariants();
 }
@@ -348,8 +348,7 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
     w.Key("attemptHistory").Raw(api::JsonText(records->second));
   }
   const lifecycle::JobHistory* h = lifecycle_.History(job);
-  auto key = idempotency_key_of_.find(job);
-  if (key != idempotency_key_of_.end()) w.Key("idempotencyKey").String(key->second);
+  if (const std::string* key = idempotency_.KeyOf(job)) w.Key("idempotencyKey").String(*key);
   if (h != nullptr && h->not_before > Time::Zero()) w.Key("notBeforeMs").Int(h->not_before.millis());
   if (const core::JobRecord* rec = state_.Find(job); rec != nullptr && rec->released_at > Time::Zero()) {
     w.Key("releasedMs").Int(rec->released_at.millis());
@@ -379,22 +378,20 @@ void ControlLoop::Submit(SubmitRequest req, SubmitReply done) {
 }
 
 void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
-  const std::pair<std::string, std::string> key{req.user, req.idempotency_key};
   if (!req.idempotency_key.empty()) {
-    auto it = idempotency_.find(key);
-    if (it != idempotency_.end()) {
-      if (it->second.fingerprint != req.fingerprint) {
+    using Outcome = IdempotencyTable::Outcome;
+    const IdempotencyTable::Found found = idempotency_.Find(req.user, req.idempotency_key, req.fingerprint, *writer_);
+    switch (found.outcome) {
+      case Outcome::kNew: break;
+      case Outcome::kConflict:
         return reply(Status(StatusCode::kAlreadyExists,
                             "Idempotency-Key \"" + req.idempotency_key +
-                                "\" was already used for a different request (job " +
-                                std::to_string(it->second.job_id) + ")"));
-      }
-      if (!Durable(it->second)) {
+                                "\" was already used for a different request (job " + std::to_string(found.job) + ")"));
+      case Outcome::kInFlight:
         return reply(FailedPrecondition("a request with Idempotency-Key \"" + req.idempotency_key +
                                         "\" is still being processed; retry"));
-      }
-      const JobRow& first = jobs_.at(it->second.job_id);
-      return reply(SubmitResult{first, std::max<int32_t>(1, req.spec.array), false});
+      case Outcome::kReplay:
+        return reply(SubmitResult{jobs_.at(found.job), std::max<int32_t>(1, req.spec.array), false});
     }
   }
   // Only configured queues: a misspelt one would otherwise be a new queue
@@ -437,7 +434,7 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     if (req.spec.hold) row.reason = core::ReasonCodeName(core::ReasonCode::kHeld);  // the cycle's, already in the answer
     row.submit_ms = now.millis();
     row.spec_json = req.spec_json;
-    if (!req.idempotency_key.empty()) idempotency_key_of_[row.id] = req.idempotency_key;
+    if (!req.idempotency_key.empty()) idempotency_.SetKeyOf(row.id, req.idempotency_key);
     if (req.spec.array > 0) array_task_of_[row.id] = {first_id, i};
     row.status_json = AllocationsJson(row.id);
     b.jobs.push_back(row);
@@ -457,7 +454,7 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     if (!s.ok()) return reply(s);
     reply(SubmitResult{first, count, true});
   });
-  if (!req.idempotency_key.empty()) idempotency_[key] = {req.fingerprint, first_id, ticket, now.millis()};
+  if (!req.idempotency_key.empty()) idempotency_.Add(req.user, req.idempotency_key, req.fingerprint, first_id, ticket, now);
 }
 
 StatusOr<JobRow*> ControlLoop::ManagedJob(int64_t id, const std::string& user, const std::string& verb) {
@@ -559,21 +556,10 @@ void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, b
   });
 }
 
-void ControlLoop::PruneIdempotency(Time now) {
-  const int64_t cutoff = now.millis() - 24LL * 3600 * 1000;
-  for (auto it = idempotency_.begin(); it != idempotency_.end();) {
-    if (Durable(it->second) && it->second.created_ms < cutoff) {
-      it = idempotency_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
 void ControlLoop::RunCycle() {
   const Time now = clock_.Now();
   if (now - last_prune_ >= Duration::Minutes(10)) {
-    PruneIdempotency(now);
+    idempotency_.Prune(now, *writer_);
     last_prune_ = now;
   }
   store::WriteBatch swept;

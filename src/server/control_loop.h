@@ -18,10 +18,11 @@
 // Arrays: a spec with `array: N` submits N jobs with consecutive ids in one
 // durable write; each records its index and the array's first id.
 //
-// Idempotency: a submit with a key is answered with the original job when
-// the same (user, key) was used for the same request (fingerprint) before;
-// a different request with a used key is kAlreadyExists; a retry while the
-// first is still being written is kFailedPrecondition (retry later).
+// Idempotency (server/idempotency_table.h): a submit with a key is answered
+// with the original job when the same (user, key) was used for the same
+// request (fingerprint) before; a different request with a used key is
+// kAlreadyExists; a retry while the first is still being written is
+// kFailedPrecondition (retry later).
 //
 // Agents (control_loop_agents.cc, proto/agent_protocol.h): a node is
 // registered by its agent's first sync and persisted. What happens to a job
@@ -65,6 +66,7 @@
 #include "lifecycle/node_liveness.h"
 #include "scheduler/scheduler.h"
 #include "server/checkpoint_janitor.h"
+#include "server/idempotency_table.h"
 #include "server/node_waits.h"
 #include "server/options.h"
 #include "store/store.h"
@@ -405,18 +407,7 @@ class ControlLoop {
   scheduler::FairShare fairshare_;
   std::vector<int64_t> fairshare_points_;  // per dense queue id, from the last cycle
   std::unordered_map<int64_t, store::JobRow> jobs_;
-  struct IdemEntry {
-    std::string fingerprint;
-    int64_t job_id = 0;
-    // The store writer's ticket for the batch that records the key; 0 for
-    // a key loaded from the store. Durable once the writer committed it.
-    uint64_t ticket = 0;
-    int64_t created_ms = 0;
-  };
-  bool Durable(const IdemEntry& e) const { return e.ticket == 0 || writer_->Committed(e.ticket); }
-  // Forgets idempotency keys older than a day (the documented window).
-  void PruneIdempotency(Time now);
-  std::map<std::pair<std::string, std::string>, IdemEntry> idempotency_;
+  IdempotencyTable idempotency_;
   // Why each pending job waits, as of the cycle `round` (older entries are
   // jobs no longer pending). A path that writes a pending job's reason
   // column itself erases its entry, so the next cycle writes it again.
@@ -426,7 +417,6 @@ class ControlLoop {
   };
   std::unordered_map<int64_t, Waiting> reasons_;
   uint64_t reasons_round_ = 0;
-  std::unordered_map<int64_t, std::string> idempotency_key_of_;  // job -> its key, kept in its status
   struct ArrayTask {
     int64_t first_id = 0;
     int32_t index = 0;
