@@ -649,5 +649,11 @@ int main(int argc, char** argv) {
   kill(server, SIGTERM);
   waitpid(server, nullptr, 0);
   std::filesystem::remove_all(dir);
+  // An error (an answer other than 200, a connection the server closed) is
+  // a defect at any scale: the run fails (the fleet_smoke test relies on it).
+  if (fleet.errors.load() > 0) {
+    std::fprintf(stderr, "muster_bench_fleet: %d errors (the first are printed above)\n", fleet.errors.load());
+    return 1;
+  }
   return 0;
 }
