@@ -47,7 +47,6 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <queue>
 #include <sstream>
 #include <functional>
 #include <string>
@@ -223,14 +222,12 @@ class Fleet {
       const int n = epoll_wait(ep_, events.data(), static_cast<int>(events.size()), 5);
       for (int i = 0; i < n; ++i) {
         const size_t idx = events[i].data.u64;
-        Agent& a = agents_[idx];
         if (events[i].events & (EPOLLERR | EPOLLHUP)) {
           Reconnect(idx, "connection closed");
           continue;
         }
         if (events[i].events & EPOLLOUT) Write(idx);
         if (events[i].events & EPOLLIN) Read(idx);
-        (void)a;
       }
     }
   }

@@ -27,6 +27,9 @@ struct JobTerms {
   // Between the stop signal (the checkpoint signal) and SIGKILL.
   Duration grace = Duration::Seconds(30);
   Duration time_limit = Duration::Infinite();
+  // With it, an attempt that reported progress once and then stops for this
+  // long fails as hung (JobLifecycle::SweepStalls).
+  std::optional<Duration> stall_timeout;
 };
 
 struct Replica {
@@ -43,7 +46,6 @@ struct Replica {
 };
 
 struct Attempt {
-  core::JobId job = 0;
   int32_t number = 1;
   JobTerms terms;
   std::vector<Replica> replicas;

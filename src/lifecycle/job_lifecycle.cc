@@ -87,7 +87,6 @@ Status JobLifecycle::Start(JobId job, int32_t number, JobTerms terms, bool durab
   const core::JobRecord* rec = state_.Find(job);
   const int32_t per_replica = static_cast<int32_t>(rec->spec.per_replica.gpus);
   Attempt a;
-  a.job = job;
   a.number = number;
   a.terms = std::move(terms);
   a.start = run->second.start;
@@ -436,13 +435,13 @@ void JobLifecycle::NoteProgress(JobId job, std::optional<int64_t> step) {
   if (step) p.step = *step;
 }
 
-void JobLifecycle::SweepStalls(const std::function<std::optional<Duration>(JobId)>& stall_timeout, Effects& fx) {
+void JobLifecycle::SweepStalls(Effects& fx) {
   const Time now = clock_.Now();
   std::vector<std::pair<JobId, std::string>> stalled;
   for (const auto& [job, p] : progress_) {
     const Attempt* a = Find(job);
     if (a == nullptr || a->Stopping() || p.last == Time::Zero()) continue;
-    const std::optional<Duration> timeout = stall_timeout(job);
+    const std::optional<Duration> timeout = a->terms.stall_timeout;
     if (!timeout) continue;
     const Duration silent = now - p.last;
     if (silent <= *timeout) continue;

@@ -157,7 +157,7 @@ class JobLifecycle {
   // job's stall timeout set, an attempt that reported progress once and then
   // stops for that long fails as hung (SweepStalls).
   void NoteProgress(core::JobId job, std::optional<int64_t> step);
-  void SweepStalls(const std::function<std::optional<Duration>(core::JobId)>& stall_timeout, Effects& fx);
+  void SweepStalls(Effects& fx);
 
   // A desired-state change for `node` (its agent must hear of it).
   void Touch(core::NodeIndex node, Effects& fx);

@@ -94,7 +94,7 @@ class Transcript {
         (void)state_.SetSchedulable(n, liveness_->Of(n) == NodeCondition::kReady);
       }
       for (core::NodeIndex n : r.lost) lifecycle_->NodeLost(n, "was lost with its node " + Name(n), fx);
-      lifecycle_->SweepStalls([](JobId) { return std::nullopt; }, fx);
+      lifecycle_->SweepStalls(fx);
       lifecycle_->SweepTimeLimits(fx);
       lifecycle_->ReleaseDueStops(fx);
       return Status::Ok();

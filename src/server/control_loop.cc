@@ -565,12 +565,7 @@ void ControlLoop::RunCycle() {
   store::WriteBatch swept;
   SweepAgents(swept);
   lifecycle::Effects fx;
-  lifecycle_.SweepStalls(
-      [this](int64_t job) -> std::optional<Duration> {
-        auto d = details_.find(job);
-        return d != details_.end() && d->second.spec ? d->second.spec->stall_timeout : std::nullopt;
-      },
-      fx);
+  lifecycle_.SweepStalls(fx);
   lifecycle_.SweepTimeLimits(fx);
   ApplyEffects(fx, swept);
   SweepPreemptions(now, swept);

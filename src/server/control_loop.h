@@ -279,6 +279,11 @@ class ControlLoop {
   core::JobState StateOf(int64_t job) const;
   // PermissionDenied unless `user` is an admin, saying who may `verb`.
   Status RequireAdmin(const std::string& user, const std::string& verb) const;
+  // The node an admin acts on: PermissionDenied for others (RequireAdmin),
+  // NotFound for a node that does not exist or was removed.
+  StatusOr<core::NodeIndex> AdminNode(const std::string& node, const std::string& user, const std::string& verb);
+  // Answers with the node's view once `b` (and all before it) is durable.
+  void ReplyNodeView(store::WriteBatch b, core::NodeIndex node, const std::function<void(StatusOr<NodeView>)>& reply);
   // Job `id` if `user` owns it or is an admin; else NotFound, or
   // PermissionDenied saying who may `verb` it.
   StatusOr<store::JobRow*> ManagedJob(int64_t id, const std::string& user, const std::string& verb);
@@ -287,7 +292,6 @@ class ControlLoop {
   // a running attempt beside the lifecycle's record: its spec, encoded
   // assignments, resume choice and progress as reported.
   struct AttemptDetail {
-    int32_t number = 0;
     std::shared_ptr<const api::JobSpec> spec;
     std::vector<std::shared_ptr<const std::string>> encoded;  // per replica, its assignment encoded once
     std::vector<bool> resume_seen;         // per replica: its checkpoint verification was recorded

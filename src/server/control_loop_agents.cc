@@ -67,6 +67,7 @@ lifecycle::JobTerms ControlLoop::TermsOf(const api::JobSpec* spec) const {
   t.retry = {r.limit, r.backoff.initial, r.backoff.factor, r.backoff.max, r.fail_on_exit_codes, r.retry_on_oom};
   if (spec->checkpoint) t.grace = spec->checkpoint->grace_period;
   t.time_limit = spec->time_limit;
+  t.stall_timeout = spec->stall_timeout;
   return t;
 }
 
@@ -89,7 +90,7 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
                           {"result", r.replicas[i].result}});
     }
     record["replicas"] = replicas;
-    if (auto d = details_.find(e.job); d != details_.end() && d->second.number == r.number) {
+    if (auto d = details_.find(e.job); d != details_.end()) {  // the attempt that ended
       if (d->second.resume_recorded) record["resumedFrom"] = d->second.resumed_from;
       details_.erase(d);
     }
@@ -208,7 +209,6 @@ Status ControlLoop::RestoreNodes() {
 
 void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const json* restored, store::WriteBatch& b) {
   AttemptDetail d;
-  d.number = number;
   auto spec = api::ParseJobSpecJson(jobs_.at(job).spec_json);
   if (spec.ok()) d.spec = std::make_shared<const api::JobSpec>(std::move(*spec));
   d.resume = ResumeCandidates(job);
@@ -595,19 +595,17 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string
   using R = StatusOr<NodeView>;
   Async<R>([this, node, cordon, user, drain](std::function<void(R)> reply) {
     const std::string verb = drain ? "drain" : cordon ? "cordon" : "uncordon";
-    if (Status s = RequireAdmin(user, verb + " a node"); !s.ok()) return reply(s);
-    auto idx = node_index_.find(node);
-    if (idx == node_index_.end() || agents_[node].removed) return reply(NotFound("node " + node + " does not exist"));
+    const StatusOr<core::NodeIndex> index = AdminNode(node, user, verb);
+    if (!index.ok()) return reply(index.status());
     AgentNode& a = agents_[node];
     const std::string before = a.cordon;
     a.cordon = cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "";
-    UpdateSchedulable(idx->second);
+    UpdateSchedulable(*index);
     store::WriteBatch b;
     if (drain) {
-      const std::set<int64_t> jobs = lifecycle_.AttemptsOn(idx->second);
+      // Stop changes nothing for an attempt already stopping.
+      const std::set<int64_t> jobs = lifecycle_.AttemptsOn(*index);
       for (int64_t job : jobs) {
-        const lifecycle::Attempt* at = lifecycle_.Find(job);
-        if (at == nullptr || at->Stopping()) continue;
         const std::string why = "its node " + node + " is drained by " + user;
         lifecycle::Effects fx;
         if (lifecycle_.Stop(job, std::nullopt, true, why, /*staggered=*/true, fx) == lifecycle::StopOutcome::kStopping) {
@@ -632,13 +630,7 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string
       b.events.push_back({0, 0, clock_.Now().millis(), drain ? "NodeDrained" : cordon ? "NodeCordoned" : "NodeUncordoned", "",
                           node + " " + verb + "ed by " + user});
     }
-    const core::Node& n = state_.nodes()[idx->second];
-    NodeView view = ViewOf(n);
-    if (b.empty()) return reply(view);
-    Persist(std::move(b), [reply, view](const Status& st) {
-      if (!st.ok()) return reply(st);
-      reply(view);
-    });
+    ReplyNodeView(std::move(b), *index, reply);
   }, std::move(done), ShuttingDown());
 }
 
@@ -648,55 +640,66 @@ Status ControlLoop::RequireAdmin(const std::string& user, const std::string& ver
                 "only an admin may " + verb + "; " + user + " is not one (server option admins)");
 }
 
+StatusOr<core::NodeIndex> ControlLoop::AdminNode(const std::string& node, const std::string& user,
+                                                 const std::string& verb) {
+  RETURN_IF_ERROR(RequireAdmin(user, verb + " a node"));
+  auto idx = node_index_.find(node);
+  auto agent = agents_.find(node);
+  if (idx == node_index_.end() || (agent != agents_.end() && agent->second.removed)) {
+    return NotFound("node " + node + " does not exist");
+  }
+  return idx->second;
+}
+
+void ControlLoop::ReplyNodeView(store::WriteBatch b, core::NodeIndex node,
+                                const std::function<void(StatusOr<NodeView>)>& reply) {
+  NodeView view = ViewOf(state_.nodes()[node]);
+  if (b.empty()) return reply(view);
+  Persist(std::move(b), [reply, view](const Status& st) {
+    if (!st.ok()) return reply(st);
+    reply(view);
+  });
+}
+
 void ControlLoop::DeclareLost(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
   Async<R>([this, node, user](std::function<void(R)> reply) {
-    if (Status s = RequireAdmin(user, "declare a node lost"); !s.ok()) return reply(s);
-    auto idx = node_index_.find(node);
-    if (idx == node_index_.end() || agents_[node].removed) return reply(NotFound("node " + node + " does not exist"));
+    const StatusOr<core::NodeIndex> index = AdminNode(node, user, "declare lost");
+    if (!index.ok()) return reply(index.status());
     lifecycle::Effects fx;
-    if (Status s = liveness_.DeclareLost(idx->second, user, fx); !s.ok()) return reply(s);
-    UpdateSchedulable(idx->second);
-    lifecycle_.NodeLost(idx->second, "was lost with its node " + node + " (declared lost by " + user + ")", fx);
+    if (Status s = liveness_.DeclareLost(*index, user, fx); !s.ok()) return reply(s);
+    UpdateSchedulable(*index);
+    lifecycle_.NodeLost(*index, "was lost with its node " + node + " (declared lost by " + user + ")", fx);
     store::WriteBatch b;
     ApplyEffects(fx, b);
-    NodeView view = ViewOf(state_.nodes()[idx->second]);
-    Persist(std::move(b), [reply, view](const Status& st) {
-      if (!st.ok()) return reply(st);
-      reply(view);
-    });
+    ReplyNodeView(std::move(b), *index, reply);
   }, std::move(done), ShuttingDown());
 }
 
 void ControlLoop::RemoveNode(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
   Async<R>([this, node, user](std::function<void(R)> reply) {
-    if (Status s = RequireAdmin(user, "remove a node"); !s.ok()) return reply(s);
-    auto idx = node_index_.find(node);
-    if (idx == node_index_.end() || agents_[node].removed) return reply(NotFound("node " + node + " does not exist"));
-    if (!liveness_.Watched(idx->second)) {
+    const StatusOr<core::NodeIndex> index = AdminNode(node, user, "remove");
+    if (!index.ok()) return reply(index.status());
+    if (!liveness_.Watched(*index)) {
       return reply(FailedPrecondition("node " + node + " comes from the server's configuration; remove it there"));
     }
-    if (const lifecycle::NodeCondition c = liveness_.Of(idx->second); c != lifecycle::NodeCondition::kLost) {
+    if (const lifecycle::NodeCondition c = liveness_.Of(*index); c != lifecycle::NodeCondition::kLost) {
       return reply(FailedPrecondition("node " + node + " is " + lifecycle::NodeConditionName(c) +
                                       "; only a lost node can be removed (declare it lost first)"));
     }
-    if (const std::set<int64_t>& jobs = lifecycle_.AttemptsOn(idx->second); !jobs.empty()) {
+    if (const std::set<int64_t>& jobs = lifecycle_.AttemptsOn(*index); !jobs.empty()) {
       return reply(FailedPrecondition("node " + node + " still holds job " + std::to_string(*jobs.begin()) +
                                       ", whose other replicas are being stopped; try again once it has ended"));
     }
     AgentNode& a = agents_[node];
     a.removed = true;
     a.inventory.clear();  // a returning agent's first sync stores the node again
-    UpdateSchedulable(idx->second);
-    const NodeView view = ViewOf(state_.nodes()[idx->second]);
+    UpdateSchedulable(*index);
     store::WriteBatch b;
     b.removed_nodes.push_back(node);
     b.events.push_back({0, 0, clock_.Now().millis(), "NodeRemoved", "", node + " removed by " + user});
-    Persist(std::move(b), [reply, view](const Status& st) {
-      if (!st.ok()) return reply(st);
-      reply(view);
-    });
+    ReplyNodeView(std::move(b), *index, reply);
   }, std::move(done), ShuttingDown());
 }
 

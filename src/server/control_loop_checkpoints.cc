@@ -56,9 +56,10 @@ void ControlLoop::CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::Chec
     if (auto managed = ManagedJob(c.job, c.user, "commit checkpoints for"); !managed.ok()) return reply(managed.status());
     // Fencing: only the attempt that runs now may commit.
     auto a = details_.find(c.job);
-    if (a == details_.end() || a->second.number != c.attempt) {
+    const lifecycle::Attempt* running = lifecycle_.Find(c.job);
+    if (a == details_.end() || running == nullptr || running->number != c.attempt) {
       const std::string now_running =
-          a == details_.end() ? "it has no running attempt" : "it runs attempt " + std::to_string(a->second.number);
+          running == nullptr ? "it has no running attempt" : "it runs attempt " + std::to_string(running->number);
       return reply(FailedPrecondition("attempt " + std::to_string(c.attempt) + " of " + job_name +
                                       " is not the current one (" + now_running + "); its checkpoint is refused"));
     }
@@ -139,12 +140,12 @@ void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::W
   a.resume_recorded = true;
   if (const store::CheckpointRow* e = t.resumed_seq > 0 ? find(t.resumed_seq) : nullptr) {
     a.resumed_from = {{"seq", e->seq}, {"step", e->step}, {"location", e->location}};
-    b.events.push_back(Event(job, "Resumed", "", "attempt " + std::to_string(a.number) + " resumes from " + Describe(*e) +
+    b.events.push_back(Event(job, "Resumed", "", "attempt " + std::to_string(t.attempt) + " resumes from " + Describe(*e) +
                                                      " at " + e->location));
   } else {
     a.resumed_from = nullptr;
     b.events.push_back(Event(job, "Resumed", "NoCheckpoint",
-                             "attempt " + std::to_string(a.number) +
+                             "attempt " + std::to_string(t.attempt) +
                                  " starts from the beginning: none of its checkpoints passed verification"));
   }
   JobRow& row = jobs_.at(job);
@@ -159,7 +160,8 @@ void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>
     auto managed = ManagedJob(p.job, p.user, "report progress for");
     if (!managed.ok()) return reply(managed.status());
     auto a = details_.find(p.job);
-    if (a == details_.end() || a->second.number != p.attempt) {
+    const lifecycle::Attempt* running = lifecycle_.Find(p.job);
+    if (a == details_.end() || running == nullptr || running->number != p.attempt) {
       return reply(FailedPrecondition("attempt " + std::to_string(p.attempt) + " of " + job_name + " is not running"));
     }
     AttemptDetail& at = a->second;
@@ -168,7 +170,7 @@ void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>
     lifecycle_.NoteProgress(p.job, p.step);
     if (!p.metrics.empty()) at.metrics = p.metrics;
     if (!p.message.empty()) at.progress_message = p.message;
-    ProgressAnswer answer{at.number, lifecycle_.Find(p.job)->StopReleased(now_time)};
+    ProgressAnswer answer{running->number, running->StopReleased(now_time)};
     // GET /v1/jobs/{id} builds the job's status from the loop's state
     // (Explain); the store (lists) gets progress at most every 10 s a job:
     // it is not a promise that needs to be durable before the answer.
