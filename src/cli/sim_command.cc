@@ -51,6 +51,13 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--restart-cost", f.restart_cost, "Time a preempted job spends restarting (default 1m)");
   sim->add_option("--high-priority-fraction", f.high_priority_fraction,
                   "Put this fraction of jobs (seeded) in class p1, for traces without priorities");
+  sim->add_option("--node-failure", f.node_failures,
+                  "NODE@SECONDS: the node's agent goes silent for good at that time (repeatable)");
+  sim->add_option("--unreachable-after", f.unreachable_after,
+                  "A silent node gets no new work after this (default 20s, as the server's)");
+  sim->add_option("--lost-after", f.lost_after,
+                  "A silent node is lost after this and its jobs are requeued (default 120s, as the server's)");
+  sim->add_option("--stories", f.stories, "Write each job's story (events, attempts, final state) to this file");
   return sim;
 }
 
@@ -104,6 +111,24 @@ int RunSim(const SimFlags& f) {
     *out = *d;
   }
   opts.high_priority_fraction = f.high_priority_fraction;
+  for (const std::string& failure : f.node_failures) {
+    const size_t at = failure.rfind('@');
+    int64_t seconds = -1;
+    if (at == std::string::npos || at == 0 || at + 1 == failure.size() ||
+        failure.find_first_not_of("0123456789", at + 1) != std::string::npos ||
+        failure.size() - at - 1 > 12 || (seconds = std::stoll(failure.substr(at + 1))) < 0) {
+      return fail(InvalidArgument("must be NODE@SECONDS (e.g. gpu-3@3600), got \"" + failure + "\"",
+                                  "--node-failure"));
+    }
+    opts.node_failures.push_back({failure.substr(0, at), seconds});
+  }
+  for (const auto& [flag, text, out] : {std::tuple{"--unreachable-after", &f.unreachable_after, &opts.liveness.unreachable_after},
+                                        std::tuple{"--lost-after", &f.lost_after, &opts.liveness.lost_after}}) {
+    auto d = ParseDuration(*text);
+    if (!d.ok()) return fail(d.status().WithFieldPrefix(flag));
+    *out = *d;
+  }
+  opts.stories = !f.stories.empty();
   opts.time_limit_factor = f.time_limit_factor;
   opts.seed = f.seed;
   opts.runtime_noise = f.runtime_noise;
@@ -112,6 +137,11 @@ int RunSim(const SimFlags& f) {
   auto result = sim::Simulate(*trace, desc, opts);
   if (!result.ok()) return fail(result.status());
 
+  if (!f.stories.empty()) {
+    std::ofstream out(f.stories);
+    if (!out) return fail(NotFound("cannot write " + f.stories));
+    out << sim::FormatStories(result->stories);
+  }
   if (!f.jobs_csv.empty()) {
     std::ofstream out(f.jobs_csv);
     if (!out) return fail(NotFound("cannot write " + f.jobs_csv));

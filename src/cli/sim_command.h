@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -39,6 +40,10 @@ struct SimFlags {
   std::string checkpoint_interval = "30m";
   std::string restart_cost = "1m";
   double high_priority_fraction = 0;
+  std::vector<std::string> node_failures;  // NODE@SECONDS
+  std::string unreachable_after = "20s";
+  std::string lost_after = "120s";
+  std::string stories;                     // file for each job's story
 };
 
 // Registers the subcommand; `flags` must outlive the app.

@@ -19,7 +19,7 @@ NodeLiveness::NodeLiveness(const core::ClusterState& state, const Clock& clock, 
     : state_(state), clock_(clock), options_(options) {}
 
 void NodeLiveness::Watch(NodeIndex node, bool synced) {
-  if (nodes_.size() <= node) nodes_.resize(node + 1);
+  if (nodes_.size() <= static_cast<size_t>(node)) nodes_.resize(static_cast<size_t>(node) + 1);
   Entry& w = nodes_[node];
   w.watched = true;
   w.synced = synced;
@@ -29,7 +29,7 @@ void NodeLiveness::Watch(NodeIndex node, bool synced) {
   w.last_heard = clock_.Now();
 }
 
-bool NodeLiveness::Watched(NodeIndex node) const { return node < nodes_.size() && nodes_[node].watched; }
+bool NodeLiveness::Watched(NodeIndex node) const { return node >= 0 && static_cast<size_t>(node) < nodes_.size() && nodes_[node].watched; }
 
 bool NodeLiveness::Heard(NodeIndex node) {
   if (!Watched(node)) Watch(node, true);
@@ -57,7 +57,7 @@ NodeLiveness::SweepResult NodeLiveness::Sweep(Effects& fx) {
   std::vector<NodeIndex> candidates;
   std::vector<Time> silence_starts;  // of every node silent and not lost, sorted below
   size_t alive = 0;                  // watched and not lost
-  for (NodeIndex n = 0; n < nodes_.size(); ++n) {
+  for (NodeIndex n = 0; n < static_cast<NodeIndex>(nodes_.size()); ++n) {
     Entry& w = nodes_[n];
     if (!w.watched) continue;
     const Duration silent_for = now - w.last_heard;
@@ -109,6 +109,11 @@ NodeLiveness::SweepResult NodeLiveness::Sweep(Effects& fx) {
                              std::to_string((now - nodes_[n].last_heard).seconds()) + " s; its jobs are requeued"});
   }
   return out;
+}
+
+std::string NodeLiveness::SilentTooLong(NodeIndex node) const {
+  return "was lost with its node " + state_.nodes()[node].spec.name + " (silent for more than " +
+         std::to_string(options_.lost_after.seconds()) + " s)";
 }
 
 Status NodeLiveness::DeclareLost(NodeIndex node, const std::string& who, Effects& fx) {

@@ -80,6 +80,10 @@ class NodeLiveness {
   // lost, and a node whose agent synced within the lease: its tasks may
   // still run, and running them elsewhere too would make two copies.
   Status DeclareLost(core::NodeIndex node, const std::string& who, Effects& fx);
+  // Why the replicas of a node Sweep found lost ended, in words, for
+  // JobLifecycle::NodeLost ("was lost with its node n1 (silent for more
+  // than 120 s)").
+  std::string SilentTooLong(core::NodeIndex node) const;
 
  private:
   struct Entry {

@@ -582,11 +582,7 @@ void ControlLoop::SweepAgents(store::WriteBatch& b) {
   lifecycle::Effects fx;
   const lifecycle::NodeLiveness::SweepResult swept = liveness_.Sweep(fx);
   for (core::NodeIndex node : swept.changed) UpdateSchedulable(node);
-  for (core::NodeIndex node : swept.lost) {
-    lifecycle_.NodeLost(node, "was lost with its node " + state_.nodes()[node].spec.name + " (silent for more than " +
-                                  std::to_string(options_.node_lost_after.millis() / 1000) + " s)",
-                        fx);
-  }
+  for (core::NodeIndex node : swept.lost) lifecycle_.NodeLost(node, liveness_.SilentTooLong(node), fx);
   ApplyEffects(fx, b);
 }
 

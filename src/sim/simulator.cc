@@ -58,6 +58,7 @@ class Run {
       auto added = state_->AddNode(n);
       if (!added.ok()) return added.status().WithFieldPrefix("cluster.nodes");
     }
+    RETURN_IF_ERROR(PrepareFailures());
     ASSIGN_OR_RETURN(scheduler_, scheduler::Scheduler::Create(opts_.scheduler));
 
     result_.cluster_summary = cluster_.summary;
@@ -120,6 +121,28 @@ class Run {
     return Status::Ok();
   }
 
+  // Node failures by time, and every node watched by the liveness rules
+  // (only with failures: without, no agent is ever silent).
+  Status PrepareFailures() {
+    if (opts_.node_failures.empty()) return Status::Ok();
+    liveness_ = std::make_unique<lifecycle::NodeLiveness>(*state_, clock_, opts_.liveness);
+    const auto count = static_cast<core::NodeIndex>(state_->nodes().size());
+    silent_.assign(static_cast<size_t>(count), false);
+    for (core::NodeIndex n = 0; n < count; ++n) liveness_->Watch(n, /*synced=*/true);
+    for (const SimOptions::NodeFailure& f : opts_.node_failures) {
+      core::NodeIndex found = count;
+      for (core::NodeIndex n = 0; n < count; ++n) {
+        if (state_->nodes()[n].spec.name == f.node) found = n;
+      }
+      if (found == count) {
+        return InvalidArgument("no node named \"" + f.node + "\" in the cluster", "--node-failure");
+      }
+      failures_.emplace_back(f.at_s, found);
+    }
+    std::stable_sort(failures_.begin(), failures_.end());
+    return Status::Ok();
+  }
+
   Status Violation(const std::string& what, int64_t t) const {
     return Internal("invariant violated at event " + std::to_string(result_.events) + " (t=" +
                     std::to_string(t) + "s, seed " + std::to_string(opts_.seed) + "): " + what);
@@ -146,10 +169,12 @@ class Run {
   Status Loop() {
     Completions completions;
     size_t next = 0;
-    while (next < arrivals_.size() || !completions.empty()) {
+    while (next < arrivals_.size() || !completions.empty() || next_failure_ < failures_.size() || !checks_.empty()) {
       int64_t t = INT64_MAX;
       if (next < arrivals_.size()) t = arrivals_[next].submit_s;
       if (!completions.empty()) t = std::min(t, std::get<0>(completions.top()));
+      if (next_failure_ < failures_.size()) t = std::min(t, failures_[next_failure_].first);
+      if (!checks_.empty()) t = std::min(t, *checks_.begin());
       const Time now = Time::FromSeconds(t);
       clock_.Set(now);
       // Charge fair-share usage for the time since the last event with what
@@ -181,6 +206,15 @@ class Run {
         RETURN_IF_ERROR(CheckNodes(allocs, t));
         RETURN_IF_ERROR(Event(t));
       }
+      while (next_failure_ < failures_.size() && failures_[next_failure_].first == t) {
+        Silence(failures_[next_failure_++].second, t);
+        RETURN_IF_ERROR(Event(t));
+      }
+      if (!checks_.empty() && *checks_.begin() == t) {
+        checks_.erase(checks_.begin());
+        RETURN_IF_ERROR(CheckLiveness(t));
+        RETURN_IF_ERROR(Event(t));
+      }
       while (next < arrivals_.size() && arrivals_[next].submit_s == t) {
         RETURN_IF_ERROR(Submit(next, now));
         ++next;
@@ -199,6 +233,12 @@ class Run {
     }
     ++result_.audits;
     if (Status s = state_->CheckInvariants(); !s.ok()) return Violation(s.message(), result_.last_end_s);
+    if (opts_.stories) {
+      for (JobId id = 1; id <= static_cast<JobId>(stories_.size()); ++id) {
+        stories_[id - 1].state = core::JobStateName(state_->Find(id)->state);
+      }
+      result_.stories = std::move(stories_);
+    }
     if (state_->pending_count() != 0 || state_->running_count() != 0) {
       return Violation(std::to_string(state_->pending_count()) + " jobs pending and " +
                            std::to_string(state_->running_count()) +
@@ -239,13 +279,14 @@ class Run {
       if (Status s = state_->Bind(b, now); !s.ok()) return Violation(s.message(), t);
       RETURN_IF_ERROR(CheckNodes(b.allocations, t));
       lifecycle::Effects fx;
-      const int32_t attempt = result_.jobs[job_result_[b.job - 1]].preemptions + 1;
+      JobResult& r = result_.jobs[job_result_[b.job - 1]];
+      const int32_t attempt = static_cast<int32_t>(r.stopped_runs.size()) + 1;
       if (Status s = lifecycle_->Start(b.job, attempt, Terms(b.job), /*durable=*/true, fx);
           !s.ok()) {
         return Violation(s.message(), t);
       }
+      Tell(b.job, "Started", "");
       const TraceJob& tj = trace_[arrivals_[b.job - 1].trace_index];
-      JobResult& r = result_.jobs[job_result_[b.job - 1]];
       if (r.start_s < 0) r.start_s = t;
       r.last_start_s = t;
       std::set<core::NodeIndex> nodes;
@@ -253,7 +294,7 @@ class Run {
       r.nodes = static_cast<int32_t>(nodes.size());
       JobRun& jr = runs_[b.job - 1];
       if (jr.remaining_s < 0) jr.remaining_s = RunTime(tj.duration_s);  // drawn once
-      jr.overhead_s = r.preemptions > 0 ? opts_.restart_cost.millis() / 1000 : 0;
+      jr.overhead_s = r.stopped_runs.empty() ? 0 : opts_.restart_cost.millis() / 1000;
       int64_t run = jr.remaining_s + jr.overhead_s;
       const int64_t limit = LimitSeconds(tj.duration_s);
       r.outcome = Outcome::kCompleted;
@@ -277,29 +318,17 @@ class Run {
   // held for it.
   Status Preempt(const core::Preemption& p, int64_t t) {
     RETURN_IF_ERROR(state_->Nominate(p.job, p.allocations, p.victims));
-    const int64_t interval = opts_.checkpoint_interval.millis() / 1000;
+    Tell(p.job, "Preempting", "");
     for (JobId v : p.victims) {
-      JobRun& jr = runs_[v - 1];
-      JobResult& r = result_.jobs[job_result_[v - 1]];
-      const int64_t elapsed = t - jr.start_s;
-      const int64_t progress = std::max<int64_t>(0, elapsed - jr.overhead_s);
-      const int64_t saved = interval > 0 ? progress / interval * interval : 0;
-      jr.remaining_s -= saved;
-      result_.busy_gpu_seconds -= (jr.end_s - t) * r.gpus;
-      result_.lost_gpu_seconds += (elapsed - saved) * r.gpus;
       ++result_.preemptions;
-      ++r.preemptions;
-      r.preempted_runs.emplace_back(jr.start_s, t);
-      ++jr.number;  // its completion is void
+      ++result_.jobs[job_result_[v - 1]].preemptions;
+      Tell(v, "Preempted", "");
       const std::vector<core::Allocation> allocs = state_->Find(v)->allocations;
       // It stops at once: the stop, then every replica's end, and the
       // lifecycle puts it back in the queue.
       lifecycle::Effects fx;
       lifecycle_->Stop(v, std::nullopt, /*requeue=*/true, "Preempted", /*staggered=*/false, fx);
-      lifecycle::ReplicaExit stopped;
-      stopped.cause = lifecycle::ExitCause::kStoppedByAgent;
-      stopped.signal = 15;
-      RETURN_IF_ERROR(EndReplicas(v, stopped, t));
+      RETURN_IF_ERROR(Settle(fx, t));
       if (state_->Find(v)->state != core::JobState::kPending) {
         return Violation("preempted job " + std::to_string(v) + " is not pending again", t);
       }
@@ -307,6 +336,108 @@ class Run {
       RETURN_IF_ERROR(Event(t));
     }
     return Status::Ok();
+  }
+
+  // A run of `job` ended early at t (preempted, or a node of it lost): it
+  // keeps the progress of its last checkpoint and its completion is void.
+  void Interrupted(JobId job, int64_t t) {
+    const int64_t interval = opts_.checkpoint_interval.millis() / 1000;
+    JobRun& jr = runs_[job - 1];
+    JobResult& r = result_.jobs[job_result_[job - 1]];
+    const int64_t elapsed = t - jr.start_s;
+    const int64_t progress = std::max<int64_t>(0, elapsed - jr.overhead_s);
+    const int64_t saved = interval > 0 ? progress / interval * interval : 0;
+    jr.remaining_s -= saved;
+    result_.busy_gpu_seconds -= (jr.end_s - t) * r.gpus;
+    result_.lost_gpu_seconds += (elapsed - saved) * r.gpus;
+    r.stopped_runs.emplace_back(jr.start_s, t);
+    ++jr.number;  // its completion is void
+  }
+
+  // Node `node`'s agent goes silent at t, for good: the liveness rules are
+  // checked again when it may have become unreachable, lost, or released
+  // from a mass-silence hold.
+  void Silence(core::NodeIndex node, int64_t t) {
+    HearAll();  // its last sync (and every other agent's) was now
+    silent_[node] = true;
+    const lifecycle::LivenessOptions& o = opts_.liveness;
+    for (Duration d : {o.unreachable_after, o.lost_after, o.lost_after + o.mass_silence_hold}) {
+      checks_.insert(t + d.millis() / 1000 + 1);  // the rules compare strictly: a second later
+    }
+  }
+
+  void HearAll() {
+    for (core::NodeIndex n = 0; n < static_cast<core::NodeIndex>(silent_.size()); ++n) {
+      if (!silent_[static_cast<size_t>(n)]) liveness_->Heard(n);
+    }
+  }
+
+  // The agents that are not silent synced just now; nodes silent for long
+  // enough become unreachable (no new work) or lost (their gangs requeued).
+  Status CheckLiveness(int64_t t) {
+    HearAll();
+    lifecycle::Effects fx;
+    const lifecycle::NodeLiveness::SweepResult swept = liveness_->Sweep(fx);
+    for (core::NodeIndex n : swept.changed) {
+      RETURN_IF_ERROR(state_->SetSchedulable(n, liveness_->Of(n) == lifecycle::NodeCondition::kReady));
+    }
+    for (core::NodeIndex n : swept.lost) {
+      ++result_.nodes_lost;
+      RETURN_IF_ERROR(state_->SetSchedulable(n, false));
+      std::set<JobId> jobs = lifecycle_->AttemptsOn(n);
+      for (JobId job : jobs) ++result_.jobs[job_result_[job - 1]].node_losses;
+      lifecycle_->NodeLost(n, liveness_->SilentTooLong(n), fx);
+    }
+    return Settle(fx, t);
+  }
+
+  // Carries out a lifecycle step's effects at t, as the agents would: every
+  // stop released to a node whose agent is not silent ends its replica at
+  // once (stopped); then again for what those ends changed.
+  Status Settle(lifecycle::Effects fx, int64_t t) {
+    while (!fx.empty()) {
+      Record(fx, t);
+      std::set<core::NodeIndex> touched(fx.touched.begin(), fx.touched.end());
+      fx = lifecycle::Effects();
+      for (core::NodeIndex node : touched) {
+        if (!silent_.empty() && silent_[node]) continue;
+        const std::set<JobId> jobs = lifecycle_->AttemptsOn(node);  // a copy: ends erase attempts
+        for (JobId job : jobs) {
+          const lifecycle::Attempt* a = lifecycle_->Find(job);
+          if (a == nullptr || !a->StopReleased(clock_.Now())) continue;
+          for (int32_t i = 0; i < static_cast<int32_t>(a->replicas.size()); ++i) {
+            a = lifecycle_->Find(job);
+            if (a == nullptr) break;
+            if (a->replicas[i].node != node || a->replicas[i].ended) continue;
+            lifecycle::ReplicaExit stopped;
+            stopped.cause = lifecycle::ExitCause::kStoppedByAgent;
+            stopped.signal = 15;
+            lifecycle_->ReplicaEnded(job, i, stopped, fx);
+          }
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  // What a lifecycle step did to jobs: their stories, and runs ended early.
+  void Record(const lifecycle::Effects& fx, int64_t t) {
+    for (const lifecycle::LifecycleEvent& e : fx.events) {
+      if (e.job != 0) Tell(e.job, lifecycle::EventTypeName(e.type), e.reason);
+    }
+    for (const lifecycle::AttemptEnd& e : fx.ended) {
+      if (!e.terminal) Interrupted(e.job, t);
+      if (!opts_.stories) continue;
+      const lifecycle::AttemptRecord& r = e.record;
+      std::vector<std::pair<std::string, std::string>> replicas;
+      for (const auto& rep : r.replicas) replicas.emplace_back(state_->nodes()[rep.node].spec.name, rep.result);
+      stories_[e.job - 1].attempts.push_back(
+          AttemptLine(r.number, r.requeued ? "REQUEUED" : core::JobStateName(r.state), r.reason, replicas));
+    }
+  }
+
+  void Tell(JobId job, const std::string& type, const std::string& reason) {
+    if (opts_.stories) stories_[job - 1].events.push_back(EventLine(type, reason));
   }
 
   // Every replica of `job`'s attempt ends with `exit`, as its agent would report.
@@ -317,7 +448,7 @@ class Run {
     lifecycle::Effects fx;
     for (int32_t i = 0; i < replicas; ++i) lifecycle_->ReplicaEnded(job, i, exit, fx);
     if (lifecycle_->Find(job) != nullptr) return Violation("job " + std::to_string(job) + "'s attempt did not end", t);
-    return Status::Ok();
+    return Settle(std::move(fx), t);
   }
 
   // A trace job is never retried: a run ends as the trace says.
@@ -355,6 +486,10 @@ class Run {
     if (!submitted.ok()) {
       return InvalidArgument("trace job " + t.id + ": " + submitted.status().ToString());
     }
+    if (opts_.stories) {
+      stories_.push_back({t.id, {}, {}, ""});
+      Tell(id, "Submitted", "");
+    }
     return Status::Ok();
   }
 
@@ -365,6 +500,12 @@ class Run {
   SimClock clock_;
   std::unique_ptr<core::ClusterState> state_;
   std::unique_ptr<lifecycle::JobLifecycle> lifecycle_;
+  std::unique_ptr<lifecycle::NodeLiveness> liveness_;  // with node failures only
+  std::vector<std::pair<int64_t, core::NodeIndex>> failures_;  // (time, node), by time
+  size_t next_failure_ = 0;
+  std::vector<bool> silent_;             // by node: its agent went silent
+  std::set<int64_t> checks_;             // times the liveness rules are checked again
+  std::vector<JobStory> stories_;        // id - 1 -> its story (with opts_.stories)
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   SimResult result_;
   scheduler::FairShare fairshare_;
@@ -402,6 +543,13 @@ Status SimOptions::Validate() const {
   if (!(high_priority_fraction >= 0 && high_priority_fraction <= 1)) {
     return InvalidArgument("must be in [0, 1]", "--high-priority-fraction");
   }
+  for (const NodeFailure& f : node_failures) {
+    if (f.at_s < 0 || f.at_s > kMaxTraceSeconds) return InvalidArgument("time out of range", "--node-failure");
+  }
+  if (liveness.unreachable_after < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "--unreachable-after");
+  if (liveness.lost_after <= liveness.unreachable_after) {
+    return InvalidArgument("must be longer than --unreachable-after", "--lost-after");
+  }
   return Status::Ok();
 }
 
@@ -419,7 +567,7 @@ std::vector<JobEdge> JobEdges(const std::vector<JobResult>& jobs) {
     const JobResult& j = jobs[i];
     if (!j.Ran()) continue;
     edges.push_back({j.submit_s, i, +1, 0});
-    for (const auto& [a, b] : j.preempted_runs) {  // runs, each followed by a wait
+    for (const auto& [a, b] : j.stopped_runs) {  // runs, each followed by a wait
       edges.push_back({a, i, -1, j.gpus});
       edges.push_back({b, i, +1, -j.gpus});
     }

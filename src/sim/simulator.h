@@ -5,9 +5,13 @@
 // and swaps only the clock (SimClock) and the agents: each node has a
 // simulated agent whose replicas report their end (exit 0, or the time
 // limit) after the trace's duration, through lifecycle::JobLifecycle, and a
-// preempted job is stopped through it too. Events are processed in (time, sequence) order: at each
-// event time, completions first, then arrivals, then one scheduling cycle
-// whose bindings start jobs. After every event the touched nodes are checked
+// preempted job is stopped through it too. Node failures (SimOptions::
+// node_failures) silence a node's agent: lifecycle::NodeLiveness finds it
+// unreachable, then lost, as the server's does, and the lifecycle requeues
+// the gangs that ran there (the other agents stop their replicas at once).
+// Events are processed in (time, sequence) order: at each event time,
+// completions first, then node failures and liveness checks, then
+// arrivals, then one scheduling cycle whose bindings start jobs. After every event the touched nodes are checked
 // (capacity never exceeded, so no GPU is held twice; gangs whole); the whole
 // state is audited every `audit_every` events and at the end, and every job
 // must have ended when the trace is done. A violation stops the run with an
@@ -22,8 +26,8 @@
 // With preemption, a cycle whose preemptions stopped jobs is followed at
 // once by another, where the preemptors start on their held capacity.
 // Rows the simulator cannot run (unknown duration, no GPUs) are kept in the
-// result as skipped, with the reason; jobs that can never fit the cluster are
-// reported as unschedulable.
+// result as skipped, with the reason; jobs that can never fit the cluster
+// (or no longer fit it once nodes are lost) are reported as unschedulable.
 #pragma once
 
 #include <cstdint>
@@ -33,9 +37,11 @@
 #include <vector>
 
 #include "common/status.h"
+#include "lifecycle/node_liveness.h"
 #include "scheduler/fairshare.h"
 #include "scheduler/scheduler.h"
 #include "sim/cluster_file.h"
+#include "sim/job_story.h"
 #include "sim/trace_reader.h"
 
 namespace muster::sim {
@@ -63,6 +69,15 @@ struct SimOptions {
   // For traces without priorities: each job goes to class p1 with this
   // probability (seeded), the others keep the trace's.
   double high_priority_fraction = 0;
+  // Nodes whose agents go silent for good at a time: the work since each
+  // of their jobs' last checkpoint (checkpoint_interval) is lost.
+  struct NodeFailure {
+    std::string node;
+    int64_t at_s = 0;
+  };
+  std::vector<NodeFailure> node_failures;
+  lifecycle::LivenessOptions liveness;
+  bool stories = false;  // keep each job's story (SimResult::stories)
 
   Status Validate() const;
 };
@@ -88,9 +103,10 @@ struct JobResult {
   std::string tenant;
   std::string priority_class;
   int32_t preemptions = 0;  // times it was stopped for another job
-  // Runs ended by preemption, [start, stop); the last run is
-  // [LastStart(), end_s).
-  std::vector<std::pair<int64_t, int64_t>> preempted_runs;
+  int32_t node_losses = 0;  // times a node it ran on was lost
+  // Runs ended early (preempted, or a node lost), [start, stop); the last
+  // run is [LastStart(), end_s).
+  std::vector<std::pair<int64_t, int64_t>> stopped_runs;
   int64_t last_start_s = -1;  // -1: start_s
   int64_t LastStart() const { return last_start_s >= 0 ? last_start_s : start_s; }
   bool Ran() const { return start_s >= 0 && end_s >= LastStart(); }
@@ -98,7 +114,7 @@ struct JobResult {
   int64_t HeldGpuSeconds() const {
     if (!Ran()) return 0;
     int64_t s = end_s - LastStart();
-    for (const auto& [a, b] : preempted_runs) s += b - a;
+    for (const auto& [a, b] : stopped_runs) s += b - a;
     return s * gpus;
   }
   bool censored = false;
@@ -107,7 +123,7 @@ struct JobResult {
 
 // One change in a finished job's life, for sweeps over time: at `t` the
 // job arrives (waiting +1), a run starts (waiting -1, held +gpus), a run is
-// preempted (waiting +1, held -gpus) or the job ends (held -gpus).
+// stopped early (waiting +1, held -gpus) or the job ends (held -gpus).
 struct JobEdge {
   int64_t t = 0;
   size_t job = 0;        // index into the jobs given
@@ -134,11 +150,13 @@ struct SimResult {
   int64_t last_end_s = 0;
   int64_t busy_gpu_seconds = 0;  // includes work preemption lost
   int64_t preemptions = 0;       // victims stopped
-  int64_t lost_gpu_seconds = 0;  // progress lost by victims, restart costs included
+  int64_t lost_gpu_seconds = 0;  // progress lost by victims (and to lost nodes), restart costs included
+  int64_t nodes_lost = 0;
   bool preemption = false;
   int64_t checkpoint_interval_s = 0;
   int64_t fairshare_weight = 0;
   std::map<std::string, double> shares;  // the shares used (empty: all equal)
+  std::vector<JobStory> stories;         // with SimOptions::stories, runnable jobs in submit order
 };
 
 StatusOr<SimResult> Simulate(const std::vector<TraceJob>& trace, const ClusterDescription& cluster,

@@ -208,8 +208,8 @@ TEST(SimulatorPreemption, HandWorkedExample) {
   EXPECT_EQ(b.end_s, 2 * 3600);
   EXPECT_EQ(a.start_s, 0);
   EXPECT_EQ(a.preemptions, 1);
-  ASSERT_EQ(a.preempted_runs.size(), 1u);
-  EXPECT_EQ(a.preempted_runs[0], (std::pair<int64_t, int64_t>{0, 3600}));
+  ASSERT_EQ(a.stopped_runs.size(), 1u);
+  EXPECT_EQ(a.stopped_runs[0], (std::pair<int64_t, int64_t>{0, 3600}));
   EXPECT_EQ(a.LastStart(), 2 * 3600);
   EXPECT_EQ(a.end_s, 4 * 3600 + 15 * 60 + 60);
   EXPECT_EQ(r->preemptions, 1);
@@ -311,6 +311,56 @@ TEST(SimulatorFairShare, ConfiguredSharesSetTheLongRunSplit) {
   ASSERT_TRUE(equal.ok());
   EXPECT_NEAR(share_of_a(*equal), 0.5, 0.05);
   EXPECT_GT(ReportJson(*equal)["fairness"]["jain"].get<double>(), 0.95);
+}
+
+}  // namespace
+}  // namespace muster::sim
+
+namespace muster::sim {
+namespace {
+
+// Two nodes of 8. A (2x8, 1 h) runs on both; gpu-0 goes silent at 10 min and
+// is lost 120 s later (the server's defaults), so A loses the work since its
+// last checkpoint (every 5 min: 10 min kept, 2 min lost on 16 GPUs) and is
+// requeued; with one node left it can never run again: the scheduler
+// reports it unschedulable.
+// B (1x8, submitted at 30 min) runs on the node left.
+TEST(Simulator, NodeFailureRequeuesTheGangThroughTheLifecycle) {
+  const std::vector<TraceJob> trace = {T("A", 0, 16, 3600), T("B", 1800, 8, 600)};
+  SimOptions o = Opts("muster");
+  o.checkpoint_interval = Duration::Minutes(5);
+  o.node_failures = {{"gpu-0", 600}};
+  o.stories = true;
+  auto r = Simulate(trace, Nodes("2x8"), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const JobResult& a = Find(*r, "A");
+  EXPECT_EQ(a.node_losses, 1);
+  ASSERT_EQ(a.stopped_runs.size(), 1u);
+  EXPECT_EQ(a.stopped_runs[0], (std::pair<int64_t, int64_t>{0, 600 + 121}));
+  EXPECT_EQ(a.outcome, Outcome::kUnschedulable);
+  EXPECT_NE(a.note.find("the cluster has 8 such GPU"), std::string::npos) << a.note;
+  EXPECT_EQ(r->nodes_lost, 1);
+  EXPECT_EQ(r->lost_gpu_seconds, (600 + 121 - 600) * 16);
+  const JobResult& b = Find(*r, "B");
+  EXPECT_EQ(b.start_s, 1800);
+  EXPECT_EQ(b.outcome, Outcome::kCompleted);
+  ASSERT_EQ(r->stories.size(), 2u);
+  EXPECT_EQ(r->stories[0].events,
+            (std::vector<std::string>{"Submitted", "Started", "ReplicaFailed NODE_FAIL", "Retrying NODE_FAIL"}));
+  ASSERT_EQ(r->stories[0].attempts.size(), 1u);
+  EXPECT_NE(r->stories[0].attempts[0].find("gpu-0: was lost with its node gpu-0"), std::string::npos)
+      << r->stories[0].attempts[0];
+  EXPECT_EQ(r->stories[0].state, "FAILED");
+  EXPECT_EQ(r->stories[1].state, "COMPLETED");
+}
+
+TEST(Simulator, NodeFailureOfAnUnknownNodeIsRefused) {
+  SimOptions o = Opts("muster");
+  o.node_failures = {{"nope", 5}};
+  auto r = Simulate({T("A", 0, 8, 60)}, Nodes("1x8"), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().field(), "--node-failure");
+  EXPECT_NE(r.status().message().find("nope"), std::string::npos);
 }
 
 }  // namespace
