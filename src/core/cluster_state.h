@@ -138,6 +138,12 @@ class ClusterState {
 
   const JobRecord* Find(JobId id) const;
   const std::vector<Node>& nodes() const { return nodes_; }
+  // The node named `name`, if there is one.
+  std::optional<NodeIndex> FindNode(const std::string& name) const {
+    auto it = node_by_name_.find(name);
+    if (it == node_by_name_.end()) return std::nullopt;
+    return it->second;
+  }
   size_t pending_count() const { return pending_.size(); }
   size_t running_count() const { return running_.size(); }
   const std::unordered_map<JobId, RunningJob>& running() const { return running_; }

@@ -23,13 +23,13 @@ JobLifecycle::JobLifecycle(core::ClusterState& state, const Clock& clock, Lifecy
 const std::string& JobLifecycle::NodeName(NodeIndex node) const { return state_.nodes()[node].spec.name; }
 
 void JobLifecycle::Touch(NodeIndex node, Effects& fx) {
-  if (generation_.size() <= node) generation_.resize(node + 1, 0);
+  if (generation_.size() <= static_cast<size_t>(node)) generation_.resize(static_cast<size_t>(node) + 1, 0);
   ++generation_[node];
   fx.touched.push_back(node);
 }
 
 int64_t JobLifecycle::Generation(NodeIndex node) const {
-  return node < generation_.size() ? generation_[node] : 0;
+  return node >= 0 && static_cast<size_t>(node) < generation_.size() ? generation_[node] : 0;
 }
 
 const Attempt* JobLifecycle::Find(JobId job) const {

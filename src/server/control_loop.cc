@@ -75,7 +75,6 @@ Status ControlLoop::Start() {
     nodes.meta.emplace_back("portSalt", *salt);
   }
   port_salt_ = std::atoi(salt->c_str());
-  for (size_t i = 0; i < state_.nodes().size(); ++i) node_index_[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   RETURN_IF_ERROR(RestoreNodes());
   nodes_at_start_ = state_.nodes().size();
   janitor_ = std::make_unique<CheckpointJanitor>();
@@ -134,8 +133,6 @@ bool HasGpuIds(const json& status) {
 
 Status ControlLoop::Restore() {
   ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_.LoadJobs(/*include_terminal=*/true));
-  std::map<std::string, core::NodeIndex> node_index;
-  for (size_t i = 0; i < state_.nodes().size(); ++i) node_index[state_.nodes()[i].spec.name] = static_cast<core::NodeIndex>(i);
   store::WriteBatch requeued;  // running jobs whose nodes are gone
   // Running jobs, placed once all are read.
   struct Running {
@@ -213,12 +210,12 @@ Status ControlLoop::Restore() {
       for (const auto& a : status["allocations"]) {
         const std::string node = a.value("node", "");
         const int32_t replicas = a.value("replicas", 0);
-        auto it = node_index.find(node);
-        if (it == node_index.end() || replicas < 1) {
+        const std::optional<core::NodeIndex> index = state_.FindNode(node);
+        if (!index || replicas < 1) {
           ok = false;
           break;
         }
-        b.allocations.push_back({it->second, replicas, core_spec.per_replica * replicas});
+        b.allocations.push_back({*index, replicas, core_spec.per_replica * replicas});
         if (r.devices) gpus.push_back(a["gpus"].get<std::vector<int32_t>>());
       }
     } else {
@@ -740,14 +737,14 @@ ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
   v.free = n.free;
   v.schedulable = n.schedulable;
   v.status_json = "{}";
-  auto agent = agents_.find(n.spec.name);
-  if (agent == agents_.end()) return v;
-  const AgentNode& a = agent->second;
+  const AgentRegistry::Agent* agent = agents_.Find(n.spec.name);
+  if (agent == nullptr) return v;
+  const AgentRegistry::Agent& a = *agent;
   v.status_json = a.status_json;
-  const auto index = node_index_.find(n.spec.name);
-  if (index != node_index_.end() && liveness_.Watched(index->second)) {
-    v.condition = lifecycle::NodeConditionName(liveness_.Of(index->second));
-    v.last_seen_ms = liveness_.LastHeard(index->second).millis();
+  const std::optional<core::NodeIndex> index = state_.FindNode(n.spec.name);
+  if (index && liveness_.Watched(*index)) {
+    v.condition = lifecycle::NodeConditionName(liveness_.Of(*index));
+    v.last_seen_ms = liveness_.LastHeard(*index).millis();
   }
   v.cordon = !a.cordon.empty() ? a.cordon : a.resizing;
   return v;
@@ -764,10 +761,7 @@ void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
         if (seen.insert(a.node).second) ++out[a.node].running_jobs;
       }
     }
-    std::erase_if(out, [this](const NodeView& v) {
-      auto a = agents_.find(v.spec.name);
-      return a != agents_.end() && a->second.removed;
-    });
+    std::erase_if(out, [this](const NodeView& v) { return agents_.Removed(v.spec.name); });
     // By name, as people look for them (registration order is an accident).
     std::sort(out.begin(), out.end(), [](const NodeView& x, const NodeView& y) { return x.spec.name < y.spec.name; });
     reply(std::move(out));

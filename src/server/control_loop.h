@@ -65,6 +65,7 @@
 #include "lifecycle/job_lifecycle.h"
 #include "lifecycle/node_liveness.h"
 #include "scheduler/scheduler.h"
+#include "server/agent_registry.h"
 #include "server/checkpoint_janitor.h"
 #include "server/idempotency_table.h"
 #include "server/node_waits.h"
@@ -307,21 +308,6 @@ class ControlLoop {
   // The one persistence boundary of the lifecycle: its effects become job
   // rows, events and attempt records in `b`, and nudges to agents.
   void ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b);
-  struct AgentNode {
-    std::string agent_id;  // the agent serving the node (SyncRequest::agent_id)
-    std::string address;
-    int32_t log_port = 0;
-    std::string status_json = "{}";
-    std::string inventory;  // what the last report said about the node, to notice a change
-    std::vector<proto::HealthEventReport> events;  // the last few
-    std::string cordon;  // why the node gets no new work (a GPU fault), until cleared
-    int64_t report_seq = -1;  // the newest task report processed
-    bool removed = false;     // forgotten by an operator (RemoveNode)
-    // A capacity its agent reported that running jobs keep from taking
-    // effect (fewer GPUs than they hold): the node gets no new work until
-    // it applies (ApplyCapacity). Empty: none waiting.
-    std::string resizing;
-  };
   // The capacity the agent of `node` reports, applied when nothing running
   // there holds more or a GPU it no longer has; until then the node is
   // cordoned. Events NodeResized, NodeResizePending.
@@ -388,8 +374,7 @@ class ControlLoop {
 
   std::unordered_map<int64_t, AttemptDetail> details_;  // jobs with a running attempt
   std::unordered_map<int64_t, nlohmann::json> attempt_records_;  // per job: one object per ended attempt
-  std::unordered_map<std::string, core::NodeIndex> node_index_;
-  std::unordered_map<std::string, AgentNode> agents_;  // by node name
+  AgentRegistry agents_;
   int64_t epoch_ = 0;
   size_t nodes_at_start_ = 0;  // set by Start
   int32_t port_salt_ = 0;  // MasterPort's per-cluster shift

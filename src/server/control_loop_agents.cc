@@ -136,7 +136,7 @@ void ControlLoop::ApplyCapacity(core::NodeIndex node, const core::Resources& rep
   // it gives them.
   if (node < static_cast<core::NodeIndex>(options_.nodes.size())) return;
   const core::NodeSpec& spec = state_.nodes()[node].spec;
-  AgentNode& agent = agents_[spec.name];
+  AgentRegistry::Agent& agent = agents_.Get(spec.name);
   if (reported == spec.capacity) {
     if (!agent.resizing.empty()) {  // it came back as it was
       agent.resizing.clear();
@@ -162,9 +162,8 @@ void ControlLoop::ApplyCapacity(core::NodeIndex node, const core::Resources& rep
 }
 
 void ControlLoop::UpdateSchedulable(core::NodeIndex node) {
-  const auto agent = agents_.find(state_.nodes()[node].spec.name);
-  const bool cordoned = agent != agents_.end() && (!agent->second.cordon.empty() || agent->second.removed ||
-                                                   !agent->second.resizing.empty());
+  const AgentRegistry::Agent* agent = agents_.Find(state_.nodes()[node].spec.name);
+  const bool cordoned = agent != nullptr && agent->Cordoned();
   const bool ready = liveness_.Of(node) == lifecycle::NodeCondition::kReady;
   (void)state_.SetSchedulable(node, ready && !cordoned);
   dirty_ = true;
@@ -172,31 +171,11 @@ void ControlLoop::UpdateSchedulable(core::NodeIndex node) {
 
 Status ControlLoop::RestoreNodes() {
   ASSIGN_OR_RETURN(std::vector<store::NodeRow> rows, store_.ListNodes());
-  for (const store::NodeRow& row : rows) {
-    const json spec = json::parse(row.spec_json, nullptr, false);
-    if (!spec.is_object() || spec.value("source", "") != "agent") continue;
-    core::NodeSpec n;
-    n.name = row.name;
-    n.gpu_type = spec.value("gpuType", "");
-    n.capacity.gpus = spec.value("gpus", 0);
-    n.capacity.cpu_milli = spec.value("cpuMilli", int64_t{0});
-    n.capacity.memory_bytes = spec.value("memoryBytes", int64_t{0});
-    n.topology.leaf = spec.value("leaf", "");
-    n.topology.spine = spec.value("spine", "");
-    n.topology.zone = spec.value("zone", "");
-    bool known = false;
-    for (const core::Node& existing : state_.nodes()) known = known || existing.spec.name == n.name;
-    if (known) continue;  // the configuration names it too; the configuration wins
+  const std::vector<core::NodeSpec> restored =
+      agents_.Restore(rows, [this](const std::string& name) { return state_.FindNode(name).has_value(); });
+  for (const core::NodeSpec& n : restored) {
     auto added = state_.AddNode(n);
-    if (!added.ok()) return DataLoss("store " + options_.store_path + ": node " + row.name + ": " + added.status().ToString());
-    node_index_[row.name] = *added;
-    AgentNode& a = agents_[row.name];
-    a.address = spec.value("address", "");
-    a.inventory = "(restored)";
-    a.cordon = spec.value("cordoned", "");
-    if (!a.cordon.empty()) (void)state_.SetSchedulable(*added, false);
-    a.log_port = spec.value("logPort", 0);
-    a.status_json = spec.dump();
+    if (!added.ok()) return DataLoss("store " + options_.store_path + ": node " + n.name + ": " + added.status().ToString());
     // A fresh grace period after a restart: silent from now on, not from
     // before (its running jobs are not lost at once). But no new work until
     // its agent syncs: a node that was dead before the restart looked Ready
@@ -288,35 +267,20 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
                                     ", newer than this server's " + std::to_string(epoch_) + "; this server is not the leader"));
   }
   const Time now = clock_.Now();
-  // One agent a node: a second one with the node's name (a copy started by
-  // hand, a cloned machine) would run its tasks a second time and end them
-  // as it saw fit. It is refused while the serving one may still run tasks:
-  // until that one has been silent for lostAfter (longer than the lease, so
-  // its tasks have fenced themselves, and the node's jobs are requeued).
-  auto found = node_index_.find(req.node);
-  if (auto serving = agents_.find(req.node); serving != agents_.end() && found != node_index_.end() &&
-                                             !req.agent_id.empty() && !serving->second.agent_id.empty() &&
-                                             serving->second.agent_id != req.agent_id) {
-    const int64_t silent_ms = (now - liveness_.LastHeard(found->second)).millis();
-    const bool waiting = waits_.HasWaiter(req.node);  // the serving agent's sync is held here: it is alive
-    if (waiting || silent_ms < options_.node_lost_after.millis()) {
-      return reply(FailedPrecondition("node " + req.node + " is served by another agent (" + serving->second.agent_id +
-                                      (waiting ? ", whose sync is waiting here" : ", which synced " +
-                                                  std::to_string(silent_ms) + " ms ago") + "); this agent (" +
-                                      req.agent_id + ") may take over once that one has been silent for " +
-                                      "agents.lostAfter (" + options_.node_lost_after.ToString() + ")"));
-    }
+  std::optional<core::NodeIndex> index = state_.FindNode(req.node);
+  if (index) {  // one agent a node
+    const Status admitted = agents_.Admit(req, now - liveness_.LastHeard(*index),
+                                          [&] { return waits_.HasWaiter(req.node); }, options_.node_lost_after);
+    if (!admitted.ok()) return reply(admitted);
   }
   store::WriteBatch b;
   SyncResult out;
   if (phase == SyncPhase::kAfterWait) {
-    if (found == node_index_.end()) return reply(NotFound("node " + req.node + " is not registered"));
-    const bool wait = BuildDesired(found->second, out.response);
+    if (!index) return reply(NotFound("node " + req.node + " is not registered"));
+    const bool wait = BuildDesired(*index, out.response);
     return ReplyDurable({}, wait, std::move(out), reply);
   }
   // The node: registered on its agent's first sync.
-  std::optional<core::NodeIndex> index;
-  if (found != node_index_.end()) index = found->second;
   if (!index) {
     core::NodeSpec n;
     n.name = req.node;
@@ -331,25 +295,13 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     auto added = state_.AddNode(n);
     if (!added.ok()) return reply(added.status());
     index = *added;
-    node_index_[req.node] = *index;
     dirty_ = true;
     out.changed = true;
   }
-  AgentNode& agent = agents_[req.node];
-  if (!req.agent_id.empty() && agent.agent_id != req.agent_id) {
-    if (!agent.agent_id.empty()) {
-      b.events.push_back({0, 0, now.millis(), "AgentReplaced", "",
-                          "node " + req.node + ": agent " + req.agent_id + " took over from " + agent.agent_id});
-    }
-    agent.agent_id = req.agent_id;
-  }
-  bool first = agent.inventory.empty() || agent.address != req.address;
-  agent.address = req.address;
-  agent.log_port = req.log_port;
-  if (agent.removed) {  // forgotten by an operator, and back: registered again
-    agent.removed = false;
-    first = true;
-  }
+  AgentRegistry::Agent& agent = agents_.Get(req.node);
+  const AgentRegistry::Served served = agents_.Serve(req, agent);
+  if (served.replaced) b.events.push_back({0, 0, now.millis(), "AgentReplaced", "", *served.replaced});
+  const bool first = served.first;
   if (liveness_.Heard(*index) || first) UpdateSchedulable(*index);
   ApplyCapacity(*index, {static_cast<int64_t>(req.gpus.size()), req.cpu_milli, req.memory_bytes}, b);
   // At most this many GPU health events of one report are stored one by
@@ -358,7 +310,6 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   constexpr size_t kStoredHealthEvents = 16;
   size_t health_event = 0;
   for (const proto::HealthEventReport& e : req.health_events) {
-    agent.events.push_back(e);
     const std::string xid = e.xid ? "XID " + std::to_string(e.xid) : "";
     const std::string what = req.node + " GPU " + e.uuid + ": " +
                              (e.kind == "xid" && !xid.empty() ? xid : e.kind + (xid.empty() ? "" : " " + xid)) +
@@ -369,7 +320,7 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     // operator clears it), and the gangs using that GPU are stopped and
     // requeued elsewhere without spending a retry.
     if (agent.cordon.empty()) {
-      agent.cordon = what;
+      agent.cordon = what;  // stored with the status below
       (void)state_.SetSchedulable(*index, false);
       b.events.push_back({0, 0, now.millis(), "NodeCordoned", "GpuFault", req.node + " cordoned: " + what});
       dirty_ = true;
@@ -400,44 +351,8 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
                         req.node + ": " + std::to_string(health_event - kStoredHealthEvents) +
                             " more GPU health events in one report, not stored one by one"});
   }
-  if (agent.events.size() > 32) agent.events.erase(agent.events.begin(), agent.events.end() - 32);
-  // The node's report is rebuilt (and stored) only when it changed.
-  std::string inventory = req.gpu_type + "|" + req.address + "|" + std::to_string(req.log_port) + "|" + req.cgroups +
-                          "|" + req.agent_version + "|" + req.gpu_note + "|" + std::to_string(req.cpu_milli) + "|" +
-                          std::to_string(req.memory_bytes);
-  for (const auto& [k, v] : req.labels) inventory += "|" + k + "=" + v;
-  for (const proto::GpuReport& g : req.gpus) inventory += "|" + g.uuid + (g.healthy ? "+" : "-") + g.health;
-  if (inventory != agent.inventory || !req.health_events.empty()) {
-    agent.inventory = inventory;
-    json status = {{"source", "agent"},
-                   {"gpuType", req.gpu_type},
-                   {"gpus", static_cast<int64_t>(req.gpus.size())},
-                   {"cpuMilli", req.cpu_milli},
-                   {"memoryBytes", req.memory_bytes},
-                   {"leaf", req.labels.count("leaf") ? req.labels.at("leaf") : ""},
-                   {"spine", req.labels.count("spine") ? req.labels.at("spine") : ""},
-                   {"zone", req.labels.count("zone") ? req.labels.at("zone") : ""},
-                   {"labels", req.labels},
-                   {"address", req.address},
-                   {"logPort", req.log_port},
-                   {"agentVersion", req.agent_version},
-                   {"gpuSource", req.gpu_source},
-                   {"gpuNote", req.gpu_note},
-                   {"cgroups", req.cgroups}};
-    json gpus = json::array();
-    for (const proto::GpuReport& g : req.gpus) {
-      gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"memoryBytes", g.memory_bytes},
-                      {"numaNode", g.numa_node}, {"nvlinks", g.nvlinks}, {"healthy", g.healthy}, {"health", g.health}});
-    }
-    status["gpuDevices"] = gpus;
-    json events = json::array();
-    for (const proto::HealthEventReport& e : agent.events) {
-      events.push_back({{"uuid", e.uuid}, {"xid", e.xid}, {"kind", e.kind}, {"fatal", e.fatal}, {"timeMs", e.time_ms}});
-    }
-    status["healthEvents"] = events;
-    if (!agent.cordon.empty()) status["cordoned"] = agent.cordon;
-    agent.status_json = status.dump();
-    b.nodes.push_back({req.node, agent.status_json, "READY", now.millis()});
+  if (std::optional<std::string> status = agents_.Report(req, agent)) {
+    b.nodes.push_back({req.node, *status, "READY", now.millis()});
   }
   out.response.health_events_recorded = static_cast<int32_t>(req.health_events.size());
   if (first) {
@@ -551,8 +466,7 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   std::vector<ReplicaPlace> places;
   for (const lifecycle::Replica& r : a.replicas) {
     const std::string& name = state_.nodes()[r.node].spec.name;
-    auto ag = agents_.find(name);
-    places.push_back({name, ag != agents_.end() && !ag->second.address.empty() ? ag->second.address : name});
+    places.push_back({name, agents_.AddressOf(name)});
   }
   auto task = array_task_of_.find(job);
   const api::JobSpec& spec = *d.spec;
@@ -593,11 +507,13 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string
     const std::string verb = drain ? "drain" : cordon ? "cordon" : "uncordon";
     const StatusOr<core::NodeIndex> index = AdminNode(node, user, verb);
     if (!index.ok()) return reply(index.status());
-    AgentNode& a = agents_[node];
+    AgentRegistry::Agent& a = agents_.Get(node);
     const std::string before = a.cordon;
-    a.cordon = cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "";
+    const std::optional<std::string> status =
+        agents_.SetCordon(a, cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "");
     UpdateSchedulable(*index);
     store::WriteBatch b;
+    if (status) b.nodes.push_back({node, *status, "READY", clock_.Now().millis()});
     if (drain) {
       // Stop changes nothing for an attempt already stopping.
       const std::set<int64_t> jobs = lifecycle_.AttemptsOn(*index);
@@ -608,18 +524,6 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string
           b.events.push_back(Event(job, "Requeuing", "Drain", why + "; stopping its replicas"));
         }
         ApplyEffects(fx, b);
-      }
-    }
-    if (a.status_json != "{}") {
-      json status = json::parse(a.status_json, nullptr, false);
-      if (status.is_object()) {
-        if (a.cordon.empty()) {
-          status.erase("cordoned");
-        } else {
-          status["cordoned"] = a.cordon;
-        }
-        a.status_json = status.dump();
-        b.nodes.push_back({node, a.status_json, "READY", clock_.Now().millis()});
       }
     }
     if (before != a.cordon) {
@@ -639,12 +543,9 @@ Status ControlLoop::RequireAdmin(const std::string& user, const std::string& ver
 StatusOr<core::NodeIndex> ControlLoop::AdminNode(const std::string& node, const std::string& user,
                                                  const std::string& verb) {
   RETURN_IF_ERROR(RequireAdmin(user, verb + " a node"));
-  auto idx = node_index_.find(node);
-  auto agent = agents_.find(node);
-  if (idx == node_index_.end() || (agent != agents_.end() && agent->second.removed)) {
-    return NotFound("node " + node + " does not exist");
-  }
-  return idx->second;
+  const std::optional<core::NodeIndex> index = state_.FindNode(node);
+  if (!index || agents_.Removed(node)) return NotFound("node " + node + " does not exist");
+  return *index;
 }
 
 void ControlLoop::ReplyNodeView(store::WriteBatch b, core::NodeIndex node,
@@ -688,7 +589,7 @@ void ControlLoop::RemoveNode(const std::string& node, const std::string& user, D
       return reply(FailedPrecondition("node " + node + " still holds job " + std::to_string(*jobs.begin()) +
                                       ", whose other replicas are being stopped; try again once it has ended"));
     }
-    AgentNode& a = agents_[node];
+    AgentRegistry::Agent& a = agents_.Get(node);
     a.removed = true;
     a.inventory.clear();  // a returning agent's first sync stores the node again
     UpdateSchedulable(*index);
@@ -745,11 +646,11 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
       }
       return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
     }
-    auto ag = agents_.find(node);
-    if (ag == agents_.end() || ag->second.log_port == 0) {
+    const AgentRegistry::Agent* ag = agents_.Find(node);
+    if (ag == nullptr || ag->log_port == 0) {
       return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs"));
     }
-    reply(ReplicaLocation{node, ag->second.address, ag->second.log_port, attempt});
+    reply(ReplicaLocation{node, ag->address, ag->log_port, attempt});
   }, ShuttingDown());
 }
 
