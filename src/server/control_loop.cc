@@ -78,7 +78,8 @@ Status ControlLoop::Start() {
   RETURN_IF_ERROR(RestoreNodes());
   nodes_at_start_ = state_.nodes().size();
   janitor_ = std::make_unique<CheckpointJanitor>();
-  RETURN_IF_ERROR(RestoreCatalog());
+  ASSIGN_OR_RETURN(std::vector<store::CheckpointRow> checkpoints, store_.LoadLiveCheckpoints());
+  checkpoints_.Restore(std::move(checkpoints));
   RETURN_IF_ERROR(Restore());
   RETURN_IF_ERROR(RestoreFairShare());
   RETURN_IF_ERROR(store_.Commit({&nodes}));
@@ -492,7 +493,7 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
           row.end_ms = now.millis();
           row.reason = "cancelled by " + user;
           event = "Cancelled";
-          catalog_.erase(id);
+          checkpoints_.Forget(id);
         }
         break;
       case Action::kHold:

@@ -66,6 +66,7 @@
 #include "lifecycle/node_liveness.h"
 #include "scheduler/scheduler.h"
 #include "server/agent_registry.h"
+#include "server/checkpoint_catalog.h"
 #include "server/checkpoint_janitor.h"
 #include "server/idempotency_table.h"
 #include "server/node_waits.h"
@@ -201,17 +202,13 @@ class ControlLoop {
 
   // Checkpoints and progress (control_loop_checkpoints.cc).
   //
-  // The catalog: a job's checkpoints, numbered 1, 2, ... in commit order.
-  // A commit is accepted only from the job's current attempt (a replica of
-  // an attempt that was replaced is fenced off) and only for a location
-  // below the job's checkpoint.dir; committing the same location again with
-  // the same manifest is answered with the first entry (a retried request).
-  // Retention keeps the newest checkpoint.keep COMMITTED entries; older ones
-  // become REMOVED and are deleted from storage in the background. A new
-  // attempt gets the COMMITTED entries, newest first, as its resume
-  // candidates (fixed when the attempt is created, so every replica of a
-  // gang gets the same list); the node verifies them before launch and a
-  // damaged one becomes CORRUPT, with an event, and is never offered again.
+  // A commit is accepted only from the job's owner and its current attempt
+  // (a replica of an attempt that was replaced is fenced off); the entries
+  // and their rules (numbering, retention, corrupt ones) are the
+  // CheckpointCatalog's (server/checkpoint_catalog.h). Entries retention
+  // drops are deleted from storage in the background once that is durable.
+  // A new attempt's resume candidates are fixed when it is created, so
+  // every replica of a gang gets the same list.
   struct CheckpointCommit {
     int64_t job = 0;
     int32_t attempt = 0;
@@ -340,12 +337,10 @@ class ControlLoop {
   void UpdateSchedulable(core::NodeIndex node);
   nlohmann::json AttemptJson(int64_t job) const;
   // Checkpoints (control_loop_checkpoints.cc).
-  Status RestoreCatalog();
-  std::vector<proto::ResumeCandidate> ResumeCandidates(int64_t job) const;
   // A replica's report of the checkpoint it resumed from, and the ones it
   // found damaged.
   void RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b);
-  std::unordered_map<int64_t, std::vector<store::CheckpointRow>> catalog_;  // jobs not ended, by seq
+  CheckpointCatalog checkpoints_;
   std::unique_ptr<CheckpointJanitor> janitor_;
   // Agent reports that freed GPUs, answered after the next cycle.
   struct HeldSync {

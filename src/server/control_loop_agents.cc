@@ -104,7 +104,7 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
       (void)state_.SetPreemptImmune(e.job, false);
       immune_since_ms_.erase(im);
     }
-    if (e.terminal) catalog_.erase(e.job);  // the store keeps the entries for queries
+    if (e.terminal) checkpoints_.Forget(e.job);  // the store keeps the entries for queries
     reasons_.erase(e.job);
     dirty_ = true;
     written.push_back(e.job);
@@ -190,7 +190,7 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
   AttemptDetail d;
   auto spec = api::ParseJobSpecJson(jobs_.at(job).spec_json);
   if (spec.ok()) d.spec = std::make_shared<const api::JobSpec>(std::move(*spec));
-  d.resume = ResumeCandidates(job);
+  d.resume = checkpoints_.ResumeCandidates(job);
   lifecycle::RestoredAttempt r;
   std::optional<int64_t> restored_step;
   if (restored && restored->is_object()) {

@@ -1,10 +1,8 @@
-// ControlLoop: the checkpoint catalog, resume choices and progress (see
-// "Checkpoints and progress" in control_loop.h).
-#include <algorithm>
+// ControlLoop: checkpoint commits (who may commit; the entries are the
+// CheckpointCatalog's), the checkpoint each attempt resumed from, and
+// progress (see "Checkpoints and progress" in control_loop.h).
 #include <nlohmann/json.hpp>
 
-#include "common/message_text.h"
-#include "checkpoint/storage.h"
 #include "server/control_loop.h"
 
 namespace muster::server {
@@ -12,42 +10,6 @@ namespace muster::server {
 using core::JobState;
 using nlohmann::json;
 using store::JobRow;
-
-namespace {
-
-std::string Size(int64_t bytes) {
-  char buf[32];
-  if (bytes >= (1LL << 30)) {
-    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
-  } else if (bytes >= (1LL << 20)) {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  } else {
-    std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
-  }
-  return buf;
-}
-
-std::string Describe(const store::CheckpointRow& c) {
-  return "checkpoint " + std::to_string(c.seq) + " (step " + std::to_string(c.step) + ")";
-}
-
-}  // namespace
-
-Status ControlLoop::RestoreCatalog() {
-  ASSIGN_OR_RETURN(std::vector<store::CheckpointRow> rows, store_.LoadLiveCheckpoints());
-  for (store::CheckpointRow& row : rows) catalog_[row.job_id].push_back(std::move(row));
-  return Status::Ok();
-}
-
-std::vector<proto::ResumeCandidate> ControlLoop::ResumeCandidates(int64_t job) const {
-  std::vector<proto::ResumeCandidate> out;
-  auto it = catalog_.find(job);
-  if (it == catalog_.end()) return out;
-  for (auto c = it->second.rbegin(); c != it->second.rend(); ++c) {
-    if (c->state == "COMMITTED") out.push_back({c->seq, c->step, c->location, c->manifest_sha256});
-  }
-  return out;
-}
 
 void ControlLoop::CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::CheckpointRow>> done) {
   using R = StatusOr<store::CheckpointRow>;
@@ -66,42 +28,17 @@ void ControlLoop::CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::Chec
     if (!a->second.spec || !a->second.spec->checkpoint) {
       return reply(FailedPrecondition(job_name + " has no checkpoint.dir in its spec"));
     }
-    const std::string& root = a->second.spec->checkpoint->dir;
-    if (!checkpoint::IsBelow(c.location, root)) {
-      return reply(InvalidArgument("must be a directory below the job's checkpoint.dir " + root + ", got " +
-                                       QuoteForMessage(c.location, 256),
-                                   "location"));
-    }
-    std::vector<store::CheckpointRow>& entries = catalog_[c.job];
-    for (const store::CheckpointRow& e : entries) {
-      if (e.location != c.location) continue;
-      if (e.manifest_sha256 == c.manifest_sha256 && e.attempt == c.attempt) return reply(e);  // a retried request
-      return reply(Status(StatusCode::kAlreadyExists,
-                          c.location + " is already " + Describe(e) + " with another manifest; write a new directory"));
-    }
-    const int64_t now = clock_.Now().millis();
-    store::CheckpointRow entry{c.job, entries.empty() ? 1 : entries.back().seq + 1, c.attempt, c.step, c.location,
-                               c.manifest_sha256, c.files, c.bytes, "COMMITTED", "", now};
-    entries.push_back(entry);
-    (void)state_.NoteCheckpoint(c.job, Time::FromMillis(now));  // what a preemption would lose starts here
+    const Time now = clock_.Now();
     store::WriteBatch b;
-    b.checkpoints.push_back(entry);
-    b.events.push_back(Event(c.job, "CheckpointCommitted", "",
-                             Describe(entry) + " by attempt " + std::to_string(c.attempt) + ": " +
-                                 std::to_string(c.files) + " files, " + Size(c.bytes) + " at " + c.location));
-    // Retention: the newest `keep` committed ones stay. The dropped ones
-    // are deleted once the catalog no longer offers them durably.
-    const int32_t keep = a->second.spec->checkpoint->keep;
-    int32_t committed = 0;
-    std::vector<std::pair<std::string, std::string>> dropped;
-    for (auto e = entries.rbegin(); e != entries.rend(); ++e) {
-      if (e->state != "COMMITTED" || ++committed <= keep) continue;
-      e->state = "REMOVED";
-      e->note = "retention: the newest " + std::to_string(keep) + " are kept";
-      b.checkpoints.push_back(*e);
-      dropped.emplace_back(e->location, e->manifest_sha256);
-    }
-    Persist(std::move(b), [this, reply, entry, dropped](const Status& s) {
+    const StatusOr<CheckpointCatalog::Committed> added =
+        checkpoints_.Add({c.job, c.attempt, c.step, c.location, c.manifest_sha256, c.files, c.bytes},
+                         a->second.spec->checkpoint->dir, a->second.spec->checkpoint->keep, now, b);
+    if (!added.ok()) return reply(added.status());
+    if (added->repeated) return reply(added->entry);  // a retried request
+    (void)state_.NoteCheckpoint(c.job, now);  // what a preemption would lose starts here
+    // The checkpoints retention dropped are deleted once the catalog no
+    // longer offers them durably.
+    Persist(std::move(b), [this, reply, entry = added->entry, dropped = added->dropped](const Status& s) {
       if (!s.ok()) return reply(s);
       for (const auto& [location, sha] : dropped) janitor_->Remove(location, sha, entry.job_id);
       reply(entry);
@@ -111,23 +48,7 @@ void ControlLoop::CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::Chec
 
 void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b) {
   AttemptDetail& a = details_.at(job);
-  std::vector<store::CheckpointRow>& entries = catalog_[job];
-  auto find = [&](int64_t seq) -> store::CheckpointRow* {
-    for (store::CheckpointRow& e : entries) {
-      if (e.seq == seq) return &e;
-    }
-    return nullptr;
-  };
-  for (const proto::SkippedCheckpoint& k : t.skipped) {
-    store::CheckpointRow* e = find(k.seq);
-    if (!e || e->state != "COMMITTED") continue;  // another replica reported it first
-    e->state = "CORRUPT";
-    e->note = k.reason.substr(0, 1024);
-    b.checkpoints.push_back(*e);
-    b.events.push_back(Event(job, "CheckpointCorrupt", "VerificationFailed",
-                             Describe(*e) + " at " + e->location + " failed verification on replica " +
-                                 std::to_string(t.replica) + "'s node: " + e->note + "; it is skipped"));
-  }
+  checkpoints_.MarkCorrupt(job, t.replica, t.skipped, clock_.Now(), b);
   if (a.resume_recorded) {
     const int64_t first = a.resumed_from.is_object() ? a.resumed_from.value("seq", int64_t{0}) : 0;
     if (first != t.resumed_seq) {
@@ -138,9 +59,9 @@ void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::W
     return;
   }
   a.resume_recorded = true;
-  if (const store::CheckpointRow* e = t.resumed_seq > 0 ? find(t.resumed_seq) : nullptr) {
+  if (const store::CheckpointRow* e = t.resumed_seq > 0 ? checkpoints_.Find(job, t.resumed_seq) : nullptr) {
     a.resumed_from = {{"seq", e->seq}, {"step", e->step}, {"location", e->location}};
-    b.events.push_back(Event(job, "Resumed", "", "attempt " + std::to_string(t.attempt) + " resumes from " + Describe(*e) +
+    b.events.push_back(Event(job, "Resumed", "", "attempt " + std::to_string(t.attempt) + " resumes from " + CheckpointCatalog::Describe(*e) +
                                                      " at " + e->location));
   } else {
     a.resumed_from = nullptr;
