@@ -5,7 +5,6 @@
 #include <random>
 #include <cstdio>
 #include <future>
-#include <pthread.h>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -45,7 +44,8 @@ ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store
                  options.max_lost_fraction, options.silence_burst_window, options.silence_hold}),
       lifecycle_(state_, clock, {static_cast<int32_t>(options.checkpoint_signals_per_second)},
                  [this](core::NodeIndex node) { return liveness_.Watched(node); }),
-      fairshare_(options.fairshare) {}
+      fairshare_(options.fairshare),
+      pacer_(options.cycle_delay, options.cycle_interval) {}
 
 ControlLoop::~ControlLoop() { Stop(); }
 
@@ -84,11 +84,15 @@ Status ControlLoop::Start() {
   RETURN_IF_ERROR(RestoreFairShare());
   RETURN_IF_ERROR(store_.Commit({&nodes}));
   writer_ = std::make_unique<store::StoreWriter>(store_);
-  last_cycle_ = clock_.Now();
-  thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "control-loop");
-    Run();
-  });
+  pacer_.Reset(clock_.Now());
+  loop_.Start("control-loop", {[this] { return IdleWait(); }, [this] { Idle(); },
+                               [this] {
+                                 AnswerHeldSyncs();
+                                 // Saved last: the writer commits it before it stops.
+                                 if (store::WriteBatch b = SaveFairShare(clock_.Now()); !b.empty()) {
+                                   Persist(std::move(b), nullptr);
+                                 }
+                               }});
   return Status::Ok();
 }
 
@@ -102,16 +106,7 @@ core::JobState ControlLoop::StateOf(int64_t job) const {
 
 void ControlLoop::Stop() {
   EndWaits();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_ || !thread_.joinable()) {
-      stop_ = true;
-      return;
-    }
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
+  loop_.Stop();
   writer_.reset();  // commits what is queued
 }
 
@@ -252,68 +247,30 @@ Status ControlLoop::Restore() {
 
 Status ControlLoop::ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
 
-void ControlLoop::Post(Task task) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    tasks_.push_back(std::move(task));
+void ControlLoop::Idle() {
+  const Time now = clock_.Now();
+  waits_.EndExpired(now);
+  if (lifecycle_.NextStopDue() <= now) {
+    lifecycle::Effects fx;
+    store::WriteBatch b;
+    lifecycle_.ReleaseDueStops(fx);
+    ApplyEffects(fx, b);
+    if (!b.empty()) Persist(std::move(b), nullptr);
   }
-  cv_.notify_one();
+  if (pacer_.Due(now, dirty_)) {
+    const auto started = std::chrono::steady_clock::now();
+    RunCycle();
+    // The cycle's own cost, in real time (CyclePacer).
+    pacer_.Ran(now, std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started)
+                        .count());
+  }
 }
 
-bool ControlLoop::PostUnlessStopped(Task task) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return false;
-    tasks_.push_back(std::move(task));
-  }
-  cv_.notify_one();
-  return true;
-}
-
-void ControlLoop::Run() {
-  while (true) {
-    std::deque<Task> batch;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      Duration wait = dirty_ ? cycle_gap_ : options_.cycle_interval;
-      if (const Time due = lifecycle_.NextStopDue(); !due.is_max()) {
-        wait = std::min(wait, std::max(Duration::Zero(), due - clock_.Now()));
-      }
-      wait = std::min(wait, waits_.UntilNextDeadline(clock_.Now()));
-      cv_.wait_for(lock, std::chrono::milliseconds(wait.millis()), [&] { return stop_ || !tasks_.empty(); });
-      batch.swap(tasks_);
-      if (stop_ && batch.empty()) {
-        lock.unlock();
-        AnswerHeldSyncs();
-        // Saved last: the writer commits it before it stops.
-        if (store::WriteBatch b = SaveFairShare(clock_.Now()); !b.empty()) Persist(std::move(b), nullptr);
-        return;
-      }
-    }
-    for (Task& t : batch) t();
-    const Time now = clock_.Now();
-    waits_.EndExpired(now);
-    if (lifecycle_.NextStopDue() <= now) {
-      lifecycle::Effects fx;
-      store::WriteBatch b;
-      lifecycle_.ReleaseDueStops(fx);
-      ApplyEffects(fx, b);
-      if (!b.empty()) Persist(std::move(b), nullptr);
-    }
-    const Duration since = now - last_cycle_;
-    if ((dirty_ && since >= cycle_gap_) || since >= options_.cycle_interval) {
-      const auto started = std::chrono::steady_clock::now();
-      RunCycle();
-      // Keep scheduling to at most a tenth of the loop's time, so a long
-      // queue does not hold up the API (every submit waits for a cycle in
-      // progress): the next change-triggered cycle waits nine times as long
-      // as this one took. Measured in real time: it is the loop's own cost.
-      const int64_t took_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                  std::chrono::steady_clock::now() - started).count();
-      cycle_gap_ = std::min(std::max(options_.cycle_delay, Duration::Millis((took_us * 9 + 999) / 1000)),
-                            options_.cycle_interval);
-    }
-  }
+Duration ControlLoop::IdleWait() const {
+  const Time now = clock_.Now();
+  Duration wait = pacer_.Wait(dirty_);
+  if (const Time due = lifecycle_.NextStopDue(); !due.is_max()) wait = std::min(wait, std::max(Duration::Zero(), due - now));
+  return std::min(wait, waits_.UntilNextDeadline(now));
 }
 
 store::EventRow ControlLoop::Event(int64_t job, const std::string& type, const std::string& reason,
@@ -371,7 +328,7 @@ uint64_t ControlLoop::Persist(store::WriteBatch batch, std::function<void(const 
 
 void ControlLoop::Submit(SubmitRequest req, SubmitReply done) {
   auto shared = std::make_shared<const SubmitRequest>(std::move(req));
-  Async<StatusOr<SubmitResult>>([this, shared](SubmitReply reply) { DoSubmit(*shared, reply); }, std::move(done),
+  loop_.Async<StatusOr<SubmitResult>>([this, shared](SubmitReply reply) { DoSubmit(*shared, reply); }, std::move(done),
                                 ShuttingDown());
 }
 
@@ -468,7 +425,7 @@ StatusOr<JobRow*> ControlLoop::ManagedJob(int64_t id, const std::string& user, c
 
 void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<StatusOr<JobRow>> done) {
   using R = StatusOr<JobRow>;
-  Async<R>([this, id, action, user](std::function<void(R)> reply) {
+  loop_.Async<R>([this, id, action, user](std::function<void(R)> reply) {
     auto managed = ManagedJob(id, user, ActionName(action));
     if (!managed.ok()) return reply(managed.status());
     JobRow& row = **managed;
@@ -577,7 +534,6 @@ void ControlLoop::RunCycle() {
   core::ClusterSnapshot snap = state_.Snapshot(now);
   snap.queue_fairshare = fairshare_points_;
   const core::Decisions d = scheduler_->Cycle(snap);
-  last_cycle_ = now;
   dirty_ = false;
   store::WriteBatch b;
   for (const core::JobFailure& f : d.failures) {
@@ -637,7 +593,7 @@ void ControlLoop::RunCycle() {
     // bind it forgot.
     Persist(std::move(b), started.empty() ? std::function<void(const Status&)>()
                                           : [this, started = std::move(started)](const Status&) {
-                                              Post([this, started] {
+                                              loop_.Post([this, started] {
                                                 for (const auto& [job, number] : started) lifecycle_.MarkDurable(job, number);
                                               });
                                             });
@@ -676,7 +632,7 @@ Status ControlLoop::RestoreFairShare() {
 
 void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
   using R = StatusOr<Explanation>;
-  Async<R>([this, id](std::function<void(R)> reply) {
+  loop_.Async<R>([this, id](std::function<void(R)> reply) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
     Explanation e;
@@ -753,7 +709,7 @@ ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
 
 void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
   using R = StatusOr<std::vector<NodeView>>;
-  Async<R>([this](std::function<void(R)> reply) {
+  loop_.Async<R>([this](std::function<void(R)> reply) {
     std::vector<NodeView> out;
     for (const core::Node& n : state_.nodes()) out.push_back(ViewOf(n));
     for (const auto& [id, r] : state_.running()) {
@@ -771,7 +727,7 @@ void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
 
 void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
   using R = StatusOr<std::vector<QueueView>>;
-  Async<R>([this](std::function<void(R)> reply) {
+  loop_.Async<R>([this](std::function<void(R)> reply) {
     std::map<std::string, QueueView> queues;
     for (const auto& [id, row] : jobs_) {
       QueueView& q = queues[row.queue];

@@ -1,11 +1,13 @@
 // ControlLoop: the one thread that owns the cluster state in `muster server`.
 //
 // API threads call the public methods; each posts a task to the loop thread
-// and blocks until the answer is ready. A change (submit, cancel, hold,
-// release, requeue) is applied to the in-memory state, written to the store
-// through the group-commit writer, and answered only once the write is
-// durable, so every acknowledged change survives kill -9. The loop runs a
-// scheduling cycle shortly after every change and every `cycle_interval`,
+// (server/loop_executor.h) and is answered through its `done` once the
+// answer is ready. A change (submit, cancel, hold, release, requeue) is
+// applied to the in-memory state, written to the store through the
+// group-commit writer, and answered only once the write is durable, so
+// every acknowledged change survives kill -9. The loop runs a scheduling
+// cycle shortly after every change and every `cycle_interval`
+// (server/cycle_pacer.h),
 // applies its decisions (start jobs, fail jobs whose dependencies can never
 // be met) and writes them too, and keeps the cycle's pending reasons for
 // `why`. Before each cycle it charges the running jobs' GPUs to their
@@ -39,20 +41,15 @@
 // Thread-safety: public methods are safe from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <future>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <tuple>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -68,7 +65,9 @@
 #include "server/agent_registry.h"
 #include "server/checkpoint_catalog.h"
 #include "server/checkpoint_janitor.h"
+#include "server/cycle_pacer.h"
 #include "server/idempotency_table.h"
+#include "server/loop_executor.h"
 #include "server/node_waits.h"
 #include "server/options.h"
 #include "store/store.h"
@@ -106,7 +105,7 @@ class ControlLoop {
   // `done` must not block. So a caller waiting for the loop (an HTTP
   // request) holds no thread.
   template <typename T>
-  using Done = std::function<void(T)>;
+  using Done = LoopExecutor::Done<T>;
 
   using SubmitReply = Done<StatusOr<SubmitResult>>;
   // `done` has a refusal from the loop's thread, or the job once it is durable.
@@ -243,22 +242,16 @@ class ControlLoop {
 
 
  private:
-  using Task = std::function<void()>;
-  // Runs `fn` on the loop thread; `done` gets the value it replies with, or
-  // `if_stopped` at once when the loop no longer runs.
-  template <typename T>
-  void Async(std::function<void(std::function<void(T)>)> fn, Done<T> done, T if_stopped);
-  // The same, waiting for the value.
-  template <typename T>
-  T Call(std::function<void(std::function<void(T)>)> fn, T if_stopped);
-  void Post(Task task);
-  // Queues `task` unless the loop has stopped (then false: the caller answers).
-  bool PostUnlessStopped(Task task);
   void DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, const SyncReply& reply);
   void DoSubmit(const SubmitRequest& req, const SubmitReply& reply);
   // What a call answers once the loop has stopped.
   static Status ShuttingDown();
-  void Run();
+  // The loop's own work after each wake-up (LoopExecutor::Hooks::tick):
+  // staggered stops due, expired waits, a scheduling cycle when due.
+  void Idle();
+  // How long the loop may sleep: until a cycle, a staggered stop or a
+  // wait's end is due.
+  Duration IdleWait() const;
   void RunCycle();
   Status Restore();
   // Queues a batch with the store writer; returns the writer's ticket.
@@ -377,7 +370,7 @@ class ControlLoop {
   const ServerOptions& options_;
   const Clock& clock_;
   store::Store& store_;
-  NodeWaits waits_;  // thread-safe; its lock is taken after mu_, never before
+  NodeWaits waits_;  // thread-safe; its lock nests with no other
   std::unique_ptr<store::StoreWriter> writer_;
   uint64_t last_ticket_ = 0;  // of the last batch handed to writer_
 
@@ -407,7 +400,6 @@ class ControlLoop {
   };
   std::unordered_map<int64_t, ArrayTask> array_task_of_;  // job -> its place in an array
   bool dirty_ = true;
-  Time last_cycle_;
   Time last_prune_;
   // Fair-share usage survives restarts: saved in the store's meta
   // "fairShareUsage" ({"at": ms, "usage": {queue: GPU-seconds}}) at most
@@ -415,28 +407,10 @@ class ControlLoop {
   store::WriteBatch SaveFairShare(Time now);
   Status RestoreFairShare();
   Time last_fairshare_save_;
-  Duration cycle_gap_ = Duration::Millis(5);  // after a change, the wait before the next cycle
+  CyclePacer pacer_;
 
-  // The task queue. Lock order: mu_, then NodeWaits' lock (Run asks it for
-  // the next deadline while holding mu_); nothing takes mu_ while holding it.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Task> tasks_;  // guarded by mu_
-  bool stop_ = false;       // guarded by mu_
-  std::thread thread_;
+  // The loop's thread and task queue; last, so it stops first.
+  LoopExecutor loop_;
 };
-
-template <typename T>
-void ControlLoop::Async(std::function<void(std::function<void(T)>)> fn, Done<T> done, T if_stopped) {
-  if (!PostUnlessStopped([fn = std::move(fn), done] { fn(done); })) done(std::move(if_stopped));
-}
-
-template <typename T>
-T ControlLoop::Call(std::function<void(std::function<void(T)>)> fn, T if_stopped) {
-  auto promise = std::make_shared<std::promise<T>>();
-  std::future<T> future = promise->get_future();
-  Async<T>(std::move(fn), [promise](T v) { promise->set_value(std::move(v)); }, std::move(if_stopped));
-  return future.get();
-}
 
 }  // namespace muster::server

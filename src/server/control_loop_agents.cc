@@ -56,7 +56,7 @@ void ControlLoop::WhenNodeChanges(const std::string& node, int64_t version, Dura
                                   std::function<void()> then) {
   // The loop sleeps until its next deadline and this one may be sooner: a
   // task (even an empty one) makes it look again.
-  if (waits_.WhenChanges(node, version, max_wait, std::move(then))) Post([] {});
+  if (waits_.WhenChanges(node, version, max_wait, std::move(then))) loop_.Post([] {});
 }
 
 lifecycle::JobTerms ControlLoop::TermsOf(const api::JobSpec* spec) const {
@@ -257,7 +257,7 @@ json ControlLoop::AttemptJson(int64_t job) const {
 }
 
 void ControlLoop::AgentSync(std::shared_ptr<const proto::SyncRequest> req, SyncPhase phase, SyncReply done) {
-  Async<StatusOr<SyncResult>>([this, req, phase](SyncReply reply) { DoAgentSync(*req, phase, reply); }, std::move(done),
+  loop_.Async<StatusOr<SyncResult>>([this, req, phase](SyncReply reply) { DoAgentSync(*req, phase, reply); }, std::move(done),
                               ShuttingDown());
 }
 
@@ -503,7 +503,7 @@ void ControlLoop::SweepAgents(store::WriteBatch& b) {
 void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string& user, bool drain,
                          Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  Async<R>([this, node, cordon, user, drain](std::function<void(R)> reply) {
+  loop_.Async<R>([this, node, cordon, user, drain](std::function<void(R)> reply) {
     const std::string verb = drain ? "drain" : cordon ? "cordon" : "uncordon";
     const StatusOr<core::NodeIndex> index = AdminNode(node, user, verb);
     if (!index.ok()) return reply(index.status());
@@ -560,7 +560,7 @@ void ControlLoop::ReplyNodeView(store::WriteBatch b, core::NodeIndex node,
 
 void ControlLoop::DeclareLost(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  Async<R>([this, node, user](std::function<void(R)> reply) {
+  loop_.Async<R>([this, node, user](std::function<void(R)> reply) {
     const StatusOr<core::NodeIndex> index = AdminNode(node, user, "declare lost");
     if (!index.ok()) return reply(index.status());
     lifecycle::Effects fx;
@@ -575,7 +575,7 @@ void ControlLoop::DeclareLost(const std::string& node, const std::string& user, 
 
 void ControlLoop::RemoveNode(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  Async<R>([this, node, user](std::function<void(R)> reply) {
+  loop_.Async<R>([this, node, user](std::function<void(R)> reply) {
     const StatusOr<core::NodeIndex> index = AdminNode(node, user, "remove");
     if (!index.ok()) return reply(index.status());
     if (!liveness_.Watched(*index)) {
@@ -602,7 +602,7 @@ void ControlLoop::RemoveNode(const std::string& node, const std::string& user, D
 
 StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica, int32_t wanted) {
   using R = StatusOr<ReplicaLocation>;
-  return Call<R>([this, job, replica, wanted](std::function<void(R)> reply) {
+  return loop_.Call<R>([this, job, replica, wanted](std::function<void(R)> reply) {
     auto row = jobs_.find(job);
     if (row == jobs_.end()) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
     // The current attempt (unless another is asked for), else the one asked

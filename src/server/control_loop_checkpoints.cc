@@ -13,7 +13,7 @@ using store::JobRow;
 
 void ControlLoop::CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::CheckpointRow>> done) {
   using R = StatusOr<store::CheckpointRow>;
-  Async<R>([this, c = std::move(c)](std::function<void(R)> reply) {
+  loop_.Async<R>([this, c = std::move(c)](std::function<void(R)> reply) {
     const std::string job_name = "job " + std::to_string(c.job);
     if (auto managed = ManagedJob(c.job, c.user, "commit checkpoints for"); !managed.ok()) return reply(managed.status());
     // Fencing: only the attempt that runs now may commit.
@@ -76,7 +76,7 @@ void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::W
 
 void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>> done) {
   using R = StatusOr<ProgressAnswer>;
-  Async<R>([this, p = std::move(p)](std::function<void(R)> reply) {
+  loop_.Async<R>([this, p = std::move(p)](std::function<void(R)> reply) {
     const std::string job_name = "job " + std::to_string(p.job);
     auto managed = ManagedJob(p.job, p.user, "report progress for");
     if (!managed.ok()) return reply(managed.status());

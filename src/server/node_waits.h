@@ -19,9 +19,8 @@
 // (lifecycle::JobLifecycle::Generation), published by the loop thread; any
 // thread may wait.
 //
-// Locking: mu_ is a leaf. The control loop may hold its task-queue mutex
-// while it calls UntilNextDeadline (never the reverse), and no callback
-// runs while mu_ is held.
+// Locking: mu_ is a leaf: nothing else is locked while it is held, and no
+// callback runs under it.
 #pragma once
 
 #include <cstdint>

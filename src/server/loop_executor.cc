@@ -1,0 +1,65 @@
+#include "server/loop_executor.h"
+
+#include <pthread.h>
+
+#include <chrono>
+
+namespace muster::server {
+
+void LoopExecutor::Start(const std::string& name, Hooks hooks) {
+  hooks_ = std::move(hooks);
+  thread_ = std::thread([this, name] {
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+    Run();
+  });
+}
+
+void LoopExecutor::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool running = !stop_ && thread_.joinable();
+    stop_ = true;
+    if (!running) return;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void LoopExecutor::Post(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+}
+
+bool LoopExecutor::PostUnlessStopped(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return false;
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void LoopExecutor::Run() {
+  while (true) {
+    // Asked before the lock: a task posted meanwhile is seen by the wait's
+    // predicate, and the owner's hooks never run under this lock.
+    const Duration wait = hooks_.idle_wait ? hooks_.idle_wait() : Duration::Seconds(1);
+    std::deque<Task> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(0, wait.millis())),
+                   [&] { return stop_ || !tasks_.empty(); });
+      batch.swap(tasks_);
+      if (stop_ && batch.empty()) break;
+    }
+    for (Task& t : batch) t();
+    if (hooks_.tick) hooks_.tick();
+  }
+  if (hooks_.stopping) hooks_.stopping();
+}
+
+}  // namespace muster::server

@@ -1,0 +1,82 @@
+#include "server/loop_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+#include "server/cycle_pacer.h"
+
+namespace muster::server {
+namespace {
+
+TEST(LoopExecutorTest, TasksRunInOrderOnOneThreadAndCallReturnsTheValue) {
+  LoopExecutor loop;
+  std::vector<int> seen;  // touched only on the loop's thread
+  std::atomic<int> ticks{0};
+  loop.Start("test-loop", {[] { return Duration::Seconds(10); }, [&] { ++ticks; }, nullptr});
+  for (int i = 0; i < 100; ++i) loop.Post([&seen, i] { seen.push_back(i); });
+  const size_t n = loop.Call<size_t>([&](LoopExecutor::Done<size_t> reply) { reply(seen.size()); }, 0);
+  EXPECT_EQ(n, 100u);
+  const bool ordered = loop.Call<bool>(
+      [&](LoopExecutor::Done<bool> reply) {
+        for (int i = 0; i < 100; ++i) {
+          if (seen[i] != i) return reply(false);
+        }
+        reply(true);
+      },
+      false);
+  EXPECT_TRUE(ordered);
+  EXPECT_GE(ticks.load(), 1) << "the owner's work runs after each wake-up";
+}
+
+TEST(LoopExecutorTest, StopFinishesWhatWasPostedRunsStoppingOnceThenRefuses) {
+  LoopExecutor loop;
+  std::atomic<int> ran{0}, stopping{0}, after_stopping{0};
+  loop.Start("test-loop", {nullptr, nullptr, [&] {
+                             ++stopping;
+                             after_stopping = ran.load();
+                           }});
+  for (int i = 0; i < 50; ++i) loop.Post([&] { ++ran; });
+  loop.Stop();
+  loop.Stop();  // idempotent
+  EXPECT_EQ(ran.load(), 50);
+  EXPECT_EQ(stopping.load(), 1);
+  EXPECT_EQ(after_stopping.load(), 50) << "stopping runs after the last task";
+  EXPECT_FALSE(loop.PostUnlessStopped([&] { ++ran; }));
+  int answered = 0;
+  loop.Async<int>([](LoopExecutor::Done<int> reply) { reply(1); }, [&](int v) { answered = v; }, -1);
+  EXPECT_EQ(answered, -1) << "a stopped loop answers at once, on the caller's thread";
+  EXPECT_EQ(loop.Call<int>([](LoopExecutor::Done<int> reply) { reply(1); }, -2), -2);
+}
+
+TEST(LoopExecutorTest, AnIdleLoopWakesWhenItsWaitEnds) {
+  LoopExecutor loop;
+  std::atomic<int> ticks{0};
+  loop.Start("test-loop", {[] { return Duration::Millis(1); }, [&] { ++ticks; }, nullptr});
+  for (int i = 0; i < 2000 && ticks.load() < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GE(ticks.load(), 5) << "ticks with nothing posted";
+}
+
+TEST(CyclePacerTest, AChangeAsksForACycleSoonAndALongCycleSpacesTheNext) {
+  CyclePacer pacer(Duration::Millis(5), Duration::Seconds(1));
+  const Time t0 = Time::FromSeconds(100);
+  pacer.Reset(t0);
+  EXPECT_FALSE(pacer.Due(t0 + Duration::Millis(4), /*changed=*/true));
+  EXPECT_TRUE(pacer.Due(t0 + Duration::Millis(5), true));
+  EXPECT_FALSE(pacer.Due(t0 + Duration::Millis(999), false));
+  EXPECT_TRUE(pacer.Due(t0 + Duration::Seconds(1), false)) << "every interval with no change";
+  EXPECT_EQ(pacer.Wait(true), Duration::Millis(5));
+  EXPECT_EQ(pacer.Wait(false), Duration::Seconds(1));
+  pacer.Ran(t0, /*took_us=*/20'000);  // 20 ms: the next waits 9 x as long
+  EXPECT_EQ(pacer.Wait(true), Duration::Millis(180));
+  EXPECT_FALSE(pacer.Due(t0 + Duration::Millis(179), true));
+  EXPECT_TRUE(pacer.Due(t0 + Duration::Millis(180), true));
+  pacer.Ran(t0, 5'000'000);  // never past the interval
+  EXPECT_EQ(pacer.Wait(true), Duration::Seconds(1));
+  pacer.Ran(t0, 100);  // never below the delay
+  EXPECT_EQ(pacer.Wait(true), Duration::Millis(5));
+}
+
+}  // namespace
+}  // namespace muster::server
