@@ -11,6 +11,7 @@
 //   GET  /v1/jobs/{id}/events         {"items": [...], "continue": "..."} (also /v1/events)
 //   POST /v1/jobs/{id}/cancel|hold|release|requeue
 //   GET  /v1/queues, GET /v1/nodes, GET /healthz
+//   (every route and its handler: HttpApi::Routes, and docs/api.md)
 //
 // Every error has one shape:
 //   {"error": {"code": "Invalid", "message": "...", "field": "spec.resources.gpus"}}
@@ -58,11 +59,37 @@ class HttpApi {
   void Stop();
 
  private:
+  using Request = http::Request;
+  using Response = http::Response;
+  using Reply = http::Server::Reply;
+
+  // The route table: one handler below per endpoint.
   void Routes();
-  // POST /v1/jobs, on the event loop or a worker; answers through `reply`.
-  void Submit(const http::Request& req, http::Server::Reply reply);
-  // POST /v1/agent/sync, likewise; a sync that waits for news holds no thread.
-  void AgentSync(const http::Request& req, http::Server::Reply reply);
+
+  // Jobs (http_api_jobs.cc). Calls into the control loop hold no thread
+  // while they wait (a scheduling cycle in progress, a change's fsync);
+  // reads of lists are served from the store on a worker.
+  void SubmitJob(Request&& req, Reply reply);                 // POST /v1/jobs
+  void ListJobs(const Request& req, Response& res);           // GET  /v1/jobs
+  void GetJob(Request&& req, Reply reply);                    // GET  /v1/jobs/{id}
+  void JobEvents(const Request& req, Response& res);          // GET  /v1/jobs/{id}/events
+  void ActOnJob(ControlLoop::Action action, Request&& req, Reply reply);  // POST /v1/jobs/{id}/cancel|hold|release|requeue
+  void CommitCheckpoint(Request&& req, Reply reply);          // POST /v1/jobs/{id}/checkpoints
+  void ListCheckpoints(const Request& req, Response& res);    // GET  /v1/jobs/{id}/checkpoints
+  void ReportProgress(Request&& req, Reply reply);            // POST /v1/jobs/{id}/progress
+  void JobLogs(const Request& req, Response& res);            // GET  /v1/jobs/{id}/logs
+
+  // The cluster (http_api_cluster.cc).
+  void Health(Request&& req, Reply reply);                    // GET  /healthz
+  void ListQueues(Request&& req, Reply reply);                // GET  /v1/queues
+  void ListNodes(const Request& req, Response& res);          // GET  /v1/nodes
+  void CordonNode(const std::string& verb, Request&& req, Reply reply);  // POST /v1/nodes/{name}/cordon|uncordon|drain
+  void DeclareNodeLost(Request&& req, Reply reply);           // POST /v1/nodes/{name}/declare-lost
+  void RemoveNode(Request&& req, Reply reply);                // DELETE /v1/nodes/{name}
+  void ClusterEvents(const Request& req, Response& res);      // GET  /v1/events
+  // A sync that waits for news holds no thread.
+  void AgentSync(Request&& req, Reply reply);                 // POST /v1/agent/sync
+
   class RateLimiter;
 
   const ServerOptions& options_;

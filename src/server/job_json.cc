@@ -102,4 +102,10 @@ nlohmann::json EventJson(const store::EventRow& e) {
           {"message", e.message}};
 }
 
+nlohmann::json CheckpointJson(const store::CheckpointRow& c) {
+  return {{"seq", c.seq},     {"attempt", c.attempt}, {"step", c.step},   {"location", c.location},
+          {"manifestSha256", c.manifest_sha256},      {"files", c.files}, {"bytes", c.bytes},
+          {"state", c.state}, {"note", c.note},       {"createdTime", api::FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
+}
+
 }  // namespace muster::server

@@ -25,5 +25,8 @@ std::string JobJsonText(const store::JobRow& row);
 void AppendSummaryJson(const store::JobSummary& job, std::string& out);
 nlohmann::json JobJson(const store::JobRow& row);
 nlohmann::json EventJson(const store::EventRow& row);
+// A checkpoint catalog entry: seq, attempt, step, location, manifestSha256,
+// files, bytes, state, note, createdTime.
+nlohmann::json CheckpointJson(const store::CheckpointRow& row);
 
 }  // namespace muster::server

@@ -1,0 +1,121 @@
+// HttpApi: the cluster's endpoints: health, queues, nodes, cluster events
+// and the agents' sync (the route table is HttpApi::Routes).
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "api/rfc3339.h"
+#include "proto/agent_protocol.h"
+#include "server/http_api.h"
+#include "server/http_api_util.h"
+
+namespace muster::server {
+
+using nlohmann::json;
+
+namespace {
+
+// The answer to an operator's change of a node: its name, whether it takes
+// work, its condition and cordon.
+std::function<void(StatusOr<ControlLoop::NodeView>)> NodeAnswer(http::Server::Reply reply) {
+  using N = ControlLoop::NodeView;
+  return Answer<N>(std::move(reply), [](http::Response& res, const N& view) {
+    json j = {{"name", view.spec.name}, {"schedulable", view.schedulable}, {"condition", view.condition}};
+    if (!view.cordon.empty()) j["cordon"] = view.cordon;
+    ReplyJson(res, 200, j);
+  });
+}
+
+}  // namespace
+
+void HttpApi::Health(Request&&, Reply reply) {
+  http::Response res;
+  ReplyJson(res, 200, {{"status", "ok"}});
+  reply(std::move(res));
+}
+
+void HttpApi::ListQueues(Request&&, Reply reply) {
+  using Q = std::vector<ControlLoop::QueueView>;
+  loop_.Queues(Answer<Q>(reply, [](http::Response& res, const Q& queues) {
+    json items = json::array();
+    for (const auto& q : queues) {
+      json item = {{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"gpusInUse", q.gpus_in_use},
+                   {"gpusInUseByType", q.in_use_by_type}};
+      if (!q.guarantee.empty()) item["guarantee"] = q.guarantee;
+      if (!q.limit.empty()) item["limit"] = q.limit;
+      items.push_back(std::move(item));
+    }
+    ReplyJson(res, 200, {{"items", items}});
+  }));
+}
+
+void HttpApi::ListNodes(const Request&, Response& res) {
+  using V = std::vector<ControlLoop::NodeView>;
+  auto nodes = Await<V>([this](ControlLoop::Done<StatusOr<V>> done) { loop_.Nodes(std::move(done)); });
+  if (!nodes.ok()) return ReplyStatus(res, nodes.status());
+  json items = json::array();
+  for (const auto& n : *nodes) {
+    const json agent = json::parse(n.status_json, nullptr, false);
+    items.push_back({{"name", n.spec.name},
+                     {"agent", agent.is_object() ? agent : json::object()},
+                     {"gpuType", n.spec.gpu_type},
+                     {"gpus", n.spec.capacity.gpus},
+                     {"freeGpus", n.free.gpus},
+                     {"cpuMilli", n.spec.capacity.cpu_milli},
+                     {"memoryBytes", n.spec.capacity.memory_bytes},
+                     {"leaf", n.spec.topology.leaf},
+                     {"spine", n.spec.topology.spine},
+                     {"schedulable", n.schedulable},
+                     {"condition", n.condition},
+                     {"runningJobs", n.running_jobs}});
+    if (!n.cordon.empty()) items.back()["cordon"] = n.cordon;
+    if (n.last_seen_ms > 0) items.back()["lastSeen"] = api::FormatRfc3339Utc(Time::FromMillis(n.last_seen_ms));
+  }
+  ReplyJson(res, 200, {{"items", items}});
+}
+
+void HttpApi::CordonNode(const std::string& verb, Request&& req, Reply reply) {
+  auto user = UserOf(req);
+  if (!user.ok()) return ReplyNow(reply, user.status());
+  loop_.Cordon(req.captures[0], verb != "uncordon", *user, verb == "drain", NodeAnswer(std::move(reply)));
+}
+
+void HttpApi::DeclareNodeLost(Request&& req, Reply reply) {
+  auto user = UserOf(req);
+  if (!user.ok()) return ReplyNow(reply, user.status());
+  loop_.DeclareLost(req.captures[0], *user, NodeAnswer(std::move(reply)));
+}
+
+void HttpApi::RemoveNode(Request&& req, Reply reply) {
+  auto user = UserOf(req);
+  if (!user.ok()) return ReplyNow(reply, user.status());
+  loop_.RemoveNode(req.captures[0], *user, NodeAnswer(std::move(reply)));
+}
+
+void HttpApi::ClusterEvents(const Request& req, Response& res) {
+  EventsPage(req, store_, 0, res);  // cluster events: nodes and GPUs
+}
+
+// An agent's sync holds no thread while it waits for news.
+void HttpApi::AgentSync(Request&& req, Reply reply) {
+  auto parsed = proto::ParseSyncRequest(req.body);
+  if (!parsed.ok()) return ReplyNow(reply, parsed.status());
+  using Phase = ControlLoop::SyncPhase;
+  using R = ControlLoop::SyncResult;
+  auto answer = Answer<R>(reply, [](http::Response& res, const R& result) {
+    res.Set(200, proto::ToJson(result.response), "application/json");
+  });
+  // At most a third of the lease: an idle agent still renews it in time.
+  const Duration wait = std::min({Duration::Millis(parsed->wait_ms), options_.agent_sync_wait,
+                                  Duration::Millis(options_.agent_lease.millis() / 3)});
+  const Phase phase = parsed->wait_ms > 0 ? Phase::kMayWait : Phase::kFull;
+  auto request = std::make_shared<const proto::SyncRequest>(std::move(*parsed));
+  loop_.AgentSync(request, phase, [this, request, wait, answer](StatusOr<ControlLoop::SyncResult> r) {
+    if (!r.ok() || !r->wait) return answer(std::move(r));
+    // Nothing new for this node: the answer waits, in the control loop,
+    // until its desired state changes (a bind or a stop) or the wait ends.
+    loop_.WhenNodeChanges(request->node, request->version, wait,
+                          [this, request, answer] { loop_.AgentSync(request, Phase::kAfterWait, answer); });
+  });
+}
+
+}  // namespace muster::server

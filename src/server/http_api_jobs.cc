@@ -1,0 +1,276 @@
+// HttpApi: the job endpoints (the route table is HttpApi::Routes).
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "api/job_spec.h"
+#include "api/rfc3339.h"
+#include "checkpoint/manifest.h"
+#include "common/message_text.h"
+#include "http/client.h"
+#include "proto/agent_protocol.h"
+#include "server/http_api.h"
+#include "server/http_api_util.h"
+#include "server/job_json.h"
+
+namespace muster::server {
+
+using nlohmann::json;
+
+// Submits are answered from the store writer once durable, without
+// holding a thread.
+void HttpApi::SubmitJob(Request&& req, Reply reply) {
+  auto user = UserOf(req);
+  if (!user.ok()) return ReplyNow(reply, user.status());
+  auto key = IdempotencyKeyOf(req);
+  if (!key.ok()) return ReplyNow(reply, key.status());
+  const std::string_view type = req.Header("Content-Type");
+  if (!api::IsSpecMediaType(type)) {
+    // `curl -d @job.json` sends application/x-www-form-urlencoded.
+    http::Response res;
+    ReplyError(res, 415, "UnsupportedMediaType",
+               "header Content-Type: must be application/json or application/yaml, got " + QuoteForMessage(type),
+               "header Content-Type");
+    return reply(std::move(res));
+  }
+  // yaml-cpp 0.7 needs about 140 bytes of memory per input byte on some
+  // documents; a job spec is small, so YAML bodies get a tighter bound.
+  const size_t first = req.body.find_first_not_of(" \t\r\n");
+  const bool json_body = api::IsJsonMediaType(type) ||
+                         (type.empty() && first != std::string::npos && req.body[first] == '{');
+  if (!json_body && req.body.size() > kMaxYamlBytes) {
+    http::Response res;
+    ReplyError(res, 413, "PayloadTooLarge", "YAML bodies are limited to " + std::to_string(kMaxYamlBytes) + " bytes; send JSON");
+    return reply(std::move(res));
+  }
+  auto spec = api::ParseJobSpec(req.body, type, options_.job_defaults);
+  if (!spec.ok()) return ReplyNow(reply, spec.status());
+  const bool is_array = spec->array > 0;
+  ControlLoop::SubmitRequest sr;
+  sr.spec_json = api::JobSpecToJson(*spec);
+  sr.fingerprint = checkpoint::Sha256Hex(sr.spec_json);
+  sr.spec = std::move(*spec);
+  sr.user = *user;
+  sr.idempotency_key = *key;
+  using R = ControlLoop::SubmitResult;
+  loop_.Submit(std::move(sr), Answer<R>(reply, [is_array](http::Response& out, const R& result) {
+    out.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(result.job.id));
+    if (!is_array) return out.Set(result.created ? 201 : 200, JobJsonText(result.job), "application/json");
+    // An array: the answer is its first task, with the range of ids.
+    json body = JobJson(result.job);
+    body["arrayFirstId"] = result.job.id;
+    body["arrayLastId"] = result.job.id + result.count - 1;
+    ReplyJson(out, result.created ? 201 : 200, body);
+  }));
+}
+
+void HttpApi::ListJobs(const Request& req, Response& res) {
+  if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue", "view"}); !q.ok()) {
+    return ReplyStatus(res, q);
+  }
+  const std::string& view = req.Param("view");
+  if (!view.empty() && view != "full" && view != "summary") {
+    return ReplyStatus(res, InvalidArgument("must be full or summary, got " + QuoteForMessage(view), "query.view"));
+  }
+  store::JobFilter f;
+  if (req.HasParam("state")) {
+    std::string states = req.Param("state");
+    size_t start = 0;
+    while (start <= states.size()) {
+      const size_t comma = std::min(states.find(',', start), states.size());
+      std::string st = states.substr(start, comma - start);
+      for (char& c : st) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      if (!core::JobStateFromName(st)) {
+        return ReplyStatus(res, InvalidArgument("unknown state \"" + st.substr(0, 32) +
+                                                    "\" (PENDING, HELD, RUNNING, COMPLETED, FAILED, CANCELLED, ...)",
+                                                "query.state"));
+      }
+      f.states.push_back(st);
+      start = comma + 1;
+    }
+  }
+  f.queue = req.Param("queue");
+  f.user = req.Param("user");
+  f.name = req.Param("name");
+  int64_t limit = 100, after = 0;
+  if (Status st = IntParam(req, "limit", limit, 1, 1000); !st.ok()) return ReplyStatus(res, st);
+  // An empty token is the first page (the last page's answer carries "").
+  if (!req.Param("continue").empty()) {
+    if (Status st = IntParam(req, "continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
+  }
+  // Written as text: each job is its stored spec plus status fields, or its summary.
+  std::string body = "{\"items\":[";
+  int64_t next = 0;
+  if (view == "summary") {
+    auto page = store_.ListJobSummaries(f, after, static_cast<int32_t>(limit));
+    if (!page.ok()) return ReplyStatus(res, page.status());
+    for (size_t i = 0; i < page->items.size(); ++i) {
+      if (i) body += ',';
+      AppendSummaryJson(page->items[i], body);
+    }
+    next = page->next_after_id;
+  } else {
+    auto page = store_.ListJobs(f, after, static_cast<int32_t>(limit));
+    if (!page.ok()) return ReplyStatus(res, page.status());
+    for (size_t i = 0; i < page->items.size(); ++i) {
+      if (i) body += ',';
+      body += JobJsonText(page->items[i]);
+    }
+    next = page->next_after_id;
+  }
+  body += "],\"continue\":\"";
+  body += next ? std::to_string(next) : "";
+  body += "\"}";
+  res.Set(200, std::move(body), "application/json");
+}
+
+void HttpApi::GetJob(Request&& req, Reply reply) {
+  auto id = PathId(req);
+  if (!id.ok()) return ReplyNow(reply, id.status());
+  using E = ControlLoop::Explanation;
+  loop_.Explain(*id, Answer<E>(reply, [](http::Response& res, const E& e) {
+    json j = JobJson(e.job);
+    if (!e.reason_text.empty()) j["reasonDetail"] = e.reason_text;
+    if (e.reason && !e.reason->planned_start.is_max()) {
+      j["plannedStart"] = api::FormatRfc3339Utc(e.reason->planned_start);
+    }
+    if (e.priority) {
+      j["priorityBreakdown"] = {{"class", e.priority->class_points},
+                                {"age", e.priority->age_points},
+                                {"fairShare", e.priority->fairshare_points},
+                                {"size", e.priority->size_points},
+                                {"total", e.priority->total()}};
+    }
+    ReplyJson(res, 200, j);
+  }));
+}
+
+void HttpApi::JobEvents(const Request& req, Response& res) {
+  auto id = StoredJobId(req, store_);
+  if (!id.ok()) return ReplyStatus(res, id.status());
+  EventsPage(req, store_, *id, res);
+}
+
+void HttpApi::ActOnJob(ControlLoop::Action action, Request&& req, Reply reply) {
+  auto id = PathId(req);
+  if (!id.ok()) return ReplyNow(reply, id.status());
+  auto user = UserOf(req);
+  if (!user.ok()) return ReplyNow(reply, user.status());
+  loop_.Act(*id, action, *user, Answer<store::JobRow>(reply, [](http::Response& res, const store::JobRow& row) {
+    ReplyJson(res, 200, JobJson(row));
+  }));
+}
+
+void HttpApi::CommitCheckpoint(Request&& req, Reply reply) {
+  auto id = PathId(req);
+  if (!id.ok()) return ReplyNow(reply, id.status());
+  auto user = UserOf(req);
+  if (!user.ok()) return ReplyNow(reply, user.status());
+  auto body = BodyObject(req, {"attempt", "step", "location", "manifestSha256", "files", "bytes"});
+  if (!body.ok()) return ReplyNow(reply, body.status());
+  ControlLoop::CheckpointCommit c;
+  c.job = *id;
+  c.user = *user;
+  for (Status st : {BodyInt(*body, "attempt", c.attempt, 1, kMaxAttempt), BodyInt(*body, "step", c.step, 0, kMaxInt),
+                    BodyString(*body, "location", c.location, 4096, true),
+                    BodyString(*body, "manifestSha256", c.manifest_sha256, 64, true),
+                    BodyInt(*body, "files", c.files, 1, kMaxInt), BodyInt(*body, "bytes", c.bytes, 0, kMaxInt)}) {
+    if (!st.ok()) return ReplyNow(reply, st);
+  }
+  if (!checkpoint::IsSha256Hex(c.manifest_sha256)) {
+    return ReplyNow(reply, InvalidArgument("must be 64 lower-case hex digits", "manifestSha256"));
+  }
+  loop_.CommitCheckpoint(std::move(c), Answer<store::CheckpointRow>(reply, [](http::Response& res, const store::CheckpointRow& row) {
+    ReplyJson(res, 201, CheckpointJson(row));
+  }));
+}
+
+void HttpApi::ListCheckpoints(const Request& req, Response& res) {
+  auto id = StoredJobId(req, store_);
+  if (!id.ok()) return ReplyStatus(res, id.status());
+  auto rows = store_.ListCheckpoints(*id);
+  if (!rows.ok()) return ReplyStatus(res, rows.status());
+  json items = json::array();
+  for (const store::CheckpointRow& c : *rows) items.push_back(CheckpointJson(c));
+  ReplyJson(res, 200, {{"items", items}});
+}
+
+void HttpApi::ReportProgress(Request&& req, Reply reply) {
+  auto id = PathId(req);
+  if (!id.ok()) return ReplyNow(reply, id.status());
+  auto user = UserOf(req);
+  if (!user.ok()) return ReplyNow(reply, user.status());
+  auto body = BodyObject(req, {"attempt", "step", "metrics", "message"});
+  if (!body.ok()) return ReplyNow(reply, body.status());
+  ControlLoop::ProgressReport p;
+  p.job = *id;
+  p.user = *user;
+  int64_t step = -1;
+  for (Status st : {BodyInt(*body, "attempt", p.attempt, 1, kMaxAttempt),
+                    BodyInt(*body, "step", step, 0, kMaxInt, /*optional=*/true),
+                    BodyString(*body, "message", p.message, 1024, false)}) {
+    if (!st.ok()) return ReplyNow(reply, st);
+  }
+  if (step >= 0) p.step = step;
+  if (body->contains("metrics") && !(*body)["metrics"].is_null()) {
+    const json& m = (*body)["metrics"];
+    if (!m.is_object() || m.size() > 64) return ReplyNow(reply, InvalidArgument("must be an object of at most 64 numbers", "metrics"));
+    for (const auto& [k, v] : m.items()) {
+      if (!ValidName(k, 64)) return ReplyNow(reply, InvalidArgument("names must be 1 to 64 of [A-Za-z0-9._-]", "metrics." + k.substr(0, 64)));
+      if (!v.is_number()) return ReplyNow(reply, InvalidArgument("must be a number", "metrics." + k));
+    }
+    p.metrics = m;
+  }
+  using A = ControlLoop::ProgressAnswer;
+  loop_.ReportProgress(std::move(p), Answer<A>(reply, [](http::Response& res, const A& a) {
+    ReplyJson(res, 200, {{"attempt", a.attempt}, {"checkpointRequested", a.checkpoint_requested}});
+  }));
+}
+
+void HttpApi::JobLogs(const Request& req, Response& res) {
+  auto id = PathId(req);
+  if (!id.ok()) return ReplyStatus(res, id.status());
+  if (Status q = CheckQuery(req, {"replica", "attempt", "offset", "tail"}); !q.ok()) return ReplyStatus(res, q);
+  int64_t replica = 0, attempt = 0, offset = -1, tail = -1;
+  for (Status st : {IntParam(req, "replica", replica, 0, 4095), IntParam(req, "attempt", attempt, 1, 1'000'000),
+                    IntParam(req, "offset", offset, 0, int64_t{1} << 50), IntParam(req, "tail", tail, 0, 1'000'000)}) {
+    if (!st.ok()) return ReplyStatus(res, st);
+  }
+  auto where = loop_.LocateReplica(*id, static_cast<int32_t>(replica), static_cast<int32_t>(attempt));
+  if (!where.ok()) return ReplyStatus(res, where.status());
+  const int most = std::max(1, options_.threads / 4);
+  struct InFlight {
+    std::atomic<int>& n;
+    ~InFlight() { --n; }
+  } in_flight{log_fetches_};
+  if (++log_fetches_ > most) {
+    res.headers.emplace_back("Retry-After", "1");
+    return ReplyError(res, 503, "Unavailable",
+                      std::to_string(most) + " log requests are in flight (a quarter of `threads`); retry after 1 s");
+  }
+  http::Client::Options o;
+  o.connect_timeout = std::chrono::milliseconds(2'000);
+  o.read_timeout = std::chrono::milliseconds(10'000);
+  o.max_body_bytes = (4 << 20) + (64 << 10);  // an agent answers at most 4 MiB of log
+  http::Client agent(where->address, where->log_port, o);
+  std::string path = "/logs/" + proto::TaskKey(*id, where->attempt, static_cast<int32_t>(replica)) + "?";
+  if (offset >= 0) path += "offset=" + std::to_string(offset) + "&";
+  if (tail >= 0) path += "tail=" + std::to_string(tail);
+  auto r = agent.Get(path);
+  if (!r.ok()) {
+    return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node +
+                                                                 " does not answer for logs (" + r.status().message() + ")"));
+  }
+  if (r->status != 200) {
+    return ReplyError(res, r->status == 404 ? 404 : 502, r->status == 404 ? "NotFound" : "BadGateway",
+                      "node " + where->node + ": no log for replica " + std::to_string(replica) + " of job " +
+                          std::to_string(*id) + (r->status == 404 ? "" : " (agent answered " + std::to_string(r->status) + ")"));
+  }
+  res.headers.emplace_back("X-Muster-Log-Offset", std::string(r->Header("X-Muster-Log-Offset")));
+  res.headers.emplace_back("X-Muster-Node", where->node);
+  res.headers.emplace_back("X-Muster-Log-Attempt", std::to_string(where->attempt));
+  res.Set(200, std::move(r->body), "text/plain; charset=utf-8");
+}
+
+}  // namespace muster::server
