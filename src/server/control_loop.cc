@@ -45,6 +45,7 @@ ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store
       lifecycle_(state_, clock, {static_cast<int32_t>(options.checkpoint_signals_per_second)},
                  [this](core::NodeIndex node) { return liveness_.Watched(node); }),
       fairshare_(options.fairshare),
+      jobs_([this](int64_t job) { return AllocationsJson(job); }),
       pacer_(options.cycle_delay, options.cycle_interval) {}
 
 ControlLoop::~ControlLoop() { Stop(); }
@@ -186,7 +187,7 @@ Status ControlLoop::Restore() {
         running.push_back({row.id, core_spec, std::move(status), devices});
       }
     }
-    jobs_[row.id] = std::move(row);
+    jobs_.Restore(std::move(row));
   }
   // Back on the nodes and GPU devices it holds (the lowest free devices
   // would put a new job on a GPU a running one still uses); if a node is
@@ -197,7 +198,7 @@ Status ControlLoop::Restore() {
   for (const Running& r : running) {
     const json& status = r.status;
     const core::JobSpec& core_spec = r.spec;
-    JobRow& row = jobs_.at(r.id);
+    const JobRow& row = jobs_.at(r.id);
     core::Binding b{row.id, {}};
     std::vector<std::vector<int32_t>> gpus;
     bool ok = true;
@@ -231,12 +232,10 @@ Status ControlLoop::Restore() {
                    status.is_object() && status.contains("attempt") ? &status["attempt"] : nullptr, requeued);
       continue;
     }
-    row.state = "PENDING";
-    row.reason = "Requeued: " + why;
-    row.start_ms.reset();
-    row.status_json = AllocationsJson(row.id);  // keeps its key and array place
-    requeued.jobs.push_back(row);
     requeued.events.push_back({0, row.id, clock_.Now().millis(), "Requeued", code, why});
+    JobTable::Change requeue = JobTable::Change::To(JobState::kPending, "Requeued: " + why);
+    requeue.back_to_pending = true;
+    jobs_.Update(row.id, requeue, clock_.Now(), requeued);
   }
   const int64_t day_ago = clock_.Now().millis() - 24LL * 3600 * 1000;
   ASSIGN_OR_RETURN(std::vector<store::IdempotencyRow> keys, store_.LoadIdempotency(day_ago));
@@ -385,21 +384,17 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     row.user = req.user;
     row.queue = req.spec.queue;
     row.priority_class = req.spec.priority;
-    row.state = req.spec.hold ? "HELD" : "PENDING";
     if (req.spec.hold) row.reason = core::ReasonCodeName(core::ReasonCode::kHeld);  // the cycle's, already in the answer
     row.submit_ms = now.millis();
     row.spec_json = req.spec_json;
     if (!req.idempotency_key.empty()) idempotency_.SetKeyOf(row.id, req.idempotency_key);
     if (req.spec.array > 0) array_task_of_[row.id] = {first_id, i};
-    row.status_json = AllocationsJson(row.id);
-    b.jobs.push_back(row);
-    b.events.push_back(Event(row.id, "Submitted", "",
+    rows.push_back(jobs_.Add(std::move(row), req.spec.hold ? JobState::kHeld : JobState::kPending, b));
+    b.events.push_back(Event(*id, "Submitted", "",
                              req.spec.array > 0 ? "by " + req.user + ", task " + std::to_string(i) + " of array " +
                                                       std::to_string(first_id)
                                                 : "by " + req.user));
-    if (req.spec.hold) b.events.push_back(Event(row.id, "Held", "", "submitted held"));
-    jobs_[row.id] = row;
-    rows.push_back(std::move(row));
+    if (req.spec.hold) b.events.push_back(Event(*id, "Held", "", "submitted held"));
   }
   if (!req.idempotency_key.empty()) {
     b.idempotency.push_back({req.user, req.idempotency_key, req.fingerprint, first_id, now.millis()});
@@ -412,15 +407,14 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
   if (!req.idempotency_key.empty()) idempotency_.Add(req.user, req.idempotency_key, req.fingerprint, first_id, ticket, now);
 }
 
-StatusOr<JobRow*> ControlLoop::ManagedJob(int64_t id, const std::string& user, const std::string& verb) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return NotFound("job " + std::to_string(id) + " does not exist");
-  JobRow& row = it->second;
-  if (row.user != user && std::find(options_.admins.begin(), options_.admins.end(), user) == options_.admins.end()) {
-    return Status(StatusCode::kPermissionDenied, "job " + std::to_string(id) + " belongs to " + row.user +
+StatusOr<const JobRow*> ControlLoop::ManagedJob(int64_t id, const std::string& user, const std::string& verb) {
+  const JobRow* row = jobs_.Find(id);
+  if (row == nullptr) return NotFound("job " + std::to_string(id) + " does not exist");
+  if (row->user != user && std::find(options_.admins.begin(), options_.admins.end(), user) == options_.admins.end()) {
+    return Status(StatusCode::kPermissionDenied, "job " + std::to_string(id) + " belongs to " + row->user +
                                                      "; only its owner or an admin may " + verb + " it");
   }
-  return &row;
+  return row;
 }
 
 void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<StatusOr<JobRow>> done) {
@@ -428,7 +422,7 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
   loop_.Async<R>([this, id, action, user](std::function<void(R)> reply) {
     auto managed = ManagedJob(id, user, ActionName(action));
     if (!managed.ok()) return reply(managed.status());
-    JobRow& row = **managed;
+    const JobRow& row = **managed;
     const Time now = clock_.Now();
     const JobState state = StateOf(id);
     auto ended = [&](const char* verb) {
@@ -436,6 +430,7 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
     };
     Status s;
     std::string event;
+    JobTable::Change change;
     switch (action) {
       case Action::kCancel:
         if (state == JobState::kPending || state == JobState::kHeld) {
@@ -446,9 +441,7 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
           return reply(ended("pending, held or running jobs can be cancelled"));
         }
         if (s.ok()) {
-          row.state = "CANCELLED";
-          row.end_ms = now.millis();
-          row.reason = "cancelled by " + user;
+          change = JobTable::Change::Ended(JobState::kCancelled, "cancelled by " + user, now);
           event = "Cancelled";
           checkpoints_.Forget(id);
         }
@@ -458,8 +451,7 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
         if (state != JobState::kPending) return reply(ended("pending jobs can be held"));
         s = state_.Hold(id);
         if (s.ok()) {
-          row.state = "HELD";
-          row.reason = "Held";
+          change = JobTable::Change::To(JobState::kHeld, "Held");
           event = "Held";
         }
         break;
@@ -468,8 +460,7 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
         if (state != JobState::kHeld) return reply(ended("held jobs can be released"));
         s = state_.Release(id, now);
         if (s.ok()) {
-          row.state = "PENDING";
-          row.reason = "";
+          change = JobTable::Change::To(JobState::kPending, "");
           event = "Released";
         }
         break;
@@ -478,11 +469,10 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
         return StopRunning(id, std::nullopt, true, "requeued by " + user, reply);
     }
     if (!s.ok()) return reply(s);
-    row.status_json = AllocationsJson(id);
     reasons_.erase(id);
     dirty_ = true;
     store::WriteBatch b;
-    b.jobs.push_back(row);
+    jobs_.Update(id, change, now, b);
     b.events.push_back(Event(id, event, "", "by " + user));
     Persist(std::move(b), [row, reply](const Status& st) {
       if (!st.ok()) return reply(st);
@@ -538,11 +528,7 @@ void ControlLoop::RunCycle() {
   store::WriteBatch b;
   for (const core::JobFailure& f : d.failures) {
     if (!state_.EndPending(f.job, f.state, now, f.reason).ok()) continue;
-    JobRow& row = jobs_.at(f.job);
-    row.state = core::JobStateName(f.state);
-    row.end_ms = now.millis();
-    row.reason = f.reason;
-    b.jobs.push_back(row);
+    jobs_.Update(f.job, JobTable::Change::Ended(f.state, f.reason, now), now, b);
     b.events.push_back(Event(f.job, "Failed", "DependencyNeverSatisfied", f.reason));
     dirty_ = true;
   }
@@ -553,20 +539,18 @@ void ControlLoop::RunCycle() {
                    static_cast<long long>(bnd.job), s.ToString().c_str());
       continue;
     }
-    JobRow& row = jobs_.at(bnd.job);
-    row.state = core::JobStateName(JobState::kRunning);
-    row.start_ms = now.millis();
-    row.attempts += 1;
-    row.reason = "";
-    StartAttempt(bnd.job, row.attempts, /*durable=*/false, nullptr, b);
-    started.emplace_back(bnd.job, row.attempts);
-    row.status_json = AllocationsJson(bnd.job);
+    JobTable::Change start = JobTable::Change::To(JobState::kRunning, "");
+    start.started = true;
+    jobs_.Apply(bnd.job, start, now);
+    const int32_t attempt = jobs_.at(bnd.job).attempts;
+    StartAttempt(bnd.job, attempt, /*durable=*/false, nullptr, b);
+    started.emplace_back(bnd.job, attempt);
+    jobs_.Write(bnd.job, b);
     std::string where;
     for (const core::Allocation& a : bnd.allocations) {
       where += (where.empty() ? "" : ", ") + state_.nodes()[a.node].spec.name + " x" + std::to_string(a.replicas);
     }
-    b.jobs.push_back(row);
-    b.events.push_back(Event(bnd.job, "Started", "", "attempt " + std::to_string(row.attempts) + " on " + where));
+    b.events.push_back(Event(bnd.job, "Started", "", "attempt " + std::to_string(attempt) + " on " + where));
   }
   for (const core::Preemption& p : d.preemptions) ApplyPreemption(p, now, b);
   // Only a reason that changed touches the job's row (a long queue keeps
@@ -577,12 +561,7 @@ void ControlLoop::RunCycle() {
     const bool changed = fresh || it->second.reason.code != r.code;
     it->second = {r, round};
     if (!changed) continue;
-    JobRow& row = jobs_.at(r.job);
-    const char* code = ReasonName(r);
-    if (row.reason != code) {
-      row.reason = code;
-      b.reasons.emplace_back(r.job, code);
-    }
+    jobs_.WriteReason(r.job, ReasonName(r), b);
   }
   if (reasons_.size() != d.reasons.size()) {
     std::erase_if(reasons_, [round](const auto& e) { return e.second.round != round; });
@@ -633,10 +612,10 @@ Status ControlLoop::RestoreFairShare() {
 void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
   using R = StatusOr<Explanation>;
   loop_.Async<R>([this, id](std::function<void(R)> reply) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
+    const JobRow* row = jobs_.Find(id);
+    if (row == nullptr) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
     Explanation e;
-    e.job = it->second;
+    e.job = *row;
     // The live status (progress changes more often than the row is written).
     if (details_.count(id)) e.job.status_json = AllocationsJson(id);
     const Time now = clock_.Now();
@@ -729,7 +708,7 @@ void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
   using R = StatusOr<std::vector<QueueView>>;
   loop_.Async<R>([this](std::function<void(R)> reply) {
     std::map<std::string, QueueView> queues;
-    for (const auto& [id, row] : jobs_) {
+    for (const auto& [id, row] : jobs_.rows()) {
       QueueView& q = queues[row.queue];
       q.name = row.queue;
       const JobState state = StateOf(id);

@@ -67,6 +67,7 @@
 #include "server/checkpoint_janitor.h"
 #include "server/cycle_pacer.h"
 #include "server/idempotency_table.h"
+#include "server/job_table.h"
 #include "server/loop_executor.h"
 #include "server/node_waits.h"
 #include "server/options.h"
@@ -277,7 +278,7 @@ class ControlLoop {
   void ReplyNodeView(store::WriteBatch b, core::NodeIndex node, const std::function<void(StatusOr<NodeView>)>& reply);
   // Job `id` if `user` owns it or is an admin; else NotFound, or
   // PermissionDenied saying who may `verb` it.
-  StatusOr<store::JobRow*> ManagedJob(int64_t id, const std::string& user, const std::string& verb);
+  StatusOr<const store::JobRow*> ManagedJob(int64_t id, const std::string& user, const std::string& verb);
 
   // Agents and attempts (control_loop_agents.cc). What the server keeps of
   // a running attempt beside the lifecycle's record: its spec, encoded
@@ -383,7 +384,8 @@ class ControlLoop {
   // store across restarts (SaveFairShare).
   scheduler::FairShare fairshare_;
   std::vector<int64_t> fairshare_points_;  // per dense queue id, from the last cycle
-  std::unordered_map<int64_t, store::JobRow> jobs_;
+  // Every job's stored row; the one place rows are written (job_table.h).
+  JobTable jobs_;
   IdempotencyTable idempotency_;
   // Why each pending job waits, as of the cycle `round` (older entries are
   // jobs no longer pending). A path that writes a pending job's reason

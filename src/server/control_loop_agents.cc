@@ -110,20 +110,18 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
     written.push_back(e.job);
   }
   for (const lifecycle::JobChange& c : fx.jobs) {
-    JobRow& row = jobs_.at(c.job);
-    row.state = core::JobStateName(c.state);
-    if (c.reason) row.reason = *c.reason;
-    if (c.back_to_pending) row.start_ms.reset();
-    if (c.end) row.end_ms = c.end->millis();
+    JobTable::Change change;
+    change.state = c.state;
+    change.reason = c.reason;
+    change.back_to_pending = c.back_to_pending;
+    change.end = c.end;
+    jobs_.Apply(c.job, change, clock_.Now());
     written.push_back(c.job);
   }
   // Each changed job's row once, as it stands now.
   std::set<int64_t> once;
   for (int64_t job : written) {
-    if (!once.insert(job).second) continue;
-    JobRow& row = jobs_.at(job);
-    row.status_json = AllocationsJson(job);
-    b.jobs.push_back(row);
+    if (once.insert(job).second) jobs_.Write(job, b);
   }
   std::set<core::NodeIndex> touched(fx.touched.begin(), fx.touched.end());
   for (core::NodeIndex node : touched) Publish(node);
@@ -603,11 +601,11 @@ void ControlLoop::RemoveNode(const std::string& node, const std::string& user, D
 StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica, int32_t wanted) {
   using R = StatusOr<ReplicaLocation>;
   return loop_.Call<R>([this, job, replica, wanted](std::function<void(R)> reply) {
-    auto row = jobs_.find(job);
-    if (row == jobs_.end()) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
+    const store::JobRow* row = jobs_.Find(job);
+    if (row == nullptr) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
     // The current attempt (unless another is asked for), else the one asked
     // for or the last one recorded in the job's status.
-    int32_t attempt = row->second.attempts;
+    int32_t attempt = row->attempts;
     std::string node;
     const lifecycle::Attempt* current = lifecycle_.Find(job);
     if (current != nullptr && (wanted == 0 || current->number == wanted)) {
@@ -630,7 +628,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
       }
       if (wanted > 0 && !record) {
         return reply(NotFound("job " + std::to_string(job) + " has no attempt " + std::to_string(wanted) +
-                              " (it has had " + std::to_string(row->second.attempts) + ")"));
+                              " (it has had " + std::to_string(row->attempts) + ")"));
       }
       if (record) {
         attempt = record->value("attempt", attempt);
@@ -641,7 +639,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
     }
     if (node.empty()) {
       const JobState state = StateOf(job);
-      if (row->second.attempts == 0 && (state == JobState::kPending || state == JobState::kHeld)) {
+      if (row->attempts == 0 && (state == JobState::kPending || state == JobState::kHeld)) {
         return reply(NotFound("job " + std::to_string(job) + " is " + core::JobStateName(state) + " and has not run yet"));
       }
       return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));

@@ -69,9 +69,7 @@ void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::W
                              "attempt " + std::to_string(t.attempt) +
                                  " starts from the beginning: none of its checkpoints passed verification"));
   }
-  JobRow& row = jobs_.at(job);
-  row.status_json = AllocationsJson(job);
-  b.jobs.push_back(row);
+  jobs_.Write(job, b);
 }
 
 void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>> done) {
@@ -97,10 +95,8 @@ void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>
     // it is not a promise that needs to be durable before the answer.
     if (now - at.progress_persisted_ms >= 10'000) {
       at.progress_persisted_ms = now;
-      JobRow& job = **managed;
-      job.status_json = AllocationsJson(p.job);
       store::WriteBatch b;
-      b.jobs.push_back(job);
+      jobs_.Write(p.job, b);
       Persist(std::move(b), nullptr);
     }
     reply(answer);

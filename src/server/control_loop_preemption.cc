@@ -79,7 +79,7 @@ void ControlLoop::SweepPreemptions(Time now, store::WriteBatch& b) {
     }
     if (st == core::JobState::kPending || st == core::JobState::kHeld) (void)state_.Nominate(it->first, {}, {});
     for (int64_t v : it->second.victims) {
-      if (!jobs_.count(v)) continue;
+      if (jobs_.Find(v) == nullptr) continue;
       (void)state_.SetPreemptImmune(v, true);
       immune_since_ms_[v] = now.millis();
       b.events.push_back(Event(v, "PreemptionLapsed", "",

@@ -1,0 +1,53 @@
+#include "server/job_table.h"
+
+namespace muster::server {
+
+void JobTable::Restore(store::JobRow row) {
+  const int64_t id = row.id;
+  rows_[id] = std::move(row);
+}
+
+const store::JobRow& JobTable::Add(store::JobRow row, core::JobState state, store::WriteBatch& b) {
+  const int64_t id = row.id;
+  row.state = core::JobStateName(state);
+  rows_[id] = std::move(row);
+  Write(id, b);
+  return rows_.at(id);
+}
+
+void JobTable::Apply(int64_t job, const Change& c, Time now) {
+  store::JobRow& row = rows_.at(job);
+  if (c.state) row.state = core::JobStateName(*c.state);
+  if (c.reason) row.reason = *c.reason;
+  if (c.started) {
+    row.start_ms = now.millis();
+    row.attempts += 1;
+  }
+  if (c.back_to_pending) row.start_ms.reset();
+  if (c.end) row.end_ms = c.end->millis();
+}
+
+void JobTable::Write(int64_t job, store::WriteBatch& b) {
+  store::JobRow& row = rows_.at(job);
+  row.status_json = status_of_(job);
+  b.jobs.push_back(row);
+}
+
+void JobTable::Update(int64_t job, const Change& c, Time now, store::WriteBatch& b) {
+  Apply(job, c, now);
+  Write(job, b);
+}
+
+void JobTable::WriteReason(int64_t job, const std::string& code, store::WriteBatch& b) {
+  store::JobRow& row = rows_.at(job);
+  if (row.reason == code) return;
+  row.reason = code;
+  b.reasons.emplace_back(job, code);
+}
+
+const store::JobRow* JobTable::Find(int64_t job) const {
+  auto it = rows_.find(job);
+  return it == rows_.end() ? nullptr : &it->second;
+}
+
+}  // namespace muster::server

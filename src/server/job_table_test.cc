@@ -1,0 +1,64 @@
+#include "server/job_table.h"
+
+#include <gtest/gtest.h>
+
+namespace muster::server {
+namespace {
+
+TEST(JobTableTest, EveryChangeIsWrittenAsTheWholeRowWithItsStatusRebuilt) {
+  int status_calls = 0;
+  JobTable jobs([&](int64_t job) { return "{\"job\":" + std::to_string(job) + ",\"n\":" + std::to_string(++status_calls) + "}"; });
+  store::JobRow row;
+  row.id = 4;
+  row.user = "ann";
+  store::WriteBatch b;
+  const store::JobRow& added = jobs.Add(row, core::JobState::kHeld, b);
+  EXPECT_EQ(added.state, "HELD");
+  ASSERT_EQ(b.jobs.size(), 1u);
+  EXPECT_EQ(b.jobs[0].status_json, "{\"job\":4,\"n\":1}");
+
+  // A start: a new attempt, its time, the state; written once after the
+  // step's other changes.
+  const Time t = Time::FromSeconds(1000);
+  JobTable::Change start = JobTable::Change::To(core::JobState::kRunning, "");
+  start.started = true;
+  jobs.Apply(4, start, t);
+  EXPECT_EQ(jobs.at(4).attempts, 1);
+  EXPECT_EQ(jobs.at(4).start_ms, t.millis());
+  store::WriteBatch b2;
+  jobs.Write(4, b2);
+  ASSERT_EQ(b2.jobs.size(), 1u);
+  EXPECT_EQ(b2.jobs[0].state, "RUNNING");
+  EXPECT_EQ(b2.jobs[0].status_json, "{\"job\":4,\"n\":2}");
+
+  // Back to pending (a requeue), then ended.
+  JobTable::Change requeue = JobTable::Change::To(core::JobState::kPending, "Requeued: its node was lost");
+  requeue.back_to_pending = true;
+  store::WriteBatch b3;
+  jobs.Update(4, requeue, t, b3);
+  EXPECT_FALSE(b3.jobs[0].start_ms.has_value());
+  EXPECT_EQ(b3.jobs[0].reason, "Requeued: its node was lost");
+  jobs.Update(4, JobTable::Change::Ended(core::JobState::kCancelled, "cancelled by ann", t), t, b3);
+  EXPECT_EQ(b3.jobs[1].state, "CANCELLED");
+  EXPECT_EQ(b3.jobs[1].end_ms, t.millis());
+  EXPECT_EQ(jobs.Find(5), nullptr);
+}
+
+TEST(JobTableTest, APendingReasonIsWrittenAloneAndOnlyWhenItChanged) {
+  JobTable jobs([](int64_t) { return std::string("{}"); });
+  store::JobRow row;
+  row.id = 1;
+  store::WriteBatch b;
+  jobs.Add(row, core::JobState::kPending, b);
+  store::WriteBatch reasons;
+  jobs.WriteReason(1, "Resources", reasons);
+  jobs.WriteReason(1, "Resources", reasons);
+  jobs.WriteReason(1, "Priority", reasons);
+  ASSERT_EQ(reasons.reasons.size(), 2u);
+  EXPECT_EQ(reasons.reasons[1].second, "Priority");
+  EXPECT_TRUE(reasons.jobs.empty());
+  EXPECT_EQ(jobs.at(1).reason, "Priority");
+}
+
+}  // namespace
+}  // namespace muster::server
