@@ -667,43 +667,6 @@ std::string ControlLoop::ReasonText(const core::PendingReason& r, Time now) cons
   return s + "; starts again in " + Duration::Seconds(std::max<int64_t>(wait_s, 0)).ToString();
 }
 
-ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
-  NodeView v;
-  v.spec = n.spec;
-  v.free = n.free;
-  v.schedulable = n.schedulable;
-  v.status_json = "{}";
-  const AgentRegistry::Agent* agent = agents_.Find(n.spec.name);
-  if (agent == nullptr) return v;
-  const AgentRegistry::Agent& a = *agent;
-  v.status_json = a.status_json;
-  const std::optional<core::NodeIndex> index = state_.FindNode(n.spec.name);
-  if (index && liveness_.Watched(*index)) {
-    v.condition = lifecycle::NodeConditionName(liveness_.Of(*index));
-    v.last_seen_ms = liveness_.LastHeard(*index).millis();
-  }
-  v.cordon = !a.cordon.empty() ? a.cordon : a.resizing;
-  return v;
-}
-
-void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
-  using R = StatusOr<std::vector<NodeView>>;
-  loop_.Async<R>([this](std::function<void(R)> reply) {
-    std::vector<NodeView> out;
-    for (const core::Node& n : state_.nodes()) out.push_back(ViewOf(n));
-    for (const auto& [id, r] : state_.running()) {
-      std::set<core::NodeIndex> seen;
-      for (const core::Allocation& a : r.allocations) {
-        if (seen.insert(a.node).second) ++out[a.node].running_jobs;
-      }
-    }
-    std::erase_if(out, [this](const NodeView& v) { return agents_.Removed(v.spec.name); });
-    // By name, as people look for them (registration order is an accident).
-    std::sort(out.begin(), out.end(), [](const NodeView& x, const NodeView& y) { return x.spec.name < y.spec.name; });
-    reply(std::move(out));
-  }, std::move(done), ShuttingDown());
-}
-
 void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
   using R = StatusOr<std::vector<QueueView>>;
   loop_.Async<R>([this](std::function<void(R)> reply) {

@@ -243,10 +243,10 @@ class ControlLoop {
 
 
  private:
-  void DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, const SyncReply& reply);
-  void DoSubmit(const SubmitRequest& req, const SubmitReply& reply);
+  // ---- The loop, jobs and the scheduling cycle (control_loop.cc).
   // What a call answers once the loop has stopped.
   static Status ShuttingDown();
+  Status Restore();
   // The loop's own work after each wake-up (LoopExecutor::Hooks::tick):
   // staggered stops due, expired waits, a scheduling cycle when due.
   void Idle();
@@ -254,34 +254,36 @@ class ControlLoop {
   // wait's end is due.
   Duration IdleWait() const;
   void RunCycle();
-  Status Restore();
   // Queues a batch with the store writer; returns the writer's ticket.
   uint64_t Persist(store::WriteBatch batch, std::function<void(const Status&)> done);
   store::EventRow Event(int64_t job, const std::string& type, const std::string& reason,
                         const std::string& message) const;
+  // A job's status column: allocations, the running attempt, history.
   std::string AllocationsJson(int64_t job) const;
-  NodeView ViewOf(const core::Node& n) const;
+  void DoSubmit(const SubmitRequest& req, const SubmitReply& reply);
+  // Job `id` if `user` owns it or is an admin; else NotFound, or
+  // PermissionDenied saying who may `verb` it.
+  StatusOr<const store::JobRow*> ManagedJob(int64_t id, const std::string& user, const std::string& verb);
+  // Cancel (final_state) or requeue a RUNNING or COMPLETING job: its
+  // replicas are stopped first where agents run them.
+  void StopRunning(int64_t id, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
+                   const std::function<void(StatusOr<store::JobRow>)>& reply);
+  // The state a job shows: the lifecycle's while it has an attempt (RUNNING,
+  // COMPLETING), else the cluster state's.
+  core::JobState StateOf(int64_t job) const;
   // A retry's backoff reaches the scheduler as a begin time: such a reason
   // is shown as Backoff, with the failure it follows.
   bool InBackoff(const core::PendingReason& r) const;
   const char* ReasonName(const core::PendingReason& r) const;
   std::string ReasonText(const core::PendingReason& r, Time now) const;
-  // The state a job shows: the lifecycle's while it has an attempt (RUNNING,
-  // COMPLETING), else the cluster state's.
-  core::JobState StateOf(int64_t job) const;
-  // PermissionDenied unless `user` is an admin, saying who may `verb`.
-  Status RequireAdmin(const std::string& user, const std::string& verb) const;
-  // The node an admin acts on: PermissionDenied for others (RequireAdmin),
-  // NotFound for a node that does not exist or was removed.
-  StatusOr<core::NodeIndex> AdminNode(const std::string& node, const std::string& user, const std::string& verb);
-  // Answers with the node's view once `b` (and all before it) is durable.
-  void ReplyNodeView(store::WriteBatch b, core::NodeIndex node, const std::function<void(StatusOr<NodeView>)>& reply);
-  // Job `id` if `user` owns it or is an admin; else NotFound, or
-  // PermissionDenied saying who may `verb` it.
-  StatusOr<const store::JobRow*> ManagedJob(int64_t id, const std::string& user, const std::string& verb);
+  // Fair-share usage survives restarts: saved in the store's meta
+  // "fairShareUsage" ({"at": ms, "usage": {queue: GPU-seconds}}) at most
+  // every 10 s and when the loop stops, restored at start.
+  store::WriteBatch SaveFairShare(Time now);
+  Status RestoreFairShare();
 
-  // Agents and attempts (control_loop_agents.cc). What the server keeps of
-  // a running attempt beside the lifecycle's record: its spec, encoded
+  // ---- Attempts (control_loop_attempts.cc). What the server keeps of a
+  // running attempt beside the lifecycle's record: its spec, encoded
   // assignments, resume choice and progress as reported.
   struct AttemptDetail {
     std::shared_ptr<const api::JobSpec> spec;
@@ -299,19 +301,17 @@ class ControlLoop {
   // The one persistence boundary of the lifecycle: its effects become job
   // rows, events and attempt records in `b`, and nudges to agents.
   void ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b);
-  // The capacity the agent of `node` reports, applied when nothing running
-  // there holds more or a GPU it no longer has; until then the node is
-  // cordoned. Events NodeResized, NodeResizePending.
-  void ApplyCapacity(core::NodeIndex node, const core::Resources& reported, store::WriteBatch& b);
-  Status RestoreNodes();
-  // Cancel (final_state) or requeue a RUNNING or COMPLETING job: its
-  // replicas are stopped first where agents run them.
-  void StopRunning(int64_t id, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
-                   const std::function<void(StatusOr<store::JobRow>)>& reply);
   // Starts the attempt of a job just bound; `durable`: its bind is already in
   // the store (a restart), so agents may run it now. `restored`: its status
   // from before a restart (ended replicas, results, teardown in progress).
   void StartAttempt(int64_t job, int32_t number, bool durable, const nlohmann::json* restored, store::WriteBatch& b);
+  nlohmann::json AttemptJson(int64_t job) const;
+  // The task replica `replica` of `job`'s attempt is given.
+  proto::TaskAssignment Assignment(int64_t job, const lifecycle::Attempt& a, const AttemptDetail& d,
+                                   int32_t replica) const;
+
+  // ---- Agents (control_loop_agents.cc).
+  void DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, const SyncReply& reply);
   // The node's desired state; returns whether it names a replica whose
   // bind is not yet durable (then the answer must wait for the store).
   bool BuildDesired(core::NodeIndex node, proto::SyncResponse& out);
@@ -320,47 +320,61 @@ class ControlLoop {
   void ReplyDurable(store::WriteBatch b, bool wait, SyncResult out, SyncReply reply);
   // Answers the syncs held for the cycle (after it, or at shutdown).
   void AnswerHeldSyncs();
-  proto::TaskAssignment Assignment(int64_t job, const lifecycle::Attempt& a, const AttemptDetail& d,
-                                   int32_t replica) const;
   // Publishes the node's desired-state generation to its waiting agent.
   void Publish(core::NodeIndex node);
+  // The capacity the agent of `node` reports, applied when nothing running
+  // there holds more or a GPU it no longer has; until then the node is
+  // cordoned. Events NodeResized, NodeResizePending.
+  void ApplyCapacity(core::NodeIndex node, const core::Resources& reported, store::WriteBatch& b);
+  // Whether the node's condition lets it take new work.
+  void UpdateSchedulable(core::NodeIndex node);
+  Status RestoreNodes();
   // Nodes whose agents went silent (lifecycle::NodeLiveness): no new work
   // when unreachable; lost ones have their replicas ended and jobs requeued.
   void SweepAgents(store::WriteBatch& b);
-  // Whether the node's condition lets it take new work.
-  void UpdateSchedulable(core::NodeIndex node);
-  nlohmann::json AttemptJson(int64_t job) const;
-  // Checkpoints (control_loop_checkpoints.cc).
-  // A replica's report of the checkpoint it resumed from, and the ones it
-  // found damaged.
-  void RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b);
-  CheckpointCatalog checkpoints_;
-  std::unique_ptr<CheckpointJanitor> janitor_;
   // Agent reports that freed GPUs, answered after the next cycle.
   struct HeldSync {
     core::NodeIndex node;
     SyncResult out;
     SyncReply reply;
   };
-  std::vector<HeldSync> held_syncs_;
 
-  // Preemption (scheduler/preemption.h). A preemptor's victims are stopped
-  // like a requeue (checkpoint signal, grace period, staggered, no retry
-  // spent) and the capacity they free is held for it (ClusterState::
-  // Nominate) until it starts. If it has not started by the hold's
-  // deadline (it was cancelled or held, or its node failed), the hold is
-  // dropped and its victims become immune: not evicted again until an
-  // attempt that started after that has ended. Kept in memory: a restart
-  // drops holds (the victims were already requeued).
+  // ---- Nodes as operators see them (control_loop_nodes.cc).
+  NodeView ViewOf(const core::Node& n) const;
+  // PermissionDenied unless `user` is an admin, saying who may `verb`.
+  Status RequireAdmin(const std::string& user, const std::string& verb) const;
+  // The node an admin acts on: PermissionDenied for others (RequireAdmin),
+  // NotFound for a node that does not exist or was removed.
+  StatusOr<core::NodeIndex> AdminNode(const std::string& node, const std::string& user, const std::string& verb);
+  // Answers with the node's view once `b` (and all before it) is durable.
+  void ReplyNodeView(store::WriteBatch b, core::NodeIndex node, const std::function<void(StatusOr<NodeView>)>& reply);
+
+  // ---- Checkpoints (control_loop_checkpoints.cc).
+  // A replica's report of the checkpoint it resumed from, and the ones it
+  // found damaged.
+  void RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b);
+
+  // ---- Preemption (control_loop_preemption.cc, scheduler/preemption.h).
+  // A preemptor's victims are stopped like a requeue (checkpoint signal,
+  // grace period, staggered, no retry spent) and the capacity they free is
+  // held for it (ClusterState::Nominate) until it starts. If it has not
+  // started by the hold's deadline (it was cancelled or held, or its node
+  // failed), the hold is dropped and its victims become immune: not
+  // evicted again until an attempt that started after that has ended. Kept
+  // in memory: a restart drops holds (the victims were already requeued).
   struct PreemptionHold {
     std::vector<int64_t> victims;
     int64_t deadline_ms = 0;
   };
   void ApplyPreemption(const core::Preemption& p, Time now, store::WriteBatch& b);
   void SweepPreemptions(Time now, store::WriteBatch& b);
+
+  // ---- State, owned by the loop's thread unless said otherwise.
+  CheckpointCatalog checkpoints_;
+  std::unique_ptr<CheckpointJanitor> janitor_;  // thread-safe
+  std::vector<HeldSync> held_syncs_;
   std::unordered_map<int64_t, PreemptionHold> preempting_;
   std::unordered_map<int64_t, int64_t> immune_since_ms_;  // job -> when it became immune
-
   std::unordered_map<int64_t, AttemptDetail> details_;  // jobs with a running attempt
   std::unordered_map<int64_t, nlohmann::json> attempt_records_;  // per job: one object per ended attempt
   AgentRegistry agents_;
@@ -372,10 +386,9 @@ class ControlLoop {
   const Clock& clock_;
   store::Store& store_;
   NodeWaits waits_;  // thread-safe; its lock nests with no other
-  std::unique_ptr<store::StoreWriter> writer_;
+  std::unique_ptr<store::StoreWriter> writer_;  // thread-safe
   uint64_t last_ticket_ = 0;  // of the last batch handed to writer_
 
-  // Owned by the loop thread only.
   core::ClusterState state_;
   lifecycle::NodeLiveness liveness_;
   lifecycle::JobLifecycle lifecycle_;
@@ -403,11 +416,6 @@ class ControlLoop {
   std::unordered_map<int64_t, ArrayTask> array_task_of_;  // job -> its place in an array
   bool dirty_ = true;
   Time last_prune_;
-  // Fair-share usage survives restarts: saved in the store's meta
-  // "fairShareUsage" ({"at": ms, "usage": {queue: GPU-seconds}}) at most
-  // every 10 s and when the loop stops, restored at start.
-  store::WriteBatch SaveFairShare(Time now);
-  Status RestoreFairShare();
   Time last_fairshare_save_;
   CyclePacer pacer_;
 

@@ -1,0 +1,258 @@
+// ControlLoop: attempts. The lifecycle's effects become rows, events and
+// attempt records (ApplyEffects, the one persistence boundary of
+// lifecycle/job_lifecycle.h); what the server keeps beside each running
+// attempt (AttemptDetail); the task each replica's agent is given; and
+// where a replica ran, for its logs.
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "server/control_loop.h"
+#include "server/task_env.h"
+
+namespace muster::server {
+
+using core::JobState;
+using nlohmann::json;
+
+namespace {
+
+int SignalNumber(api::CheckpointSignal s) {
+  switch (s) {
+    case api::CheckpointSignal::kSigUsr1: return SIGUSR1;
+    case api::CheckpointSignal::kSigUsr2: return SIGUSR2;
+    case api::CheckpointSignal::kSigTerm: return SIGTERM;
+    case api::CheckpointSignal::kSigInt: return SIGINT;
+  }
+  return SIGTERM;
+}
+
+}  // namespace
+
+lifecycle::JobTerms ControlLoop::TermsOf(const api::JobSpec* spec) const {
+  lifecycle::JobTerms t;
+  t.grace = options_.default_grace;
+  if (spec == nullptr) return t;
+  const api::RetrySpec& r = spec->retry;
+  t.retry = {r.limit, r.backoff.initial, r.backoff.factor, r.backoff.max, r.fail_on_exit_codes, r.retry_on_oom};
+  if (spec->checkpoint) t.grace = spec->checkpoint->grace_period;
+  t.time_limit = spec->time_limit;
+  t.stall_timeout = spec->stall_timeout;
+  return t;
+}
+
+void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
+  const int64_t now = clock_.Now().millis();
+  for (const lifecycle::LifecycleEvent& e : fx.events) {
+    b.events.push_back({0, e.job, now, lifecycle::EventTypeName(e.type), e.reason, e.message});
+  }
+  std::vector<int64_t> written;
+  for (const lifecycle::AttemptEnd& e : fx.ended) {
+    const lifecycle::AttemptRecord& r = e.record;
+    json record = {{"attempt", r.number},
+                   {"startTime", r.start.millis()},
+                   {"endTime", r.end.millis()},
+                   {"result", r.requeued ? "REQUEUED" : core::JobStateName(r.state)},
+                   {"reason", r.reason}};
+    json replicas = json::array();
+    for (size_t i = 0; i < r.replicas.size(); ++i) {
+      replicas.push_back({{"replica", i}, {"node", state_.nodes()[r.replicas[i].node].spec.name},
+                          {"result", r.replicas[i].result}});
+    }
+    record["replicas"] = replicas;
+    if (auto d = details_.find(e.job); d != details_.end()) {  // the attempt that ended
+      if (d->second.resume_recorded) record["resumedFrom"] = d->second.resumed_from;
+      details_.erase(d);
+    }
+    if (r.last_step) record["lastStep"] = *r.last_step;
+    json& records = attempt_records_[e.job];
+    if (!records.is_array()) records = json::array();
+    records.push_back(std::move(record));
+    // An attempt started after the job became immune to preemption has
+    // ended: it may be preempted again.
+    if (auto im = immune_since_ms_.find(e.job); im != immune_since_ms_.end() && r.start.millis() > im->second) {
+      (void)state_.SetPreemptImmune(e.job, false);
+      immune_since_ms_.erase(im);
+    }
+    if (e.terminal) checkpoints_.Forget(e.job);  // the store keeps the entries for queries
+    reasons_.erase(e.job);
+    dirty_ = true;
+    written.push_back(e.job);
+  }
+  for (const lifecycle::JobChange& c : fx.jobs) {
+    JobTable::Change change;
+    change.state = c.state;
+    change.reason = c.reason;
+    change.back_to_pending = c.back_to_pending;
+    change.end = c.end;
+    jobs_.Apply(c.job, change, clock_.Now());
+    written.push_back(c.job);
+  }
+  // Each changed job's row once, as it stands now.
+  std::set<int64_t> once;
+  for (int64_t job : written) {
+    if (once.insert(job).second) jobs_.Write(job, b);
+  }
+  std::set<core::NodeIndex> touched(fx.touched.begin(), fx.touched.end());
+  for (core::NodeIndex node : touched) Publish(node);
+  if (fx.resources_freed) dirty_ = true;
+  fx = lifecycle::Effects();
+}
+
+void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const json* restored, store::WriteBatch& b) {
+  AttemptDetail d;
+  auto spec = api::ParseJobSpecJson(jobs_.at(job).spec_json);
+  if (spec.ok()) d.spec = std::make_shared<const api::JobSpec>(std::move(*spec));
+  d.resume = checkpoints_.ResumeCandidates(job);
+  lifecycle::RestoredAttempt r;
+  std::optional<int64_t> restored_step;
+  if (restored && restored->is_object()) {
+    if (restored->contains("resumedFrom")) {
+      d.resumed_from = (*restored)["resumedFrom"];
+      d.resume_recorded = true;
+    }
+    if (restored->contains("progress") && (*restored)["progress"].is_object()) {
+      const json& p = (*restored)["progress"];
+      restored_step = p.value("step", int64_t{-1});
+      d.metrics = p.value("metrics", json());
+      d.progress_message = p.value("message", "");
+    }
+    if (restored->contains("endedReplicas") && (*restored)["endedReplicas"].is_array()) {
+      for (const json& e : (*restored)["endedReplicas"]) {
+        if (e.is_number_integer()) r.ended_replicas.push_back(e.get<int32_t>());
+      }
+    }
+    if (restored->contains("replicaResults") && (*restored)["replicaResults"].is_array()) {
+      for (const json& x : (*restored)["replicaResults"]) r.results.emplace_back(x.value("replica", -1), x.value("result", ""));
+    }
+    if (restored->contains("ending") && (*restored)["ending"].is_object()) {
+      const json& e = (*restored)["ending"];
+      r.stopping = true;
+      r.requeue = e.value("requeue", false);
+      r.ending_reason = e.value("reason", "");
+      r.ending = core::JobStateFromName(e.value("state", ""));
+    }
+  }
+  lifecycle::Effects fx;
+  if (!lifecycle_.Start(job, number, TermsOf(d.spec.get()), durable, fx, restored ? &r : nullptr).ok()) return;
+  // A fresh stall period after a restart.
+  if (restored_step) lifecycle_.NoteProgress(job, *restored_step);
+  const lifecycle::Attempt* a = lifecycle_.Find(job);
+  d.encoded.resize(a->replicas.size());
+  d.resume_seen.resize(a->replicas.size());
+  details_[job] = std::move(d);
+  ApplyEffects(fx, b);
+}
+
+json ControlLoop::AttemptJson(int64_t job) const {
+  const lifecycle::Attempt* a = lifecycle_.Find(job);
+  auto d = details_.find(job);
+  if (a == nullptr || d == details_.end()) return json();
+  json ended = json::array();
+  json results = json::array();
+  for (size_t i = 0; i < a->replicas.size(); ++i) {
+    if (a->replicas[i].ended) ended.push_back(i);
+    if (!a->replicas[i].result.empty()) results.push_back({{"replica", i}, {"result", a->replicas[i].result}});
+  }
+  json out = {{"attempt", a->number}, {"endedReplicas", ended}, {"replicaResults", results}};
+  if (d->second.resume_recorded) out["resumedFrom"] = d->second.resumed_from;
+  if (const Time at = lifecycle_.LastProgress(job); at > Time::Zero()) {
+    out["progress"] = {{"step", lifecycle_.LastStep(job)},
+                       {"metrics", d->second.metrics.is_null() ? json::object() : d->second.metrics},
+                       {"message", d->second.progress_message}, {"timeMs", at.millis()}};
+  }
+  if (a->Stopping()) {
+    out["ending"] = {{"state", a->ending ? core::JobStateName(*a->ending) : ""},
+                     {"requeue", a->requeue},
+                     {"reason", a->ending_reason}};
+  }
+  return out;
+}
+
+proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Attempt& a, const AttemptDetail& d,
+                                              int32_t replica) const {
+  std::vector<ReplicaPlace> places;
+  for (const lifecycle::Replica& r : a.replicas) {
+    const std::string& name = state_.nodes()[r.node].spec.name;
+    places.push_back({name, agents_.AddressOf(name)});
+  }
+  auto task = array_task_of_.find(job);
+  const api::JobSpec& spec = *d.spec;
+  proto::TaskAssignment t;
+  t.job = job;
+  t.attempt = a.number;
+  t.replica = replica;
+  t.epoch = epoch_;
+  t.user = jobs_.at(job).user;
+  t.argv = TaskArgv(spec);
+  t.script = spec.script.has_value();
+  t.image = spec.image.value_or("");
+  t.env = TaskEnvironment(spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1,
+                                 port_salt_});
+  t.working_dir = spec.working_dir.value_or("");
+  t.resume = d.resume;
+  t.gpus = a.replicas[replica].gpus;
+  t.cpu_milli = spec.resources.cpu_milli;
+  t.memory_bytes = spec.resources.memory_bytes;
+  t.time_limit_ms = spec.time_limit.is_infinite() ? 0 : spec.time_limit.millis();
+  t.stop_signal = spec.checkpoint ? SignalNumber(spec.checkpoint->signal) : SIGTERM;
+  t.grace_ms = a.terms.grace.millis();
+  return t;
+}
+
+StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica, int32_t wanted) {
+  using R = StatusOr<ReplicaLocation>;
+  return loop_.Call<R>([this, job, replica, wanted](std::function<void(R)> reply) {
+    const store::JobRow* row = jobs_.Find(job);
+    if (row == nullptr) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
+    // The current attempt (unless another is asked for), else the one asked
+    // for or the last one recorded in the job's status.
+    int32_t attempt = row->attempts;
+    std::string node;
+    const lifecycle::Attempt* current = lifecycle_.Find(job);
+    if (current != nullptr && (wanted == 0 || current->number == wanted)) {
+      attempt = current->number;
+      if (replica < 0 || replica >= static_cast<int32_t>(current->replicas.size())) {
+        // The field is named by the error's prefix ("replica: job 10 has ...").
+        return reply(InvalidArgument("job " + std::to_string(job) + " has " +
+                                         std::to_string(current->replicas.size()) + " replicas (0 to " +
+                                         std::to_string(current->replicas.size() - 1) + "), got " +
+                                         std::to_string(replica),
+                                     "replica"));
+      }
+      node = state_.nodes()[current->replicas[replica].node].spec.name;
+    } else {
+      const json* record = nullptr;
+      if (auto h = attempt_records_.find(job); h != attempt_records_.end() && h->second.is_array()) {
+        for (const json& a : h->second) {
+          if (wanted == 0 || a.value("attempt", 0) == wanted) record = &a;
+        }
+      }
+      if (wanted > 0 && !record) {
+        return reply(NotFound("job " + std::to_string(job) + " has no attempt " + std::to_string(wanted) +
+                              " (it has had " + std::to_string(row->attempts) + ")"));
+      }
+      if (record) {
+        attempt = record->value("attempt", attempt);
+        for (const json& r : record->value("replicas", json::array())) {
+          if (r.value("replica", -1) == replica) node = r.value("node", "");
+        }
+      }
+    }
+    if (node.empty()) {
+      const JobState state = StateOf(job);
+      if (row->attempts == 0 && (state == JobState::kPending || state == JobState::kHeld)) {
+        return reply(NotFound("job " + std::to_string(job) + " is " + core::JobStateName(state) + " and has not run yet"));
+      }
+      return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
+    }
+    const AgentRegistry::Agent* ag = agents_.Find(node);
+    if (ag == nullptr || ag->log_port == 0) {
+      return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs"));
+    }
+    reply(ReplicaLocation{node, ag->address, ag->log_port, attempt});
+  }, ShuttingDown());
+}
+
+}  // namespace muster::server

@@ -1,0 +1,147 @@
+// ControlLoop: nodes as operators see and change them: the node list,
+// cordon, drain, declare-lost and remove (admins only).
+#include <algorithm>
+#include <set>
+
+#include "server/control_loop.h"
+
+namespace muster::server {
+
+ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
+  NodeView v;
+  v.spec = n.spec;
+  v.free = n.free;
+  v.schedulable = n.schedulable;
+  v.status_json = "{}";
+  const AgentRegistry::Agent* agent = agents_.Find(n.spec.name);
+  if (agent == nullptr) return v;
+  const AgentRegistry::Agent& a = *agent;
+  v.status_json = a.status_json;
+  const std::optional<core::NodeIndex> index = state_.FindNode(n.spec.name);
+  if (index && liveness_.Watched(*index)) {
+    v.condition = lifecycle::NodeConditionName(liveness_.Of(*index));
+    v.last_seen_ms = liveness_.LastHeard(*index).millis();
+  }
+  v.cordon = !a.cordon.empty() ? a.cordon : a.resizing;
+  return v;
+}
+
+void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
+  using R = StatusOr<std::vector<NodeView>>;
+  loop_.Async<R>([this](std::function<void(R)> reply) {
+    std::vector<NodeView> out;
+    for (const core::Node& n : state_.nodes()) out.push_back(ViewOf(n));
+    for (const auto& [id, r] : state_.running()) {
+      std::set<core::NodeIndex> seen;
+      for (const core::Allocation& a : r.allocations) {
+        if (seen.insert(a.node).second) ++out[a.node].running_jobs;
+      }
+    }
+    std::erase_if(out, [this](const NodeView& v) { return agents_.Removed(v.spec.name); });
+    // By name, as people look for them (registration order is an accident).
+    std::sort(out.begin(), out.end(), [](const NodeView& x, const NodeView& y) { return x.spec.name < y.spec.name; });
+    reply(std::move(out));
+  }, std::move(done), ShuttingDown());
+}
+
+Status ControlLoop::RequireAdmin(const std::string& user, const std::string& verb) const {
+  if (std::find(options_.admins.begin(), options_.admins.end(), user) != options_.admins.end()) return Status::Ok();
+  return Status(StatusCode::kPermissionDenied,
+                "only an admin may " + verb + "; " + user + " is not one (server option admins)");
+}
+
+StatusOr<core::NodeIndex> ControlLoop::AdminNode(const std::string& node, const std::string& user,
+                                                 const std::string& verb) {
+  RETURN_IF_ERROR(RequireAdmin(user, verb + " a node"));
+  const std::optional<core::NodeIndex> index = state_.FindNode(node);
+  if (!index || agents_.Removed(node)) return NotFound("node " + node + " does not exist");
+  return *index;
+}
+
+void ControlLoop::ReplyNodeView(store::WriteBatch b, core::NodeIndex node,
+                                const std::function<void(StatusOr<NodeView>)>& reply) {
+  NodeView view = ViewOf(state_.nodes()[node]);
+  if (b.empty()) return reply(view);
+  Persist(std::move(b), [reply, view](const Status& st) {
+    if (!st.ok()) return reply(st);
+    reply(view);
+  });
+}
+
+void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string& user, bool drain,
+                         Done<StatusOr<NodeView>> done) {
+  using R = StatusOr<NodeView>;
+  loop_.Async<R>([this, node, cordon, user, drain](std::function<void(R)> reply) {
+    const std::string verb = drain ? "drain" : cordon ? "cordon" : "uncordon";
+    const StatusOr<core::NodeIndex> index = AdminNode(node, user, verb);
+    if (!index.ok()) return reply(index.status());
+    AgentRegistry::Agent& a = agents_.Get(node);
+    const std::string before = a.cordon;
+    const std::optional<std::string> status =
+        agents_.SetCordon(a, cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "");
+    UpdateSchedulable(*index);
+    store::WriteBatch b;
+    if (status) b.nodes.push_back({node, *status, "READY", clock_.Now().millis()});
+    if (drain) {
+      // Stop changes nothing for an attempt already stopping.
+      const std::set<int64_t> jobs = lifecycle_.AttemptsOn(*index);
+      for (int64_t job : jobs) {
+        const std::string why = "its node " + node + " is drained by " + user;
+        lifecycle::Effects fx;
+        if (lifecycle_.Stop(job, std::nullopt, true, why, /*staggered=*/true, fx) == lifecycle::StopOutcome::kStopping) {
+          b.events.push_back(Event(job, "Requeuing", "Drain", why + "; stopping its replicas"));
+        }
+        ApplyEffects(fx, b);
+      }
+    }
+    if (before != a.cordon) {
+      b.events.push_back({0, 0, clock_.Now().millis(), drain ? "NodeDrained" : cordon ? "NodeCordoned" : "NodeUncordoned", "",
+                          node + " " + verb + "ed by " + user});
+    }
+    ReplyNodeView(std::move(b), *index, reply);
+  }, std::move(done), ShuttingDown());
+}
+
+void ControlLoop::DeclareLost(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done) {
+  using R = StatusOr<NodeView>;
+  loop_.Async<R>([this, node, user](std::function<void(R)> reply) {
+    const StatusOr<core::NodeIndex> index = AdminNode(node, user, "declare lost");
+    if (!index.ok()) return reply(index.status());
+    lifecycle::Effects fx;
+    if (Status s = liveness_.DeclareLost(*index, user, fx); !s.ok()) return reply(s);
+    UpdateSchedulable(*index);
+    lifecycle_.NodeLost(*index, "was lost with its node " + node + " (declared lost by " + user + ")", fx);
+    store::WriteBatch b;
+    ApplyEffects(fx, b);
+    ReplyNodeView(std::move(b), *index, reply);
+  }, std::move(done), ShuttingDown());
+}
+
+void ControlLoop::RemoveNode(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done) {
+  using R = StatusOr<NodeView>;
+  loop_.Async<R>([this, node, user](std::function<void(R)> reply) {
+    const StatusOr<core::NodeIndex> index = AdminNode(node, user, "remove");
+    if (!index.ok()) return reply(index.status());
+    if (!liveness_.Watched(*index)) {
+      return reply(FailedPrecondition("node " + node + " comes from the server's configuration; remove it there"));
+    }
+    if (const lifecycle::NodeCondition c = liveness_.Of(*index); c != lifecycle::NodeCondition::kLost) {
+      return reply(FailedPrecondition("node " + node + " is " + lifecycle::NodeConditionName(c) +
+                                      "; only a lost node can be removed (declare it lost first)"));
+    }
+    if (const std::set<int64_t>& jobs = lifecycle_.AttemptsOn(*index); !jobs.empty()) {
+      return reply(FailedPrecondition("node " + node + " still holds job " + std::to_string(*jobs.begin()) +
+                                      ", whose other replicas are being stopped; try again once it has ended"));
+    }
+    AgentRegistry::Agent& a = agents_.Get(node);
+    a.removed = true;
+    a.inventory.clear();  // a returning agent's first sync stores the node again
+    UpdateSchedulable(*index);
+    store::WriteBatch b;
+    b.removed_nodes.push_back(node);
+    b.events.push_back({0, 0, clock_.Now().millis(), "NodeRemoved", "", node + " removed by " + user});
+    ReplyNodeView(std::move(b), *index, reply);
+  }, std::move(done), ShuttingDown());
+}
+
+}  // namespace muster::server
