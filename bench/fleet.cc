@@ -9,15 +9,18 @@
 //   4. submit a gang of --gang replicas x 8 GPUs: the time from its submit to
 //      the last of its agents receiving its task
 //   5. a tenth of the fleet restarts at once (connections closed, agents
-//      come back re-registering and reporting every task): their first syncs
-//      and the steady state after
+//      come back re-registering and reporting every task, each after its
+//      start delay as the real agent's, --start-jitter-ms): their first
+//      syncs and the steady state after
 // Reported per phase: syncs per second, sync latency (p50, p99, max of the
 // waitMs 0 syncs), the server's CPU per sync and RSS. It starts the server
 // itself (port 0, --port-file) with a configuration for the fleet.
 //
 // Usage: muster_bench_fleet --muster build/cmd/muster/muster [--agents 12500]
 //        [--jobs 10000] [--gang 512] [--wait-ms 5000] [--probe-every 5]
-//        [--window 20] [--restart-fraction 0.1]
+//        [--window 20] [--restart-fraction 0.1] [--start-jitter-ms 1000]
+// MUSTER_FLEET_TRACE=1 prints each slow probe and the restart's timing, and
+// keeps the server's directory (its log) for reading.
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -36,6 +39,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/agent.h"
 #include "fleet_agents.h"
 
 namespace {
@@ -52,6 +56,9 @@ struct Options {
   int probe_every = 5;
   int window_s = 20;
   double restart_fraction = 0.1;
+  // As the real agent (its --start-jitter): a restarted agent's first sync
+  // waits a part of this fixed by its node name. 0: all at once.
+  int start_jitter_ms = static_cast<int>(muster::agent::AgentOptions().start_jitter.millis());
   int threads = 2;
 };
 
@@ -132,6 +139,7 @@ int main(int argc, char** argv) {
     else if (k == "--probe-every") o.probe_every = std::stoi(v);
     else if (k == "--window") o.window_s = std::stoi(v);
     else if (k == "--restart-fraction") o.restart_fraction = std::stod(v);
+    else if (k == "--start-jitter-ms") o.start_jitter_ms = std::stoi(v);
     else if (k == "--threads") o.threads = std::max(1, std::stoi(v));
     else {
       std::fprintf(stderr, "muster_bench_fleet: unknown flag %s\n", k.c_str());
@@ -178,6 +186,7 @@ int main(int argc, char** argv) {
   fo.wait_ms = o.wait_ms;
   fo.probe_every = o.probe_every;
   fo.restart_fraction = o.restart_fraction;
+  fo.start_jitter_ms = o.start_jitter_ms;
   for (int t = 0; t < o.threads; ++t) {
     std::vector<PlayedNode> nodes;
     for (int i = o.agents * t / o.threads; i < o.agents * (t + 1) / o.threads; ++i) {
@@ -194,7 +203,8 @@ int main(int argc, char** argv) {
   httplib::Client api("127.0.0.1", port);
   api.set_read_timeout(120, 0);
   const httplib::Headers user{{"X-Muster-User", "root"}};
-  json report = {{"agents", o.agents}, {"jobs", o.jobs}, {"gang", o.gang}, {"waitMs", o.wait_ms}, {"phases", json::array()}};
+  json report = {{"agents", o.agents}, {"jobs", o.jobs}, {"gang", o.gang}, {"waitMs", o.wait_ms},
+                 {"startJitterMs", o.start_jitter_ms}, {"phases", json::array()}};
   auto fail = [&](const std::string& why) {
     std::fprintf(stderr, "muster_bench_fleet: %s\n", why.c_str());
     join();
@@ -238,8 +248,11 @@ int main(int argc, char** argv) {
   if (o.restart_fraction > 0) {
     // Measured from the moment they restart: the rest of the fleet's syncs
     // during the storm of their first syncs (each reporting every task it
-    // runs), and those first syncs apart.
+    // runs), and those first syncs apart. The fleet settles first (the
+    // gang's 512 answers are large: their writing and reading must not be
+    // counted as the restart's).
     const int restarting = static_cast<int>(o.agents * o.restart_fraction);
+    std::this_thread::sleep_for(std::chrono::milliseconds(o.wait_ms + 2000));
     fleet.Take(fleet.restart_sample);
     report["phases"].push_back(Measure(fleet, server, o.window_s, -2000, "while a tenth restarts", [&] {
       for (auto& shard : shards) shard->RequestRestart();
@@ -259,7 +272,7 @@ int main(int argc, char** argv) {
   std::printf("%s\n", report.dump().c_str());
   join();
   StopServer(server_process);
-  std::filesystem::remove_all(dir);
+  if (!std::getenv("MUSTER_FLEET_TRACE")) std::filesystem::remove_all(dir);  // kept to read the server log
   // An error (an answer other than 200, a connection the server closed) is
   // a defect at any scale: the run fails (the fleet_smoke test relies on it).
   if (fleet.errors.load() > 0) {

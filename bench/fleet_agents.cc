@@ -1,5 +1,7 @@
 #include "fleet_agents.h"
 
+#include "agent/start_delay.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -65,6 +67,8 @@ struct Agent {
   uint64_t syncs = 0;
   bool got_gang = false;
   bool silenced = false;   // its node failed: it never syncs again
+  int64_t back_at_us = 0;  // restarting: when it connects again
+  bool down = false;       // restarting: its connection is closed
   // The last request body and what it was built from, sent again while
   // nothing changed (as a real agent's would be the same bytes), and the
   // last answer (one equal to it changes nothing): the fleet's own cost per
@@ -133,6 +137,7 @@ void Fleet::Run() {
       last_batch = now;
     }
     if (restart_.exchange(false)) Restart();
+    if (!restarting_.empty() || !closing_.empty()) RestartSome();
     {
       std::lock_guard<std::mutex> lock(silence_mu_);
       for (const std::string& node : silence_) {
@@ -144,7 +149,13 @@ void Fleet::Run() {
       }
       silence_.clear();
     }
-    const int n = epoll_wait(ep_, events.data(), static_cast<int>(events.size()), 5);
+    int timeout_ms = 5;
+    if (!closing_.empty()) {
+      timeout_ms = 0;
+    } else if (!restarting_.empty()) {
+      timeout_ms = static_cast<int>(std::clamp<int64_t>((agents_[restarting_.front()].back_at_us - NowUs()) / 1000, 0, 5));
+    }
+    const int n = epoll_wait(ep_, events.data(), static_cast<int>(events.size()), timeout_ms);
     for (int i = 0; i < n; ++i) {
       const size_t idx = events[i].data.u64;
       if (events[i].events & (EPOLLERR | EPOLLHUP)) {
@@ -195,19 +206,57 @@ void Fleet::Reconnect(size_t idx, const char* why) {
 }
 
 // A tenth (restart_fraction) of the agents restart: their connections
-// close and each comes back with a new report sequence and version 0,
-// reporting every task it runs (a restarted agent adopts its tasks).
+// close and each comes back, after its start delay as the real agent's,
+// with a new report sequence and version 0, reporting every task it runs (a
+// restarted agent adopts its tasks). The harness's own work is kept out of
+// the latencies it measures: the loop closes kRestartChunk connections, or
+// reconnects as many agents whose time has come, between rounds of reading
+// answers (a connection and a request take it ~0.1 ms: 625 in one go would
+// delay every answer meanwhile by ~60 ms).
 void Fleet::Restart() {
+  restart_began_us_ = NowUs();
   const size_t every = static_cast<size_t>(std::max(1.0, 1.0 / o_.restart_fraction));
   for (size_t idx = 0; idx < agents_.size(); idx += every) {
     Agent& a = agents_[idx];
     if (a.silenced) continue;
-    Drop(idx);
+    a.back_at_us = restart_began_us_ + StartDelayUs(a.name);
+    closing_.push_back(idx);
+    restarting_.push_back(idx);
+  }
+  std::stable_sort(restarting_.begin(), restarting_.end(),
+                   [&](size_t x, size_t y) { return agents_[x].back_at_us < agents_[y].back_at_us; });
+  if (trace_) std::fprintf(stderr, "fleet: restart began at %.6f s (steady clock)\n", restart_began_us_ / 1e6);
+}
+
+void Fleet::RestartSome() {
+  constexpr size_t kRestartChunk = 25;
+  // The agents stop: the server sees their connections close.
+  for (size_t k = 0; k < kRestartChunk && !closing_.empty(); ++k) {
+    Agent& a = agents_[closing_.front()];
+    Drop(closing_.front());
+    a.down = true;
+    closing_.pop_front();
+  }
+  const int64_t now = NowUs();
+  for (size_t k = 0; k < kRestartChunk && !restarting_.empty(); ++k) {
+    const size_t idx = restarting_.front();
+    Agent& a = agents_[idx];
+    if (!a.down || a.back_at_us > now) break;
+    restarting_.pop_front();
+    a.down = false;
     a.version = 0;
     a.report_seq = NowUs();
     a.restarted = true;
     Connect(idx);
   }
+  if (restarting_.empty() && trace_) {
+    std::fprintf(stderr, "fleet: restarts spread over %.1f ms\n", (NowUs() - restart_began_us_) / 1000.0);
+  }
+}
+
+int64_t Fleet::StartDelayUs(const std::string& node) const {
+  if (o_.start_jitter_ms <= 0) return 0;
+  return static_cast<int64_t>(agent::StartDelay(node, Duration::Millis(o_.start_jitter_ms)).millis()) * 1000;
 }
 
 void Fleet::Send(size_t idx) {

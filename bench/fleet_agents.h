@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -75,6 +76,9 @@ struct FleetOptions {
   // server knows the nodes in the order given (as a simulator does).
   bool in_order = false;
   double restart_fraction = 0.1;
+  // A restarted agent's first sync waits agent::StartDelay(node, this), as
+  // the real agent's does (its --start-jitter); 0: all at once.
+  int start_jitter_ms = 0;
   std::string gang_name = "gang";  // tasks of a job of this name count as the gang's
 };
 
@@ -100,6 +104,8 @@ class Fleet {
   void Connect(size_t idx);
   void Reconnect(size_t idx, const char* why);
   void Restart();
+  void RestartSome();
+  int64_t StartDelayUs(const std::string& node) const;
   void Send(size_t idx);
   void Write(size_t idx);
   void Read(size_t idx);
@@ -113,6 +119,9 @@ class Fleet {
   int ep_ = -1;
   std::vector<Agent> agents_;
   std::atomic<bool> restart_{false};
+  std::deque<size_t> closing_;     // agents whose connections are still to close (RestartSome)
+  std::deque<size_t> restarting_;  // agents still to come back, by time
+  int64_t restart_began_us_ = 0;
   std::mutex silence_mu_;
   std::vector<std::string> silence_;  // guarded by silence_mu_
 };

@@ -55,7 +55,8 @@ class LocalCluster:
         at `server` when given)."""
         self.agents[name] = subprocess.Popen(
             list(wrapper) + [self.binary, "agent", "--server", server or self.url, "--name", name,
-                             "--state-dir", f"{self.dir}/{name}", "--stop-tasks-on-exit"] + list(flags),
+                             "--state-dir", f"{self.dir}/{name}", "--stop-tasks-on-exit", "--start-jitter", "0"]
+            + list(flags),
             stdout=open(f"{self.dir}/{name}.log", "w"), stderr=subprocess.STDOUT)
 
     def wait_nodes(self, n):

@@ -19,7 +19,7 @@ mount | grep -E "cgroup2? " | head -3
 "$M" server --store "$D/m.db" --listen 127.0.0.1:$PORT > "$D/server.log" 2>&1 &
 SP=$!
 sleep 1
-"$M" agent --server http://127.0.0.1:$PORT --name gpu-node --state-dir "$D/agent" --stop-tasks-on-exit > "$D/agent.log" 2>&1 &
+"$M" agent --server http://127.0.0.1:$PORT --name gpu-node --state-dir "$D/agent" --stop-tasks-on-exit --start-jitter 0 > "$D/agent.log" 2>&1 &
 AP=$!
 export MUSTER_SERVER=http://127.0.0.1:$PORT MUSTER_RETRY_SECONDS=5
 for i in $(seq 50); do "$M" get nodes 2>/dev/null | grep -q gpu-node && break; sleep 0.2; done

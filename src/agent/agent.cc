@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include "agent/start_delay.h"
 #include "agent/task_beacon.h"
 
 #include <fcntl.h>
@@ -653,6 +654,10 @@ void Agent::HealthLoop() {
 
 void Agent::Run() {
   main_thread_ = std::this_thread::get_id();
+  if (const Duration delay = StartDelay(options_.node, options_.start_jitter); delay > Duration::Zero()) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(delay.millis()), [&] { return stop_; });
+  }
   RefreshReports();
   Sync(0);
   watch_thread_ = std::thread([this] { WatchLoop(); });

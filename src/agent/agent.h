@@ -69,6 +69,10 @@ struct AgentOptions {
   bool run_as_submitter = true;  // effective only when running as root
   bool stop_tasks_on_exit = false;  // `muster dev`: a stopped agent leaves nothing running
   Duration sync_wait = Duration::Seconds(10);
+  // Before its first sync the agent waits a part of this fixed by its node
+  // name (agent/start_delay.h): agents started together reach the server
+  // spread over it, not in one burst. 0: sync at once (`muster dev`, tests).
+  Duration start_jitter = Duration::Seconds(1);
   // Logs of tasks that ended are deleted this long after their last write
   // (checked every 10 minutes); zero keeps them.
   Duration log_retention = Duration::Hours(7 * 24);

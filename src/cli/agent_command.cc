@@ -33,6 +33,9 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_flag("--no-cgroups", f.no_cgroups, "Run tasks without cgroups (no memory, CPU or pids limits)");
   a->add_flag("--run-as-self", f.as_self, "Run tasks as the agent's user even when it is root");
   a->add_flag("--stop-tasks-on-exit", o.stop_tasks_on_exit, "Stop every task when the agent stops (development)");
+  a->add_option("--start-jitter", f.start_jitter,
+                "Spread of agents' first syncs: each waits a part of it fixed by its node name, so many started "
+                "at once do not reach the server in one burst, e.g. 2s, 0 (default 1s)");
   a->add_option("--log-retention", f.log_retention,
                 "How long the logs of tasks that ended are kept, e.g. 7d, 12h, 0 to keep them (default 7d)");
   return a;
@@ -63,6 +66,15 @@ int RunAgentCommand(AgentFlags& f) {
       return 2;
     }
     o.log_retention = *keep;
+  }
+  if (!f.start_jitter.empty()) {
+    auto jitter = ParseDuration(f.start_jitter);
+    if (!jitter.ok() || *jitter > Duration::Minutes(10)) {
+      std::cerr << "muster agent: --start-jitter: must be a duration from 0 to 10m, like 1s, got \"" << f.start_jitter
+                << "\"\n";
+      return 2;
+    }
+    o.start_jitter = *jitter;
   }
   if (!f.leaf.empty()) o.labels["leaf"] = f.leaf;
   if (!f.spine.empty()) o.labels["spine"] = f.spine;

@@ -20,6 +20,7 @@ struct AgentFlags {
   bool no_cgroups = false;
   bool as_self = false;
   std::string log_retention;
+  std::string start_jitter;
 };
 
 CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& flags);

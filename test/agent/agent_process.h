@@ -35,7 +35,9 @@ class AgentProcess {
   void Start() {
     std::vector<std::string> args = wrapper;
     for (const char* a : {MUSTER_BINARY, "agent", "--server"}) args.push_back(a);
-    for (const std::string& a : {server_, std::string("--name"), name_, std::string("--state-dir"), dir_ + "/state"}) {
+    // Tests start agents one by one and wait for them: no start jitter.
+    for (const std::string& a : {server_, std::string("--name"), name_, std::string("--state-dir"), dir_ + "/state",
+                                 std::string("--start-jitter"), std::string("0")}) {
       args.push_back(a);
     }
     args.insert(args.end(), flags.begin(), flags.end());

@@ -303,7 +303,9 @@ TEST_F(ClusterTest, CancelLeavesNoProcessAndNoCgroup) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(left, "") << "cgroups left behind";
-  if (geteuid() == 0) EXPECT_TRUE(parent_seen) << "no cgroup parent of the agent's was found";
+  if (geteuid() == 0) {
+    EXPECT_TRUE(parent_seen) << "no cgroup parent of the agent's was found";
+  }
 }
 
 // The retry rules themselves (backoff, the limit, what is never retried)
