@@ -209,17 +209,7 @@ class ControlLoop {
   // drops are deleted from storage in the background once that is durable.
   // A new attempt's resume candidates are fixed when it is created, so
   // every replica of a gang gets the same list.
-  struct CheckpointCommit {
-    int64_t job = 0;
-    int32_t attempt = 0;
-    int64_t step = 0;
-    std::string location;
-    std::string manifest_sha256;
-    int64_t files = 0;
-    int64_t bytes = 0;
-    std::string user;
-  };
-  void CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::CheckpointRow>> done);
+  void CommitCheckpoint(CheckpointCatalog::Commit c, std::string user, Done<StatusOr<store::CheckpointRow>> done);
 
   // Progress of a running attempt (step, metrics, a message), kept with the
   // attempt and shown with the job. With the job's stallTimeout set, an

@@ -11,11 +11,12 @@ using core::JobState;
 using nlohmann::json;
 using store::JobRow;
 
-void ControlLoop::CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::CheckpointRow>> done) {
+void ControlLoop::CommitCheckpoint(CheckpointCatalog::Commit c, std::string user,
+                                   Done<StatusOr<store::CheckpointRow>> done) {
   using R = StatusOr<store::CheckpointRow>;
-  loop_.Async<R>([this, c = std::move(c)](std::function<void(R)> reply) {
+  loop_.Async<R>([this, c = std::move(c), user = std::move(user)](std::function<void(R)> reply) {
     const std::string job_name = "job " + std::to_string(c.job);
-    if (auto managed = ManagedJob(c.job, c.user, "commit checkpoints for"); !managed.ok()) return reply(managed.status());
+    if (auto managed = ManagedJob(c.job, user, "commit checkpoints for"); !managed.ok()) return reply(managed.status());
     // Fencing: only the attempt that runs now may commit.
     auto a = details_.find(c.job);
     const lifecycle::Attempt* running = lifecycle_.Find(c.job);
@@ -31,8 +32,7 @@ void ControlLoop::CommitCheckpoint(CheckpointCommit c, Done<StatusOr<store::Chec
     const Time now = clock_.Now();
     store::WriteBatch b;
     const StatusOr<CheckpointCatalog::Committed> added =
-        checkpoints_.Add({c.job, c.attempt, c.step, c.location, c.manifest_sha256, c.files, c.bytes},
-                         a->second.spec->checkpoint->dir, a->second.spec->checkpoint->keep, now, b);
+        checkpoints_.Add(c, a->second.spec->checkpoint->dir, a->second.spec->checkpoint->keep, now, b);
     if (!added.ok()) return reply(added.status());
     if (added->repeated) return reply(added->entry);  // a retried request
     (void)state_.NoteCheckpoint(c.job, now);  // what a preemption would lose starts here

@@ -169,9 +169,8 @@ void HttpApi::CommitCheckpoint(Request&& req, Reply reply) {
   if (!user.ok()) return ReplyNow(reply, user.status());
   auto body = BodyObject(req, {"attempt", "step", "location", "manifestSha256", "files", "bytes"});
   if (!body.ok()) return ReplyNow(reply, body.status());
-  ControlLoop::CheckpointCommit c;
+  CheckpointCatalog::Commit c;
   c.job = *id;
-  c.user = *user;
   for (Status st : {BodyInt(*body, "attempt", c.attempt, 1, kMaxAttempt), BodyInt(*body, "step", c.step, 0, kMaxInt),
                     BodyString(*body, "location", c.location, 4096, true),
                     BodyString(*body, "manifestSha256", c.manifest_sha256, 64, true),
@@ -181,7 +180,7 @@ void HttpApi::CommitCheckpoint(Request&& req, Reply reply) {
   if (!checkpoint::IsSha256Hex(c.manifest_sha256)) {
     return ReplyNow(reply, InvalidArgument("must be 64 lower-case hex digits", "manifestSha256"));
   }
-  loop_.CommitCheckpoint(std::move(c), Answer<store::CheckpointRow>(reply, [](http::Response& res, const store::CheckpointRow& row) {
+  loop_.CommitCheckpoint(std::move(c), *user, Answer<store::CheckpointRow>(reply, [](http::Response& res, const store::CheckpointRow& row) {
     ReplyJson(res, 201, CheckpointJson(row));
   }));
 }
