@@ -86,7 +86,7 @@ Status ControlLoop::Start() {
   RETURN_IF_ERROR(store_.Commit({&nodes}));
   writer_ = std::make_unique<store::StoreWriter>(store_);
   pacer_.Reset(clock_.Now());
-  loop_.Start("control-loop", {[this] { return IdleWait(); }, [this] { Idle(); },
+  loop_.Start("control-loop", {[this] { return IdleWait(); }, [this] { Tick(); },
                                [this] {
                                  AnswerHeldSyncs();
                                  // Saved last: the writer commits it before it stops.
@@ -246,7 +246,7 @@ Status ControlLoop::Restore() {
 
 Status ControlLoop::ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
 
-void ControlLoop::Idle() {
+void ControlLoop::Tick() {
   const Time now = clock_.Now();
   waits_.EndExpired(now);
   if (lifecycle_.NextStopDue() <= now) {

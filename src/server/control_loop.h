@@ -239,7 +239,7 @@ class ControlLoop {
   Status Restore();
   // The loop's own work after each wake-up (LoopExecutor::Hooks::tick):
   // staggered stops due, expired waits, a scheduling cycle when due.
-  void Idle();
+  void Tick();
   // How long the loop may sleep: until a cycle, a staggered stop or a
   // wait's end is due.
   Duration IdleWait() const;

@@ -403,11 +403,13 @@ class Run {
         if (!silent_.empty() && silent_[node]) continue;
         const std::set<JobId> jobs = lifecycle_->AttemptsOn(node);  // a copy: ends erase attempts
         for (JobId job : jobs) {
-          const lifecycle::Attempt* a = lifecycle_->Find(job);
-          if (a == nullptr || !a->StopReleased(clock_.Now())) continue;
-          for (int32_t i = 0; i < static_cast<int32_t>(a->replicas.size()); ++i) {
-            a = lifecycle_->Find(job);
-            if (a == nullptr) break;
+          const lifecycle::Attempt* first = lifecycle_->Find(job);
+          if (first == nullptr || !first->StopReleased(clock_.Now())) continue;
+          // An end may end the attempt (and erase it): look it up again for
+          // every replica.
+          for (int32_t i = 0;; ++i) {
+            const lifecycle::Attempt* a = lifecycle_->Find(job);
+            if (a == nullptr || i >= static_cast<int32_t>(a->replicas.size())) break;
             if (a->replicas[i].node != node || a->replicas[i].ended) continue;
             lifecycle::ReplicaExit stopped;
             stopped.cause = lifecycle::ExitCause::kStoppedByAgent;
