@@ -235,13 +235,17 @@ Status ControlLoop::Restore() {
     requeued.events.push_back({0, row.id, clock_.Now().millis(), "Requeued", code, why});
     JobTable::Change requeue = JobTable::Change::To(JobState::kPending, "Requeued: " + why);
     requeue.back_to_pending = true;
-    jobs_.Update(row.id, requeue, clock_.Now(), requeued);
+    NoteDefect(jobs_.Update(row.id, requeue, clock_.Now(), requeued));
   }
   const int64_t day_ago = clock_.Now().millis() - 24LL * 3600 * 1000;
   ASSIGN_OR_RETURN(std::vector<store::IdempotencyRow> keys, store_.LoadIdempotency(day_ago));
   idempotency_.Restore(keys);
   if (!requeued.empty()) RETURN_IF_ERROR(store_.Commit({&requeued}));
   return state_.CheckInvariants();
+}
+
+void ControlLoop::NoteDefect(const Status& s) const {
+  if (!s.ok()) std::fprintf(stderr, "muster server: internal error (please report): %s\n", s.message().c_str());
 }
 
 Status ControlLoop::ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
@@ -472,7 +476,7 @@ void ControlLoop::Act(int64_t id, Action action, const std::string& user, Done<S
     reasons_.erase(id);
     dirty_ = true;
     store::WriteBatch b;
-    jobs_.Update(id, change, now, b);
+    NoteDefect(jobs_.Update(id, change, now, b));
     b.events.push_back(Event(id, event, "", "by " + user));
     Persist(std::move(b), [row, reply](const Status& st) {
       if (!st.ok()) return reply(st);
@@ -528,7 +532,7 @@ void ControlLoop::RunCycle() {
   store::WriteBatch b;
   for (const core::JobFailure& f : d.failures) {
     if (!state_.EndPending(f.job, f.state, now, f.reason).ok()) continue;
-    jobs_.Update(f.job, JobTable::Change::Ended(f.state, f.reason, now), now, b);
+    NoteDefect(jobs_.Update(f.job, JobTable::Change::Ended(f.state, f.reason, now), now, b));
     b.events.push_back(Event(f.job, "Failed", "DependencyNeverSatisfied", f.reason));
     dirty_ = true;
   }
@@ -541,7 +545,7 @@ void ControlLoop::RunCycle() {
     }
     JobTable::Change start = JobTable::Change::To(JobState::kRunning, "");
     start.started = true;
-    jobs_.Apply(bnd.job, start, now);
+    NoteDefect(jobs_.Apply(bnd.job, start, now));
     const int32_t attempt = jobs_.at(bnd.job).attempts;
     StartAttempt(bnd.job, attempt, /*durable=*/false, nullptr, b);
     started.emplace_back(bnd.job, attempt);

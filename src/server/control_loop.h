@@ -236,6 +236,9 @@ class ControlLoop {
   // ---- The loop, jobs and the scheduling cycle (control_loop.cc).
   // What a call answers once the loop has stopped.
   static Status ShuttingDown();
+  // Says on stderr what an internal check refused (a defect of the server,
+  // not of a request), e.g. a state transition JobTable does not allow.
+  void NoteDefect(const Status& s) const;
   Status Restore();
   // The loop's own work after each wake-up (LoopExecutor::Hooks::tick):
   // staggered stops due, expired waits, a scheduling cycle when due.

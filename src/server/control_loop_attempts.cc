@@ -86,7 +86,7 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
     change.reason = c.reason;
     change.back_to_pending = c.back_to_pending;
     change.end = c.end;
-    jobs_.Apply(c.job, change, clock_.Now());
+    NoteDefect(jobs_.Apply(c.job, change, clock_.Now()));
     written.push_back(c.job);
   }
   // Each changed job's row once, as it stands now.

@@ -15,16 +15,26 @@ const store::JobRow& JobTable::Add(store::JobRow row, core::JobState state, stor
   return rows_.at(id);
 }
 
-void JobTable::Apply(int64_t job, const Change& c, Time now) {
+Status JobTable::Apply(int64_t job, const Change& c, Time now) {
   store::JobRow& row = rows_.at(job);
-  if (c.state) row.state = core::JobStateName(*c.state);
+  Status refused;
+  if (c.state) {
+    const std::optional<core::JobState> from = core::JobStateFromName(row.state);
+    if (from && *from != *c.state && !core::IsValidTransition(*from, *c.state)) {
+      refused = Internal("job " + std::to_string(job) + ": " + row.state + " to " + core::JobStateName(*c.state) +
+                         " is not an allowed transition; its state stays " + row.state);
+    } else {
+      row.state = core::JobStateName(*c.state);
+    }
+  }
   if (c.reason) row.reason = *c.reason;
   if (c.started) {
     row.start_ms = now.millis();
     row.attempts += 1;
   }
   if (c.back_to_pending) row.start_ms.reset();
-  if (c.end) row.end_ms = c.end->millis();
+  if (c.end && refused.ok()) row.end_ms = c.end->millis();
+  return refused;
 }
 
 void JobTable::Write(int64_t job, store::WriteBatch& b) {
@@ -33,9 +43,10 @@ void JobTable::Write(int64_t job, store::WriteBatch& b) {
   b.jobs.push_back(row);
 }
 
-void JobTable::Update(int64_t job, const Change& c, Time now, store::WriteBatch& b) {
-  Apply(job, c, now);
+Status JobTable::Update(int64_t job, const Change& c, Time now, store::WriteBatch& b) {
+  Status s = Apply(job, c, now);
   Write(job, b);
+  return s;
 }
 
 void JobTable::WriteReason(int64_t job, const std::string& code, store::WriteBatch& b) {

@@ -9,7 +9,11 @@
 // applies it, and Write appends the row, its status column rebuilt by the
 // owner's `status_of` (allocations, the running attempt, history), to the
 // batch that makes the step durable. Several changes of one step are
-// applied first, then the row is written once. A pending job's reason
+// applied first, then the row is written once. Every change of state is
+// checked here against core::IsValidTransition (the one table of allowed
+// transitions): one that is not allowed (a terminal state changing, HELD to
+// RUNNING) is a defect of the server; the state is left as it was, the
+// rest of the change applies, and Apply says so. A pending job's reason
 // from a scheduling cycle is written alone (WriteReason), as the store
 // updates that one column.
 //
@@ -22,6 +26,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/status.h"
 #include "common/time.h"
 #include "core/job.h"
 #include "store/store.h"
@@ -59,12 +64,13 @@ class JobTable {
       return c;
     }
   };
-  // Applies `c` to the row in memory (`now`: a start's time).
-  void Apply(int64_t job, const Change& c, Time now);
+  // Applies `c` to the row in memory (`now`: a start's time). Internal
+  // error, naming both states, when its state change is not allowed.
+  Status Apply(int64_t job, const Change& c, Time now);
   // Appends the job's row, its status rebuilt, to `b`.
   void Write(int64_t job, store::WriteBatch& b);
   // Apply, then Write.
-  void Update(int64_t job, const Change& c, Time now, store::WriteBatch& b);
+  Status Update(int64_t job, const Change& c, Time now, store::WriteBatch& b);
   // A pending job's reason code from a cycle, written alone when it changed.
   void WriteReason(int64_t job, const std::string& code, store::WriteBatch& b);
 

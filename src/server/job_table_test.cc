@@ -12,8 +12,8 @@ TEST(JobTableTest, EveryChangeIsWrittenAsTheWholeRowWithItsStatusRebuilt) {
   row.id = 4;
   row.user = "ann";
   store::WriteBatch b;
-  const store::JobRow& added = jobs.Add(row, core::JobState::kHeld, b);
-  EXPECT_EQ(added.state, "HELD");
+  const store::JobRow& added = jobs.Add(row, core::JobState::kPending, b);
+  EXPECT_EQ(added.state, "PENDING");
   ASSERT_EQ(b.jobs.size(), 1u);
   EXPECT_EQ(b.jobs[0].status_json, "{\"job\":4,\"n\":1}");
 
@@ -22,7 +22,7 @@ TEST(JobTableTest, EveryChangeIsWrittenAsTheWholeRowWithItsStatusRebuilt) {
   const Time t = Time::FromSeconds(1000);
   JobTable::Change start = JobTable::Change::To(core::JobState::kRunning, "");
   start.started = true;
-  jobs.Apply(4, start, t);
+  ASSERT_TRUE(jobs.Apply(4, start, t).ok());
   EXPECT_EQ(jobs.at(4).attempts, 1);
   EXPECT_EQ(jobs.at(4).start_ms, t.millis());
   store::WriteBatch b2;
@@ -35,10 +35,10 @@ TEST(JobTableTest, EveryChangeIsWrittenAsTheWholeRowWithItsStatusRebuilt) {
   JobTable::Change requeue = JobTable::Change::To(core::JobState::kPending, "Requeued: its node was lost");
   requeue.back_to_pending = true;
   store::WriteBatch b3;
-  jobs.Update(4, requeue, t, b3);
+  ASSERT_TRUE(jobs.Update(4, requeue, t, b3).ok());
   EXPECT_FALSE(b3.jobs[0].start_ms.has_value());
   EXPECT_EQ(b3.jobs[0].reason, "Requeued: its node was lost");
-  jobs.Update(4, JobTable::Change::Ended(core::JobState::kCancelled, "cancelled by ann", t), t, b3);
+  ASSERT_TRUE(jobs.Update(4, JobTable::Change::Ended(core::JobState::kCancelled, "cancelled by ann", t), t, b3).ok());
   EXPECT_EQ(b3.jobs[1].state, "CANCELLED");
   EXPECT_EQ(b3.jobs[1].end_ms, t.millis());
   EXPECT_EQ(jobs.Find(5), nullptr);
@@ -58,6 +58,26 @@ TEST(JobTableTest, APendingReasonIsWrittenAloneAndOnlyWhenItChanged) {
   EXPECT_EQ(reasons.reasons[1].second, "Priority");
   EXPECT_TRUE(reasons.jobs.empty());
   EXPECT_EQ(jobs.at(1).reason, "Priority");
+}
+
+TEST(JobTableTest, AStateChangeTheTransitionTableForbidsIsRefused) {
+  JobTable jobs([](int64_t) { return std::string("{}"); });
+  store::JobRow row;
+  row.id = 9;
+  store::WriteBatch b;
+  jobs.Add(row, core::JobState::kHeld, b);
+  // HELD cannot start: the state stays, and the refusal names both states.
+  const Status s = jobs.Apply(9, JobTable::Change::To(core::JobState::kRunning, "x"), Time::Zero());
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_NE(s.message().find("HELD to RUNNING"), std::string::npos) << s.message();
+  EXPECT_EQ(jobs.at(9).state, "HELD");
+  // Ended: nothing moves it again.
+  ASSERT_TRUE(jobs.Apply(9, JobTable::Change::Ended(core::JobState::kCancelled, "by ann", Time::FromSeconds(5)),
+                         Time::Zero()).ok());
+  EXPECT_FALSE(jobs.Apply(9, JobTable::Change::To(core::JobState::kPending, ""), Time::Zero()).ok());
+  EXPECT_EQ(jobs.at(9).state, "CANCELLED");
+  // The same state again is no transition (a new reason).
+  EXPECT_TRUE(jobs.Apply(9, JobTable::Change::To(core::JobState::kCancelled, "by ann, again"), Time::Zero()).ok());
 }
 
 }  // namespace
