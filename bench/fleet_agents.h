@@ -79,7 +79,6 @@ struct FleetOptions {
   // A restarted agent's first sync waits agent::StartDelay(node, this), as
   // the real agent's does (its --start-jitter); 0: all at once.
   int start_jitter_ms = 0;
-  std::string gang_name = "gang";  // tasks of a job of this name count as the gang's
 };
 
 struct Agent;
