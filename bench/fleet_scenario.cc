@@ -26,7 +26,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/quantity.h"
+#include "core/job.h"
 #include "fleet_agents.h"
 #include "sim/cluster_file.h"
 #include "sim/job_story.h"
@@ -63,7 +64,6 @@ int Usage(const std::string& why) {
   return 2;
 }
 
-const std::vector<std::string> kTerminal = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL"};
 
 }  // namespace
 
@@ -189,8 +189,8 @@ int main(int argc, char** argv) {
           auto r = api.Get("/v1/jobs/" + std::to_string(jobs[i].second), user);
           if (!r || r->status != 200) return false;
           shown[i] = json::parse(r->body, nullptr, false);
-          const std::string state = shown[i].value("state", "");
-          if (std::find(kTerminal.begin(), kTerminal.end(), state) == kTerminal.end()) return false;
+          const std::optional<core::JobState> state = core::JobStateFromName(shown[i].value("state", ""));
+          if (!state || !core::IsTerminal(*state)) return false;
         }
         return true;
       },
