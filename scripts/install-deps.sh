@@ -7,6 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libsqlite3-dev nettle-dev uuid-dev
+  libpq-dev postgresql-15         # the PostgreSQL store, and the real server its tests start
   libcpp-httplib-dev libssl-dev   # the tests' and the load generator's HTTP client
   python3-torch python3-sklearn   # the PyTorch DDP demo job and its test (/usr/bin/python3)
 )

@@ -1,5 +1,6 @@
 // Store: the durable record of the cluster, behind one interface that every
-// backend implements (SQLite now, PostgreSQL for HA next).
+// backend implements: SQLite (the embedded default) and PostgreSQL (several
+// servers, high availability). open_store.h picks one by URL.
 //
 // The control loop is the only writer. It builds WriteBatches and hands them
 // to a StoreWriter (store_writer.h), which commits several at once in one
@@ -152,6 +153,11 @@ class Store {
 
   // Commits every batch in one transaction. See the contract above.
   virtual Status Commit(const std::vector<const WriteBatch*>& batches) = 0;
+  // From now on every commit carries leader `epoch`, and fails (IsFenced in
+  // pg_conn.h) once a newer leader took the lease (leader_lease.h). A
+  // backend with one writer by construction (SQLite's file lock) has
+  // nothing to fence.
+  virtual void FenceWrites(int64_t epoch) {}
 
   // Every job, in id order (for start-up), or only non-terminal ones.
   virtual StatusOr<std::vector<JobRow>> LoadJobs(bool include_terminal) = 0;
