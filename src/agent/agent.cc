@@ -25,7 +25,7 @@
 #include <sstream>
 
 #include "gpu/fake_gpus.h"
-#include "http/client.h"
+#include "http/failover_client.h"
 #include "http/server.h"
 
 namespace muster::agent {
@@ -310,11 +310,11 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
 }
 
 bool Agent::Sync(int64_t wait_ms) {
-  static thread_local std::unique_ptr<http::Client> client;
+  static thread_local std::unique_ptr<http::FailoverClient> client;
   if (!client) {
     http::Client::Options o;
     o.connect_timeout = std::chrono::milliseconds(2'000);  // the read timeout is set for each sync
-    client = std::make_unique<http::Client>(options_.server, o);
+    client = std::make_unique<http::FailoverClient>(options_.server, o);
     if (std::this_thread::get_id() != main_thread_) {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return false;

@@ -45,14 +45,14 @@
 #include "proto/agent_protocol.h"
 
 namespace muster::http {
-class Client;
+class FailoverClient;
 class Server;
 }  // namespace muster::http
 
 namespace muster::agent {
 
 struct AgentOptions {
-  std::string server = "http://127.0.0.1:8470";
+  std::string server = "http://127.0.0.1:8470";  // or several, comma-separated: whichever leads
   std::string node;            // default: the host name
   std::string address;         // how other nodes reach this one (MASTER_ADDR); default: 127.0.0.1 for a loopback server, else the host name
   std::string log_host;        // where the log server listens; default: address
@@ -140,7 +140,7 @@ class Agent {
   int64_t epoch_ = 0;                                 // guarded by mu_
   int64_t lease_ms_ = 60'000;                         // guarded by mu_
   int64_t last_success_ms_ = 0;                       // guarded by mu_
-  http::Client* watch_client_ = nullptr;              // guarded by mu_: to interrupt its wait
+  http::FailoverClient* watch_client_ = nullptr;              // guarded by mu_: to interrupt its wait
   int lock_fd_ = -1;      // <state>/agent.lock, flock'ed while this agent lives
   std::string agent_id_;  // <state>/agent-id
   int lease_fd_ = -1;                                 // guarded by mu_: <state>/lease, read by task shims

@@ -16,7 +16,8 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   CLI::App* a = app.add_subcommand("agent", "Run the node agent: report this node's GPUs and run the tasks the server assigns");
   agent::AgentOptions& o = f.options;
   if (const char* env = std::getenv("MUSTER_SERVER")) o.server = env;
-  a->add_option("--server", o.server, "Server URL (default $MUSTER_SERVER or http://127.0.0.1:8470)");
+  a->add_option("--server", o.server,
+                "Server URL, or several comma-separated (HA: whichever leads); default $MUSTER_SERVER or http://127.0.0.1:8470");
   a->add_option("--name", o.node, "Node name (default: the host name)");
   a->add_option("--address", o.address, "Address other nodes use to reach this one (MASTER_ADDR)");
   a->add_option("--log-port", o.log_port, "Port of the agent's log server (default: any free port)");

@@ -11,7 +11,7 @@
 #include <random>
 #include <thread>
 
-#include "http/client.h"
+#include "http/failover_client.h"
 
 namespace muster::cli {
 
@@ -30,7 +30,7 @@ std::string DefaultUser() {
 
 Client::Client(std::string server, std::string user, double retry_for_seconds)
     : server_(std::move(server)), user_(std::move(user)), retry_for_(retry_for_seconds) {
-  http_ = std::make_unique<http::Client>(server_);
+  http_ = std::make_unique<http::FailoverClient>(server_);
 }
 
 Client::~Client() = default;

@@ -1,7 +1,8 @@
 // Client: the CLI's connection to `muster server`.
 //
 // The address comes from --server, else MUSTER_SERVER, else
-// http://127.0.0.1:8470. Every request names the user (X-Muster-User: from
+// http://127.0.0.1:8470; several, comma-separated, name the servers of one
+// cluster, and requests go to whichever leads (http/failover_client.h). Every request names the user (X-Muster-User: from
 // --user, else $USER). Connection failures are retried with backoff for
 // `retry_for`; a submit carries one Idempotency-Key across its retries, so a
 // retried submit never queues a job twice.
@@ -18,7 +19,7 @@
 #include "common/status.h"
 
 namespace muster::http {
-class Client;
+class FailoverClient;
 struct ClientResponse;
 }
 
@@ -59,7 +60,7 @@ class Client {
   StatusOr<http::ClientResponse> Exchange(const std::function<StatusOr<http::ClientResponse>()>& send,
                                           bool retry_busy = false);
 
-  std::unique_ptr<http::Client> http_;
+  std::unique_ptr<http::FailoverClient> http_;
 };
 
 // $MUSTER_SERVER, else http://127.0.0.1:8470.

@@ -784,7 +784,7 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->server = DefaultServer();
   c->user = DefaultUser();
   auto common = [c = c.get()](CLI::App* sub, bool formats = true) {
-    sub->add_option("--server", c->server, "Server address (default $MUSTER_SERVER or http://127.0.0.1:8470)");
+    sub->add_option("--server", c->server, "Server address, or several comma-separated (default $MUSTER_SERVER or http://127.0.0.1:8470)");
     sub->add_option("--user", c->user, "Act as this user (default $USER)");
     if (formats) sub->add_option("-o,--output", c->output, "wide, json or yaml");
   };

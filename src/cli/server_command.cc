@@ -12,7 +12,8 @@ CLI::App* AddServerCommand(CLI::App& app, ServerFlags& f) {
   CLI::App* s = app.add_subcommand("server", "Run the control plane: API, scheduler and store");
   s->add_option("--config,-c", f.config, "Configuration file (YAML; see docs/configuration.md)");
   s->add_option("--listen", f.listen, "HOST:PORT to serve on (default 127.0.0.1:8470; port 0 = any free)");
-  s->add_option("--store", f.store, "SQLite store file (default muster.db)");
+  s->add_option("--store", f.store,
+                "Store: a SQLite file (default muster.db) or postgres://... for several servers (HA)");
   s->add_option("--port-file", f.port_file, "Write the bound port to this file once serving");
   return s;
 }

@@ -10,6 +10,7 @@
 
 #include "api/json_writer.h"
 #include "common/quantity.h"
+#include "server/leadership.h"
 
 namespace muster::server {
 
@@ -50,7 +51,7 @@ ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store
 
 ControlLoop::~ControlLoop() { Stop(); }
 
-Status ControlLoop::Start() {
+Status ControlLoop::Start(std::optional<int64_t> leader_epoch) {
   ASSIGN_OR_RETURN(scheduler_, scheduler::Scheduler::Create(options_.scheduler));
   store::WriteBatch nodes;
   for (const core::NodeSpec& n : options_.nodes) {
@@ -61,9 +62,14 @@ Status ControlLoop::Start() {
                            {"leaf", n.topology.leaf},       {"spine", n.topology.spine}};
     nodes.nodes.push_back({n.name, spec.dump(), "READY", clock_.Now().millis()});
   }
-  // Every start is a new leader epoch; tasks carry it (fencing).
-  ASSIGN_OR_RETURN(std::optional<std::string> epoch, store_.GetMeta("epoch"));
-  epoch_ = (epoch ? std::atoll(epoch->c_str()) : 0) + 1;
+  // Every start is a new leader epoch; tasks carry it (fencing). With an
+  // elected leader it is the lease's; otherwise one more than the last.
+  if (leader_epoch) {
+    epoch_ = *leader_epoch;
+  } else {
+    ASSIGN_OR_RETURN(std::optional<std::string> epoch, store_.GetMeta("epoch"));
+    epoch_ = (epoch ? std::atoll(epoch->c_str()) : 0) + 1;
+  }
   nodes.meta.emplace_back("epoch", std::to_string(epoch_));
   // A random number fixed when the store is created: it shifts the
   // MASTER_PORTs this cluster hands out, so two clusters sharing machines
@@ -318,6 +324,13 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
 
 uint64_t ControlLoop::Persist(store::WriteBatch batch, std::function<void(const Status&)> done) {
   return last_ticket_ = writer_->Submit(std::move(batch), [done = std::move(done)](const Status& s) {
+    if (store::IsFenced(s)) {
+      // Another server leads now: this one's memory is stale. A supervisor
+      // restarts it as a standby.
+      std::fprintf(stderr, "muster server: lost leadership: %s; exiting\n", s.message().c_str());
+      std::fflush(stderr);
+      std::_Exit(kExitLostLeadership);
+    }
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) {
       // The promise "acknowledged means durable" cannot be kept: stop, so a
       // restart resumes from the last durable state.

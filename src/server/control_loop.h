@@ -81,8 +81,10 @@ class ControlLoop {
   ControlLoop(const ServerOptions& options, const Clock& clock, store::Store& store);
   ~ControlLoop();
 
-  // Loads the state from the store and starts the loop thread.
-  Status Start();
+  // Loads the state from the store and starts the loop thread. An elected
+  // leader passes its lease's epoch (leadership.h); without one, the epoch
+  // is one more than the last start's.
+  Status Start(std::optional<int64_t> leader_epoch = std::nullopt);
   // The nodes it started with: static ones and those its store knew.
   size_t nodes_at_start() const { return nodes_at_start_; }
   // Stops the thread after the writes in flight are durable.

@@ -78,11 +78,13 @@ class HttpApi::RateLimiter {
   size_t sweep_at_ = 100'000;
 };
 
-HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store)
+HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store,
+                 const Leadership& leadership)
     : options_(options),
       clock_(clock),
       loop_(loop),
       store_(store),
+      leadership_(leadership),
       http_(std::make_unique<http::Server>(HttpOptions(options))),
       limiter_(std::make_unique<RateLimiter>(clock, options.rate_per_second, options.rate_burst)) {
   Routes();
@@ -108,6 +110,11 @@ void HttpApi::Stop() {
 void HttpApi::Routes() {
   http::Server& s = *http_;
   s.SetFilter([this](const http::Request& req, http::Response& res) {
+    // Only the leader acts, and answers reads: a standby's view would lag.
+    if (req.path != "/healthz" && !leadership_.Leads()) {
+      ReplyNotLeading(leadership_, res);
+      return true;
+    }
     // Agents are the cluster's own infrastructure, and a liveness probe that
     // got 429 would have the server restarted: neither is rate limited.
     if (req.path != "/v1/agent/sync" && req.path != "/healthz" && !limiter_->Allow(req.remote_addr)) {

@@ -10,14 +10,17 @@
 //                                     priority breakdown
 //   GET  /v1/jobs/{id}/events         {"items": [...], "continue": "..."} (also /v1/events)
 //   POST /v1/jobs/{id}/cancel|hold|release|requeue
-//   GET  /v1/queues, GET /v1/nodes, GET /healthz
+//   GET  /v1/queues, GET /v1/nodes
+//   GET  /healthz                     {"status": "ok", "role": "leader"|"standby"|..., "epoch", "leader"}
 //   (every route and its handler: HttpApi::Routes, and docs/api.md)
 //
 // Every error has one shape:
 //   {"error": {"code": "Invalid", "message": "...", "field": "spec.resources.gpus"}}
 // with codes Invalid (400), Forbidden (403), NotFound (404), Conflict (409),
 // IdempotencyKeyReused (422), PayloadTooLarge (413), TooManyRequests (429,
-// with Retry-After), Unavailable (503), Internal (500). Unknown query
+// with Retry-After), Unavailable (503), NotLeader (503, from a standby: the
+// error's "leader" and the X-Muster-Leader header give the leader's
+// address), Internal (500). Unknown query
 // parameters are rejected with a suggestion. Bodies over max_body_bytes are
 // refused with 413 (YAML bodies over 256 KiB too); each client address gets rate_per_second
 // requests per second (burst rate_burst).
@@ -41,6 +44,7 @@
 #include "common/status.h"
 #include "http/server.h"
 #include "server/control_loop.h"
+#include "server/leadership.h"
 #include "server/options.h"
 #include "store/store.h"
 
@@ -48,7 +52,10 @@ namespace muster::server {
 
 class HttpApi {
  public:
-  HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store);
+  // Every request but GET /healthz is answered only while `leadership`
+  // leads; a standby points to the leader (503 NotLeader with its address).
+  HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store,
+          const Leadership& leadership);
   ~HttpApi();
 
   // Binds the listening socket (port 0 picks a free one).
@@ -96,6 +103,7 @@ class HttpApi {
   const Clock& clock_;
   ControlLoop& loop_;
   store::Store& store_;
+  const Leadership& leadership_;
   std::unique_ptr<http::Server> http_;
   std::unique_ptr<RateLimiter> limiter_;
   // Log fetches in flight: each holds a worker while its agent answers, so

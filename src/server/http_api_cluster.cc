@@ -29,7 +29,18 @@ std::function<void(StatusOr<ControlLoop::NodeView>)> NodeAnswer(http::Server::Re
 
 void HttpApi::Health(Request&&, Reply reply) {
   http::Response res;
-  ReplyJson(res, 200, {{"status", "ok"}});
+  json body = {{"status", "ok"}};
+  // A leader whose lease ran out is no longer one, whatever its role says.
+  const Leadership::Role role = leadership_.Leads() || leadership_.role() != Leadership::Role::kLeader
+                                    ? leadership_.role()
+                                    : Leadership::Role::kSteppedDown;
+  body["role"] = Leadership::RoleName(role);
+  if (leadership_.elected()) {
+    body["epoch"] = leadership_.epoch();
+    if (const std::string leader = leadership_.leader_address(); !leader.empty()) body["leader"] = leader;
+  }
+  res.headers.emplace_back("X-Muster-Role", Leadership::RoleName(role));
+  ReplyJson(res, 200, body);
   reply(std::move(res));
 }
 

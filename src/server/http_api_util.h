@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "http/server.h"
 #include "server/control_loop.h"
+#include "server/leadership.h"
 #include "store/store.h"
 
 namespace muster::server {
@@ -33,6 +34,10 @@ void ReplyJson(http::Response& res, int status, const nlohmann::json& body);
 // The one error shape: {"error": {"code", "message", "field"}}.
 void ReplyError(http::Response& res, int status, const char* code, const std::string& message,
                 const std::string& field = {});
+// 503 from a server that does not lead: NotLeader with the leader's address
+// (the error's "leader" and the X-Muster-Leader header) when one is known,
+// or Unavailable with Retry-After while this server takes over.
+void ReplyNotLeading(const Leadership& leadership, http::Response& res);
 // A Status as its HTTP status and code (InvalidArgument: 400 Invalid, ...).
 void ReplyStatus(http::Response& res, const Status& s);
 // An async handler's answer to a request it refuses before the loop.

@@ -51,6 +51,17 @@ Status ServerOptions::Validate() const {
   if (max_body_bytes < 1024) return InvalidArgument("must be at least 1024", "maxBodyBytes");
   if (rate_per_second < 1 || rate_burst < 1) return InvalidArgument("must be positive", "rateLimit");
   if (threads < 2) return InvalidArgument("must be at least 2", "threads");
+  if (leader_lease < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "ha.lease");
+  if (lease_renew_every < Duration::Millis(100) || lease_renew_every * 3 > leader_lease) {
+    // Three renewals a lease: one lost round trip does not cost the lease.
+    return InvalidArgument("must be 100ms..a third of ha.lease", "ha.renewEvery");
+  }
+  if (standby_poll_every < Duration::Millis(50) || standby_poll_every > leader_lease) {
+    return InvalidArgument("must be 50ms..ha.lease", "ha.pollEvery");
+  }
+  if (!advertise.empty() && advertise.rfind("http://", 0) != 0 && advertise.rfind("https://", 0) != 0) {
+    return InvalidArgument("must be a URL such as http://10.0.0.5:8470", "ha.advertise");
+  }
   if (node_unreachable_after < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "agents.unreachableAfter");
   if (agent_lease < Duration::Seconds(2)) return InvalidArgument("must be at least 2s", "agents.lease");
   if (node_lost_after <= agent_lease || node_lost_after <= node_unreachable_after) {
@@ -117,7 +128,8 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
                                      "maxConnections", "maxConnectionsPerClient", "threads",
-                                     "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues"},
+                                     "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues",
+                                     "ha"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -309,6 +321,25 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       }
       if (a["syncWait"]) {
         ASSIGN_OR_RETURN(o.agent_sync_wait, config::Dur(a["syncWait"], "server.agents.syncWait"));
+      }
+    }
+    if (const YAML::Node h = root["ha"]) {
+      if (!h.IsMap()) return InvalidArgument("must be a mapping {name, advertise, lease, renewEvery, pollEvery}", "server.ha");
+      RETURN_IF_ERROR(CheckKeys(h, {"name", "advertise", "lease", "renewEvery", "pollEvery"}, "server.ha"));
+      if (h["name"]) {
+        ASSIGN_OR_RETURN(o.server_name, config::Str(h["name"], "server.ha.name"));
+      }
+      if (h["advertise"]) {
+        ASSIGN_OR_RETURN(o.advertise, config::Str(h["advertise"], "server.ha.advertise"));
+      }
+      if (h["lease"]) {
+        ASSIGN_OR_RETURN(o.leader_lease, config::Dur(h["lease"], "server.ha.lease"));
+      }
+      if (h["renewEvery"]) {
+        ASSIGN_OR_RETURN(o.lease_renew_every, config::Dur(h["renewEvery"], "server.ha.renewEvery"));
+      }
+      if (h["pollEvery"]) {
+        ASSIGN_OR_RETURN(o.standby_poll_every, config::Dur(h["pollEvery"], "server.ha.pollEvery"));
       }
     }
     config::NodeList nodes;

@@ -4,7 +4,9 @@
 //
 // YAML (every key optional):
 //   listen: 127.0.0.1:8470
-//   store: /var/lib/muster/muster.db
+//   store: /var/lib/muster/muster.db   # or postgres://muster@db1,db2/muster?target_session_attrs=read-write
+//   ha: {name: server-a, advertise: http://10.0.0.5:8470, lease: 6s, renewEvery: 1s, pollEvery: 500ms}
+//                            # with a PostgreSQL store: several servers, one leader (docs/operations.md)
 //   admins: [root]
 //   priorityClasses: [{name: low, weight: 0, preemptible: true}, {name: normal, weight: 10000},
 //                     {name: high, weight: 20000, mayPreempt: true}]
@@ -51,7 +53,17 @@ namespace muster::server {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8470;
-  std::string store_path = "muster.db";
+  std::string store_path = "muster.db";  // a file, sqlite:FILE, or postgres://... (store/open_store.h)
+  // High availability, with a PostgreSQL store. The leader holds a lease
+  // for `leader_lease` and renews it every `lease_renew_every`; a standby
+  // looks for a leader every `standby_poll_every`. Clients are sent to
+  // `advertise` (default http://HOST:PORT as listened on); `server_name`
+  // identifies this server in the lease (default: host name and port).
+  Duration leader_lease = Duration::Seconds(6);
+  Duration lease_renew_every = Duration::Seconds(1);
+  Duration standby_poll_every = Duration::Millis(500);
+  std::string advertise;
+  std::string server_name;
   std::vector<std::string> admins = {"root"};
   // Jobs may name only the queues configured under `queues` (a misspelt
   // queue would otherwise be a new one, outside every quota).

@@ -3,7 +3,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -11,9 +14,33 @@
 #include "common/clock.h"
 #include "server/control_loop.h"
 #include "server/http_api.h"
-#include "store/sqlite/sqlite_store.h"
+#include "server/leadership.h"
+#include "store/open_store.h"
 
 namespace muster::server {
+namespace {
+
+// Opens the store. A PostgreSQL server may be down or failing over: wait
+// for it, saying so once, until it answers or a signal in `signals` comes.
+StatusOr<store::OpenedStore> OpenStoreWaiting(const std::string& url, const sigset_t& signals) {
+  auto opened = store::OpenStore(url);
+  if (opened.ok() || !store::IsPostgresUrl(url) || opened.status().code() != StatusCode::kUnavailable) return opened;
+  std::fprintf(stderr, "muster server: waiting for the store: %s\n", opened.status().ToString().c_str());
+  while (true) {
+    const timespec second{1, 0};
+    if (sigtimedwait(&signals, nullptr, &second) > 0) return opened;
+    opened = store::OpenStore(url);
+    if (opened.ok() || opened.status().code() != StatusCode::kUnavailable) return opened;
+  }
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "server";
+  return name;
+}
+
+}  // namespace
 
 int RunServer(const ServerOptions& options, const std::string& port_file) {
   // Every connection is a descriptor: take all the process may have (the
@@ -30,30 +57,71 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto store = store::SqliteStore::Open(options.store_path);
-  if (!store.ok()) {
-    std::fprintf(stderr, "muster server: %s\n", store.status().ToString().c_str());
+  auto opened = OpenStoreWaiting(options.store_path, signals);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "muster server: %s\n", opened.status().ToString().c_str());
     return 1;
   }
+  store::Store& store = *opened->store;
   SystemClock clock;
-  ControlLoop loop(options, clock, **store);
-  if (Status s = loop.Start(); !s.ok()) {
-    std::fprintf(stderr, "muster server: cannot start: %s\n", s.ToString().c_str());
-    return 1;
+  ControlLoop loop(options, clock, store);
+  Leadership leadership(opened->lease.get(), {options.server_name, options.advertise, options.leader_lease,
+                                              options.lease_renew_every, options.standby_poll_every});
+  // Alone on its store (SQLite): restore before serving, as always.
+  if (!leadership.elected()) {
+    if (Status s = loop.Start(); !s.ok()) {
+      std::fprintf(stderr, "muster server: cannot start: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    leadership.Lead();
   }
-  HttpApi api(options, clock, loop, **store);
+  HttpApi api(options, clock, loop, store, leadership);
   if (Status s = api.Bind(); !s.ok()) {
     std::fprintf(stderr, "muster server: %s\n", s.ToString().c_str());
     return 1;
   }
+  const std::string listening = "http://" + options.host + ":" + std::to_string(api.port());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
+    leadership.CancelAcquire();
     api.Stop();
   });
-  std::printf("muster server: listening on http://%s:%d, store %s, %zu node%s\n", options.host.c_str(), api.port(),
-              options.store_path.c_str(), loop.nodes_at_start(), loop.nodes_at_start() == 1 ? "" : "s");
-  std::fflush(stdout);
+  // Elected: a standby until the lease is free, then restore and lead.
+  std::atomic<bool> start_failed{false};
+  std::thread elect;
+  if (leadership.elected()) {
+    leadership.SetIdentity(options.server_name.empty() ? HostName() + ":" + std::to_string(api.port()) : options.server_name,
+                           options.advertise.empty() ? listening : options.advertise);
+    std::printf("muster server: listening on %s, store %s, standby\n", listening.c_str(), opened->description.c_str());
+    std::fflush(stdout);
+    elect = std::thread([&] {
+      const auto epoch = leadership.Acquire([](const std::string& why) {
+        std::fprintf(stderr, "muster server: lost leadership: %s; exiting\n", why.c_str());
+        std::fflush(stderr);
+        std::_Exit(kExitLostLeadership);
+      });
+      if (!epoch) return;
+      const auto began = std::chrono::steady_clock::now();
+      store.FenceWrites(*epoch);
+      if (Status s = loop.Start(*epoch); !s.ok()) {
+        std::fprintf(stderr, "muster server: cannot start: %s\n", s.ToString().c_str());
+        start_failed = true;
+        api.Stop();
+        return;
+      }
+      leadership.Lead();
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
+      std::printf("muster server: leader (epoch %lld), state restored in %lld ms, %zu node%s\n",
+                  static_cast<long long>(*epoch), static_cast<long long>(ms.count()), loop.nodes_at_start(),
+                  loop.nodes_at_start() == 1 ? "" : "s");
+      std::fflush(stdout);
+    });
+  } else {
+    std::printf("muster server: listening on %s, store %s, %zu node%s\n", listening.c_str(),
+                opened->description.c_str(), loop.nodes_at_start(), loop.nodes_at_start() == 1 ? "" : "s");
+    std::fflush(stdout);
+  }
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
     std::ofstream(tmp) << api.port() << "\n";
@@ -63,9 +131,12 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
   // Serve returned: a signal stopped it (or the listener failed).
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  leadership.CancelAcquire();
+  if (elect.joinable()) elect.join();
   loop.Stop();
+  leadership.Stop();  // after the last write: a standby takes over at once
   std::printf("muster server: stopped\n");
-  return 0;
+  return start_failed ? 1 : 0;
 }
 
 }  // namespace muster::server

@@ -1,6 +1,7 @@
-// `muster server`: opens the store, restores the state, serves the API
-// until SIGINT or SIGTERM, then stops cleanly (in-flight writes are made
-// durable before exit).
+// `muster server`: opens the store, waits to lead (at once with SQLite; on
+// PostgreSQL as a standby until the lease is free), restores the state,
+// serves the API until SIGINT or SIGTERM, then stops cleanly (in-flight
+// writes are made durable, then the lease is given up).
 #pragma once
 
 #include <string>

@@ -147,14 +147,20 @@ struct JobSummaryPage {
   int64_t next_after_id = 0;
 };
 
+// A write refused because a newer leader holds the lease (leader_lease.h).
+inline Status Fenced(const std::string& why) { return FailedPrecondition("fenced: " + why); }
+inline bool IsFenced(const Status& s) {
+  return s.code() == StatusCode::kFailedPrecondition && s.message().rfind("fenced: ", 0) == 0;
+}
+
 class Store {
  public:
   virtual ~Store() = default;
 
   // Commits every batch in one transaction. See the contract above.
   virtual Status Commit(const std::vector<const WriteBatch*>& batches) = 0;
-  // From now on every commit carries leader `epoch`, and fails (IsFenced in
-  // pg_conn.h) once a newer leader took the lease (leader_lease.h). A
+  // From now on every commit carries leader `epoch`, and fails (IsFenced)
+  // once a newer leader took the lease (leader_lease.h). A
   // backend with one writer by construction (SQLite's file lock) has
   // nothing to fence.
   virtual void FenceWrites(int64_t epoch) {}

@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "store/store.h"
+
 namespace muster::store {
 namespace {
-
-constexpr const char kFencedPrefix[] = "fenced: ";
 
 Status Unavailable(std::string message) { return Status(StatusCode::kUnavailable, std::move(message)); }
 
@@ -23,10 +23,6 @@ std::string OneLine(const char* text) {
 }
 
 }  // namespace
-
-bool IsFenced(const Status& s) {
-  return s.code() == StatusCode::kFailedPrecondition && s.message().rfind(kFencedPrefix, 0) == 0;
-}
 
 PgParams& PgParams::Add(const std::string& v) {
   values_.emplace_back(v);
@@ -139,7 +135,7 @@ Status PgConn::Error(const PGresult* r, const std::string& what) const {
   if (message.empty()) message = OneLine(PQerrorMessage(conn_));
   const std::string text = "postgres " + where_ + ": " + what + ": " + message;
   const std::string code = state != nullptr ? state : "";
-  if (code == "MU001") return FailedPrecondition(kFencedPrefix + message);
+  if (code == "MU001") return Fenced(message);
   if (code == "23505") return Status(StatusCode::kAlreadyExists, text);
   // Class 08: the connection; 57P0x: the server shutting down or starting;
   // 25006: a read-only server (a replica, or a primary demoted under us);

@@ -2,7 +2,7 @@
 //
 // Errors keep PostgreSQL's own message and map its SQLSTATE to a code:
 // unique_violation (23505) -> kAlreadyExists, a fenced write (MU001, see
-// pg_schema.cc) -> kFailedPrecondition with IsFenced() true, a lost or
+// pg_schema.cc) -> Fenced() (store.h), a lost or
 // refused connection -> kUnavailable, anything else -> kInternal. Messages
 // name the server (host:port/database), never the password.
 //
@@ -22,9 +22,6 @@ typedef struct pg_conn PGconn;
 typedef struct pg_result PGresult;
 
 namespace muster::store {
-
-// True when `s` is the database refusing a write of a superseded leader.
-bool IsFenced(const Status& s);
 
 class PgParams {
  public:

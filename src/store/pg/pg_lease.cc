@@ -1,5 +1,7 @@
 #include "store/pg/pg_lease.h"
 
+#include "store/store.h"
+
 namespace muster::store {
 namespace {
 
@@ -54,7 +56,7 @@ Status PgLease::Renew(int64_t epoch, Duration length) {
                                        kMySession + " WHERE id = 1 AND epoch = $1 RETURNING epoch",
                                    PgParams().Add(epoch).Add(length.millis())));
   if (r.size() == 0) {
-    return FailedPrecondition("fenced: the lease of epoch " + std::to_string(epoch) + " was taken by a newer leader");
+    return Fenced("the lease of epoch " + std::to_string(epoch) + " was taken by a newer leader");
   }
   return Status::Ok();
 }
