@@ -2,6 +2,8 @@
 
 #include <libpq-fe.h>
 
+#include <poll.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -165,6 +167,50 @@ StatusOr<PgRows> PgConn::Query(const std::string& sql, const PgParams& params) {
     return s;
   }
   return PgRows(r);
+}
+
+StatusOr<PgRows> PgConn::QueryWithin(const std::string& sql, const PgParams& params,
+                                     std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  auto gone = [&](const std::string& what) -> Status {
+    const Status s = Unavailable("postgres " + where_ + ": " + what);
+    PQfinish(conn_);
+    conn_ = nullptr;
+    return s;
+  };
+  // Waits until the socket is ready for `events`, or the deadline.
+  auto wait = [&](short events) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{PQsocket(conn_), events, 0};
+    return ::poll(&p, 1, static_cast<int>(left)) > 0;
+  };
+  const std::vector<const char*> p = params.Pointers();
+  if (PQsetnonblocking(conn_, 1) != 0 ||
+      PQsendQueryParams(conn_, sql.c_str(), params.size(), nullptr, p.data(), nullptr, nullptr, 0) != 1) {
+    return gone("cannot send a query: " + OneLine(PQerrorMessage(conn_)));
+  }
+  for (int flushed = PQflush(conn_); flushed != 0; flushed = PQflush(conn_)) {
+    if (flushed < 0 || !wait(POLLOUT)) return gone("no answer within " + std::to_string(timeout.count()) + " ms");
+  }
+  while (PQisBusy(conn_)) {
+    if (!wait(POLLIN)) return gone("no answer within " + std::to_string(timeout.count()) + " ms");
+    if (PQconsumeInput(conn_) != 1) return gone("the connection ended: " + OneLine(PQerrorMessage(conn_)));
+  }
+  PGresult* last = nullptr;
+  for (PGresult* r = PQgetResult(conn_); r != nullptr; r = PQgetResult(conn_)) {
+    if (last != nullptr) PQclear(last);
+    last = r;
+  }
+  PQsetnonblocking(conn_, 0);
+  const ExecStatusType st = PQresultStatus(last);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    Status s = Error(last, "query failed");
+    PQclear(last);
+    return s;
+  }
+  return PgRows(last);
 }
 
 Status PgConn::ExecAtomically(const std::vector<std::pair<std::string, PgParams>>& statements) {

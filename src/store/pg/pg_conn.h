@@ -10,6 +10,7 @@
 // thread uses a connection at a time.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -70,6 +71,11 @@ class PgConn {
   Status Exec(const std::string& sql);
   // Runs one statement with parameters.
   StatusOr<PgRows> Query(const std::string& sql, const PgParams& params = PgParams());
+  // The same, given up after `timeout` (kUnavailable; the connection is
+  // then closed): for a caller that must not wait on a database that went
+  // silent, which no TCP timeout notices while a proxy keeps the
+  // connection open.
+  StatusOr<PgRows> QueryWithin(const std::string& sql, const PgParams& params, std::chrono::milliseconds timeout);
   // Runs the statements in one implicit transaction and one round trip
   // (libpq's pipeline mode): all take effect, durably, or none does.
   Status ExecAtomically(const std::vector<std::pair<std::string, PgParams>>& statements);

@@ -33,7 +33,9 @@ StatusOr<PgConn*> PgLease::Conn() {
 
 StatusOr<PgRows> PgLease::Query(const std::string& sql, const PgParams& params) {
   ASSIGN_OR_RETURN(PgConn * conn, Conn());
-  return conn->Query(sql, params);
+  // Bounded: a leader must see its lease run out while the database is
+  // silent, not wait on it.
+  return conn->QueryWithin(sql, params, std::chrono::seconds(2));
 }
 
 StatusOr<std::optional<int64_t>> PgLease::TryAcquire(const std::string& id, const std::string& address,

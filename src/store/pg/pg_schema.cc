@@ -90,7 +90,9 @@ CREATE TABLE checkpoints (
       // database's clock. muster_fence() runs first in every commit of a
       // leader: it share-locks the row, so a takeover waits for a commit
       // in flight and a commit after a takeover sees the new epoch and
-      // fails (SQLSTATE MU001) before it changes anything.
+      // fails (SQLSTATE MU001) before it changes anything. writer_progress:
+      // each store's last commit, which tells whether a commit whose
+      // connection broke before its answer happened (pg_store.h).
       R"sql(
 CREATE TABLE leader (
   id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -103,6 +105,11 @@ CREATE TABLE leader (
   expires_at TIMESTAMPTZ NOT NULL
 );
 INSERT INTO leader VALUES (1, 0, '', '', 0, NULL, NULL, '-infinity');
+CREATE TABLE writer_progress (
+  writer TEXT PRIMARY KEY,
+  seq BIGINT NOT NULL,
+  updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
 CREATE FUNCTION muster_fence(writer BIGINT) RETURNS VOID LANGUAGE plpgsql AS $$
 DECLARE
   current_epoch BIGINT;

@@ -1,6 +1,10 @@
 #include "store/pg/pg_store.h"
 
+#include <unistd.h>
+
 #include <map>
+#include <random>
+#include <thread>
 #include <set>
 #include <utility>
 
@@ -349,8 +353,22 @@ StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& conninfo) {
   return std::unique_ptr<PgStore>(new PgStore(conninfo, std::move(writer)));
 }
 
+namespace {
+
+// An identity for this store's commits (not a decision: nothing depends on
+// its value but its being unlike another store's).
+std::string NewWriterId() {
+  std::random_device rd;
+  return std::to_string(rd()) + "-" + std::to_string(rd()) + "-" + std::to_string(::getpid());
+}
+
+}  // namespace
+
 PgStore::PgStore(std::string conninfo, PgConn writer)
-    : conninfo_(std::move(conninfo)), description_(DescribeConnInfo(conninfo_)), writer_(std::move(writer)) {}
+    : conninfo_(std::move(conninfo)),
+      description_(DescribeConnInfo(conninfo_)),
+      writer_id_(NewWriterId()),
+      writer_(std::move(writer)) {}
 PgStore::~PgStore() = default;
 
 void PgStore::FenceWrites(int64_t epoch) { fence_.store(epoch, std::memory_order_release); }
@@ -370,10 +388,35 @@ Status PgStore::Commit(const std::vector<const WriteBatch*>& batches) {
   AddCheckpoints(f, statements);
   if (statements.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(write_mu_);
-  if (!writer_.ok()) {
-    ASSIGN_OR_RETURN(writer_, PgConn::Connect(conninfo_));
+  const int64_t seq = ++commit_seq_;
+  statements.emplace_back("INSERT INTO writer_progress (writer, seq) VALUES ($1, $2) ON CONFLICT (writer) DO "
+                          "UPDATE SET seq = EXCLUDED.seq, updated_at = now()",
+                          PgParams().Add(writer_id_).Add(seq));
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point give_up = Clock::now() + kCommitRetryWindow;
+  bool unknown = false;  // an earlier try may have committed
+  while (true) {
+    Status s;
+    if (!writer_.ok()) {
+      auto fresh = PgConn::Connect(conninfo_, 2);
+      if (fresh.ok()) writer_ = std::move(*fresh);
+      s = fresh.status();
+    }
+    if (s.ok() && unknown) {
+      auto done = writer_.Query("SELECT seq FROM writer_progress WHERE writer = $1", PgParams().Add(writer_id_));
+      if (done.ok() && done->size() == 1 && done->Int(0, 0) >= seq) return Status::Ok();
+      s = done.status();
+    }
+    if (s.ok()) s = writer_.ExecAtomically(statements);
+    if (s.code() != StatusCode::kUnavailable || Clock::now() >= give_up) return s;
+    unknown = true;
+    if (writer_.ok()) {
+      // Refused for the server's state (read-only, shutting down): a new
+      // connection finds the primary, if the database failed over.
+      writer_ = PgConn();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  return writer_.ExecAtomically(statements);
 }
 
 template <typename T, typename Fn>

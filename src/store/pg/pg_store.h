@@ -18,11 +18,17 @@
 // changes nothing. Job rows and events record the epoch that wrote them.
 //
 // Connections: one for writes (serialized by a mutex; the StoreWriter
-// batches them), a small pool for reads. A connection that broke is
-// replaced on its next use; a read is retried once on a new connection.
+// batches them), a small pool for reads. A read is retried once on a new
+// connection. A commit that failed for the connection (it broke, possibly
+// after the commit happened; the server is shutting down or read-only, as
+// during a failover of the database) is retried on a new connection for up
+// to kCommitRetryWindow: each commit also records its number in
+// writer_progress under this store's own id, and a retry first reads that
+// number, so a commit that did happen is not applied twice.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,6 +41,8 @@ namespace muster::store {
 
 class PgStore final : public Store {
  public:
+  static constexpr std::chrono::seconds kCommitRetryWindow{10};
+
   // Connects, refuses a database that is another program's or has a newer
   // schema, and applies the migrations in pg_schema.cc.
   static StatusOr<std::unique_ptr<PgStore>> Open(const std::string& conninfo);
@@ -73,8 +81,10 @@ class PgStore final : public Store {
   const std::string conninfo_;
   const std::string description_;
   std::atomic<int64_t> fence_{0};  // 0: not fenced
+  const std::string writer_id_;  // this store's row in writer_progress
   std::mutex write_mu_;
-  PgConn writer_;  // guarded by write_mu_
+  PgConn writer_;         // guarded by write_mu_
+  int64_t commit_seq_ = 0;  // guarded by write_mu_
   std::mutex read_mu_;
   std::vector<PgConn> readers_;  // idle read connections; guarded by read_mu_
 };

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "pg_instance.h"
+#include "tcp_proxy.h"
 #include "store/conformance_test.h"
 #include "store/open_store.h"
 #include "store/pg/pg_lease.h"
@@ -16,6 +17,7 @@ namespace muster::store {
 namespace {
 
 using muster::testing::PgInstance;
+using muster::testing::TcpProxy;
 
 // One server for the whole test process; each test its own database.
 PgInstance& Server() {
@@ -270,6 +272,90 @@ TEST(PgStore, ATakeoverWaitsForACommitInFlight) {
   holder.join();
   taker.join();
   EXPECT_TRUE(taken.load());
+}
+
+// The same database through a proxy that can cut the connection.
+std::string Through(const TcpProxy& proxy, const std::string& url) {
+  const std::string port = ":" + std::to_string(Server().port()) + "/";
+  std::string via = url;
+  via.replace(via.find(port), port.size(), ":" + std::to_string(proxy.port()) + "/");
+  return via;
+}
+
+// The connection breaks after the commit reached the database and before
+// its answer came back: the store reconnects, finds the commit done (its
+// writer_progress row) and does not apply it twice.
+TEST(PgStore, ACommitWhoseAnswerWasLostIsNotAppliedTwice) {
+  const std::string url = FreshDatabase();
+  TcpProxy proxy(Server().port());
+  auto s = PgStore::Open(Through(proxy, url));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  WriteBatch first;
+  first.jobs.push_back(Job(1));
+  ASSERT_TRUE((*s)->Commit({&first}).ok());
+
+  proxy.FreezeAnswers();
+  Status committed = Internal("not yet");
+  std::thread commit([&] {
+    WriteBatch b;
+    b.jobs.push_back(Job(2));
+    b.events.push_back({0, 2, 5, "Submitted", "", ""});
+    b.idempotency.push_back({"alice", "k2", "fp", 2, 5});
+    committed = (*s)->Commit({&b});
+  });
+  const std::string db = url.substr(url.rfind('/') + 1);
+  for (int i = 0; i < 200 && Server().Sql("SELECT count(*) FROM jobs WHERE id = 2", db) != "1"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(Server().Sql("SELECT count(*) FROM jobs WHERE id = 2", db), "1") << "the commit never reached the database";
+  proxy.Cut();
+  proxy.Thaw();
+  commit.join();
+  EXPECT_TRUE(committed.ok()) << committed.ToString();
+  EXPECT_EQ((*s)->ListEvents(2, 0, 10)->size(), 1u);
+  // And the store goes on.
+  WriteBatch third;
+  third.jobs.push_back(Job(3));
+  EXPECT_TRUE((*s)->Commit({&third}).ok());
+  EXPECT_EQ(*(*s)->CountJobs(), 3);
+}
+
+// A connection the database ended (a restart, an administrator, a failover)
+// costs a commit nothing: it is sent again on a new one.
+TEST(PgStore, ACommitOutlivesItsConnection) {
+  const std::string url = FreshDatabase();
+  const std::string db = url.substr(url.rfind('/') + 1);
+  auto s = PgStore::Open(url);
+  ASSERT_TRUE(s.ok());
+  WriteBatch first;
+  first.jobs.push_back(Job(1));
+  ASSERT_TRUE((*s)->Commit({&first}).ok());
+  ASSERT_TRUE(Server().Sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" + db +
+                           "' AND pid <> pg_backend_pid()"));
+  WriteBatch second;
+  second.jobs.push_back(Job(2));
+  const Status st = (*s)->Commit({&second});
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(*(*s)->CountJobs(), 2);
+}
+
+// A database that went silent (a partition: the connection stays open, no
+// answer comes) does not hold a lease renewal beyond its bound.
+TEST(PgLease, ASilentDatabaseFailsARenewalInTime) {
+  const std::string url = FreshDatabase();
+  ASSERT_TRUE(PgStore::Open(url).ok());
+  TcpProxy proxy(Server().port());
+  auto lease = PgLease::Open(Through(proxy, url));
+  ASSERT_TRUE(lease.ok());
+  const int64_t epoch = **(*lease)->TryAcquire("a", "", Duration::Seconds(6));
+  proxy.Freeze();
+  const auto began = std::chrono::steady_clock::now();
+  const Status s = (*lease)->Renew(epoch, Duration::Seconds(6));
+  const auto took = std::chrono::steady_clock::now() - began;
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_LT(took, std::chrono::seconds(5));
+  proxy.Thaw();
+  EXPECT_TRUE((*lease)->Renew(epoch, Duration::Seconds(6)).ok());
 }
 
 }  // namespace
