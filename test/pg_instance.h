@@ -88,7 +88,7 @@ class PgInstance {
     auto replica = std::unique_ptr<PgInstance>(new PgInstance());
     std::string error = replica->MakeRoot();
     if (error.empty()) {
-      const CommandResult r = RunCommand(replica->As() + BinDir() + "/pg_basebackup -R -X stream -D " + replica->data_ +
+      const CommandResult r = RunCommand(replica->As() + BinDir() + "/pg_basebackup -R -X stream -c fast -D " + replica->data_ +
                                          " -d " + Quote(Url() + "?application_name=replica"));
       if (r.code != 0) error = "pg_basebackup: " + r.out;
     }

@@ -51,15 +51,44 @@ Client& FailoverClient::At(size_t i) {
   return *clients_[i];
 }
 
+bool FailoverClient::Locate() {
+  located_ = true;
+  ClientOptions quick = options_;
+  quick.connect_timeout = std::chrono::milliseconds(1000);
+  quick.read_timeout = std::chrono::milliseconds(1000);
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    Client probe(servers_[i], quick);
+    auto r = probe.Get("/healthz");
+    if (!r.ok() || r->status != 200) continue;
+    if (r->Header("X-Muster-Role") == "leader") {
+      At(i);
+      return true;
+    }
+    // A standby names the leader in its body ("leader": "http://...").
+    const size_t at = r->body.find("\"leader\":\"");
+    if (at == std::string::npos) continue;
+    const size_t start = at + 10, end = r->body.find('"', start);
+    const std::string_view leader = Bare(std::string_view(r->body).substr(start, end - start));
+    for (size_t j = 0; j < servers_.size(); ++j) {
+      if (Bare(servers_[j]) == leader) {
+        At(j);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 StatusOr<ClientResponse> FailoverClient::Send(std::string_view method, std::string_view target,
                                               const Fields& headers, std::string_view body,
                                               std::string_view content_type) {
+  if (servers_.size() == 1) return At(0).Send(method, target, headers, body, content_type);
+  if (!located_) Locate();
   size_t i;
   {
     std::lock_guard<std::mutex> lock(mu_);
     i = current_;
   }
-  if (servers_.size() == 1) return At(0).Send(method, target, headers, body, content_type);
   std::vector<bool> asked(servers_.size(), false);
   std::string said;
   while (true) {
@@ -83,7 +112,10 @@ StatusOr<ClientResponse> FailoverClient::Send(std::string_view method, std::stri
       const size_t j = (i + k) % servers_.size();
       if (!asked[j]) next = j;
     }
-    if (!next) return Status(StatusCode::kUnavailable, "no server leads now (" + said + ")");
+    if (!next) {
+      located_ = false;  // look again before the next request
+      return Status(StatusCode::kUnavailable, "no server leads now (" + said + ")");
+    }
     i = *next;
   }
 }

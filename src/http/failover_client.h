@@ -4,7 +4,11 @@
 //   http::FailoverClient c("http://a:8470,http://b:8470,http://c:8470");
 //   auto r = c.Post("/v1/jobs", body, "application/json", headers);
 //
-// A request goes to the server that answered last. When that one cannot be
+// Before its first request, the client finds the leader: it asks each
+// server's GET /healthz in turn, with a short timeout (a paused server
+// accepts connections and never answers), until one says it leads or names
+// the leader. A request then goes to the server that answered last. When
+// that one cannot be
 // reached, or answers that it does not lead (503 with an X-Muster-Role
 // header: a standby, one taking over, one stepping down), the request goes
 // at once to the leader the answer names (X-Muster-Leader), else to the
@@ -52,12 +56,15 @@ class FailoverClient {
 
  private:
   Client& At(size_t i);  // and makes it the current one
+  // Makes the leader current, if one answers as such; true if found.
+  bool Locate();
 
   std::vector<std::string> servers_;
   ClientOptions options_;
   std::vector<std::unique_ptr<Client>> clients_;
   mutable std::mutex mu_;  // guards current_ against Interrupt()
   size_t current_ = 0;
+  bool located_ = false;  // Locate() ran since the last time no server led
 };
 
 }  // namespace muster::http

@@ -156,6 +156,7 @@ class Server::Impl {
   };
   std::vector<Route> routes_;
   Filter filter_;
+  AnswerFilter answer_filter_;
   ErrorBody error_body_;
   WorkerPool workers_;
 
@@ -164,6 +165,7 @@ class Server::Impl {
     int fd = -1;
     uint64_t id = 0;
     std::string remote;
+    std::string path;  // of the request being handled
     std::string in;   // read, not yet consumed
     std::string out;  // to send
     size_t out_sent = 0;
@@ -506,6 +508,7 @@ void Server::Impl::Process(Conn& c) {
 void Server::Impl::Dispatch(Conn& c, Request&& req) {
   ++in_flight_;
   req.remote_addr = c.remote;
+  c.path = req.path;
   Reply reply = MakeReply(c.id);
   const Route* route = nullptr;
   // Nothing a request holds may stop the event loop: what throws here is
@@ -622,6 +625,14 @@ void Server::Impl::TakeCompletions() {
     if (it == conns_.end() || it->second->closed) continue;  // the client left before its answer
     Conn& c = *it->second;
     c.phase = Conn::Phase::kHead;
+    if (answer_filter_) {
+      try {
+        answer_filter_(c.path, response);
+      } catch (const std::exception&) {
+        response = Response{};
+        error_body_(500, "internal error", response);
+      }
+    }
     Send(c, response);
     if (c.closed || c.close_after) continue;
     // The next request may already be here, whole or in part, or still in the socket.
@@ -675,6 +686,7 @@ void Server::HandleAsync(std::string method, std::string_view pattern, AsyncHand
 }
 
 void Server::SetFilter(Filter filter) { impl_->filter_ = std::move(filter); }
+void Server::SetAnswerFilter(AnswerFilter filter) { impl_->answer_filter_ = std::move(filter); }
 void Server::SetErrorBody(ErrorBody error_body) { impl_->error_body_ = std::move(error_body); }
 Status Server::Bind() { return impl_->Bind(port_); }
 void Server::Serve() { impl_->Serve(); }

@@ -87,6 +87,9 @@ class Server {
   using AsyncHandler = std::function<void(Request&&, Reply)>;
   // Runs on the event loop before routing; true: it answered in the Response.
   using Filter = std::function<bool(const Request&, Response&)>;
+  // Runs on the event loop just before an answer to a request for `path`
+  // is sent; it may change or replace the answer.
+  using AnswerFilter = std::function<void(const std::string& path, Response&)>;
   // Fills the answer for an error the server found: status and a message
   // for people (`method` and `path` are those of the request, or empty).
   using ErrorBody = std::function<void(int status, const std::string& message, Response&)>;
@@ -103,6 +106,7 @@ class Server {
   void HandleAsync(std::string method, std::string_view pattern, AsyncHandler handler,
                    std::function<bool(const Request&)> on_worker = nullptr);
   void SetFilter(Filter filter);
+  void SetAnswerFilter(AnswerFilter filter);
   void SetErrorBody(ErrorBody error_body);
 
   // Listens on options.host:options.port (SO_REUSEADDR, not SO_REUSEPORT:

@@ -125,6 +125,16 @@ void HttpApi::Routes() {
     }
     return false;
   });
+  // And checked again as each answer leaves: a leader paused while it
+  // handled a request (or whose lease ran out meanwhile) must not answer
+  // from a state another leader may have changed. The client sends the
+  // request again to the leader: every request it may have acted on is
+  // idempotent (submits by their key).
+  s.SetAnswerFilter([this](const std::string& path, http::Response& res) {
+    if (path == "/healthz" || leadership_.Leads()) return;
+    res = http::Response{};
+    ReplyNotLeading(leadership_, res);
+  });
   s.SetErrorBody([](int status, const std::string& message, http::Response& res) {
     ReplyError(res, status, ServerErrorCode(status), message);
   });

@@ -23,13 +23,15 @@ namespace muster::testing {
 
 class ServerProcess {
  public:
-  // `config` is YAML appended to the generated listen/store lines.
-  explicit ServerProcess(const std::string& config = "") {
+  // `config` is YAML appended to the generated store line; `store` is the
+  // store's URL (default: a SQLite file in the server's directory).
+  explicit ServerProcess(const std::string& config = "", const std::string& store = "") {
     static int counter = 0;
     dir_ = ::testing::TempDir() + "/muster_server_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    std::ofstream(dir_ + "/config.yaml") << "store: " << dir_ << "/muster.db\n" << config;
+    std::ofstream(dir_ + "/config.yaml") << "store: \"" << (store.empty() ? dir_ + "/muster.db" : store) << "\"\n"
+                                         << config;
   }
   ~ServerProcess() {
     Kill();
@@ -74,6 +76,14 @@ class ServerProcess {
   void Resume() { ::kill(pid_, SIGCONT); }
   // SIGTERM; returns the exit code.
   int Stop() { return Signal(SIGTERM); }
+  // The exit code if the process has ended by itself (then reaped), else -1.
+  int Exited() {
+    int status = 0;
+    if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) != pid_) return -1;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  bool running() const { return pid_ > 0; }
 
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
