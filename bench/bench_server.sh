@@ -1,14 +1,14 @@
-# Sourced by the submit benchmarks. start_bench_server MUSTER DIR PORT:
-# a fresh `MUSTER server` on 127.0.0.1:PORT with its SQLite store in DIR
-# (every submit durable), 32 x 8 GPUs and the rate limit raised; waits until
-# it answers, and stops it when the sourcing script exits.
+# Sourced by the submit benchmarks. start_bench_server MUSTER DIR PORT [STORE]:
+# a fresh `MUSTER server` on 127.0.0.1:PORT with its store (default: a SQLite
+# file in DIR; every submit durable), 32 x 8 GPUs and the rate limit raised;
+# waits until it answers, and stops it when the sourcing script exits.
 start_bench_server() {
-  local muster=$1 dir=$2 port=$3
+  local muster=$1 dir=$2 port=$3 store=${4:-$2/muster.db}
   rm -rf "$dir"
   mkdir -p "$dir"
   cat > "$dir/bench.yaml" <<YAML
 listen: 127.0.0.1:$port
-store: $dir/muster.db
+store: "$store"
 rateLimit: {perSecond: 1000000, burst: 1000000}
 nodeGroups:
   - {count: 32, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi}

@@ -56,6 +56,12 @@ StatusOr<Response> Decode(const http::ClientResponse& r) {
 // the wait the server asks for (Retry-After, at most 5 s) has passed.
 bool RateLimited(const StatusOr<http::ClientResponse>& r) { return r.ok() && r->status == 429; }
 
+// A server that does not lead (a standby, or one taking over) did not act
+// on the request either: it is sent again until one leads.
+bool NotLeading(const StatusOr<http::ClientResponse>& r) {
+  return r.ok() && r->status == 503 && !r->Header("X-Muster-Role").empty();
+}
+
 void Pause(const StatusOr<http::ClientResponse>& r, std::chrono::milliseconds& backoff) {
   std::chrono::milliseconds wait = backoff;
   if (RateLimited(r)) {
@@ -80,7 +86,7 @@ StatusOr<http::ClientResponse> Client::Exchange(const std::function<StatusOr<htt
     // With an answer, only 429 (not acted on) is sent again, and with
     // `retry_busy` also 409 "still in progress" and 503.
     const bool again =
-        !r.ok() || RateLimited(r) || (retry_busy && (r->status == 409 || r->status == 503));
+        !r.ok() || RateLimited(r) || NotLeading(r) || (retry_busy && (r->status == 409 || r->status == 503));
     if (!again) return r;
     if (std::chrono::steady_clock::now() >= deadline) {
       if (r.ok()) return r;
