@@ -92,35 +92,45 @@ class Unreachable(MusterError):
     """The server did not answer (it may be restarting): try again later."""
 
 
+_current = 0  # the server of MUSTER_SERVER's list that answered last
+
+
 def _request(method, path, body=None, tries=1):
     """One API call. HTTP errors raise MusterError with the server's message
     and `.status`; no answer (connection refused, timeout, 5xx, 429) raises
-    Unreachable after `tries` attempts a few seconds apart."""
+    Unreachable after `tries` attempts a few seconds apart. MUSTER_SERVER may
+    list several servers (comma-separated, high availability): each attempt
+    asks them in turn until one answers as the leader."""
+    global _current
     server = os.environ.get("MUSTER_SERVER", "")
-    if not server:
+    servers = [s.strip() for s in server.split(",") if s.strip()]
+    if not servers:
         raise MusterError("MUSTER_SERVER is not set: not inside a Muster job")
     data = json.dumps(body).encode() if body is not None else None
     for attempt_no in range(tries):
         if attempt_no:
             time.sleep(min(2 ** attempt_no, 10))
-        req = urllib.request.Request(server.rstrip("/") + path, data=data, method=method)
-        req.add_header("Content-Type", "application/json")
-        req.add_header("X-Muster-User", os.environ.get("MUSTER_USER") or os.environ.get("USER") or "anonymous")
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                return json.loads(resp.read() or b"{}")
-        except urllib.error.HTTPError as err:
-            if err.code >= 500 or err.code == 429:
-                continue
+        for k in range(len(servers)):
+            one = servers[(_current + k) % len(servers)]
+            req = urllib.request.Request(one.rstrip("/") + path, data=data, method=method)
+            req.add_header("Content-Type", "application/json")
+            req.add_header("X-Muster-User", os.environ.get("MUSTER_USER") or os.environ.get("USER") or "anonymous")
             try:
-                message = json.loads(err.read()).get("message", "")
-            except ValueError:
-                message = ""
-            error = MusterError("%s %s: HTTP %d: %s" % (method, path, err.code, message))
-            error.status = err.code
-            raise error from None
-        except (urllib.error.URLError, OSError):
-            continue
+                with urllib.request.urlopen(req, timeout=30) as resp:
+                    _current = (_current + k) % len(servers)
+                    return json.loads(resp.read() or b"{}")
+            except urllib.error.HTTPError as err:
+                if err.code >= 500 or err.code == 429:
+                    continue  # a standby, one taking over, or a busy server: the next one
+                try:
+                    message = json.loads(err.read()).get("message", "")
+                except ValueError:
+                    message = ""
+                error = MusterError("%s %s: HTTP %d: %s" % (method, path, err.code, message))
+                error.status = err.code
+                raise error from None
+            except (urllib.error.URLError, OSError):
+                continue
     raise Unreachable("%s %s: the server at %s did not answer" % (method, path, server))
 
 

@@ -11,12 +11,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <functional>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
 #include "cli/client.h"
+#include "cli/local_postgres.h"
+#include "http/client.h"
 
 namespace muster::cli {
 
@@ -137,8 +141,10 @@ bool Ended(const std::string& s) {
   return s != "PENDING" && s != "HELD" && s != "RUNNING" && s != "COMPLETING" && !s.empty();
 }
 
-// Submits the demo and follows it. Returns true when every job completed.
-bool RunDemo(Client& client, const std::string& dir, const std::atomic<bool>& stop) {
+// Submits the demo and follows it; calls `midway` once, when a job first
+// runs. Returns true when every job completed.
+bool RunDemo(Client& client, const std::string& dir, const std::atomic<bool>& stop,
+             const std::function<void()>& midway) {
   const std::string examples = FindExamples();
   if (examples.empty()) {
     std::cerr << "muster dev: examples/ddp_digits.py not found (run from the repository root)\n";
@@ -169,7 +175,12 @@ bool RunDemo(Client& client, const std::string& dir, const std::atomic<bool>& st
   }
   std::map<int64_t, std::string> state;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(20);
+  bool was_midway = false;
   while (!stop && std::chrono::steady_clock::now() < deadline) {
+    if (!was_midway && midway) {
+      for (const auto& [id, s] : state) was_midway = was_midway || s == "RUNNING";
+      if (was_midway) midway();
+    }
     bool done = true;
     for (int64_t id : all) {
       auto r = client.Get("/v1/jobs/" + std::to_string(id));
@@ -200,6 +211,46 @@ bool RunDemo(Client& client, const std::string& dir, const std::atomic<bool>& st
   return ok;
 }
 
+// The index of the server that answers /healthz as leader, or -1.
+int FindLeader(const std::vector<std::string>& urls) {
+  for (size_t i = 0; i < urls.size(); ++i) {
+    http::Client::Options o;
+    o.connect_timeout = std::chrono::milliseconds(500);
+    o.read_timeout = std::chrono::milliseconds(500);
+    http::Client c(urls[i], o);
+    auto r = c.Get("/healthz");
+    if (r.ok() && r->Header("X-Muster-Role") == "leader") return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// The demo's failover: kills the leader (SIGKILL) and reports how long until
+// another server leads and answers. The supervisor brings the killed one
+// back as a standby.
+void DemoFailover(const std::vector<std::string>& urls, const std::vector<pid_t>& pids, Client& client) {
+  const int leader = FindLeader(urls);
+  if (leader < 0) return;
+  const auto killed = std::chrono::steady_clock::now();
+  ::kill(pids[leader], SIGKILL);
+  std::cout << "demo: killed the leader, server-" << leader + 1 << " (" << urls[leader] << "), with SIGKILL\n"
+            << std::flush;
+  int next = -1;
+  for (int i = 0; i < 300 && next < 0; ++i) {
+    next = FindLeader(urls);
+    if (next < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const bool answers = client.Get("/v1/queues").ok();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  if (next < 0 || !answers) {
+    std::cout << "demo: no server took over within 15 s\n" << std::flush;
+    return;
+  }
+  char line[200];
+  std::snprintf(line, sizeof line, "demo: server-%d took over and answers, %.2f s after the kill; the jobs go on\n",
+                next + 1, took);
+  std::cout << line << std::flush;
+}
+
 }  // namespace
 
 CLI::App* AddDevCommand(CLI::App& app, DevFlags& f) {
@@ -211,6 +262,9 @@ CLI::App* AddDevCommand(CLI::App& app, DevFlags& f) {
   d->add_option("--dir", f.dir, "Where the store, agent state and logs go (default ./muster-dev)");
   d->add_flag("--demo", f.demo, "Submit the demo workload (a PyTorch DDP job and friends) and follow it");
   d->add_flag("--exit-after-demo", f.exit_after_demo, "With --demo: stop the cluster when the demo ends");
+  d->add_flag("--ha", f.ha,
+              "High availability: a local PostgreSQL and three servers on it (ports PORT..PORT+2); "
+              "with --demo, the leader is killed midway");
   return d;
 }
 
@@ -228,51 +282,78 @@ int RunDevCommand(const DevFlags& f) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  {
-    std::ofstream cfg(dir + "/server.yaml");
-    cfg << "store: " << dir << "/muster.db\nlisten: 127.0.0.1:" << f.port << "\nagents: {defaultGrace: 5s}\n";
+  // The store: SQLite in the directory, or with --ha a local PostgreSQL
+  // that three servers share.
+  std::optional<LocalPostgres> pg;
+  std::string store = dir + "/muster.db";
+  if (f.ha) {
+    auto started = LocalPostgres::Start(dir + "/postgres");
+    if (!started.ok()) {
+      std::cerr << "muster dev: " << started.status().message() << "\n";
+      return 1;
+    }
+    pg = std::move(*started);
+    store = pg->url();
   }
-  fs::remove(dir + "/port", ec);
-  Supervised server("the server", {"muster", "server", "-c", dir + "/server.yaml", "--port-file", dir + "/port"},
-                    dir + "/server.log");
-  server.Start();
+  const int count = f.ha ? 3 : 1;
+  auto file = [&](const char* what, int i) {
+    return dir + "/" + what + (f.ha ? "-" + std::to_string(i + 1) : std::string());
+  };
+  auto configure = [&](int i, int port) {
+    std::ofstream cfg(file("server", i) + ".yaml");
+    cfg << "store: \"" << store << "\"\nlisten: 127.0.0.1:" << port << "\nagents: {defaultGrace: 5s}\n";
+    if (f.ha) cfg << "ha: {name: server-" << i + 1 << "}\n";
+  };
+  std::vector<Supervised> servers;
+  for (int i = 0; i < count; ++i) {
+    configure(i, f.port == 0 ? 0 : f.port + i);
+    fs::remove(file("port", i), ec);
+    servers.emplace_back(f.ha ? "server-" + std::to_string(i + 1) : "the server",
+                         std::vector<std::string>{"muster", "server", "-c", file("server", i) + ".yaml", "--port-file",
+                                                  file("port", i)},
+                         file("server", i) + ".log");
+    servers.back().Start();
+  }
   std::vector<Supervised> agents;
   auto shutdown = [&] {
     for (const Supervised& a : agents) {
       if (a.pid > 0) ::kill(a.pid, SIGTERM);  // never kill(-1)
     }
     for (const Supervised& a : agents) StopChild(a.pid, 15);
-    StopChild(server.pid, 15);
+    for (const Supervised& s : servers) StopChild(s.pid, 15);
+    if (pg) pg->Stop();
   };
-  bool up = false;
-  for (int i = 0; i < 1000 && !up; ++i) {
-    up = fs::exists(dir + "/port");
-    int status = 0;
-    if (!up && ::waitpid(server.pid, &status, WNOHANG) == server.pid) {
-      std::cerr << "muster dev: the server did not start; see " << dir << "/server.log:\n";
-      std::ifstream log(dir + "/server.log");
-      std::cerr << log.rdbuf();
+  // Each serves (or, with --ha, listens as a standby) once its port file is
+  // written: the port it bound (the one asked for, or any free one for --port 0).
+  std::vector<std::string> urls;
+  for (int i = 0; i < count; ++i) {
+    int port = 0;
+    for (int tries = 0; tries < 1000 && port == 0; ++tries) {
+      std::ifstream in(file("port", i));
+      if (in >> port) break;
+      port = 0;
+      int status = 0;
+      if (::waitpid(servers[i].pid, &status, WNOHANG) == servers[i].pid) {
+        servers[i].pid = -1;
+        shutdown();
+        std::cerr << "muster dev: " << servers[i].name << " did not start; see " << servers[i].log << ":\n";
+        std::ifstream log(servers[i].log);
+        std::cerr << log.rdbuf();
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (port == 0) {
+      shutdown();
+      std::cerr << "muster dev: " << servers[i].name << " did not start in 10 s; see " << servers[i].log << "\n";
       return 1;
     }
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (!up) {
-    shutdown();
-    std::cerr << "muster dev: the server did not start in 10 s; see " << dir << "/server.log\n";
-    return 1;
-  }
-  // The port it bound (the one asked for, or any free one for --port 0).
-  int port = 0;
-  for (int i = 0; i < 100 && port == 0; ++i) {
-    std::ifstream in(dir + "/port");
-    if (!(in >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
-  if (f.port == 0) {
     // A server restarted below comes back on this port, where the agents look.
-    std::ofstream cfg(dir + "/server.yaml");
-    cfg << "store: " << dir << "/muster.db\nlisten: 127.0.0.1:" << port << "\nagents: {defaultGrace: 5s}\n";
+    if (f.port == 0) configure(i, port);
+    urls.push_back("http://127.0.0.1:" + std::to_string(port));
   }
+  std::string url;
+  for (const std::string& u : urls) url += (url.empty() ? "" : ",") + u;
   for (int i = 0; i < f.nodes; ++i) {
     const std::string name = "dev-" + std::to_string(i + 1);
     agents.emplace_back("agent " + name,
@@ -299,7 +380,10 @@ int RunDevCommand(const DevFlags& f) {
               << "/dev-*.log\n";
     return 1;
   }
-  std::cout << "Muster dev cluster: " << f.nodes << " nodes x " << f.gpus << " (fake GPUs), server " << url << "\n"
+  std::cout << "Muster dev cluster: " << f.nodes << " nodes x " << f.gpus << " (fake GPUs), "
+            << (f.ha ? "servers " + url + " on PostgreSQL " + store + " (one leads; the others stand by)"
+                     : "server " + url)
+            << "\n"
             << "  export MUSTER_SERVER=" << url << "\n"
             << "  muster get nodes;  muster submit --gpus 2 -- sh -c 'echo $CUDA_VISIBLE_DEVICES';  muster get jobs;  muster logs ID\n"
             << "  store, agent state and logs: " << dir << "\n"
@@ -314,7 +398,15 @@ int RunDevCommand(const DevFlags& f) {
   });
   int rc = 0;
   if (f.demo) {
-    const bool ok = RunDemo(client, dir, stop);
+    std::function<void()> midway;
+    if (f.ha) {
+      midway = [&] {
+        std::vector<pid_t> pids;
+        for (const Supervised& s : servers) pids.push_back(s.pid);
+        DemoFailover(urls, pids, client);
+      };
+    }
+    const bool ok = RunDemo(client, dir, stop, midway);
     if (f.exit_after_demo) {
       rc = ok ? 0 : 1;
       stop = true;
@@ -327,7 +419,10 @@ int RunDevCommand(const DevFlags& f) {
   while (!stop) {
     int status = 0;
     const pid_t ended = ::waitpid(-1, &status, WNOHANG);
-    Supervised* who = ended > 0 && ended == server.pid ? &server : nullptr;
+    Supervised* who = nullptr;
+    for (Supervised& srv : servers) {
+      if (ended > 0 && ended == srv.pid) who = &srv;
+    }
     for (Supervised& a : agents) {
       if (ended > 0 && ended == a.pid) who = &a;
     }

@@ -12,6 +12,11 @@
 // each state change and, at the end, what the training job's replicas
 // reported. --exit-after-demo then stops the cluster and exits 0 when every
 // demo job completed.
+//
+// With --ha: a local PostgreSQL (local_postgres.h) and three servers on it,
+// one leading; agents and the CLI are given all three addresses. The demo
+// then kills the leader with SIGKILL once its jobs run and reports how long
+// until another leads; the killed one comes back as a standby.
 #pragma once
 
 #include <string>
@@ -29,6 +34,7 @@ struct DevFlags {
   std::string dir;
   bool demo = false;
   bool exit_after_demo = false;
+  bool ha = false;
 };
 
 CLI::App* AddDevCommand(CLI::App& app, DevFlags& flags);
