@@ -604,6 +604,7 @@ void Agent::FenceIfLeaseLost() {
 }
 
 void Agent::WatchLoop() {
+  int failures = 0;  // in a row
   while (true) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -619,9 +620,12 @@ void Agent::WatchLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       wait_ms = std::min(wait_ms, lease_ms_ / 3);  // renew the lease well before it runs out
     }
-    if (!Sync(wait_ms)) {
+    if (Sync(wait_ms)) {
+      failures = 0;
+    } else {
+      const Duration delay = SyncRetryDelay(options_.node, ++failures);
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_; });
+      cv_.wait_for(lock, std::chrono::milliseconds(delay.millis()), [&] { return stop_; });
     }
   }
 }

@@ -1,18 +1,6 @@
 #include "http/failover_client.h"
 
-#include <optional>
-
 namespace muster::http {
-namespace {
-
-// "http://a:1/" and "a:1" are one server.
-std::string_view Bare(std::string_view s) {
-  if (s.rfind("http://", 0) == 0) s.remove_prefix(7);
-  while (!s.empty() && s.back() == '/') s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 std::vector<std::string> SplitServers(std::string_view list) {
   std::vector<std::string> out;
@@ -51,29 +39,25 @@ Client& FailoverClient::At(size_t i) {
   return *clients_[i];
 }
 
-bool FailoverClient::Locate() {
+bool FailoverClient::Locate(std::string* seen) {
   located_ = true;
   ClientOptions quick = options_;
   quick.connect_timeout = std::chrono::milliseconds(1000);
   quick.read_timeout = std::chrono::milliseconds(1000);
+  // Only a server that answers for itself: a standby may name a leader
+  // that is paused, and a request sent there would wait out its timeout.
   for (size_t i = 0; i < servers_.size(); ++i) {
     Client probe(servers_[i], quick);
     auto r = probe.Get("/healthz");
-    if (!r.ok() || r->status != 200) continue;
-    if (r->Header("X-Muster-Role") == "leader") {
+    if (r.ok() && r->status == 200 && r->Header("X-Muster-Role") == "leader") {
       At(i);
       return true;
     }
-    // A standby names the leader in its body ("leader": "http://...").
-    const size_t at = r->body.find("\"leader\":\"");
-    if (at == std::string::npos) continue;
-    const size_t start = at + 10, end = r->body.find('"', start);
-    const std::string_view leader = Bare(std::string_view(r->body).substr(start, end - start));
-    for (size_t j = 0; j < servers_.size(); ++j) {
-      if (Bare(servers_[j]) == leader) {
-        At(j);
-        return true;
-      }
+    if (seen != nullptr) {
+      *seen += (seen->empty() ? "" : "; ") + servers_[i] + ": " +
+               (!r.ok() ? r.status().message()
+                        : r->Header("X-Muster-Role").empty() ? "HTTP " + std::to_string(r->status)
+                                                              : std::string(r->Header("X-Muster-Role")));
     }
   }
   return false;
@@ -83,40 +67,44 @@ StatusOr<ClientResponse> FailoverClient::Send(std::string_view method, std::stri
                                               const Fields& headers, std::string_view body,
                                               std::string_view content_type) {
   if (servers_.size() == 1) return At(0).Send(method, target, headers, body, content_type);
-  if (!located_) Locate();
+  if (!located_) {
+    // Nobody to send it to: not even a server that did not answer (it may
+    // be a paused leader, and the request would wait out its timeout).
+    std::string seen;
+    if (!Locate(&seen)) {
+      located_ = false;
+      return Status(StatusCode::kUnavailable, "no server leads now (" + seen + ")");
+    }
+  }
   size_t i;
   {
     std::lock_guard<std::mutex> lock(mu_);
     i = current_;
   }
-  std::vector<bool> asked(servers_.size(), false);
-  std::string said;
+  bool relocated = false;
   while (true) {
-    asked[i] = true;
     auto r = At(i).Send(method, target, headers, body, content_type);
     const bool not_leading = r.ok() && r->status == 503 && !r->Header("X-Muster-Role").empty();
     if (r.ok() && !not_leading) return r;
     if (!r.ok() && r.status().code() != StatusCode::kUnavailable) return r;  // a malformed address
     if (!r.ok() && r.status().message() == "interrupted") return r;
-    said += (said.empty() ? "" : "; ") + servers_[i] + ": " +
-            (r.ok() ? std::string(r->Header("X-Muster-Role")) : r.status().message());
-    // The leader the answer names, if it is one of ours; else the next.
-    std::optional<size_t> next;
-    if (not_leading) {
-      const std::string_view leader = Bare(r->Header("X-Muster-Leader"));
-      for (size_t j = 0; j < servers_.size() && !leader.empty(); ++j) {
-        if (Bare(servers_[j]) == leader && !asked[j]) next = j;
+    // Look for the leader once (each server's /healthz, briefly).
+    std::string seen;
+    if (!relocated) {
+      relocated = true;
+      if (Locate(&seen)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (current_ != i) {
+          i = current_;
+          continue;
+        }
       }
     }
-    for (size_t k = 1; !next && k < servers_.size(); ++k) {
-      const size_t j = (i + k) % servers_.size();
-      if (!asked[j]) next = j;
+    if (seen.empty()) {
+      seen = servers_[i] + ": " + (r.ok() ? std::string(r->Header("X-Muster-Role")) : r.status().message());
     }
-    if (!next) {
-      located_ = false;  // look again before the next request
-      return Status(StatusCode::kUnavailable, "no server leads now (" + said + ")");
-    }
-    i = *next;
+    located_ = false;  // look again before the next request
+    return Status(StatusCode::kUnavailable, "no server leads now (" + seen + ")");
   }
 }
 

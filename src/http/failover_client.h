@@ -57,7 +57,8 @@ class FailoverClient {
  private:
   Client& At(size_t i);  // and makes it the current one
   // Makes the leader current, if one answers as such; true if found.
-  bool Locate();
+  // Otherwise `seen` (if not null) gets what each server said.
+  bool Locate(std::string* seen);
 
   std::vector<std::string> servers_;
   ClientOptions options_;

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "http/server.h"
@@ -25,10 +27,12 @@ class Member {
     o.worker_threads = 2;
     server_ = std::make_unique<Server>(o);
     server_->Handle("GET", "/healthz", [this](const Request&, Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
       res.headers.emplace_back("X-Muster-Role", role_);
       res.Set(200, "{\"leader\":\"" + leader_ + "\",\"role\":\"" + role_ + "\"}", "application/json");
     });
     server_->Handle("POST", "/v1/jobs", [this](const Request&, Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
       if (role_ != "leader") {
         res.headers.emplace_back("X-Muster-Role", role_);
         if (!leader_.empty()) res.headers.emplace_back("X-Muster-Leader", leader_);
@@ -46,11 +50,19 @@ class Member {
     thread_.join();
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
-  void set_leader(const std::string& l) { leader_ = l; }
+  void set_leader(const std::string& l) {
+    std::lock_guard<std::mutex> lock(mu_);
+    leader_ = l;
+  }
+  void set_role(const std::string& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    role_ = r;
+  }
   int acted() const { return acted_; }
 
  private:
-  std::string role_, leader_;
+  std::mutex mu_;
+  std::string role_, leader_;  // guarded by mu_
   std::atomic<int> acted_{0};
   std::unique_ptr<Server> server_;
   std::thread thread_;
@@ -87,16 +99,43 @@ TEST(FailoverClient, FindsTheLeaderPastADeadServerAndAStandby) {
   EXPECT_EQ(c.current(), leader.url());
 }
 
-// A standby that names the leader sends the request there at once, even
-// when the leader is listed before it was asked.
-TEST(FailoverClient, GoesWhereAStandbyPoints) {
-  Member leader("leader"), standby("standby");
-  standby.set_leader(leader.url());
-  FailoverClient c(standby.url() + "," + leader.url());
+// The leader changes between requests: the next request finds the new one.
+TEST(FailoverClient, FollowsALeaderThatMoved) {
+  auto first = std::make_unique<Member>("leader");
+  Member second("standby");
+  FailoverClient c(first->url() + "," + second.url());
+  ASSERT_EQ(c.Post("/v1/jobs", "{}", "application/json")->status, 201);
+  EXPECT_EQ(c.current(), first->url());
+  first.reset();  // the leader dies; the standby takes over
+  second.set_role("leader");
   auto r = c.Post("/v1/jobs", "{}", "application/json");
-  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 201);
-  EXPECT_EQ(leader.acted(), 1);
+  EXPECT_EQ(second.acted(), 1);
+}
+
+// A standby may name a leader that is paused (it accepts connections and
+// never answers): the client trusts only a server's word about itself, and
+// gives a silent one a second.
+TEST(FailoverClient, AStandbysWordDoesNotSendItToAPausedLeader) {
+  Member standby("standby"), leader("leader");
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);  // listens, never answers
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(silent, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::listen(silent, 16);
+  ::getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string paused = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  standby.set_leader(paused);
+  FailoverClient c(standby.url() + "," + paused + "," + leader.url());
+  const auto began = std::chrono::steady_clock::now();
+  auto r = c.Post("/v1/jobs", "{}", "application/json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 201);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(5));
+  ::close(silent);
 }
 
 TEST(FailoverClient, NoLeaderIsUnavailableSayingWhatEachSaid) {

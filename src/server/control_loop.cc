@@ -51,7 +51,7 @@ ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store
 
 ControlLoop::~ControlLoop() { Stop(); }
 
-Status ControlLoop::Start(std::optional<int64_t> leader_epoch) {
+Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store::JobRow>* rows) {
   ASSIGN_OR_RETURN(scheduler_, scheduler::Scheduler::Create(options_.scheduler));
   store::WriteBatch nodes;
   for (const core::NodeSpec& n : options_.nodes) {
@@ -87,7 +87,7 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch) {
   janitor_ = std::make_unique<CheckpointJanitor>();
   ASSIGN_OR_RETURN(std::vector<store::CheckpointRow> checkpoints, store_.LoadLiveCheckpoints());
   checkpoints_.Restore(std::move(checkpoints));
-  RETURN_IF_ERROR(Restore());
+  RETURN_IF_ERROR(Restore(rows));
   RETURN_IF_ERROR(RestoreFairShare());
   RETURN_IF_ERROR(store_.Commit({&nodes}));
   writer_ = std::make_unique<store::StoreWriter>(store_);
@@ -134,8 +134,13 @@ bool HasGpuIds(const json& status) {
 
 }  // namespace
 
-Status ControlLoop::Restore() {
-  ASSIGN_OR_RETURN(std::vector<JobRow> rows, store_.LoadJobs(/*include_terminal=*/true));
+Status ControlLoop::Restore(std::vector<JobRow>* warm) {
+  std::vector<JobRow> rows;
+  if (warm != nullptr) {
+    rows = std::move(*warm);
+  } else {
+    ASSIGN_OR_RETURN(rows, store_.LoadJobs(/*include_terminal=*/true));
+  }
   store::WriteBatch requeued;  // running jobs whose nodes are gone
   // Running jobs, placed once all are read.
   struct Running {

@@ -83,8 +83,10 @@ class ControlLoop {
 
   // Loads the state from the store and starts the loop thread. An elected
   // leader passes its lease's epoch (leadership.h); without one, the epoch
-  // is one more than the last start's.
-  Status Start(std::optional<int64_t> leader_epoch = std::nullopt);
+  // is one more than the last start's. A standby that followed the store
+  // passes the job rows it holds (job_mirror.h), current as of after it
+  // took the lease; otherwise they are read from the store.
+  Status Start(std::optional<int64_t> leader_epoch = std::nullopt, std::vector<store::JobRow>* rows = nullptr);
   // The nodes it started with: static ones and those its store knew.
   size_t nodes_at_start() const { return nodes_at_start_; }
   // Stops the thread after the writes in flight are durable.
@@ -241,7 +243,7 @@ class ControlLoop {
   // Says on stderr what an internal check refused (a defect of the server,
   // not of a request), e.g. a state transition JobTable does not allow.
   void NoteDefect(const Status& s) const;
-  Status Restore();
+  Status Restore(std::vector<store::JobRow>* warm);
   // The loop's own work after each wake-up (LoopExecutor::Hooks::tick):
   // staggered stops due, expired waits, a scheduling cycle when due.
   void Tick();

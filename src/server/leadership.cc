@@ -27,7 +27,8 @@ Leadership::Leadership(store::LeaderLease* lease, Options options)
 
 Leadership::~Leadership() { Stop(); }
 
-std::optional<int64_t> Leadership::Acquire(std::function<void(const std::string&)> lost) {
+std::optional<int64_t> Leadership::Acquire(std::function<void(const std::string&)> lost,
+                                           const std::function<void()>& standby) {
   if (lease_ == nullptr) return 0;
   std::string last_error, last_holder;
   std::unique_lock<std::mutex> lock(mu_);
@@ -70,6 +71,11 @@ std::optional<int64_t> Leadership::Acquire(std::function<void(const std::string&
                     static_cast<long long>(holder->epoch));
         std::fflush(stdout);
         last_holder = who;
+      }
+      if (standby) {
+        lock.unlock();
+        standby();
+        lock.lock();
       }
     }
     cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_every.millis()), [&] { return stop_ || cancelled_; });

@@ -60,8 +60,10 @@ class Leadership {
   // Blocks until this server holds the lease, then renews it on a thread
   // and returns its epoch (kTakingOver); nullopt if Stop() came first.
   // `lost(why)` is called once, from the renewing thread, if it is lost.
-  // Without a lease: returns 0 at once.
-  std::optional<int64_t> Acquire(std::function<void(const std::string& why)> lost);
+  // `standby` runs after each look that found another leading (a standby's
+  // work: following the store). Without a lease: returns 0 at once.
+  std::optional<int64_t> Acquire(std::function<void(const std::string& why)> lost,
+                                 const std::function<void()>& standby = nullptr);
   // The state is restored: leads from now (kLeader).
   void Lead();
   // Who this server is and where clients reach it, once known (before Acquire).

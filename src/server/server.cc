@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "server/control_loop.h"
 #include "server/http_api.h"
+#include "server/job_mirror.h"
 #include "server/leadership.h"
 #include "store/open_store.h"
 
@@ -96,15 +97,33 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
     std::printf("muster server: listening on %s, store %s, standby\n", listening.c_str(), opened->description.c_str());
     std::fflush(stdout);
     elect = std::thread([&] {
-      const auto epoch = leadership.Acquire([](const std::string& why) {
-        std::fprintf(stderr, "muster server: lost leadership: %s; exiting\n", why.c_str());
-        std::fflush(stderr);
-        std::_Exit(kExitLostLeadership);
-      });
+      // A standby follows the store's job rows, so that taking over reads
+      // only what changed since its last look.
+      JobMirror mirror(store);
+      std::string mirror_error;
+      const auto follow = [&] {
+        const Status s = mirror.CatchUp();
+        if (!s.ok() && s.message() != mirror_error) {
+          std::fprintf(stderr, "muster server: standby: cannot follow the store: %s\n", s.ToString().c_str());
+        }
+        mirror_error = s.ok() ? "" : s.message();
+      };
+      const auto epoch = leadership.Acquire(
+          [](const std::string& why) {
+            std::fprintf(stderr, "muster server: lost leadership: %s; exiting\n", why.c_str());
+            std::fflush(stderr);
+            std::_Exit(kExitLostLeadership);
+          },
+          follow);
       if (!epoch) return;
       const auto began = std::chrono::steady_clock::now();
       store.FenceWrites(*epoch);
-      if (Status s = loop.Start(*epoch); !s.ok()) {
+      // What the last leader committed before the lease changed hands (it
+      // can commit nothing after: the fence).
+      follow();
+      const size_t followed = mirror.size();
+      std::vector<store::JobRow> rows = mirror.Take();
+      if (Status s = loop.Start(*epoch, mirror_error.empty() ? &rows : nullptr); !s.ok()) {
         std::fprintf(stderr, "muster server: cannot start: %s\n", s.ToString().c_str());
         start_failed = true;
         api.Stop();
@@ -112,8 +131,9 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
       }
       leadership.Lead();
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
-      std::printf("muster server: leader (epoch %lld), state restored in %lld ms, %zu node%s\n",
-                  static_cast<long long>(*epoch), static_cast<long long>(ms.count()), loop.nodes_at_start(),
+      std::printf("muster server: leader (epoch %lld), state restored in %lld ms (%zu jobs %s), %zu node%s\n",
+                  static_cast<long long>(*epoch), static_cast<long long>(ms.count()), followed,
+                  mirror_error.empty() ? "followed as a standby" : "read from the store", loop.nodes_at_start(),
                   loop.nodes_at_start() == 1 ? "" : "s");
       std::fflush(stdout);
     });

@@ -147,6 +147,12 @@ struct JobSummaryPage {
   int64_t next_after_id = 0;
 };
 
+// Job rows changed after a change number, in the order they changed.
+struct JobChanges {
+  std::vector<JobRow> rows;  // each row as it is now
+  int64_t rev = 0;           // the last change read: pass it back for the next ones
+};
+
 // A write refused because a newer leader holds the lease (leader_lease.h).
 inline Status Fenced(const std::string& why) { return FailedPrecondition("fenced: " + why); }
 inline bool IsFenced(const Status& s) {
@@ -185,6 +191,13 @@ class Store {
   virtual StatusOr<std::vector<CheckpointRow>> LoadLiveCheckpoints() = 0;
   virtual StatusOr<int64_t> MaxJobId() = 0;
   virtual StatusOr<int64_t> CountJobs() = 0;
+  // The job rows changed since change `rev` (0: every row), at most
+  // `limit`, for a standby that follows the store (server/job_mirror.h).
+  // Only a store several servers share has a change feed; SQLite answers
+  // kFailedPrecondition.
+  virtual StatusOr<JobChanges> JobsChangedSince(int64_t rev, int32_t limit) {
+    return FailedPrecondition("this store has no change feed (one server at a time)");
+  }
 };
 
 }  // namespace muster::store

@@ -53,6 +53,7 @@ class HaCluster {
   }
 
   PgInstance& pg() { return *pg_; }
+  const std::string& work() const { return work_; }
   // From now on the database is `pg` (a promoted replica); the old one is
   // kept until the end.
   void UseDatabase(std::unique_ptr<PgInstance> pg) {

@@ -122,6 +122,15 @@ BEGIN
 END
 $$;
 )sql",
+      // 3: a change number on every job row, from one sequence: a standby
+      // follows the store by reading the rows changed since the last it
+      // saw (PgStore::JobsChangedSince). One writer at a time (the fence)
+      // makes the numbers' order the commits' order.
+      R"sql(
+CREATE SEQUENCE jobs_rev;
+ALTER TABLE jobs ADD COLUMN rev BIGINT NOT NULL DEFAULT nextval('jobs_rev');
+CREATE INDEX jobs_by_rev ON jobs(rev);
+)sql",
   };
   return kMigrations;
 }

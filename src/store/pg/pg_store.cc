@@ -128,7 +128,7 @@ void AddJobs(const Folded& f, int64_t epoch, Statements& out) {
       "queue = EXCLUDED.queue, priority_class = EXCLUDED.priority_class, state = EXCLUDED.state, "
       "reason = EXCLUDED.reason, submit_ms = EXCLUDED.submit_ms, start_ms = EXCLUDED.start_ms, "
       "end_ms = EXCLUDED.end_ms, attempts = EXCLUDED.attempts, spec = EXCLUDED.spec, status = EXCLUDED.status, "
-      "epoch = EXCLUDED.epoch",
+      "epoch = EXCLUDED.epoch, rev = nextval('jobs_rev')",
       std::move(p));
 }
 
@@ -139,7 +139,8 @@ void AddReasons(const Folded& f, int64_t epoch, Statements& out) {
     id.Add(job);
     reason.Add(r);
   }
-  out.emplace_back("UPDATE jobs SET reason = u.reason, epoch = $3 FROM unnest($1::bigint[], $2::text[]) AS "
+  out.emplace_back("UPDATE jobs SET reason = u.reason, epoch = $3, rev = nextval('jobs_rev') FROM "
+                   "unnest($1::bigint[], $2::text[]) AS "
                    "u(id, reason) WHERE jobs.id = u.id",
                    PgParams().Add(id.Done()).Add(reason.Done()).Add(epoch));
 }
@@ -551,6 +552,22 @@ StatusOr<std::vector<CheckpointRow>> PgStore::LoadLiveCheckpoints() {
                                         " FROM checkpoints c JOIN jobs j ON j.id = c.job_id "
                                         "WHERE j.end_ms IS NULL ORDER BY c.job_id, c.seq"));
     return ReadCheckpoints(r);
+  });
+}
+
+StatusOr<JobChanges> PgStore::JobsChangedSince(int64_t rev, int32_t limit) {
+  return WithReader<JobChanges>([&](PgConn& db) -> StatusOr<JobChanges> {
+    ASSIGN_OR_RETURN(PgRows r, db.Query(std::string("SELECT ") + kJobColumns +
+                                            ", rev FROM jobs WHERE rev > $1 ORDER BY rev LIMIT $2",
+                                        PgParams().Add(rev).Add(int64_t{limit})));
+    JobChanges out;
+    out.rev = rev;
+    out.rows.reserve(r.size());
+    for (int i = 0; i < r.size(); ++i) {
+      out.rows.push_back(ReadJob(r, i));
+      out.rev = r.Int(i, 13);
+    }
+    return out;
   });
 }
 

@@ -64,6 +64,7 @@ class PgStore final : public Store {
   StatusOr<std::vector<CheckpointRow>> LoadLiveCheckpoints() override;
   StatusOr<int64_t> MaxJobId() override;
   StatusOr<int64_t> CountJobs() override;
+  StatusOr<JobChanges> JobsChangedSince(int64_t rev, int32_t limit) override;
 
   // The schema version this binary writes.
   static int LatestSchemaVersion();

@@ -79,7 +79,7 @@ TEST(PgStore, OpensByUrlAndMigratesOnce) {
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   const std::string db = url.substr(url.rfind('/') + 1);
   EXPECT_EQ(Server().Sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations", db),
-            "1,2");
+            "1,2,3");
   // The key=value form, behind "postgres:".
   auto kv = OpenStore("postgres:host=127.0.0.1 port=" + std::to_string(Server().port()) + " user=muster dbname=" + db);
   ASSERT_TRUE(kv.ok()) << kv.status().ToString();
@@ -150,6 +150,35 @@ TEST(PgStore, AGroupCommitAppliesItsBatchesInOrder) {
   auto nodes = (*s)->ListNodes();
   ASSERT_EQ(nodes->size(), 1u);
   EXPECT_EQ((*nodes)[0].name, "n2");
+}
+
+// The change feed a standby follows: every row once, then only the rows
+// changed since, in the order they changed, in pages.
+TEST(PgStore, JobsChangedSinceFollowsEveryChange) {
+  auto s = PgStore::Open(FreshDatabase());
+  ASSERT_TRUE(s.ok());
+  WriteBatch b;
+  for (int64_t id = 1; id <= 5; ++id) b.jobs.push_back(Job(id));
+  ASSERT_TRUE((*s)->Commit({&b}).ok());
+  auto all = (*s)->JobsChangedSince(0, 3);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->rows.size(), 3u);
+  auto rest = (*s)->JobsChangedSince(all->rev, 3);
+  ASSERT_EQ(rest->rows.size(), 2u);
+  EXPECT_TRUE((*s)->JobsChangedSince(rest->rev, 3)->rows.empty());
+  WriteBatch c, d;
+  JobRow running = Job(4);
+  running.state = "RUNNING";
+  c.jobs.push_back(running);
+  d.reasons.emplace_back(2, "Priority");
+  ASSERT_TRUE((*s)->Commit({&c}).ok());
+  ASSERT_TRUE((*s)->Commit({&d}).ok());
+  auto changed = (*s)->JobsChangedSince(rest->rev, 10);
+  ASSERT_EQ(changed->rows.size(), 2u);
+  EXPECT_EQ(changed->rows[0].id, 4);
+  EXPECT_EQ(changed->rows[0].state, "RUNNING");
+  EXPECT_EQ(changed->rows[1].id, 2);
+  EXPECT_EQ(changed->rows[1].reason, "Priority");
 }
 
 TEST(PgLease, OneHolderAtATimeAndItsSessionEndingFreesIt) {
