@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "store/conformance_test.h"
+#include "store/open_store.h"
 
 namespace muster::store {
 namespace {
@@ -203,6 +204,28 @@ TEST(SqliteStore, MigrationsAreIdempotent) {
   ASSERT_TRUE(*q->Step());
   EXPECT_EQ(q->Int(0), SqliteStore::LatestSchemaVersion());
   EXPECT_EQ(q->Int(1), SqliteStore::LatestSchemaVersion());
+}
+
+// --store takes a file, sqlite:FILE or sqlite://FILE, all one backend
+// without an election; an empty name is refused by name.
+TEST(OpenStore, SqliteByPathOrUrl) {
+  const std::string path = TempPath("byurl");
+  for (const std::string& url : {path, "sqlite:" + path, "sqlite://" + path}) {
+    auto s = OpenStore(url);
+    ASSERT_TRUE(s.ok()) << url << ": " << s.status().ToString();
+    EXPECT_EQ(s->lease, nullptr);
+    EXPECT_EQ(s->description, path);
+    ASSERT_TRUE(CommitJobs(*s->store, 1, 1).ok());
+  }
+  auto reopened = SqliteStore::Open(path);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(*(*reopened)->CountJobs(), 1);
+  auto empty = OpenStore("sqlite:");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().field(), "store");
+  EXPECT_FALSE(IsPostgresUrl(path));
+  EXPECT_TRUE(IsPostgresUrl("postgresql://h/db"));
+  EXPECT_TRUE(IsPostgresUrl("postgres:host=h dbname=db"));
 }
 
 }  // namespace
