@@ -95,11 +95,15 @@ StatusOr<PgConn> PgConn::Connect(const std::string& conninfo, int connect_timeou
   // Ours first: the connection string's own settings, expanded from
   // "dbname" last, override them. Keepalives notice a server that vanished
   // without closing the connection (a lost machine or network) in about
-  // ten seconds instead of the system's two hours.
+  // ten seconds instead of the system's two hours. Of several hosts, the
+  // one that takes writes (after a failover of the database, the promoted
+  // replica), unless the string says otherwise.
   const std::string timeout = std::to_string(connect_timeout_s);
   const char* keys[] = {"connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
-                        "keepalives_count", "tcp_user_timeout", "application_name", "dbname", nullptr};
-  const char* values[] = {timeout.c_str(), "1", "5", "2", "3", "10000", "muster", conninfo.c_str(), nullptr};
+                        "keepalives_count", "tcp_user_timeout", "application_name", "target_session_attrs",
+                        "dbname", nullptr};
+  const char* values[] = {timeout.c_str(), "1", "5", "2", "3", "10000", "muster", "read-write", conninfo.c_str(),
+                          nullptr};
   PGconn* c = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (c == nullptr) return Unavailable("cannot connect to " + DescribeConnInfo(conninfo) + ": out of memory");
   if (PQstatus(c) != CONNECTION_OK) {

@@ -4,9 +4,11 @@
 
 #include <map>
 #include <random>
-#include <thread>
 #include <set>
+#include <thread>
 #include <utility>
+
+#include "store/paging.h"
 
 namespace muster::store {
 namespace {
@@ -282,12 +284,7 @@ JobSummary ReadSummary(const PgRows& r, int i) {
   ReadJobHead(r, i, j);
   j.gpus = r.Int(i, 10);
   j.replicas = r.OptInt(i, 11).value_or(1);
-  const std::string nodes = r.Text(i, 12);
-  for (size_t start = 0; start < nodes.size();) {
-    const size_t end = std::min(nodes.find('\x1f', start), nodes.size());
-    j.nodes.push_back(nodes.substr(start, end - start));
-    start = end + 1;
-  }
+  j.nodes = SplitNodes(r.Text(i, 12));
   return j;
 }
 
@@ -320,17 +317,6 @@ StatusOr<std::vector<Row>> SelectJobs(PgConn& db, const std::string& columns, co
   rows.reserve(r.size());
   for (int i = 0; i < r.size(); ++i) rows.push_back(read(r, i));
   return rows;
-}
-
-template <typename Page, typename Rows>
-Page ToPage(Rows rows, int32_t limit) {
-  Page page;
-  if (rows.size() > static_cast<size_t>(limit)) {
-    rows.resize(limit);
-    page.next_after_id = rows.empty() ? 0 : rows.back().id;
-  }
-  page.items = std::move(rows);
-  return page;
 }
 
 constexpr const char* kCheckpointColumns =

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "store/paging.h"
+
 namespace muster::store {
 namespace {
 
@@ -276,17 +278,6 @@ StatusOr<std::vector<Row>> SelectJobs(Db& db, const std::string& columns, const 
   }
 }
 
-template <typename Page, typename Rows>
-Page ToPage(Rows rows, int32_t limit) {
-  Page page;
-  if (rows.size() > static_cast<size_t>(limit)) {
-    rows.resize(limit);
-    page.next_after_id = rows.empty() ? 0 : rows.back().id;
-  }
-  page.items = std::move(rows);
-  return page;
-}
-
 }  // namespace
 
 StatusOr<JobPage> SqliteStore::ListJobs(const JobFilter& f, int64_t after_id, int32_t limit) {
@@ -310,12 +301,7 @@ JobSummary ReadSummary(const Stmt& s) {
   ReadJobHead(s, j);
   j.gpus = s.Int(10);
   j.replicas = s.OptInt(11).value_or(1);
-  const std::string nodes = s.Text(12);
-  for (size_t start = 0; start < nodes.size();) {
-    const size_t end = std::min(nodes.find('\x1f', start), nodes.size());
-    j.nodes.push_back(nodes.substr(start, end - start));
-    start = end + 1;
-  }
+  j.nodes = SplitNodes(s.Text(12));
   return j;
 }
 
