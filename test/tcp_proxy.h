@@ -100,6 +100,7 @@ class TcpProxy {
         fds.push_back({p.client, static_cast<short>(requests ? POLLIN : 0), 0});
         fds.push_back({p.server, static_cast<short>(answers ? POLLIN : 0), 0});
       }
+      const size_t polled = pairs_.size();  // an accept below adds one not in `fds`
       if (::poll(fds.data(), fds.size(), 1000) <= 0) continue;
       if (fds[0].revents) {
         char drain[64];
@@ -117,7 +118,8 @@ class TcpProxy {
         }
       }
       std::vector<Pair> alive;
-      for (size_t i = 0; i < pairs_.size(); ++i) {
+      for (size_t i = polled; i < pairs_.size(); ++i) alive.push_back(pairs_[i]);
+      for (size_t i = 0; i < polled; ++i) {
         const pollfd& c = fds[2 + 2 * i];
         const pollfd& s = fds[3 + 2 * i];
         bool ok = true;

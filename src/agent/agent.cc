@@ -114,7 +114,10 @@ int64_t MachineMemoryBytes() {
 // the server, which keeps the newest sequence it processed for the node,
 // never takes the new agent's reports for stale ones.
 Agent::Agent(AgentOptions options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock), report_seq_(clock.Now().millis() * 1000) {}
+    : options_(std::move(options)),
+      clock_(clock),
+      report_seq_(clock.Now().millis() * 1000),
+      several_servers_(http::SplitServers(options_.server).size() > 1) {}
 
 Agent::~Agent() {
   Stop();
@@ -327,10 +330,11 @@ bool Agent::Sync(int64_t wait_ms) {
     std::lock_guard<std::mutex> lock(mu_);
     last_event = events_.empty() ? 0 : events_.back().first;
   }
-  // The server answers within the wait; 5 s more and the sync is given up
-  // (a partition then costs no more than that before the next try, and the
-  // main loop keeps its lease checks going).
-  const int64_t read_ms = wait_ms + 5'000;
+  // The server answers within the wait; 5 s more (2 s with several
+  // servers: see WatchLoop) and the sync is given up (a partition then
+  // costs no more than that before the next try, and the main loop keeps
+  // its lease checks going).
+  const int64_t read_ms = wait_ms + (several_servers_ ? 2'000 : 5'000);
   client->set_read_timeout(std::chrono::milliseconds(read_ms));
   auto res = client->Post("/v1/agent/sync", proto::ToJson(req), "application/json");
   if (!res.ok() || res->status != 200) {
@@ -620,6 +624,10 @@ void Agent::WatchLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       wait_ms = std::min(wait_ms, lease_ms_ / 3);  // renew the lease well before it runs out
     }
+    // With several servers the leader may be paused (it holds the waiting
+    // sync and answers nothing) while another takes over within its lease
+    // (6 s): a shorter wait and margin find the new leader as soon.
+    if (several_servers_) wait_ms = std::min<int64_t>(wait_ms, kHaSyncWaitMs);
     if (Sync(wait_ms)) {
       failures = 0;
     } else {

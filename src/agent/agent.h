@@ -146,6 +146,10 @@ class Agent {
   int lease_fd_ = -1;                                 // guarded by mu_: <state>/lease, read by task shims
   bool fenced_ = false;                               // main thread
   std::thread::id main_thread_;
+  // Several server addresses (high availability): long polls wait at most
+  // kHaSyncWaitMs and are given up 2 s after that.
+  static constexpr int64_t kHaSyncWaitMs = 4'000;
+  const bool several_servers_;
 
   // Main thread only.
   std::map<std::string, proto::TaskAssignment> assigned_;  // by task key, while known
