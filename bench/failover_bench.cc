@@ -39,13 +39,9 @@ int64_t NowNanos() {
 }
 
 // The start time the job's process recorded, or 0 until it has.
-int64_t RecordedStart(const std::string& record, int64_t job) {
-  std::ifstream in(record);
-  for (std::string line; std::getline(in, line);) {
-    int64_t id = 0, attempt = 0, at = 0;
-    std::string node, gpus, what;
-    std::istringstream ls(line);
-    if (ls >> id >> attempt >> node >> gpus >> what >> at && id == job && what == "start") return at;
+int64_t RecordedStart(const HaCluster& cluster, int64_t job) {
+  for (const HaCluster::Run& r : cluster.Runs()) {
+    if (r.job == job && r.start > 0) return r.start;
   }
   return 0;
 }
@@ -104,7 +100,7 @@ TEST(FailoverBench, KillTheLeader) {
     ASSERT_GT(id, 0) << "no submit accepted within 60 s of the kill";
     int64_t started = 0;
     for (int t = 0; t < 3000 && started == 0; ++t) {
-      started = RecordedStart(cluster->work() + "/runs/record", id);
+      started = RecordedStart(*cluster, id);
       if (started == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     ASSERT_GT(started, 0) << "job " << id << " did not start within 30 s";

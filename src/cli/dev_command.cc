@@ -20,7 +20,7 @@
 
 #include "cli/client.h"
 #include "cli/local_postgres.h"
-#include "http/client.h"
+#include "http/failover_client.h"
 
 namespace muster::cli {
 
@@ -211,24 +211,11 @@ bool RunDemo(Client& client, const std::string& dir, const std::atomic<bool>& st
   return ok;
 }
 
-// The index of the server that answers /healthz as leader, or -1.
-int FindLeader(const std::vector<std::string>& urls) {
-  for (size_t i = 0; i < urls.size(); ++i) {
-    http::Client::Options o;
-    o.connect_timeout = std::chrono::milliseconds(500);
-    o.read_timeout = std::chrono::milliseconds(500);
-    http::Client c(urls[i], o);
-    auto r = c.Get("/healthz");
-    if (r.ok() && r->Header("X-Muster-Role") == "leader") return static_cast<int>(i);
-  }
-  return -1;
-}
-
 // The demo's failover: kills the leader (SIGKILL) and reports how long until
 // another server leads and answers. The supervisor brings the killed one
 // back as a standby.
 void DemoFailover(const std::vector<std::string>& urls, const std::vector<pid_t>& pids, Client& client) {
-  const int leader = FindLeader(urls);
+  const int leader = http::FindLeader(urls, std::chrono::milliseconds(500), nullptr);
   if (leader < 0) return;
   const auto killed = std::chrono::steady_clock::now();
   ::kill(pids[leader], SIGKILL);
@@ -236,7 +223,7 @@ void DemoFailover(const std::vector<std::string>& urls, const std::vector<pid_t>
             << std::flush;
   int next = -1;
   for (int i = 0; i < 300 && next < 0; ++i) {
-    next = FindLeader(urls);
+    next = http::FindLeader(urls, std::chrono::milliseconds(500), nullptr);
     if (next < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   const bool answers = client.Get("/v1/queues").ok();

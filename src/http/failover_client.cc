@@ -39,28 +39,30 @@ Client& FailoverClient::At(size_t i) {
   return *clients_[i];
 }
 
-bool FailoverClient::Locate(std::string* seen) {
-  located_ = true;
-  ClientOptions quick = options_;
-  quick.connect_timeout = std::chrono::milliseconds(1000);
-  quick.read_timeout = std::chrono::milliseconds(1000);
-  // Only a server that answers for itself: a standby may name a leader
-  // that is paused, and a request sent there would wait out its timeout.
-  for (size_t i = 0; i < servers_.size(); ++i) {
-    Client probe(servers_[i], quick);
+int FindLeader(const std::vector<std::string>& servers, std::chrono::milliseconds timeout, std::string* seen) {
+  ClientOptions quick;
+  quick.connect_timeout = timeout;
+  quick.read_timeout = timeout;
+  for (size_t i = 0; i < servers.size(); ++i) {
+    Client probe(servers[i], quick);
     auto r = probe.Get("/healthz");
-    if (r.ok() && r->status == 200 && r->Header("X-Muster-Role") == "leader") {
-      At(i);
-      return true;
-    }
+    if (r.ok() && r->status == 200 && r->Header("X-Muster-Role") == "leader") return static_cast<int>(i);
     if (seen != nullptr) {
-      *seen += (seen->empty() ? "" : "; ") + servers_[i] + ": " +
+      *seen += (seen->empty() ? "" : "; ") + servers[i] + ": " +
                (!r.ok() ? r.status().message()
                         : r->Header("X-Muster-Role").empty() ? "HTTP " + std::to_string(r->status)
                                                               : std::string(r->Header("X-Muster-Role")));
     }
   }
-  return false;
+  return -1;
+}
+
+bool FailoverClient::Locate(std::string* seen) {
+  located_ = true;
+  const int leader = FindLeader(servers_, std::chrono::milliseconds(1000), seen);
+  if (leader < 0) return false;
+  At(static_cast<size_t>(leader));
+  return true;
 }
 
 StatusOr<ClientResponse> FailoverClient::Send(std::string_view method, std::string_view target,

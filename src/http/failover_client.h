@@ -37,6 +37,12 @@ namespace muster::http {
 // "a,b,c" -> {"a", "b", "c"}, spaces trimmed, empty entries dropped.
 std::vector<std::string> SplitServers(std::string_view list);
 
+// The index of the server that answers GET /healthz as leader (each asked
+// in turn, `timeout` each), or -1; `seen` (if not null) then gets what each
+// said. Only a server's word about itself counts: a standby may name a
+// leader that is paused.
+int FindLeader(const std::vector<std::string>& servers, std::chrono::milliseconds timeout, std::string* seen);
+
 class FailoverClient {
  public:
   explicit FailoverClient(std::string_view servers, ClientOptions options = {});

@@ -30,10 +30,7 @@ std::function<void(StatusOr<ControlLoop::NodeView>)> NodeAnswer(http::Server::Re
 void HttpApi::Health(Request&&, Reply reply) {
   http::Response res;
   json body = {{"status", "ok"}};
-  // A leader whose lease ran out is no longer one, whatever its role says.
-  const Leadership::Role role = leadership_.Leads() || leadership_.role() != Leadership::Role::kLeader
-                                    ? leadership_.role()
-                                    : Leadership::Role::kSteppedDown;
+  const Leadership::Role role = leadership_.role();
   body["role"] = Leadership::RoleName(role);
   if (leadership_.elected()) {
     body["epoch"] = leadership_.epoch();

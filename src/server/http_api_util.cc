@@ -47,14 +47,15 @@ void ReplyError(http::Response& res, int status, const char* code, const std::st
 }
 
 void ReplyNotLeading(const Leadership& leadership, http::Response& res) {
+  const Leadership::Role role = leadership.role();
   // The header tells a client (http/failover_client.h) to ask another server.
-  res.headers.emplace_back("X-Muster-Role", Leadership::RoleName(leadership.role()));
-  if (leadership.role() == Leadership::Role::kTakingOver) {
+  res.headers.emplace_back("X-Muster-Role", Leadership::RoleName(role));
+  if (role == Leadership::Role::kTakingOver) {
     res.headers.emplace_back("Retry-After", "1");
     return ReplyError(res, 503, "Unavailable", "this server is taking over as leader (restoring its state); retry");
   }
   const std::string leader = leadership.leader_address();
-  const bool stepped_down = leadership.role() != Leadership::Role::kStandby;
+  const bool stepped_down = role != Leadership::Role::kStandby;
   std::string message = stepped_down ? "this server lost its leadership and is stopping" : "this server is a standby";
   json e = {{"code", "NotLeader"}};
   if (!leader.empty() && !stepped_down) {

@@ -102,12 +102,17 @@ void Leadership::Lead() {
   role_.compare_exchange_strong(expected, Role::kLeader);
 }
 
-Leadership::Role Leadership::role() const { return role_.load(); }
-
-bool Leadership::Leads() const {
-  if (role_.load() != Role::kLeader) return false;
-  return lease_ == nullptr || Steady::now().time_since_epoch().count() < deadline_.load();
+Leadership::Role Leadership::role() const {
+  const Role r = role_.load();
+  // A leader whose lease ran out by its own reckoning is no longer one,
+  // even before its renewing thread has noticed.
+  if (r == Role::kLeader && lease_ != nullptr && Steady::now().time_since_epoch().count() >= deadline_.load()) {
+    return Role::kSteppedDown;
+  }
+  return r;
 }
+
+bool Leadership::Leads() const { return role() == Role::kLeader; }
 
 std::string Leadership::leader_address() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -71,8 +71,10 @@ class Leadership {
   // Makes a waiting Acquire() return nullopt, now and later.
   void CancelAcquire();
 
+  // kSteppedDown, too, for a leader past its own deadline.
   Role role() const;
-  // Leading now, by this server's reckoning (always, without a lease).
+  // role() is kLeader: leading now, by this server's reckoning (always,
+  // without a lease, once Lead() was called).
   bool Leads() const;
   int64_t epoch() const { return epoch_.load(); }
   // The leader's address as last seen in the lease (empty if none is known).

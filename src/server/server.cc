@@ -41,6 +41,52 @@ std::string HostName() {
   return name;
 }
 
+// An elected server's life: a standby that follows the store's job rows
+// (so that taking over reads only what changed since its last look) until
+// the lease is its own, then the new leader: its writes fenced, its state
+// restored from those rows, leading. A start that fails stops the API.
+void StandByThenLead(Leadership& leadership, store::Store& store, ControlLoop& loop, HttpApi& api,
+                     std::atomic<bool>& start_failed) {
+  JobMirror mirror(store);
+  std::string mirror_error;
+  const auto follow = [&] {
+    const Status s = mirror.CatchUp();
+    if (!s.ok() && s.message() != mirror_error) {
+      std::fprintf(stderr, "muster server: standby: cannot follow the store: %s\n", s.ToString().c_str());
+    }
+    mirror_error = s.ok() ? "" : s.message();
+  };
+  const auto epoch = leadership.Acquire(
+      [](const std::string& why) {
+        std::fprintf(stderr, "muster server: lost leadership: %s; exiting\n", why.c_str());
+        std::fflush(stderr);
+        std::_Exit(kExitLostLeadership);
+      },
+      follow);
+  if (!epoch) return;
+  const auto began = std::chrono::steady_clock::now();
+  store.FenceWrites(*epoch);
+  // What the last leader committed before the lease changed hands (it can
+  // commit nothing after: the fence).
+  follow();
+  const bool followed = mirror_error.empty();
+  std::vector<store::JobRow> rows = mirror.Take();
+  const size_t jobs = rows.size();
+  if (Status s = loop.Start(*epoch, followed ? &rows : nullptr); !s.ok()) {
+    std::fprintf(stderr, "muster server: cannot start: %s\n", s.ToString().c_str());
+    start_failed = true;
+    api.Stop();
+    return;
+  }
+  leadership.Lead();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
+  const std::string source = followed ? std::to_string(jobs) + " jobs followed as a standby" : "jobs read from the store";
+  std::printf("muster server: leader (epoch %lld), state restored in %lld ms (%s), %zu node%s\n",
+              static_cast<long long>(*epoch), static_cast<long long>(ms.count()), source.c_str(),
+              loop.nodes_at_start(), loop.nodes_at_start() == 1 ? "" : "s");
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int RunServer(const ServerOptions& options, const std::string& port_file) {
@@ -96,47 +142,7 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
                            options.advertise.empty() ? listening : options.advertise);
     std::printf("muster server: listening on %s, store %s, standby\n", listening.c_str(), opened->description.c_str());
     std::fflush(stdout);
-    elect = std::thread([&] {
-      // A standby follows the store's job rows, so that taking over reads
-      // only what changed since its last look.
-      JobMirror mirror(store);
-      std::string mirror_error;
-      const auto follow = [&] {
-        const Status s = mirror.CatchUp();
-        if (!s.ok() && s.message() != mirror_error) {
-          std::fprintf(stderr, "muster server: standby: cannot follow the store: %s\n", s.ToString().c_str());
-        }
-        mirror_error = s.ok() ? "" : s.message();
-      };
-      const auto epoch = leadership.Acquire(
-          [](const std::string& why) {
-            std::fprintf(stderr, "muster server: lost leadership: %s; exiting\n", why.c_str());
-            std::fflush(stderr);
-            std::_Exit(kExitLostLeadership);
-          },
-          follow);
-      if (!epoch) return;
-      const auto began = std::chrono::steady_clock::now();
-      store.FenceWrites(*epoch);
-      // What the last leader committed before the lease changed hands (it
-      // can commit nothing after: the fence).
-      follow();
-      const size_t followed = mirror.size();
-      std::vector<store::JobRow> rows = mirror.Take();
-      if (Status s = loop.Start(*epoch, mirror_error.empty() ? &rows : nullptr); !s.ok()) {
-        std::fprintf(stderr, "muster server: cannot start: %s\n", s.ToString().c_str());
-        start_failed = true;
-        api.Stop();
-        return;
-      }
-      leadership.Lead();
-      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
-      std::printf("muster server: leader (epoch %lld), state restored in %lld ms (%zu jobs %s), %zu node%s\n",
-                  static_cast<long long>(*epoch), static_cast<long long>(ms.count()), followed,
-                  mirror_error.empty() ? "followed as a standby" : "read from the store", loop.nodes_at_start(),
-                  loop.nodes_at_start() == 1 ? "" : "s");
-      std::fflush(stdout);
-    });
+    elect = std::thread([&] { StandByThenLead(leadership, store, loop, api, start_failed); });
   } else {
     std::printf("muster server: listening on %s, store %s, %zu node%s\n", listening.c_str(),
                 opened->description.c_str(), loop.nodes_at_start(), loop.nodes_at_start() == 1 ? "" : "s");

@@ -30,9 +30,7 @@ std::unique_ptr<Store> StoreConformance::Reopen() {
   return s.ok() ? std::move(*s) : nullptr;
 }
 
-namespace {
-
-JobRow Job(int64_t id, const std::string& state = "PENDING", const std::string& queue = "q1") {
+JobRow TestJob(int64_t id, const std::string& state, const std::string& queue) {
   JobRow j;
   j.id = id;
   j.name = "job" + std::to_string(id);
@@ -45,17 +43,19 @@ JobRow Job(int64_t id, const std::string& state = "PENDING", const std::string& 
   return j;
 }
 
+namespace {
+
 Status CommitOne(Store& s, const WriteBatch& b) { return s.Commit({&b}); }
 
 TEST_P(StoreConformance, JobRoundTripAndUpsert) {
   WriteBatch b;
-  b.jobs.push_back(Job(1));
+  b.jobs.push_back(TestJob(1));
   ASSERT_TRUE(CommitOne(*store_, b).ok());
   auto got = store_->GetJob(1);
   ASSERT_TRUE(got.ok() && got->has_value());
-  EXPECT_EQ(**got, Job(1));
+  EXPECT_EQ(**got, TestJob(1));
 
-  JobRow running = Job(1, "RUNNING");
+  JobRow running = TestJob(1, "RUNNING");
   running.start_ms = 5000;
   running.attempts = 1;
   running.status_json = R"({"nodes":["n1"]})";
@@ -76,7 +76,7 @@ TEST_P(StoreConformance, JobRoundTripAndUpsert) {
 
 TEST_P(StoreConformance, EventsAreAppendedInOrder) {
   WriteBatch b;
-  b.jobs.push_back(Job(7));
+  b.jobs.push_back(TestJob(7));
   b.events.push_back({0, 7, 10, "Submitted", "", "by alice"});
   b.events.push_back({0, 7, 20, "Started", "", "on n1"});
   b.events.push_back({0, 8, 20, "Submitted", "", ""});
@@ -102,12 +102,12 @@ TEST_P(StoreConformance, EventsAreAppendedInOrder) {
 
 TEST_P(StoreConformance, DuplicateIdempotencyKeyFailsTheWholeCommit) {
   WriteBatch first;
-  first.jobs.push_back(Job(1));
+  first.jobs.push_back(TestJob(1));
   first.idempotency.push_back({"alice", "k1", "fp1", 1, 100});
   ASSERT_TRUE(CommitOne(*store_, first).ok());
 
   WriteBatch dup;
-  dup.jobs.push_back(Job(2));
+  dup.jobs.push_back(TestJob(2));
   dup.events.push_back({0, 2, 1, "Submitted", "", ""});
   dup.idempotency.push_back({"alice", "k1", "fp2", 2, 200});
   const Status s = CommitOne(*store_, dup);
@@ -129,7 +129,7 @@ TEST_P(StoreConformance, DuplicateIdempotencyKeyFailsTheWholeCommit) {
 TEST_P(StoreConformance, ListJobsFiltersAndPages) {
   WriteBatch b;
   for (int64_t id = 1; id <= 25; ++id) {
-    b.jobs.push_back(Job(id, id % 3 == 0 ? "RUNNING" : "PENDING", id <= 10 ? "q1" : "q2"));
+    b.jobs.push_back(TestJob(id, id % 3 == 0 ? "RUNNING" : "PENDING", id <= 10 ? "q1" : "q2"));
   }
   ASSERT_TRUE(CommitOne(*store_, b).ok());
   // Pages of 10 over everything.
@@ -168,7 +168,7 @@ TEST_P(StoreConformance, ListJobsFiltersAndPages) {
 TEST_P(StoreConformance, JobSummariesMatchTheRowsTheyList) {
   WriteBatch b;
   for (int64_t id = 1; id <= 12; ++id) {
-    JobRow j = Job(id, id % 3 == 0 ? "RUNNING" : "PENDING", id <= 6 ? "q1" : "q2");
+    JobRow j = TestJob(id, id % 3 == 0 ? "RUNNING" : "PENDING", id <= 6 ? "q1" : "q2");
     j.reason = id % 3 == 0 ? "" : "Priority";
     j.spec_json = R"({"name":"job)" + std::to_string(id) + R"(","replicas":)" + std::to_string(1 + id % 2) +
                   R"(,"resources":{"gpus":)" + std::to_string(id % 5) + R"(,"gpuType":null},"command":["gpus"]})";
@@ -219,8 +219,8 @@ TEST_P(StoreConformance, JobSummariesMatchTheRowsTheyList) {
 
 TEST_P(StoreConformance, LoadJobsCanSkipTerminalOnes) {
   WriteBatch b;
-  b.jobs.push_back(Job(1));
-  JobRow done = Job(2, "COMPLETED");
+  b.jobs.push_back(TestJob(1));
+  JobRow done = TestJob(2, "COMPLETED");
   done.end_ms = 9000;
   b.jobs.push_back(done);
   ASSERT_TRUE(CommitOne(*store_, b).ok());
@@ -258,13 +258,13 @@ TEST_P(StoreConformance, NodesAndMeta) {
 
 TEST_P(StoreConformance, DataSurvivesReopen) {
   WriteBatch b;
-  for (int64_t id = 1; id <= 100; ++id) b.jobs.push_back(Job(id));
+  for (int64_t id = 1; id <= 100; ++id) b.jobs.push_back(TestJob(id));
   b.idempotency.push_back({"alice", "k", "fp", 1, 1});
   ASSERT_TRUE(CommitOne(*store_, b).ok());
   store_ = Reopen();
   ASSERT_NE(store_, nullptr);
   EXPECT_EQ(*store_->CountJobs(), 100);
-  EXPECT_EQ(**store_->GetJob(42), Job(42));
+  EXPECT_EQ(**store_->GetJob(42), TestJob(42));
   EXPECT_TRUE(store_->GetIdempotency("alice", "k")->has_value());
 }
 
@@ -279,7 +279,7 @@ TEST_P(StoreConformance, GroupCommitFromManyThreadsLosesNothing) {
         for (int i = 0; i < kPerThread; ++i) {
           const int64_t id = int64_t{t} * kPerThread + i + 1;
           WriteBatch b;
-          b.jobs.push_back(Job(id));
+          b.jobs.push_back(TestJob(id));
           b.events.push_back({0, id, id, "Submitted", "", ""});
           b.idempotency.push_back({"p", "key" + std::to_string(id % (kThreads * kPerThread - 10)), "f", id, id});
           writer.Submit(std::move(b), [&](const Status& s) { (s.ok() ? ok : failed)++; });
@@ -303,7 +303,7 @@ TEST_P(StoreConformance, AWritersTicketReadsCommittedFromItsCallbackOn) {
   uint64_t tickets[3];
   for (int i = 0; i < 3; ++i) {
     WriteBatch b;
-    b.jobs.push_back(Job(i + 1));
+    b.jobs.push_back(TestJob(i + 1));
     // The callback runs on the writer thread once the batch is durable
     // (maybe before Submit returns: tickets count from 1).
     tickets[i] = writer.Submit(std::move(b), [&, i](const Status& s) {
@@ -330,7 +330,7 @@ TEST_P(StoreConformance, ReadersRunWhileWriting) {
   });
   for (int64_t id = 1; id <= 300; ++id) {
     WriteBatch b;
-    b.jobs.push_back(Job(id));
+    b.jobs.push_back(TestJob(id));
     ASSERT_TRUE(CommitOne(*store_, b).ok());
   }
   done = true;
@@ -346,8 +346,8 @@ TEST_P(StoreConformance, CheckpointCatalog) {
                          std::string(64, 'a'), 2, 4096, state, "", 1000 + seq};
   };
   WriteBatch b;
-  b.jobs.push_back(Job(1, "RUNNING"));
-  JobRow ended = Job(2, "COMPLETED");
+  b.jobs.push_back(TestJob(1, "RUNNING"));
+  JobRow ended = TestJob(2, "COMPLETED");
   ended.end_ms = 9000;
   b.jobs.push_back(ended);
   b.checkpoints = {ckpt(1, 1, "COMMITTED"), ckpt(1, 2, "COMMITTED"), ckpt(2, 1, "COMMITTED")};

@@ -23,6 +23,10 @@ struct StoreBackend {
 
 inline void PrintTo(const StoreBackend& b, std::ostream* os) { *os << b.name; }
 
+// A pending job row for tests: id `id`, in `queue`, in `state`, its spec
+// holding quotes and SQL that must be stored as text.
+JobRow TestJob(int64_t id, const std::string& state = "PENDING", const std::string& queue = "q1");
+
 class StoreConformance : public ::testing::TestWithParam<StoreBackend> {
  protected:
   void SetUp() override;

@@ -60,6 +60,9 @@ TEST_F(FailoverTest, TheLeaderKilledDuringASubmitBurst) {
   ASSERT_GE(next, 0) << "no standby took over";
   ASSERT_TRUE(cluster_->server(leader).Start());  // back, as a standby
   Finish(60);
+  // It took over from the rows it followed as a standby, not a reload.
+  EXPECT_NE(cluster_->server(next).log().find("jobs followed as a standby"), std::string::npos)
+      << cluster_->server(next).log();
   EXPECT_EQ(cluster_->Health(leader).value("role", ""), "standby");
 }
 

@@ -53,7 +53,6 @@ class HaCluster {
   }
 
   PgInstance& pg() { return *pg_; }
-  const std::string& work() const { return work_; }
   // From now on the database is `pg` (a promoted replica); the old one is
   // kept until the end.
   void UseDatabase(std::unique_ptr<PgInstance> pg) {
@@ -212,28 +211,35 @@ class HaCluster {
   }
   // What the jobs' processes recorded: no two runs of one job at once, no
   // GPU of a node used by two jobs at once.
-  void ExpectNoOverlaps() {
-    struct Run {
-      int64_t job;
-      std::string node, gpus;
-      int64_t start = 0, end = INT64_MAX;
-    };
-    std::map<std::string, Run> runs;  // by "job attempt"
+  // A run of a job as its process recorded it (end INT64_MAX while it runs).
+  struct Run {
+    int64_t job = 0;
+    int64_t attempt = 0;
+    std::string node, gpus;
+    int64_t start = 0, end = INT64_MAX;  // ns since the Unix epoch
+  };
+  std::vector<Run> Runs() const {
+    std::map<std::pair<int64_t, int64_t>, Run> runs;  // by job and attempt
     std::ifstream in(work_ + "/runs/record");
     for (std::string line; std::getline(in, line);) {
       std::istringstream ls(line);
       int64_t job = 0, attempt = 0, at = 0;
       std::string node, gpus, what;
       if (!(ls >> job >> attempt >> node >> gpus >> what >> at)) continue;
-      Run& r = runs[std::to_string(job) + " " + std::to_string(attempt)];
+      Run& r = runs[{job, attempt}];
       r.job = job;
+      r.attempt = attempt;
       r.node = node;
       r.gpus = gpus;
       (what == "start" ? r.start : r.end) = at;
     }
-    EXPECT_GE(runs.size(), acked().size()) << "some acknowledged jobs never ran";
     std::vector<Run> all;
     for (auto& [_, r] : runs) all.push_back(r);
+    return all;
+  }
+  void ExpectNoOverlaps() {
+    const std::vector<Run> all = Runs();
+    EXPECT_GE(all.size(), acked().size()) << "some acknowledged jobs never ran";
     for (size_t i = 0; i < all.size(); ++i) {
       for (size_t j = i + 1; j < all.size(); ++j) {
         const Run &a = all[i], &b = all[j];

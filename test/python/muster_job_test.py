@@ -4,6 +4,7 @@ answers as the Muster API would (the end-to-end tests use the real one)."""
 import http.server
 import json
 import os
+import socket
 import sys
 import tempfile
 import threading
@@ -26,6 +27,21 @@ class Api(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+class Standby(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        data = b'{"error": {"code": "NotLeader", "message": "this server is a standby"}}'
+        self.send_response(503)
+        self.send_header("X-Muster-Role", "standby")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def log_message(self, *args):
         pass
@@ -60,6 +76,25 @@ class MusterJobTest(unittest.TestCase):
     def test_a_replaced_attempt_is_told_to_stop(self):
         Api.status = 409
         self.assertTrue(self.mj.report(step=1))
+
+    def test_several_servers_the_one_that_answers_is_used(self):
+        # The agent passes every server of an HA cluster; the first is down
+        # (a port nothing listens on), the second a standby's 503.
+        standby = http.server.HTTPServer(("127.0.0.1", 0), Standby)
+        threading.Thread(target=standby.serve_forever, daemon=True).start()
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+        probe.close()
+        try:
+            os.environ["MUSTER_SERVER"] = "http://127.0.0.1:%d, http://127.0.0.1:%d,http://127.0.0.1:%d" % (
+                dead, standby.server_port, self.server.server_port)
+            self.assertFalse(self.mj.report(step=3))
+            self.assertEqual(Api.seen[-1][0], "/v1/jobs/7/progress")
+            self.assertEqual(self.mj._current, 2, "the next call starts at the server that answered")
+        finally:
+            standby.shutdown()
+            standby.server_close()
 
     def test_an_unreachable_server_does_not_stop_training(self):
         self.server.shutdown()  # nothing listens on its port any more

@@ -163,7 +163,10 @@ Status PgConn::Exec(const std::string& sql) {
 
 StatusOr<PgRows> PgConn::Query(const std::string& sql, const PgParams& params) {
   const std::vector<const char*> p = params.Pointers();
-  PGresult* r = PQexecParams(conn_, sql.c_str(), params.size(), nullptr, p.data(), nullptr, nullptr, 0);
+  return Rows(PQexecParams(conn_, sql.c_str(), params.size(), nullptr, p.data(), nullptr, nullptr, 0));
+}
+
+StatusOr<PgRows> PgConn::Rows(PGresult* r) const {
   const ExecStatusType st = PQresultStatus(r);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
     Status s = Error(r, "query failed");
@@ -173,14 +176,18 @@ StatusOr<PgRows> PgConn::Query(const std::string& sql, const PgParams& params) {
   return PgRows(r);
 }
 
+void PgConn::Drop() {
+  PQfinish(conn_);
+  conn_ = nullptr;
+}
+
 StatusOr<PgRows> PgConn::QueryWithin(const std::string& sql, const PgParams& params,
                                      std::chrono::milliseconds timeout) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + timeout;
   auto gone = [&](const std::string& what) -> Status {
     const Status s = Unavailable("postgres " + where_ + ": " + what);
-    PQfinish(conn_);
-    conn_ = nullptr;
+    Drop();
     return s;
   };
   // Waits until the socket is ready for `events`, or the deadline.
@@ -208,13 +215,7 @@ StatusOr<PgRows> PgConn::QueryWithin(const std::string& sql, const PgParams& par
     last = r;
   }
   PQsetnonblocking(conn_, 0);
-  const ExecStatusType st = PQresultStatus(last);
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-    Status s = Error(last, "query failed");
-    PQclear(last);
-    return s;
-  }
-  return PgRows(last);
+  return Rows(last);
 }
 
 Status PgConn::ExecAtomically(const std::vector<std::pair<std::string, PgParams>>& statements) {
@@ -232,8 +233,7 @@ Status PgConn::ExecAtomically(const std::vector<std::pair<std::string, PgParams>
     first_error = Error(nullptr, "cannot send a commit");
     // Nothing was synced: the server runs none of it. The connection is
     // not reusable in this state.
-    PQfinish(conn_);
-    conn_ = nullptr;
+    Drop();
     return first_error;
   }
   // Each statement's results end with a null; the sync ends the pipeline.
@@ -257,8 +257,7 @@ Status PgConn::ExecAtomically(const std::vector<std::pair<std::string, PgParams>
   if (!synced) {
     Status lost = Unavailable("postgres " + where_ + ": the connection ended during a commit (" +
                               OneLine(PQerrorMessage(conn_)) + "); whether it committed is unknown");
-    PQfinish(conn_);
-    conn_ = nullptr;
+    Drop();
     return lost;
   }
   PQexitPipelineMode(conn_);

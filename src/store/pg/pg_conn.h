@@ -89,6 +89,10 @@ class PgConn {
  private:
   explicit PgConn(PGconn* c);
   Status Error(const PGresult* r, const std::string& what) const;
+  // The rows of a finished query, or its error (the result is freed).
+  StatusOr<PgRows> Rows(PGresult* r) const;
+  // Closes the connection: ok() is false from now on.
+  void Drop();
 
   PGconn* conn_ = nullptr;
   std::string where_;

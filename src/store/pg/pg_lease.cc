@@ -19,8 +19,7 @@ constexpr const char* kMySession =
 
 StatusOr<std::unique_ptr<PgLease>> PgLease::Open(const std::string& conninfo) {
   auto lease = std::unique_ptr<PgLease>(new PgLease(conninfo));
-  ASSIGN_OR_RETURN(PgConn * conn, lease->Conn());
-  (void)conn;
+  RETURN_IF_ERROR(lease->Conn().status());
   return lease;
 }
 
@@ -81,10 +80,8 @@ StatusOr<LeaseHolder> PgLease::Current() {
 }
 
 Status PgLease::Release(int64_t epoch) {
-  ASSIGN_OR_RETURN(PgRows r, Query("UPDATE leader SET expires_at = '-infinity', pid = 0 WHERE id = 1 AND epoch = $1",
-                                   PgParams().Add(epoch)));
-  (void)r;
-  return Status::Ok();
+  return Query("UPDATE leader SET expires_at = '-infinity', pid = 0 WHERE id = 1 AND epoch = $1", PgParams().Add(epoch))
+      .status();
 }
 
 }  // namespace muster::store

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <initializer_list>
 #include <map>
 #include <random>
 #include <set>
@@ -39,7 +40,6 @@ class ArrayText {
     return *this;
   }
   std::string Done() const { return out_ + "}"; }
-  bool empty() const { return out_.size() == 1; }
 
  private:
   void Sep() {
@@ -47,6 +47,13 @@ class ArrayText {
   }
   std::string out_ = "{";
 };
+
+// Parameters $1, $2, ... of an unnest() over these columns.
+PgParams Arrays(std::initializer_list<const ArrayText*> columns) {
+  PgParams p;
+  for (const ArrayText* c : columns) p.Add(c->Done());
+  return p;
+}
 
 // A group of batches folded into what each table must end up with: the
 // last row of each key wins, as when the batches are applied one by one.
@@ -116,11 +123,8 @@ void AddJobs(const Folded& f, int64_t epoch, Statements& out) {
     spec.Add(j->spec_json);
     status.Add(j->status_json);
   }
-  PgParams p;
-  for (const ArrayText* a : {&id, &name, &user, &queue, &pclass, &state, &reason, &submit, &start, &end, &attempts,
-                             &spec, &status}) {
-    p.Add(a->Done());
-  }
+  PgParams p = Arrays({&id, &name, &user, &queue, &pclass, &state, &reason, &submit, &start, &end, &attempts, &spec,
+                       &status});
   p.Add(epoch);
   out.emplace_back(
       "INSERT INTO jobs (id, name, \"user\", queue, priority_class, state, reason, submit_ms, start_ms, end_ms, "
@@ -144,7 +148,7 @@ void AddReasons(const Folded& f, int64_t epoch, Statements& out) {
   out.emplace_back("UPDATE jobs SET reason = u.reason, epoch = $3, rev = nextval('jobs_rev') FROM "
                    "unnest($1::bigint[], $2::text[]) AS "
                    "u(id, reason) WHERE jobs.id = u.id",
-                   PgParams().Add(id.Done()).Add(reason.Done()).Add(epoch));
+                   Arrays({&id, &reason}).Add(epoch));
 }
 
 void AddEvents(const Folded& f, int64_t epoch, Statements& out) {
@@ -162,8 +166,7 @@ void AddEvents(const Folded& f, int64_t epoch, Statements& out) {
                    "SELECT u.job_id, u.time_ms, u.type, u.reason, u.message, $6 FROM unnest($1::bigint[], "
                    "$2::bigint[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS "
                    "u(job_id, time_ms, type, reason, message, n) ORDER BY u.n",
-                   PgParams().Add(job.Done()).Add(time.Done()).Add(type.Done()).Add(reason.Done())
-                       .Add(message.Done()).Add(epoch));
+                   Arrays({&job, &time, &type, &reason, &message}).Add(epoch));
 }
 
 void AddIdempotency(const Folded& f, Statements& out) {
@@ -178,8 +181,7 @@ void AddIdempotency(const Folded& f, Statements& out) {
   }
   out.emplace_back("INSERT INTO idempotency (principal, key, fingerprint, job_id, created_ms) "
                    "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])",
-                   PgParams().Add(principal.Done()).Add(key.Done()).Add(fingerprint.Done()).Add(job.Done())
-                       .Add(created.Done()));
+                   Arrays({&principal, &key, &fingerprint, &job, &created}));
 }
 
 void AddNodes(const Folded& f, Statements& out) {
@@ -194,12 +196,12 @@ void AddNodes(const Folded& f, Statements& out) {
     out.emplace_back("INSERT INTO nodes (name, spec, state, updated_ms) SELECT * FROM unnest($1::text[], $2::text[], "
                      "$3::text[], $4::bigint[]) ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, "
                      "state = EXCLUDED.state, updated_ms = EXCLUDED.updated_ms",
-                     PgParams().Add(name.Done()).Add(spec.Done()).Add(state.Done()).Add(updated.Done()));
+                     Arrays({&name, &spec, &state, &updated}));
   }
   if (!f.removed_nodes.empty()) {
     ArrayText names;
     for (const std::string& n : f.removed_nodes) names.Add(n);
-    out.emplace_back("DELETE FROM nodes WHERE name = ANY($1::text[])", PgParams().Add(names.Done()));
+    out.emplace_back("DELETE FROM nodes WHERE name = ANY($1::text[])", Arrays({&names}));
   }
 }
 
@@ -212,7 +214,7 @@ void AddMeta(const Folded& f, Statements& out) {
   }
   out.emplace_back("INSERT INTO meta (key, value) SELECT * FROM unnest($1::text[], $2::text[]) "
                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                   PgParams().Add(key.Done()).Add(value.Done()));
+                   Arrays({&key, &value}));
 }
 
 void AddCheckpoints(const Folded& f, Statements& out) {
@@ -231,10 +233,6 @@ void AddCheckpoints(const Folded& f, Statements& out) {
     note.Add(c->note);
     created.Add(c->created_ms);
   }
-  PgParams p;
-  for (const ArrayText* a : {&job, &seq, &attempt, &step, &location, &sha, &files, &bytes, &state, &note, &created}) {
-    p.Add(a->Done());
-  }
   out.emplace_back(
       "INSERT INTO checkpoints (job_id, seq, attempt, step, location, manifest_sha256, files, bytes, state, note, "
       "created_ms) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::text[], $6::text[], "
@@ -242,7 +240,7 @@ void AddCheckpoints(const Folded& f, Statements& out) {
       "attempt = EXCLUDED.attempt, step = EXCLUDED.step, location = EXCLUDED.location, "
       "manifest_sha256 = EXCLUDED.manifest_sha256, files = EXCLUDED.files, bytes = EXCLUDED.bytes, "
       "state = EXCLUDED.state, note = EXCLUDED.note, created_ms = EXCLUDED.created_ms",
-      std::move(p));
+      Arrays({&job, &seq, &attempt, &step, &location, &sha, &files, &bytes, &state, &note, &created}));
 }
 
 constexpr const char* kJobColumns =

@@ -54,18 +54,6 @@ std::string FreshDatabase() {
   return Database(std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + std::to_string(n++));
 }
 
-JobRow Job(int64_t id) {
-  JobRow j;
-  j.id = id;
-  j.name = "j" + std::to_string(id);
-  j.user = "u";
-  j.queue = "q";
-  j.priority_class = "normal";
-  j.state = "PENDING";
-  j.submit_ms = 1000 + id;
-  j.spec_json = "{}";
-  return j;
-}
 
 TEST(PgStore, OpensByUrlAndMigratesOnce) {
   const std::string url = FreshDatabase();
@@ -131,10 +119,10 @@ TEST(PgStore, AGroupCommitAppliesItsBatchesInOrder) {
   auto s = PgStore::Open(FreshDatabase());
   ASSERT_TRUE(s.ok());
   WriteBatch a, b, c;
-  a.jobs.push_back(Job(1));
+  a.jobs.push_back(TestJob(1));
   a.reasons.emplace_back(1, "Priority");
-  b.jobs.push_back(Job(2));
-  JobRow running = Job(1);
+  b.jobs.push_back(TestJob(2));
+  JobRow running = TestJob(1);
   running.state = "RUNNING";
   b.jobs.push_back(running);
   b.reasons.emplace_back(1, "Started");
@@ -158,7 +146,7 @@ TEST(PgStore, JobsChangedSinceFollowsEveryChange) {
   auto s = PgStore::Open(FreshDatabase());
   ASSERT_TRUE(s.ok());
   WriteBatch b;
-  for (int64_t id = 1; id <= 5; ++id) b.jobs.push_back(Job(id));
+  for (int64_t id = 1; id <= 5; ++id) b.jobs.push_back(TestJob(id));
   ASSERT_TRUE((*s)->Commit({&b}).ok());
   auto all = (*s)->JobsChangedSince(0, 3);
   ASSERT_TRUE(all.ok()) << all.status().ToString();
@@ -167,7 +155,7 @@ TEST(PgStore, JobsChangedSinceFollowsEveryChange) {
   ASSERT_EQ(rest->rows.size(), 2u);
   EXPECT_TRUE((*s)->JobsChangedSince(rest->rev, 3)->rows.empty());
   WriteBatch c, d;
-  JobRow running = Job(4);
+  JobRow running = TestJob(4);
   running.state = "RUNNING";
   c.jobs.push_back(running);
   d.reasons.emplace_back(2, "Priority");
@@ -244,7 +232,7 @@ TEST(PgStore, AFencedLeaderCannotWrite) {
   const int64_t old_epoch = **(*a)->TryAcquire("a", "", Duration::Millis(200));
   (*old_store)->FenceWrites(old_epoch);
   WriteBatch before;
-  before.jobs.push_back(Job(1));
+  before.jobs.push_back(TestJob(1));
   before.events.push_back({0, 1, 1, "Submitted", "", ""});
   ASSERT_TRUE((*old_store)->Commit({&before}).ok());
 
@@ -253,10 +241,10 @@ TEST(PgStore, AFencedLeaderCannotWrite) {
   (*new_store)->FenceWrites(new_epoch);
 
   WriteBatch late;
-  JobRow changed = Job(1);
+  JobRow changed = TestJob(1);
   changed.state = "CANCELLED";
   late.jobs.push_back(changed);
-  late.jobs.push_back(Job(2));
+  late.jobs.push_back(TestJob(2));
   late.events.push_back({0, 1, 2, "Cancelled", "", "by a paused leader"});
   const Status refused = (*old_store)->Commit({&late});
   EXPECT_TRUE(IsFenced(refused)) << refused.ToString();
@@ -267,7 +255,7 @@ TEST(PgStore, AFencedLeaderCannotWrite) {
   EXPECT_EQ((*new_store)->ListEvents(1, 0, 10)->size(), 1u);
 
   WriteBatch next;
-  next.jobs.push_back(Job(3));
+  next.jobs.push_back(TestJob(3));
   next.events.push_back({0, 3, 3, "Submitted", "", ""});
   ASSERT_TRUE((*new_store)->Commit({&next}).ok());
   // Every row says which epoch wrote it.
@@ -320,14 +308,14 @@ TEST(PgStore, ACommitWhoseAnswerWasLostIsNotAppliedTwice) {
   auto s = PgStore::Open(Through(proxy, url));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   WriteBatch first;
-  first.jobs.push_back(Job(1));
+  first.jobs.push_back(TestJob(1));
   ASSERT_TRUE((*s)->Commit({&first}).ok());
 
   proxy.FreezeAnswers();
   Status committed = Internal("not yet");
   std::thread commit([&] {
     WriteBatch b;
-    b.jobs.push_back(Job(2));
+    b.jobs.push_back(TestJob(2));
     b.events.push_back({0, 2, 5, "Submitted", "", ""});
     b.idempotency.push_back({"alice", "k2", "fp", 2, 5});
     committed = (*s)->Commit({&b});
@@ -344,7 +332,7 @@ TEST(PgStore, ACommitWhoseAnswerWasLostIsNotAppliedTwice) {
   EXPECT_EQ((*s)->ListEvents(2, 0, 10)->size(), 1u);
   // And the store goes on.
   WriteBatch third;
-  third.jobs.push_back(Job(3));
+  third.jobs.push_back(TestJob(3));
   EXPECT_TRUE((*s)->Commit({&third}).ok());
   EXPECT_EQ(*(*s)->CountJobs(), 3);
 }
@@ -357,12 +345,12 @@ TEST(PgStore, ACommitOutlivesItsConnection) {
   auto s = PgStore::Open(url);
   ASSERT_TRUE(s.ok());
   WriteBatch first;
-  first.jobs.push_back(Job(1));
+  first.jobs.push_back(TestJob(1));
   ASSERT_TRUE((*s)->Commit({&first}).ok());
   ASSERT_TRUE(Server().Sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" + db +
                            "' AND pid <> pg_backend_pid()"));
   WriteBatch second;
-  second.jobs.push_back(Job(2));
+  second.jobs.push_back(TestJob(2));
   const Status st = (*s)->Commit({&second});
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(*(*s)->CountJobs(), 2);

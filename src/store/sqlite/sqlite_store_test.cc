@@ -31,19 +31,7 @@ std::string TempPath(const std::string& name) {
 
 Status CommitJobs(Store& s, int64_t first, int64_t last) {
   WriteBatch b;
-  for (int64_t id = first; id <= last; ++id) {
-    JobRow j;
-    j.id = id;
-    j.name = "j" + std::to_string(id);
-    j.user = "u";
-    j.queue = "q";
-    j.priority_class = "normal";
-    j.state = "PENDING";
-    j.submit_ms = 1000 + id;
-    j.spec_json = "{}";
-    j.status_json = "{}";
-    b.jobs.push_back(j);
-  }
+  for (int64_t id = first; id <= last; ++id) b.jobs.push_back(TestJob(id));
   return s.Commit({&b});
 }
 
