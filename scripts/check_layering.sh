@@ -23,9 +23,10 @@ declare -A allowed=(
   [http]="common http"
   [gpu]="common gpu"
   [checkpoint]="common checkpoint"
-  [agent]="common gpu proto checkpoint http agent"
-  [server]="common core scheduler lifecycle config api store proto checkpoint http server"
-  [cli]="common core scheduler lifecycle config api sim server gpu proto checkpoint agent http cli"
+  [auth]="common auth"
+  [agent]="common gpu proto checkpoint http auth agent"
+  [server]="common core scheduler lifecycle config api store proto checkpoint http auth server"
+  [cli]="common core scheduler lifecycle config api sim server gpu proto checkpoint agent http auth store cli"
 )
 for layer in "${!allowed[@]}"; do
   [ -d "src/$layer" ] || continue

@@ -8,6 +8,7 @@ packages=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libsqlite3-dev nettle-dev uuid-dev
   libpq-dev postgresql-15         # the PostgreSQL store, and the real server its tests start
+  munge libmunge-dev              # MUNGE authentication (tests start a munged of their own)
   libcpp-httplib-dev libssl-dev   # the tests' and the load generator's HTTP client
   python3-torch python3-sklearn   # the PyTorch DDP demo job and its test (/usr/bin/python3)
 )

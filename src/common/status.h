@@ -28,6 +28,7 @@ enum class StatusCode {
   kDataLoss,
   kPermissionDenied,  // the caller may not do this
   kResourceExhausted, // a rate or size limit was hit
+  kUnauthenticated,   // no valid credential: who calls is not known
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -68,6 +69,8 @@ inline Status FailedPrecondition(std::string msg) {
 }
 inline Status Internal(std::string msg) { return Status(StatusCode::kInternal, std::move(msg)); }
 inline Status DataLoss(std::string msg) { return Status(StatusCode::kDataLoss, std::move(msg)); }
+inline Status PermissionDenied(std::string msg) { return Status(StatusCode::kPermissionDenied, std::move(msg)); }
+inline Status Unauthenticated(std::string msg) { return Status(StatusCode::kUnauthenticated, std::move(msg)); }
 
 // A value of type T or a non-OK Status. Accessing value() of an error is a bug.
 template <typename T>

@@ -18,6 +18,7 @@ using Fields = std::vector<std::pair<std::string, std::string>>;
 struct Request {
   std::string method;   // as sent: "GET", "POST", ...
   std::string path;     // percent-decoded, without the query
+  std::string target;   // the request target as sent: path and query, still encoded
   Fields params;        // the query, decoded
   Fields headers;       // names as sent
   std::string body;

@@ -63,6 +63,7 @@ ParseResult ParseTarget(std::string_view target, Request& req, ParseError& error
       return Fail(error, 400, "the request target must be visible ASCII (percent-encode other bytes)");
     }
   }
+  req.target = std::string(target);
   const size_t q = target.find('?');
   // An escaped '/' would be one more separator to the router, where a proxy
   // in front saw none (a path rule passed by "/v1/jobs/1%2Fcancel").

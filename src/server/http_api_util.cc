@@ -23,6 +23,7 @@ struct HttpError {
 HttpError MapStatus(const Status& s) {
   switch (s.code()) {
     case StatusCode::kInvalidArgument: return {400, "Invalid"};
+    case StatusCode::kUnauthenticated: return {401, "Unauthenticated"};
     case StatusCode::kPermissionDenied: return {403, "Forbidden"};
     case StatusCode::kNotFound: return {404, "NotFound"};
     case StatusCode::kFailedPrecondition: return {409, "Conflict"};
