@@ -374,5 +374,41 @@ TEST_P(StoreConformance, CheckpointCatalog) {
   EXPECT_TRUE(store_->ListCheckpoints(99)->empty());
 }
 
+TEST_P(StoreConformance, TokensUpsertAndAuditAppends) {
+  TokenRow t{"0123456789abcdef", std::string(64, 'b'), "alice", "", "laptop", "root", 1000, 5000, 0};
+  TokenRow node{"fedcba9876543210", std::string(64, 'c'), "", "n1", "agent", "root", 1000, 0, 0};
+  WriteBatch b;
+  b.tokens = {t, node};
+  b.audit.push_back({0, 1000, "root", "", "munge", "127.0.0.1", "token.create", "token/0123456789abcdef", "ok", "for alice"});
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  WriteBatch revoke;  // a revocation rewrites the row; audit rows append in order
+  TokenRow revoked = t;
+  revoked.revoked_ms = 2000;
+  revoke.tokens = {revoked};
+  revoke.audit.push_back({0, 2000, "root", "", "munge", "127.0.0.1", "token.revoke", "token/0123456789abcdef", "ok", ""});
+  revoke.audit.push_back({0, 2001, "mallory", "", "token 1111", "10.0.0.9", "cancel", "job/7", "Forbidden", "not hers"});
+  ASSERT_TRUE(CommitOne(*store_, revoke).ok());
+
+  store_ = Reopen();
+  auto tokens = store_->ListTokens();
+  ASSERT_TRUE(tokens.ok()) << tokens.status().ToString();
+  ASSERT_EQ(tokens->size(), 2u);
+  EXPECT_EQ((*tokens)[0], revoked);
+  EXPECT_EQ((*tokens)[1], node);
+  auto all = store_->ListAudit({}, 0, 10);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_LT((*all)[0].seq, (*all)[1].seq);
+  EXPECT_EQ((*all)[2].actor, "mallory");
+  EXPECT_EQ((*all)[2].outcome, "Forbidden");
+  auto mallory = store_->ListAudit({"mallory", ""}, 0, 10);
+  ASSERT_EQ(mallory->size(), 1u);
+  EXPECT_EQ((*mallory)[0].object, "job/7");
+  auto token = store_->ListAudit({"", "token/0123456789abcdef"}, (*all)[0].seq, 10);
+  ASSERT_EQ(token->size(), 1u);
+  EXPECT_EQ((*token)[0].action, "token.revoke");
+  EXPECT_EQ(store_->ListAudit({}, 0, 1)->size(), 1u);
+}
+
 }  // namespace
 }  // namespace muster::store

@@ -97,6 +97,45 @@ struct CheckpointRow {
   bool operator==(const CheckpointRow&) const = default;
 };
 
+// A bearer token's record (auth/token.h). The token itself is never
+// stored: only its secret's SHA-256. Upserted by id (a revocation rewrites
+// the row).
+struct TokenRow {
+  std::string id;             // the token's public id (16 hex digits)
+  std::string secret_sha256;
+  std::string user;           // whom it authenticates ("" for a node's)
+  std::string node;           // a node's credential: that node's agent only
+  std::string description;
+  std::string created_by;
+  int64_t created_ms = 0;
+  int64_t expires_ms = 0;     // 0: never
+  int64_t revoked_ms = 0;     // 0: not revoked
+
+  bool operator==(const TokenRow&) const = default;
+};
+
+// One authenticated change, or one refusal, for the audit log. Appended;
+// `seq` is assigned by the store.
+struct AuditRow {
+  int64_t seq = 0;
+  int64_t time_ms = 0;
+  std::string actor;    // who authenticated ("alice", "node/n1")
+  std::string as_user;  // on whose behalf an admin acted ("" = themselves)
+  std::string via;      // "munge", "token 3f2a...", "job 12", "node n1"
+  std::string remote;   // the client's address
+  std::string action;   // "submit", "cancel", "token.create", ...
+  std::string object;   // "job/12", "node/n1", "token/3f2a..."
+  std::string outcome;  // "ok", or the refusal's code ("Forbidden")
+  std::string detail;
+
+  bool operator==(const AuditRow&) const = default;
+};
+
+struct AuditFilter {
+  std::string actor;  // empty = all
+  std::string object;
+};
+
 struct WriteBatch {
   std::vector<JobRow> jobs;                  // upsert by id
   // Only the reason of existing jobs (applied after `jobs`); cheaper than
@@ -108,10 +147,12 @@ struct WriteBatch {
   std::vector<std::string> removed_nodes;    // delete by name (after `nodes`)
   std::vector<std::pair<std::string, std::string>> meta;  // upsert by key
   std::vector<CheckpointRow> checkpoints;    // upsert by (job_id, seq)
+  std::vector<TokenRow> tokens;              // upsert by id
+  std::vector<AuditRow> audit;               // append
 
   bool empty() const {
     return jobs.empty() && reasons.empty() && events.empty() && idempotency.empty() && nodes.empty() &&
-           removed_nodes.empty() && meta.empty() && checkpoints.empty();
+           removed_nodes.empty() && meta.empty() && checkpoints.empty() && tokens.empty() && audit.empty();
   }
 };
 
@@ -189,6 +230,10 @@ class Store {
   virtual StatusOr<std::vector<CheckpointRow>> ListCheckpoints(int64_t job_id) = 0;
   // The checkpoints of jobs not yet ended (for start-up), by job and seq.
   virtual StatusOr<std::vector<CheckpointRow>> LoadLiveCheckpoints() = 0;
+  // Every token record, revoked and expired ones included, by id.
+  virtual StatusOr<std::vector<TokenRow>> ListTokens() = 0;
+  // Audit entries matching `filter` with seq > after_seq, in seq order, at most `limit`.
+  virtual StatusOr<std::vector<AuditRow>> ListAudit(const AuditFilter& filter, int64_t after_seq, int32_t limit) = 0;
   virtual StatusOr<int64_t> MaxJobId() = 0;
   virtual StatusOr<int64_t> CountJobs() = 0;
   // The job rows changed since change `rev` (0: every row), at most

@@ -131,6 +131,35 @@ CREATE SEQUENCE jobs_rev;
 ALTER TABLE jobs ADD COLUMN rev BIGINT NOT NULL DEFAULT nextval('jobs_rev');
 CREATE INDEX jobs_by_rev ON jobs(rev);
 )sql",
+      // 4: bearer tokens (their secrets' digests) and the audit log.
+      R"sql(
+CREATE TABLE tokens (
+  id TEXT PRIMARY KEY,
+  secret_sha256 TEXT NOT NULL,
+  "user" TEXT NOT NULL,
+  node TEXT NOT NULL,
+  description TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  expires_ms BIGINT NOT NULL,
+  revoked_ms BIGINT NOT NULL
+);
+CREATE TABLE audit (
+  seq BIGSERIAL PRIMARY KEY,
+  time_ms BIGINT NOT NULL,
+  actor TEXT NOT NULL,
+  as_user TEXT NOT NULL,
+  via TEXT NOT NULL,
+  remote TEXT NOT NULL,
+  action TEXT NOT NULL,
+  object TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  epoch BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX audit_by_actor ON audit(actor, seq);
+CREATE INDEX audit_by_object ON audit(object, seq);
+)sql",
   };
   return kMigrations;
 }

@@ -66,6 +66,8 @@ struct Folded {
   std::set<std::string> removed_nodes;  // not in `nodes`
   std::map<std::string, std::string> meta;
   std::map<std::pair<int64_t, int64_t>, const CheckpointRow*> checkpoints;
+  std::map<std::string, const TokenRow*> tokens;
+  std::vector<const AuditRow*> audit;
 };
 
 Folded Fold(const std::vector<const WriteBatch*>& batches, std::map<int64_t, JobRow>& patched) {
@@ -99,6 +101,8 @@ Folded Fold(const std::vector<const WriteBatch*>& batches, std::map<int64_t, Job
     }
     for (const auto& [k, v] : b->meta) f.meta[k] = v;
     for (const CheckpointRow& c : b->checkpoints) f.checkpoints[{c.job_id, c.seq}] = &c;
+    for (const TokenRow& t : b->tokens) f.tokens[t.id] = &t;
+    for (const AuditRow& a : b->audit) f.audit.push_back(&a);
   }
   return f;
 }
@@ -243,6 +247,52 @@ void AddCheckpoints(const Folded& f, Statements& out) {
       Arrays({&job, &seq, &attempt, &step, &location, &sha, &files, &bytes, &state, &note, &created}));
 }
 
+void AddTokens(const Folded& f, Statements& out) {
+  if (f.tokens.empty()) return;
+  ArrayText id, sha, user, node, description, created_by, created, expires, revoked;
+  for (const auto& [_, t] : f.tokens) {
+    id.Add(t->id);
+    sha.Add(t->secret_sha256);
+    user.Add(t->user);
+    node.Add(t->node);
+    description.Add(t->description);
+    created_by.Add(t->created_by);
+    created.Add(t->created_ms);
+    expires.Add(t->expires_ms);
+    revoked.Add(t->revoked_ms);
+  }
+  out.emplace_back(
+      "INSERT INTO tokens (id, secret_sha256, \"user\", node, description, created_by, created_ms, expires_ms, "
+      "revoked_ms) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], "
+      "$7::bigint[], $8::bigint[], $9::bigint[]) ON CONFLICT (id) DO UPDATE SET secret_sha256 = "
+      "EXCLUDED.secret_sha256, \"user\" = EXCLUDED.\"user\", node = EXCLUDED.node, description = "
+      "EXCLUDED.description, created_by = EXCLUDED.created_by, created_ms = EXCLUDED.created_ms, expires_ms = "
+      "EXCLUDED.expires_ms, revoked_ms = EXCLUDED.revoked_ms",
+      Arrays({&id, &sha, &user, &node, &description, &created_by, &created, &expires, &revoked}));
+}
+
+void AddAudit(const Folded& f, int64_t epoch, Statements& out) {
+  if (f.audit.empty()) return;
+  ArrayText time, actor, as_user, via, remote, action, object, outcome, detail;
+  for (const AuditRow* a : f.audit) {
+    time.Add(a->time_ms);
+    actor.Add(a->actor);
+    as_user.Add(a->as_user);
+    via.Add(a->via);
+    remote.Add(a->remote);
+    action.Add(a->action);
+    object.Add(a->object);
+    outcome.Add(a->outcome);
+    detail.Add(a->detail);
+  }
+  out.emplace_back("INSERT INTO audit (time_ms, actor, as_user, via, remote, action, object, outcome, detail, epoch) "
+                   "SELECT u.time_ms, u.actor, u.as_user, u.via, u.remote, u.action, u.object, u.outcome, u.detail, "
+                   "$10 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], "
+                   "$7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS u(time_ms, actor, as_user, via, remote, "
+                   "action, object, outcome, detail, n) ORDER BY u.n",
+                   Arrays({&time, &actor, &as_user, &via, &remote, &action, &object, &outcome, &detail}).Add(epoch));
+}
+
 constexpr const char* kJobColumns =
     "id, name, \"user\", queue, priority_class, state, reason, submit_ms, start_ms, end_ms, attempts, spec, status";
 
@@ -371,6 +421,8 @@ Status PgStore::Commit(const std::vector<const WriteBatch*>& batches) {
   AddNodes(f, statements);
   AddMeta(f, statements);
   AddCheckpoints(f, statements);
+  AddTokens(f, statements);
+  AddAudit(f, epoch, statements);
   if (statements.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(write_mu_);
   const int64_t seq = ++commit_seq_;
@@ -550,6 +602,45 @@ StatusOr<JobChanges> PgStore::JobsChangedSince(int64_t rev, int32_t limit) {
     for (int i = 0; i < r.size(); ++i) {
       out.rows.push_back(ReadJob(r, i));
       out.rev = r.Int(i, 13);
+    }
+    return out;
+  });
+}
+
+StatusOr<std::vector<TokenRow>> PgStore::ListTokens() {
+  return WithReader<std::vector<TokenRow>>([&](PgConn& db) -> StatusOr<std::vector<TokenRow>> {
+    ASSIGN_OR_RETURN(PgRows r, db.Query("SELECT id, secret_sha256, \"user\", node, description, created_by, "
+                                        "created_ms, expires_ms, revoked_ms FROM tokens ORDER BY id"));
+    std::vector<TokenRow> out;
+    for (int i = 0; i < r.size(); ++i) {
+      out.push_back({r.Text(i, 0), r.Text(i, 1), r.Text(i, 2), r.Text(i, 3), r.Text(i, 4), r.Text(i, 5), r.Int(i, 6),
+                     r.Int(i, 7), r.Int(i, 8)});
+    }
+    return out;
+  });
+}
+
+StatusOr<std::vector<AuditRow>> PgStore::ListAudit(const AuditFilter& f, int64_t after_seq, int32_t limit) {
+  return WithReader<std::vector<AuditRow>>([&](PgConn& db) -> StatusOr<std::vector<AuditRow>> {
+    std::string sql = "SELECT seq, time_ms, actor, as_user, via, remote, action, object, outcome, detail FROM audit "
+                      "WHERE seq > $1";
+    PgParams p;
+    p.Add(after_seq);
+    if (!f.actor.empty()) {
+      p.Add(f.actor);
+      sql += " AND actor = $" + std::to_string(p.size());
+    }
+    if (!f.object.empty()) {
+      p.Add(f.object);
+      sql += " AND object = $" + std::to_string(p.size());
+    }
+    p.Add(int64_t{limit});
+    sql += " ORDER BY seq LIMIT $" + std::to_string(p.size());
+    ASSIGN_OR_RETURN(PgRows r, db.Query(sql, p));
+    std::vector<AuditRow> out;
+    for (int i = 0; i < r.size(); ++i) {
+      out.push_back({r.Int(i, 0), r.Int(i, 1), r.Text(i, 2), r.Text(i, 3), r.Text(i, 4), r.Text(i, 5), r.Text(i, 6),
+                     r.Text(i, 7), r.Text(i, 8), r.Text(i, 9)});
     }
     return out;
   });

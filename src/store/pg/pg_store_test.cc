@@ -67,7 +67,7 @@ TEST(PgStore, OpensByUrlAndMigratesOnce) {
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   const std::string db = url.substr(url.rfind('/') + 1);
   EXPECT_EQ(Server().Sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations", db),
-            "1,2,3");
+            "1,2,3,4");
   // The key=value form, behind "postgres:".
   auto kv = OpenStore("postgres:host=127.0.0.1 port=" + std::to_string(Server().port()) + " user=muster dbname=" + db);
   ASSERT_TRUE(kv.ok()) << kv.status().ToString();

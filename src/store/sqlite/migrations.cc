@@ -76,6 +76,34 @@ CREATE TABLE checkpoints (
   PRIMARY KEY (job_id, seq)
 ) STRICT;
 )sql",
+      // 3: bearer tokens (their secrets' digests) and the audit log.
+      R"sql(
+CREATE TABLE tokens (
+  id TEXT PRIMARY KEY,
+  secret_sha256 TEXT NOT NULL,
+  user TEXT NOT NULL,
+  node TEXT NOT NULL,
+  description TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  revoked_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE audit (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  time_ms INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  as_user TEXT NOT NULL,
+  via TEXT NOT NULL,
+  remote TEXT NOT NULL,
+  action TEXT NOT NULL,
+  object TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  detail TEXT NOT NULL
+) STRICT;
+CREATE INDEX audit_by_actor ON audit(actor, seq);
+CREATE INDEX audit_by_object ON audit(object, seq);
+)sql",
   };
   return kMigrations;
 }

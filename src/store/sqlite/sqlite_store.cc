@@ -115,7 +115,7 @@ auto SqliteStore::WithReader(Fn fn) -> decltype(fn(std::declval<Db&>())) {
 }
 
 struct SqliteStore::WriteStatements {
-  Stmt job, reason, event, idem, node, node_removal, meta, checkpoint;
+  Stmt job, reason, event, idem, node, node_removal, meta, checkpoint, token, audit;
 };
 
 SqliteStore::SqliteStore(StoreLock lock, Db writer, HighWater high_water)
@@ -143,10 +143,18 @@ Status SqliteStore::PrepareWrites() {
       "INSERT INTO checkpoints(job_id, seq, attempt, step, location, manifest_sha256, files, bytes, state, note, "
       "created_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11) ON CONFLICT(job_id, seq) DO UPDATE SET attempt=?3, "
       "step=?4, location=?5, manifest_sha256=?6, files=?7, bytes=?8, state=?9, note=?10, created_ms=?11"));
+  ASSIGN_OR_RETURN(Stmt token, writer_.Prepare(
+      "INSERT INTO tokens(id, secret_sha256, user, node, description, created_by, created_ms, expires_ms, revoked_ms) "
+      "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(id) DO UPDATE SET secret_sha256=?2, user=?3, node=?4, "
+      "description=?5, created_by=?6, created_ms=?7, expires_ms=?8, revoked_ms=?9"));
+  ASSIGN_OR_RETURN(Stmt audit, writer_.Prepare(
+      "INSERT INTO audit(time_ms, actor, as_user, via, remote, action, object, outcome, detail) "
+      "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)"));
   writes_ = std::make_unique<WriteStatements>(WriteStatements{std::move(job), std::move(reason), std::move(event),
                                                               std::move(idem), std::move(node),
                                                               std::move(node_removal), std::move(meta),
-                                                              std::move(checkpoint)});
+                                                              std::move(checkpoint), std::move(token),
+                                                              std::move(audit)});
   return Status::Ok();
 }
 
@@ -197,6 +205,16 @@ Status SqliteStore::Commit(const std::vector<const WriteBatch*>& batches) {
             .Bind(6, c.manifest_sha256).Bind(7, c.files).Bind(8, c.bytes).Bind(9, c.state).Bind(10, c.note)
             .Bind(11, c.created_ms);
         RETURN_IF_ERROR(run(w.checkpoint));
+      }
+      for (const TokenRow& t : b->tokens) {
+        w.token.Bind(1, t.id).Bind(2, t.secret_sha256).Bind(3, t.user).Bind(4, t.node).Bind(5, t.description)
+            .Bind(6, t.created_by).Bind(7, t.created_ms).Bind(8, t.expires_ms).Bind(9, t.revoked_ms);
+        RETURN_IF_ERROR(run(w.token));
+      }
+      for (const AuditRow& a : b->audit) {
+        w.audit.Bind(1, a.time_ms).Bind(2, a.actor).Bind(3, a.as_user).Bind(4, a.via).Bind(5, a.remote)
+            .Bind(6, a.action).Bind(7, a.object).Bind(8, a.outcome).Bind(9, a.detail);
+        RETURN_IF_ERROR(run(w.audit));
       }
     }
     return Status::Ok();
@@ -411,6 +429,40 @@ StatusOr<std::vector<CheckpointRow>> SqliteStore::LoadLiveCheckpoints() {
                                         " FROM checkpoints c JOIN jobs j ON j.id = c.job_id "
                                         "WHERE j.end_ms IS NULL ORDER BY c.job_id, c.seq"));
     return ReadCheckpoints(s);
+  });
+}
+
+StatusOr<std::vector<TokenRow>> SqliteStore::ListTokens() {
+  return WithReader([&](Db& db) -> StatusOr<std::vector<TokenRow>> {
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT id, secret_sha256, user, node, description, created_by, created_ms, "
+                                        "expires_ms, revoked_ms FROM tokens ORDER BY id"));
+    std::vector<TokenRow> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return out;
+      out.push_back({s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5), s.Int(6), s.Int(7), s.Int(8)});
+    }
+  });
+}
+
+StatusOr<std::vector<AuditRow>> SqliteStore::ListAudit(const AuditFilter& f, int64_t after_seq, int32_t limit) {
+  return WithReader([&](Db& db) -> StatusOr<std::vector<AuditRow>> {
+    std::string sql = "SELECT seq, time_ms, actor, as_user, via, remote, action, object, outcome, detail FROM audit "
+                      "WHERE seq > ?1";
+    if (!f.actor.empty()) sql += " AND actor = ?3";
+    if (!f.object.empty()) sql += " AND object = ?4";
+    sql += " ORDER BY seq LIMIT ?2";
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare(sql));
+    s.Bind(1, after_seq).Bind(2, int64_t{limit});
+    if (!f.actor.empty()) s.Bind(3, f.actor);
+    if (!f.object.empty()) s.Bind(4, f.object);
+    std::vector<AuditRow> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return out;
+      out.push_back({s.Int(0), s.Int(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5), s.Text(6), s.Text(7), s.Text(8),
+                     s.Text(9)});
+    }
   });
 }
 

@@ -44,6 +44,8 @@ class SqliteStore final : public Store {
   StatusOr<std::optional<std::string>> GetMeta(const std::string& key) override;
   StatusOr<std::vector<CheckpointRow>> ListCheckpoints(int64_t job_id) override;
   StatusOr<std::vector<CheckpointRow>> LoadLiveCheckpoints() override;
+  StatusOr<std::vector<TokenRow>> ListTokens() override;
+  StatusOr<std::vector<AuditRow>> ListAudit(const AuditFilter& filter, int64_t after_seq, int32_t limit) override;
   StatusOr<int64_t> MaxJobId() override;
   StatusOr<int64_t> CountJobs() override;
 
