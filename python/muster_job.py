@@ -3,7 +3,8 @@
 Standard library only: copy this file next to a training script, or put
 this directory on PYTHONPATH. Inside a Muster job the agent sets the
 environment this module reads (MUSTER_JOB_ID, MUSTER_ATTEMPT,
-MUSTER_SERVER, MUSTER_CHECKPOINT_DIR, MUSTER_RESUME_FROM, ...); outside
+MUSTER_SERVER, MUSTER_TOKEN: the job's own credential, MUSTER_CHECKPOINT_DIR,
+MUSTER_RESUME_FROM, ...); outside
 one, progress reports do nothing and checkpoints cannot be committed.
 
     import muster_job as mj
@@ -114,7 +115,11 @@ def _request(method, path, body=None, tries=1):
             one = servers[(_current + k) % len(servers)]
             req = urllib.request.Request(one.rstrip("/") + path, data=data, method=method)
             req.add_header("Content-Type", "application/json")
-            req.add_header("X-Muster-User", os.environ.get("MUSTER_USER") or os.environ.get("USER") or "anonymous")
+            # The job's own credential, which the agent sets: it may report
+            # progress and checkpoints of this job and nothing else.
+            token = os.environ.get("MUSTER_TOKEN", "")
+            if token:
+                req.add_header("Authorization", "Bearer " + token)
             try:
                 with urllib.request.urlopen(req, timeout=30) as resp:
                     _current = (_current + k) % len(servers)
@@ -123,8 +128,10 @@ def _request(method, path, body=None, tries=1):
                 if err.code >= 500 or err.code == 429:
                     continue  # a standby, one taking over, or a busy server: the next one
                 try:
-                    message = json.loads(err.read()).get("message", "")
-                except ValueError:
+                    answer = json.loads(err.read())
+                    # Errors come as {"error": {"code", "message", "field"}}.
+                    message = (answer.get("error") or {}).get("message", "") if isinstance(answer, dict) else ""
+                except (ValueError, AttributeError):
                     message = ""
                 error = MusterError("%s %s: HTTP %d: %s" % (method, path, err.code, message))
                 error.status = err.code

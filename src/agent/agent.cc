@@ -1,5 +1,9 @@
 #include "agent/agent.h"
 
+#include "auth/client_credential.h"
+#include "auth/grants.h"
+#include "auth/token.h"
+
 #include "agent/start_delay.h"
 #include "agent/task_beacon.h"
 
@@ -217,6 +221,20 @@ StatusOr<std::string> Agent::Init() {
     lease_fd_ = ::open((options_.state_dir + "/lease").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lease_fd_ < 0) return FailedPrecondition("cannot open " + options_.state_dir + "/lease: " + std::strerror(errno));
   }
+  {
+    // Without its node's credential the server hears nothing from it.
+    if (options_.token_file.empty()) options_.token_file = options_.state_dir + "/token";
+    auto text = auth::ReadTokenFile(options_.token_file, options_.server);
+    if (!text.ok()) {
+      return FailedPrecondition("no credential for node " + options_.node + ": " + text.status().message() +
+                                "; an admin creates one with `muster token create --node " + options_.node +
+                                "` (into a file of mode 600, given with --token-file)");
+    }
+    auto token = auth::ParseToken(*text);
+    if (!token.ok()) return FailedPrecondition(options_.token_file + ": " + token.status().message());
+    authorization_ = "Bearer " + auth::FormatToken(*token);
+    grant_key_ = auth::Sha256Hex(token->secret);
+  }
   std::error_code ec;
   eo.shim_binary = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) return FailedPrecondition("cannot find the muster binary (/proc/self/exe): " + ec.message());
@@ -250,6 +268,11 @@ StatusOr<std::string> Agent::Init() {
   log_server_->Handle("GET", "/logs/*", [this](const http::Request& req, http::Response& res) {
     const std::string& key = req.captures[0];
     if (!ValidTaskKey(key)) return res.Set(400, "bad task key", "text/plain");
+    // Only with the server's grant for this task (auth/grants.h): the
+    // server decided that the caller may read this log.
+    if (Status g = auth::VerifyLogGrant(grant_key_, key, req.Header("X-Muster-Grant"), clock_.Now().millis()); !g.ok()) {
+      return res.Set(403, g.message() + "; logs are read through the server (muster logs)", "text/plain");
+    }
     const std::string path = executor_->LogPath(key);
     if (!fs::exists(path)) return res.Set(404, "no log for " + key, "text/plain");
     auto num = [&](const char* name) -> int64_t {
@@ -336,7 +359,7 @@ bool Agent::Sync(int64_t wait_ms) {
   // its lease checks going).
   const int64_t read_ms = wait_ms + (several_servers_ ? 2'000 : 5'000);
   client->set_read_timeout(std::chrono::milliseconds(read_ms));
-  auto res = client->Post("/v1/agent/sync", proto::ToJson(req), "application/json");
+  auto res = client->Post("/v1/agent/sync", proto::ToJson(req), "application/json", {{"Authorization", authorization_}});
   if (!res.ok() || res->status != 200) {
     if (res.ok()) {
       std::fprintf(stderr, "muster agent: the server refused a sync (%d): %s\n", res->status, res->body.substr(0, 300).c_str());

@@ -65,6 +65,9 @@ struct AgentOptions {
   int64_t pids_limit = 16384;  // per task
   std::map<std::string, std::string> labels;  // leaf, spine, zone, rack
   std::string state_dir;       // default /var/lib/muster/agent-<node>
+  // The node's credential (muster token create --node NODE), in a file only
+  // its owner may read; default <state_dir>/token.
+  std::string token_file;
   bool use_cgroups = true;
   bool run_as_submitter = true;  // effective only when running as root
   bool stop_tasks_on_exit = false;  // `muster dev`: a stopped agent leaves nothing running
@@ -143,6 +146,8 @@ class Agent {
   http::FailoverClient* watch_client_ = nullptr;              // guarded by mu_: to interrupt its wait
   int lock_fd_ = -1;      // <state>/agent.lock, flock'ed while this agent lives
   std::string agent_id_;  // <state>/agent-id
+  std::string authorization_;  // "Bearer <the node's token>"
+  std::string grant_key_;      // the token's digest: the server signs log grants with it
   int lease_fd_ = -1;                                 // guarded by mu_: <state>/lease, read by task shims
   bool fenced_ = false;                               // main thread
   std::thread::id main_thread_;

@@ -31,6 +31,7 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_option("--zone", f.zone, "Zone label");
   a->add_option("--rack", f.rack, "Rack label");
   a->add_option("--state-dir", o.state_dir, "Where tasks, their state and logs are kept (default /var/lib/muster/agent-NAME)");
+  a->add_option("--token-file", o.token_file, "The node's credential (muster token create --node NAME), mode 600 (default STATE-DIR/token)");
   a->add_flag("--no-cgroups", f.no_cgroups, "Run tasks without cgroups (no memory, CPU or pids limits)");
   a->add_flag("--run-as-self", f.as_self, "Run tasks as the agent's user even when it is root");
   a->add_flag("--stop-tasks-on-exit", o.stop_tasks_on_exit, "Stop every task when the agent stops (development)");

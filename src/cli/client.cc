@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "auth/client_credential.h"
 #include "http/failover_client.h"
 
 namespace muster::cli {
@@ -20,17 +21,24 @@ std::string DefaultServer() {
   return env && *env ? env : "http://127.0.0.1:8470";
 }
 
-std::string DefaultUser() {
-  const char* env = std::getenv("USER");
-  if (env && *env) return env;
-  // No $USER (a service, a container): the account this process runs as.
-  if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_name) return pw->pw_name;
-  return "anonymous";
+Client::Client(std::string server, std::string act_as, double retry_for_seconds)
+    : server_(std::move(server)), act_as_(std::move(act_as)), retry_for_(retry_for_seconds) {
+  http_ = std::make_unique<http::FailoverClient>(server_);
+  auto found = auth::FindCredential(auth::DefaultCredentialSources(), server_);
+  if (found.ok()) {
+    credential_ = std::move(*found);
+  } else {
+    credential_error_ = found.status();
+  }
 }
 
-Client::Client(std::string server, std::string user, double retry_for_seconds)
-    : server_(std::move(server)), user_(std::move(user)), retry_for_(retry_for_seconds) {
-  http_ = std::make_unique<http::FailoverClient>(server_);
+StatusOr<http::Fields> Client::Headers(std::string_view method, std::string_view target, std::string_view body) {
+  RETURN_IF_ERROR(credential_error_);
+  http::Fields h;
+  ASSIGN_OR_RETURN(std::string authorization, credential_->Authorization(method, target, body));
+  if (!authorization.empty()) h.emplace_back("Authorization", std::move(authorization));
+  if (!act_as_.empty()) h.emplace_back("X-Muster-Act-As", act_as_);
+  return h;
 }
 
 Client::~Client() = default;
@@ -82,7 +90,8 @@ StatusOr<http::ClientResponse> Client::Exchange(const std::function<StatusOr<htt
   std::chrono::milliseconds backoff(50);
   while (true) {
     auto r = send();
-    if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument) return r.status();  // a malformed --server
+    // A malformed --server, or no usable credential: no retry helps.
+    if (!r.ok() && r.status().code() != StatusCode::kUnavailable) return r.status();
     // With an answer, only 429 (not acted on) is sent again, and with
     // `retry_busy` also 409 "still in progress" and 503.
     const bool again =
@@ -97,13 +106,19 @@ StatusOr<http::ClientResponse> Client::Exchange(const std::function<StatusOr<htt
 }
 
 StatusOr<Response> Client::Get(const std::string& path) {
-  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&] { return http_->Get(path, {{"X-Muster-User", user_}}); }));
-  return Decode(r);
+  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
+    ASSIGN_OR_RETURN(http::Fields h, Headers("GET", path, ""));
+    return http_->Get(path, h);
+  }));
+  return Decoded(r);
 }
 
 StatusOr<Response> Client::GetText(const std::string& path, const std::vector<std::string>& headers) {
-  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&] { return http_->Get(path, {{"X-Muster-User", user_}}); }));
-  if (r.status != 200) return Decode(r);
+  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
+    ASSIGN_OR_RETURN(http::Fields h, Headers("GET", path, ""));
+    return http_->Get(path, h);
+  }));
+  if (r.status != 200) return Decoded(r);
   Response out;
   out.status = r.status;
   out.text = std::move(r.body);
@@ -113,20 +128,34 @@ StatusOr<Response> Client::GetText(const std::string& path, const std::vector<st
 
 StatusOr<Response> Client::Post(const std::string& path, const std::string& body, const std::string& content_type,
                                 const std::map<std::string, std::string>& headers) {
-  http::Fields h{{"X-Muster-User", user_}};
-  for (const auto& [k, v] : headers) h.emplace_back(k, v);
   // Without an answer every request is sent again: a submit carries an
   // Idempotency-Key and the actions (cancel, hold, release, requeue) are
   // idempotent. A keyed submit also waits out "still in progress" and 503.
-  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&] { return http_->Post(path, body, content_type, h); },
-                                                    /*retry_busy=*/headers.count("Idempotency-Key") > 0));
-  return Decode(r);
+  // Each try gets a fresh credential (a MUNGE one is good once).
+  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
+    ASSIGN_OR_RETURN(http::Fields h, Headers("POST", path, body));
+    for (const auto& [k, v] : headers) h.emplace_back(k, v);
+    return http_->Post(path, body, content_type, h);
+  }, /*retry_busy=*/headers.count("Idempotency-Key") > 0));
+  return Decoded(r);
 }
 
 StatusOr<Response> Client::Delete(const std::string& path) {
-  ASSIGN_OR_RETURN(http::ClientResponse r,
-                   Exchange([&] { return http_->Send("DELETE", path, {{"X-Muster-User", user_}}, "", ""); }));
-  return Decode(r);
+  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
+    ASSIGN_OR_RETURN(http::Fields h, Headers("DELETE", path, ""));
+    return http_->Send("DELETE", path, h, "", "");
+  }));
+  return Decoded(r);
+}
+
+StatusOr<Response> Client::Decoded(const http::ClientResponse& r) const {
+  ASSIGN_OR_RETURN(Response out, Decode(r));
+  if (out.status == 401 && out.body.is_object() && out.body.contains("error") && out.body["error"].is_object() &&
+      credential_) {
+    nlohmann::json& e = out.body["error"];
+    e["message"] = e.value("message", std::string()) + " [this CLI: " + credential_->Describe() + "]";
+  }
+  return out;
 }
 
 Status Client::ErrorOf(const Response& r) {
@@ -136,6 +165,7 @@ Status Client::ErrorOf(const Response& r) {
   }
   StatusCode code = StatusCode::kInternal;
   if (r.status == 400 || r.status == 413 || r.status == 422) code = StatusCode::kInvalidArgument;
+  if (r.status == 401) code = StatusCode::kUnauthenticated;
   if (r.status == 403) code = StatusCode::kPermissionDenied;
   if (r.status == 404) code = StatusCode::kNotFound;
   if (r.status == 409) code = StatusCode::kFailedPrecondition;

@@ -2,8 +2,11 @@
 //
 // The address comes from --server, else MUSTER_SERVER, else
 // http://127.0.0.1:8470; several, comma-separated, name the servers of one
-// cluster, and requests go to whichever leads (http/failover_client.h). Every request names the user (X-Muster-User: from
-// --user, else $USER). Connection failures are retried with backoff for
+// cluster, and requests go to whichever leads (http/failover_client.h).
+// Every request carries the caller's credential, found as
+// auth/client_credential.h says (munged, a token file, $MUSTER_TOKEN); an
+// admin may act for another user (--as: X-Muster-Act-As, recorded in the
+// server's audit log). Connection failures are retried with backoff for
 // `retry_for`; a submit carries one Idempotency-Key across its retries, so a
 // retried submit never queues a job twice.
 #pragma once
@@ -23,6 +26,10 @@ class FailoverClient;
 struct ClientResponse;
 }
 
+namespace muster::auth {
+class ClientCredential;
+}
+
 namespace muster::cli {
 
 struct Response {
@@ -34,7 +41,8 @@ struct Response {
 
 class Client {
  public:
-  Client(std::string server, std::string user, double retry_for_seconds = 10.0);
+  // `act_as`: "" for oneself.
+  Client(std::string server, std::string act_as, double retry_for_seconds = 10.0);
   ~Client();
 
   StatusOr<Response> Get(const std::string& path);
@@ -52,8 +60,17 @@ class Client {
 
  private:
   std::string server_;
-  std::string user_;
+  std::string act_as_;
   double retry_for_;
+  // The credential, or why none could be read (an unsafe token file).
+  std::unique_ptr<auth::ClientCredential> credential_;
+  Status credential_error_;
+  // The headers of one request: its credential (a MUNGE one is made for
+  // each request), and X-Muster-Act-As.
+  StatusOr<std::vector<std::pair<std::string, std::string>>> Headers(std::string_view method, std::string_view target,
+                                                                     std::string_view body);
+  // The answer; a 401's message also says what credential was sent.
+  StatusOr<Response> Decoded(const http::ClientResponse& r) const;
   Status Unreachable(const Status& why) const;
   // Calls `send` until it has an answer to keep, within retry_for_ seconds
   // (then the last answer, or Unreachable).
@@ -65,8 +82,6 @@ class Client {
 
 // $MUSTER_SERVER, else http://127.0.0.1:8470.
 std::string DefaultServer();
-// $USER, else the account this process runs as.
-std::string DefaultUser();
 
 // A random RFC 4122 version 4 UUID, for idempotency keys.
 std::string NewUuid();

@@ -1,6 +1,7 @@
 #include "cli/dev_command.h"
 
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "auth/client_credential.h"
+#include "cli/auth_commands.h"
 #include "cli/client.h"
 #include "cli/local_postgres.h"
 #include "http/failover_client.h"
@@ -283,12 +286,38 @@ int RunDevCommand(const DevFlags& f) {
     store = pg->url();
   }
   const int count = f.ha ? 3 : 1;
+  // Credentials, made in the store before any server starts: an admin
+  // token for whoever runs the cluster (saved in their token file for its
+  // address, below), and one for each node's agent.
+  std::string me = "root";
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_name) me = pw->pw_name;
+  auto user_token = CreateTokenInStore(store, {me, "", "30d", "muster dev"});
+  if (!user_token.ok()) {
+    if (pg) pg->Stop();
+    std::cerr << "muster dev: cannot make credentials in " << store << ": " << user_token.status().message() << "\n";
+    return 1;
+  }
+  for (int i = 0; i < f.nodes; ++i) {
+    const std::string name = "dev-" + std::to_string(i + 1);
+    auto t = CreateTokenInStore(store, {"", name, "365d", "muster dev"});
+    fs::create_directories(dir + "/" + name, ec);
+    if (t.ok()) t = SaveToken(dir + "/" + name + "/token", "", *t).ok() ? t : StatusOr<std::string>(Internal("cannot write it"));
+    if (!t.ok()) {
+      if (pg) pg->Stop();
+      std::cerr << "muster dev: cannot make node " << name << "'s credential: " << t.status().message() << "\n";
+      return 1;
+    }
+  }
   auto file = [&](const char* what, int i) {
     return dir + "/" + what + (f.ha ? "-" + std::to_string(i + 1) : std::string());
   };
   auto configure = [&](int i, int port) {
     std::ofstream cfg(file("server", i) + ".yaml");
     cfg << "store: \"" << store << "\"\nlisten: 127.0.0.1:" << port << "\nagents: {defaultGrace: 5s}\n";
+    // Whoever runs the cluster administers it; run as root, their jobs run
+    // as root too (their own machine), which a real server refuses by default.
+    cfg << "admins: [root" << (me == "root" ? "" : ", " + me) << "]\n";
+    if (me == "root") cfg << "auth: {rootJobs: [root]}\n";
     if (f.ha) cfg << "ha: {name: server-" << i + 1 << "}\n";
   };
   std::vector<Supervised> servers;
@@ -341,6 +370,14 @@ int RunDevCommand(const DevFlags& f) {
   }
   std::string url;
   for (const std::string& u : urls) url += (url.empty() ? "" : ",") + u;
+  // The user's CLI finds the token in their token file, on the line for
+  // this cluster's address; this process uses it too.
+  const std::string token_file = auth::DefaultCredentialSources().token_file;
+  std::string credentials = "$MUSTER_TOKEN (no HOME to keep a token file under)";
+  if (!token_file.empty() && SaveToken(token_file, url, *user_token).ok()) {
+    credentials = token_file + " (the line for " + url + ")";
+  }
+  ::setenv("MUSTER_TOKEN", user_token->c_str(), 1);
   for (int i = 0; i < f.nodes; ++i) {
     const std::string name = "dev-" + std::to_string(i + 1);
     agents.emplace_back("agent " + name,
@@ -351,10 +388,7 @@ int RunDevCommand(const DevFlags& f) {
                         dir + "/" + name + ".log");
     agents.back().Start();
   }
-  Client client(url, [] {
-    const char* u = std::getenv("USER");
-    return std::string(u && *u ? u : "root");
-  }(), 10.0);
+  Client client(url, "", 10.0);
   size_t registered = 0;
   for (int i = 0; i < 500 && registered < static_cast<size_t>(f.nodes); ++i) {
     auto nodes = client.Get("/v1/nodes");
@@ -374,6 +408,7 @@ int RunDevCommand(const DevFlags& f) {
             << "  export MUSTER_SERVER=" << url << "\n"
             << "  muster get nodes;  muster submit --gpus 2 -- sh -c 'echo $CUDA_VISIBLE_DEVICES';  muster get jobs;  muster logs ID\n"
             << "  store, agent state and logs: " << dir << "\n"
+            << "  your credential (admin): " << credentials << "\n"
             << "Ctrl-C stops the cluster.\n"
             << std::flush;
 

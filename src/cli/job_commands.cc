@@ -36,7 +36,7 @@ using nlohmann::json;
 
 struct JobCommands {
   std::string server;
-  std::string user;
+  std::string act_as;  // --as: an admin acting for this user
   std::string output = "table";
   CLI::App* submit = nullptr;
   CLI::App* get = nullptr;
@@ -782,10 +782,9 @@ int Act(JobCommands& c, Client& client, const std::string& verb) {
 std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   auto c = std::make_shared<JobCommands>();
   c->server = DefaultServer();
-  c->user = DefaultUser();
   auto common = [c = c.get()](CLI::App* sub, bool formats = true) {
     sub->add_option("--server", c->server, "Server address, or several comma-separated (default $MUSTER_SERVER or http://127.0.0.1:8470)");
-    sub->add_option("--user", c->user, "Act as this user (default $USER)");
+    sub->add_option("--as", c->act_as, "Act for this user (admins only; recorded in the audit log)");
     if (formats) sub->add_option("-o,--output", c->output, "wide, json or yaml");
   };
   c->submit = app.add_subcommand("submit", "Submit a job from a YAML/JSON file, a batch script, or flags and a command");
@@ -899,7 +898,7 @@ int RunJobCommands(JobCommands& commands) {
   // Connection failures are retried for MUSTER_RETRY_SECONDS (default 10).
   double retry_for = 10.0;
   if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
-  Client client(c->server, c->user, retry_for);
+  Client client(c->server, c->act_as, retry_for);
   if (!node_verb.empty()) return ActOnNodes(*c, client, node_verb);
   if (parsed == c->submit) return Submit(*c, client);
   if (parsed == c->get) return Get(*c, client);

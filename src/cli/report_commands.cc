@@ -16,7 +16,7 @@ using nlohmann::json;
 
 struct ReportCommands {
   std::string server = DefaultServer();
-  std::string user = DefaultUser();
+  std::string act_as;
   int64_t job = 0;
   int64_t attempt = 0;
   CLI::App* progress = nullptr;
@@ -121,7 +121,7 @@ std::shared_ptr<ReportCommands> AddReportCommands(CLI::App& app) {
   c->attempt = EnvInt("MUSTER_ATTEMPT");
   auto common = [c = c.get()](CLI::App* sub, bool identity) {
     sub->add_option("--server", c->server, "Server address, or several comma-separated (default $MUSTER_SERVER or http://127.0.0.1:8470)");
-    sub->add_option("--user", c->user, "Act as this user (default $USER)");
+    sub->add_option("--as", c->act_as, "Act for this user (admins only; recorded in the audit log)");
     if (!identity) return;
     sub->add_option("--job", c->job, "Job id (default $MUSTER_JOB_ID)");
     sub->add_option("--attempt", c->attempt, "Attempt (default $MUSTER_ATTEMPT)");
@@ -148,7 +148,7 @@ int RunReportCommands(ReportCommands& c) {
   double retry_for = 10.0;
   if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
   if (!c.progress->parsed() && !c.commit->parsed() && !c.list->parsed()) return -1;
-  Client client(c.server, c.user, retry_for);
+  Client client(c.server, c.act_as, retry_for);
   if (c.progress->parsed()) return Progress(c, client);
   if (c.commit->parsed()) return Commit(c, client);
   return List(c, client);

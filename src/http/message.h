@@ -6,6 +6,7 @@
 // space) and kept in order, repeats included.
 #pragma once
 
+#include <any>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,6 +25,7 @@ struct Request {
   std::string body;
   std::string remote_addr;            // the peer's address, without port
   std::vector<std::string> captures;  // what each '*' of the route matched
+  std::any context;                   // what the server's filter found (the caller's identity)
 
   // The first header named `name` (any case); "" when absent.
   std::string_view Header(std::string_view name) const;

@@ -85,8 +85,9 @@ class Server {
 
   using Handler = std::function<void(const Request&, Response&)>;
   using AsyncHandler = std::function<void(Request&&, Reply)>;
-  // Runs on the event loop before routing; true: it answered in the Response.
-  using Filter = std::function<bool(const Request&, Response&)>;
+  // Runs on the event loop before routing; true: it answered in the
+  // Response. It may set the request's `context` for the handler.
+  using Filter = std::function<bool(Request&, Response&)>;
   // Runs on the event loop just before an answer to a request for `path`
   // is sent; it may change or replace the answer.
   using AnswerFilter = std::function<void(const std::string& path, Response&)>;

@@ -63,10 +63,12 @@
 #include "lifecycle/node_liveness.h"
 #include "scheduler/scheduler.h"
 #include "server/agent_registry.h"
+#include "server/authorizer.h"
 #include "server/checkpoint_catalog.h"
 #include "server/checkpoint_janitor.h"
 #include "server/cycle_pacer.h"
 #include "server/idempotency_table.h"
+#include "server/identity.h"
 #include "server/job_table.h"
 #include "server/loop_executor.h"
 #include "server/node_waits.h"
@@ -91,13 +93,18 @@ class ControlLoop {
   size_t nodes_at_start() const { return nodes_at_start_; }
   // Stops the thread after the writes in flight are durable.
   void Stop();
+  // The key job tokens are signed with (auth/grants.h): each replica gets
+  // its attempt's token as MUSTER_TOKEN. Set before Start().
+  void SetJobTokenKey(std::string key) { job_token_key_ = std::move(key); }
 
   struct SubmitRequest {
     api::JobSpec spec;
     std::string spec_json;        // canonical, as stored
-    std::string user;
+    std::string user;             // the owner: the caller's effective user
     std::string idempotency_key;  // empty: none
     std::string fingerprint;      // of the request, for idempotency
+    // Committed with the job, in the same transaction.
+    std::optional<store::AuditRow> audit;
   };
   struct SubmitResult {
     store::JobRow job;     // the job, or the first task of an array
@@ -118,8 +125,11 @@ class ControlLoop {
 
   enum class Action { kCancel, kHold, kRelease, kRequeue };
   static const char* ActionName(Action a);
-  // Applies `action` to job `id` for `user` (the owner or an admin).
-  void Act(int64_t id, Action action, const std::string& user, Done<StatusOr<store::JobRow>> done);
+  // Applies `action` to job `id` for `who` (server/authorizer.h says who may).
+  void Act(int64_t id, Action action, const Identity& who, Done<StatusOr<store::JobRow>> done);
+  // Writes rows that are not the loop's own state (tokens, audit entries,
+  // the cluster key) in its order; `then` runs once they are durable.
+  void Record(store::WriteBatch b, std::function<void(const Status&)> then);
 
   struct Explanation {
     store::JobRow job;
@@ -166,13 +176,13 @@ class ControlLoop {
   // DeclareLost): its jobs are requeued now, without waiting for
   // agents.lostAfter or a mass-silence hold. Refused while its agent may
   // still run tasks (synced within the lease). Admins only.
-  void DeclareLost(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done);
+  void DeclareLost(const std::string& node, const Identity& who, Done<StatusOr<NodeView>> done);
   // Forgets a lost node that runs nothing: deleted from the store and no
   // longer listed or counted (a retired machine, a junk registration). Its
   // agent registers it again if it ever returns. Refused for a node that
   // is not lost, one still stopping a job's replicas, and a node from the
   // configuration (remove it there). Admins only.
-  void RemoveNode(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done);
+  void RemoveNode(const std::string& node, const Identity& who, Done<StatusOr<NodeView>> done);
   // Ends every wait of WhenNodeChanges, now and later: the server is
   // stopping, and must not sit out agents' long polls.
   void EndWaits();
@@ -198,22 +208,22 @@ class ControlLoop {
   void Queues(Done<StatusOr<std::vector<QueueView>>> done);
 
   // Cordons a node (no new work; running jobs stay) or clears a cordon
-  // (also one a GPU fault set). Admins only. Returns the node's view.
+  // (also one a GPU fault set). Operators and admins. Returns the node's view.
   // `drain` also requeues every job running there: each gets its
   // checkpoint signal and grace period (staggered, see BeginEnding), then
   // goes back to PENDING without spending a retry.
-  void Cordon(const std::string& node, bool cordon, const std::string& user, bool drain, Done<StatusOr<NodeView>> done);
+  void Cordon(const std::string& node, bool cordon, const Identity& who, bool drain, Done<StatusOr<NodeView>> done);
 
   // Checkpoints and progress (control_loop_checkpoints.cc).
   //
-  // A commit is accepted only from the job's owner and its current attempt
+  // A commit is accepted only from the job's owner (or its job token) and its current attempt
   // (a replica of an attempt that was replaced is fenced off); the entries
   // and their rules (numbering, retention, corrupt ones) are the
   // CheckpointCatalog's (server/checkpoint_catalog.h). Entries retention
   // drops are deleted from storage in the background once that is durable.
   // A new attempt's resume candidates are fixed when it is created, so
   // every replica of a gang gets the same list.
-  void CommitCheckpoint(CheckpointCatalog::Commit c, std::string user, Done<StatusOr<store::CheckpointRow>> done);
+  void CommitCheckpoint(CheckpointCatalog::Commit c, Identity who, Done<StatusOr<store::CheckpointRow>> done);
 
   // Progress of a running attempt (step, metrics, a message), kept with the
   // attempt and shown with the job. With the job's stallTimeout set, an
@@ -227,7 +237,7 @@ class ControlLoop {
     std::optional<int64_t> step;
     nlohmann::json metrics = nlohmann::json::object();  // name -> number
     std::string message;
-    std::string user;
+    Identity who;
   };
   struct ProgressAnswer {
     int32_t attempt = 0;
@@ -258,9 +268,9 @@ class ControlLoop {
   // A job's status column: allocations, the running attempt, history.
   std::string AllocationsJson(int64_t job) const;
   void DoSubmit(const SubmitRequest& req, const SubmitReply& reply);
-  // Job `id` if `user` owns it or is an admin; else NotFound, or
-  // PermissionDenied saying who may `verb` it.
-  StatusOr<const store::JobRow*> ManagedJob(int64_t id, const std::string& user, const std::string& verb);
+  // Job `id` if `who` may `verb` it (Authorizer::MayManageJob); else
+  // NotFound, or PermissionDenied saying who may.
+  StatusOr<const store::JobRow*> ManagedJob(int64_t id, const Identity& who, const std::string& verb);
   // Cancel (final_state) or requeue a RUNNING or COMPLETING job: its
   // replicas are stopped first where agents run them.
   void StopRunning(int64_t id, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
@@ -338,11 +348,11 @@ class ControlLoop {
 
   // ---- Nodes as operators see them (control_loop_nodes.cc).
   NodeView ViewOf(const core::Node& n) const;
-  // PermissionDenied unless `user` is an admin, saying who may `verb`.
-  Status RequireAdmin(const std::string& user, const std::string& verb) const;
-  // The node an admin acts on: PermissionDenied for others (RequireAdmin),
-  // NotFound for a node that does not exist or was removed.
-  StatusOr<core::NodeIndex> AdminNode(const std::string& node, const std::string& user, const std::string& verb);
+  // The node an operator (or, `admins_only`, an admin) acts on:
+  // PermissionDenied for others, NotFound for a node that does not exist
+  // or was removed.
+  StatusOr<core::NodeIndex> AdminNode(const std::string& node, const Identity& who, const std::string& verb,
+                                      bool admins_only);
   // Answers with the node's view once `b` (and all before it) is durable.
   void ReplyNodeView(store::WriteBatch b, core::NodeIndex node, const std::function<void(StatusOr<NodeView>)>& reply);
 
@@ -378,8 +388,10 @@ class ControlLoop {
   int64_t epoch_ = 0;
   size_t nodes_at_start_ = 0;  // set by Start
   int32_t port_salt_ = 0;  // MasterPort's per-cluster shift
+  std::string job_token_key_;
 
   const ServerOptions& options_;
+  const Authorizer authz_;
   const Clock& clock_;
   store::Store& store_;
   NodeWaits waits_;  // thread-safe; its lock nests with no other

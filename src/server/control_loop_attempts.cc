@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "auth/grants.h"
 #include "server/control_loop.h"
 #include "server/task_env.h"
 
@@ -190,6 +191,8 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   t.image = spec.image.value_or("");
   t.env = TaskEnvironment(spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1,
                                  port_salt_});
+  // The job's own credential, for its progress and checkpoint reports.
+  if (!job_token_key_.empty()) t.env["MUSTER_TOKEN"] = auth::SignJobToken(job_token_key_, job, a.number);
   t.working_dir = spec.working_dir.value_or("");
   t.resume = d.resume;
   t.gpus = a.replicas[replica].gpus;

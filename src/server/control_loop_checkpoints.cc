@@ -11,12 +11,12 @@ using core::JobState;
 using nlohmann::json;
 using store::JobRow;
 
-void ControlLoop::CommitCheckpoint(CheckpointCatalog::Commit c, std::string user,
+void ControlLoop::CommitCheckpoint(CheckpointCatalog::Commit c, Identity who,
                                    Done<StatusOr<store::CheckpointRow>> done) {
   using R = StatusOr<store::CheckpointRow>;
-  loop_.Async<R>([this, c = std::move(c), user = std::move(user)](std::function<void(R)> reply) {
+  loop_.Async<R>([this, c = std::move(c), who = std::move(who)](std::function<void(R)> reply) {
     const std::string job_name = "job " + std::to_string(c.job);
-    if (auto managed = ManagedJob(c.job, user, "commit checkpoints for"); !managed.ok()) return reply(managed.status());
+    if (auto managed = ManagedJob(c.job, who, "commit checkpoints for"); !managed.ok()) return reply(managed.status());
     // Fencing: only the attempt that runs now may commit.
     auto a = details_.find(c.job);
     const lifecycle::Attempt* running = lifecycle_.Find(c.job);
@@ -76,7 +76,7 @@ void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>
   using R = StatusOr<ProgressAnswer>;
   loop_.Async<R>([this, p = std::move(p)](std::function<void(R)> reply) {
     const std::string job_name = "job " + std::to_string(p.job);
-    auto managed = ManagedJob(p.job, p.user, "report progress for");
+    auto managed = ManagedJob(p.job, p.who, "report progress for");
     if (!managed.ok()) return reply(managed.status());
     auto a = details_.find(p.job);
     const lifecycle::Attempt* running = lifecycle_.Find(p.job);

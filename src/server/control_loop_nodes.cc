@@ -44,15 +44,9 @@ void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
   }, std::move(done), ShuttingDown());
 }
 
-Status ControlLoop::RequireAdmin(const std::string& user, const std::string& verb) const {
-  if (std::find(options_.admins.begin(), options_.admins.end(), user) != options_.admins.end()) return Status::Ok();
-  return Status(StatusCode::kPermissionDenied,
-                "only an admin may " + verb + "; " + user + " is not one (server option admins)");
-}
-
-StatusOr<core::NodeIndex> ControlLoop::AdminNode(const std::string& node, const std::string& user,
-                                                 const std::string& verb) {
-  RETURN_IF_ERROR(RequireAdmin(user, verb + " a node"));
+StatusOr<core::NodeIndex> ControlLoop::AdminNode(const std::string& node, const Identity& who,
+                                                 const std::string& verb, bool admins_only) {
+  RETURN_IF_ERROR(admins_only ? authz_.MustBeAdmin(who, verb + " a node") : authz_.MayOperateNodes(who, verb + " a node"));
   const std::optional<core::NodeIndex> index = state_.FindNode(node);
   if (!index || agents_.Removed(node)) return NotFound("node " + node + " does not exist");
   return *index;
@@ -68,12 +62,12 @@ void ControlLoop::ReplyNodeView(store::WriteBatch b, core::NodeIndex node,
   });
 }
 
-void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string& user, bool drain,
+void ControlLoop::Cordon(const std::string& node, bool cordon, const Identity& who, bool drain,
                          Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  loop_.Async<R>([this, node, cordon, user, drain](std::function<void(R)> reply) {
+  loop_.Async<R>([this, node, cordon, who, user = who.Describe(), drain](std::function<void(R)> reply) {
     const std::string verb = drain ? "drain" : cordon ? "cordon" : "uncordon";
-    const StatusOr<core::NodeIndex> index = AdminNode(node, user, verb);
+    const StatusOr<core::NodeIndex> index = AdminNode(node, who, verb, /*admins_only=*/false);
     if (!index.ok()) return reply(index.status());
     AgentRegistry::Agent& a = agents_.Get(node);
     const std::string before = a.cordon;
@@ -102,10 +96,10 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const std::string
   }, std::move(done), ShuttingDown());
 }
 
-void ControlLoop::DeclareLost(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done) {
+void ControlLoop::DeclareLost(const std::string& node, const Identity& who, Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  loop_.Async<R>([this, node, user](std::function<void(R)> reply) {
-    const StatusOr<core::NodeIndex> index = AdminNode(node, user, "declare lost");
+  loop_.Async<R>([this, node, who, user = who.Describe()](std::function<void(R)> reply) {
+    const StatusOr<core::NodeIndex> index = AdminNode(node, who, "declare lost", /*admins_only=*/true);
     if (!index.ok()) return reply(index.status());
     lifecycle::Effects fx;
     if (Status s = liveness_.DeclareLost(*index, user, fx); !s.ok()) return reply(s);
@@ -117,10 +111,10 @@ void ControlLoop::DeclareLost(const std::string& node, const std::string& user, 
   }, std::move(done), ShuttingDown());
 }
 
-void ControlLoop::RemoveNode(const std::string& node, const std::string& user, Done<StatusOr<NodeView>> done) {
+void ControlLoop::RemoveNode(const std::string& node, const Identity& who, Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  loop_.Async<R>([this, node, user](std::function<void(R)> reply) {
-    const StatusOr<core::NodeIndex> index = AdminNode(node, user, "remove");
+  loop_.Async<R>([this, node, who, user = who.Describe()](std::function<void(R)> reply) {
+    const StatusOr<core::NodeIndex> index = AdminNode(node, who, "remove", /*admins_only=*/true);
     if (!index.ok()) return reply(index.status());
     if (!liveness_.Watched(*index)) {
       return reply(FailedPrecondition("node " + node + " comes from the server's configuration; remove it there"));

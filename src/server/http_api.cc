@@ -79,12 +79,14 @@ class HttpApi::RateLimiter {
 };
 
 HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store,
-                 const Leadership& leadership)
+                 const Leadership& leadership, Authenticator& authn)
     : options_(options),
       clock_(clock),
       loop_(loop),
       store_(store),
       leadership_(leadership),
+      authn_(authn),
+      authz_(options),
       http_(std::make_unique<http::Server>(HttpOptions(options))),
       limiter_(std::make_unique<RateLimiter>(clock, options.rate_per_second, options.rate_burst)) {
   Routes();
@@ -109,7 +111,7 @@ void HttpApi::Stop() {
 
 void HttpApi::Routes() {
   http::Server& s = *http_;
-  s.SetFilter([this](const http::Request& req, http::Response& res) {
+  s.SetFilter([this](http::Request& req, http::Response& res) {
     // Only the leader acts, and answers reads: a standby's view would lag.
     if (req.path != "/healthz" && !leadership_.Leads()) {
       ReplyNotLeading(leadership_, res);
@@ -123,6 +125,8 @@ void HttpApi::Routes() {
                                                   " requests per second exceeded; retry after 1 s");
       return true;
     }
+    // Who calls, before any other work; GET /healthz is for probes.
+    if (req.path != "/healthz") return Authenticate(req, res);
     return false;
   });
   // And checked again as each answer leaves: a leader paused while it
@@ -187,6 +191,12 @@ void HttpApi::Routes() {
   s.HandleAsync("DELETE", "/v1/nodes/*", NoQueryAsync(async(&HttpApi::RemoveNode)));
   s.Handle("GET", "/v1/events", sync(&HttpApi::ClusterEvents));
   s.HandleAsync("POST", "/v1/agent/sync", async(&HttpApi::AgentSync), larger_than(kInlineSyncBytes));
+
+  s.HandleAsync("POST", "/v1/tokens", NoQueryAsync(async(&HttpApi::CreateToken)));
+  s.Handle("GET", "/v1/tokens", NoQuery(sync(&HttpApi::ListTokens)));
+  s.HandleAsync("DELETE", "/v1/tokens/*", NoQueryAsync(async(&HttpApi::RevokeToken)));
+  s.Handle("GET", "/v1/audit", sync(&HttpApi::ListAudit));
+  s.HandleAsync("GET", "/v1/whoami", NoQueryAsync(async(&HttpApi::WhoAmI)));
 }
 
 }  // namespace muster::server

@@ -25,9 +25,17 @@
 // refused with 413 (YAML bodies over 256 KiB too); each client address gets rate_per_second
 // requests per second (burst rate_burst).
 //
-// Identity: until authentication lands (the security issue), the caller
-// names itself in the X-Muster-User header ([A-Za-z0-9._-], 1..64 chars;
-// "anonymous" when absent). Owners manage their jobs; admins all jobs.
+// Identity: every request but GET /healthz is authenticated before any
+// work (server/authenticator.h: MUNGE, a token, a node's token, a job
+// token) and then authorized (server/authorizer.h): a node's credential
+// reaches only POST /v1/agent/sync, for its own node; a job token only its
+// job's checkpoints and progress; users everything else, as their roles
+// allow. Changes and refusals go to the audit log (GET /v1/audit).
+//
+//   POST   /v1/tokens {user?, node?, expiresIn?, description?}   a token, shown once
+//   GET    /v1/tokens, DELETE /v1/tokens/{id}                    list, revoke
+//   GET    /v1/audit?actor=&object=&limit=&continue=             the audit log
+//   GET    /v1/whoami                                            the caller's identity
 //
 // Reads (lists, events) are served from the store's read connections;
 // changes and one job's live state go through the ControlLoop. Requests are
@@ -43,7 +51,10 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "http/server.h"
+#include "server/authenticator.h"
+#include "server/authorizer.h"
 #include "server/control_loop.h"
+#include "server/http_api_util.h"
 #include "server/leadership.h"
 #include "server/options.h"
 #include "store/store.h"
@@ -55,7 +66,7 @@ class HttpApi {
   // Every request but GET /healthz is answered only while `leadership`
   // leads; a standby points to the leader (503 NotLeader with its address).
   HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store,
-          const Leadership& leadership);
+          const Leadership& leadership, Authenticator& authn);
   ~HttpApi();
 
   // Binds the listening socket (port 0 picks a free one).
@@ -97,6 +108,29 @@ class HttpApi {
   // A sync that waits for news holds no thread.
   void AgentSync(Request&& req, Reply reply);                 // POST /v1/agent/sync
 
+  // Identity (http_api_auth.cc).
+  // Authenticates the request and decides which routes its credential may
+  // reach; true when it answered (401, 403).
+  bool Authenticate(Request& req, Response& res);
+  void CreateToken(Request&& req, Reply reply);               // POST   /v1/tokens
+  void ListTokens(const Request& req, Response& res);         // GET    /v1/tokens
+  void RevokeToken(Request&& req, Reply reply);               // DELETE /v1/tokens/{id}
+  void ListAudit(const Request& req, Response& res);          // GET    /v1/audit
+  void WhoAmI(Request&& req, Reply reply);                    // GET    /v1/whoami
+  // `done`, once `row` (with the call's outcome) is durable in the audit log.
+  template <typename T>
+  std::function<void(StatusOr<T>)> Audited(store::AuditRow row, std::function<void(StatusOr<T>)> done) {
+    return [this, row, done](StatusOr<T> result) mutable {
+      row.outcome = OutcomeOf(result.status());
+      if (!result.ok()) row.detail = result.status().message().substr(0, 512);
+      store::WriteBatch b;
+      b.audit.push_back(row);
+      loop_.Record(std::move(b), [done, result](const Status&) mutable { done(std::move(result)); });
+    };
+  }
+  // Records a refusal found before the loop, then answers it.
+  void RefuseAudited(const Reply& reply, store::AuditRow row, const Status& s);
+
   class RateLimiter;
 
   const ServerOptions& options_;
@@ -104,6 +138,12 @@ class HttpApi {
   ControlLoop& loop_;
   store::Store& store_;
   const Leadership& leadership_;
+  Authenticator& authn_;
+  const Authorizer authz_;
+  // Unauthenticated requests refused since the last one said on stderr
+  // (at most one line a second). Event-loop thread only.
+  int64_t auth_failures_ = 0;
+  int64_t auth_failure_said_ms_ = 0;
   std::unique_ptr<http::Server> http_;
   std::unique_ptr<RateLimiter> limiter_;
   // Log fetches in flight: each holds a worker while its agent answers, so

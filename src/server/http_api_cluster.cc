@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/rfc3339.h"
+#include "common/message_text.h"
 #include "proto/agent_protocol.h"
 #include "server/http_api.h"
 #include "server/http_api_util.h"
@@ -82,21 +83,23 @@ void HttpApi::ListNodes(const Request&, Response& res) {
 }
 
 void HttpApi::CordonNode(const std::string& verb, Request&& req, Reply reply) {
-  auto user = UserOf(req);
-  if (!user.ok()) return ReplyNow(reply, user.status());
-  loop_.Cordon(req.captures[0], verb != "uncordon", *user, verb == "drain", NodeAnswer(std::move(reply)));
+  const Identity& who = Caller(req);
+  loop_.Cordon(req.captures[0], verb != "uncordon", who, verb == "drain",
+               Audited<ControlLoop::NodeView>(AuditOf(who, verb, "node/" + req.captures[0]), NodeAnswer(std::move(reply))));
 }
 
 void HttpApi::DeclareNodeLost(Request&& req, Reply reply) {
-  auto user = UserOf(req);
-  if (!user.ok()) return ReplyNow(reply, user.status());
-  loop_.DeclareLost(req.captures[0], *user, NodeAnswer(std::move(reply)));
+  const Identity& who = Caller(req);
+  loop_.DeclareLost(req.captures[0], who,
+                    Audited<ControlLoop::NodeView>(AuditOf(who, "declare-lost", "node/" + req.captures[0]),
+                                                   NodeAnswer(std::move(reply))));
 }
 
 void HttpApi::RemoveNode(Request&& req, Reply reply) {
-  auto user = UserOf(req);
-  if (!user.ok()) return ReplyNow(reply, user.status());
-  loop_.RemoveNode(req.captures[0], *user, NodeAnswer(std::move(reply)));
+  const Identity& who = Caller(req);
+  loop_.RemoveNode(req.captures[0], who,
+                   Audited<ControlLoop::NodeView>(AuditOf(who, "remove-node", "node/" + req.captures[0]),
+                                                  NodeAnswer(std::move(reply))));
 }
 
 void HttpApi::ClusterEvents(const Request& req, Response& res) {
@@ -107,6 +110,14 @@ void HttpApi::ClusterEvents(const Request& req, Response& res) {
 void HttpApi::AgentSync(Request&& req, Reply reply) {
   auto parsed = proto::ParseSyncRequest(req.body);
   if (!parsed.ok()) return ReplyNow(reply, parsed.status());
+  // A node's credential speaks for its own node only: nothing it says about
+  // another node, or another node's tasks, is heard.
+  const Identity& who = Caller(req);
+  if (parsed->node != who.node) {
+    return RefuseAudited(reply, AuditOf(who, "agent.sync", "node/" + parsed->node.substr(0, 253)),
+                         PermissionDenied("this credential is node " + who.node + "'s; it may not sync as node " +
+                                          QuoteForMessage(parsed->node)));
+  }
   using Phase = ControlLoop::SyncPhase;
   using R = ControlLoop::SyncResult;
   auto answer = Answer<R>(reply, [](http::Response& res, const R& result) {

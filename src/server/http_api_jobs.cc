@@ -6,6 +6,7 @@
 
 #include "api/job_spec.h"
 #include "api/rfc3339.h"
+#include "auth/grants.h"
 #include "checkpoint/manifest.h"
 #include "common/message_text.h"
 #include "http/client.h"
@@ -21,8 +22,7 @@ using nlohmann::json;
 // Submits are answered from the store writer once durable, without
 // holding a thread.
 void HttpApi::SubmitJob(Request&& req, Reply reply) {
-  auto user = UserOf(req);
-  if (!user.ok()) return ReplyNow(reply, user.status());
+  const Identity& who = Caller(req);
   auto key = IdempotencyKeyOf(req);
   if (!key.ok()) return ReplyNow(reply, key.status());
   const std::string_view type = req.Header("Content-Type");
@@ -46,13 +46,19 @@ void HttpApi::SubmitJob(Request&& req, Reply reply) {
   }
   auto spec = api::ParseJobSpec(req.body, type, options_.job_defaults);
   if (!spec.ok()) return ReplyNow(reply, spec.status());
+  // The job runs as whoever submits it: nothing in the spec names its user.
+  store::AuditRow audit = AuditOf(who, "submit", "queue/" + spec->queue);
+  for (Status st : {authz_.MaySubmit(who, spec->queue), authz_.MayRunAsRoot(who.effective_user())}) {
+    if (!st.ok()) return RefuseAudited(reply, audit, st);
+  }
   const bool is_array = spec->array > 0;
   ControlLoop::SubmitRequest sr;
   sr.spec_json = api::JobSpecToJson(*spec);
   sr.fingerprint = checkpoint::Sha256Hex(sr.spec_json);
   sr.spec = std::move(*spec);
-  sr.user = *user;
+  sr.user = who.effective_user();
   sr.idempotency_key = *key;
+  sr.audit = std::move(audit);
   using R = ControlLoop::SubmitResult;
   loop_.Submit(std::move(sr), Answer<R>(reply, [is_array](http::Response& out, const R& result) {
     out.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(result.job.id));
@@ -93,6 +99,16 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
   f.queue = req.Param("queue");
   f.user = req.Param("user");
   f.name = req.Param("name");
+  // Users list their own jobs, queue admins their queue's; operators and
+  // admins every job.
+  const std::string& me = Caller(req).effective_user();
+  if (!authz_.IsOperator(me) && !(!f.queue.empty() && authz_.IsQueueAdmin(me, f.queue))) {
+    if (!f.user.empty() && f.user != me) {
+      return ReplyStatus(res, PermissionDenied(me + " may list only their own jobs (or, as a queue's admin, its "
+                                                    "jobs with queue=)"));
+    }
+    f.user = me;
+  }
   int64_t limit = 100, after = 0;
   if (Status st = IntParam(req, "limit", limit, 1, 1000); !st.ok()) return ReplyStatus(res, st);
   // An empty token is the first page (the last page's answer carries "").
@@ -129,7 +145,10 @@ void HttpApi::GetJob(Request&& req, Reply reply) {
   auto id = PathId(req);
   if (!id.ok()) return ReplyNow(reply, id.status());
   using E = ControlLoop::Explanation;
-  loop_.Explain(*id, Answer<E>(reply, [](http::Response& res, const E& e) {
+  loop_.Explain(*id, Answer<E>(reply, [this, who = Caller(req)](http::Response& res, const E& e) {
+    if (Status may = authz_.MayManageJob(who, e.job.user, e.job.queue, "see"); !may.ok()) {
+      return ReplyStatus(res, may);
+    }
     json j = JobJson(e.job);
     if (!e.reason_text.empty()) j["reasonDetail"] = e.reason_text;
     if (e.reason && !e.reason->planned_start.is_max()) {
@@ -147,26 +166,25 @@ void HttpApi::GetJob(Request&& req, Reply reply) {
 }
 
 void HttpApi::JobEvents(const Request& req, Response& res) {
-  auto id = StoredJobId(req, store_);
-  if (!id.ok()) return ReplyStatus(res, id.status());
-  EventsPage(req, store_, *id, res);
+  auto job = VisibleJob(req, store_, authz_);
+  if (!job.ok()) return ReplyStatus(res, job.status());
+  EventsPage(req, store_, job->id, res);
 }
 
 void HttpApi::ActOnJob(ControlLoop::Action action, Request&& req, Reply reply) {
   auto id = PathId(req);
   if (!id.ok()) return ReplyNow(reply, id.status());
-  auto user = UserOf(req);
-  if (!user.ok()) return ReplyNow(reply, user.status());
-  loop_.Act(*id, action, *user, Answer<store::JobRow>(reply, [](http::Response& res, const store::JobRow& row) {
-    ReplyJson(res, 200, JobJson(row));
-  }));
+  const Identity& who = Caller(req);
+  using R = store::JobRow;
+  loop_.Act(*id, action, who,
+            Audited<R>(AuditOf(who, ControlLoop::ActionName(action), "job/" + std::to_string(*id)),
+                       Answer<R>(reply, [](http::Response& res, const R& row) { ReplyJson(res, 200, JobJson(row)); })));
 }
 
 void HttpApi::CommitCheckpoint(Request&& req, Reply reply) {
   auto id = PathId(req);
   if (!id.ok()) return ReplyNow(reply, id.status());
-  auto user = UserOf(req);
-  if (!user.ok()) return ReplyNow(reply, user.status());
+  const Identity& who = Caller(req);
   auto body = BodyObject(req, {"attempt", "step", "location", "manifestSha256", "files", "bytes"});
   if (!body.ok()) return ReplyNow(reply, body.status());
   CheckpointCatalog::Commit c;
@@ -180,15 +198,18 @@ void HttpApi::CommitCheckpoint(Request&& req, Reply reply) {
   if (!checkpoint::IsSha256Hex(c.manifest_sha256)) {
     return ReplyNow(reply, InvalidArgument("must be 64 lower-case hex digits", "manifestSha256"));
   }
-  loop_.CommitCheckpoint(std::move(c), *user, Answer<store::CheckpointRow>(reply, [](http::Response& res, const store::CheckpointRow& row) {
+  if (who.kind == Identity::Kind::kJob && who.attempt != c.attempt) {
+    return ReplyNow(reply, PermissionDenied("this job token is for attempt " + std::to_string(who.attempt)));
+  }
+  loop_.CommitCheckpoint(std::move(c), who, Answer<store::CheckpointRow>(reply, [](http::Response& res, const store::CheckpointRow& row) {
     ReplyJson(res, 201, CheckpointJson(row));
   }));
 }
 
 void HttpApi::ListCheckpoints(const Request& req, Response& res) {
-  auto id = StoredJobId(req, store_);
-  if (!id.ok()) return ReplyStatus(res, id.status());
-  auto rows = store_.ListCheckpoints(*id);
+  auto job = VisibleJob(req, store_, authz_);
+  if (!job.ok()) return ReplyStatus(res, job.status());
+  auto rows = store_.ListCheckpoints(job->id);
   if (!rows.ok()) return ReplyStatus(res, rows.status());
   json items = json::array();
   for (const store::CheckpointRow& c : *rows) items.push_back(CheckpointJson(c));
@@ -198,13 +219,11 @@ void HttpApi::ListCheckpoints(const Request& req, Response& res) {
 void HttpApi::ReportProgress(Request&& req, Reply reply) {
   auto id = PathId(req);
   if (!id.ok()) return ReplyNow(reply, id.status());
-  auto user = UserOf(req);
-  if (!user.ok()) return ReplyNow(reply, user.status());
   auto body = BodyObject(req, {"attempt", "step", "metrics", "message"});
   if (!body.ok()) return ReplyNow(reply, body.status());
   ControlLoop::ProgressReport p;
   p.job = *id;
-  p.user = *user;
+  p.who = Caller(req);
   int64_t step = -1;
   for (Status st : {BodyInt(*body, "attempt", p.attempt, 1, kMaxAttempt),
                     BodyInt(*body, "step", step, 0, kMaxInt, /*optional=*/true),
@@ -212,6 +231,9 @@ void HttpApi::ReportProgress(Request&& req, Reply reply) {
     if (!st.ok()) return ReplyNow(reply, st);
   }
   if (step >= 0) p.step = step;
+  if (p.who.kind == Identity::Kind::kJob && p.who.attempt != p.attempt) {
+    return ReplyNow(reply, PermissionDenied("this job token is for attempt " + std::to_string(p.who.attempt)));
+  }
   if (body->contains("metrics") && !(*body)["metrics"].is_null()) {
     const json& m = (*body)["metrics"];
     if (!m.is_object() || m.size() > 64) return ReplyNow(reply, InvalidArgument("must be an object of at most 64 numbers", "metrics"));
@@ -228,8 +250,10 @@ void HttpApi::ReportProgress(Request&& req, Reply reply) {
 }
 
 void HttpApi::JobLogs(const Request& req, Response& res) {
-  auto id = PathId(req);
-  if (!id.ok()) return ReplyStatus(res, id.status());
+  auto job = VisibleJob(req, store_, authz_);
+  if (!job.ok()) return ReplyStatus(res, job.status());
+  if (Status may = authz_.MayReadLogs(Caller(req), job->user, job->queue); !may.ok()) return ReplyStatus(res, may);
+  const int64_t* id = &job->id;
   if (Status q = CheckQuery(req, {"replica", "attempt", "offset", "tail"}); !q.ok()) return ReplyStatus(res, q);
   int64_t replica = 0, attempt = 0, offset = -1, tail = -1;
   for (Status st : {IntParam(req, "replica", replica, 0, 4095), IntParam(req, "attempt", attempt, 1, 1'000'000),
@@ -253,10 +277,19 @@ void HttpApi::JobLogs(const Request& req, Response& res) {
   o.read_timeout = std::chrono::milliseconds(10'000);
   o.max_body_bytes = (4 << 20) + (64 << 10);  // an agent answers at most 4 MiB of log
   http::Client agent(where->address, where->log_port, o);
-  std::string path = "/logs/" + proto::TaskKey(*id, where->attempt, static_cast<int32_t>(replica)) + "?";
+  const std::string task = proto::TaskKey(*id, where->attempt, static_cast<int32_t>(replica));
+  std::string path = "/logs/" + task + "?";
   if (offset >= 0) path += "offset=" + std::to_string(offset) + "&";
   if (tail >= 0) path += "tail=" + std::to_string(tail);
-  auto r = agent.Get(path);
+  // The agent serves a log only with the server's grant for that task,
+  // signed with the node's key (auth/grants.h).
+  const std::string key = authn_.NodeKey(where->node);
+  if (key.empty()) {
+    return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node +
+                                                                 " has not synced with this server yet; retry shortly"));
+  }
+  const std::string grant = auth::SignLogGrant(key, task, clock_.Now().millis() + 60'000);
+  auto r = agent.Get(path, {{"X-Muster-Grant", grant}});
   if (!r.ok()) {
     return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node +
                                                                  " does not answer for logs (" + r.status().message() + ")"));

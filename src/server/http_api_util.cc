@@ -90,19 +90,28 @@ bool ValidName(std::string_view s, size_t max) {
   return true;
 }
 
-StatusOr<std::string> UserOf(const http::Request& req) {
-  if (!req.HasHeader("X-Muster-User")) return std::string("anonymous");
-  // Twice is refused: a client's own header beside one a proxy added must
-  // not decide who acts.
-  if (std::count_if(req.headers.begin(), req.headers.end(),
-                    [](const auto& h) { return http::EqualsIgnoringCase(h.first, "X-Muster-User"); }) > 1) {
-    return InvalidArgument("given more than once", "header X-Muster-User");
-  }
-  const std::string user(req.Header("X-Muster-User"));
-  if (!ValidName(user, 64)) {
-    return InvalidArgument("must be 1 to 64 of [A-Za-z0-9._-]", "header X-Muster-User");
-  }
-  return user;
+const Identity& Caller(const http::Request& req) {
+  // Set by HttpApi's filter for every request that reaches a handler.
+  static const Identity kNobody{};
+  const Identity* who = std::any_cast<Identity>(&req.context);
+  return who ? *who : kNobody;
+}
+
+store::AuditRow AuditOf(const Identity& who, const std::string& action, const std::string& object) {
+  store::AuditRow a;
+  a.actor = who.kind == Identity::Kind::kNode ? "node/" + who.node : who.user;
+  a.as_user = who.acting_for;
+  a.via = who.via;
+  a.remote = who.remote;
+  a.action = action;
+  a.object = object;
+  a.outcome = "ok";
+  return a;
+}
+
+std::string OutcomeOf(const Status& s) {
+  if (s.ok()) return "ok";
+  return StatusCodeName(s.code());
 }
 
 StatusOr<std::string> IdempotencyKeyOf(const http::Request& req) {
@@ -209,11 +218,17 @@ StatusOr<int64_t> PathId(const http::Request& req) {
   return id;
 }
 
-StatusOr<int64_t> StoredJobId(const http::Request& req, store::Store& store) {
+StatusOr<store::JobRow> VisibleJob(const http::Request& req, store::Store& store, const Authorizer& authz) {
   ASSIGN_OR_RETURN(int64_t id, PathId(req));
   ASSIGN_OR_RETURN(std::optional<store::JobRow> job, store.GetJob(id));
   if (!job) return NotFound("job " + std::to_string(id) + " does not exist");
-  return id;
+  const Identity& who = Caller(req);
+  if (who.kind == Identity::Kind::kJob) {
+    if (who.job != id) return PermissionDenied("a job token of job " + std::to_string(who.job) + " may not see job " + std::to_string(id));
+    return *job;
+  }
+  RETURN_IF_ERROR(authz.MayManageJob(who, job->user, job->queue, "see"));
+  return *job;
 }
 
 }  // namespace muster::server

@@ -14,7 +14,9 @@
 
 #include "common/status.h"
 #include "http/server.h"
+#include "server/authorizer.h"
 #include "server/control_loop.h"
+#include "server/identity.h"
 #include "server/leadership.h"
 #include "store/store.h"
 
@@ -73,14 +75,19 @@ StatusOr<T> Await(const std::function<void(ControlLoop::Done<StatusOr<T>>)>& cal
 
 // 1 to `max` of [A-Za-z0-9._-].
 bool ValidName(std::string_view s, size_t max);
-// Who calls: the X-Muster-User header ("anonymous" when absent; twice is refused).
-StatusOr<std::string> UserOf(const http::Request& req);
+// Who calls, as HttpApi's filter authenticated them.
+const Identity& Caller(const http::Request& req);
+// An audit entry of `who` doing `action` to `object`, outcome "ok".
+store::AuditRow AuditOf(const Identity& who, const std::string& action, const std::string& object);
+// "ok", or a refusal's code name ("PERMISSION_DENIED").
+std::string OutcomeOf(const Status& s);
 // The Idempotency-Key header, bare or as an RFC 8941 string ("..."); "" when absent.
 StatusOr<std::string> IdempotencyKeyOf(const http::Request& req);
 // The job id in the path ("path.id" in errors).
 StatusOr<int64_t> PathId(const http::Request& req);
-// The path's job id, when the store has that job (NotFound otherwise).
-StatusOr<int64_t> StoredJobId(const http::Request& req, store::Store& store);
+// The path's job from the store, when the caller may see it (NotFound,
+// PermissionDenied otherwise).
+StatusOr<store::JobRow> VisibleJob(const http::Request& req, store::Store& store, const Authorizer& authz);
 
 // Refuses a query parameter not in `known` (with the closest one
 // suggested) or given twice.

@@ -129,7 +129,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
                                      "maxConnections", "maxConnectionsPerClient", "threads",
                                      "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues",
-                                     "ha"},
+                                     "ha", "auth"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -146,6 +146,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         o.admins.push_back(a);
       }
     }
+    if (const YAML::Node auth = root["auth"]) RETURN_IF_ERROR(ReadAuthOptions(auth, o.auth));
     if (const YAML::Node classes = root["priorityClasses"]) {
       if (!classes.IsSequence()) return InvalidArgument("must be a list", "server.priorityClasses");
       o.cluster.priority_classes.clear();

@@ -8,6 +8,8 @@
 //   ha: {name: server-a, advertise: http://10.0.0.5:8470, lease: 6s, renewEvery: 1s, pollEvery: 500ms}
 //                            # with a PostgreSQL store: several servers, one leader (docs/operations.md)
 //   admins: [root]
+//   auth: {munge: /run/munge/munge.socket.2, operators: [ops], rootJobs: [],
+//          queues: {research: {users: [alice], admins: [carol]}}}   # server/auth_options.h
 //   priorityClasses: [{name: low, weight: 0, preemptible: true}, {name: normal, weight: 10000},
 //                     {name: high, weight: 20000, mayPreempt: true}]
 //   defaultPriorityClass: normal
@@ -47,6 +49,7 @@
 #include "core/node.h"
 #include "scheduler/fairshare.h"
 #include "scheduler/scheduler.h"
+#include "server/auth_options.h"
 
 namespace muster::server {
 
@@ -65,6 +68,7 @@ struct ServerOptions {
   std::string advertise;
   std::string server_name;
   std::vector<std::string> admins = {"root"};
+  AuthOptions auth;  // roles, queue access lists, MUNGE (server/auth_options.h)
   // Jobs may name only the queues configured under `queues` (a misspelt
   // queue would otherwise be a new one, outside every quota).
   bool strict_queues = false;

@@ -11,7 +11,9 @@
 #include <fstream>
 #include <thread>
 
+#include "auth/token.h"
 #include "common/clock.h"
+#include "server/authenticator.h"
 #include "server/control_loop.h"
 #include "server/http_api.h"
 #include "server/job_mirror.h"
@@ -41,12 +43,31 @@ std::string HostName() {
   return name;
 }
 
+// The credentials a leader checks: the token records, and the cluster key
+// job tokens are signed with (made once, kept in the store's meta, shared
+// by every server of the cluster). Called by the leader (its writes
+// fenced) before the loop starts.
+Status LoadCredentials(store::Store& store, ControlLoop& loop, Authenticator& authn) {
+  ASSIGN_OR_RETURN(std::vector<store::TokenRow> tokens, store.ListTokens());
+  authn.Load(tokens);
+  ASSIGN_OR_RETURN(std::optional<std::string> key, store.GetMeta("clusterKey"));
+  if (!key) {
+    key = auth::RandomHex(32);
+    store::WriteBatch b;
+    b.meta.push_back({"clusterKey", *key});
+    RETURN_IF_ERROR(store.Commit({&b}));
+  }
+  authn.SetClusterKey(*key);
+  loop.SetJobTokenKey(*key);
+  return Status::Ok();
+}
+
 // An elected server's life: a standby that follows the store's job rows
 // (so that taking over reads only what changed since its last look) until
 // the lease is its own, then the new leader: its writes fenced, its state
 // restored from those rows, leading. A start that fails stops the API.
 void StandByThenLead(Leadership& leadership, store::Store& store, ControlLoop& loop, HttpApi& api,
-                     std::atomic<bool>& start_failed) {
+                     Authenticator& authn, std::atomic<bool>& start_failed) {
   JobMirror mirror(store);
   std::string mirror_error;
   const auto follow = [&] {
@@ -72,7 +93,9 @@ void StandByThenLead(Leadership& leadership, store::Store& store, ControlLoop& l
   const bool followed = mirror_error.empty();
   std::vector<store::JobRow> rows = mirror.Take();
   const size_t jobs = rows.size();
-  if (Status s = loop.Start(*epoch, followed ? &rows : nullptr); !s.ok()) {
+  Status started = LoadCredentials(store, loop, authn);
+  if (started.ok()) started = loop.Start(*epoch, followed ? &rows : nullptr);
+  if (Status s = started; !s.ok()) {
     std::fprintf(stderr, "muster server: cannot start: %s\n", s.ToString().c_str());
     start_failed = true;
     api.Stop();
@@ -112,17 +135,20 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
   store::Store& store = *opened->store;
   SystemClock clock;
   ControlLoop loop(options, clock, store);
+  Authenticator authn(clock, options.auth.munge_socket);
   Leadership leadership(opened->lease.get(), {options.server_name, options.advertise, options.leader_lease,
                                               options.lease_renew_every, options.standby_poll_every});
   // Alone on its store (SQLite): restore before serving, as always.
   if (!leadership.elected()) {
-    if (Status s = loop.Start(); !s.ok()) {
-      std::fprintf(stderr, "muster server: cannot start: %s\n", s.ToString().c_str());
+    Status started = LoadCredentials(store, loop, authn);
+    if (started.ok()) started = loop.Start();
+    if (!started.ok()) {
+      std::fprintf(stderr, "muster server: cannot start: %s\n", started.ToString().c_str());
       return 1;
     }
     leadership.Lead();
   }
-  HttpApi api(options, clock, loop, store, leadership);
+  HttpApi api(options, clock, loop, store, leadership, authn);
   if (Status s = api.Bind(); !s.ok()) {
     std::fprintf(stderr, "muster server: %s\n", s.ToString().c_str());
     return 1;
@@ -142,7 +168,7 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
                            options.advertise.empty() ? listening : options.advertise);
     std::printf("muster server: listening on %s, store %s, standby\n", listening.c_str(), opened->description.c_str());
     std::fflush(stdout);
-    elect = std::thread([&] { StandByThenLead(leadership, store, loop, api, start_failed); });
+    elect = std::thread([&] { StandByThenLead(leadership, store, loop, api, authn, start_failed); });
   } else {
     std::printf("muster server: listening on %s, store %s, %zu node%s\n", listening.c_str(),
                 opened->description.c_str(), loop.nodes_at_start(), loop.nodes_at_start() == 1 ? "" : "s");

@@ -20,8 +20,9 @@ class Api(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        Api.seen.append((self.path, self.headers["X-Muster-User"], body))
-        data = json.dumps(Api.answer if Api.status < 400 else {"code": "Conflict", "message": "attempt 1 is not running"})
+        Api.seen.append((self.path, self.headers["Authorization"], body))
+        data = json.dumps(Api.answer if Api.status < 400 else
+                          {"error": {"code": "Conflict", "message": "attempt 1 is not running"}})
         self.send_response(Api.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -51,7 +52,7 @@ class MusterJobTest(unittest.TestCase):
     def setUp(self):
         self.server = http.server.HTTPServer(("127.0.0.1", 0), Api)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        os.environ.update({"MUSTER_JOB_ID": "7", "MUSTER_ATTEMPT": "2", "USER": "alice",
+        os.environ.update({"MUSTER_JOB_ID": "7", "MUSTER_ATTEMPT": "2", "MUSTER_TOKEN": "msj_7_2_ab",
                            "MUSTER_SERVER": "http://127.0.0.1:%d" % self.server.server_port})
         import importlib
         import muster_job
@@ -65,9 +66,9 @@ class MusterJobTest(unittest.TestCase):
 
     def test_report_sends_progress_and_passes_on_a_checkpoint_request(self):
         self.assertFalse(self.mj.report(step=5, loss=0.5, message="warm"))
-        path, user, body = Api.seen[-1]
+        path, authorization, body = Api.seen[-1]
         self.assertEqual(path, "/v1/jobs/7/progress")
-        self.assertEqual(user, "alice")
+        self.assertEqual(authorization, "Bearer msj_7_2_ab")
         self.assertEqual(body, {"attempt": 2, "step": 5, "message": "warm", "metrics": {"loss": 0.5}})
         Api.answer = {"attempt": 2, "checkpointRequested": True}
         self.assertTrue(self.mj.report(step=6))
@@ -76,6 +77,15 @@ class MusterJobTest(unittest.TestCase):
     def test_a_replaced_attempt_is_told_to_stop(self):
         Api.status = 409
         self.assertTrue(self.mj.report(step=1))
+
+    def test_an_error_carries_the_servers_message(self):
+        Api.status = 409
+        with tempfile.TemporaryDirectory() as path:
+            with open(os.path.join(path, "w.bin"), "wb") as f:
+                f.write(b"x")
+            with self.assertRaises(self.mj.MusterError) as caught:
+                self.mj.commit_checkpoint(path, 1)
+        self.assertIn("attempt 1 is not running", str(caught.exception))
 
     def test_several_servers_the_one_that_answers_is_used(self):
         # The agent passes every server of an HA cluster; the first is down
