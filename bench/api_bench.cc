@@ -112,6 +112,13 @@ class Connection {
   std::string in_;
 };
 
+// The credential of every request: $MUSTER_TOKEN (the scripts that start
+// the server make one with `muster token create --store`).
+std::string Token() {
+  const char* t = std::getenv("MUSTER_TOKEN");
+  return t ? t : "";
+}
+
 int Submit(const std::string& server, int clients, int jobs, int array) {
   std::vector<std::vector<double>> lat(clients);
   std::atomic<int> errors{0};
@@ -131,7 +138,7 @@ int Submit(const std::string& server, int clients, int jobs, int array) {
       for (int i = 0; i < mine; ++i) {
         const std::string key = "bench-" + nonce + "-" + std::to_string(c) + "-" + std::to_string(i);
         const std::string request = "POST /v1/jobs HTTP/1.1\r\nHost: " + conn.host() +
-                                    "\r\nContent-Type: application/json\r\nX-Muster-User: bench\r\nIdempotency-Key: " +
+                                    "\r\nContent-Type: application/json\r\nAuthorization: Bearer " + Token() + "\r\nIdempotency-Key: " +
                                     key + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
         const auto s = Clock::now();
         const int status = conn.RoundTrip(request);
@@ -155,6 +162,7 @@ int Submit(const std::string& server, int clients, int jobs, int array) {
 int List(const std::string& server, int iterations, const std::string& view) {
   httplib::Client cli(server);
   cli.set_read_timeout(120, 0);
+  cli.set_default_headers({{"Authorization", "Bearer " + Token()}});
   std::vector<double> full, first;
   size_t count = 0;
   for (int it = 0; it < iterations; ++it) {

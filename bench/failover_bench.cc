@@ -63,7 +63,7 @@ TEST(FailoverBench, KillTheLeader) {
     http::FailoverClient filler(cluster->Addresses());
     for (int done = 0; done < g_fill; done += 1000) {
       auto r = filler.Post("/v1/jobs", "name: stored\nhold: true\narray: 1000\ncommand: [\"true\"]\n", "application/yaml",
-                           {{"X-Muster-User", "root"}});
+                           {{"Authorization", HaCluster::AdminAuthorization()}});
       ASSERT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.status().ToString());
     }
     std::printf("stored %d held jobs\n", g_fill);
@@ -89,7 +89,7 @@ TEST(FailoverBench, KillTheLeader) {
     int64_t id = 0, accepted = 0;
     while (id == 0 && NowNanos() - killed < int64_t{60} * 1'000'000'000) {
       auto r = client.Post("/v1/jobs", cluster->JobYaml("failover-" + std::to_string(round), 0.1), "application/yaml",
-                           {{"X-Muster-User", "root"}, {"Idempotency-Key", key}});
+                           {{"Authorization", HaCluster::AdminAuthorization()}, {"Idempotency-Key", key}});
       if (r.ok() && (r->status == 201 || r->status == 200)) {
         accepted = NowNanos();
         id = nlohmann::json::parse(r->body).value("id", int64_t{0});

@@ -168,6 +168,14 @@ int main(int argc, char** argv) {
       << "maxConnections: " << std::min<int64_t>(2 * o.agents + 100, files.rlim_max - 500)
       << "\nmaxConnectionsPerClient: 0\n"
       << "agents: {syncWait: " << o.wait_ms << "ms, unreachableAfter: 30s, lostAfter: 120s}\n";
+  // The played nodes, with their credentials in the store before it serves.
+  std::vector<PlayedNode> all;
+  for (int i = 0; i < o.agents; ++i) {
+    all.push_back({"fleet-" + std::to_string(i), 8, "H100",
+                   {{"leaf", "leaf-" + std::to_string(i / 32)}, {"spine", "spine-" + std::to_string(i / 512)}}, ""});
+  }
+  const std::string admin_token = IssueFleetCredentials(dir + "/muster.db", all);
+  if (admin_token.empty()) return 1;
   ServerProcess server_process = StartServer(o.muster, dir, cfg.str());
   const pid_t server = server_process.pid;
   const int port = server_process.port;
@@ -188,11 +196,7 @@ int main(int argc, char** argv) {
   fo.restart_fraction = o.restart_fraction;
   fo.start_jitter_ms = o.start_jitter_ms;
   for (int t = 0; t < o.threads; ++t) {
-    std::vector<PlayedNode> nodes;
-    for (int i = o.agents * t / o.threads; i < o.agents * (t + 1) / o.threads; ++i) {
-      nodes.push_back({"fleet-" + std::to_string(i), 8, "H100",
-                       {{"leaf", "leaf-" + std::to_string(i / 32)}, {"spine", "spine-" + std::to_string(i / 512)}}});
-    }
+    std::vector<PlayedNode> nodes(all.begin() + o.agents * t / o.threads, all.begin() + o.agents * (t + 1) / o.threads);
     shards.push_back(std::make_unique<Fleet>(fo, port, std::move(nodes), fleet));
   }
   for (auto& shard : shards) threads.emplace_back([&shard] { shard->Run(); });
@@ -202,7 +206,7 @@ int main(int argc, char** argv) {
   };
   httplib::Client api("127.0.0.1", port);
   api.set_read_timeout(120, 0);
-  const httplib::Headers user{{"X-Muster-User", "root"}};
+  const httplib::Headers user{{"Authorization", "Bearer " + admin_token}};
   json report = {{"agents", o.agents}, {"jobs", o.jobs}, {"gang", o.gang}, {"waitMs", o.wait_ms},
                  {"startJitterMs", o.start_jitter_ms}, {"phases", json::array()}};
   auto fail = [&](const std::string& why) {

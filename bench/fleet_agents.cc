@@ -1,4 +1,6 @@
 #include "fleet_agents.h"
+#include "auth/token.h"
+#include "store/open_store.h"
 
 #include "agent/start_delay.h"
 
@@ -54,6 +56,7 @@ struct Task {
 struct Agent {
   int fd = -1;
   std::string name;
+  std::string token;        // its node's credential
   proto::SyncRequest base;  // node, GPUs, labels: the same in every sync
   std::map<std::string, Task> tasks;
   int64_t version = 0, epoch = 0, report_seq = 0;
@@ -87,6 +90,7 @@ Fleet::Fleet(const FleetOptions& o, int port, std::vector<PlayedNode> nodes, Sha
   for (PlayedNode& n : nodes) {
     Agent a;
     a.name = n.name;
+    a.token = n.token;
     a.base.node = a.name;
     a.base.agent_id = "fleet:" + a.name;
     a.base.agent_version = "fleet";
@@ -298,8 +302,8 @@ void Fleet::Send(size_t idx) {
     cached.of = key;
   }
   const std::string& body = cached.text;
-  a.out = "POST /v1/agent/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
-          std::to_string(body.size()) + "\r\n\r\n" + body;
+  a.out = "POST /v1/agent/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: Bearer " +
+          a.token + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   a.out_off = 0;
   a.sent_us = NowUs();
   Write(idx);
@@ -418,6 +422,27 @@ void Fleet::Apply(Agent& a, const proto::SyncResponse& r) {
   }
 }
 
+
+std::string IssueFleetCredentials(const std::string& store_path, std::vector<PlayedNode>& nodes) {
+  auto opened = store::OpenStore(store_path);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "fleet: %s\n", opened.status().ToString().c_str());
+    return "";
+  }
+  store::WriteBatch b;
+  auto issue = [&](const std::string& user, const std::string& node) {
+    const auth::Token t = auth::NewToken();
+    b.tokens.push_back({t.id, auth::Sha256Hex(t.secret), user, node, "fleet benchmark", "fleet", 1, 0, 0});
+    return auth::FormatToken(t);
+  };
+  for (PlayedNode& n : nodes) n.token = issue("", n.name);
+  const std::string admin = issue("root", "");
+  if (Status s = opened->store->Commit({&b}); !s.ok()) {
+    std::fprintf(stderr, "fleet: %s\n", s.ToString().c_str());
+    return "";
+  }
+  return admin;
+}
 
 ServerProcess StartServer(const std::string& muster, const std::string& dir, const std::string& config) {
   ServerProcess s;

@@ -66,7 +66,14 @@ struct PlayedNode {
   int gpus = 8;
   std::string gpu_type = "H100";
   std::map<std::string, std::string> labels;  // "leaf", "spine"
+  std::string token;  // its node's credential (IssueFleetCredentials)
 };
+
+// Writes a node token for each of `nodes` (setting its `token`) and an
+// admin token for root into the store at `store` (a SQLite file no server
+// runs on yet), as `muster token create --store` does, in one commit.
+// Returns root's token, or "" on failure (said on stderr).
+std::string IssueFleetCredentials(const std::string& store, std::vector<PlayedNode>& nodes);
 
 struct FleetOptions {
   int wait_ms = 5'000;

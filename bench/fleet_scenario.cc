@@ -108,12 +108,6 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   const std::string dir = std::filesystem::temp_directory_path() / ("muster-scenario-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  ServerProcess server = StartServer(
-      o.muster, dir,
-      "store: " + dir + "/muster.db\nlisten: 127.0.0.1:0\n" + "agents: {syncWait: 500ms, lease: 2s, unreachableAfter: " +
-          o.unreachable_after + ", lostAfter: " + o.lost_after + "}\n");
-  if (server.port == 0) return Usage("the server did not start; see " + dir + "/server.log");
-
   std::vector<PlayedNode> nodes;
   for (const core::NodeSpec& n : cluster->nodes) {
     PlayedNode p;
@@ -124,6 +118,14 @@ int main(int argc, char** argv) {
     if (!n.topology.spine.empty()) p.labels["spine"] = n.topology.spine;
     nodes.push_back(std::move(p));
   }
+  const std::string admin_token = IssueFleetCredentials(dir + "/muster.db", nodes);
+  if (admin_token.empty()) return 1;
+  ServerProcess server = StartServer(
+      o.muster, dir,
+      "store: " + dir + "/muster.db\nlisten: 127.0.0.1:0\n" + "agents: {syncWait: 500ms, lease: 2s, unreachableAfter: " +
+          o.unreachable_after + ", lostAfter: " + o.lost_after + "}\n");
+  if (server.port == 0) return Usage("the server did not start; see " + dir + "/server.log");
+
   const int node_count = static_cast<int>(nodes.size());
   FleetOptions fo;
   fo.wait_ms = 500;
@@ -148,7 +150,7 @@ int main(int argc, char** argv) {
 
   httplib::Client api("127.0.0.1", server.port);
   api.set_read_timeout(30, 0);
-  const httplib::Headers user{{"X-Muster-User", "root"}};
+  const httplib::Headers user{{"Authorization", "Bearer " + admin_token}};
   const int64_t node_gpus = cluster->max_gpus_per_node();
   // Submits and failures in time order (a failure after a submit of the same second).
   std::vector<std::pair<int64_t, int>> steps;  // (second, index: submit >= 0, failure -1 - k)

@@ -25,6 +25,16 @@ class LocalCluster:
         # --start-jitter (compared in docs/benchmarks.md) know no such flag.
         help_text = subprocess.run([binary, "agent", "--help"], capture_output=True, text=True).stdout
         self.agent_flags = ["--start-jitter", "0"] if "--start-jitter" in help_text else []
+        # Binaries with authentication get an admin token in the store before
+        # the server starts, and a node token per agent; older ones named
+        # the user in a header.
+        self.token = None
+        self.env = dict(os.environ, MUSTER_MUNGE_SOCKET="none", MUSTER_TOKEN_FILE="/nonexistent")
+        if subprocess.run([binary, "token", "--help"], capture_output=True).returncode == 0:
+            self.token = subprocess.run([binary, "token", "create", "--store", f"{self.dir}/muster.db", "--user", "root",
+                                         "--expires", "never"], capture_output=True, text=True,
+                                        check=True, env=self.env).stdout.strip()
+            self.env["MUSTER_TOKEN"] = self.token
         self.start_server()
 
     def start_server(self):
@@ -57,10 +67,19 @@ class LocalCluster:
     def add_agent(self, name, flags=("--fake-gpus", "1xH100"), wrapper=(), server=None):
         """Starts an agent (under `wrapper`, e.g. nsenter, reaching the server
         at `server` when given)."""
+        credential = []
+        if self.token:
+            token_file = f"{self.dir}/{name}.token"
+            if not os.path.exists(token_file):
+                token = subprocess.run([self.binary, "token", "create", "--server", self.url, "--node", name],
+                                       capture_output=True, text=True, check=True, env=self.env).stdout.strip()
+                with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                    f.write(token + "\n")
+            credential = ["--token-file", token_file]
         self.agents[name] = subprocess.Popen(
             list(wrapper) + [self.binary, "agent", "--server", server or self.url, "--name", name,
                              "--state-dir", f"{self.dir}/{name}", "--stop-tasks-on-exit"]
-            + self.agent_flags + list(flags),
+            + credential + self.agent_flags + list(flags),
             stdout=open(f"{self.dir}/{name}.log", "w"), stderr=subprocess.STDOUT)
 
     def wait_nodes(self, n):
@@ -72,8 +91,9 @@ class LocalCluster:
 
     def request(self, method, path, body=None):
         data = body.encode() if body is not None else None
+        who = {"Authorization": "Bearer " + self.token} if self.token else {"X-Muster-User": "root"}
         req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/yaml", "X-Muster-User": "root"})
+                                     headers=dict({"Content-Type": "application/yaml"}, **who))
         with urllib.request.urlopen(req, timeout=60) as r:
             return json.loads(r.read())
 

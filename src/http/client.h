@@ -12,7 +12,7 @@
 // Plain HTTP only (no TLS).
 //
 //   http::Client c("http://127.0.0.1:8470");
-//   StatusOr<http::ClientResponse> r = c.Get("/v1/jobs?limit=10", {{"X-Muster-User", "alice"}});
+//   StatusOr<http::ClientResponse> r = c.Get("/v1/jobs?limit=10", {{"Authorization", "Bearer " + token}});
 //   if (r.ok() && r->status == 200) Use(r->body);
 //
 // A transport failure (no connection, a timeout, a malformed answer, an

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../child_process.h"
+#include "../credentials.h"
 
 namespace muster::testing {
 
@@ -33,8 +34,17 @@ class AgentProcess {
   std::vector<std::string> wrapper;
 
   void Start() {
+    // Its node's credential, made by an admin (the test's MUSTER_TOKEN)
+    // through the server the first time.
+    const std::string token_file = dir_ + "/token";
+    if (!std::filesystem::exists(token_file)) {
+      const char* admin = std::getenv("MUSTER_TOKEN");
+      WriteTokenFile(token_file, TokenFromServer(server_, admin ? admin : "", "--node", name_));
+    }
     std::vector<std::string> args = wrapper;
-    for (const char* a : {MUSTER_BINARY, "agent", "--server"}) args.push_back(a);
+    for (const char* a : {MUSTER_BINARY, "agent", "--token-file"}) args.push_back(a);
+    args.push_back(token_file);
+    args.push_back("--server");
     // Tests start agents one by one and wait for them: no start jitter.
     for (const std::string& a : {server_, std::string("--name"), name_, std::string("--state-dir"), dir_ + "/state",
                                  std::string("--start-jitter"), std::string("0")}) {

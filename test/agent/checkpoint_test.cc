@@ -141,7 +141,7 @@ TEST_F(CheckpointTest, TheCliCommitsAndStaleAttemptsAndForeignPathsAreRefused) {
   const std::string sha = c[0]["manifestSha256"];
   auto commit = [&](int attempt, const std::string& location) {
     json body = {{"attempt", attempt}, {"step", 8}, {"location", location}, {"manifestSha256", sha}, {"files", 1}, {"bytes", 2}};
-    return cli_->Post("/v1/jobs/" + std::to_string(id) + "/checkpoints", httplib::Headers{{"X-Muster-User", User()}},
+    return cli_->Post("/v1/jobs/" + std::to_string(id) + "/checkpoints", httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}},
                       body.dump(), "application/json");
   };
   auto stale = commit(2, Tmp("ckpt") + "/other");  // attempt 2 does not run
@@ -152,11 +152,11 @@ TEST_F(CheckpointTest, TheCliCommitsAndStaleAttemptsAndForeignPathsAreRefused) {
   ASSERT_TRUE(outside);
   EXPECT_EQ(outside->status, 400) << outside->body;
   EXPECT_NE(outside->body.find("\"field\":\"location\""), std::string::npos) << outside->body;
-  auto stranger = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress", httplib::Headers{{"X-Muster-User", "mallory"}},
+  auto stranger = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress", httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}},
                              R"({"attempt":1,"step":9})", "application/json");
   ASSERT_TRUE(stranger);
   EXPECT_EQ(stranger->status, 403) << stranger->body;
-  auto typo = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress", httplib::Headers{{"X-Muster-User", User()}},
+  auto typo = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress", httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}},
                          R"({"attempt":1,"stpe":9})", "application/json");
   ASSERT_TRUE(typo);
   EXPECT_EQ(typo->status, 400) << typo->body;
@@ -229,7 +229,7 @@ TEST_F(DrainTest, DrainingANodeRequeuesItsJobsWithStaggeredCheckpointSignals) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
-  auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/drain", httplib::Headers{{"X-Muster-User", "mallory"}}, "",
+  auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/drain", httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}}, "",
                            "application/json");
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 403);

@@ -130,17 +130,17 @@ class ClusterFixture : public ::testing::Test {
   }
 
   nlohmann::json Get(const std::string& path) {
-    auto r = cli_->Get(path, httplib::Headers{{"X-Muster-User", User()}});
+    auto r = cli_->Get(path, httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}});
     EXPECT_TRUE(r) << path;
     return r ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
   }
   std::string Text(const std::string& path) {
-    auto r = cli_->Get(path, httplib::Headers{{"X-Muster-User", User()}});
+    auto r = cli_->Get(path, httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}});
     return r && r->status == 200 ? r->body : std::string();
   }
   // A GET that is refused: its status and the error's message ("" if none).
   std::pair<int, std::string> GetError(const std::string& path) {
-    auto r = cli_->Get(path, httplib::Headers{{"X-Muster-User", User()}});
+    auto r = cli_->Get(path, httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}});
     EXPECT_TRUE(r) << path;
     if (!r) return {0, ""};
     const nlohmann::json e = nlohmann::json::parse(r->body, nullptr, false);
@@ -148,7 +148,7 @@ class ClusterFixture : public ::testing::Test {
     return {r->status, has ? e["error"].value("message", "") : ""};
   }
   nlohmann::json Post(const std::string& path, const std::string& body, const std::string& type = "application/yaml") {
-    auto r = cli_->Post(path, httplib::Headers{{"X-Muster-User", User()}}, body, type);
+    auto r = cli_->Post(path, httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, body, type);
     EXPECT_TRUE(r) << path;
     return r ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
   }
@@ -223,10 +223,9 @@ class ClusterFixture : public ::testing::Test {
     }
     return env;
   }
-  static std::string User() {
-    const char* u = std::getenv("USER");
-    return geteuid() == 0 ? "root" : (u ? u : "anonymous");
-  }
+  // Whom the fixture's requests are from: root, an admin (the server's
+  // admin token).
+  static std::string User() { return "root"; }
   std::string Tmp(const std::string& name) { return server_.dir() + "/" + name; }
 
   // ---- The fault matrix's invariants ----

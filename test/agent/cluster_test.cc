@@ -46,8 +46,8 @@ class OperatorNodeTest : public ClusterFixture {
                        "agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 60s}\n") {}
   // POSTs or DELETEs as the test's user; returns the status and the error message.
   std::pair<int, std::string> Act(const std::string& method, const std::string& path) {
-    auto r = method == "DELETE" ? cli_->Delete(path, httplib::Headers{{"X-Muster-User", User()}})
-                                : cli_->Post(path, httplib::Headers{{"X-Muster-User", User()}}, "", "application/json");
+    auto r = method == "DELETE" ? cli_->Delete(path, httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}})
+                                : cli_->Post(path, httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, "", "application/json");
     EXPECT_TRUE(r) << path;
     if (!r) return {0, ""};
     const json e = json::parse(r->body, nullptr, false);
@@ -482,7 +482,7 @@ TEST_F(ClusterTest, AFatalXidCordonsTheNodeAndRequeuesTheJobUsingTheGpu) {
   EXPECT_EQ(n["condition"], "Ready") << n.dump();
   EXPECT_NE(n["cordon"].get<std::string>().find("XID 79"), std::string::npos) << n.dump();
   // Only an admin may clear the cordon; then the job runs again.
-  auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/uncordon", httplib::Headers{{"X-Muster-User", "mallory"}}, "",
+  auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/uncordon", httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}}, "",
                            "application/json");
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 403) << denied->body;
@@ -588,6 +588,9 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
     std::freopen(out.c_str(), "w", stdout);
     ::dup2(::fileno(stdout), 2);
     const std::string d = dir + "/cluster";
+    // Its credentials go to a token file of the test's own.
+    ::setenv("MUSTER_TOKEN_FILE", (dir + "/token").c_str(), 1);
+    ::setenv("MUSTER_MUNGE_SOCKET", "none", 1);
     ::execl(MUSTER_BINARY, MUSTER_BINARY, "dev", "--nodes", "1", "--port", "0", "--dir", d.c_str(), nullptr);
     ::_exit(127);
   }
@@ -601,9 +604,19 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
   ASSERT_GT(port, 0);
   httplib::Client c("127.0.0.1", port);
   c.set_connection_timeout(1, 0);
-  // A user the node knows, as `muster dev` itself submits.
-  const char* user = std::getenv("USER");
-  c.set_default_headers({{"X-Muster-User", user != nullptr && *user != 0 ? user : "root"}});
+  // The credential `muster dev` made for whoever runs it, on the line of
+  // its address in the token file.
+  std::string token;
+  for (int i = 0; i < 500 && token.empty(); ++i) {
+    std::ifstream in(dir + "/token");
+    std::string server, t;
+    while (in >> server >> t) {
+      if (server == "http://127.0.0.1:" + std::to_string(port)) token = t;
+    }
+    if (token.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(token.empty()) << "muster dev wrote no credential";
+  c.set_default_headers({{"Authorization", "Bearer " + token}});
   auto get = [&](const std::string& path) {
     auto r = c.Get(path);
     return r && r->status == 200 ? json::parse(r->body) : json();

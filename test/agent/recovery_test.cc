@@ -147,8 +147,7 @@ TEST_F(RecoveryTest, TheDdpJobInterruptedTwiceEndsWithTheWeightsOfAnUninterrupte
             << reached1 << " (" << h[0]["lastStep"] << " reported) when its node was killed; attempt 2 resumed at " << resumed2 << ", was preempted at "
             << h[1]["lastStep"] << "; attempt 3 resumed at " << resumed3 << "\n";
   // `muster describe` shows the attempts and the checkpoints they used.
-  const std::string cmd = std::string(MUSTER_BINARY) + " describe job " + std::to_string(id) + " --server " + server_.url() +
-                          " --user " + User() + " 2>&1";
+  const std::string cmd = std::string(MUSTER_BINARY) + " describe job " + std::to_string(id) + " --server " + server_.url() + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;

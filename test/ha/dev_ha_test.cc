@@ -21,7 +21,9 @@ TEST(DevHa, TheDemoSurvivesTheLeadersKillAndStopsCleanly) {
   }
   const std::string dir = ::testing::TempDir() + "/muster_dev_ha_" + std::to_string(getpid());
   fs::remove_all(dir);
-  const CommandResult r = RunCommand(std::string(MUSTER_BINARY) + " dev --ha --demo --exit-after-demo --nodes 4 --port 0 --dir " + dir);
+  // Its credentials go to a token file of the test's own.
+  const CommandResult r = RunCommand("MUSTER_TOKEN_FILE=" + dir + "/token MUSTER_MUNGE_SOCKET=none " + std::string(MUSTER_BINARY) +
+                                     " dev --ha --demo --exit-after-demo --nodes 4 --port 0 --dir " + dir);
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("demo: killed the leader, server-"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("took over and answers"), std::string::npos) << r.out;

@@ -146,7 +146,7 @@ class HaCluster {
       const std::string key = "c" + std::to_string(client) + "-" + std::to_string(i) + "-" + std::to_string(rng());
       const std::string body = JobYaml("c" + std::to_string(client) + "-" + std::to_string(i));
       while (Steady::now() < give_up) {
-        auto r = c.Post("/v1/jobs", body, "application/yaml", {{"X-Muster-User", "root"}, {"Idempotency-Key", key}});
+        auto r = c.Post("/v1/jobs", body, "application/yaml", {{"Authorization", AdminAuthorization()}, {"Idempotency-Key", key}});
         if (r.ok() && (r->status == 201 || r->status == 200)) {
           const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
           std::lock_guard<std::mutex> lock(mu_);
@@ -158,6 +158,11 @@ class HaCluster {
       std::this_thread::sleep_for(pace);
     }
   }
+  // The admin token every ServerProcess wrote into the shared store.
+  static std::string AdminAuthorization() {
+    const char* t = std::getenv("MUSTER_TOKEN");
+    return std::string("Bearer ") + (t ? t : "");
+  }
   std::vector<Acked> acked() {
     std::lock_guard<std::mutex> lock(mu_);
     return acked_;
@@ -167,7 +172,7 @@ class HaCluster {
   nlohmann::json Get(const std::string& path) {
     http::FailoverClient c(Addresses());
     for (int i = 0; i < 100; ++i) {
-      auto r = c.Get(path, {{"X-Muster-User", "root"}});
+      auto r = c.Get(path, {{"Authorization", AdminAuthorization()}});
       if (r.ok() && r->status == 200) return nlohmann::json::parse(r->body, nullptr, false);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }

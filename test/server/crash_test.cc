@@ -27,6 +27,7 @@ rateLimit: {perSecond: 1000000, burst: 1000000}
 )");
   ASSERT_TRUE(server.Start()) << server.log();
   const std::string url = server.url();  // restarts keep the port
+  const std::string token = server.admin_token();
 
   std::mutex mu;
   std::map<std::string, int64_t> acked;  // key -> id, guarded by mu
@@ -44,7 +45,7 @@ rateLimit: {perSecond: 1000000, burst: 1000000}
         const std::string body =
             R"({"command":["true"],"resources":{"gpus":1},"name":"c)" + std::to_string(t) + "k" + std::to_string(k) + "\"}";
         for (int attempt = 0; !abort_clients; ++attempt) {
-          auto r = cli.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}, {"X-Muster-User", "load"}}, body,
+          auto r = cli.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}, {"Authorization", "Bearer " + token}}, body,
                             "application/json");
           if (r && (r->status == 201 || r->status == 200)) {
             const int64_t id = json::parse(r->body)["id"];

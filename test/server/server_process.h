@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "../child_process.h"
+#include "../credentials.h"
 
 namespace muster::testing {
 
@@ -30,8 +31,16 @@ class ServerProcess {
     dir_ = ::testing::TempDir() + "/muster_server_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    std::ofstream(dir_ + "/config.yaml") << "store: \"" << (store.empty() ? dir_ + "/muster.db" : store) << "\"\n"
-                                         << config;
+    store_ = store.empty() ? dir_ + "/muster.db" : store;
+    // Tests run their jobs as root (the test's own user); a server refuses
+    // that unless configured, which security tests do their own way.
+    const std::string auth = config.find("auth:") == std::string::npos ? "auth: {rootJobs: [root]}\n" : "";
+    std::ofstream(dir_ + "/config.yaml") << "store: \"" << store_ << "\"\n" << auth << config;
+    // An admin's token, in the store before the server starts; the CLI the
+    // test runs finds it in MUSTER_TOKEN.
+    IsolateCredentials();
+    admin_token_ = TokenInStore(store_, "root");
+    ::setenv("MUSTER_TOKEN", admin_token_.c_str(), 1);
   }
   ~ServerProcess() {
     Kill();
@@ -86,6 +95,10 @@ class ServerProcess {
   bool running() const { return pid_ > 0; }
 
   int port() const { return port_; }
+  // root's token (root is an admin unless the config says otherwise).
+  const std::string& admin_token() const { return admin_token_; }
+  // A token for another user, made through the running server.
+  std::string UserToken(const std::string& user) const { return TokenFromServer(url(), admin_token_, "--user", user); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   const std::string& dir() const { return dir_; }
   std::string log() const {
@@ -102,6 +115,8 @@ class ServerProcess {
   }
 
   std::string dir_;
+  std::string store_;
+  std::string admin_token_;
   pid_t pid_ = -1;
   int port_ = 0;
 };
