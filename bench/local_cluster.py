@@ -25,6 +25,8 @@ class LocalCluster:
         # --start-jitter (compared in docs/benchmarks.md) know no such flag.
         help_text = subprocess.run([binary, "agent", "--help"], capture_output=True, text=True).stdout
         self.agent_flags = ["--start-jitter", "0"] if "--start-jitter" in help_text else []
+        if "--shared-tmp" in help_text:
+            self.agent_flags.append("--shared-tmp")  # the benchmarks' jobs keep their files under /tmp
         # Binaries with authentication get an admin token in the store before
         # the server starts, and a node token per agent; older ones named
         # the user in a header.

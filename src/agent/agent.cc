@@ -8,6 +8,7 @@
 #include "agent/task_beacon.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
@@ -218,6 +219,9 @@ StatusOr<std::string> Agent::Init() {
         return FailedPrecondition("cannot write " + id_file + ": " + std::strerror(errno));
       }
     }
+    // Tasks' private /tmp directories live here; only root passes.
+    fs::create_directories(options_.state_dir + "/tmp", dir_ec);
+    ::chmod((options_.state_dir + "/tmp").c_str(), 0700);
     lease_fd_ = ::open((options_.state_dir + "/lease").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lease_fd_ < 0) return FailedPrecondition("cannot open " + options_.state_dir + "/lease: " + std::strerror(errno));
   }
@@ -244,6 +248,12 @@ StatusOr<std::string> Agent::Init() {
   // agent), where the task keys, and so the groups, would be the same.
   eo.cgroup_parent = "muster/" + options_.node + "." + TaskBeaconScope(options_.state_dir).substr(0, 8);
   eo.launcher = launcher_.get();
+  // Tasks leave the node a tenth of its process ids, and no task takes
+  // more than an eighth (at most 16,384).
+  int64_t pid_max = 32768;
+  std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+  eo.all_tasks_pids = pid_max * 9 / 10;
+  if (options_.pids_limit == 0) options_.pids_limit = std::min<int64_t>(16384, pid_max / 8);
   executor_ = std::make_unique<Executor>(eo, clock_);
   ASSIGN_OR_RETURN(cgroups_, executor_->Init());
   for (const TaskStatus& t : executor_->Tasks()) {
@@ -489,6 +499,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
                 "remove `image` to run the command on the node");
   }
   std::string uuids;
+  CgroupLimits limits;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int32_t idx : t.gpus) {
@@ -496,6 +507,13 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
         return fail("GPU " + std::to_string(idx) + " does not exist on node " + options_.node, /*node_fault=*/true);
       }
       uuids += (uuids.empty() ? "" : ",") + inventory_.gpus[idx].uuid;
+    }
+    // The device files of the node's other GPUs stay closed to it, whatever
+    // its environment says (agent/device_filter.h).
+    for (const gpu::GpuDevice& g : inventory_.gpus) {
+      if (g.minor >= 0 && std::find(t.gpus.begin(), t.gpus.end(), g.index) == t.gpus.end()) {
+        limits.denied_devices.push_back({kNvidiaMajor, g.minor});
+      }
     }
   }
   std::string home = "/", shell = "/bin/sh", user = t.user;
@@ -538,11 +556,11 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.env["MUSTER_SERVER"] = options_.server;  // for progress reports and checkpoint commits
   spec.working_dir = !t.working_dir.empty() ? t.working_dir : home;
   spec.lease_file = options_.state_dir + "/lease";
+  if (as_user && options_.private_tmp) spec.private_tmp = options_.state_dir + "/tmp/" + key;
   spec.stop_signal = t.stop_signal;
   spec.grace_ms = std::min<int64_t>(t.grace_ms, 30'000);
   spec.job = t.job;
   spec.resume = t.resume;
-  CgroupLimits limits;
   limits.memory_bytes = t.memory_bytes;
   limits.cpu_milli = t.cpu_milli;
   limits.pids = options_.pids_limit;

@@ -62,7 +62,9 @@ struct AgentOptions {
   std::string gpu_type;        // override the type derived from the GPU name
   int64_t cpu_milli = 0;       // 0: the machine's
   int64_t memory_bytes = 0;    // 0: the machine's
-  int64_t pids_limit = 16384;  // per task
+  // Processes per task; 0: an eighth of the kernel's pid_max, at most
+  // 16,384. All tasks together get at most 90% of pid_max.
+  int64_t pids_limit = 0;
   std::map<std::string, std::string> labels;  // leaf, spine, zone, rack
   std::string state_dir;       // default /var/lib/muster/agent-<node>
   // The node's credential (muster token create --node NODE), in a file only
@@ -70,6 +72,9 @@ struct AgentOptions {
   std::string token_file;
   bool use_cgroups = true;
   bool run_as_submitter = true;  // effective only when running as root
+  // Each task gets a /tmp of its own (<state_dir>/tmp/<task>, removed when
+  // it ends), when running as root.
+  bool private_tmp = true;
   bool stop_tasks_on_exit = false;  // `muster dev`: a stopped agent leaves nothing running
   Duration sync_wait = Duration::Seconds(10);
   // Before its first sync the agent waits a part of this fixed by its node

@@ -90,6 +90,7 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::ForV2(const std::string& u
   d->has_memory_ = HasWord(enabled, "memory");
   d->has_cpu_ = HasWord(enabled, "cpu");
   d->has_pids_ = HasWord(enabled, "pids");
+  d->has_devices_ = true;  // a BPF device program, on any v2 kernel this runs on
   return d;
 }
 
@@ -110,7 +111,7 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::Detect(const std::string& 
     std::istringstream o(opts);
     std::string opt;
     while (std::getline(o, opt, ',')) {
-      if (opt == "memory" || opt == "cpu" || opt == "pids") v1.push_back({opt, mount});
+      if (opt == "memory" || opt == "cpu" || opt == "pids" || opt == "devices") v1.push_back({opt, mount});
       // One hierarchy with it is enough: the lock it relaxes is global.
       if (opt == "favordynmods") favordynmods = true;
     }
@@ -131,6 +132,7 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::Detect(const std::string& 
     if (h.controller == "memory") d->has_memory_ = true;
     if (h.controller == "cpu") d->has_cpu_ = true;
     if (h.controller == "pids") d->has_pids_ = true;
+    if (h.controller == "devices") d->has_devices_ = true;
   }
   // Processes are tracked in the memory hierarchy; it must come first.
   std::stable_partition(d->hierarchies_.begin(), d->hierarchies_.end(),
@@ -146,6 +148,7 @@ std::string CgroupDriver::Describe() const {
   add(has_memory_, "memory");
   add(has_cpu_, "cpu");
   add(has_pids_, "pids");
+  add(has_devices_, "devices");
   std::string out = (version_ == 1 ? "v1 (" : "v2 (") + (enforced.empty() ? "no limits" : enforced) + ")";
   if (version_ == 1 && !favordynmods_) {
     out += "; each task start waits for the kernel's RCU grace period to join its cgroup (10 to 25 ms): "
@@ -178,7 +181,8 @@ StatusOr<std::vector<std::string>> CgroupDriver::Create(const std::string& name,
     const bool v2 = h.controller.empty();
     // v1: the memory hierarchy always (it tracks the processes and counts
     // OOM kills); cpu and pids only when there is a limit to set there.
-    if (!v2 && ((h.controller == "cpu" && limits.cpu_milli <= 0) || (h.controller == "pids" && limits.pids <= 0))) {
+    if (!v2 && ((h.controller == "cpu" && limits.cpu_milli <= 0) || (h.controller == "pids" && limits.pids <= 0) ||
+                (h.controller == "devices" && limits.denied_devices.empty()))) {
       continue;
     }
     const std::string dir = h.mount + "/" + parent_ + "/" + name;
@@ -210,8 +214,27 @@ StatusOr<std::vector<std::string>> CgroupDriver::Create(const std::string& name,
     if ((v2 || h.controller == "pids") && has_pids_ && limits.pids > 0) {
       RETURN_IF_ERROR(WriteFile(dir + "/pids.max", std::to_string(limits.pids)));
     }
+    if (!limits.denied_devices.empty()) {
+      if (v2) {
+        RETURN_IF_ERROR(AttachDeviceFilter(dir, limits.denied_devices));
+      } else if (h.controller == "devices") {
+        for (const std::string& line : DevicesDenyLines(limits.denied_devices)) {
+          RETURN_IF_ERROR(WriteFile(dir + "/devices.deny", line));
+        }
+      }
+    }
   }
   return procs;
+}
+
+Status CgroupDriver::LimitAllPids(int64_t pids) {
+  if (!has_pids_) return Status::Ok();
+  for (const Hierarchy& h : hierarchies_) {
+    if (h.controller.empty() || h.controller == "pids") {
+      RETURN_IF_ERROR(WriteFile(h.mount + "/" + parent_ + "/pids.max", std::to_string(pids)));
+    }
+  }
+  return Status::Ok();
 }
 
 std::vector<pid_t> CgroupDriver::Processes(const std::string& name) const {

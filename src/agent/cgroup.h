@@ -2,13 +2,16 @@
 // limits, on cgroup v2 (one unified hierarchy) and on cgroup v1 (one
 // hierarchy per controller, as on this project's CI machine).
 //
+// Devices: a task may not open the device files of GPUs it was not given
+// (v1: the devices controller; v2: a BPF device program; device_filter.h).
+//
 // Every task group lives under one parent group per agent (the agent uses
 // "muster/<node>.<tag>", the tag a hash of its state directory's path) so an
 // agent can list what it left behind after a restart without touching
 // another agent's tasks on the same machine, whatever its node name.
 // Names are plain ("j12.a1.r0"); the driver maps them to directories:
 //   v2: <mount>/muster/<node>.<tag>/j12.a1.r0
-//   v1: <mount>/memory/muster/<node>.<tag>/j12.a1.r0, <mount>/cpu/..., <mount>/pids/...
+//   v1: <mount>/memory/muster/<node>.<tag>/j12.a1.r0, <mount>/cpu/..., <mount>/pids/..., <mount>/devices/...
 //
 // A controller the machine does not offer (v2 without "memory" enabled for
 // the parent, a v1 hierarchy not mounted) is left out: Create() says which
@@ -29,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/device_filter.h"
 #include "common/status.h"
 
 namespace muster::agent {
@@ -37,6 +41,9 @@ struct CgroupLimits {
   int64_t memory_bytes = 0;  // 0 = no limit
   int64_t cpu_milli = 0;     // 0 = no limit; 1500 = 1.5 CPUs of quota
   int64_t pids = 0;          // 0 = no limit
+  // Character devices the task may not open (the node's other GPUs):
+  // v1 devices.deny, v2 a BPF device program (agent/device_filter.h).
+  std::vector<DeviceId> denied_devices;
 };
 
 class CgroupDriver {
@@ -52,7 +59,7 @@ class CgroupDriver {
   CgroupDriver& operator=(const CgroupDriver&) = delete;
 
   int version() const { return version_; }
-  // "v1 (memory, cpu, pids)" or "v2 (memory, cpu, pids)": what is enforced;
+  // "v1 (memory, cpu, pids, devices)" or "v2 (memory, cpu, pids, devices)": what is enforced;
   // on v1 without favordynmods, a word on what that costs each start.
   std::string Describe() const;
 
@@ -76,6 +83,9 @@ class CgroupDriver {
   Status Remove(const std::string& name);
   // The task groups that exist under the parent.
   std::vector<std::string> List() const;
+  // Bounds the processes of every task together (the parent group's
+  // pids.max), so that tasks leave the node room for its own.
+  Status LimitAllPids(int64_t pids);
 
  private:
   CgroupDriver() = default;
@@ -91,11 +101,11 @@ class CgroupDriver {
   std::string unified_;  // v2 mount
   // v1 hierarchies in use; for v2 the single unified one.
   struct Hierarchy {
-    std::string controller;  // "memory", "cpu", "pids", or "" (v2)
+    std::string controller;  // "memory", "cpu", "pids", "devices", or "" (v2)
     std::string mount;
   };
   std::vector<Hierarchy> hierarchies_;
-  bool has_memory_ = false, has_cpu_ = false, has_pids_ = false;
+  bool has_memory_ = false, has_cpu_ = false, has_pids_ = false, has_devices_ = false;
   bool favordynmods_ = false;  // v1: a hierarchy is mounted with it (moves need no grace period)
 };
 

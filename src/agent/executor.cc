@@ -94,6 +94,9 @@ StatusOr<std::string> Executor::Init() {
     if (driver.ok()) {
       cgroups_ = std::move(*driver);
       how = "cgroups: " + cgroups_->Describe();
+      if (options_.all_tasks_pids > 0) {
+        if (Status s = cgroups_->LimitAllPids(options_.all_tasks_pids); !s.ok()) how += "; " + s.message();
+      }
     } else {
       how = "cgroups: unavailable (" + driver.status().message() + "); limits are not enforced";
     }

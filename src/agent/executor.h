@@ -61,6 +61,8 @@ struct ExecutorOptions {
   std::string cgroup_parent = "muster";
   // Starts shims without exec (launcher.h); null: posix_spawn of shim_binary.
   Launcher* launcher = nullptr;
+  // Processes of all tasks together (the parent group's pids.max); 0: no bound.
+  int64_t all_tasks_pids = 0;
 };
 
 struct TaskStatus {

@@ -4,7 +4,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -99,7 +101,16 @@ class Log {
     (void)WriteFull(2, "\n", 1);
     ::_exit(127);
   };
+  // Its own /tmp: a mount namespace of its own (changes do not reach the
+  // node), the task's directory bound over /tmp.
+  if (!spec.private_tmp.empty()) {
+    if (::unshare(CLONE_NEWNS) != 0) fail("cannot make a mount namespace for the private /tmp");
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) fail("cannot make / a slave mount");
+    if (::mount(spec.private_tmp.c_str(), "/tmp", nullptr, MS_BIND, nullptr) != 0) fail("cannot mount the private /tmp");
+  }
   if (const char* failed = TakeTaskIdentity(spec)) fail(failed);
+  // Nothing it runs gains privileges (setuid binaries, file capabilities).
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("cannot set no_new_privs");
   if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0) {
     const int err = errno;
     const std::string what = "cannot enter the working directory " + spec.working_dir;
@@ -228,6 +239,19 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     }
   }
 
+  // The private /tmp: made here (as root), the task's user's alone; removed
+  // when the task ends.
+  if (!spec.private_tmp.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(spec.private_tmp, ec);  // a leftover of an earlier shim of this task
+    if (::mkdir(spec.private_tmp.c_str(), 0700) != 0 ||
+        (spec.run_as && ::chown(spec.private_tmp.c_str(), spec.uid, spec.gid) != 0)) {
+      const std::string msg = "muster: cannot make the private /tmp " + spec.private_tmp + ": " + std::strerror(errno) + "\n";
+      log.Write(msg.data(), msg.size());
+      (void)AppendJournal(journal, "{\"exitCode\":127}");
+      return 0;
+    }
+  }
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return 1;
   const pid_t child = ::fork();
@@ -337,6 +361,10 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   // Fenced: however the payload ended (on the stop signal, or before the
   // SIGKILL), it ended because the agent lost the server, not by itself.
   (void)AppendJournal(journal, ShimStatusJson(wait_status, fencing));
+  if (!spec.private_tmp.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(spec.private_tmp, ec);  // symlinks in it are removed, never followed
+  }
   return 0;
 }
 

@@ -29,6 +29,7 @@ std::string TaskSpecToJson(const TaskSpec& s) {
             {"logMaxBytes", s.log_max_bytes},
             {"cgroupProcs", s.cgroup_procs},
             {"leaseFile", s.lease_file},
+            {"privateTmp", s.private_tmp},
             {"stopSignal", s.stop_signal},
             {"graceMs", s.grace_ms}};
   j["resume"] = json::parse(proto::ToJson(s.resume));
@@ -54,6 +55,7 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
     s.log_max_bytes = j.value("logMaxBytes", int64_t{64} << 20);
     s.cgroup_procs = j.value("cgroupProcs", std::vector<std::string>{});
     s.lease_file = j.value("leaseFile", "");
+    s.private_tmp = j.value("privateTmp", "");
     s.stop_signal = j.value("stopSignal", 15);
     s.grace_ms = j.value("graceMs", int64_t{30'000});
     if (j.contains("resume")) {

@@ -43,6 +43,9 @@ struct TaskSpec {
   // place at every sync). Past the deadline the shim stops the task itself:
   // its stop signal, the grace period, then SIGKILL ("fenced"). Empty: none.
   std::string lease_file;
+  // A directory of the task's own, mounted on /tmp in a mount namespace of
+  // the task's (needs a root shim); empty: the node's /tmp.
+  std::string private_tmp;
   int32_t stop_signal = 15;
   int64_t grace_ms = 30'000;
   // Checkpoints to resume from, newest first. Before starting the payload

@@ -155,6 +155,11 @@ struct SpecDefaults {
   Duration time_limit = Duration::Infinite();  // Slurm's DefaultTime: backfill plans around a finite one
   Duration grace_period = Duration::Minutes(5);
   int32_t keep = 3;
+  // What a job that names no memory or no CPUs gets (Slurm's DefMemPerGPU,
+  // DefCpuPerGPU): per GPU it asks for, or these for a job without GPUs.
+  // 0: nothing (the job then has no such limit on its node).
+  int64_t memory_per_gpu = 0, cpu_milli_per_gpu = 0;
+  int64_t memory_bytes = 0, cpu_milli = 0;
 };
 
 // Field-by-field equality (core::Dependency has no operator==).

@@ -352,6 +352,9 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   RETURN_IF_ERROR(
       obj.Read("array", spec.array, ReadInt, int64_t{1}, kMaxArray, std::string_view()));
   RETURN_IF_ERROR(obj.Read("resources", spec.resources, ReadResources));
+  ResourceSpec& r = spec.resources;
+  if (r.memory_bytes == 0) r.memory_bytes = r.gpus > 0 ? r.gpus * defaults.memory_per_gpu : defaults.memory_bytes;
+  if (r.cpu_milli == 0) r.cpu_milli = r.gpus > 0 ? r.gpus * defaults.cpu_milli_per_gpu : defaults.cpu_milli;
   RETURN_IF_ERROR(obj.Read("command", spec.command, ReadCommand));
   RETURN_IF_ERROR(obj.Read("script", spec.script, ReadString, kScriptRule));
   const bool has_command = obj.Find("command") != nullptr,

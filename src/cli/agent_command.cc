@@ -35,6 +35,7 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_flag("--no-cgroups", f.no_cgroups, "Run tasks without cgroups (no memory, CPU or pids limits)");
   a->add_flag("--run-as-self", f.as_self, "Run tasks as the agent's user even when it is root");
   a->add_flag("--stop-tasks-on-exit", o.stop_tasks_on_exit, "Stop every task when the agent stops (development)");
+  a->add_flag("--shared-tmp", f.shared_tmp, "Let tasks share the node's /tmp (default: each task gets its own)");
   a->add_option("--start-jitter", f.start_jitter,
                 "Spread of agents' first syncs: each waits a part of it fixed by its node name, so many started "
                 "at once do not reach the server in one burst, e.g. 2s, 0 (default 1s)");
@@ -84,6 +85,7 @@ int RunAgentCommand(AgentFlags& f) {
   if (!f.rack.empty()) o.labels["rack"] = f.rack;
   o.use_cgroups = !f.no_cgroups;
   o.run_as_submitter = !f.as_self;
+  o.private_tmp = !f.shared_tmp;
 
   sigset_t signals;
   sigemptyset(&signals);

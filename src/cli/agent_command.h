@@ -19,6 +19,7 @@ struct AgentFlags {
   std::string leaf, spine, zone, rack;
   bool no_cgroups = false;
   bool as_self = false;
+  bool shared_tmp = false;
   std::string log_retention;
   std::string start_jitter;
 };

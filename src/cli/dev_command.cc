@@ -384,7 +384,9 @@ int RunDevCommand(const DevFlags& f) {
                         std::vector<std::string>{"muster", "agent", "--server", url, "--name", name, "--fake-gpus",
                                                  f.gpus, "--leaf", "leaf-" + std::to_string(i / 2 + 1), "--state-dir",
                                                  dir + "/" + name, "--cpus", "2", "--memory", "8Gi",
-                                                 "--stop-tasks-on-exit", "--start-jitter", "0"},
+                                                 "--stop-tasks-on-exit", "--start-jitter", "0",
+                                                 // One's own machine: jobs share its /tmp, as one's processes do.
+                                                 "--shared-tmp"},
                         dir + "/" + name + ".log");
     agents.back().Start();
   }

@@ -31,6 +31,7 @@ StatusOr<GpuInventory> FakeGpusFromFile(const std::string& path, const std::stri
     }
     GpuDevice d;
     d.index = static_cast<int32_t>(i);
+    d.minor = g.contains("minor") && g["minor"].is_number_integer() ? g["minor"].get<int32_t>() : d.index;
     d.name = g["name"];
     char uuid[64];
     std::snprintf(uuid, sizeof uuid, "GPU-fa4e%04x-%04x-4000-8000-%012zx", static_cast<unsigned>(h & 0xffff),
@@ -86,6 +87,7 @@ StatusOr<GpuInventory> FakeGpus(const std::string& what, const std::string& node
   for (int i = 0; i < count; ++i) {
     GpuDevice d;
     d.index = i;
+    d.minor = i;
     char uuid[64];
     std::snprintf(uuid, sizeof uuid, "GPU-fa4e%04x-%04x-4000-8000-%012x", static_cast<unsigned>(h & 0xffff),
                   static_cast<unsigned>((h >> 16) & 0xffff), i);

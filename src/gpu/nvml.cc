@@ -50,6 +50,7 @@ struct Nvml::Api {
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
   nvmlReturn_t (*numa)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*minor)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*nvlink_state)(nvmlDevice_t, unsigned, int*) = nullptr;
   nvmlReturn_t (*nvlink_remote_type)(nvmlDevice_t, unsigned, int*) = nullptr;
   nvmlReturn_t (*common_ancestor)(nvmlDevice_t, nvmlDevice_t, int*) = nullptr;
@@ -97,6 +98,7 @@ StatusOr<std::unique_ptr<Nvml>> Nvml::Load(const std::string& path) {
   sym(a.memory, {"nvmlDeviceGetMemoryInfo"}, true);
   sym(a.pci, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"}, false);
   sym(a.numa, {"nvmlDeviceGetNumaNodeId"}, false);
+  sym(a.minor, {"nvmlDeviceGetMinorNumber"}, false);
   sym(a.nvlink_state, {"nvmlDeviceGetNvLinkState"}, false);
   sym(a.nvlink_remote_type, {"nvmlDeviceGetNvLinkRemoteDeviceType"}, false);
   sym(a.common_ancestor, {"nvmlDeviceGetTopologyCommonAncestor"}, false);
@@ -157,6 +159,8 @@ StatusOr<GpuInventory> Nvml::Discover() {
     if (a.pci && a.pci(d, &pci) == kSuccess) g.pci_bus_id = pci.busId;
     unsigned numa = 0;
     if (a.numa && a.numa(d, &numa) == kSuccess) g.numa_node = static_cast<int32_t>(numa);
+    unsigned minor = 0;
+    if (a.minor && a.minor(d, &minor) == kSuccess) g.minor = static_cast<int32_t>(minor);
     if (a.nvlink_state) {
       for (unsigned link = 0; link < kMaxProbeLinks; ++link) {
         int active = 0;

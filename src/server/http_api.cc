@@ -109,6 +109,14 @@ void HttpApi::Stop() {
   if (http_) http_->Stop();
 }
 
+bool HttpApi::RateAllows(const Request& req, Response& res) {
+  if (limiter_->Allow(req.remote_addr)) return true;
+  res.headers.emplace_back("Retry-After", "1");
+  ReplyError(res, 429, "TooManyRequests", "rate limit of " + std::to_string(options_.rate_per_second) +
+                                              " requests per second exceeded; retry after 1 s");
+  return false;
+}
+
 void HttpApi::Routes() {
   http::Server& s = *http_;
   s.SetFilter([this](http::Request& req, http::Response& res) {
@@ -117,17 +125,14 @@ void HttpApi::Routes() {
       ReplyNotLeading(leadership_, res);
       return true;
     }
-    // Agents are the cluster's own infrastructure, and a liveness probe that
-    // got 429 would have the server restarted: neither is rate limited.
-    if (req.path != "/v1/agent/sync" && req.path != "/healthz" && !limiter_->Allow(req.remote_addr)) {
-      res.headers.emplace_back("Retry-After", "1");
-      ReplyError(res, 429, "TooManyRequests", "rate limit of " + std::to_string(options_.rate_per_second) +
-                                                  " requests per second exceeded; retry after 1 s");
-      return true;
-    }
-    // Who calls, before any other work; GET /healthz is for probes.
-    if (req.path != "/healthz") return Authenticate(req, res);
-    return false;
+    // A liveness probe that got 429 would have the server restarted: it is
+    // not rate limited, and needs no credential.
+    if (req.path == "/healthz") return false;
+    // Agents are the cluster's own infrastructure: their syncs are not rate
+    // limited once they prove to be an agent's (Authenticate charges the
+    // others); everything else is, before any other work.
+    if (req.path != "/v1/agent/sync" && !RateAllows(req, res)) return true;
+    return Authenticate(req, res);
   });
   // And checked again as each answer leaves: a leader paused while it
   // handled a request (or whose lease ran out meanwhile) must not answer

@@ -110,8 +110,11 @@ class HttpApi {
 
   // Identity (http_api_auth.cc).
   // Authenticates the request and decides which routes its credential may
-  // reach; true when it answered (401, 403).
+  // reach; true when it answered (401, 403, or 429 for an agent's sync that
+  // is not an agent's).
   bool Authenticate(Request& req, Response& res);
+  // The client address's rate limit; false when it answered 429.
+  bool RateAllows(const Request& req, Response& res);
   void CreateToken(Request&& req, Reply reply);               // POST   /v1/tokens
   void ListTokens(const Request& req, Response& res);         // GET    /v1/tokens
   void RevokeToken(Request&& req, Reply reply);               // DELETE /v1/tokens/{id}

@@ -37,7 +37,10 @@ json TokenJson(const store::TokenRow& t) {
 }  // namespace
 
 bool HttpApi::Authenticate(Request& req, Response& res) {
+  const bool sync = req.path == "/v1/agent/sync";
   StatusOr<Identity> who = authn_.Authenticate(req);
+  // A sync that is not a node's is charged to its address like any request.
+  if (sync && (!who.ok() || who->kind != Identity::Kind::kNode) && !RateAllows(req, res)) return true;
   if (!who.ok()) {
     // Said on stderr at most once a second, with how many since; never
     // the credential itself.
@@ -54,7 +57,6 @@ bool HttpApi::Authenticate(Request& req, Response& res) {
     return true;
   }
   Status scope;
-  const bool sync = req.path == "/v1/agent/sync";
   if (who->kind == Identity::Kind::kNode && !sync) {
     scope = PermissionDenied("a node's credential may only sync its node (POST /v1/agent/sync)");
   } else if (who->kind != Identity::Kind::kNode && sync) {

@@ -81,13 +81,14 @@ Status ServerOptions::Validate() const {
 
 namespace {
 
-// jobDefaults: {timeLimit, retry: {...}, checkpoint: {gracePeriod, keep}}. Validated
+// jobDefaults: {timeLimit, retry: {...}, checkpoint: {gracePeriod, keep},
+// resources: {memoryPerGpu, cpusPerGpu, memory, cpus}}. Validated
 // by the job spec's own rules (a probe spec carrying them), so a default
 // can be exactly what a spec may say, with the same messages.
 StatusOr<api::SpecDefaults> ParseJobDefaults(const YAML::Node& d) {
   const std::string path = "server.jobDefaults";
-  if (!d.IsMap()) return InvalidArgument("must be a mapping {timeLimit, retry, checkpoint}", path);
-  RETURN_IF_ERROR(CheckKeys(d, {"timeLimit", "retry", "checkpoint"}, path));
+  if (!d.IsMap()) return InvalidArgument("must be a mapping {timeLimit, retry, checkpoint, resources}", path);
+  RETURN_IF_ERROR(CheckKeys(d, {"timeLimit", "retry", "checkpoint", "resources"}, path));
   YAML::Node probe(YAML::NodeType::Map);
   probe["command"].push_back("true");
   if (d["timeLimit"]) probe["timeLimit"] = YAML::Clone(d["timeLimit"]);
@@ -113,6 +114,23 @@ StatusOr<api::SpecDefaults> ParseJobDefaults(const YAML::Node& d) {
   if (spec->checkpoint) {
     defaults.grace_period = spec->checkpoint->grace_period;
     defaults.keep = spec->checkpoint->keep;
+  }
+  if (const YAML::Node r = d["resources"]) {
+    const std::string at = path + ".resources";
+    if (!r.IsMap()) return InvalidArgument("must be a mapping {memoryPerGpu, cpusPerGpu, memory, cpus}", at);
+    RETURN_IF_ERROR(CheckKeys(r, {"memoryPerGpu", "cpusPerGpu", "memory", "cpus"}, at));
+    if (r["memoryPerGpu"]) {
+      ASSIGN_OR_RETURN(defaults.memory_per_gpu, config::MemoryBytes(r["memoryPerGpu"], at + ".memoryPerGpu"));
+    }
+    if (r["cpusPerGpu"]) {
+      ASSIGN_OR_RETURN(defaults.cpu_milli_per_gpu, config::CpuMilli(r["cpusPerGpu"], at + ".cpusPerGpu"));
+    }
+    if (r["memory"]) {
+      ASSIGN_OR_RETURN(defaults.memory_bytes, config::MemoryBytes(r["memory"], at + ".memory"));
+    }
+    if (r["cpus"]) {
+      ASSIGN_OR_RETURN(defaults.cpu_milli, config::CpuMilli(r["cpus"], at + ".cpus"));
+    }
   }
   return defaults;
 }

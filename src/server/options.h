@@ -33,6 +33,7 @@
 //   jobDefaults:             # what a job spec gets for fields it leaves out
 //     retry: {limit: 3, backoff: {initial: 30s, factor: 2, max: 10m}, failOnExitCodes: [], retryOnOom: false}
 //     checkpoint: {gracePeriod: 5m, keep: 3}
+//     resources: {memoryPerGpu: 64Gi, cpusPerGpu: 8, memory: 4Gi, cpus: 1}   # limits for jobs naming none
 //   nodes:                   # static nodes (agents register theirs)
 //     - {name: n1, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, leaf: l1, spine: s1}
 //   nodeGroups: [...]        # as in the simulator's cluster file

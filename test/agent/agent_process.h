@@ -32,6 +32,9 @@ class AgentProcess {
   std::map<std::string, std::string> env;
   // A command the agent runs under, e.g. {"/usr/sbin/ip", "netns", "exec", NS}.
   std::vector<std::string> wrapper;
+  // Tasks share the node's /tmp (where tests keep their files) unless a
+  // test asks for each task's own.
+  bool shared_tmp = true;
 
   void Start() {
     // Its node's credential, made by an admin (the test's MUSTER_TOKEN)
@@ -51,6 +54,7 @@ class AgentProcess {
       args.push_back(a);
     }
     args.insert(args.end(), flags.begin(), flags.end());
+    if (shared_tmp) args.push_back("--shared-tmp");
     pid_ = fork();
     if (pid_ == 0) {
       const std::string log = dir_ + "/agent.log";

@@ -146,6 +146,12 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetNumaNodeId(nvml
   *node = static_cast<unsigned>(i) < g_count / 2 ? 0 : 1;
   return kSuccess;
 }
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned* minor) {
+  const int i = IndexOf(d);
+  if (i < 0 || !minor) return kInvalidArgument;
+  *minor = static_cast<unsigned>(i);
+  return kSuccess;
+}
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, int* active) {
   if (IndexOf(d) < 0 || link >= 18) return kInvalidArgument;
   *active = 1;

@@ -63,8 +63,10 @@ class HaCluster {
 
   // Starts a server on `store` (default: the database), as the n-th; the
   // server becomes the leader if none leads.
+  // The first writes the admin token (MUSTER_TOKEN) into the store; the
+  // others share it.
   ServerProcess& AddServer(const std::string& store = "", const std::string& config = kConfig) {
-    servers_.push_back(std::make_unique<ServerProcess>(config, store.empty() ? store_url() : store));
+    servers_.push_back(std::make_unique<ServerProcess>(config, store.empty() ? store_url() : store, servers_.empty()));
     EXPECT_TRUE(servers_.back()->Start()) << servers_.back()->log();
     return *servers_.back();
   }

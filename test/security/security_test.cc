@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -425,6 +426,86 @@ TEST_F(SecurityTest, InjectionAndTraversalAreInertData) {
   // A node name with a path in it, for a token.
   a = Call("POST", "/v1/tokens", server_.admin_token(), R"({"node": "../n1"})");
   EXPECT_EQ(a.status, 400) << a.text;
+}
+
+// A job sees only its GPUs, even with CUDA_VISIBLE_DEVICES unset and device
+// nodes of its own making: the devices cgroup (v1) or device program (v2)
+// denies the others by number. Device nodes made by the test stand in for
+// /dev/nvidiaN (no driver here: an allowed open fails later, with ENXIO).
+TEST_F(SecurityTest, AJobCannotOpenTheDeviceFilesOfGpusItWasNotGiven) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (mknod, cgroups)";
+  AddAgent();
+  WaitNodes(1);
+  const std::string dev = Tmp("dev");
+  std::filesystem::create_directories(dev);
+  for (int minor = 0; minor < 8; ++minor) {
+    const std::string node = dev + "/nvidia" + std::to_string(minor);
+    ASSERT_EQ(RunCommand("mknod -m 666 " + node + " c 195 " + std::to_string(minor)).code, 0);
+  }
+  const std::string out = Tmp("opens.txt");
+  const int64_t id = Submit("resources: {gpus: 2}\ncommand: [/bin/sh, -c, 'echo \"gpus $CUDA_VISIBLE_DEVICES\" > " + out +
+                            "; unset CUDA_VISIBLE_DEVICES NVIDIA_VISIBLE_DEVICES; for i in 0 1 2 3 4 5 6 7; do "
+                            "( : 3<>" + dev + "/nvidia$i ) 2>> " + out + "; done; echo done >> " + out + "']\n");
+  const json j = WaitEnd(id);
+  std::string text;
+  for (int i = 0; i < 500 && text.find("done") == std::string::npos; ++i) {
+    std::ifstream in(out);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+    if (text.find("done") == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(text.find("done"), std::string::npos) << text << j.dump();
+  // Which GPUs it was given: the fake UUIDs end with the index.
+  std::set<int> given;
+  const std::string line = text.substr(0, text.find('\n'));
+  for (size_t at = line.find("GPU-"); at != std::string::npos; at = line.find("GPU-", at + 1)) {
+    const size_t end = line.find(',', at);
+    const std::string uuid = line.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    given.insert(std::stoi(uuid.substr(uuid.size() - 12), nullptr, 16));
+  }
+  ASSERT_EQ(given.size(), 2u) << line;
+  for (int minor = 0; minor < 8; ++minor) {
+    const std::string name = dev + "/nvidia" + std::to_string(minor);
+    std::string said;
+    for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+      said = text.substr(at, text.find('\n', at) - at);
+    }
+    if (given.count(minor)) {
+      EXPECT_EQ(said.find("Operation not permitted"), std::string::npos) << "its own GPU " << minor << ": " << said;
+    } else {
+      EXPECT_NE(said.find("Operation not permitted"), std::string::npos) << "GPU " << minor << " is not its own: " << said;
+    }
+  }
+}
+
+// Each task has its own /tmp (the node's stays out of reach) and gains no
+// privileges through what it runs (no_new_privs).
+TEST_F(SecurityTest, ATaskHasItsOwnTmpAndNoNewPrivileges) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (mount namespaces)";
+  const std::string marker = "/tmp/muster-node-file-" + std::to_string(::getpid());
+  { std::ofstream(marker) << "the node's\n"; }
+  AgentProcess& agent = AddAgent();
+  (void)agent;
+  agents_.back()->Stop();
+  agents_.back()->shared_tmp = false;
+  agents_.back()->Start();
+  WaitNodes(1);
+  const int64_t id = Submit("command: [/bin/sh, -c, 'echo mine > /tmp/own; ls -A /tmp; test -e " + marker +
+                            " && echo node-visible; grep NoNewPrivs /proc/self/status']\n");
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump();
+  const std::string logs = Logs(id);
+  EXPECT_NE(logs.find("own"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("node-visible"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("NoNewPrivs:\t1"), std::string::npos) << logs;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/own")) << "the task wrote into the node's /tmp";
+  std::filesystem::remove(marker);
+  // Removed once the task ended.
+  bool gone = false;
+  for (int i = 0; i < 250 && !gone; ++i) {
+    gone = !std::filesystem::exists(agents_.back()->state_dir() + "/tmp/j" + std::to_string(id) + ".a1.r0");
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +22,25 @@ namespace muster::testing {
 namespace {
 
 using nlohmann::json;
+
+// Credentials: the admin's (the test's MUSTER_TOKEN, written by
+// ServerProcess) for the user API, and each node's for its syncs, made
+// through the server the first time.
+httplib::Headers Admin() {
+  const char* t = std::getenv("MUSTER_TOKEN");
+  return {{"Authorization", std::string("Bearer ") + (t ? t : "")}};
+}
+std::string g_url;  // the test's server, once started
+httplib::Headers Node(const json& body) {
+  static std::map<std::string, std::string> tokens;
+  const std::string node = body.value("node", "n1");
+  std::string& t = tokens[g_url + " " + node];
+  if (t.empty()) {
+    const char* admin = std::getenv("MUSTER_TOKEN");
+    t = TokenFromServer(g_url, admin ? admin : "", "--node", node);
+  }
+  return {{"Authorization", "Bearer " + t}};
+}
 
 // A one-GPU node's sync; `tasks` is its report.
 json SyncBody(int64_t report_seq, int64_t version, const json& tasks) {
@@ -39,13 +59,13 @@ json SyncBody(int64_t report_seq, int64_t version, const json& tasks) {
 }
 
 json Sync(httplib::Client& cli, const json& body) {
-  auto r = cli.Post("/v1/agent/sync", body.dump(), "application/json");
+  auto r = cli.Post("/v1/agent/sync", Node(body), body.dump(), "application/json");
   EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
   return r && r->status == 200 ? json::parse(r->body) : json::object();
 }
 
 int64_t Submit(httplib::Client& cli) {
-  auto r = cli.Post("/v1/jobs", R"({"name":"one","resources":{"gpus":1},"command":["true"]})", "application/json");
+  auto r = cli.Post("/v1/jobs", Admin(), R"({"name":"one","resources":{"gpus":1},"command":["true"]})", "application/json");
   EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
   return r && r->status == 201 ? json::parse(r->body)["id"].get<int64_t>() : 0;
 }
@@ -55,6 +75,7 @@ int64_t Submit(httplib::Client& cli) {
 TEST(AgentSync, AFloodOfHealthEventsIsStoredBoundedAndListedInPages) {
   ServerProcess server;
   ASSERT_TRUE(server.Start());
+  g_url = server.url();
   httplib::Client cli(server.url());
   json body = SyncBody(1, 0, json::array());
   body["healthEvents"] = json::array();
@@ -62,11 +83,11 @@ TEST(AgentSync, AFloodOfHealthEventsIsStoredBoundedAndListedInPages) {
     body["healthEvents"].push_back({{"uuid", "GPU-test-0"}, {"xid", 13}, {"kind", "xid"}, {"fatal", false}, {"timeMs", i}});
   }
   EXPECT_EQ(Sync(cli, body)["healthEventsRecorded"], 40);
-  auto r = cli.Get("/v1/events?limit=10");
+  auto r = cli.Get("/v1/events?limit=10", Admin());
   ASSERT_TRUE(r && r->status == 200);
   const json first = json::parse(r->body);
   EXPECT_EQ(first["items"].size(), 10u);
-  r = cli.Get("/v1/events?limit=10&continue=" + first["continue"].get<std::string>());
+  r = cli.Get("/v1/events?limit=10&continue=" + first["continue"].get<std::string>(), Admin());
   ASSERT_TRUE(r && r->status == 200);
   const json rest = json::parse(r->body);
   ASSERT_EQ(rest["items"].size(), 7u) << rest.dump();  // 16 one by one, and one for the other 24
@@ -79,6 +100,7 @@ TEST(AgentSync, AFloodOfHealthEventsIsStoredBoundedAndListedInPages) {
 TEST(AgentSync, TheReportThatFreesAGpuIsAnsweredWithTheWorkBoundToItOnceDurable) {
   ServerProcess server;
   ASSERT_TRUE(server.Start());
+  g_url = server.url();
   httplib::Client cli(server.url());
   Sync(cli, SyncBody(1, 0, json::array()));  // registers the node
   const int64_t first = Submit(cli);
@@ -112,11 +134,12 @@ TEST(AgentSync, TheReportThatFreesAGpuIsAnsweredWithTheWorkBoundToItOnceDurable)
   // has the second job bound after a restart, and the first one completed.
   server.Kill();
   ASSERT_TRUE(server.Start());
+  g_url = server.url();
   httplib::Client again(server.url());
-  auto r = again.Get("/v1/jobs/" + std::to_string(second));
+  auto r = again.Get("/v1/jobs/" + std::to_string(second), Admin());
   ASSERT_TRUE(r && r->status == 200);
   EXPECT_EQ(json::parse(r->body)["state"], "RUNNING") << r->body;
-  r = again.Get("/v1/jobs/" + std::to_string(first));
+  r = again.Get("/v1/jobs/" + std::to_string(first), Admin());
   ASSERT_TRUE(r && r->status == 200);
   EXPECT_EQ(json::parse(r->body)["state"], "COMPLETED") << r->body;
 }
@@ -128,6 +151,7 @@ TEST(AgentSync, TheReportThatFreesAGpuIsAnsweredWithTheWorkBoundToItOnceDurable)
 TEST(AgentSync, AServerStopsWithoutSittingOutTheAgentsLongPolls) {
   ServerProcess server("agents: {syncWait: 60s, lease: 180s, unreachableAfter: 200s, lostAfter: 400s}\n");
   ASSERT_TRUE(server.Start());
+  g_url = server.url();
   httplib::Client cli(server.url());
   const json registered = Sync(cli, SyncBody(1, 0, json::array()));
   json waiting = SyncBody(1, registered["version"].get<int64_t>(), json::array());
@@ -135,7 +159,7 @@ TEST(AgentSync, AServerStopsWithoutSittingOutTheAgentsLongPolls) {
   std::thread poll([&] {
     httplib::Client long_poll(server.url());
     long_poll.set_read_timeout(90, 0);
-    (void)long_poll.Post("/v1/agent/sync", waiting.dump(), "application/json");
+    (void)long_poll.Post("/v1/agent/sync", Node(waiting), waiting.dump(), "application/json");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the poll is waiting
   EXPECT_EQ(server.Stop(), 0);
@@ -148,6 +172,7 @@ TEST(AgentSync, AServerStopsWithoutSittingOutTheAgentsLongPolls) {
 TEST(AgentSync, WaitingSyncsHoldNoWorkerThread) {
   ServerProcess server("threads: 2\nagents: {syncWait: 60s, lease: 180s, unreachableAfter: 200s, lostAfter: 400s}\n");
   ASSERT_TRUE(server.Start());
+  g_url = server.url();
   httplib::Client cli(server.url());
   std::vector<std::thread> polls;
   std::atomic<int> answered{0};
@@ -164,13 +189,13 @@ TEST(AgentSync, WaitingSyncsHoldNoWorkerThread) {
     polls.emplace_back([&, body] {
       httplib::Client long_poll(server.url());
       long_poll.set_read_timeout(90, 0);
-      auto r = long_poll.Post("/v1/agent/sync", body.dump(), "application/json");
+      auto r = long_poll.Post("/v1/agent/sync", Node(body), body.dump(), "application/json");
       ++answered;
       if (r && r->status == 200 && !json::parse(r->body)["tasks"].empty()) ++got_work;
     });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // every poll is waiting
-  auto list = cli.Get("/v1/jobs");
+  auto list = cli.Get("/v1/jobs", Admin());
   ASSERT_TRUE(list);
   EXPECT_EQ(list->status, 200);
   EXPECT_EQ(answered.load(), 0) << "a waiting sync was answered without news";
@@ -203,6 +228,7 @@ TEST(ApiAsync, LogFetchesHoldAtMostAQuarterOfTheWorkers) {
 
   ServerProcess server("threads: 8\n");
   ASSERT_TRUE(server.Start());
+  g_url = server.url();
   httplib::Client cli(server.url());
   json body = SyncBody(1, 0, json::array());
   body["logPort"] = ntohs(a.sin_port);
@@ -211,7 +237,7 @@ TEST(ApiAsync, LogFetchesHoldAtMostAQuarterOfTheWorkers) {
   const int64_t waiting = Submit(cli);  // the only GPU is taken: it stays pending
   const std::string job = "/v1/jobs/" + std::to_string(running);
   for (int i = 0; i < 500; ++i) {
-    auto r = cli.Get(job);
+    auto r = cli.Get(job, Admin());
     if (r && r->status == 200 && json::parse(r->body)["state"] == "RUNNING") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -222,21 +248,21 @@ TEST(ApiAsync, LogFetchesHoldAtMostAQuarterOfTheWorkers) {
     logs.emplace_back([&] {
       httplib::Client c(server.url());
       c.set_read_timeout(30, 0);
-      (void)c.Get(job + "/logs");
+      (void)c.Get(job + "/logs", Admin());
       ++logs_done;
     });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // two workers wait on the agent
   EXPECT_EQ(logs_done.load(), 0);
-  auto third = cli.Get(job + "/logs");
+  auto third = cli.Get(job + "/logs", Admin());
   EXPECT_TRUE(third && third->status == 503 && third->get_header_value("Retry-After") == "1")
       << (third ? third->body : "no answer");
   // (No ASSERT until the fetches are joined.)
-  auto view = cli.Get(job);
+  auto view = cli.Get(job, Admin());
   EXPECT_TRUE(view && view->status == 200);
-  auto hold = cli.Post("/v1/jobs/" + std::to_string(waiting) + "/hold", "", "application/json");
+  auto hold = cli.Post("/v1/jobs/" + std::to_string(waiting) + "/hold", Admin(), "", "application/json");
   EXPECT_TRUE(hold && hold->status == 200 && json::parse(hold->body)["state"] == "HELD") << (hold ? hold->body : "");
-  auto queues = cli.Get("/v1/queues");
+  auto queues = cli.Get("/v1/queues", Admin());
   EXPECT_TRUE(queues && queues->status == 200);
   EXPECT_EQ(logs_done.load(), 0) << "the answers waited for a held worker";
   for (std::thread& t : logs) t.join();

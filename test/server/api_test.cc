@@ -366,7 +366,7 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
     SCOPED_TRACE(c.method + " " + c.path + " " + c.body.substr(0, 80));
     auto r = c.method == "GET"    ? api.Get(c.path)
              : c.method == "POST" ? api.Post(c.path, c.body, c.type)
-                                  : api.cli.Delete(c.path);
+                                  : api.cli.Delete(c.path, {{"Authorization", "Bearer " + api.token}});
     ASSERT_TRUE(r) << "no answer";
     EXPECT_EQ(r->status, c.status) << r->body.substr(0, 300);
     const json body = json::parse(r->body, nullptr, false);
@@ -726,6 +726,7 @@ TEST(ServerStart, ASecondServerOnTheSameStoreIsRefused) {
   EXPECT_FALSE(second.Start());
   EXPECT_NE(second.log().find("store " + db + " is in use by another process (pid "), std::string::npos)
       << second.log();
+  ::setenv("MUSTER_TOKEN", first.admin_token().c_str(), 1);  // the second's made its own
   Api api(first.url());
   auto r = api.Post("/v1/jobs", R"({"command": ["true"], "resources": {"gpus": 1}})");
   ASSERT_TRUE(r);

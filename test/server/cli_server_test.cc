@@ -15,13 +15,22 @@ using nlohmann::json;
 
 using Result = CommandResult;
 
+// The CLI as carol, with a token of hers, in CliServerTest; elsewhere as
+// the admin whose token ServerProcess put in MUSTER_TOKEN.
+std::string g_carol;
+
 Result Muster(const std::string& server, const std::string& args) {
-  return RunCommand("MUSTER_SERVER=" + server + " USER=carol " + MUSTER_BINARY + " " + args);
+  const std::string token = g_carol.empty() ? "" : "MUSTER_TOKEN=" + g_carol + " ";
+  return RunCommand("MUSTER_SERVER=" + server + " " + token + MUSTER_BINARY + " " + args);
 }
 
 class CliServerTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(server_.Start()) << server_.log(); }
+  void SetUp() override {
+    ASSERT_TRUE(server_.Start()) << server_.log();
+    g_carol = server_.UserToken("carol");
+  }
+  void TearDown() override { g_carol.clear(); }
   ServerProcess server_{"nodeGroups:\n  - {count: 1, gpus: 8, gpuType: H100}\n"};
 };
 

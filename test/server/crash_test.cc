@@ -94,7 +94,8 @@ rateLimit: {perSecond: 1000000, burst: 1000000}
   int64_t total = 0;
   std::string cont;
   while (true) {
-    auto r = cli.Get("/v1/jobs?limit=1000" + (cont.empty() ? "" : "&continue=" + cont));
+    auto r = cli.Get("/v1/jobs?limit=1000" + (cont.empty() ? "" : "&continue=" + cont),
+                     {{"Authorization", "Bearer " + token}});
     ASSERT_TRUE(r && r->status == 200);
     const json page = json::parse(r->body);
     for (const json& j : page["items"]) {

@@ -26,7 +26,10 @@ class ServerProcess {
  public:
   // `config` is YAML appended to the generated store line; `store` is the
   // store's URL (default: a SQLite file in the server's directory).
-  explicit ServerProcess(const std::string& config = "", const std::string& store = "") {
+  // `admin_token`: write one into the store (a second server on a shared
+  // store uses the first's: a token written behind a running leader's back
+  // is not one it knows).
+  explicit ServerProcess(const std::string& config = "", const std::string& store = "", bool admin_token = true) {
     static int counter = 0;
     dir_ = ::testing::TempDir() + "/muster_server_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
     std::filesystem::remove_all(dir_);
@@ -39,8 +42,12 @@ class ServerProcess {
     // An admin's token, in the store before the server starts; the CLI the
     // test runs finds it in MUSTER_TOKEN.
     IsolateCredentials();
-    admin_token_ = TokenInStore(store_, "root");
-    ::setenv("MUSTER_TOKEN", admin_token_.c_str(), 1);
+    if (admin_token) {
+      admin_token_ = TokenInStore(store_, "root");
+      ::setenv("MUSTER_TOKEN", admin_token_.c_str(), 1);
+    } else if (const char* t = std::getenv("MUSTER_TOKEN")) {
+      admin_token_ = t;
+    }
   }
   ~ServerProcess() {
     Kill();
