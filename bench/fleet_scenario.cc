@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   if (admin_token.empty()) return 1;
   ServerProcess server = StartServer(
       o.muster, dir,
-      "store: " + dir + "/muster.db\nlisten: 127.0.0.1:0\n" + "agents: {syncWait: 500ms, lease: 2s, unreachableAfter: " +
+      "store: " + dir + "/muster.db\nlisten: 127.0.0.1:0\nauth: {rootJobs: [root]}\n" + "agents: {syncWait: 500ms, lease: 2s, unreachableAfter: " +
           o.unreachable_after + ", lostAfter: " + o.lost_after + "}\n");
   if (server.port == 0) return Usage("the server did not start; see " + dir + "/server.log");
 

@@ -190,10 +190,13 @@ StatusOr<std::string> Agent::Init() {
   {
     std::error_code dir_ec;
     fs::create_directories(options_.state_dir, dir_ec);
+    // Task journals (with the jobs' environments), logs and the node's token
+    // live here: the agent's alone.
+    ::chmod(options_.state_dir.c_str(), 0700);
     // One agent a state directory: two would adopt, end and report the same
     // tasks. The lock goes with the process (kill -9 included).
     const std::string lock = options_.state_dir + "/agent.lock";
-    lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lock_fd_ < 0) return FailedPrecondition("cannot open " + lock + ": " + std::strerror(errno));
     if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       char pid[32] = {};
@@ -215,6 +218,7 @@ StatusOr<std::string> Agent::Init() {
       // Whole or not at all: written aside, then renamed into place.
       const std::string tmp = id_file + ".tmp";
       std::ofstream(tmp, std::ios::trunc) << agent_id_ << "\n";
+      ::chmod(tmp.c_str(), 0600);
       if (::rename(tmp.c_str(), id_file.c_str()) != 0) {
         return FailedPrecondition("cannot write " + id_file + ": " + std::strerror(errno));
       }
@@ -222,7 +226,7 @@ StatusOr<std::string> Agent::Init() {
     // Tasks' private /tmp directories live here; only root passes.
     fs::create_directories(options_.state_dir + "/tmp", dir_ec);
     ::chmod((options_.state_dir + "/tmp").c_str(), 0700);
-    lease_fd_ = ::open((options_.state_dir + "/lease").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    lease_fd_ = ::open((options_.state_dir + "/lease").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lease_fd_ < 0) return FailedPrecondition("cannot open " + options_.state_dir + "/lease: " + std::strerror(errno));
   }
   {

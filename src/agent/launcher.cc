@@ -117,7 +117,7 @@ void Reply(int sock, int32_t pid, int pidfd, bool in_cgroup = false) {
       ::setsid();
       const int null_fd = ::open("/dev/null", O_RDONLY);
       if (null_fd >= 0) ::dup2(null_fd, 0);
-      const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
+      const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       if (log_fd >= 0) {
         ::dup2(log_fd, 1);
         ::dup2(log_fd, 2);

@@ -68,7 +68,7 @@ class Log {
 
  private:
   void Open() {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     struct stat st {};
     size_ = (fd_ >= 0 && ::fstat(fd_, &st) == 0) ? st.st_size : 0;
   }

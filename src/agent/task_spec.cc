@@ -98,7 +98,7 @@ std::string ShimStatusJson(int wait_status, bool fenced) {
 namespace {
 
 Status WriteLine(const std::string& path, const std::string& line, int flags) {
-  const int fd = ::open(path.c_str(), flags | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), flags | O_WRONLY | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (errno == EEXIST) return Status(StatusCode::kAlreadyExists, path + " exists");
     return Internal("cannot open " + path + ": " + std::strerror(errno));

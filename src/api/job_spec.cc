@@ -78,7 +78,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
   };
   return a.name == b.name && a.queue == b.queue && a.priority == b.priority &&
          a.replicas == b.replicas && a.array == b.array && a.resources == b.resources && a.command == b.command &&
-         a.script == b.script && a.image == b.image && a.env == b.env &&
+         a.script == b.script && a.image == b.image && a.env == b.env && a.secret_env == b.secret_env &&
          a.working_dir == b.working_dir && a.time_limit == b.time_limit &&
          a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.retry == b.retry &&
          same_deps(a.dependencies, b.dependencies) && a.begin_time == b.begin_time &&
@@ -143,6 +143,9 @@ std::string JobSpecToJson(const JobSpec& s) {
   optional_string("script", s.script);
   optional_string("image", s.image);
   AppendStringMap(w, "env", s.env);
+  // Only when set: the canonical text of a spec without secrets (and its
+  // idempotency fingerprint) stays what it was.
+  if (!s.secret_env.empty()) AppendStringMap(w, "secretEnv", s.secret_env);
   optional_string("workingDir", s.working_dir);
   w.Key("timeLimit").String(DurationText(s.time_limit));
   w.Key("topology").String(core::TopologyScopeName(s.topology));

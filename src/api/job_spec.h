@@ -135,6 +135,10 @@ struct JobSpec {
   std::optional<std::string> script;  // ... and script is set
   std::optional<std::string> image;
   std::map<std::string, std::string> env;
+  // Variables set like env whose values the API never shows (a token, a
+  // password): kept in the store (readable by Muster only) and passed to
+  // the job's processes; shown as "(hidden)". A name may not be in both.
+  std::map<std::string, std::string> secret_env;
   std::optional<std::string> working_dir;
   Duration time_limit = Duration::Infinite();  // Infinite: unlimited
   core::TopologyScope topology = core::TopologyScope::kAny;

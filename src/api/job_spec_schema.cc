@@ -340,7 +340,8 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   static const std::vector<std::string> kFields = {
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "image", "env",          "workingDir", "timeLimit", "topology",
-      "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels"};
+      "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
+      "secretEnv"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
@@ -366,6 +367,12 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   }
   RETURN_IF_ERROR(obj.Read("image", spec.image, ReadString, kImageRule));
   RETURN_IF_ERROR(obj.Read("env", spec.env, ReadEnv));
+  RETURN_IF_ERROR(obj.Read("secretEnv", spec.secret_env, ReadEnv));
+  for (const auto& [name, _] : spec.secret_env) {
+    if (spec.env.count(name)) {
+      return InvalidArgument("is also in env; a variable is secret or not", obj.Path("secretEnv") + "." + name);
+    }
+  }
   RETURN_IF_ERROR(obj.Read("workingDir", spec.working_dir, ReadString, kPathRule));
   spec.time_limit = defaults.time_limit;
   RETURN_IF_ERROR(obj.Read("timeLimit", spec.time_limit, ReadDuration, kTimeLimitRule));

@@ -624,5 +624,19 @@ TEST(JobSpecPropertyTest, MutatedSpecsNeverCrash) {
   EXPECT_GT(parsed, 0);  // some mutations keep the spec valid
 }
 
+TEST(JobSpec, SecretEnvRoundTripsAndMayNotRepeatEnv) {
+  auto spec = ParseJobSpecJson(R"({"command":["x"],"env":{"A":"1"},"secretEnv":{"TOKEN":"t0p"}})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->secret_env.at("TOKEN"), "t0p");
+  auto back = ParseJobSpecJson(JobSpecToJson(*spec));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, *spec);
+  auto both = ParseJobSpecJson(R"({"command":["x"],"env":{"A":"1"},"secretEnv":{"A":"2"}})");
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.status().field(), "spec.secretEnv.A") << both.status().ToString();
+  // A spec without secrets keeps its canonical text.
+  EXPECT_EQ(JobSpecToJson(*ParseJobSpecJson(R"({"command":["x"]})")).find("secretEnv"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace muster::api

@@ -41,7 +41,9 @@ TEST(Token, RefusesMalformedWithoutEchoingIt) {
     auto t = ParseToken(bad);
     ASSERT_FALSE(t.ok()) << bad;
     EXPECT_EQ(t.status().code(), StatusCode::kUnauthenticated);
-    if (bad.size() > 24) EXPECT_EQ(t.status().message().find(bad.substr(21)), std::string::npos);
+    if (bad.size() > 24) {
+      EXPECT_EQ(t.status().message().find(bad.substr(21)), std::string::npos);
+    }
   }
 }
 

@@ -130,7 +130,11 @@ StatusOr<std::string> ReadTokenFile(const std::string& path, std::string_view se
   ::close(fd);
   if (n < 0) return InvalidArgument("token file " + path + ": cannot read it");
   text.resize(static_cast<size_t>(n));
-  std::istringstream in(text);
+  return TokenFromText(text, servers, path);
+}
+
+StatusOr<std::string> TokenFromText(std::string_view text, std::string_view servers, const std::string& path) {
+  std::istringstream in{std::string(text)};
   std::string line, bare;
   while (std::getline(in, line)) {
     if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);

@@ -59,5 +59,9 @@ StatusOr<std::unique_ptr<ClientCredential>> FindCredential(const CredentialSourc
 
 // Reads a token file as FindCredential does: the token for `servers`.
 StatusOr<std::string> ReadTokenFile(const std::string& path, std::string_view servers);
+// The token for `servers` in a token file's text (`path` names it in
+// errors): kNotFound when no line serves, kInvalidArgument when a line is
+// malformed.
+StatusOr<std::string> TokenFromText(std::string_view text, std::string_view servers, const std::string& path);
 
 }  // namespace muster::auth

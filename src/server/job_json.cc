@@ -31,7 +31,18 @@ std::string JobJsonText(const store::JobRow& row) {
   const size_t open = row.spec_json.find('{');
   const size_t close = row.spec_json.rfind('}');
   if (open != std::string::npos && close != std::string::npos && close > open) {
-    const std::string_view members = std::string_view(row.spec_json).substr(open + 1, close - open - 1);
+    std::string_view members = std::string_view(row.spec_json).substr(open + 1, close - open - 1);
+    // Secret variables are never shown: their values are masked (the slow
+    // path, for specs that have them).
+    std::string masked;
+    if (members.find("\"secretEnv\"") != std::string_view::npos) {
+      nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
+      if (spec.is_object() && spec.contains("secretEnv") && spec["secretEnv"].is_object()) {
+        for (auto& [_, v] : spec["secretEnv"].items()) v = "(hidden)";
+      }
+      masked = api::JsonText(spec);
+      members = std::string_view(masked).substr(1, masked.size() - 2);
+    }
     if (members.find_first_not_of(" \t\r\n") != std::string_view::npos) w.Raw(members);
   }
   const auto copy = [&](const char* key) {

@@ -19,6 +19,7 @@ std::vector<std::string> TaskArgv(const api::JobSpec& spec) {
 
 std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, const TaskEnvInput& in) {
   std::map<std::string, std::string> env = spec.env;
+  env.insert(spec.secret_env.begin(), spec.secret_env.end());
   const int32_t n = static_cast<int32_t>(in.replicas.size());
   // The machines, in order of first appearance.
   std::vector<std::string> nodes;

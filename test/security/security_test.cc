@@ -5,6 +5,7 @@
 // changes that are allowed, and the refusals, land in the audit log.
 // (The holes listed in the security issue, one test or more each.)
 #include <httplib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -506,6 +507,41 @@ TEST_F(SecurityTest, ATaskHasItsOwnTmpAndNoNewPrivileges) {
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_TRUE(gone);
+}
+
+// Secrets: secretEnv values reach the job's processes and are never shown;
+// the store, the agent's state (journals with environments, logs, the
+// node's token) are readable by Muster only.
+TEST_F(SecurityTest, SecretsAreNeverShownAndRestReadableByMusterOnly) {
+  AddAgent();
+  WaitNodes(1);
+  const std::string out = Tmp("secret.txt");
+  const int64_t id = Submit("command: [/bin/sh, -c, 'echo \"key=$API_KEY\" > " + out + "; sleep 300']\n"
+                            "env: {VISIBLE: plain}\nsecretEnv: {API_KEY: s3cr3t-v4lue}\n");
+  EXPECT_NE(WaitFile(out).find("key=s3cr3t-v4lue"), std::string::npos) << "the job did not get its secret";
+  for (const std::string& path : {"/v1/jobs/" + std::to_string(id), std::string("/v1/jobs"), std::string("/v1/jobs?view=summary")}) {
+    const std::string text = Text(path);
+    EXPECT_EQ(text.find("s3cr3t-v4lue"), std::string::npos) << path << ": " << text;
+  }
+  const json j = Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(j["secretEnv"]["API_KEY"], "(hidden)") << j.dump();
+  EXPECT_EQ(j["env"]["VISIBLE"], "plain") << j.dump();
+  // Another user does not even see the plain env.
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + std::to_string(id), Token("bob")).status, 403);
+  EXPECT_EQ(Call("POST", "/v1/jobs", Token("bob"), "command: [x]\nenv: {A: 1}\nsecretEnv: {A: 2}\n").status, 400);
+  // At rest.
+  auto mode = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 0777) : -1;
+  };
+  EXPECT_EQ(mode(server_.dir() + "/muster.db"), 0600);
+  const std::string state = agents_.back()->state_dir();
+  EXPECT_EQ(mode(state), 0700);
+  for (const auto& e : std::filesystem::recursive_directory_iterator(state)) {
+    if (!e.is_regular_file()) continue;
+    EXPECT_EQ(mode(e.path().string()) & 077, 0) << e.path() << " is readable by others";
+  }
+  CancelAndWait(id);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "store/sqlite/sqlite_store.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include "store/paging.h"
@@ -63,6 +65,13 @@ StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path
   }
   ASSIGN_OR_RETURN(Db db, Db::Open(path));
   RETURN_IF_ERROR(Configure(db));
+  // The store holds every job's spec (secret variables included) and token
+  // digests: Muster's alone, older stores included. SQLite gives the -wal
+  // and -shm files it makes later the store's own mode.
+  for (const std::string& f : {path, path + "-wal", path + "-shm"}) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) == 0 && (st.st_mode & 077) != 0) ::chmod(f.c_str(), st.st_mode & 0700);
+  }
   if (existed) {
     // A foreign or damaged file fails here, before anything is written.
     auto check = db.Prepare("PRAGMA quick_check");
