@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# What authentication costs a submit: the same submit benchmark against a
+# server that authenticates every request (a bearer token: lookup by id,
+# SHA-256 of the secret, constant-time compare; the audit row in the job's
+# own transaction) and one built from the last commit before
+# authentication, which took the caller's word (OLD). Rounds alternate
+# between the two, same machine, same run; compare the ratio.
+#
+#   bench/auth_cost.sh OLD_MUSTER [MUSTER] [BENCH]
+#   ROUNDS=3 bench/auth_cost.sh /tmp/muster-old/build/cmd/muster/muster
+#
+# OLD_MUSTER: e.g. git worktree add /tmp/muster-old 59fd38f &&
+#   (cd /tmp/muster-old && scripts/build.sh) (the build needs nothing else).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OLD=$(realpath "${1:?usage: bench/auth_cost.sh OLD_MUSTER [MUSTER] [BENCH]}")
+MUSTER=$(realpath "${2:-build/cmd/muster/muster}")
+BENCH=$(realpath "${3:-build/bench/muster_bench_api}")
+DIR=${DIR:-/var/tmp/muster-auth-cost}
+PORT=${PORT:-8474}
+ROUNDS=${ROUNDS:-3}
+source bench/bench_server.sh
+url="http://127.0.0.1:$PORT"
+for round in $(seq "$ROUNDS"); do
+  for which in old new; do
+    binary=$MUSTER
+    [ "$which" = old ] && binary=$OLD
+    start_bench_server "$binary" "$DIR/$which" "$PORT"
+    "$BENCH" submit --server "$url" --clients 1 --jobs 3000 | sed "s/^/round $round $which 1 client: /"
+    "$BENCH" submit --server "$url" --clients 8 --jobs 10000 | sed "s/^/round $round $which 8 clients: /"
+    kill "$bench_server_pid"; wait "$bench_server_pid" 2>/dev/null || true
+    trap - EXIT
+  done
+done

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, clang 14) in build-fuzz/ and runs each
+# for SECONDS (default 60) from its seed corpus; new inputs go to
+# build-fuzz/corpus/TARGET, never into the checked-in seeds. Any crash,
+# leak, timeout or broken promise fails the run, leaving its input in
+# build-fuzz/ (replay: build-fuzz/fuzz/TARGET build-fuzz/crash-...).
+#
+#   scripts/fuzz.sh [SECONDS]      # scripts/test.sh runs it for 10 s each
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+targets=(job_spec_fuzz manifest_fuzz agent_protocol_fuzz sim_input_fuzz server_options_fuzz http_request_fuzz
+         http_response_fuzz credentials_fuzz)
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
+  -DMUSTER_FUZZ=ON -DMUSTER_BUILD_TESTS=OFF -DMUSTER_BUILD_BENCH=OFF > /dev/null
+ninja -C build-fuzz "${targets[@]}" > /dev/null
+for t in "${targets[@]}"; do
+  seeds=fuzz/corpus/${t%_fuzz}
+  work=build-fuzz/corpus/$t
+  mkdir -p "$work"
+  extra=()
+  [ "$t" = sim_input_fuzz ] && extra=(-rss_limit_mb=2048)
+  (cd build-fuzz && "fuzz/$t" -max_total_time="$seconds" -timeout=20 "${extra[@]}" "../$work" "../$seeds" \
+     > "fuzz-$t.log" 2>&1) || { echo "fuzz: $t failed; see build-fuzz/fuzz-$t.log"; tail -20 "build-fuzz/fuzz-$t.log"; exit 1; }
+  echo "fuzz: $t clean ($(grep -o 'Done [0-9]* runs' "build-fuzz/fuzz-$t.log" | head -1), ${seconds} s)"
+done
