@@ -131,19 +131,19 @@ StatusOr<Identity> Authenticator::FromToken(std::string_view text) const {
       return Unauthenticated("token " + token.id + " has expired");
     }
     id.token_id = row.id;
-    if (!row.node.empty()) {
-      id.kind = Identity::Kind::kNode;
-      id.node = row.node;
-      id.via = "node " + row.node;
-    } else {
+    if (row.node.empty()) {
       id.user = row.user;
       id.via = "token " + row.id;
+      return id;
     }
+    id.kind = Identity::Kind::kNode;
+    id.node = row.node;
+    id.via = "node " + row.node;
+    auto known = node_keys_.find(row.node);
+    if (known != node_keys_.end() && known->second == digest) return id;  // every sync but the first
   }
-  if (id.kind == Identity::Kind::kNode) {
-    std::unique_lock lock(mu_);
-    node_keys_[id.node] = digest;
-  }
+  std::unique_lock lock(mu_);
+  node_keys_[id.node] = digest;
   return id;
 }
 
