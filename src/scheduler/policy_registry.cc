@@ -1,5 +1,7 @@
 #include "scheduler/policy_registry.h"
 
+#include "common/message_text.h"
+
 #include "scheduler/order/priority_order.h"
 #include "scheduler/order/shortest_first_order.h"
 #include "scheduler/order/submit_order.h"
@@ -33,8 +35,9 @@ StatusOr<Policy> MakePolicy(std::string_view name) {
   }
   std::string known;
   for (const std::string& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;
-  return InvalidArgument("unknown policy \"" + std::string(name) + "\" (known: " + known + ")",
-                         "policy");
+  // Quoted with its control characters escaped: the name comes from a
+  // configuration file, and the message reaches logs and terminals.
+  return InvalidArgument("unknown policy " + QuoteForMessage(name) + " (known: " + known + ")", "policy");
 }
 
 std::vector<std::string> PolicyNames() {

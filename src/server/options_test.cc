@@ -74,6 +74,16 @@ TEST(JobDefaults, BadValuesNameTheServerOption) {
 
 // Found by server_options_fuzz: the listen address was echoed raw, so a
 // control character in the file reached the terminal and the log as is.
+// Found by server_options_fuzz once it ran in CI: the policy name went
+// into the error raw, control characters and all.
+TEST(SchedulerPolicy, AnUnknownNameIsEchoedEscaped) {
+  auto o = ParseServerOptions("scheduler: {policy: \"muster\\x01\\x1b[2J\"}\n", "test.yaml");
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().field(), "server.scheduler.policy") << o.status().ToString();
+  for (unsigned char c : o.status().ToString()) EXPECT_GE(c, 0x20) << o.status().ToString();
+  EXPECT_NE(o.status().message().find("unknown policy \"muster\\u0001"), std::string::npos) << o.status().message();
+}
+
 TEST(Listen, ABadAddressIsEchoedEscaped) {
   auto o = ParseServerOptions("listen: \"127.0.\\x10.1:8x\"\n", "test.yaml");
   ASSERT_FALSE(o.ok());
