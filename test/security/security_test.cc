@@ -29,13 +29,13 @@ namespace {
 
 using nlohmann::json;
 
+// One munged for the test process, stopped when it exits (each test runs
+// in a process of its own under CTest).
 MungeDaemon& Munged() {
-  static MungeDaemon* d = [] {
-    auto* m = new MungeDaemon();
-    EXPECT_TRUE(m->Start());
-    return m;
-  }();
-  return *d;
+  static MungeDaemon d;
+  static const bool started = d.Start();
+  EXPECT_TRUE(started);
+  return d;
 }
 
 const char* SecureConfig() {
