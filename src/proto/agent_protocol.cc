@@ -1,5 +1,9 @@
 #include "proto/agent_protocol.h"
 
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 #include "common/message_text.h"
@@ -12,8 +16,25 @@ namespace {
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// Whether `v` is an integer that type T holds (a number past int64 parses
+// as a float, and converting that to an integer is undefined).
+template <typename T>
+bool FitsInteger(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  if (!v.is_number_integer()) return false;
+  const int64_t x = v.get<int64_t>();
+  if constexpr (std::is_unsigned_v<T>) return x >= 0 && static_cast<uint64_t>(x) <= std::numeric_limits<T>::max();
+  return x >= std::numeric_limits<T>::min() && x <= std::numeric_limits<T>::max();
+}
+
+template <typename>
+struct IntegerVector : std::false_type {};
+template <typename U>
+struct IntegerVector<std::vector<U>> : std::bool_constant<std::is_integral_v<U> && !std::is_same_v<U, bool>> {};
+
 // Reads optional field `key` of object `j` into `out`; a present field of
-// the wrong type is an error naming `path.key`.
+// the wrong type, or an integer out of its type's range, is an error naming
+// `path.key`.
 class Reader {
  public:
   explicit Reader(std::string path) : path_(std::move(path)) {}
@@ -26,14 +47,17 @@ class Reader {
     if constexpr (std::is_same_v<T, bool>) {
       ok = v.is_boolean();
     } else if constexpr (std::is_integral_v<T>) {
-      ok = v.is_number_integer();
+      ok = FitsInteger<T>(v);
+    } else if constexpr (IntegerVector<T>::value) {
+      ok = v.is_array() &&
+           std::all_of(v.begin(), v.end(), [](const json& e) { return FitsInteger<typename T::value_type>(e); });
     } else if constexpr (std::is_same_v<T, std::string>) {
       ok = v.is_string();
     } else {
       ok = true;  // containers: checked by get<> below
     }
     if (!ok) {
-      status_ = InvalidArgument("wrong type, got " + std::string(v.type_name()), field);
+      status_ = InvalidArgument("wrong type or out of range, got " + std::string(v.type_name()), field);
       return;
     }
     try {

@@ -50,5 +50,17 @@ TEST(AgentProtocol, ABadNodeNameIsEchoedEscaped) {
   EXPECT_NE(r.status().message().find(R"(got "gpu\u001b[2Jx\n")"), std::string::npos) << r.status().message();
 }
 
+// Found by agent_protocol_fuzz once it ran in CI: a number past int64 in
+// an integer list parsed as a float, and converting it was undefined.
+TEST(AgentProtocol, IntegersOutOfTheirRangeAreErrors) {
+  auto r = ParseSyncResponse(R"({"tasks":[{"job":1,"attempt":1,"replica":0,"gpus":[0,444444444444444444444444444]}]})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().ToString().find("gpus"), std::string::npos) << r.status().ToString();
+  r = ParseSyncResponse(R"({"tasks":[{"job":1,"attempt":4294967296,"replica":0}]})");
+  ASSERT_FALSE(r.ok()) << "an attempt past int32";
+  EXPECT_TRUE(ParseSyncResponse(R"({"tasks":[{"job":1,"attempt":2,"replica":0,"gpus":[0,7]}]})").ok());
+}
+
 }  // namespace
 }  // namespace muster::proto
