@@ -130,7 +130,6 @@ StatusOr<Identity> Authenticator::FromToken(std::string_view text) const {
     if (row.expires_ms != 0 && clock_.Now().millis() >= row.expires_ms) {
       return Unauthenticated("token " + token.id + " has expired");
     }
-    id.token_id = row.id;
     if (row.node.empty()) {
       id.user = row.user;
       id.via = "token " + row.id;

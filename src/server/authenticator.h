@@ -55,8 +55,6 @@ class Authenticator {
   // The token record of `id`, if any.
   std::optional<store::TokenRow> Token(const std::string& id) const;
   std::vector<store::TokenRow> Tokens() const;
-  // Whether MUNGE credentials are accepted, and from which socket.
-  const std::string& munge_socket() const { return munge_socket_; }
 
  private:
   StatusOr<Identity> FromToken(std::string_view text) const;

@@ -20,7 +20,6 @@ struct Identity {
   int64_t job = 0;         // kJob
   int32_t attempt = 0;     // kJob
   std::string via;         // "munge", "token 3f2a...", "job 12", "node n1" (audit)
-  std::string token_id;    // the token used, if any
   std::string remote;      // the client's address
   // An admin acting on behalf of another user (X-Muster-Act-As): requests
   // are then decided and recorded as that user's, with the admin named.
