@@ -10,7 +10,8 @@ packages=(
   libpq-dev postgresql-15         # the PostgreSQL store, and the real server its tests start
   munge libmunge-dev              # MUNGE authentication (tests start a munged of their own)
   clang-14 libclang-rt-14-dev     # the libFuzzer targets (scripts/fuzz.sh)
-  libcpp-httplib-dev libssl-dev   # the tests' and the load generator's HTTP client
+  libcpp-httplib-dev libssl-dev   # TLS (OpenSSL); the tests' and the load generator's HTTP client
+  openssl curl                    # the TLS tests' certificates, and a client not our own
   python3-torch python3-sklearn   # the PyTorch DDP demo job and its test (/usr/bin/python3)
 )
 missing=()

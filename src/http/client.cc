@@ -68,20 +68,24 @@ bool WaitFor(int fd, short events, Clock::time_point deadline) {
   }
 }
 
-// "http://HOST:PORT" and its shorter forms -> host and port.
-Status ParseServer(std::string_view s, std::string& host_out, int& port) {
+// "http(s)://HOST:PORT" and its shorter forms -> host, port, TLS or not.
+Status ParseServer(std::string_view s, std::string& host_out, int& port, bool& tls) {
   const std::string whole(s);
   const auto bad = [&](const std::string& why) {
     return InvalidArgument("server address " + QuoteForMessage(whole) + ": " + why, "server");
   };
+  tls = false;
   if (s.substr(0, 7) == "http://") {
     s.remove_prefix(7);
+  } else if (s.substr(0, 8) == "https://") {
+    s.remove_prefix(8);
+    tls = true;
   } else if (s.find("://") != std::string_view::npos) {
-    return bad("only http:// is supported");
+    return bad("only http:// and https:// are supported");
   }
   if (!s.empty() && s.back() == '/') s.remove_suffix(1);
-  if (s.find('/') != std::string_view::npos) return bad("must be http://HOST:PORT, without a path");
-  port = 80;
+  if (s.find('/') != std::string_view::npos) return bad("must be http(s)://HOST:PORT, without a path");
+  port = tls ? 443 : 80;
   std::string_view host = s;
   if (!s.empty() && s.front() == '[') {
     const size_t close = s.find(']');
@@ -112,9 +116,10 @@ std::string_view ClientResponse::Header(std::string_view name) const {
 }
 
 Client::Client(std::string server, Options options)
-    : address_error_(ParseServer(server, host_, port_)), options_(options) {}
+    : address_error_(ParseServer(server, host_, port_, tls_)), options_(options) {}
 
-Client::Client(std::string host, int port, Options options) : host_(std::move(host)), port_(port), options_(options) {
+Client::Client(std::string host, int port, Options options, bool tls)
+    : host_(std::move(host)), port_(port), tls_(tls), options_(options) {
   if (host_.empty() || port_ < 1 || port_ > 65535) {
     address_error_ = InvalidArgument("server address " + QuoteForMessage(host_) + ":" + std::to_string(port_) +
                                          ": needs a host and a port from 1 to 65535",
@@ -132,6 +137,7 @@ void Client::Interrupt() {
 
 void Client::CloseConnection() {
   std::lock_guard<std::mutex> lock(fd_mu_);
+  stream_.reset();
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
@@ -174,16 +180,70 @@ Status Client::Connect(Clock::time_point deadline) {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     ::freeaddrinfo(found);
-    std::lock_guard<std::mutex> lock(fd_mu_);
-    if (interrupted_.load()) {
-      ::close(fd);
-      return Status(StatusCode::kUnavailable, "interrupted");
+    {
+      std::lock_guard<std::mutex> lock(fd_mu_);
+      if (interrupted_.load()) {
+        ::close(fd);
+        return Status(StatusCode::kUnavailable, "interrupted");
+      }
+      fd_ = fd;
     }
-    fd_ = fd;
-    return Status::Ok();
+    return tls_ ? Handshake(deadline) : Status::Ok();
   }
   ::freeaddrinfo(found);
   return last;
+}
+
+Status Client::Handshake(Clock::time_point deadline) {
+  if (!tls_context_) {
+    auto made = TlsClientContext::Make(options_.tls);
+    if (!made.ok()) {
+      CloseConnection();
+      return made.status();
+    }
+    tls_context_ = std::move(*made);
+  }
+  auto stream = TlsStream::Connect(*tls_context_, fd_, host_);
+  if (!stream.ok()) {
+    CloseConnection();
+    return stream.status();
+  }
+  stream_ = std::move(*stream);
+  while (true) {
+    if (stream_->Handshake() == 1) return Status::Ok();
+    const int err = errno;
+    if (err != EAGAIN) {
+      const Status failed = TransportFailure("TLS handshake", err);
+      CloseConnection();
+      return failed;
+    }
+    if (!WaitFor(fd_, stream_->wants_write() ? POLLOUT : POLLIN, deadline)) {
+      CloseConnection();
+      return Status(StatusCode::kUnavailable, "TLS handshake: not done within " +
+                                                  std::to_string(options_.connect_timeout.count()) + " ms");
+    }
+  }
+}
+
+ssize_t Client::Receive(char* buf, size_t n, short* events) {
+  *events = POLLIN;
+  if (!stream_) return ::recv(fd_, buf, n, 0);
+  const ssize_t got = stream_->Read(buf, n);
+  if (got < 0 && stream_->wants_write()) *events = POLLOUT;
+  return got;
+}
+
+ssize_t Client::Transmit(const char* buf, size_t n, short* events) {
+  *events = POLLOUT;
+  if (!stream_) return ::send(fd_, buf, n, MSG_NOSIGNAL);
+  const ssize_t sent = stream_->Write(buf, n);
+  if (sent < 0 && !stream_->wants_write()) *events = POLLIN;
+  return sent;
+}
+
+Status Client::TransportFailure(const std::string& what, int err) const {
+  if (err == EPROTO && stream_) return Status(StatusCode::kUnavailable, what + ": " + stream_->error());
+  return Failure(what, err);
 }
 
 StatusOr<ClientResponse> Client::Get(std::string_view target, const Fields& headers) {
@@ -246,21 +306,22 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
   const int fd = fd_;  // only this thread changes fd_ (Interrupt shuts it, never closes it)
   // Send.
   const Clock::time_point write_deadline = Clock::now() + options_.write_timeout;
+  short wait_for = 0;
   for (size_t sent = 0; sent < request.size();) {
-    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    const ssize_t n = Transmit(request.data() + sent, request.size() - sent, &wait_for);
     if (n > 0) {
       sent += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!WaitFor(fd, POLLOUT, write_deadline)) {
+      if (!WaitFor(fd, wait_for, write_deadline)) {
         return Status(StatusCode::kUnavailable,
                       "sending took longer than " + std::to_string(options_.write_timeout.count()) + " ms");
       }
       continue;
     }
-    return Failure("send", errno);
+    return TransportFailure("send", n == 0 ? EPIPE : errno);
   }
 
   // Receive.
@@ -270,7 +331,7 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
   auto more = [&](std::string& into) -> StatusOr<bool> {
     char chunk[64 << 10];
     while (true) {
-      const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+      const ssize_t n = Receive(chunk, sizeof chunk, &wait_for);
       if (n > 0) {
         *received = true;
         into.append(chunk, static_cast<size_t>(n));
@@ -281,8 +342,8 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
         return false;
       }
       if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return Failure("receive", errno);
-      if (!WaitFor(fd, POLLIN, deadline)) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return TransportFailure("receive", errno);
+      if (!WaitFor(fd, wait_for, deadline)) {
         return Status(StatusCode::kUnavailable,
                       "no whole answer within " + std::to_string(options_.read_timeout.count()) + " ms");
       }

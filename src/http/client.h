@@ -9,7 +9,9 @@
 // Answers are read by Content-Length, chunked transfer coding, or until the
 // server closes. Every wait is bounded: connecting by `connect_timeout`,
 // sending by `write_timeout`, and the whole answer by `read_timeout`.
-// Plain HTTP only (no TLS).
+// TLS (tls.h) for https:// servers, verified by `tls.ca_file` (default: the
+// system's CAs) and the host's name, or by a pin; the handshake is part of
+// connecting, and nothing is sent before the server is verified.
 //
 //   http::Client c("http://127.0.0.1:8470");
 //   StatusOr<http::ClientResponse> r = c.Get("/v1/jobs?limit=10", {{"Authorization", "Bearer " + token}});
@@ -25,12 +27,14 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
 #include "http/message.h"
+#include "http/tls.h"
 
 namespace muster::http {
 
@@ -48,6 +52,7 @@ struct ClientOptions {
   std::chrono::milliseconds write_timeout{10'000};
   std::chrono::milliseconds read_timeout{60'000};
   size_t max_body_bytes = size_t{1} << 30;  // a larger answer is an error
+  TlsClientOptions tls;                     // how an https:// server is verified
 };
 
 // Reads one answer (after any interim 1xx ones) from the start of `buf`,
@@ -64,12 +69,14 @@ class Client {
  public:
   using Options = ClientOptions;
 
-  // `server`: "http://HOST:PORT", "HOST:PORT" or "http://HOST" (port 80);
-  // HOST may be a name, an IPv4 address or a bracketed IPv6 address. A
-  // malformed address fails every request with kInvalidArgument.
+  // `server`: "http://HOST:PORT", "https://HOST:PORT", "HOST:PORT" (plain),
+  // or without the port (80, 443); HOST may be a name, an IPv4 address or a
+  // bracketed IPv6 address. A malformed address fails every request with
+  // kInvalidArgument.
   explicit Client(std::string server, Options options = {});
-  // A host (name or address; IPv6 without brackets) and a port.
-  Client(std::string host, int port, Options options = {});
+  // A host (name or address; IPv6 without brackets) and a port; `tls`:
+  // speak TLS to it.
+  Client(std::string host, int port, Options options = {}, bool tls = false);
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -89,13 +96,23 @@ class Client {
 
  private:
   Status Connect(std::chrono::steady_clock::time_point deadline);
+  Status Handshake(std::chrono::steady_clock::time_point deadline);
   void CloseConnection();
   // One attempt on the current connection. `*received` says whether any
   // byte of an answer arrived.
   StatusOr<ClientResponse> Exchange(const std::string& request, bool head_only, bool* received);
 
+  // read(2)/send(2) on the connection, through TLS when it has it; on
+  // EAGAIN, *events: what to wait for.
+  ssize_t Receive(char* buf, size_t n, short* events);
+  ssize_t Transmit(const char* buf, size_t n, short* events);
+  Status TransportFailure(const std::string& what, int err) const;
+
   std::string host_;
   int port_ = 0;
+  bool tls_ = false;
+  std::shared_ptr<TlsClientContext> tls_context_;  // made at the first connection
+  std::unique_ptr<TlsStream> stream_;              // the connection's TLS; with fd_
   Status address_error_;
   Options options_;
   std::mutex fd_mu_;  // guards fd_ against Interrupt()

@@ -39,8 +39,10 @@ Client& FailoverClient::At(size_t i) {
   return *clients_[i];
 }
 
-int FindLeader(const std::vector<std::string>& servers, std::chrono::milliseconds timeout, std::string* seen) {
+int FindLeader(const std::vector<std::string>& servers, std::chrono::milliseconds timeout, std::string* seen,
+               const TlsClientOptions& tls) {
   ClientOptions quick;
+  quick.tls = tls;
   quick.connect_timeout = timeout;
   quick.read_timeout = timeout;
   for (size_t i = 0; i < servers.size(); ++i) {
@@ -59,7 +61,7 @@ int FindLeader(const std::vector<std::string>& servers, std::chrono::millisecond
 
 bool FailoverClient::Locate(std::string* seen) {
   located_ = true;
-  const int leader = FindLeader(servers_, std::chrono::milliseconds(1000), seen);
+  const int leader = FindLeader(servers_, std::chrono::milliseconds(1000), seen, options_.tls);
   if (leader < 0) return false;
   At(static_cast<size_t>(leader));
   return true;

@@ -41,7 +41,8 @@ std::vector<std::string> SplitServers(std::string_view list);
 // in turn, `timeout` each), or -1; `seen` (if not null) then gets what each
 // said. Only a server's word about itself counts: a standby may name a
 // leader that is paused.
-int FindLeader(const std::vector<std::string>& servers, std::chrono::milliseconds timeout, std::string* seen);
+int FindLeader(const std::vector<std::string>& servers, std::chrono::milliseconds timeout, std::string* seen,
+               const TlsClientOptions& tls = {});
 
 class FailoverClient {
  public:

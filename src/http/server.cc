@@ -164,6 +164,8 @@ class Server::Impl {
   struct Conn {
     int fd = -1;
     uint64_t id = 0;
+    std::unique_ptr<TlsStream> tls;  // null: plain
+    SteadyClock::time_point accepted;
     std::string remote;
     std::string path;  // of the request being handled
     std::string in;   // read, not yet consumed
@@ -184,6 +186,11 @@ class Server::Impl {
     SteadyClock::time_point since;
   };
   bool Backlogged(const Conn& c) const { return c.out.size() - c.out_sent > options_.max_unsent_bytes; }
+  // read(2) and send(2), through TLS when the connection has it.
+  static ssize_t Receive(Conn& c, char* buf, size_t n) { return c.tls ? c.tls->Read(buf, n) : ::read(c.fd, buf, n); }
+  static ssize_t Transmit(Conn& c, const char* buf, size_t n) {
+    return c.tls ? c.tls->Write(buf, n) : ::send(c.fd, buf, n, MSG_NOSIGNAL);
+  }
 
   void Wake() {
     const uint64_t one = 1;
@@ -196,6 +203,8 @@ class Server::Impl {
   bool Shed();
   void OnEvent(uint64_t id, uint32_t events);
   void Read(Conn& c);
+  // A TLS handshake failed: a client speaking plain HTTP is told so, plainly.
+  void RefusePlainHttp(Conn& c);
   // Parses and dispatches what `c.in` holds, while the connection is free.
   void Process(Conn& c);
   void Dispatch(Conn& c, Request&& req);
@@ -362,7 +371,10 @@ void Server::Impl::OnEvent(uint64_t id, uint32_t events) {
   Conn& c = *it->second;
   if (events & (EPOLLERR | EPOLLHUP)) return Close(c);
   if (events & EPOLLRDHUP) c.hangup_seen = true;
-  if (events & EPOLLOUT) {
+  // TLS may need to read in order to write, or the reverse (a handshake):
+  // any readiness retries both.
+  const bool tls_ready = c.tls && (events & (EPOLLIN | EPOLLOUT));
+  if ((events & EPOLLOUT) || tls_ready) {
     const bool backlogged = Backlogged(c);
     Write(c);
     // The client has read enough of its answers: take its next requests.
@@ -371,7 +383,7 @@ void Server::Impl::OnEvent(uint64_t id, uint32_t events) {
       else Process(c);
     }
   }
-  if (!c.closed && (events & (EPOLLIN | EPOLLRDHUP))) Read(c);
+  if (!c.closed && ((events & (EPOLLIN | EPOLLRDHUP)) || tls_ready)) Read(c);
 }
 
 void Server::Impl::Accept() {
@@ -387,8 +399,17 @@ void Server::Impl::Accept() {
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // small answers must not wait for ACKs
     auto c = std::make_unique<Conn>();
     c->fd = fd;
+    if (options_.tls) {
+      auto tls = TlsStream::Accept(*options_.tls, fd);
+      if (!tls.ok()) {
+        ::close(fd);
+        continue;
+      }
+      c->tls = std::move(*tls);
+    }
     c->id = next_id_++;
     c->last_active = SteadyClock::now();
+    c->accepted = c->last_active;
     char host[INET6_ADDRSTRLEN] = "";
     if (addr.ss_family == AF_INET) {
       ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, host, sizeof host);
@@ -419,13 +440,13 @@ bool Server::Impl::Shed() {
   if (reserve_fd_ < 0) return false;
   ::close(reserve_fd_);
   const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd >= 0) {
+  if (fd >= 0 && !options_.tls) {  // (a TLS client could not read a plain answer)
     static constexpr char kBusy[] =
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 38\r\n"
         "Connection: close\r\n\r\nout of file descriptors; retry later\r\n";
     [[maybe_unused]] ssize_t n = ::send(fd, kBusy, sizeof kBusy - 1, MSG_NOSIGNAL);
-    ::close(fd);
   }
+  if (fd >= 0) ::close(fd);
   reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   return fd >= 0;
 }
@@ -442,15 +463,16 @@ void Server::Impl::Read(Conn& c) {
   c.unread = false;
   char buf[64 << 10];
   while (true) {
-    const ssize_t n = ::read(c.fd, buf, sizeof buf);
+    const ssize_t n = Receive(c, buf, sizeof buf);
     if (n > 0) {
       c.last_active = SteadyClock::now();
       if (c.phase == Conn::Phase::kLinger) continue;  // dropped
       if (c.in.empty() && c.phase == Conn::Phase::kHead) c.since = c.last_active;
       c.in.append(buf, static_cast<size_t>(n));
       // Drained: a later byte is a new edge. Unless the peer has hung up:
-      // then its end of file is read now (it raises no later edge).
-      if (static_cast<size_t>(n) < sizeof buf && !c.hangup_seen) break;
+      // then its end of file is read now (it raises no later edge). TLS
+      // gives a record at a time: it reads until it would wait.
+      if (static_cast<size_t>(n) < sizeof buf && !c.hangup_seen && !c.tls) break;
       continue;
     }
     if (n == 0) {
@@ -459,6 +481,7 @@ void Server::Impl::Read(Conn& c) {
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    if (errno == EPROTO && c.tls && !c.tls->handshake_done()) return RefusePlainHttp(c);
     return Close(c);
   }
   if (c.phase == Conn::Phase::kLinger) {
@@ -468,6 +491,18 @@ void Server::Impl::Read(Conn& c) {
   Process(c);
   // The peer is gone and nothing is left to answer: close.
   if (!c.closed && c.peer_closed && c.phase != Conn::Phase::kHandling && c.out_sent == c.out.size()) Close(c);
+}
+
+void Server::Impl::RefusePlainHttp(Conn& c) {
+  // OpenSSL's reason when the first bytes are an HTTP request.
+  if (c.tls->error().find("http request") != std::string::npos) {
+    Response r;
+    error_body_(400, "this server speaks HTTPS: use https:// in its address", r);
+    std::string out;
+    AppendResponse(r, /*close=*/true, /*with_body=*/true, out);
+    [[maybe_unused]] ssize_t n = ::send(c.fd, out.data(), out.size(), MSG_NOSIGNAL);  // best effort
+  }
+  Close(c);
 }
 
 void Server::Impl::Process(Conn& c) {
@@ -573,7 +608,7 @@ void Server::Impl::Send(Conn& c, const Response& r) {
 
 void Server::Impl::Write(Conn& c) {
   while (c.out_sent < c.out.size()) {
-    const ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
+    const ssize_t n = Transmit(c, c.out.data() + c.out_sent, c.out.size() - c.out_sent);
     if (n > 0) {
       c.out_sent += static_cast<size_t>(n);
       c.last_active = SteadyClock::now();
@@ -589,6 +624,7 @@ void Server::Impl::Write(Conn& c) {
   if (c.phase == Conn::Phase::kLinger) {
     // An error answer is out: shut the write side, and read and drop what
     // the peer still sends until it closes (or kLinger passes).
+    if (c.tls) c.tls->Shutdown();
     ::shutdown(c.fd, SHUT_WR);
     if (c.peer_closed) Close(c);
   } else if (c.phase == Conn::Phase::kHead) {
@@ -651,7 +687,9 @@ void Server::Impl::Sweep(SteadyClock::time_point now) {
         if (now - c->since > kLinger) Close(*c);  // however the peer trickles
         break;
       case Conn::Phase::kHead:
-        if (c->out_sent < c->out.size()) {
+        if (c->tls && !c->tls->handshake_done()) {
+          if (now - c->accepted > options_.read_timeout) Close(*c);  // however the handshake trickles
+        } else if (c->out_sent < c->out.size()) {
           if (quiet > options_.read_timeout) Close(*c);  // the peer reads nothing
         } else if (c->in.empty()) {
           if (quiet > options_.idle_timeout) Close(*c);

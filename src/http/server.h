@@ -17,6 +17,9 @@
 // Connections: keep-alive (HTTP/1.1 by default, 1.0 on request), pipelined
 // requests answered in order one at a time, "Expect: 100-continue" honoured,
 // HEAD answered as GET without the body.
+// TLS (tls.h) when the options give a context: each connection's handshake
+// is done on the loop as its first bytes arrive, and must be done within
+// `read_timeout`.
 // Bounds: head size and fields (request_parser.h), body size (413), idle
 // timeout, a deadline for each request from its first byte (a request not
 // whole in time gets 408, however slowly it trickles), connections in all
@@ -47,6 +50,7 @@
 #include "common/status.h"
 #include "http/message.h"
 #include "http/request_parser.h"
+#include "http/tls.h"
 
 namespace muster::http {
 
@@ -65,6 +69,7 @@ class Server {
     // Answers not yet taken by a client: past this, its connection's next
     // requests are neither read nor handled until it reads.
     size_t max_unsent_bytes = 1 << 20;
+    std::shared_ptr<const TlsServerContext> tls;  // null: plain HTTP
   };
 
   // Answers a request; call exactly once, from any thread. A Reply dropped
