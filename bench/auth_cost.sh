@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# What authentication costs a submit: the same submit benchmark against a
-# server that authenticates every request (a bearer token: lookup by id,
-# SHA-256 of the secret, constant-time compare; the audit row in the job's
-# own transaction) and one built from the last commit before
+# What authentication and TLS cost a submit: the same submit benchmark
+# against a server that authenticates every request (a bearer token: lookup
+# by id, SHA-256 of the secret, constant-time compare; the audit row in the
+# job's own transaction), the same over HTTPS (kept-alive connections, as
+# the CLI's and agents' are), and one built from the last commit before
 # authentication, which took the caller's word (OLD). Rounds alternate
-# between the two, same machine, same run; compare the ratio.
+# between the three, same machine, same run; compare the ratios.
 #
 #   bench/auth_cost.sh OLD_MUSTER [MUSTER] [BENCH]
 #   ROUNDS=3 bench/auth_cost.sh /tmp/muster-old/build/cmd/muster/muster
@@ -20,12 +21,15 @@ DIR=${DIR:-/var/tmp/muster-auth-cost}
 PORT=${PORT:-8474}
 ROUNDS=${ROUNDS:-3}
 source bench/bench_server.sh
-url="http://127.0.0.1:$PORT"
+make_bench_certs "$DIR/certs"
 for round in $(seq "$ROUNDS"); do
-  for which in old new; do
+  for which in old new new+tls; do
     binary=$MUSTER
     [ "$which" = old ] && binary=$OLD
+    BENCH_TLS=""
+    [ "$which" = new+tls ] && BENCH_TLS=$DIR/certs
     start_bench_server "$binary" "$DIR/$which" "$PORT"
+    url=$bench_server_url
     "$BENCH" submit --server "$url" --clients 1 --jobs 3000 | sed "s/^/round $round $which 1 client: /"
     "$BENCH" submit --server "$url" --clients 8 --jobs 10000 | sed "s/^/round $round $which 8 clients: /"
     kill "$bench_server_pid"; wait "$bench_server_pid" 2>/dev/null || true

@@ -3,7 +3,8 @@
 Standard library only: copy this file next to a training script, or put
 this directory on PYTHONPATH. Inside a Muster job the agent sets the
 environment this module reads (MUSTER_JOB_ID, MUSTER_ATTEMPT,
-MUSTER_SERVER, MUSTER_TOKEN: the job's own credential, MUSTER_CHECKPOINT_DIR,
+MUSTER_SERVER, MUSTER_TOKEN: the job's own credential, MUSTER_CA: the CAs
+that vouch for an https:// server (else the system's), MUSTER_CHECKPOINT_DIR,
 MUSTER_RESUME_FROM, ...); outside
 one, progress reports do nothing and checkpoints cannot be committed.
 
@@ -31,6 +32,8 @@ import hashlib
 import json
 import os
 import signal
+import ssl
+import stat
 import time
 import urllib.error
 import urllib.request
@@ -94,6 +97,14 @@ class Unreachable(MusterError):
 
 
 _current = 0  # the server of MUSTER_SERVER's list that answered last
+_tls = None  # the TLS context for https:// servers, made once
+
+
+def _tls_context():
+    global _tls
+    if _tls is None:
+        _tls = ssl.create_default_context(cafile=os.environ.get("MUSTER_CA") or None)
+    return _tls
 
 
 def _request(method, path, body=None, tries=1):
@@ -108,6 +119,7 @@ def _request(method, path, body=None, tries=1):
     if not servers:
         raise MusterError("MUSTER_SERVER is not set: not inside a Muster job")
     data = json.dumps(body).encode() if body is not None else None
+    why = "no answer"
     for attempt_no in range(tries):
         if attempt_no:
             time.sleep(min(2 ** attempt_no, 10))
@@ -121,7 +133,8 @@ def _request(method, path, body=None, tries=1):
             if token:
                 req.add_header("Authorization", "Bearer " + token)
             try:
-                with urllib.request.urlopen(req, timeout=30) as resp:
+                tls = _tls_context() if one.startswith("https://") else None
+                with urllib.request.urlopen(req, timeout=30, context=tls) as resp:
                     _current = (_current + k) % len(servers)
                     return json.loads(resp.read() or b"{}")
             except urllib.error.HTTPError as err:
@@ -136,9 +149,10 @@ def _request(method, path, body=None, tries=1):
                 error = MusterError("%s %s: HTTP %d: %s" % (method, path, err.code, message))
                 error.status = err.code
                 raise error from None
-            except (urllib.error.URLError, OSError):
+            except (urllib.error.URLError, OSError) as err:
+                why = getattr(err, "reason", err)  # a refused connection, a certificate not verified, ...
                 continue
-    raise Unreachable("%s %s: the server at %s did not answer" % (method, path, server))
+    raise Unreachable("%s %s: the server at %s did not answer (%s)" % (method, path, server, why))
 
 
 def report(step=None, message=None, **metrics):
@@ -186,12 +200,24 @@ def checkpoint_requested(poll_seconds=30.0):
 
 def new_checkpoint_dir(step):
     """Creates and returns a fresh directory for the checkpoint of `step`
-    below MUSTER_CHECKPOINT_DIR (one name per step and attempt)."""
+    below MUSTER_CHECKPOINT_DIR (one name per step and attempt). The job's
+    directory (job-ID) is its user's alone (mode 700): other users' jobs
+    sharing the checkpoint root cannot read its checkpoints. One that is not
+    a directory of this user (another user made it first, or a link) is
+    refused."""
     root = os.environ.get("MUSTER_CHECKPOINT_DIR", "")
     if not root:
         raise MusterError("MUSTER_CHECKPOINT_DIR is not set: the job's spec has no checkpoint.dir")
-    path = os.path.join(root, "job-%d" % job_id, "step-%09d.a%d" % (int(step), attempt))
-    os.makedirs(path, exist_ok=True)
+    job_dir = os.path.join(root, "job-%d" % job_id)
+    os.makedirs(job_dir, mode=0o700, exist_ok=True)
+    st = os.lstat(job_dir)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise MusterError("%s is not a directory of uid %d (the job's user): refusing to write checkpoints "
+                          "into it" % (job_dir, os.getuid()))
+    if st.st_mode & 0o077:
+        os.chmod(job_dir, 0o700)
+    path = os.path.join(job_dir, "step-%09d.a%d" % (int(step), attempt))
+    os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
 

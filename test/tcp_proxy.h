@@ -2,7 +2,8 @@
 // It can cut a process off from a server the way a network does: Freeze()
 // passes no more bytes but keeps every connection open (a partition: the
 // peer sees silence, no error), FreezeAnswers() passes requests on but
-// holds the answers back, Cut() closes every connection.
+// holds the answers back, Cut() closes every connection. Recorded() is
+// every byte it passed, both ways (what someone on the wire would see).
 #pragma once
 
 #include <arpa/inet.h>
@@ -13,6 +14,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -50,6 +52,10 @@ class TcpProxy {
   void Freeze() { Set(true, true); }
   void FreezeAnswers() { Set(false, true); }
   void Thaw() { Set(false, false); }
+  std::string Recorded() {
+    std::lock_guard<std::mutex> lock(recorded_mu_);
+    return recorded_;
+  }
   void Cut() {
     cut_ = true;
     Wake();
@@ -73,10 +79,14 @@ class TcpProxy {
     Wake();
   }
   void Wake() { (void)!::write(wake_[1], "x", 1); }
-  static bool Pass(int from, int to) {
+  bool Pass(int from, int to) {
     char buf[65536];
     const ssize_t n = ::read(from, buf, sizeof(buf));
     if (n <= 0) return false;
+    {
+      std::lock_guard<std::mutex> lock(recorded_mu_);
+      recorded_.append(buf, static_cast<size_t>(n));
+    }
     for (ssize_t off = 0; off < n;) {
       const ssize_t w = ::write(to, buf + off, static_cast<size_t>(n - off));
       if (w <= 0) return false;
@@ -136,6 +146,8 @@ class TcpProxy {
     }
   }
 
+  std::mutex recorded_mu_;
+  std::string recorded_;  // guarded by recorded_mu_
   const int target_;
   int listener_ = -1;
   int port_ = 0;

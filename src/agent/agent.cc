@@ -278,6 +278,14 @@ StatusOr<std::string> Agent::Init() {
   log_options.host = options_.log_host;
   log_options.port = options_.log_port;  // 0: any free port
   log_options.worker_threads = 2;
+  if (options_.server.find("https://") != std::string::npos) {
+    auto made = http::MakeSelfSignedCertificate(options_.node, 3650);
+    if (!made.ok()) return made.status();
+    auto ctx = http::TlsServerContext::FromPem(made->cert_pem, made->key_pem);
+    if (!ctx.ok()) return ctx.status();
+    log_options.tls = std::move(*ctx);
+    log_tls_pin_ = made->pin;
+  }
   log_server_ = std::make_unique<http::Server>(log_options);
   log_server_->Handle("GET", "/logs/*", [this](const http::Request& req, http::Response& res) {
     const std::string& key = req.captures[0];
@@ -307,7 +315,7 @@ StatusOr<std::string> Agent::Init() {
   std::ostringstream summary;
   summary << "node " << options_.node << ": " << gpus_line << "; " << options_.cpu_milli / 1000 << " CPUs, "
           << (options_.memory_bytes >> 30) << " GiB; " << cgroups_ << "; state in " << options_.state_dir
-          << "; logs served on " << options_.log_host << ":" << log_port_;
+          << "; logs served on " << options_.log_host << ":" << log_port_ << (log_tls_pin_.empty() ? "" : " (TLS)");
   if (!executor_->Tasks().empty()) summary << "; recovered " << executor_->Tasks().size() << " task(s)";
   return summary.str();
 }
@@ -328,6 +336,7 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   r.agent_version = kVersion;
   r.address = options_.address;
   r.log_port = log_port_;
+  r.log_tls_pin = log_tls_pin_;
   r.cpu_milli = options_.cpu_milli;
   r.memory_bytes = options_.memory_bytes;
   r.labels = options_.labels;
@@ -354,6 +363,7 @@ bool Agent::Sync(int64_t wait_ms) {
   if (!client) {
     http::Client::Options o;
     o.connect_timeout = std::chrono::milliseconds(2'000);  // the read timeout is set for each sync
+    o.tls.ca_file = options_.ca_file;
     client = std::make_unique<http::FailoverClient>(options_.server, o);
     if (std::this_thread::get_id() != main_thread_) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -377,6 +387,12 @@ bool Agent::Sync(int64_t wait_ms) {
   if (!res.ok() || res->status != 200) {
     if (res.ok()) {
       std::fprintf(stderr, "muster agent: the server refused a sync (%d): %s\n", res->status, res->body.substr(0, 300).c_str());
+    } else if (static thread_local std::string last; res.status().message() != last &&
+               res.status().message() != "interrupted") {
+      // Said once for each new reason (a server down, a certificate this
+      // agent cannot verify), not at every retry.
+      last = res.status().message();
+      std::fprintf(stderr, "muster agent: cannot sync with %s: %s\n", options_.server.c_str(), last.c_str());
     }
     if (std::this_thread::get_id() != main_thread_) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -558,6 +574,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.env["SLURM_GPUS_ON_NODE"] = std::to_string(t.gpus.size());
   spec.env["MUSTER_NODE"] = options_.node;
   spec.env["MUSTER_SERVER"] = options_.server;  // for progress reports and checkpoint commits
+  if (!options_.ca_file.empty()) spec.env["MUSTER_CA"] = options_.ca_file;
   spec.working_dir = !t.working_dir.empty() ? t.working_dir : home;
   spec.lease_file = options_.state_dir + "/lease";
   if (as_user && options_.private_tmp) spec.private_tmp = options_.state_dir + "/tmp/" + key;

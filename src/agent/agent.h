@@ -53,6 +53,11 @@ namespace muster::agent {
 
 struct AgentOptions {
   std::string server = "http://127.0.0.1:8470";  // or several, comma-separated: whichever leads
+  // CAs that vouch for an https:// server (PEM); "": the system's. Tasks
+  // get it as MUSTER_CA. With an https:// server the log server speaks TLS
+  // too, with a certificate the agent makes at start; its pin goes to the
+  // server in each sync, so the server knows whom it reads logs from.
+  std::string ca_file;
   std::string node;            // default: the host name
   std::string address;         // how other nodes reach this one (MASTER_ADDR); default: 127.0.0.1 for a loopback server, else the host name
   std::string log_host;        // where the log server listens; default: address
@@ -126,6 +131,7 @@ class Agent {
   std::string cgroups_;
   std::unique_ptr<http::Server> log_server_;
   int log_port_ = 0;
+  std::string log_tls_pin_;  // "": plain HTTP
   std::thread log_thread_, watch_thread_, health_thread_;
 
   // Wakes the main loop, which sleeps in poll() on it and on its tasks'

@@ -18,6 +18,9 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   if (const char* env = std::getenv("MUSTER_SERVER")) o.server = env;
   a->add_option("--server", o.server,
                 "Server URL, or several comma-separated (HA: whichever leads); default $MUSTER_SERVER or http://127.0.0.1:8470");
+  if (const char* env = std::getenv("MUSTER_CA")) o.ca_file = env;
+  a->add_option("--ca", o.ca_file,
+                "CA certificates (PEM) that vouch for an https:// server; default $MUSTER_CA, else the system's");
   a->add_option("--name", o.node, "Node name (default: the host name)");
   a->add_option("--address", o.address, "Address other nodes use to reach this one (MASTER_ADDR)");
   a->add_option("--log-port", o.log_port, "Port of the agent's log server (default: any free port)");

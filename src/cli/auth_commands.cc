@@ -236,7 +236,7 @@ std::shared_ptr<AuthCommands> AddAuthCommands(CLI::App& app) {
   auto c = std::make_shared<AuthCommands>();
   c->server = DefaultServer();
   auto common = [c = c.get()](CLI::App* sub) {
-    sub->add_option("--server", c->server, "Server address, or several comma-separated (default $MUSTER_SERVER or http://127.0.0.1:8470)");
+    AddServerOptions(sub, c->server);
     sub->add_option("--as", c->act_as, "Act for this user (admins only; recorded in the audit log)");
     sub->add_option("-o,--output", c->output, "json");
   };
@@ -262,7 +262,7 @@ std::shared_ptr<AuthCommands> AddAuthCommands(CLI::App& app) {
   c->audit->add_option("--object", c->object, "Only entries about this object (job/12, node/n1, token/ID)");
   c->audit->add_option("--limit", c->limit, "At most this many")->check(CLI::Range(1, 1000));
   c->login = app.add_subcommand("login", "Save a token in your token file, for this server");
-  c->login->add_option("--server", c->server, "The server it is for");
+  AddServerOptions(c->login, c->server);
   c->login->add_option("--token", c->login_token, "The token (default: read from stdin)");
   return c;
 }

@@ -11,6 +11,8 @@
 #include <random>
 #include <thread>
 
+#include <CLI/CLI.hpp>
+
 #include "auth/client_credential.h"
 #include "http/failover_client.h"
 
@@ -21,9 +23,19 @@ std::string DefaultServer() {
   return env && *env ? env : "http://127.0.0.1:8470";
 }
 
+void AddServerOptions(CLI::App* sub, std::string& server) {
+  sub->add_option("--server", server,
+                  "Server address, or several comma-separated (default $MUSTER_SERVER or http://127.0.0.1:8470)");
+  sub->add_option_function<std::string>(
+      "--ca", [](const std::string& file) { ::setenv("MUSTER_CA", file.c_str(), 1); },
+      "CA certificates (PEM) that vouch for an https:// server (default $MUSTER_CA, else the system's)");
+}
+
 Client::Client(std::string server, std::string act_as, double retry_for_seconds)
     : server_(std::move(server)), act_as_(std::move(act_as)), retry_for_(retry_for_seconds) {
-  http_ = std::make_unique<http::FailoverClient>(server_);
+  http::ClientOptions options;
+  if (const char* ca = std::getenv("MUSTER_CA"); ca != nullptr && *ca) options.tls.ca_file = ca;
+  http_ = std::make_unique<http::FailoverClient>(server_, options);
   auto found = auth::FindCredential(auth::DefaultCredentialSources(), server_);
   if (found.ok()) {
     credential_ = std::move(*found);
@@ -44,7 +56,12 @@ StatusOr<http::Fields> Client::Headers(std::string_view method, std::string_view
 Client::~Client() = default;
 
 Status Client::Unreachable(const Status& why) const {
-  return Status(StatusCode::kUnavailable, "cannot reach the server at " + server_ + ": " + why.message());
+  std::string hint;
+  if (why.message().find("certificate verify failed") != std::string::npos) {
+    hint = std::getenv("MUSTER_CA") ? " (the CAs of $MUSTER_CA or --ca do not vouch for it)"
+                                    : " (give the CA that signed its certificate with --ca FILE or $MUSTER_CA)";
+  }
+  return Status(StatusCode::kUnavailable, "cannot reach the server at " + server_ + ": " + why.message() + hint);
 }
 
 namespace {
@@ -90,7 +107,9 @@ StatusOr<http::ClientResponse> Client::Exchange(const std::function<StatusOr<htt
   std::chrono::milliseconds backoff(50);
   while (true) {
     auto r = send();
-    // A malformed --server, or no usable credential: no retry helps.
+    // A malformed --server, or no usable credential: no retry helps; nor
+    // for a server whose certificate cannot be verified.
+    if (!r.ok() && r.status().code() == StatusCode::kUnauthenticated) return Unreachable(r.status());
     if (!r.ok() && r.status().code() != StatusCode::kUnavailable) return r.status();
     // With an answer, only 429 (not acted on) is sent again, and with
     // `retry_busy` also 409 "still in progress" and 503.

@@ -2,7 +2,9 @@
 //
 // The address comes from --server, else MUSTER_SERVER, else
 // http://127.0.0.1:8470; several, comma-separated, name the servers of one
-// cluster, and requests go to whichever leads (http/failover_client.h).
+// cluster, and requests go to whichever leads (http/failover_client.h). An
+// https:// server is verified by the CAs of --ca, else MUSTER_CA, else the
+// system's.
 // Every request carries the caller's credential, found as
 // auth/client_credential.h says (munged, a token file, $MUSTER_TOKEN); an
 // admin may act for another user (--as: X-Muster-Act-As, recorded in the
@@ -28,6 +30,10 @@ struct ClientResponse;
 
 namespace muster::auth {
 class ClientCredential;
+}
+
+namespace CLI {
+class App;
 }
 
 namespace muster::cli {
@@ -82,6 +88,10 @@ class Client {
 
 // $MUSTER_SERVER, else http://127.0.0.1:8470.
 std::string DefaultServer();
+
+// Adds --server (into `server`, which should hold DefaultServer()) and --ca
+// (into $MUSTER_CA, which Client reads) to a subcommand.
+void AddServerOptions(CLI::App* sub, std::string& server);
 
 // A random RFC 4122 version 4 UUID, for idempotency keys.
 std::string NewUuid();

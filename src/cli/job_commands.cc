@@ -783,7 +783,7 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   auto c = std::make_shared<JobCommands>();
   c->server = DefaultServer();
   auto common = [c = c.get()](CLI::App* sub, bool formats = true) {
-    sub->add_option("--server", c->server, "Server address, or several comma-separated (default $MUSTER_SERVER or http://127.0.0.1:8470)");
+    AddServerOptions(sub, c->server);
     sub->add_option("--as", c->act_as, "Act for this user (admins only; recorded in the audit log)");
     if (formats) sub->add_option("-o,--output", c->output, "wide, json or yaml");
   };

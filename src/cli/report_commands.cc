@@ -120,7 +120,7 @@ std::shared_ptr<ReportCommands> AddReportCommands(CLI::App& app) {
   c->job = EnvInt("MUSTER_JOB_ID");
   c->attempt = EnvInt("MUSTER_ATTEMPT");
   auto common = [c = c.get()](CLI::App* sub, bool identity) {
-    sub->add_option("--server", c->server, "Server address, or several comma-separated (default $MUSTER_SERVER or http://127.0.0.1:8470)");
+    AddServerOptions(sub, c->server);
     sub->add_option("--as", c->act_as, "Act for this user (admins only; recorded in the audit log)");
     if (!identity) return;
     sub->add_option("--job", c->job, "Job id (default $MUSTER_JOB_ID)");

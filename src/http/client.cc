@@ -213,7 +213,10 @@ Status Client::Handshake(Clock::time_point deadline) {
     if (stream_->Handshake() == 1) return Status::Ok();
     const int err = errno;
     if (err != EAGAIN) {
-      const Status failed = TransportFailure("TLS handshake", err);
+      // A server that cannot be verified (or does not speak TLS) will not
+      // be next time either: kUnauthenticated, which callers do not retry.
+      Status failed = TransportFailure("TLS handshake", err);
+      if (err == EPROTO) failed = Status(StatusCode::kUnauthenticated, failed.message());
       CloseConnection();
       return failed;
     }

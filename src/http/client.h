@@ -19,7 +19,9 @@
 //
 // A transport failure (no connection, a timeout, a malformed answer, an
 // interruption) is a kUnavailable Status saying what failed (callers say
-// which server); any HTTP status is an answer.
+// which server); a TLS handshake that fails (a certificate not verified, a
+// server not speaking TLS) is kUnauthenticated; any HTTP status is an
+// answer.
 //
 // Thread-safety: one request at a time; Interrupt() from any thread.
 #pragma once

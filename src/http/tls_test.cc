@@ -147,7 +147,7 @@ TEST_F(TlsTest, ClientRefusesServersItCannotVerifyAndSendsThemNothing) {
     Client c(Url(k.host), Trusting(k.ca));
     auto r = c.Post("/echo", "secret", "text/plain");
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+    EXPECT_EQ(r.status().code(), StatusCode::kUnauthenticated);
     EXPECT_NE(r.status().message().find(k.expect), std::string::npos) << r.status().message();
   }
   EXPECT_EQ(handled_.load(), 0);

@@ -131,6 +131,7 @@ std::string ToJson(const SyncRequest& r) {
                {"agentVersion", r.agent_version},
                {"address", r.address},
                {"logPort", r.log_port},
+               {"logTlsPin", r.log_tls_pin},
                {"gpuType", r.gpu_type},
                {"gpuSource", r.gpu_source},
                {"gpuNote", r.gpu_note},
@@ -236,6 +237,7 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
   rd.Get(j, "agentVersion", r.agent_version);
   rd.Get(j, "address", r.address);
   rd.Get(j, "logPort", r.log_port);
+  rd.Get(j, "logTlsPin", r.log_tls_pin);
   rd.Get(j, "gpuType", r.gpu_type);
   rd.Get(j, "gpuSource", r.gpu_source);
   rd.Get(j, "gpuNote", r.gpu_note);

@@ -96,6 +96,9 @@ struct SyncRequest {
   std::string agent_version;
   std::string address;  // where the node's tasks reach each other (MASTER_ADDR)
   int32_t log_port = 0;  // the agent's log server, 0 = none
+  // The log server speaks TLS with a certificate of the agent's own making
+  // whose key has this pin (http/tls.h); "": plain HTTP.
+  std::string log_tls_pin;
   std::string gpu_type;
   std::string gpu_source;  // "nvml", "fake", "none"
   std::string gpu_note;

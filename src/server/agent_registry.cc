@@ -54,6 +54,7 @@ AgentRegistry::Served AgentRegistry::Serve(const proto::SyncRequest& req, Agent&
   out.first = a.inventory.empty() || a.address != req.address;
   a.address = req.address;
   a.log_port = req.log_port;
+  a.log_tls_pin = req.log_tls_pin;
   if (a.removed) {  // forgotten by an operator, and back: registered again
     a.removed = false;
     out.first = true;
@@ -65,7 +66,7 @@ std::optional<std::string> AgentRegistry::Report(const proto::SyncRequest& req, 
   a.events.insert(a.events.end(), req.health_events.begin(), req.health_events.end());
   if (a.events.size() > 32) a.events.erase(a.events.begin(), a.events.end() - 32);
   // The node's status is rebuilt (and stored) only when it changed.
-  std::string inventory = req.gpu_type + "|" + req.address + "|" + std::to_string(req.log_port) + "|" + req.cgroups +
+  std::string inventory = req.gpu_type + "|" + req.address + "|" + std::to_string(req.log_port) + "|" + req.log_tls_pin + "|" + req.cgroups +
                           "|" + req.agent_version + "|" + req.gpu_note + "|" + std::to_string(req.cpu_milli) + "|" +
                           std::to_string(req.memory_bytes);
   for (const auto& [k, v] : req.labels) inventory += "|" + k + "=" + v;
@@ -84,6 +85,7 @@ std::optional<std::string> AgentRegistry::Report(const proto::SyncRequest& req, 
                  {"labels", req.labels},
                  {"address", req.address},
                  {"logPort", req.log_port},
+                 {"logTlsPin", req.log_tls_pin},
                  {"agentVersion", req.agent_version},
                  {"gpuSource", req.gpu_source},
                  {"gpuNote", req.gpu_note},
@@ -139,6 +141,7 @@ std::vector<core::NodeSpec> AgentRegistry::Restore(const std::vector<store::Node
     a.inventory = "(restored)";
     a.cordon = spec.value("cordoned", "");
     a.log_port = spec.value("logPort", 0);
+    a.log_tls_pin = spec.value("logTlsPin", "");
     a.status_json = spec.dump();
     out.push_back(std::move(n));
   }

@@ -41,10 +41,32 @@ void Authenticator::Load(const std::vector<store::TokenRow>& tokens) {
 
 void Authenticator::Put(const store::TokenRow& token) {
   std::unique_lock lock(mu_);
+  PutLocked(token);
+}
+
+void Authenticator::PutLocked(const store::TokenRow& token) {
   tokens_[token.id] = token;
   if (token.revoked_ms != 0 && !token.node.empty()) {
     auto k = node_keys_.find(token.node);
     if (k != node_keys_.end() && k->second == token.secret_sha256) node_keys_.erase(k);
+  }
+}
+
+void Authenticator::Merge(const std::vector<store::TokenRow>& tokens) {
+  std::vector<const store::TokenRow*> changed;
+  {
+    std::shared_lock lock(mu_);
+    for (const store::TokenRow& t : tokens) {
+      auto known = tokens_.find(t.id);
+      if (known == tokens_.end() || (t.revoked_ms != 0 && known->second.revoked_ms == 0)) changed.push_back(&t);
+    }
+  }
+  if (changed.empty()) return;
+  std::unique_lock lock(mu_);
+  for (const store::TokenRow* t : changed) {
+    auto known = tokens_.find(t->id);  // again: it may have changed since
+    if (known != tokens_.end() && (t->revoked_ms == 0 || known->second.revoked_ms != 0)) continue;
+    PutLocked(*t);
   }
 }
 

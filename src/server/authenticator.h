@@ -17,7 +17,9 @@
 // client cannot be mistaken for an identity.
 //
 // Token records come from the store: Load() at start (and on taking over as
-// leader), Put() once a created or revoked token is durable.
+// leader), Put() once a created or revoked token is durable, and Merge()
+// every few seconds, for tokens written into the store by another process
+// (`muster token create --store` beside a running server).
 //
 // Thread-safety: all methods from any thread (a reader-writer lock).
 #pragma once
@@ -43,6 +45,10 @@ class Authenticator {
 
   void Load(const std::vector<store::TokenRow>& tokens);
   void Put(const store::TokenRow& token);
+  // What the store holds now, read without a lock held here: tokens not
+  // known are added and revocations applied. Nothing known is dropped or
+  // un-revoked (a read that began before a revocation must not undo it).
+  void Merge(const std::vector<store::TokenRow>& tokens);
   // The key job tokens are signed with (kept in the store's meta).
   void SetClusterKey(std::string key);
   std::string cluster_key() const;
@@ -58,6 +64,7 @@ class Authenticator {
 
  private:
   StatusOr<Identity> FromToken(std::string_view text) const;
+  void PutLocked(const store::TokenRow& token);  // mu_ held exclusively
   StatusOr<Identity> FromMunge(std::string_view credential, const http::Request& req) const;
 
   const Clock& clock_;

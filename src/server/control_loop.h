@@ -191,6 +191,7 @@ class ControlLoop {
     std::string node;
     std::string address;
     int32_t log_port = 0;
+    std::string log_tls_pin;  // "": plain HTTP
     int32_t attempt = 0;  // the attempt found (the current or last one, unless asked)
   };
   // Of attempt `attempt` (0: the current or last one). Blocks until the loop

@@ -254,7 +254,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
     if (ag == nullptr || ag->log_port == 0) {
       return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs"));
     }
-    reply(ReplicaLocation{node, ag->address, ag->log_port, attempt});
+    reply(ReplicaLocation{node, ag->address, ag->log_port, ag->log_tls_pin, attempt});
   }, ShuttingDown());
 }
 

@@ -9,8 +9,9 @@
 namespace muster::server {
 namespace {
 
-http::Server::Options HttpOptions(const ServerOptions& o) {
+http::Server::Options HttpOptions(const ServerOptions& o, std::shared_ptr<const http::TlsServerContext> tls) {
   http::Server::Options h;
+  h.tls = std::move(tls);
   h.host = o.host;
   h.port = o.port;
   h.worker_threads = o.threads;
@@ -79,7 +80,8 @@ class HttpApi::RateLimiter {
 };
 
 HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store,
-                 const Leadership& leadership, Authenticator& authn)
+                 const Leadership& leadership, Authenticator& authn,
+                 std::shared_ptr<const http::TlsServerContext> tls)
     : options_(options),
       clock_(clock),
       loop_(loop),
@@ -87,7 +89,7 @@ HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& 
       leadership_(leadership),
       authn_(authn),
       authz_(options),
-      http_(std::make_unique<http::Server>(HttpOptions(options))),
+      http_(std::make_unique<http::Server>(HttpOptions(options, std::move(tls)))),
       limiter_(std::make_unique<RateLimiter>(clock, options.rate_per_second, options.rate_burst)) {
   Routes();
 }

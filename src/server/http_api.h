@@ -65,8 +65,10 @@ class HttpApi {
  public:
   // Every request but GET /healthz is answered only while `leadership`
   // leads; a standby points to the leader (503 NotLeader with its address).
+  // `tls`: HTTPS with that certificate; null: plain HTTP.
   HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store,
-          const Leadership& leadership, Authenticator& authn);
+          const Leadership& leadership, Authenticator& authn,
+          std::shared_ptr<const http::TlsServerContext> tls = nullptr);
   ~HttpApi();
 
   // Binds the listening socket (port 0 picks a free one).

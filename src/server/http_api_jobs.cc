@@ -276,7 +276,9 @@ void HttpApi::JobLogs(const Request& req, Response& res) {
   o.connect_timeout = std::chrono::milliseconds(2'000);
   o.read_timeout = std::chrono::milliseconds(10'000);
   o.max_body_bytes = (4 << 20) + (64 << 10);  // an agent answers at most 4 MiB of log
-  http::Client agent(where->address, where->log_port, o);
+  // TLS to the key the agent reported over its own authenticated sync.
+  o.tls.pin = where->log_tls_pin;
+  http::Client agent(where->address, where->log_port, o, /*tls=*/!where->log_tls_pin.empty());
   const std::string task = proto::TaskKey(*id, where->attempt, static_cast<int32_t>(replica));
   std::string path = "/logs/" + task + "?";
   if (offset >= 0) path += "offset=" + std::to_string(offset) + "&";

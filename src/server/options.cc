@@ -9,6 +9,7 @@
 #include "config/node_list.h"
 #include "config/queue_list.h"
 #include "config/yaml_fields.h"
+#include "http/tls.h"
 
 namespace muster::server {
 
@@ -30,6 +31,17 @@ Status SetListen(ServerOptions& o, const std::string& listen) {
 
 Status ServerOptions::Validate() const {
   if (store_path.empty()) return InvalidArgument("must not be empty", "store");
+  if (tls_cert.empty() != tls_key.empty()) {
+    return InvalidArgument("needs both cert and key", tls_cert.empty() ? "tls.cert" : "tls.key");
+  }
+  if (tls_cert.empty() && !allow_plain_http && !http::IsLoopbackHost(host)) {
+    // Tokens and job secrets would cross the network in the clear.
+    return InvalidArgument(QuoteForMessage(host) +
+                               " is not a loopback address, and plain HTTP beyond this machine would carry "
+                               "credentials in the clear: configure tls: {cert, key}, or set allowPlainHttp: true "
+                               "(behind a TLS proxy)",
+                           "listen");
+  }
   if (cluster.priority_classes.empty()) return InvalidArgument("at least one class is needed", "priorityClasses");
   bool has_default = false;
   for (size_t i = 0; i < cluster.priority_classes.size(); ++i) {
@@ -147,7 +159,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
                                      "maxConnections", "maxConnectionsPerClient", "threads",
                                      "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues",
-                                     "ha", "auth"},
+                                     "ha", "auth", "tls", "allowPlainHttp"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -165,6 +177,19 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       }
     }
     if (const YAML::Node auth = root["auth"]) RETURN_IF_ERROR(ReadAuthOptions(auth, o.auth));
+    if (const YAML::Node tls = root["tls"]) {
+      if (!tls.IsMap()) return InvalidArgument("must be a mapping {cert, key}", "server.tls");
+      RETURN_IF_ERROR(CheckKeys(tls, {"cert", "key"}, "server.tls"));
+      if (tls["cert"]) {
+        ASSIGN_OR_RETURN(o.tls_cert, config::Str(tls["cert"], "server.tls.cert"));
+      }
+      if (tls["key"]) {
+        ASSIGN_OR_RETURN(o.tls_key, config::Str(tls["key"], "server.tls.key"));
+      }
+    }
+    if (root["allowPlainHttp"]) {
+      ASSIGN_OR_RETURN(o.allow_plain_http, config::Bool(root["allowPlainHttp"], "server.allowPlainHttp"));
+    }
     if (const YAML::Node classes = root["priorityClasses"]) {
       if (!classes.IsSequence()) return InvalidArgument("must be a list", "server.priorityClasses");
       o.cluster.priority_classes.clear();

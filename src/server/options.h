@@ -4,6 +4,9 @@
 //
 // YAML (every key optional):
 //   listen: 127.0.0.1:8470
+//   tls: {cert: /etc/muster/tls/server.crt, key: /etc/muster/tls/server.key}
+//                            # HTTPS; a non-loopback `listen` needs it, or
+//   allowPlainHttp: false    # true: plain HTTP on any address (behind a TLS proxy)
 //   store: /var/lib/muster/muster.db   # or postgres://muster@db1,db2/muster?target_session_attrs=read-write
 //   ha: {name: server-a, advertise: http://10.0.0.5:8470, lease: 6s, renewEvery: 1s, pollEvery: 500ms}
 //                            # with a PostgreSQL store: several servers, one leader (docs/operations.md)
@@ -57,6 +60,12 @@ namespace muster::server {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8470;
+  // HTTPS: the certificate (chain) and its key, PEM files read at start.
+  // Without them the server speaks plain HTTP, which it does only on a
+  // loopback address unless `allow_plain_http`.
+  std::string tls_cert;
+  std::string tls_key;
+  bool allow_plain_http = false;
   std::string store_path = "muster.db";  // a file, sqlite:FILE, or postgres://... (store/open_store.h)
   // High availability, with a PostgreSQL store. The leader holds a lease
   // for `leader_lease` and renews it every `lease_renew_every`; a standby

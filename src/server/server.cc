@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "auth/token.h"
@@ -61,6 +63,37 @@ Status LoadCredentials(store::Store& store, ControlLoop& loop, Authenticator& au
   loop.SetJobTokenKey(*key);
   return Status::Ok();
 }
+
+// Tokens another process wrote into the store (`muster token create
+// --store` beside a server running on PostgreSQL) are honoured within a
+// refresh; the API's own changes reach the authenticator at once.
+class TokenRefresh {
+ public:
+  static constexpr std::chrono::seconds kEvery{5};
+  TokenRefresh(store::Store& store, Authenticator& authn)
+      : thread_([this, &store, &authn] {
+          std::unique_lock lock(mu_);
+          while (!cv_.wait_for(lock, kEvery, [this] { return stop_; })) {
+            lock.unlock();
+            if (auto tokens = store.ListTokens(); tokens.ok()) authn.Merge(*tokens);
+            lock.lock();
+          }
+        }) {}
+  ~TokenRefresh() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+};
 
 // An elected server's life: a standby that follows the store's job rows
 // (so that taking over reads only what changed since its last look) until
@@ -127,6 +160,17 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // The certificate first: a server that cannot serve HTTPS as configured
+  // must not start (nor take the lead from one that can).
+  std::shared_ptr<const http::TlsServerContext> tls;
+  if (!options.tls_cert.empty()) {
+    auto loaded = http::TlsServerContext::FromFiles(options.tls_cert, options.tls_key);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "muster server: %s\n", loaded.status().WithFieldPrefix("server").ToString().c_str());
+      return 1;
+    }
+    tls = std::move(*loaded);
+  }
   auto opened = OpenStoreWaiting(options.store_path, signals);
   if (!opened.ok()) {
     std::fprintf(stderr, "muster server: %s\n", opened.status().ToString().c_str());
@@ -148,12 +192,14 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
     }
     leadership.Lead();
   }
-  HttpApi api(options, clock, loop, store, leadership, authn);
+  HttpApi api(options, clock, loop, store, leadership, authn, tls);
   if (Status s = api.Bind(); !s.ok()) {
     std::fprintf(stderr, "muster server: %s\n", s.ToString().c_str());
     return 1;
   }
-  const std::string listening = "http://" + options.host + ":" + std::to_string(api.port());
+  const bool ipv6 = options.host.find(':') != std::string::npos;
+  const std::string listening = (tls ? "https://" : "http://") + (ipv6 ? "[" + options.host + "]" : options.host) +
+                                ":" + std::to_string(api.port());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
@@ -179,7 +225,10 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
     std::ofstream(tmp) << api.port() << "\n";
     std::rename(tmp.c_str(), port_file.c_str());
   }
-  api.Serve();
+  {
+    TokenRefresh refresh(store, authn);
+    api.Serve();
+  }
   // Serve returned: a signal stopped it (or the listener failed).
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();

@@ -18,6 +18,7 @@ using Clock = std::chrono::steady_clock;
 // (1 s), so a cut-off node has stopped its task before the job may run
 // elsewhere.
 const char* kPartitionConfig = R"(
+allowPlainHttp: true
 rateLimit: {perSecond: 100000, burst: 100000}
 agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 5s}
 )";

@@ -169,5 +169,25 @@ TEST_F(FailoverTest, TheDatabaseFailsOverToItsReplica) {
   cluster_->ExpectInvariants();
 }
 
+// A token written into the shared store by another process (an admin's
+// `muster token create --store` on a host of their own) is honoured by the
+// running leader without a restart.
+TEST_F(FailoverTest, ATokenWrittenIntoTheStoreIsHonouredWhileTheLeaderRuns) {
+  ServerProcess& server = cluster_->AddServer();
+  ASSERT_EQ(cluster_->WaitLeader(), 0);
+  const std::string token = TokenInStore(cluster_->store_url(), "zed");
+  ASSERT_FALSE(token.empty());
+  const std::string whoami =
+      "MUSTER_TOKEN=" + token + " " + std::string(MUSTER_BINARY) + " whoami --server " + server.url();
+  CommandResult r;
+  for (int i = 0; i < 100; ++i) {  // within a refresh (5 s)
+    r = RunCommand(whoami);
+    if (r.code == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("zed"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace muster::testing

@@ -134,6 +134,38 @@ class MusterJobTest(unittest.TestCase):
             with self.assertRaises(self.mj.MusterError):  # committed once
                 self.mj.commit_checkpoint(path, 12)
 
+    def test_a_jobs_checkpoints_are_its_users_alone(self):
+        with tempfile.TemporaryDirectory() as root:
+            os.chmod(root, 0o755)
+            os.environ["MUSTER_CHECKPOINT_DIR"] = root
+            path = self.mj.new_checkpoint_dir(3)
+            job_dir = os.path.join(root, "job-7")
+            self.assertEqual(os.stat(job_dir).st_mode & 0o777, 0o700)
+            self.assertEqual(os.stat(path).st_mode & 0o077, 0)
+            # One loosened (an older helper, another umask) is tightened.
+            os.chmod(job_dir, 0o755)
+            self.mj.new_checkpoint_dir(4)
+            self.assertEqual(os.stat(job_dir).st_mode & 0o777, 0o700)
+
+    def test_a_job_directory_someone_else_made_is_refused(self):
+        with tempfile.TemporaryDirectory() as root:
+            os.environ["MUSTER_CHECKPOINT_DIR"] = root
+            # A link planted where the job's directory goes.
+            os.makedirs(os.path.join(root, "elsewhere"))
+            os.symlink(os.path.join(root, "elsewhere"), os.path.join(root, "job-7"))
+            with self.assertRaises(self.mj.MusterError) as refused:
+                self.mj.new_checkpoint_dir(1)
+            self.assertIn("refusing", str(refused.exception))
+            self.assertEqual(os.listdir(os.path.join(root, "elsewhere")), [])
+            if os.getuid() == 0:  # a directory of another user, open to all
+                os.remove(os.path.join(root, "job-7"))
+                os.makedirs(os.path.join(root, "job-7"))
+                os.chmod(os.path.join(root, "job-7"), 0o777)
+                os.chown(os.path.join(root, "job-7"), 65534, 65534)
+                with self.assertRaises(self.mj.MusterError):
+                    self.mj.new_checkpoint_dir(1)
+                self.assertEqual(os.listdir(os.path.join(root, "job-7")), [])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -35,6 +35,9 @@ class ServerProcess {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     store_ = store.empty() ? dir_ + "/muster.db" : store;
+    // HTTPS when the config names a certificate (the CLI and agents the
+    // test starts then need MUSTER_CA).
+    tls_ = config.find("tls:") != std::string::npos;
     // Tests run their jobs as root (the test's own user); a server refuses
     // that unless configured, which security tests do their own way.
     const std::string auth = config.find("auth:") == std::string::npos ? "auth: {rootJobs: [root]}\n" : "";
@@ -106,7 +109,7 @@ class ServerProcess {
   const std::string& admin_token() const { return admin_token_; }
   // A token for another user, made through the running server.
   std::string UserToken(const std::string& user) const { return TokenFromServer(url(), admin_token_, "--user", user); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return (tls_ ? "https://" : "http://") + std::string("127.0.0.1:") + std::to_string(port_); }
   const std::string& dir() const { return dir_; }
   std::string log() const {
     std::ifstream in(dir_ + "/server.log");
@@ -124,6 +127,7 @@ class ServerProcess {
   std::string dir_;
   std::string store_;
   std::string admin_token_;
+  bool tls_ = false;
   pid_t pid_ = -1;
   int port_ = 0;
 };
