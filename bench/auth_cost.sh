@@ -21,6 +21,11 @@ DIR=${DIR:-/var/tmp/muster-auth-cost}
 PORT=${PORT:-8474}
 ROUNDS=${ROUNDS:-3}
 source bench/bench_server.sh
+# The server's CPU time (user and system, ms): with the load generator on
+# the same cores, throughput also pays for the client's side; this does not.
+server_cpu_ms() {
+  awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$bench_server_pid/stat"
+}
 make_bench_certs "$DIR/certs"
 for round in $(seq "$ROUNDS"); do
   for which in old new new+tls; do
@@ -31,7 +36,9 @@ for round in $(seq "$ROUNDS"); do
     start_bench_server "$binary" "$DIR/$which" "$PORT"
     url=$bench_server_url
     "$BENCH" submit --server "$url" --clients 1 --jobs 3000 | sed "s/^/round $round $which 1 client: /"
+    before=$(server_cpu_ms)
     "$BENCH" submit --server "$url" --clients 8 --jobs 10000 | sed "s/^/round $round $which 8 clients: /"
+    echo "round $round $which 8 clients: server CPU $(( ($(server_cpu_ms) - before) / 10 )) ms per 1000 jobs"
     kill "$bench_server_pid"; wait "$bench_server_pid" 2>/dev/null || true
     trap - EXIT
   done

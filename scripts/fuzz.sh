@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 targets=(job_spec_fuzz manifest_fuzz agent_protocol_fuzz sim_input_fuzz server_options_fuzz http_request_fuzz
-         http_response_fuzz credentials_fuzz)
+         http_response_fuzz credentials_fuzz tls_fuzz)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \

@@ -471,8 +471,9 @@ void Server::Impl::Read(Conn& c) {
       c.in.append(buf, static_cast<size_t>(n));
       // Drained: a later byte is a new edge. Unless the peer has hung up:
       // then its end of file is read now (it raises no later edge). TLS
-      // gives a record at a time: it reads until it would wait.
-      if (static_cast<size_t>(n) < sizeof buf && !c.hangup_seen && !c.tls) break;
+      // gives a record at a time, and says when nothing more waits.
+      const bool drained = c.tls ? c.tls->Drained() : static_cast<size_t>(n) < sizeof buf;
+      if (drained && !c.hangup_seen) break;
       continue;
     }
     if (n == 0) {

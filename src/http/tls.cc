@@ -89,14 +89,23 @@ void CommonSettings(SSL_CTX* ctx) {
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+  // Records are read as much at a time as the socket holds (fewer reads,
+  // and Drained() can tell when it is empty).
+  SSL_CTX_set_read_ahead(ctx, 1);
 }
 
 // A socket BIO that sends with MSG_NOSIGNAL: OpenSSL's own writes with
 // write(2), and a peer that has gone would raise SIGPIPE, which ends a
 // process that does not ignore it (the CLI must not: `muster logs | head`).
+// What the BIO holds: the socket, and whether its last read emptied it.
+struct Socket {
+  int fd = -1;
+  bool drained = false;
+};
+
 int SocketWrite(BIO* b, const char* data, int len) {
   BIO_clear_retry_flags(b);
-  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b)));
+  const int fd = static_cast<Socket*>(BIO_get_data(b))->fd;
   const ssize_t n = ::send(fd, data, static_cast<size_t>(len), MSG_NOSIGNAL);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(b);
   return static_cast<int>(n);
@@ -104,13 +113,22 @@ int SocketWrite(BIO* b, const char* data, int len) {
 
 int SocketRead(BIO* b, char* data, int len) {
   BIO_clear_retry_flags(b);
-  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b)));
-  const ssize_t n = ::recv(fd, data, static_cast<size_t>(len), 0);
+  Socket* s = static_cast<Socket*>(BIO_get_data(b));
+  const ssize_t n = ::recv(s->fd, data, static_cast<size_t>(len), 0);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+  // Less than asked for: nothing more was waiting (read-ahead asks for all
+  // its buffer holds).
+  s->drained = n < len;
   return static_cast<int>(n);
 }
 
 long SocketCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int SocketFree(BIO* b) {
+  delete static_cast<Socket*>(BIO_get_data(b));
+  BIO_set_data(b, nullptr);
+  return 1;
+}
 
 const BIO_METHOD* SocketMethod() {
   static const BIO_METHOD* method = [] {
@@ -118,6 +136,7 @@ const BIO_METHOD* SocketMethod() {
     BIO_meth_set_write(m, SocketWrite);
     BIO_meth_set_read(m, SocketRead);
     BIO_meth_set_ctrl(m, SocketCtrl);
+    BIO_meth_set_destroy(m, SocketFree);
     return m;
   }();
   return method;
@@ -127,7 +146,7 @@ const BIO_METHOD* SocketMethod() {
 bool AttachSocket(SSL* ssl, int fd) {
   BIO* bio = BIO_new(SocketMethod());
   if (bio == nullptr) return false;
-  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  BIO_set_data(bio, new Socket{fd, false});
   BIO_set_init(bio, 1);
   SSL_set_bio(ssl, bio, bio);  // one reference for both directions
   return true;
@@ -249,6 +268,11 @@ StatusOr<std::unique_ptr<TlsStream>> TlsStream::Connect(const TlsClientContext& 
 TlsStream::~TlsStream() { SSL_free(ssl_); }
 
 bool TlsStream::handshake_done() const { return SSL_is_init_finished(ssl_) == 1; }
+
+bool TlsStream::Drained() const {
+  const Socket* s = static_cast<const Socket*>(BIO_get_data(SSL_get_rbio(ssl_)));
+  return s->drained && SSL_has_pending(ssl_) == 0;
+}
 
 bool TlsStream::PinMatches() {
   if (pin_.empty() || pin_checked_) return true;

@@ -94,6 +94,10 @@ class TlsStream {
   // (else for bytes to arrive).
   bool wants_write() const { return wants_write_; }
   bool handshake_done() const;
+  // After a Read that gave bytes: whether nothing more is waiting, neither
+  // in the stream nor in the socket (as a short read(2) says). An
+  // edge-triggered reader may then wait for the next edge.
+  bool Drained() const;
   // Sends close_notify, if it can without waiting.
   void Shutdown();
   // Why the last call failed with EPROTO.
