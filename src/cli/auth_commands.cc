@@ -15,6 +15,7 @@
 #include "auth/client_credential.h"
 #include "auth/token.h"
 #include "cli/client.h"
+#include "cli/table.h"
 #include "common/clock.h"
 #include "common/quantity.h"
 #include "store/open_store.h"
@@ -35,24 +36,6 @@ struct AuthCommands {
 };
 
 namespace {
-
-void Row(const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
-  std::string line;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    line += cells[i];
-    if (i + 1 < cells.size()) line += std::string(widths[i] > cells[i].size() ? widths[i] - cells[i].size() + 2 : 2, ' ');
-  }
-  std::cout << line << "\n";
-}
-
-void Table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths;
-  for (const auto& r : rows) {
-    widths.resize(std::max(widths.size(), r.size()));
-    for (size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], r[i].size());
-  }
-  for (const auto& r : rows) Row(r, widths);
-}
 
 std::string Str(const json& j, const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; }
 
@@ -123,7 +106,7 @@ int List(AuthCommands& c, Client& client) {
     rows.push_back({Str(t, "id"), t.contains("node") ? "node/" + Str(t, "node") : Str(t, "user"), Str(t, "created"),
                     t.contains("expires") ? Str(t, "expires") : "never", Str(t, "revoked"), Str(t, "description")});
   }
-  Table(rows);
+  PrintTable(rows);
   return 0;
 }
 
@@ -157,7 +140,7 @@ int Audit(AuthCommands& c, Client& client) {
     rows.push_back({Str(a, "time"), actor, Str(a, "via"), Str(a, "remote"), Str(a, "action"), Str(a, "object"),
                     Str(a, "outcome") + (a.contains("detail") ? ": " + Str(a, "detail") : "")});
   }
-  Table(rows);
+  PrintTable(rows);
   return 0;
 }
 

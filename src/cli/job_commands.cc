@@ -26,6 +26,7 @@
 #include <sstream>
 
 #include "cli/client.h"
+#include "cli/table.h"
 #include "common/quantity.h"
 #include "cli/job_summary_reader.h"
 #include "cli/script_directives.h"
@@ -157,24 +158,6 @@ std::string Age(const std::string& rfc3339) {
   if (s < 7200) return std::to_string(s / 60) + "m";
   if (s < 172800) return std::to_string(s / 3600) + "h";
   return std::to_string(s / 86400) + "d";
-}
-
-void PrintTable(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) {
-      if (width.size() <= i) width.push_back(0);
-      width[i] = std::max(width[i], r[i].size());
-    }
-  }
-  for (const auto& r : rows) {
-    std::string line;
-    for (size_t i = 0; i < r.size(); ++i) {
-      line += r[i];
-      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
-    }
-    std::cout << line << "\n";
-  }
 }
 
 // A table row from a job's summary (GET /v1/jobs?view=summary).

@@ -210,8 +210,13 @@ Status Client::Handshake(Clock::time_point deadline) {
   }
   stream_ = std::move(*stream);
   while (true) {
-    if (stream_->Handshake() == 1) return Status::Ok();
+    const ssize_t rc = stream_->Handshake();
+    if (rc == 1) return Status::Ok();
     const int err = errno;
+    if (rc == 0) {
+      CloseConnection();
+      return Status(StatusCode::kUnavailable, "TLS handshake: the server closed the connection");
+    }
     if (err != EAGAIN) {
       // A server that cannot be verified (or does not speak TLS) will not
       // be next time either: kUnauthenticated, which callers do not retry.
