@@ -12,6 +12,7 @@ packages=(
   clang-14 libclang-rt-14-dev     # the libFuzzer targets (scripts/fuzz.sh)
   libcpp-httplib-dev libssl-dev   # TLS (OpenSSL); the tests' and the load generator's HTTP client
   openssl curl                    # the TLS tests' certificates, and a client not our own
+  prometheus-cpp-dev prometheus   # /metrics (the library's core part); promtool and a real Prometheus in tests
   python3-torch python3-sklearn   # the PyTorch DDP demo job and its test (/usr/bin/python3)
 )
 missing=()

@@ -72,6 +72,8 @@ std::optional<std::string> AgentRegistry::Report(const proto::SyncRequest& req, 
   for (const auto& [k, v] : req.labels) inventory += "|" + k + "=" + v;
   for (const proto::GpuReport& g : req.gpus) inventory += "|" + g.uuid + (g.healthy ? "+" : "-") + g.health;
   if (inventory == a.inventory && req.health_events.empty()) return std::nullopt;
+  a.unhealthy_gpus = 0;
+  for (const proto::GpuReport& g : req.gpus) a.unhealthy_gpus += g.healthy ? 0 : 1;
   a.inventory = inventory;
   auto label = [&](const char* k) { return req.labels.count(k) ? req.labels.at(k) : std::string(); };
   json status = {{"source", "agent"},

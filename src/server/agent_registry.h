@@ -41,6 +41,7 @@ class AgentRegistry {
     std::string agent_id;  // the agent serving the node (SyncRequest::agent_id)
     std::string address;
     int32_t log_port = 0;
+    int32_t unhealthy_gpus = 0;  // reported unhealthy in its last report
     std::string log_tls_pin;  // "": its log server speaks plain HTTP
     std::string status_json = "{}";  // the node's stored status (its agent's report)
     std::string inventory;           // what the last report said of the node, to notice a change

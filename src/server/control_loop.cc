@@ -91,7 +91,9 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
   RETURN_IF_ERROR(Restore(rows));
   RETURN_IF_ERROR(RestoreFairShare());
   RETURN_IF_ERROR(store_.Commit({&nodes}));
-  writer_ = std::make_unique<store::StoreWriter>(store_);
+  store::StoreWriter::Options writer_options;
+  if (metrics_ != nullptr) writer_options.on_commit = [m = metrics_](double s) { m->ObserveCommit(s); };
+  writer_ = std::make_unique<store::StoreWriter>(store_, writer_options);
   pacer_.Reset(clock_.Now());
   loop_.Start("control-loop", {[this] { return IdleWait(); }, [this] { Tick(); },
                                [this] {
@@ -276,8 +278,9 @@ void ControlLoop::Tick() {
     const auto started = std::chrono::steady_clock::now();
     RunCycle();
     // The cycle's own cost, in real time (CyclePacer).
-    pacer_.Ran(now, std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started)
-                        .count());
+    const auto took = std::chrono::steady_clock::now() - started;
+    pacer_.Ran(now, std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+    if (metrics_ != nullptr) metrics_->ObserveCycle(std::chrono::duration<double>(took).count());
   }
 }
 

@@ -73,6 +73,7 @@
 #include "server/loop_executor.h"
 #include "server/node_waits.h"
 #include "server/options.h"
+#include "server/server_metrics.h"
 #include "store/store.h"
 #include "store/store_writer.h"
 
@@ -96,6 +97,12 @@ class ControlLoop {
   // The key job tokens are signed with (auth/grants.h): each replica gets
   // its attempt's token as MUSTER_TOKEN. Set before Start().
   void SetJobTokenKey(std::string key) { job_token_key_ = std::move(key); }
+  // Where events are counted and timed (cycles, commits, starts, ends,
+  // preemptions); it outlives the loop. Set before Start(); null: nowhere.
+  void SetMetrics(ServerMetrics* metrics) {
+    metrics_ = metrics;
+    jobs_.SetMetrics(metrics);
+  }
 
   struct SubmitRequest {
     api::JobSpec spec;
@@ -151,6 +158,8 @@ class ControlLoop {
     int64_t last_seen_ms = 0;         // its agent's last sync (0: static, or never synced)
   };
   void Nodes(Done<StatusOr<std::vector<NodeView>>> done);
+  // The cluster's state for a scrape of /metrics (all but leadership).
+  void Gauges(Done<StatusOr<ServerMetrics::Gauges>> done);
 
   // One agent sync (proto/agent_protocol.h). `changed`: the report changed
   // the server's state or needs an answer now (results to acknowledge).
@@ -373,6 +382,7 @@ class ControlLoop {
   struct PreemptionHold {
     std::vector<int64_t> victims;
     int64_t deadline_ms = 0;
+    int64_t gpus = 0;  // held for the preemptor (metrics)
   };
   void ApplyPreemption(const core::Preemption& p, Time now, store::WriteBatch& b);
   void SweepPreemptions(Time now, store::WriteBatch& b);
@@ -397,6 +407,7 @@ class ControlLoop {
   store::Store& store_;
   NodeWaits waits_;  // thread-safe; its lock nests with no other
   std::unique_ptr<store::StoreWriter> writer_;  // thread-safe
+  ServerMetrics* metrics_ = nullptr;             // thread-safe
   uint64_t last_ticket_ = 0;  // of the last batch handed to writer_
 
   core::ClusterState state_;

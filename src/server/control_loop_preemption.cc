@@ -34,6 +34,7 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
     if (a == nullptr || a->Stopping() || r == state_.running().end()) continue;
     const int64_t victim_lost = scheduler::LostGpuSeconds(r->second, now);
     lost += victim_lost;
+    if (metrics_ != nullptr) metrics_->CountPreemption(state_.QueueName(r->second.queue), static_cast<double>(victim_lost));
     longest = std::max(longest, a->terms.grace);
     const std::string why = "Preempted: for job " + std::to_string(p.job) + " (" + cause + "), losing about " +
                             GpuMinutes(victim_lost) + " of work since its last checkpoint";
@@ -50,13 +51,14 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
   // every grace period, and a few cycles.
   const int64_t last_stop = lifecycle_.NextStopSlot().millis();
   hold.deadline_ms = last_stop + longest.millis() + Duration::Minutes(2).millis();
-  preempting_[p.job] = hold;
   std::string where;
   int64_t gpus = 0;
   for (const core::Allocation& a : p.allocations) {
     where += (where.empty() ? "" : ", ") + state_.nodes()[a.node].spec.name;
     gpus += a.resources.gpus;
   }
+  hold.gpus = gpus;
+  preempting_[p.job] = hold;
   b.events.push_back(Event(p.job, "Preempting", "",
                            std::string(p.reclaim ? "reclaiming its queue's guarantee: " : "") + "stopping job" +
                                std::string(hold.victims.size() > 1 ? "s " : " ") + names + " (about " +

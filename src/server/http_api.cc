@@ -80,7 +80,7 @@ class HttpApi::RateLimiter {
 };
 
 HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store,
-                 const Leadership& leadership, Authenticator& authn,
+                 const Leadership& leadership, Authenticator& authn, ServerMetrics& metrics,
                  std::shared_ptr<const http::TlsServerContext> tls)
     : options_(options),
       clock_(clock),
@@ -88,6 +88,7 @@ HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& 
       store_(store),
       leadership_(leadership),
       authn_(authn),
+      metrics_(metrics),
       authz_(options),
       http_(std::make_unique<http::Server>(HttpOptions(options, std::move(tls)))),
       limiter_(std::make_unique<RateLimiter>(clock, options.rate_per_second, options.rate_burst)) {
@@ -123,7 +124,8 @@ void HttpApi::Routes() {
   http::Server& s = *http_;
   s.SetFilter([this](http::Request& req, http::Response& res) {
     // Only the leader acts, and answers reads: a standby's view would lag.
-    if (req.path != "/healthz" && !leadership_.Leads()) {
+    // A standby's metrics say it is one.
+    if (req.path != "/healthz" && req.path != "/metrics" && !leadership_.Leads()) {
       ReplyNotLeading(leadership_, res);
       return true;
     }
@@ -142,7 +144,7 @@ void HttpApi::Routes() {
   // request again to the leader: every request it may have acted on is
   // idempotent (submits by their key).
   s.SetAnswerFilter([this](const std::string& path, http::Response& res) {
-    if (path == "/healthz" || leadership_.Leads()) return;
+    if (path == "/healthz" || path == "/metrics" || leadership_.Leads()) return;
     res = http::Response{};
     ReplyNotLeading(leadership_, res);
   });
@@ -165,6 +167,7 @@ void HttpApi::Routes() {
 
   // Answered on the event loop itself: it tells whether that loop is alive.
   s.HandleAsync("GET", "/healthz", NoQueryAsync(async(&HttpApi::Health)));
+  s.HandleAsync("GET", "/metrics", NoQueryAsync(async(&HttpApi::Metrics)));
 
   s.HandleAsync("POST", "/v1/jobs", NoQueryAsync(async(&HttpApi::SubmitJob)), [](const Request& req) {
     return req.body.size() > kInlineSpecBytes || !api::IsJsonMediaType(req.Header("Content-Type"));

@@ -57,6 +57,7 @@
 #include "server/http_api_util.h"
 #include "server/leadership.h"
 #include "server/options.h"
+#include "server/server_metrics.h"
 #include "store/store.h"
 
 namespace muster::server {
@@ -67,7 +68,7 @@ class HttpApi {
   // leads; a standby points to the leader (503 NotLeader with its address).
   // `tls`: HTTPS with that certificate; null: plain HTTP.
   HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& loop, store::Store& store,
-          const Leadership& leadership, Authenticator& authn,
+          const Leadership& leadership, Authenticator& authn, ServerMetrics& metrics,
           std::shared_ptr<const http::TlsServerContext> tls = nullptr);
   ~HttpApi();
 
@@ -101,6 +102,7 @@ class HttpApi {
 
   // The cluster (http_api_cluster.cc).
   void Health(Request&& req, Reply reply);                    // GET  /healthz
+  void Metrics(Request&& req, Reply reply);                   // GET  /metrics
   void ListQueues(Request&& req, Reply reply);                // GET  /v1/queues
   void ListNodes(const Request& req, Response& res);          // GET  /v1/nodes
   void CordonNode(const std::string& verb, Request&& req, Reply reply);  // POST /v1/nodes/{name}/cordon|uncordon|drain
@@ -144,6 +146,7 @@ class HttpApi {
   store::Store& store_;
   const Leadership& leadership_;
   Authenticator& authn_;
+  ServerMetrics& metrics_;
   const Authorizer authz_;
   // Unauthenticated requests refused since the last one said on stderr
   // (at most one line a second). Event-loop thread only.

@@ -1,6 +1,7 @@
 // HttpApi: the cluster's endpoints: health, queues, nodes, cluster events
 // and the agents' sync (the route table is HttpApi::Routes).
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "api/rfc3339.h"
@@ -40,6 +41,21 @@ void HttpApi::Health(Request&&, Reply reply) {
   res.headers.emplace_back("X-Muster-Role", Leadership::RoleName(role));
   ReplyJson(res, 200, body);
   reply(std::move(res));
+}
+
+void HttpApi::Metrics(Request&&, Reply reply) {
+  const auto answer = [this, reply](ServerMetrics::Gauges g) {
+    g.leader = leadership_.Leads();
+    g.epoch = g.leader ? leadership_.epoch() : 0;
+    reply([this, g = std::move(g)] {
+      http::Response res;
+      res.Set(200, metrics_.Scrape(g), "text/plain; version=0.0.4; charset=utf-8");
+      return res;
+    });
+  };
+  // A standby's loop has not started: it has no cluster to describe.
+  if (!leadership_.Leads()) return answer({});
+  loop_.Gauges([answer](StatusOr<ServerMetrics::Gauges> g) { answer(g.ok() ? std::move(*g) : ServerMetrics::Gauges{}); });
 }
 
 void HttpApi::ListQueues(Request&&, Reply reply) {
@@ -128,7 +144,10 @@ void HttpApi::AgentSync(Request&& req, Reply reply) {
                                   Duration::Millis(options_.agent_lease.millis() / 3)});
   const Phase phase = parsed->wait_ms > 0 ? Phase::kMayWait : Phase::kFull;
   auto request = std::make_shared<const proto::SyncRequest>(std::move(*parsed));
-  loop_.AgentSync(request, phase, [this, request, wait, answer](StatusOr<ControlLoop::SyncResult> r) {
+  const auto began = std::chrono::steady_clock::now();
+  loop_.AgentSync(request, phase, [this, request, wait, answer, began](StatusOr<ControlLoop::SyncResult> r) {
+    // Timed to the report's processing: a wait for work is not latency.
+    metrics_.ObserveSync(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     if (!r.ok() || !r->wait) return answer(std::move(r));
     // Nothing new for this node: the answer waits, in the control loop,
     // until its desired state changes (a bind or a stop) or the wait ends.

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
@@ -60,7 +61,9 @@ void HttpApi::SubmitJob(Request&& req, Reply reply) {
   sr.idempotency_key = *key;
   sr.audit = std::move(audit);
   using R = ControlLoop::SubmitResult;
-  loop_.Submit(std::move(sr), Answer<R>(reply, [is_array](http::Response& out, const R& result) {
+  const auto began = std::chrono::steady_clock::now();
+  loop_.Submit(std::move(sr), Answer<R>(reply, [this, is_array, began](http::Response& out, const R& result) {
+    metrics_.ObserveSubmit(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     out.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(result.job.id));
     if (!is_array) return out.Set(result.created ? 201 : 200, JobJsonText(result.job), "application/json");
     // An array: the answer is its first task, with the range of ids.

@@ -1,5 +1,7 @@
 #include "server/job_table.h"
 
+#include <algorithm>
+
 namespace muster::server {
 
 void JobTable::Restore(store::JobRow row) {
@@ -29,11 +31,17 @@ Status JobTable::Apply(int64_t job, const Change& c, Time now) {
   }
   if (c.reason) row.reason = *c.reason;
   if (c.started) {
+    if (metrics_ != nullptr && row.attempts == 0) {
+      metrics_->ObserveStart(row.queue, std::max<double>(0, (now.millis() - row.submit_ms) / 1000.0));
+    }
     row.start_ms = now.millis();
     row.attempts += 1;
   }
   if (c.back_to_pending) row.start_ms.reset();
-  if (c.end && refused.ok()) row.end_ms = c.end->millis();
+  if (c.end && refused.ok()) {
+    row.end_ms = c.end->millis();
+    if (metrics_ != nullptr) metrics_->CountEnd(row.queue, row.state);
+  }
   return refused;
 }
 

@@ -29,6 +29,7 @@
 #include "common/status.h"
 #include "common/time.h"
 #include "core/job.h"
+#include "server/server_metrics.h"
 #include "store/store.h"
 
 namespace muster::server {
@@ -37,6 +38,9 @@ class JobTable {
  public:
   using StatusOf = std::function<std::string(int64_t job)>;
   explicit JobTable(StatusOf status_of) : status_of_(std::move(status_of)) {}
+  // Counts first starts (their wait since submit) and ends (by final state)
+  // in `metrics`, which outlives the table; null: none.
+  void SetMetrics(ServerMetrics* metrics) { metrics_ = metrics; }
 
   // A job as the store had it (a restart).
   void Restore(store::JobRow row);
@@ -81,6 +85,7 @@ class JobTable {
 
  private:
   StatusOf status_of_;
+  ServerMetrics* metrics_ = nullptr;
   std::unordered_map<int64_t, store::JobRow> rows_;
 };
 

@@ -178,7 +178,9 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
   }
   store::Store& store = *opened->store;
   SystemClock clock;
+  ServerMetrics metrics;
   ControlLoop loop(options, clock, store);
+  loop.SetMetrics(&metrics);
   Authenticator authn(clock, options.auth.munge_socket);
   Leadership leadership(opened->lease.get(), {options.server_name, options.advertise, options.leader_lease,
                                               options.lease_renew_every, options.standby_poll_every});
@@ -192,7 +194,7 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
     }
     leadership.Lead();
   }
-  HttpApi api(options, clock, loop, store, leadership, authn, tls);
+  HttpApi api(options, clock, loop, store, leadership, authn, metrics, tls);
   if (Status s = api.Bind(); !s.ok()) {
     std::fprintf(stderr, "muster server: %s\n", s.ToString().c_str());
     return 1;

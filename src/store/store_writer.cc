@@ -1,6 +1,7 @@
 #include "store/store_writer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include <pthread.h>
@@ -61,7 +62,11 @@ void StoreWriter::Loop() {
     std::vector<const WriteBatch*> batches;
     batches.reserve(group.size());
     for (const Item& it : group) batches.push_back(&it.batch);
+    const auto began = std::chrono::steady_clock::now();
     const Status s = store_.Commit(batches);
+    if (options_.on_commit) {
+      options_.on_commit(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+    }
     uint64_t failures = 0, commits = 1;
     if (s.ok()) {
       committed_.fetch_add(group.size(), std::memory_order_release);

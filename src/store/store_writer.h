@@ -30,6 +30,9 @@ class StoreWriter {
  public:
   struct Options {
     size_t max_batches_per_commit = 4096;
+    // Called on the writer thread after each group commit, with its
+    // duration in seconds (metrics); must be quick.
+    std::function<void(double seconds)> on_commit;
   };
   struct Stats {
     uint64_t commits = 0;

@@ -1,0 +1,153 @@
+#include "server/server_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+#include <vector>
+
+namespace muster::server {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Seconds, from a millisecond to a minute: loop work (cycles, submits,
+// syncs, commits) is in the low milliseconds when all is well.
+const prometheus::Histogram::BucketBoundaries& FastBuckets() {
+  static const prometheus::Histogram::BucketBoundaries b = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                            0.1,    0.25,  0.5,    1,     2.5,  5,    10, 60};
+  return b;
+}
+
+// Seconds a job waits to start: from a second to a week.
+const prometheus::Histogram::BucketBoundaries& WaitBuckets() {
+  static const prometheus::Histogram::BucketBoundaries b = {1,     5,     15,     60,     300,    900,
+                                                            1800,  3600,  7200,   14400,  28800,  86400,
+                                                            172800, 604800};
+  return b;
+}
+
+prometheus::Histogram* Timer(prometheus::Registry& r, const std::string& name, const std::string& help) {
+  return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add({}, FastBuckets());
+}
+
+ClientMetric Value(double v, std::vector<ClientMetric::Label> labels = {}) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = v;
+  return m;
+}
+
+MetricFamily GaugeFamily(std::string name, std::string help) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = MetricType::Gauge;
+  return f;
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  prometheus::Registry& r = *registry_;
+  cycle_ = Timer(r, "muster_scheduler_cycle_duration_seconds", "Duration of a scheduling cycle.");
+  submit_ = Timer(r, "muster_submit_duration_seconds", "From a submit's arrival to its durable answer.");
+  sync_ = Timer(r, "muster_agent_sync_duration_seconds",
+                "Processing of an agent's sync, to its answer (a sync that waits for work is timed without the wait).");
+  commit_ = Timer(r, "muster_store_commit_duration_seconds", "One group commit to the store, durable.");
+  start_ = &prometheus::BuildHistogram()
+                .Name("muster_job_wait_seconds")
+                .Help("How long a job waited to start, from its submit or requeue, by queue.")
+                .Register(r);
+  ends_ = &prometheus::BuildCounter()
+               .Name("muster_jobs_ended_total")
+               .Help("Jobs that ended, by queue and final state.")
+               .Register(r);
+  preemptions_ = &prometheus::BuildCounter()
+                      .Name("muster_preemptions_total")
+                      .Help("Running jobs stopped to make room for others, by the victim's queue.")
+                      .Register(r);
+  lost_gpu_seconds_ = &prometheus::BuildCounter()
+                           .Name("muster_preemption_lost_gpu_seconds_total")
+                           .Help("GPU time lost by preemption: GPUs times the time since each victim's newest "
+                                 "checkpoint, by the victim's queue.")
+                           .Register(r);
+}
+
+ServerMetrics::~ServerMetrics() = default;
+
+void ServerMetrics::ObserveCycle(double seconds) { cycle_->Observe(seconds); }
+void ServerMetrics::ObserveSubmit(double seconds) { submit_->Observe(seconds); }
+void ServerMetrics::ObserveSync(double seconds) { sync_->Observe(seconds); }
+void ServerMetrics::ObserveCommit(double seconds) { commit_->Observe(seconds); }
+
+void ServerMetrics::ObserveStart(const std::string& queue, double waited_seconds) {
+  start_->Add({{"queue", queue}}, WaitBuckets()).Observe(waited_seconds);
+}
+
+void ServerMetrics::CountEnd(const std::string& queue, const std::string& state) {
+  ends_->Add({{"queue", queue}, {"state", state}}).Increment();
+}
+
+void ServerMetrics::CountPreemption(const std::string& queue, double lost_gpu_seconds) {
+  preemptions_->Add({{"queue", queue}}).Increment();
+  lost_gpu_seconds_->Add({{"queue", queue}}).Increment(lost_gpu_seconds);
+}
+
+std::string ServerMetrics::Scrape(const Gauges& g) const {
+  std::vector<MetricFamily> families = registry_->Collect();
+
+  MetricFamily jobs = GaugeFamily("muster_jobs", "Jobs not ended, by queue and state.");
+  for (const auto& [key, n] : g.jobs) jobs.metric.push_back(Value(n, {{"queue", key.first}, {"state", key.second}}));
+  families.push_back(std::move(jobs));
+
+  MetricFamily total = GaugeFamily("muster_cluster_gpus", "GPUs of every node the server knows.");
+  total.metric.push_back(Value(g.gpus));
+  families.push_back(std::move(total));
+
+  // Each GPU in exactly one state; they add up to muster_cluster_gpus.
+  const int64_t idle = g.gpus - g.gpus_allocated - g.gpus_held - g.gpus_cordoned - g.gpus_unhealthy;
+  MetricFamily gpus = GaugeFamily("muster_gpus", "GPUs by state: allocated (to running jobs), held (for a job "
+                                                 "whose preemption victims are stopping), cordoned (free on a "
+                                                 "node that takes no work), unhealthy, idle.");
+  for (const auto& [state, n] : std::vector<std::pair<std::string, int64_t>>{
+           {"allocated", g.gpus_allocated}, {"held", g.gpus_held}, {"cordoned", g.gpus_cordoned},
+           {"unhealthy", g.gpus_unhealthy}, {"idle", idle < 0 ? 0 : idle}}) {
+    gpus.metric.push_back(Value(n, {{"state", state}}));
+  }
+  families.push_back(std::move(gpus));
+
+  MetricFamily used = GaugeFamily("muster_queue_gpus", "GPUs a queue's running jobs hold.");
+  MetricFamily guarantee = GaugeFamily("muster_queue_guarantee_gpus", "A queue's guaranteed GPUs (all types).");
+  MetricFamily limit = GaugeFamily("muster_queue_limit_gpus", "The most GPUs a queue may hold (all types).");
+  for (const auto& [name, q] : g.queues) {
+    used.metric.push_back(Value(q.used, {{"queue", name}}));
+    if (q.guarantee >= 0) guarantee.metric.push_back(Value(q.guarantee, {{"queue", name}}));
+    if (q.limit >= 0) limit.metric.push_back(Value(q.limit, {{"queue", name}}));
+  }
+  families.push_back(std::move(used));
+  families.push_back(std::move(guarantee));
+  families.push_back(std::move(limit));
+
+  MetricFamily nodes = GaugeFamily("muster_nodes", "Nodes by condition (Ready, Unreachable, Lost).");
+  for (const auto& [condition, n] : g.nodes) nodes.metric.push_back(Value(n, {{"condition", condition}}));
+  families.push_back(std::move(nodes));
+
+  MetricFamily leader = GaugeFamily("muster_leader", "1 when this server leads (serves the API), else 0.");
+  leader.metric.push_back(Value(g.leader ? 1 : 0));
+  families.push_back(std::move(leader));
+  MetricFamily epoch = GaugeFamily("muster_leader_epoch", "The epoch of this server's leadership (0: none).");
+  epoch.metric.push_back(Value(static_cast<double>(g.epoch)));
+  families.push_back(std::move(epoch));
+
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+}  // namespace muster::server

@@ -1,0 +1,160 @@
+// /metrics on a real cluster: what it says checked by Prometheus's own
+// `promtool check metrics`, its numbers against the cluster's, and a real
+// Prometheus (Debian's) scraping it with a bearer token and answering a
+// query with the cluster's GPU count.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "../agent/cluster_fixture.h"
+
+namespace muster::testing {
+namespace {
+
+using nlohmann::json;
+
+// The value of the sample `name{labels}` (labels as written, "" for none).
+double Sample(const std::string& text, const std::string& name, const std::string& labels = "") {
+  const std::string key = labels.empty() ? name + " " : name + "{" + labels + "} ";
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
+  }
+  return -1;
+}
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+class MetricsTest : public ClusterFixture {
+ protected:
+  MetricsTest() : ClusterFixture(kConfig) {}
+  std::string Metrics() {
+    httplib::Client c(server_.url());
+    auto r = c.Get("/metrics", httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}});
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    if (r) EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+    return r ? r->body : "";
+  }
+};
+
+TEST_F(MetricsTest, PromtoolFindsThemCleanAndTheyMatchTheCluster) {
+  AddAgent({"--fake-gpus", "8xH100"});
+  AddAgent({"--fake-gpus", "4xH100"});
+  WaitNodes(2);
+  const int64_t running = Submit("name: holds\nresources: {gpus: 3}\ncommand: [sleep, '300']\n");
+  WaitState(running, "RUNNING");
+  const int64_t done = Submit("name: quick\ncommand: ['true']\n");
+  WaitEnd(done);
+  Submit("name: too-big\nresources: {gpus: 16}\ncommand: ['true']\n");  // waits: no node has 16
+
+  const std::string text = Metrics();
+  const std::string file = Tmp("metrics.txt");
+  std::ofstream(file) << text;
+  const CommandResult check = RunCommand("promtool check metrics < " + file);
+  EXPECT_EQ(check.code, 0) << check.out;
+  EXPECT_EQ(check.out, "") << "promtool's lint";
+
+  EXPECT_EQ(Sample(text, "muster_cluster_gpus"), 12);
+  EXPECT_EQ(Sample(text, "muster_gpus", "state=\"allocated\""), 3);
+  EXPECT_EQ(Sample(text, "muster_gpus", "state=\"idle\""), 9);
+  EXPECT_EQ(Sample(text, "muster_nodes", "condition=\"Ready\""), 2);
+  EXPECT_EQ(Sample(text, "muster_jobs", "queue=\"default\",state=\"RUNNING\""), 1);
+  EXPECT_EQ(Sample(text, "muster_jobs", "queue=\"default\",state=\"PENDING\""), 1);
+  EXPECT_EQ(Sample(text, "muster_jobs_ended_total", "queue=\"default\",state=\"COMPLETED\""), 1);
+  EXPECT_EQ(Sample(text, "muster_queue_gpus", "queue=\"default\""), 3);
+  EXPECT_EQ(Sample(text, "muster_leader"), 1);
+  EXPECT_EQ(Sample(text, "muster_submit_duration_seconds_count"), 3);
+  EXPECT_EQ(Sample(text, "muster_job_wait_seconds_count", "queue=\"default\""), 2);
+  EXPECT_GT(Sample(text, "muster_scheduler_cycle_duration_seconds_count"), 0);
+  EXPECT_GT(Sample(text, "muster_agent_sync_duration_seconds_count"), 0);
+  EXPECT_GT(Sample(text, "muster_store_commit_duration_seconds_count"), 0);
+
+  // Without a credential: nothing.
+  httplib::Client anonymous(server_.url());
+  auto r = anonymous.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+}
+
+TEST_F(MetricsTest, ARealPrometheusScrapesItWithAToken) {
+  AddAgent({"--fake-gpus", "8xH100"});
+  AddAgent({"--fake-gpus", "8xA100"});
+  WaitNodes(2);
+  // Prometheus reads its credential from a file, as a site would set it up.
+  const std::string token_file = Tmp("prometheus.token");
+  ASSERT_TRUE(WriteTokenFile(token_file, server_.UserToken("prometheus")));
+  const int port = FreePort();
+  const std::string dir = Tmp("prometheus");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/prometheus.yml")
+      << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+      << "scrape_configs:\n"
+      << "  - job_name: muster\n"
+      << "    authorization: {credentials_file: " << token_file << "}\n"
+      << "    static_configs: [{targets: ['127.0.0.1:" << server_.port() << "']}]\n";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string log = dir + "/prometheus.log";
+    FILE* f = std::freopen(log.c_str(), "w", stdout);
+    (void)f;
+    ::dup2(::fileno(stdout), 2);
+    const std::string config = "--config.file=" + dir + "/prometheus.yml";
+    const std::string data = "--storage.tsdb.path=" + dir + "/data";
+    const std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(port);
+    ::execl("/usr/bin/prometheus", "prometheus", config.c_str(), data.c_str(), listen.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  json answer;
+  std::string value;
+  for (int i = 0; i < 300 && value.empty(); ++i) {  // up to 30 s: start, then a scrape
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    httplib::Client p("127.0.0.1", port);
+    auto r = p.Get("/api/v1/query?query=muster_cluster_gpus");
+    if (!r || r->status != 200) continue;
+    answer = json::parse(r->body, nullptr, false);
+    if (answer.is_object() && !answer["data"]["result"].empty()) {
+      value = answer["data"]["result"][0]["value"][1].get<std::string>();
+    }
+  }
+  // And by GPU state, summed: the same count.
+  std::string summed;
+  if (!value.empty()) {
+    httplib::Client p("127.0.0.1", port);
+    auto r = p.Get("/api/v1/query?query=sum(muster_gpus)");
+    if (r && r->status == 200) {
+      const json s = json::parse(r->body, nullptr, false);
+      if (s.is_object() && !s["data"]["result"].empty()) summed = s["data"]["result"][0]["value"][1].get<std::string>();
+    }
+  }
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
+  EXPECT_EQ(value, "16") << answer.dump() << "\n" << std::ifstream(dir + "/prometheus.log").rdbuf();
+  EXPECT_EQ(summed, "16");
+}
+
+}  // namespace
+}  // namespace muster::testing
