@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <sstream>
 
 #include "common/message_text.h"
 #include "common/quantity.h"
@@ -45,6 +46,18 @@ StatusOr<double> Fraction(const YAML::Node& v, const std::string& path) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, std::chars_format::fixed);
   if (!v.IsScalar() || ec != std::errc() || p != s.data() + s.size() || !(out >= 0 && out <= 1)) {
     return InvalidArgument("must be a number from 0 to 1, got " + QuoteForMessage(s), path);
+  }
+  return out;
+}
+
+StatusOr<double> Number(const YAML::Node& v, const std::string& path, double min, double max) {
+  double out = 0;
+  const std::string s = v.IsScalar() ? v.Scalar() : std::string("<") + (v.IsMap() ? "map" : "list") + ">";
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, std::chars_format::fixed);
+  if (!v.IsScalar() || ec != std::errc() || p != s.data() + s.size() || !(out >= min && out <= max)) {
+    std::ostringstream range;
+    range << "must be a number from " << min << " to " << max << ", got ";
+    return InvalidArgument(range.str() + QuoteForMessage(s), path);
   }
   return out;
 }

@@ -22,6 +22,8 @@ StatusOr<int64_t> Int(const YAML::Node& v, const std::string& path, int64_t min,
 StatusOr<std::string> Str(const YAML::Node& v, const std::string& path);
 // A decimal number from 0 to 1 ("0.3", "1").
 StatusOr<double> Fraction(const YAML::Node& v, const std::string& path);
+// A plain decimal number from `min` to `max` (a price: 3.20).
+StatusOr<double> Number(const YAML::Node& v, const std::string& path, double min, double max);
 StatusOr<bool> Bool(const YAML::Node& v, const std::string& path);
 StatusOr<Duration> Dur(const YAML::Node& v, const std::string& path);
 StatusOr<int64_t> CpuMilli(const YAML::Node& v, const std::string& path);

@@ -281,6 +281,7 @@ void ControlLoop::Tick() {
     const auto took = std::chrono::steady_clock::now() - started;
     pacer_.Ran(now, std::chrono::duration_cast<std::chrono::microseconds>(took).count());
     if (metrics_ != nullptr) metrics_->ObserveCycle(std::chrono::duration<double>(took).count());
+    last_cycle_end_ = clock_.Now();
   }
 }
 
@@ -564,6 +565,7 @@ void ControlLoop::RunCycle() {
   if (!swept.empty()) Persist(std::move(swept), nullptr);
   for (int32_t q = fairshare_.named(); q < state_.num_queues(); ++q) fairshare_.NameQueue(q, state_.QueueName(q));
   fairshare_.Advance(now, state_.GpusByQueue());
+  ChargeUsage(now);
   fairshare_points_ = fairshare_.Points(state_.num_queues());
   core::ClusterSnapshot snap = state_.Snapshot(now);
   snap.queue_fairshare = fairshare_points_;

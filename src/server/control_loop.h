@@ -408,6 +408,12 @@ class ControlLoop {
   NodeWaits waits_;  // thread-safe; its lock nests with no other
   std::unique_ptr<store::StoreWriter> writer_;  // thread-safe
   ServerMetrics* metrics_ = nullptr;             // thread-safe
+  Time last_charge_ = Time::Zero();     // usage was charged to the metrics up to here
+  Time last_cycle_end_ = Time::Zero();  // the last scheduling cycle's end
+  // Charges the GPUs each queue holds since the last charge to the
+  // metrics' GPU-time and cost counters (each cycle: at least every
+  // cycle_interval).
+  void ChargeUsage(Time now);
   uint64_t last_ticket_ = 0;  // of the last batch handed to writer_
 
   core::ClusterState state_;

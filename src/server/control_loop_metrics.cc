@@ -1,6 +1,8 @@
 // The control loop's side of /metrics: the cluster's state at a scrape.
 #include "server/control_loop.h"
 
+#include <algorithm>
+
 namespace muster::server {
 
 namespace {
@@ -17,14 +19,39 @@ int64_t AllTypes(const std::map<std::string, int64_t>& quota) {
 
 }  // namespace
 
+void ControlLoop::ChargeUsage(Time now) {
+  if (metrics_ == nullptr) return;
+  if (last_charge_ != Time::Zero() && now > last_charge_) {
+    const double seconds = static_cast<double>((now - last_charge_).millis()) / 1000;
+    const auto& usage = state_.queue_usage();
+    for (int32_t q = 0; q < state_.num_queues(); ++q) {
+      for (size_t t = 0; t < usage[q].size(); ++t) {
+        if (usage[q][t] == 0) continue;
+        const std::string& type = state_.GpuTypeName(static_cast<int32_t>(t));
+        metrics_->Charge(state_.QueueName(q), type, static_cast<double>(usage[q][t]) * seconds,
+                         options_.PricePerGpuHour(type));
+      }
+    }
+  }
+  last_charge_ = now;
+}
+
 void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
   using R = StatusOr<ServerMetrics::Gauges>;
   loop_.Async<R>([this](std::function<void(R)> reply) {
     ServerMetrics::Gauges g;
+    const Time now = clock_.Now();
     for (const auto& [id, row] : jobs_.rows()) {
       const core::JobState state = StateOf(id);
-      if (!core::IsTerminal(state)) ++g.jobs[{row.queue, core::JobStateName(state)}];
+      if (core::IsTerminal(state)) continue;
+      ++g.jobs[{row.queue, core::JobStateName(state)}];
+      if (state == core::JobState::kPending) {
+        const double waited = std::max<double>(0, static_cast<double>(now.millis() - row.submit_ms) / 1000);
+        double& oldest = g.oldest_pending_seconds[row.queue];
+        oldest = std::max(oldest, waited);
+      }
     }
+    if (last_cycle_end_ != Time::Zero()) g.last_cycle_unix_seconds = static_cast<double>(last_cycle_end_.millis()) / 1000;
     for (const core::Node& n : state_.nodes()) {
       if (agents_.Removed(n.spec.name)) continue;
       g.gpus += n.spec.capacity.gpus;

@@ -29,6 +29,12 @@ Status SetListen(ServerOptions& o, const std::string& listen) {
   return Status::Ok();
 }
 
+double ServerOptions::PricePerGpuHour(const std::string& gpu_type) const {
+  if (auto it = gpu_prices.find(gpu_type); it != gpu_prices.end()) return it->second;
+  if (auto any = gpu_prices.find("*"); any != gpu_prices.end()) return any->second;
+  return 0;
+}
+
 Status ServerOptions::Validate() const {
   if (store_path.empty()) return InvalidArgument("must not be empty", "store");
   if (tls_cert.empty() != tls_key.empty()) {
@@ -159,7 +165,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
                                      "maxConnections", "maxConnectionsPerClient", "threads",
                                      "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues",
-                                     "ha", "auth", "tls", "allowPlainHttp"},
+                                     "ha", "auth", "tls", "allowPlainHttp", "prices"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -185,6 +191,15 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       }
       if (tls["key"]) {
         ASSIGN_OR_RETURN(o.tls_key, config::Str(tls["key"], "server.tls.key"));
+      }
+    }
+    if (const YAML::Node prices = root["prices"]) {
+      if (!prices.IsMap()) return InvalidArgument("must be a mapping of GPU type to price per GPU-hour", "server.prices");
+      for (const auto& kv : prices) {
+        const std::string type = kv.first.IsScalar() ? kv.first.Scalar() : "";
+        if (type.empty()) return InvalidArgument("a GPU type must be a name", "server.prices");
+        ASSIGN_OR_RETURN(o.gpu_prices[type],
+                         config::Number(kv.second, "server.prices." + QuoteForMessage(type, 64), 0, 1e6));
       }
     }
     if (root["allowPlainHttp"]) {

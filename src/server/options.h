@@ -22,6 +22,7 @@
 //   queues:                  # quotas in GPUs: a count (all types) or by type ("*": all)
 //     - {name: research, guarantee: {H100: 16}, limit: {H100: 32, "*": 48}, share: 3}
 //   strictQueues: false      # true: a job must name a queue listed above
+//   prices: {H100: 3.20, A100: 1.60, "*": 1.00}   # per GPU-hour, by GPU type ("*": the others)
 //   fairShare: {weight: 5000, halfLife: 7d, shares: {research: 3, prod: 1}}
 //                            # between queues; unlisted queues have share 1; weight 0 = off
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
@@ -43,6 +44,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,10 @@ struct ServerOptions {
   // Jobs may name only the queues configured under `queues` (a misspelt
   // queue would otherwise be a new one, outside every quota).
   bool strict_queues = false;
+  // What a GPU-hour costs, by GPU type ("*": any type not listed; none: 0),
+  // in the site's currency: usage reports and the cost metrics.
+  std::map<std::string, double> gpu_prices;
+  double PricePerGpuHour(const std::string& gpu_type) const;
   core::ClusterConfig cluster;
   scheduler::SchedulerOptions scheduler;
   scheduler::FairShareOptions fairshare;

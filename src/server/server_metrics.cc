@@ -77,9 +77,23 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
                            .Help("GPU time lost by preemption: GPUs times the time since each victim's newest "
                                  "checkpoint, by the victim's queue.")
                            .Register(r);
+  gpu_seconds_ = &prometheus::BuildCounter()
+                      .Name("muster_queue_gpu_seconds_total")
+                      .Help("GPU time held by a queue's running jobs, by GPU type.")
+                      .Register(r);
+  cost_ = &prometheus::BuildCounter()
+               .Name("muster_queue_cost_total")
+               .Help("What a queue's GPU time cost, at the configured prices per GPU-hour (prices:).")
+               .Register(r);
 }
 
 ServerMetrics::~ServerMetrics() = default;
+
+void ServerMetrics::Charge(const std::string& queue, const std::string& gpu_type, double gpu_seconds,
+                           double price_per_hour) {
+  gpu_seconds_->Add({{"queue", queue}, {"gpu_type", gpu_type}}).Increment(gpu_seconds);
+  cost_->Add({{"queue", queue}}).Increment(gpu_seconds / 3600 * price_per_hour);
+}
 
 void ServerMetrics::ObserveCycle(double seconds) { cycle_->Observe(seconds); }
 void ServerMetrics::ObserveSubmit(double seconds) { submit_->Observe(seconds); }
@@ -133,6 +147,16 @@ std::string ServerMetrics::Scrape(const Gauges& g) const {
   families.push_back(std::move(used));
   families.push_back(std::move(guarantee));
   families.push_back(std::move(limit));
+
+  MetricFamily oldest = GaugeFamily("muster_queue_oldest_pending_seconds",
+                                    "How long the oldest pending (not held) job of a queue has waited.");
+  for (const auto& [name, age] : g.oldest_pending_seconds) oldest.metric.push_back(Value(age, {{"queue", name}}));
+  families.push_back(std::move(oldest));
+
+  MetricFamily last_cycle = GaugeFamily("muster_scheduler_last_cycle_timestamp_seconds",
+                                        "When the last scheduling cycle ended (Unix time; 0: none yet).");
+  last_cycle.metric.push_back(Value(g.last_cycle_unix_seconds));
+  families.push_back(std::move(last_cycle));
 
   MetricFamily nodes = GaugeFamily("muster_nodes", "Nodes by condition (Ready, Unreachable, Lost).");
   for (const auto& [condition, n] : g.nodes) nodes.metric.push_back(Value(n, {{"condition", condition}}));

@@ -56,6 +56,9 @@ class ServerMetrics {
   void CountEnd(const std::string& queue, const std::string& state);
   // A job was preempted; the GPU time since its newest checkpoint is lost.
   void CountPreemption(const std::string& queue, double lost_gpu_seconds);
+  // A queue's running jobs held `gpu_seconds` of `gpu_type` GPUs, at
+  // `price_per_hour` each GPU-hour.
+  void Charge(const std::string& queue, const std::string& gpu_type, double gpu_seconds, double price_per_hour);
 
   // The cluster as the control loop sees it at a scrape.
   struct Gauges {
@@ -71,6 +74,8 @@ class ServerMetrics {
       int64_t limit = -1;      // -1: none
     };
     std::map<std::string, Queue> queues;
+    std::map<std::string, double> oldest_pending_seconds;  // queue -> age of its oldest pending (not held) job
+    double last_cycle_unix_seconds = 0;                    // when the last scheduling cycle ended (0: none yet)
     std::map<std::string, int64_t> nodes;  // condition -> nodes
     bool leader = false;
     int64_t epoch = 0;
@@ -88,6 +93,8 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>* ends_;
   prometheus::Family<prometheus::Counter>* preemptions_;
   prometheus::Family<prometheus::Counter>* lost_gpu_seconds_;
+  prometheus::Family<prometheus::Counter>* gpu_seconds_;
+  prometheus::Family<prometheus::Counter>* cost_;
 };
 
 }  // namespace muster::server

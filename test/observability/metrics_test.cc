@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -48,9 +49,16 @@ int FreePort() {
   return ntohs(a.sin_port);
 }
 
+const char* kMetricsConfig = R"(
+rateLimit: {perSecond: 100000, burst: 100000}
+agents: {defaultGrace: 1s}
+prices: {H100: 3.60, "*": 1.00}
+queues: [{name: default, guarantee: 8, limit: 12}]
+)";
+
 class MetricsTest : public ClusterFixture {
  protected:
-  MetricsTest() : ClusterFixture(kConfig) {}
+  MetricsTest() : ClusterFixture(kMetricsConfig) {}
   std::string Metrics() {
     httplib::Client c(server_.url());
     auto r = c.Get("/metrics", httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}});
@@ -91,6 +99,18 @@ TEST_F(MetricsTest, PromtoolFindsThemCleanAndTheyMatchTheCluster) {
   EXPECT_GT(Sample(text, "muster_scheduler_cycle_duration_seconds_count"), 0);
   EXPECT_GT(Sample(text, "muster_agent_sync_duration_seconds_count"), 0);
   EXPECT_GT(Sample(text, "muster_store_commit_duration_seconds_count"), 0);
+  EXPECT_EQ(Sample(text, "muster_queue_guarantee_gpus", "queue=\"default\""), 8);
+  EXPECT_EQ(Sample(text, "muster_queue_limit_gpus", "queue=\"default\""), 12);
+  EXPECT_GT(Sample(text, "muster_queue_oldest_pending_seconds", "queue=\"default\""), 0);
+  const double cycle_age = static_cast<double>(std::time(nullptr)) -
+                           Sample(text, "muster_scheduler_last_cycle_timestamp_seconds");
+  EXPECT_GE(cycle_age, -1);
+  EXPECT_LT(cycle_age, 10);
+  // Cost: the running job's GPU time at the H100 price, charged each cycle.
+  const std::string later = Metrics();
+  const double gpu_seconds = Sample(later, "muster_queue_gpu_seconds_total", "gpu_type=\"H100\",queue=\"default\"");
+  EXPECT_GT(gpu_seconds, 0);
+  EXPECT_NEAR(Sample(later, "muster_queue_cost_total", "queue=\"default\""), gpu_seconds / 3600 * 3.60, 1e-6);
 
   // Without a credential: nothing.
   httplib::Client anonymous(server_.url());
