@@ -26,15 +26,16 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// Made once for the test process and removed when it exits (never
+// destroyed before that: the exit handler still reads it).
 const TlsFiles& Files() {
-  static const TlsFiles files = [] {
+  static const TlsFiles* files = [] {
     char dir[] = "/tmp/muster-tls-cluster-XXXXXX";
-    const std::string made = ::mkdtemp(dir);
-    TlsFiles f = MakeTlsFiles(made);
+    const TlsFiles* f = new TlsFiles(MakeTlsFiles(::mkdtemp(dir)));
     std::atexit([] { std::filesystem::remove_all(Files().dir); });
     return f;
   }();
-  return files;
+  return *files;
 }
 
 std::string TlsConfig() {
