@@ -4,8 +4,10 @@
 #include "auth/grants.h"
 #include "auth/token.h"
 
+#include "agent/agent_metrics.h"
 #include "agent/start_delay.h"
 #include "agent/task_beacon.h"
+#include "common/message_text.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -129,7 +131,8 @@ Agent::~Agent() {
   if (lease_fd_ >= 0) ::close(lease_fd_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
   if (log_server_) log_server_->Stop();
-  for (std::thread* t : {&watch_thread_, &health_thread_, &log_thread_}) {
+  if (metrics_server_) metrics_server_->Stop();
+  for (std::thread* t : {&watch_thread_, &health_thread_, &log_thread_, &metrics_thread_}) {
     if (t->joinable()) t->join();
   }
   if (wake_fd_ >= 0) ::close(wake_fd_);
@@ -311,11 +314,32 @@ StatusOr<std::string> Agent::Init() {
   }
   log_port_ = log_server_->port();
   log_thread_ = std::thread([this] { log_server_->Serve(); });
+  if (!options_.metrics_listen.empty()) {
+    const size_t colon = options_.metrics_listen.rfind(':');
+    http::Server::Options m;
+    m.host = colon == std::string::npos ? "" : options_.metrics_listen.substr(0, colon);
+    m.port = colon == std::string::npos ? -1 : std::atoi(options_.metrics_listen.c_str() + colon + 1);
+    if (m.host.empty() || m.port < 0 || m.port > 65535) {
+      return InvalidArgument("must be HOST:PORT such as 127.0.0.1:9477, got " + QuoteForMessage(options_.metrics_listen),
+                             "--metrics-listen");
+    }
+    m.worker_threads = 1;
+    metrics_server_ = std::make_unique<http::Server>(m);
+    metrics_server_->Handle("GET", "/metrics", [this](const http::Request&, http::Response& res) {
+      res.Set(200, MetricsText(), "text/plain; version=0.0.4; charset=utf-8");
+    });
+    if (Status bound = metrics_server_->Bind(); !bound.ok()) {
+      return Status(StatusCode::kUnavailable, "--metrics-listen: " + bound.message());
+    }
+    metrics_port_ = metrics_server_->port();
+    metrics_thread_ = std::thread([this] { metrics_server_->Serve(); });
+  }
 
   std::ostringstream summary;
   summary << "node " << options_.node << ": " << gpus_line << "; " << options_.cpu_milli / 1000 << " CPUs, "
           << (options_.memory_bytes >> 30) << " GiB; " << cgroups_ << "; state in " << options_.state_dir
           << "; logs served on " << options_.log_host << ":" << log_port_ << (log_tls_pin_.empty() ? "" : " (TLS)");
+  if (metrics_server_) summary << "; metrics on " << options_.metrics_listen.substr(0, options_.metrics_listen.rfind(':')) << ":" << metrics_port_;
   if (!executor_->Tasks().empty()) summary << "; recovered " << executor_->Tasks().size() << " task(s)";
   return summary.str();
 }
@@ -385,6 +409,12 @@ bool Agent::Sync(int64_t wait_ms) {
   client->set_read_timeout(std::chrono::milliseconds(read_ms));
   auto res = client->Post("/v1/agent/sync", proto::ToJson(req), "application/json", {{"Authorization", authorization_}});
   if (!res.ok() || res->status != 200) {
+    if (!res.ok() && res.status().message() == "interrupted") {
+      // Stopping, not failing.
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++syncs_failed_;
+    }
     if (res.ok()) {
       std::fprintf(stderr, "muster agent: the server refused a sync (%d): %s\n", res->status, res->body.substr(0, 300).c_str());
     } else if (static thread_local std::string last; res.status().message() != last &&
@@ -633,7 +663,16 @@ bool Agent::RefreshReports() {
     urgent += key + "!";
     reports.push_back(r);
   }
+  std::map<int32_t, std::pair<int64_t, int32_t>> users;  // what /metrics says uses each GPU
+  for (const TaskStatus& t : executor_->Tasks()) {
+    auto a = assigned_.find(t.key);
+    if (a == assigned_.end() || !t.running) continue;
+    for (int32_t g : a->second.gpus) users[g] = {a->second.job, a->second.replica};
+  }
   std::lock_guard<std::mutex> lock(mu_);
+  gpu_users_ = std::move(users);
+  tasks_running_ = 0;
+  for (const proto::TaskReport& r : reports) tasks_running_ += r.running ? 1 : 0;
   reports_version_ = version_;  // every task of that desired state is in the report
   if (signature != sent_signature_) {
     sent_signature_ = signature;
@@ -809,6 +848,34 @@ void Agent::Run() {
     Sync(0);
   }
   if (log_server_) log_server_->Stop();
+  if (metrics_server_) metrics_server_->Stop();
+}
+
+std::string Agent::MetricsText() {
+  AgentSnapshot s;
+  std::vector<bool> busy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.node = options_.node;
+    s.gpus = inventory_.gpus;
+    s.gpu_users = gpu_users_;
+    s.tasks_running = tasks_running_;
+    s.last_sync_unix_seconds = static_cast<double>(last_success_ms_) / 1000;
+    s.syncs_failed = syncs_failed_;
+  }
+  // Sampled outside the lock: NVML may take a while.
+  if (nvml_) {
+    if (auto samples = nvml_->Sample(); samples.ok()) s.samples = std::move(*samples);
+  } else if (inventory_.source == "fake") {
+    busy.resize(s.gpus.size());
+    for (const auto& [index, user] : s.gpu_users) {
+      if (index >= 0 && static_cast<size_t>(index) < busy.size()) busy[index] = true;
+    }
+    gpu::GpuInventory fake;
+    fake.gpus = s.gpus;
+    s.samples = gpu::FakeSamples(fake, busy, clock_.Now().millis());
+  }
+  return AgentMetricsText(s);
 }
 
 }  // namespace muster::agent

@@ -62,6 +62,9 @@ struct AgentOptions {
   std::string address;         // how other nodes reach this one (MASTER_ADDR); default: 127.0.0.1 for a loopback server, else the host name
   std::string log_host;        // where the log server listens; default: address
   int log_port = 0;            // 0: any free port
+  // Where /metrics is served (agent/agent_metrics.h), "HOST:PORT" (port 0:
+  // any free one); "": not served.
+  std::string metrics_listen;
   std::string fake_gpus;       // "8xH100": fake GPUs instead of NVML
   std::string nvml_library;    // default "libnvidia-ml.so.1"
   std::string gpu_type;        // override the type derived from the GPU name
@@ -107,6 +110,7 @@ class Agent {
   void Stop();
 
   int log_port() const { return log_port_; }
+  int metrics_port() const { return metrics_port_; }
 
  private:
   proto::SyncRequest BuildRequest(int64_t wait_ms);
@@ -133,6 +137,11 @@ class Agent {
   int log_port_ = 0;
   std::string log_tls_pin_;  // "": plain HTTP
   std::thread log_thread_, watch_thread_, health_thread_;
+  std::unique_ptr<http::Server> metrics_server_;
+  int metrics_port_ = 0;
+  std::thread metrics_thread_;
+  // What /metrics says now (any thread).
+  std::string MetricsText();
 
   // Wakes the main loop, which sleeps in poll() on it and on its tasks'
   // pidfds; every change the main loop waits for signals cv_ and this.
@@ -151,6 +160,9 @@ class Agent {
   int64_t seen_version_ = 0;                          // guarded by mu_: newest version received
   int64_t reports_version_ = 0;  // guarded by mu_: the applied version when reports_ was built
   bool events_dirty_ = false;                         // guarded by mu_: new health events to send
+  std::map<int32_t, std::pair<int64_t, int32_t>> gpu_users_;  // guarded by mu_: GPU index -> (job, replica) running
+  int64_t tasks_running_ = 0;                         // guarded by mu_
+  int64_t syncs_failed_ = 0;                          // guarded by mu_
   int64_t epoch_ = 0;                                 // guarded by mu_
   int64_t lease_ms_ = 60'000;                         // guarded by mu_
   int64_t last_success_ms_ = 0;                       // guarded by mu_

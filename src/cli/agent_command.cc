@@ -24,6 +24,9 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_option("--name", o.node, "Node name (default: the host name)");
   a->add_option("--address", o.address, "Address other nodes use to reach this one (MASTER_ADDR)");
   a->add_option("--log-port", o.log_port, "Port of the agent's log server (default: any free port)");
+  a->add_option("--metrics-listen", o.metrics_listen,
+                "Serve Prometheus metrics (GPU utilization by job, tasks, syncs) on HOST:PORT, plain HTTP without "
+                "a credential: loopback or a monitoring network (default: not served)");
   a->add_option("--fake-gpus", o.fake_gpus, "Fake GPUs for development and tests, COUNTxTYPE (8xH100)");
   a->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml.so.1 (default: the loader's search path)");
   a->add_option("--gpu-type", o.gpu_type, "GPU type to report (default: from the GPU model, e.g. H100)");

@@ -1,6 +1,7 @@
 #include "gpu/fake_gpus.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -101,6 +102,22 @@ StatusOr<GpuInventory> FakeGpus(const std::string& what, const std::string& node
     inv.gpus.push_back(d);
   }
   return inv;
+}
+
+std::vector<GpuSample> FakeSamples(const GpuInventory& inventory, const std::vector<bool>& busy, int64_t now_ms) {
+  std::vector<GpuSample> out;
+  for (const GpuDevice& g : inventory.gpus) {
+    GpuSample s;
+    s.index = g.index;
+    const bool working = g.index >= 0 && static_cast<size_t>(g.index) < busy.size() && busy[g.index];
+    // A slow wave per GPU, so that series move as a real job's do.
+    const double phase = std::sin(static_cast<double>(now_ms) / 20'000.0 + g.index);
+    s.utilization = working ? 0.75 + 0.20 * phase : 0.0;
+    const double memory = working ? 0.55 + 0.15 * phase : 0.01;
+    s.memory_used_bytes = static_cast<int64_t>(static_cast<double>(g.memory_bytes) * memory);
+    out.push_back(s);
+  }
+  return out;
 }
 
 }  // namespace muster::gpu

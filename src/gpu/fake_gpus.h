@@ -19,4 +19,9 @@ namespace muster::gpu {
 // errors name the flag (and the file's field) and say what was expected.
 StatusOr<GpuInventory> FakeGpus(const std::string& what, const std::string& node_name);
 
+// Plausible samples for fake GPUs: a busy one (in `busy`) works at 55 to
+// 95% and holds 40 to 70% of its memory, varying with the time; an idle
+// one is at 0% with a little memory (the driver's own).
+std::vector<GpuSample> FakeSamples(const GpuInventory& inventory, const std::vector<bool>& busy, int64_t now_ms);
+
 }  // namespace muster::gpu

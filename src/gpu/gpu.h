@@ -28,6 +28,13 @@ struct GpuDevice {
   std::string health;        // why not healthy: "XID 79"
 };
 
+// What one GPU is doing now: NVML's sample, or a fake's.
+struct GpuSample {
+  int32_t index = 0;
+  double utilization = -1;          // 0..1 of the last sample period; -1: unknown
+  int64_t memory_used_bytes = -1;   // -1: unknown
+};
+
 // An XID or ECC event of one GPU.
 struct GpuHealthEvent {
   std::string uuid;

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace muster::gpu {
@@ -20,6 +21,9 @@ struct nvmlPciInfo_t {
 };
 struct nvmlMemory_t {
   unsigned long long total, free, used;
+};
+struct nvmlUtilization_t {
+  unsigned int gpu, memory;  // percent
 };
 struct nvmlEventData_t {
   nvmlDevice_t device;
@@ -48,6 +52,7 @@ struct Nvml::Api {
   nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
   nvmlReturn_t (*numa)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*minor)(nvmlDevice_t, unsigned*) = nullptr;
@@ -96,6 +101,7 @@ StatusOr<std::unique_ptr<Nvml>> Nvml::Load(const std::string& path) {
   sym(a.uuid, {"nvmlDeviceGetUUID"}, true);
   sym(a.name, {"nvmlDeviceGetName"}, true);
   sym(a.memory, {"nvmlDeviceGetMemoryInfo"}, true);
+  sym(a.utilization, {"nvmlDeviceGetUtilizationRates"}, false);
   sym(a.pci, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"}, false);
   sym(a.numa, {"nvmlDeviceGetNumaNodeId"}, false);
   sym(a.minor, {"nvmlDeviceGetMinorNumber"}, false);
@@ -126,6 +132,26 @@ Nvml::~Nvml() {
   if (event_set_ && api_->event_set_free) api_->event_set_free(static_cast<nvmlEventSet_t>(event_set_));
   api_->shutdown();
   ::dlclose(handle_);
+}
+
+StatusOr<std::vector<GpuSample>> Nvml::Sample() {
+  const Api& a = *api_;
+  unsigned count = 0;
+  if (nvmlReturn_t r = a.count(&count); r != kSuccess) return Internal("nvmlDeviceGetCount: " + a.Error(r));
+  std::vector<GpuSample> out;
+  for (unsigned i = 0; i < count; ++i) {
+    GpuSample s;
+    s.index = static_cast<int32_t>(i);
+    nvmlDevice_t d = nullptr;
+    if (a.by_index(i, &d) == kSuccess) {
+      nvmlUtilization_t u{};
+      if (a.utilization && a.utilization(d, &u) == kSuccess) s.utilization = std::min(u.gpu, 100u) / 100.0;
+      nvmlMemory_t mem{};
+      if (a.memory(d, &mem) == kSuccess) s.memory_used_bytes = static_cast<int64_t>(mem.used);
+    }
+    out.push_back(s);
+  }
+  return out;
 }
 
 StatusOr<GpuInventory> Nvml::Discover() {

@@ -40,6 +40,9 @@ class Nvml {
   ~Nvml();  // nvmlShutdown, dlclose
 
   StatusOr<GpuInventory> Discover();
+  // Each GPU's utilization over NVML's last sample period and its memory
+  // in use (unknown where the driver does not say).
+  StatusOr<std::vector<GpuSample>> Sample();
   // One health event, or nullopt after `timeout` without one. Errors when
   // events are not supported.
   StatusOr<std::optional<GpuHealthEvent>> WaitEvent(Duration timeout, int64_t now_ms);

@@ -46,6 +46,30 @@ TEST(Nvml, DiscoversTheFakeLibrarysGpus) {
   ASSERT_EQ(inv->topology.size(), 4u);
   EXPECT_EQ(inv->topology[0][1], 40);
   EXPECT_EQ(inv->topology[0][3], 50);
+  // Samples: utilization and memory in use, as the fake library makes them.
+  auto samples = (*n)->Sample();
+  ASSERT_TRUE(samples.ok()) << samples.status().ToString();
+  ASSERT_EQ(samples->size(), 4u);
+  for (const GpuSample& s : *samples) {
+    EXPECT_GE(s.utilization, 0.4);
+    EXPECT_LE(s.utilization, 0.9);
+    EXPECT_EQ(s.memory_used_bytes, (80LL << 30) / 10 * 3);
+  }
+}
+
+TEST(FakeGpus, SamplesArePlausible) {
+  auto inv = FakeGpus("4xH100", "n1");
+  ASSERT_TRUE(inv.ok());
+  for (int64_t t : {0, 7'000, 60'000, 3'600'000}) {
+    const std::vector<GpuSample> s = FakeSamples(*inv, {true, false, true}, t);
+    ASSERT_EQ(s.size(), 4u);
+    for (int i : {0, 2}) {
+      EXPECT_GE(s[i].utilization, 0.55);
+      EXPECT_LE(s[i].utilization, 0.95);
+      EXPECT_GT(s[i].memory_used_bytes, inv->gpus[i].memory_bytes * 2 / 5 - 1);
+    }
+    for (int i : {1, 3}) EXPECT_EQ(s[i].utilization, 0);
+  }
 }
 
 TEST(Nvml, AnInjectedXidArrivesAsAHealthEvent) {

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <ctime>
 #include <thread>
 
 extern "C" {
@@ -127,8 +128,20 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetName(nvmlDevice
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* m) {
   if (IndexOf(d) < 0 || !m) return kInvalidArgument;
   m->total = 85899345920ULL;  // 80 GiB
-  m->used = 0;
-  m->free = m->total;
+  m->used = m->total / 10 * 3;  // as if a job held some
+  m->free = m->total - m->used;
+  return kSuccess;
+}
+typedef struct {
+  unsigned int gpu, memory;
+} nvmlUtilization_t;
+// Plausible and moving: each GPU between 40 and 90%, changing by the second.
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t* u) {
+  const int i = IndexOf(d);
+  if (i < 0 || !u) return kInvalidArgument;
+  const long seconds = static_cast<long>(std::time(nullptr));
+  u->gpu = 40 + static_cast<unsigned>((seconds + 7 * i) % 51);
+  u->memory = u->gpu / 2;
   return kSuccess;
 }
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* p) {

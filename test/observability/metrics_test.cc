@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -117,6 +118,56 @@ TEST_F(MetricsTest, PromtoolFindsThemCleanAndTheyMatchTheCluster) {
   auto r = anonymous.Get("/metrics");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
+}
+
+TEST_F(MetricsTest, AnAgentSaysWhichJobUsesEachGpuAndHowMuch) {
+  AgentProcess& agent = AddAgent({"--fake-gpus", "4xH100", "--metrics-listen", "127.0.0.1:0"});
+  WaitNodes(1);
+  const int64_t job = Submit("name: two\nresources: {gpus: 2}\ncommand: [sleep, '300']\n");
+  WaitState(job, "RUNNING");
+  // The agent says where it serves them.
+  int port = 0;
+  for (int i = 0; i < 100 && port == 0; ++i) {
+    const std::string log = agent.log();
+    const size_t at = log.find("metrics on 127.0.0.1:");
+    if (at != std::string::npos) port = std::atoi(log.c_str() + at + 21);
+    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(port, 0) << agent.log();
+  std::string text;
+  for (int i = 0; i < 100; ++i) {  // until the agent's reports show the task running
+    httplib::Client c("127.0.0.1", port);
+    auto r = c.Get("/metrics");
+    ASSERT_TRUE(r && r->status == 200);
+    text = r->body;
+    if (Sample(text, "muster_agent_tasks_running") == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::string file = Tmp("agent-metrics.txt");
+  std::ofstream(file) << text;
+  const CommandResult check = RunCommand("promtool check metrics < " + file);
+  EXPECT_EQ(check.code, 0) << check.out;
+  EXPECT_EQ(check.out, "");
+  EXPECT_EQ(Sample(text, "muster_agent_tasks_running"), 1) << text;
+  // The job's two GPUs carry its id, busy; the other two are idle.
+  int busy = 0, idle = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("muster_agent_gpu_utilization_ratio{", 0) != 0) continue;
+    const double v = std::stod(line.substr(line.rfind(' ') + 1));
+    if (line.find("job=\"" + std::to_string(job) + "\"") != std::string::npos) {
+      ++busy;
+      EXPECT_GE(v, 0.55) << line;
+      EXPECT_LE(v, 0.95) << line;
+    } else {
+      ++idle;
+      EXPECT_EQ(v, 0) << line;
+    }
+  }
+  EXPECT_EQ(busy, 2) << text;
+  EXPECT_EQ(idle, 2) << text;
+  EXPECT_GT(Sample(text, "muster_agent_last_sync_timestamp_seconds"), 0);
 }
 
 TEST_F(MetricsTest, ARealPrometheusScrapesItWithAToken) {
