@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache git python3
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
+  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev nettle-dev uuid-dev
   libpq-dev postgresql-15         # the PostgreSQL store, and the real server its tests start
   munge libmunge-dev              # MUNGE authentication (tests start a munged of their own)

@@ -3,6 +3,7 @@
 #include "auth/client_credential.h"
 #include "auth/grants.h"
 #include "auth/token.h"
+#include "common/log.h"
 
 #include "agent/agent_metrics.h"
 #include "agent/start_delay.h"
@@ -416,13 +417,13 @@ bool Agent::Sync(int64_t wait_ms) {
       ++syncs_failed_;
     }
     if (res.ok()) {
-      std::fprintf(stderr, "muster agent: the server refused a sync (%d): %s\n", res->status, res->body.substr(0, 300).c_str());
+      log::Warn("the server refused a sync ({}): {}", res->status, res->body.substr(0, 300));
     } else if (static thread_local std::string last; res.status().message() != last &&
                res.status().message() != "interrupted") {
       // Said once for each new reason (a server down, a certificate this
       // agent cannot verify), not at every retry.
       last = res.status().message();
-      std::fprintf(stderr, "muster agent: cannot sync with %s: %s\n", options_.server.c_str(), last.c_str());
+      log::Warn("cannot sync with {}: {}", options_.server, last);
     }
     if (std::this_thread::get_id() != main_thread_) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -433,7 +434,7 @@ bool Agent::Sync(int64_t wait_ms) {
   }
   auto parsed = proto::ParseSyncResponse(res->body);
   if (!parsed.ok()) {
-    std::fprintf(stderr, "muster agent: unreadable sync answer: %s\n", parsed.status().ToString().c_str());
+    log::Warn("unreadable sync answer: {}", parsed.status().ToString());
     return false;
   }
   {
@@ -535,7 +536,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
     r.message = why;
     r.end_ms = clock_.Now().millis();
     failed_starts_[key] = r;
-    std::fprintf(stderr, "muster agent: cannot start %s: %s\n", key.c_str(), why.c_str());
+    log::Warn("cannot start {}: {}", key, why);
   };
   TaskSpec spec;
   spec.key = key;
@@ -702,8 +703,8 @@ void Agent::FenceIfLeaseLost() {
     executor_->Stop(t.key, sig, Duration::Millis(grace), "fenced");
   }
   if (any) {
-    std::fprintf(stderr, "muster agent: no sync with the server for %lld ms (lease %lld ms): stopping every task\n",
-                 static_cast<long long>(clock_.Now().millis() - last), static_cast<long long>(lease));
+    log::Error("no sync with the server for {} ms (lease {} ms): stopping every task", clock_.Now().millis() - last,
+               lease);
   }
   fenced_ = true;
 }
@@ -747,7 +748,7 @@ void Agent::HealthLoop() {
     }
     auto e = nvml_->WaitEvent(Duration::Seconds(1), clock_.Now().millis());
     if (!e.ok()) {
-      std::fprintf(stderr, "muster agent: GPU health events unavailable: %s\n", e.status().ToString().c_str());
+      log::Warn("GPU health events unavailable: {}", e.status().ToString());
       return;
     }
     if (!e->has_value()) continue;

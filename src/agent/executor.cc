@@ -2,6 +2,7 @@
 
 #include "agent/launcher.h"
 #include "agent/task_beacon.h"
+#include "common/log.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -134,8 +135,7 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
     } else if (launched.status().code() == StatusCode::kUnavailable) {
       // The launcher died (killed, out of memory): a new one cannot be
       // forked from this threaded process, so shims are spawned from now on.
-      std::fprintf(stderr, "muster agent: %s; starting tasks with posix_spawn from now on\n",
-                   launched.status().message().c_str());
+      log::Warn("{}; starting tasks with posix_spawn from now on", launched.status().message());
       options_.launcher = nullptr;
     } else {
       return launched.status();
@@ -295,7 +295,7 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
     if (Status rm = cgroups_->Remove(t.key); rm.code() == StatusCode::kUnavailable) {
       busy_cgroups_.push_back(t.key);
     } else if (!rm.ok()) {
-      std::fprintf(stderr, "muster agent: %s\n", rm.ToString().c_str());
+      log::Warn("{}", rm.ToString());
     }
   } else if (t.pid > 1) {
     ::kill(-t.pid, SIGKILL);  // whatever the payload left in its process group
@@ -407,8 +407,7 @@ void Executor::Recover() {
 }
 
 void Executor::KillUnaccounted(const TaskBeacon& b, const std::string& why) {
-  std::fprintf(stderr, "muster agent: task %s (shim pid %d) still runs but %s; stopping it\n", b.key.c_str(),
-               static_cast<int>(b.pid), why.c_str());
+  log::Warn("task {} (shim pid {}) still runs but {}; stopping it", b.key, static_cast<int>(b.pid), why);
   if (ProcessStartTime(b.pid) != b.start_time) return;  // it ended (and the pid may be another's now)
   if (cgroups_) cgroups_->KillAll(b.key);
   ::kill(-b.pid, SIGKILL);  // the shim leads the task's process group

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "common/log.h"
 #include "common/quantity.h"
 
 namespace muster::cli {
@@ -45,6 +46,7 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_option("--start-jitter", f.start_jitter,
                 "Spread of agents' first syncs: each waits a part of it fixed by its node name, so many started "
                 "at once do not reach the server in one burst, e.g. 2s, 0 (default 1s)");
+  a->add_option("--log-level", f.log_level, "debug, info, warn or error (default $MUSTER_LOG_LEVEL, else info)");
   a->add_option("--log-retention", f.log_retention,
                 "How long the logs of tasks that ended are kept, e.g. 7d, 12h, 0 to keep them (default 7d)");
   return a;
@@ -99,14 +101,18 @@ int RunAgentCommand(AgentFlags& f) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  if (Status s = log::Init("muster agent", f.log_level); !s.ok()) {
+    std::cerr << "muster agent: --" << s.ToString() << "\n";
+    return 2;
+  }
   SystemClock clock;
   agent::Agent agent(o, clock);
   auto summary = agent.Init();
   if (!summary.ok()) {
-    std::cerr << "muster agent: " << summary.status().ToString() << "\n";
+    log::Error("{}", summary.status().ToString());
     return 1;
   }
-  std::cerr << "muster agent: " << *summary << "; server " << o.server << "\n";
+  log::Info("{}; server {}", *summary, o.server);
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
@@ -115,7 +121,7 @@ int RunAgentCommand(AgentFlags& f) {
   agent.Run();
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
-  std::cerr << "muster agent: stopped\n";
+  log::Info("stopped");
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "common/log.h"
 #include "server/options.h"
 #include "server/server.h"
 
@@ -15,10 +16,15 @@ CLI::App* AddServerCommand(CLI::App& app, ServerFlags& f) {
   s->add_option("--store", f.store,
                 "Store: a SQLite file (default muster.db) or postgres://... for several servers (HA)");
   s->add_option("--port-file", f.port_file, "Write the bound port to this file once serving");
+  s->add_option("--log-level", f.log_level, "debug, info, warn or error (default $MUSTER_LOG_LEVEL, else info)");
   return s;
 }
 
 int RunServerCommand(const ServerFlags& f) {
+  if (Status s = log::Init("muster server", f.log_level); !s.ok()) {
+    std::cerr << "muster server: --" << s.ToString() << "\n";
+    return 2;
+  }
   server::ServerOptions options;
   if (!f.config.empty()) {
     auto loaded = server::LoadServerOptions(f.config);

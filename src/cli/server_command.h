@@ -14,6 +14,7 @@ struct ServerFlags {
   std::string listen;
   std::string store;
   std::string port_file;
+  std::string log_level;
 };
 
 CLI::App* AddServerCommand(CLI::App& app, ServerFlags& flags);

@@ -26,6 +26,7 @@ struct Request {
   std::string remote_addr;            // the peer's address, without port
   std::vector<std::string> captures;  // what each '*' of the route matched
   std::any context;                   // what the server's filter found (the caller's identity)
+  std::string principal;              // who sent it, as the access log names them (set by the filter)
 
   // The first header named `name` (any case); "" when absent.
   std::string_view Header(std::string_view name) const;

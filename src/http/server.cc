@@ -158,6 +158,7 @@ class Server::Impl {
   Filter filter_;
   AnswerFilter answer_filter_;
   ErrorBody error_body_;
+  AccessLog access_log_;
   WorkerPool workers_;
 
  private:
@@ -168,6 +169,7 @@ class Server::Impl {
     SteadyClock::time_point accepted;
     std::string remote;
     std::string path;  // of the request being handled
+    std::string method, target, principal;  // of the request being handled, for the access log
     std::string in;   // read, not yet consumed
     std::string out;  // to send
     size_t out_sent = 0;
@@ -545,13 +547,20 @@ void Server::Impl::Dispatch(Conn& c, Request&& req) {
   ++in_flight_;
   req.remote_addr = c.remote;
   c.path = req.path;
+  if (access_log_) {
+    c.method = req.method;
+    c.target = req.target;
+    c.principal.clear();
+  }
   Reply reply = MakeReply(c.id);
   const Route* route = nullptr;
   // Nothing a request holds may stop the event loop: what throws here is
   // answered 500 (plainly: the error writer may be what threw).
   try {
     Response res;
-    if (filter_ && filter_(req, res)) return reply(std::move(res));
+    const bool answered = filter_ && filter_(req, res);
+    if (access_log_) c.principal = req.principal;
+    if (answered) return reply(std::move(res));
     if (c.head_only) req.method = "GET";  // answered as GET, without the body
     Router::Match m = router_.Find(req.method, req.path);
     if (m.outcome != Router::Outcome::kFound) {
@@ -603,6 +612,14 @@ void Server::Impl::Send(Conn& c, const Response& r) {
   // gets the answer and then the close.
   const bool close = c.close_after || !c.head.keep_alive || stopping_ || (c.peer_closed && c.in.empty());
   if (close) c.close_after = true;
+  if (access_log_) {
+    // c.since: when the request was whole (Process), or the error found.
+    access_log_({c.remote, c.method, c.target, c.principal, r.status, r.body.size(),
+                 std::chrono::duration<double>(SteadyClock::now() - c.since).count()});
+    c.method.clear();
+    c.target.clear();
+    c.principal.clear();
+  }
   AppendResponse(r, close, !c.head_only, c.out);
   Write(c);
 }
@@ -727,6 +744,7 @@ void Server::HandleAsync(std::string method, std::string_view pattern, AsyncHand
 void Server::SetFilter(Filter filter) { impl_->filter_ = std::move(filter); }
 void Server::SetAnswerFilter(AnswerFilter filter) { impl_->answer_filter_ = std::move(filter); }
 void Server::SetErrorBody(ErrorBody error_body) { impl_->error_body_ = std::move(error_body); }
+void Server::SetAccessLog(AccessLog access_log) { impl_->access_log_ = std::move(access_log); }
 Status Server::Bind() { return impl_->Bind(port_); }
 void Server::Serve() { impl_->Serve(); }
 void Server::Stop() { impl_->Stop(); }

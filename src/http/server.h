@@ -99,6 +99,16 @@ class Server {
   // Fills the answer for an error the server found: status and a message
   // for people (`method` and `path` are those of the request, or empty).
   using ErrorBody = std::function<void(int status, const std::string& message, Response&)>;
+  // One answered request, for an access log: called on the event loop as
+  // its answer is sent (errors the server found itself included, with
+  // what is known of the request). Must be quick.
+  struct Access {
+    std::string_view remote, method, target, principal;  // "" when unknown
+    int status = 0;
+    size_t body_bytes = 0;
+    double seconds = 0;  // from the request's arrival, whole, to its answer
+  };
+  using AccessLog = std::function<void(const Access&)>;
 
   explicit Server(Options options);
   ~Server();
@@ -114,6 +124,7 @@ class Server {
   void SetFilter(Filter filter);
   void SetAnswerFilter(AnswerFilter filter);
   void SetErrorBody(ErrorBody error_body);
+  void SetAccessLog(AccessLog access_log);
 
   // Listens on options.host:options.port (SO_REUSEADDR, not SO_REUSEPORT:
   // a second server on a port in use fails here).

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "checkpoint/storage.h"
+#include "common/log.h"
 
 namespace muster::server {
 
@@ -37,7 +38,7 @@ void CheckpointJanitor::Run() {
     }
     auto storage = checkpoint::StorageFor(item.location);
     const Status s = storage.ok() ? (*storage)->Remove(item.location, item.manifest_sha256, item.job) : storage.status();
-    if (!s.ok()) std::fprintf(stderr, "muster server: checkpoint retention: %s\n", s.ToString().c_str());
+    if (!s.ok()) log::Warn("checkpoint retention: {}", s.ToString());
   }
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "api/json_writer.h"
+#include "common/log.h"
 #include "common/quantity.h"
 #include "server/leadership.h"
 
@@ -259,7 +260,7 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
 }
 
 void ControlLoop::NoteDefect(const Status& s) const {
-  if (!s.ok()) std::fprintf(stderr, "muster server: internal error (please report): %s\n", s.message().c_str());
+  if (!s.ok()) log::Error("internal error (please report): {}", s.message());
 }
 
 Status ControlLoop::ShuttingDown() { return Status(StatusCode::kUnavailable, "the server is shutting down"); }
@@ -337,14 +338,14 @@ uint64_t ControlLoop::Persist(store::WriteBatch batch, std::function<void(const 
     if (store::IsFenced(s)) {
       // Another server leads now: this one's memory is stale. A supervisor
       // restarts it as a standby.
-      std::fprintf(stderr, "muster server: lost leadership: %s; exiting\n", s.message().c_str());
+      log::Error("lost leadership: {}; exiting", s.message());
       std::fflush(stderr);
       std::_Exit(kExitLostLeadership);
     }
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) {
       // The promise "acknowledged means durable" cannot be kept: stop, so a
       // restart resumes from the last durable state.
-      std::fprintf(stderr, "muster server: the store failed a write: %s; exiting\n", s.ToString().c_str());
+      log::Error("the store failed a write: {}; exiting", s.ToString());
       std::fflush(stderr);
       std::_Exit(70);
     }
@@ -581,8 +582,7 @@ void ControlLoop::RunCycle() {
   std::vector<std::pair<int64_t, int32_t>> started;  // (job, attempt)
   for (const core::Binding& bnd : d.bindings) {
     if (Status s = state_.Bind(bnd, now); !s.ok()) {
-      std::fprintf(stderr, "muster server: scheduler binding for job %lld rejected: %s\n",
-                   static_cast<long long>(bnd.job), s.ToString().c_str());
+      log::Error("scheduler binding for job {} rejected: {}", bnd.job, s.ToString());
       continue;
     }
     JobTable::Change start = JobTable::Change::To(JobState::kRunning, "");

@@ -98,6 +98,18 @@ HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& 
 HttpApi::~HttpApi() { Stop(); }
 
 Status HttpApi::Bind() {
+  if (!options_.access_log.empty()) {
+    ASSIGN_OR_RETURN(access_log_, log::LineFile::Open(options_.access_log));
+    http_->SetAccessLog([file = access_log_.get()](const http::Server::Access& a) {
+      // CLIENT WHO "METHOD TARGET" STATUS BYTES SECONDS; the target is
+      // visible ASCII (the parser's rule), its quotes escaped.
+      std::string target(a.target);
+      for (size_t at = 0; (at = target.find('"', at)) != std::string::npos; at += 3) target.replace(at, 1, "%22");
+      file->Write(fmt::format("{} {} \"{} {}\" {} {} {:.6f}", a.remote.empty() ? "-" : a.remote,
+                              a.principal.empty() ? "-" : a.principal, a.method.empty() ? "-" : a.method,
+                              target.empty() ? "-" : target, a.status, a.body_bytes, a.seconds));
+    });
+  }
   RETURN_IF_ERROR(http_->Bind());
   port_ = http_->port();
   return Status::Ok();

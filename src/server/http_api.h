@@ -49,6 +49,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "http/server.h"
 #include "server/authenticator.h"
@@ -147,6 +148,7 @@ class HttpApi {
   const Leadership& leadership_;
   Authenticator& authn_;
   ServerMetrics& metrics_;
+  std::unique_ptr<log::LineFile> access_log_;
   const Authorizer authz_;
   // Unauthenticated requests refused since the last one said on stderr
   // (at most one line a second). Event-loop thread only.

@@ -6,6 +6,7 @@
 
 #include "api/rfc3339.h"
 #include "auth/token.h"
+#include "common/log.h"
 #include "common/message_text.h"
 #include "common/quantity.h"
 #include "server/http_api.h"
@@ -36,6 +37,21 @@ json TokenJson(const store::TokenRow& t) {
 
 }  // namespace
 
+namespace {
+
+// Who sent a request, in one word for the access log: alice, alice/as/bob,
+// node/n17, job/12.
+std::string PrincipalOf(const Identity& who) {
+  switch (who.kind) {
+    case Identity::Kind::kNode: return "node/" + who.node;
+    case Identity::Kind::kJob: return "job/" + std::to_string(who.job);
+    case Identity::Kind::kUser: break;
+  }
+  return who.acting_for.empty() ? who.user : who.user + "/as/" + who.acting_for;
+}
+
+}  // namespace
+
 bool HttpApi::Authenticate(Request& req, Response& res) {
   const bool sync = req.path == "/v1/agent/sync";
   StatusOr<Identity> who = authn_.Authenticate(req);
@@ -47,8 +63,8 @@ bool HttpApi::Authenticate(Request& req, Response& res) {
     ++auth_failures_;
     const int64_t now = clock_.Now().millis();
     if (now - auth_failure_said_ms_ >= 1000) {
-      std::fprintf(stderr, "muster server: refused %lld unauthenticated request(s); the last from %s: %s\n",
-                   static_cast<long long>(auth_failures_), req.remote_addr.c_str(), who.status().message().c_str());
+      log::Warn("refused {} unauthenticated request(s); the last from {}: {}", auth_failures_, req.remote_addr,
+                who.status().message());
       auth_failures_ = 0;
       auth_failure_said_ms_ = now;
     }
@@ -76,6 +92,7 @@ bool HttpApi::Authenticate(Request& req, Response& res) {
     }
   }
   if (!scope.ok()) {
+    req.principal = PrincipalOf(*who);
     // Recorded: a credential used beyond its reach is worth an operator's look.
     store::AuditRow row = AuditOf(*who, req.method + " " + req.path.substr(0, 200), "");
     row.outcome = OutcomeOf(scope);
@@ -86,6 +103,7 @@ bool HttpApi::Authenticate(Request& req, Response& res) {
     ReplyStatus(res, scope);
     return true;
   }
+  req.principal = PrincipalOf(*who);
   req.context = std::move(*who);
   return false;
 }

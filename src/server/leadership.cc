@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "common/log.h"
 #include "store/store.h"
 
 namespace muster::server {
@@ -44,7 +45,7 @@ std::optional<int64_t> Leadership::Acquire(std::function<void(const std::string&
     lock.lock();
     if (!taken.ok()) {
       if (taken.status().message() != last_error) {
-        std::fprintf(stderr, "muster server: standby: cannot reach the lease: %s\n", taken.status().ToString().c_str());
+        log::Warn("standby: cannot reach the lease: {}", taken.status().ToString());
         last_error = taken.status().message();
       }
     } else if (taken->has_value()) {
@@ -54,9 +55,8 @@ std::optional<int64_t> Leadership::Acquire(std::function<void(const std::string&
       role_ = Role::kTakingOver;
       lost_ = std::move(lost);
       lock.unlock();
-      std::printf("muster server: leading as epoch %lld\n", static_cast<long long>(epoch_.load()));
-      std::fflush(stdout);
-      renewer_ = std::thread([this] {
+      log::Info("leading as epoch {}", epoch_.load());
+          renewer_ = std::thread([this] {
         pthread_setname_np(pthread_self(), "lease-renewer");
         Renew();
       });
@@ -67,9 +67,7 @@ std::optional<int64_t> Leadership::Acquire(std::function<void(const std::string&
       epoch_ = holder->epoch;
       const std::string who = holder->id + " (" + holder->address + ")";
       if (who != last_holder) {
-        std::printf("muster server: standby; the leader is %s, epoch %lld\n", who.c_str(),
-                    static_cast<long long>(holder->epoch));
-        std::fflush(stdout);
+        log::Info("standby; the leader is {}, epoch {}", who, holder->epoch);
         last_holder = who;
       }
       if (standby) {
@@ -156,7 +154,7 @@ void Leadership::Renew() {
       return;
     } else {
       if (s.message() != last_error) {
-        std::fprintf(stderr, "muster server: cannot renew the leader lease: %s\n", s.ToString().c_str());
+        log::Warn("cannot renew the leader lease: {}", s.ToString());
       }
       last_error = s.message();
     }

@@ -165,7 +165,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
                                      "maxConnections", "maxConnectionsPerClient", "threads",
                                      "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues",
-                                     "ha", "auth", "tls", "allowPlainHttp", "prices"},
+                                     "ha", "auth", "tls", "allowPlainHttp", "prices", "accessLog"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -201,6 +201,9 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         ASSIGN_OR_RETURN(o.gpu_prices[type],
                          config::Number(kv.second, "server.prices." + QuoteForMessage(type, 64), 0, 1e6));
       }
+    }
+    if (root["accessLog"]) {
+      ASSIGN_OR_RETURN(o.access_log, config::Str(root["accessLog"], "server.accessLog"));
     }
     if (root["allowPlainHttp"]) {
       ASSIGN_OR_RETURN(o.allow_plain_http, config::Bool(root["allowPlainHttp"], "server.allowPlainHttp"));

@@ -23,6 +23,7 @@
 //     - {name: research, guarantee: {H100: 16}, limit: {H100: 32, "*": 48}, share: 3}
 //   strictQueues: false      # true: a job must name a queue listed above
 //   prices: {H100: 3.20, A100: 1.60, "*": 1.00}   # per GPU-hour, by GPU type ("*": the others)
+//   accessLog: /var/log/muster/access.log   # a line per request answered (none by default)
 //   fairShare: {weight: 5000, halfLife: 7d, shares: {research: 3, prod: 1}}
 //                            # between queues; unlisted queues have share 1; weight 0 = off
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
@@ -87,6 +88,9 @@ struct ServerOptions {
   // What a GPU-hour costs, by GPU type ("*": any type not listed; none: 0),
   // in the site's currency: usage reports and the cost metrics.
   std::map<std::string, double> gpu_prices;
+  // A line per request answered: time, client, who, request, status, body
+  // bytes, seconds. "": none.
+  std::string access_log;
   double PricePerGpuHour(const std::string& gpu_type) const;
   core::ClusterConfig cluster;
   scheduler::SchedulerOptions scheduler;

@@ -15,6 +15,7 @@
 
 #include "auth/token.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "server/authenticator.h"
 #include "server/control_loop.h"
 #include "server/http_api.h"
@@ -30,7 +31,7 @@ namespace {
 StatusOr<store::OpenedStore> OpenStoreWaiting(const std::string& url, const sigset_t& signals) {
   auto opened = store::OpenStore(url);
   if (opened.ok() || !store::IsPostgresUrl(url) || opened.status().code() != StatusCode::kUnavailable) return opened;
-  std::fprintf(stderr, "muster server: waiting for the store: %s\n", opened.status().ToString().c_str());
+  log::Warn("waiting for the store: {}", opened.status().ToString());
   while (true) {
     const timespec second{1, 0};
     if (sigtimedwait(&signals, nullptr, &second) > 0) return opened;
@@ -106,13 +107,13 @@ void StandByThenLead(Leadership& leadership, store::Store& store, ControlLoop& l
   const auto follow = [&] {
     const Status s = mirror.CatchUp();
     if (!s.ok() && s.message() != mirror_error) {
-      std::fprintf(stderr, "muster server: standby: cannot follow the store: %s\n", s.ToString().c_str());
+      log::Warn("standby: cannot follow the store: {}", s.ToString());
     }
     mirror_error = s.ok() ? "" : s.message();
   };
   const auto epoch = leadership.Acquire(
       [](const std::string& why) {
-        std::fprintf(stderr, "muster server: lost leadership: %s; exiting\n", why.c_str());
+        log::Error("lost leadership: {}; exiting", why);
         std::fflush(stderr);
         std::_Exit(kExitLostLeadership);
       },
@@ -129,7 +130,7 @@ void StandByThenLead(Leadership& leadership, store::Store& store, ControlLoop& l
   Status started = LoadCredentials(store, loop, authn);
   if (started.ok()) started = loop.Start(*epoch, followed ? &rows : nullptr);
   if (Status s = started; !s.ok()) {
-    std::fprintf(stderr, "muster server: cannot start: %s\n", s.ToString().c_str());
+    log::Error("cannot start: {}", s.ToString());
     start_failed = true;
     api.Stop();
     return;
@@ -137,10 +138,8 @@ void StandByThenLead(Leadership& leadership, store::Store& store, ControlLoop& l
   leadership.Lead();
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
   const std::string source = followed ? std::to_string(jobs) + " jobs followed as a standby" : "jobs read from the store";
-  std::printf("muster server: leader (epoch %lld), state restored in %lld ms (%s), %zu node%s\n",
-              static_cast<long long>(*epoch), static_cast<long long>(ms.count()), source.c_str(),
-              loop.nodes_at_start(), loop.nodes_at_start() == 1 ? "" : "s");
-  std::fflush(stdout);
+  log::Info("leader (epoch {}), state restored in {} ms ({}), {} node{}", *epoch, ms.count(), source,
+            loop.nodes_at_start(), loop.nodes_at_start() == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -166,14 +165,14 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
   if (!options.tls_cert.empty()) {
     auto loaded = http::TlsServerContext::FromFiles(options.tls_cert, options.tls_key);
     if (!loaded.ok()) {
-      std::fprintf(stderr, "muster server: %s\n", loaded.status().WithFieldPrefix("server").ToString().c_str());
+      log::Error("{}", loaded.status().WithFieldPrefix("server").ToString());
       return 1;
     }
     tls = std::move(*loaded);
   }
   auto opened = OpenStoreWaiting(options.store_path, signals);
   if (!opened.ok()) {
-    std::fprintf(stderr, "muster server: %s\n", opened.status().ToString().c_str());
+    log::Error("{}", opened.status().ToString());
     return 1;
   }
   store::Store& store = *opened->store;
@@ -189,14 +188,14 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
     Status started = LoadCredentials(store, loop, authn);
     if (started.ok()) started = loop.Start();
     if (!started.ok()) {
-      std::fprintf(stderr, "muster server: cannot start: %s\n", started.ToString().c_str());
+      log::Error("cannot start: {}", started.ToString());
       return 1;
     }
     leadership.Lead();
   }
   HttpApi api(options, clock, loop, store, leadership, authn, metrics, tls);
   if (Status s = api.Bind(); !s.ok()) {
-    std::fprintf(stderr, "muster server: %s\n", s.ToString().c_str());
+    log::Error("{}", s.ToString());
     return 1;
   }
   const bool ipv6 = options.host.find(':') != std::string::npos;
@@ -214,13 +213,11 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
   if (leadership.elected()) {
     leadership.SetIdentity(options.server_name.empty() ? HostName() + ":" + std::to_string(api.port()) : options.server_name,
                            options.advertise.empty() ? listening : options.advertise);
-    std::printf("muster server: listening on %s, store %s, standby\n", listening.c_str(), opened->description.c_str());
-    std::fflush(stdout);
-    elect = std::thread([&] { StandByThenLead(leadership, store, loop, api, authn, start_failed); });
+    log::Info("listening on {}, store {}, standby", listening, opened->description);
+      elect = std::thread([&] { StandByThenLead(leadership, store, loop, api, authn, start_failed); });
   } else {
-    std::printf("muster server: listening on %s, store %s, %zu node%s\n", listening.c_str(),
-                opened->description.c_str(), loop.nodes_at_start(), loop.nodes_at_start() == 1 ? "" : "s");
-    std::fflush(stdout);
+    log::Info("listening on {}, store {}, {} node{}", listening, opened->description, loop.nodes_at_start(),
+              loop.nodes_at_start() == 1 ? "" : "s");
   }
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
@@ -238,7 +235,7 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
   if (elect.joinable()) elect.join();
   loop.Stop();
   leadership.Stop();  // after the last write: a standby takes over at once
-  std::printf("muster server: stopped\n");
+  log::Info("stopped");
   return start_failed ? 1 : 0;
 }
 

@@ -8,12 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -50,16 +52,21 @@ int FreePort() {
   return ntohs(a.sin_port);
 }
 
-const char* kMetricsConfig = R"(
-rateLimit: {perSecond: 100000, burst: 100000}
-agents: {defaultGrace: 1s}
-prices: {H100: 3.60, "*": 1.00}
-queues: [{name: default, guarantee: 8, limit: 12}]
-)";
+std::string AccessLogPath() { return "/tmp/muster-access-" + std::to_string(::getpid()) + ".log"; }
+
+const char* MetricsConfig() {
+  static const std::string config = "rateLimit: {perSecond: 100000, burst: 100000}\n"
+                                    "agents: {defaultGrace: 1s}\n"
+                                    "prices: {H100: 3.60, \"*\": 1.00}\n"
+                                    "queues: [{name: default, guarantee: 8, limit: 12}]\n"
+                                    "accessLog: " + AccessLogPath() + "\n";
+  return config.c_str();
+}
 
 class MetricsTest : public ClusterFixture {
  protected:
-  MetricsTest() : ClusterFixture(kMetricsConfig) {}
+  MetricsTest() : ClusterFixture(MetricsConfig()) {}
+  ~MetricsTest() override { std::filesystem::remove(AccessLogPath()); }
   std::string Metrics() {
     httplib::Client c(server_.url());
     auto r = c.Get("/metrics", httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}});
@@ -168,6 +175,35 @@ TEST_F(MetricsTest, AnAgentSaysWhichJobUsesEachGpuAndHowMuch) {
   EXPECT_EQ(busy, 2) << text;
   EXPECT_EQ(idle, 2) << text;
   EXPECT_GT(Sample(text, "muster_agent_last_sync_timestamp_seconds"), 0);
+}
+
+TEST_F(MetricsTest, RequestsGoToTheAccessLogAndLogLinesHaveTimeAndLevel) {
+  const std::string bob = server_.UserToken("bob");
+  httplib::Client c(server_.url());
+  ASSERT_TRUE(c.Get("/v1/jobs?limit=3", httplib::Headers{{"Authorization", "Bearer " + bob}}));
+  ASSERT_TRUE(c.Get("/v1/jobs"));  // no credential
+  ASSERT_TRUE(c.Get("/v1/nope", httplib::Headers{{"Authorization", "Bearer " + bob}}));
+  ASSERT_EQ(server_.Stop(), 0);  // written out at exit (else within a second)
+  std::ifstream in(AccessLogPath());
+  const std::string log((std::istreambuf_iterator<char>(in)), {});
+  const std::regex line(R"re(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z 127\.0\.0\.1 (\S+) "(\S+) (\S+)" (\d{3}) \d+ \d+\.\d{6}$)re");
+  std::vector<std::string> seen;
+  std::istringstream lines(log);
+  for (std::string l; std::getline(lines, l);) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(l, m, line)) << l;
+    seen.push_back(m[1].str() + " " + m[2].str() + " " + m[3].str() + " " + m[4].str());
+  }
+  auto has = [&](const std::string& s) { return std::find(seen.begin(), seen.end(), s) != seen.end(); };
+  EXPECT_TRUE(has("bob GET /v1/jobs?limit=3 200")) << log;
+  EXPECT_TRUE(has("- GET /v1/jobs 401")) << log;
+  EXPECT_TRUE(has("bob GET /v1/nope 404")) << log;
+  // And the server's own log: a time, a level, the component; no request
+  // at the default level.
+  const std::string server_log = server_.log();
+  EXPECT_TRUE(std::regex_search(server_log, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info  muster server: listening on )")))
+      << server_log;
+  EXPECT_EQ(server_log.find("/v1/jobs?limit=3"), std::string::npos) << server_log;
 }
 
 TEST_F(MetricsTest, ARealPrometheusScrapesItWithAToken) {
