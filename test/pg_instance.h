@@ -27,6 +27,7 @@
 #include <string>
 #include <thread>
 
+#include "free_port.h"
 #include "run_binary.h"
 
 namespace muster::testing {
@@ -141,20 +142,6 @@ class PgInstance {
     in >> pid;
     return static_cast<pid_t>(pid);
   }
-  static int FreePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      port = ntohs(a.sin_port);
-    }
-    ::close(fd);
-    return port;
-  }
 
   std::string MakeRoot() {
     if (BinDir().empty()) return "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb)";
@@ -178,7 +165,7 @@ class PgInstance {
     return "";
   }
   std::string Launch() {
-    if (port_ == 0) port_ = FreePort();
+    if (port_ == 0) port_ = FreeLoopbackPort();
     const std::string options = "-p " + std::to_string(port_) + " -k " + root_ +
                                 " -c listen_addresses=127.0.0.1 -c max_connections=200 -c wal_level=replica"
                                 " -c max_wal_senders=4 -c hot_standby=on";

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "free_port.h"
 #include "http/server.h"
 
 namespace muster::http {
@@ -69,17 +70,7 @@ class Member {
 };
 
 // A port nothing listens on.
-std::string Closed() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-}
+std::string Closed() { return "http://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()); }
 
 TEST(SplitServers, TrimsAndDropsEmptyEntries) {
   EXPECT_EQ(SplitServers(" a:1, b:2,,c:3 "), (std::vector<std::string>{"a:1", "b:2", "c:3"}));

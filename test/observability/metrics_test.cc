@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "../agent/cluster_fixture.h"
+#include "../free_port.h"
 
 namespace muster::testing {
 namespace {
@@ -38,18 +39,6 @@ double Sample(const std::string& text, const std::string& name, const std::strin
     if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
   }
   return -1;
-}
-
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 std::string AccessLogPath() { return "/tmp/muster-access-" + std::to_string(::getpid()) + ".log"; }
@@ -213,7 +202,7 @@ TEST_F(MetricsTest, ARealPrometheusScrapesItWithAToken) {
   // Prometheus reads its credential from a file, as a site would set it up.
   const std::string token_file = Tmp("prometheus.token");
   ASSERT_TRUE(WriteTokenFile(token_file, server_.UserToken("prometheus")));
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   const std::string dir = Tmp("prometheus");
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/prometheus.yml")
