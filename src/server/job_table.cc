@@ -20,8 +20,8 @@ const store::JobRow& JobTable::Add(store::JobRow row, core::JobState state, stor
 Status JobTable::Apply(int64_t job, const Change& c, Time now) {
   store::JobRow& row = rows_.at(job);
   Status refused;
+  const std::optional<core::JobState> from = core::JobStateFromName(row.state);
   if (c.state) {
-    const std::optional<core::JobState> from = core::JobStateFromName(row.state);
     if (from && *from != *c.state && !core::IsValidTransition(*from, *c.state)) {
       refused = Internal("job " + std::to_string(job) + ": " + row.state + " to " + core::JobStateName(*c.state) +
                          " is not an allowed transition; its state stays " + row.state);
@@ -40,7 +40,8 @@ Status JobTable::Apply(int64_t job, const Change& c, Time now) {
   if (c.back_to_pending) row.start_ms.reset();
   if (c.end && refused.ok()) {
     row.end_ms = c.end->millis();
-    if (metrics_ != nullptr) metrics_->CountEnd(row.queue, row.state);
+    // Counted once, as it becomes terminal.
+    if (metrics_ != nullptr && !(from && core::IsTerminal(*from))) metrics_->CountEnd(row.queue, row.state);
   }
   return refused;
 }

@@ -80,5 +80,28 @@ TEST(JobTableTest, AStateChangeTheTransitionTableForbidsIsRefused) {
   EXPECT_TRUE(jobs.Apply(9, JobTable::Change::To(core::JobState::kCancelled, "by ann, again"), Time::Zero()).ok());
 }
 
+// Metrics: a job's wait to its first start, and its end counted once.
+TEST(JobTableTest, StartsAndEndsAreCountedInTheMetrics) {
+  ServerMetrics metrics;
+  JobTable jobs([](int64_t) { return "{}"; });
+  jobs.SetMetrics(&metrics);
+  store::JobRow row;
+  row.id = 7;
+  row.queue = "research";
+  row.submit_ms = Time::FromSeconds(100).millis();
+  store::WriteBatch b;
+  jobs.Add(row, core::JobState::kPending, b);
+  JobTable::Change start = JobTable::Change::To(core::JobState::kRunning, "");
+  start.started = true;
+  ASSERT_TRUE(jobs.Apply(7, start, Time::FromSeconds(130)).ok());
+  const Time end = Time::FromSeconds(200);
+  ASSERT_TRUE(jobs.Apply(7, JobTable::Change::Ended(core::JobState::kCompleted, "", end), end).ok());
+  // The same end again (a report heard twice) is not a second end.
+  ASSERT_TRUE(jobs.Apply(7, JobTable::Change::Ended(core::JobState::kCompleted, "", end), end).ok());
+  const std::string text = metrics.Scrape({});
+  EXPECT_NE(text.find("muster_jobs_ended_total{queue=\"research\",state=\"COMPLETED\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("muster_job_wait_seconds_sum{queue=\"research\"} 30\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace muster::server
