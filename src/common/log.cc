@@ -46,7 +46,7 @@ Status Init(const std::string& component, const std::string& level) {
   Level l;
   if (name == "debug") l = Level::kDebug;
   else if (name == "info") l = Level::kInfo;
-  else if (name == "warn") l = Level::kWarn;
+  else if (name == "warn" || name == "warning") l = Level::kWarn;
   else if (name == "error") l = Level::kError;
   else return InvalidArgument("must be debug, info, warn or error, got " + QuoteForMessage(name), "log-level");
   auto& logger = Logger();

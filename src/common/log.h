@@ -6,7 +6,7 @@
 //
 // Levels: debug (what a developer tracing a problem wants), info (start,
 // stop, leadership, what an operator did), warn (something refused or
-// retried), error (something failed). Nothing is logged per request at
+// retried; written "warning"), error (something failed). Nothing is logged per request at
 // info; the access log (server/options.h, accessLog) has the requests.
 // The level is set once at start: --log-level, else $MUSTER_LOG_LEVEL,
 // else info.

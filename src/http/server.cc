@@ -498,14 +498,12 @@ void Server::Impl::Read(Conn& c) {
 
 void Server::Impl::RefusePlainHttp(Conn& c) {
   // OpenSSL's reason when the first bytes are an HTTP request.
-  if (c.tls->error().find("http request") != std::string::npos) {
-    Response r;
-    error_body_(400, "this server speaks HTTPS: use https:// in its address", r);
-    std::string out;
-    AppendResponse(r, /*close=*/true, /*with_body=*/true, out);
-    [[maybe_unused]] ssize_t n = ::send(c.fd, out.data(), out.size(), MSG_NOSIGNAL);  // best effort
-  }
-  Close(c);
+  if (c.tls->error().find("http request") == std::string::npos) return Close(c);
+  // The rest of the connection is plain: the answer, then what the client
+  // still sends read and dropped for a moment (closing at once, with its
+  // request unread, would reset the connection under the answer).
+  c.tls.reset();
+  Fail(c, 400, "this server speaks HTTPS: use https:// in its address");
 }
 
 void Server::Impl::Process(Conn& c) {
