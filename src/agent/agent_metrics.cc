@@ -1,31 +1,13 @@
 #include "agent/agent_metrics.h"
 
-#include <prometheus/metric_family.h>
-#include <prometheus/text_serializer.h>
-
-#include <sstream>
+#include "common/prometheus_text.h"
 
 namespace muster::agent {
 namespace {
 
-using prometheus::ClientMetric;
+using prom::Family;
+using prom::Gauge;
 using prometheus::MetricFamily;
-using prometheus::MetricType;
-
-MetricFamily Family(std::string name, std::string help, MetricType type = MetricType::Gauge) {
-  MetricFamily f;
-  f.name = std::move(name);
-  f.help = std::move(help);
-  f.type = type;
-  return f;
-}
-
-ClientMetric Gauge(double v, std::vector<ClientMetric::Label> labels = {}) {
-  ClientMetric m;
-  m.label = std::move(labels);
-  m.gauge.value = v;
-  return m;
-}
 
 }  // namespace
 
@@ -36,7 +18,7 @@ std::string AgentMetricsText(const AgentSnapshot& s) {
   MetricFamily total = Family("muster_agent_gpu_memory_bytes", "A GPU's memory.");
   MetricFamily healthy = Family("muster_agent_gpu_healthy", "1 when the GPU is healthy, 0 after a fatal XID or ECC event.");
   for (const gpu::GpuDevice& g : s.gpus) {
-    std::vector<ClientMetric::Label> labels = {{"gpu", std::to_string(g.index)}, {"uuid", g.uuid}};
+    prom::Labels labels = {{"gpu", std::to_string(g.index)}, {"uuid", g.uuid}};
     // The job using the GPU, so that a job's utilization is a query away.
     if (auto user = s.gpu_users.find(g.index); user != s.gpu_users.end()) {
       labels.push_back({"job", std::to_string(user->second.first)});
@@ -56,17 +38,13 @@ std::string AgentMetricsText(const AgentSnapshot& s) {
                                   "When this agent last synced with the server (Unix time; 0: not yet).");
   last_sync.metric.push_back(Gauge(s.last_sync_unix_seconds));
   MetricFamily failed = Family("muster_agent_sync_failures_total",
-                               "Syncs with the server that failed (no answer, or a refusal).", MetricType::Counter);
-  ClientMetric f;
-  f.counter.value = static_cast<double>(s.syncs_failed);
-  failed.metric.push_back(f);
+                               "Syncs with the server that failed (no answer, or a refusal).", prometheus::MetricType::Counter);
+  failed.metric.push_back(prom::Counter(static_cast<double>(s.syncs_failed)));
 
   std::vector<MetricFamily> families = {std::move(utilization), std::move(used),      std::move(total),
                                         std::move(healthy),     std::move(tasks),     std::move(last_sync),
                                         std::move(failed)};
-  std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, families);
-  return out.str();
+  return prom::Text(families);
 }
 
 }  // namespace muster::agent

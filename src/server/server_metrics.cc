@@ -2,19 +2,16 @@
 
 #include <prometheus/counter.h>
 #include <prometheus/histogram.h>
-#include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 
-#include <sstream>
 #include <vector>
+
+#include "common/prometheus_text.h"
 
 namespace muster::server {
 namespace {
 
-using prometheus::ClientMetric;
 using prometheus::MetricFamily;
-using prometheus::MetricType;
 
 // Seconds, from a millisecond to a minute: loop work (cycles, submits,
 // syncs, commits) is in the low milliseconds when all is well.
@@ -36,19 +33,9 @@ prometheus::Histogram* Timer(prometheus::Registry& r, const std::string& name, c
   return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add({}, FastBuckets());
 }
 
-ClientMetric Value(double v, std::vector<ClientMetric::Label> labels = {}) {
-  ClientMetric m;
-  m.label = std::move(labels);
-  m.gauge.value = v;
-  return m;
-}
-
-MetricFamily GaugeFamily(std::string name, std::string help) {
-  MetricFamily f;
-  f.name = std::move(name);
-  f.help = std::move(help);
-  f.type = MetricType::Gauge;
-  return f;
+prometheus::Family<prometheus::Counter>* Counters(prometheus::Registry& r, const std::string& name,
+                                                 const std::string& help) {
+  return &prometheus::BuildCounter().Name(name).Help(help).Register(r);
 }
 
 }  // namespace
@@ -62,29 +49,17 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
   commit_ = Timer(r, "muster_store_commit_duration_seconds", "One group commit to the store, durable.");
   start_ = &prometheus::BuildHistogram()
                 .Name("muster_job_wait_seconds")
-                .Help("How long a job waited to start, from its submit or requeue, by queue.")
+                .Help("How long a job waited from its submit to its first start, by queue.")
                 .Register(r);
-  ends_ = &prometheus::BuildCounter()
-               .Name("muster_jobs_ended_total")
-               .Help("Jobs that ended, by queue and final state.")
-               .Register(r);
-  preemptions_ = &prometheus::BuildCounter()
-                      .Name("muster_preemptions_total")
-                      .Help("Running jobs stopped to make room for others, by the victim's queue.")
-                      .Register(r);
-  lost_gpu_seconds_ = &prometheus::BuildCounter()
-                           .Name("muster_preemption_lost_gpu_seconds_total")
-                           .Help("GPU time lost by preemption: GPUs times the time since each victim's newest "
-                                 "checkpoint, by the victim's queue.")
-                           .Register(r);
-  gpu_seconds_ = &prometheus::BuildCounter()
-                      .Name("muster_queue_gpu_seconds_total")
-                      .Help("GPU time held by a queue's running jobs, by GPU type.")
-                      .Register(r);
-  cost_ = &prometheus::BuildCounter()
-               .Name("muster_queue_cost_total")
-               .Help("What a queue's GPU time cost, at the configured prices per GPU-hour (prices:).")
-               .Register(r);
+  ends_ = Counters(r, "muster_jobs_ended_total", "Jobs that ended, by queue and final state.");
+  preemptions_ = Counters(r, "muster_preemptions_total",
+                          "Running jobs stopped to make room for others, by the victim's queue.");
+  lost_gpu_seconds_ = Counters(r, "muster_preemption_lost_gpu_seconds_total",
+                               "GPU time lost by preemption: GPUs times the time since each victim's newest "
+                               "checkpoint, by the victim's queue.");
+  gpu_seconds_ = Counters(r, "muster_queue_gpu_seconds_total", "GPU time held by a queue's running jobs, by GPU type.");
+  cost_ = Counters(r, "muster_queue_cost_total",
+                   "What a queue's GPU time cost, at the configured prices per GPU-hour (prices:).");
 }
 
 ServerMetrics::~ServerMetrics() = default;
@@ -116,62 +91,60 @@ void ServerMetrics::CountPreemption(const std::string& queue, double lost_gpu_se
 std::string ServerMetrics::Scrape(const Gauges& g) const {
   std::vector<MetricFamily> families = registry_->Collect();
 
-  MetricFamily jobs = GaugeFamily("muster_jobs", "Jobs not ended, by queue and state.");
-  for (const auto& [key, n] : g.jobs) jobs.metric.push_back(Value(n, {{"queue", key.first}, {"state", key.second}}));
+  MetricFamily jobs = prom::Family("muster_jobs", "Jobs not ended, by queue and state.");
+  for (const auto& [key, n] : g.jobs) jobs.metric.push_back(prom::Gauge(n, {{"queue", key.first}, {"state", key.second}}));
   families.push_back(std::move(jobs));
 
-  MetricFamily total = GaugeFamily("muster_cluster_gpus", "GPUs of every node the server knows.");
-  total.metric.push_back(Value(g.gpus));
+  MetricFamily total = prom::Family("muster_cluster_gpus", "GPUs of every node the server knows.");
+  total.metric.push_back(prom::Gauge(g.gpus));
   families.push_back(std::move(total));
 
   // Each GPU in exactly one state; they add up to muster_cluster_gpus.
   const int64_t idle = g.gpus - g.gpus_allocated - g.gpus_held - g.gpus_cordoned - g.gpus_unhealthy;
-  MetricFamily gpus = GaugeFamily("muster_gpus", "GPUs by state: allocated (to running jobs), held (for a job "
+  MetricFamily gpus = prom::Family("muster_gpus", "GPUs by state: allocated (to running jobs), held (for a job "
                                                  "whose preemption victims are stopping), cordoned (free on a "
                                                  "node that takes no work), unhealthy, idle.");
   for (const auto& [state, n] : std::vector<std::pair<std::string, int64_t>>{
            {"allocated", g.gpus_allocated}, {"held", g.gpus_held}, {"cordoned", g.gpus_cordoned},
            {"unhealthy", g.gpus_unhealthy}, {"idle", idle < 0 ? 0 : idle}}) {
-    gpus.metric.push_back(Value(n, {{"state", state}}));
+    gpus.metric.push_back(prom::Gauge(n, {{"state", state}}));
   }
   families.push_back(std::move(gpus));
 
-  MetricFamily used = GaugeFamily("muster_queue_gpus", "GPUs a queue's running jobs hold.");
-  MetricFamily guarantee = GaugeFamily("muster_queue_guarantee_gpus", "A queue's guaranteed GPUs (all types).");
-  MetricFamily limit = GaugeFamily("muster_queue_limit_gpus", "The most GPUs a queue may hold (all types).");
+  MetricFamily used = prom::Family("muster_queue_gpus", "GPUs a queue's running jobs hold.");
+  MetricFamily guarantee = prom::Family("muster_queue_guarantee_gpus", "A queue's guaranteed GPUs (all types).");
+  MetricFamily limit = prom::Family("muster_queue_limit_gpus", "The most GPUs a queue may hold (all types).");
   for (const auto& [name, q] : g.queues) {
-    used.metric.push_back(Value(q.used, {{"queue", name}}));
-    if (q.guarantee >= 0) guarantee.metric.push_back(Value(q.guarantee, {{"queue", name}}));
-    if (q.limit >= 0) limit.metric.push_back(Value(q.limit, {{"queue", name}}));
+    used.metric.push_back(prom::Gauge(q.used, {{"queue", name}}));
+    if (q.guarantee >= 0) guarantee.metric.push_back(prom::Gauge(q.guarantee, {{"queue", name}}));
+    if (q.limit >= 0) limit.metric.push_back(prom::Gauge(q.limit, {{"queue", name}}));
   }
   families.push_back(std::move(used));
   families.push_back(std::move(guarantee));
   families.push_back(std::move(limit));
 
-  MetricFamily oldest = GaugeFamily("muster_queue_oldest_pending_seconds",
+  MetricFamily oldest = prom::Family("muster_queue_oldest_pending_seconds",
                                     "How long the oldest pending (not held) job of a queue has waited.");
-  for (const auto& [name, age] : g.oldest_pending_seconds) oldest.metric.push_back(Value(age, {{"queue", name}}));
+  for (const auto& [name, age] : g.oldest_pending_seconds) oldest.metric.push_back(prom::Gauge(age, {{"queue", name}}));
   families.push_back(std::move(oldest));
 
-  MetricFamily last_cycle = GaugeFamily("muster_scheduler_last_cycle_timestamp_seconds",
+  MetricFamily last_cycle = prom::Family("muster_scheduler_last_cycle_timestamp_seconds",
                                         "When the last scheduling cycle ended (Unix time; 0: none yet).");
-  last_cycle.metric.push_back(Value(g.last_cycle_unix_seconds));
+  last_cycle.metric.push_back(prom::Gauge(g.last_cycle_unix_seconds));
   families.push_back(std::move(last_cycle));
 
-  MetricFamily nodes = GaugeFamily("muster_nodes", "Nodes by condition (Ready, Unreachable, Lost).");
-  for (const auto& [condition, n] : g.nodes) nodes.metric.push_back(Value(n, {{"condition", condition}}));
+  MetricFamily nodes = prom::Family("muster_nodes", "Nodes by condition (Ready, Unreachable, Lost).");
+  for (const auto& [condition, n] : g.nodes) nodes.metric.push_back(prom::Gauge(n, {{"condition", condition}}));
   families.push_back(std::move(nodes));
 
-  MetricFamily leader = GaugeFamily("muster_leader", "1 when this server leads (serves the API), else 0.");
-  leader.metric.push_back(Value(g.leader ? 1 : 0));
+  MetricFamily leader = prom::Family("muster_leader", "1 when this server leads (serves the API), else 0.");
+  leader.metric.push_back(prom::Gauge(g.leader ? 1 : 0));
   families.push_back(std::move(leader));
-  MetricFamily epoch = GaugeFamily("muster_leader_epoch", "The epoch of this server's leadership (0: none).");
-  epoch.metric.push_back(Value(static_cast<double>(g.epoch)));
+  MetricFamily epoch = prom::Family("muster_leader_epoch", "The epoch of this server's leadership (0: none).");
+  epoch.metric.push_back(prom::Gauge(static_cast<double>(g.epoch)));
   families.push_back(std::move(epoch));
 
-  std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, families);
-  return out.str();
+  return prom::Text(families);
 }
 
 }  // namespace muster::server
