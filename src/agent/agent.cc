@@ -3,11 +3,11 @@
 #include "auth/client_credential.h"
 #include "auth/grants.h"
 #include "auth/token.h"
-#include "common/log.h"
 
 #include "agent/agent_metrics.h"
 #include "agent/start_delay.h"
 #include "agent/task_beacon.h"
+#include "common/log.h"
 #include "common/message_text.h"
 
 #include <fcntl.h>
@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -316,11 +317,14 @@ StatusOr<std::string> Agent::Init() {
   log_port_ = log_server_->port();
   log_thread_ = std::thread([this] { log_server_->Serve(); });
   if (!options_.metrics_listen.empty()) {
-    const size_t colon = options_.metrics_listen.rfind(':');
+    const std::string& listen = options_.metrics_listen;
+    const size_t colon = listen.rfind(':');
     http::Server::Options m;
-    m.host = colon == std::string::npos ? "" : options_.metrics_listen.substr(0, colon);
-    m.port = colon == std::string::npos ? -1 : std::atoi(options_.metrics_listen.c_str() + colon + 1);
-    if (m.host.empty() || m.port < 0 || m.port > 65535) {
+    m.host = colon == std::string::npos ? "" : listen.substr(0, colon);
+    const char* port_end = listen.data() + listen.size();
+    const bool numeric = colon != std::string::npos && colon + 1 < listen.size() &&
+                         std::from_chars(listen.data() + colon + 1, port_end, m.port).ptr == port_end;
+    if (m.host.empty() || !numeric || m.port < 0 || m.port > 65535) {
       return InvalidArgument("must be HOST:PORT such as 127.0.0.1:9477, got " + QuoteForMessage(options_.metrics_listen),
                              "--metrics-listen");
     }
@@ -857,7 +861,6 @@ std::string Agent::MetricsText() {
   std::vector<bool> busy;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    s.node = options_.node;
     s.gpus = inventory_.gpus;
     s.gpu_users = gpu_users_;
     s.tasks_running = tasks_running_;

@@ -19,7 +19,6 @@
 namespace muster::agent {
 
 struct AgentSnapshot {
-  std::string node;
   std::vector<gpu::GpuDevice> gpus;
   std::vector<gpu::GpuSample> samples;                       // by GPU index
   std::map<int32_t, std::pair<int64_t, int32_t>> gpu_users;  // GPU index -> (job, replica) running on it
