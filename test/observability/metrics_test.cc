@@ -172,6 +172,18 @@ TEST_F(MetricsTest, AnAgentSaysWhichJobUsesEachGpuAndHowMuch) {
   EXPECT_GT(Sample(text, "muster_agent_last_sync_timestamp_seconds"), 0);
 }
 
+TEST_F(MetricsTest, AnAgentRefusesAMetricsAddressThatIsNotHostAndPort) {
+  const std::string token = Tmp("node.token");
+  ASSERT_TRUE(WriteTokenFile(token, server_.UserToken("someone")));  // any well-formed token: refused before use
+  for (const std::string bad : {"127.0.0.1:abc", "127.0.0.1", ":9477", "127.0.0.1:70000", "127.0.0.1:"}) {
+    const CommandResult r = RunCommand("timeout 20 " + std::string(MUSTER_BINARY) + " agent --server " + server_.url() +
+                                       " --fake-gpus 1xH100 --no-cgroups --state-dir " + Tmp("bad-agent") +
+                                       " --token-file " + token + " --metrics-listen '" + bad + "'");
+    EXPECT_EQ(r.code, 1) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find("--metrics-listen: must be HOST:PORT"), std::string::npos) << bad << ": " << r.out;
+  }
+}
+
 TEST_F(MetricsTest, RequestsGoToTheAccessLogAndLogLinesHaveTimeAndLevel) {
   const std::string bob = server_.UserToken("bob");
   httplib::Client c(server_.url());
