@@ -639,6 +639,7 @@ bool Agent::RefreshReports() {
     r.replica = a->second.replica;
     r.running = t.running;
     r.start_ms = t.start_ms;
+    r.gpu_utilization = utilization_.Mean(t.key);
     if (t.result) {
       r.exit_code = t.result->exit_code;
       r.signal = t.result->signal;
@@ -804,6 +805,7 @@ void Agent::Run() {
     if (answer) Apply(*answer);
     // Time limits.
     const int64_t now = clock_.Now().millis();
+    SampleUtilization(now);
     for (const TaskStatus& t : executor_->Tasks()) {
       auto a = assigned_.find(t.key);
       if (!t.running || t.stopping || a == assigned_.end() || a->second.time_limit_ms <= 0) continue;
@@ -856,6 +858,45 @@ void Agent::Run() {
   if (metrics_server_) metrics_server_->Stop();
 }
 
+std::vector<gpu::GpuSample> Agent::SampleGpus(const std::vector<gpu::GpuDevice>& gpus, const std::vector<bool>& busy) {
+  if (nvml_) {
+    auto samples = nvml_->Sample();
+    return samples.ok() ? std::move(*samples) : std::vector<gpu::GpuSample>{};
+  }
+  if (!options_.fake_gpus.empty()) {
+    gpu::GpuInventory fake;
+    fake.gpus = gpus;
+    return gpu::FakeSamples(fake, busy, clock_.Now().millis());
+  }
+  return {};
+}
+
+void Agent::SampleUtilization(int64_t now_ms) {
+  if (now_ms - last_utilization_ms_ < kUtilizationSampleMs) return;
+  last_utilization_ms_ = now_ms;
+  std::vector<gpu::GpuDevice> gpus;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gpus = inventory_.gpus;
+  }
+  std::vector<bool> busy(gpus.size());
+  std::vector<std::pair<std::string, const std::vector<int32_t>*>> running;
+  std::vector<std::string> known;
+  for (const TaskStatus& t : executor_->Tasks()) {
+    known.push_back(t.key);
+    auto a = assigned_.find(t.key);
+    if (a == assigned_.end() || !t.running || a->second.gpus.empty()) continue;
+    running.emplace_back(t.key, &a->second.gpus);
+    for (int32_t g : a->second.gpus) {
+      if (g >= 0 && static_cast<size_t>(g) < busy.size()) busy[g] = true;
+    }
+  }
+  utilization_.Retain(known);
+  if (running.empty()) return;
+  const std::vector<gpu::GpuSample> samples = SampleGpus(gpus, busy);
+  for (const auto& [key, devices] : running) utilization_.Add(key, *devices, samples);
+}
+
 std::string Agent::MetricsText() {
   AgentSnapshot s;
   std::vector<bool> busy;
@@ -868,17 +909,11 @@ std::string Agent::MetricsText() {
     s.syncs_failed = syncs_failed_;
   }
   // Sampled outside the lock: NVML may take a while.
-  if (nvml_) {
-    if (auto samples = nvml_->Sample(); samples.ok()) s.samples = std::move(*samples);
-  } else if (inventory_.source == "fake") {
-    busy.resize(s.gpus.size());
-    for (const auto& [index, user] : s.gpu_users) {
-      if (index >= 0 && static_cast<size_t>(index) < busy.size()) busy[index] = true;
-    }
-    gpu::GpuInventory fake;
-    fake.gpus = s.gpus;
-    s.samples = gpu::FakeSamples(fake, busy, clock_.Now().millis());
+  busy.resize(s.gpus.size());
+  for (const auto& [index, user] : s.gpu_users) {
+    if (index >= 0 && static_cast<size_t>(index) < busy.size()) busy[index] = true;
   }
+  s.samples = SampleGpus(s.gpus, busy);
   return AgentMetricsText(s);
 }
 

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "agent/executor.h"
+#include "agent/utilization_meter.h"
 #include "agent/launcher.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -142,6 +143,15 @@ class Agent {
   std::thread metrics_thread_;
   // What /metrics says now (any thread).
   std::string MetricsText();
+  // Each GPU's sample now: NVML's, or fake GPUs' (`busy`: by GPU index,
+  // which run a task); empty where neither. Any thread.
+  std::vector<gpu::GpuSample> SampleGpus(const std::vector<gpu::GpuDevice>& gpus, const std::vector<bool>& busy);
+  // A round of samples into utilization_ for the running tasks, at most
+  // every kUtilizationSampleMs (main loop).
+  void SampleUtilization(int64_t now_ms);
+  static constexpr int64_t kUtilizationSampleMs = 1000;
+  UtilizationMeter utilization_;  // main thread
+  int64_t last_utilization_ms_ = 0;  // main thread
 
   // Wakes the main loop, which sleeps in poll() on it and on its tasks'
   // pidfds; every change the main loop waits for signals cv_ and this.

@@ -43,7 +43,6 @@ struct JobCommands {
   CLI::App* get = nullptr;
   CLI::App* describe = nullptr;
   CLI::App* why = nullptr;
-  CLI::App* history = nullptr;
   CLI::App* logs = nullptr;
   std::vector<std::pair<CLI::App*, std::string>> actions;
   std::vector<std::pair<CLI::App*, std::string>> node_actions;
@@ -56,7 +55,7 @@ struct JobCommands {
   bool hold = false, parsable = false;
   std::vector<std::string> command;
   bool double_dash = false;  // "--" was given: what follows is a command
-  // get / history
+  // get
   std::string kind;
   std::string state, filter_queue, filter_user, filter_name;
   int64_t limit = 0;
@@ -301,41 +300,27 @@ std::string Query(const JobCommands& c, const std::string& states) {
   return q;
 }
 
-// `get jobs` and `history`: a table is built row by row as pages arrive, so
-// a long list never holds every job's whole JSON. With `newest`, --limit N
-// keeps the last N jobs (the most recent ids) instead of the first N: every
-// page is read, and only N jobs are kept at a time.
-int ListJobs(JobCommands& c, Client& client, const std::string& states, bool newest = false) {
+// `get jobs`: a table is built row by row as pages arrive, so a long list
+// never holds every job's whole JSON.
+int ListJobs(JobCommands& c, Client& client, const std::string& states) {
   const std::string query = Query(c, states);
-  const int64_t fetch = newest ? 0 : c.limit;
-  const size_t keep = newest && c.limit > 0 ? static_cast<size_t>(c.limit) : SIZE_MAX;
+  const int64_t fetch = c.limit;
   if (c.output == "json" || c.output == "yaml") {
-    std::deque<json> kept;
-    Status s = ForEachJob(client, query, fetch, [&](json& j) {
-      kept.push_back(std::move(j));
-      if (kept.size() > keep) kept.pop_front();
-    });
-    if (!s.ok()) return Fail(s);
     json all = json::array();
-    for (json& j : kept) all.push_back(std::move(j));
+    Status s = ForEachJob(client, query, fetch, [&](json& j) { all.push_back(std::move(j)); });
+    if (!s.ok()) return Fail(s);
     Print(all, c.output);
     return 0;
   }
   const bool wide = c.output == "wide";
-  std::deque<std::vector<std::string>> rows;
+  std::vector<std::vector<std::string>> rows = {{"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"}};
+  if (wide) rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
   // A table needs only the jobs' summaries: a sixth of the bytes, read as a stream.
   const Status s = ForEachPage(client, query + "&view=summary", fetch, [&](const std::string& text, int64_t room) {
-    return ReadJobSummaryPage(text, room, [&](const JobSummaryItem& j) {
-      rows.push_back(JobCells(j, wide));
-      if (rows.size() > keep) rows.pop_front();
-    });
+    return ReadJobSummaryPage(text, room, [&](const JobSummaryItem& j) { rows.push_back(JobCells(j, wide)); });
   });
-  if (!s.ok()) {
-    return Fail(s);
-  }
-  rows.push_front({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"});
-  if (wide) rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
-  PrintTable({rows.begin(), rows.end()});
+  if (!s.ok()) return Fail(s);
+  PrintTable(rows);
   return 0;
 }
 
@@ -815,12 +800,6 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   common(c->why);
   c->why->add_option("id", c->id, "Job id")->required();
 
-  c->history = app.add_subcommand("history", "Jobs that ended");
-  common(c->history);
-  c->history->add_option("--for-user", c->filter_user, "Only this user's jobs");
-  c->history->add_option("--queue", c->filter_queue, "Only this queue");
-  c->history->add_option("--limit", c->limit, "Only the most recent N jobs (0: all)")->check(kZeroOrMore);
-
   c->logs = app.add_subcommand("logs", "Show a job's output (stdout and stderr of one replica)");
   common(c->logs, /*formats=*/false);  // the output as the job wrote it
   c->logs->add_option("id", c->id, "Job id")->required();
@@ -860,7 +839,7 @@ void NoteRawArguments(JobCommands& c, int argc, char** argv) {
 int RunJobCommands(JobCommands& commands) {
   JobCommands* c = &commands;
   CLI::App* parsed = nullptr;
-  for (CLI::App* sub : {c->submit, c->get, c->describe, c->why, c->history, c->logs}) {
+  for (CLI::App* sub : {c->submit, c->get, c->describe, c->why, c->logs}) {
     if (sub->parsed()) parsed = sub;
   }
   std::string verb, node_verb;
@@ -894,9 +873,6 @@ int RunJobCommands(JobCommands& commands) {
   }
   if (parsed == c->why) return Describe(*c, client, true);
   if (parsed == c->logs) return Logs(*c, client);
-  if (parsed == c->history) {
-    return ListJobs(*c, client, "COMPLETED,FAILED,CANCELLED,TIMEOUT,OUT_OF_MEMORY,NODE_FAIL,PREEMPTED", /*newest=*/true);
-  }
   return Act(*c, client, verb);
 }
 

@@ -82,9 +82,16 @@ struct AttemptRecord {
   struct ReplicaRecord {
     core::NodeIndex node = 0;
     std::string result;
+    int32_t gpus = 0;  // how many it held, for the attempt's whole span
   };
   std::vector<ReplicaRecord> replicas;
   std::optional<int64_t> last_step;  // the last step it reported progress at, if it did
+  // How its process ended, where one ended by itself (Slurm's ExitCode
+  // "code:signal"): 0 for a success, the first failing replica's code or
+  // signal for a failure. Unset when something else ended it (a time limit,
+  // OOM, a cancel, its node).
+  std::optional<int32_t> exit_code;
+  int32_t exit_signal = 0;
 };
 
 // Retries and requeues of one job, over all its attempts.

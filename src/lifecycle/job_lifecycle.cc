@@ -276,8 +276,14 @@ void JobLifecycle::FinishAttempt(JobId job, Effects& fx) {
   ended.record.requeued = a.requeue;
   ended.record.state = final_state;
   ended.record.reason = a.requeue || final_state != JobState::kCompleted ? a.ending_reason : "";
-  for (const Replica& r : a.replicas) ended.record.replicas.push_back({r.node, r.result});
+  for (const Replica& r : a.replicas) ended.record.replicas.push_back({r.node, r.result, static_cast<int32_t>(r.gpus.size())});
   ended.record.last_step = last_step;
+  if (final_state == JobState::kCompleted && !a.requeue) {
+    ended.record.exit_code = 0;
+  } else if (a.failure.cause == ExitCause::kExited && !a.failure.Succeeded()) {
+    ended.record.exit_code = a.failure.exit_code;
+    ended.record.exit_signal = a.failure.signal;
+  }
 
   RetryDecision retry;
   if (!a.requeue) retry = Decide(a.terms.retry, final_state, a.failure, h.retries);

@@ -119,6 +119,7 @@ std::string ToJson(const SyncRequest& r) {
     json task = {{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}, {"running", t.running},
                  {"startMs", t.start_ms}, {"exitCode", t.exit_code}, {"signal", t.signal}, {"oom", t.oom},
                  {"stopReason", t.stop_reason}, {"message", t.message}, {"endMs", t.end_ms}};
+    if (t.gpu_utilization >= 0) task["gpuUtilization"] = t.gpu_utilization;
     if (t.resume_known) {
       json skipped = json::array();
       for (const SkippedCheckpoint& k : t.skipped) skipped.push_back({{"seq", k.seq}, {"reason", k.reason}});
@@ -274,6 +275,8 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
     e.Get(o, "stopReason", t.stop_reason);
     e.Get(o, "message", t.message);
     e.Get(o, "endMs", t.end_ms);
+    e.Get(o, "gpuUtilization", t.gpu_utilization);
+    if (t.gpu_utilization > 1) t.gpu_utilization = 1;
     if (o.contains("resume") && o["resume"].is_object()) {
       t.resume_known = true;
       e.Get(o["resume"], "seq", t.resumed_seq);

@@ -70,6 +70,9 @@ struct TaskReport {
   int32_t replica = 0;
   bool running = true;
   int64_t start_ms = 0;
+  // Its mean GPU utilization so far, 0..1 (agent/utilization_meter.h); -1:
+  // unknown (no GPU, or no sample yet).
+  double gpu_utilization = -1;
   // When ended:
   int32_t exit_code = -1;
   int32_t signal = 0;

@@ -309,7 +309,7 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
     w.Key("allocations").BeginArray();
     for (size_t i = 0; i < it->second.allocations.size(); ++i) {
       const core::Allocation& a = it->second.allocations[i];
-      w.BeginObject().Key("gpus").BeginArray();
+      w.BeginObject().Key("gpuType").String(state_.nodes()[a.node].spec.gpu_type).Key("gpus").BeginArray();
       for (int32_t g : it->second.gpu_ids[i]) w.Int(g);
       w.EndArray().Key("node").String(state_.nodes()[a.node].spec.name).Key("replicas").Int(a.replicas).EndObject();
     }

@@ -306,6 +306,7 @@ class ControlLoop {
     std::shared_ptr<const api::JobSpec> spec;
     std::vector<std::shared_ptr<const std::string>> encoded;  // per replica, its assignment encoded once
     std::vector<bool> resume_seen;         // per replica: its checkpoint verification was recorded
+    std::vector<double> utilization;       // per replica: its mean GPU utilization as its agent said (-1: not yet)
     std::vector<proto::ResumeCandidate> resume;  // fixed at creation, for every replica
     nlohmann::json resumed_from;           // the checkpoint it resumed from, once a replica verified
     bool resume_recorded = false;
@@ -323,6 +324,8 @@ class ControlLoop {
   // from before a restart (ended replicas, results, teardown in progress).
   void StartAttempt(int64_t job, int32_t number, bool durable, const nlohmann::json* restored, store::WriteBatch& b);
   nlohmann::json AttemptJson(int64_t job) const;
+  // The mean of its replicas' GPU utilization that agents reported; -1: none.
+  static double MeanUtilization(const AttemptDetail& d);
   // The task replica `replica` of `job`'s attempt is given.
   proto::TaskAssignment Assignment(int64_t job, const lifecycle::Attempt& a, const AttemptDetail& d,
                                    int32_t replica) const;

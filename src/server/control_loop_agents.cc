@@ -166,10 +166,11 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     report.acted_on = req.epoch == epoch_ ? req.reports_version : -1;
     for (const proto::TaskReport& t : req.tasks) {
       report.tasks.push_back({t.job, t.attempt, t.replica, t.running, t.running ? lifecycle::ReplicaExit() : ExitOf(t)});
-      // The checkpoint a replica of the current attempt resumed from.
-      if (!t.resume_known || !lifecycle_.IsCurrent(t.job, t.attempt, t.replica, *index)) continue;
+      if (!lifecycle_.IsCurrent(t.job, t.attempt, t.replica, *index)) continue;
       AttemptDetail& d = details_.at(t.job);
-      if (d.resume_seen[t.replica]) continue;
+      if (t.gpu_utilization >= 0) d.utilization[t.replica] = t.gpu_utilization;
+      // The checkpoint a replica of the current attempt resumed from.
+      if (!t.resume_known || d.resume_seen[t.replica]) continue;
       d.resume_seen[t.replica] = true;
       RecordResume(t.job, t, b);
       out.changed = true;

@@ -58,15 +58,21 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
                    {"reason", r.reason}};
     json replicas = json::array();
     for (size_t i = 0; i < r.replicas.size(); ++i) {
-      replicas.push_back({{"replica", i}, {"node", state_.nodes()[r.replicas[i].node].spec.name},
-                          {"result", r.replicas[i].result}});
+      const core::NodeSpec& node = state_.nodes()[r.replicas[i].node].spec;
+      json replica = {{"replica", i}, {"node", node.name}, {"result", r.replicas[i].result}};
+      // What accounting charges (`muster usage`): GPUs held for the attempt's span, by type.
+      replica["gpus"] = r.replicas[i].gpus;
+      if (r.replicas[i].gpus > 0) replica["gpuType"] = node.gpu_type;
+      replicas.push_back(std::move(replica));
     }
     record["replicas"] = replicas;
     if (auto d = details_.find(e.job); d != details_.end()) {  // the attempt that ended
+      if (const double u = MeanUtilization(d->second); u >= 0) record["gpuUtilization"] = u;
       if (d->second.resume_recorded) record["resumedFrom"] = d->second.resumed_from;
       details_.erase(d);
     }
     if (r.last_step) record["lastStep"] = *r.last_step;
+    if (r.exit_code) record.update({{"exitCode", *r.exit_code}, {"signal", r.exit_signal}});
     json& records = attempt_records_[e.job];
     if (!records.is_array()) records = json::array();
     records.push_back(std::move(record));
@@ -142,8 +148,20 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
   const lifecycle::Attempt* a = lifecycle_.Find(job);
   d.encoded.resize(a->replicas.size());
   d.resume_seen.resize(a->replicas.size());
+  d.utilization.assign(a->replicas.size(), -1);
   details_[job] = std::move(d);
   ApplyEffects(fx, b);
+}
+
+double ControlLoop::MeanUtilization(const AttemptDetail& d) {
+  double total = 0;
+  int known = 0;
+  for (double u : d.utilization) {
+    if (u < 0) continue;
+    total += u;
+    ++known;
+  }
+  return known == 0 ? -1 : total / known;
 }
 
 json ControlLoop::AttemptJson(int64_t job) const {
@@ -156,7 +174,9 @@ json ControlLoop::AttemptJson(int64_t job) const {
     if (a->replicas[i].ended) ended.push_back(i);
     if (!a->replicas[i].result.empty()) results.push_back({{"replica", i}, {"result", a->replicas[i].result}});
   }
-  json out = {{"attempt", a->number}, {"endedReplicas", ended}, {"replicaResults", results}};
+  json out = {{"attempt", a->number}, {"endedReplicas", ended}, {"replicaResults", results},
+              {"startTime", a->start.millis()}};
+  if (const double u = MeanUtilization(d->second); u >= 0) out["gpuUtilization"] = u;
   if (d->second.resume_recorded) out["resumedFrom"] = d->second.resumed_from;
   if (const Time at = lifecycle_.LastProgress(job); at > Time::Zero()) {
     out["progress"] = {{"step", lifecycle_.LastStep(job)},

@@ -212,6 +212,7 @@ void HttpApi::Routes() {
   s.HandleAsync("POST", "/v1/nodes/*/declare-lost", NoQueryAsync(async(&HttpApi::DeclareNodeLost)));
   s.HandleAsync("DELETE", "/v1/nodes/*", NoQueryAsync(async(&HttpApi::RemoveNode)));
   s.Handle("GET", "/v1/events", sync(&HttpApi::ClusterEvents));
+  s.Handle("GET", "/v1/usage", sync(&HttpApi::Usage));
   s.HandleAsync("POST", "/v1/agent/sync", async(&HttpApi::AgentSync), larger_than(kInlineSyncBytes));
 
   s.HandleAsync("POST", "/v1/tokens", NoQueryAsync(async(&HttpApi::CreateToken)));

@@ -93,6 +93,10 @@ class HttpApi {
   // reads of lists are served from the store on a worker.
   void SubmitJob(Request&& req, Reply reply);                 // POST /v1/jobs
   void ListJobs(const Request& req, Response& res);           // GET  /v1/jobs
+  // The filter of a job list's query (state, queue, user, name), narrowed
+  // to what the caller may see: users their own jobs, queue admins their
+  // queue's, operators and admins all.
+  StatusOr<store::JobFilter> VisibleJobFilter(const Request& req) const;
   void GetJob(Request&& req, Reply reply);                    // GET  /v1/jobs/{id}
   void JobEvents(const Request& req, Response& res);          // GET  /v1/jobs/{id}/events
   void ActOnJob(ControlLoop::Action action, Request&& req, Reply reply);  // POST /v1/jobs/{id}/cancel|hold|release|requeue
@@ -110,6 +114,7 @@ class HttpApi {
   void DeclareNodeLost(Request&& req, Reply reply);           // POST /v1/nodes/{name}/declare-lost
   void RemoveNode(Request&& req, Reply reply);                // DELETE /v1/nodes/{name}
   void ClusterEvents(const Request& req, Response& res);      // GET  /v1/events
+  void Usage(const Request& req, Response& res);              // GET  /v1/usage (http_api_usage.cc)
   // A sync that waits for news holds no thread.
   void AgentSync(Request&& req, Reply reply);                 // POST /v1/agent/sync
 

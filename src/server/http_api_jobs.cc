@@ -74,14 +74,7 @@ void HttpApi::SubmitJob(Request&& req, Reply reply) {
   }));
 }
 
-void HttpApi::ListJobs(const Request& req, Response& res) {
-  if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue", "view"}); !q.ok()) {
-    return ReplyStatus(res, q);
-  }
-  const std::string& view = req.Param("view");
-  if (!view.empty() && view != "full" && view != "summary") {
-    return ReplyStatus(res, InvalidArgument("must be full or summary, got " + QuoteForMessage(view), "query.view"));
-  }
+StatusOr<store::JobFilter> HttpApi::VisibleJobFilter(const Request& req) const {
   store::JobFilter f;
   if (req.HasParam("state")) {
     std::string states = req.Param("state");
@@ -91,9 +84,9 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
       std::string st = states.substr(start, comma - start);
       for (char& c : st) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       if (!core::JobStateFromName(st)) {
-        return ReplyStatus(res, InvalidArgument("unknown state \"" + st.substr(0, 32) +
-                                                    "\" (PENDING, HELD, RUNNING, COMPLETED, FAILED, CANCELLED, ...)",
-                                                "query.state"));
+        return InvalidArgument(
+            "unknown state \"" + st.substr(0, 32) + "\" (PENDING, HELD, RUNNING, COMPLETED, FAILED, CANCELLED, ...)",
+            "query.state");
       }
       f.states.push_back(st);
       start = comma + 1;
@@ -107,11 +100,24 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
   const std::string& me = Caller(req).effective_user();
   if (!authz_.IsOperator(me) && !(!f.queue.empty() && authz_.IsQueueAdmin(me, f.queue))) {
     if (!f.user.empty() && f.user != me) {
-      return ReplyStatus(res, PermissionDenied(me + " may list only their own jobs (or, as a queue's admin, its "
-                                                    "jobs with queue=)"));
+      return PermissionDenied(me + " may list only their own jobs (or, as a queue's admin, its jobs with queue=)");
     }
     f.user = me;
   }
+  return f;
+}
+
+void HttpApi::ListJobs(const Request& req, Response& res) {
+  if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue", "view"}); !q.ok()) {
+    return ReplyStatus(res, q);
+  }
+  const std::string& view = req.Param("view");
+  if (!view.empty() && view != "full" && view != "summary") {
+    return ReplyStatus(res, InvalidArgument("must be full or summary, got " + QuoteForMessage(view), "query.view"));
+  }
+  auto filter = VisibleJobFilter(req);
+  if (!filter.ok()) return ReplyStatus(res, filter.status());
+  const store::JobFilter& f = *filter;
   int64_t limit = 100, after = 0;
   if (Status st = IntParam(req, "limit", limit, 1, 1000); !st.ok()) return ReplyStatus(res, st);
   // An empty token is the first page (the last page's answer carries "").

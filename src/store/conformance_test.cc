@@ -163,6 +163,40 @@ TEST_P(StoreConformance, ListJobsFiltersAndPages) {
   EXPECT_EQ(store_->ListJobs(f, 0, 100)->items.size(), 13u);
 }
 
+// A window takes the jobs open at some time in it: not ended before its
+// start, submitted before its end (accounting and history).
+TEST_P(StoreConformance, ListJobsInATimeWindow) {
+  WriteBatch b;
+  auto job = [&](int64_t id, int64_t submit, std::optional<int64_t> end) {
+    JobRow j = TestJob(id, end ? "COMPLETED" : "RUNNING", "q1");
+    j.submit_ms = submit;
+    j.end_ms = end;
+    b.jobs.push_back(j);
+  };
+  job(1, 100, 200);           // ended before the window
+  job(2, 100, 1000);          // ended at its start: open then
+  job(3, 500, 1500);          // inside
+  job(4, 1900, std::nullopt); // still open, submitted inside
+  job(5, 2000, std::nullopt); // submitted at its end: not in it
+  job(6, 100, std::nullopt);  // open all along
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  JobFilter f;
+  f.active_from_ms = 1000;
+  f.submitted_before_ms = 2000;
+  std::vector<int64_t> ids;
+  const auto rows = store_->ListJobs(f, 0, 100);
+  ASSERT_TRUE(rows.ok());
+  for (const JobRow& j : rows->items) ids.push_back(j.id);
+  EXPECT_EQ(ids, (std::vector<int64_t>{2, 3, 4, 6}));
+  ids.clear();
+  const auto summaries = store_->ListJobSummaries(f, 0, 100);
+  ASSERT_TRUE(summaries.ok());
+  for (const JobSummary& j : summaries->items) ids.push_back(j.id);
+  EXPECT_EQ(ids, (std::vector<int64_t>{2, 3, 4, 6}));
+  f.submitted_before_ms.reset();
+  EXPECT_EQ(store_->ListJobs(f, 0, 100)->items.size(), 5u);
+}
+
 // Summaries list the same jobs and pages as ListJobs, with the spec's GPUs
 // and replicas and the nodes of the status's allocations.
 TEST_P(StoreConformance, JobSummariesMatchTheRowsTheyList) {

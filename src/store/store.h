@@ -161,6 +161,11 @@ struct JobFilter {
   std::string queue;                // empty = all
   std::string user;
   std::string name;
+  // A time window (accounting, history): jobs not ended before
+  // `active_from_ms` (still open, or ended at or after it) and submitted
+  // before `submitted_before_ms`. Unset: no bound.
+  std::optional<int64_t> active_from_ms;
+  std::optional<int64_t> submitted_before_ms;
 };
 
 struct JobPage {

@@ -358,6 +358,14 @@ StatusOr<std::vector<Row>> SelectJobs(PgConn& db, const std::string& columns, co
   eq("queue", f.queue);
   eq("\"user\"", f.user);
   eq("name", f.name);
+  if (f.active_from_ms) {
+    p.Add(*f.active_from_ms);
+    sql += " AND (end_ms IS NULL OR end_ms >= $" + std::to_string(p.size()) + ")";
+  }
+  if (f.submitted_before_ms) {
+    p.Add(*f.submitted_before_ms);
+    sql += " AND submit_ms < $" + std::to_string(p.size());
+  }
   p.Add(int64_t{limit} + 1);
   sql += " ORDER BY id LIMIT $" + std::to_string(p.size());
   ASSIGN_OR_RETURN(PgRows r, db.Query(sql, p));

@@ -292,10 +292,20 @@ StatusOr<std::vector<Row>> SelectJobs(Db& db, const std::string& columns, const 
   eq("queue", f.queue);
   eq("user", f.user);
   eq("name", f.name);
+  std::vector<std::pair<int, int64_t>> numbers;
+  if (f.active_from_ms) {
+    sql += " AND (end_ms IS NULL OR end_ms >= ?" + std::to_string(next) + ")";
+    numbers.emplace_back(next++, *f.active_from_ms);
+  }
+  if (f.submitted_before_ms) {
+    sql += " AND submit_ms < ?" + std::to_string(next);
+    numbers.emplace_back(next++, *f.submitted_before_ms);
+  }
   sql += " ORDER BY id LIMIT ?" + std::to_string(next);
   ASSIGN_OR_RETURN(Stmt s, db.Prepare(sql));
   s.Bind(1, after_id);
   for (const auto& [i, v] : binds) s.Bind(i, v);
+  for (const auto& [i, v] : numbers) s.Bind(i, v);
   s.Bind(next, int64_t{limit} + 1);
   std::vector<Row> rows;
   while (true) {

@@ -1,0 +1,233 @@
+#include "cli/usage_commands.h"
+
+#include <CLI/CLI.hpp>
+#include <cctype>
+#include <cstdlib>
+#include <deque>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+
+#include "api/rfc3339.h"
+#include "cli/client.h"
+#include "cli/table.h"
+#include "cli/window_time.h"
+#include "common/clock.h"
+
+namespace muster::cli {
+
+using nlohmann::json;
+
+struct UsageCommands {
+  std::string server, act_as, output = "table";
+  CLI::App *usage = nullptr, *history = nullptr;
+  std::string since, until, by = "queue", queue, user, state;
+  int64_t limit = 0;
+};
+
+namespace {
+
+constexpr const char* kEndedStates = "COMPLETED,FAILED,CANCELLED,TIMEOUT,OUT_OF_MEMORY,NODE_FAIL,PREEMPTED";
+
+std::string Str(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+double Num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0; }
+
+std::string UrlPart(const std::string& v) {
+  std::string out;
+  for (unsigned char ch : v) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      out += fmt::format("%{:02X}", ch);
+    }
+  }
+  return out;
+}
+
+std::string Efficiency(const json& j) {
+  if (!j.contains("efficiency") || !j["efficiency"].is_number()) return "-";
+  return fmt::format("{:.0f}%", j["efficiency"].get<double>() * 100);
+}
+
+std::string ExitCode(const json& j) {
+  if (!j.contains("exitCode") || !j["exitCode"].is_number_integer()) return "-";
+  return fmt::format("{}:{}", j["exitCode"].get<int64_t>(), j.contains("signal") ? j["signal"].get<int64_t>() : 0);
+}
+
+// "1d 02:03:04", "02:03:04" (sacct's elapsed), or "-".
+std::string Elapsed(const json& j) {
+  const auto start = api::ParseRfc3339Utc(Str(j, "startTime"));
+  const auto end = api::ParseRfc3339Utc(Str(j, "endTime"));
+  if (!start || !end || *end < *start) return "-";
+  int64_t s = (*end - *start).millis() / 1000;
+  const int64_t days = s / 86400;
+  s %= 86400;
+  return (days ? fmt::format("{}d ", days) : "") + fmt::format("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+}
+
+// A CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
+std::string Csv(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char ch : v) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+void PrintCsv(const std::vector<std::vector<std::string>>& rows) {
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) std::cout << (i ? "," : "") << Csv(row[i]);
+    std::cout << "\r\n";
+  }
+}
+
+int Fail(const std::string& what, const Status& s) {
+  std::cerr << "muster " << what << ": " << s.message() << (s.field().empty() ? "" : " (--" + s.field() + ")")
+            << "\n";
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+// GET /v1/usage with the window and filters; the answer's body.
+StatusOr<json> Fetch(UsageCommands& c, Client& client, const std::string& by, const std::string& default_since,
+                     const std::string& states) {
+  const Time now = SystemClock().Now();
+  ASSIGN_OR_RETURN(Time until, ParseWindowTime(c.until.empty() ? "now" : c.until, now, "until"));
+  ASSIGN_OR_RETURN(Time since, ParseWindowTime(c.since.empty() ? default_since : c.since, now, "since"));
+  if (!(since < until)) return InvalidArgument("must be before --until", "since");
+  std::string path = "/v1/usage?by=" + UrlPart(by) + "&from=" + UrlPart(api::FormatRfc3339Utc(since)) +
+                     "&to=" + UrlPart(api::FormatRfc3339Utc(until));
+  if (!c.queue.empty()) path += "&queue=" + UrlPart(c.queue);
+  if (!c.user.empty()) path += "&user=" + UrlPart(c.user);
+  if (!states.empty()) path += "&state=" + UrlPart(states);
+  ASSIGN_OR_RETURN(Response r, client.Get(path));
+  if (r.status != 200) return Client::ErrorOf(r);
+  return std::move(r.body);
+}
+
+int Usage(UsageCommands& c, Client& client) {
+  auto body = Fetch(c, client, c.by, "30d", "");
+  if (!body.ok()) return Fail("usage", body.status());
+  if (c.output == "json") {
+    std::cout << body->dump(2) << "\n";
+    return 0;
+  }
+  const bool by_queue = c.by != "user", by_user = c.by != "queue";
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head;
+  if (by_queue) head.push_back("QUEUE");
+  if (by_user) head.push_back("USER");
+  head.insert(head.end(), {"JOBS", "GPU-HOURS", "COST", "EFFICIENCY"});
+  rows.push_back(head);
+  const bool csv = c.output == "csv";
+  auto line = [&](const json& j, const std::vector<std::string>& keys) {
+    std::vector<std::string> row = keys;
+    row.push_back(std::to_string(static_cast<int64_t>(Num(j, "jobs"))));
+    row.push_back(csv ? fmt::format("{}", Num(j, "gpuHours")) : fmt::format("{:.2f}", Num(j, "gpuHours")));
+    row.push_back(csv ? fmt::format("{}", Num(j, "cost")) : fmt::format("{:.2f}", Num(j, "cost")));
+    row.push_back(csv ? (j.contains("efficiency") && j["efficiency"].is_number()
+                             ? fmt::format("{}", j["efficiency"].get<double>())
+                             : "")
+                      : Efficiency(j));
+    rows.push_back(std::move(row));
+  };
+  for (const json& item : (*body)["items"]) {
+    std::vector<std::string> keys;
+    if (by_queue) keys.push_back(Str(item, "queue"));
+    if (by_user) keys.push_back(Str(item, "user"));
+    line(item, keys);
+  }
+  if (csv) {
+    PrintCsv(rows);
+    return 0;
+  }
+  std::vector<std::string> total(by_queue && by_user ? 2 : 1, "");
+  total[0] = "TOTAL";
+  line((*body)["total"], total);
+  std::cout << "Usage from " << Str(*body, "from") << " to " << Str(*body, "to") << "\n";
+  PrintTable(rows);
+  return 0;
+}
+
+int History(UsageCommands& c, Client& client) {
+  std::string states = kEndedStates;
+  if (!c.state.empty()) {
+    states = c.state;
+    for (char& ch : states) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  }
+  auto body = Fetch(c, client, "job", "1970-01-01", states);
+  if (!body.ok()) return Fail("history", body.status());
+  std::deque<json> items;
+  for (json& item : (*body)["items"]) {
+    items.push_back(std::move(item));
+    if (c.limit > 0 && items.size() > static_cast<size_t>(c.limit)) items.pop_front();  // the most recent N
+  }
+  if (c.output == "json") {
+    json all = json::array();
+    for (json& item : items) all.push_back(std::move(item));
+    std::cout << all.dump(2) << "\n";
+    return 0;
+  }
+  const bool csv = c.output == "csv", wide = c.output == "wide" || csv;
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"ID", "NAME", "USER", "QUEUE", "STATE", "EXIT", "ELAPSED", "GPU-HOURS", "EFFICIENCY"});
+  if (wide) rows[0].insert(rows[0].end(), {"START", "END", "ATTEMPTS", "COST", "REASON"});
+  for (const json& j : items) {
+    std::vector<std::string> row = {
+        std::to_string(j.value("id", int64_t{0})), Str(j, "name"), Str(j, "user"), Str(j, "queue"), Str(j, "state"),
+        ExitCode(j), Elapsed(j),
+        csv ? fmt::format("{}", Num(j, "gpuHours")) : fmt::format("{:.2f}", Num(j, "gpuHours")),
+        csv ? (j.contains("efficiency") && j["efficiency"].is_number() ? fmt::format("{}", Num(j, "efficiency")) : "")
+            : Efficiency(j)};
+    if (wide) {
+      row.insert(row.end(), {Str(j, "startTime"), Str(j, "endTime"), std::to_string(j.value("attempts", 0)),
+                             csv ? fmt::format("{}", Num(j, "cost")) : fmt::format("{:.2f}", Num(j, "cost")),
+                             Str(j, "reason")});
+    }
+    rows.push_back(std::move(row));
+  }
+  if (csv) {
+    PrintCsv(rows);
+  } else {
+    PrintTable(rows);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::shared_ptr<UsageCommands> AddUsageCommands(CLI::App& app) {
+  auto c = std::make_shared<UsageCommands>();
+  c->server = DefaultServer();
+  auto common = [c = c.get()](CLI::App* sub) {
+    AddServerOptions(sub, c->server);
+    sub->add_option("--as", c->act_as, "Act for this user (admins only; recorded in the audit log)");
+    sub->add_option("--since,-S", c->since, "Window start: a time, a date, or an age such as 7d");
+    sub->add_option("--until,-E", c->until, "Window end (default now)");
+    sub->add_option("--queue", c->queue, "Only this queue");
+    sub->add_option("--for-user", c->user, "Only this user's jobs");
+  };
+  c->usage = app.add_subcommand("usage", "GPU-hours, cost, jobs and efficiency by queue or user (as sreport)");
+  common(c->usage);
+  c->usage->add_option("--by", c->by, "queue, user or queue,user")
+      ->check(CLI::IsMember({"queue", "user", "queue,user", "user,queue"}));
+  c->usage->add_option("-o,--output", c->output, "table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
+  c->history = app.add_subcommand("history", "Jobs that ended, with exit codes, GPU-hours and efficiency (as sacct)");
+  common(c->history);
+  c->history->add_option("--state,-s", c->state, "Only these states (FAILED,TIMEOUT)");
+  c->history->add_option("--limit", c->limit, "Only the most recent N jobs (0: all)")->check(CLI::Range(int64_t{0}, INT64_MAX));
+  c->history->add_option("-o,--output", c->output, "table, wide, csv or json")
+      ->check(CLI::IsMember({"table", "wide", "csv", "json"}));
+  return c;
+}
+
+int RunUsageCommands(UsageCommands& c) {
+  if (!c.usage->parsed() && !c.history->parsed()) return -1;
+  double retry_for = 10.0;
+  if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
+  Client client(c.server, c.act_as, retry_for);
+  return c.usage->parsed() ? Usage(c, client) : History(c, client);
+}
+
+}  // namespace muster::cli

@@ -1,0 +1,117 @@
+#include "server/usage_report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace muster::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kHour = 3'600'000;
+
+double Price(const std::string& type) { return type == "H100" ? 3.0 : type == "A100" ? 2.0 : 1.0; }
+
+store::JobRow Job(int64_t id, const std::string& queue, const std::string& user, json status,
+                  const std::string& state = "COMPLETED") {
+  store::JobRow r;
+  r.id = id;
+  r.name = "job" + std::to_string(id);
+  r.queue = queue;
+  r.user = user;
+  r.state = state;
+  r.spec_json = R"({"resources":{"gpus":2,"gpuType":"A100"},"replicas":1})";
+  r.status_json = status.dump();
+  return r;
+}
+
+json Record(int attempt, int64_t start, int64_t end, json replicas, json extra = json::object()) {
+  json r = {{"attempt", attempt}, {"startTime", start}, {"endTime", end}, {"replicas", replicas}};
+  r.update(extra);
+  return r;
+}
+
+json Replica(int gpus, const std::string& type) { return {{"node", "n"}, {"gpus", gpus}, {"gpuType", type}}; }
+
+TEST(UsageReport, SumsAttemptsByQueueWithPricesAndEfficiency) {
+  UsageReport u(0, 100 * kHour, 100 * kHour, UsageGrouping::kQueue, Price);
+  // Two replicas of 4 H100 for 2 hours, half busy; then a retry of 1 hour, unmeasured.
+  u.Add(Job(1, "a", "alice",
+            {{"attemptHistory",
+              {Record(1, 0, 2 * kHour, {Replica(4, "H100"), Replica(4, "H100")}, {{"gpuUtilization", 0.5}}),
+               Record(2, 3 * kHour, 4 * kHour, {Replica(4, "H100"), Replica(4, "H100")}, {{"exitCode", 0}})}}}));
+  // One A100 for 3 hours, fully busy.
+  u.Add(Job(2, "b", "bob", {{"attemptHistory", {Record(1, 0, 3 * kHour, {Replica(1, "A100")}, {{"gpuUtilization", 1.0}})}}}));
+  const auto lines = u.Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].queue, "a");
+  EXPECT_EQ(lines[0].user, "");
+  EXPECT_EQ(lines[0].totals.jobs, 1);
+  EXPECT_DOUBLE_EQ(lines[0].totals.gpu_seconds, (16 + 8) * 3600.0);
+  EXPECT_DOUBLE_EQ(lines[0].totals.cost, 24 * 3.0);
+  EXPECT_DOUBLE_EQ(*lines[0].totals.Efficiency(), 0.5);  // only the measured attempt
+  EXPECT_DOUBLE_EQ(lines[1].totals.cost, 3 * 2.0);
+  EXPECT_EQ(u.Total().jobs, 2);
+  EXPECT_DOUBLE_EQ(u.Total().gpu_seconds, 27 * 3600.0);
+  EXPECT_DOUBLE_EQ(*u.Total().Efficiency(), (8 + 3) / 19.0);
+}
+
+TEST(UsageReport, CutsAttemptsToTheWindowAndCountsRunningOnesToNow) {
+  UsageReport u(kHour, 3 * kHour, 10 * kHour, UsageGrouping::kUser, Price);
+  u.Add(Job(1, "a", "alice", {{"attemptHistory", {Record(1, 0, 2 * kHour, {Replica(1, "H100")})}}}));  // 1 h inside
+  u.Add(Job(2, "a", "alice", {{"attemptHistory", {Record(1, 0, kHour / 2, {Replica(1, "H100")})}}}));  // before
+  u.Add(Job(3, "b", "alice", {{"attemptHistory", {Record(1, 4 * kHour, 5 * kHour, {Replica(1, "H100")})}}}));  // after
+  // Running since 2 h on two allocations of 2 GPUs: 1 h inside, x4.
+  u.Add(Job(4, "b", "alice",
+            {{"attempt", {{"attempt", 1}, {"startTime", 2 * kHour}}},
+             {"allocations", {{{"gpuType", "H100"}, {"gpus", {0, 1}}}, {{"gpuType", "H100"}, {"gpus", {2, 3}}}}}},
+            "RUNNING"));
+  const auto lines = u.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].user, "alice");
+  EXPECT_EQ(lines[0].queue, "");
+  EXPECT_EQ(lines[0].totals.jobs, 2);
+  EXPECT_DOUBLE_EQ(lines[0].totals.gpu_seconds, 5 * 3600.0);
+  EXPECT_FALSE(lines[0].totals.Efficiency().has_value());
+}
+
+TEST(UsageReport, ByJobKeepsTheExitCodeAndOldRecordsUseTheSpec) {
+  UsageReport u(0, 10 * kHour, 10 * kHour, UsageGrouping::kJob, Price);
+  json old_replica = {{"node", "n"}, {"result", "exited 0"}};  // before records named GPUs
+  u.Add(Job(7, "a", "alice",
+            {{"attemptHistory", {Record(1, 0, kHour, {old_replica}, {{"exitCode", 3}, {"signal", 0}})}}}, "FAILED"));
+  u.Add(Job(5, "a", "alice", {{"attemptHistory", json::array()}}, "CANCELLED"));  // never ran: not listed
+  const auto lines = u.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].job, 7);
+  EXPECT_EQ(lines[0].state, "FAILED");
+  EXPECT_EQ(lines[0].exit_code, 3);
+  EXPECT_EQ(lines[0].attempts, 1);
+  EXPECT_DOUBLE_EQ(lines[0].totals.gpu_seconds, 2 * 3600.0);  // the spec's 2 A100
+  EXPECT_DOUBLE_EQ(lines[0].totals.cost, 2 * 2.0);
+}
+
+// A spec as the server stores it names every field, null where unset.
+TEST(UsageReport, CpuOnlyJobsAndNullFieldsCountWithoutGpuHours) {
+  UsageReport u(0, 10 * kHour, 10 * kHour, UsageGrouping::kQueue, Price);
+  store::JobRow row = Job(3, "a", "alice", {{"attemptHistory", {Record(1, 0, kHour, {{{"node", "n"}}})}}});
+  row.spec_json = R"({"resources":{"gpus":0,"gpuType":null},"replicas":1})";
+  u.Add(row);
+  row.id = 4;
+  row.status_json = R"({"attemptHistory":[{"attempt":1,"startTime":0,"endTime":1000,"replicas":null}],"attempt":null})";
+  u.Add(row);
+  ASSERT_EQ(u.Lines().size(), 1u);
+  EXPECT_EQ(u.Total().jobs, 2);
+  EXPECT_EQ(u.Total().gpu_seconds, 0);
+}
+
+TEST(UsageReport, GroupingNames) {
+  EXPECT_EQ(*ParseUsageGrouping("user,queue"), UsageGrouping::kQueueUser);
+  const auto bad = ParseUsageGrouping("team");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().field(), "by");
+}
+
+}  // namespace
+}  // namespace muster::server

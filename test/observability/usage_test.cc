@@ -1,0 +1,166 @@
+// Accounting on a real cluster: `muster usage` after a known workload gives
+// the GPU-hours and cost of the jobs' own runs (each attempt's span times
+// its GPUs times its type's price), `muster history` their exit codes and
+// efficiency, in a table, CSV and JSON.
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "../agent/cluster_fixture.h"
+#include "api/rfc3339.h"
+#include "../run_binary.h"
+
+namespace muster::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kH100 = 3.60, kA100 = 2.20, kOther = 1.00;
+
+class UsageTest : public ClusterFixture {
+ protected:
+  UsageTest()
+      : ClusterFixture("rateLimit: {perSecond: 100000, burst: 100000}\n"
+                       "agents: {defaultGrace: 1s}\n"
+                       "prices: {H100: 3.60, A100: 2.20, \"*\": 1.00}\n"
+                       "queues: [{name: vision, guarantee: 4}, {name: speech, guarantee: 4}]\n") {}
+
+  // `muster ARGS` as the admin; its output.
+  CommandResult Cli(const std::string& args) {
+    return RunCommand("MUSTER_TOKEN=" + server_.admin_token() + " " + MUSTER_BINARY + " " + args + " --server " +
+                      server_.url() + " 2>&1");
+  }
+};
+
+// What each stored attempt charges: its span times its replicas' GPUs times
+// their type's price.
+struct Charged {
+  double gpu_seconds = 0, cost = 0;
+};
+
+Charged ChargeOf(const json& job) {
+  Charged c;
+  for (const json& a : job.value("attemptHistory", json::array())) {
+    // The API writes times to the millisecond, as they are stored.
+    const auto start = api::ParseRfc3339Utc(a["startTime"].get<std::string>());
+    const auto end = api::ParseRfc3339Utc(a["endTime"].get<std::string>());
+    EXPECT_TRUE(start && end) << a.dump();
+    if (!start || !end) continue;
+    const double seconds = static_cast<double>((*end - *start).millis()) / 1000;
+    for (const json& r : a["replicas"]) {
+      const double gpus = r.value("gpus", 0);
+      const std::string type = r.value("gpuType", "");
+      c.gpu_seconds += seconds * gpus;
+      c.cost += seconds * gpus / 3600 * (type == "H100" ? kH100 : type == "A100" ? kA100 : kOther);
+    }
+  }
+  return c;
+}
+
+TEST_F(UsageTest, UsageIsTheSumOfTheJobsRunsAndHistoryShowsEachJob) {
+  AddAgent({"--fake-gpus", "4xH100"});
+  AddAgent({"--fake-gpus", "4xA100"});
+  WaitNodes(2);
+  // A known workload: GPUs of both types, a gang, a failure, a retry, a
+  // CPU-only job, in two queues.
+  const std::vector<int64_t> jobs = {
+      Submit("name: h100-pair\nqueue: vision\nresources: {gpus: 2, gpuType: H100}\ncommand: [sleep, '2']\n"),
+      Submit("name: a100-gang\nqueue: vision\nreplicas: 2\nresources: {gpus: 1, gpuType: A100}\n"
+             "command: [sleep, '2']\n"),
+      Submit("name: fails\nqueue: speech\nresources: {gpus: 1, gpuType: H100}\n"
+             "retry: {limit: 1, backoff: {initial: 1s, max: 1s}}\ncommand: [sh, -c, 'sleep 1; exit 3']\n"),
+      Submit("name: cpu-only\nqueue: speech\ncommand: [sleep, '1']\n"),
+  };
+  std::map<std::string, Charged> by_queue;
+  std::map<int64_t, json> ended;
+  for (int64_t id : jobs) {
+    ended[id] = WaitEnd(id);
+    const Charged c = ChargeOf(ended[id]);
+    by_queue[ended[id]["queue"]].gpu_seconds += c.gpu_seconds;
+    by_queue[ended[id]["queue"]].cost += c.cost;
+  }
+  EXPECT_EQ(ended[jobs[2]]["state"], "FAILED");
+  EXPECT_EQ(ended[jobs[2]]["attemptHistory"].size(), 2u);  // retried once
+  // The runs themselves: each GPU job held its GPUs at least as long as it slept.
+  EXPECT_GE(ChargeOf(ended[jobs[0]]).gpu_seconds, 2 * 2.0);
+  EXPECT_GE(ChargeOf(ended[jobs[1]]).gpu_seconds, 2 * 2.0);
+  EXPECT_GE(ChargeOf(ended[jobs[2]]).gpu_seconds, 2 * 1.0);
+  EXPECT_LT(ChargeOf(ended[jobs[0]]).gpu_seconds, 2 * 30.0);
+
+  // The API's report sums exactly those runs.
+  const json usage = Get("/v1/usage?by=queue&from=2020-01-01T00:00:00Z");
+  ASSERT_EQ(usage["items"].size(), 2u) << usage.dump();
+  double total_seconds = 0, total_cost = 0;
+  for (const json& line : usage["items"]) {
+    const Charged& want = by_queue[line["queue"]];
+    EXPECT_NEAR(line["gpuSeconds"].get<double>(), want.gpu_seconds, 1e-6) << line.dump();
+    EXPECT_NEAR(line["gpuHours"].get<double>(), want.gpu_seconds / 3600, 1e-9) << line.dump();
+    EXPECT_NEAR(line["cost"].get<double>(), want.cost, 1e-9) << line.dump();
+    EXPECT_EQ(line["jobs"], 2) << line.dump();
+    // Fake GPUs run at 55 to 95% while busy; the agents measured it.
+    ASSERT_TRUE(line["efficiency"].is_number()) << line.dump();
+    EXPECT_GE(line["efficiency"].get<double>(), 0.5);
+    EXPECT_LE(line["efficiency"].get<double>(), 0.96);
+    total_seconds += want.gpu_seconds;
+    total_cost += want.cost;
+  }
+  EXPECT_NEAR(usage["total"]["gpuSeconds"].get<double>(), total_seconds, 1e-6);
+  EXPECT_NEAR(usage["total"]["cost"].get<double>(), total_cost, 1e-9);
+  EXPECT_EQ(usage["total"]["jobs"], 4);
+
+  // The CLI: JSON is the API's; CSV has a line per queue and user.
+  const CommandResult as_json = Cli("usage --since 2020-01-01 -o json");
+  ASSERT_EQ(as_json.code, 0) << as_json.out;
+  const json cli = json::parse(as_json.out, nullptr, false);
+  ASSERT_TRUE(cli.is_object()) << as_json.out;
+  EXPECT_NEAR(cli["total"]["cost"].get<double>(), total_cost, 1e-9);
+  const CommandResult csv = Cli("usage --since 2020-01-01 --by queue,user -o csv");
+  ASSERT_EQ(csv.code, 0) << csv.out;
+  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), "QUEUE,USER,JOBS,GPU-HOURS,COST,EFFICIENCY\r") << csv.out;
+  EXPECT_NE(csv.out.find("\nspeech,root,2,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find("\nvision,root,2,"), std::string::npos) << csv.out;
+  const CommandResult table = Cli("usage --since 2020-01-01");
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("TOTAL"), std::string::npos) << table.out;
+
+  // A window after everything ended: nothing.
+  const json later = Get("/v1/usage?from=2099-01-01T00:00:00Z&to=2099-01-02T00:00:00Z");
+  EXPECT_EQ(later["items"].size(), 0u);
+  EXPECT_EQ(later["total"]["gpuSeconds"], 0.0);
+
+  // History: each job, its exit code ("3:0" for the failure), GPU-hours and efficiency.
+  const CommandResult history = Cli("history -o json");
+  ASSERT_EQ(history.code, 0) << history.out;
+  const json rows = json::parse(history.out, nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << history.out;
+  ASSERT_EQ(rows.size(), 4u) << history.out;
+  std::map<std::string, json> by_name;
+  for (const json& r : rows) by_name[r["name"]] = r;
+  EXPECT_EQ(by_name["fails"]["exitCode"], 3);
+  EXPECT_EQ(by_name["fails"]["attempts"], 2);
+  EXPECT_EQ(by_name["h100-pair"]["exitCode"], 0);
+  EXPECT_NEAR(by_name["h100-pair"]["cost"].get<double>(), ChargeOf(ended[jobs[0]]).cost, 1e-9);
+  EXPECT_TRUE(by_name["a100-gang"]["efficiency"].is_number());
+  EXPECT_EQ(by_name["cpu-only"]["gpuHours"], 0.0);  // it ran, on no GPU
+  EXPECT_TRUE(by_name["cpu-only"]["efficiency"].is_null());
+  const CommandResult failed = Cli("history --state failed");
+  ASSERT_EQ(failed.code, 0) << failed.out;
+  EXPECT_NE(failed.out.find("3:0"), std::string::npos) << failed.out;
+  EXPECT_EQ(failed.out.find("h100-pair"), std::string::npos) << failed.out;
+
+  // Bad input names the field.
+  const CommandResult bad = Cli("usage --since yesterday");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--since"), std::string::npos) << bad.out;
+  const auto [status, message] = GetError("/v1/usage?by=team");
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(message.find("queue, user"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace muster::testing
