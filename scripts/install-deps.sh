@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Muster needs to build and test on Debian 12, from Debian's
-# packages only. Safe to run again: it does nothing when all are present.
+# packages, and the browser tests' driver from npm. Safe to run again: it
+# does nothing when all are present.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache git python3
@@ -14,16 +15,23 @@ packages=(
   openssl curl                    # the TLS tests' certificates, and a client not our own
   prometheus-cpp-dev prometheus   # /metrics (the library's core part); promtool and a real Prometheus in tests
   python3-torch python3-sklearn   # the PyTorch DDP demo job and its test (/usr/bin/python3)
+  chromium nodejs fonts-dejavu-core  # the dashboard's browser tests (playwright-core from npm drives chromium)
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+# Debian's nodejs comes without npm (a Node.js from elsewhere may bring its own).
+command -v npm >/dev/null || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "installing: ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# playwright-core for the browser tests, pinned by test/browser/package-lock.json.
+browser="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/test/browser"
+if [ ! -d "$browser/node_modules/playwright-core" ]; then
+  (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi

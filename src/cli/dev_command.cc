@@ -318,6 +318,8 @@ int RunDevCommand(const DevFlags& f) {
     // as root too (their own machine), which a real server refuses by default.
     cfg << "admins: [root" << (me == "root" ? "" : ", " + me) << "]\n";
     if (me == "root") cfg << "auth: {rootJobs: [root]}\n";
+    // Prices per GPU-hour, so that usage shows a cost (muster usage, the dashboard).
+    cfg << "prices: {H100: 2.50, A100: 1.60, \"*\": 1.00}\n";
     if (f.ha) cfg << "ha: {name: server-" << i + 1 << "}\n";
   };
   std::vector<Supervised> servers;
@@ -411,6 +413,9 @@ int RunDevCommand(const DevFlags& f) {
             << "  muster get nodes;  muster submit --gpus 2 -- sh -c 'echo $CUDA_VISIBLE_DEVICES';  muster get jobs;  muster logs ID\n"
             << "  store, agent state and logs: " << dir << "\n"
             << "  your credential (admin): " << credentials << "\n"
+            // As Jupyter does: the token rides in the fragment, which the
+            // browser never sends; the page moves it into the tab's storage.
+            << "  dashboard: " << url.substr(0, url.find(',')) << "/#token=" << *user_token << "\n"
             << "Ctrl-C stops the cluster.\n"
             << std::flush;
 

@@ -571,6 +571,7 @@ void ControlLoop::RunCycle() {
   core::ClusterSnapshot snap = state_.Snapshot(now);
   snap.queue_fairshare = fairshare_points_;
   const core::Decisions d = scheduler_->Cycle(snap);
+  reservations_ = d.reservations;
   dirty_ = false;
   store::WriteBatch b;
   for (const core::JobFailure& f : d.failures) {

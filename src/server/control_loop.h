@@ -156,6 +156,17 @@ class ControlLoop {
     std::string condition = "Ready";  // Ready, Unreachable (agent silent: no new work) or Lost
     std::string cordon;               // why it gets no new work, when cordoned ("cordoned by ann", a GPU fault)
     int64_t last_seen_ms = 0;         // its agent's last sync (0: static, or never synced)
+    // Its GPUs in use: device index, the job and its queue (the dashboard's map).
+    struct GpuUse {
+      int32_t index = 0;
+      int64_t job = 0;
+      std::string queue;
+    };
+    std::vector<GpuUse> gpu_use;
+    // Free GPUs the last cycle's backfill plan reserves for a blocked job
+    // (the first such job), and GPUs freed for a preemptor.
+    int64_t reserved_gpus = 0;
+    int64_t reserved_for = 0;
   };
   void Nodes(Done<StatusOr<std::vector<NodeView>>> done);
   // The cluster's state for a scrape of /metrics (all but leadership).
@@ -395,6 +406,7 @@ class ControlLoop {
   std::unique_ptr<CheckpointJanitor> janitor_;  // thread-safe
   std::vector<HeldSync> held_syncs_;
   std::unordered_map<int64_t, PreemptionHold> preempting_;
+  std::vector<core::Reservation> reservations_;  // the last cycle's (NodeView::reserved_gpus)
   std::unordered_map<int64_t, int64_t> immune_since_ms_;  // job -> when it became immune
   std::unordered_map<int64_t, AttemptDetail> details_;  // jobs with a running attempt
   std::unordered_map<int64_t, nlohmann::json> attempt_records_;  // per job: one object per ended attempt

@@ -33,8 +33,26 @@ void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
     for (const core::Node& n : state_.nodes()) out.push_back(ViewOf(n));
     for (const auto& [id, r] : state_.running()) {
       std::set<core::NodeIndex> seen;
-      for (const core::Allocation& a : r.allocations) {
+      for (size_t i = 0; i < r.allocations.size(); ++i) {
+        const core::Allocation& a = r.allocations[i];
         if (seen.insert(a.node).second) ++out[a.node].running_jobs;
+        if (i >= r.gpu_ids.size()) continue;
+        for (int32_t g : r.gpu_ids[i]) out[a.node].gpu_use.push_back({g, id, state_.QueueName(r.queue)});
+      }
+    }
+    for (NodeView& v : out) {
+      std::sort(v.gpu_use.begin(), v.gpu_use.end(), [](const auto& x, const auto& y) { return x.index < y.index; });
+    }
+    // What reservations hold of each node's free GPUs, the earliest first.
+    for (const core::Reservation& r : reservations_) {
+      for (const core::Allocation& a : r.allocations) {
+        if (a.node < 0 || static_cast<size_t>(a.node) >= out.size()) continue;
+        NodeView& v = out[a.node];
+        const int64_t room = v.free.gpus - v.reserved_gpus;
+        const int64_t take = std::min<int64_t>(room, a.resources.gpus);
+        if (take <= 0) continue;
+        v.reserved_gpus += take;
+        if (v.reserved_for == 0) v.reserved_for = r.job;
       }
     }
     std::erase_if(out, [this](const NodeView& v) { return agents_.Removed(v.spec.name); });

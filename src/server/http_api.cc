@@ -4,7 +4,9 @@
 #include <map>
 
 #include "api/job_spec.h"
+#include "common/message_text.h"
 #include "server/http_api_util.h"
+#include "server/web_assets.h"
 
 namespace muster::server {
 namespace {
@@ -132,11 +134,35 @@ bool HttpApi::RateAllows(const Request& req, Response& res) {
   return false;
 }
 
+bool HttpApi::IsWebFile(std::string_view path) {
+  return path == "/" || path == "/favicon.ico" || path.rfind("/ui/", 0) == 0;
+}
+
+void HttpApi::WebFile(const Request& req, Response& res) {
+  // Browsers ask for /favicon.ico by themselves: the icon answers.
+  const WebAsset* file = FindWebAsset(req.path == "/"              ? "/index.html"
+                                      : req.path == "/favicon.ico" ? "/favicon.svg"
+                                                                   : std::string_view(req.path).substr(3));
+  if (file == nullptr) return ReplyError(res, 404, "NotFound", "no such file: " + QuoteForMessage(req.path));
+  res.Set(200, std::string(file->bytes()), WebMediaType(file->path));
+  // Its scripts and styles only from here; never framed; nothing sent to
+  // other sites; revalidated, so an upgraded server's files are used.
+  res.headers.emplace_back("Content-Security-Policy",
+                           "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; "
+                           "form-action 'none'");
+  res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  res.headers.emplace_back("Referrer-Policy", "no-referrer");
+  res.headers.emplace_back("Cache-Control", "no-cache");
+}
+
 void HttpApi::Routes() {
   http::Server& s = *http_;
   s.SetFilter([this](http::Request& req, http::Response& res) {
     // Only the leader acts, and answers reads: a standby's view would lag.
     // A standby's metrics say it is one.
+    // The dashboard's files are public and the same on every server: they
+    // need no credential (the page then asks for one) and no leader.
+    if (IsWebFile(req.path)) return false;
     if (req.path != "/healthz" && req.path != "/metrics" && !leadership_.Leads()) {
       ReplyNotLeading(leadership_, res);
       return true;
@@ -156,7 +182,7 @@ void HttpApi::Routes() {
   // request again to the leader: every request it may have acted on is
   // idempotent (submits by their key).
   s.SetAnswerFilter([this](const std::string& path, http::Response& res) {
-    if (path == "/healthz" || path == "/metrics" || leadership_.Leads()) return;
+    if (path == "/healthz" || path == "/metrics" || IsWebFile(path) || leadership_.Leads()) return;
     res = http::Response{};
     ReplyNotLeading(leadership_, res);
   });
@@ -179,6 +205,10 @@ void HttpApi::Routes() {
 
   // Answered on the event loop itself: it tells whether that loop is alive.
   s.HandleAsync("GET", "/healthz", NoQueryAsync(async(&HttpApi::Health)));
+  // The dashboard (web/, built into the binary).
+  s.Handle("GET", "/", sync(&HttpApi::WebFile));
+  s.Handle("GET", "/ui/*", sync(&HttpApi::WebFile));
+  s.Handle("GET", "/favicon.ico", sync(&HttpApi::WebFile));
   s.HandleAsync("GET", "/metrics", NoQueryAsync(async(&HttpApi::Metrics)));
 
   s.HandleAsync("POST", "/v1/jobs", NoQueryAsync(async(&HttpApi::SubmitJob)), [](const Request& req) {

@@ -105,6 +105,10 @@ class HttpApi {
   void ReportProgress(Request&& req, Reply reply);            // POST /v1/jobs/{id}/progress
   void JobLogs(const Request& req, Response& res);            // GET  /v1/jobs/{id}/logs
 
+  // The dashboard's files (web/, server/web_assets.h): GET / and /ui/{file}.
+  static bool IsWebFile(std::string_view path);
+  void WebFile(const Request& req, Response& res);
+
   // The cluster (http_api_cluster.cc).
   void Health(Request&& req, Reply reply);                    // GET  /healthz
   void Metrics(Request&& req, Reply reply);                   // GET  /metrics

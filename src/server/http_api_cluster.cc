@@ -92,6 +92,10 @@ void HttpApi::ListNodes(const Request&, Response& res) {
                      {"schedulable", n.schedulable},
                      {"condition", n.condition},
                      {"runningJobs", n.running_jobs}});
+    json use = json::array();
+    for (const auto& u : n.gpu_use) use.push_back({{"index", u.index}, {"job", u.job}, {"queue", u.queue}});
+    items.back()["gpuUse"] = std::move(use);
+    if (n.reserved_gpus > 0) items.back().update({{"reservedGpus", n.reserved_gpus}, {"reservedFor", n.reserved_for}});
     if (!n.cordon.empty()) items.back()["cordon"] = n.cordon;
     if (n.last_seen_ms > 0) items.back()["lastSeen"] = api::FormatRfc3339Utc(Time::FromMillis(n.last_seen_ms));
   }
