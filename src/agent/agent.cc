@@ -611,6 +611,8 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.env["MUSTER_SERVER"] = options_.server;  // for progress reports and checkpoint commits
   if (!options_.ca_file.empty()) spec.env["MUSTER_CA"] = options_.ca_file;
   spec.working_dir = !t.working_dir.empty() ? t.working_dir : home;
+  spec.stdout_path = t.stdout_path;
+  spec.stderr_path = t.stderr_path;
   spec.lease_file = options_.state_dir + "/lease";
   if (as_user && options_.private_tmp) spec.private_tmp = options_.state_dir + "/tmp/" + key;
   spec.stop_signal = t.stop_signal;

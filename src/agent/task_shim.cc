@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -78,11 +79,75 @@ class Log {
   int64_t size_ = 0;
 };
 
+// The job's own output files (TaskSpec::stdout_path, stderr_path), opened
+// by the payload child once it is the task's user, so that the user's
+// permissions decide where they may be written; the shim writes through
+// the descriptors it receives. Opened for appending: a job's attempts
+// follow each other in one file.
+struct OutputFiles {
+  int out = -1, err = -1;  // err -1: errors go to out
+};
+
+// Sends the open files over `sock` (SCM_RIGHTS): byte 'o' and/or 'e', one
+// descriptor each.
+void SendOutputFiles(int sock, const OutputFiles& f) {
+  char tags[2];
+  int fds[2];
+  size_t n = 0;
+  if (f.out >= 0) tags[n] = 'o', fds[n++] = f.out;
+  if (f.err >= 0) tags[n] = 'e', fds[n++] = f.err;
+  if (n == 0) return;
+  iovec iov{tags, n};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = CMSG_SPACE(n * sizeof(int));
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(n * sizeof(int));
+  std::memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+  (void)::sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
+// What the payload child sent; nothing when it closed the socket first (it
+// could not open a file and said so in the log, or exec'd).
+OutputFiles ReceiveOutputFiles(int sock) {
+  OutputFiles f;
+  char tags[2] = {};
+  iovec iov{tags, sizeof tags};
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t got;
+  do {
+    got = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (got < 0 && errno == EINTR);
+  if (got <= 0) return f;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    int fds[2] = {-1, -1};
+    std::memcpy(fds, CMSG_DATA(c), std::min<size_t>(count, 2) * sizeof(int));
+    for (size_t i = 0; i < count && i < 2 && i < static_cast<size_t>(got); ++i) {
+      (tags[i] == 'e' ? f.err : f.out) = fds[i];
+    }
+  }
+  return f;
+}
+
 // In the payload child, after fork: only async-signal-safe calls until exec.
 // `script_path`: /proc/self/fd/N of the job's script with a #! line, or
 // null; `interpreter`: that line, for the message when it cannot run.
+// `err_fd`: where its stderr goes (out_fd for both); `files_sock`: where to
+// send its output files once opened as its user (-1: it has none).
 [[noreturn]] void ExecPayload(const TaskSpec& spec, const std::vector<char*>& argv, const std::vector<char*>& envp,
-                              int out_fd, const char* script_path, const char* interpreter) {
+                              int out_fd, int err_fd, int files_sock, const char* script_path, const char* interpreter) {
   for (int sig : kIgnored) ::signal(sig, SIG_DFL);
   ::signal(SIGPIPE, SIG_DFL);
   sigset_t none;
@@ -91,7 +156,7 @@ class Log {
   const int null_fd = ::open("/dev/null", O_RDONLY);
   if (null_fd >= 0) ::dup2(null_fd, 0);
   ::dup2(out_fd, 1);
-  ::dup2(out_fd, 2);
+  ::dup2(err_fd, 2);
   auto fail = [](const char* what) {
     const char* err = std::strerror(errno);
     (void)WriteFull(2, "muster: ", 8);
@@ -116,6 +181,24 @@ class Log {
     const std::string what = "cannot enter the working directory " + spec.working_dir;
     errno = err;
     fail(what.c_str());
+  }
+  if (files_sock >= 0) {
+    OutputFiles files;
+    for (auto [path, fd] : {std::pair{&spec.stdout_path, &files.out}, std::pair{&spec.stderr_path, &files.err}}) {
+      if (path->empty()) continue;
+      *fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY | O_CLOEXEC, 0644);
+      if (*fd < 0) {
+        const int err = errno;
+        const std::string what = "cannot open the job's " + std::string(fd == &files.out ? "stdout" : "stderr") +
+                                 " file " + *path + " as its user";
+        errno = err;
+        fail(what.c_str());
+      }
+    }
+    SendOutputFiles(files_sock, files);
+    for (int fd : {files.out, files.err, files_sock}) {
+      if (fd >= 0) ::close(fd);
+    }
   }
   if (script_path != nullptr) {
     char* const script_argv[] = {const_cast<char*>(script_path), nullptr};
@@ -252,8 +335,14 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
       return 0;
     }
   }
-  int pipe_fds[2];
+  // The payload's output: one pipe, or one each for stdout and stderr when
+  // its errors have a file of their own.
+  const bool files = !spec.stdout_path.empty() || !spec.stderr_path.empty();
+  const bool separate = !spec.stderr_path.empty();
+  int pipe_fds[2], err_fds[2] = {-1, -1}, sock_fds[2] = {-1, -1};
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return 1;
+  if (separate && ::pipe2(err_fds, O_CLOEXEC) != 0) return 1;
+  if (files && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock_fds) != 0) return 1;
   const pid_t child = ::fork();
   if (child < 0) {
     const std::string msg = std::string("muster: fork failed: ") + std::strerror(errno) + "\n";
@@ -262,9 +351,30 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     return 0;
   }
   if (child == 0) {
-    ExecPayload(spec, argv, envp, pipe_fds[1], script_path.empty() ? nullptr : script_path.c_str(), interpreter.c_str());
+    ExecPayload(spec, argv, envp, pipe_fds[1], separate ? err_fds[1] : pipe_fds[1], sock_fds[1],
+                script_path.empty() ? nullptr : script_path.c_str(), interpreter.c_str());
   }
   ::close(pipe_fds[1]);
+  OutputFiles out_files;
+  if (separate) ::close(err_fds[1]);
+  if (files) {
+    ::close(sock_fds[1]);
+    out_files = ReceiveOutputFiles(sock_fds[0]);
+    ::close(sock_fds[0]);
+  }
+  bool file_failed = false;  // said once in the log
+  // What the payload wrote to its stdout (both, unless `separate`) or its
+  // stderr: to the log, and to the file for it.
+  const auto copy = [&](bool stderr_stream, const char* data, size_t n) {
+    log.Write(data, n);
+    const int fd = stderr_stream ? out_files.err : out_files.out;
+    if (fd >= 0 && !WriteFull(fd, data, n) && !file_failed) {
+      file_failed = true;
+      const std::string msg = std::string("muster: cannot write the job's ") + (stderr_stream ? "stderr" : "stdout") +
+                              " file: " + std::strerror(errno) + "; its output goes on in this log\n";
+      log.Write(msg.data(), msg.size());
+    }
+  };
   // A stop that came before the payload existed signalled nobody (the
   // executor signals the task's processes, not the shim). It writes the
   // journal first, so a stop the payload missed is in the journal now:
@@ -286,7 +396,7 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   const int child_fd = OpenPidfd(child);
   char buf[65536];
   int wait_status = 0;
-  bool exited = false, eof = false, fencing = false;
+  bool exited = false, eof = false, err_eof = !separate, fencing = false;
   int lease_missing = 0;  // checks in a row that found no lease file, or no deadline in it
   const auto now = [] { return std::chrono::steady_clock::now(); };
   auto exited_at = now(), last_lease_check = now(), kill_at = now();
@@ -302,18 +412,24 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
       timeout_ms = eof ? 5 : 100;
     }
     if (fencing) timeout_ms = std::min(timeout_ms, until(kill_at));
-    pollfd fds[2] = {{eof ? -1 : pipe_fds[0], POLLIN, 0}, {exited ? -1 : child_fd, POLLIN, 0}};
-    ::poll(fds, 2, timeout_ms);
+    pollfd fds[3] = {{eof ? -1 : pipe_fds[0], POLLIN, 0}, {exited ? -1 : child_fd, POLLIN, 0},
+                     {err_eof ? -1 : err_fds[0], POLLIN, 0}};
+    ::poll(fds, 3, timeout_ms);
     if (!eof && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
-      if (n > 0) log.Write(buf, static_cast<size_t>(n));
+      if (n > 0) copy(false, buf, static_cast<size_t>(n));
       if (n == 0) eof = true;  // every writer is gone
+    }
+    if (!err_eof && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+      const ssize_t n = ::read(err_fds[0], buf, sizeof buf);
+      if (n > 0) copy(true, buf, static_cast<size_t>(n));
+      if (n == 0) err_eof = true;
     }
     if (!exited && ::waitpid(child, &wait_status, WNOHANG) == child) {
       exited = true;
       exited_at = now();
     }
-    if (exited && (eof || now() - exited_at >= std::chrono::seconds(1))) break;
+    if (exited && ((eof && err_eof) || now() - exited_at >= std::chrono::seconds(1))) break;
     if (exited || spec.lease_file.empty() || now() - last_lease_check < std::chrono::seconds(1)) continue;
     last_lease_check = now();
     if (!fencing) {
@@ -357,6 +473,9 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     }
   }
   ::close(pipe_fds[0]);
+  for (int fd : {err_fds[0], out_files.out, out_files.err}) {
+    if (fd >= 0) ::close(fd);
+  }
   if (child_fd >= 0) ::close(child_fd);
   // Fenced: however the payload ended (on the stop signal, or before the
   // SIGKILL), it ended because the agent lost the server, not by itself.

@@ -26,6 +26,8 @@ std::string TaskSpecToJson(const TaskSpec& s) {
             {"gid", s.gid},
             {"groups", s.groups},
             {"log", s.log_path},
+            {"stdout", s.stdout_path},
+            {"stderr", s.stderr_path},
             {"logMaxBytes", s.log_max_bytes},
             {"cgroupProcs", s.cgroup_procs},
             {"leaseFile", s.lease_file},
@@ -52,6 +54,8 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
     s.gid = j.value("gid", 0u);
     s.groups = j.value("groups", std::vector<gid_t>{});
     s.log_path = j.at("log").get<std::string>();
+    s.stdout_path = j.value("stdout", "");
+    s.stderr_path = j.value("stderr", "");
     s.log_max_bytes = j.value("logMaxBytes", int64_t{64} << 20);
     s.cgroup_procs = j.value("cgroupProcs", std::vector<std::string>{});
     s.lease_file = j.value("leaseFile", "");

@@ -37,6 +37,10 @@ struct TaskSpec {
   gid_t gid = 0;
   std::vector<gid_t> groups;
   std::string log_path;                     // stdout and stderr, interleaved
+  // The job's own files that also get them (the spec's stdout and stderr),
+  // opened as the task's user; relative: to working_dir. stderr_path
+  // empty: errors go to stdout_path too. Both empty: the log only.
+  std::string stdout_path, stderr_path;
   int64_t log_max_bytes = 64LL << 20;       // then rotated to log_path + ".1"
   std::vector<std::string> cgroup_procs;    // cgroup.procs files the shim joins
   // The agent's lease file (its deadline in ms since the epoch, rewritten in

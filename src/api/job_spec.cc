@@ -79,7 +79,8 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
   return a.name == b.name && a.queue == b.queue && a.priority == b.priority &&
          a.replicas == b.replicas && a.array == b.array && a.resources == b.resources && a.command == b.command &&
          a.script == b.script && a.image == b.image && a.env == b.env && a.secret_env == b.secret_env &&
-         a.working_dir == b.working_dir && a.time_limit == b.time_limit &&
+         a.working_dir == b.working_dir && a.stdout_path == b.stdout_path && a.stderr_path == b.stderr_path &&
+         a.time_limit == b.time_limit &&
          a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.retry == b.retry &&
          same_deps(a.dependencies, b.dependencies) && a.begin_time == b.begin_time &&
          a.hold == b.hold && a.labels == b.labels;
@@ -147,6 +148,9 @@ std::string JobSpecToJson(const JobSpec& s) {
   // idempotency fingerprint) stays what it was.
   if (!s.secret_env.empty()) AppendStringMap(w, "secretEnv", s.secret_env);
   optional_string("workingDir", s.working_dir);
+  // Only when set, as secretEnv.
+  if (s.stdout_path) optional_string("stdout", s.stdout_path);
+  if (s.stderr_path) optional_string("stderr", s.stderr_path);
   w.Key("timeLimit").String(DurationText(s.time_limit));
   w.Key("topology").String(core::TopologyScopeName(s.topology));
   w.Key("stallTimeout");

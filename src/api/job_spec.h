@@ -20,6 +20,10 @@
 //   env: {NCCL_DEBUG: INFO}          # or [{name: NCCL_DEBUG, value: INFO}];
 //                                    # keys [A-Za-z_][A-Za-z0-9_]*, <= 1024
 //   workingDir: /work                # absolute path; optional
+//   stdout: /shared/logs/%x-%j.%t.out   # optional: also write the output
+//                                    # there, as the user (api/output_pattern.h;
+//                                    # relative: to workingDir); appended
+//   stderr: /shared/logs/%x-%j.%t.err   # optional: errors there (else with stdout)
 //   timeLimit: 2h30m                 # "90s", "2h30m", "1-02:00:00", integer
 //                                    # seconds, or "unlimited" (the default);
 //                                    # > 0 and <= 365 days
@@ -140,6 +144,9 @@ struct JobSpec {
   // the job's processes; shown as "(hidden)". A name may not be in both.
   std::map<std::string, std::string> secret_env;
   std::optional<std::string> working_dir;
+  // Files that also get the replica's stdout and stderr (api/output_pattern.h),
+  // written as its user; unset: only the node's log. stderr unset: both to stdout.
+  std::optional<std::string> stdout_path, stderr_path;
   Duration time_limit = Duration::Infinite();  // Infinite: unlimited
   core::TopologyScope topology = core::TopologyScope::kAny;
   std::optional<Duration> stall_timeout;  // empty: hangs are not detected

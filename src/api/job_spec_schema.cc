@@ -2,9 +2,12 @@
 // job_spec.h documents them for users.
 #include "api/job_spec_schema.h"
 
+#include "api/output_pattern.h"
+
 #include <charconv>
 #include <set>
 
+#include "api/output_pattern.h"
 #include "api/rfc3339.h"
 #include "api/spec_reader.h"
 
@@ -42,6 +45,9 @@ constexpr StringRule kImageRule{1, 512, Charset::kPrintable,
 constexpr StringRule kPathRule{1, 4096, Charset::kAbsPath,
                                "an absolute path (starting with \"/\", at most 4096 bytes, no "
                                "control characters)"};
+constexpr StringRule kOutputRule{1, 4096, Charset::kPrintable,
+                                 "a file path (absolute, or relative to workingDir; at most 4096 bytes, no control "
+                                 "characters) with %j, %a, %A, %x, %t, %u, %N or %%"};
 constexpr StringRule kEnvNameRule{
     1, 256, Charset::kEnvName,
     "a variable name matching [A-Za-z_][A-Za-z0-9_]*, at most 256 characters"};
@@ -341,7 +347,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "image", "env",          "workingDir", "timeLimit", "topology",
       "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
-      "secretEnv"};
+      "secretEnv", "stdout",     "stderr"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
@@ -374,6 +380,10 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
     }
   }
   RETURN_IF_ERROR(obj.Read("workingDir", spec.working_dir, ReadString, kPathRule));
+  for (auto [key, out] : {std::pair{"stdout", &spec.stdout_path}, std::pair{"stderr", &spec.stderr_path}}) {
+    RETURN_IF_ERROR(obj.Read(key, *out, ReadString, kOutputRule));
+    if (*out) RETURN_IF_ERROR(CheckOutputPattern(**out, obj.Path(key)));
+  }
   spec.time_limit = defaults.time_limit;
   RETURN_IF_ERROR(obj.Read("timeLimit", spec.time_limit, ReadDuration, kTimeLimitRule));
   RETURN_IF_ERROR(obj.Read("topology", spec.topology, ReadTopology));

@@ -49,7 +49,7 @@ struct JobCommands {
 
   // submit
   std::string file;
-  std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir;
+  std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path, stderr_path;
   std::optional<int64_t> gpus, replicas, array, retry;  // unset unless given; the server checks the values
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
   bool hold = false, parsable = false;
@@ -366,6 +366,8 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c) {
   fill(c.time, from.time);
   fill(c.after, from.after);
   fill(c.chdir, from.chdir);
+  fill(c.stdout_path, from.stdout_path);
+  fill(c.stderr_path, from.stderr_path);
   if (!c.gpus) c.gpus = from.gpus;
   if (!c.replicas) c.replicas = from.replicas;
   if (!c.array) c.array = from.array;
@@ -432,6 +434,8 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.after.empty()) spec["dependencies"] = c.after;
   if (c.hold) spec["hold"] = true;
   if (c.retry) spec["retry"] = {{"limit", *c.retry}};
+  if (!c.stdout_path.empty()) spec["stdout"] = c.stdout_path;
+  if (!c.stderr_path.empty()) spec["stderr"] = c.stderr_path;
   for (const std::string& e : c.env) {
     const size_t eq = e.find('=');
     if (eq != std::string::npos) {
@@ -775,6 +779,9 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->submit->add_option("--env", c->env, "NAME=VALUE for the job's environment, or NAME to pass this shell's value; repeatable")
       ->group(kSpecFlags)
       ->allow_extra_args(false);  // one value each time: a file after it stays the file
+  c->submit->add_option("--stdout", c->stdout_path, "Also write the output to this file, as the user (%j job, %t replica, %x name, ...)")
+      ->group(kSpecFlags);
+  c->submit->add_option("--stderr", c->stderr_path, "Write errors to this file instead (else with --stdout)")->group(kSpecFlags);
   c->submit->add_option("--chdir,-D", c->chdir, "Working directory on the node (default: this directory, as sbatch)")
       ->group(kSpecFlags);
   c->submit->add_flag("--parsable", c->parsable, "Print only the job id");

@@ -10,7 +10,7 @@ namespace muster::cli {
 
 namespace {
 
-enum class Field { kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kGpus, kReplicas, kHold,
+enum class Field { kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kStdout, kStderr, kGpus, kReplicas, kHold,
                    kTotalGpus, kGres, kGpusPerNode, kArray, kRetry, kEnv, kExport, kIgnored };
 
 struct Flag {
@@ -20,7 +20,6 @@ struct Flag {
   const char* ignored = " is ignored (it has no meaning here)";
 };
 
-constexpr const char* kToTheLog = " is ignored: the job's output and errors go to its log (muster logs ID)";
 
 // #MUSTER: muster submit's own flags.
 const std::map<std::string, Flag>& MusterFlags() {
@@ -30,6 +29,7 @@ const std::map<std::string, Flag>& MusterFlags() {
       {"--replicas", {Field::kReplicas, true}}, {"--cpus", {Field::kCpus, true}},   {"--memory", {Field::kMemory, true}},
       {"--time", {Field::kTime, true}},       {"-t", {Field::kTime, true}},         {"--after", {Field::kAfter, true}},
       {"--hold", {Field::kHold, false}},      {"--chdir", {Field::kChdir, true}},   {"-D", {Field::kChdir, true}},
+      {"--stdout", {Field::kStdout, true}},   {"--stderr", {Field::kStderr, true}},
       {"--array", {Field::kArray, true}},     {"--retry", {Field::kRetry, true}},   {"--env", {Field::kEnv, true}},
   };
   return flags;
@@ -51,8 +51,8 @@ const std::map<std::string, Flag>& SlurmFlags() {
       {"-H", {Field::kHold, false}},             {"--chdir", {Field::kChdir, true}},
       {"-D", {Field::kChdir, true}},
       // Slurm's bookkeeping and output: no effect on where or how the job runs here.
-      {"--output", {Field::kIgnored, true, kToTheLog}}, {"-o", {Field::kIgnored, true, kToTheLog}},
-      {"--error", {Field::kIgnored, true, kToTheLog}},  {"-e", {Field::kIgnored, true, kToTheLog}},
+      {"--output", {Field::kStdout, true}},      {"-o", {Field::kStdout, true}},
+      {"--error", {Field::kStderr, true}},       {"-e", {Field::kStderr, true}},
       {"--mail-type", {Field::kIgnored, true}},  {"--mail-user", {Field::kIgnored, true}},
       {"--account", {Field::kIgnored, true}},    {"-A", {Field::kIgnored, true}},
       {"--comment", {Field::kIgnored, true}},    {"--open-mode", {Field::kIgnored, true}},
@@ -185,6 +185,8 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
         case Field::kCpus: out.cpus = value; break;
         case Field::kAfter: out.after = value; break;
         case Field::kChdir: out.chdir = value; break;
+        case Field::kStdout: out.stdout_path = value; break;
+        case Field::kStderr: out.stderr_path = value; break;
         case Field::kHold: out.hold = true; break;
         case Field::kMemory:
           // Slurm: a bare number is MiB, and its K M G T are powers of 1024.

@@ -13,10 +13,12 @@
 // nodes), -c/--cpus-per-task, --mem (Slurm's units: a bare number is MiB,
 // and G means GiB), -t/--time (a bare number is minutes; 0, INFINITE and
 // UNLIMITED are no limit), -d/--dependency,
-// -H/--hold, -D/--chdir, --export=NAME[=VALUE],... (ALL and NONE are not
-// taken: the job gets only what is listed). Flags that only shape Slurm's own bookkeeping or
-// output (-o, -e, --mail-*, -A, --ntasks*, ...) are ignored with a warning.
-// #MUSTER also takes --retry N and --env NAME[=VALUE].
+// -H/--hold, -D/--chdir, -o/--output and -e/--error (the spec's stdout and
+// stderr, with Slurm's %j, %a, %A, %x, %t, %u, %N), --export=NAME[=VALUE],...
+// (ALL and NONE are not taken: the job gets only what is listed). Flags that
+// only shape Slurm's own bookkeeping (--mail-*, -A, --ntasks*, ...) are
+// ignored with a warning. #MUSTER also takes --retry N, --env NAME[=VALUE],
+// --stdout and --stderr.
 // Any other flag is an error naming the line: it may change where or how
 // the job runs, so it is never dropped silently.
 #pragma once
@@ -31,7 +33,8 @@
 namespace muster::cli {
 
 struct ScriptSettings {
-  std::optional<std::string> name, queue, priority, gpu_type, cpus, memory, time, after, chdir;
+  std::optional<std::string> name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path,
+      stderr_path;
   std::optional<int64_t> gpus, replicas, array, retry;  // gpus: per replica
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the submitting shell's value
   bool hold = false;

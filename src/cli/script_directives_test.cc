@@ -64,10 +64,11 @@ TEST(ScriptDirectives, EndAtTheFirstCommandAndSkipOtherComments) {
 }
 
 TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine) {
-  const ScriptSettings s = Read("#!/bin/bash\n#SBATCH -o out-%j.txt --mail-type=END\n");
-  ASSERT_EQ(s.warnings.size(), 2u);
-  EXPECT_EQ(s.warnings[0], "job.sh line 2: #SBATCH -o is ignored: the job's output and errors go to its log (muster logs ID)");
-  EXPECT_EQ(s.warnings[1], "job.sh line 2: #SBATCH --mail-type is ignored (it has no meaning here)");
+  const ScriptSettings s = Read("#!/bin/bash\n#SBATCH -o out-%j.txt --mail-type=END\n#SBATCH --error=%x.err\n");
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0], "job.sh line 2: #SBATCH --mail-type is ignored (it has no meaning here)");
+  EXPECT_EQ(s.stdout_path, "out-%j.txt");  // Slurm's output files are the spec's stdout and stderr
+  EXPECT_EQ(s.stderr_path, "%x.err");
   EXPECT_EQ(Error("#!/bin/bash\n#SBATCH --exclusive\n"),
             "job.sh line 2: #SBATCH --exclusive is not supported; give the setting with a #MUSTER line or a flag");
   EXPECT_EQ(Error("#MUSTER --gpu 2\n"), "job.sh line 1: #MUSTER --gpu is not a muster submit flag");

@@ -168,7 +168,7 @@ void ReadCandidate(Reader& c, const json& co, ResumeCandidate& r) {
 }
 
 json TaskJson(const TaskAssignment& t) {
-  return {{"job", t.job},
+  json j = {{"job", t.job},
           {"attempt", t.attempt},
           {"replica", t.replica},
           {"epoch", t.epoch},
@@ -185,6 +185,9 @@ json TaskJson(const TaskAssignment& t) {
           {"stopSignal", t.stop_signal},
           {"graceMs", t.grace_ms},
           {"resume", ResumeJson(t.resume)}};
+  if (!t.stdout_path.empty()) j["stdout"] = t.stdout_path;
+  if (!t.stderr_path.empty()) j["stderr"] = t.stderr_path;
+  return j;
 }
 
 }  // namespace
@@ -323,6 +326,8 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
     e.Get(o, "image", t.image);
     e.Get(o, "env", t.env);
     e.Get(o, "workingDir", t.working_dir);
+    e.Get(o, "stdout", t.stdout_path);
+    e.Get(o, "stderr", t.stderr_path);
     e.Get(o, "gpus", t.gpus);
     e.Get(o, "cpuMilli", t.cpu_milli);
     e.Get(o, "memoryBytes", t.memory_bytes);

@@ -140,6 +140,9 @@ struct TaskAssignment {
   std::string image;  // a container image, when the job names one
   std::map<std::string, std::string> env;  // job env and Muster/torchrun/Slurm variables
   std::string working_dir;
+  // The job's stdout and stderr files, expanded for this replica (relative:
+  // to working_dir); empty: only the node's log.
+  std::string stdout_path, stderr_path;
   std::vector<int32_t> gpus;  // device indices on this node; the agent maps them to UUIDs
   int64_t cpu_milli = 0;
   int64_t memory_bytes = 0;

@@ -213,6 +213,11 @@ class ControlLoop {
     int32_t log_port = 0;
     std::string log_tls_pin;  // "": plain HTTP
     int32_t attempt = 0;  // the attempt found (the current or last one, unless asked)
+    // The files the replica's output also went to (the spec's stdout and
+    // stderr, expanded), as its node sees them; empty: none.
+    std::string stdout_path, stderr_path;
+    // Where else its output is, for a message when the node cannot give its log.
+    std::string Elsewhere() const;
   };
   // Of attempt `attempt` (0: the current or last one). Blocks until the loop
   // answers (its caller then blocks on the agent anyway).
@@ -335,6 +340,9 @@ class ControlLoop {
   // from before a restart (ended replicas, results, teardown in progress).
   void StartAttempt(int64_t job, int32_t number, bool durable, const nlohmann::json* restored, store::WriteBatch& b);
   nlohmann::json AttemptJson(int64_t job) const;
+  // The spec's stdout and stderr files for one replica on `node` (expanded; empty when unset).
+  std::pair<std::string, std::string> OutputFiles(int64_t job, const api::JobSpec& spec, int32_t replica,
+                                                  const std::string& node) const;
   // The mean of its replicas' GPU utilization that agents reported; -1: none.
   static double MeanUtilization(const AttemptDetail& d);
   // The task replica `replica` of `job`'s attempt is given.

@@ -8,8 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "api/output_pattern.h"
 #include "auth/grants.h"
 #include "server/control_loop.h"
+
+#include "api/output_pattern.h"
 #include "server/task_env.h"
 
 namespace muster::server {
@@ -214,6 +217,7 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   // The job's own credential, for its progress and checkpoint reports.
   if (!job_token_key_.empty()) t.env["MUSTER_TOKEN"] = auth::SignJobToken(job_token_key_, job, a.number);
   t.working_dir = spec.working_dir.value_or("");
+  std::tie(t.stdout_path, t.stderr_path) = OutputFiles(job, spec, replica, places[replica].node);
   t.resume = d.resume;
   t.gpus = a.replicas[replica].gpus;
   t.cpu_milli = spec.resources.cpu_milli;
@@ -222,6 +226,33 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   t.stop_signal = spec.checkpoint ? SignalNumber(spec.checkpoint->signal) : SIGTERM;
   t.grace_ms = a.terms.grace.millis();
   return t;
+}
+
+std::pair<std::string, std::string> ControlLoop::OutputFiles(int64_t job, const api::JobSpec& spec, int32_t replica,
+                                                             const std::string& node) const {
+  api::OutputNames names;
+  names.job = job;
+  if (auto task = array_task_of_.find(job); task != array_task_of_.end()) {
+    names.array_first = task->second.first_id;
+    names.array_index = task->second.index;
+  }
+  names.replica = replica;
+  names.name = spec.name;
+  names.user = jobs_.at(job).user;
+  names.node = node;
+  return {spec.stdout_path ? api::ExpandOutputPattern(*spec.stdout_path, names) : "",
+          spec.stderr_path ? api::ExpandOutputPattern(*spec.stderr_path, names) : ""};
+}
+
+std::string ControlLoop::ReplicaLocation::Elsewhere() const {
+  if (stdout_path.empty() && stderr_path.empty()) {
+    return "; its output was kept on node " + node +
+           " only (name a file on shared storage in the job's stdout to keep it past its node)";
+  }
+  std::string out = "; the job also wrote";
+  if (!stdout_path.empty()) out += " its output to " + stdout_path;
+  if (!stderr_path.empty()) out += std::string(stdout_path.empty() ? "" : " and") + " its errors to " + stderr_path;
+  return out + " (paths as node " + node + " sees them)";
 }
 
 StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica, int32_t wanted) {
@@ -270,11 +301,21 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
       }
       return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
     }
+    ReplicaLocation where{node, "", 0, "", attempt};
+    auto spec = api::ParseJobSpecJson(row->spec_json);
+    if (spec.ok()) std::tie(where.stdout_path, where.stderr_path) = OutputFiles(job, *spec, replica, node);
     const AgentRegistry::Agent* ag = agents_.Find(node);
-    if (ag == nullptr || ag->log_port == 0) {
-      return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs"));
+    if (ag == nullptr || ag->log_port == 0 || agents_.Removed(node)) {
+      return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs" + where.Elsewhere()));
     }
-    reply(ReplicaLocation{node, ag->address, ag->log_port, ag->log_tls_pin, attempt});
+    if (const std::optional<core::NodeIndex> index = state_.FindNode(node);
+        index && liveness_.Watched(*index) && liveness_.Of(*index) == lifecycle::NodeCondition::kLost) {
+      return reply(Status(StatusCode::kUnavailable, "node " + node + " is lost" + where.Elsewhere()));
+    }
+    where.address = ag->address;
+    where.log_port = ag->log_port;
+    where.log_tls_pin = ag->log_tls_pin;
+    reply(std::move(where));
   }, ShuttingDown());
 }
 

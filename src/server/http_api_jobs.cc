@@ -302,13 +302,14 @@ void HttpApi::JobLogs(const Request& req, Response& res) {
   const std::string grant = auth::SignLogGrant(key, task, clock_.Now().millis() + 60'000);
   auto r = agent.Get(path, {{"X-Muster-Grant", grant}});
   if (!r.ok()) {
-    return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node +
-                                                                 " does not answer for logs (" + r.status().message() + ")"));
+    return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node + " does not answer for logs (" +
+                                                                 r.status().message() + ")" + where->Elsewhere()));
   }
   if (r->status != 200) {
     return ReplyError(res, r->status == 404 ? 404 : 502, r->status == 404 ? "NotFound" : "BadGateway",
                       "node " + where->node + ": no log for replica " + std::to_string(replica) + " of job " +
-                          std::to_string(*id) + (r->status == 404 ? "" : " (agent answered " + std::to_string(r->status) + ")"));
+                          std::to_string(*id) + (r->status == 404 ? "" : " (agent answered " + std::to_string(r->status) + ")") +
+                          where->Elsewhere());
   }
   res.headers.emplace_back("X-Muster-Log-Offset", std::string(r->Header("X-Muster-Log-Offset")));
   res.headers.emplace_back("X-Muster-Node", where->node);
