@@ -164,7 +164,7 @@ def report(step=None, message=None, **metrics):
     global _stop_requested
     if not in_job():
         return _stop_requested
-    body = {"attempt": attempt}
+    body = {"attempt": attempt, "replica": replica}  # the server compares replicas' step rates
     if step is not None:
         body["step"] = int(step)
     if message:

@@ -231,12 +231,12 @@ async function jobsView(el, params) {
 const ENDED = new Set(["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED"]);
 
 async function jobView(el, id) {
-  const state = h("span"), fields = h("dl", { class: "fields" }), events = h("div"), attempts = h("div"),
+  const state = h("span"), fields = h("dl", { class: "fields" }), events = h("div"), attempts = h("div"), replicas = h("div"),
     checkpoints = h("div"), log = h("pre", { id: "log-tail" }, ""), actions = h("div"), spec = h("pre", { id: "job-spec" });
   el.replaceChildren(h("h1", {}, `Job ${id} `, state), actions,
     h("div", { class: "columns" },
       h("div", {}, h("h2", {}, "Job"), fields, h("details", {}, h("summary", {}, "Spec and status (as muster describe job shows)"), spec),
-        h("h2", {}, "Attempts"), attempts, h("h2", {}, "Checkpoints"), checkpoints),
+        h("h2", {}, "Replicas"), replicas, h("h2", {}, "Attempts"), attempts, h("h2", {}, "Checkpoints"), checkpoints),
       h("div", {}, h("h2", {}, "Log (replica 0, last 200 lines, live)"), log, h("h2", {}, "Events"), events)));
   const load = async () => {
     const [job, ev, cp] = await Promise.all([api(`/v1/jobs/${id}`), api(`/v1/jobs/${id}/events?limit=200`),
@@ -250,11 +250,22 @@ async function jobView(el, id) {
       ["Command", (job.command || []).join(" ") || (job.script ? "(script)" : "-")],
       ["Submitted", job.submitTime], ["Started", job.startTime || "-"], ["Ended", job.endTime || "-"],
       ["Reason", job.reasonDetail || job.reason || "-"], ["Planned start", job.plannedStart || "-"],
-      ["Progress", progress],
+      ["Progress", progress], ["GPU utilization", percent(job.gpuUtilization)],
       ["Nodes", (job.allocations || []).map((a) => `${a.node} (GPUs ${a.gpus.join(",")})`).join("; ") || "-"],
     ];
     fields.replaceChildren(...pairs.flatMap(([k, v]) => [h("dt", {}, k), h("dd", { dataset: { field: k } }, v)]));
     spec.textContent = JSON.stringify(job, null, 2);
+    // Each replica's steps and step rate; a straggler trains well behind its siblings.
+    const progressOf = new Map((job.replicaProgress || []).map((r) => [r.replica, r]));
+    const nodeOf = [];
+    for (const a of job.allocations || []) for (let k = 0; k < a.replicas; k++) nodeOf.push(a.node);
+    replicas.replaceChildren(nodeOf.length === 0 ? h("p", { class: "quiet" }, "Not running.") :
+      table(["Replica", "Node", "Step", "Steps/s", ""], nodeOf.map((node, i) => {
+        const p = progressOf.get(i) || {};
+        return row([i, node, p.step ?? "-", typeof p.stepsPerSecond === "number" ? p.stepsPerSecond.toPrecision(3) : "-",
+          p.straggler ? h("strong", { class: "straggler" }, "straggler") : ""], [0, 2, 3],
+        { dataset: { replica: String(i), straggler: p.straggler ? "true" : "false" } });
+      }), [0, 2, 3]));
     const history = job.attemptHistory || [];
     attempts.replaceChildren(history.length === 0 ? h("p", { class: "quiet" }, "No attempt has ended.") :
       table(["#", "Start", "End", "Result", "Exit", "GPU use", "Reason"], history.map((a) => row([a.attempt, a.startTime, a.endTime,

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "cli/auth_commands.h"
 #include "cli/client.h"
 #include "cli/local_postgres.h"
+#include "config/yaml_fields.h"
 #include "http/failover_client.h"
 
 namespace muster::cli {
@@ -252,6 +254,9 @@ CLI::App* AddDevCommand(CLI::App& app, DevFlags& f) {
   d->add_option("--dir", f.dir, "Where the store, agent state and logs go (default ./muster-dev)");
   d->add_flag("--demo", f.demo, "Submit the demo workload (a PyTorch DDP job and friends) and follow it");
   d->add_flag("--exit-after-demo", f.exit_after_demo, "With --demo: stop the cluster when the demo ends");
+  d->add_option("--server-config", f.server_config,
+                "A YAML file of server settings (queues, prices, stragglers, ...) over the ones muster dev writes")
+      ->check(CLI::ExistingFile);
   d->add_flag("--ha", f.ha,
               "High availability: a local PostgreSQL and three servers on it (ports PORT..PORT+2); "
               "with --demo, the leader is killed midway");
@@ -285,6 +290,29 @@ int RunDevCommand(const DevFlags& f) {
     pg = std::move(*started);
     store = pg->url();
   }
+  // The user's own settings: their keys replace the ones written below.
+  std::string extra;
+  std::set<std::string> theirs;
+  if (!f.server_config.empty()) {
+    std::ifstream in(f.server_config);
+    extra.assign(std::istreambuf_iterator<char>(in), {});
+    auto root = config::LoadYaml(extra, f.server_config);
+    if (!root.ok() || !(root->IsMap() || root->IsNull())) {
+      if (pg) pg->Stop();
+      std::cerr << "muster dev: --server-config " << f.server_config << ": "
+                << (root.ok() ? "must be a YAML mapping of server settings" : root.status().message()) << "\n";
+      return 2;
+    }
+    for (const auto& kv : *root) theirs.insert(kv.first.Scalar());
+    for (const char* own : {"store", "listen", "ha"}) {
+      if (theirs.count(own)) {
+        if (pg) pg->Stop();
+        std::cerr << "muster dev: --server-config " << f.server_config << ": " << own
+                  << " is muster dev's own to set (use muster server for a cluster of your own)\n";
+        return 2;
+      }
+    }
+  }
   const int count = f.ha ? 3 : 1;
   // Credentials, made in the store before any server starts: an admin
   // token for whoever runs the cluster (saved in their token file for its
@@ -313,14 +341,16 @@ int RunDevCommand(const DevFlags& f) {
   };
   auto configure = [&](int i, int port) {
     std::ofstream cfg(file("server", i) + ".yaml");
-    cfg << "store: \"" << store << "\"\nlisten: 127.0.0.1:" << port << "\nagents: {defaultGrace: 5s}\n";
+    cfg << "store: \"" << store << "\"\nlisten: 127.0.0.1:" << port << "\n";
+    if (!theirs.count("agents")) cfg << "agents: {defaultGrace: 5s}\n";
     // Whoever runs the cluster administers it; run as root, their jobs run
     // as root too (their own machine), which a real server refuses by default.
-    cfg << "admins: [root" << (me == "root" ? "" : ", " + me) << "]\n";
-    if (me == "root") cfg << "auth: {rootJobs: [root]}\n";
+    if (!theirs.count("admins")) cfg << "admins: [root" << (me == "root" ? "" : ", " + me) << "]\n";
+    if (me == "root" && !theirs.count("auth")) cfg << "auth: {rootJobs: [root]}\n";
     // Prices per GPU-hour, so that usage shows a cost (muster usage, the dashboard).
-    cfg << "prices: {H100: 2.50, A100: 1.60, \"*\": 1.00}\n";
+    if (!theirs.count("prices")) cfg << "prices: {H100: 2.50, A100: 1.60, \"*\": 1.00}\n";
     if (f.ha) cfg << "ha: {name: server-" << i + 1 << "}\n";
+    cfg << extra << "\n";
   };
   std::vector<Supervised> servers;
   for (int i = 0; i < count; ++i) {

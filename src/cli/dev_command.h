@@ -13,6 +13,9 @@
 // reported. --exit-after-demo then stops the cluster and exits 0 when every
 // demo job completed.
 //
+// --server-config FILE: server settings of one's own, over those it writes
+// (the store, listen address, agents and admins stay its own).
+//
 // With --ha: a local PostgreSQL (local_postgres.h) and three servers on it,
 // one leading; agents and the CLI are given all three addresses. The demo
 // then kills the leader with SIGKILL once its jobs run and reports how long
@@ -35,6 +38,9 @@ struct DevFlags {
   bool demo = false;
   bool exit_after_demo = false;
   bool ha = false;
+  // A YAML file of server settings (queues, prices, stragglers, ...): its
+  // keys replace those muster dev writes and add to them.
+  std::string server_config;
 };
 
 CLI::App* AddDevCommand(CLI::App& app, DevFlags& flags);

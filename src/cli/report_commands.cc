@@ -1,6 +1,7 @@
 #include "cli/report_commands.h"
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -55,6 +56,10 @@ int Progress(ReportCommands& c, Client& client) {
   if (int rc = CheckIdentity(c); rc) return rc;
   json body = {{"attempt", c.attempt}};
   if (c.step >= 0) body["step"] = c.step;
+  // Which replica reports: the server compares the replicas' step rates (stragglers).
+  if (const char* r = std::getenv("MUSTER_REPLICA_INDEX"); r && *r && std::isdigit(static_cast<unsigned char>(*r))) {
+    body["replica"] = std::atoi(r);
+  }
   if (!c.message.empty()) body["message"] = c.message;
   json metrics = json::object();
   for (const std::string& m : c.metrics) {

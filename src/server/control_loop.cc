@@ -49,7 +49,8 @@ ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store
                  [this](core::NodeIndex node) { return liveness_.Watched(node); }),
       fairshare_(options.fairshare),
       jobs_([this](int64_t job) { return AllocationsJson(job); }),
-      pacer_(options.cycle_delay, options.cycle_interval) {}
+      pacer_(options.cycle_delay, options.cycle_interval),
+      stragglers_(options.stragglers) {}
 
 ControlLoop::~ControlLoop() { Stop(); }
 

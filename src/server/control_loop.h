@@ -72,6 +72,7 @@
 #include "server/job_table.h"
 #include "server/loop_executor.h"
 #include "server/node_waits.h"
+#include "server/straggler_detector.h"
 #include "server/options.h"
 #include "server/server_metrics.h"
 #include "store/store.h"
@@ -257,9 +258,14 @@ class ControlLoop {
   // long fails as hung (a user failure: it spends a retry). The answer says
   // whether the job should checkpoint and exit now (its attempt is being
   // stopped: cancel, requeue, preemption, a node drain).
+  // A report that names its replica also feeds the straggler detector
+  // (server/straggler_detector.h): a replica found well behind its
+  // siblings gets an event, counts in the metrics, is shown with the job,
+  // and with stragglers.cordon its node is cordoned.
   struct ProgressReport {
     int64_t job = 0;
     int32_t attempt = 0;
+    std::optional<int32_t> replica;
     std::optional<int64_t> step;
     nlohmann::json metrics = nlohmann::json::object();  // name -> number
     std::string message;
@@ -415,6 +421,9 @@ class ControlLoop {
   std::vector<HeldSync> held_syncs_;
   std::unordered_map<int64_t, PreemptionHold> preempting_;
   std::vector<core::Reservation> reservations_;  // the last cycle's (NodeView::reserved_gpus)
+  // Acts on a replica that became a straggler or recovered: its event, the
+  // metric, the cordon policy.
+  void OnStraggler(const StragglerDetector::Change& c, store::WriteBatch& b);
   std::unordered_map<int64_t, int64_t> immune_since_ms_;  // job -> when it became immune
   std::unordered_map<int64_t, AttemptDetail> details_;  // jobs with a running attempt
   std::unordered_map<int64_t, nlohmann::json> attempt_records_;  // per job: one object per ended attempt
@@ -468,6 +477,7 @@ class ControlLoop {
   Time last_prune_;
   Time last_fairshare_save_;
   CyclePacer pacer_;
+  StragglerDetector stragglers_;
 
   // The loop's thread and task queue; last, so it stops first.
   LoopExecutor loop_;

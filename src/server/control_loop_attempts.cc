@@ -87,6 +87,7 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
     }
     if (e.terminal) checkpoints_.Forget(e.job);  // the store keeps the entries for queries
     reasons_.erase(e.job);
+    stragglers_.Forget(e.job);
     dirty_ = true;
     written.push_back(e.job);
   }
@@ -180,6 +181,14 @@ json ControlLoop::AttemptJson(int64_t job) const {
   json out = {{"attempt", a->number}, {"endedReplicas", ended}, {"replicaResults", results},
               {"startTime", a->start.millis()}};
   if (const double u = MeanUtilization(d->second); u >= 0) out["gpuUtilization"] = u;
+  // Each replica's step rate, as the straggler detector sees it.
+  json rates = json::array();
+  for (const StragglerDetector::ReplicaRate& r : stragglers_.Rates(job, clock_.Now())) {
+    json one = {{"replica", r.replica}, {"step", r.step}, {"straggler", r.straggling}};
+    if (r.rate) one["stepsPerSecond"] = *r.rate;
+    rates.push_back(std::move(one));
+  }
+  if (!rates.empty()) out["replicaProgress"] = std::move(rates);
   if (d->second.resume_recorded) out["resumedFrom"] = d->second.resumed_from;
   if (const Time at = lifecycle_.LastProgress(job); at > Time::Zero()) {
     out["progress"] = {{"step", lifecycle_.LastStep(job)},
@@ -301,7 +310,9 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
       }
       return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
     }
-    ReplicaLocation where{node, "", 0, "", attempt};
+    ReplicaLocation where;
+    where.node = node;
+    where.attempt = attempt;
     auto spec = api::ParseJobSpecJson(row->spec_json);
     if (spec.ok()) std::tie(where.stdout_path, where.stderr_path) = OutputFiles(job, *spec, replica, node);
     const AgentRegistry::Agent* ag = agents_.Find(node);

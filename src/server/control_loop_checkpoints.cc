@@ -5,6 +5,10 @@
 
 #include "server/control_loop.h"
 
+#include <fmt/format.h>
+
+#include "common/log.h"
+
 namespace muster::server {
 
 using core::JobState;
@@ -72,6 +76,32 @@ void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::W
   jobs_.Write(job, b);
 }
 
+void ControlLoop::OnStraggler(const StragglerDetector::Change& c, store::WriteBatch& b) {
+  const lifecycle::Attempt* a = lifecycle_.Find(c.job);
+  if (a == nullptr || a->number != c.attempt || c.replica >= static_cast<int32_t>(a->replicas.size())) return;
+  const std::string& node = state_.nodes()[a->replicas[c.replica].node].spec.name;
+  const std::string replica = "replica " + std::to_string(c.replica) + " on " + node;
+  if (!c.straggling) {
+    b.events.push_back(Event(c.job, "StragglerRecovered", "", replica + " keeps pace with its siblings again"));
+    return;
+  }
+  const std::string why = fmt::format("{} trains at {:.3g} steps/s, {:.0f}% of its siblings' median ({:.3g} steps/s)",
+                                      replica, c.rate, 100 * c.rate / c.siblings_rate, c.siblings_rate);
+  b.events.push_back(Event(c.job, "Straggler", "", why));
+  log::Warn("job {}: {}", c.job, why);
+  if (metrics_ != nullptr) metrics_->CountStraggler(jobs_.at(c.job).queue);
+  if (!options_.stragglers.cordon) return;
+  // The policy: no new work on its node (the job runs on; admins look and uncordon).
+  AgentRegistry::Agent* agent = agents_.Find(node);
+  if (agent == nullptr || !agent->cordon.empty()) return;
+  const std::string cordon = "cordoned for a straggler: job " + std::to_string(c.job) + " " + why;
+  if (std::optional<std::string> status = agents_.SetCordon(*agent, cordon)) {
+    b.nodes.push_back({node, *status, "READY", clock_.Now().millis()});
+  }
+  if (const std::optional<core::NodeIndex> index = state_.FindNode(node)) UpdateSchedulable(*index);
+  b.events.push_back({0, 0, clock_.Now().millis(), "NodeCordoned", "Straggler", node + " " + cordon});
+}
+
 void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>> done) {
   using R = StatusOr<ProgressAnswer>;
   loop_.Async<R>([this, p = std::move(p)](std::function<void(R)> reply) {
@@ -90,6 +120,12 @@ void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>
     if (!p.metrics.empty()) at.metrics = p.metrics;
     if (!p.message.empty()) at.progress_message = p.message;
     ProgressAnswer answer{running->number, running->StopReleased(now_time)};
+    store::WriteBatch events;
+    if (p.replica && p.step && *p.replica < static_cast<int32_t>(running->replicas.size())) {
+      stragglers_.Note(p.job, p.attempt, *p.replica, *p.step, now_time);
+      for (const StragglerDetector::Change& c : stragglers_.Evaluate(p.job, now_time)) OnStraggler(c, events);
+    }
+    if (!events.empty()) Persist(std::move(events), nullptr);
     // GET /v1/jobs/{id} builds the job's status from the loop's state
     // (Explain); the store (lists) gets progress at most every 10 s a job:
     // it is not a promise that needs to be durable before the answer.

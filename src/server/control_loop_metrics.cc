@@ -51,6 +51,7 @@ void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
         oldest = std::max(oldest, waited);
       }
     }
+    g.straggling_replicas = stragglers_.Straggling();
     if (last_cycle_end_ != Time::Zero()) g.last_cycle_unix_seconds = static_cast<double>(last_cycle_end_.millis()) / 1000;
     for (const core::Node& n : state_.nodes()) {
       if (agents_.Removed(n.spec.name)) continue;

@@ -228,18 +228,20 @@ void HttpApi::ListCheckpoints(const Request& req, Response& res) {
 void HttpApi::ReportProgress(Request&& req, Reply reply) {
   auto id = PathId(req);
   if (!id.ok()) return ReplyNow(reply, id.status());
-  auto body = BodyObject(req, {"attempt", "step", "metrics", "message"});
+  auto body = BodyObject(req, {"attempt", "replica", "step", "metrics", "message"});
   if (!body.ok()) return ReplyNow(reply, body.status());
   ControlLoop::ProgressReport p;
   p.job = *id;
   p.who = Caller(req);
-  int64_t step = -1;
+  int64_t step = -1, replica = -1;
   for (Status st : {BodyInt(*body, "attempt", p.attempt, 1, kMaxAttempt),
+                    BodyInt(*body, "replica", replica, 0, 4095, /*optional=*/true),
                     BodyInt(*body, "step", step, 0, kMaxInt, /*optional=*/true),
                     BodyString(*body, "message", p.message, 1024, false)}) {
     if (!st.ok()) return ReplyNow(reply, st);
   }
   if (step >= 0) p.step = step;
+  if (replica >= 0) p.replica = static_cast<int32_t>(replica);
   if (p.who.kind == Identity::Kind::kJob && p.who.attempt != p.attempt) {
     return ReplyNow(reply, PermissionDenied("this job token is for attempt " + std::to_string(p.who.attempt)));
   }

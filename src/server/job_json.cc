@@ -62,13 +62,15 @@ std::string JobJsonText(const store::JobRow& row) {
   }
   w.Key("attempts").Int(row.attempts);
   if (row.end_ms) w.Key("endTime").String(TimeText(*row.end_ms));
+  const nlohmann::json* attempt = raw("attempt");
+  if (attempt && !attempt->is_object()) attempt = nullptr;
+  // The running attempt's mean GPU utilization so far, as its agents measure it.
+  if (attempt && attempt->contains("gpuUtilization")) w.Key("gpuUtilization").Raw(api::JsonText((*attempt)["gpuUtilization"]));
   w.Key("id").Int(row.id);
   copy("idempotencyKey");
   if (const nlohmann::json* nb = raw("notBeforeMs"); nb && nb->is_number_integer() && row.state == "PENDING") {
     w.Key("notBefore").String(TimeText(nb->get<int64_t>()));
   }
-  const nlohmann::json* attempt = raw("attempt");
-  if (attempt && !attempt->is_object()) attempt = nullptr;
   if (attempt && attempt->contains("progress") && (*attempt)["progress"].is_object()) {
     nlohmann::json p = (*attempt)["progress"];
     if (p.contains("timeMs") && p["timeMs"].is_number_integer()) {
@@ -78,6 +80,8 @@ std::string JobJsonText(const store::JobRow& row) {
     w.Key("progress").Raw(api::JsonText(p));
   }
   w.Key("reason").String(row.reason);
+  // Each replica's steps and step rate, stragglers marked (server/straggler_detector.h).
+  if (attempt && attempt->contains("replicaProgress")) w.Key("replicaProgress").Raw(api::JsonText((*attempt)["replicaProgress"]));
   copy("requeues");
   if (attempt && attempt->contains("resumedFrom")) w.Key("resumedFrom").Raw(api::JsonText((*attempt)["resumedFrom"]));
   copy("retries");

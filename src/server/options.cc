@@ -165,7 +165,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
                                      "maxConnections", "maxConnectionsPerClient", "threads",
                                      "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues",
-                                     "ha", "auth", "tls", "allowPlainHttp", "prices", "accessLog"},
+                                     "ha", "auth", "tls", "allowPlainHttp", "prices", "accessLog", "stragglers"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -200,6 +200,29 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         if (type.empty()) return InvalidArgument("a GPU type must be a name", "server.prices");
         ASSIGN_OR_RETURN(o.gpu_prices[type],
                          config::Number(kv.second, "server.prices." + QuoteForMessage(type, 64), 0, 1e6));
+      }
+    }
+    if (const YAML::Node st = root["stragglers"]) {
+      const std::string path = "server.stragglers";
+      if (!st.IsMap()) return InvalidArgument("must be a mapping {ratio, window, after, minReports, cordon}", path);
+      RETURN_IF_ERROR(CheckKeys(st, {"ratio", "window", "after", "minReports", "cordon"}, path));
+      StragglerOptions& so = o.stragglers;
+      if (st["ratio"]) {
+        ASSIGN_OR_RETURN(so.ratio, config::Number(st["ratio"], path + ".ratio", 0.01, 0.99));
+      }
+      if (st["window"]) {
+        ASSIGN_OR_RETURN(so.window, config::Dur(st["window"], path + ".window"));
+        if (so.window < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", path + ".window");
+      }
+      if (st["after"]) {
+        ASSIGN_OR_RETURN(so.after, config::Dur(st["after"], path + ".after"));
+      }
+      if (st["minReports"]) {
+        ASSIGN_OR_RETURN(int64_t n, config::Int(st["minReports"], path + ".minReports", 2, 1000));
+        so.min_reports = static_cast<int32_t>(n);
+      }
+      if (st["cordon"]) {
+        ASSIGN_OR_RETURN(so.cordon, config::Bool(st["cordon"], path + ".cordon"));
       }
     }
     if (root["accessLog"]) {

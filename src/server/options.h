@@ -57,6 +57,7 @@
 #include "scheduler/fairshare.h"
 #include "scheduler/scheduler.h"
 #include "server/auth_options.h"
+#include "server/straggler_detector.h"
 
 namespace muster::server {
 
@@ -91,6 +92,8 @@ struct ServerOptions {
   // A line per request answered: time, client, who, request, status, body
   // bytes, seconds. "": none.
   std::string access_log;
+  // Replicas that train well behind their siblings (server/straggler_detector.h).
+  StragglerOptions stragglers;
   double PricePerGpuHour(const std::string& gpu_type) const;
   core::ClusterConfig cluster;
   scheduler::SchedulerOptions scheduler;

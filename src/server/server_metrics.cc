@@ -57,6 +57,8 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
   lost_gpu_seconds_ = Counters(r, "muster_preemption_lost_gpu_seconds_total",
                                "GPU time lost by preemption: GPUs times the time since each victim's newest "
                                "checkpoint, by the victim's queue.");
+  stragglers_ = Counters(r, "muster_stragglers_total",
+                         "Replicas found training well behind their siblings (stragglers:), by queue.");
   gpu_seconds_ = Counters(r, "muster_queue_gpu_seconds_total", "GPU time held by a queue's running jobs, by GPU type.");
   cost_ = Counters(r, "muster_queue_cost_total",
                    "What a queue's GPU time cost, at the configured prices per GPU-hour (prices:).");
@@ -87,6 +89,8 @@ void ServerMetrics::CountPreemption(const std::string& queue, double lost_gpu_se
   preemptions_->Add({{"queue", queue}}).Increment();
   lost_gpu_seconds_->Add({{"queue", queue}}).Increment(lost_gpu_seconds);
 }
+
+void ServerMetrics::CountStraggler(const std::string& queue) { stragglers_->Add({{"queue", queue}}).Increment(); }
 
 std::string ServerMetrics::Scrape(const Gauges& g) const {
   std::vector<MetricFamily> families = registry_->Collect();
@@ -136,6 +140,11 @@ std::string ServerMetrics::Scrape(const Gauges& g) const {
   MetricFamily nodes = prom::Family("muster_nodes", "Nodes by condition (Ready, Unreachable, Lost).");
   for (const auto& [condition, n] : g.nodes) nodes.metric.push_back(prom::Gauge(n, {{"condition", condition}}));
   families.push_back(std::move(nodes));
+
+  MetricFamily straggling = prom::Family("muster_straggling_replicas",
+                                        "Replicas of running jobs that train well behind their siblings now.");
+  straggling.metric.push_back(prom::Gauge(static_cast<double>(g.straggling_replicas)));
+  families.push_back(std::move(straggling));
 
   MetricFamily leader = prom::Family("muster_leader", "1 when this server leads (serves the API), else 0.");
   leader.metric.push_back(prom::Gauge(g.leader ? 1 : 0));

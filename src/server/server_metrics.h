@@ -56,6 +56,8 @@ class ServerMetrics {
   void CountEnd(const std::string& queue, const std::string& state);
   // A job was preempted; the GPU time since its newest checkpoint is lost.
   void CountPreemption(const std::string& queue, double lost_gpu_seconds);
+  // A replica of a job in `queue` was found straggling (server/straggler_detector.h).
+  void CountStraggler(const std::string& queue);
   // A queue's running jobs held `gpu_seconds` of `gpu_type` GPUs, at
   // `price_per_hour` each GPU-hour.
   void Charge(const std::string& queue, const std::string& gpu_type, double gpu_seconds, double price_per_hour);
@@ -77,6 +79,7 @@ class ServerMetrics {
     std::map<std::string, double> oldest_pending_seconds;  // queue -> age of its oldest pending (not held) job
     double last_cycle_unix_seconds = 0;                    // when the last scheduling cycle ended (0: none yet)
     std::map<std::string, int64_t> nodes;  // condition -> nodes
+    int64_t straggling_replicas = 0;       // straggling now
     bool leader = false;
     int64_t epoch = 0;
   };
@@ -93,6 +96,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>* ends_;
   prometheus::Family<prometheus::Counter>* preemptions_;
   prometheus::Family<prometheus::Counter>* lost_gpu_seconds_;
+  prometheus::Family<prometheus::Counter>* stragglers_;
   prometheus::Family<prometheus::Counter>* gpu_seconds_;
   prometheus::Family<prometheus::Counter>* cost_;
 };

@@ -11,12 +11,12 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, readFileSync, existsSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { chromium } from "playwright-core";
 
-const MUSTER = process.env.MUSTER_BINARY || "build/cmd/muster/muster";
+const MUSTER = resolve(process.env.MUSTER_BINARY || "build/cmd/muster/muster");
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const SHOTS = process.env.MUSTER_SCREENSHOTS || "";
 
@@ -68,7 +68,12 @@ before(async () => {
   // The dev cluster keeps the admin's token in HOME's token file: a HOME of its own.
   const home = join(dir, "home");
   mkdirSync(home);
-  dev = spawn(MUSTER, ["dev", "--nodes", "3", "--gpus", "4xH100", "--port", "0", "--dir", join(dir, "cluster")],
+  // Queues with quotas, and stragglers found within seconds.
+  const settings = join(dir, "settings.yaml");
+  writeFileSync(settings, "queues: [{name: research, guarantee: 6}, {name: interns, guarantee: 4, limit: 8}, {name: default}]\n" +
+    "stragglers: {ratio: 0.5, window: 30s, after: 2s, minReports: 3}\n");
+  dev = spawn(MUSTER, ["dev", "--nodes", "3", "--gpus", "4xH100", "--port", "0", "--dir", join(dir, "cluster"),
+    "--server-config", settings],
     { env: { ...process.env, HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   dev.stdout.on("data", (d) => { out += d; });
@@ -179,6 +184,21 @@ test("the usage page gives the figures of muster usage", async () => {
   assert.ok(cli.total.gpuHours >= (2 * 2) / 3600, "the two-second job's GPU time at least");
   // The chart draws the same GPU-hours, bar by bar.
   assert.ok(await page.locator("#gpu-hours-chart rect").count() > 0);
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test("a straggling replica is marked on its job's page", async () => {
+  // Three replicas step 4 at a time; replica 2 one at a time.
+  const id = Number(muster(["submit", "--parsable", "--name", "straggles", "--replicas", "3", "--gpus", "1", "--",
+    "sh", "-c", `i=0; d=4; [ $RANK = 2 ] && d=1; while true; do i=$((i+d)); ${MUSTER} progress --step $i >/dev/null; sleep 0.2; done`]).trim());
+  const page = await openPage(adminToken);
+  await page.goto(`${url}/#/jobs/${id}`);
+  await page.waitForSelector('tr[data-replica="2"][data-straggler="true"]', { timeout: 60000 });
+  assert.equal(await page.locator('tr[data-straggler="true"]').count(), 1, "only replica 2");
+  await page.waitForSelector('td >> text=Straggler');
+  await shot(page, "straggler");
+  muster(["cancel", String(id)]);
   assert.deepEqual(page.errors, []);
   await page.context().close();
 });

@@ -52,7 +52,7 @@ class MusterJobTest(unittest.TestCase):
     def setUp(self):
         self.server = http.server.HTTPServer(("127.0.0.1", 0), Api)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        os.environ.update({"MUSTER_JOB_ID": "7", "MUSTER_ATTEMPT": "2", "MUSTER_TOKEN": "msj_7_2_ab",
+        os.environ.update({"MUSTER_JOB_ID": "7", "MUSTER_ATTEMPT": "2", "MUSTER_REPLICA_INDEX": "1", "MUSTER_TOKEN": "msj_7_2_ab",
                            "MUSTER_SERVER": "http://127.0.0.1:%d" % self.server.server_port})
         import importlib
         import muster_job
@@ -69,7 +69,7 @@ class MusterJobTest(unittest.TestCase):
         path, authorization, body = Api.seen[-1]
         self.assertEqual(path, "/v1/jobs/7/progress")
         self.assertEqual(authorization, "Bearer msj_7_2_ab")
-        self.assertEqual(body, {"attempt": 2, "step": 5, "message": "warm", "metrics": {"loss": 0.5}})
+        self.assertEqual(body, {"attempt": 2, "replica": 1, "step": 5, "message": "warm", "metrics": {"loss": 0.5}})
         Api.answer = {"attempt": 2, "checkpointRequested": True}
         self.assertTrue(self.mj.report(step=6))
         self.assertTrue(self.mj.checkpoint_requested())
