@@ -24,6 +24,7 @@
 //   strictQueues: false      # true: a job must name a queue listed above
 //   prices: {H100: 3.20, A100: 1.60, "*": 1.00}   # per GPU-hour, by GPU type ("*": the others)
 //   accessLog: /var/log/muster/access.log   # a line per request answered (none by default)
+//   stragglers: {ratio: 0.5, window: 5m, after: 2m, minReports: 3, cordon: false}
 //   fairShare: {weight: 5000, halfLife: 7d, shares: {research: 3, prod: 1}}
 //                            # between queues; unlisted queues have share 1; weight 0 = off
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
