@@ -15,26 +15,7 @@ DIR=${DIR:-/var/tmp/muster-metrics-scrape}
 PORT=${PORT:-8475}
 ROUNDS=${ROUNDS:-3}
 SECONDS_EACH=${SECONDS_EACH:-20}
-rm -rf "$DIR"
-mkdir -p "$DIR"
-cat > "$DIR/server.yaml" <<YAML
-listen: 127.0.0.1:$PORT
-store: $DIR/muster.db
-rateLimit: {perSecond: 1000000, burst: 1000000}
-prices: {H100: 3.00}
-nodeGroups:
-  - {count: 1000, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, nodesPerLeaf: 32}
-YAML
-export MUSTER_MUNGE_SOCKET=none MUSTER_TOKEN_FILE=/nonexistent
-MUSTER_TOKEN=$("$MUSTER" token create --store "$DIR/muster.db" --user bench --expires never 2>/dev/null)
-export MUSTER_TOKEN
-"$MUSTER" server -c "$DIR/server.yaml" > "$DIR/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-url=http://127.0.0.1:$PORT
-MUSTER_RETRY_SECONDS=30 "$MUSTER" get queues --server "$url" > /dev/null
-"$BENCH" submit --server "$url" --clients 4 --jobs 10000 > /dev/null
-sleep 5  # the cycles that place them
+source bench/static_cluster.sh
 cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$pid/stat"; }
 bytes=$(curl -s -H "Authorization: Bearer $MUSTER_TOKEN" "$url/metrics" | wc -c)
 echo "one scrape: $bytes bytes; $(curl -s -H "Authorization: Bearer $MUSTER_TOKEN" "$url/metrics" | grep -E '^muster_jobs|^muster_cluster_gpus' | tr '\n' ' ')"
