@@ -134,7 +134,7 @@ Agent::~Agent() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
   if (log_server_) log_server_->Stop();
   if (metrics_server_) metrics_server_->Stop();
-  for (std::thread* t : {&watch_thread_, &health_thread_, &log_thread_, &metrics_thread_}) {
+  for (std::thread* t : {&watch_thread_, &health_thread_, &sample_thread_, &log_thread_, &metrics_thread_}) {
     if (t->joinable()) t->join();
   }
   if (wake_fd_ >= 0) ::close(wake_fd_);
@@ -773,6 +773,17 @@ void Agent::HealthLoop() {
   }
 }
 
+void Agent::SampleLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    auto samples = nvml_->Sample();  // a GPU in trouble can make NVML slow: never on the main loop
+    lock.lock();
+    nvml_samples_ = samples.ok() ? std::move(*samples) : std::vector<gpu::GpuSample>{};
+    cv_.wait_for(lock, std::chrono::milliseconds(kUtilizationSampleMs), [&] { return stop_; });
+  }
+}
+
 void Agent::Run() {
   main_thread_ = std::this_thread::get_id();
   if (const Duration delay = StartDelay(options_.node, options_.start_jitter); delay > Duration::Zero()) {
@@ -783,6 +794,7 @@ void Agent::Run() {
   Sync(0);
   watch_thread_ = std::thread([this] { WatchLoop(); });
   if (nvml_) health_thread_ = std::thread([this] { HealthLoop(); });
+  if (nvml_) sample_thread_ = std::thread([this] { SampleLoop(); });
   bool unsent = false;
   int64_t last_try_ms = 0;
   int64_t last_prune_ms = 0;
@@ -862,8 +874,8 @@ void Agent::Run() {
 
 std::vector<gpu::GpuSample> Agent::SampleGpus(const std::vector<gpu::GpuDevice>& gpus, const std::vector<bool>& busy) {
   if (nvml_) {
-    auto samples = nvml_->Sample();
-    return samples.ok() ? std::move(*samples) : std::vector<gpu::GpuSample>{};
+    std::lock_guard<std::mutex> lock(mu_);
+    return nvml_samples_;
   }
   if (!options_.fake_gpus.empty()) {
     gpu::GpuInventory fake;

@@ -125,6 +125,8 @@ class Agent {
   bool RefreshReports();
   void WatchLoop();
   void HealthLoop();
+  void SampleLoop();
+  std::vector<gpu::GpuSample> nvml_samples_;  // guarded by mu_
   void FenceIfLeaseLost();
 
   AgentOptions options_;
@@ -137,14 +139,15 @@ class Agent {
   std::unique_ptr<http::Server> log_server_;
   int log_port_ = 0;
   std::string log_tls_pin_;  // "": plain HTTP
-  std::thread log_thread_, watch_thread_, health_thread_;
+  std::thread log_thread_, watch_thread_, health_thread_, sample_thread_;
   std::unique_ptr<http::Server> metrics_server_;
   int metrics_port_ = 0;
   std::thread metrics_thread_;
   // What /metrics says now (any thread).
   std::string MetricsText();
-  // Each GPU's sample now: NVML's, or fake GPUs' (`busy`: by GPU index,
-  // which run a task); empty where neither. Any thread.
+  // Each GPU's sample: NVML's latest (SampleLoop takes one every
+  // kUtilizationSampleMs), or fake GPUs' now (`busy`: by GPU index, which
+  // run a task); empty where neither. Any thread.
   std::vector<gpu::GpuSample> SampleGpus(const std::vector<gpu::GpuDevice>& gpus, const std::vector<bool>& busy);
   // A round of samples into utilization_ for the running tasks, at most
   // every kUtilizationSampleMs (main loop).

@@ -63,7 +63,9 @@ Charged ChargeOf(const json& job) {
 }
 
 TEST_F(UsageTest, UsageIsTheSumOfTheJobsRunsAndHistoryShowsEachJob) {
-  AddAgent({"--fake-gpus", "4xH100"});
+  // The H100s through the real NVML code path (the fake library: 40 to 90%
+  // busy), the A100s fake GPUs of the agent's own (55 to 95% while busy).
+  AddAgent({"--nvml-library", FAKE_NVML_LIBRARY}, {{"FAKE_NVML_GPUS", "4"}});
   AddAgent({"--fake-gpus", "4xA100"});
   WaitNodes(2);
   // A known workload: GPUs of both types, a gang, a failure, a retry, a
@@ -102,9 +104,9 @@ TEST_F(UsageTest, UsageIsTheSumOfTheJobsRunsAndHistoryShowsEachJob) {
     EXPECT_NEAR(line["gpuHours"].get<double>(), want.gpu_seconds / 3600, 1e-9) << line.dump();
     EXPECT_NEAR(line["cost"].get<double>(), want.cost, 1e-9) << line.dump();
     EXPECT_EQ(line["jobs"], 2) << line.dump();
-    // Fake GPUs run at 55 to 95% while busy; the agents measured it.
+    // The agents measured it.
     ASSERT_TRUE(line["efficiency"].is_number()) << line.dump();
-    EXPECT_GE(line["efficiency"].get<double>(), 0.5);
+    EXPECT_GE(line["efficiency"].get<double>(), 0.4);
     EXPECT_LE(line["efficiency"].get<double>(), 0.96);
     total_seconds += want.gpu_seconds;
     total_cost += want.cost;
@@ -146,6 +148,7 @@ TEST_F(UsageTest, UsageIsTheSumOfTheJobsRunsAndHistoryShowsEachJob) {
   EXPECT_EQ(by_name["h100-pair"]["exitCode"], 0);
   EXPECT_NEAR(by_name["h100-pair"]["cost"].get<double>(), ChargeOf(ended[jobs[0]]).cost, 1e-9);
   EXPECT_TRUE(by_name["a100-gang"]["efficiency"].is_number());
+  EXPECT_TRUE(by_name["h100-pair"]["efficiency"].is_number()) << "NVML's samples";
   EXPECT_EQ(by_name["cpu-only"]["gpuHours"], 0.0);  // it ran, on no GPU
   EXPECT_TRUE(by_name["cpu-only"]["efficiency"].is_null());
   const CommandResult failed = Cli("history --state failed");
