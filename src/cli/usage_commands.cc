@@ -83,10 +83,12 @@ void PrintCsv(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
+// A refused --since or --until is a usage error (2); the server's errors
+// (their message names their field) are 1.
 int Fail(const std::string& what, const Status& s) {
-  std::cerr << "muster " << what << ": " << s.message() << (s.field().empty() ? "" : " (--" + s.field() + ")")
-            << "\n";
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  const bool flag = s.field() == "since" || s.field() == "until";
+  std::cerr << "muster " << what << ": " << (flag ? "--" + s.field() + ": " : "") << s.message() << "\n";
+  return flag ? 2 : 1;
 }
 
 // GET /v1/usage with the window and filters; the answer's body.

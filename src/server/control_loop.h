@@ -421,6 +421,12 @@ class ControlLoop {
   std::vector<HeldSync> held_syncs_;
   std::unordered_map<int64_t, PreemptionHold> preempting_;
   std::vector<core::Reservation> reservations_;  // the last cycle's (NodeView::reserved_gpus)
+  // Per node: its free GPUs that reservations_ hold, and the first job they hold them for.
+  struct ReservedGpus {
+    int64_t gpus = 0;
+    int64_t first_job = 0;
+  };
+  std::vector<ReservedGpus> ReservedByNode() const;
   // Acts on a replica that became a straggler or recovered: its event, the
   // metric, the cordon policy.
   void OnStraggler(const StragglerDetector::Change& c, store::WriteBatch& b);

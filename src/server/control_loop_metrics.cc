@@ -53,7 +53,9 @@ void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
     }
     g.straggling_replicas = stragglers_.Straggling();
     if (last_cycle_end_ != Time::Zero()) g.last_cycle_unix_seconds = static_cast<double>(last_cycle_end_.millis()) / 1000;
-    for (const core::Node& n : state_.nodes()) {
+    const std::vector<ReservedGpus> reserved = ReservedByNode();
+    for (size_t i = 0; i < state_.nodes().size(); ++i) {
+      const core::Node& n = state_.nodes()[i];
       if (agents_.Removed(n.spec.name)) continue;
       g.gpus += n.spec.capacity.gpus;
       g.gpus_allocated += n.spec.capacity.gpus - n.free.gpus;
@@ -61,6 +63,8 @@ void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
       const int64_t unhealthy = std::min<int64_t>(agent ? agent->unhealthy_gpus : 0, n.free.gpus);
       g.gpus_unhealthy += unhealthy;
       if (!n.schedulable) g.gpus_cordoned += n.free.gpus - unhealthy;
+      // The backfill plan's reservations, on nodes that take work.
+      if (n.schedulable) g.gpus_reserved += std::min<int64_t>(reserved[i].gpus, n.free.gpus - unhealthy);
       std::string condition = "Ready";
       if (const auto index = state_.FindNode(n.spec.name); index && liveness_.Watched(*index)) {
         condition = lifecycle::NodeConditionName(liveness_.Of(*index));
@@ -70,6 +74,7 @@ void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
     for (const auto& [job, hold] : preempting_) g.gpus_held += hold.gpus;
     // Held GPUs are free ones: never more than are free and usable.
     g.gpus_held = std::min(g.gpus_held, g.gpus - g.gpus_allocated - g.gpus_cordoned - g.gpus_unhealthy);
+    g.gpus_reserved = std::min(g.gpus_reserved, g.gpus - g.gpus_allocated - g.gpus_cordoned - g.gpus_unhealthy - g.gpus_held);
     for (const core::QueueConfig& c : options_.cluster.queues) {
       ServerMetrics::Gauges::Queue& q = g.queues[c.name];
       q.guarantee = AllTypes(c.guarantee);

@@ -26,6 +26,21 @@ ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
   return v;
 }
 
+std::vector<ControlLoop::ReservedGpus> ControlLoop::ReservedByNode() const {
+  std::vector<ReservedGpus> out(state_.nodes().size());
+  for (const core::Reservation& r : reservations_) {
+    for (const core::Allocation& a : r.allocations) {
+      if (a.node < 0 || static_cast<size_t>(a.node) >= out.size()) continue;
+      ReservedGpus& mine = out[a.node];
+      const int64_t take = std::min<int64_t>(state_.nodes()[a.node].free.gpus - mine.gpus, a.resources.gpus);
+      if (take <= 0) continue;
+      mine.gpus += take;
+      if (mine.first_job == 0) mine.first_job = r.job;
+    }
+  }
+  return out;
+}
+
 void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
   using R = StatusOr<std::vector<NodeView>>;
   loop_.Async<R>([this](std::function<void(R)> reply) {
@@ -43,17 +58,10 @@ void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
     for (NodeView& v : out) {
       std::sort(v.gpu_use.begin(), v.gpu_use.end(), [](const auto& x, const auto& y) { return x.index < y.index; });
     }
-    // What reservations hold of each node's free GPUs, the earliest first.
-    for (const core::Reservation& r : reservations_) {
-      for (const core::Allocation& a : r.allocations) {
-        if (a.node < 0 || static_cast<size_t>(a.node) >= out.size()) continue;
-        NodeView& v = out[a.node];
-        const int64_t room = v.free.gpus - v.reserved_gpus;
-        const int64_t take = std::min<int64_t>(room, a.resources.gpus);
-        if (take <= 0) continue;
-        v.reserved_gpus += take;
-        if (v.reserved_for == 0) v.reserved_for = r.job;
-      }
+    const std::vector<ReservedGpus> reserved = ReservedByNode();
+    for (size_t i = 0; i < out.size() && i < reserved.size(); ++i) {
+      out[i].reserved_gpus = reserved[i].gpus;
+      out[i].reserved_for = reserved[i].first_job;
     }
     std::erase_if(out, [this](const NodeView& v) { return agents_.Removed(v.spec.name); });
     // By name, as people look for them (registration order is an accident).

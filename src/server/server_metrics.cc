@@ -104,13 +104,15 @@ std::string ServerMetrics::Scrape(const Gauges& g) const {
   families.push_back(std::move(total));
 
   // Each GPU in exactly one state; they add up to muster_cluster_gpus.
-  const int64_t idle = g.gpus - g.gpus_allocated - g.gpus_held - g.gpus_cordoned - g.gpus_unhealthy;
+  const int64_t idle =
+      g.gpus - g.gpus_allocated - g.gpus_held - g.gpus_reserved - g.gpus_cordoned - g.gpus_unhealthy;
   MetricFamily gpus = prom::Family("muster_gpus", "GPUs by state: allocated (to running jobs), held (for a job "
-                                                 "whose preemption victims are stopping), cordoned (free on a "
+                                                 "whose preemption victims are stopping), reserved (by the "
+                                                 "backfill plan for a blocked gang), cordoned (free on a "
                                                  "node that takes no work), unhealthy, idle.");
   for (const auto& [state, n] : std::vector<std::pair<std::string, int64_t>>{
-           {"allocated", g.gpus_allocated}, {"held", g.gpus_held}, {"cordoned", g.gpus_cordoned},
-           {"unhealthy", g.gpus_unhealthy}, {"idle", idle < 0 ? 0 : idle}}) {
+           {"allocated", g.gpus_allocated}, {"held", g.gpus_held}, {"reserved", g.gpus_reserved},
+           {"cordoned", g.gpus_cordoned}, {"unhealthy", g.gpus_unhealthy}, {"idle", idle < 0 ? 0 : idle}}) {
     gpus.metric.push_back(prom::Gauge(n, {{"state", state}}));
   }
   families.push_back(std::move(gpus));

@@ -68,6 +68,7 @@ class ServerMetrics {
     int64_t gpus = 0;            // every GPU of every node
     int64_t gpus_allocated = 0;  // held by running jobs
     int64_t gpus_held = 0;       // free, but held for a job waiting for its preemption victims
+    int64_t gpus_reserved = 0;   // free, but the backfill plan reserves them for a blocked job (a gang)
     int64_t gpus_cordoned = 0;   // free on nodes that take no new work (cordoned, draining, unreachable, lost)
     int64_t gpus_unhealthy = 0;  // reported unhealthy by their agents
     struct Queue {

@@ -122,6 +122,32 @@ TEST_F(MetricsTest, PromtoolFindsThemCleanAndTheyMatchTheCluster) {
   EXPECT_EQ(r->status, 401);
 }
 
+// A job that waits for most of a node: the backfill plan reserves that
+// node's free GPUs for it, and the metrics and the node list say so.
+TEST_F(MetricsTest, GpusReservedForABlockedGangAreCountedApart) {
+  AddAgent({"--fake-gpus", "8xH100"});
+  WaitNodes(1);
+  const int64_t holds = Submit("name: holds\nresources: {gpus: 5}\ntimeLimit: 1h\ncommand: [sleep, '300']\n");
+  WaitState(holds, "RUNNING");
+  // (7: the queue's limit is 12)
+  const int64_t gang = Submit("name: most-of-the-node\nresources: {gpus: 7}\ncommand: [sleep, '300']\n");
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    text = Metrics();
+    if (Sample(text, "muster_gpus", "state=\"reserved\"") == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(Sample(text, "muster_gpus", "state=\"allocated\""), 5);
+  EXPECT_EQ(Sample(text, "muster_gpus", "state=\"reserved\""), 3) << text;
+  EXPECT_EQ(Sample(text, "muster_gpus", "state=\"idle\""), 0);
+  const json nodes = Get("/v1/nodes");
+  ASSERT_EQ(nodes["items"].size(), 1u);
+  EXPECT_EQ(nodes["items"][0]["reservedGpus"], 3) << nodes.dump();
+  EXPECT_EQ(nodes["items"][0]["reservedFor"], gang);
+  EXPECT_EQ(nodes["items"][0]["gpuUse"].size(), 5u);
+  EXPECT_EQ(nodes["items"][0]["gpuUse"][0]["job"], holds);
+}
+
 TEST_F(MetricsTest, AnAgentSaysWhichJobUsesEachGpuAndHowMuch) {
   AgentProcess& agent = AddAgent({"--fake-gpus", "4xH100", "--metrics-listen", "127.0.0.1:0"});
   WaitNodes(1);
