@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <cstdlib>
-#include <deque>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -93,7 +92,7 @@ int Fail(const std::string& what, const Status& s) {
 
 // GET /v1/usage with the window and filters; the answer's body.
 StatusOr<json> Fetch(UsageCommands& c, Client& client, const std::string& by, const std::string& default_since,
-                     const std::string& states) {
+                     const std::string& states, int64_t limit = 0) {
   const Time now = SystemClock().Now();
   ASSIGN_OR_RETURN(Time until, ParseWindowTime(c.until.empty() ? "now" : c.until, now, "until"));
   ASSIGN_OR_RETURN(Time since, ParseWindowTime(c.since.empty() ? default_since : c.since, now, "since"));
@@ -103,6 +102,7 @@ StatusOr<json> Fetch(UsageCommands& c, Client& client, const std::string& by, co
   if (!c.queue.empty()) path += "&queue=" + UrlPart(c.queue);
   if (!c.user.empty()) path += "&user=" + UrlPart(c.user);
   if (!states.empty()) path += "&state=" + UrlPart(states);
+  if (limit > 0) path += "&limit=" + std::to_string(limit);
   ASSIGN_OR_RETURN(Response r, client.Get(path));
   if (r.status != 200) return Client::ErrorOf(r);
   return std::move(r.body);
@@ -158,17 +158,11 @@ int History(UsageCommands& c, Client& client) {
     states = c.state;
     for (char& ch : states) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   }
-  auto body = Fetch(c, client, "job", "1970-01-01", states);
+  auto body = Fetch(c, client, "job", "1970-01-01", states, c.limit);  // the server keeps the most recent N
   if (!body.ok()) return Fail("history", body.status());
-  std::deque<json> items;
-  for (json& item : (*body)["items"]) {
-    items.push_back(std::move(item));
-    if (c.limit > 0 && items.size() > static_cast<size_t>(c.limit)) items.pop_front();  // the most recent N
-  }
+  const json& items = (*body)["items"];
   if (c.output == "json") {
-    json all = json::array();
-    for (json& item : items) all.push_back(std::move(item));
-    std::cout << all.dump(2) << "\n";
+    std::cout << items.dump(2) << "\n";
     return 0;
   }
   const bool csv = c.output == "csv", wide = c.output == "wide" || csv;

@@ -4,6 +4,7 @@
 //   ?from=RFC3339&to=RFC3339   the window (default: the last 30 days, to now)
 //   &by=queue|user|queue,user|job   (default queue)
 //   &state=&queue=&user=&name=      as GET /v1/jobs
+//   &limit=N                        by job: only the N most recent jobs
 //
 //   {"from": ..., "to": ..., "by": "queue",
 //    "items": [{"queue": "a", "jobs": 3, "gpuSeconds": ..., "gpuHours": ..., "cost": ..., "efficiency": 0.71}, ...],
@@ -53,7 +54,7 @@ std::string TimeOrNull(const std::optional<int64_t>& ms) {
 }  // namespace
 
 void HttpApi::Usage(const Request& req, Response& res) {
-  if (Status q = CheckQuery(req, {"from", "to", "by", "state", "queue", "user", "name"}); !q.ok()) {
+  if (Status q = CheckQuery(req, {"from", "to", "by", "state", "queue", "user", "name", "limit"}); !q.ok()) {
     return ReplyStatus(res, q);
   }
   const int64_t now = clock_.Now().millis();
@@ -64,6 +65,8 @@ void HttpApi::Usage(const Request& req, Response& res) {
   if (*from >= *to) return ReplyStatus(res, InvalidArgument("must be before to", "query.from"));
   auto by = ParseUsageGrouping(req.HasParam("by") ? req.Param("by") : "queue");
   if (!by.ok()) return ReplyStatus(res, InvalidArgument(by.status().message(), "query.by"));
+  int64_t limit = 0;
+  if (Status st = IntParam(req, "limit", limit, 1, 1'000'000); !st.ok()) return ReplyStatus(res, st);
   auto filter = VisibleJobFilter(req);
   if (!filter.ok()) return ReplyStatus(res, filter.status());
   filter->active_from_ms = *from;
@@ -78,8 +81,12 @@ void HttpApi::Usage(const Request& req, Response& res) {
     after = page->next_after_id;
   } while (after != 0);
 
+  std::vector<UsageLine> lines = report.Lines();
+  if (limit > 0 && *by == UsageGrouping::kJob && lines.size() > static_cast<size_t>(limit)) {
+    lines.erase(lines.begin(), lines.end() - limit);
+  }
   json items = json::array();
-  for (const UsageLine& line : report.Lines()) {
+  for (const UsageLine& line : lines) {
     json item = TotalsJson(line.totals);
     if (*by != UsageGrouping::kUser) item["queue"] = line.queue;
     if (*by != UsageGrouping::kQueue) item["user"] = line.user;

@@ -151,6 +151,11 @@ TEST_F(UsageTest, UsageIsTheSumOfTheJobsRunsAndHistoryShowsEachJob) {
   EXPECT_TRUE(by_name["h100-pair"]["efficiency"].is_number()) << "NVML's samples";
   EXPECT_EQ(by_name["cpu-only"]["gpuHours"], 0.0);  // it ran, on no GPU
   EXPECT_TRUE(by_name["cpu-only"]["efficiency"].is_null());
+  const CommandResult last = Cli("history --limit 1 -o json");
+  ASSERT_EQ(last.code, 0) << last.out;
+  const json newest = json::parse(last.out, nullptr, false);
+  ASSERT_EQ(newest.size(), 1u) << last.out;
+  EXPECT_EQ(newest[0]["name"], "cpu-only");  // the most recent job
   const CommandResult failed = Cli("history --state failed");
   ASSERT_EQ(failed.code, 0) << failed.out;
   EXPECT_NE(failed.out.find("3:0"), std::string::npos) << failed.out;
