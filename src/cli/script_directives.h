@@ -38,7 +38,7 @@ struct ScriptSettings {
   std::optional<int64_t> gpus, replicas, array, retry;  // gpus: per replica
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the submitting shell's value
   bool hold = false;
-  std::vector<std::string> warnings;  // "train.sh line 4: #SBATCH --output is ignored ..."
+  std::vector<std::string> warnings;  // "train.sh line 4: #SBATCH --mail-type is ignored ..."
 };
 
 // A time limit as sbatch's -t takes it, for the spec: a bare number is
