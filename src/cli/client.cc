@@ -1,6 +1,7 @@
 #include "cli/client.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include <pwd.h>
@@ -206,6 +207,21 @@ std::string NewUuid() {
     if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
     out += kHex[b[i] >> 4];
     out += kHex[b[i] & 15];
+  }
+  return out;
+}
+
+std::string UrlEncode(const std::string& v) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : v) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == ',') {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    }
   }
   return out;
 }

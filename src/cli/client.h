@@ -93,6 +93,10 @@ std::string DefaultServer();
 // (into $MUSTER_CA, which Client reads) to a subcommand.
 void AddServerOptions(CLI::App* sub, std::string& server);
 
+// A query parameter's value, percent-encoded (commas kept: lists such as
+// state=PENDING,RUNNING).
+std::string UrlEncode(const std::string& v);
+
 // A random RFC 4122 version 4 UUID, for idempotency keys.
 std::string NewUuid();
 

@@ -273,21 +273,6 @@ Status ForEachJob(Client& c, const std::string& query, int64_t limit, const std:
   });
 }
 
-std::string UrlEncode(const std::string& v) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char ch : v) {
-    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == ',') {
-      out += static_cast<char>(ch);
-    } else {
-      out += '%';
-      out += kHex[ch >> 4];
-      out += kHex[ch & 15];
-    }
-  }
-  return out;
-}
-
 std::string Query(const JobCommands& c, const std::string& states) {
   std::string q;
   auto add = [&](const char* k, const std::string& v) {

@@ -34,18 +34,6 @@ std::string Str(const json& j, const char* key) {
 }
 double Num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0; }
 
-std::string UrlPart(const std::string& v) {
-  std::string out;
-  for (unsigned char ch : v) {
-    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
-      out += static_cast<char>(ch);
-    } else {
-      out += fmt::format("%{:02X}", ch);
-    }
-  }
-  return out;
-}
-
 std::string Efficiency(const json& j) {
   if (!j.contains("efficiency") || !j["efficiency"].is_number()) return "-";
   return fmt::format("{:.0f}%", j["efficiency"].get<double>() * 100);
@@ -97,11 +85,11 @@ StatusOr<json> Fetch(UsageCommands& c, Client& client, const std::string& by, co
   ASSIGN_OR_RETURN(Time until, ParseWindowTime(c.until.empty() ? "now" : c.until, now, "until"));
   ASSIGN_OR_RETURN(Time since, ParseWindowTime(c.since.empty() ? default_since : c.since, now, "since"));
   if (!(since < until)) return InvalidArgument("must be before --until", "since");
-  std::string path = "/v1/usage?by=" + UrlPart(by) + "&from=" + UrlPart(api::FormatRfc3339Utc(since)) +
-                     "&to=" + UrlPart(api::FormatRfc3339Utc(until));
-  if (!c.queue.empty()) path += "&queue=" + UrlPart(c.queue);
-  if (!c.user.empty()) path += "&user=" + UrlPart(c.user);
-  if (!states.empty()) path += "&state=" + UrlPart(states);
+  std::string path = "/v1/usage?by=" + UrlEncode(by) + "&from=" + UrlEncode(api::FormatRfc3339Utc(since)) +
+                     "&to=" + UrlEncode(api::FormatRfc3339Utc(until));
+  if (!c.queue.empty()) path += "&queue=" + UrlEncode(c.queue);
+  if (!c.user.empty()) path += "&user=" + UrlEncode(c.user);
+  if (!states.empty()) path += "&state=" + UrlEncode(states);
   if (limit > 0) path += "&limit=" + std::to_string(limit);
   ASSIGN_OR_RETURN(Response r, client.Get(path));
   if (r.status != 200) return Client::ErrorOf(r);
