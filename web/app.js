@@ -213,11 +213,12 @@ async function jobsView(el, params) {
   });
   const body = h("div");
   el.replaceChildren(h("h1", {}, "Jobs"), form, body);
+  // The newest 500 that match; filters narrow the rest.
   const load = async () => {
-    const q = new URLSearchParams({ view: "summary", limit: "500" });
+    const q = new URLSearchParams({ view: "summary", limit: "500", order: "newest" });
     for (const [k, v] of Object.entries(filter)) if (v) q.set(k, v);
     const jobs = await api(`/v1/jobs?${q}`);
-    const items = jobs.items.slice().reverse();  // newest first
+    const items = jobs.items;
     body.replaceChildren(items.length === 0 ? h("p", { class: "quiet" }, "No jobs.") :
       table(["ID", "Name", "User", "Queue", "State", "GPUs", "Age", "Reason"], items.map((j) => row([
         h("a", { href: `#/jobs/${j.id}` }, j.id), j.name, j.user, j.queue, stateText(j.state),

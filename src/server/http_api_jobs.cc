@@ -108,8 +108,12 @@ StatusOr<store::JobFilter> HttpApi::VisibleJobFilter(const Request& req) const {
 }
 
 void HttpApi::ListJobs(const Request& req, Response& res) {
-  if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue", "view"}); !q.ok()) {
+  if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue", "view", "order"}); !q.ok()) {
     return ReplyStatus(res, q);
+  }
+  const std::string& order = req.Param("order");
+  if (!order.empty() && order != "oldest" && order != "newest") {
+    return ReplyStatus(res, InvalidArgument("must be oldest or newest, got " + QuoteForMessage(order), "query.order"));
   }
   const std::string& view = req.Param("view");
   if (!view.empty() && view != "full" && view != "summary") {
@@ -117,6 +121,7 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
   }
   auto filter = VisibleJobFilter(req);
   if (!filter.ok()) return ReplyStatus(res, filter.status());
+  filter->newest_first = order == "newest";
   const store::JobFilter& f = *filter;
   int64_t limit = 100, after = 0;
   if (Status st = IntParam(req, "limit", limit, 1, 1000); !st.ok()) return ReplyStatus(res, st);

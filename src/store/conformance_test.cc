@@ -197,6 +197,32 @@ TEST_P(StoreConformance, ListJobsInATimeWindow) {
   EXPECT_EQ(store_->ListJobs(f, 0, 100)->items.size(), 5u);
 }
 
+// Newest first: pages go down the ids, filters as before.
+TEST_P(StoreConformance, ListJobsNewestFirst) {
+  WriteBatch b;
+  for (int64_t id = 1; id <= 7; ++id) b.jobs.push_back(TestJob(id, id == 4 ? "RUNNING" : "PENDING", "q1"));
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  JobFilter f;
+  f.newest_first = true;
+  std::vector<int64_t> ids;
+  int64_t after = 0;
+  for (int pages = 0; pages < 10; ++pages) {
+    const auto page = store_->ListJobs(f, after, 3);
+    ASSERT_TRUE(page.ok());
+    for (const JobRow& j : page->items) ids.push_back(j.id);
+    if (page->next_after_id == 0) break;
+    after = page->next_after_id;
+  }
+  EXPECT_EQ(ids, (std::vector<int64_t>{7, 6, 5, 4, 3, 2, 1}));
+  f.states = {"PENDING"};
+  const auto summaries = store_->ListJobSummaries(f, 6, 2);
+  ASSERT_TRUE(summaries.ok());
+  ASSERT_EQ(summaries->items.size(), 2u);
+  EXPECT_EQ(summaries->items[0].id, 5);
+  EXPECT_EQ(summaries->items[1].id, 3);
+  EXPECT_EQ(summaries->next_after_id, 3);
+}
+
 // Summaries list the same jobs and pages as ListJobs, with the spec's GPUs
 // and replicas and the nodes of the status's allocations.
 TEST_P(StoreConformance, JobSummariesMatchTheRowsTheyList) {

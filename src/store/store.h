@@ -166,6 +166,9 @@ struct JobFilter {
   // before `submitted_before_ms`. Unset: no bound.
   std::optional<int64_t> active_from_ms;
   std::optional<int64_t> submitted_before_ms;
+  // Newest first (descending ids): a page's `after_id` then means the ids
+  // below it (0: from the newest), and its next_after_id continues so.
+  bool newest_first = false;
 };
 
 struct JobPage {

@@ -151,6 +151,17 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
     cont = page["continue"];
   }
   EXPECT_EQ(seen.size(), 5u);
+  // Newest first, in pages going down.
+  std::vector<int64_t> newest;
+  cont = "";
+  do {
+    page = api.GetJson("/v1/jobs?queue=other&limit=2&order=newest&continue=" + cont);
+    for (const json& j : page["items"]) newest.push_back(j["id"].get<int64_t>());
+    cont = page["continue"];
+  } while (!cont.empty());
+  ASSERT_EQ(newest.size(), 5u);
+  EXPECT_TRUE(std::is_sorted(newest.rbegin(), newest.rend())) << json(newest).dump();
+  EXPECT_EQ(newest.front(), *seen.rbegin());
   // The last page's empty token, sent back, is the first page again.
   EXPECT_EQ(api.GetJson("/v1/jobs?queue=other&limit=2&continue=")["items"], api.GetJson("/v1/jobs?queue=other&limit=2")["items"]);
   EXPECT_EQ(api.GetJson("/v1/jobs?state=RUNNING")["items"].size(), 1u);
@@ -334,6 +345,10 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"GET", "/v1/jobs?limit=abc", "", "", 400, "query.limit", ""},
       {"GET", "/v1/jobs?continue=-5", "", "", 400, "query.continue", ""},
       {"GET", "/v1/jobs?view=tiny", "", "", 400, "query.view", "must be full or summary"},
+      {"GET", "/v1/jobs?order=sideways", "", "", 400, "query.order", "must be oldest or newest"},
+      {"GET", "/v1/usage?from=yesterday", "", "", 400, "query.from", "must be an RFC 3339 time"},
+      {"GET", "/v1/usage?by=team", "", "", 400, "query.by", "must be queue, user"},
+      {"GET", "/v1/usage?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "", "", 400, "query.from", "must be before to"},
       {"GET", "/v1/jobs/1/logs?tail=-1", "", "", 400, "query.tail", ""},
       {"GET", "/v1/jobs/1/logs?replica=first", "", "", 400, "query.replica", ""},
       {"GET", "/v1/jobs/1/logs?attempt=0", "", "", 400, "query.attempt", "must be an integer from 1 to 1000000"},

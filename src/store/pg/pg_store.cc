@@ -341,7 +341,7 @@ JobSummary ReadSummary(const PgRows& r, int i) {
 template <typename Row, typename Read>
 StatusOr<std::vector<Row>> SelectJobs(PgConn& db, const std::string& columns, const JobFilter& f, int64_t after_id,
                                       int32_t limit, Read read) {
-  std::string sql = "SELECT " + columns + " FROM jobs WHERE id > $1";
+  std::string sql = "SELECT " + columns + " FROM jobs WHERE " + (f.newest_first ? "($1 = 0 OR id < $1)" : "id > $1");
   PgParams p;
   p.Add(after_id);
   if (!f.states.empty()) {
@@ -367,7 +367,7 @@ StatusOr<std::vector<Row>> SelectJobs(PgConn& db, const std::string& columns, co
     sql += " AND submit_ms < $" + std::to_string(p.size());
   }
   p.Add(int64_t{limit} + 1);
-  sql += " ORDER BY id LIMIT $" + std::to_string(p.size());
+  sql += std::string(f.newest_first ? " ORDER BY id DESC" : " ORDER BY id") + " LIMIT $" + std::to_string(p.size());
   ASSIGN_OR_RETURN(PgRows r, db.Query(sql, p));
   std::vector<Row> rows;
   rows.reserve(r.size());

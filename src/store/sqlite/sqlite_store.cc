@@ -273,7 +273,7 @@ namespace {
 template <typename Row, typename Read>
 StatusOr<std::vector<Row>> SelectJobs(Db& db, const std::string& columns, const JobFilter& f, int64_t after_id,
                                       int32_t limit, Read read) {
-  std::string sql = "SELECT " + columns + " FROM jobs WHERE id > ?1";
+  std::string sql = "SELECT " + columns + " FROM jobs WHERE " + (f.newest_first ? "(?1 = 0 OR id < ?1)" : "id > ?1");
   int next = 2;
   std::vector<std::pair<int, std::string>> binds;
   if (!f.states.empty()) {
@@ -301,7 +301,7 @@ StatusOr<std::vector<Row>> SelectJobs(Db& db, const std::string& columns, const 
     sql += " AND submit_ms < ?" + std::to_string(next);
     numbers.emplace_back(next++, *f.submitted_before_ms);
   }
-  sql += " ORDER BY id LIMIT ?" + std::to_string(next);
+  sql += std::string(f.newest_first ? " ORDER BY id DESC" : " ORDER BY id") + " LIMIT ?" + std::to_string(next);
   ASSIGN_OR_RETURN(Stmt s, db.Prepare(sql));
   s.Bind(1, after_id);
   for (const auto& [i, v] : binds) s.Bind(i, v);
