@@ -21,9 +21,18 @@
 
 #include "agent/executor.h"
 #include "agent_process.h"
+#include "api/rfc3339.h"
 #include "../server/server_process.h"
 
 namespace muster::testing {
+
+// A time the API wrote (RFC 3339, to the millisecond) in ms since the epoch,
+// -1 when it is not one. Compare times so, not as text: "12:00:00.006Z" is
+// after "12:00:00Z" but sorts before it.
+inline int64_t Millis(const nlohmann::json& t) {
+  const auto parsed = t.is_string() ? api::ParseRfc3339Utc(t.get<std::string>()) : std::nullopt;
+  return parsed ? parsed->millis() : -1;
+}
 
 // A test host: a network namespace joined to this one by a veth pair, each
 // end with its own address. Cut() takes the link down (a network partition

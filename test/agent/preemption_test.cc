@@ -68,7 +68,7 @@ TEST_F(PreemptionTest, AHighJobPreemptsALowOneWhichComesBackWithItsAgeAndNoRetry
   EXPECT_TRUE(HasEvent(Events(low), "Preempted", "for job " + std::to_string(high))) << Events(low).dump();
   // The preemptor started only after the victim had stopped (RFC 3339
   // times of one format compare as strings).
-  EXPECT_GE(h["startTime"].get<std::string>(), first["endTime"].get<std::string>()) << h.dump() << l.dump();
+  EXPECT_GE(Millis(h["startTime"]), Millis(first["endTime"])) << h.dump() << l.dump();
   CancelAndWait(low);
 }
 

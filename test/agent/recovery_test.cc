@@ -140,7 +140,7 @@ TEST_F(RecoveryTest, TheDdpJobInterruptedTwiceEndsWithTheWeightsOfAnUninterrupte
   EXPECT_EQ(h[1]["result"], "REQUEUED") << j.dump();
   EXPECT_NE(h[1]["reason"].get<std::string>().find("Preempted: for job " + std::to_string(high)), std::string::npos)
       << j.dump();
-  EXPECT_GE(u["startTime"].get<std::string>(), h[1]["endTime"].get<std::string>()) << u.dump() << j.dump();
+  EXPECT_GE(Millis(u["startTime"]), Millis(h[1]["endTime"])) << u.dump() << j.dump();
   for (const json& rep : h[2]["replicas"]) EXPECT_NE(rep["node"], victim);
 
   std::cout << "reference: " << expected[0] << "\ninterrupted: " << Results(id)[0] << "\nattempt 1 reached epoch "
