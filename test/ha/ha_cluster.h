@@ -50,6 +50,8 @@ class HaCluster {
   ~HaCluster() {
     for (auto& a : agents_) a->Stop();
     for (auto& s : servers_) s->Kill();
+    agents_.clear();  // their state directories are under work_
+    if (!work_.empty()) std::filesystem::remove_all(work_);
   }
 
   PgInstance& pg() { return *pg_; }
