@@ -34,9 +34,16 @@ std::string Str(const json& j, const char* key) {
 }
 double Num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0; }
 
-std::string Efficiency(const json& j) {
-  if (!j.contains("efficiency") || !j["efficiency"].is_number()) return "-";
-  return fmt::format("{:.0f}%", j["efficiency"].get<double>() * 100);
+// A figure of `j` as a cell: full precision for CSV, two decimals for a table.
+std::string Amount(const json& j, const char* key, bool csv) {
+  return csv ? fmt::format("{}", Num(j, key)) : fmt::format("{:.2f}", Num(j, key));
+}
+
+// Efficiency as a cell: a fraction for CSV ("" when unmeasured), a percentage for a table ("-").
+std::string Efficiency(const json& j, bool csv) {
+  if (!j.contains("efficiency") || !j["efficiency"].is_number()) return csv ? "" : "-";
+  const double e = j["efficiency"].get<double>();
+  return csv ? fmt::format("{}", e) : fmt::format("{:.0f}%", e * 100);
 }
 
 std::string ExitCode(const json& j) {
@@ -114,12 +121,7 @@ int Usage(UsageCommands& c, Client& client) {
   auto line = [&](const json& j, const std::vector<std::string>& keys) {
     std::vector<std::string> row = keys;
     row.push_back(std::to_string(static_cast<int64_t>(Num(j, "jobs"))));
-    row.push_back(csv ? fmt::format("{}", Num(j, "gpuHours")) : fmt::format("{:.2f}", Num(j, "gpuHours")));
-    row.push_back(csv ? fmt::format("{}", Num(j, "cost")) : fmt::format("{:.2f}", Num(j, "cost")));
-    row.push_back(csv ? (j.contains("efficiency") && j["efficiency"].is_number()
-                             ? fmt::format("{}", j["efficiency"].get<double>())
-                             : "")
-                      : Efficiency(j));
+    row.insert(row.end(), {Amount(j, "gpuHours", csv), Amount(j, "cost", csv), Efficiency(j, csv)});
     rows.push_back(std::move(row));
   };
   for (const json& item : (*body)["items"]) {
@@ -160,14 +162,10 @@ int History(UsageCommands& c, Client& client) {
   for (const json& j : items) {
     std::vector<std::string> row = {
         std::to_string(j.value("id", int64_t{0})), Str(j, "name"), Str(j, "user"), Str(j, "queue"), Str(j, "state"),
-        ExitCode(j), Elapsed(j),
-        csv ? fmt::format("{}", Num(j, "gpuHours")) : fmt::format("{:.2f}", Num(j, "gpuHours")),
-        csv ? (j.contains("efficiency") && j["efficiency"].is_number() ? fmt::format("{}", Num(j, "efficiency")) : "")
-            : Efficiency(j)};
+        ExitCode(j), Elapsed(j), Amount(j, "gpuHours", csv), Efficiency(j, csv)};
     if (wide) {
       row.insert(row.end(), {Str(j, "startTime"), Str(j, "endTime"), std::to_string(j.value("attempts", 0)),
-                             csv ? fmt::format("{}", Num(j, "cost")) : fmt::format("{:.2f}", Num(j, "cost")),
-                             Str(j, "reason")});
+                             Amount(j, "cost", csv), Str(j, "reason")});
     }
     rows.push_back(std::move(row));
   }
