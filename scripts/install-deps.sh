@@ -16,6 +16,8 @@ packages=(
   prometheus-cpp-dev prometheus   # /metrics (the library's core part); promtool and a real Prometheus in tests
   python3-torch python3-sklearn   # the PyTorch DDP demo job and its test (/usr/bin/python3)
   chromium nodejs fonts-dejavu-core  # the dashboard's browser tests (playwright-core from npm drives chromium)
+  podman runc umoci busybox-static  # container jobs, and the test image built from busybox with umoci
+  docker-registry                 # a real registry for the container tests' pulls (started by the tests)
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -29,6 +31,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The registry package starts a service on port 5000; the tests run their own.
+  if [[ " ${missing[*]} " == *" docker-registry "* ]] && command -v systemctl >/dev/null; then
+    $SUDO systemctl disable --now docker-registry >/dev/null 2>&1 || true
+  fi
 fi
 # playwright-core for the browser tests, pinned by test/browser/package-lock.json.
 browser="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/test/browser"

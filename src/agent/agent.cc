@@ -5,6 +5,7 @@
 #include "auth/token.h"
 
 #include "agent/agent_metrics.h"
+#include "agent/container_command.h"
 #include "agent/start_delay.h"
 #include "agent/task_beacon.h"
 #include "common/log.h"
@@ -257,6 +258,16 @@ StatusOr<std::string> Agent::Init() {
   // agent), where the task keys, and so the groups, would be the same.
   eo.cgroup_parent = "muster/" + options_.node + "." + TaskBeaconScope(options_.state_dir).substr(0, 8);
   eo.launcher = launcher_.get();
+  containers_ = DetectContainers(options_.podman, options_.containers_conf, inventory_);
+  if (containers_.available) {
+    eo.podman = {containers_.podman};
+    if (!options_.container_runtime.empty()) eo.podman.insert(eo.podman.end(), {"--runtime", options_.container_runtime});
+    if (options_.use_cgroups) eo.podman.insert(eo.podman.end(), {"--cgroup-manager", "cgroupfs"});  // as tasks' containers
+    container_prefix_ = "muster-" + TaskBeaconScope(options_.state_dir).substr(0, 8) + "-";
+    eo.container_prefix = container_prefix_;
+    // Podman reads CONTAINERS_CONF; the executor's own calls inherit it.
+    if (!options_.containers_conf.empty()) ::setenv("CONTAINERS_CONF", options_.containers_conf.c_str(), 1);
+  }
   // Tasks leave the node a tenth of its process ids, and no task takes
   // more than an eighth (at most 16,384).
   int64_t pid_max = 32768;
@@ -345,6 +356,8 @@ StatusOr<std::string> Agent::Init() {
           << (options_.memory_bytes >> 30) << " GiB; " << cgroups_ << "; state in " << options_.state_dir
           << "; logs served on " << options_.log_host << ":" << log_port_ << (log_tls_pin_.empty() ? "" : " (TLS)");
   if (metrics_server_) summary << "; metrics on " << options_.metrics_listen.substr(0, options_.metrics_listen.rfind(':')) << ":" << metrics_port_;
+  summary << "; containers: " << (containers_.available ? containers_.Describe() : "none");
+  if (!containers_.note.empty()) summary << " (" << containers_.note << ")";
   if (!executor_->Tasks().empty()) summary << "; recovered " << executor_->Tasks().size() << " task(s)";
   return summary.str();
 }
@@ -370,6 +383,8 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   r.memory_bytes = options_.memory_bytes;
   r.labels = options_.labels;
   r.cgroups = cgroups_;
+  r.containers = containers_.Describe();
+  r.containers_note = containers_.note;
   r.wait_ms = wait_ms;
   std::lock_guard<std::mutex> lock(mu_);
   r.gpu_type = options_.gpu_type.empty() ? inventory_.GpuType() : options_.gpu_type;
@@ -547,11 +562,13 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.argv = t.argv;
   spec.script = t.script;  // the shim takes it only with argv {"/bin/sh", "-c", SCRIPT} (TaskSpecFromJson)
   if (spec.argv.empty()) return fail("the job has no command");
-  if (!t.image.empty()) {
+  const bool container = !t.image.empty();
+  if (container && !containers_.available) {
     // Never run a container job's command on the host by mistake.
-    return fail("the job names the container image \"" + t.image +
-                "\", and this agent runs processes only (the container executor is not built yet); "
-                "remove `image` to run the command on the node");
+    return fail("node " + options_.node + " cannot run container jobs: " + containers_.note);
+  }
+  if (container && !t.gpus.empty() && !containers_.gpus) {
+    return fail("node " + options_.node + " cannot give GPUs to containers: " + containers_.note);
   }
   std::string uuids;
   CgroupLimits limits;
@@ -564,8 +581,12 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
       uuids += (uuids.empty() ? "" : ",") + inventory_.gpus[idx].uuid;
     }
     // The device files of the node's other GPUs stay closed to it, whatever
-    // its environment says (agent/device_filter.h).
+    // its environment says (agent/device_filter.h). A container's own device
+    // rules (the runtime's, from the devices Podman gives it) admit only
+    // its GPUs; on cgroup v1 a task group that denies some devices would
+    // refuse the runtime those rules.
     for (const gpu::GpuDevice& g : inventory_.gpus) {
+      if (container) continue;
       if (g.minor >= 0 && std::find(t.gpus.begin(), t.gpus.end(), g.index) == t.gpus.end()) {
         limits.denied_devices.push_back({kNvidiaMajor, g.minor});
       }
@@ -597,12 +618,17 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
     if (const char* h = std::getenv("HOME")) home = h;
     if (const char* u = std::getenv("USER")) user = u;
   }
-  spec.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-              {"HOME", home},
-              {"USER", user},
-              {"LOGNAME", user},
-              {"SHELL", shell},
-              {"LANG", "C.UTF-8"}};
+  if (container) {
+    // The image's PATH, HOME, SHELL and locale stand; the job may set them.
+    spec.env = {{"USER", user}, {"LOGNAME", user}};
+  } else {
+    spec.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+                {"HOME", home},
+                {"USER", user},
+                {"LOGNAME", user},
+                {"SHELL", shell},
+                {"LANG", "C.UTF-8"}};
+  }
   for (const auto& [k, v] : t.env) spec.env[k] = v;
   spec.env["CUDA_VISIBLE_DEVICES"] = uuids;
   spec.env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : uuids;
@@ -614,7 +640,26 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.stdout_path = t.stdout_path;
   spec.stderr_path = t.stderr_path;
   spec.lease_file = options_.state_dir + "/lease";
-  if (as_user && options_.private_tmp) spec.private_tmp = options_.state_dir + "/tmp/" + key;
+  if (as_user && options_.private_tmp && !container) spec.private_tmp = options_.state_dir + "/tmp/" + key;
+  if (container) {
+    ContainerSpec c;
+    c.image = t.image;
+    c.name = ContainerName(container_prefix_, key);
+    c.podman = containers_.podman;
+    c.containers_conf = options_.containers_conf;
+    c.runtime = options_.container_runtime;
+    for (const proto::TaskAssignment::Mount& m : t.mounts) c.mounts.push_back({m.host_path, m.container_path, m.read_only});
+    // Where the job reads and writes what Muster gives it: its checkpoints
+    // and the server's CA, at the same paths as on the node.
+    const auto ckpt = spec.env.find("MUSTER_CHECKPOINT_DIR");
+    if (ckpt != spec.env.end() && !ckpt->second.empty()) c.mounts.push_back({ckpt->second, ckpt->second, false});
+    if (!options_.ca_file.empty()) c.mounts.push_back({options_.ca_file, options_.ca_file, true});
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      c.devices = ContainerGpuDevices(containers_, inventory_, t.gpus);
+    }
+    spec.container = std::move(c);
+  }
   spec.stop_signal = t.stop_signal;
   spec.grace_ms = std::min<int64_t>(t.grace_ms, 30'000);
   spec.job = t.job;
@@ -642,11 +687,15 @@ bool Agent::RefreshReports() {
     r.running = t.running;
     r.start_ms = t.start_ms;
     r.gpu_utilization = utilization_.Mean(t.key);
+    r.image_state = t.image_state;
+    r.pull_ms = t.pull_ms;
     if (t.result) {
       r.exit_code = t.result->exit_code;
       r.signal = t.result->signal;
       r.oom = t.result->oom;
       r.stop_reason = t.result->stop_reason;
+      // It never started (its image could not be pulled): retrying will not help.
+      if (t.result->launch_failed && r.stop_reason.empty()) r.stop_reason = "launch";
       r.message = t.result->message;
       r.end_ms = t.result->end_ms;
     }
@@ -661,6 +710,11 @@ bool Agent::RefreshReports() {
         signature += "R";
         urgent += t.key + "R";  // the server wants it at once: it marks damaged checkpoints
       }
+    }
+    // A pull that starts or ends: the job's events tell of it as it happens.
+    if (!t.image_state.empty()) {
+      signature += t.image_state;
+      urgent += t.key + t.image_state;
     }
     signature += t.key + (t.running ? "+" : "-");
     if (!t.running) urgent += t.key + ",";

@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/container_support.h"
 #include "agent/executor.h"
 #include "agent/utilization_meter.h"
 #include "agent/launcher.h"
@@ -85,6 +86,12 @@ struct AgentOptions {
   // it ends), when running as root.
   bool private_tmp = true;
   bool stop_tasks_on_exit = false;  // `muster dev`: a stopped agent leaves nothing running
+  // Container jobs (agent/container_support.h): the Podman binary ("":
+  // "podman" on PATH; "none": no containers), the containers.conf it reads
+  // (CONTAINERS_CONF; "": its own), and the OCI runtime it uses ("": its default).
+  std::string podman;
+  std::string containers_conf;
+  std::string container_runtime;
   Duration sync_wait = Duration::Seconds(10);
   // Before its first sync the agent waits a part of this fixed by its node
   // name (agent/start_delay.h): agents started together reach the server
@@ -136,6 +143,8 @@ class Agent {
   std::unique_ptr<gpu::Nvml> nvml_;
   gpu::GpuInventory inventory_;  // guarded by mu_ once threads run
   std::string cgroups_;
+  ContainerSupport containers_;
+  std::string container_prefix_;  // the names of this agent's containers start so
   std::unique_ptr<http::Server> log_server_;
   int log_port_ = 0;
   std::string log_tls_pin_;  // "": plain HTTP

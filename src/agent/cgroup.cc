@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -55,7 +56,60 @@ int64_t KeyValue(const std::string& text, const std::string& key) {
   return 0;
 }
 
+// The pids in `dir`'s cgroup.procs and, when `recursive`, in the groups
+// below it; `keep` decides which groups of the subtree count.
+void CollectProcesses(const std::string& dir, bool recursive, const std::function<bool(const std::string&)>& keep,
+                      std::vector<pid_t>& out) {
+  if (keep(dir)) {
+    std::istringstream in(ReadFile(dir + "/cgroup.procs"));
+    pid_t p = 0;
+    while (in >> p) out.push_back(p);
+  }
+  if (!recursive) return;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory(ec)) CollectProcesses(e.path().string(), true, keep, out);
+  }
+}
+
+// Removes `dir` and the groups below it, deepest first. false with errno
+// (EBUSY: processes are still leaving) when one stays.
+bool RemoveTree(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> children;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory(ec)) children.push_back(e.path().string());
+  }
+  bool ok = true;
+  int err = 0;
+  for (const std::string& c : children) {
+    if (!RemoveTree(c)) ok = false, err = errno;
+  }
+  if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return ok ? true : (errno = err, false);
+  return false;
+}
+
 }  // namespace
+
+void SignalGroupTree(const std::string& dir, int sig, bool containers_only) {
+  const auto all = [](const std::string&) { return true; };
+  std::vector<pid_t> pids;
+  if (!containers_only) {
+    CollectProcesses(dir, true, all, pids);
+  } else {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string base = e.path().filename().string();
+      if (e.is_directory(ec) && base.rfind("libpod-", 0) == 0 && base.rfind("libpod-conmon", 0) != 0) {
+        CollectProcesses(e.path().string(), true, all, pids);
+      }
+    }
+  }
+  const pid_t self = ::getpid();
+  for (pid_t p : pids) {
+    if (p != self) ::kill(p, sig);
+  }
+}
 
 CgroupDriver::~CgroupDriver() = default;
 
@@ -100,6 +154,7 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::Detect(const std::string& 
   if (!in) return FailedPrecondition("cannot read " + mounts_file);
   std::string unified;
   std::vector<Hierarchy> v1;
+  std::vector<std::string> others;  // v1 hierarchies the driver does not use
   bool favordynmods = false;
   std::string line;
   while (std::getline(in, line)) {
@@ -110,11 +165,13 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::Detect(const std::string& 
     if (type != "cgroup") continue;
     std::istringstream o(opts);
     std::string opt;
+    bool used = false;
     while (std::getline(o, opt, ',')) {
-      if (opt == "memory" || opt == "cpu" || opt == "pids" || opt == "devices") v1.push_back({opt, mount});
+      if (opt == "memory" || opt == "cpu" || opt == "pids" || opt == "devices") v1.push_back({opt, mount}), used = true;
       // One hierarchy with it is enough: the lock it relaxes is global.
       if (opt == "favordynmods") favordynmods = true;
     }
+    if (!used) others.push_back(mount);
   }
   const bool v2_has_memory = !unified.empty() && HasWord(ReadFile(unified + "/cgroup.controllers"), "memory");
   const bool v1_has_memory = std::any_of(v1.begin(), v1.end(), [](const Hierarchy& h) { return h.controller == "memory"; });
@@ -124,6 +181,8 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::Detect(const std::string& 
   d->version_ = 1;
   d->parent_ = parent;
   d->favordynmods_ = favordynmods;
+  d->other_mounts_ = std::move(others);
+  if (!unified.empty()) d->other_mounts_.push_back(unified);
   for (const Hierarchy& h : v1) {
     std::error_code ec;
     fs::create_directories(h.mount + "/" + parent, ec);
@@ -172,7 +231,8 @@ std::string CgroupDriver::MemoryDir(const std::string& name) const {
   return {};
 }
 
-StatusOr<std::vector<std::string>> CgroupDriver::Create(const std::string& name, const CgroupLimits& limits) {
+StatusOr<std::vector<std::string>> CgroupDriver::Create(const std::string& name, const CgroupLimits& limits,
+                                                        bool nested) {
   if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') {
     return InvalidArgument("bad cgroup name \"" + name + "\"");
   }
@@ -189,7 +249,18 @@ StatusOr<std::vector<std::string>> CgroupDriver::Create(const std::string& name,
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
       return Internal("cannot create cgroup " + dir + ": " + std::strerror(errno));
     }
-    procs.push_back(dir + "/cgroup.procs");
+    if (v2 && nested) {
+      // The controllers go on to the container's group; processes may then
+      // live only in leaves, so the shim gets one.
+      for (const char* c : {"memory", "cpu", "pids"}) (void)WriteFile(dir + "/cgroup.subtree_control", std::string("+") + c);
+      const std::string leaf = dir + "/supervisor";
+      if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Internal("cannot create cgroup " + leaf + ": " + std::strerror(errno));
+      }
+      procs.push_back(leaf + "/cgroup.procs");
+    } else {
+      procs.push_back(dir + "/cgroup.procs");
+    }
     if ((v2 || h.controller == "memory") && has_memory_ && limits.memory_bytes > 0) {
       const std::string bytes = std::to_string(limits.memory_bytes);
       if (v2) {
@@ -239,10 +310,12 @@ Status CgroupDriver::LimitAllPids(int64_t pids) {
 
 std::vector<pid_t> CgroupDriver::Processes(const std::string& name) const {
   std::vector<pid_t> out;
-  std::istringstream in(ReadFile(ProcsDir(name) + "/cgroup.procs"));
-  pid_t p = 0;
-  while (in >> p) out.push_back(p);
+  CollectProcesses(ProcsDir(name), !name.empty(), [](const std::string&) { return true; }, out);
   return out;
+}
+
+void CgroupDriver::SignalContainer(const std::string& name, int sig) const {
+  SignalGroupTree(ProcsDir(name), sig, /*containers_only=*/true);
 }
 
 int64_t CgroupDriver::OomKills(const std::string& name) const {
@@ -277,8 +350,10 @@ bool CgroupDriver::KillAll(const std::string& name) const {
 
 Status CgroupDriver::Remove(const std::string& name) {
   bool busy = false;
-  for (const std::string& dir : Dirs(name)) {
-    if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) continue;
+  std::vector<std::string> dirs = Dirs(name);
+  for (const std::string& m : other_mounts_) dirs.push_back(m + "/" + parent_ + "/" + name);
+  for (const std::string& dir : dirs) {
+    if (RemoveTree(dir)) continue;
     if (errno != EBUSY) return Internal("cannot remove cgroup " + dir + ": " + std::strerror(errno));
     busy = true;
   }

@@ -22,6 +22,15 @@
 // Out of memory is read from the kernel's OOM-kill counter of the group:
 // v2 `memory.events` "oom_kill", v1 `memory.oom_control` "oom_kill".
 //
+// A container task (agent/container_command.h) has groups of its own below
+// the task's: Podman puts the container in <task>/libpod-<id> and conmon in
+// <task>/conmon, in every hierarchy the machine mounts (v1: blkio, cpuset,
+// freezer, ... too). The task's limits bind them all; Processes, KillAll
+// and Remove work on the whole subtree, in every hierarchy; SignalContainer
+// reaches the container's processes alone. On v2 a group with processes
+// cannot hand controllers to children, so the shim of a container task
+// lives in <task>/supervisor.
+//
 // Thread-safety: none; the agent's executor owns the driver.
 #pragma once
 
@@ -46,6 +55,12 @@ struct CgroupLimits {
   std::vector<DeviceId> denied_devices;
 };
 
+// Sends `sig` to the processes of the container groups (libpod-*, not
+// conmon's) below the group directory `dir`, or with `containers_only` false
+// to every process in `dir` and below but the caller. For the shim, which
+// knows its groups' directories but has no driver.
+void SignalGroupTree(const std::string& dir, int sig, bool containers_only);
+
 class CgroupDriver {
  public:
   // Reads /proc/self/mounts and picks v2 when the unified hierarchy has the
@@ -67,9 +82,18 @@ class CgroupDriver {
   // reused, its processes untouched) and returns the cgroup.procs files a
   // process writes its pid to, to join it. On v1 the group exists in the
   // memory hierarchy always, in cpu and pids only when it has a limit there.
-  StatusOr<std::vector<std::string>> Create(const std::string& name, const CgroupLimits& limits);
-  // The processes in the group; empty when it does not exist.
+  // `nested`: the task will have groups below its own (a container task);
+  // on v2 the returned file is then <task>/supervisor's.
+  StatusOr<std::vector<std::string>> Create(const std::string& name, const CgroupLimits& limits,
+                                            bool nested = false);
+  // The processes in the group and the groups below it; empty when it does
+  // not exist.
   std::vector<pid_t> Processes(const std::string& name) const;
+  // The cgroup path Podman takes as --cgroup-parent ("/muster/n1.ab12/j1.a1.r0").
+  std::string PathOf(const std::string& name) const { return "/" + parent_ + "/" + name; }
+  // Sends `sig` to the processes of the containers below the group (its
+  // libpod-* groups; not conmon's, not the shim's or Podman's own).
+  void SignalContainer(const std::string& name, int sig) const;
   // How many processes the kernel's OOM killer killed in the group.
   int64_t OomKills(const std::string& name) const;
   // Sends `sig` to every process in the group except `spare` (0: none).
@@ -77,7 +101,8 @@ class CgroupDriver {
   // SIGKILLs everything in the group until it is empty (a few seconds at
   // most); true when it is empty.
   bool KillAll(const std::string& name) const;
-  // Removes the group (it must be empty). A missing group is fine. An
+  // Removes the group and the groups below it, in every hierarchy (they
+  // must be empty). A missing group is fine. An
   // emptied group can stay busy for a moment while the kernel reaps its
   // processes: then kUnavailable, and the caller tries again later.
   Status Remove(const std::string& name);
@@ -105,6 +130,9 @@ class CgroupDriver {
     std::string mount;
   };
   std::vector<Hierarchy> hierarchies_;
+  // v1: the other hierarchies (blkio, cpuset, freezer, systemd, the unified
+  // one), where only Podman makes groups, for Remove to clear.
+  std::vector<std::string> other_mounts_;
   bool has_memory_ = false, has_cpu_ = false, has_pids_ = false, has_devices_ = false;
   bool favordynmods_ = false;  // v1: a hierarchy is mounted with it (moves need no grace period)
 };

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -112,8 +113,12 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
   if (tasks_.count(key) || fs::exists(journal)) {
     return Status(StatusCode::kAlreadyExists, "task " + key + " was already started on this node");
   }
+  if (spec.container && options_.podman.empty()) {
+    return FailedPrecondition("this node runs no containers (Podman was not found when its agent started)");
+  }
   if (cgroups_) {
-    ASSIGN_OR_RETURN(spec.cgroup_procs, cgroups_->Create(key, limits));
+    ASSIGN_OR_RETURN(spec.cgroup_procs, cgroups_->Create(key, limits, spec.container.has_value()));
+    if (spec.container) spec.container->cgroup_parent = cgroups_->PathOf(key);
   }
   if (spec.log_path.empty()) spec.log_path = LogPath(key);
   json first = json::parse(TaskSpecToJson(spec));
@@ -172,6 +177,7 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
   t.start_ms = clock_.Now().millis();
   t.meta = meta;
   t.awaiting_resume = !spec.resume.empty();
+  if (spec.container) t.container = spec.container->name;
   (void)AppendJournal(journal, json({{"pid", t.pid}, {"startTime", t.pid_start}, {"startMs", t.start_ms}}).dump());
   tasks_[key] = std::move(t);
   return Status::Ok();
@@ -185,7 +191,11 @@ void Executor::Stop(const std::string& key, int signal, Duration grace, const st
   t.stop_reason = reason;
   t.kill_at_ms = clock_.Now().millis() + std::max<int64_t>(0, grace.millis());
   (void)AppendJournal(JournalPath(key), json({{"stop", reason}, {"killAtMs", t.kill_at_ms}}).dump());
-  if (cgroups_) {
+  if (cgroups_ && !t.container.empty()) {
+    // The container's processes; the shim and Podman wait for them (a pull
+    // in progress is stopped by the shim, which reads the journal).
+    cgroups_->SignalContainer(key, signal);
+  } else if (cgroups_) {
     cgroups_->Signal(key, signal, t.pid);
   } else if (t.pid > 1) {
     ::kill(-t.pid, signal);  // the shim leads the task's process group and blocks it
@@ -203,6 +213,7 @@ void Executor::Poll() {
     }
     busy_cgroups_.swap(still);
   }
+  std::erase_if(cleanups_, [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) != 0; });
   // Exits of shims watched through pidfds, in one poll.
   std::vector<pollfd> fds;
   std::vector<Task*> watched;
@@ -220,11 +231,11 @@ void Executor::Poll() {
     if (t.result) continue;
     // The shim's verification may take minutes: read the journal again
     // only when it has grown.
-    if (t.awaiting_resume) {
+    if (t.Watching()) {
       struct stat st {};
       if (::stat(JournalPath(key).c_str(), &st) == 0 && st.st_size != t.journal_bytes) {
         t.journal_bytes = st.st_size;
-        ReadResumed(t);
+        ReadShimNotes(t);
       }
     }
     if (t.child) {
@@ -237,7 +248,13 @@ void Executor::Poll() {
       Finish(t, std::nullopt);
       continue;
     }
-    if (t.stopping && now >= t.kill_at_ms) {
+    if (t.stopping && now >= t.kill_at_ms && cgroups_ && !t.container.empty() && !t.container_killed) {
+      // The container's processes first: its shim then removes it and
+      // records how it ended; the rest of the task a little later.
+      cgroups_->SignalContainer(key, SIGKILL);
+      t.container_killed = true;
+      t.kill_at_ms = now + 10'000;
+    } else if (t.stopping && now >= t.kill_at_ms) {
       if (cgroups_) cgroups_->KillAll(key);
       if (t.pid > 1) {
         ::kill(-t.pid, SIGKILL);
@@ -247,20 +264,69 @@ void Executor::Poll() {
   }
 }
 
-void Executor::ReadResumed(Task& t) {
+void Executor::ReadShimNotes(Task& t) {
   for (const std::string& line : ReadJournal(JournalPath(t.key))) {
-    if (line.rfind("{\"resumed\"", 0) != 0) continue;
+    // (Keys are written sorted: {"cached":..,"pulled":..}, {"ms":..,"pulled":..}.)
+    const bool resumed = line.rfind("{\"resumed\"", 0) == 0, pulling = line.find("\"pull") != std::string::npos;
+    if (!resumed && !pulling) continue;
     const json j = json::parse(line, nullptr, false);
-    if (!j.is_object() || !j["resumed"].is_object()) continue;
-    t.resumed = j["resumed"].dump();
-    t.awaiting_resume = false;
-    return;
+    if (!j.is_object()) continue;
+    if (resumed && j["resumed"].is_object()) {
+      t.resumed = j["resumed"].dump();
+      t.awaiting_resume = false;
+    } else if (j.contains("pulled")) {
+      t.image_state = "pulled";
+      t.pull_ms = j.value("cached", false) ? -1 : j.value("ms", int64_t{0});
+    } else if (j.contains("pulling") && t.image_state.empty()) {
+      t.image_state = "pulling";
+    }
+  }
+}
+
+void Executor::RemoveContainerLater(const std::string& name) {
+  std::vector<std::string> args = options_.podman;
+  args.insert(args.end(), {"rm", "--force", "--ignore", "--time", "0", name});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  if (::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) cleanups_.push_back(pid);
+  posix_spawn_file_actions_destroy(&actions);
+}
+
+void Executor::RemoveStrayContainers() {
+  if (options_.podman.empty() || options_.container_prefix.empty()) return;
+  std::string command;
+  for (const std::string& a : options_.podman) command += "'" + a + "' ";
+  command += "ps --all --format '{{.Names}}' --filter 'name=^" + options_.container_prefix + "' 2>/dev/null";
+  FILE* p = ::popen(command.c_str(), "r");
+  if (!p) return;
+  std::vector<std::string> stray;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) {
+    std::string name(line);
+    while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+    if (name.rfind(options_.container_prefix, 0) != 0) continue;
+    const bool running = std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& kv) {
+      return kv.second.container == name && !kv.second.result;
+    });
+    if (!running) stray.push_back(name);
+  }
+  ::pclose(p);
+  for (const std::string& name : stray) {
+    log::Warn("container {} belongs to no running task; removing it", name);
+    RemoveContainerLater(name);
   }
 }
 
 void Executor::Finish(Task& t, std::optional<int> wait_status) {
   const std::string journal = JournalPath(t.key);
-  if (t.awaiting_resume) ReadResumed(t);
+  if (t.Watching()) ReadShimNotes(t);
   TaskResult r;
   json s;  // the shim's line
   for (const std::string& line : ReadJournal(journal)) {
@@ -286,11 +352,16 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
     r.message = "the task was gone when the agent looked for it (its shim ended without recording how the task did)";
     if (t.stop_reason.empty()) t.stop_reason = "lost";
   }
+  if (s.is_object() && s.contains("launchError")) {
+    r.message = s.value("launchError", "");
+    r.launch_failed = true;
+  }
   if (r.exit_code == 127 && r.message.empty()) r.message = "the command could not be run (exit 127); see the log";
   if (!t.end_message.empty()) r.message = t.end_message;
   r.stop_reason = t.stop_reason;
+  r.oom = s.is_object() && s.value("oom", false);
   if (cgroups_) {
-    r.oom = cgroups_->OomKills(t.key) > 0;
+    r.oom = r.oom || cgroups_->OomKills(t.key) > 0;
     cgroups_->KillAll(t.key);
     if (Status rm = cgroups_->Remove(t.key); rm.code() == StatusCode::kUnavailable) {
       busy_cgroups_.push_back(t.key);
@@ -303,6 +374,13 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
   if (t.pidfd >= 0) {
     ::close(t.pidfd);
     t.pidfd = -1;
+  }
+  if (!t.container.empty()) {
+    // The shim removes its container; when it could not (it was killed),
+    // the container's record and storage would stay.
+    if (!(s.is_object() && s.value("removed", false)) && !options_.podman.empty()) RemoveContainerLater(t.container);
+    ::unlink((journal + ".env").c_str());
+    ::unlink((journal + ".script").c_str());
   }
   r.end_ms = clock_.Now().millis();
   (void)AppendJournal(journal, "{\"result\":" + TaskResultToJson(r) + "}");
@@ -332,6 +410,14 @@ void Executor::Recover() {
         has_spec = true;
       }
       if (j.contains("argv") && j.contains("resume") && j["resume"].is_array()) t.awaiting_resume = !j["resume"].empty();
+      if (j.contains("argv") && j.contains("container") && j["container"].is_object()) {
+        t.container = j["container"].value("name", "");
+      }
+      if (j.contains("pulling") && t.image_state.empty()) t.image_state = "pulling";
+      if (j.contains("pulled")) {
+        t.image_state = "pulled";
+        t.pull_ms = j.value("cached", false) ? -1 : j.value("ms", int64_t{0});
+      }
       if (j.contains("resumed") && j["resumed"].is_object()) {
         t.resumed = j["resumed"].dump();
         t.awaiting_resume = false;
@@ -404,6 +490,7 @@ void Executor::Recover() {
       if (cgroups_->Remove(group).code() == StatusCode::kUnavailable) busy_cgroups_.push_back(group);
     }
   }
+  RemoveStrayContainers();
 }
 
 void Executor::KillUnaccounted(const TaskBeacon& b, const std::string& why) {
@@ -432,7 +519,8 @@ std::vector<int> Executor::ExitFds() const {
 std::vector<TaskStatus> Executor::Tasks() const {
   std::vector<TaskStatus> out;
   for (const auto& [key, t] : tasks_) {
-    out.push_back({key, !t.result.has_value(), t.start_ms, t.result, t.stopping, t.meta, t.resumed});
+    out.push_back({key, !t.result.has_value(), t.start_ms, t.result, t.stopping, t.meta, t.resumed, t.image_state,
+                   t.pull_ms});
   }
   return out;
 }

@@ -7,7 +7,13 @@
 // the shim starts the payload.
 //
 // Stop(key, signal, grace, reason) sends `signal` to every process of the
-// task but the shim, and after `grace` SIGKILLs the whole group.
+// task but the shim, and after `grace` SIGKILLs the whole group. For a
+// container task (TaskSpec::container) those are the container's processes
+// (not Podman's, not conmon's); after the grace they are SIGKILLed, and the
+// rest of the task 10 s later if its shim has not ended by then. Its
+// container is removed after any ending (by the shim, else by the executor
+// in the background), and at start those of no running task.
+// Shims started by the launcher and adopted ones are watched through pidfds. Poll()
 // Shims started by the launcher and adopted ones are watched through pidfds. Poll()
 // notices ended tasks, classifies them (exit code, signal, OOM from the
 // cgroup's counter, the stop reason: "timeout", "stop", "fenced"), kills
@@ -63,6 +69,12 @@ struct ExecutorOptions {
   Launcher* launcher = nullptr;
   // Processes of all tasks together (the parent group's pids.max); 0: no bound.
   int64_t all_tasks_pids = 0;
+  // `podman [global options]` for removing this executor's containers
+  // (container_command.h); empty: the node runs no containers.
+  std::vector<std::string> podman;
+  // Every container of this executor's tasks is named with this prefix;
+  // at start, those of no running task are removed.
+  std::string container_prefix;
 };
 
 struct TaskStatus {
@@ -75,6 +87,10 @@ struct TaskStatus {
   // The shim's checkpoint choice, {"seq":S,"skipped":[...]}, once it has
   // verified the task's resume candidates; empty before (or without any).
   std::string resumed;
+  // A container task's image: "pulling" while the shim pulls it, "pulled"
+  // after (pull_ms: how long that took; -1: it was on the node already).
+  std::string image_state;
+  int64_t pull_ms = -1;
 };
 
 class Executor {
@@ -128,9 +144,21 @@ class Executor {
     bool awaiting_resume = false;  // it has candidates and the shim's choice is not read yet
     int64_t journal_bytes = -1;  // its size when last read for that choice
     std::string resumed;
+    std::string container;       // its container's name, for a container task
+    bool container_killed = false;  // past its grace: its container's processes were SIGKILLed
+    std::string image_state;     // TaskStatus::image_state
+    int64_t pull_ms = -1;
+    // The journal may still say something before the payload starts (the
+    // checkpoint choice, the image's state).
+    bool Watching() const { return awaiting_resume || (!container.empty() && image_state != "pulled"); }
   };
-  // Reads the shim's checkpoint choice from the journal, if it is there.
-  void ReadResumed(Task& t);
+  // Reads what the shim said before starting the payload (the checkpoint
+  // choice, the image's state) from the journal.
+  void ReadShimNotes(Task& t);
+  // Removes the containers of this executor that belong to no running task.
+  void RemoveStrayContainers();
+  // Removes one ended task's container, in the background.
+  void RemoveContainerLater(const std::string& name);
   void Finish(Task& t, std::optional<int> wait_status);
   bool Alive(const Task& t) const;
   void Recover();
@@ -147,6 +175,7 @@ class Executor {
   std::map<std::string, Task> tasks_;
   std::vector<std::string> busy_cgroups_;  // emptied, to remove once the kernel lets go
   std::vector<std::string> spares_;        // names in tasks/spare/
+  std::vector<pid_t> cleanups_;            // `podman rm` commands running in the background
   std::string beacon_scope_;                // task_beacon.h
   bool recycle_ = true;                    // false: this filesystem cannot rename without replacing
 };

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -25,6 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "agent/cgroup.h"
+#include "agent/container_command.h"
+#include "agent/container_task.h"
 #include "agent/executor.h"
 #include "agent/launcher.h"
 #include "agent/resume_check.h"
@@ -141,13 +145,95 @@ OutputFiles ReceiveOutputFiles(int sock) {
   return f;
 }
 
-// In the payload child, after fork: only async-signal-safe calls until exec.
-// `script_path`: /proc/self/fd/N of the job's script with a #! line, or
-// null; `interpreter`: that line, for the message when it cannot run.
-// `err_fd`: where its stderr goes (out_fd for both); `files_sock`: where to
-// send its output files once opened as its user (-1: it has none).
-[[noreturn]] void ExecPayload(const TaskSpec& spec, const std::vector<char*>& argv, const std::vector<char*>& envp,
-                              int out_fd, int err_fd, int files_sock, const char* script_path, const char* interpreter) {
+// In the payload child, as the task's user in its working directory: opens
+// the job's output files and sends them to the shim. `fail` does not return.
+template <typename Fail>
+void OpenOutputFiles(const TaskSpec& spec, int files_sock, Fail fail) {
+  OutputFiles files;
+  for (auto [path, fd] : {std::pair{&spec.stdout_path, &files.out}, std::pair{&spec.stderr_path, &files.err}}) {
+    if (path->empty()) continue;
+    *fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY | O_CLOEXEC, 0644);
+    if (*fd < 0) {
+      const int err = errno;
+      const std::string what = "cannot open the job's " + std::string(fd == &files.out ? "stdout" : "stderr") +
+                               " file " + *path + " as its user";
+      errno = err;
+      fail(what.c_str());
+    }
+  }
+  SendOutputFiles(files_sock, files);
+  for (int fd : {files.out, files.err, files_sock}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+// The deadline in the agent's lease file (ms since the epoch); 0 when the
+// file holds none, with `absent` set when it does not exist; -1 when it
+// cannot be read.
+long long ReadLeaseDeadline(const std::string& file, bool& absent) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  absent = fd < 0 && errno == ENOENT;
+  char text[32] = {};
+  const ssize_t got = fd >= 0 ? ::pread(fd, text, sizeof text - 1, 0) : -1;
+  if (fd >= 0) ::close(fd);
+  if (fd < 0 && !absent) return -1;
+  return got > 0 ? std::atoll(text) : 0;
+}
+
+long long WallMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The agent's lease has run out (or its file is gone): it may have lost
+// the server, which may start the job elsewhere.
+bool LeaseRunOut(const TaskSpec& spec) {
+  if (spec.lease_file.empty()) return false;
+  bool absent = false;
+  const long long deadline = ReadLeaseDeadline(spec.lease_file, absent);
+  return absent || (deadline > 0 && WallMillis() > deadline);
+}
+
+// The agent asked the task to stop (a "stop" line in its journal).
+bool StopRequested(const std::string& journal) {
+  for (const std::string& line : ReadJournal(journal)) {
+    if (line.rfind("{\"stop\"", 0) == 0) return true;
+  }
+  return false;
+}
+
+// Writes a file only its owner may read, created anew (a leftover is replaced).
+Status WritePrivateFile(const std::string& path, const std::string& text, mode_t mode, uid_t uid, gid_t gid) {
+  ::unlink(path.c_str());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Internal("cannot create " + path + ": " + std::strerror(errno));
+  const bool ok = WriteFull(fd, text.data(), text.size()) && ::fchown(fd, uid, gid) == 0 && ::fchmod(fd, mode) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return Internal("cannot write " + path + ": " + std::strerror(err));
+  return Status::Ok();
+}
+
+// An eventfd that becomes readable when the memory group `dir` (cgroup v1)
+// or one below it runs out of memory; -1 where there is none (v2 counts
+// OOM kills of descendants in the group's own memory.events).
+int WatchOom(const std::string& dir) {
+  if (dir.empty()) return -1;
+  const int control = ::open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC);
+  if (control < 0) return -1;
+  const int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  const int events = ::open((dir + "/cgroup.event_control").c_str(), O_WRONLY | O_CLOEXEC);
+  const std::string line = std::to_string(efd) + " " + std::to_string(control);
+  const bool ok = efd >= 0 && events >= 0 && ::write(events, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  if (events >= 0) ::close(events);
+  ::close(control);
+  if (!ok && efd >= 0) ::close(efd);
+  return ok ? efd : -1;
+}
+
+// In a child after fork: default signal handling, nothing blocked, stdin
+// from /dev/null, stdout and stderr to the given descriptors.
+void ChildStdio(int out_fd, int err_fd) {
   for (int sig : kIgnored) ::signal(sig, SIG_DFL);
   ::signal(SIGPIPE, SIG_DFL);
   sigset_t none;
@@ -157,15 +243,65 @@ OutputFiles ReceiveOutputFiles(int sock) {
   if (null_fd >= 0) ::dup2(null_fd, 0);
   ::dup2(out_fd, 1);
   ::dup2(err_fd, 2);
-  auto fail = [](const char* what) {
-    const char* err = std::strerror(errno);
-    (void)WriteFull(2, "muster: ", 8);
-    (void)WriteFull(2, what, std::strlen(what));
-    (void)WriteFull(2, ": ", 2);
-    (void)WriteFull(2, err, std::strlen(err));
-    (void)WriteFull(2, "\n", 1);
-    ::_exit(127);
-  };
+}
+
+// Says "muster: WHAT: strerror(errno)" on stderr and exits 127.
+[[noreturn]] void FailChild(const char* what) {
+  const char* err = std::strerror(errno);
+  (void)WriteFull(2, "muster: ", 8);
+  (void)WriteFull(2, what, std::strlen(what));
+  (void)WriteFull(2, ": ", 2);
+  (void)WriteFull(2, err, std::strlen(err));
+  (void)WriteFull(2, "\n", 1);
+  ::_exit(127);
+}
+
+// Takes the task's identity, no_new_privs and its working directory.
+void BecomeTaskUser(const TaskSpec& spec) {
+  if (const char* failed = TakeTaskIdentity(spec)) FailChild(failed);
+  // Nothing it runs gains privileges (setuid binaries, file capabilities).
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailChild("cannot set no_new_privs");
+  if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0) {
+    const int err = errno;
+    const std::string what = "cannot enter the working directory " + spec.working_dir;
+    errno = err;
+    FailChild(what.c_str());
+  }
+}
+
+// The payload child of a container task: Podman runs as root (it makes the
+// container; the container's processes run as the task's user), so the
+// job's output files are opened by a child of its own that becomes the user.
+[[noreturn]] void ExecPodman(const TaskSpec& spec, const std::vector<char*>& argv, const std::vector<char*>& envp,
+                             int out_fd, int err_fd, int files_sock) {
+  ChildStdio(out_fd, err_fd);
+  if (files_sock >= 0) {
+    const pid_t opener = ::fork();
+    if (opener == 0) {
+      BecomeTaskUser(spec);
+      OpenOutputFiles(spec, files_sock, FailChild);
+      ::_exit(0);
+    }
+    int status = 0;
+    if (opener < 0) FailChild("cannot fork");
+    while (::waitpid(opener, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ::_exit(127);
+    ::close(files_sock);
+  }
+  ::execvpe(argv[0], argv.data(), envp.data());
+  FailChild(argv[0]);
+}
+
+// In the payload child, after fork: only async-signal-safe calls until exec.
+// `script_path`: /proc/self/fd/N of the job's script with a #! line, or
+// null; `interpreter`: that line, for the message when it cannot run.
+// `err_fd`: where its stderr goes (out_fd for both); `files_sock`: where to
+// send its output files once opened as its user (-1: it has none).
+[[noreturn]] void ExecPayload(const TaskSpec& spec, const std::vector<char*>& argv, const std::vector<char*>& envp,
+                              int out_fd, int err_fd, int files_sock, const char* script_path, const char* interpreter) {
+  ChildStdio(out_fd, err_fd);
+  const auto fail = FailChild;
   // Its own /tmp: a mount namespace of its own (changes do not reach the
   // node), the task's directory bound over /tmp.
   if (!spec.private_tmp.empty()) {
@@ -173,33 +309,8 @@ OutputFiles ReceiveOutputFiles(int sock) {
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) fail("cannot make / a slave mount");
     if (::mount(spec.private_tmp.c_str(), "/tmp", nullptr, MS_BIND, nullptr) != 0) fail("cannot mount the private /tmp");
   }
-  if (const char* failed = TakeTaskIdentity(spec)) fail(failed);
-  // Nothing it runs gains privileges (setuid binaries, file capabilities).
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("cannot set no_new_privs");
-  if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0) {
-    const int err = errno;
-    const std::string what = "cannot enter the working directory " + spec.working_dir;
-    errno = err;
-    fail(what.c_str());
-  }
-  if (files_sock >= 0) {
-    OutputFiles files;
-    for (auto [path, fd] : {std::pair{&spec.stdout_path, &files.out}, std::pair{&spec.stderr_path, &files.err}}) {
-      if (path->empty()) continue;
-      *fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY | O_CLOEXEC, 0644);
-      if (*fd < 0) {
-        const int err = errno;
-        const std::string what = "cannot open the job's " + std::string(fd == &files.out ? "stdout" : "stderr") +
-                                 " file " + *path + " as its user";
-        errno = err;
-        fail(what.c_str());
-      }
-    }
-    SendOutputFiles(files_sock, files);
-    for (int fd : {files.out, files.err, files_sock}) {
-      if (fd >= 0) ::close(fd);
-    }
-  }
+  BecomeTaskUser(spec);
+  if (files_sock >= 0) OpenOutputFiles(spec, files_sock, fail);
   if (script_path != nullptr) {
     char* const script_argv[] = {const_cast<char*>(script_path), nullptr};
     ::execve(script_path, script_argv, envp.data());
@@ -277,6 +388,17 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     if (fd >= 0) ::close(fd);
   }
 
+  // The task's group in the first hierarchy (a container's groups are below it).
+  std::string task_group;
+  if (!spec.cgroup_procs.empty()) {
+    std::filesystem::path dir = std::filesystem::path(spec.cgroup_procs.front()).parent_path();
+    if (dir.filename() == "supervisor") dir = dir.parent_path();
+    task_group = dir.string();
+  }
+  // cgroup v1 counts an OOM kill in the victim's own group, which for a
+  // container is the runtime's, gone with the container. An eventfd on the
+  // task group's memory.oom_control hears of an OOM anywhere below it.
+  const int oom_fd = spec.container ? WatchOom(task_group) : -1;
   std::map<std::string, std::string> env = spec.env;
   if (!spec.resume.empty()) ChooseCheckpoint(spec, journal, log, env);
   std::vector<std::string> env_strings;
@@ -306,11 +428,59 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   }
   (void)AppendJournal(journal, nlohmann::json({{"pid", self}, {"startTime", self_start}}).dump());
 
+  // A container task: the image first, then `podman run` as the payload.
+  std::vector<std::string> podman_env;
+  if (spec.container) {
+    const LogWriter write = [&](const std::string& text) { log.Write(text.data(), text.size()); };
+    std::vector<std::string> inherited;
+    const std::string env_text = ContainerEnvFile(env, inherited);
+    podman_env = PodmanEnvironment(*spec.container, env, inherited);
+    if (!EnsureImage(*spec.container, podman_env, journal, write,
+                     [&] { return StopRequested(journal) || LeaseRunOut(spec); })) {
+      return 0;
+    }
+    // The agent may have lost the server during a long pull: start nothing.
+    if (LeaseRunOut(spec)) {
+      write("muster: the agent's lease ran out before the container started; not starting it (fenced)\n");
+      (void)AppendJournal(journal, "{\"signal\":9,\"fenced\":true}");
+      return 0;
+    }
+    const std::string env_file = journal + ".env";
+    if (Status st = WritePrivateFile(env_file, env_text, 0600, 0, 0); !st.ok()) {
+      write("muster: " + st.message() + "\n");
+      (void)AppendJournal(journal, nlohmann::json({{"exitCode", 125}, {"launchError", st.message()}}).dump());
+      return 0;
+    }
+    TaskSpec run = spec;
+    std::vector<std::string> command;
+    // A script with a #! line: a file of the task user's, mounted read-only
+    // and run by the kernel inside the container with the interpreter it names.
+    if (spec.script && spec.argv[2].rfind("#!", 0) == 0) {
+      const std::string script_file = journal + ".script";
+      if (Status st = WritePrivateFile(script_file, spec.argv[2], 0500, spec.run_as ? spec.uid : 0,
+                                       spec.run_as ? spec.gid : 0);
+          !st.ok()) {
+        write("muster: " + st.message() + "\n");
+        (void)AppendJournal(journal, nlohmann::json({{"exitCode", 125}, {"launchError", st.message()}}).dump());
+        return 0;
+      }
+      run.container->mounts.push_back({script_file, "/.muster/script", true});
+      command = {"/.muster/script"};
+    }
+    args = PodmanRunArgv(run, env_file, inherited, command);
+    argv.clear();
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    envp.clear();
+    for (std::string& v : podman_env) envp.push_back(v.data());
+    envp.push_back(nullptr);
+  }
+
   // A script with a #! line runs as a file: the kernel starts the
   // interpreter it names, which reads the script from /proc/self/fd/N (so
   // that descriptor is inherited, not close-on-exec).
   std::string script_path, interpreter;
-  if (spec.script && spec.argv[2].rfind("#!", 0) == 0) {
+  if (spec.script && spec.argv[2].rfind("#!", 0) == 0 && !spec.container) {
     interpreter = "cannot run the script's " + spec.argv[2].substr(0, spec.argv[2].find('\n')) + " line";
     const int fd = ::memfd_create("muster-job-script", 0);
     if (fd >= 0 && WriteFull(fd, spec.argv[2].data(), spec.argv[2].size())) {
@@ -350,6 +520,9 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     (void)AppendJournal(journal, "{\"exitCode\":127}");
     return 0;
   }
+  if (child == 0 && spec.container) {
+    ExecPodman(spec, argv, envp, pipe_fds[1], separate ? err_fds[1] : pipe_fds[1], sock_fds[1]);
+  }
   if (child == 0) {
     ExecPayload(spec, argv, envp, pipe_fds[1], separate ? err_fds[1] : pipe_fds[1], sock_fds[1],
                 script_path.empty() ? nullptr : script_path.c_str(), interpreter.c_str());
@@ -365,8 +538,13 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   bool file_failed = false;  // said once in the log
   // What the payload wrote to its stdout (both, unless `separate`) or its
   // stderr: to the log, and to the file for it.
+  std::string tail;  // the end of the output: Podman's last words, when it fails
   const auto copy = [&](bool stderr_stream, const char* data, size_t n) {
     log.Write(data, n);
+    if (spec.container) {
+      tail.append(data, n);
+      if (tail.size() > 8192) tail.erase(0, tail.size() - 4096);
+    }
     const int fd = stderr_stream ? out_files.err : out_files.out;
     if (fd >= 0 && !WriteFull(fd, data, n) && !file_failed) {
       file_failed = true;
@@ -433,21 +611,15 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     if (exited || spec.lease_file.empty() || now() - last_lease_check < std::chrono::seconds(1)) continue;
     last_lease_check = now();
     if (!fencing) {
-      const int fd = ::open(spec.lease_file.c_str(), O_RDONLY | O_CLOEXEC);
-      const bool absent = fd < 0 && errno == ENOENT;
-      char text[32] = {};
-      const ssize_t got = fd >= 0 ? ::pread(fd, text, sizeof text - 1, 0) : -1;
-      if (fd >= 0) ::close(fd);
-      const long long deadline = got > 0 ? std::atoll(text) : 0;
+      bool absent = false;
+      const long long deadline = ReadLeaseDeadline(spec.lease_file, absent);
       // The agent writes its lease file before it starts any task, never
       // removes it, and rewrites the deadline in place. Missing, or holding
       // no deadline, at two checks in a row (its state was removed or
       // damaged, a crash emptied it): no agent will renew it, so it counts
       // as run out. (An unreadable file is left to the deadline last read.)
-      lease_missing = absent || (fd >= 0 && deadline <= 0) ? lease_missing + 1 : 0;
-      const long long wall = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
+      lease_missing = absent || deadline == 0 ? lease_missing + 1 : 0;
+      const long long wall = WallMillis();
       if ((deadline > 0 && wall > deadline) || lease_missing >= 2) {
         // The agent has not renewed its lease: it is gone or cut off, and
         // the server may start this job elsewhere. Stop it ourselves.
@@ -458,10 +630,13 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
         log.Write(msg.data(), msg.size());
         fencing = true;
         ::kill(-::getpgrp(), spec.stop_signal);  // the shim blocks it
+        // A container's processes are elsewhere: in its group, below the task's.
+        if (spec.container && !task_group.empty()) SignalGroupTree(task_group, spec.stop_signal, true);
         kill_at = now() + std::chrono::milliseconds(spec.grace_ms);
       }
     } else if (now() >= kill_at) {
       (void)AppendJournal(journal, "{\"signal\":9,\"fenced\":true}");
+      if (!task_group.empty()) SignalGroupTree(task_group, SIGKILL, false);  // a container's too
       for (const std::string& procs : spec.cgroup_procs) {
         std::ifstream in(procs);
         pid_t pid = 0;
@@ -479,7 +654,16 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   if (child_fd >= 0) ::close(child_fd);
   // Fenced: however the payload ended (on the stop signal, or before the
   // SIGKILL), it ended because the agent lost the server, not by itself.
-  (void)AppendJournal(journal, ShimStatusJson(wait_status, fencing));
+  if (spec.container) {
+    const LogWriter write = [&](const std::string& text) { log.Write(text.data(), text.size()); };
+    uint64_t ooms = 0;
+    const bool oom = oom_fd >= 0 && ::read(oom_fd, &ooms, sizeof ooms) == sizeof ooms && ooms > 0;
+    (void)AppendJournal(journal, FinishContainer(*spec.container, podman_env, wait_status, fencing, oom, tail, write));
+    ::unlink((journal + ".env").c_str());
+    ::unlink((journal + ".script").c_str());
+  } else {
+    (void)AppendJournal(journal, ShimStatusJson(wait_status, fencing));
+  }
   if (!spec.private_tmp.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(spec.private_tmp, ec);  // symlinks in it are removed, never followed

@@ -35,6 +35,18 @@ std::string TaskSpecToJson(const TaskSpec& s) {
             {"stopSignal", s.stop_signal},
             {"graceMs", s.grace_ms}};
   j["resume"] = json::parse(proto::ToJson(s.resume));
+  if (s.container) {
+    const ContainerSpec& c = *s.container;
+    json mounts = json::array();
+    for (const ContainerSpec::Mount& m : c.mounts) {
+      mounts.push_back({{"host", m.host}, {"container", m.container}, {"readOnly", m.read_only}});
+    }
+    j["container"] = {{"image", c.image},           {"name", c.name},
+                      {"podman", c.podman},         {"containersConf", c.containers_conf},
+                      {"runtime", c.runtime},       {"cgroupParent", c.cgroup_parent},
+                      {"authFile", c.auth_file},    {"mounts", mounts},
+                      {"devices", c.devices}};
+  }
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -67,6 +79,22 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
       if (!resume.ok()) return InvalidArgument("task spec: " + resume.status().message());
       s.resume = std::move(*resume);
     }
+    if (j.contains("container")) {
+      const json& cj = j["container"];
+      ContainerSpec c;
+      c.image = cj.at("image").get<std::string>();
+      c.name = cj.at("name").get<std::string>();
+      c.podman = cj.value("podman", "podman");
+      c.containers_conf = cj.value("containersConf", "");
+      c.runtime = cj.value("runtime", "");
+      c.cgroup_parent = cj.value("cgroupParent", "");
+      c.auth_file = cj.value("authFile", "");
+      for (const json& m : cj.value("mounts", json::array())) {
+        c.mounts.push_back({m.at("host").get<std::string>(), m.at("container").get<std::string>(), m.value("readOnly", false)});
+      }
+      c.devices = cj.value("devices", std::vector<std::string>{});
+      s.container = std::move(c);
+    }
     if (s.argv.empty()) return InvalidArgument("task spec: argv is empty");
     return s;
   } catch (const json::exception& e) {
@@ -77,6 +105,7 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
 std::string TaskResultToJson(const TaskResult& r) {
   json j = {{"exitCode", r.exit_code}, {"signal", r.signal},   {"oom", r.oom},
             {"stopReason", r.stop_reason}, {"message", r.message}, {"endMs", r.end_ms}};
+  if (r.launch_failed) j["launchFailed"] = true;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -90,6 +119,7 @@ StatusOr<TaskResult> TaskResultFromJson(const std::string& text) {
   r.stop_reason = j.value("stopReason", "");
   r.message = j.value("message", "");
   r.end_ms = j.value("endMs", int64_t{0});
+  r.launch_failed = j.value("launchFailed", false);
   return r;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,26 @@
 #include "proto/agent_protocol.h"
 
 namespace muster::agent {
+
+// A task that runs in a container (the job named an image): how the shim
+// runs it with Podman (agent/container_command.h).
+struct ContainerSpec {
+  std::string image;
+  std::string name;             // the container's name, unique to this agent and task
+  std::string podman = "podman";
+  std::string containers_conf;  // CONTAINERS_CONF for Podman; empty: its defaults
+  std::string runtime;          // --runtime; empty: Podman's default
+  std::string cgroup_parent;    // the task's group (CgroupDriver::PathOf); empty: Podman's default
+  std::string auth_file;        // registry credentials for the pull; empty: none
+  struct Mount {
+    std::string host, container;
+    bool read_only = false;
+  };
+  std::vector<Mount> mounts;
+  // --device values: "HOST[:CONTAINER]" device files, or CDI names
+  // ("nvidia.com/gpu=GPU-...").
+  std::vector<std::string> devices;
+};
 
 struct TaskSpec {
   std::string key;
@@ -58,6 +79,9 @@ struct TaskSpec {
   // records its choice in the journal as
   // {"resumed":{"seq":S,"skipped":[{"seq":..,"reason":..}]}} (seq 0: none).
   std::vector<proto::ResumeCandidate> resume;
+  // Set: the payload runs in this container, started by Podman as root;
+  // run_as names the user inside it.
+  std::optional<ContainerSpec> container;
 };
 
 std::string TaskSpecToJson(const TaskSpec& spec);
@@ -76,6 +100,7 @@ struct TaskResult {
   bool oom = false;        // the cgroup's OOM killer killed a process
   std::string stop_reason;  // why the agent stopped it ("timeout", "stop"), else empty
   std::string message;      // for a launch failure, what went wrong
+  bool launch_failed = false;  // it could not start (an image that cannot be pulled): retrying will not help
   int64_t end_ms = 0;
   bool Succeeded() const { return exit_code == 0 && signal == 0 && !oom && stop_reason.empty(); }
 };
@@ -84,7 +109,9 @@ std::string TaskResultToJson(const TaskResult& r);
 StatusOr<TaskResult> TaskResultFromJson(const std::string& text);
 
 // The shim's own report of the payload's exit: {"exitCode":N} or {"signal":N},
-// with "fenced":true when the shim stopped it because the lease ran out.
+// with "fenced":true when the shim stopped it because the lease ran out. A
+// container's exit also says "oom":true when the kernel's OOM killer ended
+// it, and a container that could not start says {"launchError":"why"}.
 std::string ShimStatusJson(int wait_status, bool fenced);
 
 // A task's journal: one file per task, one JSON object per line, appended

@@ -78,7 +78,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
   };
   return a.name == b.name && a.queue == b.queue && a.priority == b.priority &&
          a.replicas == b.replicas && a.array == b.array && a.resources == b.resources && a.command == b.command &&
-         a.script == b.script && a.image == b.image && a.env == b.env && a.secret_env == b.secret_env &&
+         a.script == b.script && a.image == b.image && a.mounts == b.mounts && a.env == b.env && a.secret_env == b.secret_env &&
          a.working_dir == b.working_dir && a.stdout_path == b.stdout_path && a.stderr_path == b.stderr_path &&
          a.time_limit == b.time_limit &&
          a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.retry == b.retry &&
@@ -143,6 +143,15 @@ std::string JobSpecToJson(const JobSpec& s) {
   }
   optional_string("script", s.script);
   optional_string("image", s.image);
+  // Only when set, as secretEnv.
+  if (!s.mounts.empty()) {
+    w.Key("mounts").BeginArray();
+    for (const JobSpec::Mount& m : s.mounts) {
+      w.BeginObject().Key("hostPath").String(m.host_path).Key("containerPath").String(m.container_path);
+      w.Key("readOnly").Bool(m.read_only).EndObject();
+    }
+    w.EndArray();
+  }
   AppendStringMap(w, "env", s.env);
   // Only when set: the canonical text of a spec without secrets (and its
   // idempotency fingerprint) stays what it was.

@@ -16,7 +16,13 @@
 //     memory: 512Gi                  # "512Gi", "16G", integer bytes; <= 64 TiB
 //   command: [python, train.py]      # 1..4096 strings of <= 64 KiB ...
 //   script: "#!/bin/sh\n..."         # ... or a script (<= 1 MiB): exactly one
-//   image: nvcr.io/nvidia/pytorch:24.05   # optional, <= 512 chars
+//   image: nvcr.io/nvidia/pytorch:24.05   # optional, <= 512 chars: each
+//                                    # replica runs in a container of it
+//   mounts:                          # with image only; at most 64
+//     - {hostPath: /data/imagenet, containerPath: /data, readOnly: true}
+//                                    # absolute paths without ':' or ','; not
+//                                    # /, /proc, /sys, /dev or below; each
+//                                    # containerPath once; readOnly default false
 //   env: {NCCL_DEBUG: INFO}          # or [{name: NCCL_DEBUG, value: INFO}];
 //                                    # keys [A-Za-z_][A-Za-z0-9_]*, <= 1024
 //   workingDir: /work                # absolute path; optional
@@ -138,6 +144,12 @@ struct JobSpec {
   std::vector<std::string> command;   // exactly one of command (non-empty) ...
   std::optional<std::string> script;  // ... and script is set
   std::optional<std::string> image;
+  struct Mount {
+    std::string host_path, container_path;
+    bool read_only = false;
+    bool operator==(const Mount&) const = default;
+  };
+  std::vector<Mount> mounts;  // only with image
   std::map<std::string, std::string> env;
   // Variables set like env whose values the API never shows (a token, a
   // password): kept in the store (readable by Muster only) and passed to

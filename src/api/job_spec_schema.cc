@@ -2,6 +2,8 @@
 // job_spec.h documents them for users.
 #include "api/job_spec_schema.h"
 
+#include <cctype>
+
 #include "api/output_pattern.h"
 
 #include <charconv>
@@ -332,6 +334,42 @@ StatusOr<std::vector<core::Dependency>> ReadDependencies(const TreeNode& node,
   return out;
 }
 
+StatusOr<std::vector<JobSpec::Mount>> ReadMounts(const TreeNode& node, const std::string& path) {
+  ASSIGN_OR_RETURN(std::vector<TreePtr> items,
+                   ReadList(node, path, 0, 64, "a list of at most 64 mounts {hostPath, containerPath, readOnly}"));
+  static const std::vector<std::string> kFields = {"hostPath", "containerPath", "readOnly"};
+  std::vector<JobSpec::Mount> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(*items[i], IndexPath(path, i), kFields,
+                                                          "an object {hostPath, containerPath, readOnly}"));
+    JobSpec::Mount m;
+    for (auto [key, out_path] : {std::pair{"hostPath", &m.host_path}, std::pair{"containerPath", &m.container_path}}) {
+      if (obj.Find(key) == nullptr) return InvalidArgument("is required", obj.Path(key));
+      RETURN_IF_ERROR(obj.Read(key, *out_path, ReadString, kPathRule));
+      // Podman's --volume syntax separates its parts with ':' and options with ','.
+      if (out_path->find_first_of(":,") != std::string::npos) {
+        return InvalidArgument("may not contain ':' or ','", obj.Path(key));
+      }
+    }
+    const std::string& c = m.container_path;
+    for (const char* system : {"/proc", "/sys", "/dev"}) {
+      const std::string dir = system;
+      if (c == dir || c.rfind(dir + "/", 0) == 0) {
+        return InvalidArgument("may not be " + dir + " or below it (the container's own)", obj.Path("containerPath"));
+      }
+    }
+    if (c.find_first_not_of('/') == std::string::npos) {
+      return InvalidArgument("may not be / (the image's root)", obj.Path("containerPath"));
+    }
+    for (const JobSpec::Mount& earlier : out) {
+      if (earlier.container_path == c) return InvalidArgument("is mounted twice", obj.Path("containerPath"));
+    }
+    RETURN_IF_ERROR(obj.Read("readOnly", m.read_only, ReadBool));
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 StatusOr<Time> ReadTimestamp(const TreeNode& node, const std::string& path) {
   StatusOr<std::string> s = ReadString(node, path, kTimestampRule);
   std::optional<Time> t;
@@ -347,7 +385,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "image", "env",          "workingDir", "timeLimit", "topology",
       "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
-      "secretEnv", "stdout",     "stderr"};
+      "secretEnv", "stdout",     "stderr", "mounts"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
@@ -372,6 +410,23 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
                            "spec");
   }
   RETURN_IF_ERROR(obj.Read("image", spec.image, ReadString, kImageRule));
+  if (spec.image) {
+    // An image reference ([registry/]name[:tag][@digest]); never an option to Podman.
+    const std::string& image = *spec.image;
+    const bool ok = image.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/:@-") ==
+                        std::string::npos &&
+                    std::isalnum(static_cast<unsigned char>(image.front()));
+    if (!ok) {
+      return InvalidArgument("must be an image reference such as nvcr.io/nvidia/pytorch:24.05-py3 (letters, digits "
+                             "and ._/:@-, starting with a letter or digit), got \"" + image.substr(0, 64) + "\"",
+                             obj.Path("image"));
+    }
+  }
+  RETURN_IF_ERROR(obj.Read("mounts", spec.mounts, ReadMounts));
+  if (!spec.mounts.empty() && !spec.image) {
+    return InvalidArgument("needs image: a job without one runs on the node and sees its files as they are",
+                           obj.Path("mounts"));
+  }
   RETURN_IF_ERROR(obj.Read("env", spec.env, ReadEnv));
   RETURN_IF_ERROR(obj.Read("secretEnv", spec.secret_env, ReadEnv));
   for (const auto& [name, _] : spec.secret_env) {

@@ -46,6 +46,10 @@ resources:
   memory: 512Gi
 command: [python, train.py, --lr, "0.001"]
 image: nvcr.io/nvidia/pytorch:24.05-py3
+mounts:
+  - {hostPath: /data/imagenet, containerPath: /data, readOnly: true}
+  - hostPath: /scratch
+    containerPath: /scratch
 env:
   NCCL_DEBUG: INFO
   OMP_NUM_THREADS: 8
@@ -76,6 +80,8 @@ constexpr const char* kFullJson = R"({
   "resources": {"gpus": 8, "gpuType": "H100", "cpus": "32500m", "memory": 549755813888},
   "command": ["python", "train.py", "--lr", "0.001"],
   "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+  "mounts": [{"hostPath": "/data/imagenet", "containerPath": "/data", "readOnly": true},
+             {"hostPath": "/scratch", "containerPath": "/scratch", "readOnly": false}],
   "env": [{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "OMP_NUM_THREADS", "value": "8"}],
   "workingDir": "/work/llm",
   "timeLimit": 9000,
@@ -103,6 +109,7 @@ TEST(JobSpecTest, FullYamlSpec) {
   EXPECT_EQ(s.command, (std::vector<std::string>{"python", "train.py", "--lr", "0.001"}));
   EXPECT_FALSE(s.script.has_value());
   EXPECT_EQ(s.image, "nvcr.io/nvidia/pytorch:24.05-py3");
+  EXPECT_EQ(s.mounts, (std::vector<JobSpec::Mount>{{"/data/imagenet", "/data", true}, {"/scratch", "/scratch", false}}));
   EXPECT_EQ(s.env,
             (std::map<std::string, std::string>{{"NCCL_DEBUG", "INFO"}, {"OMP_NUM_THREADS", "8"}}));
   EXPECT_EQ(s.working_dir, "/work/llm");
@@ -474,6 +481,18 @@ std::vector<BadSpec> BadSpecs() {
       {"SIGKILL", WithCommand(R"("checkpoint":{"dir":"/c","signal":"SIGKILL"},)"), J, "spec.checkpoint.signal", "must be one of SIGUSR1, SIGUSR2, SIGTERM or SIGINT, got \"SIGKILL\""},
       {"checkpoint without dir", WithCommand(R"("checkpoint":{"interval":"1h"},)"), J, "spec.checkpoint.dir", "is required"},
       {"relative working dir", WithCommand(R"("workingDir":"work",)"), J, "spec.workingDir", "must be an absolute path"},
+      // Containers.
+      {"image as an option", WithCommand(R"("image":"--privileged",)"), J, "spec.image", "must be an image reference"},
+      {"image with a space", WithCommand(R"("image":"ubuntu latest",)"), J, "spec.image", "got \"ubuntu latest\""},
+      {"mounts without image", WithCommand(R"("mounts":[{"hostPath":"/d","containerPath":"/d"}],)"), J, "spec.mounts", "needs image"},
+      {"mount without hostPath", WithCommand(R"("image":"u","mounts":[{"containerPath":"/d"}],)"), J, "spec.mounts[0].hostPath", "is required"},
+      {"relative mount", WithCommand(R"("image":"u","mounts":[{"hostPath":"d","containerPath":"/d"}],)"), J, "spec.mounts[0].hostPath", "must be an absolute path"},
+      {"mount with a colon", WithCommand(R"("image":"u","mounts":[{"hostPath":"/d:rw","containerPath":"/d"}],)"), J, "spec.mounts[0].hostPath", "may not contain ':' or ','"},
+      {"mount over /proc", WithCommand(R"("image":"u","mounts":[{"hostPath":"/d","containerPath":"/proc/1"}],)"), J, "spec.mounts[0].containerPath", "may not be /proc or below it"},
+      {"mount over /", WithCommand(R"("image":"u","mounts":[{"hostPath":"/d","containerPath":"//"}],)"), J, "spec.mounts[0].containerPath", "may not be /"},
+      {"mount twice", WithCommand(R"("image":"u","mounts":[{"hostPath":"/a","containerPath":"/d"},{"hostPath":"/b","containerPath":"/d"}],)"), J, "spec.mounts[1].containerPath", "is mounted twice"},
+      {"mount readOnly yes", WithCommand(R"("image":"u","mounts":[{"hostPath":"/a","containerPath":"/d","readOnly":"yes"}],)"), J, "spec.mounts[0].readOnly", ""},
+      {"mount unknown field", WithCommand(R"("image":"u","mounts":[{"hostPath":"/a","containerPath":"/d","mode":"ro"}],)"), J, "spec.mounts[0].mode", "unknown field"},
       // Dependencies.
       {"afterok:", WithCommand(R"("dependencies":"afterok:",)"), J, "spec.dependencies", "must be dependencies such as \"afterok:12:13,afterany:14-20\", got \"afterok:\""},
       {"afterok:abc", WithCommand(R"("dependencies":"afterok:abc",)"), J, "spec.dependencies", "must name jobs by positive integer ids or ranges of them, got \"abc\" in \"afterok:abc\""},

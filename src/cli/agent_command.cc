@@ -30,6 +30,13 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
                 "a credential: loopback or a monitoring network (default: not served)");
   a->add_option("--fake-gpus", o.fake_gpus, "Fake GPUs for development and tests, COUNTxTYPE (8xH100)");
   a->add_option("--nvml-library", o.nvml_library, "Path of libnvidia-ml.so.1 (default: the loader's search path)");
+  a->add_option("--podman", o.podman,
+                "Podman binary for container jobs (jobs with an image); none: this node runs none (default: podman "
+                "on PATH)");
+  a->add_option("--containers-conf", o.containers_conf,
+                "containers.conf for Podman (CONTAINERS_CONF), e.g. one with default_ulimits = [] where the kernel "
+                "refuses containers some rlimits (default: Podman's own)");
+  a->add_option("--container-runtime", o.container_runtime, "OCI runtime for Podman, e.g. runc or crun (default: Podman's)");
   a->add_option("--gpu-type", o.gpu_type, "GPU type to report (default: from the GPU model, e.g. H100)");
   a->add_option("--cpus", f.cpus, "CPUs to offer (default: all of the machine's)");
   a->add_option("--memory", f.memory, "Memory to offer, e.g. 512Gi (default: all of the machine's)");

@@ -33,6 +33,12 @@ StatusOr<GpuInventory> FakeGpusFromFile(const std::string& path, const std::stri
     GpuDevice d;
     d.index = static_cast<int32_t>(i);
     d.minor = g.contains("minor") && g["minor"].is_number_integer() ? g["minor"].get<int32_t>() : d.index;
+    if (g.contains("device")) {
+      if (!g["device"].is_string() || g["device"].get<std::string>().rfind('/', 0) != 0) {
+        return bad(at + ".device", "must be the absolute path of a device file standing in for the GPU");
+      }
+      d.device = g["device"];
+    }
     d.name = g["name"];
     char uuid[64];
     std::snprintf(uuid, sizeof uuid, "GPU-fa4e%04x-%04x-4000-8000-%012zx", static_cast<unsigned>(h & 0xffff),

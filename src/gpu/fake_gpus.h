@@ -3,8 +3,10 @@
 // name, so CUDA_VISIBLE_DEVICES and the scheduler's books look as they do
 // on a real node. `--fake-gpus gpus.json` reads them from a file instead:
 //   {"gpus": [{"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-...",
-//              "memoryBytes": 85899345920, "numaNode": 0, "nvlinks": 12}, ...]}
-// (every key but name optional). Nothing here touches a device.
+//              "memoryBytes": 85899345920, "numaNode": 0, "nvlinks": 12,
+//              "minor": 0, "device": "/tmp/fake/nvidia0"}, ...]}
+// (every key but name optional; "device": a device file that stands in for
+// the GPU in container jobs). Nothing here touches a device.
 #pragma once
 
 #include <string>

@@ -23,6 +23,7 @@ struct GpuDevice {
   int32_t numa_node = -1;    // -1: unknown
   int32_t nvlinks = 0;       // active NVLink links
   int32_t minor = -1;        // its device file's minor number (/dev/nvidiaN); -1: unknown
+  std::string device;        // a fake GPU's stand-in device file (containers get it); "" for real ones
   bool nvswitch = false;     // links go to an NVSwitch: all GPUs on the board are all-to-all
   bool healthy = true;
   std::string health;        // why not healthy: "XID 79"

@@ -125,6 +125,10 @@ std::string ToJson(const SyncRequest& r) {
       for (const SkippedCheckpoint& k : t.skipped) skipped.push_back({{"seq", k.seq}, {"reason", k.reason}});
       task["resume"] = {{"seq", t.resumed_seq}, {"skipped", skipped}};
     }
+    if (!t.image_state.empty()) {
+      task["image"] = t.image_state;
+      task["pullMs"] = t.pull_ms;
+    }
     tasks.push_back(std::move(task));
   }
   return Dump({{"node", r.node},
@@ -141,6 +145,8 @@ std::string ToJson(const SyncRequest& r) {
                {"memoryBytes", r.memory_bytes},
                {"labels", r.labels},
                {"cgroups", r.cgroups},
+               {"containers", r.containers},
+               {"containersNote", r.containers_note},
                {"healthEvents", events},
                {"tasks", tasks},
                {"reportSeq", r.report_seq},
@@ -185,6 +191,13 @@ json TaskJson(const TaskAssignment& t) {
           {"stopSignal", t.stop_signal},
           {"graceMs", t.grace_ms},
           {"resume", ResumeJson(t.resume)}};
+  if (!t.mounts.empty()) {
+    json mounts = json::array();
+    for (const TaskAssignment::Mount& m : t.mounts) {
+      mounts.push_back({{"hostPath", m.host_path}, {"containerPath", m.container_path}, {"readOnly", m.read_only}});
+    }
+    j["mounts"] = std::move(mounts);
+  }
   if (!t.stdout_path.empty()) j["stdout"] = t.stdout_path;
   if (!t.stderr_path.empty()) j["stderr"] = t.stderr_path;
   return j;
@@ -259,6 +272,8 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
   rd.Get(j, "memoryBytes", r.memory_bytes);
   rd.Get(j, "labels", r.labels);
   rd.Get(j, "cgroups", r.cgroups);
+  rd.Get(j, "containers", r.containers);
+  rd.Get(j, "containersNote", r.containers_note);
   rd.List(j, "healthEvents", r.health_events, [](Reader& e, const json& o, HealthEventReport& h) {
     e.Get(o, "uuid", h.uuid);
     e.Get(o, "xid", h.xid);
@@ -280,6 +295,8 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
     e.Get(o, "endMs", t.end_ms);
     e.Get(o, "gpuUtilization", t.gpu_utilization);
     if (t.gpu_utilization > 1) t.gpu_utilization = 1;
+    e.Get(o, "image", t.image_state);
+    e.Get(o, "pullMs", t.pull_ms);
     if (o.contains("resume") && o["resume"].is_object()) {
       t.resume_known = true;
       e.Get(o["resume"], "seq", t.resumed_seq);
@@ -324,6 +341,11 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
     e.Get(o, "argv", t.argv);
     e.Get(o, "script", t.script);
     e.Get(o, "image", t.image);
+    e.List(o, "mounts", t.mounts, [](Reader& m, const json& mo, TaskAssignment::Mount& mount) {
+      m.Get(mo, "hostPath", mount.host_path);
+      m.Get(mo, "containerPath", mount.container_path);
+      m.Get(mo, "readOnly", mount.read_only);
+    });
     e.Get(o, "env", t.env);
     e.Get(o, "workingDir", t.working_dir);
     e.Get(o, "stdout", t.stdout_path);

@@ -89,6 +89,11 @@ struct TaskReport {
   bool resume_known = false;
   int64_t resumed_seq = 0;
   std::vector<SkippedCheckpoint> skipped;
+  // A container task's image on the node: "pulling", "pulled" (pull_ms: how
+  // long it took; -1: it was there already), or empty (not a container, or
+  // not known yet).
+  std::string image_state;
+  int64_t pull_ms = -1;
 };
 
 struct SyncRequest {
@@ -110,6 +115,10 @@ struct SyncRequest {
   int64_t memory_bytes = 0;
   std::map<std::string, std::string> labels;  // leaf, spine, zone, rack
   std::string cgroups;                        // what the agent enforces
+  // Container jobs: "podman 4.3.1; GPUs by CDI" (or "...; no GPU containers:
+  // why"), or "" when the node runs none (and why, in containers_note).
+  std::string containers;
+  std::string containers_note;
   std::vector<HealthEventReport> health_events;  // since the last acknowledged sync
   std::vector<TaskReport> tasks;
   // Grows whenever the agent's observed tasks change. The server ignores the
@@ -138,6 +147,11 @@ struct TaskAssignment {
   // runs SCRIPT with the interpreter its #! line names, if it has one.
   bool script = false;
   std::string image;  // a container image, when the job names one
+  struct Mount {
+    std::string host_path, container_path;
+    bool read_only = false;
+  };
+  std::vector<Mount> mounts;  // the job's, into its container
   std::map<std::string, std::string> env;  // job env and Muster/torchrun/Slurm variables
   std::string working_dir;
   // The job's stdout and stderr files, expanded for this replica (relative:

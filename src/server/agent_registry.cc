@@ -68,7 +68,7 @@ std::optional<std::string> AgentRegistry::Report(const proto::SyncRequest& req, 
   // The node's status is rebuilt (and stored) only when it changed.
   std::string inventory = req.gpu_type + "|" + req.address + "|" + std::to_string(req.log_port) + "|" + req.log_tls_pin + "|" + req.cgroups +
                           "|" + req.agent_version + "|" + req.gpu_note + "|" + std::to_string(req.cpu_milli) + "|" +
-                          std::to_string(req.memory_bytes);
+                          std::to_string(req.memory_bytes) + "|" + req.containers + "|" + req.containers_note;
   for (const auto& [k, v] : req.labels) inventory += "|" + k + "=" + v;
   for (const proto::GpuReport& g : req.gpus) inventory += "|" + g.uuid + (g.healthy ? "+" : "-") + g.health;
   if (inventory == a.inventory && req.health_events.empty()) return std::nullopt;
@@ -91,7 +91,9 @@ std::optional<std::string> AgentRegistry::Report(const proto::SyncRequest& req, 
                  {"agentVersion", req.agent_version},
                  {"gpuSource", req.gpu_source},
                  {"gpuNote", req.gpu_note},
-                 {"cgroups", req.cgroups}};
+                 {"cgroups", req.cgroups},
+                 {"containers", req.containers}};
+  if (!req.containers_note.empty()) status["containersNote"] = req.containers_note;
   json gpus = json::array();
   for (const proto::GpuReport& g : req.gpus) {
     gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"memoryBytes", g.memory_bytes},

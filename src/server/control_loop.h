@@ -328,6 +328,7 @@ class ControlLoop {
     std::shared_ptr<const api::JobSpec> spec;
     std::vector<std::shared_ptr<const std::string>> encoded;  // per replica, its assignment encoded once
     std::vector<bool> resume_seen;         // per replica: its checkpoint verification was recorded
+    std::vector<std::string> image_seen;   // per replica: the image state its agent last told of ("pulling", "pulled")
     std::vector<double> utilization;       // per replica: its mean GPU utilization as its agent said (-1: not yet)
     std::vector<proto::ResumeCandidate> resume;  // fixed at creation, for every replica
     nlohmann::json resumed_from;           // the checkpoint it resumed from, once a replica verified
@@ -397,6 +398,9 @@ class ControlLoop {
   // ---- Checkpoints (control_loop_checkpoints.cc).
   // A replica's report of the checkpoint it resumed from, and the ones it
   // found damaged.
+  // A container replica's image, as its agent told: being pulled, or
+  // pulled (an event each; nothing for an image the node had).
+  void RecordImageState(int64_t job, const proto::TaskReport& t, const std::string& node, store::WriteBatch& b);
   void RecordResume(int64_t job, const proto::TaskReport& t, store::WriteBatch& b);
 
   // ---- Preemption (control_loop_preemption.cc, scheduler/preemption.h).

@@ -169,6 +169,11 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
       if (!lifecycle_.IsCurrent(t.job, t.attempt, t.replica, *index)) continue;
       AttemptDetail& d = details_.at(t.job);
       if (t.gpu_utilization >= 0) d.utilization[t.replica] = t.gpu_utilization;
+      if (!t.image_state.empty() && t.image_state != d.image_seen[t.replica]) {
+        RecordImageState(t.job, t, req.node, b);
+        d.image_seen[t.replica] = t.image_state;
+        out.changed = true;
+      }
       // The checkpoint a replica of the current attempt resumed from.
       if (!t.resume_known || d.resume_seen[t.replica]) continue;
       d.resume_seen[t.replica] = true;

@@ -152,6 +152,7 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
   const lifecycle::Attempt* a = lifecycle_.Find(job);
   d.encoded.resize(a->replicas.size());
   d.resume_seen.resize(a->replicas.size());
+  d.image_seen.resize(a->replicas.size());
   d.utilization.assign(a->replicas.size(), -1);
   details_[job] = std::move(d);
   ApplyEffects(fx, b);
@@ -221,6 +222,7 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   t.argv = TaskArgv(spec);
   t.script = spec.script.has_value();
   t.image = spec.image.value_or("");
+  for (const api::JobSpec::Mount& m : spec.mounts) t.mounts.push_back({m.host_path, m.container_path, m.read_only});
   t.env = TaskEnvironment(spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1,
                                  port_salt_});
   // The job's own credential, for its progress and checkpoint reports.

@@ -76,6 +76,19 @@ void ControlLoop::RecordResume(int64_t job, const proto::TaskReport& t, store::W
   jobs_.Write(job, b);
 }
 
+void ControlLoop::RecordImageState(int64_t job, const proto::TaskReport& t, const std::string& node,
+                                   store::WriteBatch& b) {
+  const AttemptDetail& d = details_.at(job);
+  const std::string image = d.spec && d.spec->image ? *d.spec->image : "its image";
+  const std::string where = "replica " + std::to_string(t.replica) + " on " + node;
+  if (t.image_state == "pulling") {
+    b.events.push_back(Event(job, "PullingImage", "", where + " is pulling image " + image));
+  } else if (t.image_state == "pulled" && t.pull_ms >= 0) {
+    b.events.push_back(
+        Event(job, "PulledImage", "", fmt::format("{} pulled image {} in {:.1f} s", where, image, t.pull_ms / 1000.0)));
+  }
+}
+
 void ControlLoop::OnStraggler(const StragglerDetector::Change& c, store::WriteBatch& b) {
   const lifecycle::Attempt* a = lifecycle_.Find(c.job);
   if (a == nullptr || a->number != c.attempt || c.replica >= static_cast<int32_t>(a->replicas.size())) return;

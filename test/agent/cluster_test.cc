@@ -353,18 +353,6 @@ TEST_F(ClusterTest, ExitCodesListedAsPermanentAndOutOfMemoryAreNotRetried) {
   EXPECT_EQ(c.value("retries", 0), 0) << c.dump();
 }
 
-TEST_F(ClusterTest, AJobNamingAContainerImageIsNotRunOnTheHost) {
-  AddAgent();
-  WaitNodes(1);
-  const std::string ran = Tmp("ran");
-  const int64_t id = Submit("name: boxed\nimage: nvcr.io/nvidia/pytorch:24.05\ncommand: [/bin/sh, -c, 'touch " + ran + "']\n");
-  const json j = WaitEnd(id);
-  EXPECT_EQ(j["state"], "FAILED") << j.dump();
-  EXPECT_EQ(j["attempts"], 1) << "a job the node cannot start is not retried";
-  EXPECT_NE(j["reason"].get<std::string>().find("container image"), std::string::npos) << j.dump();
-  EXPECT_FALSE(fs::exists(ran));
-}
-
 TEST_F(ClusterTest, ARestartedAgentAdoptsItsTaskAndNeverRunsItTwice) {
   AgentProcess& a = AddAgent();
   WaitNodes(1);

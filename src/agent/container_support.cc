@@ -1,0 +1,121 @@
+#include "agent/container_support.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace muster::agent {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Runs `command` (a shell line) and returns its exit code and output.
+std::pair<int, std::string> Run(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (!p) return {-1, out};
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The text of the CDI specs in `dirs` that name the kind nvidia.com/gpu.
+std::string NvidiaCdiSpecs(const std::vector<std::string>& dirs) {
+  std::string text;
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string ext = e.path().extension().string();
+      if (ext != ".yaml" && ext != ".json") continue;
+      std::ifstream in(e.path());
+      std::ostringstream s;
+      s << in.rdbuf();
+      if (s.str().find("nvidia.com/gpu") != std::string::npos) text += s.str();
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string ContainerSupport::Describe() const {
+  if (!available) return "";
+  std::string out = "podman " + version;
+  if (!gpus) return out + "; no GPU containers";
+  return out + (cdi ? "; GPUs by CDI" : "; GPUs as device files");
+}
+
+ContainerSupport DetectContainers(const std::string& podman, const std::string& containers_conf,
+                                  const gpu::GpuInventory& inventory, const std::vector<std::string>& cdi_dirs) {
+  ContainerSupport s;
+  if (podman == "none") {
+    s.note = "containers are turned off (--podman none)";
+    return s;
+  }
+  s.podman = podman.empty() ? "podman" : podman;
+  const std::string env = containers_conf.empty() ? "" : "CONTAINERS_CONF=" + Quote(containers_conf) + " ";
+  auto [code, out] = Run(env + Quote(s.podman) + " version --format '{{.Client.Version}}'");
+  if (code != 0) {
+    std::string why = out.substr(0, out.find('\n'));
+    s.note = "Podman does not run (" + s.podman + ": " + (why.empty() ? "exit " + std::to_string(code) : why) +
+             "); install Debian's podman or give --podman";
+    return s;
+  }
+  s.available = true;
+  s.version = out.substr(0, out.find_first_of("\r\n"));
+  if (inventory.gpus.empty()) return s;
+  if (inventory.source == "fake") {
+    for (const gpu::GpuDevice& g : inventory.gpus) {
+      if (g.device.empty()) {
+        s.note = "fake GPU " + std::to_string(g.index) + " has no \"device\" file to give a container";
+        return s;
+      }
+    }
+    s.gpus = true;
+    return s;
+  }
+  std::string specs = NvidiaCdiSpecs(cdi_dirs);
+  if (specs.empty()) {
+    auto [ctk, ctk_out] = Run("command -v nvidia-ctk >/dev/null && nvidia-ctk cdi generate --device-name-strategy=uuid "
+                              "--output=/var/run/cdi/nvidia.yaml");
+    if (ctk != 0) {
+      s.note = "no CDI spec for nvidia.com/gpu in /etc/cdi or /var/run/cdi, and the NVIDIA Container Toolkit "
+               "(nvidia-ctk) could not make one: install it, or run `nvidia-ctk cdi generate`";
+      return s;
+    }
+    specs = NvidiaCdiSpecs(cdi_dirs);
+  }
+  s.gpus = true;
+  s.cdi = true;
+  s.cdi_uuid_names = specs.find("GPU-") != std::string::npos;
+  return s;
+}
+
+std::vector<std::string> ContainerGpuDevices(const ContainerSupport& support, const gpu::GpuInventory& inventory,
+                                             const std::vector<int32_t>& gpus) {
+  std::vector<std::string> out;
+  for (int32_t idx : gpus) {
+    if (idx < 0 || idx >= static_cast<int32_t>(inventory.gpus.size())) continue;
+    const gpu::GpuDevice& g = inventory.gpus[idx];
+    if (support.cdi) {
+      out.push_back("nvidia.com/gpu=" + (support.cdi_uuid_names ? g.uuid : std::to_string(g.index)));
+    } else if (!g.device.empty()) {
+      out.push_back(g.device + ":/dev/nvidia" + std::to_string(g.minor >= 0 ? g.minor : g.index));
+    }
+  }
+  return out;
+}
+
+}  // namespace muster::agent

@@ -1,0 +1,49 @@
+// Whether this node can run container jobs, and how their GPUs reach them.
+//
+// Podman: the agent's `--podman` (a path; default "podman" on PATH; "none"
+// turns containers off) must answer `podman version`. GPUs: a container
+// gets exactly its task's GPUs, by one of
+//   - CDI (the Container Device Interface), for GPUs found through NVML: a
+//     CDI spec for "nvidia.com/gpu" in /etc/cdi or /var/run/cdi, generated
+//     at start with `nvidia-ctk cdi generate` where the NVIDIA Container
+//     Toolkit is installed and no spec exists. The spec brings the device
+//     files and the driver's libraries; devices are named by UUID when the
+//     spec has UUID names, else by index.
+//   - device files, for fake GPUs that name one ("device" in the fake GPU
+//     file): mapped to /dev/nvidia<minor> in the container.
+// A node that can run containers but not give them GPUs says why; the
+// server shows it with the node, and the agent refuses a GPU container
+// job there with that reason.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpu/gpu.h"
+
+namespace muster::agent {
+
+struct ContainerSupport {
+  bool available = false;   // Podman answers
+  std::string podman;       // its binary
+  std::string version;      // "4.3.1"
+  bool gpus = false;        // GPUs can be given to containers
+  bool cdi = false;         // by CDI (else by device files)
+  bool cdi_uuid_names = false;
+  std::string note;         // why not (no Podman; no way to give GPUs)
+  // "podman 4.3.1; GPUs by CDI" / "podman 4.3.1; GPUs as device files" /
+  // "podman 4.3.1; no GPU containers"; "" when unavailable.
+  std::string Describe() const;
+};
+
+// Looks at the machine (see above). `cdi_dirs` is for tests.
+ContainerSupport DetectContainers(const std::string& podman, const std::string& containers_conf,
+                                  const gpu::GpuInventory& inventory,
+                                  const std::vector<std::string>& cdi_dirs = {"/etc/cdi", "/var/run/cdi"});
+
+// The --device values that give a container the GPUs `gpus` (indices into
+// `inventory`).
+std::vector<std::string> ContainerGpuDevices(const ContainerSupport& support, const gpu::GpuInventory& inventory,
+                                             const std::vector<int32_t>& gpus);
+
+}  // namespace muster::agent

@@ -1,0 +1,56 @@
+// The task shim's part of a container task (task_shim.h): getting the image,
+// the environment Podman itself runs with, and how the container ended.
+//
+// The image: `podman image exists` (the journal gets {"pulled":IMAGE,
+// "cached":true}), else `podman pull` with its output in the task's log.
+// The journal gets {"pulling":IMAGE} before the pull and
+// {"pulled":IMAGE,"ms":N} after it (the agent reports both; the server puts
+// them in the job's events), or the shim's end {"exitCode":125,
+// "launchError":"cannot pull image ...: why"}: an image that cannot be
+// pulled is the job's error, which retrying will not mend.
+//
+// How it ended: `podman inspect` says whether it started at all, and
+// whether the kernel's OOM killer ended it (as does the shim's own watch of
+// the task's group, `oom_seen`: cgroup v1 counts the kill in the
+// container's group, gone with it); then `podman rm` removes it, and the
+// shim's end says {"removed":true}.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/task_spec.h"
+
+namespace muster::agent {
+
+using LogWriter = std::function<void(const std::string&)>;
+
+// The environment Podman runs with: the shim's own PATH, HOME,
+// XDG_RUNTIME_DIR, TMPDIR and CONTAINERS_* / REGISTRY_AUTH_FILE settings,
+// CONTAINERS_CONF from the spec, and the job's variables named in
+// `inherited` (ContainerEnvFile), as "NAME=VALUE" strings.
+std::vector<std::string> PodmanEnvironment(const ContainerSpec& c, const std::map<std::string, std::string>& job_env,
+                                           const std::vector<std::string>& inherited);
+
+// Runs a Podman command to its end, its output to `log`; returns its wait
+// status, or -1 when it could not be started. `abort`, asked once a
+// second, SIGKILLs it when it says so (the task was stopped).
+int RunPodman(const std::vector<std::string>& argv, const std::vector<std::string>& env, const LogWriter& log,
+              const std::function<bool()>& abort);
+
+// Makes the image present on the node (see above). Returns true when it is;
+// false once the shim's end is in the journal.
+bool EnsureImage(const ContainerSpec& c, const std::vector<std::string>& env, const std::string& journal,
+                 const LogWriter& log, const std::function<bool()>& abort);
+
+// The shim's end for a container whose `podman run` ended with
+// `wait_status`: inspects and removes the container, and returns the JSON
+// line for the journal (ShimStatusJson's, with "oom", "removed" and, when
+// Podman could not start it, "launchError" with the last line of
+// `output_tail`, the end of what it printed).
+std::string FinishContainer(const ContainerSpec& c, const std::vector<std::string>& env, int wait_status,
+                            bool fenced, bool oom_seen, const std::string& output_tail, const LogWriter& log);
+
+}  // namespace muster::agent

@@ -1,0 +1,404 @@
+// Container jobs on a real cluster with real Podman (issue: `image:` runs in
+// a container with exactly its GPUs). The image is built here from Debian's
+// static busybox with umoci, so no registry is needed for most tests; the
+// pull tests run Debian's docker-registry on loopback. GPUs are fake ones
+// whose device files the test makes (mknod), so a container's /dev shows
+// exactly what it was given.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "../agent/cluster_fixture.h"
+#include "../agent/process_util.h"
+#include "../tcp_proxy.h"
+#include "agent/task_beacon.h"
+
+namespace muster::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Runs a shell command; its exit code and output.
+std::pair<int, std::string> Sh(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (!p) return {-1, out};
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// What every test shares: a containers.conf this machine's kernel accepts,
+// and a busybox image in Podman's storage.
+struct Shared {
+  std::string dir;    // for the suite's files
+  std::string conf;   // containers.conf
+  std::string image;  // localhost/muster-test/busybox:<pid>
+  std::string skip;   // why the suite cannot run here
+};
+Shared* shared = nullptr;
+
+class ContainerTest : public ClusterFixture {
+ protected:
+  ContainerTest() : ClusterFixture(kFastFailures) {}
+
+  static void SetUpTestSuite() {
+    shared = new Shared();
+    if (::geteuid() != 0) {
+      shared->skip = "needs root (Podman runs rootful here)";
+      return;
+    }
+    for (const char* tool : {"podman", "umoci", "runc"}) {
+      if (Sh(std::string("command -v ") + tool).first != 0) {
+        shared->skip = std::string(tool) + " is not installed (scripts/install-deps.sh)";
+        return;
+      }
+    }
+    shared->dir = "/tmp/muster-container-test-" + std::to_string(::getpid());
+    fs::create_directories(shared->dir);
+    // This sandbox's kernel refuses containers some rlimits (issue 23).
+    shared->conf = shared->dir + "/containers.conf";
+    std::ofstream(shared->conf) << "[containers]\ndefault_ulimits = []\n";
+    shared->image = "localhost/muster-test/busybox:" + std::to_string(::getpid());
+    const std::string layout = shared->dir + "/oci", bundle = shared->dir + "/bundle";
+    const std::string build =
+        "set -e; export CONTAINERS_CONF=" + shared->conf + "; umoci init --layout " + layout +
+        "; umoci new --image " + layout + ":latest; umoci unpack --image " + layout + ":latest " + bundle +
+        "; mkdir -p " + bundle + "/rootfs/bin " + bundle + "/rootfs/tmp; cp /bin/busybox " + bundle +
+        "/rootfs/bin/; for a in $(/bin/busybox --list); do [ $a = busybox ] || ln -sf busybox " + bundle +
+        "/rootfs/bin/$a; done; chmod 1777 " + bundle + "/rootfs/tmp; umoci repack --image " + layout + ":latest " +
+        bundle + "; umoci config --image " + layout + ":latest --config.cmd /bin/sh --config.env PATH=/bin" +
+        "; id=$(podman pull -q oci:" + layout + ":latest); podman tag $id " + shared->image;
+    auto [code, out] = Sh(build);
+    if (code != 0) shared->skip = "cannot build the test image: " + out;
+  }
+  static void TearDownTestSuite() {
+    if (!shared->image.empty()) Sh("CONTAINERS_CONF=" + shared->conf + " podman rmi -f " + shared->image);
+    if (!shared->dir.empty()) fs::remove_all(shared->dir);
+    delete shared;
+    shared = nullptr;
+  }
+
+  void SetUp() override {
+    if (!shared->skip.empty()) GTEST_SKIP() << shared->skip;
+    ClusterFixture::SetUp();
+  }
+
+  // An agent with `gpus` fake GPUs, each with a device file of its own
+  // (major 195, minor = its index, as /dev/nvidiaN).
+  AgentProcess& AddContainerAgent(int gpus = 4, std::vector<std::string> extra = {},
+                                  std::map<std::string, std::string> env = {}) {
+    const std::string dev = Tmp("dev" + std::to_string(agents_.size()));
+    fs::create_directories(dev);
+    json list = json::array();
+    for (int i = 0; i < gpus; ++i) {
+      const std::string path = dev + "/nvidia" + std::to_string(i);
+      ::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, i));
+      list.push_back({{"name", "NVIDIA H100"}, {"minor", i}, {"device", path}});
+    }
+    const std::string file = dev + "/gpus.json";
+    std::ofstream(file) << json({{"gpus", list}}).dump();
+    std::vector<std::string> flags = {"--fake-gpus", file, "--containers-conf", shared->conf, "--container-runtime",
+                                      "runc"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return AddAgent(flags, env);
+  }
+
+  // The containers of agent `a` that Podman knows, by name.
+  std::vector<std::string> Containers(const AgentProcess& a) {
+    const std::string prefix = "muster-" + agent::TaskBeaconScope(a.state_dir()).substr(0, 8) + "-";
+    auto [code, out] = Sh("CONTAINERS_CONF=" + shared->conf + " podman ps -a --format '{{.Names}}'");
+    std::vector<std::string> names;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(prefix, 0) == 0) names.push_back(line);
+    }
+    return names;
+  }
+  // Whether agent `a`'s containers are all gone within 10 s (a container whose
+  // shim was killed is removed by the agent in the background).
+  bool ContainersGone(const AgentProcess& a) {
+    for (int i = 0; i < 200; ++i) {
+      if (Containers(a).empty()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  // The groups under the agent's parent group in every hierarchy, after
+  // waiting up to 2 s for them to go.
+  std::string GroupsLeft(const AgentProcess& a) {
+    std::string left;
+    for (int i = 0; i < 100; ++i) {
+      left.clear();
+      std::error_code ec;
+      for (const auto& h : fs::directory_iterator("/sys/fs/cgroup", ec)) {
+        for (const auto& parent : fs::directory_iterator(h.path() / "muster", ec)) {
+          if (parent.path().filename().string().rfind(a.name() + ".", 0) != 0) continue;
+          for (const auto& e : fs::directory_iterator(parent.path(), ec)) {
+            if (e.is_directory()) left += e.path().string() + " ";
+          }
+        }
+      }
+      if (left.empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return left;
+  }
+  // A working directory anyone may use.
+  std::string WorkDir(const std::string& name) {
+    const std::string dir = Tmp(name);
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms::all);
+    return dir;
+  }
+};
+
+TEST_F(ContainerTest, SeesItsEnvironmentItsMountsAndOnlyItsGpusAsItsUser) {
+  AddContainerAgent(4);
+  WaitNodes(1);
+  const std::string work = fs::path(WorkDir("work")).lexically_normal().string(), data = Tmp("data");
+  fs::create_directories(data);
+  std::ofstream(data + "/hello.txt") << "from the host\n";
+  const std::string nobody = server_.UserToken("nobody");
+  auto r = cli_->Post("/v1/jobs", httplib::Headers{{"Authorization", "Bearer " + nobody}},
+                      "name: boxed\nimage: " + shared->image + "\nresources: {gpus: 2}\nworkingDir: " + work +
+                          "\nmounts: [{hostPath: " + data + ", containerPath: /data, readOnly: true}]\n"
+                          "env: {GREETING: hi}\n"
+                          "command: [sh, -c, 'echo uid=$(id -u); echo devs=$(ls /dev | grep nvidia | tr \"\\n\" \" \"); "
+                          "echo cvd=$CUDA_VISIBLE_DEVICES; echo job=$MUSTER_JOB_ID rank=$RANK world=$WORLD_SIZE "
+                          "slurm=$SLURM_JOB_ID greeting=$GREETING; cat /data/hello.txt; "
+                          "touch /data/x 2>/dev/null && echo data-writable || echo data-read-only; "
+                          "echo pwd=$(pwd); echo made > here.txt; "
+                          "[ -e /etc/debian_version ] && echo host-root || echo image-root']\n",
+                      "application/yaml");
+  ASSERT_TRUE(r);
+  const json submitted = json::parse(r->body, nullptr, false);
+  ASSERT_TRUE(submitted.contains("id")) << r->body;
+  const int64_t id = submitted["id"];
+  const json done = WaitEnd(id);
+  ASSERT_EQ(done["state"], "COMPLETED") << done.dump() << Logs(id);
+  const std::string log = Logs(id);
+  EXPECT_NE(log.find("uid=65534"), std::string::npos) << "runs as the submitting user: " << log;
+  // Exactly the two GPUs it was given (CUDA_VISIBLE_DEVICES names them by
+  // UUID), by their device files.
+  std::map<std::string, std::string> env = EnvOf(log);
+  std::set<int> given;
+  const json node = Get("/v1/nodes")["items"][0];
+  for (const json& g : node["agent"]["gpuDevices"]) {
+    if (env["cvd"].find(g["uuid"].get<std::string>()) != std::string::npos) given.insert(g["index"].get<int>());
+  }
+  ASSERT_EQ(given.size(), 2u) << env["cvd"];
+  std::string expected = "devs=";
+  for (int g : given) expected += (expected.back() == '=' ? "nvidia" : " nvidia") + std::to_string(g);
+  expected += "\n";
+  EXPECT_NE(log.find(expected), std::string::npos) << log;
+  EXPECT_NE(log.find("job=" + std::to_string(id) + " rank=0 world=1 slurm=" + std::to_string(id) + " greeting=hi"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("from the host"), std::string::npos) << log;
+  EXPECT_NE(log.find("data-read-only"), std::string::npos) << log;
+  EXPECT_NE(log.find("pwd=" + work), std::string::npos) << log;
+  EXPECT_NE(log.find("image-root"), std::string::npos) << log;
+  EXPECT_EQ(Read(work + "/here.txt"), "made\n") << "the working directory is the host's";
+  struct stat st {};
+  ASSERT_EQ(::stat((work + "/here.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u) << "files it writes are the user's";
+  EXPECT_TRUE(ContainersGone(*agents_[0])) << "its container is removed";
+  EXPECT_EQ(GroupsLeft(*agents_[0]), "");
+}
+
+TEST_F(ContainerTest, OutOfMemoryIsClassifiedAsSuch) {
+  AddContainerAgent(1);
+  WaitNodes(1);
+  const int64_t id = Submit("name: hog\nimage: " + shared->image + "\nresources: {memory: 64Mi}\nretry: {limit: 0}\n"
+                            "command: [sh, -c, 'echo start; x=$(head -c 400000000 /dev/zero | tr \"\\\\0\" a); echo survived']\n");
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "OUT_OF_MEMORY") << j.dump() << Logs(id);
+  EXPECT_NE(j["reason"].get<std::string>().find("out of memory"), std::string::npos) << j.dump();
+  EXPECT_EQ(Logs(id).find("survived"), std::string::npos);
+  EXPECT_TRUE(ContainersGone(*agents_[0]));
+  EXPECT_EQ(GroupsLeft(*agents_[0]), "");
+}
+
+TEST_F(ContainerTest, ATimeLimitSendsTheCheckpointSignalThenEndsAsTimeout) {
+  AddContainerAgent(1);
+  WaitNodes(1);
+  const std::string pids = WorkDir("pids") + "/a";
+  const int64_t id = Submit("name: slow\nimage: " + shared->image + "\ntimeLimit: 2s\nworkingDir: " + Tmp("pids") +
+                            "\ncheckpoint: {dir: " + WorkDir("ckpt") + ", signal: SIGUSR1, gracePeriod: 1s}\n"
+                            "command: [sh, -c, 'trap \"echo got-usr1\" USR1; echo $$ > a; "
+                            "sleep 300 & echo $! >> a; echo started; while true; do sleep 0.1; done']\n");
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "TIMEOUT") << j.dump();
+  const std::string log = Logs(id);
+  EXPECT_NE(log.find("started"), std::string::npos) << log;
+  EXPECT_NE(log.find("got-usr1"), std::string::npos) << log;
+  EXPECT_TRUE(AllGone(pids)) << "a process of the container outlived it";
+  EXPECT_TRUE(ContainersGone(*agents_[0]));
+  EXPECT_EQ(GroupsLeft(*agents_[0]), "");
+}
+
+TEST_F(ContainerTest, CancelLeavesNoProcessContainerOrCgroup) {
+  AgentProcess& a = AddContainerAgent(2);
+  WaitNodes(1);
+  const std::string dir = WorkDir("cancel");
+  const int64_t id = Submit("name: victim\nimage: " + shared->image + "\nresources: {gpus: 2, memory: 128Mi}\n"
+                            "workingDir: " + dir + "\n"
+                            "command: [sh, -c, 'echo $$ > pids; sleep 300 & echo $! >> pids; trap \"\" TERM; wait']\n");
+  ASSERT_TRUE(WaitProcessStarted(id, dir + "/pids"));
+  EXPECT_EQ(Containers(a).size(), 1u);
+  const json j = CancelAndWait(id);
+  EXPECT_EQ(j["state"], "CANCELLED") << j.dump();
+  EXPECT_TRUE(AllGone(dir + "/pids")) << "a process of the cancelled container is left";
+  EXPECT_TRUE(ContainersGone(a)) << "the container is left";
+  EXPECT_EQ(GroupsLeft(a), "") << "cgroups left behind";
+}
+
+TEST_F(ContainerTest, AnAgentKilledAndRestartedAdoptsItsContainerAndNeverStartsASecond) {
+  AgentProcess& a = AddContainerAgent(1);
+  WaitNodes(1);
+  const std::string dir = WorkDir("adopt");
+  const int64_t id = Submit("name: keep\nimage: " + shared->image + "\nresources: {gpus: 1}\nworkingDir: " + dir +
+                            "\ncommand: [sh, -c, 'echo $$ >> starts; exec sleep 300']\n");
+  ASSERT_TRUE(WaitProcessStarted(id, dir + "/starts"));
+  const std::vector<std::string> before = Containers(a);
+  ASSERT_EQ(before.size(), 1u);
+  a.Kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  a.Start();
+  // The server sees it running all along; give the new agent a few syncs.
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "RUNNING");
+  }
+  const json j = Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(j["attempts"], 1) << j.dump();
+  EXPECT_EQ(Containers(a), before) << "the same container, and only it";
+  std::istringstream starts(Read(dir + "/starts"));
+  int n = 0;
+  for (pid_t p; starts >> p;) ++n;
+  EXPECT_EQ(n, 1) << "the payload started twice";
+  const json c = CancelAndWait(id);
+  EXPECT_EQ(c["state"], "CANCELLED") << c.dump();
+  EXPECT_TRUE(AllGone(dir + "/starts"));
+  EXPECT_TRUE(ContainersGone(a));
+  EXPECT_EQ(GroupsLeft(a), "");
+}
+
+TEST_F(ContainerTest, AnImageThatCannotBePulledEndsTheJobWithoutRetrying) {
+  AddContainerAgent(1);
+  WaitNodes(1);
+  // Nothing listens on port 1: the registry cannot be reached.
+  const std::string image = "127.0.0.1:1/muster-test/none:1";
+  const int64_t id = Submit("name: unpullable\nimage: " + image + "\nretry: {limit: 3}\ncommand: [true]\n");
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "FAILED") << j.dump();
+  const std::string reason = j.value("reason", "");
+  EXPECT_NE(reason.find("cannot pull image " + image), std::string::npos) << reason;
+  EXPECT_EQ(j["attempts"], 1) << "no retry spent on an image that cannot be pulled: " << j.dump();
+  EXPECT_TRUE(HasEvent(Events(id), "PullingImage", image)) << Events(id).dump();
+}
+
+// A real registry (Debian's docker-registry) on loopback, reached through a
+// proxy that can hold its answers back: a pull in progress shows in the
+// events (the test holds it until it does), the second job on the node
+// finds the image cached, and a tag the registry does not have ends the
+// job with its reason and no retry.
+TEST_F(ContainerTest, PullsFromARegistryOnceAndReportsAMissingImage) {
+  if (Sh("command -v docker-registry").first != 0) GTEST_SKIP() << "docker-registry is not installed";
+  const std::string reg = Tmp("registry");
+  fs::create_directories(reg + "/data");
+  const int port = 20000 + ::getpid() % 20000;
+  const std::string addr = "127.0.0.1:" + std::to_string(port);
+  std::ofstream(reg + "/config.yml") << "version: 0.1\nstorage: {filesystem: {rootdirectory: " << reg
+                                     << "/data}}\nhttp: {addr: " << addr << "}\nlog: {level: error, accesslog: {disabled: true}}\n";
+  TcpProxy proxy(port);
+  const std::string via = "127.0.0.1:" + std::to_string(proxy.port());
+  std::ofstream(reg + "/registries.conf") << "[[registry]]\nlocation = \"" << addr << "\"\ninsecure = true\n"
+                                          << "[[registry]]\nlocation = \"" << via << "\"\ninsecure = true\n";
+  const pid_t registry = ::fork();
+  if (registry == 0) {
+    const int out = ::open((reg + "/registry.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::execl("/usr/bin/docker-registry", "docker-registry", "serve", (reg + "/config.yml").c_str(), nullptr);
+    ::_exit(127);
+  }
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() { SignalAndReap(pid, SIGTERM, "docker-registry"); }
+  } reaper{registry};
+  const std::string path = "/muster-test/busybox:" + std::to_string(::getpid());
+  const std::string env = "CONTAINERS_CONF=" + shared->conf + " CONTAINERS_REGISTRIES_CONF=" + reg + "/registries.conf ";
+  int code = 1;
+  std::string out;
+  for (int i = 0; i < 50 && code != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::tie(code, out) = Sh(env + "podman push " + shared->image + " docker://" + addr + path);
+  }
+  ASSERT_EQ(code, 0) << out;
+  const std::string remote = via + path;  // as the jobs name it
+  AddContainerAgent(1, {}, {{"CONTAINERS_REGISTRIES_CONF", reg + "/registries.conf"}});
+  WaitNodes(1);
+  proxy.FreezeAnswers();
+  const int64_t first = Submit("name: pulled\nimage: " + remote + "\ncommand: [sh, -c, 'echo ran']\n");
+  bool pulling = false;
+  for (int i = 0; i < 500 && !pulling; ++i) {
+    pulling = HasEvent(Events(first), "PullingImage", "is pulling image " + remote);
+    if (!pulling) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(pulling) << Events(first).dump();
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(first))["state"], "RUNNING");
+  proxy.Thaw();
+  const json j = WaitEnd(first);
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << Logs(first);
+  EXPECT_TRUE(HasEvent(Events(first), "PulledImage", "pulled image " + remote + " in")) << Events(first).dump();
+  EXPECT_NE(Logs(first).find("muster: pulling image " + remote), std::string::npos) << Logs(first);
+  // Cached now: the next job does not pull.
+  const int64_t second = Submit("name: cached\nimage: " + remote + "\ncommand: [sh, -c, 'echo ran']\n");
+  EXPECT_EQ(WaitEnd(second)["state"], "COMPLETED");
+  EXPECT_FALSE(HasEvent(Events(second), "PullingImage", remote)) << Events(second).dump();
+  // A tag the registry does not have.
+  const std::string missing = via + "/muster-test/busybox:no-such-tag";
+  const int64_t third = Submit("name: missing\nimage: " + missing + "\nretry: {limit: 2}\ncommand: [true]\n");
+  const json m = WaitEnd(third);
+  EXPECT_EQ(m["state"], "FAILED") << m.dump();
+  EXPECT_NE(m.value("reason", "").find("cannot pull image " + missing), std::string::npos) << m.dump();
+  EXPECT_EQ(m["attempts"], 1) << m.dump();
+  Sh(env + "podman rmi -f " + remote);
+}
+
+TEST_F(ContainerTest, ANodeWithoutPodmanRefusesContainerJobsWithItsReason) {
+  AddAgent({"--fake-gpus", "1xH100", "--podman", "/nonexistent/podman"});
+  WaitNodes(1);
+  const json node = Get("/v1/nodes")["items"][0]["agent"];
+  EXPECT_EQ(node.value("containers", "x"), "") << node.dump();
+  EXPECT_NE(node.value("containersNote", "").find("Podman does not run"), std::string::npos) << node.dump();
+  const std::string ran = Tmp("ran");
+  const int64_t id = Submit("name: boxed\nimage: " + shared->image + "\ncommand: [/bin/sh, -c, 'touch " + ran + "']\n");
+  const json j = WaitEnd(id);
+  EXPECT_EQ(j["state"], "FAILED") << j.dump();
+  EXPECT_EQ(j["attempts"], 1) << "a job the node cannot start is not retried";
+  EXPECT_NE(j.value("reason", "").find("cannot run container jobs"), std::string::npos) << j.dump();
+  EXPECT_FALSE(fs::exists(ran)) << "a container job's command never runs on the host";
+}
+
+}  // namespace
+}  // namespace muster::testing
