@@ -50,8 +50,9 @@ std::string Read(const std::string& path) {
 struct Shared {
   std::string dir;    // for the suite's files
   std::string conf;   // containers.conf
-  std::string image;  // localhost/muster-test/busybox:<pid>
+  std::string image;  // localhost/muster-test/busybox:<hash>, kept for later runs
   std::string skip;   // why the suite cannot run here
+  std::string error;  // why it failed to set up
 };
 Shared* shared = nullptr;
 
@@ -76,21 +77,11 @@ class ContainerTest : public ClusterFixture {
     // This sandbox's kernel refuses containers some rlimits (issue 23).
     shared->conf = shared->dir + "/containers.conf";
     std::ofstream(shared->conf) << "[containers]\ndefault_ulimits = []\n";
-    shared->image = "localhost/muster-test/busybox:" + std::to_string(::getpid());
-    const std::string layout = shared->dir + "/oci", bundle = shared->dir + "/bundle";
-    const std::string build =
-        "set -e; export CONTAINERS_CONF=" + shared->conf + "; umoci init --layout " + layout +
-        "; umoci new --image " + layout + ":latest; umoci unpack --image " + layout + ":latest " + bundle +
-        "; mkdir -p " + bundle + "/rootfs/bin " + bundle + "/rootfs/tmp; cp /bin/busybox " + bundle +
-        "/rootfs/bin/; for a in $(/bin/busybox --list); do [ $a = busybox ] || ln -sf busybox " + bundle +
-        "/rootfs/bin/$a; done; chmod 1777 " + bundle + "/rootfs/tmp; umoci repack --image " + layout + ":latest " +
-        bundle + "; umoci config --image " + layout + ":latest --config.cmd /bin/sh --config.env PATH=/bin" +
-        "; id=$(podman pull -q oci:" + layout + ":latest); podman tag $id " + shared->image;
-    auto [code, out] = Sh(build);
-    if (code != 0) shared->skip = "cannot build the test image: " + out;
+    auto [code, out] = Sh("CONTAINERS_CONF=" + shared->conf + " test/containers/build_busybox_image.sh 2>&1");
+    if (code != 0) shared->error = "cannot build the test image: " + out;
+    shared->image = out.substr(0, out.find('\n'));
   }
   static void TearDownTestSuite() {
-    if (!shared->image.empty()) Sh("CONTAINERS_CONF=" + shared->conf + " podman rmi -f " + shared->image);
     if (!shared->dir.empty()) fs::remove_all(shared->dir);
     delete shared;
     shared = nullptr;
@@ -98,6 +89,7 @@ class ContainerTest : public ClusterFixture {
 
   void SetUp() override {
     if (!shared->skip.empty()) GTEST_SKIP() << shared->skip;
+    ASSERT_TRUE(shared->error.empty()) << shared->error;
     ClusterFixture::SetUp();
   }
 
@@ -383,6 +375,42 @@ TEST_F(ContainerTest, PullsFromARegistryOnceAndReportsAMissingImage) {
   EXPECT_NE(m.value("reason", "").find("cannot pull image " + missing), std::string::npos) << m.dump();
   EXPECT_EQ(m["attempts"], 1) << m.dump();
   Sh(env + "podman rmi -f " + remote);
+}
+
+// The digits DDP example (examples/ddp_digits.py) as two replicas in
+// containers of an image made from Debian's python3-torch and
+// python3-sklearn (build_torch_image.sh), beside the same job as processes:
+// the same accuracy and the same weights, to the checksum.
+TEST_F(ContainerTest, TheDdpExampleInAContainerMatchesTheProcessRun) {
+  if (std::system("/usr/bin/python3 -c 'import torch, sklearn' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
+  }
+  auto [code, built] = Sh("CONTAINERS_CONF=" + shared->conf + " test/containers/build_torch_image.sh");
+  ASSERT_EQ(code, 0) << built;
+  const std::string image = built.substr(0, built.find('\n'));
+  AddContainerAgent(1);
+  AddContainerAgent(1);
+  WaitNodes(2);
+  const std::string repo = fs::current_path().string();
+  const std::string script = repo + "/examples/ddp_digits.py";
+  const std::string common = "replicas: 2\nresources: {gpus: 1, cpus: 1, memory: 2Gi}\nenv: {EPOCHS: '20'}\n";
+  const int64_t boxed = Submit("name: ddp-boxed\n" + common + "image: " + image + "\nmounts: [{hostPath: " + repo +
+                               ", containerPath: " + repo + ", readOnly: true}]\ncommand: [/usr/bin/python3, " + script + "]\n");
+  const json b = WaitEnd(boxed, 300);
+  ASSERT_EQ(b["state"], "COMPLETED") << b.dump() << Logs(boxed, 0) << Logs(boxed, 1);
+  const int64_t plain = Submit("name: ddp-plain\n" + common + "command: [/usr/bin/python3, " + script + "]\n");
+  const json p = WaitEnd(plain, 300);
+  ASSERT_EQ(p["state"], "COMPLETED") << p.dump() << Logs(plain, 0);
+  const auto result = [&](int64_t id, int replica) {
+    const std::string log = Logs(id, replica);
+    const size_t at = log.find("test accuracy");
+    return at == std::string::npos ? log : log.substr(at, log.find('\n', at) - at);
+  };
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(result(boxed, r).find("weights checksum"), std::string::npos) << result(boxed, r);
+    EXPECT_EQ(result(boxed, r), result(plain, r)) << "replica " << r;
+  }
+  EXPECT_EQ(result(boxed, 0), result(boxed, 1)) << "the replicas disagree";
 }
 
 TEST_F(ContainerTest, ANodeWithoutPodmanRefusesContainerJobsWithItsReason) {
