@@ -11,8 +11,15 @@ on loopback, running real processes (in cgroups when run as root).
               from the first submit to the end of the last job (the server's
               record of the end). Ideal = ceil(JOBS / GPU slots) x 1 s.
 
+  --image IMAGE: the latency probes alternate between a process and a
+              container of IMAGE (cached on the node), each running
+              python3 printing time.time_ns(), so both pay the same
+              interpreter start; the GPUs are fake ones with device files
+              (made here, as root) so containers get them. Podman settings
+              for the agents go in BENCH_AGENT_FLAGS.
+
 Usage: bench/start_bench.py BINARY [--agents 32] [--gpus 8xH100] [--latency-jobs 200]
-       [--gap 0.1] [--jobs 1000] [--mode array|par4|both|none]
+       [--gap 0.1] [--jobs 1000] [--mode array|par4|both|none] [--image IMAGE]
 Prints one summary line per measurement (the same lines docs/benchmarks.md quotes).
 
 Environment: BENCH_CMD, a job command (YAML list) that prints its start and
@@ -24,19 +31,36 @@ half second. BENCH_KEEP: keep the cluster's directory (logs, agent state).
 import argparse
 import concurrent.futures
 import datetime
+import json
 import math
 import os
+import stat
 import time
 
 from local_cluster import LocalCluster
 
 
 class Cluster(LocalCluster):
-    def __init__(self, binary, agents, gpus):
-        super().__init__(binary, "agents: {defaultGrace: 2s}\n")
+    def __init__(self, binary, agents, gpus, devices=False):
+        super().__init__(binary, "agents: {defaultGrace: 2s}\nauth: {rootJobs: [root]}\n")
+        if devices:
+            gpus = self.device_gpus(gpus)
         for i in range(agents):
             self.add_agent(f"b{i:03d}", ["--fake-gpus", gpus, "--cpus", "64", "--memory", "512Gi"]
                            + os.environ.get("BENCH_AGENT_FLAGS", "").split())
+
+    def device_gpus(self, gpus):
+        """A fake GPU file for COUNTxTYPE whose GPUs have device files (major
+        195, as /dev/nvidiaN), for container jobs."""
+        count, kind = gpus.split("x")
+        entries = []
+        for i in range(int(count)):
+            path = f"{self.dir}/nvidia{i}"
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(195, i))
+            entries.append({"name": f"NVIDIA {kind}", "minor": i, "device": path})
+        with open(f"{self.dir}/gpus.json", "w") as f:
+            json.dump({"gpus": entries}, f)
+        return f"{self.dir}/gpus.json"
         self.wait_nodes(agents)
 
     def jobs(self):
@@ -72,11 +96,19 @@ def rfc3339_ms(text):
     return datetime.datetime.strptime(text, fmt).replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
-def latency(cluster, n, gap):
-    lat = []
+def latency(cluster, n, gap, image=None):
+    """Without `image`: every probe a process running date. With it: probes
+    alternate process and container, both running python3."""
+    lat, boxed = [], []
     for i in range(n):
+        container = image is not None and i % 2 == 1
+        if image is None:
+            command = "[/bin/date, '+%s%N']"
+        else:
+            command = "[/usr/bin/python3, -c, 'import time; print(time.time_ns())']"
         t0 = time.time_ns()
-        job = cluster.submit("name: probe\nresources: {gpus: 1}\ncommand: [/bin/date, '+%s%N']\n")
+        job = cluster.submit("name: probe\nresources: {gpus: 1}\ncommand: " + command + "\n" +
+                             (f"image: {image}\n" if container else ""))
         jid = job["id"]
         log = None
         deadline = time.time() + 30
@@ -93,10 +125,17 @@ def latency(cluster, n, gap):
             time.sleep(0.0005)
         if not log:
             raise SystemExit(f"job {jid} did not run")
-        lat.append((int(log) - t0) / 1e6)
+        (boxed if container else lat).append((int(log.split()[-1]) - t0) / 1e6)
         time.sleep(gap)
-    print(f"latency: n={n} p50={pct(lat, 50):.1f} ms p90={pct(lat, 90):.1f} ms p99={pct(lat, 99):.1f} ms "
-          f"max={max(lat):.1f} ms min={min(lat):.1f} ms (submit sent -> job process running, idle cluster)")
+    for name, values in (("process", lat), ("container", boxed)):
+        if not values:
+            continue
+        label = "latency" if image is None else f"latency ({name}, python3)"
+        print(f"{label}: n={len(values)} p50={pct(values, 50):.1f} ms p90={pct(values, 90):.1f} ms "
+              f"p99={pct(values, 99):.1f} ms max={max(values):.1f} ms min={min(values):.1f} ms "
+              f"(submit sent -> job process running, idle cluster)")
+    if boxed:
+        print(f"container / process at p50: {pct(boxed, 50) / pct(lat, 50):.2f}")
 
 
 def throughput(cluster, jobs, mode, slots, per_node):
@@ -172,12 +211,13 @@ def main():
     ap.add_argument("--gap", type=float, default=0.1)
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--mode", default="both", choices=["array", "par4", "both", "none"])
+    ap.add_argument("--image")
     a = ap.parse_args()
-    cluster = Cluster(a.binary, a.agents, a.gpus)
+    cluster = Cluster(a.binary, a.agents, a.gpus, devices=a.image is not None)
     try:
         slots = a.agents * int(a.gpus.split("x")[0])
         if a.latency_jobs:
-            latency(cluster, a.latency_jobs, a.gap)
+            latency(cluster, a.latency_jobs, a.gap, a.image)
         for mode in (["array", "par4"] if a.mode == "both" else [] if a.mode == "none" else [a.mode]):
             before = cluster.cpu()
             throughput(cluster, a.jobs, mode, slots, int(a.gpus.split("x")[0]))
