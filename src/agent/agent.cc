@@ -658,6 +658,17 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
       std::lock_guard<std::mutex> lock(mu_);
       c.devices = ContainerGpuDevices(containers_, inventory_, t.gpus);
     }
+    if (!t.registry_auth.registry.empty()) {
+      // The job's registry login, for its pull only: root's alone, removed
+      // by the shim once the image is there (and by the executor at the end).
+      c.auth_file = executor_->JournalPath(key) + ".auth";
+      const std::string text = RegistryAuthFile(t.registry_auth.registry, t.registry_auth.username, t.registry_auth.password);
+      ::unlink(c.auth_file.c_str());
+      const int fd = ::open(c.auth_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      const bool written = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      if (fd >= 0) ::close(fd);
+      if (!written) return fail("cannot write the registry login for the job's image: " + std::string(std::strerror(errno)));
+    }
     spec.container = std::move(c);
   }
   spec.stop_signal = t.stop_signal;
@@ -668,6 +679,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   limits.cpu_milli = t.cpu_milli;
   limits.pids = options_.pids_limit;
   if (Status s = executor_->Start(spec, limits, AssignmentJson(t).dump()); !s.ok()) {
+    if (spec.container && !spec.container->auth_file.empty()) ::unlink(spec.container->auth_file.c_str());
     if (s.code() == StatusCode::kAlreadyExists) return;  // it ran here before: never twice
     return fail(s.message());
   }

@@ -1,5 +1,7 @@
 #include "agent/container_command.h"
 
+#include <nlohmann/json.hpp>
+
 namespace muster::agent {
 
 std::vector<std::string> PodmanCommand(const ContainerSpec& c) {
@@ -76,6 +78,22 @@ std::string ContainerEnvFile(const std::map<std::string, std::string>& env, std:
     text += k + "=" + v + "\n";
   }
   return text;
+}
+
+std::string RegistryAuthFile(const std::string& registry, const std::string& username, const std::string& password) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::string in = username + ":" + password;
+  std::string b64;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t v = static_cast<uint8_t>(in[i]) << 16;
+    if (i + 1 < in.size()) v |= static_cast<uint8_t>(in[i + 1]) << 8;
+    if (i + 2 < in.size()) v |= static_cast<uint8_t>(in[i + 2]);
+    b64 += kAlphabet[(v >> 18) & 63];
+    b64 += kAlphabet[(v >> 12) & 63];
+    b64 += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    b64 += i + 2 < in.size() ? kAlphabet[v & 63] : '=';
+  }
+  return nlohmann::json({{"auths", {{registry, {{"auth", b64}}}}}}).dump();
 }
 
 std::string ContainerName(const std::string& prefix, const std::string& key) {

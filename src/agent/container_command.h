@@ -54,6 +54,10 @@ std::vector<std::string> PodmanRemoveArgv(const ContainerSpec& c);
 // whose values it cannot hold (a newline), returned in `inherited`.
 std::string ContainerEnvFile(const std::map<std::string, std::string>& env, std::vector<std::string>& inherited);
 
+// The text of a containers-auth.json file (Podman's --authfile) holding one
+// login: {"auths":{REGISTRY:{"auth":base64(USERNAME:PASSWORD)}}}.
+std::string RegistryAuthFile(const std::string& registry, const std::string& username, const std::string& password);
+
 // The name of task `key`'s container on an agent whose containers are
 // named with `prefix` ("muster-<scope>-"): prefix + key, the key's
 // characters being those Podman allows ([a-zA-Z0-9_.-]).

@@ -94,6 +94,12 @@ TEST(ContainerCommandTest, EnvFileHoldsOneLinePerVariableAndPassesMultiLineValue
   EXPECT_EQ(inherited, std::vector<std::string>{"KEY"});
 }
 
+TEST(ContainerCommandTest, AuthFileHoldsTheLoginInBase64) {
+  // base64("ann:s3cret!") and base64("a:b") (padding).
+  EXPECT_EQ(RegistryAuthFile("nvcr.io", "ann", "s3cret!"), R"({"auths":{"nvcr.io":{"auth":"YW5uOnMzY3JldCE="}}})");
+  EXPECT_EQ(RegistryAuthFile("r:5000", "a", "b"), R"({"auths":{"r:5000":{"auth":"YTpi"}}})");
+}
+
 TEST(ContainerCommandTest, NamesAndExitCodes) {
   EXPECT_EQ(ContainerName("muster-ab12-", "j7.a1.r0"), "muster-ab12-j7.a1.r0");
   EXPECT_EQ(ContainerName("m-", "j/7 a"), "m-j_7_a");

@@ -1,5 +1,6 @@
 #include "agent/executor.h"
 
+#include "agent/container_task.h"
 #include "agent/launcher.h"
 #include "agent/task_beacon.h"
 #include "common/log.h"
@@ -301,24 +302,23 @@ void Executor::RemoveContainerLater(const std::string& name) {
 
 void Executor::RemoveStrayContainers() {
   if (options_.podman.empty() || options_.container_prefix.empty()) return;
-  std::string command;
-  for (const std::string& a : options_.podman) command += "'" + a + "' ";
-  command += "ps --all --format '{{.Names}}' --filter 'name=^" + options_.container_prefix + "' 2>/dev/null";
-  FILE* p = ::popen(command.c_str(), "r");
-  if (!p) return;
-  std::vector<std::string> stray;
-  char line[512];
-  while (std::fgets(line, sizeof line, p)) {
-    std::string name(line);
-    while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+  std::vector<std::string> argv = options_.podman;
+  argv.insert(argv.end(), {"ps", "--all", "--format", "{{.Names}}", "--filter", "name=^" + options_.container_prefix});
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  std::string names;
+  const int status = RunPodman(argv, env, [&](const std::string& text) { names += text; }, {});
+  if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    log::Warn("cannot list this agent's containers ({}): {}", options_.podman.front(), names.substr(0, 200));
+    return;
+  }
+  std::istringstream lines(names);
+  for (std::string name; std::getline(lines, name);) {
     if (name.rfind(options_.container_prefix, 0) != 0) continue;
     const bool running = std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& kv) {
       return kv.second.container == name && !kv.second.result;
     });
-    if (!running) stray.push_back(name);
-  }
-  ::pclose(p);
-  for (const std::string& name : stray) {
+    if (running) continue;
     log::Warn("container {} belongs to no running task; removing it", name);
     RemoveContainerLater(name);
   }
@@ -379,8 +379,7 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
     // The shim removes its container; when it could not (it was killed),
     // the container's record and storage would stay.
     if (!(s.is_object() && s.value("removed", false)) && !options_.podman.empty()) RemoveContainerLater(t.container);
-    ::unlink((journal + ".env").c_str());
-    ::unlink((journal + ".script").c_str());
+    for (const char* leftover : {".env", ".script", ".auth"}) ::unlink((journal + leftover).c_str());
   }
   r.end_ms = clock_.Now().millis();
   (void)AppendJournal(journal, "{\"result\":" + TaskResultToJson(r) + "}");

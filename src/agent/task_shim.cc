@@ -435,10 +435,10 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     std::vector<std::string> inherited;
     const std::string env_text = ContainerEnvFile(env, inherited);
     podman_env = PodmanEnvironment(*spec.container, env, inherited);
-    if (!EnsureImage(*spec.container, podman_env, journal, write,
-                     [&] { return StopRequested(journal) || LeaseRunOut(spec); })) {
-      return 0;
-    }
+    const bool ready = EnsureImage(*spec.container, podman_env, journal, write,
+                                   [&] { return StopRequested(journal) || LeaseRunOut(spec); });
+    if (!spec.container->auth_file.empty()) ::unlink(spec.container->auth_file.c_str());  // the login served its pull
+    if (!ready) return 0;
     // The agent may have lost the server during a long pull: start nothing.
     if (LeaseRunOut(spec)) {
       write("muster: the agent's lease ran out before the container started; not starting it (fenced)\n");

@@ -198,6 +198,11 @@ json TaskJson(const TaskAssignment& t) {
     }
     j["mounts"] = std::move(mounts);
   }
+  if (!t.registry_auth.registry.empty()) {
+    j["registryAuth"] = {{"registry", t.registry_auth.registry},
+                         {"username", t.registry_auth.username},
+                         {"password", t.registry_auth.password}};
+  }
   if (!t.stdout_path.empty()) j["stdout"] = t.stdout_path;
   if (!t.stderr_path.empty()) j["stderr"] = t.stderr_path;
   return j;
@@ -346,6 +351,11 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
       m.Get(mo, "containerPath", mount.container_path);
       m.Get(mo, "readOnly", mount.read_only);
     });
+    if (o.contains("registryAuth") && o["registryAuth"].is_object()) {
+      e.Get(o["registryAuth"], "registry", t.registry_auth.registry);
+      e.Get(o["registryAuth"], "username", t.registry_auth.username);
+      e.Get(o["registryAuth"], "password", t.registry_auth.password);
+    }
     e.Get(o, "env", t.env);
     e.Get(o, "workingDir", t.working_dir);
     e.Get(o, "stdout", t.stdout_path);

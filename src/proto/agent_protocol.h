@@ -152,6 +152,12 @@ struct TaskAssignment {
     bool read_only = false;
   };
   std::vector<Mount> mounts;  // the job's, into its container
+  // The login its node pulls the image with (server/registry_credentials.h);
+  // empty registry: none.
+  struct RegistryAuth {
+    std::string registry, username, password;
+  };
+  RegistryAuth registry_auth;
   std::map<std::string, std::string> env;  // job env and Muster/torchrun/Slurm variables
   std::string working_dir;
   // The job's stdout and stderr files, expanded for this replica (relative:

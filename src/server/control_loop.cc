@@ -92,6 +92,12 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
   checkpoints_.Restore(std::move(checkpoints));
   RETURN_IF_ERROR(Restore(rows));
   RETURN_IF_ERROR(RestoreFairShare());
+  {
+    ASSIGN_OR_RETURN(std::optional<std::string> creds, store_.GetMeta(RegistryCredentials::kMetaKey));
+    if (Status st = registry_credentials_.Load(creds.value_or("")); !st.ok()) {
+      return DataLoss("store " + options_.store_path + ": " + st.message());
+    }
+  }
   RETURN_IF_ERROR(store_.Commit({&nodes}));
   store::StoreWriter::Options writer_options;
   if (metrics_ != nullptr) writer_options.on_commit = [m = metrics_](double s) { m->ObserveCommit(s); };
@@ -748,5 +754,34 @@ void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
     reply(std::move(out));
   }, std::move(done), ShuttingDown());
 }
+
+void ControlLoop::PutRegistryCredential(RegistryCredential c, store::AuditRow audit, Done<Status> done) {
+  loop_.Async<Status>([this, c = std::move(c), audit = std::move(audit)](std::function<void(Status)> reply) mutable {
+    registry_credentials_.Put(std::move(c));
+    store::WriteBatch b;
+    b.meta.emplace_back(RegistryCredentials::kMetaKey, registry_credentials_.Dump());
+    b.audit.push_back(std::move(audit));
+    Persist(std::move(b), reply);
+  }, std::move(done), ShuttingDown());
+}
+
+void ControlLoop::RemoveRegistryCredential(std::string scope, std::string owner, std::string registry,
+                                           store::AuditRow audit, Done<StatusOr<bool>> done) {
+  using R = StatusOr<bool>;
+  loop_.Async<R>([this, scope, owner, registry, audit = std::move(audit)](std::function<void(R)> reply) mutable {
+    if (!registry_credentials_.Remove(scope, owner, registry)) return reply(false);
+    store::WriteBatch b;
+    b.meta.emplace_back(RegistryCredentials::kMetaKey, registry_credentials_.Dump());
+    b.audit.push_back(std::move(audit));
+    Persist(std::move(b), [reply](const Status& s) { s.ok() ? reply(true) : reply(s); });
+  }, std::move(done), ShuttingDown());
+}
+
+void ControlLoop::RegistryCredentialList(Done<StatusOr<std::vector<RegistryCredential>>> done) {
+  using R = StatusOr<std::vector<RegistryCredential>>;
+  loop_.Async<R>([this](std::function<void(R)> reply) { reply(registry_credentials_.All()); }, std::move(done),
+                 ShuttingDown());
+}
+
 
 }  // namespace muster::server

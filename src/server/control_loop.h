@@ -72,6 +72,7 @@
 #include "server/job_table.h"
 #include "server/loop_executor.h"
 #include "server/node_waits.h"
+#include "server/registry_credentials.h"
 #include "server/straggler_detector.h"
 #include "server/options.h"
 #include "server/server_metrics.h"
@@ -234,6 +235,13 @@ class ControlLoop {
   };
   void Queues(Done<StatusOr<std::vector<QueueView>>> done);
 
+  // Registry credentials (server/registry_credentials.h), kept in the store
+  // with `audit`. Remove answers whether there was one.
+  void PutRegistryCredential(RegistryCredential c, store::AuditRow audit, Done<Status> done);
+  void RemoveRegistryCredential(std::string scope, std::string owner, std::string registry, store::AuditRow audit,
+                                Done<StatusOr<bool>> done);
+  void RegistryCredentialList(Done<StatusOr<std::vector<RegistryCredential>>> done);
+
   // Cordons a node (no new work; running jobs stay) or clears a cordon
   // (also one a GPU fault set). Operators and admins. Returns the node's view.
   // `drain` also requeues every job running there: each gets its
@@ -320,6 +328,7 @@ class ControlLoop {
   // every 10 s and when the loop stops, restored at start.
   store::WriteBatch SaveFairShare(Time now);
   Status RestoreFairShare();
+  RegistryCredentials registry_credentials_;
 
   // ---- Attempts (control_loop_attempts.cc). What the server keeps of a
   // running attempt beside the lifecycle's record: its spec, encoded

@@ -223,6 +223,11 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   t.script = spec.script.has_value();
   t.image = spec.image.value_or("");
   for (const api::JobSpec::Mount& m : spec.mounts) t.mounts.push_back({m.host_path, m.container_path, m.read_only});
+  if (spec.image) {
+    if (auto c = registry_credentials_.ForJob(t.user, spec.queue, *spec.image)) {
+      t.registry_auth = {c->registry, c->username, c->password};
+    }
+  }
   t.env = TaskEnvironment(spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1,
                                  port_salt_});
   // The job's own credential, for its progress and checkpoint reports.

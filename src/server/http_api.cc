@@ -250,6 +250,9 @@ void HttpApi::Routes() {
   s.HandleAsync("DELETE", "/v1/tokens/*", NoQueryAsync(async(&HttpApi::RevokeToken)));
   s.Handle("GET", "/v1/audit", sync(&HttpApi::ListAudit));
   s.HandleAsync("GET", "/v1/whoami", NoQueryAsync(async(&HttpApi::WhoAmI)));
+  s.HandleAsync("POST", "/v1/registry-credentials", NoQueryAsync(async(&HttpApi::PutRegistryCredential)));
+  s.Handle("GET", "/v1/registry-credentials", NoQuery(sync(&HttpApi::ListRegistryCredentials)));
+  s.HandleAsync("DELETE", "/v1/registry-credentials", async(&HttpApi::RemoveRegistryCredential));
 }
 
 }  // namespace muster::server

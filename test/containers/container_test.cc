@@ -294,6 +294,55 @@ TEST_F(ContainerTest, AnAgentKilledAndRestartedAdoptsItsContainerAndNeverStartsA
   EXPECT_EQ(GroupsLeft(a), "");
 }
 
+// A container whose shim was killed with the agent (a node's processes
+// killed at random) is removed by the next agent, with its processes and
+// groups; so is a container named for this agent that no task knows.
+TEST_F(ContainerTest, ARestartedAgentRemovesContainersOfNoRunningTask) {
+  AgentProcess& a = AddContainerAgent(1);
+  WaitNodes(1);
+  const std::string dir = WorkDir("orphan");
+  const int64_t id = Submit("name: orphan\nimage: " + shared->image + "\nretry: {limit: 0}\nworkingDir: " + dir +
+                            "\ncommand: [sh, -c, 'echo $$ >> pids; exec sleep 300']\n");
+  ASSERT_TRUE(WaitProcessStarted(id, dir + "/pids"));
+  const std::string prefix = "muster-" + agent::TaskBeaconScope(a.state_dir()).substr(0, 8) + "-";
+  // A stray of this agent's naming that no task knows (a crash between create and journal, say).
+  auto [created, out] = Sh("CONTAINERS_CONF=" + shared->conf + " podman --runtime runc create --name " + prefix +
+                           "j999.a1.r0 " + shared->image + " true");
+  ASSERT_EQ(created, 0) << out;
+  a.Kill();
+  // The task's shim goes too (its pid is in the task's journal); its
+  // container runs on under conmon.
+  pid_t shim = 0;
+  std::istringstream journal(Read(a.state_dir() + "/tasks/j" + std::to_string(id) + ".a1.r0.jsonl"));
+  for (std::string line; std::getline(journal, line) && shim == 0;) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("pid")) shim = j["pid"].get<pid_t>();
+  }
+  ASSERT_GT(shim, 0);
+  ASSERT_EQ(::kill(shim, SIGKILL), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(AllGone(dir + "/pids")) << "the container should still run without its shim";
+  const std::string first = Read(dir + "/pids");
+  a.Start();
+  // The task is lost (its shim is gone): the job runs again, once, and the
+  // first attempt's container and the stray are removed.
+  const json j = WaitAttemptRunning(id, 2);
+  EXPECT_EQ(j["attempts"], 2) << j.dump();
+  std::ofstream(dir + "/first") << first;
+  EXPECT_TRUE(AllGone(dir + "/first")) << "the orphaned container's process is left";
+  std::vector<std::string> left;
+  for (int i = 0; i < 200; ++i) {
+    left = Containers(a);
+    if (left == std::vector<std::string>{prefix + "j" + std::to_string(id) + ".a2.r0"}) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(left, std::vector<std::string>{prefix + "j" + std::to_string(id) + ".a2.r0"});
+  EXPECT_EQ(CancelAndWait(id)["state"], "CANCELLED");
+  EXPECT_TRUE(AllGone(dir + "/pids"));
+  EXPECT_TRUE(ContainersGone(a)) << "containers left";
+  EXPECT_EQ(GroupsLeft(a), "");
+}
+
 TEST_F(ContainerTest, AnImageThatCannotBePulledEndsTheJobWithoutRetrying) {
   AddContainerAgent(1);
   WaitNodes(1);
@@ -308,6 +357,53 @@ TEST_F(ContainerTest, AnImageThatCannotBePulledEndsTheJobWithoutRetrying) {
   EXPECT_TRUE(HasEvent(Events(id), "PullingImage", image)) << Events(id).dump();
 }
 
+// Debian's docker-registry on a loopback port of its own, storing in `dir`;
+// with `htpasswd`, it wants that login (bcrypt, as the registry requires).
+class Registry {
+ public:
+  Registry(const std::string& dir, const std::string& user = "", const std::string& password = "") {
+    fs::create_directories(dir + "/data");
+    port_ = 20000 + (::getpid() * 7 + static_cast<int>(dir.size())) % 20000;
+    std::string auth;
+    if (!user.empty()) {
+      auto [code, hash] = Sh("/usr/bin/python3 -W ignore -c 'import crypt,sys; "
+                             "print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))' '" + password + "'");
+      std::ofstream(dir + "/htpasswd") << user << ":" << hash;
+      auth = "auth: {htpasswd: {realm: muster-test, path: " + dir + "/htpasswd}}\n";
+    }
+    std::ofstream(dir + "/config.yml") << "version: 0.1\nstorage: {filesystem: {rootdirectory: " << dir
+                                       << "/data}}\nhttp: {addr: " << addr()
+                                       << "}\nlog: {level: error, accesslog: {disabled: true}}\n" << auth;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int out = ::open((dir + "/registry.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+      ::execl("/usr/bin/docker-registry", "docker-registry", "serve", (dir + "/config.yml").c_str(), nullptr);
+      ::_exit(127);
+    }
+  }
+  ~Registry() { SignalAndReap(pid_, SIGTERM, "docker-registry"); }
+  int port() const { return port_; }
+  std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
+  // Pushes `image` as `remote` (retrying while the registry starts).
+  static std::pair<int, std::string> Push(const std::string& env, const std::string& image, const std::string& remote,
+                                          const std::string& creds = "") {
+    int code = 1;
+    std::string out;
+    for (int i = 0; i < 50 && code != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::tie(code, out) = Sh(env + "podman push " + (creds.empty() ? "" : "--creds " + creds + " ") + image +
+                               " docker://" + remote);
+    }
+    return {code, out};
+  }
+
+ private:
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
 // A real registry (Debian's docker-registry) on loopback, reached through a
 // proxy that can hold its answers back: a pull in progress shows in the
 // events (the test holds it until it does), the second job on the node
@@ -316,35 +412,15 @@ TEST_F(ContainerTest, AnImageThatCannotBePulledEndsTheJobWithoutRetrying) {
 TEST_F(ContainerTest, PullsFromARegistryOnceAndReportsAMissingImage) {
   if (Sh("command -v docker-registry").first != 0) GTEST_SKIP() << "docker-registry is not installed";
   const std::string reg = Tmp("registry");
-  fs::create_directories(reg + "/data");
-  const int port = 20000 + ::getpid() % 20000;
-  const std::string addr = "127.0.0.1:" + std::to_string(port);
-  std::ofstream(reg + "/config.yml") << "version: 0.1\nstorage: {filesystem: {rootdirectory: " << reg
-                                     << "/data}}\nhttp: {addr: " << addr << "}\nlog: {level: error, accesslog: {disabled: true}}\n";
-  TcpProxy proxy(port);
+  Registry registry(reg);
+  const std::string addr = registry.addr();
+  TcpProxy proxy(registry.port());
   const std::string via = "127.0.0.1:" + std::to_string(proxy.port());
   std::ofstream(reg + "/registries.conf") << "[[registry]]\nlocation = \"" << addr << "\"\ninsecure = true\n"
                                           << "[[registry]]\nlocation = \"" << via << "\"\ninsecure = true\n";
-  const pid_t registry = ::fork();
-  if (registry == 0) {
-    const int out = ::open((reg + "/registry.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    ::dup2(out, 1);
-    ::dup2(out, 2);
-    ::execl("/usr/bin/docker-registry", "docker-registry", "serve", (reg + "/config.yml").c_str(), nullptr);
-    ::_exit(127);
-  }
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() { SignalAndReap(pid, SIGTERM, "docker-registry"); }
-  } reaper{registry};
   const std::string path = "/muster-test/busybox:" + std::to_string(::getpid());
   const std::string env = "CONTAINERS_CONF=" + shared->conf + " CONTAINERS_REGISTRIES_CONF=" + reg + "/registries.conf ";
-  int code = 1;
-  std::string out;
-  for (int i = 0; i < 50 && code != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::tie(code, out) = Sh(env + "podman push " + shared->image + " docker://" + addr + path);
-  }
+  auto [code, out] = Registry::Push(env, shared->image, addr + path);
   ASSERT_EQ(code, 0) << out;
   const std::string remote = via + path;  // as the jobs name it
   AddContainerAgent(1, {}, {{"CONTAINERS_REGISTRIES_CONF", reg + "/registries.conf"}});
@@ -411,6 +487,69 @@ TEST_F(ContainerTest, TheDdpExampleInAContainerMatchesTheProcessRun) {
     EXPECT_EQ(result(boxed, r), result(plain, r)) << "replica " << r;
   }
   EXPECT_EQ(result(boxed, 0), result(boxed, 1)) << "the replicas disagree";
+}
+
+// Registry logins: a user's is used for that user's jobs only and never
+// shown; a queue's (an admin's) for every job in the queue; the login file
+// on the node is gone once the image is pulled.
+TEST_F(ContainerTest, ARegistryLoginServesItsOwnersJobsOnly) {
+  if (Sh("command -v docker-registry").first != 0) GTEST_SKIP() << "docker-registry is not installed";
+  const std::string reg = Tmp("private");
+  Registry registry(reg, "bot", "s3cret-pw");
+  std::ofstream(reg + "/registries.conf") << "[[registry]]\nlocation = \"" << registry.addr() << "\"\ninsecure = true\n";
+  const std::string env = "CONTAINERS_CONF=" + shared->conf + " CONTAINERS_REGISTRIES_CONF=" + reg + "/registries.conf ";
+  const std::string image = registry.addr() + "/team/busybox:1";
+  auto [pushed, out] = Registry::Push(env, shared->image, image, "bot:s3cret-pw");
+  ASSERT_EQ(pushed, 0) << out;
+  AgentProcess& a = AddContainerAgent(1, {}, {{"CONTAINERS_REGISTRIES_CONF", reg + "/registries.conf"}});
+  WaitNodes(1);
+  const std::string work = WorkDir("work");
+  const std::string nobody = server_.UserToken("nobody"), daemon = server_.UserToken("daemon");
+  const auto submit_as = [&](const std::string& token) {
+    auto r = cli_->Post("/v1/jobs", httplib::Headers{{"Authorization", "Bearer " + token}},
+                        "name: private\nimage: " + image + "\nworkingDir: " + work + "\ncommand: [sh, -c, 'echo ran']\n",
+                        "application/yaml");
+    EXPECT_TRUE(r);
+    return r ? json::parse(r->body, nullptr, false).value("id", int64_t{0}) : 0;
+  };
+  const auto cli = [&](const std::string& token, const std::string& args, const std::string& input = "") {
+    return Sh("printf '%s\\n' '" + input + "' | MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" + token + " " +
+              MUSTER_BINARY + " " + args);
+  };
+  // Without a login the pull is refused: the job ends, no retry spent.
+  const json refused = WaitEnd(submit_as(nobody));
+  EXPECT_EQ(refused["state"], "FAILED") << refused.dump();
+  EXPECT_NE(refused.value("reason", "").find("cannot pull image " + image), std::string::npos) << refused.dump();
+  // nobody logs in; the password is read from stdin.
+  auto [login, said] = cli(nobody, "registry login " + registry.addr() + " --username bot", "s3cret-pw");
+  ASSERT_EQ(login, 0) << said;
+  auto [listed, table] = cli(nobody, "registry list -o json");
+  EXPECT_EQ(listed, 0) << table;
+  EXPECT_NE(table.find("\"username\": \"bot\""), std::string::npos) << table;
+  EXPECT_EQ(table.find("s3cret"), std::string::npos) << "a password is never shown: " << table;
+  auto [other, others_table] = cli(daemon, "registry list -o json");
+  EXPECT_EQ(others_table.find(registry.addr()), std::string::npos) << "another user's login shows: " << others_table;
+  const int64_t mine = submit_as(nobody);
+  const json pulled = WaitEnd(mine);
+  EXPECT_EQ(pulled["state"], "COMPLETED") << pulled.dump() << Logs(mine);
+  for (const auto& f : fs::directory_iterator(a.state_dir() + "/tasks")) {
+    EXPECT_NE(f.path().extension(), ".auth") << "a login file is left on the node: " << f.path();
+  }
+  // daemon's job may not use nobody's login (the node forgets the image first).
+  Sh(env + "podman rmi -f " + image);
+  const json theirs = WaitEnd(submit_as(daemon));
+  EXPECT_EQ(theirs["state"], "FAILED") << theirs.dump();
+  // A login for the queue, by an admin, serves every job in it.
+  auto [refused_queue, why] = cli(daemon, "registry login " + registry.addr() + " --username bot --queue default", "s3cret-pw");
+  EXPECT_NE(refused_queue, 0) << "only admins set a queue's login";
+  auto [queue_login, queue_said] =
+      cli(server_.admin_token(), "registry login " + registry.addr() + " --username bot --queue default", "s3cret-pw");
+  ASSERT_EQ(queue_login, 0) << queue_said;
+  const json queued = WaitEnd(submit_as(daemon));
+  EXPECT_EQ(queued["state"], "COMPLETED") << queued.dump();
+  auto [logout, logout_said] = cli(nobody, "registry logout " + registry.addr());
+  EXPECT_EQ(logout, 0) << logout_said;
+  Sh(env + "podman rmi -f " + image);
 }
 
 TEST_F(ContainerTest, ANodeWithoutPodmanRefusesContainerJobsWithItsReason) {
