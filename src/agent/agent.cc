@@ -267,6 +267,7 @@ StatusOr<std::string> Agent::Init() {
     eo.container_prefix = container_prefix_;
     // Podman reads CONTAINERS_CONF; the executor's own calls inherit it.
     if (!options_.containers_conf.empty()) ::setenv("CONTAINERS_CONF", options_.containers_conf.c_str(), 1);
+    puller_ = std::make_unique<ImagePuller>(eo.podman, options_.state_dir + "/pulls", clock_);
   }
   // Tasks leave the node a tenth of its process ids, and no task takes
   // more than an eighth (at most 16,384).
@@ -395,6 +396,7 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   }
   for (const auto& [seq, e] : events_) r.health_events.push_back(e);
   r.tasks = reports_;
+  r.pulls = pull_reports_;
   r.report_seq = report_seq_;
   r.epoch = epoch_;
   r.version = std::max(version_, seen_version_);
@@ -494,6 +496,11 @@ void Agent::Apply(const proto::SyncResponse& r) {
     }
     epoch_ = r.epoch;
     lease_ms_ = r.lease_ms;
+  }
+  if (puller_) {
+    puller_->Want(r.pulls);
+  } else {
+    unpullable_ = r.pulls;  // reported failed: this node runs no containers
   }
   if (!r.recorded.empty()) {
     std::set<std::string> ended;
@@ -737,6 +744,15 @@ bool Agent::RefreshReports() {
     urgent += key + "!";
     reports.push_back(r);
   }
+  // Pre-pulls: each change of state is news.
+  std::vector<proto::ImagePullReport> pulls = puller_ ? puller_->Reports() : std::vector<proto::ImagePullReport>{};
+  for (const std::string& image : unpullable_) {
+    pulls.push_back({image, "failed", "node " + options_.node + " runs no containers: " + containers_.note, 0});
+  }
+  for (const proto::ImagePullReport& p : pulls) {
+    signature += "p" + p.image + "=" + p.state;
+    urgent += "p" + p.image + "=" + p.state;
+  }
   std::map<int32_t, std::pair<int64_t, int32_t>> users;  // what /metrics says uses each GPU
   for (const TaskStatus& t : executor_->Tasks()) {
     auto a = assigned_.find(t.key);
@@ -753,6 +769,7 @@ bool Agent::RefreshReports() {
     ++report_seq_;
   }
   reports_ = std::move(reports);
+  pull_reports_ = std::move(pulls);
   const bool news = urgent != urgent_signature_;
   urgent_signature_ = urgent;
   return news;
@@ -882,6 +899,7 @@ void Agent::Run() {
       answer.swap(pending_);
     }
     executor_->Poll();
+    if (puller_) puller_->Poll();
     if (answer) Apply(*answer);
     // Time limits.
     const int64_t now = clock_.Now().millis();

@@ -38,6 +38,7 @@
 
 #include "agent/container_support.h"
 #include "agent/executor.h"
+#include "agent/image_puller.h"
 #include "agent/utilization_meter.h"
 #include "agent/launcher.h"
 #include "common/clock.h"
@@ -175,6 +176,9 @@ class Agent {
   bool stop_ = false;                                 // guarded by mu_
   std::optional<proto::SyncResponse> pending_;        // guarded by mu_: from the watcher
   std::vector<proto::TaskReport> reports_;            // guarded by mu_: the observed tasks
+  std::vector<proto::ImagePullReport> pull_reports_;  // guarded by mu_: the pre-pulls' states
+  std::unique_ptr<ImagePuller> puller_;               // pre-pulls, where the node runs containers
+  std::vector<std::string> unpullable_;               // pre-pulls asked of a node without containers
   int64_t report_seq_ = 0;                            // guarded by mu_
   std::vector<std::pair<int64_t, proto::HealthEventReport>> events_;  // guarded by mu_: (seq, event) not yet stored
   int64_t event_seq_ = 0;                             // guarded by mu_

@@ -4,6 +4,8 @@
 // SpecTree -> JobSpec (job_spec_schema.cc).
 #include "api/job_spec.h"
 
+#include <cctype>
+
 #include <algorithm>
 #include <exception>
 
@@ -195,6 +197,12 @@ std::string JobSpecToJson(const JobSpec& s) {
   AppendStringMap(w, "labels", s.labels);
   w.EndObject();
   return out;
+}
+
+bool ValidImageReference(std::string_view image) {
+  return !image.empty() && image.size() <= 512 && std::isalnum(static_cast<unsigned char>(image.front())) &&
+         image.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/:@-") ==
+             std::string_view::npos;
 }
 
 core::JobSpec ToCoreSpec(const JobSpec& s) {

@@ -188,6 +188,11 @@ struct SpecDefaults {
 // Field-by-field equality (core::Dependency has no operator==).
 bool operator==(const JobSpec& a, const JobSpec& b);
 
+// An image reference as a job names one ([registry/]name[:tag][@digest]):
+// letters, digits and ._/:@-, starting with a letter or digit, at most 512
+// bytes; so it can never be read as an option to Podman.
+bool ValidImageReference(std::string_view image);
+
 // Parses and validates a JSON document.
 StatusOr<JobSpec> ParseJobSpecJson(std::string_view text);
 // Parses and validates a YAML document (exactly one document; anchors and

@@ -2,8 +2,6 @@
 // job_spec.h documents them for users.
 #include "api/job_spec_schema.h"
 
-#include <cctype>
-
 #include "api/output_pattern.h"
 
 #include <charconv>
@@ -413,10 +411,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   if (spec.image) {
     // An image reference ([registry/]name[:tag][@digest]); never an option to Podman.
     const std::string& image = *spec.image;
-    const bool ok = image.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/:@-") ==
-                        std::string::npos &&
-                    std::isalnum(static_cast<unsigned char>(image.front()));
-    if (!ok) {
+    if (!ValidImageReference(image)) {
       return InvalidArgument("must be an image reference such as nvcr.io/nvidia/pytorch:24.05-py3 (letters, digits "
                              "and ._/:@-, starting with a letter or digit), got \"" + image.substr(0, 64) + "\"",
                              obj.Path("image"));

@@ -10,7 +10,7 @@
 #include "agent/task_shim.h"
 #include "cli/agent_command.h"
 #include "cli/auth_commands.h"
-#include "cli/registry_commands.h"
+#include "cli/image_commands.h"
 #include "cli/usage_commands.h"
 #include "cli/dev_command.h"
 #include "cli/job_commands.h"
@@ -76,7 +76,7 @@ int RunMuster(int argc, char** argv) {
   std::shared_ptr<JobCommands> jobs = AddJobCommands(app);
   std::shared_ptr<ReportCommands> reports = AddReportCommands(app);
   std::shared_ptr<AuthCommands> auth = AddAuthCommands(app);
-  std::shared_ptr<RegistryCommands> registry = AddRegistryCommands(app);
+  std::shared_ptr<ImageCommands> images = AddImageCommands(app);
   std::shared_ptr<UsageCommands> usage = AddUsageCommands(app);
   // An unknown command: CLI11 would say only "A subcommand is required".
   if (argc >= 2 && argv[1][0] != '-') {
@@ -111,7 +111,7 @@ int RunMuster(int argc, char** argv) {
   if (dev->parsed()) return RunDevCommand(dev_flags);
   if (const int rc = RunReportCommands(*reports); rc >= 0) return rc;
   if (const int rc = RunAuthCommands(*auth); rc >= 0) return rc;
-  if (const int rc = RunRegistryCommands(*registry); rc >= 0) return rc;
+  if (const int rc = RunImageCommands(*images); rc >= 0) return rc;
   if (const int rc = RunUsageCommands(*usage); rc >= 0) return rc;
   const int rc = RunJobCommands(*jobs);
   return rc >= 0 ? rc : 2;

@@ -114,6 +114,10 @@ std::string ToJson(const SyncRequest& r) {
   for (const HealthEventReport& e : r.health_events) {
     events.push_back({{"uuid", e.uuid}, {"xid", e.xid}, {"kind", e.kind}, {"fatal", e.fatal}, {"timeMs", e.time_ms}});
   }
+  json pulls = json::array();
+  for (const ImagePullReport& p : r.pulls) {
+    pulls.push_back({{"image", p.image}, {"state", p.state}, {"message", p.message}, {"ms", p.ms}});
+  }
   json tasks = json::array();
   for (const TaskReport& t : r.tasks) {
     json task = {{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}, {"running", t.running},
@@ -149,6 +153,7 @@ std::string ToJson(const SyncRequest& r) {
                {"containersNote", r.containers_note},
                {"healthEvents", events},
                {"tasks", tasks},
+               {"pulls", pulls},
                {"reportSeq", r.report_seq},
                {"epoch", r.epoch},
                {"version", r.version},
@@ -244,6 +249,7 @@ std::string ToJson(const SyncResponse& r) {
                {"leaseMs", r.lease_ms},
                {"recorded", recorded},
                {"healthEventsRecorded", r.health_events_recorded}};
+  if (!r.pulls.empty()) rest["pulls"] = r.pulls;
   out += "],";
   out += Dump(rest).substr(1);
   return out;
@@ -311,6 +317,13 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
       });
     }
   });
+  rd.List(j, "pulls", r.pulls, [](Reader& e, const json& o, ImagePullReport& p) {
+    e.Get(o, "image", p.image);
+    e.Get(o, "state", p.state);
+    e.Get(o, "message", p.message);
+    e.Get(o, "ms", p.ms);
+  });
+  if (r.pulls.size() > 256) return InvalidArgument("pulls: at most 256", "pulls");
   rd.Get(j, "reportSeq", r.report_seq);
   rd.Get(j, "epoch", r.epoch);
   rd.Get(j, "version", r.version);
@@ -368,6 +381,7 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
     e.Get(o, "graceMs", t.grace_ms);
     e.List(o, "resume", t.resume, ReadCandidate);
   });
+  rd.Get(j, "pulls", r.pulls);
   rd.List(j, "recorded", r.recorded, [](Reader& e, const json& o, TaskRef& t) {
     e.Get(o, "job", t.job);
     e.Get(o, "attempt", t.attempt);

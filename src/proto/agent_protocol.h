@@ -96,6 +96,16 @@ struct TaskReport {
   int64_t pull_ms = -1;
 };
 
+// An admin's pre-pull of an image on this node (agent/image_puller.h):
+// "waiting", "pulling", "pulled" (ms: how long it took) or "failed"
+// (message: why).
+struct ImagePullReport {
+  std::string image;
+  std::string state;
+  std::string message;
+  int64_t ms = 0;
+};
+
 struct SyncRequest {
   std::string node;
   // Which agent this is, stable across its restarts (kept in its state
@@ -121,6 +131,7 @@ struct SyncRequest {
   std::string containers_note;
   std::vector<HealthEventReport> health_events;  // since the last acknowledged sync
   std::vector<TaskReport> tasks;
+  std::vector<ImagePullReport> pulls;  // the pre-pulls the last answer asked for
   // Grows whenever the agent's observed tasks change. The server ignores the
   // task list of a request older than one it has processed (an agent has
   // two syncs in flight: a waiting one and a report), so a stale snapshot
@@ -190,6 +201,7 @@ struct SyncResponse {
   // puts them into `tasks`.
   std::vector<std::shared_ptr<const std::string>> encoded_tasks;
   std::vector<TaskRef> recorded;      // ended tasks the server has recorded
+  std::vector<std::string> pulls;     // images an admin wants pulled on this node (muster image pull)
   int32_t health_events_recorded = 0; // how many of the request's health events were stored
 };
 

@@ -10,6 +10,7 @@
 
 #include "api/json_writer.h"
 #include "common/log.h"
+#include "common/message_text.h"
 #include "common/quantity.h"
 #include "server/leadership.h"
 
@@ -95,6 +96,10 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
   {
     ASSIGN_OR_RETURN(std::optional<std::string> creds, store_.GetMeta(RegistryCredentials::kMetaKey));
     if (Status st = registry_credentials_.Load(creds.value_or("")); !st.ok()) {
+      return DataLoss("store " + options_.store_path + ": " + st.message());
+    }
+    ASSIGN_OR_RETURN(std::optional<std::string> pulls, store_.GetMeta(ImagePulls::kMetaKey));
+    if (Status st = image_pulls_.Load(pulls.value_or("")); !st.ok()) {
       return DataLoss("store " + options_.store_path + ": " + st.message());
     }
   }
@@ -775,6 +780,46 @@ void ControlLoop::RemoveRegistryCredential(std::string scope, std::string owner,
     b.audit.push_back(std::move(audit));
     Persist(std::move(b), [reply](const Status& s) { s.ok() ? reply(true) : reply(s); });
   }, std::move(done), ShuttingDown());
+}
+
+void ControlLoop::PullImage(std::string image, std::vector<std::string> nodes, const Identity& who,
+                            store::AuditRow audit, Done<StatusOr<std::vector<std::string>>> done) {
+  using R = StatusOr<std::vector<std::string>>;
+  loop_.Async<R>([this, image, nodes, user = who.Describe(), audit = std::move(audit)](std::function<void(R)> reply) mutable {
+    std::vector<std::string> asked = nodes;
+    if (asked.empty()) {
+      for (const core::Node& n : state_.nodes()) {
+        const AgentRegistry::Agent* a = agents_.Find(n.spec.name);
+        if (a && !a->agent_id.empty() && !a->removed) asked.push_back(n.spec.name);
+      }
+    }
+    std::vector<core::NodeIndex> indexes;
+    for (const std::string& node : asked) {
+      const std::optional<core::NodeIndex> index = state_.FindNode(node);
+      const AgentRegistry::Agent* a = agents_.Find(node);
+      if (!index || !a || a->agent_id.empty() || a->removed) {
+        return reply(NotFound("no agent serves node " + QuoteForMessage(node)));
+      }
+      indexes.push_back(*index);
+    }
+    if (asked.empty()) return reply(FailedPrecondition("no node has an agent yet"));
+    const int64_t now = clock_.Now().millis();
+    lifecycle::Effects fx;
+    for (size_t i = 0; i < asked.size(); ++i) {
+      image_pulls_.Ask(asked[i], image, user, now);
+      lifecycle_.Touch(indexes[i], fx);  // its agent hears of it now
+    }
+    store::WriteBatch b;
+    ApplyEffects(fx, b);
+    b.meta.emplace_back(ImagePulls::kMetaKey, image_pulls_.Dump());
+    b.audit.push_back(std::move(audit));
+    Persist(std::move(b), [reply, asked](const Status& s) { s.ok() ? reply(asked) : reply(s); });
+  }, std::move(done), ShuttingDown());
+}
+
+void ControlLoop::ImagePullList(Done<StatusOr<std::vector<ImagePull>>> done) {
+  using R = StatusOr<std::vector<ImagePull>>;
+  loop_.Async<R>([this](std::function<void(R)> reply) { reply(image_pulls_.All()); }, std::move(done), ShuttingDown());
 }
 
 void ControlLoop::RegistryCredentialList(Done<StatusOr<std::vector<RegistryCredential>>> done) {

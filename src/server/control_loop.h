@@ -72,6 +72,7 @@
 #include "server/job_table.h"
 #include "server/loop_executor.h"
 #include "server/node_waits.h"
+#include "server/image_pulls.h"
 #include "server/registry_credentials.h"
 #include "server/straggler_detector.h"
 #include "server/options.h"
@@ -241,6 +242,12 @@ class ControlLoop {
   void RemoveRegistryCredential(std::string scope, std::string owner, std::string registry, store::AuditRow audit,
                                 Done<StatusOr<bool>> done);
   void RegistryCredentialList(Done<StatusOr<std::vector<RegistryCredential>>> done);
+  // Pre-pulls (server/image_pulls.h): asks `nodes` (empty: every node an
+  // agent serves) to pull `image`; answers the nodes asked. NotFound for a
+  // node no agent serves.
+  void PullImage(std::string image, std::vector<std::string> nodes, const Identity& who, store::AuditRow audit,
+                 Done<StatusOr<std::vector<std::string>>> done);
+  void ImagePullList(Done<StatusOr<std::vector<ImagePull>>> done);
 
   // Cordons a node (no new work; running jobs stay) or clears a cordon
   // (also one a GPU fault set). Operators and admins. Returns the node's view.
@@ -329,6 +336,7 @@ class ControlLoop {
   store::WriteBatch SaveFairShare(Time now);
   Status RestoreFairShare();
   RegistryCredentials registry_credentials_;
+  ImagePulls image_pulls_;
 
   // ---- Attempts (control_loop_attempts.cc). What the server keeps of a
   // running attempt beside the lifecycle's record: its spec, encoded

@@ -7,6 +7,8 @@
 
 #include "server/control_loop.h"
 
+#include <fmt/format.h>
+
 namespace muster::server {
 
 using core::JobState;
@@ -188,6 +190,20 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     freed = result.replica_ended;
   }
 
+  // Pre-pulls: an outcome is a cluster event; a pull the agent has not
+  // heard of is news for it.
+  if (!req.pulls.empty() || !image_pulls_.Wanted(req.node).empty()) {
+    const std::vector<ImagePull> ended = image_pulls_.Report(req.node, req.pulls);
+    for (const ImagePull& p : ended) {
+      const bool ok = p.state == "pulled";
+      b.events.push_back({0, 0, clock_.Now().millis(), ok ? "ImagePulled" : "ImagePullFailed", "",
+                          ok ? fmt::format("{} pulled {} in {:.1f} s", req.node, p.image, p.ms / 1000.0)
+                             : req.node + " could not pull " + p.image + ": " + p.message});
+    }
+    if (!ended.empty()) b.meta.emplace_back(ImagePulls::kMetaKey, image_pulls_.Dump());
+    if (image_pulls_.Unheard(req.node, req.pulls)) out.changed = true;
+  }
+
   // Acknowledgements alone do not answer a waiting sync at once: the agent
   // may repeat an end it reported until it sees the acknowledgement.
   if (!req.health_events.empty()) out.changed = true;
@@ -252,6 +268,7 @@ bool ControlLoop::BuildDesired(core::NodeIndex node, proto::SyncResponse& out) {
   out.epoch = epoch_;
   out.lease_ms = options_.agent_lease.millis();
   out.version = lifecycle_.Generation(node);
+  out.pulls = image_pulls_.Wanted(state_.nodes()[node].spec.name);
   return wait;
 }
 

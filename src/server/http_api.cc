@@ -253,6 +253,8 @@ void HttpApi::Routes() {
   s.HandleAsync("POST", "/v1/registry-credentials", NoQueryAsync(async(&HttpApi::PutRegistryCredential)));
   s.Handle("GET", "/v1/registry-credentials", NoQuery(sync(&HttpApi::ListRegistryCredentials)));
   s.HandleAsync("DELETE", "/v1/registry-credentials", async(&HttpApi::RemoveRegistryCredential));
+  s.HandleAsync("POST", "/v1/images/pull", NoQueryAsync(async(&HttpApi::PullImage)));
+  s.Handle("GET", "/v1/images", NoQuery(sync(&HttpApi::ListImagePulls)));
 }
 
 }  // namespace muster::server

@@ -134,10 +134,12 @@ class HttpApi {
   void RevokeToken(Request&& req, Reply reply);               // DELETE /v1/tokens/{id}
   void ListAudit(const Request& req, Response& res);          // GET    /v1/audit
   void WhoAmI(Request&& req, Reply reply);                    // GET    /v1/whoami
-  // Registry credentials (http_api_registry.cc).
+  // Container images: registry logins and pre-pulls (http_api_images.cc).
   void PutRegistryCredential(Request&& req, Reply reply);             // POST   /v1/registry-credentials
   void ListRegistryCredentials(const Request& req, Response& res);    // GET    /v1/registry-credentials
   void RemoveRegistryCredential(Request&& req, Reply reply);          // DELETE /v1/registry-credentials
+  void PullImage(Request&& req, Reply reply);                         // POST   /v1/images/pull
+  void ListImagePulls(const Request& req, Response& res);             // GET    /v1/images
   StatusOr<std::pair<std::string, std::string>> CredentialOwner(const Identity& who, const std::string& queue,
                                                                 const std::string& user);
   // `done`, once `row` (with the call's outcome) is durable in the audit log.

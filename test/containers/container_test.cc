@@ -552,6 +552,57 @@ TEST_F(ContainerTest, ARegistryLoginServesItsOwnersJobsOnly) {
   Sh(env + "podman rmi -f " + image);
 }
 
+// An admin's pre-pull (`muster image pull`): the nodes asked pull the
+// image now, each says how it went (a cluster event, `muster image list`),
+// a job there then finds it cached; an image that cannot be pulled says
+// why; only admins may ask, and a node without Podman says it runs none.
+TEST_F(ContainerTest, AnAdminPrePullsAnImageOnChosenNodes) {
+  if (Sh("command -v docker-registry").first != 0) GTEST_SKIP() << "docker-registry is not installed";
+  const std::string reg = Tmp("prepull");
+  Registry registry(reg);
+  std::ofstream(reg + "/registries.conf") << "[[registry]]\nlocation = \"" << registry.addr() << "\"\ninsecure = true\n";
+  const std::string env = "CONTAINERS_CONF=" + shared->conf + " CONTAINERS_REGISTRIES_CONF=" + reg + "/registries.conf ";
+  const std::string image = registry.addr() + "/team/prepulled:" + std::to_string(::getpid());
+  auto [pushed, out] = Registry::Push(env, shared->image, image);
+  ASSERT_EQ(pushed, 0) << out;
+  Sh(env + "podman rmi -f " + image);
+  AddContainerAgent(1, {}, {{"CONTAINERS_REGISTRIES_CONF", reg + "/registries.conf"}});
+  AddContainerAgent(1, {}, {{"CONTAINERS_REGISTRIES_CONF", reg + "/registries.conf"}});
+  AddAgent({"--fake-gpus", "1xH100", "--podman", "none"});
+  WaitNodes(3);
+  const auto cli = [&](const std::string& token, const std::string& args) {
+    return Sh("MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" + token + " " + MUSTER_BINARY + " " + args);
+  };
+  auto [refused, why] = cli(server_.UserToken("nobody"), "image pull " + image);
+  EXPECT_NE(refused, 0);
+  EXPECT_NE(why.find("admin"), std::string::npos) << why;
+  const std::string first = agents_[0]->name(), second = agents_[1]->name(), bare = agents_[2]->name();
+  auto [code, said] = cli(server_.admin_token(), "image pull " + image + " --nodes " + first + "," + bare + " --wait 60s");
+  EXPECT_EQ(code, 1) << "one node cannot: " << said;
+  EXPECT_NE(said.find(first), std::string::npos) << said;
+  json list = Get("/v1/images");
+  std::map<std::string, json> by_node;
+  for (const json& p : list["items"]) by_node[p["node"].get<std::string>()] = p;
+  EXPECT_EQ(by_node[first].value("state", ""), "pulled") << list.dump();
+  EXPECT_TRUE(by_node[first].contains("seconds")) << list.dump();
+  EXPECT_EQ(by_node[bare].value("state", ""), "failed") << list.dump();
+  EXPECT_NE(by_node[bare].value("message", "").find("runs no containers"), std::string::npos) << list.dump();
+  EXPECT_FALSE(by_node.count(second)) << "only the nodes asked";
+  EXPECT_TRUE(HasEvent(Get("/v1/events")["items"], "ImagePulled", first + " pulled " + image));
+  EXPECT_TRUE(HasEvent(Get("/v1/events")["items"], "ImagePullFailed", bare + " could not pull " + image));
+  // A job on the node finds it there: no pull.
+  const int64_t id = Submit("name: warm\nimage: " + image + "\nresources: {gpus: 1}\ncommand: [sh, -c, 'echo ran']\n");
+  EXPECT_EQ(WaitEnd(id)["state"], "COMPLETED");
+  EXPECT_FALSE(HasEvent(Events(id), "PullingImage", image)) << Events(id).dump();
+  // A tag the registry does not have.
+  const std::string missing = registry.addr() + "/team/prepulled:no-such-tag";
+  auto [failed, failure] = cli(server_.admin_token(), "image pull " + missing + " --nodes " + second + " --wait 60s");
+  EXPECT_EQ(failed, 1) << failure;
+  EXPECT_NE(failure.find("failed"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("manifest unknown"), std::string::npos) << failure;
+  Sh(env + "podman rmi -f " + image);
+}
+
 TEST_F(ContainerTest, ANodeWithoutPodmanRefusesContainerJobsWithItsReason) {
   AddAgent({"--fake-gpus", "1xH100", "--podman", "/nonexistent/podman"});
   WaitNodes(1);

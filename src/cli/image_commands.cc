@@ -1,22 +1,30 @@
-#include "cli/registry_commands.h"
+#include "cli/image_commands.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cli/client.h"
 #include "cli/table.h"
+#include "common/quantity.h"
 
 namespace muster::cli {
 
 using nlohmann::json;
 
-struct RegistryCommands {
+struct ImageCommands {
   std::string server, act_as, output;
-  CLI::App *login = nullptr, *list = nullptr, *logout = nullptr;
+  CLI::App *login = nullptr, *list = nullptr, *logout = nullptr, *pull = nullptr, *images = nullptr;
   std::string registry, username, queue, user;
+  std::string image, wait;
+  std::vector<std::string> nodes;
 };
 
 namespace {
@@ -36,7 +44,7 @@ std::optional<json> Call(const char* what, StatusOr<Response> r) {
   return r->body;
 }
 
-int Login(RegistryCommands& c, Client& client) {
+int Login(ImageCommands& c, Client& client) {
   std::string password;
   std::getline(std::cin, password);
   while (!password.empty() && (password.back() == '\r' || password.back() == '\n')) password.pop_back();
@@ -56,7 +64,7 @@ int Login(RegistryCommands& c, Client& client) {
   return 0;
 }
 
-int List(RegistryCommands& c, Client& client) {
+int List(ImageCommands& c, Client& client) {
   auto j = Call("list", client.Get("/v1/registry-credentials"));
   if (!j) return 1;
   if (c.output == "json") {
@@ -72,7 +80,7 @@ int List(RegistryCommands& c, Client& client) {
   return 0;
 }
 
-int Logout(RegistryCommands& c, Client& client) {
+int Logout(ImageCommands& c, Client& client) {
   std::string path = "/v1/registry-credentials?registry=" + UrlEncode(c.registry);
   if (!c.queue.empty()) path += "&queue=" + UrlEncode(c.queue);
   if (!c.user.empty()) path += "&user=" + UrlEncode(c.user);
@@ -81,10 +89,72 @@ int Logout(RegistryCommands& c, Client& client) {
   return 0;
 }
 
+// The pulls of `image` on `nodes` (every node's, when empty).
+std::vector<json> PullsOf(const json& list, const std::string& image, const std::vector<std::string>& nodes) {
+  std::vector<json> out;
+  for (const json& p : list["items"]) {
+    if (Str(p, "image") != image) continue;
+    if (!nodes.empty() && std::find(nodes.begin(), nodes.end(), Str(p, "node")) == nodes.end()) continue;
+    out.push_back(p);
+  }
+  return out;
+}
+
+void PrintPulls(const std::vector<json>& pulls) {
+  std::vector<std::vector<std::string>> rows = {{"NODE", "IMAGE", "STATE", "SECONDS", "ASKED BY", "MESSAGE"}};
+  for (const json& p : pulls) {
+    char secs[32] = "";
+    if (p.contains("seconds") && p["seconds"].is_number()) std::snprintf(secs, sizeof secs, "%.1f", p["seconds"].get<double>());
+    rows.push_back({Str(p, "node"), Str(p, "image"), Str(p, "state"), secs, Str(p, "requestedBy"), Str(p, "message")});
+  }
+  PrintTable(rows);
+}
+
+int Pull(ImageCommands& c, Client& client) {
+  json body = {{"image", c.image}};
+  if (!c.nodes.empty()) body["nodes"] = c.nodes;
+  auto asked = Call("pull", client.Post("/v1/images/pull", body.dump(), "application/json"));
+  if (!asked) return 1;
+  const std::vector<std::string> nodes = (*asked)["nodes"].get<std::vector<std::string>>();
+  std::cerr << "asked " << nodes.size() << " node(s) to pull " << c.image << "\n";
+  if (c.wait.empty()) return 0;
+  auto limit = ParseDuration(c.wait);
+  if (!limit.ok()) {
+    std::cerr << "muster image pull: --wait: " << limit.status().message() << "\n";
+    return 2;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit->millis());
+  std::vector<json> pulls;
+  while (true) {
+    auto list = Call("list", client.Get("/v1/images"));
+    if (!list) return 1;
+    pulls = PullsOf(*list, c.image, nodes);
+    const bool done = std::all_of(pulls.begin(), pulls.end(), [](const json& p) {
+      return Str(p, "state") == "pulled" || Str(p, "state") == "failed";
+    });
+    if (done || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  PrintPulls(pulls);
+  const bool all_pulled = std::all_of(pulls.begin(), pulls.end(), [](const json& p) { return Str(p, "state") == "pulled"; });
+  return all_pulled ? 0 : 1;
+}
+
+int Images(ImageCommands& c, Client& client) {
+  auto list = Call("list", client.Get("/v1/images"));
+  if (!list) return 1;
+  if (c.output == "json") {
+    std::cout << list->dump(2) << "\n";
+    return 0;
+  }
+  PrintPulls(PullsOf(*list, "", {}));
+  return 0;
+}
+
 }  // namespace
 
-std::shared_ptr<RegistryCommands> AddRegistryCommands(CLI::App& app) {
-  auto c = std::make_shared<RegistryCommands>();
+std::shared_ptr<ImageCommands> AddImageCommands(CLI::App& app) {
+  auto c = std::make_shared<ImageCommands>();
   c->server = DefaultServer();
   auto common = [c = c.get()](CLI::App* sub) {
     AddServerOptions(sub, c->server);
@@ -107,16 +177,30 @@ std::shared_ptr<RegistryCommands> AddRegistryCommands(CLI::App& app) {
   c->logout->add_option("registry", c->registry, "The registry host")->required();
   c->logout->add_option("--queue", c->queue, "The queue's (admins)");
   c->logout->add_option("--user", c->user, "This user's (admins; default: yours)");
+  CLI::App* image = app.add_subcommand("image", "Container images on the nodes: pre-pulls");
+  image->require_subcommand(1);
+  c->pull = image->add_subcommand("pull", "Have nodes pull an image now, ahead of its jobs (admins)");
+  common(c->pull);
+  c->pull->add_option("image", c->image, "The image, e.g. nvcr.io/nvidia/pytorch:24.05-py3")->required();
+  c->pull->add_option("--nodes", c->nodes, "These nodes (default: every node with an agent)")->delimiter(',');
+  c->pull->add_option("--wait", c->wait, "Wait up to this long (10m, 90s) and print each node's outcome");
+  c->images = image->add_subcommand("list", "Every pull asked of the nodes, with its outcome");
+  common(c->images);
+  c->images->add_option("-o,--output", c->output, "json");
   return c;
 }
 
-int RunRegistryCommands(RegistryCommands& c) {
-  if (!c.login->parsed() && !c.list->parsed() && !c.logout->parsed()) return -1;
+int RunImageCommands(ImageCommands& c) {
+  if (!c.login->parsed() && !c.list->parsed() && !c.logout->parsed() && !c.pull->parsed() && !c.images->parsed()) {
+    return -1;
+  }
   double retry_for = 10.0;
   if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
   Client client(c.server, c.act_as, retry_for);
   if (c.login->parsed()) return Login(c, client);
   if (c.list->parsed()) return List(c, client);
+  if (c.pull->parsed()) return Pull(c, client);
+  if (c.images->parsed()) return Images(c, client);
   return Logout(c, client);
 }
 

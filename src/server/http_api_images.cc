@@ -1,11 +1,18 @@
+// Container images: registry logins and pre-pulls.
+//
 // Registry credentials (server/registry_credentials.h):
 //   POST   /v1/registry-credentials  {registry, username, password, queue?, user?}
 //   GET    /v1/registry-credentials
 //   DELETE /v1/registry-credentials?registry=R[&queue=Q|&user=U]
 // A user sets and removes their own; a queue's, or another user's, are an
 // admin's to set. No answer ever carries a password.
+//
+// Pre-pulls (server/image_pulls.h):
+//   POST   /v1/images/pull  {image, nodes?}   admins: nodes pull it ahead of its jobs
+//   GET    /v1/images                          every pull asked, with its outcome
 #include <nlohmann/json.hpp>
 
+#include "api/job_spec.h"
 #include "api/rfc3339.h"
 #include "common/message_text.h"
 #include "server/http_api.h"
@@ -129,6 +136,56 @@ void HttpApi::RemoveRegistryCredential(Request&& req, Reply reply) {
       return res;
     });
   });
+}
+
+void HttpApi::PullImage(Request&& req, Reply reply) {
+  const Identity& who = Caller(req);
+  auto body = BodyObject(req, {"image", "nodes"});
+  if (!body.ok()) return ReplyNow(reply, body.status());
+  std::string image;
+  if (Status st = BodyString(*body, "image", image, 512, true); !st.ok()) return ReplyNow(reply, st);
+  if (!api::ValidImageReference(image)) {
+    return ReplyNow(reply, InvalidArgument("must be an image reference such as nvcr.io/nvidia/pytorch:24.05-py3, got " +
+                                               QuoteForMessage(image),
+                                           "image"));
+  }
+  std::vector<std::string> nodes;
+  if (body->contains("nodes")) {
+    const json& n = (*body)["nodes"];
+    if (!n.is_array() || n.size() > 100'000) return ReplyNow(reply, InvalidArgument("must be a list of node names", "nodes"));
+    for (const json& name : n) {
+      if (!name.is_string() || !ValidName(name.get<std::string>(), 253)) {
+        return ReplyNow(reply, InvalidArgument("must be a list of node names", "nodes"));
+      }
+      nodes.push_back(name.get<std::string>());
+    }
+  }
+  store::AuditRow audit = AuditOf(who, "image.pull", "image/" + image);
+  if (Status s = authz_.MustBeAdmin(who, "pull images on nodes"); !s.ok()) return RefuseAudited(reply, audit, s);
+  audit.detail = nodes.empty() ? "on every node" : "on " + std::to_string(nodes.size()) + " node(s)";
+  loop_.PullImage(image, nodes, who, std::move(audit), [reply, image](StatusOr<std::vector<std::string>> asked) {
+    if (!asked.ok()) return ReplyNow(reply, asked.status());
+    reply([image, asked = *asked] {
+      http::Response res;
+      ReplyJson(res, 200, {{"image", image}, {"nodes", asked}});
+      return res;
+    });
+  });
+}
+
+void HttpApi::ListImagePulls(const Request&, Response& res) {
+  auto all = Await<std::vector<ImagePull>>(
+      [this](ControlLoop::Done<StatusOr<std::vector<ImagePull>>> done) { loop_.ImagePullList(std::move(done)); });
+  if (!all.ok()) return ReplyStatus(res, all.status());
+  json items = json::array();
+  for (const ImagePull& p : *all) {
+    json item = {{"node", p.node}, {"image", p.image}, {"state", p.state}, {"requestedBy", p.requested_by},
+                 {"requested", api::FormatRfc3339Utc(Time::FromMillis(p.requested_ms))}};
+    if (p.state == "pulled") item["seconds"] = p.ms / 1000.0;
+    if (!p.message.empty()) item["message"] = p.message;
+    items.push_back(std::move(item));
+  }
+  ReplyJson(res, 200, {{"items", items}});
 }
 
 }  // namespace muster::server
