@@ -2,12 +2,12 @@
 
 #include "agent/container_task.h"
 #include "agent/launcher.h"
+#include "agent/spawn.h"
 #include "agent/task_beacon.h"
 #include "common/log.h"
 
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,7 +22,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-extern char** environ;
 
 namespace muster::agent {
 namespace fs = std::filesystem;
@@ -148,29 +147,11 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
     }
   }
   if (!options_.launcher) {
-    // posix_spawn (vfork semantics): no copy of the agent's page tables. The
-    // shim starts in its own session with default signal handling; its own
-    // messages go to the task's log.
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-    const char* argv[] = {options_.shim_binary.c_str(), "task-shim", journal.c_str(), nullptr};
-    pid_t pid = 0;
-    const int err = ::posix_spawn(&pid, argv[0], &actions, &attr, const_cast<char* const*>(argv), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (err != 0) return Internal("cannot start the task shim " + options_.shim_binary + ": " + std::strerror(err));
+    // The shim starts in its own session with default signal handling; its
+    // own messages go to the task's log.
+    auto spawned = Spawn({options_.shim_binary, "task-shim", journal}, spec.log_path, /*new_session=*/true);
+    if (!spawned.ok()) return Internal("cannot start the task shim: " + spawned.status().message());
+    const pid_t pid = *spawned;
     t.pid = pid;
     t.child = true;
   }
@@ -285,19 +266,14 @@ void Executor::ReadShimNotes(Task& t) {
 }
 
 void Executor::RemoveContainerLater(const std::string& name) {
-  std::vector<std::string> args = options_.podman;
-  args.insert(args.end(), {"rm", "--force", "--ignore", "--time", "0", name});
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = 0;
-  if (::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) cleanups_.push_back(pid);
-  posix_spawn_file_actions_destroy(&actions);
+  std::vector<std::string> argv = options_.podman;
+  argv.insert(argv.end(), {"rm", "--force", "--ignore", "--time", "0", name});
+  auto pid = Spawn(argv);
+  if (pid.ok()) {
+    cleanups_.push_back(*pid);
+  } else {
+    log::Warn("cannot remove container {}: {}", name, pid.status().message());
+  }
 }
 
 void Executor::RemoveStrayContainers() {

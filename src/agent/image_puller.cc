@@ -1,18 +1,14 @@
 #include "agent/image_puller.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
 
-extern char** environ;
+#include "agent/spawn.h"
 
 namespace muster::agent {
 
@@ -64,37 +60,17 @@ void ImagePuller::Want(const std::vector<std::string>& images) {
 }
 
 void ImagePuller::Start(const std::string& image, Pull& p) {
-  const std::string out = OutputPath(image);
-  std::vector<std::string> args = podman_;
-  args.insert(args.end(), {"pull", image});
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = 0;
-  const int err = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  std::vector<std::string> argv = podman_;
+  argv.insert(argv.end(), {"pull", image});
+  ::unlink(OutputPath(image).c_str());
+  auto pid = Spawn(argv, OutputPath(image));
   p.started_ms = clock_.Now().millis();
-  if (err != 0) {
+  if (!pid.ok()) {
     p.state = "failed";
-    p.message = "cannot run " + podman_.front() + ": " + std::strerror(err);
+    p.message = pid.status().message();
     return;
   }
-  p.pid = pid;
+  p.pid = *pid;
   p.state = "pulling";
 }
 
