@@ -49,7 +49,8 @@ struct JobCommands {
 
   // submit
   std::string file;
-  std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path, stderr_path;
+  std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path, stderr_path, image;
+  std::vector<std::string> mounts;  // HOST:CONTAINER[:ro]
   std::optional<int64_t> gpus, replicas, array, retry;  // unset unless given; the server checks the values
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
   bool hold = false, parsable = false;
@@ -353,6 +354,8 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c) {
   fill(c.chdir, from.chdir);
   fill(c.stdout_path, from.stdout_path);
   fill(c.stderr_path, from.stderr_path);
+  fill(c.image, from.image);
+  if (c.mounts.empty()) c.mounts = from.mounts;
   if (!c.gpus) c.gpus = from.gpus;
   if (!c.replicas) c.replicas = from.replicas;
   if (!c.array) c.array = from.array;
@@ -421,6 +424,19 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (c.retry) spec["retry"] = {{"limit", *c.retry}};
   if (!c.stdout_path.empty()) spec["stdout"] = c.stdout_path;
   if (!c.stderr_path.empty()) spec["stderr"] = c.stderr_path;
+  if (!c.image.empty()) spec["image"] = c.image;
+  for (const std::string& m : c.mounts) {
+    // HOST:CONTAINER[:ro|:rw]; a bare path is mounted at the same place.
+    std::vector<std::string> parts;
+    std::stringstream in(m);
+    for (std::string part; std::getline(in, part, ':');) parts.push_back(part);
+    const bool flag = parts.size() >= 2 && (parts.back() == "ro" || parts.back() == "rw");
+    const std::string mode = flag ? parts.back() : "rw";
+    if (flag) parts.pop_back();
+    if (parts.empty() || parts.size() > 2) return InvalidArgument("--mount: must be HOST:CONTAINER[:ro], got \"" + m + "\"");
+    spec["mounts"].push_back({{"hostPath", parts[0]}, {"containerPath", parts.size() == 2 ? parts[1] : parts[0]},
+                              {"readOnly", mode == "ro"}});
+  }
   for (const std::string& e : c.env) {
     const size_t eq = e.find('=');
     if (eq != std::string::npos) {
@@ -769,6 +785,11 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->submit->add_option("--stderr", c->stderr_path, "Write errors to this file instead (else with --stdout)")->group(kSpecFlags);
   c->submit->add_option("--chdir,-D", c->chdir, "Working directory on the node (default: this directory, as sbatch)")
       ->group(kSpecFlags);
+  c->submit->add_option("--image", c->image, "Run each replica in a container of this image (nvcr.io/nvidia/pytorch:24.05-py3)")
+      ->group(kSpecFlags);
+  c->submit->add_option("--mount", c->mounts, "HOST:CONTAINER[:ro] into the container; repeatable")
+      ->group(kSpecFlags)
+      ->allow_extra_args(false);
   c->submit->add_flag("--parsable", c->parsable, "Print only the job id");
   c->submit->add_option("command", c->command,
                         "The command, after --; or one job file (.yaml, .yml, .json) instead of -f; or a batch script "

@@ -11,7 +11,7 @@ namespace muster::cli {
 namespace {
 
 enum class Field { kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kStdout, kStderr, kGpus, kReplicas, kHold,
-                   kTotalGpus, kGres, kGpusPerNode, kArray, kRetry, kEnv, kExport, kIgnored };
+                   kTotalGpus, kGres, kGpusPerNode, kArray, kRetry, kEnv, kExport, kImage, kMounts, kIgnored };
 
 struct Flag {
   Field field;
@@ -31,6 +31,7 @@ const std::map<std::string, Flag>& MusterFlags() {
       {"--hold", {Field::kHold, false}},      {"--chdir", {Field::kChdir, true}},   {"-D", {Field::kChdir, true}},
       {"--stdout", {Field::kStdout, true}},   {"--stderr", {Field::kStderr, true}},
       {"--array", {Field::kArray, true}},     {"--retry", {Field::kRetry, true}},   {"--env", {Field::kEnv, true}},
+      {"--image", {Field::kImage, true}},     {"--mount", {Field::kMounts, true}},
   };
   return flags;
 }
@@ -59,6 +60,8 @@ const std::map<std::string, Flag>& SlurmFlags() {
       {"--ntasks", {Field::kIgnored, true}},     {"-n", {Field::kIgnored, true}},
       {"--ntasks-per-node", {Field::kIgnored, true}}, {"--export", {Field::kExport, true}},
       {"--requeue", {Field::kIgnored, false}},   {"--no-requeue", {Field::kIgnored, false}},
+      // pyxis's flags (Slurm's container plugin): the image, and SRC:DST[:ro] mounts, comma-separated.
+      {"--container-image", {Field::kImage, true}}, {"--container-mounts", {Field::kMounts, true}},
   };
   return flags;
 }
@@ -204,6 +207,14 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
         case Field::kEnv:
           out.env.push_back(value);
           break;
+        case Field::kImage: out.image = value; break;
+        case Field::kMounts: {
+          std::stringstream list(value);
+          for (std::string item; std::getline(list, item, ',');) {
+            if (!item.empty()) out.mounts.push_back(item);
+          }
+          break;
+        }
         case Field::kExport: {
           std::stringstream list(value);
           for (std::string item; std::getline(list, item, ',');) {

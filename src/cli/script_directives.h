@@ -34,7 +34,8 @@ namespace muster::cli {
 
 struct ScriptSettings {
   std::optional<std::string> name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path,
-      stderr_path;
+      stderr_path, image;
+  std::vector<std::string> mounts;  // HOST:CONTAINER[:ro] (pyxis's --container-mounts, #MUSTER --mount)
   std::optional<int64_t> gpus, replicas, array, retry;  // gpus: per replica
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the submitting shell's value
   bool hold = false;

@@ -46,6 +46,17 @@ TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
   EXPECT_EQ(Read("#SBATCH --time=INFINITE\n").time, "unlimited");
 }
 
+TEST(ScriptDirectives, ContainerImageAndMountsAsPyxisAndMusterSayThem) {
+  ScriptSettings s = Read("#!/bin/bash\n#SBATCH --container-image=nvcr.io/nvidia/pytorch:24.05-py3\n"
+                          "#SBATCH --container-mounts=/data:/data:ro,/scratch:/scratch\npython x.py\n");
+  EXPECT_EQ(s.image, "nvcr.io/nvidia/pytorch:24.05-py3");
+  EXPECT_EQ(s.mounts, (std::vector<std::string>{"/data:/data:ro", "/scratch:/scratch"}));
+  s = Read("#MUSTER --image ubuntu:22.04 --mount /d:/in:ro --mount /o\n");
+  EXPECT_EQ(s.image, "ubuntu:22.04");
+  EXPECT_EQ(s.mounts, (std::vector<std::string>{"/d:/in:ro", "/o"}));
+  EXPECT_TRUE(s.warnings.empty());
+}
+
 TEST(ScriptDirectives, EnvironmentAndRetries) {
   const ScriptSettings s = Read("#SBATCH --export=NONE,PYTHONPATH,MODE=fast\n#SBATCH --export=ALL\n"
                                 "#MUSTER --env CUDA_LAUNCH_BLOCKING=1 --retry 0\n");

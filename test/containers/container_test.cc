@@ -603,6 +603,36 @@ TEST_F(ContainerTest, AnAdminPrePullsAnImageOnChosenNodes) {
   Sh(env + "podman rmi -f " + image);
 }
 
+// The command line and a batch script say it as users already do:
+// `muster submit --image --mount`, and pyxis's #SBATCH --container-image
+// and --container-mounts.
+TEST_F(ContainerTest, SubmitFromTheCommandLineAndAPyxisStyleScript) {
+  AddContainerAgent(1);
+  WaitNodes(1);
+  const std::string data = Tmp("cli-data"), work = WorkDir("cli-work");
+  fs::create_directories(data);
+  std::ofstream(data + "/in.txt") << "from the host\n";
+  const std::string run = "cd " + work + " && MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" + server_.admin_token() +
+                          " " + MUSTER_BINARY + " submit --parsable ";
+  auto [code, id] = Sh(run + "--image " + shared->image + " --mount " + data + ":/in:ro -- sh -c 'cat /in/in.txt; "
+                       "touch /in/x 2>/dev/null || echo read-only'");
+  ASSERT_EQ(code, 0) << id;
+  const int64_t flags = std::stoll(id);
+  std::ofstream(work + "/job.sh") << "#!/bin/sh\n#SBATCH --job-name=pyxis\n#SBATCH --container-image=" << shared->image
+                                  << "\n#SBATCH --container-mounts=" << data << ":/in:ro\n"
+                                  << "cat /in/in.txt; [ -e /etc/debian_version ] && echo host || echo image\n";
+  auto [script_code, script_id] = Sh(run + "job.sh");
+  ASSERT_EQ(script_code, 0) << script_id;
+  const int64_t script = std::stoll(script_id);
+  for (int64_t job : {flags, script}) {
+    const json j = WaitEnd(job);
+    EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << Logs(job);
+    EXPECT_NE(Logs(job).find("from the host"), std::string::npos) << Logs(job);
+  }
+  EXPECT_NE(Logs(flags).find("read-only"), std::string::npos) << Logs(flags);
+  EXPECT_NE(Logs(script).find("image"), std::string::npos) << "the script runs in the image: " << Logs(script);
+}
+
 TEST_F(ContainerTest, ANodeWithoutPodmanRefusesContainerJobsWithItsReason) {
   AddAgent({"--fake-gpus", "1xH100", "--podman", "/nonexistent/podman"});
   WaitNodes(1);
