@@ -642,7 +642,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.env["SLURM_GPUS_ON_NODE"] = std::to_string(t.gpus.size());
   spec.env["MUSTER_NODE"] = options_.node;
   spec.env["MUSTER_SERVER"] = options_.server;  // for progress reports and checkpoint commits
-  if (!options_.ca_file.empty()) spec.env["MUSTER_CA"] = options_.ca_file;
+  if (!options_.ca_file.empty()) spec.env["MUSTER_CA"] = fs::absolute(options_.ca_file).string();
   spec.working_dir = !t.working_dir.empty() ? t.working_dir : home;
   spec.stdout_path = t.stdout_path;
   spec.stderr_path = t.stderr_path;
@@ -660,7 +660,10 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
     // and the server's CA, at the same paths as on the node.
     const auto ckpt = spec.env.find("MUSTER_CHECKPOINT_DIR");
     if (ckpt != spec.env.end() && !ckpt->second.empty()) c.mounts.push_back({ckpt->second, ckpt->second, false});
-    if (!options_.ca_file.empty()) c.mounts.push_back({options_.ca_file, options_.ca_file, true});
+    if (!options_.ca_file.empty()) {
+      const std::string ca = fs::absolute(options_.ca_file).string();
+      c.mounts.push_back({ca, ca, true});
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       c.devices = ContainerGpuDevices(containers_, inventory_, t.gpus);

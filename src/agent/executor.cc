@@ -22,7 +22,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-
 namespace muster::agent {
 namespace fs = std::filesystem;
 using nlohmann::json;
