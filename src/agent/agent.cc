@@ -649,37 +649,14 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.lease_file = options_.state_dir + "/lease";
   if (as_user && options_.private_tmp && !container) spec.private_tmp = options_.state_dir + "/tmp/" + key;
   if (container) {
-    ContainerSpec c;
-    c.image = t.image;
-    c.name = ContainerName(container_prefix_, key);
-    c.podman = containers_.podman;
-    c.containers_conf = options_.containers_conf;
-    c.runtime = options_.container_runtime;
-    for (const proto::TaskAssignment::Mount& m : t.mounts) c.mounts.push_back({m.host_path, m.container_path, m.read_only});
-    // Where the job reads and writes what Muster gives it: its checkpoints
-    // and the server's CA, at the same paths as on the node.
-    const auto ckpt = spec.env.find("MUSTER_CHECKPOINT_DIR");
-    if (ckpt != spec.env.end() && !ckpt->second.empty()) c.mounts.push_back({ckpt->second, ckpt->second, false});
-    if (!options_.ca_file.empty()) {
-      const std::string ca = fs::absolute(options_.ca_file).string();
-      c.mounts.push_back({ca, ca, true});
-    }
-    {
+    StatusOr<ContainerSpec> c = [&] {
       std::lock_guard<std::mutex> lock(mu_);
-      c.devices = ContainerGpuDevices(containers_, inventory_, t.gpus);
-    }
-    if (!t.registry_auth.registry.empty()) {
-      // The job's registry login, for its pull only: root's alone, removed
-      // by the shim once the image is there (and by the executor at the end).
-      c.auth_file = executor_->JournalPath(key) + ".auth";
-      const std::string text = RegistryAuthFile(t.registry_auth.registry, t.registry_auth.username, t.registry_auth.password);
-      ::unlink(c.auth_file.c_str());
-      const int fd = ::open(c.auth_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-      const bool written = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-      if (fd >= 0) ::close(fd);
-      if (!written) return fail("cannot write the registry login for the job's image: " + std::string(std::strerror(errno)));
-    }
-    spec.container = std::move(c);
+      return TaskContainer(containers_, inventory_, t, spec.env,
+                           {ContainerName(container_prefix_, key), options_.containers_conf, options_.container_runtime,
+                            options_.ca_file, executor_->JournalPath(key) + ".auth"});
+    }();
+    if (!c.ok()) return fail(c.status().message());
+    spec.container = std::move(*c);
   }
   spec.stop_signal = t.stop_signal;
   spec.grace_ms = std::min<int64_t>(t.grace_ms, 30'000);

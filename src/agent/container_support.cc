@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/container_command.h"
+#include "agent/container_task.h"
+
 namespace muster::agent {
 
 namespace fs = std::filesystem;
@@ -116,6 +119,35 @@ std::vector<std::string> ContainerGpuDevices(const ContainerSupport& support, co
     }
   }
   return out;
+}
+
+StatusOr<ContainerSpec> TaskContainer(const ContainerSupport& support, const gpu::GpuInventory& inventory,
+                                      const proto::TaskAssignment& t, const std::map<std::string, std::string>& env,
+                                      const ContainerSettings& settings) {
+  ContainerSpec c;
+  c.image = t.image;
+  c.name = settings.name;
+  c.podman = support.podman;
+  c.containers_conf = settings.containers_conf;
+  c.runtime = settings.runtime;
+  for (const proto::TaskAssignment::Mount& m : t.mounts) c.mounts.push_back({m.host_path, m.container_path, m.read_only});
+  // Where the job reads and writes what Muster gives it: its checkpoints
+  // and the server's CA, at the same paths as on the node.
+  const auto ckpt = env.find("MUSTER_CHECKPOINT_DIR");
+  if (ckpt != env.end() && !ckpt->second.empty()) c.mounts.push_back({ckpt->second, ckpt->second, false});
+  if (!settings.ca_file.empty()) {
+    const std::string ca = fs::absolute(settings.ca_file).string();
+    c.mounts.push_back({ca, ca, true});
+  }
+  c.devices = ContainerGpuDevices(support, inventory, t.gpus);
+  if (!t.registry_auth.registry.empty()) {
+    const std::string text = RegistryAuthFile(t.registry_auth.registry, t.registry_auth.username, t.registry_auth.password);
+    if (Status st = WritePrivateFile(settings.auth_file, text, 0600, 0, 0); !st.ok()) {
+      return Internal("cannot write the registry login for the job's image: " + st.message());
+    }
+    c.auth_file = settings.auth_file;
+  }
+  return c;
 }
 
 }  // namespace muster::agent

@@ -16,10 +16,14 @@
 // job there with that reason.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "agent/task_spec.h"
+#include "common/status.h"
 #include "gpu/gpu.h"
+#include "proto/agent_protocol.h"
 
 namespace muster::agent {
 
@@ -45,5 +49,23 @@ ContainerSupport DetectContainers(const std::string& podman, const std::string& 
 // `inventory`).
 std::vector<std::string> ContainerGpuDevices(const ContainerSupport& support, const gpu::GpuInventory& inventory,
                                              const std::vector<int32_t>& gpus);
+
+// What the agent adds to an assignment to make its container.
+struct ContainerSettings {
+  std::string name;             // the container's (ContainerName)
+  std::string containers_conf;  // the agent's --containers-conf
+  std::string runtime;          // its --container-runtime
+  std::string ca_file;          // the server's CA (--ca), "" for none
+  std::string auth_file;        // where a registry login goes for the pull
+};
+
+// The container task `t` runs in on this node: its image and mounts, its
+// checkpoint directory (from `env`) and the CA file at the same paths as on
+// the node, and its GPUs' devices. The job's registry login, when it has
+// one, is written to settings.auth_file (root's alone; the shim removes it
+// after the pull); otherwise auth_file stays empty.
+StatusOr<ContainerSpec> TaskContainer(const ContainerSupport& support, const gpu::GpuInventory& inventory,
+                                      const proto::TaskAssignment& t, const std::map<std::string, std::string>& env,
+                                      const ContainerSettings& settings);
 
 }  // namespace muster::agent

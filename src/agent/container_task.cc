@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "agent/container_command.h"
+#include "common/fd_io.h"
 
 extern char** environ;
 
@@ -30,6 +32,17 @@ std::string LastLine(const std::string& text) {
 }
 
 }  // namespace
+
+Status WritePrivateFile(const std::string& path, const std::string& text, mode_t mode, uid_t uid, gid_t gid) {
+  ::unlink(path.c_str());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Internal("cannot create " + path + ": " + std::strerror(errno));
+  const bool ok = WriteFull(fd, text.data(), text.size()) && ::fchown(fd, uid, gid) == 0 && ::fchmod(fd, mode) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return Internal("cannot write " + path + ": " + std::strerror(err));
+  return Status::Ok();
+}
 
 std::vector<std::string> PodmanEnvironment(const ContainerSpec& c, const std::map<std::string, std::string>& job_env,
                                            const std::vector<std::string>& inherited) {

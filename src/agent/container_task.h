@@ -16,6 +16,8 @@
 // shim's end says {"removed":true}.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <map>
 #include <string>
@@ -39,6 +41,10 @@ std::vector<std::string> PodmanEnvironment(const ContainerSpec& c, const std::ma
 // second, SIGKILLs it when it says so (the task was stopped).
 int RunPodman(const std::vector<std::string>& argv, const std::vector<std::string>& env, const LogWriter& log,
               const std::function<bool()>& abort);
+
+// Writes `text` to `path` as a new file (a leftover is replaced, a link is
+// never followed) owned by uid:gid with `mode`.
+Status WritePrivateFile(const std::string& path, const std::string& text, mode_t mode, uid_t uid, gid_t gid);
 
 // Makes the image present on the node (see above). Returns true when it is;
 // false once the shim's end is in the journal.

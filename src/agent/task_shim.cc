@@ -202,18 +202,6 @@ bool StopRequested(const std::string& journal) {
   return false;
 }
 
-// Writes a file only its owner may read, created anew (a leftover is replaced).
-Status WritePrivateFile(const std::string& path, const std::string& text, mode_t mode, uid_t uid, gid_t gid) {
-  ::unlink(path.c_str());
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Internal("cannot create " + path + ": " + std::strerror(errno));
-  const bool ok = WriteFull(fd, text.data(), text.size()) && ::fchown(fd, uid, gid) == 0 && ::fchmod(fd, mode) == 0;
-  const int err = errno;
-  ::close(fd);
-  if (!ok) return Internal("cannot write " + path + ": " + std::strerror(err));
-  return Status::Ok();
-}
-
 // An eventfd that becomes readable when the memory group `dir` (cgroup v1)
 // or one below it runs out of memory; -1 where there is none (v2 counts
 // OOM kills of descendants in the group's own memory.events).
