@@ -48,6 +48,33 @@ int32_t ClusterState::InternQuotaKey(std::vector<std::string>& names, std::unord
   return id;
 }
 
+StatusOr<FeatureMask> ClusterState::InternFeatures(const std::vector<std::string>& names, const std::string& field) {
+  FeatureMask mask = 0;
+  for (const std::string& name : names) {
+    auto it = std::find(features_.begin(), features_.end(), name);
+    if (it == features_.end()) {
+      if (features_.size() >= static_cast<size_t>(kMaxNodeFeatures)) {
+        return InvalidArgument("\"" + name.substr(0, 64) + "\" would be the cluster's " +
+                                   std::to_string(kMaxNodeFeatures + 1) + "th distinct node feature; at most " +
+                                   std::to_string(kMaxNodeFeatures) + " are supported",
+                               field);
+      }
+      features_.push_back(name);
+      it = features_.end() - 1;
+    }
+    mask |= FeatureMask{1} << (it - features_.begin());
+  }
+  return mask;
+}
+
+std::string ClusterState::FeatureNames(FeatureMask mask) const {
+  std::string out;
+  for (size_t bit = 0; bit < features_.size(); ++bit) {
+    if (mask & (FeatureMask{1} << bit)) out += (out.empty() ? "" : ", ") + features_[bit];
+  }
+  return out;
+}
+
 std::vector<std::pair<int32_t, int64_t>> ClusterState::GpusByQueue() const {
   std::vector<std::pair<int32_t, int64_t>> out;
   for (size_t q = 0; q < queue_usage_.size(); ++q) {
@@ -117,6 +144,7 @@ StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
                              "topology.spine");
     }
   }
+  ASSIGN_OR_RETURN(const FeatureMask features, InternFeatures(spec.features, "features"));
   const size_t leaves_before = leaves_.size();
   const int32_t leaf_id = Intern(leaves_, leaf_ids_, leaf);
   const int32_t spine_id = Intern(spines_, spine_ids_, spec.topology.spine);
@@ -126,6 +154,7 @@ StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
   node.gpu_type = InternGpuType(spec.gpu_type);
   node.leaf = leaf_id;
   node.spine = spine_id;
+  node.features = features;
   node.free = spec.capacity;
   const auto index = static_cast<NodeIndex>(nodes_.size());
   nodes_.push_back(std::move(node));
@@ -141,6 +170,18 @@ Status ClusterState::SetSchedulable(NodeIndex node, bool schedulable) {
   }
   if (nodes_[node].schedulable != schedulable) ++nodes_version_;
   nodes_[node].schedulable = schedulable;
+  return Status::Ok();
+}
+
+Status ClusterState::SetFeatures(NodeIndex node, const std::vector<std::string>& features) {
+  if (node < 0 || node >= static_cast<NodeIndex>(nodes_.size())) {
+    return NotFound("node index " + std::to_string(node));
+  }
+  ASSIGN_OR_RETURN(const FeatureMask mask, InternFeatures(features, "features"));
+  Node& n = nodes_[node];
+  n.spec.features = features;
+  if (n.features != mask) ++nodes_version_;
+  n.features = mask;
   return Status::Ok();
 }
 
@@ -195,6 +236,9 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
   }
   if (id == 0) id = next_id_;
   if (id < 0) return InvalidArgument("must be positive", "id");
+  // A feature no node has yet is interned all the same, as a GPU type is:
+  // the job is unschedulable until such a node joins.
+  RETURN_IF_ERROR(InternFeatures(spec.required_features, "requiredFeatures").status());
   if (jobs_.count(id)) return Status(StatusCode::kAlreadyExists, "job " + std::to_string(id));
   for (size_t i = 0; i < spec.dependencies.size(); ++i) {
     const JobId dep = spec.dependencies[i].job;
@@ -230,6 +274,8 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   // A type no node has yet is interned all the same: the job is reported
   // unschedulable until such a node joins.
   p.gpu_type = spec.gpu_type.empty() ? kAnyGpuType : InternGpuType(spec.gpu_type);
+  // Interned when the job was accepted.
+  if (auto mask = InternFeatures(spec.required_features, "requiredFeatures"); mask.ok()) p.required_features = *mask;
   p.time_limit = spec.time_limit;
   p.topology = spec.topology;
   p.begin_time = spec.begin_time.value_or(Time::Zero());

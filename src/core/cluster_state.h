@@ -77,6 +77,11 @@ class ClusterState {
   StatusOr<NodeIndex> AddNode(const NodeSpec& spec);
   // Marks a node (un)schedulable: cordon, drain, unreachable.
   Status SetSchedulable(NodeIndex node, bool schedulable);
+  // Sets what a node can do (its agent now reports Podman, say). Running
+  // jobs are not moved; the scheduler places by the new set from its next
+  // cycle. Errors: unknown node, more than kMaxNodeFeatures distinct
+  // feature names in the cluster.
+  Status SetFeatures(NodeIndex node, const std::vector<std::string>& features);
   // Changes a node's capacity (its agent reports more or fewer GPUs, CPUs
   // or memory than before). Refused (FailedPrecondition, nothing changes)
   // while running jobs hold more than the new capacity or a GPU device the
@@ -157,6 +162,8 @@ class ClusterState {
   const std::string& LeafName(int32_t id) const { return leaves_[id]; }
   const std::string& QueueName(int32_t id) const { return queues_[id]; }
   std::optional<int32_t> FindGpuType(std::string_view name) const;
+  // The names of the features in `mask`, comma-separated ("" for none).
+  std::string FeatureNames(FeatureMask mask) const;
   // The dense id of queue `name`, made if new.
   int32_t QueueId(const std::string& name);
   // GPUs the running jobs of each queue hold, by GPU type (dense ids).
@@ -179,6 +186,9 @@ class ClusterState {
                          const std::string& name);
   // The same for a GPU type, whose names match without regard to case.
   int32_t InternGpuType(const std::string& name);
+  // The bits of `names`, interned; `field` names the field in errors
+  // (more than kMaxNodeFeatures distinct names in the cluster).
+  StatusOr<FeatureMask> InternFeatures(const std::vector<std::string>& names, const std::string& field);
   // Adds (+1) or removes (-1) a running job's GPUs from its queue's usage.
   void CountUsage(const RunningJob& r, int sign);
 
@@ -190,6 +200,7 @@ class ClusterState {
   std::vector<std::string> gpu_types_, leaves_, spines_, queues_;
   std::unordered_map<std::string, int32_t> gpu_type_ids_, leaf_ids_, spine_ids_, queue_ids_;
   std::vector<int32_t> leaf_spine_;
+  std::vector<std::string> features_;  // by bit
   std::unordered_map<std::string, int32_t> class_ids_;
 
   std::unordered_map<JobId, JobRecord> jobs_;

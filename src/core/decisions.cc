@@ -22,7 +22,7 @@ const char* ReasonCodeName(ReasonCode c) {
 
 namespace {
 
-std::string Need(const PendingReason& r, const std::string& type) {
+std::string Need(const PendingReason& r, const std::string& type, const std::string& features) {
   std::string s = "need ";
   s += r.replicas > 1 ? std::to_string(r.replicas) + "x" + std::to_string(r.per_replica_gpus)
                       : std::to_string(r.per_replica_gpus);
@@ -31,6 +31,7 @@ std::string Need(const PendingReason& r, const std::string& type) {
   if (r.replicas > 1 && r.scope != TopologyScope::kAny) {
     s += std::string(" within one ") + TopologyScopeName(r.scope);
   }
+  if (!features.empty()) s += " on nodes with " + features;
   return s;
 }
 
@@ -39,7 +40,8 @@ std::string In(Duration d) { return Duration::Seconds((d.millis() + 999) / 1000)
 
 }  // namespace
 
-std::string FormatReason(const PendingReason& r, const std::string& gpu_type_name, Time now) {
+std::string FormatReason(const PendingReason& r, const std::string& gpu_type_name, Time now,
+                         const std::string& feature_names) {
   std::string s = ReasonCodeName(r.code);
   const std::string queue = r.quota_level == 0   ? std::string("its queue")
                             : r.quota_level == 1 ? std::string("its parent queue")
@@ -54,7 +56,11 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
     case ReasonCode::kUnschedulable:
       if (r.code == ReasonCode::kReservedFor) s += "(" + std::to_string(r.other_job) + ")";
       if (r.code == ReasonCode::kUnschedulable && r.queue_limit > 0 && r.replicas * r.per_replica_gpus > r.queue_limit) {
-        s += ": " + Need(r, gpu_type_name) + ", more than " + queue + "'s limit of " + std::to_string(r.queue_limit);
+        s += ": " + Need(r, gpu_type_name, feature_names) + ", more than " + queue + "'s limit of " + std::to_string(r.queue_limit);
+        break;
+      }
+      if (r.code == ReasonCode::kUnschedulable && r.no_node_with_features) {
+        s += ": no schedulable node has " + (feature_names.empty() ? std::string("the node features it needs") : feature_names);
         break;
       }
       if (r.code == ReasonCode::kUnschedulable && r.per_replica_cpu_milli > r.largest_node_cpu_milli) {
@@ -68,7 +74,7 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
              FormatMemory(r.largest_node_memory_bytes);
         break;
       }
-      s += ": " + Need(r, gpu_type_name);
+      s += ": " + Need(r, gpu_type_name, feature_names);
       if (r.code == ReasonCode::kUnschedulable) {
         s += "; the cluster has " + std::to_string(r.free_gpus) + " such GPU, at most " +
              std::to_string(r.largest_node_free) + " per node and " +
@@ -86,14 +92,14 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       s += ": waits for job " + std::to_string(r.other_job);
       break;
     case ReasonCode::kPreempting:
-      s += ": " + Need(r, gpu_type_name) + " held for it; waits for job " + std::to_string(r.other_job) +
+      s += ": " + Need(r, gpu_type_name, feature_names) + " held for it; waits for job " + std::to_string(r.other_job) +
            ", preempted for it, to stop";
       break;
     case ReasonCode::kBeginTime:
       s += ": begins in " + In(r.begin_time - now);
       break;
     case ReasonCode::kQuota:
-      s += ": " + Need(r, gpu_type_name) + "; " + queue + " holds " + std::to_string(r.queue_used) + " of its limit of " +
+      s += ": " + Need(r, gpu_type_name, feature_names) + "; " + queue + " holds " + std::to_string(r.queue_used) + " of its limit of " +
            std::to_string(r.queue_limit);
       break;
     case ReasonCode::kHeld:

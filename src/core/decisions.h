@@ -52,6 +52,8 @@ struct PendingReason {
   int64_t per_replica_gpus = 0;
   int32_t gpu_type = kAnyGpuType;
   TopologyScope scope = TopologyScope::kAny;
+  FeatureMask features = 0;       // the node features it requires
+  bool no_node_with_features = false;  // kUnschedulable: no schedulable node has them all
   int64_t free_gpus = 0;          // ...and what there is: free GPUs of that type,
   int64_t largest_node_free = 0;  // the largest free block on one node,
   int64_t largest_leaf_free = 0;  // and under one leaf switch.
@@ -112,7 +114,9 @@ namespace muster::core {
 
 // One line for a human: "Resources: need 2x8 GPU (H100) within one leaf;
 // free 12 GPU, largest node block 4, largest leaf block 12; 3 jobs ahead;
-// planned start in 1h20m". `gpu_type_name` names r.gpu_type.
-std::string FormatReason(const PendingReason& r, const std::string& gpu_type_name, Time now);
+// planned start in 1h20m". `gpu_type_name` names r.gpu_type, and
+// `feature_names` r.features (ClusterState::FeatureNames).
+std::string FormatReason(const PendingReason& r, const std::string& gpu_type_name, Time now,
+                         const std::string& feature_names = "");
 
 }  // namespace muster::core

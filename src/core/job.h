@@ -64,6 +64,9 @@ struct JobSpec {
   int32_t replicas = 1;       // gang size: all replicas start together or none
   Resources per_replica;      // resources of one replica
   std::string gpu_type;       // empty = any type (all replicas get the same type)
+  // Node features every node it runs on must have (a container job needs
+  // "containers", and "gpu-containers" when it has GPUs).
+  std::vector<std::string> required_features;
   Duration time_limit = Duration::Infinite();
   TopologyScope topology = TopologyScope::kAny;
   std::vector<Dependency> dependencies;

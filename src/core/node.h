@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/resources.h"
 
@@ -28,7 +29,17 @@ struct NodeSpec {
   std::string gpu_type;   // e.g. "H100"; empty for a node without GPUs
   Resources capacity;
   Topology topology;
+  // What the node can do beyond its resources ("containers",
+  // "gpu-containers", ...). A job that requires features is placed only on
+  // nodes that have them all.
+  std::vector<std::string> features;
 };
+
+// Node features as a set of bits, interned by ClusterState (at most
+// kMaxNodeFeatures distinct names).
+using FeatureMask = uint64_t;
+inline constexpr int kMaxNodeFeatures = 64;
+inline bool HasFeatures(FeatureMask node, FeatureMask required) { return (node & required) == required; }
 
 // The scheduler's view of one node: static facts as dense ids plus the
 // current free capacity. Owned by ClusterState.
@@ -37,6 +48,7 @@ struct Node {
   int32_t gpu_type = 0;  // dense id, see ClusterState::GpuTypeName
   int32_t leaf = 0;      // dense id
   int32_t spine = 0;     // dense id
+  FeatureMask features = 0;  // spec.features as bits
   Resources free;        // capacity minus every running allocation
   bool schedulable = true;  // false when cordoned, draining, unreachable or lost
 };

@@ -77,6 +77,7 @@ struct PendingJob {
   int32_t replicas = 1;
   Resources per_replica;
   int32_t gpu_type = kAnyGpuType;  // dense id, or kAnyGpuType
+  FeatureMask required_features = 0;  // its nodes must have these
   Duration time_limit = Duration::Infinite();
   TopologyScope topology = TopologyScope::kAny;
   Time begin_time;           // Time::Zero() when none

@@ -4,7 +4,7 @@
 
 namespace muster::scheduler {
 
-BackfillPlan::BackfillPlan(const FreeIndex& now_free, const core::ClusterSnapshot& snap,
+BackfillPlan::BackfillPlan(const FeatureViews& now_free, const core::ClusterSnapshot& snap,
                            std::vector<PlannedRelease> started)
     : snap_(snap), plan_(now_free), cursor_(snap.now), next_running_(snap.running_by_end->begin()) {
   for (PlannedRelease& r : started) Push(r.at, std::move(r.allocations));
@@ -22,8 +22,8 @@ bool BackfillPlan::AdvanceOnce(std::vector<NodeIndex>& grown) {
   const Time t = std::min(running_next, extra_next);
   if (t.is_max()) return false;
   auto give = [&](const core::Allocation& a) {
-    if (!plan_.indexed(a.node)) return;  // node not schedulable: nothing to gain
-    plan_.SetAvail(a.node, plan_.avail(a.node) + a.resources);
+    if (!plan_.all().indexed(a.node)) return;  // node not schedulable: nothing to gain
+    plan_.SetAvail(a.node, plan_.all().avail(a.node) + a.resources);
     grown.push_back(a.node);
   };
   while (next_running_ != snap_.running_by_end->end() && next_running_->first == t) {
@@ -45,9 +45,10 @@ bool BackfillPlan::AdvanceOnce(std::vector<NodeIndex>& grown) {
 std::optional<BackfillPlan::Slot> BackfillPlan::Reserve(const Shape& shape, Duration limit) {
   std::vector<NodeIndex> grown;
   bool try_now = true;
+  const FreeIndex& view = plan_.For(shape.features, snap_.nodes);
   while (true) {
     if (try_now) {
-      if (auto p = FindPlacement(plan_, shape)) {
+      if (auto p = FindPlacement(view, shape)) {
         for (const core::Allocation& a : *p) plan_.Take(a.node, a.resources);
         Push(cursor_ + limit, *p);
         return Slot{cursor_, std::move(*p)};
@@ -57,7 +58,7 @@ std::optional<BackfillPlan::Slot> BackfillPlan::Reserve(const Shape& shape, Dura
     if (!AdvanceOnce(grown)) return std::nullopt;
     try_now = false;
     for (NodeIndex n : grown) {
-      if (MayFitAfterGrowth(plan_, shape, n)) {
+      if (MayFitAfterGrowth(view, shape, n)) {
         try_now = true;
         break;
       }
@@ -68,7 +69,7 @@ std::optional<BackfillPlan::Slot> BackfillPlan::Reserve(const Shape& shape, Dura
 void BackfillPlan::OnStartedNow(const std::vector<core::Allocation>& allocations, Time end) {
   if (end <= cursor_) return;  // already released in the plan's present
   for (const core::Allocation& a : allocations) {
-    if (plan_.indexed(a.node)) plan_.Take(a.node, a.resources);
+    if (plan_.all().indexed(a.node)) plan_.Take(a.node, a.resources);
   }
   Push(end, allocations);
 }

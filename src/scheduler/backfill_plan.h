@@ -32,7 +32,7 @@
 
 #include "common/time.h"
 #include "core/snapshot.h"
-#include "scheduler/free_index.h"
+#include "scheduler/feature_views.h"
 #include "scheduler/placement.h"
 
 namespace muster::scheduler {
@@ -45,7 +45,7 @@ struct PlannedRelease {
 class BackfillPlan {
  public:
   // `now_free` is copied. `started` are jobs bound earlier in this cycle.
-  BackfillPlan(const FreeIndex& now_free, const core::ClusterSnapshot& snap,
+  BackfillPlan(const FeatureViews& now_free, const core::ClusterSnapshot& snap,
                std::vector<PlannedRelease> started);
 
   struct Slot {
@@ -53,14 +53,15 @@ class BackfillPlan {
     std::vector<core::Allocation> allocations;
   };
   // The earliest slot at or after the cursor where `shape` fits, held for
-  // `limit` (Infinite: held for good). nullopt when it never fits.
+  // `limit` (Infinite: held for good), on nodes with shape.features.
+  // nullopt when it never fits.
   std::optional<Slot> Reserve(const Shape& shape, Duration limit);
 
   // A job started now, holding `allocations` until `end`.
   void OnStartedNow(const std::vector<core::Allocation>& allocations, Time end);
 
   // What node `n` has left in the plan at the cursor.
-  const core::Resources& avail(NodeIndex n) const { return plan_.avail(n); }
+  const core::Resources& avail(NodeIndex n) const { return plan_.all().avail(n); }
   Time cursor() const { return cursor_; }
   int64_t releases_walked() const { return walked_; }
 
@@ -76,7 +77,7 @@ class BackfillPlan {
   void Push(Time at, std::vector<core::Allocation> allocations);
 
   const core::ClusterSnapshot& snap_;
-  FreeIndex plan_;
+  FeatureViews plan_;
   Time cursor_;
   core::EndOrder::const_iterator next_running_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> extra_;

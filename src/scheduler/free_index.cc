@@ -104,6 +104,13 @@ void FreeIndex::SetAvail(NodeIndex n, const Resources& avail) {
   Insert(n);
 }
 
+void FreeIndex::Drop(NodeIndex n) {
+  ++version_;
+  Remove(n);
+  --types_[nodes_[n].type].nodes;
+  nodes_[n] = NodeEntry{};
+}
+
 int64_t FreeIndex::LargestNodeFree(int32_t ti) const {
   const TypeEntry& t = types_[ti];
   for (int32_t f = t.max_f; f > 0; --f) {

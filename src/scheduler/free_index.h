@@ -65,6 +65,9 @@ class FreeIndex {
   // Sets what node `n` may still give. Precondition: n is indexed.
   void SetAvail(NodeIndex n, const Resources& avail);
   void Take(NodeIndex n, const Resources& r) { SetAvail(n, nodes_[n].avail - r); }
+  // Stops indexing node `n`: a view over some nodes is a copy with the
+  // others dropped (feature_views.h). Precondition: n is indexed.
+  void Drop(NodeIndex n);
 
   size_t num_nodes() const { return nodes_.size(); }
   bool indexed(NodeIndex n) const { return nodes_[n].type >= 0; }

@@ -37,6 +37,9 @@ struct Shape {
   Resources per_replica;
   int32_t gpu_type = core::kAnyGpuType;
   core::TopologyScope scope = core::TopologyScope::kAny;
+  // Node features every node must have. FindPlacement does not read it:
+  // the caller passes an index over such nodes (feature_views.h).
+  core::FeatureMask features = 0;
 
   bool operator==(const Shape&) const = default;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -35,18 +36,19 @@ struct ShapeHash {
     mix(static_cast<uint64_t>(s.per_replica.memory_bytes));
     mix(static_cast<uint64_t>(s.gpu_type) + 7);
     mix(static_cast<uint64_t>(s.scope));
+    mix(s.features);
     return static_cast<size_t>(h);
   }
 };
 
 Shape ShapeOf(const PendingJob& j) {
-  return Shape{j.replicas, j.per_replica, j.gpu_type, j.topology};
+  return Shape{j.replicas, j.per_replica, j.gpu_type, j.topology, j.required_features};
 }
 
 // The working state of one cycle. See scheduler.h for the phases.
 class CycleRun {
  public:
-  CycleRun(const SchedulerOptions& options, const Policy& policy, const FreeIndex& capacity,
+  CycleRun(const SchedulerOptions& options, const Policy& policy, FeatureViews& capacity,
            const ClusterSnapshot& snap)
       : options_(options), policy_(policy), capacity_(capacity), snap_(snap), quotas_(snap) {}
 
@@ -112,7 +114,7 @@ class CycleRun {
     const Shape shape = ShapeOf(j);
     if (strict_blocked_) {
       if (FeasibleEver(shape)) return Explain(r, ReasonCode::kPriority);
-      FillNumbers(r, j, capacity_);
+      FillNumbers(r, j, /*ever=*/true);
       return Explain(r, ReasonCode::kUnschedulable);
     }
 
@@ -124,14 +126,14 @@ class CycleRun {
     }
 
     if (!FeasibleEver(shape)) {
-      FillNumbers(r, j, capacity_);
+      FillNumbers(r, j, /*ever=*/true);
       return Explain(r, ReasonCode::kUnschedulable);
     }
     if (TryPreempt(j, shape, r)) return;
     ++blocked_;
     const JobId reserved_for = ReservedFor(shape);
     if (reserved_for != 0) r.other_job = reserved_for;
-    FillNumbers(r, j, live_);
+    FillNumbers(r, j, /*ever=*/false);
     switch (policy_.blocking) {
       case BlockingMode::kStrict:
         strict_blocked_ = true;
@@ -176,8 +178,8 @@ class CycleRun {
     if (strict_blocked_) return true;
     if (gpu_less_left_ > 0 || MaxReservedActualGpus() > 0) return false;
     if (preemptors_left_ > 0 && preemptors_ < options_.preemption.max_per_cycle) return false;
-    for (int32_t t = 0; t < live_.num_types(); ++t) {
-      if (live_.type(t).free_gpus > 0) return false;
+    for (int32_t t = 0; t < live_.all().num_types(); ++t) {
+      if (live_.all().type(t).free_gpus > 0) return false;
     }
     if (policy_.blocking != BlockingMode::kBackfill) return true;
     return static_cast<int32_t>(out_.reservations.size()) >= options_.max_reservations &&
@@ -200,7 +202,7 @@ class CycleRun {
       if (j.nominated.empty() || j.held || j.begin_time > snap_.now) continue;
       bool valid = true, fits = true;
       for (const Allocation& a : j.nominated) {
-        if (a.node < 0 || static_cast<size_t>(a.node) >= actual_.size() || !live_.indexed(a.node)) {
+        if (a.node < 0 || static_cast<size_t>(a.node) >= actual_.size() || !live_.all().indexed(a.node)) {
           valid = false;
           break;
         }
@@ -296,7 +298,7 @@ class CycleRun {
               (!other || quotas_.Borrowing(c.job->queue, j.gpu_type, j.queue))) ||
              (reclaim && other && quotas_.ReclaimableFrom(j, c.job->queue));
     };
-    auto p = ChooseVictims(j, shape, *pool, live_, [this](NodeIndex n) { return res_time_[n].is_max(); },
+    auto p = ChooseVictims(j, shape, *pool, Live(shape), [this](NodeIndex n) { return res_time_[n].is_max(); },
                            taken_, eligible);
     if (p && j.gpu_type == core::kAnyGpuType) {
       PendingReason unused;
@@ -332,7 +334,7 @@ class CycleRun {
     // index fails again.
     std::optional<Placement> p;
     if (!live_failed_.count(shape)) {
-      p = FindPlacement(live_, shape);
+      p = FindPlacement(Live(shape), shape);
       if (!p) live_failed_.insert(shape);
     }
     if (!p && !reserved_nodes_.empty()) p = PlaceBeforeReservation(shape, end);
@@ -345,8 +347,8 @@ class CycleRun {
     if (s.per_replica.gpus * s.replicas > MaxReservedActualGpus()) return std::nullopt;
     NodeIndex best = -1;
     for (NodeIndex n : reserved_nodes_) {
-      if (end > res_time_[n] || !live_.indexed(n)) continue;
-      if (s.per_replica.gpus > 0 && s.gpu_type != core::kAnyGpuType && live_.type_of(n) != s.gpu_type) {
+      if (end > res_time_[n] || !Usable(n, s)) continue;
+      if (s.per_replica.gpus > 0 && s.gpu_type != core::kAnyGpuType && live_.all().type_of(n) != s.gpu_type) {
         continue;
       }
       if (actual_[n].CopiesOf(s.per_replica, s.replicas) < s.replicas) continue;
@@ -371,8 +373,8 @@ class CycleRun {
   JobId ReservedFor(const Shape& s) {
     if (s.per_replica.gpus * s.replicas > MaxReservedActualGpus()) return 0;
     for (NodeIndex n : reserved_nodes_) {
-      if (!live_.indexed(n)) continue;
-      if (s.per_replica.gpus > 0 && s.gpu_type != core::kAnyGpuType && live_.type_of(n) != s.gpu_type) {
+      if (!Usable(n, s)) continue;
+      if (s.per_replica.gpus > 0 && s.gpu_type != core::kAnyGpuType && live_.all().type_of(n) != s.gpu_type) {
         continue;
       }
       if (actual_[n].CopiesOf(s.per_replica, s.replicas) >= s.replicas) return res_job_[n];
@@ -382,7 +384,7 @@ class CycleRun {
 
   bool FeasibleEver(const Shape& s) {
     auto [it, inserted] = feasible_.try_emplace(s, false);
-    if (inserted) it->second = FindPlacement(capacity_, s).has_value();
+    if (inserted) it->second = FindPlacement(capacity_.For(s.features, snap_.nodes), s).has_value();
     return it->second;
   }
 
@@ -431,26 +433,40 @@ class CycleRun {
     r.per_replica_gpus = j.per_replica.gpus;
     r.gpu_type = j.gpu_type;
     r.scope = j.topology;
+    r.features = j.required_features;
   }
 
-  // What is needed, and what the index has, for the explanation. Against
-  // the whole capacity (a job that can never run), also the most CPU and
-  // memory of a node that could hold a replica's GPUs.
-  void FillNumbers(PendingReason& r, const PendingJob& j, const FreeIndex& ix) {
-    if (!options_.explain && &ix == &live_) return;
+  // The index of what `s` may use now: over the nodes with its features.
+  const FreeIndex& Live(const Shape& s) { return live_.For(s.features, snap_.nodes); }
+  // Whether node `n` is schedulable and has the features `s` requires.
+  bool Usable(NodeIndex n, const Shape& s) const {
+    return live_.all().indexed(n) && core::HasFeatures(snap_.nodes[n].features, s.features);
+  }
+
+  // What is needed, and what there is, for the explanation: now (free
+  // capacity), or `ever` (the whole capacity, for a job that can never
+  // run; then also the most CPU and memory of a node that could hold a
+  // replica's GPUs), on the nodes with the job's features.
+  void FillNumbers(PendingReason& r, const PendingJob& j, bool ever) {
+    if (!options_.explain && !ever) return;
     FillNeed(r, j);
-    if (&ix == &capacity_) {
-      auto [it, inserted] = node_limits_.try_emplace({j.gpu_type, j.per_replica.gpus});
+    const FreeIndex& ix = ever ? capacity_.For(j.required_features, snap_.nodes)
+                               : live_.For(j.required_features, snap_.nodes);
+    if (ever) {
+      auto [it, inserted] = node_limits_.try_emplace({j.gpu_type, j.per_replica.gpus, j.required_features});
       NodeLimits& most = it->second;
       if (inserted) {
         for (const core::Node& n : snap_.nodes) {
-          if (!n.schedulable || n.spec.capacity.gpus < j.per_replica.gpus) continue;
+          if (!n.schedulable || !core::HasFeatures(n.features, j.required_features)) continue;
+          most.with_features = true;
+          if (n.spec.capacity.gpus < j.per_replica.gpus) continue;
           if (j.gpu_type != core::kAnyGpuType && n.gpu_type != j.gpu_type) continue;
           most.any = true;
           most.cpu_milli = std::max(most.cpu_milli, n.spec.capacity.cpu_milli);
           most.memory_bytes = std::max(most.memory_bytes, n.spec.capacity.memory_bytes);
         }
       }
+      r.no_node_with_features = j.required_features != 0 && !most.with_features;
       if (most.any) {  // else no node holds a replica's GPUs: the GPUs explain it
         r.per_replica_cpu_milli = j.per_replica.cpu_milli;
         r.per_replica_memory_bytes = j.per_replica.memory_bytes;
@@ -466,10 +482,9 @@ class CycleRun {
     }
   }
 
-  // O(leaves), so cached per index version.
+  // O(leaves), so cached per index and version.
   int64_t LargestLeafFree(const FreeIndex& ix, int32_t t) {
-    const bool is_live = &ix == &live_;
-    auto& cache = is_live ? leaf_cache_live_ : leaf_cache_capacity_;
+    auto& cache = leaf_cache_[&ix];
     if (cache.size() != static_cast<size_t>(ix.num_types())) cache.assign(ix.num_types(), {UINT64_MAX, 0});
     if (cache[t].first != ix.version()) cache[t] = {ix.version(), ix.LargestLeafFree(t)};
     return cache[t].second;
@@ -477,20 +492,21 @@ class CycleRun {
 
   const SchedulerOptions& options_;
   const Policy& policy_;
-  const FreeIndex& capacity_;
+  FeatureViews& capacity_;  // views are added as jobs need them
   const ClusterSnapshot& snap_;
 
-  // Per (GPU type, GPUs a replica): the most CPU and memory of a
-  // schedulable node with that many GPUs, for explanations; capacity does
-  // not change within a cycle.
+  // Per (GPU type, GPUs a replica, features): the most CPU and memory of a
+  // schedulable node with the features and that many GPUs, for
+  // explanations; capacity does not change within a cycle.
   struct NodeLimits {
+    bool with_features = false;  // a schedulable node has the features
     bool any = false;
     int64_t cpu_milli = 0;
     int64_t memory_bytes = 0;
   };
-  std::map<std::pair<int32_t, int64_t>, NodeLimits> node_limits_;
+  std::map<std::tuple<int32_t, int64_t, core::FeatureMask>, NodeLimits> node_limits_;
 
-  FreeIndex live_;                      // what a job may use now
+  FeatureViews live_;                   // what a job may use now
   std::vector<core::Resources> actual_; // free now, ignoring reservations
   std::vector<core::Resources> spare_;  // reserved nodes: left for jobs outlasting the reservation
   std::vector<Time> res_time_;          // earliest reservation start per node
@@ -501,7 +517,8 @@ class CycleRun {
   std::unordered_set<Shape, ShapeHash> live_failed_;
   int64_t max_reserved_actual_ = -1;  // -1: recompute
   std::unordered_map<Shape, bool, ShapeHash> feasible_;
-  std::vector<std::pair<uint64_t, int64_t>> leaf_cache_live_, leaf_cache_capacity_;
+  // Per index, per GPU type: (index version, largest leaf free).
+  std::unordered_map<const FreeIndex*, std::vector<std::pair<uint64_t, int64_t>>> leaf_cache_;
   int32_t blocked_ = 0;
   int64_t gpu_less_left_ = 0;
   int64_t starving_left_ = 0;
@@ -558,8 +575,8 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerOptions options)
 }
 
 void Scheduler::RefreshCapacity(const ClusterSnapshot& snap) {
-  if (snap.nodes_version == capacity_version_ && capacity_.num_types() == snap.num_gpu_types &&
-      capacity_.num_nodes() == snap.nodes.size()) {
+  if (snap.nodes_version == capacity_version_ && capacity_.all().num_types() == snap.num_gpu_types &&
+      capacity_.all().num_nodes() == snap.nodes.size()) {
     return;
   }
   capacity_.Build(snap.nodes, snap.num_gpu_types, snap.num_leaves, snap.leaf_spine, true);

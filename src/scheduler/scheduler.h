@@ -43,7 +43,7 @@
 #include "common/time.h"
 #include "core/decisions.h"
 #include "core/snapshot.h"
-#include "scheduler/free_index.h"
+#include "scheduler/feature_views.h"
 #include "scheduler/policy_registry.h"
 #include "scheduler/preemption.h"
 #include "scheduler/priority.h"
@@ -93,7 +93,7 @@ class Scheduler {
 
   SchedulerOptions options_;
   Policy policy_;
-  FreeIndex capacity_;
+  FeatureViews capacity_;
   uint64_t capacity_version_ = UINT64_MAX;
 };
 

@@ -549,8 +549,12 @@ pid_t ChildWithArg(pid_t parent, const std::string& arg) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    // Read by the stream's own operations, which turn a read error (the
+    // process ended since: ESRCH) into a failed stream; an
+    // istreambuf_iterator would throw it.
     std::ifstream in(e.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    std::string cmdline;
+    std::getline(in, cmdline);
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     std::ifstream stat(e.path() / "stat");
     std::string pid, comm, state;
