@@ -16,6 +16,9 @@
 //        [--low-running 0]  (this fraction of running jobs is of class low: preemptible
 //                            by the pending high jobs; preemption is on by default)
 //        [--queues 1]       (jobs spread over this many queues with random fair-share points)
+//        [--container-nodes 0] (this fraction of the leaves, whole, runs GPU containers)
+//        [--container-jobs 0]  (this fraction of pending jobs are GPU container jobs,
+//                               which only those nodes may run)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -45,6 +48,8 @@ struct Flags {
   int head_gangs = 0;  // high-priority 256-GPU gangs at the head of the queue
   double low_running = 0;
   int queues = 1;
+  double container_nodes = 0;
+  double container_jobs = 0;
 };
 
 int64_t PhillyGpus(Random& rng) {
@@ -93,6 +98,8 @@ int main(int argc, char** argv) {
     else if (k == "--head-gangs") f.head_gangs = std::stoi(v);
     else if (k == "--low-running") f.low_running = std::stod(v);
     else if (k == "--queues") f.queues = std::max(1, std::stoi(v));
+    else if (k == "--container-nodes") f.container_nodes = std::stod(v);
+    else if (k == "--container-jobs") f.container_jobs = std::stod(v);
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
@@ -107,6 +114,7 @@ int main(int argc, char** argv) {
     n.capacity.gpus = f.gpus;
     n.topology.leaf = "leaf" + std::to_string(i / 32);
     n.topology.spine = "spine" + std::to_string(i / 32 / 8);
+    if ((i / 32) % 10 < static_cast<int>(f.container_nodes * 10 + 0.5)) n.features = {"containers", "gpu-containers"};
     if (!state.AddNode(n).ok()) return 1;
   }
   // Fill: place random Philly-mix jobs, started up to 24 h ago, until the
@@ -150,6 +158,7 @@ int main(int argc, char** argv) {
     core::JobSpec s = Spec(g, f.gpus, Duration::Minutes(rng.Uniform(10, 72 * 60)));
     s.priority_class = rng.Bernoulli(0.1) ? "high" : "normal";
     if (f.queues > 1) s.queue = "q" + std::to_string(rng.Uniform(0, f.queues - 1));
+    if (f.container_jobs > 0 && rng.Bernoulli(f.container_jobs)) s.required_features = {"containers", "gpu-containers"};
     if (!state.Submit(s, now - Duration::Minutes(rng.Uniform(0, 12 * 60))).ok()) return 1;
   }
 

@@ -386,6 +386,7 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   r.cgroups = cgroups_;
   r.containers = containers_.Describe();
   r.containers_note = containers_.note;
+  r.features = containers_.Features();
   r.wait_ms = wait_ms;
   std::lock_guard<std::mutex> lock(mu_);
   r.gpu_type = options_.gpu_type.empty() ? inventory_.GpuType() : options_.gpu_type;

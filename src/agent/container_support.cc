@@ -60,6 +60,12 @@ std::string ContainerSupport::Describe() const {
   return out + (cdi ? "; GPUs by CDI" : "; GPUs as device files");
 }
 
+std::vector<std::string> ContainerSupport::Features() const {
+  if (!available) return {};
+  if (!gpus) return {"containers"};
+  return {"containers", "gpu-containers"};
+}
+
 ContainerSupport DetectContainers(const std::string& podman, const std::string& containers_conf,
                                   const gpu::GpuInventory& inventory, const std::vector<std::string>& cdi_dirs) {
   ContainerSupport s;

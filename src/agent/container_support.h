@@ -38,6 +38,10 @@ struct ContainerSupport {
   // "podman 4.3.1; GPUs by CDI" / "podman 4.3.1; GPUs as device files" /
   // "podman 4.3.1; no GPU containers"; "" when unavailable.
   std::string Describe() const;
+  // The node features this gives (core/node.h): "containers", and
+  // "gpu-containers" when GPUs can be given to them; the scheduler places
+  // container jobs by these.
+  std::vector<std::string> Features() const;
 };
 
 // Looks at the machine (see above). `cdi_dirs` is for tests.

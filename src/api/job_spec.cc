@@ -218,6 +218,12 @@ core::JobSpec ToCoreSpec(const JobSpec& s) {
   c.dependencies = s.dependencies;
   c.begin_time = s.begin_time;
   c.hold = s.hold;
+  // A container job runs where its agent reports Podman, and GPUs given
+  // to containers when it has GPUs (agent/container_support.h).
+  if (s.image && !s.image->empty()) {
+    c.required_features.push_back("containers");
+    if (s.resources.gpus > 0) c.required_features.push_back("gpu-containers");
+  }
   return c;
 }
 

@@ -224,9 +224,14 @@ TEST(JobSpecTest, ToCoreSpecMapsTheSchedulingFields) {
   EXPECT_EQ(c.begin_time, Time::FromSeconds(1795687200));
   EXPECT_TRUE(c.hold);
   EXPECT_TRUE(c.known_duration.is_infinite());
+  // An image with GPUs: nodes that run containers and give them GPUs.
+  EXPECT_EQ(c.required_features, (std::vector<std::string>{"containers", "gpu-containers"}));
 
   const core::JobSpec m = ToCoreSpec(MustParse(R"({"command":["true"]})", kJson));
   EXPECT_EQ(m.gpu_type, "");
+  EXPECT_TRUE(m.required_features.empty());
+  EXPECT_EQ(ToCoreSpec(MustParse(R"({"command":["true"],"image":"busybox"})", kJson)).required_features,
+            std::vector<std::string>{"containers"});
   EXPECT_TRUE(m.time_limit.is_infinite());
   EXPECT_FALSE(m.begin_time.has_value());
 }

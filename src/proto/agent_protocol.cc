@@ -151,6 +151,7 @@ std::string ToJson(const SyncRequest& r) {
                {"cgroups", r.cgroups},
                {"containers", r.containers},
                {"containersNote", r.containers_note},
+               {"features", r.features},
                {"healthEvents", events},
                {"tasks", tasks},
                {"pulls", pulls},
@@ -285,6 +286,7 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
   rd.Get(j, "cgroups", r.cgroups);
   rd.Get(j, "containers", r.containers);
   rd.Get(j, "containersNote", r.containers_note);
+  rd.Get(j, "features", r.features);
   rd.List(j, "healthEvents", r.health_events, [](Reader& e, const json& o, HealthEventReport& h) {
     e.Get(o, "uuid", h.uuid);
     e.Get(o, "xid", h.xid);
@@ -324,6 +326,17 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
     e.Get(o, "ms", p.ms);
   });
   if (r.pulls.size() > 256) return InvalidArgument("pulls: at most 256", "pulls");
+  if (r.features.size() > 16) return InvalidArgument("features: at most 16", "features");
+  for (size_t i = 0; i < r.features.size(); ++i) {
+    const std::string& f = r.features[i];
+    const std::string field = "features[" + std::to_string(i) + "]";
+    if (f.empty() || f.size() > 64 || !std::all_of(f.begin(), f.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+        })) {
+      return InvalidArgument(field + ": a feature is 1..64 letters, digits, '-', '.' or '_', got " + QuoteForMessage(f),
+                             field);
+    }
+  }
   rd.Get(j, "reportSeq", r.report_seq);
   rd.Get(j, "epoch", r.epoch);
   rd.Get(j, "version", r.version);

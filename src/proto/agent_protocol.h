@@ -129,6 +129,9 @@ struct SyncRequest {
   // why"), or "" when the node runs none (and why, in containers_note).
   std::string containers;
   std::string containers_note;
+  // What the node can do, for jobs that require it: "containers",
+  // "gpu-containers" (core/node.h).
+  std::vector<std::string> features;
   std::vector<HealthEventReport> health_events;  // since the last acknowledged sync
   std::vector<TaskReport> tasks;
   std::vector<ImagePullReport> pulls;  // the pre-pulls the last answer asked for

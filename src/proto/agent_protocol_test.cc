@@ -62,5 +62,21 @@ TEST(AgentProtocol, IntegersOutOfTheirRangeAreErrors) {
   EXPECT_TRUE(ParseSyncResponse(R"({"tasks":[{"job":1,"attempt":2,"replica":0,"gpus":[0,7]}]})").ok());
 }
 
+// A node's features are names the scheduler interns: a bounded list of
+// plain words, refused otherwise with the entry named.
+TEST(AgentProtocol, NodeFeaturesAreBoundedPlainNames) {
+  auto r = ParseSyncRequest(R"({"node":"n1","features":["containers","gpu-containers"]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->features, (std::vector<std::string>{"containers", "gpu-containers"}));
+  EXPECT_EQ(ParseSyncRequest(ToJson(*r))->features, r->features);
+  r = ParseSyncRequest(R"({"node":"n1","features":["containers","has space"]})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().field(), "features[1]");
+  EXPECT_EQ(ParseSyncRequest(R"({"node":"n1","features":"containers"})").status().field(), "features");
+  std::string many = R"({"node":"n1","features":[)";
+  for (int i = 0; i < 17; ++i) many += (i ? "," : "") + std::string("\"f") + std::to_string(i) + "\"";
+  EXPECT_EQ(ParseSyncRequest(many + "]}").status().field(), "features");
+}
+
 }  // namespace
 }  // namespace muster::proto

@@ -69,6 +69,7 @@ std::optional<std::string> AgentRegistry::Report(const proto::SyncRequest& req, 
   std::string inventory = req.gpu_type + "|" + req.address + "|" + std::to_string(req.log_port) + "|" + req.log_tls_pin + "|" + req.cgroups +
                           "|" + req.agent_version + "|" + req.gpu_note + "|" + std::to_string(req.cpu_milli) + "|" +
                           std::to_string(req.memory_bytes) + "|" + req.containers + "|" + req.containers_note;
+  for (const std::string& f : req.features) inventory += "|+" + f;
   for (const auto& [k, v] : req.labels) inventory += "|" + k + "=" + v;
   for (const proto::GpuReport& g : req.gpus) inventory += "|" + g.uuid + (g.healthy ? "+" : "-") + g.health;
   if (inventory == a.inventory && req.health_events.empty()) return std::nullopt;
@@ -92,7 +93,8 @@ std::optional<std::string> AgentRegistry::Report(const proto::SyncRequest& req, 
                  {"gpuSource", req.gpu_source},
                  {"gpuNote", req.gpu_note},
                  {"cgroups", req.cgroups},
-                 {"containers", req.containers}};
+                 {"containers", req.containers},
+                 {"features", req.features}};
   if (!req.containers_note.empty()) status["containersNote"] = req.containers_note;
   json gpus = json::array();
   for (const proto::GpuReport& g : req.gpus) {
@@ -140,6 +142,11 @@ std::vector<core::NodeSpec> AgentRegistry::Restore(const std::vector<store::Node
     n.topology.leaf = spec.value("leaf", "");
     n.topology.spine = spec.value("spine", "");
     n.topology.zone = spec.value("zone", "");
+    if (const auto f = spec.find("features"); f != spec.end() && f->is_array()) {
+      for (const json& name : *f) {
+        if (name.is_string()) n.features.push_back(name.get<std::string>());
+      }
+    }
     Agent& a = agents_[row.name];
     a.address = spec.value("address", "");
     a.inventory = "(restored)";

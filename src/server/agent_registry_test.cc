@@ -48,6 +48,9 @@ TEST(AgentRegistryTest, TheNodesStatusIsRebuiltOnlyWhenWhatTheAgentSaysChanges) 
   ASSERT_TRUE(reg.Report(r, a).has_value());
   EXPECT_FALSE(reg.Serve(r, a).first);
   EXPECT_FALSE(reg.Report(r, a).has_value()) << "nothing changed";
+  r.features = {"containers"};
+  ASSERT_TRUE(reg.Report(r, a).has_value()) << "Podman found";
+  EXPECT_EQ(nlohmann::json::parse(a.status_json)["features"], nlohmann::json::array({"containers"}));
   r.gpus[0].healthy = false;
   r.gpus[0].health = "XID 79";
   const std::optional<std::string> status = reg.Report(r, a);
@@ -89,6 +92,7 @@ TEST(AgentRegistryTest, RestoreBringsBackAgentRegisteredNodesTheConfigurationDoe
   AgentRegistry::Agent& a = source.Get("n1");
   proto::SyncRequest r = Sync("n1", "a");
   r.labels = {{"leaf", "l1"}};
+  r.features = {"containers", "gpu-containers"};
   source.SetCordon(a, "cordoned by ann");
   const std::string status = *source.Report(r, a);
   const std::vector<store::NodeRow> rows = {{"n1", status, "READY", 0},
@@ -100,6 +104,7 @@ TEST(AgentRegistryTest, RestoreBringsBackAgentRegisteredNodesTheConfigurationDoe
   EXPECT_EQ(nodes[0].name, "n1");
   EXPECT_EQ(nodes[0].capacity.gpus, 1);
   EXPECT_EQ(nodes[0].topology.leaf, "l1");
+  EXPECT_EQ(nodes[0].features, r.features) << "container jobs are placed by them before the agent syncs again";
   const AgentRegistry::Agent* back = reg.Find("n1");
   ASSERT_NE(back, nullptr);
   EXPECT_EQ(back->cordon, "cordoned by ann");

@@ -712,7 +712,7 @@ const char* ControlLoop::ReasonName(const core::PendingReason& r) const {
 }
 
 std::string ControlLoop::ReasonText(const core::PendingReason& r, Time now) const {
-  if (!InBackoff(r)) return core::FormatReason(r, state_.GpuTypeName(r.gpu_type), now);
+  if (!InBackoff(r)) return core::FormatReason(r, state_.GpuTypeName(r.gpu_type), now, state_.FeatureNames(r.features));
   const lifecycle::JobHistory& h = *lifecycle_.History(r.job);
   const int64_t wait_s = (r.begin_time.millis() - now.millis() + 999) / 1000;
   std::string s = "Backoff: retry " + std::to_string(h.retries);

@@ -82,6 +82,7 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     n.topology.leaf = label("leaf");
     n.topology.spine = label("spine");
     n.topology.zone = label("zone");
+    n.features = req.features;
     auto added = state_.AddNode(n);
     if (!added.ok()) return reply(added.status());
     index = *added;
@@ -94,6 +95,12 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   const bool first = served.first;
   if (liveness_.Heard(*index) || first) UpdateSchedulable(*index);
   ApplyCapacity(*index, {static_cast<int64_t>(req.gpus.size()), req.cpu_milli, req.memory_bytes}, b);
+  // What the node can do (Podman installed or gone): placed by from the next cycle.
+  if (state_.nodes()[*index].spec.features != req.features) {
+    if (const Status set = state_.SetFeatures(*index, req.features); !set.ok()) return reply(set);
+    dirty_ = true;
+    out.changed = true;
+  }
   // At most this many GPU health events of one report are stored one by
   // one (a GPU that floods XIDs, or a bogus agent, must not fill the store);
   // the rest are counted in one event. Fatal ones act all the same.

@@ -269,7 +269,8 @@ class Run {
       if (reason.code != core::ReasonCode::kUnschedulable) continue;
       JobResult& r = result_.jobs[job_result_[reason.job - 1]];
       r.outcome = Outcome::kUnschedulable;
-      r.note = core::FormatReason(reason, state_->GpuTypeName(reason.gpu_type), now);
+      r.note = core::FormatReason(reason, state_->GpuTypeName(reason.gpu_type), now,
+                                  state_->FeatureNames(reason.features));
       RETURN_IF_ERROR(state_->EndPending(reason.job, core::JobState::kFailed, now, r.note));
       RETURN_IF_ERROR(Event(t));
     }

@@ -590,9 +590,8 @@ TEST_F(ContainerTest, AnAdminPrePullsAnImageOnChosenNodes) {
   EXPECT_FALSE(by_node.count(second)) << "only the nodes asked";
   EXPECT_TRUE(HasEvent(Get("/v1/events")["items"], "ImagePulled", first + " pulled " + image));
   EXPECT_TRUE(HasEvent(Get("/v1/events")["items"], "ImagePullFailed", bare + " could not pull " + image));
-  // A job on the node finds it there: no pull. (The node without Podman
-  // is cordoned: the scheduler does not yet keep container jobs off it.)
-  Post("/v1/nodes/" + bare + "/cordon", "", "application/json");
+  // A job on the node finds it there: no pull. (The scheduler keeps it off
+  // the node without Podman.)
   const int64_t id = Submit("name: warm\nimage: " + image + "\nresources: {gpus: 1}\ncommand: [sh, -c, 'echo ran']\n");
   EXPECT_EQ(WaitEnd(id)["state"], "COMPLETED");
   EXPECT_FALSE(HasEvent(Events(id), "PullingImage", image)) << Events(id).dump();
@@ -635,19 +634,36 @@ TEST_F(ContainerTest, SubmitFromTheCommandLineAndAPyxisStyleScript) {
   EXPECT_NE(Logs(script).find("image"), std::string::npos) << "the script runs in the image: " << Logs(script);
 }
 
-TEST_F(ContainerTest, ANodeWithoutPodmanRefusesContainerJobsWithItsReason) {
+// A container job waits, saying why, while no node can run it, and starts
+// where one can once it joins; its command never runs on a host.
+TEST_F(ContainerTest, AContainerJobWaitsForANodeThatRunsContainers) {
   AddAgent({"--fake-gpus", "1xH100", "--podman", "/nonexistent/podman"});
   WaitNodes(1);
   const json node = Get("/v1/nodes")["items"][0]["agent"];
   EXPECT_EQ(node.value("containers", "x"), "") << node.dump();
+  EXPECT_EQ(node.value("features", json::array()), json::array()) << node.dump();
   EXPECT_NE(node.value("containersNote", "").find("Podman does not run"), std::string::npos) << node.dump();
   const std::string ran = Tmp("ran");
-  const int64_t id = Submit("name: boxed\nimage: " + shared->image + "\ncommand: [/bin/sh, -c, 'touch " + ran + "']\n");
+  const int64_t id = Submit("name: boxed\nimage: " + shared->image + "\nresources: {gpus: 1}\n"
+                            "command: [/bin/sh, -c, 'touch " + ran + "; echo in the image']\n");
+  const std::string job = "/v1/jobs/" + std::to_string(id);
+  std::string reason;
+  for (int i = 0; i < 250 && reason.empty(); ++i) {
+    reason = Get(job).value("reasonDetail", "");
+    if (reason.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(reason, "Unschedulable: no schedulable node has containers, gpu-containers") << Get(job).dump();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(Get(job)["state"], "PENDING") << "it waits rather than fails";
+
+  AddContainerAgent(1);
+  WaitNodes(2);
   const json j = WaitEnd(id);
-  EXPECT_EQ(j["state"], "FAILED") << j.dump();
-  EXPECT_EQ(j["attempts"], 1) << "a job the node cannot start is not retried";
-  EXPECT_NE(j.value("reason", "").find("cannot run container jobs"), std::string::npos) << j.dump();
-  EXPECT_FALSE(fs::exists(ran)) << "a container job's command never runs on the host";
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << Logs(id);
+  EXPECT_EQ(j["attempts"], 1) << j.dump();
+  EXPECT_NE(Logs(id).find("in the image"), std::string::npos) << Logs(id);
+  EXPECT_EQ(j["attemptHistory"][0]["replicas"][0]["node"], agents_[1]->name()) << j.dump();
+  EXPECT_FALSE(fs::exists(ran)) << "the file is made inside the container, not on the host";
 }
 
 }  // namespace
