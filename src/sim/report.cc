@@ -14,12 +14,16 @@ namespace {
 struct Stats {
   int64_t jobs = 0;
   double gpu_seconds = 0;
+  double lost_gpu_seconds = 0;
+  int64_t preemptions = 0;
   std::vector<int64_t> jct, wait;
 
   void Add(const JobResult& j) {
     ++jobs;
     if (j.start_s < 0) return;
     gpu_seconds += static_cast<double>(j.HeldGpuSeconds());
+    lost_gpu_seconds += static_cast<double>(j.lost_gpu_seconds);
+    preemptions += j.preemptions;
     jct.push_back(j.end_s - j.submit_s);
     wait.push_back(j.start_s - j.submit_s);
   }
@@ -125,6 +129,9 @@ nlohmann::json ReportJson(const SimResult& r) {
     nlohmann::json t = StatsJson(st);
     t["gpu_hours"] = st.gpu_seconds / 3600.0;
     t["usage_share"] = total_gpu_s > 0 ? st.gpu_seconds / total_gpu_s : 0.0;
+    // Work its jobs lost to preemption and lost nodes (part of gpu_hours).
+    t["lost_gpu_hours"] = st.lost_gpu_seconds / 3600.0;
+    t["preemptions"] = st.preemptions;
     out["per_tenant"][k] = t;
   }
   // Fairness between tenants that compete (sim/fairness.h).

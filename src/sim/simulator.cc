@@ -189,8 +189,9 @@ class Run {
         if (run != runs_[id - 1].number) continue;  // that run was preempted
         // A restart cost paid by a run that finished is work lost to preemption
         // (a preempted run's is counted when it is stopped).
-        result_.lost_gpu_seconds += runs_[id - 1].overhead_s * result_.jobs[job_result_[id - 1]].gpus;
         JobResult& r = result_.jobs[job_result_[id - 1]];
+        r.lost_gpu_seconds += runs_[id - 1].overhead_s * r.gpus;
+        result_.lost_gpu_seconds += runs_[id - 1].overhead_s * r.gpus;
         const core::JobRecord* rec = state_->Find(id);
         const std::vector<core::Allocation> allocs = rec->allocations;
         // Every replica reports its end: exit 0, or stopped at the time limit.
@@ -351,6 +352,7 @@ class Run {
     jr.remaining_s -= saved;
     result_.busy_gpu_seconds -= (jr.end_s - t) * r.gpus;
     result_.lost_gpu_seconds += (elapsed - saved) * r.gpus;
+    r.lost_gpu_seconds += (elapsed - saved) * r.gpus;
     r.stopped_runs.emplace_back(jr.start_s, t);
     ++jr.number;  // its completion is void
   }

@@ -108,6 +108,9 @@ struct JobResult {
   // run is [LastStart(), end_s).
   std::vector<std::pair<int64_t, int64_t>> stopped_runs;
   int64_t last_start_s = -1;  // -1: start_s
+  // Work it lost to preemption and lost nodes (since the last checkpoint),
+  // restart costs included, in GPU-seconds; part of HeldGpuSeconds().
+  int64_t lost_gpu_seconds = 0;
   int64_t LastStart() const { return last_start_s >= 0 ? last_start_s : start_s; }
   bool Ran() const { return start_s >= 0 && end_s >= LastStart(); }
   // GPU-seconds held over all its runs.
