@@ -37,7 +37,6 @@ struct AuthCommands {
 
 namespace {
 
-std::string Str(const json& j, const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; }
 
 // Runs a request; on an error answer prints it and returns nullopt.
 std::optional<json> Call(const char* what, StatusOr<Response> r, int ok_status = 200) {
@@ -61,7 +60,7 @@ int WhoAmI(AuthCommands& c, Client& client) {
   }
   std::string roles;
   for (const json& r : j->value("roles", json::array())) roles += (roles.empty() ? "" : ", ") + r.get<std::string>();
-  std::cout << Str(*j, "user") << " (via " << Str(*j, "via") << (roles.empty() ? "" : "; " + roles) << ")\n";
+  std::cout << StringField(*j, "user") << " (via " << StringField(*j, "via") << (roles.empty() ? "" : "; " + roles) << ")\n";
   return 0;
 }
 
@@ -87,10 +86,10 @@ int Create(AuthCommands& c, Client& client) {
     return 0;
   }
   // The token alone on stdout (for `> file`); what it is on stderr.
-  std::cerr << "token " << Str(*j, "id") << " for " << (j->contains("node") ? "node " + Str(*j, "node") : Str(*j, "user"))
-            << (j->contains("expires") ? ", expires " + Str(*j, "expires") : ", never expires")
+  std::cerr << "token " << StringField(*j, "id") << " for " << (j->contains("node") ? "node " + StringField(*j, "node") : StringField(*j, "user"))
+            << (j->contains("expires") ? ", expires " + StringField(*j, "expires") : ", never expires")
             << " (shown once; the server keeps only its digest)\n";
-  std::cout << Str(*j, "token") << "\n";
+  std::cout << StringField(*j, "token") << "\n";
   return 0;
 }
 
@@ -103,8 +102,8 @@ int List(AuthCommands& c, Client& client) {
   }
   std::vector<std::vector<std::string>> rows = {{"ID", "FOR", "CREATED", "EXPIRES", "REVOKED", "DESCRIPTION"}};
   for (const json& t : (*j)["items"]) {
-    rows.push_back({Str(t, "id"), t.contains("node") ? "node/" + Str(t, "node") : Str(t, "user"), Str(t, "created"),
-                    t.contains("expires") ? Str(t, "expires") : "never", Str(t, "revoked"), Str(t, "description")});
+    rows.push_back({StringField(t, "id"), t.contains("node") ? "node/" + StringField(t, "node") : StringField(t, "user"), StringField(t, "created"),
+                    t.contains("expires") ? StringField(t, "expires") : "never", StringField(t, "revoked"), StringField(t, "description")});
   }
   PrintTable(rows);
   return 0;
@@ -135,10 +134,10 @@ int Audit(AuthCommands& c, Client& client) {
   }
   std::vector<std::vector<std::string>> rows = {{"TIME", "ACTOR", "VIA", "FROM", "ACTION", "OBJECT", "OUTCOME"}};
   for (const json& a : (*j)["items"]) {
-    std::string actor = Str(a, "actor");
-    if (a.contains("asUser")) actor += " as " + Str(a, "asUser");
-    rows.push_back({Str(a, "time"), actor, Str(a, "via"), Str(a, "remote"), Str(a, "action"), Str(a, "object"),
-                    Str(a, "outcome") + (a.contains("detail") ? ": " + Str(a, "detail") : "")});
+    std::string actor = StringField(a, "actor");
+    if (a.contains("asUser")) actor += " as " + StringField(a, "asUser");
+    rows.push_back({StringField(a, "time"), actor, StringField(a, "via"), StringField(a, "remote"), StringField(a, "action"), StringField(a, "object"),
+                    StringField(a, "outcome") + (a.contains("detail") ? ": " + StringField(a, "detail") : "")});
   }
   PrintTable(rows);
   return 0;
@@ -259,9 +258,7 @@ int RunAuthCommands(AuthCommands& c) {
     Client unused(c.server, "", 0);
     return Create(c, unused);
   }
-  double retry_for = 10.0;
-  if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
-  Client client(c.server, c.act_as, retry_for);
+  Client client(c.server, c.act_as, RetrySeconds());
   if (c.whoami->parsed()) return WhoAmI(c, client);
   if (c.create->parsed()) return Create(c, client);
   if (c.list->parsed()) return List(c, client);

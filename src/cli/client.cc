@@ -19,6 +19,15 @@
 
 namespace muster::cli {
 
+double RetrySeconds() {
+  const char* env = std::getenv("MUSTER_RETRY_SECONDS");
+  return env && *env ? std::atof(env) : 10.0;
+}
+
+std::string StringField(const nlohmann::json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
 std::string DefaultServer() {
   const char* env = std::getenv("MUSTER_SERVER");
   return env && *env ? env : "http://127.0.0.1:8470";

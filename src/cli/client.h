@@ -89,6 +89,13 @@ class Client {
 // $MUSTER_SERVER, else http://127.0.0.1:8470.
 std::string DefaultServer();
 
+// How long a command retries a server it cannot reach: $MUSTER_RETRY_SECONDS,
+// else 10 (Client's retry_for).
+double RetrySeconds();
+
+// j[key] when it is a string, else "" (reading answers leniently).
+std::string StringField(const nlohmann::json& j, const char* key);
+
 // Adds --server (into `server`, which should hold DefaultServer()) and --ca
 // (into $MUSTER_CA, which Client reads) to a subcommand.
 void AddServerOptions(CLI::App* sub, std::string& server);

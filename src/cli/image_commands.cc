@@ -29,19 +29,13 @@ struct ImageCommands {
 
 namespace {
 
-std::string Str(const json& j, const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; }
 
-// The answer's body, or nullopt after saying what went wrong.
-std::optional<json> Call(const char* what, StatusOr<Response> r) {
-  if (!r.ok()) {
-    std::cerr << "muster registry " << what << ": " << r.status().message() << "\n";
-    return std::nullopt;
-  }
-  if (r->status != 200) {
-    std::cerr << "muster registry " << what << ": " << Client::ErrorOf(*r).message() << "\n";
-    return std::nullopt;
-  }
-  return r->body;
+// The answer's body, or nullopt after saying what went wrong, as `command`
+// ("registry login").
+std::optional<json> Call(const char* command, StatusOr<Response> r) {
+  if (r.ok() && r->status == 200) return r->body;
+  std::cerr << "muster " << command << ": " << (r.ok() ? Client::ErrorOf(*r).message() : r.status().message()) << "\n";
+  return std::nullopt;
 }
 
 int Login(ImageCommands& c, Client& client) {
@@ -56,16 +50,16 @@ int Login(ImageCommands& c, Client& client) {
   json body = {{"registry", c.registry}, {"username", c.username}, {"password", password}};
   if (!c.queue.empty()) body["queue"] = c.queue;
   if (!c.user.empty()) body["user"] = c.user;
-  auto j = Call("login", client.Post("/v1/registry-credentials", body.dump(), "application/json"));
+  auto j = Call("registry login", client.Post("/v1/registry-credentials", body.dump(), "application/json"));
   if (!j) return 1;
-  const std::string owner = Str(*j, "scope") == "queue" ? "queue " + Str(*j, "queue") : "user " + Str(*j, "user");
-  std::cout << "saved the login for " << Str(*j, "registry") << " as " << Str(*j, "username") << ", for the jobs of "
+  const std::string owner = StringField(*j, "scope") == "queue" ? "queue " + StringField(*j, "queue") : "user " + StringField(*j, "user");
+  std::cout << "saved the login for " << StringField(*j, "registry") << " as " << StringField(*j, "username") << ", for the jobs of "
             << owner << "\n";
   return 0;
 }
 
 int List(ImageCommands& c, Client& client) {
-  auto j = Call("list", client.Get("/v1/registry-credentials"));
+  auto j = Call("registry list", client.Get("/v1/registry-credentials"));
   if (!j) return 1;
   if (c.output == "json") {
     std::cout << j->dump(2) << "\n";
@@ -73,8 +67,8 @@ int List(ImageCommands& c, Client& client) {
   }
   std::vector<std::vector<std::string>> rows = {{"REGISTRY", "USERNAME", "FOR", "CREATED", "BY"}};
   for (const json& e : (*j)["items"]) {
-    const std::string owner = Str(e, "scope") == "queue" ? "queue/" + Str(e, "queue") : "user/" + Str(e, "user");
-    rows.push_back({Str(e, "registry"), Str(e, "username"), owner, Str(e, "created"), Str(e, "createdBy")});
+    const std::string owner = StringField(e, "scope") == "queue" ? "queue/" + StringField(e, "queue") : "user/" + StringField(e, "user");
+    rows.push_back({StringField(e, "registry"), StringField(e, "username"), owner, StringField(e, "created"), StringField(e, "createdBy")});
   }
   PrintTable(rows);
   return 0;
@@ -84,7 +78,7 @@ int Logout(ImageCommands& c, Client& client) {
   std::string path = "/v1/registry-credentials?registry=" + UrlEncode(c.registry);
   if (!c.queue.empty()) path += "&queue=" + UrlEncode(c.queue);
   if (!c.user.empty()) path += "&user=" + UrlEncode(c.user);
-  if (!Call("logout", client.Delete(path))) return 1;
+  if (!Call("registry logout", client.Delete(path))) return 1;
   std::cout << "removed the login for " << c.registry << "\n";
   return 0;
 }
@@ -93,8 +87,8 @@ int Logout(ImageCommands& c, Client& client) {
 std::vector<json> PullsOf(const json& list, const std::string& image, const std::vector<std::string>& nodes) {
   std::vector<json> out;
   for (const json& p : list["items"]) {
-    if (Str(p, "image") != image) continue;
-    if (!nodes.empty() && std::find(nodes.begin(), nodes.end(), Str(p, "node")) == nodes.end()) continue;
+    if (StringField(p, "image") != image) continue;
+    if (!nodes.empty() && std::find(nodes.begin(), nodes.end(), StringField(p, "node")) == nodes.end()) continue;
     out.push_back(p);
   }
   return out;
@@ -105,7 +99,7 @@ void PrintPulls(const std::vector<json>& pulls) {
   for (const json& p : pulls) {
     char secs[32] = "";
     if (p.contains("seconds") && p["seconds"].is_number()) std::snprintf(secs, sizeof secs, "%.1f", p["seconds"].get<double>());
-    rows.push_back({Str(p, "node"), Str(p, "image"), Str(p, "state"), secs, Str(p, "requestedBy"), Str(p, "message")});
+    rows.push_back({StringField(p, "node"), StringField(p, "image"), StringField(p, "state"), secs, StringField(p, "requestedBy"), StringField(p, "message")});
   }
   PrintTable(rows);
 }
@@ -113,7 +107,7 @@ void PrintPulls(const std::vector<json>& pulls) {
 int Pull(ImageCommands& c, Client& client) {
   json body = {{"image", c.image}};
   if (!c.nodes.empty()) body["nodes"] = c.nodes;
-  auto asked = Call("pull", client.Post("/v1/images/pull", body.dump(), "application/json"));
+  auto asked = Call("image pull", client.Post("/v1/images/pull", body.dump(), "application/json"));
   if (!asked) return 1;
   const std::vector<std::string> nodes = (*asked)["nodes"].get<std::vector<std::string>>();
   std::cerr << "asked " << nodes.size() << " node(s) to pull " << c.image << "\n";
@@ -126,22 +120,22 @@ int Pull(ImageCommands& c, Client& client) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit->millis());
   std::vector<json> pulls;
   while (true) {
-    auto list = Call("list", client.Get("/v1/images"));
+    auto list = Call("image pull", client.Get("/v1/images"));
     if (!list) return 1;
     pulls = PullsOf(*list, c.image, nodes);
     const bool done = std::all_of(pulls.begin(), pulls.end(), [](const json& p) {
-      return Str(p, "state") == "pulled" || Str(p, "state") == "failed";
+      return StringField(p, "state") == "pulled" || StringField(p, "state") == "failed";
     });
     if (done || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   PrintPulls(pulls);
-  const bool all_pulled = std::all_of(pulls.begin(), pulls.end(), [](const json& p) { return Str(p, "state") == "pulled"; });
+  const bool all_pulled = std::all_of(pulls.begin(), pulls.end(), [](const json& p) { return StringField(p, "state") == "pulled"; });
   return all_pulled ? 0 : 1;
 }
 
 int Images(ImageCommands& c, Client& client) {
-  auto list = Call("list", client.Get("/v1/images"));
+  auto list = Call("image list", client.Get("/v1/images"));
   if (!list) return 1;
   if (c.output == "json") {
     std::cout << list->dump(2) << "\n";
@@ -194,9 +188,7 @@ int RunImageCommands(ImageCommands& c) {
   if (!c.login->parsed() && !c.list->parsed() && !c.logout->parsed() && !c.pull->parsed() && !c.images->parsed()) {
     return -1;
   }
-  double retry_for = 10.0;
-  if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
-  Client client(c.server, c.act_as, retry_for);
+  Client client(c.server, c.act_as, RetrySeconds());
   if (c.login->parsed()) return Login(c, client);
   if (c.list->parsed()) return List(c, client);
   if (c.pull->parsed()) return Pull(c, client);

@@ -871,9 +871,7 @@ int RunJobCommands(JobCommands& commands) {
   if (!parsed) return -1;
   if (int rc = CheckOutput(c->output); rc != 0) return rc;
   // Connection failures are retried for MUSTER_RETRY_SECONDS (default 10).
-  double retry_for = 10.0;
-  if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
-  Client client(c->server, c->act_as, retry_for);
+  Client client(c->server, c->act_as, RetrySeconds());
   if (!node_verb.empty()) return ActOnNodes(*c, client, node_verb);
   if (parsed == c->submit) return Submit(*c, client);
   if (parsed == c->get) return Get(*c, client);

@@ -150,10 +150,8 @@ std::shared_ptr<ReportCommands> AddReportCommands(CLI::App& app) {
 }
 
 int RunReportCommands(ReportCommands& c) {
-  double retry_for = 10.0;
-  if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
   if (!c.progress->parsed() && !c.commit->parsed() && !c.list->parsed()) return -1;
-  Client client(c.server, c.act_as, retry_for);
+  Client client(c.server, c.act_as, RetrySeconds());
   if (c.progress->parsed()) return Progress(c, client);
   if (c.commit->parsed()) return Commit(c, client);
   return List(c, client);

@@ -29,9 +29,6 @@ namespace {
 
 constexpr const char* kEndedStates = "COMPLETED,FAILED,CANCELLED,TIMEOUT,OUT_OF_MEMORY,NODE_FAIL,PREEMPTED";
 
-std::string Str(const json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
 double Num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0; }
 
 // A figure of `j` as a cell: full precision for CSV, two decimals for a table.
@@ -53,8 +50,8 @@ std::string ExitCode(const json& j) {
 
 // "1d 02:03:04", "02:03:04" (sacct's elapsed), or "-".
 std::string Elapsed(const json& j) {
-  const auto start = api::ParseRfc3339Utc(Str(j, "startTime"));
-  const auto end = api::ParseRfc3339Utc(Str(j, "endTime"));
+  const auto start = api::ParseRfc3339Utc(StringField(j, "startTime"));
+  const auto end = api::ParseRfc3339Utc(StringField(j, "endTime"));
   if (!start || !end || *end < *start) return "-";
   int64_t s = (*end - *start).millis() / 1000;
   const int64_t days = s / 86400;
@@ -126,8 +123,8 @@ int Usage(UsageCommands& c, Client& client) {
   };
   for (const json& item : (*body)["items"]) {
     std::vector<std::string> keys;
-    if (by_queue) keys.push_back(Str(item, "queue"));
-    if (by_user) keys.push_back(Str(item, "user"));
+    if (by_queue) keys.push_back(StringField(item, "queue"));
+    if (by_user) keys.push_back(StringField(item, "user"));
     line(item, keys);
   }
   if (csv) {
@@ -137,7 +134,7 @@ int Usage(UsageCommands& c, Client& client) {
   std::vector<std::string> total(by_queue && by_user ? 2 : 1, "");
   total[0] = "TOTAL";
   line((*body)["total"], total);
-  std::cout << "Usage from " << Str(*body, "from") << " to " << Str(*body, "to") << "\n";
+  std::cout << "Usage from " << StringField(*body, "from") << " to " << StringField(*body, "to") << "\n";
   PrintTable(rows);
   return 0;
 }
@@ -161,11 +158,11 @@ int History(UsageCommands& c, Client& client) {
   if (wide) rows[0].insert(rows[0].end(), {"START", "END", "ATTEMPTS", "COST", "REASON"});
   for (const json& j : items) {
     std::vector<std::string> row = {
-        std::to_string(j.value("id", int64_t{0})), Str(j, "name"), Str(j, "user"), Str(j, "queue"), Str(j, "state"),
+        std::to_string(j.value("id", int64_t{0})), StringField(j, "name"), StringField(j, "user"), StringField(j, "queue"), StringField(j, "state"),
         ExitCode(j), Elapsed(j), Amount(j, "gpuHours", csv), Efficiency(j, csv)};
     if (wide) {
-      row.insert(row.end(), {Str(j, "startTime"), Str(j, "endTime"), std::to_string(j.value("attempts", 0)),
-                             Amount(j, "cost", csv), Str(j, "reason")});
+      row.insert(row.end(), {StringField(j, "startTime"), StringField(j, "endTime"), std::to_string(j.value("attempts", 0)),
+                             Amount(j, "cost", csv), StringField(j, "reason")});
     }
     rows.push_back(std::move(row));
   }
@@ -206,9 +203,7 @@ std::shared_ptr<UsageCommands> AddUsageCommands(CLI::App& app) {
 
 int RunUsageCommands(UsageCommands& c) {
   if (!c.usage->parsed() && !c.history->parsed()) return -1;
-  double retry_for = 10.0;
-  if (const char* env = std::getenv("MUSTER_RETRY_SECONDS"); env && *env) retry_for = std::atof(env);
-  Client client(c.server, c.act_as, retry_for);
+  Client client(c.server, c.act_as, RetrySeconds());
   return c.usage->parsed() ? Usage(c, client) : History(c, client);
 }
 

@@ -236,9 +236,6 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
   }
   if (id == 0) id = next_id_;
   if (id < 0) return InvalidArgument("must be positive", "id");
-  // A feature no node has yet is interned all the same, as a GPU type is:
-  // the job is unschedulable until such a node joins.
-  RETURN_IF_ERROR(InternFeatures(spec.required_features, "requiredFeatures").status());
   if (jobs_.count(id)) return Status(StatusCode::kAlreadyExists, "job " + std::to_string(id));
   for (size_t i = 0; i < spec.dependencies.size(); ++i) {
     const JobId dep = spec.dependencies[i].job;
@@ -247,6 +244,10 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
                              "dependencies[" + std::to_string(i) + "].job");
     }
   }
+  // A feature no node has yet is interned all the same, as a GPU type is:
+  // the job is unschedulable until such a node joins. Last, so a job
+  // refused for another reason interns nothing.
+  RETURN_IF_ERROR(InternFeatures(spec.required_features, "requiredFeatures").status());
   next_id_ = std::max(next_id_, id + 1);
 
   PendingJob p = MakePending(id, spec, submit_time, cls->second);

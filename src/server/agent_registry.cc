@@ -23,6 +23,11 @@ bool AgentRegistry::Removed(const std::string& node) const {
   return a != nullptr && a->removed;
 }
 
+bool AgentRegistry::Serves(const std::string& node) const {
+  const Agent* a = Find(node);
+  return a != nullptr && !a->agent_id.empty() && !a->removed;
+}
+
 std::string AgentRegistry::AddressOf(const std::string& node) const {
   const Agent* a = Find(node);
   return a != nullptr && !a->address.empty() ? a->address : node;

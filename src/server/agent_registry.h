@@ -62,6 +62,9 @@ class AgentRegistry {
   // The node's record, created empty if it has none.
   Agent& Get(const std::string& node);
   bool Removed(const std::string& node) const;
+  // Whether an agent serves the node (it has synced, and no operator
+  // removed it since).
+  bool Serves(const std::string& node) const;
   // Where the node's replicas are reached: its agent's address, else its name.
   std::string AddressOf(const std::string& node) const;
 

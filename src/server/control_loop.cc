@@ -789,15 +789,13 @@ void ControlLoop::PullImage(std::string image, std::vector<std::string> nodes, c
     std::vector<std::string> asked = nodes;
     if (asked.empty()) {
       for (const core::Node& n : state_.nodes()) {
-        const AgentRegistry::Agent* a = agents_.Find(n.spec.name);
-        if (a && !a->agent_id.empty() && !a->removed) asked.push_back(n.spec.name);
+        if (agents_.Serves(n.spec.name)) asked.push_back(n.spec.name);
       }
     }
     std::vector<core::NodeIndex> indexes;
     for (const std::string& node : asked) {
       const std::optional<core::NodeIndex> index = state_.FindNode(node);
-      const AgentRegistry::Agent* a = agents_.Find(node);
-      if (!index || !a || a->agent_id.empty() || a->removed) {
+      if (!index || !agents_.Serves(node)) {
         return reply(NotFound("no agent serves node " + QuoteForMessage(node)));
       }
       indexes.push_back(*index);
@@ -827,6 +825,5 @@ void ControlLoop::RegistryCredentialList(Done<StatusOr<std::vector<RegistryCrede
   loop_.Async<R>([this](std::function<void(R)> reply) { reply(registry_credentials_.All()); }, std::move(done),
                  ShuttingDown());
 }
-
 
 }  // namespace muster::server

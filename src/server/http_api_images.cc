@@ -127,15 +127,11 @@ void HttpApi::RemoveRegistryCredential(Request&& req, Reply reply) {
   if (!owner.ok()) return RefuseAudited(reply, audit, owner.status());
   audit.detail = "for " + owner->first + " " + owner->second;
   const std::string what = "no credential for " + registry + " of " + owner->first + " " + owner->second;
-  loop_.RemoveRegistryCredential(owner->first, owner->second, registry, std::move(audit), [reply, what](StatusOr<bool> r) {
-    if (!r.ok()) return ReplyNow(reply, r.status());
-    if (!*r) return ReplyNow(reply, NotFound(what));
-    reply([] {
-      http::Response res;
-      ReplyJson(res, 200, {{"removed", true}});
-      return res;
-    });
-  });
+  loop_.RemoveRegistryCredential(owner->first, owner->second, registry, std::move(audit),
+                                 Answer<bool>(reply, [what](http::Response& res, const bool& removed) {
+                                   if (!removed) return ReplyStatus(res, NotFound(what));
+                                   ReplyJson(res, 200, {{"removed", true}});
+                                 }));
 }
 
 void HttpApi::PullImage(Request&& req, Reply reply) {
@@ -163,14 +159,10 @@ void HttpApi::PullImage(Request&& req, Reply reply) {
   store::AuditRow audit = AuditOf(who, "image.pull", "image/" + image);
   if (Status s = authz_.MustBeAdmin(who, "pull images on nodes"); !s.ok()) return RefuseAudited(reply, audit, s);
   audit.detail = nodes.empty() ? "on every node" : "on " + std::to_string(nodes.size()) + " node(s)";
-  loop_.PullImage(image, nodes, who, std::move(audit), [reply, image](StatusOr<std::vector<std::string>> asked) {
-    if (!asked.ok()) return ReplyNow(reply, asked.status());
-    reply([image, asked = *asked] {
-      http::Response res;
-      ReplyJson(res, 200, {{"image", image}, {"nodes", asked}});
-      return res;
-    });
-  });
+  using Nodes = std::vector<std::string>;
+  loop_.PullImage(image, nodes, who, std::move(audit), Answer<Nodes>(reply, [image](http::Response& res, const Nodes& asked) {
+                    ReplyJson(res, 200, {{"image", image}, {"nodes", asked}});
+                  }));
 }
 
 void HttpApi::ListImagePulls(const Request&, Response& res) {

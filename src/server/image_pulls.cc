@@ -12,6 +12,16 @@ Status ImagePulls::Load(const std::string& text) {
   if (text.empty()) return Status::Ok();
   const json j = json::parse(text, nullptr, false);
   if (!j.is_array()) return DataLoss("meta imagePulls is damaged");
+  // value() throws on a field of the wrong type: damaged too.
+  try {
+    return LoadEntries(j);
+  } catch (const json::exception&) {
+    pulls_.clear();
+    return DataLoss("meta imagePulls has a field of the wrong type");
+  }
+}
+
+Status ImagePulls::LoadEntries(const nlohmann::json& j) {
   for (const json& e : j) {
     if (!e.is_object() || !e.contains("node") || !e.contains("image")) return DataLoss("meta imagePulls is damaged");
     ImagePull p;

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/status.h"
 #include "proto/agent_protocol.h"
 
@@ -50,6 +52,8 @@ class ImagePulls {
   std::vector<ImagePull> All() const;
 
  private:
+  Status LoadEntries(const nlohmann::json& j);
+
   std::map<std::pair<std::string, std::string>, ImagePull> pulls_;
 };
 

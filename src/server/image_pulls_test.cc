@@ -39,6 +39,9 @@ TEST(ImagePullsTest, TheStoredDocumentKeepsOutcomesAndAsksAgainWhatWasUnderWay) 
   EXPECT_EQ(back.All()[1].state, "asked");
   EXPECT_EQ(back.Wanted("n1"), std::vector<std::string>{"b:1"});
   EXPECT_EQ(back.Load("[1]").code(), StatusCode::kDataLoss);
+  // A field of the wrong type is damage, said as such (not an exception).
+  EXPECT_EQ(back.Load(R"([{"node":"n1","image":"a:1","ms":"ten"}])").code(), StatusCode::kDataLoss);
+  EXPECT_TRUE(back.All().empty());
 }
 
 }  // namespace

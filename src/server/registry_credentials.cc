@@ -19,6 +19,16 @@ Status RegistryCredentials::Load(const std::string& text) {
   if (text.empty()) return Status::Ok();
   const json j = json::parse(text, nullptr, false);
   if (!j.is_array()) return DataLoss("meta registryCredentials is damaged");
+  // value() throws on a field of the wrong type: damaged too.
+  try {
+    return LoadEntries(j);
+  } catch (const json::exception&) {
+    creds_.clear();
+    return DataLoss("meta registryCredentials has a field of the wrong type");
+  }
+}
+
+Status RegistryCredentials::LoadEntries(const nlohmann::json& j) {
   for (const json& e : j) {
     if (!e.is_object()) return DataLoss("meta registryCredentials is damaged");
     RegistryCredential c;

@@ -22,6 +22,8 @@
 #include <tuple>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/status.h"
 
 namespace muster::server {
@@ -61,6 +63,8 @@ class RegistryCredentials {
 
  private:
   using Key = std::tuple<std::string, std::string, std::string>;  // scope, owner, registry
+  Status LoadEntries(const nlohmann::json& j);
+
   std::map<Key, RegistryCredential> creds_;
 };
 
