@@ -5,8 +5,11 @@
 // whose device files the test makes (mknod), so a container's /dev shows
 // exactly what it was given.
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <filesystem>
@@ -19,6 +22,7 @@
 
 #include "../agent/cluster_fixture.h"
 #include "../agent/process_util.h"
+#include "../free_port.h"
 #include "../tcp_proxy.h"
 #include "agent/task_beacon.h"
 
@@ -361,27 +365,21 @@ TEST_F(ContainerTest, AnImageThatCannotBePulledEndsTheJobWithoutRetrying) {
 // with `htpasswd`, it wants that login (bcrypt, as the registry requires).
 class Registry {
  public:
-  Registry(const std::string& dir, const std::string& user = "", const std::string& password = "") {
+  // Starts the registry on a free loopback port and waits until it answers;
+  // a registry that exits (its port taken meanwhile) is started again on
+  // another port.
+  Registry(const std::string& dir, const std::string& user = "", const std::string& password = "") : dir_(dir) {
     fs::create_directories(dir + "/data");
-    port_ = 20000 + (::getpid() * 7 + static_cast<int>(dir.size())) % 20000;
-    std::string auth;
     if (!user.empty()) {
       auto [code, hash] = Sh("/usr/bin/python3 -W ignore -c 'import crypt,sys; "
                              "print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))' '" + password + "'");
       std::ofstream(dir + "/htpasswd") << user << ":" << hash;
-      auth = "auth: {htpasswd: {realm: muster-test, path: " + dir + "/htpasswd}}\n";
+      auth_ = "auth: {htpasswd: {realm: muster-test, path: " + dir + "/htpasswd}}\n";
     }
-    std::ofstream(dir + "/config.yml") << "version: 0.1\nstorage: {filesystem: {rootdirectory: " << dir
-                                       << "/data}}\nhttp: {addr: " << addr()
-                                       << "}\nlog: {level: error, accesslog: {disabled: true}}\n" << auth;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int out = ::open((dir + "/registry.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      ::execl("/usr/bin/docker-registry", "docker-registry", "serve", (dir + "/config.yml").c_str(), nullptr);
-      ::_exit(127);
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      if (Start()) return;
     }
+    ADD_FAILURE() << "docker-registry did not start; its log:\n" << Read(dir + "/registry.log");
   }
   ~Registry() { SignalAndReap(pid_, SIGTERM, "docker-registry"); }
   int port() const { return port_; }
@@ -400,6 +398,42 @@ class Registry {
   }
 
  private:
+  static bool Accepts(int port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return ok;
+  }
+
+  bool Start() {
+    port_ = FreeLoopbackPort();
+    std::ofstream(dir_ + "/config.yml") << "version: 0.1\nstorage: {filesystem: {rootdirectory: " << dir_
+                                        << "/data}}\nhttp: {addr: " << addr()
+                                        << "}\nlog: {level: error, accesslog: {disabled: true}}\n" << auth_;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int out = ::open((dir_ + "/registry.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+      ::execl("/usr/bin/docker-registry", "docker-registry", "serve", (dir_ + "/config.yml").c_str(), nullptr);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 300; ++i) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      if (Accepts(port_)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return true;  // slow to answer but alive: Push retries
+  }
+
+  std::string dir_, auth_;
   int port_ = 0;
   pid_t pid_ = -1;
 };
