@@ -16,6 +16,8 @@
 //        [--low-running 0]  (this fraction of running jobs is of class low: preemptible
 //                            by the pending high jobs; preemption is on by default)
 //        [--queues 1]       (jobs spread over this many queues with random fair-share points)
+//        [--guarantee 0]    (each of the --queues is guaranteed this many GPUs: they share
+//                            fairly, scheduler/queue_quotas.h)
 //        [--container-nodes 0] (this fraction of the leaves, whole, runs GPU containers)
 //        [--container-jobs 0]  (this fraction of pending jobs are GPU container jobs,
 //                               which only those nodes may run)
@@ -48,6 +50,7 @@ struct Flags {
   int head_gangs = 0;  // high-priority 256-GPU gangs at the head of the queue
   double low_running = 0;
   int queues = 1;
+  int64_t guarantee = 0;
   double container_nodes = 0;
   double container_jobs = 0;
 };
@@ -98,6 +101,7 @@ int main(int argc, char** argv) {
     else if (k == "--head-gangs") f.head_gangs = std::stoi(v);
     else if (k == "--low-running") f.low_running = std::stod(v);
     else if (k == "--queues") f.queues = std::max(1, std::stoi(v));
+    else if (k == "--guarantee") f.guarantee = std::stoll(v);
     else if (k == "--container-nodes") f.container_nodes = std::stod(v);
     else if (k == "--container-jobs") f.container_jobs = std::stod(v);
     else {
@@ -106,7 +110,9 @@ int main(int argc, char** argv) {
     }
   }
   Random rng(f.seed);
-  core::ClusterState state;
+  core::ClusterConfig config;
+  for (int q = 0; f.guarantee > 0 && q < f.queues; ++q) config.queues.push_back({"q" + std::to_string(q), {{"*", f.guarantee}}, {}, ""});
+  core::ClusterState state(config);
   for (int i = 0; i < f.nodes; ++i) {
     core::NodeSpec n;
     n.name = "n" + std::to_string(i);

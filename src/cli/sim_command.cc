@@ -45,6 +45,8 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_flag("--equal-shares", f.equal_shares, "Give every tenant the same share (ignore the cluster file's queues)");
   sim->add_flag("--preemption", f.preemption,
                 "Higher classes preempt lower ones, queues reclaim their guarantees (every class is preemptible)");
+  sim->add_flag("--reclaim-past-guarantee", f.reclaim_past_guarantee,
+                "With --preemption, queues at or past their guarantee reclaim toward their fair share too");
   sim->add_option("--min-run-time", f.min_run_time, "A job runs this long before it may be preempted (default 5m)");
   sim->add_option("--checkpoint-interval", f.checkpoint_interval,
                   "Jobs checkpoint after each interval of progress; a victim loses the rest (default 30m)");
@@ -103,6 +105,7 @@ int RunSim(const SimFlags& f) {
   opts.fairshare.half_life = *half_life;
   opts.preemption = f.preemption;
   opts.scheduler.preemption.enabled = f.preemption;
+  opts.scheduler.preemption.reclaim_past_guarantee = f.reclaim_past_guarantee;
   for (const auto& [flag, text, out] : {std::tuple{"--min-run-time", &f.min_run_time, &opts.scheduler.preemption.min_run_time},
                                         std::tuple{"--checkpoint-interval", &f.checkpoint_interval, &opts.checkpoint_interval},
                                         std::tuple{"--restart-cost", &f.restart_cost, &opts.restart_cost}}) {

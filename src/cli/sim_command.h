@@ -35,6 +35,7 @@ struct SimFlags {
   int64_t fair_share_weight = -1;  // -1: the default
   std::string half_life = "7d";
   bool equal_shares = false;
+  bool reclaim_past_guarantee = false;
   bool preemption = false;
   std::string min_run_time = "5m";
   std::string checkpoint_interval = "30m";

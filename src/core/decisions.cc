@@ -16,6 +16,7 @@ const char* ReasonCodeName(ReasonCode c) {
     case ReasonCode::kUnschedulable: return "Unschedulable";
     case ReasonCode::kPreempting: return "Preempting";
     case ReasonCode::kQuota: return "Quota";
+    case ReasonCode::kFairShare: return "FairShare";
   }
   return "?";
 }
@@ -101,6 +102,11 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
     case ReasonCode::kQuota:
       s += ": " + Need(r, gpu_type_name, feature_names) + "; " + queue + " holds " + std::to_string(r.queue_used) + " of its limit of " +
            std::to_string(r.queue_limit);
+      break;
+    case ReasonCode::kFairShare:
+      s += ": " + Need(r, gpu_type_name, feature_names) + "; " + queue + " holds " + std::to_string(r.queue_used) +
+           ", past its guarantee of " + std::to_string(r.queue_limit) +
+           ", and a queue further below its fair share waits for GPUs";
       break;
     case ReasonCode::kHeld:
     case ReasonCode::kNone:

@@ -40,6 +40,7 @@ enum class ReasonCode : uint8_t {
   kUnschedulable, // can never fit this cluster as it is, or is larger than its queue's limit
   kPreempting,    // jobs were preempted for it: waits for other_job to stop
   kQuota,         // its queue would exceed its limit: queue_used of queue_limit
+  kFairShare,     // its queue is past its guarantee (queue_used of queue_limit) and one with a smaller share waits
 };
 const char* ReasonCodeName(ReasonCode c);
 

@@ -150,6 +150,9 @@ struct ClusterSnapshot {
   std::span<const int64_t> running_per_class;
   // Fair-share points per dense queue id (empty = all zero).
   std::span<const int64_t> queue_fairshare;
+  // Fair-share weights per dense queue id (missing: 1): a queue's share
+  // past its guarantee is divided by it (scheduler/queue_quotas.h).
+  std::span<const double> queue_shares;
   // Quotas per dense queue id (missing: none), and the GPUs each queue's
   // running jobs hold per dense GPU type (missing: 0).
   std::span<const QueueQuota> quotas;
@@ -184,5 +187,14 @@ struct ClusterSnapshot {
     return it->second.end;
   }
 };
+
+// GPUs on schedulable nodes.
+inline int64_t SchedulableGpus(const ClusterSnapshot& snap) {
+  int64_t gpus = 0;
+  for (const Node& n : snap.nodes) {
+    if (n.schedulable) gpus += n.spec.capacity.gpus;
+  }
+  return gpus;
+}
 
 }  // namespace muster::core

@@ -63,17 +63,41 @@ void FairShare::Restore(Time at, const std::vector<std::pair<int32_t, double>>& 
   }
 }
 
-std::vector<int64_t> FairShare::Points(int32_t num_queues) const {
+std::vector<double> FairShare::Shares(int32_t num_queues) const {
+  std::vector<double> out(num_queues, 1.0);
+  for (int32_t q = 0; q < num_queues && q < static_cast<int32_t>(share_.size()); ++q) out[q] = share_[q];
+  return out;
+}
+
+std::vector<int64_t> FairShare::Points(int32_t num_queues, std::span<const core::QueueQuota> quotas,
+                                      int64_t capacity) const {
   std::vector<int64_t> out(num_queues, options_.weight);
   if (!enabled()) return std::vector<int64_t>(num_queues, 0);
+  std::vector<double> target(num_queues, 1.0);
   double total_usage = 0, total_share = 0;
   for (int32_t q = 0; q < num_queues; ++q) {
     total_usage += Usage(q);
-    total_share += q < static_cast<int32_t>(share_.size()) ? share_[q] : 1.0;
+    target[q] = q < static_cast<int32_t>(share_.size()) ? share_[q] : 1.0;
+    total_share += target[q];
   }
   if (total_usage <= 0 || total_share <= 0) return out;
+  int64_t guaranteed = 0;
+  bool nested = false;
+  for (const core::QueueQuota& quota : quotas) {
+    guaranteed += quota.guarantee_total;
+    nested = nested || quota.parent >= 0;
+  }
+  if (guaranteed > 0 && !nested && capacity > 0) {
+    const double rest = static_cast<double>(std::max<int64_t>(0, capacity - guaranteed)) / total_share;
+    for (int32_t q = 0; q < num_queues; ++q) {
+      target[q] = target[q] * rest + (q < static_cast<int32_t>(quotas.size()) ? static_cast<double>(quotas[q].guarantee_total) : 0.0);
+    }
+    total_share = 0;
+    for (double t : target) total_share += t;
+    if (total_share <= 0) return out;
+  }
   for (int32_t q = 0; q < num_queues; ++q) {
-    const double share = (q < static_cast<int32_t>(share_.size()) ? share_[q] : 1.0) / total_share;
+    const double share = target[q] / total_share;
     if (share <= 0) {
       out[q] = 0;
       continue;

@@ -15,6 +15,17 @@
 // Points() to the scheduler in the snapshot. Time comes in as arguments.
 // Usage is floating point (it is a decayed sum, not an allocation).
 //
+// With guarantees (queues not nested), a queue's share in that formula is
+// what it is owed when every queue wants more than it gets: its guarantee
+// plus its share, by weight, of what the guarantees leave,
+//
+//   target_q = guarantee_q + share_q / share_total x (capacity - guarantees)
+//
+// so that priority aims at the same split as reclaims (queue_quotas.h):
+// queues of 64 GPUs guaranteed 48 and 8 with equal weights are owed 52 and
+// 12, not 32 each, and the priority term does not hand the one guaranteed
+// 8 the GPUs the other then reclaims.
+//
 // Example: half-life 7 d, two queues with equal shares, A has run 8 GPUs for
 // a day and B nothing: A's points = w x 2^(-1/0.5) = w/4, B's = w.
 //
@@ -23,11 +34,13 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "common/time.h"
+#include "core/snapshot.h"
 
 namespace muster::scheduler {
 
@@ -54,8 +67,13 @@ class FairShare {
   // Decays all usage to `now`, then charges each (queue, GPUs) pair in
   // `running` for the time since the previous call. Time never goes back.
   void Advance(Time now, const std::vector<std::pair<int32_t, int64_t>>& running);
-  // The fair-share points of every queue in [0, num_queues).
-  std::vector<int64_t> Points(int32_t num_queues) const;
+  // The share of every queue in [0, num_queues) (1 where none is set).
+  std::vector<double> Shares(int32_t num_queues) const;
+  // The fair-share points of every queue in [0, num_queues); `quotas` (per
+  // dense queue, may be shorter) and `capacity` (GPUs) give the guarantees'
+  // targets (above; ignored when a queue is nested or none has a guarantee).
+  std::vector<int64_t> Points(int32_t num_queues, std::span<const core::QueueQuota> quotas = {},
+                              int64_t capacity = 0) const;
   // Decayed GPU-seconds of `queue`.
   double Usage(int32_t queue) const;
   // Starts from usage saved at `at` (a restart): the next Advance() decays

@@ -35,6 +35,30 @@ TEST(FairShare, PointsFollowUsageAgainstShare) {
   EXPECT_GT(q[0], q[1]);  // queue 1's usage is more recent, so it weighs more
 }
 
+// With guarantees 48 and 8 on 64 GPUs and equal weights, the targets are 52
+// and 12: usage at 52:12 gives both half the weight; usage at 32:32 favours
+// the queue guaranteed 48.
+TEST(FairShare, GuaranteesSetTheTargets) {
+  FairShare fs({Duration::Hours(7 * 24), 4000, {}});
+  std::vector<core::QueueQuota> quotas(2);
+  quotas[0].guarantee_total = 48;
+  quotas[1].guarantee_total = 8;
+  fs.Advance(kT0, {});
+  fs.Advance(kT0 + Duration::Hours(1), {{0, 52}, {1, 12}});
+  const auto at_targets = fs.Points(2, quotas, 64);
+  EXPECT_NEAR(at_targets[0], 2000, 10);
+  EXPECT_NEAR(at_targets[1], 2000, 10);
+  FairShare even({Duration::Hours(7 * 24), 4000, {}});
+  even.Advance(kT0, {});
+  even.Advance(kT0 + Duration::Hours(1), {{0, 32}, {1, 32}});
+  const auto p = even.Points(2, quotas, 64);
+  EXPECT_GT(p[0], p[1]);
+  EXPECT_EQ(even.Points(2)[0], even.Points(2)[1]) << "without guarantees, equal weights";
+  // Nested queues keep the weights alone.
+  quotas[1].parent = 0;
+  EXPECT_EQ(even.Points(2, quotas, 64)[0], even.Points(2)[0]);
+}
+
 TEST(FairShare, SharesScaleTheEntitlement) {
   FairShare fs({Duration::Hours(7 * 24), 4000, {}});
   fs.SetShare(0, 3);  // queue 0 is owed 3/4

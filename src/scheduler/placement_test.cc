@@ -70,8 +70,8 @@ TEST(Placement, GpuTypeMustMatchAndGangStaysOnOneType) {
 
 TEST(Placement, RespectsCpuAndMemory) {
   Fixture f;
-  core::NodeSpec a{"a", "H100", {8, 16'000, 64LL << 30}, {}};
-  core::NodeSpec b{"b", "H100", {8, 64'000, 512LL << 30}, {}};
+  core::NodeSpec a{"a", "H100", {8, 16'000, 64LL << 30}, {}, {}};
+  core::NodeSpec b{"b", "H100", {8, 64'000, 512LL << 30}, {}, {}};
   ASSERT_TRUE(f.state.AddNode(a).ok());
   ASSERT_TRUE(f.state.AddNode(b).ok());
   f.Index();

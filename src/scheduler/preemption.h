@@ -61,6 +61,9 @@ struct PreemptionOptions {
   // its guarantee; true: a reclaim may stop jobs of any class in queues that
   // borrow (a job on borrowed GPUs is then preemptible by reclaim).
   bool reclaim_any_class = false;
+  // Queues at or past their guarantee reclaim toward their fair share too
+  // (queue_quotas.h); by default only queues below their guarantee reclaim.
+  bool reclaim_past_guarantee = false;
 
   Status Validate() const;
 };

@@ -7,6 +7,7 @@
 
 #include "common/random.h"
 #include "core/cluster_state.h"
+#include "scheduler/queue_quotas.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/test_util.h"
 
@@ -303,6 +304,170 @@ TEST(Quota, ATeamReclaimsFromASiblingThatBorrows) {
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].job, t1);
   EXPECT_TRUE(d.preemptions[0].reclaim);
+}
+
+}  // namespace
+}  // namespace muster::scheduler
+
+namespace muster::scheduler {
+namespace {
+
+// Fair share between queues (queue_quotas.h): a queue's share is what it
+// holds beyond its guarantee over its weight; queues without a guarantee
+// are victims of fair-share reclaims, never reclaimers.
+TEST(FairShareQuota, AShareIsWhatAQueueHoldsBeyondItsGuaranteeOverItsWeight) {
+  ClusterState state(WithQueues({{"a", {{"*", 21}}, {}, ""}, {"b", {{"*", 21}}, {}, ""}, {"c", {{"*", 21}}, {}, ""}}));
+  AddNodes(state, 8, 8, 0);
+  const Time t0 = Time::Zero();
+  for (int i = 0; i < 36; ++i) Submit(state, "a", 1, t0);
+  for (int i = 0; i < 2; ++i) Submit(state, "b", 8, t0);
+  for (int i = 0; i < 5; ++i) Submit(state, "c", 2, t0);
+  for (int i = 0; i < 2; ++i) Submit(state, "d", 1, t0);  // no guarantee
+  CycleAndApply(state, t0);
+  const Time now = t0 + Duration::Hours(1);
+  const JobId gang = Submit(state, "b", 8, now);
+  core::ClusterSnapshot snap = state.Snapshot(now);
+  const int32_t a = state.QueueId("a"), b = state.QueueId("b"), c = state.QueueId("c"), d = state.QueueId("d");
+  QueueQuotas equal(snap);
+  EXPECT_EQ(equal.ShareAfter(a, 0), 15);
+  EXPECT_EQ(equal.ShareAfter(b, 0), -5) << "below its guarantee";
+  EXPECT_EQ(equal.ShareAfter(b, 8), 3);
+  EXPECT_EQ(equal.ShareAfter(c, 0), -11);
+  EXPECT_EQ(equal.ShareAfter(d, 0), 2) << "no guarantee: all it holds";
+  const core::PendingJob* j = nullptr;
+  for (const core::PendingJob& p : snap.pending) {
+    if (p.id == gang) j = &p;
+  }
+  ASSERT_NE(j, nullptr);
+  EXPECT_FALSE(equal.MayReclaim(*j)) << "the guarantee rule: 16 + 8 > 21";
+  EXPECT_TRUE(equal.MayReclaimForShare(*j, false)) << "below its guarantee, and a's share is higher";
+  EXPECT_TRUE(equal.ShareReclaimableFrom(*j, a));
+  EXPECT_TRUE(equal.ShareReclaimableFrom(*j, d));
+  EXPECT_FALSE(equal.ShareReclaimableFrom(*j, c));
+  EXPECT_TRUE(equal.ShareKeepsOrder(*j, {{a, 8}, {a, 11}}, false)) << "a keeps -4";
+  EXPECT_FALSE(equal.ShareKeepsOrder(*j, {{a, 8}, {a, 12}}, false)) << "a would fall to b's -5";
+  // Weight 3 for a: its 15 past its guarantee count as 5.
+  std::vector<double> shares(state.num_queues(), 1.0);
+  shares[a] = 3;
+  snap.queue_shares = shares;
+  QueueQuotas weighted(snap);
+  EXPECT_EQ(weighted.ShareAfter(a, 0), 5);
+  EXPECT_FALSE(weighted.ShareKeepsOrder(*j, {{a, 36}}, false));
+}
+
+// At or past its guarantee a queue reclaims only with reclaim_past_guarantee,
+// and then leaves the victims' queue at least one job's size above it.
+TEST(FairShareQuota, PastItsGuaranteeAQueueReclaimsOnlyWhenAskedAndKeepsABand) {
+  ClusterState state(WithQueues({{"a", {{"*", 21}}, {}, ""}, {"b", {{"*", 21}}, {}, ""}}));
+  AddNodes(state, 8, 8, 0);
+  const Time t0 = Time::Zero();
+  for (int i = 0; i < 40; ++i) Submit(state, "a", 1, t0);
+  for (int i = 0; i < 3; ++i) Submit(state, "b", 8, t0);
+  CycleAndApply(state, t0);
+  const Time now = t0 + Duration::Hours(1);
+  const JobId one = Submit(state, "b", 1, now);
+  core::ClusterSnapshot snap = state.Snapshot(now);
+  const int32_t a = state.QueueId("a");
+  QueueQuotas quotas(snap);
+  ASSERT_EQ(quotas.ShareAfter(a, 0), 19);
+  ASSERT_EQ(quotas.ShareAfter(state.QueueId("b"), 0), 3);
+  const core::PendingJob* j = nullptr;
+  for (const core::PendingJob& p : snap.pending) {
+    if (p.id == one) j = &p;
+  }
+  ASSERT_NE(j, nullptr);
+  EXPECT_FALSE(quotas.MayReclaimForShare(*j, false));
+  EXPECT_TRUE(quotas.MayReclaimForShare(*j, true));
+  EXPECT_TRUE(quotas.ShareKeepsOrder(*j, {{a, 1}}, true)) << "a at 18, b at 4: a band of 14";
+  EXPECT_TRUE(quotas.ShareKeepsOrder(*j, {{a, 14}}, true)) << "a at 5, b at 4: a band of 1, one job";
+  EXPECT_FALSE(quotas.ShareKeepsOrder(*j, {{a, 15}}, true)) << "a at 4, level with b";
+  EXPECT_FALSE(quotas.ShareKeepsOrder(*j, {{a, 1}}, false));
+}
+
+// A tenant of gangs past its guarantee but below the flood's share takes a
+// whole node from a queue flooding 1-GPU jobs, even past the flood's older
+// blocked jobs; the flood never takes a gang back to run one GPU, and the
+// gangs do not take more once the two shares meet.
+TEST(FairShareQuota, AGangReclaimsANodeFromAFloodAndIsNotReclaimedBack) {
+  ClusterState state(WithQueues({{"flood", {{"*", 4}}, {}, ""}, {"gangs", {{"*", 4}}, {}, ""}}));
+  AddNodes(state, 2, 8, 0);
+  const Time t0 = Time::Zero();
+  std::vector<JobId> flood;
+  for (int i = 0; i < 16; ++i) flood.push_back(Submit(state, "flood", 1, t0, "low"));
+  CycleAndApply(state, t0);
+  for (int i = 0; i < 20; ++i) Submit(state, "flood", 1, t0, "low");  // blocked, older than the gang
+  Time now = t0 + Duration::Hours(1);
+  const JobId gang = Submit(state, "gangs", 8, now, "low");
+  core::Decisions d = CycleAndApply(state, now);
+  ASSERT_EQ(d.preemptions.size(), 1u) << "shares after: gangs 4, flood 4";
+  EXPECT_EQ(d.preemptions[0].job, gang);
+  EXPECT_EQ(d.preemptions[0].victims.size(), 8u);
+  for (JobId v : d.preemptions[0].victims) EXPECT_NE(std::find(flood.begin(), flood.end(), v), flood.end());
+  for (JobId v : d.preemptions[0].victims) ASSERT_TRUE(state.Requeue(v, "Preempted").ok());
+  now = now + Duration::Seconds(30);
+  d = CycleAndApply(state, now);
+  ASSERT_TRUE(Started(d, gang));
+
+  // Both at share 4: neither reclaims. A second gang waits.
+  now = now + Duration::Hours(1);
+  const JobId second = Submit(state, "gangs", 8, now, "low");
+  d = CycleAndApply(state, now);
+  EXPECT_TRUE(d.preemptions.empty());
+  EXPECT_FALSE(Started(d, second));
+}
+
+// Guarantees 4 and 4 on 16 GPUs, full: a holds 12 (share 8), b 4 (share
+// 0), both with 1-GPU jobs waiting. A GPU frees: a's older job would take
+// a to share 8 while b, at share 1 after its start, waits and would reclaim
+// it: a yields, b's job starts, nothing is preempted. Two GPUs free: b
+// takes one, and a the one b leaves.
+TEST(FairShareQuota, AStartThatWouldBeReclaimedYields) {
+  ClusterState state(WithQueues({{"a", {{"*", 4}}, {}, ""}, {"b", {{"*", 4}}, {}, ""}}));
+  AddNodes(state, 2, 8, 0);
+  const Time t0 = Time::Zero();
+  std::vector<JobId> a_jobs;
+  for (int i = 0; i < 12; ++i) a_jobs.push_back(Submit(state, "a", 1, t0, "low"));
+  for (int i = 0; i < 4; ++i) Submit(state, "b", 1, t0, "low");
+  CycleAndApply(state, t0);
+  ASSERT_EQ(state.running().size(), 16u);
+  Time now = t0 + Duration::Hours(1);
+  const JobId a_next = Submit(state, "a", 1, now - Duration::Minutes(30), "low");
+  const JobId b_next = Submit(state, "b", 1, now, "low");
+  ASSERT_TRUE(state.Finish(a_jobs[0], core::JobState::kCompleted, now).ok());
+  core::Decisions d = CycleAndApply(state, now);
+  EXPECT_TRUE(d.preemptions.empty());
+  EXPECT_TRUE(Started(d, b_next));
+  EXPECT_FALSE(Started(d, a_next));
+  now = now + Duration::Minutes(1);
+  const JobId b_last = Submit(state, "b", 1, now, "low");
+  ASSERT_TRUE(state.Finish(a_jobs[1], core::JobState::kCompleted, now).ok());
+  ASSERT_TRUE(state.Finish(a_jobs[2], core::JobState::kCompleted, now).ok());
+  d = CycleAndApply(state, now);
+  EXPECT_TRUE(Started(d, b_last));
+  EXPECT_TRUE(Started(d, a_next)) << "what b did not take goes to a";
+}
+
+// The gang tenant holds both nodes, 14 past its guarantee of 2; the flood,
+// with 20 jobs waiting, is short of its guarantee of 2: it may reclaim, but
+// a 1-GPU job does not stop an 8-GPU gang, as the flood is owed 2 GPUs, not
+// 8. The flood gets the node as a gang ends.
+TEST(FairShareQuota, AFewGpusNeverStopAGang) {
+  ClusterState state(WithQueues({{"flood", {{"*", 2}}, {}, ""}, {"gangs", {{"*", 2}}, {}, ""}}));
+  AddNodes(state, 2, 8, 0);
+  const Time t0 = Time::Zero();
+  const JobId g1 = Submit(state, "gangs", 8, t0, "low");
+  const JobId g2 = Submit(state, "gangs", 8, t0, "low");
+  CycleAndApply(state, t0);
+  Time now = t0 + Duration::Hours(1);
+  std::vector<JobId> ones;
+  for (int i = 0; i < 20; ++i) ones.push_back(Submit(state, "flood", 1, now, "low"));
+  core::Decisions d = CycleAndApply(state, now);
+  EXPECT_TRUE(d.preemptions.empty()) << "victims: " << (d.preemptions.empty() ? 0 : d.preemptions[0].victims.size());
+  EXPECT_EQ(state.running().count(g1) + state.running().count(g2), 2u);
+  now = now + Duration::Hours(1);
+  ASSERT_TRUE(state.Finish(g1, core::JobState::kCompleted, now).ok());
+  d = CycleAndApply(state, now);
+  EXPECT_EQ(d.bindings.size(), 8u) << "the freed node goes to the flood";
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ class CycleRun {
     spare_.assign(n, core::Resources{});
     res_time_.assign(n, Time::Max());
     res_job_.assign(n, 0);
+    res_queue_.assign(n, kNoQueue);
     HoldNominations();
 
     // Without explanations the cycle may stop early, so order lazily.
@@ -73,6 +74,19 @@ class CycleRun {
       Consider(j);
       if (!options_.explain) Considered(j);
     }
+    // Jobs that yielded free GPUs to a queue further below its fair share
+    // take what that queue's jobs did not.
+    std::unordered_set<JobId> late;
+    for (int32_t i : yielded_) {
+      const PendingJob& j = snap_.pending[i];
+      const Time end = snap_.now + j.time_limit;
+      PendingReason r;
+      auto p = TryPlace(ShapeOf(j), end);
+      if (!p || QuotaBlocks(j, TypeOf(*p), r)) continue;
+      late.insert(j.id);
+      Start(j, std::move(*p), end);
+    }
+    if (!late.empty()) std::erase_if(out_.reasons, [&](const PendingReason& x) { return late.count(x.job) > 0; });
     out_.stats.reservations = static_cast<int32_t>(out_.reservations.size());
     if (plan_) out_.stats.release_events_walked = plan_->releases_walked();
     return std::move(out_);
@@ -122,6 +136,15 @@ class CycleRun {
     if (auto p = TryPlace(shape, end)) {
       // A job of any GPU type is held to its queue's limit for the type it got.
       if (j.gpu_type == core::kAnyGpuType && QuotaBlocks(j, TypeOf(*p), r)) return Explain(r, ReasonCode::kQuota);
+      // Past its guarantee, a job leaves free GPUs to a smaller or equal job
+      // of a queue further below its fair share, which would otherwise
+      // reclaim them at once (queue_quotas.h).
+      if (options_.preemption.enabled && policy_.blocking == BlockingMode::kBackfill &&
+          quotas_.YieldsToFairShare(j, TypeOf(*p), r)) {
+        FillNeed(r, j);
+        yielded_.push_back(static_cast<int32_t>(&j - snap_.pending.data()));
+        return Explain(r, ReasonCode::kFairShare);
+      }
       return Start(j, std::move(*p), end);
     }
 
@@ -149,7 +172,7 @@ class CycleRun {
           if (!plan_) plan_.emplace(live_, snap_, std::move(started_));
           if (auto slot = plan_->Reserve(shape, j.time_limit)) {
             r.planned_start = slot->start;
-            ApplyReservation(j.id, *slot);
+            ApplyReservation(j.id, j.queue, *slot);
           }
         }
         break;
@@ -258,7 +281,7 @@ class CycleRun {
   // Whether `j` could preempt anyone this cycle (a cheap filter).
   bool MayTryPreempting(const PendingJob& j) {
     if (policy_.blocking != BlockingMode::kBackfill || !j.nominated.empty()) return false;
-    return AnyVictimClass(snap_, j.priority_class, options_.preemption) || MayReclaim(j);
+    return AnyVictimClass(snap_, j.priority_class, options_.preemption) || MayReclaim(j) || MayReclaimForShare(j);
   }
 
   int32_t TypeOf(const Placement& p) const { return p.empty() ? core::kAnyGpuType : snap_.nodes[p.front().node].gpu_type; }
@@ -271,13 +294,20 @@ class CycleRun {
     return true;
   }
   bool MayReclaim(const PendingJob& j) const { return options_.preemption.enabled && quotas_.MayReclaim(j); }
+  bool MayReclaimForShare(const PendingJob& j) const {
+    return options_.preemption.enabled && quotas_.MayReclaimForShare(j, options_.preemption.reclaim_past_guarantee);
+  }
 
   // Preempts for `j` if a victim set frees a placement (preemption.h);
   // the placement is then held for it.
   bool TryPreempt(const PendingJob& j, const Shape& shape, PendingReason& r) {
     if (preemptors_ >= options_.preemption.max_per_cycle || !MayTryPreempting(j)) return false;
     const bool by_class = AnyVictimClass(snap_, j.priority_class, options_.preemption);
-    const bool reclaim = MayReclaim(j);
+    // A reclaim within the job's queue's guarantee, or toward its fair share
+    // (queue_quotas.h).
+    const bool for_guarantee = MayReclaim(j);
+    const bool for_share = MayReclaimForShare(j);
+    const bool reclaim = for_guarantee || for_share;
     const int64_t weight = by_class ? snap_.classes[j.priority_class].weight : INT64_MIN;
     const FailedKey key{shape, weight, reclaim ? j.queue : -1};
     if (preempt_failed_.count(key)) return false;
@@ -291,18 +321,59 @@ class CycleRun {
     // one that borrows (never one within its guarantee: what a queue is
     // guaranteed is not taken by another queue's priority, so a reclaim is
     // never undone by a preemption and nothing thrashes). By reclaim: a job
-    // of another queue that borrows.
+    // of another queue that borrows, or whose share exceeds the job's
+    // queue's. A reclaim stops no job larger than the reclaiming one (a
+    // gang is not stopped to give a few GPUs), except that a queue short of
+    // its guarantee by a victim's whole size may stop it when nothing
+    // smaller frees room: it is owed all of it.
+    const int64_t gpus = j.total_gpus();
+    int64_t largest = gpus;
+    auto by_reclaim = [&](const VictimPool::Candidate& c) {
+      if (c.job->queue == j.queue) return false;
+      const int64_t held = GpusOf(*c.job);
+      if (held > largest) return false;
+      if (!quotas_.SharesWith(j.queue, c.job->queue)) return for_guarantee && quotas_.ReclaimableFrom(j, c.job->queue);
+      return for_share && quotas_.ShareReclaimableFrom(j, c.job->queue) &&
+             quotas_.KeepsOrder(j, c.job->queue, held, options_.preemption.reclaim_past_guarantee);
+    };
     auto eligible = [&](const VictimPool::Candidate& c) {
       const bool other = c.job->queue != j.queue;
       return (by_class && c.preemptible && c.weight < weight &&
-              (!other || quotas_.Borrowing(c.job->queue, j.gpu_type, j.queue))) ||
-             (reclaim && other && quotas_.ReclaimableFrom(j, c.job->queue));
+              (!other || (quotas_.Borrowing(c.job->queue, j.gpu_type, j.queue) &&
+                          quotas_.KeepsGuarantee(c.job->queue, GpusOf(*c.job))))) ||
+             (reclaim && by_reclaim(c));
     };
-    auto p = ChooseVictims(j, shape, *pool, Live(shape), [this](NodeIndex n) { return res_time_[n].is_max(); },
-                           taken_, eligible);
+    // Capacity promised to another job is not taken, unless only jobs of
+    // queues this reclaim may take from hold promises there: what such a
+    // queue holds is not safe from it, nor what it is promised.
+    auto usable = [&](NodeIndex n) {
+      if (res_time_[n].is_max()) return true;
+      if (!reclaim || res_time_[n] <= snap_.now || res_queue_[n] == kNoQueue || res_queue_[n] == j.queue) return false;
+      return quotas_.SharesWith(j.queue, res_queue_[n]) ? for_share && quotas_.ShareReclaimableFrom(j, res_queue_[n])
+                                                        : for_guarantee && quotas_.ReclaimableFrom(j, res_queue_[n]);
+    };
+    auto p = ChooseVictims(j, shape, *pool, Live(shape), usable, taken_, eligible);
+    if (!p && quotas_.Deficit(j.queue, j.gpu_type) > gpus) {
+      largest = quotas_.Deficit(j.queue, j.gpu_type);
+      p = ChooseVictims(j, shape, *pool, Live(shape), usable, taken_, eligible);
+    }
     if (p && j.gpu_type == core::kAnyGpuType) {
       PendingReason unused;
       if (QuotaBlocks(j, TypeOf(p->allocations), unused)) p.reset();  // over its limit on that type
+    }
+    // What a reclaim toward a fair share takes must keep each queue it takes
+    // from above the job's queue, and what a higher class takes from other
+    // queues must leave them their guarantees (else the reclaim that gives
+    // it back is undone again, and so on).
+    std::vector<std::pair<int32_t, int64_t>> taken, by_class_taken;
+    if (p) {
+      for (JobId v : p->victims) {
+        const core::RunningJob& victim = snap_.running->at(v);
+        taken.emplace_back(victim.queue, GpusOf(victim));
+        if (victim.queue != j.queue && !(reclaim && by_reclaim({&victim}))) by_class_taken.push_back(taken.back());
+      }
+      if (for_share && !quotas_.ShareKeepsOrder(j, taken, options_.preemption.reclaim_past_guarantee)) p.reset();
+      if (p && !quotas_.KeepGuarantees(by_class_taken)) p.reset();
     }
     if (!p) {
       // Capacity only shrinks, usage only grows and victims are only taken
@@ -313,6 +384,8 @@ class CycleRun {
     for (JobId v : p->victims) {
       if (!by_class || snap_.classes[snap_.running->at(v).priority_class].weight >= weight) p->reclaim = true;
     }
+    for (const auto& [q, held] : taken) quotas_.Commit(q, -held);
+    quotas_.Commit(j.queue, gpus);
     ++preemptors_;
     ++out_.stats.preemptions;
     taken_.insert(p->victims.begin(), p->victims.end());
@@ -322,6 +395,12 @@ class CycleRun {
     Explain(r, ReasonCode::kPreempting);
     out_.preemptions.push_back(std::move(*p));
     return true;
+  }
+
+  static int64_t GpusOf(const core::RunningJob& r) {
+    int64_t gpus = 0;
+    for (const Allocation& a : r.allocations) gpus += a.resources.gpus;
+    return gpus;
   }
 
   bool Starving(const PendingJob& j) const {
@@ -406,16 +485,18 @@ class CycleRun {
     out_.bindings.push_back({j.id, std::move(p)});
   }
 
-  void ApplyReservation(JobId job, const BackfillPlan::Slot& slot) {
+  void ApplyReservation(JobId job, int32_t queue, const BackfillPlan::Slot& slot) {
     max_reserved_actual_ = -1;
     for (const Allocation& a : slot.allocations) {
       const NodeIndex n = a.node;
       if (res_time_[n].is_max()) {
         reserved_nodes_.push_back(n);
         res_job_[n] = job;
+        res_queue_[n] = queue;
         spare_[n] = plan_->avail(n);
         res_time_[n] = slot.start;
       } else {
+        if (res_queue_[n] != queue) res_queue_[n] = kNoQueue;
         res_time_[n] = std::min(res_time_[n], slot.start);
         spare_[n] = core::Resources::Min(spare_[n], plan_->avail(n));
       }
@@ -511,6 +592,10 @@ class CycleRun {
   std::vector<core::Resources> spare_;  // reserved nodes: left for jobs outlasting the reservation
   std::vector<Time> res_time_;          // earliest reservation start per node
   std::vector<JobId> res_job_;          // the job holding that reservation
+  // The queue of every job with a reservation there (kNoQueue: several, or
+  // a preemptor's hold).
+  static constexpr int32_t kNoQueue = -1;
+  std::vector<int32_t> res_queue_;
   std::vector<NodeIndex> reserved_nodes_;
   std::optional<BackfillPlan> plan_;
   std::vector<PlannedRelease> started_;  // starts before the plan existed
@@ -529,6 +614,7 @@ class CycleRun {
   // cycle, (shape, class weight) pairs that found no victims.
   std::unordered_map<JobId, JobId> nominated_;
   std::unordered_set<JobId> taken_;
+  std::vector<int32_t> yielded_;  // indexes into snap_.pending of jobs that yielded (YieldsToFairShare)
   struct FailedKey {
     Shape shape;
     int64_t weight;  // the class weight it may preempt below (INT64_MIN: none)

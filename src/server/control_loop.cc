@@ -579,9 +579,11 @@ void ControlLoop::RunCycle() {
   for (int32_t q = fairshare_.named(); q < state_.num_queues(); ++q) fairshare_.NameQueue(q, state_.QueueName(q));
   fairshare_.Advance(now, state_.GpusByQueue());
   ChargeUsage(now);
-  fairshare_points_ = fairshare_.Points(state_.num_queues());
+  fairshare_shares_ = fairshare_.Shares(state_.num_queues());
   core::ClusterSnapshot snap = state_.Snapshot(now);
+  fairshare_points_ = fairshare_.Points(state_.num_queues(), snap.quotas, core::SchedulableGpus(snap));
   snap.queue_fairshare = fairshare_points_;
+  snap.queue_shares = fairshare_shares_;
   const core::Decisions d = scheduler_->Cycle(snap);
   reservations_ = d.reservations;
   dirty_ = false;

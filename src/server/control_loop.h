@@ -483,6 +483,7 @@ class ControlLoop {
   // store across restarts (SaveFairShare).
   scheduler::FairShare fairshare_;
   std::vector<int64_t> fairshare_points_;  // per dense queue id, from the last cycle
+  std::vector<double> fairshare_shares_;   // the same, queue shares
   // Every job's stored row; the one place rows are written (job_table.h).
   JobTable jobs_;
   IdempotencyTable idempotency_;

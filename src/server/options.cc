@@ -303,9 +303,14 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       if (const YAML::Node pr = s["preemption"]) {
         const std::string pp = path + ".preemption";
         if (!pr.IsMap()) return InvalidArgument("must be a mapping {enabled, minRunTime, maxPerCycle}", pp);
-        RETURN_IF_ERROR(CheckKeys(pr, {"enabled", "minRunTime", "maxPerCycle", "reclaimAnyClass"}, pp));
+        RETURN_IF_ERROR(
+            CheckKeys(pr, {"enabled", "minRunTime", "maxPerCycle", "reclaimAnyClass", "reclaimPastGuarantee"}, pp));
         if (pr["reclaimAnyClass"]) {
           ASSIGN_OR_RETURN(so.preemption.reclaim_any_class, config::Bool(pr["reclaimAnyClass"], pp + ".reclaimAnyClass"));
+        }
+        if (pr["reclaimPastGuarantee"]) {
+          ASSIGN_OR_RETURN(so.preemption.reclaim_past_guarantee,
+                           config::Bool(pr["reclaimPastGuarantee"], pp + ".reclaimPastGuarantee"));
         }
         if (pr["enabled"]) {
           ASSIGN_OR_RETURN(so.preemption.enabled, config::Bool(pr["enabled"], pp + ".enabled"));

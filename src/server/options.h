@@ -18,7 +18,8 @@
 //   defaultPriorityClass: normal
 //   scheduler: {policy: muster, maxReservations: 8, starvationThreshold: 8h,
 //               agePointsPerHour: 500, ageCap: 20000,
-//               preemption: {enabled: true, minRunTime: 5m, maxPerCycle: 4, reclaimAnyClass: false}}
+//               preemption: {enabled: true, minRunTime: 5m, maxPerCycle: 4, reclaimAnyClass: false,
+//                            reclaimPastGuarantee: false}}
 //   queues:                  # quotas in GPUs: a count (all types) or by type ("*": all)
 //     - {name: research, guarantee: {H100: 16}, limit: {H100: 32, "*": 48}, share: 3}
 //   strictQueues: false      # true: a job must name a queue listed above

@@ -252,11 +252,13 @@ class Run {
   // One scheduling cycle at t, its decisions applied.
   Status Cycle(int64_t t, Time now, Completions& completions, bool& preempted) {
     core::ClusterSnapshot snap = state_->Snapshot(clock_.Now());
+    for (int32_t q = fairshare_.named(); q < state_->num_queues(); ++q) fairshare_.NameQueue(q, state_->QueueName(q));
     if (fairshare_.enabled()) {
-      for (int32_t q = fairshare_.named(); q < state_->num_queues(); ++q) fairshare_.NameQueue(q, state_->QueueName(q));
-      points_ = fairshare_.Points(state_->num_queues());
+      points_ = fairshare_.Points(state_->num_queues(), snap.quotas, core::SchedulableGpus(snap));
       snap.queue_fairshare = points_;
     }
+    shares_ = fairshare_.Shares(state_->num_queues());
+    snap.queue_shares = shares_;
     const core::Decisions d = scheduler_->Cycle(snap);
     ++result_.cycles;
     result_.reservations_made += d.stats.reservations;
@@ -515,6 +517,7 @@ class Run {
   SimResult result_;
   scheduler::FairShare fairshare_;
   std::vector<int64_t> points_;
+  std::vector<double> shares_;
   std::vector<Arrival> arrivals_;        // runnable jobs in submit order; id = index + 1
   std::vector<size_t> job_result_;       // id - 1 -> index in result_.jobs
   std::vector<int64_t> per_replica_;     // id - 1 -> GPUs per replica
