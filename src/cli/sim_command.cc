@@ -1,6 +1,7 @@
 #include "cli/sim_command.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <tuple>
@@ -60,8 +61,46 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--lost-after", f.lost_after,
                   "A silent node is lost after this and its jobs are requeued (default 120s, as the server's)");
   sim->add_option("--stories", f.stories, "Write each job's story (events, attempts, final state) to this file");
+  sim->add_option("--reclaims", f.reclaims,
+                  "CSV of spot reclaim notices, time_s,node: the node is drained, its jobs checkpoint and move");
+  sim->add_option("--reclaim-burst", f.reclaim_bursts,
+                  "SECONDS:FRACTION: notices for that fraction of the spot nodes (seeded) within a minute (repeatable)");
+  sim->add_option("--reclaim-notice", f.reclaim_notice, "Time from a reclaim notice to the node's loss (default 2m)");
+  sim->add_option("--reclaim-downtime", f.reclaim_downtime,
+                  "A reclaimed node comes back this long after its loss (default 0s: never)");
+  sim->add_option("--checkpoint-gb-per-gpu", f.checkpoint_gb_per_gpu,
+                  "Size of a job's checkpoint per GPU, written at a reclaim notice (default 10)");
+  sim->add_option("--checkpoint-gbps", f.checkpoint_gbps,
+                  "Checkpoint storage bandwidth the writes at reclaim notices share, GB/s (default 0: unlimited)");
+  sim->add_option("--spot-fraction", f.spot_fraction,
+                  "Fraction of jobs (seeded) that may run on spot nodes (default 1); the others need on-demand nodes");
   return sim;
 }
+
+namespace {
+
+// Reads a reclaim trace: lines "time_s,node" (a header line and blank lines
+// are skipped).
+StatusOr<std::vector<sim::SimOptions::Reclaim>> ReadReclaims(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("cannot open " + path, "--reclaims");
+  std::vector<sim::SimOptions::Reclaim> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || (n == 1 && line.rfind("time", 0) == 0)) continue;
+    const size_t comma = line.find(',');
+    if (comma == std::string::npos || comma == 0 || comma > 12 || line.find_first_not_of("0123456789") != comma ||
+        comma + 1 == line.size()) {
+      return InvalidArgument(path + " line " + std::to_string(n) + ": must be time_s,node, got \"" + line + "\"",
+                             "--reclaims");
+    }
+    out.push_back({line.substr(comma + 1), std::stoll(line.substr(0, comma))});
+  }
+  return out;
+}
+
+}  // namespace
 
 int RunSim(const SimFlags& f) {
   auto fail = [](const Status& s) {
@@ -132,6 +171,30 @@ int RunSim(const SimFlags& f) {
     *out = *d;
   }
   opts.stories = !f.stories.empty();
+  if (!f.reclaims.empty()) {
+    auto reclaims = ReadReclaims(f.reclaims);
+    if (!reclaims.ok()) return fail(reclaims.status());
+    opts.reclaims = std::move(*reclaims);
+  }
+  for (const std::string& burst : f.reclaim_bursts) {
+    const size_t colon = burst.find(':');
+    char* end = nullptr;
+    const double fraction = colon == std::string::npos ? -1 : std::strtod(burst.c_str() + colon + 1, &end);
+    if (colon == std::string::npos || colon == 0 || colon > 12 ||
+        burst.find_first_not_of("0123456789") != colon || end == nullptr || *end != '\0' || !(fraction > 0 && fraction <= 1)) {
+      return fail(InvalidArgument("must be SECONDS:FRACTION (e.g. 7200:0.2), got \"" + burst + "\"", "--reclaim-burst"));
+    }
+    opts.reclaim_bursts.push_back({std::stoll(burst.substr(0, colon)), fraction});
+  }
+  for (const auto& [flag, text, out] : {std::tuple{"--reclaim-notice", &f.reclaim_notice, &opts.reclaim_notice},
+                                        std::tuple{"--reclaim-downtime", &f.reclaim_downtime, &opts.reclaim_downtime}}) {
+    auto d = ParseDuration(*text);
+    if (!d.ok()) return fail(d.status().WithFieldPrefix(flag));
+    *out = *d;
+  }
+  opts.checkpoint_gb_per_gpu = f.checkpoint_gb_per_gpu;
+  opts.checkpoint_gbps = f.checkpoint_gbps;
+  opts.spot_fraction = f.spot_fraction;
   opts.time_limit_factor = f.time_limit_factor;
   opts.seed = f.seed;
   opts.runtime_noise = f.runtime_noise;

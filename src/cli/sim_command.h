@@ -45,6 +45,13 @@ struct SimFlags {
   std::string unreachable_after = "20s";
   std::string lost_after = "120s";
   std::string stories;                     // file for each job's story
+  std::string reclaims;                    // CSV of reclaim notices: time_s,node
+  std::vector<std::string> reclaim_bursts; // SECONDS:FRACTION
+  std::string reclaim_notice = "2m";
+  std::string reclaim_downtime = "0s";
+  double checkpoint_gb_per_gpu = 10;
+  double checkpoint_gbps = 0;
+  double spot_fraction = 1.0;
 };
 
 // Registers the subcommand; `flags` must outlive the app.

@@ -1,5 +1,7 @@
 #include "config/node_list.h"
 
+#include <algorithm>
+
 #include "config/yaml_fields.h"
 
 namespace muster::config {
@@ -34,6 +36,7 @@ void AddNodeGroup(const NodeGroup& g, int group_index, NodeList& out) {
     const int64_t spine = g.leaves_per_spine > 0 ? leaf / g.leaves_per_spine : 0;
     n.topology.leaf = tag + "-leaf" + std::to_string(leaf);
     n.topology.spine = tag + "-spine" + std::to_string(spine);
+    if (g.spot) n.features.push_back("spot");
     out.nodes.push_back(std::move(n));
   }
   if (!out.summary.empty()) out.summary += "; ";
@@ -56,7 +59,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       const std::string item = path + ".nodeGroups[" + std::to_string(i) + "]";
       if (!g.IsMap()) return InvalidArgument("must be a mapping", item);
       RETURN_IF_ERROR(CheckKeys(g, {"count", "gpus", "gpuType", "cpus", "memory", "nodesPerLeaf",
-                                    "leavesPerSpine", "prefix"},
+                                    "leavesPerSpine", "prefix", "spot"},
                                 item));
       NodeGroup grp;
       if (!g["count"]) return InvalidArgument("is required", item + ".count");
@@ -73,6 +76,9 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
         ASSIGN_OR_RETURN(grp.leaves_per_spine, Int(g["leavesPerSpine"], item + ".leavesPerSpine", 1));
       }
       if (g["prefix"]) grp.prefix = g["prefix"].Scalar();
+      if (g["spot"]) {
+        ASSIGN_OR_RETURN(grp.spot, Bool(g["spot"], item + ".spot"));
+      }
       AddNodeGroup(grp, static_cast<int>(i), out);
     }
   }
@@ -83,7 +89,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       const std::string item = path + ".nodes[" + std::to_string(i) + "]";
       if (!n.IsMap()) return InvalidArgument("must be a mapping", item);
       if (static_cast<int64_t>(out.nodes.size()) >= kMaxNodes) return too_many(item);
-      RETURN_IF_ERROR(CheckKeys(n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine"}, item));
+      RETURN_IF_ERROR(CheckKeys(n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine", "spot"}, item));
       core::NodeSpec spec;
       if (!n["name"]) return InvalidArgument("is required", item + ".name");
       spec.name = n["name"].Scalar();
@@ -93,10 +99,29 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       RETURN_IF_ERROR(CpusAndMemory(n, item, spec.capacity.cpu_milli, spec.capacity.memory_bytes));
       if (n["leaf"]) spec.topology.leaf = n["leaf"].Scalar();
       if (n["spine"]) spec.topology.spine = n["spine"].Scalar();
+      bool spot = false;
+      if (n["spot"]) {
+        ASSIGN_OR_RETURN(spot, Bool(n["spot"], item + ".spot"));
+      }
+      if (spot) spec.features.push_back("spot");
       out.nodes.push_back(std::move(spec));
     }
     if (!out.summary.empty()) out.summary += "; ";
     out.summary += std::to_string(nodes.size()) + " listed nodes";
+  }
+  const auto is_spot = [](const core::NodeSpec& n) {
+    return std::find(n.features.begin(), n.features.end(), "spot") != n.features.end();
+  };
+  if (std::any_of(out.nodes.begin(), out.nodes.end(), is_spot)) {
+    int64_t spot = 0;
+    for (core::NodeSpec& n : out.nodes) {
+      if (is_spot(n)) {
+        ++spot;
+      } else {
+        n.features.push_back("on-demand");
+      }
+    }
+    out.summary += "; " + std::to_string(spot) + " spot nodes";
   }
   return Status::Ok();
 }

@@ -12,8 +12,13 @@
 //       leavesPerSpine: 4  # default: all its leaves under one spine
 //       prefix: v100-      # names are prefix + index; default "<gpuType>-",
 //                          # "<gpuType>-g<group>-" for groups after the first
+//       spot: true         # default false: capacity the cloud may reclaim
 //   nodes:
-//     - {name: a1, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, leaf: l1, spine: s1}
+//     - {name: a1, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, leaf: l1, spine: s1, spot: false}
+//
+// Spot nodes have the node feature "spot"; when any node is spot, every
+// other node has "on-demand", which a job that must not run on spot
+// capacity requires.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -50,6 +55,7 @@ struct NodeGroup {
   int64_t nodes_per_leaf = 0;
   int64_t leaves_per_spine = 0;
   std::string prefix;
+  bool spot = false;
 };
 // Expands a group into nodes (names, leaves, spines) and describes it.
 void AddNodeGroup(const NodeGroup& g, int group_index, NodeList& out);

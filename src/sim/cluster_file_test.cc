@@ -178,6 +178,30 @@ nodes:
   EXPECT_EQ(r->total_gpus(), 33);
 }
 
+// Spot nodes carry the feature "spot" and, once any node is spot, every
+// other node "on-demand"; without spot nodes nothing changes.
+TEST(ParseClusterYamlTest, SpotNodesAndTheOnDemandFeature) {
+  StatusOr<ClusterDescription> r = Parse(R"(
+nodeGroups:
+  - {count: 1, gpus: 8, spot: true, prefix: s-}
+  - {count: 1, gpus: 8}
+nodes:
+  - {name: n1, gpus: 4, spot: false}
+)");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->nodes.size(), 3u);
+  EXPECT_EQ(r->nodes[0].features, std::vector<std::string>{"spot"});
+  EXPECT_EQ(r->nodes[1].features, std::vector<std::string>{"on-demand"});
+  EXPECT_EQ(r->nodes[2].features, std::vector<std::string>{"on-demand"});
+  EXPECT_TRUE(Contains(r->summary, "1 spot nodes")) << r->summary;
+  StatusOr<ClusterDescription> plain = Parse("nodeGroups: [{count: 2, gpus: 8}]\n");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->nodes[0].features.empty());
+  StatusOr<ClusterDescription> bad = Parse("nodeGroups: [{count: 2, gpus: 8, spot: maybe}]\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().field(), "cluster.nodeGroups[0].spot");
+}
+
 TEST(ParseClusterYamlTest, UnknownKeySuggestsClosest) {
   StatusOr<ClusterDescription> r = Parse(R"(
 nodeGroups:

@@ -144,6 +144,17 @@ nlohmann::json ReportJson(const SimResult& r) {
   out["preemptions"] = r.preemptions;
   out["lost_gpu_hours"] = static_cast<double>(r.lost_gpu_seconds) / 3600.0;
   out["checkpoint_interval_s"] = r.checkpoint_interval_s;
+  // Jobs that lost, over all their runs, more than one checkpoint interval
+  // of work (what periodic checkpoints alone would bound each stop to).
+  int64_t over_interval = 0;
+  for (const JobResult& j : r.jobs) {
+    if (j.lost_gpu_seconds > r.checkpoint_interval_s * j.gpus) ++over_interval;
+  }
+  out["jobs_lost_over_checkpoint_interval"] = over_interval;
+  out["reclaims"] = {{"notices", r.reclaims},
+                     {"jobs_stopped", r.reclaim_stops},
+                     {"checkpointed", r.reclaim_checkpointed},
+                     {"lost_gpu_hours", static_cast<double>(r.reclaim_lost_gpu_seconds) / 3600.0}};
   out["fairshare_weight"] = r.fairshare_weight;
   out["policy"] = r.policy;
   out["cluster"] = r.cluster_summary;
@@ -180,6 +191,13 @@ void WriteTextReport(const SimResult& r, std::ostream& os) {
   if (r.preemption) {
     os << fmt::format("preemptions {}  lost {:.1f} GPU-hours (checkpoint every {})\n", r.preemptions,
                       j["lost_gpu_hours"].get<double>(), Duration::Seconds(r.checkpoint_interval_s).ToString());
+  }
+  if (r.reclaims > 0) {
+    os << fmt::format("reclaims {}: {} jobs stopped, {} checkpointed before the deadline, lost {:.1f} GPU-hours; "
+                      "{} jobs lost more than one checkpoint interval in all\n",
+                      r.reclaims, r.reclaim_stops, r.reclaim_checkpointed,
+                      j["reclaims"]["lost_gpu_hours"].get<double>(),
+                      j["jobs_lost_over_checkpoint_interval"].get<int64_t>());
   }
   if (j["fairness"]["contended_hours"].get<double>() > 0) {
     os << fmt::format("fairness: Jain {:.3f} over {:.1f} h with two or more tenants waiting\n",

@@ -59,6 +59,7 @@ class Run {
       if (!added.ok()) return added.status().WithFieldPrefix("cluster.nodes");
     }
     RETURN_IF_ERROR(PrepareFailures());
+    RETURN_IF_ERROR(PrepareReclaims());
     ASSIGN_OR_RETURN(scheduler_, scheduler::Scheduler::Create(opts_.scheduler));
 
     result_.cluster_summary = cluster_.summary;
@@ -71,6 +72,10 @@ class Run {
     result_.preemption = opts_.preemption;
     result_.checkpoint_interval_s = opts_.checkpoint_interval.millis() / 1000;
     RETURN_IF_ERROR(Prepare());
+    // Which jobs may run on spot nodes, from a source of their own.
+    Random spot_rng(opts_.seed ^ 0x5907'5907ULL);
+    may_use_spot_.resize(arrivals_.size());
+    for (size_t k = 0; k < arrivals_.size(); ++k) may_use_spot_[k] = spot_rng.UniformDouble() < opts_.spot_fraction;
     RETURN_IF_ERROR(Loop());
     return std::move(result_);
   }
@@ -143,6 +148,94 @@ class Run {
     return Status::Ok();
   }
 
+  // Reclaim notices by time: the listed ones, and the bursts' (nodes drawn
+  // from their own seeded source, so that other draws stay as they were).
+  Status PrepareReclaims() {
+    std::map<std::string, core::NodeIndex> by_name;
+    for (core::NodeIndex n = 0; n < static_cast<core::NodeIndex>(state_->nodes().size()); ++n) {
+      by_name[state_->nodes()[n].spec.name] = n;
+      const auto& f = state_->nodes()[n].spec.features;
+      has_spot_ = has_spot_ || std::find(f.begin(), f.end(), "spot") != f.end();
+    }
+    for (const SimOptions::Reclaim& r : opts_.reclaims) {
+      auto it = by_name.find(r.node);
+      if (it == by_name.end()) return InvalidArgument("no node named \"" + r.node + "\" in the cluster", "--reclaims");
+      notices_.emplace_back(r.at_s, it->second);
+    }
+    std::vector<core::NodeIndex> spot;
+    for (core::NodeIndex n = 0; n < static_cast<core::NodeIndex>(state_->nodes().size()); ++n) {
+      const auto& f = state_->nodes()[n].spec.features;
+      if (!has_spot_ || std::find(f.begin(), f.end(), "spot") != f.end()) spot.push_back(n);
+    }
+    Random burst_rng(opts_.seed ^ 0xb0b5'7000ULL);
+    for (const SimOptions::ReclaimBurst& b : opts_.reclaim_bursts) {
+      std::vector<core::NodeIndex> pick = spot;
+      const auto count = static_cast<size_t>(std::llround(b.fraction * static_cast<double>(pick.size())));
+      for (size_t i = 0; i < count && i < pick.size(); ++i) {
+        std::swap(pick[i], pick[static_cast<size_t>(burst_rng.Uniform(static_cast<int64_t>(i), static_cast<int64_t>(pick.size()) - 1))]);
+        notices_.emplace_back(b.at_s + burst_rng.Uniform(0, 59), pick[i]);
+      }
+    }
+    std::stable_sort(notices_.begin(), notices_.end());
+    return Status::Ok();
+  }
+
+  // A reclaim notice for `node` at t: drained now, gone at the deadline;
+  // each job on it checkpoints (writes in turn on the shared storage
+  // bandwidth) and stops when its write is done, or at the deadline.
+  Status Notice(core::NodeIndex node, int64_t t) {
+    ++result_.reclaims;
+    RETURN_IF_ERROR(state_->SetSchedulable(node, false));
+    const int64_t deadline = t + opts_.reclaim_notice.millis() / 1000;
+    // Back after the downtime (never without one); a later notice for a
+    // node that is down pushes its return back.
+    int64_t& back = back_at_[node];
+    if (opts_.reclaim_downtime <= Duration::Zero()) {
+      back = INT64_MAX;
+    } else if (back != INT64_MAX) {
+      back = std::max(back, deadline + opts_.reclaim_downtime.millis() / 1000);
+      returns_.emplace(back, node);
+    }
+    const std::set<JobId> jobs = lifecycle_->AttemptsOn(node);
+    for (JobId job : jobs) {
+      if (reclaiming_.count({job, runs_[job - 1].number})) continue;  // already given notice on another node
+      reclaiming_.insert({job, runs_[job - 1].number});
+      const JobResult& r = result_.jobs[job_result_[job - 1]];
+      int64_t done = t;
+      if (opts_.checkpoint_gbps > 0) {
+        const double seconds = opts_.checkpoint_gb_per_gpu * static_cast<double>(r.gpus) / opts_.checkpoint_gbps;
+        done = std::max(t, storage_free_s_) + static_cast<int64_t>(std::ceil(seconds));
+        storage_free_s_ = std::min(done, deadline);
+      }
+      const bool saved = done <= deadline;
+      reclaim_stops_.insert({saved ? done : deadline, job, runs_[job - 1].number, saved ? t : -1});
+    }
+    return Status::Ok();
+  }
+
+  // A job given notice stops: with its checkpoint (`saved_at` the notice
+  // time, whose progress it wrote), or cut off at the deadline.
+  Status ReclaimStop(JobId job, int32_t run, int64_t saved_at, int64_t t) {
+    reclaiming_.erase({job, run});
+    if (runs_[job - 1].number != run || state_->Find(job)->state != core::JobState::kRunning) return Status::Ok();
+    JobResult& r = result_.jobs[job_result_[job - 1]];
+    ++r.reclaims;
+    ++result_.reclaim_stops;
+    if (saved_at >= 0) ++result_.reclaim_checkpointed;
+    runs_[job - 1].saved_at_s = saved_at;
+    const int64_t lost_before = r.lost_gpu_seconds;
+    const std::vector<core::Allocation> allocs = state_->Find(job)->allocations;
+    Tell(job, "Reclaimed", "");
+    lifecycle::Effects fx;
+    lifecycle_->Stop(job, std::nullopt, /*requeue=*/true, "NodeReclaimed", /*staggered=*/false, fx);
+    RETURN_IF_ERROR(Settle(fx, t));
+    if (state_->Find(job)->state != core::JobState::kPending) {
+      return Violation("reclaimed job " + std::to_string(job) + " is not pending again", t);
+    }
+    result_.reclaim_lost_gpu_seconds += r.lost_gpu_seconds - lost_before;
+    return CheckNodes(allocs, t);
+  }
+
   Status Violation(const std::string& what, int64_t t) const {
     return Internal("invariant violated at event " + std::to_string(result_.events) + " (t=" +
                     std::to_string(t) + "s, seed " + std::to_string(opts_.seed) + "): " + what);
@@ -169,12 +262,16 @@ class Run {
   Status Loop() {
     Completions completions;
     size_t next = 0;
-    while (next < arrivals_.size() || !completions.empty() || next_failure_ < failures_.size() || !checks_.empty()) {
+    while (next < arrivals_.size() || !completions.empty() || next_failure_ < failures_.size() || !checks_.empty() ||
+           next_notice_ < notices_.size() || !reclaim_stops_.empty() || !returns_.empty()) {
       int64_t t = INT64_MAX;
       if (next < arrivals_.size()) t = arrivals_[next].submit_s;
       if (!completions.empty()) t = std::min(t, std::get<0>(completions.top()));
       if (next_failure_ < failures_.size()) t = std::min(t, failures_[next_failure_].first);
       if (!checks_.empty()) t = std::min(t, *checks_.begin());
+      if (next_notice_ < notices_.size()) t = std::min(t, notices_[next_notice_].first);
+      if (!reclaim_stops_.empty()) t = std::min(t, std::get<0>(*reclaim_stops_.begin()));
+      if (!returns_.empty()) t = std::min(t, returns_.begin()->first);
       const Time now = Time::FromSeconds(t);
       clock_.Set(now);
       // Charge fair-share usage for the time since the last event with what
@@ -209,6 +306,22 @@ class Run {
       }
       while (next_failure_ < failures_.size() && failures_[next_failure_].first == t) {
         Silence(failures_[next_failure_++].second, t);
+        RETURN_IF_ERROR(Event(t));
+      }
+      while (!returns_.empty() && returns_.begin()->first == t) {
+        const core::NodeIndex node = returns_.begin()->second;
+        returns_.erase(returns_.begin());
+        if (back_at_[node] == t && (silent_.empty() || !silent_[node])) RETURN_IF_ERROR(state_->SetSchedulable(node, true));
+        RETURN_IF_ERROR(Event(t));
+      }
+      while (next_notice_ < notices_.size() && notices_[next_notice_].first == t) {
+        RETURN_IF_ERROR(Notice(notices_[next_notice_++].second, t));
+        RETURN_IF_ERROR(Event(t));
+      }
+      while (!reclaim_stops_.empty() && std::get<0>(*reclaim_stops_.begin()) == t) {
+        const auto [at, job, run, saved_at] = *reclaim_stops_.begin();
+        reclaim_stops_.erase(reclaim_stops_.begin());
+        RETURN_IF_ERROR(ReclaimStop(job, run, saved_at, t));
         RETURN_IF_ERROR(Event(t));
       }
       if (!checks_.empty() && *checks_.begin() == t) {
@@ -350,7 +463,9 @@ class Run {
     JobResult& r = result_.jobs[job_result_[job - 1]];
     const int64_t elapsed = t - jr.start_s;
     const int64_t progress = std::max<int64_t>(0, elapsed - jr.overhead_s);
-    const int64_t saved = interval > 0 ? progress / interval * interval : 0;
+    int64_t saved = interval > 0 ? progress / interval * interval : 0;
+    if (jr.saved_at_s >= jr.start_s) saved = std::max(saved, std::max<int64_t>(0, jr.saved_at_s - jr.start_s - jr.overhead_s));
+    jr.saved_at_s = -1;
     jr.remaining_s -= saved;
     result_.busy_gpu_seconds -= (jr.end_s - t) * r.gpus;
     result_.lost_gpu_seconds += (elapsed - saved) * r.gpus;
@@ -489,6 +604,7 @@ class Run {
     spec.per_replica.gpus = per_replica_[k];
     spec.time_limit = Duration::Seconds(LimitSeconds(t.duration_s));
     spec.known_duration = Duration::Seconds(t.duration_s);
+    if (has_spot_ && !may_use_spot_[k]) spec.required_features = {"on-demand"};
     auto submitted = state_->Submit(std::move(spec), now, id);
     if (!submitted.ok()) {
       return InvalidArgument("trace job " + t.id + ": " + submitted.status().ToString());
@@ -510,6 +626,18 @@ class Run {
   std::unique_ptr<lifecycle::NodeLiveness> liveness_;  // with node failures only
   std::vector<std::pair<int64_t, core::NodeIndex>> failures_;  // (time, node), by time
   size_t next_failure_ = 0;
+  std::vector<std::pair<int64_t, core::NodeIndex>> notices_;  // reclaim notices (time, node), by time
+  size_t next_notice_ = 0;
+  // Stops of jobs given notice: (time, job, run, notice time if it
+  // checkpointed, else -1); the (job, run) pairs given notice; times
+  // reclaimed nodes come back; when the checkpoint storage is next free.
+  std::set<std::tuple<int64_t, JobId, int32_t, int64_t>> reclaim_stops_;
+  std::set<std::pair<JobId, int32_t>> reclaiming_;
+  std::multimap<int64_t, core::NodeIndex> returns_;
+  std::map<core::NodeIndex, int64_t> back_at_;  // when a reclaimed node returns (INT64_MAX: never)
+  int64_t storage_free_s_ = 0;
+  bool has_spot_ = false;            // the cluster has spot nodes
+  std::vector<bool> may_use_spot_;   // by arrival: the job may run on them
   std::vector<bool> silent_;             // by node: its agent went silent
   std::set<int64_t> checks_;             // times the liveness rules are checked again
   std::vector<JobStory> stories_;        // id - 1 -> its story (with opts_.stories)
@@ -527,6 +655,7 @@ class Run {
     int32_t number = 0;        // runs so far; a completion of an older run is void
     int64_t start_s = 0, end_s = 0;
     int64_t overhead_s = 0;    // restart cost at the start of this run
+    int64_t saved_at_s = -1;   // a reclaim checkpoint holds the progress made until then
   };
   std::vector<JobRun> runs_;             // id - 1 -> its current run
 };
@@ -554,6 +683,22 @@ Status SimOptions::Validate() const {
   for (const NodeFailure& f : node_failures) {
     if (f.at_s < 0 || f.at_s > kMaxTraceSeconds) return InvalidArgument("time out of range", "--node-failure");
   }
+  for (const Reclaim& r : reclaims) {
+    if (r.at_s < 0 || r.at_s > kMaxTraceSeconds) return InvalidArgument("time out of range", "--reclaims");
+  }
+  for (const ReclaimBurst& b : reclaim_bursts) {
+    if (b.at_s < 0 || b.at_s > kMaxTraceSeconds) return InvalidArgument("time out of range", "--reclaim-burst");
+    if (!(b.fraction > 0 && b.fraction <= 1)) return InvalidArgument("fraction must be in (0, 1]", "--reclaim-burst");
+  }
+  if (reclaim_notice < Duration::Zero()) return InvalidArgument("must be >= 0", "--reclaim-notice");
+  if (reclaim_downtime < Duration::Zero()) return InvalidArgument("must be >= 0", "--reclaim-downtime");
+  if (!(checkpoint_gb_per_gpu >= 0) || !std::isfinite(checkpoint_gb_per_gpu)) {
+    return InvalidArgument("must be a number >= 0", "--checkpoint-gb-per-gpu");
+  }
+  if (!(checkpoint_gbps >= 0) || !std::isfinite(checkpoint_gbps)) {
+    return InvalidArgument("must be a number >= 0", "--checkpoint-gbps");
+  }
+  if (!(spot_fraction >= 0 && spot_fraction <= 1)) return InvalidArgument("must be in [0, 1]", "--spot-fraction");
   if (liveness.unreachable_after < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "--unreachable-after");
   if (liveness.lost_after <= liveness.unreachable_after) {
     return InvalidArgument("must be longer than --unreachable-after", "--lost-after");

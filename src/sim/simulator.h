@@ -77,6 +77,35 @@ struct SimOptions {
   };
   std::vector<NodeFailure> node_failures;
   lifecycle::LivenessOptions liveness;
+  // Spot reclaims: at `at_s` the cloud gives notice that it takes the node
+  // back `reclaim_notice` later. The node is drained at once, and each of
+  // its jobs gets the checkpoint signal: it writes a checkpoint of
+  // `checkpoint_gb_per_gpu` x its GPUs, the writes of all jobs given notice
+  // sharing `checkpoint_gbps` of storage bandwidth one after another (0:
+  // unlimited, a write takes no time), and stops once its write is done,
+  // losing only the restart; a write not done by the deadline is cut off
+  // and the job loses the work since its last periodic checkpoint. The
+  // node comes back `reclaim_downtime` after the deadline (0: never).
+  struct Reclaim {
+    std::string node;
+    int64_t at_s = 0;
+  };
+  std::vector<Reclaim> reclaims;
+  // Bursts: at `at_s`, notices for `fraction` of the spot nodes (all nodes
+  // if none is spot), drawn with the seed, spread over the next minute.
+  struct ReclaimBurst {
+    int64_t at_s = 0;
+    double fraction = 0;
+  };
+  std::vector<ReclaimBurst> reclaim_bursts;
+  Duration reclaim_notice = Duration::Minutes(2);
+  Duration reclaim_downtime = Duration::Zero();
+  double checkpoint_gb_per_gpu = 10;
+  double checkpoint_gbps = 0;
+  // With spot nodes in the cluster (cluster file `spot: true`): each job
+  // may run on them with this probability (seeded); the others require
+  // on-demand nodes.
+  double spot_fraction = 1.0;
   bool stories = false;  // keep each job's story (SimResult::stories)
 
   Status Validate() const;
@@ -104,6 +133,7 @@ struct JobResult {
   std::string priority_class;
   int32_t preemptions = 0;  // times it was stopped for another job
   int32_t node_losses = 0;  // times a node it ran on was lost
+  int32_t reclaims = 0;     // times it was stopped by a reclaim notice
   // Runs ended early (preempted, or a node lost), [start, stop); the last
   // run is [LastStart(), end_s).
   std::vector<std::pair<int64_t, int64_t>> stopped_runs;
@@ -155,6 +185,10 @@ struct SimResult {
   int64_t preemptions = 0;       // victims stopped
   int64_t lost_gpu_seconds = 0;  // progress lost by victims (and to lost nodes), restart costs included
   int64_t nodes_lost = 0;
+  int64_t reclaims = 0;                 // reclaim notices
+  int64_t reclaim_stops = 0;            // jobs stopped by a notice
+  int64_t reclaim_checkpointed = 0;     // of those, checkpointed before the deadline
+  int64_t reclaim_lost_gpu_seconds = 0; // progress lost by jobs stopped by a notice
   bool preemption = false;
   int64_t checkpoint_interval_s = 0;
   int64_t fairshare_weight = 0;
