@@ -384,10 +384,11 @@ TEST(FairShareQuota, PastItsGuaranteeAQueueReclaimsOnlyWhenAskedAndKeepsABand) {
   EXPECT_FALSE(quotas.ShareKeepsOrder(*j, {{a, 1}}, false));
 }
 
-// A tenant of gangs past its guarantee but below the flood's share takes a
-// whole node from a queue flooding 1-GPU jobs, even past the flood's older
-// blocked jobs; the flood never takes a gang back to run one GPU, and the
-// gangs do not take more once the two shares meet.
+// A tenant of gangs below its guarantee (0 of 4) takes a whole node (and so
+// holds 4 past it) from a queue flooding 1-GPU jobs (12 past its own), even
+// past the flood's older blocked jobs and their reservations; the flood
+// never takes a gang back to run one GPU, and past its guarantee the gang
+// tenant reclaims no more.
 TEST(FairShareQuota, AGangReclaimsANodeFromAFloodAndIsNotReclaimedBack) {
   ClusterState state(WithQueues({{"flood", {{"*", 4}}, {}, ""}, {"gangs", {{"*", 4}}, {}, ""}}));
   AddNodes(state, 2, 8, 0);
@@ -399,7 +400,7 @@ TEST(FairShareQuota, AGangReclaimsANodeFromAFloodAndIsNotReclaimedBack) {
   Time now = t0 + Duration::Hours(1);
   const JobId gang = Submit(state, "gangs", 8, now, "low");
   core::Decisions d = CycleAndApply(state, now);
-  ASSERT_EQ(d.preemptions.size(), 1u) << "shares after: gangs 4, flood 4";
+  ASSERT_EQ(d.preemptions.size(), 1u) << "shares after: gangs 4, flood 4, above the gangs' -4 before";
   EXPECT_EQ(d.preemptions[0].job, gang);
   EXPECT_EQ(d.preemptions[0].victims.size(), 8u);
   for (JobId v : d.preemptions[0].victims) EXPECT_NE(std::find(flood.begin(), flood.end(), v), flood.end());
@@ -408,7 +409,7 @@ TEST(FairShareQuota, AGangReclaimsANodeFromAFloodAndIsNotReclaimedBack) {
   d = CycleAndApply(state, now);
   ASSERT_TRUE(Started(d, gang));
 
-  // Both at share 4: neither reclaims. A second gang waits.
+  // Both at share 4, the gangs past their guarantee: a second gang waits.
   now = now + Duration::Hours(1);
   const JobId second = Submit(state, "gangs", 8, now, "low");
   d = CycleAndApply(state, now);
