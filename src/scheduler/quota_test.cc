@@ -439,6 +439,11 @@ TEST(FairShareQuota, AStartThatWouldBeReclaimedYields) {
   EXPECT_TRUE(d.preemptions.empty());
   EXPECT_TRUE(Started(d, b_next));
   EXPECT_FALSE(Started(d, a_next));
+  ASSERT_NE(ReasonOf(d, a_next), nullptr);
+  EXPECT_EQ(ReasonOf(d, a_next)->code, ReasonCode::kFairShare);
+  EXPECT_EQ(core::FormatReason(*ReasonOf(d, a_next), "", now, ""),
+            "FairShare: need 1 GPU; its queue holds 11, past its guarantee of 4, and a queue further below its "
+            "fair share waits for GPUs");
   now = now + Duration::Minutes(1);
   const JobId b_last = Submit(state, "b", 1, now, "low");
   ASSERT_TRUE(state.Finish(a_jobs[1], core::JobState::kCompleted, now).ok());
