@@ -146,6 +146,21 @@ TEST_F(TokenFile, FindCredentialOrderIsMungeThenFileThenEnvironment) {
   EXPECT_EQ(header->rfind("MUNGE MUNGE:", 0), 0u) << *header;
 }
 
+// Inside a job, its job token wins over a token file in the user's home
+// (which may be for another server) and over MUNGE.
+TEST_F(TokenFile, AJobTokenInTheEnvironmentComesFirst) {
+  Write("mst_from_file\n");
+  const std::string job_token = SignJobToken("cluster-key", 7, 1);
+  ASSERT_TRUE(IsJobToken(job_token));
+  testing::MungeDaemon munged;
+  ASSERT_TRUE(munged.Start());
+  CredentialSources s{munged.socket(), path_, job_token};
+  auto c = FindCredential(s, "http://a:1");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*(*c)->Authorization("GET", "/", ""), "Bearer " + job_token);
+  EXPECT_NE((*c)->Describe().find("the job's token"), std::string::npos) << (*c)->Describe();
+}
+
 TEST(Munge, DecodesOnceWithTheCallersUidAndPayload) {
   testing::MungeDaemon munged;
   ASSERT_TRUE(munged.Start());

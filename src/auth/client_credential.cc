@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "auth/grants.h"
 #include "auth/munge.h"
 #include "auth/request_binding.h"
 
@@ -154,6 +155,9 @@ StatusOr<std::string> TokenFromText(std::string_view text, std::string_view serv
 }
 
 StatusOr<std::unique_ptr<ClientCredential>> FindCredential(const CredentialSources& s, std::string_view servers) {
+  // Inside a job its helpers speak as the job, whatever the user's home
+  // holds (a token file there may be for another server).
+  if (IsJobToken(s.env_token)) return TokenCredential(s.env_token, "$MUSTER_TOKEN (the job's token)");
   std::string looked;
   if (!s.munge_socket.empty() && s.munge_socket != "none") {
     if (IsSocket(s.munge_socket)) return MungeClientCredential(s.munge_socket);

@@ -7,6 +7,8 @@
 //   Authorization: Bearer msj_...       a job token (grants.h), inside a job
 //
 // FindCredential looks, in order, for:
+//   0. a job token in $MUSTER_TOKEN: inside a job (the agent sets it) its
+//      helpers act as the job, whatever the user's home holds;
 //   1. munged's socket ($MUSTER_MUNGE_SOCKET, default /run/munge/munge.socket.2;
 //      "none" skips it): on a Slurm-style cluster `muster` just works as the
 //      logged-in Unix user;

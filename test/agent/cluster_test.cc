@@ -525,8 +525,10 @@ TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
   }
   const std::string dir = ::testing::TempDir() + "/muster_dev_" + std::to_string(getpid());
   fs::remove_all(dir);
-  const std::string cmd = std::string(MUSTER_BINARY) + " dev --demo --exit-after-demo --nodes 4 --port 0 --dir " +
-                          dir + " > " + dir + ".out 2>&1";
+  // Its credentials go to a token file of the test's own, not the home of
+  // whoever runs the tests (where jobs of other tests would find them).
+  const std::string cmd = "MUSTER_TOKEN_FILE=" + dir + ".token MUSTER_MUNGE_SOCKET=none " + std::string(MUSTER_BINARY) +
+                          " dev --demo --exit-after-demo --nodes 4 --port 0 --dir " + dir + " > " + dir + ".out 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream in(dir + ".out");
   const std::string out((std::istreambuf_iterator<char>(in)), {});
@@ -542,6 +544,7 @@ TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
   EXPECT_FALSE(c.Get("/healthz")) << "the server still answers";
   fs::remove_all(dir);
   fs::remove(dir + ".out");
+  fs::remove(dir + ".token");
 }
 
 // The pid of `parent`'s child whose command line holds `arg`, or 0.
