@@ -36,6 +36,17 @@ class NodeFailureTest : public ClusterFixture {
   NodeFailureTest() : ClusterFixture(kFastFailures) {}
 };
 
+// A dead agent's node stays schedulable for 5 s and is lost after a minute:
+// room for a test to bind a job to it and restart the agent on a loaded
+// machine (with kFastFailures' 1 s and 3 s, a slow restart lost the node
+// and requeued the jobs the test meant to keep running).
+class SlowNodeLossTest : public ClusterFixture {
+ protected:
+  SlowNodeLossTest()
+      : ClusterFixture("rateLimit: {perSecond: 100000, burst: 100000}\n"
+                       "agents: {defaultGrace: 1s, unreachableAfter: 5s, lease: 2s, lostAfter: 60s}\n") {}
+};
+
 // Nodes are lost only after a minute here: what requeues the job in time is
 // the operator's word.
 class OperatorNodeTest : public ClusterFixture {
@@ -739,7 +750,7 @@ TEST_F(NodeFailureTest, ANodeRestoredFromTheStoreGetsNoWorkUntilItsAgentSyncs) {
 // exists was FAILED for good (operator audit M3). Now the launch is the
 // node's failure (requeued, no retry spent), and the new capacity applies
 // once nothing holds a GPU it no longer has, the node getting no work until then.
-TEST_F(NodeFailureTest, ANodeThatShrankGetsNoJobOnAGpuItNoLongerHas) {
+TEST_F(SlowNodeLossTest, ANodeThatShrankGetsNoJobOnAGpuItNoLongerHas) {
   AgentProcess& agent = AddAgent({"--fake-gpus", "8xH100"});
   WaitNodes(1);
   const int64_t a = Submit("name: a\nresources: {gpus: 4}\nretry: {limit: 0}\ncommand: [/bin/sleep, '300']\n");
