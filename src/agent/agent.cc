@@ -135,7 +135,7 @@ Agent::~Agent() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
   if (log_server_) log_server_->Stop();
   if (metrics_server_) metrics_server_->Stop();
-  for (std::thread* t : {&watch_thread_, &health_thread_, &sample_thread_, &log_thread_, &metrics_thread_}) {
+  for (std::thread* t : {&watch_thread_, &health_thread_, &sample_thread_, &reclaim_thread_, &log_thread_, &metrics_thread_}) {
     if (t->joinable()) t->join();
   }
   if (wake_fd_ >= 0) ::close(wake_fd_);
@@ -387,8 +387,13 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   r.containers = containers_.Describe();
   r.containers_note = containers_.note;
   r.features = containers_.Features();
+  if (options_.spot) r.features.emplace_back("spot");  // core::kSpotFeature, the pool the server places by
   r.wait_ms = wait_ms;
   std::lock_guard<std::mutex> lock(mu_);
+  if (reclaim_notice_) {
+    r.reclaim_in_ms = std::max<int64_t>(1, (reclaim_notice_->deadline - clock_.Now()).millis());
+    r.reclaim_source = reclaim_notice_->source;
+  }
   r.gpu_type = options_.gpu_type.empty() ? inventory_.GpuType() : options_.gpu_type;
   r.gpu_source = inventory_.source;
   r.gpu_note = inventory_.note;
@@ -523,6 +528,8 @@ void Agent::Apply(const proto::SyncResponse& r) {
     version_ = r.version;
   }
   fenced_ = false;
+  server_reclaim_at_.reset();
+  if (r.reclaim_in_ms > 0) server_reclaim_at_ = clock_.Now() + Duration::Millis(r.reclaim_in_ms);
   std::map<std::string, const proto::TaskAssignment*> desired;
   for (const proto::TaskAssignment& t : r.tasks) {
     if (t.epoch < r.epoch) continue;  // launched by an older leader: never start it
@@ -543,7 +550,7 @@ void Agent::Apply(const proto::SyncResponse& r) {
     if (!t.running || desired.count(t.key)) continue;
     auto a = assigned_.find(t.key);
     const int sig = a != assigned_.end() ? a->second.stop_signal : SIGTERM;
-    const int64_t grace = a != assigned_.end() ? a->second.grace_ms : 30'000;
+    const int64_t grace = StopGraceMs(a != assigned_.end() ? a->second.grace_ms : 30'000);
     executor_->Stop(t.key, sig, Duration::Millis(grace), "stop");
   }
 }
@@ -837,6 +844,41 @@ void Agent::HealthLoop() {
   }
 }
 
+void Agent::ReclaimLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  bool failing = false;
+  while (!stop_) {
+    lock.unlock();
+    StatusOr<std::optional<ReclaimNotice>> notice = reclaim_watcher_->Check();
+    lock.lock();
+    if (!notice.ok()) {
+      if (!failing) log::Warn("reclaim notices: {} ({})", notice.status().ToString(), options_.reclaim_notice_url);
+      failing = true;
+    } else {
+      if (failing) log::Info("reclaim notices: {} answers again", options_.reclaim_notice_url);
+      failing = false;
+      if (*notice && (!reclaim_notice_ || (*notice)->deadline < reclaim_notice_->deadline)) {
+        log::Warn("the cloud reclaims this node in {} s: {}",
+                  std::max<int64_t>(0, ((*notice)->deadline - clock_.Now()).millis()) / 1000, (*notice)->source);
+        reclaim_notice_ = *notice;
+        events_dirty_ = true;  // the main thread tells the server now
+        Wake();
+      }
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(options_.reclaim_poll.millis()), [&] { return stop_; });
+  }
+}
+
+int64_t Agent::StopGraceMs(int64_t grace_ms) {
+  std::optional<Time> at = server_reclaim_at_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reclaim_notice_ && (!at || reclaim_notice_->deadline < *at)) at = reclaim_notice_->deadline;
+  }
+  if (!at) return grace_ms;
+  return std::clamp<int64_t>((*at - clock_.Now()).millis(), 0, grace_ms);
+}
+
 void Agent::SampleLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
@@ -859,6 +901,10 @@ void Agent::Run() {
   watch_thread_ = std::thread([this] { WatchLoop(); });
   if (nvml_) health_thread_ = std::thread([this] { HealthLoop(); });
   if (nvml_) sample_thread_ = std::thread([this] { SampleLoop(); });
+  if (!options_.reclaim_notice_url.empty()) {
+    reclaim_watcher_ = NewMetadataReclaimWatcher(options_.reclaim_notice_url, clock_);
+    reclaim_thread_ = std::thread([this] { ReclaimLoop(); });
+  }
   bool unsent = false;
   int64_t last_try_ms = 0;
   int64_t last_prune_ms = 0;

@@ -41,6 +41,7 @@
 #include "agent/image_puller.h"
 #include "agent/utilization_meter.h"
 #include "agent/launcher.h"
+#include "agent/reclaim_watcher.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "gpu/gpu.h"
@@ -94,6 +95,14 @@ struct AgentOptions {
   std::string containers_conf;
   std::string container_runtime;
   Duration sync_wait = Duration::Seconds(10);
+  // The node is spot capacity (pool "spot"): only jobs that allow it run
+  // here, and the cloud may reclaim it at short notice.
+  bool spot = false;
+  // A cloud metadata endpoint that gives notice of a reclaim
+  // (agent/reclaim_watcher.h), read every reclaim_poll; "": none. A notice
+  // reaches the server at once; stops are cut to its deadline.
+  std::string reclaim_notice_url;
+  Duration reclaim_poll = Duration::Seconds(5);
   // Before its first sync the agent waits a part of this fixed by its node
   // name (agent/start_delay.h): agents started together reach the server
   // spread over it, not in one burst. 0: sync at once (`muster dev`, tests).
@@ -134,6 +143,10 @@ class Agent {
   void WatchLoop();
   void HealthLoop();
   void SampleLoop();
+  void ReclaimLoop();
+  // `grace_ms` cut to the time left before the node is reclaimed (the
+  // cloud's notice or the server's), never below 0.
+  int64_t StopGraceMs(int64_t grace_ms);
   std::vector<gpu::GpuSample> nvml_samples_;  // guarded by mu_
   void FenceIfLeaseLost();
 
@@ -149,7 +162,10 @@ class Agent {
   std::unique_ptr<http::Server> log_server_;
   int log_port_ = 0;
   std::string log_tls_pin_;  // "": plain HTTP
-  std::thread log_thread_, watch_thread_, health_thread_, sample_thread_;
+  std::thread log_thread_, watch_thread_, health_thread_, sample_thread_, reclaim_thread_;
+  std::unique_ptr<ReclaimWatcher> reclaim_watcher_;
+  std::optional<ReclaimNotice> reclaim_notice_;  // guarded by mu_: the cloud's, once given
+  std::optional<Time> server_reclaim_at_;        // main thread: the server's deadline for the node
   std::unique_ptr<http::Server> metrics_server_;
   int metrics_port_ = 0;
   std::thread metrics_thread_;

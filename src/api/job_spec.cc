@@ -4,6 +4,8 @@
 // SpecTree -> JobSpec (job_spec_schema.cc).
 #include "api/job_spec.h"
 
+#include "core/node.h"
+
 #include <cctype>
 
 #include <algorithm>
@@ -11,7 +13,7 @@
 
 #include "api/job_spec_schema.h"
 #include "api/json_writer.h"
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 #include "api/spec_tree.h"
 
 namespace muster::api {
@@ -85,7 +87,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          a.time_limit == b.time_limit &&
          a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.retry == b.retry &&
          same_deps(a.dependencies, b.dependencies) && a.begin_time == b.begin_time &&
-         a.hold == b.hold && a.labels == b.labels;
+         a.hold == b.hold && a.spot == b.spot && a.labels == b.labels;
 }
 
 StatusOr<JobSpec> ParseJobSpecJson(std::string_view text) { return FromTree(LoadJsonTree(text)); }
@@ -194,6 +196,7 @@ std::string JobSpecToJson(const JobSpec& s) {
   w.Key("beginTime");
   s.begin_time ? w.String(FormatRfc3339Utc(*s.begin_time)) : w.Null();
   w.Key("hold").Bool(s.hold);
+  w.Key("spot").Bool(s.spot);
   AppendStringMap(w, "labels", s.labels);
   w.EndObject();
   return out;
@@ -224,6 +227,8 @@ core::JobSpec ToCoreSpec(const JobSpec& s) {
     c.required_features.push_back("containers");
     if (s.resources.gpus > 0) c.required_features.push_back("gpu-containers");
   }
+  // Every node outside the spot pool has "on-demand" (core/node.h).
+  if (!s.spot) c.required_features.push_back(std::string(core::kOnDemandFeature));
   return c;
 }
 

@@ -57,6 +57,10 @@
 //                                    # at most 1024
 //   beginTime: 2026-11-26T10:00:00Z  # RFC 3339 (Z or +01:00), optional
 //   hold: false
+//   spot: false                      # true: may run on spot nodes, capacity the
+//                                    # cloud may reclaim at short notice (the job
+//                                    # is checkpointed and requeued); false:
+//                                    # on-demand nodes only
 //   labels: {team: nlp}              # <= 64 entries, key 1..256, value <= 256
 //
 // Reading rules: null (or YAML's empty value) for any field means "not set",
@@ -167,6 +171,7 @@ struct JobSpec {
   std::vector<core::Dependency> dependencies;
   std::optional<Time> begin_time;
   bool hold = false;
+  bool spot = false;
   std::map<std::string, std::string> labels;
 };
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "api/output_pattern.h"
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 #include "api/spec_reader.h"
 
 namespace muster::api {
@@ -383,7 +383,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "image", "env",          "workingDir", "timeLimit", "topology",
       "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
-      "secretEnv", "stdout",     "stderr", "mounts"};
+      "secretEnv", "stdout",     "stderr", "mounts", "spot"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
@@ -444,6 +444,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   RETURN_IF_ERROR(obj.Read("dependencies", spec.dependencies, ReadDependencies));
   RETURN_IF_ERROR(obj.Read("beginTime", spec.begin_time, ReadTimestamp));
   RETURN_IF_ERROR(obj.Read("hold", spec.hold, ReadBool));
+  RETURN_IF_ERROR(obj.Read("spot", spec.spot, ReadBool));
   RETURN_IF_ERROR(obj.Read("labels", spec.labels, ReadLabels));
   return spec;
 }

@@ -202,7 +202,7 @@ TEST(JobSpecTest, CanonicalJsonMakesDefaultsExplicit) {
             R"("script":null,"image":null,"env":{},"workingDir":null,"timeLimit":"unlimited",)"
             R"("topology":"any","stallTimeout":null,"checkpoint":null,"retry":{"limit":3,"backoff":{"initial":"30s",)"
             R"("factor":2,"max":"10m"},"failOnExitCodes":[],"retryOnOom":false},"dependencies":[],)"
-            R"("beginTime":null,"hold":false,"labels":{}})");
+            R"("beginTime":null,"hold":false,"spot":false,"labels":{}})");
   const std::string full = JobSpecToJson(MustParse(kFullYaml, kYaml));
   EXPECT_TRUE(Contains(full, R"("cpus":"32500m","memory":549755813888)")) << full;
   EXPECT_TRUE(Contains(full, R"("timeLimit":"2h30m")")) << full;
@@ -224,13 +224,15 @@ TEST(JobSpecTest, ToCoreSpecMapsTheSchedulingFields) {
   EXPECT_EQ(c.begin_time, Time::FromSeconds(1795687200));
   EXPECT_TRUE(c.hold);
   EXPECT_TRUE(c.known_duration.is_infinite());
-  // An image with GPUs: nodes that run containers and give them GPUs.
-  EXPECT_EQ(c.required_features, (std::vector<std::string>{"containers", "gpu-containers"}));
+  // An image with GPUs: nodes that run containers and give them GPUs; not
+  // spot capacity unless the job says so.
+  EXPECT_EQ(c.required_features, (std::vector<std::string>{"containers", "gpu-containers", "on-demand"}));
 
   const core::JobSpec m = ToCoreSpec(MustParse(R"({"command":["true"]})", kJson));
   EXPECT_EQ(m.gpu_type, "");
-  EXPECT_TRUE(m.required_features.empty());
-  EXPECT_EQ(ToCoreSpec(MustParse(R"({"command":["true"],"image":"busybox"})", kJson)).required_features,
+  EXPECT_EQ(m.required_features, std::vector<std::string>{"on-demand"});
+  EXPECT_TRUE(ToCoreSpec(MustParse(R"({"command":["true"],"spot":true})", kJson)).required_features.empty());
+  EXPECT_EQ(ToCoreSpec(MustParse(R"({"command":["true"],"image":"busybox","spot":true})", kJson)).required_features,
             std::vector<std::string>{"containers"});
   EXPECT_TRUE(m.time_limit.is_infinite());
   EXPECT_FALSE(m.begin_time.has_value());

@@ -44,6 +44,12 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_option("--spine", f.spine, "Spine of this node's leaf (topology)");
   a->add_option("--zone", f.zone, "Zone label");
   a->add_option("--rack", f.rack, "Rack label");
+  a->add_flag("--spot", o.spot, "This node is spot capacity: only jobs with spot: true run here");
+  a->add_option("--reclaim-notice-url", o.reclaim_notice_url,
+                "Cloud metadata endpoint that gives notice of a spot reclaim, e.g. "
+                "http://169.254.169.254/latest/meta-data/spot/instance-action (AWS) or "
+                "http://metadata.google.internal/computeMetadata/v1/instance/preempted (GCE)");
+  a->add_option("--reclaim-poll", f.reclaim_poll, "How often the endpoint is read (default 5s)");
   a->add_option("--state-dir", o.state_dir, "Where tasks, their state and logs are kept (default /var/lib/muster/agent-NAME)");
   a->add_option("--token-file", o.token_file, "The node's credential (muster token create --node NAME), mode 600 (default STATE-DIR/token)");
   a->add_flag("--no-cgroups", f.no_cgroups, "Run tasks without cgroups (no memory, CPU or pids limits)");
@@ -93,6 +99,20 @@ int RunAgentCommand(AgentFlags& f) {
       return 2;
     }
     o.start_jitter = *jitter;
+  }
+  if (!f.reclaim_poll.empty()) {
+    auto poll = ParseDuration(f.reclaim_poll);
+    if (!poll.ok() || *poll < Duration::Millis(100) || *poll > Duration::Minutes(1)) {
+      std::cerr << "muster agent: --reclaim-poll: must be a duration from 100ms to 1m, like 5s, got \"" << f.reclaim_poll
+                << "\"\n";
+      return 2;
+    }
+    o.reclaim_poll = *poll;
+  }
+  if (!o.reclaim_notice_url.empty() && o.reclaim_notice_url.rfind("http://", 0) != 0) {
+    std::cerr << "muster agent: --reclaim-notice-url: must be an http:// URL (metadata endpoints are plain HTTP), got \""
+              << o.reclaim_notice_url << "\"\n";
+    return 2;
   }
   if (!f.leaf.empty()) o.labels["leaf"] = f.leaf;
   if (!f.spine.empty()) o.labels["spine"] = f.spine;

@@ -22,6 +22,7 @@ struct AgentFlags {
   bool shared_tmp = false;
   std::string log_retention;
   std::string start_jitter;
+  std::string reclaim_poll;
   std::string log_level;
 };
 

@@ -53,7 +53,7 @@ struct JobCommands {
   std::vector<std::string> mounts;  // HOST:CONTAINER[:ro]
   std::optional<int64_t> gpus, replicas, array, retry;  // unset unless given; the server checks the values
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
-  bool hold = false, parsable = false;
+  bool hold = false, spot = false, parsable = false;
   std::vector<std::string> command;
   bool double_dash = false;  // "--" was given: what follows is a command
   // get
@@ -64,6 +64,7 @@ struct JobCommands {
   std::string describe_kind;
   std::vector<std::string> ids;  // "12", or a range "5-104" (what submit --array prints)
   std::vector<std::string> nodes;
+  std::string deadline = "2m";  // reclaim
   int64_t id = 0;
   // logs
   int64_t replica = 0, attempt = 0, tail = -1;
@@ -362,6 +363,7 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c) {
   if (!c.retry) c.retry = from.retry;
   c.env.insert(c.env.begin(), from.env.begin(), from.env.end());  // the command line's come last and win
   c.hold = c.hold || from.hold;
+  c.spot = c.spot || from.spot;
   if (c.name.empty()) c.name = std::filesystem::path(file).filename().string();
   c.command.clear();
   return std::optional<std::string>(std::move(script));
@@ -421,6 +423,7 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.time.empty()) spec["timeLimit"] = SlurmTimeLimit(c.time);  // as sbatch -t: "30" is 30 minutes
   if (!c.after.empty()) spec["dependencies"] = c.after;
   if (c.hold) spec["hold"] = true;
+  if (c.spot) spec["spot"] = true;
   if (c.retry) spec["retry"] = {{"limit", *c.retry}};
   if (!c.stdout_path.empty()) spec["stdout"] = c.stdout_path;
   if (!c.stderr_path.empty()) spec["stderr"] = c.stderr_path;
@@ -681,12 +684,20 @@ struct ActedOn {
   int rc = 0;
 };
 
-// `muster cordon|uncordon|drain|declare-lost|remove-node NODE...` (admins).
+// `muster cordon|uncordon|drain|reclaim|declare-lost|remove-node NODE...` (admins).
 int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
   ActedOn acted(c.output);
+  std::string body;
+  if (verb == "reclaim") {
+    auto deadline = ParseDuration(c.deadline);
+    if (!deadline.ok() || *deadline < Duration::Zero() || *deadline > Duration::Hours(1)) {
+      return Fail(InvalidArgument("must be a duration from 0 to 1h, like 2m, got \"" + c.deadline + "\"", "--deadline"));
+    }
+    body = json{{"deadlineSeconds", deadline->millis() / 1000}}.dump();
+  }
   for (const std::string& node : c.nodes) {
     auto r = verb == "remove-node" ? client.Delete("/v1/nodes/" + node)
-                                   : client.Post("/v1/nodes/" + node + "/" + verb, "", "application/json");
+                                   : client.Post("/v1/nodes/" + node + "/" + verb, body, "application/json");
     if (!r.ok()) return Fail(r.status());
     if (r->status != 200) {
       std::cerr << "muster " << verb << " " << node << ": " << Client::ErrorOf(*r).message() << "\n";
@@ -776,6 +787,8 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
       ->group(kSpecFlags);
   c->submit->add_option("--after", c->after, "Dependencies, e.g. afterok:12,afterany:13-20")->group(kSpecFlags);
   c->submit->add_flag("--hold", c->hold, "Submit held")->group(kSpecFlags);
+  c->submit->add_flag("--spot", c->spot, "May run on spot nodes (checkpointed and moved when the cloud reclaims one)")
+      ->group(kSpecFlags);
   c->submit->add_option("--retry", c->retry, "Retries after a failure (default 3; 0: none)")->group(kSpecFlags);
   c->submit->add_option("--env", c->env, "NAME=VALUE for the job's environment, or NAME to pass this shell's value; repeatable")
       ->group(kSpecFlags)
@@ -823,16 +836,18 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
       ->check(CLI::Range(1, 1'000'000));
   c->logs->add_flag("-f,--follow", c->follow, "Keep printing new output until the job ends");
 
-  for (const char* verb : {"cordon", "uncordon", "drain", "declare-lost", "remove-node"}) {
+  for (const char* verb : {"cordon", "uncordon", "drain", "reclaim", "declare-lost", "remove-node"}) {
     const std::string v = verb;
     CLI::App* sub = app.add_subcommand(
         verb, v == "cordon"         ? "Give nodes no new work (admins)"
               : v == "drain"        ? "Cordon nodes and requeue their jobs, each after its checkpoint signal (admins)"
+              : v == "reclaim"      ? "The cloud takes nodes back by --deadline: drain them, stops cut to the deadline (admins)"
               : v == "declare-lost" ? "Declare silent nodes lost: their jobs are requeued now (admins)"
               : v == "remove-node"  ? "Forget lost nodes that run nothing (admins)"
                                     : "Let cordoned nodes take work again (admins)");
     common(sub);
     sub->add_option("nodes", c->nodes, "Node names")->required();
+    if (v == "reclaim") sub->add_option("--deadline", c->deadline, "When the cloud takes them (default 2m)");
     c->node_actions.emplace_back(sub, verb);
   }
   for (const char* verb : {"cancel", "hold", "release", "requeue"}) {

@@ -10,7 +10,7 @@ namespace muster::cli {
 
 namespace {
 
-enum class Field { kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kStdout, kStderr, kGpus, kReplicas, kHold,
+enum class Field { kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kStdout, kStderr, kGpus, kReplicas, kHold, kSpot,
                    kTotalGpus, kGres, kGpusPerNode, kArray, kRetry, kEnv, kExport, kImage, kMounts, kIgnored };
 
 struct Flag {
@@ -32,6 +32,7 @@ const std::map<std::string, Flag>& MusterFlags() {
       {"--stdout", {Field::kStdout, true}},   {"--stderr", {Field::kStderr, true}},
       {"--array", {Field::kArray, true}},     {"--retry", {Field::kRetry, true}},   {"--env", {Field::kEnv, true}},
       {"--image", {Field::kImage, true}},     {"--mount", {Field::kMounts, true}},
+      {"--spot", {Field::kSpot, false}},
   };
   return flags;
 }
@@ -191,6 +192,7 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
         case Field::kStdout: out.stdout_path = value; break;
         case Field::kStderr: out.stderr_path = value; break;
         case Field::kHold: out.hold = true; break;
+        case Field::kSpot: out.spot = true; break;
         case Field::kMemory:
           // Slurm: a bare number is MiB, and its K M G T are powers of 1024.
           if (slurm && AllDigits(value)) {

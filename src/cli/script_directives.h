@@ -39,6 +39,7 @@ struct ScriptSettings {
   std::optional<int64_t> gpus, replicas, array, retry;  // gpus: per replica
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the submitting shell's value
   bool hold = false;
+  bool spot = false;
   std::vector<std::string> warnings;  // "train.sh line 4: #SBATCH --mail-type is ignored ..."
 };
 

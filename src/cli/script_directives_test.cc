@@ -72,6 +72,8 @@ TEST(ScriptDirectives, EndAtTheFirstCommandAndSkipOtherComments) {
                                 "echo hi\n#MUSTER --gpus 3\n");
   EXPECT_EQ(s.gpus, 2);
   EXPECT_EQ(Read("#MUSTER --array 5 --hold --time=2h\n").array, 5);
+  EXPECT_TRUE(Read("#MUSTER --spot\n").spot);
+  EXPECT_FALSE(Read("#MUSTER --hold\n").spot);
 }
 
 TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine) {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 #include "cli/client.h"
 #include "cli/table.h"
 #include "cli/window_time.h"
@@ -50,8 +50,8 @@ std::string ExitCode(const json& j) {
 
 // "1d 02:03:04", "02:03:04" (sacct's elapsed), or "-".
 std::string Elapsed(const json& j) {
-  const auto start = api::ParseRfc3339Utc(StringField(j, "startTime"));
-  const auto end = api::ParseRfc3339Utc(StringField(j, "endTime"));
+  const auto start = ParseRfc3339Utc(StringField(j, "startTime"));
+  const auto end = ParseRfc3339Utc(StringField(j, "endTime"));
   if (!start || !end || *end < *start) return "-";
   int64_t s = (*end - *start).millis() / 1000;
   const int64_t days = s / 86400;
@@ -89,8 +89,8 @@ StatusOr<json> Fetch(UsageCommands& c, Client& client, const std::string& by, co
   ASSIGN_OR_RETURN(Time until, ParseWindowTime(c.until.empty() ? "now" : c.until, now, "until"));
   ASSIGN_OR_RETURN(Time since, ParseWindowTime(c.since.empty() ? default_since : c.since, now, "since"));
   if (!(since < until)) return InvalidArgument("must be before --until", "since");
-  std::string path = "/v1/usage?by=" + UrlEncode(by) + "&from=" + UrlEncode(api::FormatRfc3339Utc(since)) +
-                     "&to=" + UrlEncode(api::FormatRfc3339Utc(until));
+  std::string path = "/v1/usage?by=" + UrlEncode(by) + "&from=" + UrlEncode(FormatRfc3339Utc(since)) +
+                     "&to=" + UrlEncode(FormatRfc3339Utc(until));
   if (!c.queue.empty()) path += "&queue=" + UrlEncode(c.queue);
   if (!c.user.empty()) path += "&user=" + UrlEncode(c.user);
   if (!states.empty()) path += "&state=" + UrlEncode(states);

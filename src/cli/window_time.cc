@@ -2,15 +2,15 @@
 
 #include <charconv>
 
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 
 namespace muster::cli {
 
 StatusOr<Time> ParseWindowTime(const std::string& text, Time now, const std::string& flag) {
   if (text == "now") return now;
-  if (auto t = api::ParseRfc3339Utc(text)) return *t;
+  if (auto t = ParseRfc3339Utc(text)) return *t;
   if (text.size() == 10) {
-    if (auto t = api::ParseRfc3339Utc(text + "T00:00:00Z")) return *t;
+    if (auto t = ParseRfc3339Utc(text + "T00:00:00Z")) return *t;
   }
   if (text.size() >= 2) {
     int64_t n = 0;

@@ -2,16 +2,16 @@
 
 #include <gtest/gtest.h>
 
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 
 namespace muster::cli {
 namespace {
 
-const Time kNow = *api::ParseRfc3339Utc("2026-11-28T12:00:00Z");
+const Time kNow = *ParseRfc3339Utc("2026-11-28T12:00:00Z");
 
 std::string At(const std::string& text) {
   auto t = ParseWindowTime(text, kNow, "since");
-  return t.ok() ? api::FormatRfc3339Utc(*t) : "error: " + t.status().message();
+  return t.ok() ? FormatRfc3339Utc(*t) : "error: " + t.status().message();
 }
 
 TEST(WindowTime, TimesDatesAndAges) {

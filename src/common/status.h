@@ -71,6 +71,7 @@ inline Status Internal(std::string msg) { return Status(StatusCode::kInternal, s
 inline Status DataLoss(std::string msg) { return Status(StatusCode::kDataLoss, std::move(msg)); }
 inline Status PermissionDenied(std::string msg) { return Status(StatusCode::kPermissionDenied, std::move(msg)); }
 inline Status Unauthenticated(std::string msg) { return Status(StatusCode::kUnauthenticated, std::move(msg)); }
+inline Status Unavailable(std::string msg) { return Status(StatusCode::kUnavailable, std::move(msg)); }
 
 // A value of type T or a non-OK Status. Accessing value() of an error is a bug.
 template <typename T>

@@ -36,7 +36,7 @@ void AddNodeGroup(const NodeGroup& g, int group_index, NodeList& out) {
     const int64_t spine = g.leaves_per_spine > 0 ? leaf / g.leaves_per_spine : 0;
     n.topology.leaf = tag + "-leaf" + std::to_string(leaf);
     n.topology.spine = tag + "-spine" + std::to_string(spine);
-    if (g.spot) n.features.push_back("spot");
+    if (g.spot) n.features.emplace_back(core::kSpotFeature);
     out.nodes.push_back(std::move(n));
   }
   if (!out.summary.empty()) out.summary += "; ";
@@ -103,26 +103,18 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       if (n["spot"]) {
         ASSIGN_OR_RETURN(spot, Bool(n["spot"], item + ".spot"));
       }
-      if (spot) spec.features.push_back("spot");
+      if (spot) spec.features.emplace_back(core::kSpotFeature);
       out.nodes.push_back(std::move(spec));
     }
     if (!out.summary.empty()) out.summary += "; ";
     out.summary += std::to_string(nodes.size()) + " listed nodes";
   }
-  const auto is_spot = [](const core::NodeSpec& n) {
-    return std::find(n.features.begin(), n.features.end(), "spot") != n.features.end();
-  };
-  if (std::any_of(out.nodes.begin(), out.nodes.end(), is_spot)) {
-    int64_t spot = 0;
-    for (core::NodeSpec& n : out.nodes) {
-      if (is_spot(n)) {
-        ++spot;
-      } else {
-        n.features.push_back("on-demand");
-      }
-    }
-    out.summary += "; " + std::to_string(spot) + " spot nodes";
+  int64_t spot = 0;
+  for (core::NodeSpec& n : out.nodes) {
+    n.features = core::WithPoolFeature(std::move(n.features));
+    spot += std::find(n.features.begin(), n.features.end(), core::kSpotFeature) != n.features.end();
   }
+  if (spot > 0) out.summary += "; " + std::to_string(spot) + " spot nodes";
   return Status::Ok();
 }
 

@@ -16,9 +16,8 @@
 //   nodes:
 //     - {name: a1, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, leaf: l1, spine: s1, spot: false}
 //
-// Spot nodes have the node feature "spot"; when any node is spot, every
-// other node has "on-demand", which a job that must not run on spot
-// capacity requires.
+// Spot nodes have the node feature "spot", every other node "on-demand",
+// which a job that must not run on spot capacity requires (core/node.h).
 #pragma once
 
 #include <yaml-cpp/yaml.h>

@@ -68,9 +68,11 @@ StatusOr<FeatureMask> ClusterState::InternFeatures(const std::vector<std::string
 }
 
 std::string ClusterState::FeatureNames(FeatureMask mask) const {
+  const bool spot = std::find(features_.begin(), features_.end(), kSpotFeature) != features_.end();
   std::string out;
   for (size_t bit = 0; bit < features_.size(); ++bit) {
-    if (mask & (FeatureMask{1} << bit)) out += (out.empty() ? "" : ", ") + features_[bit];
+    if (!(mask & (FeatureMask{1} << bit)) || (!spot && features_[bit] == kOnDemandFeature)) continue;
+    out += (out.empty() ? "" : ", ") + features_[bit];
   }
   return out;
 }

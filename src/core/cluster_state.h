@@ -163,6 +163,8 @@ class ClusterState {
   const std::string& QueueName(int32_t id) const { return queues_[id]; }
   std::optional<int32_t> FindGpuType(std::string_view name) const;
   // The names of the features in `mask`, comma-separated ("" for none).
+  // "on-demand" is named only where some node is spot: elsewhere every node
+  // has it, and every job not allowed on spot needs it.
   std::string FeatureNames(FeatureMask mask) const;
   // The dense id of queue `name`, made if new.
   int32_t QueueId(const std::string& name);

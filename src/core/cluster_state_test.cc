@@ -100,6 +100,18 @@ TEST_F(ClusterStateTest, AddNodeAssignsDenseIndicesAndFullFreeCapacity) {
   EXPECT_EQ(state_.FindGpuType("h100"), state_.FindGpuType("H100"));
 }
 
+// "on-demand" says something in a pending reason only once some node is
+// spot: before, every node has it.
+TEST_F(ClusterStateTest, FeatureNamesNameOnDemandOnlyBesideSpotNodes) {
+  NodeSpec plain = {"od-1", "H100", {8, 0, 0}, {}, {"containers", "on-demand"}};
+  const NodeIndex od = Add(plain);
+  const FeatureMask both = state_.nodes()[od].features;
+  EXPECT_EQ(state_.FeatureNames(both), "containers");
+  NodeSpec spot = {"spot-1", "H100", {8, 0, 0}, {}, {"spot"}};
+  Add(spot);
+  EXPECT_EQ(state_.FeatureNames(both), "containers, on-demand");
+}
+
 TEST_F(ClusterStateTest, SetCapacityShrinksOnlyWhatNoJobHolds) {
   const JobSpec spec = MakeJob(1);  // 4 GPUs on devices 0-3
   const JobId id = SubmitOk(spec);

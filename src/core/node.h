@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/resources.h"
@@ -34,6 +35,20 @@ struct NodeSpec {
   // nodes that have them all.
   std::vector<std::string> features;
 };
+
+// Pools: a node in the spot pool (capacity the cloud may reclaim at short
+// notice) has the feature "spot"; every other node has "on-demand", which
+// jobs not allowed on spot capacity require (api::ToCoreSpec).
+inline constexpr std::string_view kSpotFeature = "spot";
+inline constexpr std::string_view kOnDemandFeature = "on-demand";
+// `features` with "on-demand" added unless it holds "spot" (or already it).
+inline std::vector<std::string> WithPoolFeature(std::vector<std::string> features) {
+  for (const std::string& f : features) {
+    if (f == kSpotFeature || f == kOnDemandFeature) return features;
+  }
+  features.emplace_back(kOnDemandFeature);
+  return features;
+}
 
 // Node features as a set of bits, interned by ClusterState (at most
 // kMaxNodeFeatures distinct names).

@@ -155,6 +155,8 @@ std::string ToJson(const SyncRequest& r) {
                {"healthEvents", events},
                {"tasks", tasks},
                {"pulls", pulls},
+               {"reclaimInMs", r.reclaim_in_ms},
+               {"reclaimSource", r.reclaim_source},
                {"reportSeq", r.report_seq},
                {"epoch", r.epoch},
                {"version", r.version},
@@ -251,6 +253,7 @@ std::string ToJson(const SyncResponse& r) {
                {"recorded", recorded},
                {"healthEventsRecorded", r.health_events_recorded}};
   if (!r.pulls.empty()) rest["pulls"] = r.pulls;
+  if (r.reclaim_in_ms > 0) rest["reclaimInMs"] = r.reclaim_in_ms;
   out += "],";
   out += Dump(rest).substr(1);
   return out;
@@ -287,6 +290,8 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
   rd.Get(j, "containers", r.containers);
   rd.Get(j, "containersNote", r.containers_note);
   rd.Get(j, "features", r.features);
+  rd.Get(j, "reclaimInMs", r.reclaim_in_ms);
+  rd.Get(j, "reclaimSource", r.reclaim_source);
   rd.List(j, "healthEvents", r.health_events, [](Reader& e, const json& o, HealthEventReport& h) {
     e.Get(o, "uuid", h.uuid);
     e.Get(o, "xid", h.xid);
@@ -363,6 +368,7 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
   rd.Get(j, "epoch", r.epoch);
   rd.Get(j, "version", r.version);
   rd.Get(j, "leaseMs", r.lease_ms);
+  rd.Get(j, "reclaimInMs", r.reclaim_in_ms);
   rd.List(j, "tasks", r.tasks, [](Reader& e, const json& o, TaskAssignment& t) {
     e.Get(o, "job", t.job);
     e.Get(o, "attempt", t.attempt);

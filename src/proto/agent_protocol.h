@@ -135,6 +135,11 @@ struct SyncRequest {
   std::vector<HealthEventReport> health_events;  // since the last acknowledged sync
   std::vector<TaskReport> tasks;
   std::vector<ImagePullReport> pulls;  // the pre-pulls the last answer asked for
+  // The cloud gave notice that it reclaims this node (agent/reclaim_watcher.h):
+  // the time left before it does, when the request was built (at least 1;
+  // 0: no notice), and where the notice came from.
+  int64_t reclaim_in_ms = 0;
+  std::string reclaim_source;
   // Grows whenever the agent's observed tasks change. The server ignores the
   // task list of a request older than one it has processed (an agent has
   // two syncs in flight: a waiting one and a report), so a stale snapshot
@@ -206,6 +211,10 @@ struct SyncResponse {
   std::vector<TaskRef> recorded;      // ended tasks the server has recorded
   std::vector<std::string> pulls;     // images an admin wants pulled on this node (muster image pull)
   int32_t health_events_recorded = 0; // how many of the request's health events were stored
+  // The node is being reclaimed (a notice from its agent or an operator):
+  // the time left, at least 1; 0: not. Stops end by then: a stopping
+  // task's grace is cut to it.
+  int64_t reclaim_in_ms = 0;
 };
 
 // The key of one attempt of one replica, "j<job>.a<attempt>.r<replica>":

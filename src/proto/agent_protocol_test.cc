@@ -24,6 +24,7 @@ TEST(AgentProtocol, FullMessagesRoundTrip) {
   EXPECT_EQ(req->node, "gpu-a1");
   ASSERT_EQ(req->tasks.size(), 2u);
   EXPECT_TRUE(req->tasks[1].oom);
+  EXPECT_EQ(req->reclaim_in_ms, 118000);
   ASSERT_EQ(req->tasks[1].skipped.size(), 1u);
   EXPECT_EQ(ToJson(*ParseSyncRequest(ToJson(*req))), ToJson(*req));
 
@@ -32,6 +33,7 @@ TEST(AgentProtocol, FullMessagesRoundTrip) {
   ASSERT_EQ(resp->tasks.size(), 1u);
   EXPECT_EQ(resp->tasks[0].argv.size(), 4u);
   EXPECT_EQ(resp->tasks[0].resume.size(), 1u);
+  EXPECT_EQ(resp->reclaim_in_ms, 118000);
   EXPECT_EQ(ToJson(*ParseSyncResponse(ToJson(*resp))), ToJson(*resp));
 
   auto resume = ParseResumeCandidates(Read(dir + "resume.json"));

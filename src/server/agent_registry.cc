@@ -152,6 +152,7 @@ std::vector<core::NodeSpec> AgentRegistry::Restore(const std::vector<store::Node
         if (name.is_string()) n.features.push_back(name.get<std::string>());
       }
     }
+    n.features = core::WithPoolFeature(std::move(n.features));
     Agent& a = agents_[row.name];
     a.address = spec.value("address", "");
     a.inventory = "(restored)";

@@ -52,6 +52,9 @@ class AgentRegistry {
     // A capacity its agent reported that running jobs keep from taking
     // effect: the node gets no new work until it applies. Empty: none.
     std::string resizing;
+    // The cloud reclaims the node at this time (a notice from its agent or
+    // an operator: ControlLoop::Reclaim), until an uncordon; unset: not.
+    std::optional<Time> reclaim_at;
 
     // Kept from new work by its cordon, removal or a pending resize.
     bool Cordoned() const { return !cordon.empty() || removed || !resizing.empty(); }

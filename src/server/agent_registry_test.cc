@@ -104,7 +104,7 @@ TEST(AgentRegistryTest, RestoreBringsBackAgentRegisteredNodesTheConfigurationDoe
   EXPECT_EQ(nodes[0].name, "n1");
   EXPECT_EQ(nodes[0].capacity.gpus, 1);
   EXPECT_EQ(nodes[0].topology.leaf, "l1");
-  EXPECT_EQ(nodes[0].features, r.features) << "container jobs are placed by them before the agent syncs again";
+  EXPECT_EQ(nodes[0].features, core::WithPoolFeature(r.features)) << "container jobs are placed by them before the agent syncs again";
   const AgentRegistry::Agent* back = reg.Find("n1");
   ASSERT_NE(back, nullptr);
   EXPECT_EQ(back->cordon, "cordoned by ann");

@@ -170,6 +170,7 @@ class ControlLoop {
     // (the first such job), and GPUs freed for a preemptor.
     int64_t reserved_gpus = 0;
     int64_t reserved_for = 0;
+    std::optional<Time> reclaim_at;  // the cloud takes it back then (a reclaim notice)
   };
   void Nodes(Done<StatusOr<std::vector<NodeView>>> done);
   // The cluster's state for a scrape of /metrics (all but leadership).
@@ -255,6 +256,9 @@ class ControlLoop {
   // checkpoint signal and grace period (staggered, see BeginEnding), then
   // goes back to PENDING without spending a retry.
   void Cordon(const std::string& node, bool cordon, const Identity& who, bool drain, Done<StatusOr<NodeView>> done);
+  // A reclaim notice from an operator: the cloud takes `node` back in
+  // `deadline` (see BeginReclaim; its agent may also report one itself).
+  void Reclaim(const std::string& node, Duration deadline, const Identity& who, Done<StatusOr<NodeView>> done);
 
   // Checkpoints and progress (control_loop_checkpoints.cc).
   //
@@ -409,6 +413,17 @@ class ControlLoop {
   // or was removed.
   StatusOr<core::NodeIndex> AdminNode(const std::string& node, const Identity& who, const std::string& verb,
                                       bool admins_only);
+  // Stops every attempt on `node` to requeue it elsewhere, each after its
+  // checkpoint signal (staggered), with `why` as the reason; `event_reason`
+  // names the cause in its events ("Drain", "Reclaim").
+  void RequeueNodeJobs(core::NodeIndex node, const std::string& why, const std::string& event_reason,
+                       store::WriteBatch& b);
+  // The cloud takes `node` back at `deadline` (`by`: who gave notice): the
+  // node is cordoned, its jobs requeued (RequeueNodeJobs), and its agent
+  // told the deadline, to which it cuts each stop's grace. A notice for a
+  // node already reclaimed only moves the deadline earlier; an uncordon
+  // ends the reclaim.
+  void BeginReclaim(core::NodeIndex node, Time deadline, const std::string& by, store::WriteBatch& b);
   // Answers with the node's view once `b` (and all before it) is durable.
   void ReplyNodeView(store::WriteBatch b, core::NodeIndex node, const std::function<void(StatusOr<NodeView>)>& reply);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/message_text.h"
 #include "server/control_loop.h"
 
 #include <fmt/format.h>
@@ -82,7 +83,7 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     n.topology.leaf = label("leaf");
     n.topology.spine = label("spine");
     n.topology.zone = label("zone");
-    n.features = req.features;
+    n.features = core::WithPoolFeature(req.features);
     auto added = state_.AddNode(n);
     if (!added.ok()) return reply(added.status());
     index = *added;
@@ -96,8 +97,9 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   if (liveness_.Heard(*index) || first) UpdateSchedulable(*index);
   ApplyCapacity(*index, {static_cast<int64_t>(req.gpus.size()), req.cpu_milli, req.memory_bytes}, b);
   // What the node can do (Podman installed or gone): placed by from the next cycle.
-  if (state_.nodes()[*index].spec.features != req.features) {
-    if (const Status set = state_.SetFeatures(*index, req.features); !set.ok()) return reply(set);
+  if (std::vector<std::string> features = core::WithPoolFeature(req.features);
+      state_.nodes()[*index].spec.features != features) {
+    if (const Status set = state_.SetFeatures(*index, features); !set.ok()) return reply(set);
     dirty_ = true;
     out.changed = true;
   }
@@ -147,6 +149,11 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     b.events.push_back({0, 0, now.millis(), "GpuHealth", "Many",
                         req.node + ": " + std::to_string(health_event - kStoredHealthEvents) +
                             " more GPU health events in one report, not stored one by one"});
+  }
+  // The cloud's notice that it takes the node back, as its agent heard it.
+  if (req.reclaim_in_ms > 0) {
+    BeginReclaim(*index, now + Duration::Millis(req.reclaim_in_ms),
+                 "its agent" + (req.reclaim_source.empty() ? "" : ": " + SanitizeForMessage(req.reclaim_source)), b);
   }
   if (std::optional<std::string> status = agents_.Report(req, agent)) {
     b.nodes.push_back({req.node, *status, "READY", now.millis()});
@@ -276,6 +283,8 @@ bool ControlLoop::BuildDesired(core::NodeIndex node, proto::SyncResponse& out) {
   out.lease_ms = options_.agent_lease.millis();
   out.version = lifecycle_.Generation(node);
   out.pulls = image_pulls_.Wanted(state_.nodes()[node].spec.name);
+  const AgentRegistry::Agent* agent = agents_.Find(state_.nodes()[node].spec.name);
+  out.reclaim_in_ms = agent != nullptr && agent->reclaim_at ? std::max<int64_t>(1, (*agent->reclaim_at - clock_.Now()).millis()) : 0;
   return wait;
 }
 

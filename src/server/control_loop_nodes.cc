@@ -5,6 +5,8 @@
 
 #include "server/control_loop.h"
 
+#include <fmt/format.h>
+
 namespace muster::server {
 
 ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
@@ -23,6 +25,7 @@ ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
     v.last_seen_ms = liveness_.LastHeard(*index).millis();
   }
   v.cordon = !a.cordon.empty() ? a.cordon : a.resizing;
+  v.reclaim_at = a.reclaim_at;
   return v;
 }
 
@@ -102,22 +105,65 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const Identity& w
     UpdateSchedulable(*index);
     store::WriteBatch b;
     if (status) b.nodes.push_back({node, *status, "READY", clock_.Now().millis()});
-    if (drain) {
-      // Stop changes nothing for an attempt already stopping.
-      const std::set<int64_t> jobs = lifecycle_.AttemptsOn(*index);
-      for (int64_t job : jobs) {
-        const std::string why = "its node " + node + " is drained by " + user;
-        lifecycle::Effects fx;
-        if (lifecycle_.Stop(job, std::nullopt, true, why, /*staggered=*/true, fx) == lifecycle::StopOutcome::kStopping) {
-          b.events.push_back(Event(job, "Requeuing", "Drain", why + "; stopping its replicas"));
-        }
-        ApplyEffects(fx, b);
-      }
+    if (!cordon && a.reclaim_at) {  // the node is back: its agent forgets the deadline
+      a.reclaim_at.reset();
+      lifecycle::Effects fx;
+      lifecycle_.Touch(*index, fx);
+      ApplyEffects(fx, b);
     }
+    if (drain) RequeueNodeJobs(*index, "its node " + node + " is drained by " + user, "Drain", b);
     if (before != a.cordon) {
       b.events.push_back({0, 0, clock_.Now().millis(), drain ? "NodeDrained" : cordon ? "NodeCordoned" : "NodeUncordoned", "",
                           node + " " + verb + "ed by " + user});
     }
+    ReplyNodeView(std::move(b), *index, reply);
+  }, std::move(done), ShuttingDown());
+}
+
+void ControlLoop::RequeueNodeJobs(core::NodeIndex node, const std::string& why, const std::string& event_reason,
+                                  store::WriteBatch& b) {
+  // Stop changes nothing for an attempt already stopping; a copy, as
+  // stopping an attempt that ran nothing ends it at once.
+  const std::set<int64_t> jobs = lifecycle_.AttemptsOn(node);
+  for (int64_t job : jobs) {
+    lifecycle::Effects fx;
+    if (lifecycle_.Stop(job, std::nullopt, true, why, /*staggered=*/true, fx) == lifecycle::StopOutcome::kStopping) {
+      b.events.push_back(Event(job, "Requeuing", event_reason, why + "; stopping its replicas"));
+    }
+    ApplyEffects(fx, b);
+  }
+}
+
+void ControlLoop::BeginReclaim(core::NodeIndex node, Time deadline, const std::string& by, store::WriteBatch& b) {
+  const std::string& name = state_.nodes()[node].spec.name;
+  AgentRegistry::Agent& a = agents_.Get(name);
+  // An agent repeats its notice at each sync, its time left measured anew.
+  if (a.reclaim_at && *a.reclaim_at <= deadline + Duration::Seconds(1)) return;
+  const bool first = !a.reclaim_at;
+  a.reclaim_at = deadline;
+  const Time now = clock_.Now();
+  const std::string when = fmt::format("in {:.0f} s", std::max<int64_t>(0, (deadline - now).millis()) / 1000.0);
+  const std::string why = "reclaimed " + when + " (notice from " + by + ")";
+  if (const std::optional<std::string> status = agents_.SetCordon(a, why)) {
+    b.nodes.push_back({name, *status, "READY", now.millis()});
+  }
+  UpdateSchedulable(node);
+  b.events.push_back({0, 0, now.millis(), "NodeReclaimed", first ? "Notice" : "EarlierDeadline", name + " " + why});
+  RequeueNodeJobs(node, "its node " + name + " is reclaimed " + when, "Reclaim", b);
+  // Its agent hears the deadline at once, also when no job runs there.
+  lifecycle::Effects fx;
+  lifecycle_.Touch(node, fx);
+  ApplyEffects(fx, b);
+}
+
+void ControlLoop::Reclaim(const std::string& node, Duration deadline, const Identity& who,
+                          Done<StatusOr<NodeView>> done) {
+  using R = StatusOr<NodeView>;
+  loop_.Async<R>([this, node, deadline, who, user = who.Describe()](std::function<void(R)> reply) {
+    const StatusOr<core::NodeIndex> index = AdminNode(node, who, "reclaim", /*admins_only=*/false);
+    if (!index.ok()) return reply(index.status());
+    store::WriteBatch b;
+    BeginReclaim(*index, clock_.Now() + deadline, user, b);
     ReplyNodeView(std::move(b), *index, reply);
   }, std::move(done), ShuttingDown());
 }

@@ -239,6 +239,7 @@ void HttpApi::Routes() {
     s.HandleAsync("POST", "/v1/nodes/*/" + verb,
                   NoQueryAsync([this, verb](Request&& req, Reply reply) { CordonNode(verb, std::move(req), std::move(reply)); }));
   }
+  s.HandleAsync("POST", "/v1/nodes/*/reclaim", NoQueryAsync(async(&HttpApi::ReclaimNode)));
   s.HandleAsync("POST", "/v1/nodes/*/declare-lost", NoQueryAsync(async(&HttpApi::DeclareNodeLost)));
   s.HandleAsync("DELETE", "/v1/nodes/*", NoQueryAsync(async(&HttpApi::RemoveNode)));
   s.Handle("GET", "/v1/events", sync(&HttpApi::ClusterEvents));

@@ -115,6 +115,7 @@ class HttpApi {
   void ListQueues(Request&& req, Reply reply);                // GET  /v1/queues
   void ListNodes(const Request& req, Response& res);          // GET  /v1/nodes
   void CordonNode(const std::string& verb, Request&& req, Reply reply);  // POST /v1/nodes/{name}/cordon|uncordon|drain
+  void ReclaimNode(Request&& req, Reply reply);  // POST /v1/nodes/{name}/reclaim {"deadlineSeconds": 120}
   void DeclareNodeLost(Request&& req, Reply reply);           // POST /v1/nodes/{name}/declare-lost
   void RemoveNode(Request&& req, Reply reply);                // DELETE /v1/nodes/{name}
   void ClusterEvents(const Request& req, Response& res);      // GET  /v1/events

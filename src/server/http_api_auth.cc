@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 #include "auth/token.h"
 #include "common/log.h"
 #include "common/message_text.h"
@@ -26,12 +26,12 @@ bool JobTokenRoute(const std::string& path, int64_t job) {
 }
 
 json TokenJson(const store::TokenRow& t) {
-  json j = {{"id", t.id}, {"createdBy", t.created_by}, {"created", api::FormatRfc3339Utc(Time::FromMillis(t.created_ms))}};
+  json j = {{"id", t.id}, {"createdBy", t.created_by}, {"created", FormatRfc3339Utc(Time::FromMillis(t.created_ms))}};
   if (!t.user.empty()) j["user"] = t.user;
   if (!t.node.empty()) j["node"] = t.node;
   if (!t.description.empty()) j["description"] = t.description;
-  if (t.expires_ms != 0) j["expires"] = api::FormatRfc3339Utc(Time::FromMillis(t.expires_ms));
-  if (t.revoked_ms != 0) j["revoked"] = api::FormatRfc3339Utc(Time::FromMillis(t.revoked_ms));
+  if (t.expires_ms != 0) j["expires"] = FormatRfc3339Utc(Time::FromMillis(t.expires_ms));
+  if (t.revoked_ms != 0) j["revoked"] = FormatRfc3339Utc(Time::FromMillis(t.revoked_ms));
   return j;
 }
 
@@ -253,7 +253,7 @@ void HttpApi::ListAudit(const Request& req, Response& res) {
   if (!rows.ok()) return ReplyStatus(res, rows.status());
   json items = json::array();
   for (const store::AuditRow& a : *rows) {
-    json j = {{"seq", a.seq}, {"time", api::FormatRfc3339Utc(Time::FromMillis(a.time_ms))}, {"actor", a.actor},
+    json j = {{"seq", a.seq}, {"time", FormatRfc3339Utc(Time::FromMillis(a.time_ms))}, {"actor", a.actor},
               {"via", a.via}, {"remote", a.remote}, {"action", a.action}, {"object", a.object},
               {"outcome", a.outcome}};
     if (!a.as_user.empty()) j["asUser"] = a.as_user;

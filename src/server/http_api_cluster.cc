@@ -4,7 +4,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 #include "common/message_text.h"
 #include "proto/agent_protocol.h"
 #include "server/http_api.h"
@@ -23,6 +23,7 @@ std::function<void(StatusOr<ControlLoop::NodeView>)> NodeAnswer(http::Server::Re
   return Answer<N>(std::move(reply), [](http::Response& res, const N& view) {
     json j = {{"name", view.spec.name}, {"schedulable", view.schedulable}, {"condition", view.condition}};
     if (!view.cordon.empty()) j["cordon"] = view.cordon;
+    if (view.reclaim_at) j["reclaimAt"] = FormatRfc3339Utc(*view.reclaim_at);
     ReplyJson(res, 200, j);
   });
 }
@@ -97,7 +98,12 @@ void HttpApi::ListNodes(const Request&, Response& res) {
     items.back()["gpuUse"] = std::move(use);
     if (n.reserved_gpus > 0) items.back().update({{"reservedGpus", n.reserved_gpus}, {"reservedFor", n.reserved_for}});
     if (!n.cordon.empty()) items.back()["cordon"] = n.cordon;
-    if (n.last_seen_ms > 0) items.back()["lastSeen"] = api::FormatRfc3339Utc(Time::FromMillis(n.last_seen_ms));
+    if (n.reclaim_at) items.back()["reclaimAt"] = FormatRfc3339Utc(*n.reclaim_at);
+    items.back()["pool"] = std::find(n.spec.features.begin(), n.spec.features.end(), core::kSpotFeature) !=
+                                   n.spec.features.end()
+                               ? "spot"
+                               : "on-demand";
+    if (n.last_seen_ms > 0) items.back()["lastSeen"] = FormatRfc3339Utc(Time::FromMillis(n.last_seen_ms));
   }
   ReplyJson(res, 200, {{"items", items}});
 }
@@ -106,6 +112,21 @@ void HttpApi::CordonNode(const std::string& verb, Request&& req, Reply reply) {
   const Identity& who = Caller(req);
   loop_.Cordon(req.captures[0], verb != "uncordon", who, verb == "drain",
                Audited<ControlLoop::NodeView>(AuditOf(who, verb, "node/" + req.captures[0]), NodeAnswer(std::move(reply))));
+}
+
+void HttpApi::ReclaimNode(Request&& req, Reply reply) {
+  int64_t seconds = 120;  // the notice clouds give for spot capacity
+  if (!req.body.empty()) {
+    auto body = BodyObject(req, {"deadlineSeconds"});
+    if (!body.ok()) return ReplyNow(reply, body.status());
+    if (Status st = BodyInt(*body, "deadlineSeconds", seconds, 0, 3600, /*optional=*/true); !st.ok()) {
+      return ReplyNow(reply, st);
+    }
+  }
+  const Identity& who = Caller(req);
+  loop_.Reclaim(req.captures[0], Duration::Seconds(seconds), who,
+                Audited<ControlLoop::NodeView>(AuditOf(who, "reclaim", "node/" + req.captures[0]),
+                                               NodeAnswer(std::move(reply))));
 }
 
 void HttpApi::DeclareNodeLost(Request&& req, Reply reply) {

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 #include "common/message_text.h"
 #include "server/http_api.h"
 #include "server/http_api_util.h"
@@ -43,7 +43,7 @@ json CredentialJson(const RegistryCredential& c) {
           {"registry", c.registry},
           {"username", c.username},
           {"createdBy", c.created_by},
-          {"created", api::FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
+          {"created", FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
 }
 
 }  // namespace
@@ -172,7 +172,7 @@ void HttpApi::ListImagePulls(const Request&, Response& res) {
   json items = json::array();
   for (const ImagePull& p : *all) {
     json item = {{"node", p.node}, {"image", p.image}, {"state", p.state}, {"requestedBy", p.requested_by},
-                 {"requested", api::FormatRfc3339Utc(Time::FromMillis(p.requested_ms))}};
+                 {"requested", FormatRfc3339Utc(Time::FromMillis(p.requested_ms))}};
     if (p.state == "pulled") item["seconds"] = p.ms / 1000.0;
     if (!p.message.empty()) item["message"] = p.message;
     items.push_back(std::move(item));

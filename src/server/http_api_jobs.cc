@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 #include "auth/grants.h"
 #include "checkpoint/manifest.h"
 #include "common/message_text.h"
@@ -166,7 +166,7 @@ void HttpApi::GetJob(Request&& req, Reply reply) {
     json j = JobJson(e.job);
     if (!e.reason_text.empty()) j["reasonDetail"] = e.reason_text;
     if (e.reason && !e.reason->planned_start.is_max()) {
-      j["plannedStart"] = api::FormatRfc3339Utc(e.reason->planned_start);
+      j["plannedStart"] = FormatRfc3339Utc(e.reason->planned_start);
     }
     if (e.priority) {
       j["priorityBreakdown"] = {{"class", e.priority->class_points},

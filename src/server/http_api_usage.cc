@@ -13,7 +13,7 @@
 // and exit code (Slurm's sacct).
 #include <nlohmann/json.hpp>
 
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 #include "common/message_text.h"
 #include "server/http_api.h"
 #include "server/usage_report.h"
@@ -29,7 +29,7 @@ constexpr int32_t kPage = 500;
 
 StatusOr<int64_t> TimeParam(const http::Request& req, const char* name, int64_t fallback) {
   if (!req.HasParam(name)) return fallback;
-  const std::optional<Time> t = api::ParseRfc3339Utc(req.Param(name));
+  const std::optional<Time> t = ParseRfc3339Utc(req.Param(name));
   if (!t) {
     return InvalidArgument("must be an RFC 3339 time such as 2026-11-01T00:00:00Z, got " +
                                QuoteForMessage(req.Param(name)),
@@ -48,7 +48,7 @@ json TotalsJson(const UsageTotals& t) {
 }
 
 std::string TimeOrNull(const std::optional<int64_t>& ms) {
-  return ms ? api::FormatRfc3339Utc(Time::FromMillis(*ms)) : "";
+  return ms ? FormatRfc3339Utc(Time::FromMillis(*ms)) : "";
 }
 
 }  // namespace
@@ -106,8 +106,8 @@ void HttpApi::Usage(const Request& req, Response& res) {
   }
   static const char* const kBy[] = {"queue", "user", "queue,user", "job"};
   ReplyJson(res, 200,
-            {{"from", api::FormatRfc3339Utc(Time::FromMillis(*from))},
-             {"to", api::FormatRfc3339Utc(Time::FromMillis(*to))},
+            {{"from", FormatRfc3339Utc(Time::FromMillis(*from))},
+             {"to", FormatRfc3339Utc(Time::FromMillis(*to))},
              {"by", kBy[static_cast<int>(*by)]},
              {"items", std::move(items)},
              {"total", TotalsJson(report.Total())}});

@@ -3,12 +3,12 @@
 #include <algorithm>
 
 #include "api/json_writer.h"
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 
 namespace muster::server {
 namespace {
 
-std::string TimeText(int64_t ms) { return api::FormatRfc3339Utc(Time::FromMillis(ms)); }
+std::string TimeText(int64_t ms) { return FormatRfc3339Utc(Time::FromMillis(ms)); }
 
 }  // namespace
 
@@ -120,7 +120,7 @@ nlohmann::json EventJson(const store::EventRow& e) {
 nlohmann::json CheckpointJson(const store::CheckpointRow& c) {
   return {{"seq", c.seq},     {"attempt", c.attempt}, {"step", c.step},   {"location", c.location},
           {"manifestSha256", c.manifest_sha256},      {"files", c.files}, {"bytes", c.bytes},
-          {"state", c.state}, {"note", c.note},       {"createdTime", api::FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
+          {"state", c.state}, {"note", c.note},       {"createdTime", FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
 }
 
 }  // namespace muster::server

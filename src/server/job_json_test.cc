@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 
 namespace muster::server {
 namespace {

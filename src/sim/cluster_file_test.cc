@@ -178,8 +178,7 @@ nodes:
   EXPECT_EQ(r->total_gpus(), 33);
 }
 
-// Spot nodes carry the feature "spot" and, once any node is spot, every
-// other node "on-demand"; without spot nodes nothing changes.
+// Spot nodes carry the feature "spot", every other node "on-demand".
 TEST(ParseClusterYamlTest, SpotNodesAndTheOnDemandFeature) {
   StatusOr<ClusterDescription> r = Parse(R"(
 nodeGroups:
@@ -196,7 +195,8 @@ nodes:
   EXPECT_TRUE(Contains(r->summary, "1 spot nodes")) << r->summary;
   StatusOr<ClusterDescription> plain = Parse("nodeGroups: [{count: 2, gpus: 8}]\n");
   ASSERT_TRUE(plain.ok());
-  EXPECT_TRUE(plain->nodes[0].features.empty());
+  EXPECT_EQ(plain->nodes[0].features, std::vector<std::string>{"on-demand"});
+  EXPECT_FALSE(Contains(plain->summary, "spot")) << plain->summary;
   StatusOr<ClusterDescription> bad = Parse("nodeGroups: [{count: 2, gpus: 8, spot: maybe}]\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().field(), "cluster.nodeGroups[0].spot");

@@ -9,8 +9,12 @@ and ends at STEPS. Behaviour for the tests, from the environment:
   WAIT_STOP=1    attempt 1 loops until a checkpoint is requested (signal or
                  poll), then checkpoints its current step and exits 0
   LOG=path       appends "attempt A start S" and "attempt A end S" lines
+  POLL=seconds   with WAIT_STOP: how often the server is asked (default 0.2)
+  STOP_TIME=path where the wall time (ns) the checkpoint signal arrived is
+                 written
 """
 import os
+import signal
 import sys
 import time
 
@@ -39,6 +43,17 @@ def save(step):
 
 
 mj.install_signal_handler()
+if os.environ.get("STOP_TIME"):
+    signum = getattr(signal, os.environ.get("MUSTER_CHECKPOINT_SIGNAL", "SIGUSR1"), signal.SIGUSR1)
+    flag = signal.getsignal(signum)
+
+    def timed(num, frame):
+        arrived = time.time_ns()
+        with open(os.environ["STOP_TIME"], "w") as f:
+            f.write("%d\n" % arrived)
+        flag(num, frame)
+
+    signal.signal(signum, timed)
 step = 0
 if mj.resume_from():
     with open(os.path.join(mj.resume_from(), "state.txt")) as f:
@@ -47,7 +62,8 @@ if mj.resume_from():
 note("start %d" % step)
 
 if os.environ.get("WAIT_STOP") and mj.attempt == 1:
-    while not mj.checkpoint_requested(poll_seconds=0.2):
+    poll = float(os.environ.get("POLL", "0.2"))
+    while not mj.checkpoint_requested(poll_seconds=poll):
         step += 1
         time.sleep(0.05)
     save(step)

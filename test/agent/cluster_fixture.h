@@ -21,7 +21,7 @@
 
 #include "agent/executor.h"
 #include "agent_process.h"
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 #include "../server/server_process.h"
 
 namespace muster::testing {
@@ -30,7 +30,7 @@ namespace muster::testing {
 // -1 when it is not one. Compare times so, not as text: "12:00:00.006Z" is
 // after "12:00:00Z" but sorts before it.
 inline int64_t Millis(const nlohmann::json& t) {
-  const auto parsed = t.is_string() ? api::ParseRfc3339Utc(t.get<std::string>()) : std::nullopt;
+  const auto parsed = t.is_string() ? ParseRfc3339Utc(t.get<std::string>()) : std::nullopt;
   return parsed ? parsed->millis() : -1;
 }
 

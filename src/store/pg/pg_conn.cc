@@ -12,8 +12,6 @@
 namespace muster::store {
 namespace {
 
-Status Unavailable(std::string message) { return Status(StatusCode::kUnavailable, std::move(message)); }
-
 // The message libpq or the server gave, on one line.
 std::string OneLine(const char* text) {
   std::string s = text != nullptr ? text : "";

@@ -1,8 +1,8 @@
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 
 #include <cstdint>
 
-namespace muster::api {
+namespace muster {
 namespace {
 
 // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
@@ -115,4 +115,4 @@ std::string FormatRfc3339Utc(Time t) {
   return out + "Z";
 }
 
-}  // namespace muster::api
+}  // namespace muster

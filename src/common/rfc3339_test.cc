@@ -1,8 +1,8 @@
-#include "api/rfc3339.h"
+#include "common/rfc3339.h"
 
 #include <gtest/gtest.h>
 
-namespace muster::api {
+namespace muster {
 namespace {
 
 TEST(Rfc3339Test, ParsesUtcTimestamps) {
@@ -68,4 +68,4 @@ TEST(Rfc3339Test, FormatParsesBack) {
 }
 
 }  // namespace
-}  // namespace muster::api
+}  // namespace muster

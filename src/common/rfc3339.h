@@ -1,4 +1,5 @@
-// RFC 3339 timestamps: "2026-11-26T10:00:00Z" <-> muster::Time (UTC).
+// RFC 3339 timestamps: "2026-11-26T10:00:00Z" <-> Time (UTC), as the API
+// writes them and cloud metadata endpoints give them.
 //
 // Parsing is strict: exactly YYYY-MM-DDTHH:MM:SS, an optional fraction of 1
 // to 9 digits (kept to the millisecond, the rest dropped), and a final 'Z'
@@ -21,7 +22,7 @@
 
 #include "common/time.h"
 
-namespace muster::api {
+namespace muster {
 
 // The time, or nullopt when `text` is not a valid RFC 3339 timestamp as above.
 std::optional<Time> ParseRfc3339Utc(std::string_view text);
@@ -29,4 +30,4 @@ std::optional<Time> ParseRfc3339Utc(std::string_view text);
 // Precondition: t is between 1970-01-01 and 9999-12-31 (what Parse returns).
 std::string FormatRfc3339Utc(Time t);
 
-}  // namespace muster::api
+}  // namespace muster
