@@ -61,6 +61,7 @@ struct Attempt {
   // A staggered stop reaches the agents at this time (checkpoint signals
   // spread out so shared storage is not flooded); Zero: at once.
   Time stop_at = Time::Zero();
+  bool urgent_stop = false;  // its staggered stop has a deadline (StopPace::kUrgent)
 
   bool Stopping() const { return ending.has_value() || requeue; }
   bool StopReleased(Time now) const { return Stopping() && now >= stop_at; }

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace muster::lifecycle {
 
@@ -155,23 +156,33 @@ void JobLifecycle::ReleaseDueStops(Effects& fx) {
     delayed_stops_.erase(delayed_stops_.begin());
     auto it = attempts_.find(job);
     if (it == attempts_.end() || it->second.stop_at != at) continue;
+    released_until_ = std::max(released_until_, at + StopTurn());
     ReleaseStop(it->second, fx);
   }
 }
 
 StopOutcome JobLifecycle::Stop(JobId job, std::optional<JobState> final_state, bool requeue, const std::string& reason,
-                               bool staggered, Effects& fx) {
+                               StopPace pace, Effects& fx) {
   auto it = attempts_.find(job);
   if (it == attempts_.end()) return StopOutcome::kUnchanged;
   Attempt& a = it->second;
   if (a.ending) return StopOutcome::kUnchanged;
-  if (!a.requeue) return BeginEnding(job, final_state, requeue, reason, staggered, fx);
+  if (!a.requeue) return BeginEnding(job, final_state, requeue, reason, pace, fx);
+  const Time now = clock_.Now();
+  if (!final_state) {
+    // Being requeued already; a deadline moves a stop still waiting ahead.
+    if (pace == StopPace::kUrgent && !a.urgent_stop && a.stop_at > now) {
+      TakeStopTurn(job, a, /*urgent=*/true);
+      if (a.stop_at <= now) ReleaseStop(a, fx);
+      (void)state_.MarkStopping(job, std::max(now, a.stop_at) + a.terms.grace);
+    }
+    return StopOutcome::kUnchanged;
+  }
   // Being stopped for a requeue: a cancel now makes it end instead, at once.
-  if (!final_state) return StopOutcome::kUnchanged;
   a.ending = final_state;
   a.requeue = false;
   a.ending_reason = reason;
-  if (a.stop_at > clock_.Now()) {
+  if (a.stop_at > now) {
     a.stop_at = Time::Zero();
     ReleaseStop(a, fx);
   }
@@ -179,25 +190,68 @@ StopOutcome JobLifecycle::Stop(JobId job, std::optional<JobState> final_state, b
   return StopOutcome::kStopping;
 }
 
+void JobLifecycle::TakeStopTurn(JobId job, Attempt& a, bool urgent) {
+  const Time now = clock_.Now();
+  const Duration turn = StopTurn();
+  if (a.stop_at > now) delayed_stops_.erase({a.stop_at, job});
+  a.urgent_stop = urgent;
+  if (!urgent) {
+    a.stop_at = std::max(now, next_stop_slot_);
+    next_stop_slot_ = a.stop_at + turn;
+  } else {
+    // Not sooner than a turn after the last stop released, as for any stop.
+    a.stop_at = std::max({now, next_urgent_slot_, released_until_});
+    next_urgent_slot_ = a.stop_at + turn;
+    // Every ordinary stop from that turn on moves one turn later, in order.
+    std::vector<JobId> later;
+    for (auto it = delayed_stops_.lower_bound({a.stop_at, std::numeric_limits<JobId>::min()});
+         it != delayed_stops_.end();) {
+      auto other = attempts_.find(it->second);
+      if (other == attempts_.end() || other->second.stop_at != it->first || other->second.urgent_stop) {
+        ++it;  // a stale entry (ReleaseDueStops skips it), or urgent
+        continue;
+      }
+      later.push_back(it->second);
+      it = delayed_stops_.erase(it);
+    }
+    for (JobId j : later) {
+      Attempt& o = attempts_.at(j);
+      o.stop_at = o.stop_at + turn;
+      delayed_stops_.insert({o.stop_at, j});
+      (void)state_.MarkStopping(j, o.stop_at + o.terms.grace);
+    }
+    if (!later.empty()) next_stop_slot_ = next_stop_slot_ + turn;
+    next_stop_slot_ = std::max(next_stop_slot_, next_urgent_slot_);
+  }
+  if (a.stop_at > now) {
+    delayed_stops_.insert({a.stop_at, job});
+  } else {
+    released_until_ = std::max(released_until_, a.stop_at + turn);
+  }
+}
+
+Duration JobLifecycle::StopTurn() const {
+  return Duration::Millis(std::max<int64_t>(1, 1000 / std::max<int32_t>(1, options_.checkpoint_signals_per_second)));
+}
+
 void JobLifecycle::Fail(JobId job, JobState state, const ReplicaExit& failure, const std::string& reason, Effects& fx) {
   auto it = attempts_.find(job);
   if (it == attempts_.end() || it->second.Stopping()) return;
   it->second.failure = failure;
-  BeginEnding(job, state, false, reason, false, fx);
+  BeginEnding(job, state, false, reason, StopPace::kAtOnce, fx);
 }
 
 StopOutcome JobLifecycle::BeginEnding(JobId job, std::optional<JobState> final_state, bool requeue,
-                                      const std::string& reason, bool staggered, Effects& fx) {
+                                      const std::string& reason, StopPace pace, Effects& fx) {
   Attempt& a = attempts_.at(job);
   a.ending = final_state;
   a.requeue = requeue;
   a.ending_reason = reason;
   const Time now = clock_.Now();
   a.stop_at = Time::Zero();
-  if (staggered && options_.checkpoint_signals_per_second > 0) {
-    a.stop_at = std::max(now, next_stop_slot_);
-    next_stop_slot_ = a.stop_at + Duration::Millis(std::max<int64_t>(1, 1000 / options_.checkpoint_signals_per_second));
-    if (a.stop_at > now) delayed_stops_.insert({a.stop_at, job});
+  a.urgent_stop = false;
+  if (pace != StopPace::kAtOnce && options_.checkpoint_signals_per_second > 0) {
+    TakeStopTurn(job, a, pace == StopPace::kUrgent);
   }
   if (a.stop_at <= now) ReleaseStop(a, fx);
   // The backfill plan may count on its resources after the grace period.
@@ -232,7 +286,7 @@ void JobLifecycle::ReplicaEnded(JobId job, int32_t replica, const ReplicaExit& e
     if (!a.Stopping()) {
       a.failure = exit;
       fx.events.push_back({job, EventType::kReplicaFailed, core::JobStateName(meaning.state), where + " " + meaning.words});
-      if (BeginEnding(job, meaning.state, false, where + " " + meaning.words, false, fx) == StopOutcome::kEnded) return;
+      if (BeginEnding(job, meaning.state, false, where + " " + meaning.words, StopPace::kAtOnce, fx) == StopOutcome::kEnded) return;
     }
   }
   Attempt& still = attempts_.at(job);

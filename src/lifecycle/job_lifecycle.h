@@ -24,7 +24,8 @@
 //   3. Stop: cancel (to CANCELLED), requeue, drain and preemption (back to
 //      PENDING, free of charge) tear an attempt down the same way: the stop
 //      is released to the agents at once, or staggered (stops that ask for
-//      a checkpoint: at most checkpoint_signals_per_second), and the
+//      a checkpoint: at most checkpoint_signals_per_second; those with a
+//      deadline, of a reclaimed node, ahead of the others), and the
 //      backfill plan counts on the resources after the grace period.
 //   4. The attempt ends when its last replica has; resources are released
 //      only then, so a GPU never holds two attempts. The job is retried
@@ -102,6 +103,14 @@ struct RestoredAttempt {
   bool stopping = false;  // it was being torn down
 };
 
+// When a stop reaches the agents.
+enum class StopPace {
+  kAtOnce,     // a cancel, a failure: nothing to wait for
+  kStaggered,  // asks for a checkpoint: waits its turn (checkpoint_signals_per_second)
+  kUrgent,     // asks for a checkpoint before a deadline (a reclaimed node):
+               // takes its turn ahead of every kStaggered stop not yet released
+};
+
 enum class StopOutcome {
   kUnchanged,  // already ending in a final state (or being requeued, and asked to requeue)
   kStopping,   // its replicas are being stopped: it shows COMPLETING
@@ -124,12 +133,13 @@ class JobLifecycle {
   void MarkDurable(core::JobId job, int32_t number);
 
   // Stops a running attempt: to `final_state` (cancel), or back to PENDING
-  // (`requeue`). `staggered`: the stop asks for a checkpoint and waits its
-  // turn (requeue, drain, preemption). A cancel of an attempt being
-  // requeued turns it into an end (released at once); a second stop of an
-  // attempt ending in a final state changes nothing.
+  // (`requeue`), at `pace` (a requeue, drain or preemption is kStaggered).
+  // A cancel of an attempt being requeued turns it into an end (released at
+  // once); a second stop of an attempt ending in a final state changes
+  // nothing, and neither does a second requeue, but for an urgent one of a
+  // stop still waiting its turn: it moves ahead.
   StopOutcome Stop(core::JobId job, std::optional<core::JobState> final_state, bool requeue,
-                   const std::string& reason, bool staggered, Effects& fx);
+                   const std::string& reason, StopPace pace, Effects& fx);
   // Fails a running attempt for a reason of the server's (a GPU fault, a
   // hang): `failure` is recorded as its failing end and decides the retry.
   void Fail(core::JobId job, core::JobState state, const ReplicaExit& failure, const std::string& reason, Effects& fx);
@@ -190,7 +200,12 @@ class JobLifecycle {
  private:
   // Starts tearing `a` down; ends it at once when no replica runs.
   StopOutcome BeginEnding(core::JobId job, std::optional<core::JobState> final_state, bool requeue,
-                          const std::string& reason, bool staggered, Effects& fx);
+                          const std::string& reason, StopPace pace, Effects& fx);
+  // Gives `job`'s attempt its turn to be released: the next free one, or
+  // for an urgent stop the first after the urgent ones already waiting,
+  // every ordinary stop from there on moving one turn later.
+  void TakeStopTurn(core::JobId job, Attempt& a, bool urgent);
+  Duration StopTurn() const;  // between two staggered stops
   void ReleaseStop(Attempt& a, Effects& fx);
   void FinishAttempt(core::JobId job, Effects& fx);
   bool Managed(const Attempt& a) const;
@@ -206,6 +221,8 @@ class JobLifecycle {
   std::unordered_map<core::NodeIndex, std::set<core::JobId>> on_node_;
   std::vector<int64_t> generation_;  // per node
   Time next_stop_slot_ = Time::Zero();
+  Time next_urgent_slot_ = Time::Zero();
+  Time released_until_ = Time::Zero();  // a turn after the last staggered stop released
   std::set<std::pair<Time, core::JobId>> delayed_stops_;
   struct Progress {
     Time last = Time::Zero();  // Zero: never reported

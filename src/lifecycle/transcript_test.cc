@@ -20,7 +20,9 @@
 //                                           (default: the current one)
 //   sweep                                   the loop's periodic step: node liveness,
 //                                           stalls, time limits, staggered stops due
-//   cancel ID | requeue ID | drain NODE | declare-lost NODE
+//   cancel ID | requeue ID | drain NODE | reclaim NODE | declare-lost NODE
+//                                           (reclaim: a drain whose stops go
+//                                           ahead of the others, StopPace::kUrgent)
 //   desired NODE                            the replicas NODE should run
 //   jobs                                    every job: state, attempts, retries
 // Each command prints what changed: events, job states, ended attempts and
@@ -107,17 +109,18 @@ class Transcript {
         if (verb == "requeue") return FailedPrecondition("job " + pos.at(0) + " is not running");
         return state_.EndPending(id, JobState::kCancelled, clock_.Now(), "cancelled");
       }
-      const StopOutcome o = verb == "cancel" ? lifecycle_->Stop(id, JobState::kCancelled, false, "cancelled", false, fx)
-                                             : lifecycle_->Stop(id, std::nullopt, true, "requeued", true, fx);
+      const StopOutcome o = verb == "cancel" ? lifecycle_->Stop(id, JobState::kCancelled, false, "cancelled", StopPace::kAtOnce, fx)
+                                             : lifecycle_->Stop(id, std::nullopt, true, "requeued", StopPace::kStaggered, fx);
       if (o == StopOutcome::kUnchanged) out += "unchanged\n";
       return Status::Ok();
     }
-    if (verb == "drain") {
+    if (verb == "drain" || verb == "reclaim") {
       ASSIGN_OR_RETURN(core::NodeIndex n, NodeNamed(pos.at(0)));
       (void)state_.SetSchedulable(n, false);
       const std::set<JobId> jobs = lifecycle_->AttemptsOn(n);
       for (JobId job : jobs) {
-        lifecycle_->Stop(job, std::nullopt, true, "its node " + Name(n) + " is drained", true, fx);
+        lifecycle_->Stop(job, std::nullopt, true, "its node " + Name(n) + " is " + verb + "ed",
+                         verb == "drain" ? StopPace::kStaggered : StopPace::kUrgent, fx);
       }
       return Status::Ok();
     }
@@ -244,7 +247,7 @@ class Transcript {
       RETURN_IF_ERROR(state_.Nominate(p.job, p.allocations, p.victims));
       for (JobId v : p.victims) {
         out += "preempt " + std::to_string(v) + " for " + std::to_string(p.job) + "\n";
-        lifecycle_->Stop(v, std::nullopt, true, "Preempted: for job " + std::to_string(p.job), true, fx);
+        lifecycle_->Stop(v, std::nullopt, true, "Preempted: for job " + std::to_string(p.job), StopPace::kStaggered, fx);
       }
     }
     for (const core::Binding& b : d.bindings) {

@@ -545,7 +545,8 @@ void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, b
   store::WriteBatch b;
   lifecycle::Effects fx;
   // A requeue asks for a checkpoint: staggered with the others.
-  const lifecycle::StopOutcome outcome = lifecycle_.Stop(id, final_state, requeue, reason, /*staggered=*/requeue, fx);
+  const lifecycle::StopOutcome outcome = lifecycle_.Stop(id, final_state, requeue, reason,
+                                                             requeue ? lifecycle::StopPace::kStaggered : lifecycle::StopPace::kAtOnce, fx);
   if (outcome == lifecycle::StopOutcome::kUnchanged) return reply(jobs_.at(id));
   if (outcome == lifecycle::StopOutcome::kStopping) {
     b.events.push_back(Event(id, requeue ? "Requeuing" : "Cancelling", "", reason + "; stopping its replicas"));

@@ -414,10 +414,10 @@ class ControlLoop {
   StatusOr<core::NodeIndex> AdminNode(const std::string& node, const Identity& who, const std::string& verb,
                                       bool admins_only);
   // Stops every attempt on `node` to requeue it elsewhere, each after its
-  // checkpoint signal (staggered), with `why` as the reason; `event_reason`
+  // checkpoint signal (at `pace`), with `why` as the reason; `event_reason`
   // names the cause in its events ("Drain", "Reclaim").
   void RequeueNodeJobs(core::NodeIndex node, const std::string& why, const std::string& event_reason,
-                       store::WriteBatch& b);
+                       lifecycle::StopPace pace, store::WriteBatch& b);
   // The cloud takes `node` back at `deadline` (`by`: who gave notice): the
   // node is cordoned, its jobs requeued (RequeueNodeJobs), and its agent
   // told the deadline, to which it cuts each stop's grace. A notice for a

@@ -111,7 +111,7 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const Identity& w
       lifecycle_.Touch(*index, fx);
       ApplyEffects(fx, b);
     }
-    if (drain) RequeueNodeJobs(*index, "its node " + node + " is drained by " + user, "Drain", b);
+    if (drain) RequeueNodeJobs(*index, "its node " + node + " is drained by " + user, "Drain", lifecycle::StopPace::kStaggered, b);
     if (before != a.cordon) {
       b.events.push_back({0, 0, clock_.Now().millis(), drain ? "NodeDrained" : cordon ? "NodeCordoned" : "NodeUncordoned", "",
                           node + " " + verb + "ed by " + user});
@@ -121,13 +121,13 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const Identity& w
 }
 
 void ControlLoop::RequeueNodeJobs(core::NodeIndex node, const std::string& why, const std::string& event_reason,
-                                  store::WriteBatch& b) {
+                                  lifecycle::StopPace pace, store::WriteBatch& b) {
   // Stop changes nothing for an attempt already stopping; a copy, as
   // stopping an attempt that ran nothing ends it at once.
   const std::set<int64_t> jobs = lifecycle_.AttemptsOn(node);
   for (int64_t job : jobs) {
     lifecycle::Effects fx;
-    if (lifecycle_.Stop(job, std::nullopt, true, why, /*staggered=*/true, fx) == lifecycle::StopOutcome::kStopping) {
+    if (lifecycle_.Stop(job, std::nullopt, true, why, pace, fx) == lifecycle::StopOutcome::kStopping) {
       b.events.push_back(Event(job, "Requeuing", event_reason, why + "; stopping its replicas"));
     }
     ApplyEffects(fx, b);
@@ -149,7 +149,8 @@ void ControlLoop::BeginReclaim(core::NodeIndex node, Time deadline, const std::s
   }
   UpdateSchedulable(node);
   b.events.push_back({0, 0, now.millis(), "NodeReclaimed", first ? "Notice" : "EarlierDeadline", name + " " + why});
-  RequeueNodeJobs(node, "its node " + name + " is reclaimed " + when, "Reclaim", b);
+  // Its jobs' stops have a deadline: they go ahead of drains and preemptions.
+  RequeueNodeJobs(node, "its node " + name + " is reclaimed " + when, "Reclaim", lifecycle::StopPace::kUrgent, b);
   // Its agent hears the deadline at once, also when no job runs there.
   lifecycle::Effects fx;
   lifecycle_.Touch(node, fx);

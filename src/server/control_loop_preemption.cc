@@ -40,7 +40,7 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
                             GpuMinutes(victim_lost) + " of work since its last checkpoint";
     b.events.push_back(Event(v, "Preempted", "", why));
     lifecycle::Effects fx;
-    lifecycle_.Stop(v, std::nullopt, /*requeue=*/true, why, /*staggered=*/true, fx);
+    lifecycle_.Stop(v, std::nullopt, /*requeue=*/true, why, lifecycle::StopPace::kStaggered, fx);
     ApplyEffects(fx, b);
     hold.victims.push_back(v);
     names += (names.empty() ? "" : ", ") + std::to_string(v);

@@ -227,7 +227,7 @@ class Run {
     const std::vector<core::Allocation> allocs = state_->Find(job)->allocations;
     Tell(job, "Reclaimed", "");
     lifecycle::Effects fx;
-    lifecycle_->Stop(job, std::nullopt, /*requeue=*/true, "NodeReclaimed", /*staggered=*/false, fx);
+    lifecycle_->Stop(job, std::nullopt, /*requeue=*/true, "NodeReclaimed", lifecycle::StopPace::kAtOnce, fx);
     RETURN_IF_ERROR(Settle(fx, t));
     if (state_->Find(job)->state != core::JobState::kPending) {
       return Violation("reclaimed job " + std::to_string(job) + " is not pending again", t);
@@ -444,7 +444,7 @@ class Run {
       // It stops at once: the stop, then every replica's end, and the
       // lifecycle puts it back in the queue.
       lifecycle::Effects fx;
-      lifecycle_->Stop(v, std::nullopt, /*requeue=*/true, "Preempted", /*staggered=*/false, fx);
+      lifecycle_->Stop(v, std::nullopt, /*requeue=*/true, "Preempted", lifecycle::StopPace::kAtOnce, fx);
       RETURN_IF_ERROR(Settle(fx, t));
       if (state_->Find(v)->state != core::JobState::kPending) {
         return Violation("preempted job " + std::to_string(v) + " is not pending again", t);
