@@ -97,7 +97,16 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   if (liveness_.Heard(*index) || first) UpdateSchedulable(*index);
   ApplyCapacity(*index, {static_cast<int64_t>(req.gpus.size()), req.cpu_milli, req.memory_bytes}, b);
   // What the node can do (Podman installed or gone): placed by from the next cycle.
-  if (std::vector<std::string> features = core::WithPoolFeature(req.features);
+  std::vector<std::string> reported = req.features;
+  // A node of the configuration keeps the pool it gives.
+  if (*index < static_cast<core::NodeIndex>(options_.nodes.size())) {
+    const std::vector<std::string>& configured = options_.nodes[*index].features;
+    if (std::find(configured.begin(), configured.end(), core::kSpotFeature) != configured.end() &&
+        std::find(reported.begin(), reported.end(), core::kSpotFeature) == reported.end()) {
+      reported.emplace_back(core::kSpotFeature);
+    }
+  }
+  if (std::vector<std::string> features = core::WithPoolFeature(std::move(reported));
       state_.nodes()[*index].spec.features != features) {
     if (const Status set = state_.SetFeatures(*index, features); !set.ok()) return reply(set);
     dirty_ = true;
