@@ -113,6 +113,7 @@ std::optional<std::string> AgentRegistry::Report(const proto::SyncRequest& req, 
   }
   status["healthEvents"] = events;
   if (!a.cordon.empty()) status["cordoned"] = a.cordon;
+  if (a.reclaim_at) status["reclaimAtMs"] = a.reclaim_at->millis();
   a.status_json = status.dump();
   return a.status_json;
 }
@@ -126,6 +127,11 @@ std::optional<std::string> AgentRegistry::SetCordon(Agent& a, std::string why) {
     status.erase("cordoned");
   } else {
     status["cordoned"] = a.cordon;
+  }
+  if (a.reclaim_at) {
+    status["reclaimAtMs"] = a.reclaim_at->millis();
+  } else {
+    status.erase("reclaimAtMs");
   }
   a.status_json = status.dump();
   return a.status_json;
@@ -157,6 +163,7 @@ std::vector<core::NodeSpec> AgentRegistry::Restore(const std::vector<store::Node
     a.address = spec.value("address", "");
     a.inventory = "(restored)";
     a.cordon = spec.value("cordoned", "");
+    if (const int64_t at = spec.value("reclaimAtMs", int64_t{0}); at > 0) a.reclaim_at = Time::FromMillis(at);
     a.log_port = spec.value("logPort", 0);
     a.log_tls_pin = spec.value("logTlsPin", "");
     a.status_json = spec.dump();

@@ -54,6 +54,8 @@ class AgentRegistry {
     std::string resizing;
     // The cloud reclaims the node at this time (a notice from its agent or
     // an operator: ControlLoop::Reclaim), until an uncordon; unset: not.
+    // Stored with the node's status (SetCordon), so a restarted server
+    // still cuts its stops to it.
     std::optional<Time> reclaim_at;
 
     // Kept from new work by its cordon, removal or a pending resize.
@@ -89,8 +91,9 @@ class AgentRegistry {
   // last 32 kept) and its status. Returns the status to store when it
   // changed (or health events came), else nullopt.
   std::optional<std::string> Report(const proto::SyncRequest& req, Agent& a);
-  // Sets (non-empty `why`) or clears the node's cordon. Returns the node's
-  // status to store when it has one (an agent reported).
+  // Sets (non-empty `why`) or clears the node's cordon, and stores its
+  // reclaim deadline (Agent::reclaim_at) with it. Returns the node's status
+  // to store when it has one (an agent reported).
   std::optional<std::string> SetCordon(Agent& a, std::string why);
 
   // The agent-registered nodes in the store's rows, to add to the cluster,

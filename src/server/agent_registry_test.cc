@@ -83,6 +83,9 @@ TEST(AgentRegistryTest, ACordonIsStoredWithTheStatusAndKeepsTheNodeFromWork) {
   EXPECT_FALSE(a.Cordoned());
   const std::optional<std::string> set = reg.SetCordon(a, "drained by ann");
   EXPECT_EQ(nlohmann::json::parse(*set)["cordoned"], "drained by ann");
+  EXPECT_FALSE(nlohmann::json::parse(*set).contains("reclaimAtMs"));
+  a.reclaim_at = Time::FromMillis(120'000);
+  EXPECT_EQ(nlohmann::json::parse(*reg.SetCordon(a, "reclaimed"))["reclaimAtMs"], 120'000);
   a.removed = true;
   EXPECT_TRUE(reg.Removed("n1"));
 }
@@ -93,7 +96,8 @@ TEST(AgentRegistryTest, RestoreBringsBackAgentRegisteredNodesTheConfigurationDoe
   proto::SyncRequest r = Sync("n1", "a");
   r.labels = {{"leaf", "l1"}};
   r.features = {"containers", "gpu-containers"};
-  source.SetCordon(a, "cordoned by ann");
+  a.reclaim_at = Time::FromMillis(1'795'687'320'000);
+  source.SetCordon(a, "reclaimed in 120 s (notice from ann)");
   const std::string status = *source.Report(r, a);
   const std::vector<store::NodeRow> rows = {{"n1", status, "READY", 0},
                                             {"static", R"({"gpus": 8})", "READY", 0},
@@ -107,7 +111,8 @@ TEST(AgentRegistryTest, RestoreBringsBackAgentRegisteredNodesTheConfigurationDoe
   EXPECT_EQ(nodes[0].features, core::WithPoolFeature(r.features)) << "container jobs are placed by them before the agent syncs again";
   const AgentRegistry::Agent* back = reg.Find("n1");
   ASSERT_NE(back, nullptr);
-  EXPECT_EQ(back->cordon, "cordoned by ann");
+  EXPECT_EQ(back->cordon, "reclaimed in 120 s (notice from ann)");
+  EXPECT_EQ(back->reclaim_at, Time::FromMillis(1'795'687'320'000)) << "a restarted server keeps the deadline";
   EXPECT_EQ(back->log_port, 7001);
   EXPECT_EQ(reg.Find("static"), nullptr);
 }

@@ -100,17 +100,17 @@ void ControlLoop::Cordon(const std::string& node, bool cordon, const Identity& w
     if (!index.ok()) return reply(index.status());
     AgentRegistry::Agent& a = agents_.Get(node);
     const std::string before = a.cordon;
-    const std::optional<std::string> status =
-        agents_.SetCordon(a, cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "");
-    UpdateSchedulable(*index);
     store::WriteBatch b;
-    if (status) b.nodes.push_back({node, *status, "READY", clock_.Now().millis()});
     if (!cordon && a.reclaim_at) {  // the node is back: its agent forgets the deadline
       a.reclaim_at.reset();
       lifecycle::Effects fx;
       lifecycle_.Touch(*index, fx);
       ApplyEffects(fx, b);
     }
+    const std::optional<std::string> status =
+        agents_.SetCordon(a, cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "");
+    UpdateSchedulable(*index);
+    if (status) b.nodes.push_back({node, *status, "READY", clock_.Now().millis()});
     if (drain) RequeueNodeJobs(*index, "its node " + node + " is drained by " + user, "Drain", lifecycle::StopPace::kStaggered, b);
     if (before != a.cordon) {
       b.events.push_back({0, 0, clock_.Now().millis(), drain ? "NodeDrained" : cordon ? "NodeCordoned" : "NodeUncordoned", "",
