@@ -112,7 +112,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
   int64_t spot = 0;
   for (core::NodeSpec& n : out.nodes) {
     n.features = core::WithPoolFeature(std::move(n.features));
-    spot += std::find(n.features.begin(), n.features.end(), core::kSpotFeature) != n.features.end();
+    spot += core::InSpotPool(n.features);
   }
   if (spot > 0) out.summary += "; " + std::to_string(spot) + " spot nodes";
   return Status::Ok();

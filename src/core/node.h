@@ -41,6 +41,13 @@ struct NodeSpec {
 // jobs not allowed on spot capacity require (api::ToCoreSpec).
 inline constexpr std::string_view kSpotFeature = "spot";
 inline constexpr std::string_view kOnDemandFeature = "on-demand";
+// Whether `features` (a node's) put it in the spot pool.
+inline bool InSpotPool(const std::vector<std::string>& features) {
+  for (const std::string& f : features) {
+    if (f == kSpotFeature) return true;
+  }
+  return false;
+}
 // `features` with "on-demand" added unless it holds "spot" (or already it).
 inline std::vector<std::string> WithPoolFeature(std::vector<std::string> features) {
   for (const std::string& f : features) {

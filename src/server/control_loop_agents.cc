@@ -100,9 +100,7 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   std::vector<std::string> reported = req.features;
   // A node of the configuration keeps the pool it gives.
   if (*index < static_cast<core::NodeIndex>(options_.nodes.size())) {
-    const std::vector<std::string>& configured = options_.nodes[*index].features;
-    if (std::find(configured.begin(), configured.end(), core::kSpotFeature) != configured.end() &&
-        std::find(reported.begin(), reported.end(), core::kSpotFeature) == reported.end()) {
+    if (core::InSpotPool(options_.nodes[*index].features) && !core::InSpotPool(reported)) {
       reported.emplace_back(core::kSpotFeature);
     }
   }

@@ -99,10 +99,7 @@ void HttpApi::ListNodes(const Request&, Response& res) {
     if (n.reserved_gpus > 0) items.back().update({{"reservedGpus", n.reserved_gpus}, {"reservedFor", n.reserved_for}});
     if (!n.cordon.empty()) items.back()["cordon"] = n.cordon;
     if (n.reclaim_at) items.back()["reclaimAt"] = FormatRfc3339Utc(*n.reclaim_at);
-    items.back()["pool"] = std::find(n.spec.features.begin(), n.spec.features.end(), core::kSpotFeature) !=
-                                   n.spec.features.end()
-                               ? "spot"
-                               : "on-demand";
+    items.back()["pool"] = core::InSpotPool(n.spec.features) ? "spot" : "on-demand";
     if (n.last_seen_ms > 0) items.back()["lastSeen"] = FormatRfc3339Utc(Time::FromMillis(n.last_seen_ms));
   }
   ReplyJson(res, 200, {{"items", items}});
