@@ -23,6 +23,8 @@ export LD_LIBRARY_PATH=$B/lib:$P/lib
 mkdir -p /etc/containers
 [ -e /etc/containers/policy.json ] || echo '{"default":[{"type":"insecureAcceptAnything"}]}' > /etc/containers/policy.json
 cat > $W/containers.conf <<CONF
+[containers]
+default_ulimits = []
 [engine]
 conmon_path = ["$P/bin/conmon"]
 [engine.runtimes]
@@ -71,21 +73,22 @@ for i in $(seq 100); do $M get nodes 2>/dev/null | grep -q gpu1 && break; sleep 
 echo "== agent start"; head -3 $W/agent.log
 echo "== node"; $M get nodes -o json | grep -A3 -E '"containers|"features|gpuSource|gpuType"'
 
-wait_end() { for i in $(seq 300); do $M get job $1 -o json | grep -q '"state": "\(COMPLETED\|FAILED\|OUT_OF_MEMORY\|CANCELLED\|TIMEOUT\)"' && return; sleep 0.2; done; }
+state() { $M get jobs | awk -v j=$1 '$1==j {print $5}'; }
+wait_end() { for i in $(seq 200); do case $(state $1) in COMPLETED|FAILED|OUT_OF_MEMORY|CANCELLED|TIMEOUT) return ;; esac; sleep 0.2; done; }
 gpu=$($M submit --parsable --gpus 1 --image $IMAGE --env LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu \
   -- sh -c 'id; ls /dev/nvidia*; echo CVD=$CUDA_VISIBLE_DEVICES; nvidia-smi -L' 2>&1)
 plain=$($M submit --parsable --gpus 1 -- sh -c 'echo CVD=$CUDA_VISIBLE_DEVICES; nvidia-smi -L' 2>&1)
 oom=$($M submit --parsable --memory 64Mi --image $IMAGE -- sh -c 'x=a; while true; do x="$x$x"; done' 2>&1)
 echo "submitted: gpu $gpu plain $plain oom $oom"
 for j in $gpu $plain $oom; do wait_end $j; done
-echo "== GPU container job"; $M get job $gpu -o json | grep -E '"state"|"reason' | head -3; $M logs $gpu
+echo "== GPU container job"; $M describe job $gpu | tail -12; $M logs $gpu
 echo "== process job"; $M logs $plain
-echo "== OOM container job"; $M get job $oom -o json | grep -E '"state"|"reason' | head -3
+echo "== OOM container job"; $M describe job $oom | tail -6
 long=$($M submit --parsable --image $IMAGE -- sleep 300 2>&1)
-for i in $(seq 100); do $M get job $long -o json | grep -q '"state": "RUNNING"' && break; sleep 0.2; done
+for i in $(seq 100); do [ "$(state $long)" = RUNNING ] && break; sleep 0.2; done
 sleep 1; echo "== running container"; $P/bin/podman ps --format '{{.Names}}'; find /sys/fs/cgroup -name 'libpod-*' -type d | head -3
 $M cancel $long; wait_end $long
 sleep 2; echo "== after cancel (expect nothing)"; $P/bin/podman ps -a --format '{{.Names}}'; find /sys/fs/cgroup -name 'libpod-*' -type d | head -3
 $M get jobs
-kill %2 %1 2>/dev/null; wait
+kill %2 %1 2>/dev/null; wait %1 %2 2>/dev/null
 cp $W/*.log $OUT/ 2>/dev/null
