@@ -20,21 +20,28 @@ echo "== podman"
 tar -C $W -xJf $B/podman.tar.xz
 P=$W/podman
 export LD_LIBRARY_PATH=$B/lib:$P/lib
+# Podman, conmon and runc each start the next with an environment of their
+# own: wrappers bring the carried libraries.
+mkdir -p $W/wrap
+for b in podman conmon runc; do
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$B/lib:$P/lib" "$P/bin/$b" > $W/wrap/$b; chmod +x $W/wrap/$b
+done
 mkdir -p /etc/containers
 [ -e /etc/containers/policy.json ] || echo '{"default":[{"type":"insecureAcceptAnything"}]}' > /etc/containers/policy.json
 cat > $W/containers.conf <<CONF
 [containers]
 default_ulimits = []
 [engine]
-conmon_path = ["$P/bin/conmon"]
+runtime = "runc"
+conmon_path = ["$W/wrap/conmon"]
 [engine.runtimes]
-runc = ["$P/bin/runc"]
+runc = ["$W/wrap/runc"]
 CONF
 export CONTAINERS_CONF=$W/containers.conf
 $P/bin/podman --runtime runc version 2>&1 | head -3
 IMAGE=localhost/muster-check/gpu:1
 tar -C $W/rootfs -c . | $P/bin/podman import - $IMAGE 2>&1 | tail -1
-$P/bin/podman --runtime runc run --rm --pull never $IMAGE sh -c 'echo podman-runs' 2>&1 | tail -2
+$P/bin/podman --runtime runc run --rm --network host --pull never $IMAGE sh -c 'echo podman-runs' 2>&1 | tail -2
 
 echo "== CDI"
 if ! ls /etc/cdi/*.yaml /var/run/cdi/*.yaml >/dev/null 2>&1 && ! command -v nvidia-ctk >/dev/null; then
@@ -68,14 +75,15 @@ for i in $(seq 100); do [ -s $W/port ] && break; sleep 0.1; done
 export MUSTER_SERVER=http://127.0.0.1:$(cat $W/port)
 $M token create --node gpu1 > $W/node.token 2>/dev/null; chmod 600 $W/node.token
 $M agent --name gpu1 --state-dir $W/agent --token-file $W/node.token --start-jitter 0 --stop-tasks-on-exit \
-  --podman $P/bin/podman --containers-conf $W/containers.conf --container-runtime runc > $W/agent.log 2>&1 &
+  --podman $W/wrap/podman --containers-conf $W/containers.conf --container-runtime runc > $W/agent.log 2>&1 &
 for i in $(seq 100); do $M get nodes 2>/dev/null | grep -q gpu1 && break; sleep 0.2; done
 echo "== agent start"; head -3 $W/agent.log
 echo "== node"; $M get nodes -o json | grep -A3 -E '"containers|"features|gpuSource|gpuType"'
 
 state() { $M get jobs | awk -v j=$1 '$1==j {print $5}'; }
 wait_end() { for i in $(seq 200); do case $(state $1) in COMPLETED|FAILED|OUT_OF_MEMORY|CANCELLED|TIMEOUT) return ;; esac; sleep 0.2; done; }
-gpu=$($M submit --parsable --gpus 1 --image $IMAGE --env LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu \
+smidir=$(dirname "$(readlink -f "$(command -v nvidia-smi)")"); nvmldir=$(dirname "$(ldconfig -p | awk '/libnvidia-ml.so.1 /{print $NF; exit}')")
+gpu=$($M submit --parsable --gpus 1 --image $IMAGE --env PATH=$smidir:/bin --env LD_LIBRARY_PATH=$nvmldir:/lib/x86_64-linux-gnu \
   -- sh -c 'id; ls /dev/nvidia*; echo CVD=$CUDA_VISIBLE_DEVICES; nvidia-smi -L' 2>&1)
 plain=$($M submit --parsable --gpus 1 -- sh -c 'echo CVD=$CUDA_VISIBLE_DEVICES; nvidia-smi -L' 2>&1)
 oom=$($M submit --parsable --memory 64Mi --image $IMAGE -- sh -c 'x=a; while true; do x="$x$x"; done' 2>&1)

@@ -257,7 +257,7 @@ StatusOr<std::string> Agent::Init() {
   // agent), where the task keys, and so the groups, would be the same.
   eo.cgroup_parent = "muster/" + options_.node + "." + TaskBeaconScope(options_.state_dir).substr(0, 8);
   eo.launcher = launcher_.get();
-  containers_ = DetectContainers(options_.podman, options_.containers_conf, inventory_);
+  containers_ = DetectContainers(options_.podman, options_.containers_conf, options_.container_runtime, inventory_);
   if (containers_.available) {
     eo.podman = {containers_.podman};
     if (!options_.container_runtime.empty()) eo.podman.insert(eo.podman.end(), {"--runtime", options_.container_runtime});

@@ -67,7 +67,8 @@ std::vector<std::string> ContainerSupport::Features() const {
 }
 
 ContainerSupport DetectContainers(const std::string& podman, const std::string& containers_conf,
-                                  const gpu::GpuInventory& inventory, const std::vector<std::string>& cdi_dirs) {
+                                  const std::string& runtime, const gpu::GpuInventory& inventory,
+                                  const std::vector<std::string>& cdi_dirs) {
   ContainerSupport s;
   if (podman == "none") {
     s.note = "containers are turned off (--podman none)";
@@ -75,7 +76,8 @@ ContainerSupport DetectContainers(const std::string& podman, const std::string& 
   }
   s.podman = podman.empty() ? "podman" : podman;
   const std::string env = containers_conf.empty() ? "" : "CONTAINERS_CONF=" + Quote(containers_conf) + " ";
-  auto [code, out] = Run(env + Quote(s.podman) + " version --format '{{.Client.Version}}'");
+  const std::string with_runtime = runtime.empty() ? "" : " --runtime " + Quote(runtime);
+  auto [code, out] = Run(env + Quote(s.podman) + with_runtime + " version --format '{{.Client.Version}}'");
   if (code != 0) {
     std::string why = out.substr(0, out.find('\n'));
     s.note = "Podman does not run (" + s.podman + ": " + (why.empty() ? "exit " + std::to_string(code) : why) +

@@ -44,9 +44,11 @@ struct ContainerSupport {
   std::vector<std::string> Features() const;
 };
 
-// Looks at the machine (see above). `cdi_dirs` is for tests.
+// Looks at the machine (see above), asking Podman with the OCI runtime
+// `runtime` (empty: Podman's default), as the agent will run containers.
+// `cdi_dirs` is for tests.
 ContainerSupport DetectContainers(const std::string& podman, const std::string& containers_conf,
-                                  const gpu::GpuInventory& inventory,
+                                  const std::string& runtime, const gpu::GpuInventory& inventory,
                                   const std::vector<std::string>& cdi_dirs = {"/etc/cdi", "/var/run/cdi"});
 
 // The --device values that give a container the GPUs `gpus` (indices into
