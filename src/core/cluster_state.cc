@@ -283,9 +283,14 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   p.topology = spec.topology;
   p.begin_time = spec.begin_time.value_or(Time::Zero());
   p.held = spec.hold;
-  if (auto rec = jobs_.find(id); rec != jobs_.end()) p.released_at = rec->second.released_at;
+  if (auto rec = jobs_.find(id); rec != jobs_.end()) {
+    p.released_at = rec->second.released_at;
+    p.attained_gpu_seconds = rec->second.attained_gpu_seconds;
+    p.queued_before = rec->second.queued;
+  }
   p.known_duration = spec.known_duration;
   p.dependencies = spec.dependencies;
+  p.pending_since = submit_time;
   return p;
 }
 
@@ -421,6 +426,9 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
 
   JobRecord& rec = jobs_.at(p.id);
   r.preempt_immune = rec.preempt_immune;
+  r.attained_before_gpu_seconds = rec.attained_gpu_seconds;
+  rec.queued = p.QueuedFor(now);
+  r.queued = rec.queued;
   ++running_per_class_[p.priority_class];
   CountUsage(r, +1);
   rec.state = JobState::kRunning;
@@ -475,7 +483,7 @@ Status ClusterState::EndPending(JobId job, JobState terminal, Time now, std::str
   return Status::Ok();
 }
 
-Status ClusterState::Requeue(JobId job, std::string reason, Time not_before) {
+Status ClusterState::Requeue(JobId job, Time now, std::string reason, Time not_before) {
   auto it = running_.find(job);
   if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
   const RunningJob& r = it->second;
@@ -485,6 +493,7 @@ Status ClusterState::Requeue(JobId job, std::string reason, Time not_before) {
   }
   running_by_end_.erase({r.expected_end, job});
   JobRecord& rec = jobs_.at(job);
+  rec.attained_gpu_seconds = r.AttainedGpuSeconds(now);
   const int32_t cls = r.priority_class;
   --running_per_class_[cls];
   CountUsage(r, -1);
@@ -497,6 +506,7 @@ Status ClusterState::Requeue(JobId job, std::string reason, Time not_before) {
   PendingJob p = MakePending(job, rec.spec, rec.submit_time, cls);
   p.held = false;
   p.begin_time = std::max(p.begin_time, not_before);
+  p.pending_since = now;
   pending_pos_[job] = pending_.size();
   pending_.push_back(std::move(p));
   return Status::Ok();

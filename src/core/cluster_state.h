@@ -67,6 +67,8 @@ struct JobRecord {
   std::string reason;                   // for terminal states: why it ended
   bool preempt_immune = false;          // see RunningJob::preempt_immune
   Time released_at = Time::Zero();      // when a hold on it was last released
+  int64_t attained_gpu_seconds = 0;     // GPUs x seconds of its runs that were requeued
+  Duration queued = Duration::Zero();   // time pending before its current or last start
 };
 
 class ClusterState {
@@ -110,9 +112,10 @@ class ClusterState {
   // Returns a running job to PENDING (requeue, preemption, node loss, a
   // retry): its resources are released and it keeps its original submit
   // time, so it keeps its age. It may start again no earlier than
-  // `not_before` (a retry's backoff) or its spec's begin time. The attempt
-  // count lives with the owner.
-  Status Requeue(JobId job, std::string reason, Time not_before = Time::Zero());
+  // `not_before` (a retry's backoff) or its spec's begin time. The run,
+  // from its start to `now`, counts to the job's attained service. The
+  // attempt count lives with the owner.
+  Status Requeue(JobId job, Time now, std::string reason, Time not_before = Time::Zero());
   // Preemption bookkeeping (scheduler/preemption.h). MarkStopping: a
   // running job is being stopped and will have released its resources by
   // `by` (its grace period), which the backfill plan then counts on.

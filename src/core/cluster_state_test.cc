@@ -893,16 +893,21 @@ TEST_F(ClusterStateTest, RequeueReleasesEverythingAndKeepsSubmitTime) {
   const JobSpec gang = MakeJob(2);
   const JobId id = SubmitOk(gang, Time::FromSeconds(5));
   ASSERT_TRUE(state_.Bind({id, {Alloc(a_, 2, gang)}}, Time::FromSeconds(20)).ok());
-  ASSERT_TRUE(state_.Requeue(id, "requeued by user").ok());
+  const int64_t gpus = state_.running().at(id).gpus();
+  ASSERT_GT(gpus, 0);
+  ASSERT_TRUE(state_.Requeue(id, Time::FromSeconds(30), "requeued by user").ok());
   EXPECT_EQ(StateOf(id), JobState::kPending);
   EXPECT_EQ(Free(a_), Capacity(a_));
   const ClusterSnapshot snap = state_.Snapshot(Time::FromSeconds(31));
   ASSERT_EQ(snap.pending.size(), 1u);
   EXPECT_EQ(snap.pending[0].submit_time, Time::FromSeconds(5));
+  // The 10 s it ran count as service, in this run and the next.
+  EXPECT_EQ(snap.pending[0].attained_gpu_seconds, 10 * gpus);
   EXPECT_TRUE(state_.CheckInvariants().ok());
   // It can run again.
   ASSERT_TRUE(state_.Bind({id, {Alloc(b_, 2, gang)}}, Time::FromSeconds(40)).ok());
-  EXPECT_FALSE(state_.Requeue(12345, "").ok());
+  EXPECT_EQ(state_.running().at(id).AttainedGpuSeconds(Time::FromSeconds(45)), 15 * gpus);
+  EXPECT_FALSE(state_.Requeue(12345, Time::FromSeconds(50), "").ok());
 }
 
 TEST_F(ClusterStateTest, RestoredEndedJobsResolveDependencies) {

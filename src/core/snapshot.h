@@ -84,6 +84,19 @@ struct PendingJob {
   bool held = false;
   Time released_at;          // when a hold was last released; Time::Zero() when never
   Duration known_duration = Duration::Infinite();  // SJF baseline only
+  // GPUs x seconds it ran in earlier runs of this job (stopped by
+  // preemption, a lost node, a retry): the service a least-attained-service
+  // order ranks by (scheduler/order/attained_service_order.h).
+  int64_t attained_gpu_seconds = 0;
+  // Pending since (its submit, or the requeue that ended its last run), and
+  // how long it waited before that, over all its earlier stretches pending.
+  Time pending_since;
+  Duration queued_before = Duration::Zero();
+  // Held time and time before its begin time do not count.
+  Duration QueuedFor(Time now) const {
+    const Time from = std::max({pending_since, begin_time, released_at});
+    return queued_before + (now > from ? now - from : Duration::Zero());
+  }
   std::vector<Dependency> dependencies;
   // Capacity freed for this job by preempting `victims`: held for it until
   // it starts (the owner drops a nomination that outlives its use).
@@ -114,6 +127,11 @@ struct RunningJob {
   bool stopping = false;
   // Evicted once for a job that then did not start: not evicted again.
   bool preempt_immune = false;
+  // GPUs x seconds of its earlier runs (PendingJob::attained_gpu_seconds).
+  int64_t attained_before_gpu_seconds = 0;
+  // How long it had waited, over all its stretches pending, when this run
+  // started (PendingJob::QueuedFor).
+  Duration queued = Duration::Zero();
 
   Time NewestCheckpoint(Time now) const {
     Time t = std::max(start, last_checkpoint);
@@ -127,6 +145,10 @@ struct RunningJob {
     int64_t g = 0;
     for (const Allocation& a : allocations) g += a.resources.gpus;
     return g;
+  }
+  // Its service so far: earlier runs, and this one up to `now`.
+  int64_t AttainedGpuSeconds(Time now) const {
+    return attained_before_gpu_seconds + (now > start ? gpus() * ((now - start).millis() / 1000) : 0);
   }
 };
 

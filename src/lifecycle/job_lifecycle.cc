@@ -343,7 +343,7 @@ void JobLifecycle::FinishAttempt(JobId job, Effects& fx) {
   if (!a.requeue) retry = Decide(a.terms.retry, final_state, a.failure, h.retries);
   if (a.requeue || retry.retry) {
     const Time not_before = retry.retry ? now + retry.backoff : Time::Zero();
-    if (!state_.Requeue(job, a.ending_reason, not_before).ok()) return;
+    if (!state_.Requeue(job, now, a.ending_reason, not_before).ok()) return;
     JobChange change{job, JobState::kPending, std::nullopt, true, std::nullopt};
     if (a.requeue) {
       change.reason = a.ending_reason;

@@ -2,6 +2,7 @@
 
 #include "common/message_text.h"
 
+#include "scheduler/order/attained_service_order.h"
 #include "scheduler/order/priority_order.h"
 #include "scheduler/order/shortest_first_order.h"
 #include "scheduler/order/submit_order.h"
@@ -13,6 +14,7 @@ struct Entry {
   const char* name;
   BlockingMode blocking;
   std::unique_ptr<QueueOrder> (*make_order)();
+  bool by_service = false;  // AttainedServiceOrder, with its default bands
 };
 
 template <typename T>
@@ -25,13 +27,18 @@ constexpr Entry kPolicies[] = {
     {"fifo", BlockingMode::kStrict, &Make<SubmitOrder>},
     {"fifo-skip", BlockingMode::kSkip, &Make<SubmitOrder>},
     {"sjf", BlockingMode::kSkip, &Make<ShortestFirstOrder>},
+    {"las", BlockingMode::kBackfill, &Make<AttainedServiceOrder>, true},
 };
 
 }  // namespace
 
 StatusOr<Policy> MakePolicy(std::string_view name) {
   for (const Entry& e : kPolicies) {
-    if (name == e.name) return Policy{e.name, e.make_order(), e.blocking};
+    if (name == e.name) {
+      Policy p{e.name, e.make_order(), e.blocking};
+      if (e.by_service) p.service_bands = ServiceBands{};
+      return p;
+    }
   }
   std::string known;
   for (const std::string& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;

@@ -84,7 +84,7 @@ TEST(Preemption, AHighJobStopsALowOneOnlyAfterItsMinimumRunTimeAndStartsInItsPla
 
   // The victim stops; the preemptor starts; the victim waits with its
   // original submit time (its age) and its class.
-  ASSERT_TRUE(state.Requeue(low, "Preempted").ok());
+  ASSERT_TRUE(state.Requeue(low, now, "Preempted").ok());
   d = Make()->Cycle(state.Snapshot(now));
   EXPECT_TRUE(Started(d, high));
   Apply(state, d, now);
@@ -199,7 +199,7 @@ TEST(Preemption, HeldCapacityIsNotGivenToAnotherJobWhileTheVictimsStop) {
   Apply(state, d, now);
 
   // One victim stops first; a 4-GPU normal job would fit in what it freed.
-  ASSERT_TRUE(state.Requeue(v1, "Preempted").ok());
+  ASSERT_TRUE(state.Requeue(v1, now, "Preempted").ok());
   const JobId other = Submit(state, 1, 4, "normal", now);
   now = now + Duration::Seconds(5);
   d = Make()->Cycle(state.Snapshot(now));
@@ -208,7 +208,7 @@ TEST(Preemption, HeldCapacityIsNotGivenToAnotherJobWhileTheVictimsStop) {
   EXPECT_TRUE(d.preemptions.empty());
   EXPECT_EQ(ReasonOf(d, high)->other_job, v2);
 
-  ASSERT_TRUE(state.Requeue(v2, "Preempted").ok());
+  ASSERT_TRUE(state.Requeue(v2, now, "Preempted").ok());
   d = Make()->Cycle(state.Snapshot(now + Duration::Seconds(20)));
   EXPECT_TRUE(Started(d, high));
   EXPECT_FALSE(Started(d, other));
@@ -285,7 +285,7 @@ TEST(Preemption, RandomizedEveryPreemptorStartsOnceItsVictimsStop) {
     std::vector<JobId> waiting;  // preemptors from the last cycle
     std::vector<JobId> stopping;
     for (int step = 0; step < 30; ++step) {
-      for (JobId v : stopping) ASSERT_TRUE(state.Requeue(v, "Preempted").ok());
+      for (JobId v : stopping) ASSERT_TRUE(state.Requeue(v, now, "Preempted").ok());
       stopping.clear();
       for (int k = rng.Uniform(0, 4); k > 0; --k) {
         const int64_t g = std::vector<int64_t>{1, 2, 4, 8, 16}[rng.Uniform(0, 4)];

@@ -166,7 +166,7 @@ TEST(Quota, AReclaimReturnsTheGuaranteeOnceTheBorrowerStops) {
   EXPECT_TRUE(d.preemptions[0].reclaim);
   EXPECT_EQ(d.preemptions[0].victims, std::vector<JobId>{b2});
   EXPECT_EQ(ReasonOf(d, a)->code, ReasonCode::kPreempting);
-  ASSERT_TRUE(state.Requeue(b2, "Preempted").ok());
+  ASSERT_TRUE(state.Requeue(b2, now, "Preempted").ok());
   now = now + Duration::Seconds(30);
   d = CycleAndApply(state, now);
   EXPECT_TRUE(Started(d, a));
@@ -204,7 +204,7 @@ TEST(Quota, AReclaimTakesOnlyFromQueuesOverTheirGuaranteeAndOnlyUpToItsOwn) {
   core::Decisions d = CycleAndApply(state, now);
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].victims, std::vector<JobId>{c1});
-  ASSERT_TRUE(state.Requeue(c1, "Preempted").ok());
+  ASSERT_TRUE(state.Requeue(c1, now, "Preempted").ok());
   d = CycleAndApply(state, now + Duration::Seconds(30));
   ASSERT_TRUE(Started(d, a1));
 
@@ -404,7 +404,7 @@ TEST(FairShareQuota, AGangReclaimsANodeFromAFloodAndIsNotReclaimedBack) {
   EXPECT_EQ(d.preemptions[0].job, gang);
   EXPECT_EQ(d.preemptions[0].victims.size(), 8u);
   for (JobId v : d.preemptions[0].victims) EXPECT_NE(std::find(flood.begin(), flood.end(), v), flood.end());
-  for (JobId v : d.preemptions[0].victims) ASSERT_TRUE(state.Requeue(v, "Preempted").ok());
+  for (JobId v : d.preemptions[0].victims) ASSERT_TRUE(state.Requeue(v, now, "Preempted").ok());
   now = now + Duration::Seconds(30);
   d = CycleAndApply(state, now);
   ASSERT_TRUE(Started(d, gang));

@@ -274,14 +274,17 @@ class CycleRun {
   // within it (for counting what is left to do).
   bool CouldPreempt(const PendingJob& j) const {
     if (policy_.blocking != BlockingMode::kBackfill || !j.nominated.empty()) return false;
-    return AnyVictimClass(snap_, j.priority_class, options_.preemption) ||
+    return AnyVictimClass(snap_, j.priority_class, options_.preemption) || ByService() ||
            (options_.preemption.enabled && quotas_.HasGuarantee(j.queue, j.gpu_type));
   }
+  // Whether jobs may preempt jobs that have run longer (the las policy).
+  bool ByService() const { return options_.preemption.enabled && policy_.service_bands.has_value(); }
 
   // Whether `j` could preempt anyone this cycle (a cheap filter).
   bool MayTryPreempting(const PendingJob& j) {
     if (policy_.blocking != BlockingMode::kBackfill || !j.nominated.empty()) return false;
-    return AnyVictimClass(snap_, j.priority_class, options_.preemption) || MayReclaim(j) || MayReclaimForShare(j);
+    return AnyVictimClass(snap_, j.priority_class, options_.preemption) || ByService() || MayReclaim(j) ||
+           MayReclaimForShare(j);
   }
 
   int32_t TypeOf(const Placement& p) const { return p.empty() ? core::kAnyGpuType : snap_.nodes[p.front().node].gpu_type; }
@@ -309,12 +312,18 @@ class CycleRun {
     const bool for_share = MayReclaimForShare(j);
     const bool reclaim = for_guarantee || for_share;
     const int64_t weight = by_class ? snap_.classes[j.priority_class].weight : INT64_MIN;
-    const FailedKey key{shape, weight, reclaim ? j.queue : -1};
+    // By service: a job of a band below the victim's, of a class no lower.
+    const bool by_service = ByService();
+    const int32_t band = by_service ? policy_.service_bands->BandOf(j.attained_gpu_seconds) : -1;
+    const int64_t own_weight = snap_.classes[j.priority_class].weight;
+    const FailedKey key{shape, weight, reclaim ? j.queue : -1, band, by_service ? own_weight : INT64_MIN};
     if (preempt_failed_.count(key)) return false;
     // The candidates for this kind of preemption, built once a cycle when
     // first needed.
     using Kind = VictimPool::Kind;
-    const Kind kind = !reclaim ? Kind::kByClass : options_.preemption.reclaim_any_class ? Kind::kReclaimAny : Kind::kReclaim;
+    const Kind kind = reclaim && options_.preemption.reclaim_any_class ? Kind::kReclaimAny
+                      : reclaim || by_service                            ? Kind::kReclaim
+                                                                         : Kind::kByClass;
     std::optional<VictimPool>& pool = pools_[static_cast<int>(kind)];
     if (!pool) pool.emplace(snap_, options_.preemption, kind);
     // By class: a preemptible job of a lower weight, of the same queue or of
@@ -336,11 +345,18 @@ class CycleRun {
       return for_share && quotas_.ShareReclaimableFrom(j, c.job->queue) &&
              quotas_.KeepsOrder(j, c.job->queue, held, options_.preemption.reclaim_past_guarantee);
     };
+    // Another queue's job only where that queue borrows and keeps its
+    // guarantee without it.
+    auto may_take = [&](const VictimPool::Candidate& c) {
+      return c.job->queue == j.queue || (quotas_.Borrowing(c.job->queue, j.gpu_type, j.queue) &&
+                                         quotas_.KeepsGuarantee(c.job->queue, GpusOf(*c.job)));
+    };
+    auto for_service = [&](const VictimPool::Candidate& c) {
+      return by_service && c.preemptible && c.weight <= own_weight && c.job->queued <= options_.starvation_threshold &&
+             policy_.service_bands->BandOf(c.job->AttainedGpuSeconds(snap_.now)) > band && may_take(c);
+    };
     auto eligible = [&](const VictimPool::Candidate& c) {
-      const bool other = c.job->queue != j.queue;
-      return (by_class && c.preemptible && c.weight < weight &&
-              (!other || (quotas_.Borrowing(c.job->queue, j.gpu_type, j.queue) &&
-                          quotas_.KeepsGuarantee(c.job->queue, GpusOf(*c.job))))) ||
+      return (by_class && c.preemptible && c.weight < weight && may_take(c)) || for_service(c) ||
              (reclaim && by_reclaim(c));
     };
     // Capacity promised to another job is not taken, unless only jobs of
@@ -382,7 +398,14 @@ class CycleRun {
       return false;
     }
     for (JobId v : p->victims) {
-      if (!by_class || snap_.classes[snap_.running->at(v).priority_class].weight >= weight) p->reclaim = true;
+      const core::RunningJob& victim = snap_.running->at(v);
+      const int64_t w = snap_.classes[victim.priority_class].weight;
+      if (by_class && w < weight) continue;
+      if (for_service({&victim, 0, w, snap_.classes[victim.priority_class].preemptible})) {
+        p->for_service = true;
+      } else {
+        p->reclaim = true;
+      }
     }
     for (const auto& [q, held] : taken) quotas_.Commit(q, -held);
     quotas_.Commit(j.queue, gpus);
@@ -403,7 +426,10 @@ class CycleRun {
     return gpus;
   }
 
+  // Under las, by the time it waited in all (a long job it stopped has an
+  // old submit time but may have waited little).
   bool Starving(const PendingJob& j) const {
+    if (policy_.service_bands) return j.QueuedFor(snap_.now) > options_.starvation_threshold;
     const Time eligible = std::max(j.submit_time, j.begin_time);
     return snap_.now - eligible > options_.starvation_threshold;
   }
@@ -619,11 +645,15 @@ class CycleRun {
     Shape shape;
     int64_t weight;  // the class weight it may preempt below (INT64_MIN: none)
     int32_t queue;   // the queue that may reclaim (-1: none)
+    int32_t band;    // its service band, preempting by service (-1: not)
+    int64_t own_weight;  // its class weight, preempting by service (INT64_MIN: not)
     bool operator==(const FailedKey&) const = default;
   };
   struct FailedKeyHash {
     size_t operator()(const FailedKey& k) const {
-      return (ShapeHash{}(k.shape) * 31 + std::hash<int64_t>{}(k.weight)) * 31 + std::hash<int32_t>{}(k.queue);
+      size_t h = ShapeHash{}(k.shape) * 31 + std::hash<int64_t>{}(k.weight);
+      h = (h * 31 + std::hash<int32_t>{}(k.queue)) * 31 + std::hash<int32_t>{}(k.band);
+      return h * 31 + std::hash<int64_t>{}(k.own_weight);
     }
   };
   std::unordered_set<FailedKey, FailedKeyHash> preempt_failed_;

@@ -24,7 +24,10 @@
 //     reclaim its guarantee, tries preemption (preemption.h): if stopping
 //     lower-class or borrowing jobs frees a placement, the victims are
 //     returned in Decisions::preemptions and the placement is
-//     held for it. A job holding such capacity from an earlier cycle
+//     held for it. Under the las policy any job may also stop jobs that
+//     have run more than it has (a higher service band:
+//     order/attained_service_order.h), and "waited past the starvation
+//     threshold" counts every stretch the job was pending. A job holding such capacity from an earlier cycle
 //     (PendingJob::nominated) starts there first thing in the cycle once
 //     it is free, and until then nothing else may use it.
 //  4. A shape (GPUs, replicas, type, scope) that failed once is not tried

@@ -20,9 +20,11 @@ std::string GpuMinutes(int64_t gpu_seconds) {
 void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::WriteBatch& b) {
   const core::JobRecord* preemptor = state_.Find(p.job);
   if (preemptor == nullptr || preemptor->state != core::JobState::kPending) return;
-  // Why: a higher class, or the preemptor's queue reclaiming its guarantee.
-  const std::string cause = p.reclaim ? "whose queue " + preemptor->spec.queue + " reclaims its guaranteed GPUs"
-                                      : "class " + preemptor->spec.priority_class;
+  // Why: a higher class, the preemptor's queue reclaiming its guarantee, or
+  // (the las policy) less service than the victim's.
+  const std::string cause = p.reclaim       ? "whose queue " + preemptor->spec.queue + " reclaims its guaranteed GPUs"
+                            : p.for_service ? "which has run less, under the las policy"
+                                            : "class " + preemptor->spec.priority_class;
   PreemptionHold hold;
   Duration longest = Duration::Zero();
   int64_t lost = 0;

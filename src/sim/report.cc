@@ -16,7 +16,9 @@ struct Stats {
   double gpu_seconds = 0;
   double lost_gpu_seconds = 0;
   int64_t preemptions = 0;
-  std::vector<int64_t> jct, wait;
+  // wait: to the first start; queued: every stretch pending, also after
+  // a preemption or a lost node (JCT less the time it ran).
+  std::vector<int64_t> jct, wait, queued;
 
   void Add(const JobResult& j) {
     ++jobs;
@@ -26,6 +28,9 @@ struct Stats {
     preemptions += j.preemptions;
     jct.push_back(j.end_s - j.submit_s);
     wait.push_back(j.start_s - j.submit_s);
+    int64_t ran = j.end_s - j.LastStart();
+    for (const auto& [a, b] : j.stopped_runs) ran += b - a;
+    queued.push_back(j.end_s - j.submit_s - ran);
   }
 };
 
@@ -56,6 +61,9 @@ nlohmann::json StatsJson(Stats s) {
   j["p95_wait_s"] = Percentile(s.wait, 95);
   j["p99_wait_s"] = Percentile(s.wait, 99);
   j["max_wait_s"] = s.wait.empty() ? 0 : *std::max_element(s.wait.begin(), s.wait.end());
+  j["mean_queued_s"] = Mean(s.queued);
+  j["p99_queued_s"] = Percentile(s.queued, 99);
+  j["max_queued_s"] = s.queued.empty() ? 0 : *std::max_element(s.queued.begin(), s.queued.end());
   return j;
 }
 
@@ -183,6 +191,10 @@ void WriteTextReport(const SimResult& r, std::ostream& os) {
   os << fmt::format("wait  mean {}  p50 {}  p95 {}  p99 {}  max {}\n", Hours(j["mean_wait_s"]),
                     Hours(j["p50_wait_s"]), Hours(j["p95_wait_s"]), Hours(j["p99_wait_s"]),
                     Hours(j["max_wait_s"]));
+  if (r.preemption || r.nodes_lost > 0 || r.reclaims > 0) {
+    os << fmt::format("queued mean {}  p99 {}  max {} (every stretch pending, also after a stop)\n",
+                      Hours(j["mean_queued_s"]), Hours(j["p99_queued_s"]), Hours(j["max_queued_s"]));
+  }
   os << fmt::format("makespan {}  utilization {:.1f}% ({:.1f}% over the {:.0f} h with jobs waiting)  cycles {}  "
                     "max pending {}  backfilled {}\n",
                     Hours(j["makespan_s"]), 100.0 * j["utilization"].get<double>(),
