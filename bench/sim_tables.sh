@@ -16,12 +16,13 @@ table() {  # title, trace, cluster args...
   echo "muster sim $trace $* --policy POLICY"
   echo '```'
   echo
-  echo "| policy | mean JCT (h) | p50 JCT (h) | p99 JCT (h) | mean wait (h) | p50 wait (h) | p99 wait (h) | max wait (h) | makespan (h) | utilization | unschedulable | sim time (s) |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-  for policy in fifo fifo-skip sjf muster; do
+  echo "| policy | mean JCT (h) | p50 JCT (h) | p99 JCT (h) | mean wait (h) | p50 wait (h) | p99 wait (h) | max wait (h) | mean queued (h) | max queued (h) | lost GPU-h | makespan (h) | utilization | unschedulable | sim time (s) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for policy in fifo fifo-skip sjf muster "las --preemption"; do
     local start end
     start=$(date +%s%N)
-    "$M" sim "$trace" "$@" --policy "$policy" -o json > /tmp/muster_sim_row.json
+    # shellcheck disable=SC2086  # "las --preemption" is a policy and a flag
+    "$M" sim "$trace" "$@" --policy $policy -o json > /tmp/muster_sim_row.json
     end=$(date +%s%N)
     bench/sim_row.py "$policy" "$(( (end - start) / 1000000 ))e-3" < /tmp/muster_sim_row.json
   done

@@ -24,7 +24,7 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--leaves-per-spine", f.leaves_per_spine, "Leaves under one spine (with --nodes)");
   sim->add_option("--gpu-type", f.gpu_type, "GPU type of the nodes (with --nodes)");
   sim->add_flag("--single-pool", f.single_pool, "Treat all GPUs of a type as one pool");
-  sim->add_option("--policy", f.policy, "muster (default), fifo, fifo-skip or sjf");
+  sim->add_option("--policy", f.policy, "muster (default), fifo, fifo-skip, sjf or las (with --preemption)");
   sim->add_option("--time-limit-factor", f.time_limit_factor,
                   "Each job's time limit is this factor x its duration (default 2)");
   sim->add_option("--output,-o", f.output, "text (default) or json");
