@@ -33,6 +33,14 @@ JobId Submit(ClusterState& state, Time at, const std::string& cls = "low") {
 
 void CycleAndApply(ClusterState& state, Time now) { Apply(state, Las()->Cycle(state.Snapshot(now)), now); }
 
+// One 8-GPU node, running one job of `cls` since time zero.
+JobId StartOne(ClusterState& state, const std::string& cls = "low") {
+  AddNodes(state, 1, 8, 0);
+  const JobId id = Submit(state, Time::Zero(), cls);
+  CycleAndApply(state, Time::Zero());
+  return id;
+}
+
 TEST(AttainedService, BandsGrowByTheFactor) {
   const ServiceBands b;  // 8 GPU-hours, then x8
   EXPECT_EQ(b.BandOf(0), 0);
@@ -45,10 +53,8 @@ TEST(AttainedService, BandsGrowByTheFactor) {
 
 TEST(AttainedService, ANewJobStopsOneThatHasRunAHigherBandsWorth) {
   ClusterState state;
-  AddNodes(state, 1, 8, 0);
   const Time t0 = Time::Zero();
-  const JobId old = Submit(state, t0);
-  CycleAndApply(state, t0);
+  const JobId old = StartOne(state);
   // 30 minutes in, the running job has 4 GPU-hours: band 0, as a new job's.
   const JobId fresh = Submit(state, t0 + Duration::Minutes(30));
   core::Decisions d = Las()->Cycle(state.Snapshot(t0 + Duration::Minutes(30)));
@@ -63,19 +69,15 @@ TEST(AttainedService, ANewJobStopsOneThatHasRunAHigherBandsWorth) {
   EXPECT_FALSE(d.preemptions[0].reclaim);
   // A class that is not preemptible is never stopped for service.
   ClusterState other;
-  AddNodes(other, 1, 8, 0);
-  Submit(other, t0, "normal");
-  CycleAndApply(other, t0);
+  StartOne(other, "normal");
   Submit(other, t0 + Duration::Minutes(30), "normal");
   EXPECT_TRUE(Las()->Cycle(other.Snapshot(now)).preemptions.empty());
 }
 
 TEST(AttainedService, ARequeuedJobKeepsItsServiceAndAgesBackToTheFront) {
   ClusterState state;
-  AddNodes(state, 1, 8, 0);
   const Time t0 = Time::Zero();
-  const JobId old = Submit(state, t0);
-  CycleAndApply(state, t0);
+  const JobId old = StartOne(state);
   Time now = t0 + Duration::Hours(2);
   ASSERT_TRUE(state.Requeue(old, now, "stopped").ok());  // 16 GPU-hours: band 1
   const JobId fresh = Submit(state, now);
@@ -96,10 +98,8 @@ TEST(AttainedService, ARequeuedJobKeepsItsServiceAndAgesBackToTheFront) {
 
 TEST(AttainedService, ARunThatFollowedAStarvingWaitIsNotStoppedForService) {
   ClusterState state;
-  AddNodes(state, 1, 8, 0);
   const Time t0 = Time::Zero();
-  const JobId blocker = Submit(state, t0, "normal");
-  CycleAndApply(state, t0);
+  const JobId blocker = StartOne(state, "normal");
   const JobId waited = Submit(state, t0);
   // It waits 9 hours, past the 8-hour starvation threshold, then runs.
   Time now = t0 + Duration::Hours(9);
