@@ -14,7 +14,7 @@ struct Entry {
   const char* name;
   BlockingMode blocking;
   std::unique_ptr<QueueOrder> (*make_order)();
-  bool by_service = false;  // AttainedServiceOrder, with its default bands
+  bool by_service = false;  // ranks and preempts by attained service (ServiceBands)
 };
 
 template <typename T>
@@ -27,7 +27,7 @@ constexpr Entry kPolicies[] = {
     {"fifo", BlockingMode::kStrict, &Make<SubmitOrder>},
     {"fifo-skip", BlockingMode::kSkip, &Make<SubmitOrder>},
     {"sjf", BlockingMode::kSkip, &Make<ShortestFirstOrder>},
-    {"las", BlockingMode::kBackfill, &Make<AttainedServiceOrder>, true},
+    {"las", BlockingMode::kBackfill, nullptr, true},
 };
 
 }  // namespace
@@ -35,9 +35,10 @@ constexpr Entry kPolicies[] = {
 StatusOr<Policy> MakePolicy(std::string_view name) {
   for (const Entry& e : kPolicies) {
     if (name == e.name) {
-      Policy p{e.name, e.make_order(), e.blocking};
-      if (e.by_service) p.service_bands = ServiceBands{};
-      return p;
+      if (!e.by_service) return Policy{e.name, e.make_order(), e.blocking, std::nullopt};
+      // The order and the preemption rule read the same bands.
+      const ServiceBands bands;
+      return Policy{e.name, std::make_unique<AttainedServiceOrder>(bands), e.blocking, bands};
     }
   }
   std::string known;

@@ -29,7 +29,9 @@ std::vector<TraceJob> Workload(uint64_t seed, int jobs) {
     const int64_t sizes[] = {1, 1, 2, 4, 8};
     j.num_gpus = sizes[rng.Uniform(0, 4)];
     const double u = rng.UniformDouble();
-    j.duration_s = u < 0.75 ? rng.Uniform(300, 3600) : u < 0.95 ? rng.Uniform(3600, 8 * 3600) : rng.Uniform(10 * 3600, 50 * 3600);
+    j.duration_s = u < 0.75   ? rng.Uniform(300, 3600)
+                   : u < 0.95 ? rng.Uniform(3600, 8 * 3600)
+                              : rng.Uniform(10 * 3600, 50 * 3600);
     j.tenant = "t";
     j.user = "u";
     out.push_back(j);
@@ -58,7 +60,8 @@ TEST(AttainedServiceSim, WaitsLessThanShortestFirstWithoutKnowingDurations) {
     const nlohmann::json muster = Replay(trace, "muster", true);
     ASSERT_EQ(las["completed"], 2000) << "seed " << seed;
     const double q_las = las["mean_queued_s"].get<double>(), q_sjf = sjf["mean_queued_s"].get<double>();
-    RecordProperty("seed" + std::to_string(seed), "las " + std::to_string(q_las) + " s, sjf " + std::to_string(q_sjf) + " s");
+    RecordProperty("seed" + std::to_string(seed),
+                   "las " + std::to_string(q_las) + " s, sjf " + std::to_string(q_sjf) + " s");
     // Every stretch pending counts, also after a preemption, and the work
     // the victims lost is paid for in their run time.
     EXPECT_LT(q_las, q_sjf) << "seed " << seed;

@@ -28,9 +28,7 @@ struct Stats {
     preemptions += j.preemptions;
     jct.push_back(j.end_s - j.submit_s);
     wait.push_back(j.start_s - j.submit_s);
-    int64_t ran = j.end_s - j.LastStart();
-    for (const auto& [a, b] : j.stopped_runs) ran += b - a;
-    queued.push_back(j.end_s - j.submit_s - ran);
+    queued.push_back(j.end_s - j.submit_s - j.RanSeconds());
   }
 };
 

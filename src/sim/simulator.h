@@ -143,13 +143,15 @@ struct JobResult {
   int64_t lost_gpu_seconds = 0;
   int64_t LastStart() const { return last_start_s >= 0 ? last_start_s : start_s; }
   bool Ran() const { return start_s >= 0 && end_s >= LastStart(); }
-  // GPU-seconds held over all its runs.
-  int64_t HeldGpuSeconds() const {
+  // Seconds it ran, over all its runs.
+  int64_t RanSeconds() const {
     if (!Ran()) return 0;
     int64_t s = end_s - LastStart();
     for (const auto& [a, b] : stopped_runs) s += b - a;
-    return s * gpus;
+    return s;
   }
+  // GPU-seconds held over all its runs.
+  int64_t HeldGpuSeconds() const { return RanSeconds() * gpus; }
   bool censored = false;
   std::string note;      // why skipped or unschedulable
 };

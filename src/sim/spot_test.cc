@@ -104,7 +104,9 @@ TEST(Spot, NoNoticeLosesBackToThePeriodicCheckpoint) {
   // 3 h in, each had just checkpointed at 3 h: each loses its restart and
   // at most the seconds since.
   for (const JobResult& j : r->jobs) {
-    if (j.reclaims > 0) EXPECT_LE(j.lost_gpu_seconds, (60 + 60) * j.gpus) << j.trace_id;
+    if (j.reclaims > 0) {
+      EXPECT_LE(j.lost_gpu_seconds, (60 + 60) * j.gpus) << j.trace_id;
+    }
   }
 }
 

@@ -46,7 +46,6 @@ class AttainedServiceOrder final : public QueueOrder {
   int64_t Key(const core::PendingJob& j, const core::ClusterSnapshot& snap, const PriorityWeights&) const override {
     return bands_.BandOf(j.attained_gpu_seconds) - j.QueuedFor(snap.now).millis() / bands_.age_step.millis();
   }
-  const ServiceBands& bands() const { return bands_; }
 
  private:
   ServiceBands bands_;
