@@ -188,6 +188,12 @@ struct SpecDefaults {
   // 0: nothing (the job then has no such limit on its node).
   int64_t memory_per_gpu = 0, cpu_milli_per_gpu = 0;
   int64_t memory_bytes = 0, cpu_milli = 0;
+  // The class of a spec that names none (the server's defaultPriorityClass).
+  std::string priority = "normal";
+  // Per class name, the longest time limit its jobs may ask for (the
+  // class's maxTimeLimit): a larger one is refused, and a spec naming none
+  // gets at most this.
+  std::map<std::string, Duration> max_time_limits;
 };
 
 // Field-by-field equality (core::Dependency has no operator==).

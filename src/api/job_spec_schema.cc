@@ -389,6 +389,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   JobSpec spec;
   RETURN_IF_ERROR(obj.Read("name", spec.name, ReadString, kNameRule));
   RETURN_IF_ERROR(obj.Read("queue", spec.queue, ReadString, kNameRule));
+  spec.priority = defaults.priority;
   RETURN_IF_ERROR(obj.Read("priority", spec.priority, ReadString, kNameRule));
   RETURN_IF_ERROR(
       obj.Read("replicas", spec.replicas, ReadInt, int64_t{1}, kMaxReplicas, std::string_view()));
@@ -436,6 +437,15 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   }
   spec.time_limit = defaults.time_limit;
   RETURN_IF_ERROR(obj.Read("timeLimit", spec.time_limit, ReadDuration, kTimeLimitRule));
+  if (auto it = defaults.max_time_limits.find(spec.priority); it != defaults.max_time_limits.end()) {
+    if (obj.Find("timeLimit") != nullptr && spec.time_limit > it->second) {
+      const std::string asked = spec.time_limit.is_infinite() ? "unlimited" : spec.time_limit.ToString();
+      return InvalidArgument(
+          "is " + asked + ", above the maximum of class " + spec.priority + " (" + it->second.ToString() + ")",
+          obj.Path("timeLimit"));
+    }
+    spec.time_limit = std::min(spec.time_limit, it->second);
+  }
   RETURN_IF_ERROR(obj.Read("topology", spec.topology, ReadTopology));
   RETURN_IF_ERROR(obj.Read("stallTimeout", spec.stall_timeout, ReadDuration, kStallRule));
   RETURN_IF_ERROR(obj.Read("checkpoint", spec.checkpoint, ReadCheckpoint, defaults));

@@ -90,6 +90,7 @@ struct Preemption {
   int64_t lost_gpu_seconds = 0;  // GPUs x time since each victim's newest checkpoint
   bool reclaim = false;          // the job's queue reclaims its guarantee (else: a higher class)
   bool for_service = false;      // the job has run less than its victims (the las policy)
+  bool interactive = false;      // for a job of an interactive class: its victims stop ahead of other stops
 };
 
 struct CycleStats {

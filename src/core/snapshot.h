@@ -35,6 +35,15 @@ struct PriorityClass {
   // weight that may preempt.
   bool preemptible = false;
   bool may_preempt = false;
+  // Interactive work (notebooks, debugging shells): its pending jobs are
+  // placed first in every cycle, before any reservation is made, so
+  // backfill never delays them; blocked, they preempt jobs of preemptible
+  // classes below them (best-effort work) without waiting for the victims'
+  // minimum run time. Such a class may preempt and is not preemptible.
+  bool interactive = false;
+  // The longest time limit its jobs may ask for; a job naming none gets it
+  // (if below the default). Infinite: no bound.
+  Duration max_time_limit = Duration::Infinite();
 };
 
 // Resources one job holds on one node.

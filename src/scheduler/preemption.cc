@@ -210,18 +210,19 @@ bool AnyVictimClass(const core::ClusterSnapshot& snap, int32_t preemptor_class, 
 VictimPool::VictimPool(const core::ClusterSnapshot& snap, const PreemptionOptions& options, Kind kind) {
   if (!options.enabled || snap.running == nullptr) return;
   const auto n = static_cast<int32_t>(snap.classes.size());
-  int64_t top = INT64_MIN;  // the highest weight of a class that may preempt
+  const bool interactive = kind == Kind::kInteractive;
+  int64_t top = INT64_MIN;  // the highest weight of a class that may preempt (interactive: of such a class)
   for (const core::PriorityClass& c : snap.classes) {
-    if (c.may_preempt) top = std::max(top, c.weight);
+    if (c.may_preempt && (c.interactive || !interactive)) top = std::max(top, c.weight);
   }
   for (const auto& [id, r] : *snap.running) {
     if (r.priority_class < 0 || r.priority_class >= n || r.stopping || r.preempt_immune ||
-        snap.now - r.start < options.min_run_time) {
+        (!interactive && snap.now - r.start < options.min_run_time)) {
       continue;
     }
     const core::PriorityClass& c = snap.classes[r.priority_class];
     if (kind != Kind::kReclaimAny && !c.preemptible) continue;
-    if (kind == Kind::kByClass && c.weight >= top) continue;
+    if ((kind == Kind::kByClass || interactive) && c.weight >= top) continue;
     candidates_.push_back({&r, LostGpuSeconds(r, snap.now), c.weight, c.preemptible});
   }
   std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {

@@ -79,7 +79,10 @@ bool AnyVictimClass(const core::ClusterSnapshot& snap, int32_t preemptor_class, 
 // time, not stopping, not immune), cheapest first, of:
 //   kByClass     preemptible classes below the highest class that may preempt;
 //   kReclaim     preemptible classes (a queue reclaiming its guarantee);
-//   kReclaimAny  every class (reclaim_any_class).
+//   kReclaimAny  every class (reclaim_any_class);
+//   kInteractive preemptible classes below the highest interactive class,
+//                also before their minimum run time (an interactive job
+//                waits seconds, not minutes).
 class VictimPool {
  public:
   struct Candidate {
@@ -88,7 +91,7 @@ class VictimPool {
     int64_t weight = 0;  // its class weight
     bool preemptible = false;  // its class is
   };
-  enum class Kind { kByClass, kReclaim, kReclaimAny };
+  enum class Kind { kByClass, kReclaim, kReclaimAny, kInteractive };
   VictimPool(const core::ClusterSnapshot& snap, const PreemptionOptions& options, Kind kind);
 
   const std::vector<Candidate>& candidates() const { return candidates_; }

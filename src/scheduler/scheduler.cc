@@ -67,8 +67,10 @@ class CycleRun {
     PendingOrder order(snap_, *policy_.order, options_.weights, /*lazy=*/!options_.explain);
     if (options_.explain) out_.reasons.reserve(snap_.pending.size());
     if (!options_.explain) CountCanStillAct();
+    ConsiderInteractiveFirst();
     int32_t idx;
     while (order.Next(idx)) {
+      if (!first_.empty() && first_[idx]) continue;
       if (!options_.explain && NothingLeftToDo()) break;
       const PendingJob& j = snap_.pending[idx];
       Consider(j);
@@ -93,6 +95,33 @@ class CycleRun {
   }
 
  private:
+  bool Interactive(const PendingJob& j) const {
+    return j.priority_class >= 0 && static_cast<size_t>(j.priority_class) < snap_.classes.size() &&
+           snap_.classes[j.priority_class].interactive;
+  }
+
+  // Jobs of interactive classes go first, oldest first, whatever the
+  // policy's order: they take what is free before any job is promised
+  // capacity, so no reservation (backfill) delays them.
+  void ConsiderInteractiveFirst() {
+    if (std::none_of(snap_.classes.begin(), snap_.classes.end(), [](const auto& c) { return c.interactive; })) return;
+    std::vector<int32_t> jobs;
+    for (size_t i = 0; i < snap_.pending.size(); ++i) {
+      if (Interactive(snap_.pending[i])) jobs.push_back(static_cast<int32_t>(i));
+    }
+    if (jobs.empty()) return;
+    std::sort(jobs.begin(), jobs.end(), [&](int32_t a, int32_t b) {
+      const PendingJob &x = snap_.pending[a], &y = snap_.pending[b];
+      return std::tie(x.submit_time, x.id) < std::tie(y.submit_time, y.id);
+    });
+    first_.assign(snap_.pending.size(), false);
+    for (int32_t i : jobs) {
+      first_[i] = true;
+      Consider(snap_.pending[i]);
+      if (!options_.explain) Considered(snap_.pending[i]);
+    }
+  }
+
   void Consider(const PendingJob& j) {
     ++out_.stats.jobs_considered;
     PendingReason r;
@@ -139,7 +168,7 @@ class CycleRun {
       // Past its guarantee, a job leaves free GPUs to a smaller or equal job
       // of a queue further below its fair share, which would otherwise
       // reclaim them at once (queue_quotas.h).
-      if (options_.preemption.enabled && policy_.blocking == BlockingMode::kBackfill &&
+      if (options_.preemption.enabled && policy_.blocking == BlockingMode::kBackfill && !Interactive(j) &&
           quotas_.YieldsToFairShare(j, TypeOf(*p), r)) {
         FillNeed(r, j);
         yielded_.push_back(static_cast<int32_t>(&j - snap_.pending.data()));
@@ -321,7 +350,9 @@ class CycleRun {
     // The candidates for this kind of preemption, built once a cycle when
     // first needed.
     using Kind = VictimPool::Kind;
-    const Kind kind = reclaim && options_.preemption.reclaim_any_class ? Kind::kReclaimAny
+    const bool interactive = Interactive(j);
+    const Kind kind = interactive                                        ? Kind::kInteractive
+                      : reclaim && options_.preemption.reclaim_any_class ? Kind::kReclaimAny
                       : reclaim || by_service                            ? Kind::kReclaim
                                                                          : Kind::kByClass;
     std::optional<VictimPool>& pool = pools_[static_cast<int>(kind)];
@@ -407,6 +438,7 @@ class CycleRun {
         p->reclaim = true;
       }
     }
+    p->interactive = interactive;
     for (const auto& [q, held] : taken) quotas_.Commit(q, -held);
     quotas_.Commit(j.queue, gpus);
     ++preemptors_;
@@ -639,6 +671,9 @@ class CycleRun {
   // victim it waits for), victims chosen this
   // cycle, (shape, class weight) pairs that found no victims.
   std::unordered_map<JobId, JobId> nominated_;
+  // By index into snap_.pending: considered before the policy's order (an
+  // interactive job); empty when there is none.
+  std::vector<bool> first_;
   std::unordered_set<JobId> taken_;
   std::vector<int32_t> yielded_;  // indexes into snap_.pending of jobs that yielded (YieldsToFairShare)
   struct FailedKey {
@@ -658,7 +693,7 @@ class CycleRun {
   };
   std::unordered_set<FailedKey, FailedKeyHash> preempt_failed_;
   QueueQuotas quotas_;  // usage against quotas, with this cycle's starts
-  std::optional<VictimPool> pools_[3];  // by VictimPool::Kind, each built once a cycle when needed
+  std::optional<VictimPool> pools_[4];  // by VictimPool::Kind, each built once a cycle when needed
   int32_t preemptors_ = 0;
   int64_t preemptors_left_ = 0;
   Decisions out_;

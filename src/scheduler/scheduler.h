@@ -9,7 +9,12 @@
 //
 // Phases of a cycle (muster policy):
 //  1. Index free capacity by GPU type, leaf and spine (FreeIndex).
-//  2. Order the pending jobs (QueueOrder plugin).
+//  2. Order the pending jobs (QueueOrder plugin). Jobs of interactive
+//     classes come before all others, oldest first, whatever the policy:
+//     each takes what is free before any reservation exists, so backfill
+//     never delays it, and when blocked it preempts best-effort work
+//     (preemptible classes below it) without waiting for the victims'
+//     minimum run time (core::PriorityClass::interactive).
 //  3. For each job: skip held, not-yet-begun and dependency-waiting jobs;
 //     place the whole gang now if it fits without delaying any reservation
 //     (placement.h); otherwise, if it is among the top `max_reservations`

@@ -42,7 +42,10 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
                             GpuMinutes(victim_lost) + " of work since its last checkpoint";
     b.events.push_back(Event(v, "Preempted", "", why));
     lifecycle::Effects fx;
-    lifecycle_.Stop(v, std::nullopt, /*requeue=*/true, why, lifecycle::StopPace::kStaggered, fx);
+    // An interactive job's victims go ahead of drains and other preemptions:
+    // someone is waiting at a prompt.
+    lifecycle_.Stop(v, std::nullopt, /*requeue=*/true, why,
+                    p.interactive ? lifecycle::StopPace::kUrgent : lifecycle::StopPace::kStaggered, fx);
     ApplyEffects(fx, b);
     hold.victims.push_back(v);
     names += (names.empty() ? "" : ", ") + std::to_string(v);

@@ -103,6 +103,19 @@ namespace {
 // resources: {memoryPerGpu, cpusPerGpu, memory, cpus}}. Validated
 // by the job spec's own rules (a probe spec carrying them), so a default
 // can be exactly what a spec may say, with the same messages.
+}  // namespace
+
+api::SpecDefaults ServerOptions::SpecDefaults() const {
+  api::SpecDefaults d = job_defaults;
+  d.priority = cluster.default_priority_class;
+  for (const core::PriorityClass& c : cluster.priority_classes) {
+    if (!c.max_time_limit.is_infinite()) d.max_time_limits[c.name] = c.max_time_limit;
+  }
+  return d;
+}
+
+namespace {
+
 StatusOr<api::SpecDefaults> ParseJobDefaults(const YAML::Node& d) {
   const std::string path = "server.jobDefaults";
   if (!d.IsMap()) return InvalidArgument("must be a mapping {timeLimit, retry, checkpoint, resources}", path);
@@ -237,8 +250,12 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       for (size_t i = 0; i < classes.size(); ++i) {
         const std::string path = "server.priorityClasses[" + std::to_string(i) + "]";
         const YAML::Node c = classes[i];
-        if (!c.IsMap()) return InvalidArgument("must be a mapping {name, weight, preemptible, mayPreempt}", path);
-        RETURN_IF_ERROR(CheckKeys(c, {"name", "weight", "preemptible", "mayPreempt"}, path));
+        if (!c.IsMap()) {
+          return InvalidArgument("must be a mapping {name, weight, preemptible, mayPreempt, interactive, maxTimeLimit}",
+                                 path);
+        }
+        RETURN_IF_ERROR(
+            CheckKeys(c, {"name", "weight", "preemptible", "mayPreempt", "interactive", "maxTimeLimit"}, path));
         core::PriorityClass pc;
         if (!c["name"]) return InvalidArgument("is required", path + ".name");
         ASSIGN_OR_RETURN(pc.name, config::Str(c["name"], path + ".name"));
@@ -250,6 +267,24 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         }
         if (c["mayPreempt"]) {
           ASSIGN_OR_RETURN(pc.may_preempt, config::Bool(c["mayPreempt"], path + ".mayPreempt"));
+        }
+        if (c["interactive"]) {
+          ASSIGN_OR_RETURN(pc.interactive, config::Bool(c["interactive"], path + ".interactive"));
+        }
+        if (c["maxTimeLimit"]) {
+          ASSIGN_OR_RETURN(pc.max_time_limit, config::Dur(c["maxTimeLimit"], path + ".maxTimeLimit"));
+          if (pc.max_time_limit <= Duration::Zero()) return InvalidArgument("must be positive", path + ".maxTimeLimit");
+        }
+        if (pc.interactive) {
+          // Interactive work preempts best-effort work and is never itself
+          // preempted; backfill plans around its bounded time limit.
+          if (pc.preemptible) return InvalidArgument("an interactive class cannot be preemptible", path + ".preemptible");
+          if (c["mayPreempt"] && !pc.may_preempt) {
+            return InvalidArgument("an interactive class preempts best-effort work; leave mayPreempt out",
+                                   path + ".mayPreempt");
+          }
+          pc.may_preempt = true;
+          if (pc.max_time_limit.is_infinite()) pc.max_time_limit = Duration::Hours(8);
         }
         o.cluster.priority_classes.push_back(pc);
       }

@@ -127,6 +127,9 @@ struct ServerOptions {
   // Defaults for the retry policy and checkpoint settings of submitted
   // specs (a stored spec keeps the values it was accepted with).
   api::SpecDefaults job_defaults;
+  // What submitted specs are parsed with: job_defaults, the default class
+  // and each class's maxTimeLimit.
+  api::SpecDefaults SpecDefaults() const;
   // Stops that ask for a checkpoint (requeue, drain, preemption) reach the
   // agents at most this often; 0: all at once.
   int64_t checkpoint_signals_per_second = 20;

@@ -169,6 +169,61 @@ queues:
   EXPECT_EQ(o->scheduler.preemption.max_per_cycle, 2);
 }
 
+TEST(InteractiveClass, BoundsTheTimeLimitOfItsJobsAndTheDefaultClassIsUsed) {
+  auto o = ParseServerOptions(R"(
+priorityClasses:
+  - {name: batch, weight: 0, preemptible: true}
+  - {name: standard, weight: 10}
+  - {name: notebook, weight: 100, interactive: true, maxTimeLimit: 4h}
+  - {name: shell, weight: 90, interactive: true}
+defaultPriorityClass: standard
+jobDefaults: {timeLimit: 24h}
+)", "test.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  const core::PriorityClass& notebook = o->cluster.priority_classes[2];
+  EXPECT_TRUE(notebook.interactive);
+  EXPECT_TRUE(notebook.may_preempt);
+  EXPECT_EQ(notebook.max_time_limit, Duration::Hours(4));
+  EXPECT_EQ(o->cluster.priority_classes[3].max_time_limit, Duration::Hours(8));  // the default bound
+  const api::SpecDefaults d = o->SpecDefaults();
+
+  auto bare = api::ParseJobSpec("command: [x]\n", "application/yaml", d);
+  ASSERT_TRUE(bare.ok()) << bare.status().ToString();
+  EXPECT_EQ(bare->priority, "standard");  // defaultPriorityClass, not a built-in name
+  EXPECT_EQ(bare->time_limit, Duration::Hours(24));
+  auto nb = api::ParseJobSpec("command: [x]\npriority: notebook\n", "application/yaml", d);
+  ASSERT_TRUE(nb.ok()) << nb.status().ToString();
+  EXPECT_EQ(nb->time_limit, Duration::Hours(4));  // the default, cut to the class's bound
+  auto short_one = api::ParseJobSpec("command: [x]\npriority: notebook\ntimeLimit: 30m\n", "application/yaml", d);
+  ASSERT_TRUE(short_one.ok());
+  EXPECT_EQ(short_one->time_limit, Duration::Minutes(30));
+  for (const char* limit : {"5h", "unlimited"}) {
+    auto long_one = api::ParseJobSpec(std::string("command: [x]\npriority: notebook\ntimeLimit: ") + limit + "\n",
+                                      "application/yaml", d);
+    ASSERT_FALSE(long_one.ok()) << limit;
+    EXPECT_EQ(long_one.status().field(), "spec.timeLimit");
+    EXPECT_NE(long_one.status().message().find("above the maximum of class notebook (4h"), std::string::npos)
+        << long_one.status().ToString();
+  }
+
+  struct Case {
+    const char* yaml;
+    const char* field;
+  } bad[] = {
+      {"priorityClasses: [{name: n, interactive: true, preemptible: true}]\ndefaultPriorityClass: n",
+       "server.priorityClasses[0].preemptible"},
+      {"priorityClasses: [{name: n, interactive: true, mayPreempt: false}]\ndefaultPriorityClass: n",
+       "server.priorityClasses[0].mayPreempt"},
+      {"priorityClasses: [{name: n, maxTimeLimit: 0s}]\ndefaultPriorityClass: n",
+       "server.priorityClasses[0].maxTimeLimit"},
+  };
+  for (const Case& c : bad) {
+    auto r = ParseServerOptions(c.yaml, "test.yaml");
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_EQ(r.status().field(), c.field) << r.status().ToString();
+  }
+}
+
 TEST(Queues, BadQuotasNameTheKey) {
   struct Case {
     const char* yaml;
