@@ -24,9 +24,10 @@ declare -A allowed=(
   [gpu]="common gpu"
   [checkpoint]="common checkpoint"
   [auth]="common auth"
+  [shell]="common shell"
   [agent]="common gpu proto checkpoint http auth agent"
   [server]="common core scheduler lifecycle config api store proto checkpoint http auth server"
-  [cli]="common core scheduler lifecycle config api sim server gpu proto checkpoint agent http auth store cli"
+  [cli]="common core scheduler lifecycle config api sim server gpu proto checkpoint agent http auth store shell cli"
 )
 for layer in "${!allowed[@]}"; do
   [ -d "src/$layer" ] || continue

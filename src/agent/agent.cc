@@ -251,6 +251,7 @@ StatusOr<std::string> Agent::Init() {
   std::error_code ec;
   eo.shim_binary = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) return FailedPrecondition("cannot find the muster binary (/proc/self/exe): " + ec.message());
+  muster_binary_ = eo.shim_binary;
   eo.use_cgroups = options_.use_cgroups;
   // One parent per state directory: two agents on one machine never share
   // task groups, even with one node name (two `muster dev` clusters, a twin
@@ -650,6 +651,9 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   spec.env["MUSTER_NODE"] = options_.node;
   spec.env["MUSTER_SERVER"] = options_.server;  // for progress reports and checkpoint commits
   if (!options_.ca_file.empty()) spec.env["MUSTER_CA"] = fs::absolute(options_.ca_file).string();
+  // The node's muster, for commands inside the job (muster progress, an
+  // interactive shell's relay); not inside a container, which has its own files.
+  if (!container) spec.env["MUSTER_BIN"] = muster_binary_;
   spec.working_dir = !t.working_dir.empty() ? t.working_dir : home;
   spec.stdout_path = t.stdout_path;
   spec.stderr_path = t.stderr_path;

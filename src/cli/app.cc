@@ -11,6 +11,7 @@
 #include "cli/agent_command.h"
 #include "cli/auth_commands.h"
 #include "cli/image_commands.h"
+#include "cli/interactive_command.h"
 #include "cli/usage_commands.h"
 #include "cli/dev_command.h"
 #include "cli/job_commands.h"
@@ -62,6 +63,12 @@ std::string UnknownFlag(CLI::App& app, int argc, char** argv) {
 int RunMuster(int argc, char** argv) {
   // The agent's task shim (agent/task_shim.h): internal, so not in --help.
   if (argc == 3 && std::strcmp(argv[1], "task-shim") == 0) return agent::RunTaskShim(argv[2]);
+  // An interactive job's terminal relay (cli/interactive_command.h): internal too.
+  if (argc >= 2 && std::strcmp(argv[1], "shell-serve") == 0) {
+    int first = 2;
+    if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
+    return RunShellServe(std::vector<std::string>(argv + first, argv + argc));
+  }
   CLI::App app{"muster: a GPU cluster scheduler for ML training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "muster 0.1.0");

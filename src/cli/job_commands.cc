@@ -26,6 +26,7 @@
 #include <sstream>
 
 #include "cli/client.h"
+#include "cli/interactive_command.h"
 #include "cli/table.h"
 #include "common/quantity.h"
 #include "cli/job_summary_reader.h"
@@ -40,6 +41,7 @@ struct JobCommands {
   std::string act_as;  // --as: an admin acting for this user
   std::string output = "table";
   CLI::App* submit = nullptr;
+  CLI::App* run = nullptr;
   CLI::App* get = nullptr;
   CLI::App* describe = nullptr;
   CLI::App* why = nullptr;
@@ -54,6 +56,7 @@ struct JobCommands {
   std::optional<int64_t> gpus, replicas, array, retry;  // unset unless given; the server checks the values
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
   bool hold = false, spot = false, parsable = false;
+  bool interactive = false;  // run
   std::vector<std::string> command;
   bool double_dash = false;  // "--" was given: what follows is a command
   // get
@@ -479,6 +482,25 @@ int Submit(JobCommands& c, Client& client) {
   return 0;
 }
 
+// muster run --interactive: the spec from the flags, with the command
+// handed to the job's shell relay (interactive_command.h).
+int Run(JobCommands& c, Client& client) {
+  if (!c.interactive) {
+    std::cerr << "muster run: --interactive is required (a terminal in the job's allocation); batch jobs go "
+                 "through muster submit\n";
+    return 2;
+  }
+  const std::vector<std::string> command = c.command;
+  c.command = {"muster-shell"};  // replaced by the relay's command line
+  c.double_dash = true;          // never a batch script or a spec file
+  auto spec = BuildSpec(c);
+  if (!spec.ok()) {
+    Fail(spec.status());
+    return 2;
+  }
+  return RunInteractive(client, json::parse(spec->first), command);
+}
+
 int Get(JobCommands& c, Client& client) {
   if (c.kind == "jobs" || c.kind == "job") {
     return ListJobs(c, client, c.state);
@@ -761,6 +783,39 @@ int Act(JobCommands& c, Client& client, const std::string& verb) {
   return acted.Finish();
 }
 
+// The flags that make a spec, on submit and run.
+void AddSpecFlags(CLI::App* sub, JobCommands& c) {
+  sub->add_option("--name", c.name, "Job name")->group(kSpecFlags);
+  sub->add_option("--queue,-q", c.queue, "Queue (team)")->group(kSpecFlags);
+  sub->add_option("--priority", c.priority, "Priority class")->group(kSpecFlags);
+  sub->add_option("--gpus", c.gpus, "GPUs per replica")->group(kSpecFlags);
+  sub->add_option("--gpu-type", c.gpu_type, "GPU type")->group(kSpecFlags);
+  sub->add_option("--replicas", c.replicas, "Replicas (gang size)")->group(kSpecFlags);
+  sub->add_option("--array", c.array, "Submit this many tasks of the job (one job each)")->group(kSpecFlags);
+  sub->add_option("--cpus", c.cpus, "CPUs per replica (4, 2.5, 500m)")->group(kSpecFlags);
+  sub->add_option("--memory", c.memory, "Memory per replica (64Gi)")->group(kSpecFlags);
+  sub->add_option("--time,-t", c.time, "Time limit (2h, 90m, 1-00:00:00; a bare number is minutes, 0 none)")
+      ->group(kSpecFlags);
+  sub->add_option("--after", c.after, "Dependencies, e.g. afterok:12,afterany:13-20")->group(kSpecFlags);
+  sub->add_flag("--hold", c.hold, "Submit held")->group(kSpecFlags);
+  sub->add_flag("--spot", c.spot, "May run on spot nodes (checkpointed and moved when the cloud reclaims one)")
+      ->group(kSpecFlags);
+  sub->add_option("--retry", c.retry, "Retries after a failure (default 3; 0: none)")->group(kSpecFlags);
+  sub->add_option("--env", c.env, "NAME=VALUE for the job's environment, or NAME to pass this shell's value; repeatable")
+      ->group(kSpecFlags)
+      ->allow_extra_args(false);  // one value each time: a file after it stays the file
+  sub->add_option("--stdout", c.stdout_path, "Also write the output to this file, as the user (%j job, %t replica, %x name, ...)")
+      ->group(kSpecFlags);
+  sub->add_option("--stderr", c.stderr_path, "Write errors to this file instead (else with --stdout)")->group(kSpecFlags);
+  sub->add_option("--chdir,-D", c.chdir, "Working directory on the node (default: this directory, as sbatch)")
+      ->group(kSpecFlags);
+  sub->add_option("--image", c.image, "Run each replica in a container of this image (nvcr.io/nvidia/pytorch:24.05-py3)")
+      ->group(kSpecFlags);
+  sub->add_option("--mount", c.mounts, "HOST:CONTAINER[:ro] into the container; repeatable")
+      ->group(kSpecFlags)
+      ->allow_extra_args(false);
+}
+
 }  // namespace
 
 std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
@@ -774,39 +829,18 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->submit = app.add_subcommand("submit", "Submit a job from a YAML/JSON file, a batch script, or flags and a command");
   common(c->submit);
   c->submit->add_option("-f,--file", c->file, "Job spec file (YAML or JSON)");
-  c->submit->add_option("--name", c->name, "Job name")->group(kSpecFlags);
-  c->submit->add_option("--queue,-q", c->queue, "Queue (team)")->group(kSpecFlags);
-  c->submit->add_option("--priority", c->priority, "Priority class")->group(kSpecFlags);
-  c->submit->add_option("--gpus", c->gpus, "GPUs per replica")->group(kSpecFlags);
-  c->submit->add_option("--gpu-type", c->gpu_type, "GPU type")->group(kSpecFlags);
-  c->submit->add_option("--replicas", c->replicas, "Replicas (gang size)")->group(kSpecFlags);
-  c->submit->add_option("--array", c->array, "Submit this many tasks of the job (one job each)")->group(kSpecFlags);
-  c->submit->add_option("--cpus", c->cpus, "CPUs per replica (4, 2.5, 500m)")->group(kSpecFlags);
-  c->submit->add_option("--memory", c->memory, "Memory per replica (64Gi)")->group(kSpecFlags);
-  c->submit->add_option("--time,-t", c->time, "Time limit (2h, 90m, 1-00:00:00; a bare number is minutes, 0 none)")
-      ->group(kSpecFlags);
-  c->submit->add_option("--after", c->after, "Dependencies, e.g. afterok:12,afterany:13-20")->group(kSpecFlags);
-  c->submit->add_flag("--hold", c->hold, "Submit held")->group(kSpecFlags);
-  c->submit->add_flag("--spot", c->spot, "May run on spot nodes (checkpointed and moved when the cloud reclaims one)")
-      ->group(kSpecFlags);
-  c->submit->add_option("--retry", c->retry, "Retries after a failure (default 3; 0: none)")->group(kSpecFlags);
-  c->submit->add_option("--env", c->env, "NAME=VALUE for the job's environment, or NAME to pass this shell's value; repeatable")
-      ->group(kSpecFlags)
-      ->allow_extra_args(false);  // one value each time: a file after it stays the file
-  c->submit->add_option("--stdout", c->stdout_path, "Also write the output to this file, as the user (%j job, %t replica, %x name, ...)")
-      ->group(kSpecFlags);
-  c->submit->add_option("--stderr", c->stderr_path, "Write errors to this file instead (else with --stdout)")->group(kSpecFlags);
-  c->submit->add_option("--chdir,-D", c->chdir, "Working directory on the node (default: this directory, as sbatch)")
-      ->group(kSpecFlags);
-  c->submit->add_option("--image", c->image, "Run each replica in a container of this image (nvcr.io/nvidia/pytorch:24.05-py3)")
-      ->group(kSpecFlags);
-  c->submit->add_option("--mount", c->mounts, "HOST:CONTAINER[:ro] into the container; repeatable")
-      ->group(kSpecFlags)
-      ->allow_extra_args(false);
+  AddSpecFlags(c->submit, *c);
   c->submit->add_flag("--parsable", c->parsable, "Print only the job id");
   c->submit->add_option("command", c->command,
                         "The command, after --; or one job file (.yaml, .yml, .json) instead of -f; or a batch script "
                         "(its text is the job, and its #SBATCH and #MUSTER lines set what flags do not)");
+
+  c->run = app.add_subcommand("run", "Run a shell or command on a terminal in a new job's allocation (--interactive)");
+  common(c->run, /*formats=*/false);
+  AddSpecFlags(c->run, *c);
+  c->run->add_flag("-i,--interactive", c->interactive,
+                   "A terminal in the job (the job's class defaults to interactive; required)");
+  c->run->add_option("command", c->command, "The command, after -- (default: your shell on the node)");
 
   c->get = app.add_subcommand("get", "List jobs, nodes or queues");
   common(c->get);
@@ -867,7 +901,7 @@ void NoteRawArguments(JobCommands& c, int argc, char** argv) {
 int RunJobCommands(JobCommands& commands) {
   JobCommands* c = &commands;
   CLI::App* parsed = nullptr;
-  for (CLI::App* sub : {c->submit, c->get, c->describe, c->why, c->logs}) {
+  for (CLI::App* sub : {c->submit, c->run, c->get, c->describe, c->why, c->logs}) {
     if (sub->parsed()) parsed = sub;
   }
   std::string verb, node_verb;
@@ -889,6 +923,7 @@ int RunJobCommands(JobCommands& commands) {
   Client client(c->server, c->act_as, RetrySeconds());
   if (!node_verb.empty()) return ActOnNodes(*c, client, node_verb);
   if (parsed == c->submit) return Submit(*c, client);
+  if (parsed == c->run) return Run(*c, client);
   if (parsed == c->get) return Get(*c, client);
   if (parsed == c->describe) {
     if (c->describe_kind != "job") {

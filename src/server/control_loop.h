@@ -288,6 +288,7 @@ class ControlLoop {
     std::optional<int64_t> step;
     nlohmann::json metrics = nlohmann::json::object();  // name -> number
     std::string message;
+    nlohmann::json endpoints;  // name -> "host:port"; null: unchanged
     Identity who;
   };
   struct ProgressAnswer {
@@ -356,6 +357,7 @@ class ControlLoop {
     bool resume_recorded = false;
     nlohmann::json metrics;                // progress as the job reported it
     std::string progress_message;
+    nlohmann::json endpoints;              // name -> "host:port" the job serves (an interactive shell's relay)
     int64_t progress_persisted_ms = 0;
   };
   // The lifecycle's terms of a job's spec: retries, grace, time limit.

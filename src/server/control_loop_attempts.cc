@@ -128,6 +128,7 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
       restored_step = p.value("step", int64_t{-1});
       d.metrics = p.value("metrics", json());
       d.progress_message = p.value("message", "");
+      d.endpoints = p.value("endpoints", json());
     }
     if (restored->contains("endedReplicas") && (*restored)["endedReplicas"].is_array()) {
       for (const json& e : (*restored)["endedReplicas"]) {
@@ -195,6 +196,7 @@ json ControlLoop::AttemptJson(int64_t job) const {
     out["progress"] = {{"step", lifecycle_.LastStep(job)},
                        {"metrics", d->second.metrics.is_null() ? json::object() : d->second.metrics},
                        {"message", d->second.progress_message}, {"timeMs", at.millis()}};
+    if (d->second.endpoints.is_object()) out["progress"]["endpoints"] = d->second.endpoints;
   }
   if (a->Stopping()) {
     out["ending"] = {{"state", a->ending ? core::JobStateName(*a->ending) : ""},

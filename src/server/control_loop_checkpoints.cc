@@ -132,6 +132,10 @@ void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>
     lifecycle_.NoteProgress(p.job, p.step);
     if (!p.metrics.empty()) at.metrics = p.metrics;
     if (!p.message.empty()) at.progress_message = p.message;
+    // Where the job serves something (a shell relay waiting for its user) is
+    // written at once; other progress at most every 10 s.
+    const bool new_endpoints = p.endpoints.is_object() && p.endpoints != at.endpoints;
+    if (new_endpoints) at.endpoints = p.endpoints;
     ProgressAnswer answer{running->number, running->StopReleased(now_time)};
     store::WriteBatch events;
     if (p.replica && p.step && *p.replica < static_cast<int32_t>(running->replicas.size())) {
@@ -142,7 +146,7 @@ void ControlLoop::ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>
     // GET /v1/jobs/{id} builds the job's status from the loop's state
     // (Explain); the store (lists) gets progress at most every 10 s a job:
     // it is not a promise that needs to be durable before the answer.
-    if (now - at.progress_persisted_ms >= 10'000) {
+    if (new_endpoints || now - at.progress_persisted_ms >= 10'000) {
       at.progress_persisted_ms = now;
       store::WriteBatch b;
       jobs_.Write(p.job, b);

@@ -233,7 +233,7 @@ void HttpApi::ListCheckpoints(const Request& req, Response& res) {
 void HttpApi::ReportProgress(Request&& req, Reply reply) {
   auto id = PathId(req);
   if (!id.ok()) return ReplyNow(reply, id.status());
-  auto body = BodyObject(req, {"attempt", "replica", "step", "metrics", "message"});
+  auto body = BodyObject(req, {"attempt", "replica", "step", "metrics", "message", "endpoints"});
   if (!body.ok()) return ReplyNow(reply, body.status());
   ControlLoop::ProgressReport p;
   p.job = *id;
@@ -258,6 +258,19 @@ void HttpApi::ReportProgress(Request&& req, Reply reply) {
       if (!v.is_number()) return ReplyNow(reply, InvalidArgument("must be a number", "metrics." + k));
     }
     p.metrics = m;
+  }
+  if (body->contains("endpoints") && !(*body)["endpoints"].is_null()) {
+    const json& e = (*body)["endpoints"];
+    if (!e.is_object() || e.size() > 16) {
+      return ReplyNow(reply, InvalidArgument("must be an object of at most 16 \"host:port\" strings", "endpoints"));
+    }
+    for (const auto& [k, v] : e.items()) {
+      if (!ValidName(k, 64)) return ReplyNow(reply, InvalidArgument("names must be 1 to 64 of [A-Za-z0-9._-]", "endpoints." + k.substr(0, 64)));
+      if (!v.is_string() || !ValidEndpoint(v.get<std::string>())) {
+        return ReplyNow(reply, InvalidArgument("must be \"host:port\" (at most 255 characters, port 1..65535)", "endpoints." + k));
+      }
+    }
+    p.endpoints = e;
   }
   using A = ControlLoop::ProgressAnswer;
   loop_.ReportProgress(std::move(p), Answer<A>(reply, [](http::Response& res, const A& a) {

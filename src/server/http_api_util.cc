@@ -90,6 +90,26 @@ bool ValidName(std::string_view s, size_t max) {
   return true;
 }
 
+bool ValidEndpoint(std::string_view s) {
+  const size_t colon = s.rfind(':');
+  if (s.size() > 255 || colon == std::string_view::npos || colon == 0 || colon + 1 == s.size() ||
+      s.size() - colon - 1 > 5) {
+    return false;
+  }
+  int64_t port = 0;
+  for (char c : s.substr(colon + 1)) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    port = port * 10 + (c - '0');
+  }
+  for (char c : s.substr(0, colon)) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ':' || c == '[' ||
+          c == ']')) {
+      return false;
+    }
+  }
+  return port >= 1 && port <= 65535;
+}
+
 const Identity& Caller(const http::Request& req) {
   // Set by HttpApi's filter for every request that reaches a handler.
   static const Identity kNobody{};

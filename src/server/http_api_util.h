@@ -75,6 +75,9 @@ StatusOr<T> Await(const std::function<void(ControlLoop::Done<StatusOr<T>>)>& cal
 
 // 1 to `max` of [A-Za-z0-9._-].
 bool ValidName(std::string_view s, size_t max);
+// "host:port" (or "[v6]:port"): a host of letters, digits and .-_:[] and a
+// port 1..65535, at most 255 characters in all.
+bool ValidEndpoint(std::string_view s);
 // Who calls, as HttpApi's filter authenticated them.
 const Identity& Caller(const http::Request& req);
 // An audit entry of `who` doing `action` to `object`, outcome "ok".

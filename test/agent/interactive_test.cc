@@ -1,0 +1,124 @@
+// End to end: `muster run --interactive` on a busy cluster. Every GPU is
+// held (normal work on one node, best-effort work on the other) and
+// hundreds of batch jobs, a reserved gang among them, wait ahead of it; the
+// interactive job still starts at once, stopping one best-effort job well
+// inside that job's minimum run time, and its terminal works: a real
+// pseudo-terminal in the job's allocation, its GPU, its exit status.
+//
+// How soon it starts is measured, not asserted: the test prints it, and
+// bench/interactive_start.sh reports it (docs/benchmarks.md).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cluster_fixture.h"
+#include "../run_binary.h"
+
+namespace muster::testing {
+namespace {
+
+using nlohmann::json;
+
+class InteractiveTest : public ClusterFixture {
+ protected:
+  // The defaults but for a short grace and no rate limit: minRunTime is 5
+  // minutes, far longer than this test.
+  InteractiveTest() : ClusterFixture(kConfig) {}
+
+  // `muster run --interactive` with `input` on stdin; its exit code and output.
+  CommandResult Run(const std::string& flags, const std::string& input) {
+    const std::string in = server_.dir() + "/stdin";
+    std::ofstream(in) << input;
+    return RunCommand("MUSTER_SERVER=" + server_.url() + " MUSTER_MUNGE_SOCKET=none " + MUSTER_BINARY +
+                      " run --interactive " + flags + " < " + in);
+  }
+  int32_t CountEvents(int64_t id, const std::string& type) {
+    int32_t n = 0;
+    for (const json& e : Events(id)) n += e["type"] == type;
+    return n;
+  }
+  // The interactive job of this run: the newest job named `name`.
+  json Newest(const std::string& name) {
+    const json items = Get("/v1/jobs?order=newest&limit=1&name=" + name)["items"];
+    return items.empty() ? json() : items[0];
+  }
+};
+
+TEST_F(InteractiveTest, StartsAtOnceOnABusyClusterAndItsTerminalWorks) {
+  AddAgent({"--fake-gpus", "4xH100"});
+  AddAgent({"--fake-gpus", "4xH100"});
+  WaitNodes(2);
+  // Normal work on one node, four best-effort jobs on the other.
+  const int64_t normal = Submit("name: normal\nresources: {gpus: 4}\ncommand: [sleep, '600']\n");
+  std::vector<int64_t> low;
+  for (int i = 0; i < 4; ++i) {
+    low.push_back(Submit("name: low\npriority: low\nresources: {gpus: 1}\n"
+                         "command: [/bin/sh, -c, 'trap \"exit 0\" TERM; while :; do sleep 0.05; done']\n"));
+  }
+  WaitState(normal, "RUNNING");
+  for (int64_t id : low) WaitState(id, "RUNNING");
+  // A queue ahead of it: a gang with a reservation and 300 batch jobs.
+  const int64_t gang = Submit("name: gang\nreplicas: 2\nresources: {gpus: 4}\ntimeLimit: 1h\ncommand: [sleep, '1']\n");
+  std::string many = "name: queued\nresources: {gpus: 4}\ntimeLimit: 2h\narray: 300\ncommand: [sleep, '1']\n";
+  Submit(many);
+
+  // A command on the terminal: its GPU, its terminal, its status.
+  CommandResult r = Run("--gpus 1 --name shell-a -- /bin/sh -c 'echo gpus=$CUDA_VISIBLE_DEVICES; tty; exit 5'", "");
+  EXPECT_EQ(r.code, 5) << r.out;
+  EXPECT_NE(r.out.find("gpus=GPU-"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/dev/pts/"), std::string::npos) << r.out;
+  const json a = Newest("shell-a");
+  ASSERT_TRUE(a.is_object());
+  EXPECT_EQ(a["priority"], "interactive");
+  const int64_t a_id = a["id"];
+  const json a_end = WaitEnd(a_id);
+  EXPECT_EQ(a_end["state"], "FAILED") << a_end.dump();  // as its shell exited: 5
+  EXPECT_TRUE(HasEvent(Events(a_id), "Preempting", "stopping job")) << Events(a_id).dump();
+
+  // The user's shell, fed from stdin: it runs the lines and ends at its end.
+  r = Run("--gpus 1 --name shell-b", "echo in-shell-$((40+2))\n");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("in-shell-42"), std::string::npos) << r.out;
+  const json b = Newest("shell-b");
+  ASSERT_TRUE(b.is_object());
+  const json b_end = WaitEnd(b["id"]);
+  EXPECT_EQ(b_end["state"], "COMPLETED") << b_end.dump();
+
+  // Best-effort work paid for both, well inside its 5-minute minimum run
+  // time; the normal job, the gang and the batch jobs were not touched and
+  // still wait.
+  int32_t preempted = 0;
+  for (int64_t id : low) preempted += CountEvents(id, "Preempted");
+  EXPECT_GE(preempted, 1);
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(normal))["state"], "RUNNING");
+  EXPECT_EQ(CountEvents(normal, "Preempted"), 0);
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(gang))["state"], "PENDING");
+  EXPECT_GE(Get("/v1/jobs?state=PENDING&limit=1000&name=queued")["items"].size(), 299u);
+  for (const json& j : {a_end, b_end}) {
+    std::cout << "[ measured ] job " << j["name"].get<std::string>() << " started "
+              << Millis(j["startTime"]) - Millis(j["submitTime"]) << " ms after its submit\n";
+  }
+}
+
+TEST_F(InteractiveTest, ALimitAboveTheClassMaximumIsRefusedNamingTheField) {
+  const CommandResult r = Run("--gpus 1 -t 9h", "");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("timeLimit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("above the maximum of class interactive (8h"), std::string::npos) << r.out;
+}
+
+TEST_F(InteractiveTest, InterruptingTheWaitCancelsTheJob) {
+  // No node: the job can only wait. SIGINT to the CLI, as ^C at a terminal.
+  const std::string cmd = "MUSTER_SERVER=" + server_.url() + " MUSTER_MUNGE_SOCKET=none " + MUSTER_BINARY +
+                          " run --interactive --gpus 1 --name waiter < /dev/null 2>&1 & pid=$!; sleep 2; kill -INT $pid; "
+                          "wait $pid";
+  const CommandResult r = RunCommand(cmd);
+  EXPECT_EQ(r.code, 130) << r.out;
+  EXPECT_NE(r.out.find("cancelled"), std::string::npos) << r.out;
+  const json j = Newest("waiter");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["state"], "CANCELLED") << j.dump();
+}
+
+}  // namespace
+}  // namespace muster::testing
