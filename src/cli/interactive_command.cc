@@ -104,7 +104,9 @@ int RunInteractive(Client& client, json spec, const std::vector<std::string>& co
       std::cerr << "muster: job " << id << " is " << state
                 << (j->body.value("reason", "").empty() ? "" : ": " + j->body.value("reason", "")) << "\n";
     }
-    if (endpoint.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Asked often at first, when an idle or best-effort cluster starts it
+    // within milliseconds; less once it waits.
+    if (endpoint.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(said ? 100 : 10));
   }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);

@@ -76,8 +76,12 @@ void ControlLoop::SweepPreemptions(Time now, store::WriteBatch& b) {
   for (auto it = preempting_.begin(); it != preempting_.end();) {
     const core::JobRecord* rec = state_.Find(it->first);
     const core::JobState st = rec ? rec->state : core::JobState::kCancelled;
-    if (st == core::JobState::kRunning || st == core::JobState::kCompleting) {
-      it = preempting_.erase(it);  // it started: the preemption served its purpose
+    // It started (and may have ended since: a short job can run and end
+    // between two sweeps): the preemption served its purpose.
+    const bool started = st == core::JobState::kRunning || st == core::JobState::kCompleting ||
+                         (rec != nullptr && core::IsTerminal(st) && !rec->start_time.is_max());
+    if (started) {
+      it = preempting_.erase(it);
       continue;
     }
     if (st == core::JobState::kPending && now.millis() < it->second.deadline_ms) {

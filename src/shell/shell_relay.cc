@@ -25,6 +25,14 @@ namespace {
 
 volatile sig_atomic_t g_terminated = 0;
 void OnTerm(int) { g_terminated = 1; }
+// SIGCHLD wakes the relay's poll: the command's exit is seen at once.
+int g_child_pipe[2] = {-1, -1};
+void OnChild(int) {
+  const int saved = errno;
+  const char c = 0;
+  (void)!::write(g_child_pipe[1], &c, 1);
+  errno = saved;
+}
 
 int Fail(const std::string& what) {
   std::cerr << "muster shell-serve: " << what << "\n";
@@ -187,6 +195,12 @@ int RunRelay(const RelayOptions& o) {
     ::_exit(127);
   }
   ::fcntl(master, F_SETFL, ::fcntl(master, F_GETFL) | O_NONBLOCK);
+  if (::pipe2(g_child_pipe, O_NONBLOCK | O_CLOEXEC) == 0) {
+    struct sigaction chld{};
+    chld.sa_handler = OnChild;
+    chld.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    ::sigaction(SIGCHLD, &chld, nullptr);
+  }
   char buf[16 * 1024];
   bool pty_open = true;
   // Once the client's input ended, the terminal gives end-of-file (^D) to
@@ -228,8 +242,13 @@ int RunRelay(const RelayOptions& o) {
       const char eof = '\x04';
       (void)!::write(master, &eof, 1);  // dropped when the terminal is full: it is not reading
     }
-    pollfd fds[2] = {{ch->fd(), POLLIN, 0}, {pty_open ? master : -1, POLLIN, 0}};
-    const int ready = ch->Pending() ? 1 : ::poll(fds, 2, 200);
+    pollfd fds[3] = {{ch->fd(), POLLIN, 0}, {pty_open ? master : -1, POLLIN, 0}, {g_child_pipe[0], POLLIN, 0}};
+    const int ready = ch->Pending() ? 1 : ::poll(fds, 3, 200);
+    if (fds[2].revents & POLLIN) {
+      char drained[64];
+      while (::read(g_child_pipe[0], drained, sizeof drained) > 0) {
+      }
+    }
     if (ready < 0 && errno != EINTR) break;
     if (ch->Pending() || (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       auto f = ch->Read();

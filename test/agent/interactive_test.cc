@@ -88,7 +88,12 @@ TEST_F(InteractiveTest, StartsAtOnceOnABusyClusterAndItsTerminalWorks) {
   // time; the normal job, the gang and the batch jobs were not touched and
   // still wait.
   int32_t preempted = 0;
-  for (int64_t id : low) preempted += CountEvents(id, "Preempted");
+  for (int64_t id : low) {
+    preempted += CountEvents(id, "Preempted");
+    // Each session started (and ended within milliseconds): no preemption
+    // lapsed, so no victim is wrongly made immune.
+    EXPECT_EQ(CountEvents(id, "PreemptionLapsed"), 0) << Events(id).dump();
+  }
   EXPECT_GE(preempted, 1);
   EXPECT_EQ(Get("/v1/jobs/" + std::to_string(normal))["state"], "RUNNING");
   EXPECT_EQ(CountEvents(normal, "Preempted"), 0);
