@@ -512,6 +512,20 @@ Status ClusterState::Requeue(JobId job, Time now, std::string reason, Time not_b
   return Status::Ok();
 }
 
+Status ClusterState::RestoreService(JobId job, int64_t attained_gpu_seconds, Duration queued_before,
+                                    Time pending_since) {
+  auto pos = pending_pos_.find(job);
+  if (pos == pending_pos_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not pending");
+  JobRecord& rec = jobs_.at(job);
+  rec.attained_gpu_seconds = attained_gpu_seconds;
+  rec.queued = queued_before;
+  PendingJob& p = pending_[pos->second];
+  p.attained_gpu_seconds = attained_gpu_seconds;
+  p.queued_before = queued_before;
+  p.pending_since = pending_since;
+  return Status::Ok();
+}
+
 Status ClusterState::MarkStopping(JobId job, Time by) {
   auto it = running_.find(job);
   if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");

@@ -130,6 +130,11 @@ class ClusterState {
   Status NoteCheckpoint(JobId job, Time at, Duration interval = Duration::Infinite());
   Status Nominate(JobId job, std::vector<Allocation> allocations, std::vector<JobId> victims);
   Status SetPreemptImmune(JobId job, bool immune);
+  // A restart reloading a pending job's earlier attempts: the service they
+  // attained (GPUs x seconds), the time it waited before them, and since
+  // when it waits now (the end of its last attempt). Call before Bind for a
+  // job that runs again.
+  Status RestoreService(JobId job, int64_t attained_gpu_seconds, Duration queued_before, Time pending_since);
   // Records a job that had already ended before this state was built (a
   // restart reloading history), so dependencies on it resolve.
   Status RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state, Time end_time,

@@ -910,6 +910,24 @@ TEST_F(ClusterStateTest, RequeueReleasesEverythingAndKeepsSubmitTime) {
   EXPECT_FALSE(state_.Requeue(12345, Time::FromSeconds(50), "").ok());
 }
 
+TEST_F(ClusterStateTest, RestoredServiceCarriesIntoTheNextRun) {
+  const JobSpec job = MakeJob(1);
+  const JobId id = SubmitOk(job, Time::FromSeconds(5));
+  // Earlier attempts (as a restart reads them from the store): 100 GPU-
+  // seconds run, 20 s queued before them, pending again since t=200.
+  ASSERT_TRUE(state_.RestoreService(id, 100, Duration::Seconds(20), Time::FromSeconds(200)).ok());
+  ClusterSnapshot snap = state_.Snapshot(Time::FromSeconds(230));
+  ASSERT_EQ(snap.pending.size(), 1u);
+  EXPECT_EQ(snap.pending[0].attained_gpu_seconds, 100);
+  EXPECT_EQ(snap.pending[0].QueuedFor(Time::FromSeconds(230)), Duration::Seconds(50));
+  ASSERT_TRUE(state_.Bind({id, {Alloc(a_, 1, job)}}, Time::FromSeconds(230)).ok());
+  const int64_t gpus = state_.running().at(id).gpus();
+  EXPECT_EQ(state_.running().at(id).AttainedGpuSeconds(Time::FromSeconds(240)), 100 + 10 * gpus);
+  EXPECT_EQ(state_.running().at(id).queued, Duration::Seconds(50));
+  // Only a pending job's service is restored.
+  EXPECT_FALSE(state_.RestoreService(id, 1, Duration::Zero(), Time::Zero()).ok());
+}
+
 TEST_F(ClusterStateTest, RestoredEndedJobsResolveDependencies) {
   ASSERT_TRUE(state_.RestoreEnded(50, MakeJob(1), Time::FromSeconds(1), JobState::kCompleted,
                                   Time::FromSeconds(9), "").ok());

@@ -150,6 +150,36 @@ bool HasGpuIds(const json& status) {
 
 }  // namespace
 
+namespace {
+
+struct ServiceSoFar {
+  int64_t gpu_seconds = 0;
+  Duration queued = Duration::Zero();
+  Time last_end;
+};
+
+// What a job's stored attempt records add up to: GPUs x seconds run, the
+// time pending before each, and the end of the last.
+ServiceSoFar ServiceOf(const json& history, Time submit) {
+  ServiceSoFar s;
+  s.last_end = submit;
+  for (const json& a : history) {
+    if (!a.is_object()) continue;
+    const Time start = Time::FromMillis(a.value("startTime", submit.millis()));
+    const Time end = Time::FromMillis(a.value("endTime", start.millis()));
+    int64_t gpus = 0;
+    if (a.contains("replicas") && a["replicas"].is_array()) {
+      for (const json& r : a["replicas"]) gpus += r.is_object() ? r.value("gpus", int64_t{0}) : 0;
+    }
+    if (end > start) s.gpu_seconds += gpus * ((end - start).millis() / 1000);
+    if (start > s.last_end) s.queued = s.queued + (start - s.last_end);
+    s.last_end = std::max(s.last_end, end);
+  }
+  return s;
+}
+
+}  // namespace
+
 Status ControlLoop::Restore(std::vector<JobRow>* warm) {
   std::vector<JobRow> rows;
   if (warm != nullptr) {
@@ -207,6 +237,12 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
       const int64_t released_ms = detail.is_object() ? detail.value("releasedMs", int64_t{0}) : 0;
       if (*state == JobState::kPending && (core_spec.hold || released_ms > 0)) {
         RETURN_IF_ERROR(state_.Release(row.id, Time::FromMillis(released_ms)));
+      }
+      // The service its earlier attempts attained and the time it waited
+      // before them, which the las policy ranks it by.
+      if (auto h = attempt_records_.find(row.id); h != attempt_records_.end() && !h->second.empty()) {
+        const ServiceSoFar so_far = ServiceOf(h->second, submit);
+        RETURN_IF_ERROR(state_.RestoreService(row.id, so_far.gpu_seconds, so_far.queued, so_far.last_end));
       }
       if (*state == JobState::kRunning || *state == JobState::kCompleting) {
         json status = json::parse(row.status_json, nullptr, false);
@@ -691,7 +727,14 @@ void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
     core::ClusterSnapshot snap = state_.Snapshot(now);
     if (fairshare_points_.size() == static_cast<size_t>(state_.num_queues())) snap.queue_fairshare = fairshare_points_;
     for (const core::PendingJob& p : snap.pending) {
-      if (p.id == id) e.priority = scheduler_->Priority(p, snap);
+      if (p.id != id) continue;
+      e.priority = scheduler_->Priority(p, snap);
+      e.attained_gpu_seconds = p.attained_gpu_seconds;
+      e.queued = p.QueuedFor(now);
+    }
+    if (auto run = state_.running().find(id); run != state_.running().end()) {
+      e.attained_gpu_seconds = run->second.AttainedGpuSeconds(now);
+      e.queued = run->second.queued;
     }
     // Only what is durable is shown: while a change is on its way to the
     // store (the job's end, say), the answer waits for it, so a client never

@@ -146,6 +146,10 @@ class ControlLoop {
     std::optional<core::PendingReason> reason;  // pending jobs, from the last cycle
     std::string reason_text;
     std::optional<scheduler::PriorityBreakdown> priority;
+    // Pending or running: GPUs x seconds it has run over all its attempts
+    // (what the las policy ranks by), and its time pending over all of them.
+    std::optional<int64_t> attained_gpu_seconds;
+    Duration queued = Duration::Zero();
   };
   // A job as the loop sees it, once what it shows is durable.
   void Explain(int64_t id, Done<StatusOr<Explanation>> done);

@@ -175,6 +175,10 @@ void HttpApi::GetJob(Request&& req, Reply reply) {
                                 {"size", e.priority->size_points},
                                 {"total", e.priority->total()}};
     }
+    if (e.attained_gpu_seconds) {
+      j["service"] = {{"gpuHours", static_cast<double>(*e.attained_gpu_seconds) / 3600.0},
+                      {"queuedSeconds", e.queued.millis() / 1000}};
+    }
     ReplyJson(res, 200, j);
   }));
 }

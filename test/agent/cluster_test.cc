@@ -409,6 +409,41 @@ TEST_F(ClusterTest, RestartsAfterALongHistoryStillStartAndEndWork) {
   EXPECT_EQ(j["state"], "COMPLETED") << "after an agent restart: " << j.dump();
 }
 
+// The service a job has had (GPU-hours over its attempts, what the las
+// policy ranks by) and its time queued are summed again from the stored
+// attempts when the server restarts, not started again from zero.
+TEST_F(ClusterTest, AJobsServiceSurvivesAServerRestart) {
+  AddAgent({"--fake-gpus", "2xH100"});
+  WaitNodes(1);
+  const int64_t id = Submit("resources: {gpus: 2}\ncommand: [sleep, '300']\n");
+  WaitState(id, "RUNNING");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  // Requeued after about 3 s on 2 GPUs; it runs again at once.
+  Post("/v1/jobs/" + std::to_string(id) + "/requeue", "", "application/json");
+  json before;
+  for (int i = 0; i < 500; ++i) {
+    before = Get("/v1/jobs/" + std::to_string(id));
+    if (before.value("state", "") == "RUNNING" && before.value("attempts", 0) == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(before.value("attempts", 0), 2) << before.dump();
+  ASSERT_TRUE(before.contains("service")) << before.dump();
+  const double gpu_hours = before["service"]["gpuHours"];
+  EXPECT_GE(gpu_hours, 2 * 3 / 3600.0) << before.dump();
+
+  // Restarted: the first attempt's 6 GPU-seconds and more, not the second
+  // attempt's alone.
+  server_.Kill();
+  ASSERT_TRUE(server_.Start()) << server_.log();
+  cli_ = std::make_unique<httplib::Client>(server_.url());
+  cli_->set_read_timeout(30, 0);
+  const json after = Get("/v1/jobs/" + std::to_string(id));
+  ASSERT_TRUE(after.contains("service")) << after.dump();
+  EXPECT_GE(after["service"]["gpuHours"].get<double>(), gpu_hours) << after.dump();
+  EXPECT_LT(after["service"]["gpuHours"].get<double>(), gpu_hours + 2 * 30 / 3600.0) << after.dump();
+  CancelAndWait(id);
+}
+
 // A job that ends while the server is away (here, frozen for 3 s) is
 // recorded as ending when it ended, not when the server heard of it.
 TEST_F(ClusterTest, AnEndIsRecordedWhenItHappenedNotWhenTheServerHeard) {
