@@ -546,11 +546,20 @@ void Agent::Apply(const proto::SyncResponse& r) {
   for (const auto& [key, t] : desired) {
     if (!stopping && !executor_->Has(key) && !failed_starts_.count(key)) StartTask(*t);
   }
+  // Stops the server cut short (an interactive job's preemption), by attempt.
+  std::map<std::string, int64_t> cut_ms;
+  for (const proto::GraceCut& c : r.grace_cuts) {
+    const std::string prefix = "j" + std::to_string(c.job) + ".a" + std::to_string(c.attempt) + ".";
+    cut_ms[prefix] = std::max<int64_t>(0, c.grace_ms);
+  }
   for (const TaskStatus& t : executor_->Tasks()) {
     if (!t.running || desired.count(t.key)) continue;
     auto a = assigned_.find(t.key);
     const int sig = a != assigned_.end() ? a->second.stop_signal : SIGTERM;
-    const int64_t grace = StopGraceMs(a != assigned_.end() ? a->second.grace_ms : 30'000);
+    int64_t grace = StopGraceMs(a != assigned_.end() ? a->second.grace_ms : 30'000);
+    if (auto cut = cut_ms.find(t.key.substr(0, t.key.rfind('.') + 1)); cut != cut_ms.end()) {
+      grace = std::min(grace, cut->second);
+    }
     executor_->Stop(t.key, sig, Duration::Millis(grace), "stop");
   }
 }

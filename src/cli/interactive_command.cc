@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -36,6 +38,19 @@ std::string EnvOr(const char* name, const std::string& otherwise) {
   return v && *v ? v : otherwise;
 }
 
+// The job's name: its command's file name ("python" for
+// /usr/bin/python), or "shell" where that is not a valid job name.
+std::string NameOf(const std::vector<std::string>& command) {
+  if (command.empty()) return "shell";
+  const std::string& first = command[0];
+  const std::string base = first.substr(first.find_last_of('/') == std::string::npos ? 0 : first.find_last_of('/') + 1);
+  const bool valid = !base.empty() && base.size() <= 128 && std::isalnum(static_cast<unsigned char>(base[0])) &&
+                     std::all_of(base.begin(), base.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+                     });
+  return valid ? base : "shell";
+}
+
 }  // namespace
 
 int RunInteractive(Client& client, json spec, const std::vector<std::string>& command) {
@@ -49,7 +64,7 @@ int RunInteractive(Client& client, json spec, const std::vector<std::string>& co
   }
   const std::string key = auth::RandomHex(32);
   if (!spec.contains("priority")) spec["priority"] = "interactive";
-  if (!spec.contains("name")) spec["name"] = command.empty() ? "shell" : command[0];
+  if (!spec.contains("name")) spec["name"] = NameOf(command);
   if (!spec.contains("retry")) spec["retry"] = {{"limit", 0}};  // a terminal is not started again
   spec["secretEnv"]["MUSTER_SHELL_KEY"] = key;
   // The node's muster (MUSTER_BIN, set by its agent) relays the terminal;

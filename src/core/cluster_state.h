@@ -48,11 +48,12 @@ struct QueueConfig {
 struct ClusterConfig {
   // Priority classes by name. The default set: low 0 (preemptible), normal
   // 10000, high 20000 (may preempt), interactive 30000 (interactive, at
-  // most 8 hours).
+  // most 8 hours, its victims get at most 30 s to stop).
   std::vector<PriorityClass> priority_classes = {{"low", 0, true, false},
                                                  {"normal", 10'000, false, false},
                                                  {"high", 20'000, false, true},
-                                                 {"interactive", 30'000, false, true, true, Duration::Hours(8)}};
+                                                 {"interactive", 30'000, false, true, true, Duration::Hours(8),
+                                                  Duration::Seconds(30)}};
   std::string default_priority_class = "normal";
   std::vector<QueueConfig> queues;  // quotas; other queues have none
 };

@@ -91,6 +91,7 @@ struct Preemption {
   bool reclaim = false;          // the job's queue reclaims its guarantee (else: a higher class)
   bool for_service = false;      // the job has run less than its victims (the las policy)
   bool interactive = false;      // for a job of an interactive class: its victims stop ahead of other stops
+  Duration grace = Duration::Infinite();  // the most a victim's grace period may be (the class's preemptGrace)
 };
 
 struct CycleStats {

@@ -44,6 +44,10 @@ struct PriorityClass {
   // The longest time limit its jobs may ask for; a job naming none gets it
   // (if below the default). Infinite: no bound.
   Duration max_time_limit = Duration::Infinite();
+  // The longest grace period (stop signal to SIGKILL) a job it preempts
+  // gets, whatever its own: how long a preemptor may wait. Infinite: the
+  // victim's own.
+  Duration preempt_grace = Duration::Infinite();
 };
 
 // Resources one job holds on one node.

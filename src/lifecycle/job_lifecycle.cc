@@ -190,6 +190,12 @@ StopOutcome JobLifecycle::Stop(JobId job, std::optional<JobState> final_state, b
   return StopOutcome::kStopping;
 }
 
+void JobLifecycle::CutGrace(JobId job, Duration grace) {
+  if (auto it = attempts_.find(job); it != attempts_.end()) {
+    it->second.terms.grace = std::min(it->second.terms.grace, std::max(grace, Duration::Zero()));
+  }
+}
+
 void JobLifecycle::TakeStopTurn(JobId job, Attempt& a, bool urgent) {
   const Time now = clock_.Now();
   const Duration turn = StopTurn();

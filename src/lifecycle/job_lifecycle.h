@@ -140,6 +140,9 @@ class JobLifecycle {
   // stop still waiting its turn: it moves ahead.
   StopOutcome Stop(core::JobId job, std::optional<core::JobState> final_state, bool requeue,
                    const std::string& reason, StopPace pace, Effects& fx);
+  // Gives a running attempt at most `grace` between its stop signal and
+  // SIGKILL (call before Stop); its agent hears of it from the owner.
+  void CutGrace(core::JobId job, Duration grace);
   // Fails a running attempt for a reason of the server's (a GPU fault, a
   // hang): `failure` is recorded as its failing end and decides the retry.
   void Fail(core::JobId job, core::JobState state, const ReplicaExit& failure, const std::string& reason, Effects& fx);

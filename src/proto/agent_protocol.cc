@@ -254,6 +254,11 @@ std::string ToJson(const SyncResponse& r) {
                {"healthEventsRecorded", r.health_events_recorded}};
   if (!r.pulls.empty()) rest["pulls"] = r.pulls;
   if (r.reclaim_in_ms > 0) rest["reclaimInMs"] = r.reclaim_in_ms;
+  if (!r.grace_cuts.empty()) {
+    json cuts = json::array();
+    for (const GraceCut& c : r.grace_cuts) cuts.push_back({{"job", c.job}, {"attempt", c.attempt}, {"graceMs", c.grace_ms}});
+    rest["graceCuts"] = std::move(cuts);
+  }
   out += "],";
   out += Dump(rest).substr(1);
   return out;
@@ -407,6 +412,11 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
     e.Get(o, "replica", t.replica);
   });
   rd.Get(j, "healthEventsRecorded", r.health_events_recorded);
+  rd.List(j, "graceCuts", r.grace_cuts, [](Reader& e, const json& o, GraceCut& c) {
+    e.Get(o, "job", c.job);
+    e.Get(o, "attempt", c.attempt);
+    e.Get(o, "graceMs", c.grace_ms);
+  });
   RETURN_IF_ERROR(rd.status());
   return r;
 }

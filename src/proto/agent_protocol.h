@@ -199,6 +199,15 @@ struct TaskRef {
   int32_t replica = 0;
 };
 
+// A stop whose grace period is shorter than its assignment's (the victim
+// of an interactive job's preemption): its replicas on the node get at most
+// `grace_ms` between the stop signal and SIGKILL.
+struct GraceCut {
+  int64_t job = 0;
+  int32_t attempt = 0;
+  int64_t grace_ms = 0;
+};
+
 struct SyncResponse {
   int64_t epoch = 0;
   int64_t version = 0;
@@ -215,6 +224,7 @@ struct SyncResponse {
   // the time left, at least 1; 0: not. Stops end by then: a stopping
   // task's grace is cut to it.
   int64_t reclaim_in_ms = 0;
+  std::vector<GraceCut> grace_cuts;  // stops of tasks here, no longer listed, with a shorter grace
 };
 
 // The key of one attempt of one replica, "j<job>.a<attempt>.r<replica>":

@@ -34,6 +34,10 @@ TEST(AgentProtocol, FullMessagesRoundTrip) {
   EXPECT_EQ(resp->tasks[0].argv.size(), 4u);
   EXPECT_EQ(resp->tasks[0].resume.size(), 1u);
   EXPECT_EQ(resp->reclaim_in_ms, 118000);
+  ASSERT_EQ(resp->grace_cuts.size(), 1u);
+  EXPECT_EQ(resp->grace_cuts[0].job, 44);
+  EXPECT_EQ(resp->grace_cuts[0].attempt, 2);
+  EXPECT_EQ(resp->grace_cuts[0].grace_ms, 1000);
   EXPECT_EQ(ToJson(*ParseSyncResponse(ToJson(*resp))), ToJson(*resp));
 
   auto resume = ParseResumeCandidates(Read(dir + "resume.json"));

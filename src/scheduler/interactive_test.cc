@@ -96,6 +96,7 @@ TEST(Interactive, PreemptsBestEffortWorkAtOnce) {
   EXPECT_EQ(d.preemptions[0].job, shell);
   EXPECT_EQ(d.preemptions[0].victims, std::vector<JobId>{low});
   EXPECT_TRUE(d.preemptions[0].interactive);
+  EXPECT_EQ(d.preemptions[0].grace, Duration::Seconds(30));  // the default class's preemptGrace
   EXPECT_EQ(ReasonOf(d, shell)->code, ReasonCode::kPreempting);
 }
 

@@ -439,6 +439,7 @@ class CycleRun {
       }
     }
     p->interactive = interactive;
+    p->grace = snap_.classes[j.priority_class].preempt_grace;
     for (const auto& [q, held] : taken) quotas_.Commit(q, -held);
     quotas_.Commit(j.queue, gpus);
     ++preemptors_;

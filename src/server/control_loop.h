@@ -462,6 +462,13 @@ class ControlLoop {
   std::unique_ptr<CheckpointJanitor> janitor_;  // thread-safe
   std::vector<HeldSync> held_syncs_;
   std::unordered_map<int64_t, PreemptionHold> preempting_;
+  // Victims whose grace a preemptor's class cut (preemptGrace): their
+  // agents hear it with the stop (BuildDesired). By job; its attempt.
+  struct GraceCut {
+    int32_t attempt = 0;
+    Duration grace;
+  };
+  std::unordered_map<int64_t, GraceCut> grace_cuts_;
   std::vector<core::Reservation> reservations_;  // the last cycle's (NodeView::reserved_gpus)
   // Per node: its free GPUs that reservations_ hold, and the first job they hold them for.
   struct ReservedGpus {

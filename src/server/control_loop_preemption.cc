@@ -35,6 +35,11 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
     // The scheduler only names running jobs that are not stopping.
     if (a == nullptr || a->Stopping() || r == state_.running().end()) continue;
     const int64_t victim_lost = scheduler::LostGpuSeconds(r->second, now);
+    // The preemptor's class may bound how long it waits for the victim.
+    if (!p.grace.is_infinite() && p.grace < a->terms.grace) {
+      lifecycle_.CutGrace(v, p.grace);
+      grace_cuts_[v] = {a->number, p.grace};
+    }
     lost += victim_lost;
     if (metrics_ != nullptr) metrics_->CountPreemption(state_.QueueName(r->second.queue), static_cast<double>(victim_lost));
     longest = std::max(longest, a->terms.grace);

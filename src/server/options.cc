@@ -251,11 +251,12 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         const std::string path = "server.priorityClasses[" + std::to_string(i) + "]";
         const YAML::Node c = classes[i];
         if (!c.IsMap()) {
-          return InvalidArgument("must be a mapping {name, weight, preemptible, mayPreempt, interactive, maxTimeLimit}",
-                                 path);
+          return InvalidArgument(
+              "must be a mapping {name, weight, preemptible, mayPreempt, interactive, maxTimeLimit, preemptGrace}", path);
         }
         RETURN_IF_ERROR(
-            CheckKeys(c, {"name", "weight", "preemptible", "mayPreempt", "interactive", "maxTimeLimit"}, path));
+            CheckKeys(c, {"name", "weight", "preemptible", "mayPreempt", "interactive", "maxTimeLimit", "preemptGrace"},
+                      path));
         core::PriorityClass pc;
         if (!c["name"]) return InvalidArgument("is required", path + ".name");
         ASSIGN_OR_RETURN(pc.name, config::Str(c["name"], path + ".name"));
@@ -285,6 +286,11 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
           }
           pc.may_preempt = true;
           if (pc.max_time_limit.is_infinite()) pc.max_time_limit = Duration::Hours(8);
+          if (!c["preemptGrace"]) pc.preempt_grace = Duration::Seconds(30);
+        }
+        if (c["preemptGrace"]) {
+          ASSIGN_OR_RETURN(pc.preempt_grace, config::Dur(c["preemptGrace"], path + ".preemptGrace"));
+          if (pc.preempt_grace < Duration::Zero()) return InvalidArgument("must be 0 or more", path + ".preemptGrace");
         }
         o.cluster.priority_classes.push_back(pc);
       }

@@ -185,6 +185,8 @@ jobDefaults: {timeLimit: 24h}
   EXPECT_TRUE(notebook.may_preempt);
   EXPECT_EQ(notebook.max_time_limit, Duration::Hours(4));
   EXPECT_EQ(o->cluster.priority_classes[3].max_time_limit, Duration::Hours(8));  // the default bound
+  EXPECT_EQ(o->cluster.priority_classes[3].preempt_grace, Duration::Seconds(30));  // the default cut
+  EXPECT_TRUE(o->cluster.priority_classes[1].preempt_grace.is_infinite());
   const api::SpecDefaults d = o->SpecDefaults();
 
   auto bare = api::ParseJobSpec("command: [x]\n", "application/yaml", d);
@@ -216,6 +218,8 @@ jobDefaults: {timeLimit: 24h}
        "server.priorityClasses[0].mayPreempt"},
       {"priorityClasses: [{name: n, maxTimeLimit: 0s}]\ndefaultPriorityClass: n",
        "server.priorityClasses[0].maxTimeLimit"},
+      {"priorityClasses: [{name: n, preemptGrace: -1s}]\ndefaultPriorityClass: n",
+       "server.priorityClasses[0].preemptGrace"},
   };
   for (const Case& c : bad) {
     auto r = ParseServerOptions(c.yaml, "test.yaml");

@@ -125,5 +125,44 @@ TEST_F(InteractiveTest, InterruptingTheWaitCancelsTheJob) {
   EXPECT_EQ(j["state"], "CANCELLED") << j.dump();
 }
 
+// A class's preemptGrace bounds how long its jobs wait for a victim: a
+// best-effort job that ignores its stop signal and would have 5 minutes to
+// checkpoint gets 1 s, then SIGKILL.
+class InteractiveGraceTest : public ClusterFixture {
+ protected:
+  InteractiveGraceTest()
+      : ClusterFixture(R"(
+rateLimit: {perSecond: 100000, burst: 100000}
+agents: {defaultGrace: 1s}
+priorityClasses:
+  - {name: low, weight: 0, preemptible: true}
+  - {name: normal, weight: 10000}
+  - {name: interactive, weight: 30000, interactive: true, preemptGrace: 1s}
+)") {}
+};
+
+TEST_F(InteractiveGraceTest, AVictimThatIgnoresItsSignalIsKilledAfterTheClassGrace) {
+  AddAgent({"--fake-gpus", "2xH100"});
+  WaitNodes(1);
+  const int64_t low = Submit("name: stubborn\npriority: low\nresources: {gpus: 2}\n"
+                             "checkpoint: {dir: /tmp, gracePeriod: 5m}\n"
+                             "command: [/bin/sh, -c, 'trap \"\" TERM USR1; echo up; while :; do sleep 0.05; done']\n");
+  WaitState(low, "RUNNING");
+  for (int i = 0; i < 500 && Text("/v1/jobs/" + std::to_string(low) + "/logs").find("up") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // A minute is far more than the 1 s cut and far less than the victim's 5
+  // minutes: without the cut the session cannot start in it.
+  const CommandResult r = RunCommand("MUSTER_SERVER=" + server_.url() + " MUSTER_MUNGE_SOCKET=none timeout 60 " +
+                                     MUSTER_BINARY + " run --interactive --gpus 2 -- /bin/echo started < /dev/null");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("started"), std::string::npos) << r.out;
+  const json victim = Get("/v1/jobs/" + std::to_string(low));
+  ASSERT_TRUE(victim["attemptHistory"].is_array() && !victim["attemptHistory"].empty()) << victim.dump();
+  const std::string result = victim["attemptHistory"][0]["replicas"][0]["result"];
+  EXPECT_NE(result.find("signal 9"), std::string::npos) << victim.dump();
+  CancelAndWait(low);
+}
+
 }  // namespace
 }  // namespace muster::testing
