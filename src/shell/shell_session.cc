@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 
+#include "common/fd_io.h"
 #include "shell/shell_channel.h"
 
 namespace muster::shell {
@@ -76,17 +77,6 @@ std::string WindowSize(int fd) {
   return EncodeSize(ws.ws_row, ws.ws_col);
 }
 
-bool WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
 }  // namespace
 
 StatusOr<int> RunSession(const SessionOptions& o) {
@@ -116,7 +106,7 @@ StatusOr<int> RunSession(const SessionOptions& o) {
     if (ch->Pending() || (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       auto f = ch->Read();
       if (!f.ok()) break;
-      if (f->type == 'D' && !WriteAll(o.out_fd, f->data.data(), f->data.size())) break;
+      if (f->type == 'D' && !WriteFull(o.out_fd, f->data.data(), f->data.size())) break;
       if (f->type == 'X' && f->data.size() == 4) {
         uint32_t c = 0;
         for (char b : f->data) c = c << 8 | static_cast<unsigned char>(b);
