@@ -161,6 +161,22 @@ TEST_F(CheckpointTest, TheCliCommitsAndStaleAttemptsAndForeignPathsAreRefused) {
   ASSERT_TRUE(typo);
   EXPECT_EQ(typo->status, 400) << typo->body;
   EXPECT_NE(typo->body.find("did you mean \\\"step\\\""), std::string::npos) << typo->body;
+  // Endpoints (what the job serves: a shell's relay) must be host:port.
+  for (const char* bad : {R"({"attempt":1,"endpoints":{"shell":"nohost"}})", R"({"attempt":1,"endpoints":{"shell":"h:99999"}})",
+                          R"({"attempt":1,"endpoints":{"shell":"a b:22"}})", R"({"attempt":1,"endpoints":{"shell":22}})"}) {
+    auto r = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress",
+                        httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, bad, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad << " " << r->body;
+    EXPECT_NE(r->body.find("\"field\":\"endpoints.shell\""), std::string::npos) << r->body;
+  }
+  auto good = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress",
+                         httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}},
+                         R"({"attempt":1,"endpoints":{"shell":"[::1]:2222","notebook":"node-7.example:8888"}})",
+                         "application/json");
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 200) << good->body;
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(id))["progress"]["endpoints"]["notebook"], "node-7.example:8888");
   EXPECT_EQ(Checkpoints(id).size(), 1u);
   CancelAndWait(id);
 }
