@@ -148,7 +148,7 @@ TEST_F(InteractiveGraceTest, AVictimThatIgnoresItsSignalIsKilledAfterTheClassGra
                              "checkpoint: {dir: /tmp, gracePeriod: 5m}\n"
                              "command: [/bin/sh, -c, 'trap \"\" TERM USR1; echo up; while :; do sleep 0.05; done']\n");
   WaitState(low, "RUNNING");
-  for (int i = 0; i < 500 && Text("/v1/jobs/" + std::to_string(low) + "/logs").find("up") == std::string::npos; ++i) {
+  for (int i = 0; i < 500 && Logs(low).find("up") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   // A minute is far more than the 1 s cut and far less than the victim's 5
