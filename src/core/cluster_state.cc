@@ -218,6 +218,11 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
   if (spec.replicas < 1) {
     return InvalidArgument("must be >= 1, got " + std::to_string(spec.replicas), "replicas");
   }
+  if (spec.min_replicas < 0 || spec.min_replicas > spec.replicas) {
+    return InvalidArgument("must be between 1 and replicas (" + std::to_string(spec.replicas) + "), got " +
+                               std::to_string(spec.min_replicas),
+                           "replicas.min");
+  }
   if (spec.per_replica.gpus < 0) {
     return InvalidArgument("must be >= 0, got " + std::to_string(spec.per_replica.gpus),
                            "resources.gpus");
@@ -273,6 +278,7 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   p.priority_class = priority_class;
   p.queue = InternQuotaKey(queues_, queue_ids_, spec.queue);
   p.replicas = spec.replicas;
+  p.min_replicas = spec.min_replicas;
   p.per_replica = spec.per_replica;
   // A type no node has yet is interned all the same: the job is reported
   // unschedulable until such a node joins.
@@ -308,6 +314,7 @@ ClusterSnapshot ClusterState::Snapshot(Time now) const {
   s.running = &running_;
   s.classes = config_.priority_classes;
   s.running_per_class = running_per_class_;
+  s.running_elastic = running_elastic_;
   s.quotas = quotas_;
   s.queue_usage = &queue_usage_;
   s.job_states = &job_states_;
@@ -325,36 +332,27 @@ void ClusterState::RemovePending(JobId id) {
   pending_.pop_back();
 }
 
-Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<std::vector<int32_t>>* gpu_ids) {
-  auto pit = pending_pos_.find(binding.job);
-  if (pit == pending_pos_.end()) {
-    return FailedPrecondition("job " + std::to_string(binding.job) + " is not pending");
-  }
-  const PendingJob& p = pending_[pit->second];
-  if (p.held) return FailedPrecondition("job " + std::to_string(p.id) + " is held");
+StatusOr<int32_t> ClusterState::CheckPlacement(JobId job, const Resources& per_replica, int32_t gpu_type,
+                                               const std::vector<Allocation>& allocations,
+                                               const std::vector<std::vector<int32_t>>* gpu_ids) const {
   int32_t replicas = 0;
   // Sum per node first: a binding may name a node twice.
   std::map<NodeIndex, Resources> per_node;
-  for (const Allocation& a : binding.allocations) {
+  for (const Allocation& a : allocations) {
     if (a.node < 0 || a.node >= static_cast<NodeIndex>(nodes_.size())) {
       return InvalidArgument("unknown node index " + std::to_string(a.node), "allocations");
     }
-    if (a.replicas < 1 || a.resources != p.per_replica * a.replicas) {
+    if (a.replicas < 1 || a.resources != per_replica * a.replicas) {
       return InvalidArgument("allocation does not match the job's per-replica resources",
                              "allocations");
     }
     const Node& n = nodes_[a.node];
-    if (p.per_replica.gpus > 0 && p.gpu_type != kAnyGpuType && n.gpu_type != p.gpu_type) {
+    if (per_replica.gpus > 0 && gpu_type != kAnyGpuType && n.gpu_type != gpu_type) {
       return InvalidArgument("node " + n.spec.name + " has GPU type " + gpu_types_[n.gpu_type],
                              "allocations");
     }
     replicas += a.replicas;
     per_node[a.node] += a.resources;
-  }
-  if (replicas != p.replicas) {
-    return InvalidArgument("binding places " + std::to_string(replicas) + " of " +
-                               std::to_string(p.replicas) + " replicas (gangs are all or nothing)",
-                           "allocations");
   }
   std::optional<int32_t> type;
   for (const auto& [node, res] : per_node) {
@@ -363,7 +361,7 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
       return FailedPrecondition("node " + n.spec.name + " has " + n.free.ToString() +
                                 " free, binding needs " + res.ToString());
     }
-    if (p.per_replica.gpus > 0) {
+    if (per_replica.gpus > 0) {
       if (type && *type != n.gpu_type) {
         return InvalidArgument("a gang must use one GPU type", "allocations");
       }
@@ -371,12 +369,12 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
     }
   }
   if (gpu_ids) {
-    if (gpu_ids->size() != binding.allocations.size()) {
+    if (gpu_ids->size() != allocations.size()) {
       return InvalidArgument("device lists do not match the allocations", "gpus");
     }
     std::set<std::pair<NodeIndex, int32_t>> named;
-    for (size_t i = 0; i < binding.allocations.size(); ++i) {
-      const Allocation& a = binding.allocations[i];
+    for (size_t i = 0; i < allocations.size(); ++i) {
+      const Allocation& a = allocations[i];
       const std::vector<JobId>& owners = gpu_owner_[a.node];
       if (static_cast<int64_t>((*gpu_ids)[i].size()) != a.resources.gpus) {
         return InvalidArgument("allocation on node " + nodes_[a.node].spec.name + " needs " +
@@ -387,41 +385,72 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
       for (int32_t g : (*gpu_ids)[i]) {
         if (g < 0 || g >= static_cast<int32_t>(owners.size()) || owners[g] != 0 || !named.insert({a.node, g}).second) {
           return FailedPrecondition("GPU " + std::to_string(g) + " of node " + nodes_[a.node].spec.name +
-                                    " is not free for job " + std::to_string(p.id));
+                                    " is not free for job " + std::to_string(job));
         }
       }
     }
   }
-  for (const auto& [node, res] : per_node) nodes_[node].free -= res;
+  return replicas;
+}
 
-  RunningJob r;
+std::vector<std::vector<int32_t>> ClusterState::TakeDevices(JobId job, const std::vector<Allocation>& allocations,
+                                                            const std::vector<std::vector<int32_t>>* gpu_ids) {
+  std::vector<std::vector<int32_t>> out;
   // Devices: those named, or the lowest free indices on each node (the free
-  // count was just checked, so enough free devices exist).
-  for (size_t i = 0; i < binding.allocations.size(); ++i) {
-    const Allocation& a = binding.allocations[i];
+  // count was checked, so enough free devices exist).
+  for (size_t i = 0; i < allocations.size(); ++i) {
+    const Allocation& a = allocations[i];
+    nodes_[a.node].free -= a.resources;
     std::vector<int32_t> ids;
     std::vector<JobId>& owners = gpu_owner_[a.node];
     if (gpu_ids) {
       ids = (*gpu_ids)[i];
-      for (int32_t g : ids) owners[g] = p.id;
+      for (int32_t g : ids) owners[g] = job;
     } else {
       for (int32_t g = 0; g < static_cast<int32_t>(owners.size()) &&
                           static_cast<int64_t>(ids.size()) < a.resources.gpus;
            ++g) {
         if (owners[g] == 0) {
-          owners[g] = p.id;
+          owners[g] = job;
           ids.push_back(g);
         }
       }
     }
-    r.gpu_ids.push_back(std::move(ids));
+    out.push_back(std::move(ids));
   }
+  return out;
+}
+
+Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<std::vector<int32_t>>* gpu_ids) {
+  auto pit = pending_pos_.find(binding.job);
+  if (pit == pending_pos_.end()) {
+    return FailedPrecondition("job " + std::to_string(binding.job) + " is not pending");
+  }
+  const PendingJob& p = pending_[pit->second];
+  if (p.held) return FailedPrecondition("job " + std::to_string(p.id) + " is held");
+  ASSIGN_OR_RETURN(const int32_t replicas, CheckPlacement(p.id, p.per_replica, p.gpu_type, binding.allocations, gpu_ids));
+  if (p.elastic() ? replicas < p.min_replicas || replicas > p.replicas : replicas != p.replicas) {
+    return InvalidArgument("binding places " + std::to_string(replicas) + " of " +
+                               (p.elastic() ? std::to_string(p.min_replicas) + ".." : "") +
+                               std::to_string(p.replicas) + " replicas (gangs are all or nothing)",
+                           "allocations");
+  }
+
+  RunningJob r;
+  r.gpu_ids = TakeDevices(p.id, binding.allocations, gpu_ids);
   r.id = p.id;
   r.start = now;
   r.expected_end = now + p.time_limit;
   r.priority_class = p.priority_class;
   r.queue = p.queue;
   r.allocations = binding.allocations;
+  if (p.elastic()) {
+    r.min_replicas = p.min_replicas;
+    r.max_replicas = p.replicas;
+  }
+  r.per_replica = p.per_replica;
+  r.required_features = p.required_features;
+  if (r.elastic()) ++running_elastic_;
   running_by_end_.emplace(r.expected_end, r.id);
 
   JobRecord& rec = jobs_.at(p.id);
@@ -441,6 +470,90 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
   return Status::Ok();
 }
 
+namespace {
+
+// Folds the run's service at its present size into the job before a resize.
+void NoteResize(RunningJob& r, Time now) {
+  const Time since = r.held_since.is_max() ? r.start : r.held_since;
+  if (now > since) r.resized_gpu_seconds += r.gpus() * ((now - since).millis() / 1000);
+  r.held_since = now;
+}
+
+}  // namespace
+
+Status ClusterState::Grow(JobId job, const std::vector<Allocation>& allocations, Time now,
+                          const std::vector<std::vector<int32_t>>* gpu_ids) {
+  auto it = running_.find(job);
+  if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
+  RunningJob& r = it->second;
+  if (!r.elastic()) return FailedPrecondition("job " + std::to_string(job) + " is not elastic");
+  if (r.shrinking) return FailedPrecondition("job " + std::to_string(job) + " is giving back replicas");
+  const JobRecord& rec = jobs_.at(job);
+  // The gang stays on one GPU type: the one it has.
+  int32_t type = rec.spec.gpu_type.empty() ? kAnyGpuType : *FindGpuType(rec.spec.gpu_type);
+  if (rec.spec.per_replica.gpus > 0 && !r.allocations.empty()) type = nodes_[r.allocations.front().node].gpu_type;
+  ASSIGN_OR_RETURN(const int32_t added, CheckPlacement(job, rec.spec.per_replica, type, allocations, gpu_ids));
+  if (r.replicas() + added > r.max_replicas) {
+    return InvalidArgument("growing to " + std::to_string(r.replicas() + added) + " replicas, above its maximum of " +
+                               std::to_string(r.max_replicas),
+                           "allocations");
+  }
+  NoteResize(r, now);
+  CountUsage(r, -1);
+  std::vector<std::vector<int32_t>> ids = TakeDevices(job, allocations, gpu_ids);
+  r.allocations.insert(r.allocations.end(), allocations.begin(), allocations.end());
+  r.gpu_ids.insert(r.gpu_ids.end(), ids.begin(), ids.end());
+  CountUsage(r, +1);
+  jobs_.at(job).allocations = r.allocations;
+  return Status::Ok();
+}
+
+Status ClusterState::MarkShrinking(JobId job) {
+  auto it = running_.find(job);
+  if (it == running_.end() || !it->second.elastic()) {
+    return FailedPrecondition("job " + std::to_string(job) + " is not a running elastic job");
+  }
+  it->second.shrinking = true;
+  return Status::Ok();
+}
+
+Status ClusterState::ShrinkTo(JobId job, int32_t replicas, Time now) {
+  auto it = running_.find(job);
+  if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
+  RunningJob& r = it->second;
+  if (!r.elastic()) return FailedPrecondition("job " + std::to_string(job) + " is not elastic");
+  const int32_t now_running = r.replicas();
+  if (replicas < r.min_replicas || replicas > now_running) {
+    return InvalidArgument("must be between its minimum " + std::to_string(r.min_replicas) + " and its " +
+                               std::to_string(now_running) + " replicas, got " + std::to_string(replicas),
+                           "replicas");
+  }
+  const Resources per = jobs_.at(job).spec.per_replica;
+  NoteResize(r, now);
+  CountUsage(r, -1);
+  for (int32_t drop = now_running - replicas; drop > 0;) {
+    Allocation& last = r.allocations.back();
+    std::vector<int32_t>& ids = r.gpu_ids.back();
+    const int32_t k = std::min(drop, last.replicas);
+    nodes_[last.node].free += per * k;
+    for (int64_t g = 0; g < per.gpus * k && !ids.empty(); ++g) {
+      gpu_owner_[last.node][ids.back()] = 0;
+      ids.pop_back();
+    }
+    last.replicas -= k;
+    last.resources = per * last.replicas;
+    if (last.replicas == 0) {
+      r.allocations.pop_back();
+      r.gpu_ids.pop_back();
+    }
+    drop -= k;
+  }
+  CountUsage(r, +1);
+  r.shrinking = false;
+  jobs_.at(job).allocations = r.allocations;
+  return Status::Ok();
+}
+
 Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string reason) {
   auto it = running_.find(job);
   if (it == running_.end()) return FailedPrecondition("job " + std::to_string(job) + " is not running");
@@ -452,6 +565,7 @@ Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string 
   }
   running_by_end_.erase({it->second.expected_end, job});
   --running_per_class_[it->second.priority_class];
+  if (it->second.elastic()) --running_elastic_;
   CountUsage(it->second, -1);
   running_.erase(it);
   JobRecord& rec = jobs_.at(job);
@@ -496,6 +610,7 @@ Status ClusterState::Requeue(JobId job, Time now, std::string reason, Time not_b
   rec.attained_gpu_seconds = r.AttainedGpuSeconds(now);
   const int32_t cls = r.priority_class;
   --running_per_class_[cls];
+  if (r.elastic()) --running_elastic_;
   CountUsage(r, -1);
   running_.erase(it);
   rec.state = JobState::kPending;
@@ -615,7 +730,7 @@ Status ClusterState::CheckInvariants() const {
       replicas += a.replicas;
     }
     const JobRecord& rec = jobs_.at(id);
-    if (replicas != rec.spec.replicas) {
+    if (r.elastic() ? replicas < r.min_replicas || replicas > r.max_replicas : replicas != rec.spec.replicas) {
       return Internal("job " + std::to_string(id) + " runs " + std::to_string(replicas) + " of " +
                       std::to_string(rec.spec.replicas) + " replicas");
     }

@@ -109,6 +109,17 @@ class ClusterState {
   // GPU type mismatch, device lists that do not match the allocations, name
   // a device twice or one that is not free.
   Status Bind(const Binding& binding, Time now, const std::vector<std::vector<int32_t>>* gpu_ids = nullptr);
+  // Elastic jobs (JobSpec::min_replicas). Grow: adds replicas to a running
+  // job on `allocations` (appended after its present ones, on each node's
+  // lowest free GPU devices, or `gpu_ids`), up to its maximum. MarkShrinking:
+  // its newest replicas are stopping (it is neither grown nor shrunk again
+  // until ShrinkTo). ShrinkTo: releases all but its first `replicas`
+  // replicas (the newest go; not below its minimum). Errors (nothing
+  // changes): not running, not elastic, outside its range, as for Bind.
+  Status Grow(JobId job, const std::vector<Allocation>& allocations, Time now,
+              const std::vector<std::vector<int32_t>>* gpu_ids = nullptr);
+  Status MarkShrinking(JobId job);
+  Status ShrinkTo(JobId job, int32_t replicas, Time now);
   // Ends a running job in a terminal state and releases its resources.
   Status Finish(JobId job, JobState terminal, Time now, std::string reason = {});
   // Ends a pending or held job without running it (cancel, dependency failure).
@@ -203,6 +214,16 @@ class ClusterState {
   // The bits of `names`, interned; `field` names the field in errors
   // (more than kMaxNodeFeatures distinct names in the cluster).
   StatusOr<FeatureMask> InternFeatures(const std::vector<std::string>& names, const std::string& field);
+  // Validates a placement of replicas of `per_replica` for `job` on GPU
+  // type `gpu_type` (kAnyGpuType: any one type) in what is free, and the
+  // devices named for it; returns how many replicas it places.
+  StatusOr<int32_t> CheckPlacement(JobId job, const Resources& per_replica, int32_t gpu_type,
+                                   const std::vector<Allocation>& allocations,
+                                   const std::vector<std::vector<int32_t>>* gpu_ids) const;
+  // Takes the resources of a checked placement and its devices (those named,
+  // or the lowest free); returns the devices per allocation.
+  std::vector<std::vector<int32_t>> TakeDevices(JobId job, const std::vector<Allocation>& allocations,
+                                                const std::vector<std::vector<int32_t>>* gpu_ids);
   // Adds (+1) or removes (-1) a running job's GPUs from its queue's usage.
   void CountUsage(const RunningJob& r, int sign);
 
@@ -223,6 +244,7 @@ class ClusterState {
   std::unordered_map<JobId, size_t> pending_pos_;
   std::unordered_map<JobId, RunningJob> running_;
   std::vector<int64_t> running_per_class_;
+  int64_t running_elastic_ = 0;
   std::vector<QueueQuota> quotas_;                 // per dense queue
   std::vector<std::vector<int64_t>> queue_usage_;  // per dense queue, per GPU type
   EndOrder running_by_end_;

@@ -21,6 +21,20 @@ struct Binding {
   std::vector<Allocation> allocations;
 };
 
+// Add replicas to running elastic job `job` on these allocations (appended
+// after its present ones).
+struct Growth {
+  JobId job = 0;
+  std::vector<Allocation> allocations;
+};
+
+// Give back the newest replicas of running elastic job `job`, keeping its
+// first `keep` (at least its minimum).
+struct Shrink {
+  JobId job = 0;
+  int32_t keep = 0;
+};
+
 // The backfill plan's promise: `job` starts at `start` on these allocations.
 struct Reservation {
   JobId job = 0;
@@ -86,6 +100,9 @@ struct JobFailure {
 struct Preemption {
   JobId job = 0;
   std::vector<JobId> victims;
+  // Elastic jobs that give back replicas above their minimum instead (no
+  // job is stopped whole for these).
+  std::vector<Shrink> shrinks;
   std::vector<Allocation> allocations;
   int64_t lost_gpu_seconds = 0;  // GPUs x time since each victim's newest checkpoint
   bool reclaim = false;          // the job's queue reclaims its guarantee (else: a higher class)
@@ -100,6 +117,8 @@ struct CycleStats {
   int32_t reservations = 0;
   int32_t backfilled = 0;  // started while a reservation was in force
   int32_t preemptions = 0;
+  int32_t growths = 0;
+  int32_t shrinks = 0;
   int64_t release_events_walked = 0;
 };
 
@@ -109,6 +128,7 @@ struct Decisions {
   std::vector<PendingReason> reasons;  // one per job left pending
   std::vector<JobFailure> failures;
   std::vector<Preemption> preemptions;
+  std::vector<Growth> growths;
   CycleStats stats;
 };
 

@@ -88,6 +88,8 @@ struct PendingJob {
   int32_t priority_class = 0;  // index into ClusterSnapshot::classes
   int32_t queue = 0;           // dense queue id
   int32_t replicas = 1;
+  // Elastic: it may start with as few as this many (JobSpec::min_replicas).
+  int32_t min_replicas = 0;
   Resources per_replica;
   int32_t gpu_type = kAnyGpuType;  // dense id, or kAnyGpuType
   FeatureMask required_features = 0;  // its nodes must have these
@@ -117,6 +119,7 @@ struct PendingJob {
   std::vector<JobId> victims;
 
   int64_t total_gpus() const { return per_replica.gpus * replicas; }
+  bool elastic() const { return min_replicas > 0 && min_replicas < replicas; }
 };
 
 struct RunningJob {
@@ -145,6 +148,18 @@ struct RunningJob {
   // How long it had waited, over all its stretches pending, when this run
   // started (PendingJob::QueuedFor).
   Duration queued = Duration::Zero();
+  // Elastic jobs: the replica range (JobSpec::min_replicas, replicas; both
+  // 0 for a fixed gang), and whether replicas are being given back (its
+  // newest ones stop; ClusterState::ShrinkTo releases them once ended).
+  int32_t min_replicas = 0;
+  int32_t max_replicas = 0;
+  bool shrinking = false;
+  Resources per_replica;         // one replica's resources
+  FeatureMask required_features = 0;  // its nodes must have these
+  // Since when it has held its present GPUs: its last resize (Max: none, its start).
+  Time held_since = Time::Max();
+  // GPUs x seconds of this run before held_since (an elastic job's earlier sizes).
+  int64_t resized_gpu_seconds = 0;
 
   Time NewestCheckpoint(Time now) const {
     Time t = std::max(start, last_checkpoint);
@@ -159,9 +174,17 @@ struct RunningJob {
     for (const Allocation& a : allocations) g += a.resources.gpus;
     return g;
   }
+  int32_t replicas() const {
+    int32_t n = 0;
+    for (const Allocation& a : allocations) n += a.replicas;
+    return n;
+  }
+  bool elastic() const { return min_replicas > 0 && min_replicas < max_replicas; }
   // Its service so far: earlier runs, and this one up to `now`.
   int64_t AttainedGpuSeconds(Time now) const {
-    return attained_before_gpu_seconds + (now > start ? gpus() * ((now - start).millis() / 1000) : 0);
+    const Time since = held_since.is_max() ? start : held_since;
+    return attained_before_gpu_seconds + resized_gpu_seconds +
+           (now > since ? gpus() * ((now - since).millis() / 1000) : 0);
   }
 };
 
@@ -183,6 +206,8 @@ struct ClusterSnapshot {
   std::span<const PriorityClass> classes;
   // Running jobs per class (parallel to classes).
   std::span<const int64_t> running_per_class;
+  // Running elastic jobs (RunningJob::elastic).
+  int64_t running_elastic = 0;
   // Fair-share points per dense queue id (empty = all zero).
   std::span<const int64_t> queue_fairshare;
   // Fair-share weights per dense queue id (missing: 1): a queue's share

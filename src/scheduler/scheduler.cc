@@ -62,6 +62,7 @@ class CycleRun {
     res_job_.assign(n, 0);
     res_queue_.assign(n, kNoQueue);
     HoldNominations();
+    has_elastic_ = snap_.running_elastic > 0;
 
     // Without explanations the cycle may stop early, so order lazily.
     PendingOrder order(snap_, *policy_.order, options_.weights, /*lazy=*/!options_.explain);
@@ -83,12 +84,14 @@ class CycleRun {
       const PendingJob& j = snap_.pending[i];
       const Time end = snap_.now + j.time_limit;
       PendingReason r;
-      auto p = TryPlace(ShapeOf(j), end);
-      if (!p || QuotaBlocks(j, TypeOf(*p), r)) continue;
+      PendingJob sized;
+      auto p = j.elastic() ? PlaceElastic(j, end, sized) : TryPlace(ShapeOf(j), end);
+      if (!p || QuotaBlocks(j.elastic() ? sized : j, TypeOf(*p), r)) continue;
       late.insert(j.id);
       Start(j, std::move(*p), end);
     }
     if (!late.empty()) std::erase_if(out_.reasons, [&](const PendingReason& x) { return late.count(x.job) > 0; });
+    GrowElastic();
     out_.stats.reservations = static_cast<int32_t>(out_.reservations.size());
     if (plan_) out_.stats.release_events_walked = plan_->releases_walked();
     return std::move(out_);
@@ -149,43 +152,55 @@ class CycleRun {
         return Explain(r, ReasonCode::kDependency);
       }
     }
-    if (QuotaBlocks(j, j.gpu_type, r)) {
+    // An elastic job needs its minimum: that is what it waits, reserves
+    // and preempts for; it starts with as many more as fit.
+    PendingJob at_min;
+    if (j.elastic()) {
+      at_min = j;
+      at_min.replicas = j.min_replicas;
+    }
+    const PendingJob& need = j.elastic() ? at_min : j;
+    if (QuotaBlocks(need, j.gpu_type, r)) {
       // Larger than the limit itself: it can never run (Kueue calls such a
       // workload inadmissible; Slurm refuses it).
-      return Explain(r, r.queue_limit < j.total_gpus() ? ReasonCode::kUnschedulable : ReasonCode::kQuota);
+      return Explain(r, r.queue_limit < need.total_gpus() ? ReasonCode::kUnschedulable : ReasonCode::kQuota);
     }
-    const Shape shape = ShapeOf(j);
+    const Shape shape = ShapeOf(need);
     if (strict_blocked_) {
       if (FeasibleEver(shape)) return Explain(r, ReasonCode::kPriority);
-      FillNumbers(r, j, /*ever=*/true);
+      FillNumbers(r, need, /*ever=*/true);
       return Explain(r, ReasonCode::kUnschedulable);
     }
 
     const Time end = snap_.now + j.time_limit;
-    if (auto p = TryPlace(shape, end)) {
+    PendingJob sized;
+    std::optional<Placement> placed = j.elastic() ? PlaceElastic(j, end, sized) : TryPlace(shape, end);
+    if (placed) {
+      const PendingJob& got = j.elastic() ? sized : j;
       // A job of any GPU type is held to its queue's limit for the type it got.
-      if (j.gpu_type == core::kAnyGpuType && QuotaBlocks(j, TypeOf(*p), r)) return Explain(r, ReasonCode::kQuota);
+      if (j.gpu_type == core::kAnyGpuType && QuotaBlocks(got, TypeOf(*placed), r)) return Explain(r, ReasonCode::kQuota);
       // Past its guarantee, a job leaves free GPUs to a smaller or equal job
       // of a queue further below its fair share, which would otherwise
       // reclaim them at once (queue_quotas.h).
       if (options_.preemption.enabled && policy_.blocking == BlockingMode::kBackfill && !Interactive(j) &&
-          quotas_.YieldsToFairShare(j, TypeOf(*p), r)) {
-        FillNeed(r, j);
+          quotas_.YieldsToFairShare(got, TypeOf(*placed), r)) {
+        FillNeed(r, need);
         yielded_.push_back(static_cast<int32_t>(&j - snap_.pending.data()));
         return Explain(r, ReasonCode::kFairShare);
       }
-      return Start(j, std::move(*p), end);
+      return Start(j, std::move(*placed), end);
     }
 
     if (!FeasibleEver(shape)) {
-      FillNumbers(r, j, /*ever=*/true);
+      FillNumbers(r, need, /*ever=*/true);
       return Explain(r, ReasonCode::kUnschedulable);
     }
-    if (TryPreempt(j, shape, r)) return;
+    if (TryPreempt(need, shape, r)) return;
     ++blocked_;
+    NoteBlocked(j);
     const JobId reserved_for = ReservedFor(shape);
     if (reserved_for != 0) r.other_job = reserved_for;
-    FillNumbers(r, j, /*ever=*/false);
+    FillNumbers(r, need, /*ever=*/false);
     switch (policy_.blocking) {
       case BlockingMode::kStrict:
         strict_blocked_ = true;
@@ -269,7 +284,10 @@ class CycleRun {
       }
       JobId waits_for = 0;
       for (JobId v : j.victims) {
-        if (snap_.running->count(v)) {
+        auto run = snap_.running->find(v);
+        // An elastic job that gave back replicas for it runs on: it is
+        // waited for only while those are stopping.
+        if (run != snap_.running->end() && (!run->second.elastic() || run->second.stopping || run->second.shrinking)) {
           waits_for = v;
           break;
         }
@@ -333,7 +351,9 @@ class CycleRun {
   // Preempts for `j` if a victim set frees a placement (preemption.h);
   // the placement is then held for it.
   bool TryPreempt(const PendingJob& j, const Shape& shape, PendingReason& r) {
-    if (preemptors_ >= options_.preemption.max_per_cycle || !MayTryPreempting(j)) return false;
+    if (preemptors_ >= options_.preemption.max_per_cycle) return false;
+    if (TryShrink(j, shape, r)) return true;
+    if (!MayTryPreempting(j)) return false;
     const bool by_class = AnyVictimClass(snap_, j.priority_class, options_.preemption);
     // A reclaim within the job's queue's guarantee, or toward its fair share
     // (queue_quotas.h).
@@ -459,6 +479,168 @@ class CycleRun {
     return gpus;
   }
 
+  // Replicas that elastic jobs hold above their minimum are given back
+  // before any job is stopped whole (ChooseShrinks); the placement is then
+  // held for `j` until they have stopped.
+  bool TryShrink(const PendingJob& j, const Shape& shape, PendingReason& r) {
+    if (!has_elastic_ || policy_.blocking != BlockingMode::kBackfill || !j.nominated.empty()) return false;
+    const int64_t own_weight = snap_.classes[j.priority_class].weight;
+    const bool for_guarantee = MayReclaim(j);
+    const FailedKey key{shape, own_weight, j.queue, /*band=*/-2, for_guarantee ? 1 : 0};
+    if (preempt_failed_.count(key)) return false;
+    std::optional<core::Preemption> p = ChooseShrinks(j, shape, own_weight, for_guarantee);
+    if (!p) {
+      preempt_failed_.insert(key);  // what elastic jobs may give only shrinks within a cycle
+      return false;
+    }
+    for (const core::Shrink& sh : p->shrinks) {
+      const core::RunningJob& e = snap_.running->at(sh.job);
+      quotas_.Commit(e.queue, -(e.replicas() - sh.keep) * e.per_replica.gpus);
+      taken_.insert(sh.job);
+      p->victims.push_back(sh.job);
+    }
+    out_.stats.shrinks += static_cast<int32_t>(p->shrinks.size());
+    p->interactive = Interactive(j);
+    p->grace = snap_.classes[j.priority_class].preempt_grace;
+    quotas_.Commit(j.queue, j.total_gpus());
+    ++preemptors_;
+    Hold(j.id, p->allocations);
+    r.other_job = p->shrinks.front().job;
+    FillNeed(r, j);
+    Explain(r, ReasonCode::kPreempting);
+    out_.preemptions.push_back(std::move(*p));
+    return true;
+  }
+
+  // The replicas that running elastic jobs hold above their minimum which,
+  // given back newest first, make room for `j` (of `shape`): those of jobs
+  // of a class no higher than its own (in its queue or one that borrows),
+  // or of a queue its guarantee may reclaim from. Lowest class first, then
+  // the most recently started. nullopt when they cannot make room.
+  std::optional<core::Preemption> ChooseShrinks(const PendingJob& j, const Shape& shape, int64_t own_weight,
+                                                bool for_guarantee) {
+    if (!has_elastic_) return std::nullopt;
+    std::vector<const core::RunningJob*> cands;
+    for (const auto& [id, e] : *snap_.running) {
+      if (!e.elastic() || e.stopping || e.shrinking || e.replicas() <= e.min_replicas || taken_.count(id)) continue;
+      const int64_t w = snap_.classes[e.priority_class].weight;
+      const bool by_class = w <= own_weight && (e.queue == j.queue || quotas_.Borrowing(e.queue, j.gpu_type, j.queue));
+      if (by_class || (for_guarantee && e.queue != j.queue && quotas_.ReclaimableFrom(j, e.queue))) cands.push_back(&e);
+    }
+    if (cands.empty()) return std::nullopt;
+    std::sort(cands.begin(), cands.end(), [&](const core::RunningJob* a, const core::RunningJob* b) {
+      const int64_t wa = snap_.classes[a->priority_class].weight, wb = snap_.classes[b->priority_class].weight;
+      return std::tie(wa, b->start, b->id) < std::tie(wb, a->start, a->id);
+    });
+    FreeIndex trial = Live(shape);
+    core::Preemption out;
+    out.job = j.id;
+    for (const core::RunningJob* e : cands) {
+      int32_t keep = e->replicas();
+      // Its replicas newest first: from its last allocation back.
+      for (size_t i = e->allocations.size(); i-- > 0 && keep > e->min_replicas;) {
+        const NodeIndex n = e->allocations[i].node;
+        for (int32_t k = 0; k < e->allocations[i].replicas && keep > e->min_replicas; ++k) {
+          --keep;
+          // Capacity promised to another job stays promised.
+          if (!res_time_[n].is_max() || !Usable(n, shape)) continue;
+          trial.SetAvail(n, trial.avail(n) + e->per_replica);
+          if (auto placement = FindPlacement(trial, shape)) {
+            out.shrinks.push_back({e->id, keep});
+            out.allocations = std::move(*placement);
+            return out;
+          }
+        }
+      }
+      out.shrinks.push_back({e->id, keep});
+    }
+    return std::nullopt;
+  }
+
+  // A job left waiting for capacity: growth leaves what it may need.
+  void NoteBlocked(const PendingJob& j) {
+    const int64_t w = snap_.classes[j.priority_class].weight;
+    auto [it, fresh] = blocked_weight_.try_emplace(j.gpu_type, w);
+    if (!fresh) it->second = std::max(it->second, w);
+  }
+
+  // Elastic jobs below their maximum take replicas in what is left free,
+  // higher class first, then the earliest started: as many as fit now
+  // without delaying a reservation or passing a queue's limit, ending with
+  // the job. None grows while a job of its class or a higher one waits for
+  // capacity of its GPU type (that job would take the replicas back).
+  void GrowElastic() {
+    if (!has_elastic_) return;
+    std::vector<const core::RunningJob*> jobs;
+    for (const auto& [id, e] : *snap_.running) {
+      if (e.elastic() && !e.stopping && !e.shrinking && e.replicas() < e.max_replicas && !taken_.count(id)) {
+        jobs.push_back(&e);
+      }
+    }
+    std::sort(jobs.begin(), jobs.end(), [&](const core::RunningJob* a, const core::RunningJob* b) {
+      const int64_t wa = snap_.classes[a->priority_class].weight, wb = snap_.classes[b->priority_class].weight;
+      return std::tie(wb, a->start, a->id) < std::tie(wa, b->start, b->id);
+    });
+    for (const core::RunningJob* e : jobs) {
+      const int32_t type = e->per_replica.gpus > 0 ? snap_.nodes[e->allocations.front().node].gpu_type : core::kAnyGpuType;
+      const int64_t w = snap_.classes[e->priority_class].weight;
+      bool waits = false;
+      for (const auto& [t, bw] : blocked_weight_) {
+        waits = waits || (bw >= w && (t == core::kAnyGpuType || type == core::kAnyGpuType || t == type));
+      }
+      if (waits) continue;
+      PendingJob more;
+      more.id = e->id;
+      more.priority_class = e->priority_class;
+      more.queue = e->queue;
+      more.per_replica = e->per_replica;
+      more.gpu_type = type;
+      more.required_features = e->required_features;
+      std::optional<Placement> best;
+      int32_t lo = 1, hi = e->max_replicas - e->replicas();
+      while (lo <= hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        more.replicas = mid;
+        PendingReason unused;
+        auto p = TryPlace(ShapeOf(more), e->expected_end);
+        if (p && !quotas_.Blocks(more, type, unused)) {
+          best = std::move(p);
+          lo = mid + 1;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      if (!best) continue;
+      Take(e->queue, *best, e->expected_end);
+      ++out_.stats.growths;
+      out_.growths.push_back({e->id, std::move(*best)});
+    }
+  }
+
+  // The placement of the most replicas of elastic `j` (its minimum to its
+  // maximum) that fit now within its queue's limits; `sized` is `j` with
+  // that many.
+  std::optional<Placement> PlaceElastic(const PendingJob& j, Time end, PendingJob& sized) {
+    sized = j;
+    std::optional<Placement> best;
+    int32_t lo = j.min_replicas, hi = j.replicas, got = 0;
+    while (lo <= hi) {
+      const int32_t mid = lo + (hi - lo) / 2;
+      sized.replicas = mid;
+      PendingReason unused;
+      auto p = TryPlace(ShapeOf(sized), end);
+      if (p && !quotas_.Blocks(sized, TypeOf(*p), unused)) {
+        best = std::move(p);
+        got = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    sized.replicas = got;
+    return best;
+  }
+
   // Under las, by the time it waited in all (a long job it stopped has an
   // old submit time but may have waited little).
   bool Starving(const PendingJob& j) const {
@@ -526,10 +708,11 @@ class CycleRun {
     return it->second;
   }
 
-  void Start(const PendingJob& j, Placement p, Time end) {
+  // Takes `p` for a job of `queue` that holds it until `end`.
+  void Take(int32_t queue, const Placement& p, Time end) {
     max_reserved_actual_ = -1;
     for (const Allocation& a : p) {
-      quotas_.Add(j.queue, snap_.nodes[a.node].gpu_type, a.resources.gpus);
+      quotas_.Add(queue, snap_.nodes[a.node].gpu_type, a.resources.gpus);
       actual_[a.node] -= a.resources;
       if (end > res_time_[a.node]) spare_[a.node] -= a.resources;
       live_.SetAvail(a.node, View(a.node));
@@ -539,6 +722,10 @@ class CycleRun {
     } else {
       started_.push_back({end, p});
     }
+  }
+
+  void Start(const PendingJob& j, Placement p, Time end) {
+    Take(j.queue, p, end);
     ++out_.stats.placements;
     if (!out_.reservations.empty()) ++out_.stats.backfilled;
     out_.bindings.push_back({j.id, std::move(p)});
@@ -675,6 +862,10 @@ class CycleRun {
   // By index into snap_.pending: considered before the policy's order (an
   // interactive job); empty when there is none.
   std::vector<bool> first_;
+  // Elastic jobs run (set at the start of the cycle), and the highest class
+  // weight of a job left waiting for capacity, per GPU type it asked for.
+  bool has_elastic_ = false;
+  std::map<int32_t, int64_t> blocked_weight_;
   std::unordered_set<JobId> taken_;
   std::vector<int32_t> yielded_;  // indexes into snap_.pending of jobs that yielded (YieldsToFairShare)
   struct FailedKey {
