@@ -19,6 +19,14 @@ epoch, replica 0 checkpoints it, and all exit 0. Training is deterministic
 (seeded initialization and shuffling per epoch), so an interrupted run ends
 with the same weights as an uninterrupted one.
 
+Elastic (an elastic spec, replicas {min, max}, run by `torchrun`, with
+checkpoint.signal SIGTERM, which torchrun passes on to its workers): the
+workers resume from the newest checkpoint of the attempt whenever torchrun
+restarts them (replicas came or went), and on a checkpoint request the
+replicas agree at the end of the epoch and checkpoint it; those whose own
+process got the signal (their replica is given back, or torchrun restarts
+them) then exit, the others train on, and torchrun re-forms the group.
+
 Run alone (one process): /usr/bin/python3 examples/ddp_digits.py
 """
 import os
@@ -41,6 +49,7 @@ def main():
     every = int(os.environ.get("CKPT_EVERY", "5"))
     pause = float(os.environ.get("EPOCH_SLEEP", "0"))  # to make room for interruptions in tests
     checkpoints = bool(os.environ.get("MUSTER_CHECKPOINT_DIR"))
+    elastic = bool(os.environ.get("MUSTER_MIN_REPLICAS"))
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
     torch.set_num_threads(1)
@@ -65,12 +74,13 @@ def main():
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     start = 0
-    if mj.resume_from():
-        state = torch.load(os.path.join(mj.resume_from(), "state.pt"))
+    resume = mj.latest_checkpoint()[0] if elastic else mj.resume_from()
+    if resume:
+        state = torch.load(os.path.join(resume, "state.pt"))
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         start = state["epoch"]
-        print(f"rank {rank}: resumed at epoch {start} from {mj.resume_from()}", flush=True)
+        print(f"rank {rank}/{world}: resumed at epoch {start} from {resume}", flush=True)
     loss_fn = torch.nn.CrossEntropyLoss()
     batch = 32
     steps = (len(shard_x) + batch - 1) // batch
@@ -106,6 +116,12 @@ def main():
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         if flag.item() and done < epochs:
             save(done)
+            if elastic and not stop:
+                # Another replica leaves: train on; torchrun restarts this
+                # worker in the smaller group, from the checkpoint just made.
+                print(f"rank {rank}/{world}: checkpointed epoch {done} for a replica that leaves", flush=True)
+                time.sleep(pause)
+                continue
             print(f"rank {rank}: checkpointed epoch {done} on request; exiting", flush=True)
             dist.destroy_process_group()
             return 0

@@ -74,6 +74,28 @@ def resume_step():
     return int(step) if step.isdigit() else None
 
 
+def latest_checkpoint():
+    """The newest checkpoint to resume from, as (directory, step), or
+    (None, None): MUSTER_RESUME_FROM, or a newer one this attempt committed
+    itself. An elastic job under torchrun restarts its workers within one
+    attempt whenever replicas come or go, and they resume from the newest."""
+    best = (resume_from(), resume_step())
+    root = os.environ.get("MUSTER_CHECKPOINT_DIR", "")
+    job_dir = os.path.join(root, "job-%d" % job_id) if root and in_job() else ""
+    if job_dir and os.path.isdir(job_dir):
+        suffix = ".a%d" % attempt
+        for name in os.listdir(job_dir):
+            if not (name.startswith("step-") and name.endswith(suffix)):
+                continue
+            step = name[len("step-"):-len(suffix)]
+            path = os.path.join(job_dir, name)
+            # Committed: its manifest is written last, by a rename.
+            if step.isdigit() and os.path.isfile(os.path.join(path, MANIFEST)) and \
+                    (best[1] is None or int(step) > best[1]):
+                best = (path, int(step))
+    return best if best[0] else (None, None)
+
+
 def checkpoint_interval():
     """The spec's checkpoint.interval in seconds, or None."""
     return _env_int("MUSTER_CHECKPOINT_INTERVAL") or None

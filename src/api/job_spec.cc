@@ -81,7 +81,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
                       });
   };
   return a.name == b.name && a.queue == b.queue && a.priority == b.priority &&
-         a.replicas == b.replicas && a.array == b.array && a.resources == b.resources && a.command == b.command &&
+         a.replicas == b.replicas && a.min_replicas == b.min_replicas && a.array == b.array && a.resources == b.resources && a.command == b.command &&
          a.script == b.script && a.image == b.image && a.mounts == b.mounts && a.env == b.env && a.secret_env == b.secret_env &&
          a.working_dir == b.working_dir && a.stdout_path == b.stdout_path && a.stderr_path == b.stderr_path &&
          a.time_limit == b.time_limit &&
@@ -128,7 +128,11 @@ std::string JobSpecToJson(const JobSpec& s) {
   w.Key("name").String(s.name);
   w.Key("queue").String(s.queue);
   w.Key("priority").String(s.priority);
-  w.Key("replicas").Int(s.replicas);
+  if (s.min_replicas > 0) {
+    w.Key("replicas").BeginObject().Key("min").Int(s.min_replicas).Key("max").Int(s.replicas).EndObject();
+  } else {
+    w.Key("replicas").Int(s.replicas);
+  }
   w.Key("array");
   s.array > 0 ? w.Int(s.array) : w.Null();
   const int64_t milli = s.resources.cpu_milli;
@@ -214,6 +218,7 @@ core::JobSpec ToCoreSpec(const JobSpec& s) {
   c.queue = s.queue;
   c.priority_class = s.priority;
   c.replicas = s.replicas;
+  c.min_replicas = s.min_replicas;
   c.per_replica = {s.resources.gpus, s.resources.cpu_milli, s.resources.memory_bytes};
   c.gpu_type = s.resources.gpu_type.value_or("");
   c.time_limit = s.time_limit;

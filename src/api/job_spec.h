@@ -7,6 +7,11 @@
 //   queue: research                  # same charset; default "default"
 //   priority: high                   # a priority class name; default "normal"
 //   replicas: 4                      # 1..4096; default 1 (a gang)
+//   replicas: {min: 1, max: 4}       # elastic: starts with what fits (at
+//                                    # least min), grows while capacity is
+//                                    # free, gives back its newest replicas
+//                                    # above min to jobs that need the room;
+//                                    # topology any, not an array
 //   array: 100                       # 1..10000: submit this many tasks of
 //                                    # the spec, one job each (ids in a row)
 //   resources:                       # per replica
@@ -142,7 +147,8 @@ struct JobSpec {
   std::string name = "job";
   std::string queue = "default";
   std::string priority = "normal";
-  int32_t replicas = 1;
+  int32_t replicas = 1;      // with min_replicas: the most
+  int32_t min_replicas = 0;  // > 0: elastic, from this many to `replicas`
   int32_t array = 0;  // > 0: an array of this many tasks, one job each
   ResourceSpec resources;
   std::vector<std::string> command;   // exactly one of command (non-empty) ...

@@ -212,6 +212,34 @@ StatusOr<CheckpointSpec> ReadCheckpoint(const TreeNode& node, const std::string&
   return c;
 }
 
+// replicas: a count, or {min, max} for an elastic job.
+struct ReplicaRange {
+  int32_t min = 0, max = 1;
+};
+StatusOr<ReplicaRange> ReadReplicas(const TreeNode& node, const std::string& path) {
+  ReplicaRange out;
+  if (node.kind != TreeNode::Kind::kMap) {
+    ASSIGN_OR_RETURN(const int64_t n, ReadInt(node, path, 1, kMaxReplicas,
+                                              "an integer from 1 to " + std::to_string(kMaxReplicas) +
+                                                  ", or {min, max} for an elastic job"));
+    out.max = static_cast<int32_t>(n);
+    return out;
+  }
+  static const std::vector<std::string> kFields = {"min", "max"};
+  ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
+  for (const char* key : {"min", "max"}) {
+    if (obj.Find(key) == nullptr) return InvalidArgument("is required for an elastic job", obj.Path(key));
+  }
+  RETURN_IF_ERROR(obj.Read("min", out.min, ReadInt, int64_t{1}, kMaxReplicas, std::string_view()));
+  RETURN_IF_ERROR(obj.Read("max", out.max, ReadInt, int64_t{1}, kMaxReplicas, std::string_view()));
+  if (out.max < out.min) {
+    return InvalidArgument("must be at least min (" + std::to_string(out.min) + "), got " + std::to_string(out.max),
+                           obj.Path("max"));
+  }
+  if (out.min == out.max) out.min = 0;  // a fixed gang
+  return out;
+}
+
 StatusOr<BackoffSpec> ReadBackoff(const TreeNode& node, const std::string& path, const BackoffSpec& base) {
   static const std::vector<std::string> kFields = {"initial", "factor", "max"};
   ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
@@ -391,8 +419,10 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   RETURN_IF_ERROR(obj.Read("queue", spec.queue, ReadString, kNameRule));
   spec.priority = defaults.priority;
   RETURN_IF_ERROR(obj.Read("priority", spec.priority, ReadString, kNameRule));
-  RETURN_IF_ERROR(
-      obj.Read("replicas", spec.replicas, ReadInt, int64_t{1}, kMaxReplicas, std::string_view()));
+  ReplicaRange replicas;
+  RETURN_IF_ERROR(obj.Read("replicas", replicas, ReadReplicas));
+  spec.replicas = replicas.max;
+  spec.min_replicas = replicas.min;
   RETURN_IF_ERROR(
       obj.Read("array", spec.array, ReadInt, int64_t{1}, kMaxArray, std::string_view()));
   RETURN_IF_ERROR(obj.Read("resources", spec.resources, ReadResources));
@@ -447,6 +477,13 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
     spec.time_limit = std::min(spec.time_limit, it->second);
   }
   RETURN_IF_ERROR(obj.Read("topology", spec.topology, ReadTopology));
+  if (spec.min_replicas > 0) {
+    // Replicas come and go one by one wherever there is room.
+    if (spec.topology != core::TopologyScope::kAny) {
+      return InvalidArgument("must be any for an elastic job (replicas.min below replicas.max)", obj.Path("topology"));
+    }
+    if (spec.array > 0) return InvalidArgument("cannot be an array of elastic jobs", obj.Path("array"));
+  }
   RETURN_IF_ERROR(obj.Read("stallTimeout", spec.stall_timeout, ReadDuration, kStallRule));
   RETURN_IF_ERROR(obj.Read("checkpoint", spec.checkpoint, ReadCheckpoint, defaults));
   spec.retry = defaults.retry;

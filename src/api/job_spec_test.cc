@@ -167,6 +167,20 @@ TEST(JobSpecTest, MinimalSpecGetsEveryDefault) {
   }
 }
 
+TEST(JobSpecTest, ElasticReplicasRoundTrip) {
+  const JobSpec s = MustParse("replicas: {min: 1, max: 4}\ncommand: [torchrun, train.py]\n", kYaml);
+  EXPECT_EQ(s.min_replicas, 1);
+  EXPECT_EQ(s.replicas, 4);
+  const std::string json = JobSpecToJson(s);
+  EXPECT_NE(json.find(R"("replicas":{"min":1,"max":4})"), std::string::npos) << json;
+  EXPECT_TRUE(MustParse(json, kJson) == s);
+  EXPECT_EQ(ToCoreSpec(s).min_replicas, 1);
+  // min == max is a fixed gang.
+  const JobSpec fixed = MustParse("replicas: {min: 2, max: 2}\ncommand: [x]\n", kYaml);
+  EXPECT_EQ(fixed.min_replicas, 0);
+  EXPECT_EQ(fixed.replicas, 2);
+}
+
 TEST(JobSpecTest, ScriptInsteadOfCommand) {
   const JobSpec s = MustParse("script: |\n  #!/bin/sh\n  echo hi\n", kYaml);
   EXPECT_TRUE(s.command.empty());
@@ -424,14 +438,14 @@ std::vector<BadSpec> BadSpecs() {
       {"list for map", WithCommand(R"("resources":[8],)"), J, "spec.resources", "must be an object, got a list of 1 item"},
       {"list for labels", WithCommand(R"("labels":["a"],)"), J, "spec.labels", "must be an object of at most 64 labels, got a list of 1 item"},
       {"map for list", R"({"command":{"run":"x"}})", J, "spec.command", "must be a list of 1 to 4096 strings, got an object with 1 field"},
-      {"bool for int", WithCommand(R"("replicas":true,)"), J, "spec.replicas", "must be an integer from 1 to 4096, got true"},
+      {"bool for int", WithCommand(R"("replicas":true,)"), J, "spec.replicas", "must be an integer from 1 to 4096, or {min, max} for an elastic job, got true"},
       {"string for int in JSON", WithCommand(R"("replicas":"4",)"), J, "spec.replicas", "got \"4\""},
       {"quoted int in YAML", "command: [x]\nresources:\n  gpus: \"8\"\n", Y, "spec.resources.gpus", int_0_1024 + "\"8\""},
       {"yes is not a boolean", "command: [x]\nhold: yes\n", Y, "spec.hold", "must be true or false, got \"yes\""},
       {"quoted true is not a boolean", "command: [x]\nhold: \"true\"\n", Y, "spec.hold", "must be true or false, got \"true\""},
       // Out of range.
       {"gpus -1", WithCommand(R"("resources":{"gpus":-1},)"), J, "spec.resources.gpus", int_0_1024 + "-1"},
-      {"replicas 0", WithCommand(R"("replicas":0,)"), J, "spec.replicas", "must be an integer from 1 to 4096, got 0"},
+      {"replicas 0", WithCommand(R"("replicas":0,)"), J, "spec.replicas", "must be an integer from 1 to 4096, or {min, max} for an elastic job, got 0"},
       {"array 0", WithCommand(R"("array":0,)"), J, "spec.array", "must be an integer from 1 to 10000, got 0"},
       {"array too big", WithCommand(R"("array":10001,)"), J, "spec.array", "must be an integer from 1 to 10000, got 10001"},
       {"array as a range", WithCommand(R"("array":"0-9",)"), J, "spec.array", "got \"0-9\""},
@@ -560,6 +574,13 @@ std::vector<BadSpec> BadSpecs() {
       {"65 labels", WithCommand(Labels(65)), J, "spec.labels", "must be an object of at most 64 labels, got an object with 65 fields"},
       {"label value too long", WithCommand("\"labels\":{\"a\":\"" + std::string(257, 'v') + "\"},"), J, "spec.labels.a", "at most 256 characters"},
       {"gpuType with a slash", WithCommand(R"("resources":{"gpuType":"nvidia/h100"},)"), J, "spec.resources.gpuType", "got \"nvidia/h100\""},
+      // Elastic jobs.
+      {"replicas a string", WithCommand(R"("replicas":"1:4",)"), J, "spec.replicas", "or {min, max} for an elastic job"},
+      {"replicas without max", WithCommand(R"("replicas":{"min":1},)"), J, "spec.replicas.max", "is required for an elastic job"},
+      {"replicas max below min", WithCommand(R"("replicas":{"min":3,"max":2},)"), J, "spec.replicas.max", "must be at least min (3), got 2"},
+      {"replicas min 0", WithCommand(R"("replicas":{"min":0,"max":2},)"), J, "spec.replicas.min", "from 1 to 4096, got 0"},
+      {"elastic within a leaf", WithCommand(R"("replicas":{"min":1,"max":2},"topology":"leaf",)"), J, "spec.topology", "must be any for an elastic job"},
+      {"elastic array", WithCommand(R"("replicas":{"min":1,"max":2},"array":3,)"), J, "spec.array", "cannot be an array of elastic jobs"},
   };
   // clang-format on
 }

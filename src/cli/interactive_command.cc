@@ -58,7 +58,7 @@ int RunInteractive(Client& client, json spec, const std::vector<std::string>& co
     std::cerr << "muster run: --interactive runs the shell on the node; --image is not supported with it yet\n";
     return 2;
   }
-  if (spec.value("replicas", 1) != 1) {
+  if (spec.contains("replicas") && spec["replicas"] != 1) {
     std::cerr << "muster run: --interactive starts one replica (its terminal); --replicas must be 1\n";
     return 2;
   }

@@ -53,7 +53,8 @@ struct JobCommands {
   std::string file;
   std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path, stderr_path, image;
   std::vector<std::string> mounts;  // HOST:CONTAINER[:ro]
-  std::optional<int64_t> gpus, replicas, array, retry;  // unset unless given; the server checks the values
+  std::optional<int64_t> gpus, array, retry;  // unset unless given; the server checks the values
+  std::optional<std::string> replicas;        // "4", or "1:4" (elastic)
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
   bool hold = false, spot = false, parsable = false;
   bool interactive = false;  // run
@@ -75,6 +76,26 @@ struct JobCommands {
 };
 
 namespace {
+
+// --replicas: "4" (a number), "1:4" ({min, max}: elastic); anything else
+// goes as given, for the server to name what is wrong with it.
+json ReplicasJson(const std::string& text) {
+  auto number = [](std::string_view t) -> std::optional<int64_t> {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc() || end != t.data() + t.size() || t.empty()) return std::nullopt;
+    return v;
+  };
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) {
+    if (auto n = number(text)) return *n;
+    return text;
+  }
+  auto min = number(std::string_view(text).substr(0, colon));
+  auto max = number(std::string_view(text).substr(colon + 1));
+  if (!min || !max) return text;
+  return json{{"min", *min}, {"max", *max}};
+}
 
 // A count that may be 0 (CLI::NonNegativeNumber's message names DBL_MAX).
 const CLI::Validator kZeroOrMore(
@@ -361,7 +382,7 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c) {
   fill(c.image, from.image);
   if (c.mounts.empty()) c.mounts = from.mounts;
   if (!c.gpus) c.gpus = from.gpus;
-  if (!c.replicas) c.replicas = from.replicas;
+  if (!c.replicas && from.replicas) c.replicas = std::to_string(*from.replicas);
   if (!c.array) c.array = from.array;
   if (!c.retry) c.retry = from.retry;
   c.env.insert(c.env.begin(), from.env.begin(), from.env.end());  // the command line's come last and win
@@ -415,7 +436,7 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.name.empty()) spec["name"] = c.name;
   if (!c.queue.empty()) spec["queue"] = c.queue;
   if (!c.priority.empty()) spec["priority"] = c.priority;
-  if (c.replicas) spec["replicas"] = *c.replicas;
+  if (c.replicas) spec["replicas"] = ReplicasJson(*c.replicas);
   if (c.array) spec["array"] = *c.array;
   json res = json::object();
   if (c.gpus) res["gpus"] = *c.gpus;
@@ -790,7 +811,7 @@ void AddSpecFlags(CLI::App* sub, JobCommands& c) {
   sub->add_option("--priority", c.priority, "Priority class")->group(kSpecFlags);
   sub->add_option("--gpus", c.gpus, "GPUs per replica")->group(kSpecFlags);
   sub->add_option("--gpu-type", c.gpu_type, "GPU type")->group(kSpecFlags);
-  sub->add_option("--replicas", c.replicas, "Replicas (gang size)")->group(kSpecFlags);
+  sub->add_option("--replicas", c.replicas, "Replicas (gang size), or MIN:MAX for an elastic job")->group(kSpecFlags);
   sub->add_option("--array", c.array, "Submit this many tasks of the job (one job each)")->group(kSpecFlags);
   sub->add_option("--cpus", c.cpus, "CPUs per replica (4, 2.5, 500m)")->group(kSpecFlags);
   sub->add_option("--memory", c.memory, "Memory per replica (64Gi)")->group(kSpecFlags);

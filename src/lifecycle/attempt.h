@@ -43,12 +43,26 @@ struct Replica {
   bool ended = false;
   Time end = Time::Zero();    // when it ended (within the attempt's span)
   std::string result;         // how it ended, in words ("exited 0")
+  // Elastic jobs: given back (its node stops it; however it ends, the job
+  // runs on without it), and added to a running attempt but not yet in the
+  // store (its agent hears of it once it is).
+  bool leaving = false;
+  bool durable = true;
 };
 
 struct Attempt {
   int32_t number = 1;
   JobTerms terms;
+  // By replica index, never reused within the attempt: an elastic job's
+  // replicas added later come after every earlier one, and those it gave
+  // back stay here, ended.
   std::vector<Replica> replicas;
+  // The index of the first replica of each of the running job's
+  // allocations (parallel to core::RunningJob::allocations): allocation k
+  // holds replicas first_replica[k] onwards, one per replica it places.
+  std::vector<int32_t> first_replica;
+  // Elastic: giving back replicas, keeping this many (0: not).
+  int32_t shrink_to = 0;
   Time start;
   bool durable = false;  // its bind is in the store: agents may run it
   // Being torn down: to `ending` (a final state), or back to PENDING
@@ -65,6 +79,12 @@ struct Attempt {
 
   bool Stopping() const { return ending.has_value() || requeue; }
   bool StopReleased(Time now) const { return Stopping() && now >= stop_at; }
+  // Replicas running and staying (not ended, not leaving).
+  int32_t Staying() const {
+    int32_t n = 0;
+    for (const Replica& r : replicas) n += !r.ended && !r.leaving;
+    return n;
+  }
   bool AllEnded() const {
     for (const Replica& r : replicas) {
       if (!r.ended) return false;

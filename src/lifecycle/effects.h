@@ -30,6 +30,9 @@ enum class EventType : uint8_t {
   kNodeLost,         // silent for lostAfter, or declared lost: its replicas end
   kManyNodesSilent,  // a burst of silence held back (assumed the server's fault)
   kSilenceHoldEnded, // the hold gave way: the burst's nodes are lost after all
+  kGrown,            // an elastic job's running attempt gained replicas
+  kShrinking,        // an elastic job gives back replicas (its newest are stopping)
+  kShrunk,           // the replicas it gave back have stopped
 };
 // The store's event type ("ReplicaFailed").
 const char* EventTypeName(EventType t);

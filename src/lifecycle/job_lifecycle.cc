@@ -91,9 +91,25 @@ Status JobLifecycle::Start(JobId job, int32_t number, JobTerms terms, bool durab
   a.number = number;
   a.terms = std::move(terms);
   a.start = run->second.start;
-  for (size_t i = 0; i < run->second.allocations.size(); ++i) {
+  const size_t allocs = run->second.allocations.size();
+  // Where a resized attempt's replicas were (restored); else in order.
+  const bool renumbered = restored != nullptr && restored->first_replica.size() == allocs;
+  for (size_t i = 0; i < allocs; ++i) {
     const core::Allocation& alloc = run->second.allocations[i];
     const std::vector<int32_t>& ids = run->second.gpu_ids[i];
+    const int32_t first = renumbered ? restored->first_replica[i] : static_cast<int32_t>(a.replicas.size());
+    if (first < static_cast<int32_t>(a.replicas.size()) || first > 100'000) {
+      return DataLoss("job " + std::to_string(job) + ": stored replica numbers overlap");
+    }
+    // Replicas given back before the restart: ended, on the first node.
+    while (static_cast<int32_t>(a.replicas.size()) < first) {
+      Replica gone;
+      gone.node = run->second.allocations.front().node;
+      gone.ended = gone.leaving = true;
+      gone.result = "given back";
+      a.replicas.push_back(std::move(gone));
+    }
+    a.first_replica.push_back(first);
     for (int32_t k = 0; k < alloc.replicas; ++k) {
       Replica r;
       r.node = alloc.node;
@@ -114,6 +130,10 @@ Status JobLifecycle::Start(JobId job, int32_t number, JobTerms terms, bool durab
     for (const auto& [i, result] : restored->results) {
       if (i >= 0 && static_cast<size_t>(i) < a.replicas.size()) a.replicas[i].result = result;
     }
+    for (int32_t i : restored->leaving) {
+      if (i >= 0 && static_cast<size_t>(i) < a.replicas.size()) a.replicas[i].leaving = true;
+    }
+    a.shrink_to = restored->shrink_to;
     if (restored->stopping) {
       a.requeue = restored->requeue;
       a.ending_reason = restored->ending_reason;
@@ -127,8 +147,105 @@ Status JobLifecycle::Start(JobId job, int32_t number, JobTerms terms, bool durab
   // node never started would never be settled (the job would stay
   // COMPLETING for ever with its GPUs held).
   if (placed.Stopping()) ReleaseStop(placed, fx);
-  for (const Replica& r : placed.replicas) Touch(r.node, fx);
+  for (Replica& r : placed.replicas) {
+    Touch(r.node, fx);
+    if (r.leaving && !r.ended) r.stop_generation = Generation(r.node);
+  }
+  // A shrink whose replicas all ended before the restart completes now.
+  if (placed.shrink_to > 0) LeftEnded(job, fx);
   return Status::Ok();
+}
+
+std::vector<int32_t> JobLifecycle::Grow(JobId job, Effects& fx) {
+  std::vector<int32_t> added;
+  auto it = attempts_.find(job);
+  auto run = state_.running().find(job);
+  if (it == attempts_.end() || run == state_.running().end()) return added;
+  Attempt& a = it->second;
+  const int32_t per_replica = static_cast<int32_t>(run->second.per_replica.gpus);
+  for (size_t i = a.first_replica.size(); i < run->second.allocations.size(); ++i) {
+    const core::Allocation& alloc = run->second.allocations[i];
+    const std::vector<int32_t>& ids = run->second.gpu_ids[i];
+    a.first_replica.push_back(static_cast<int32_t>(a.replicas.size()));
+    for (int32_t k = 0; k < alloc.replicas; ++k) {
+      Replica r;
+      r.node = alloc.node;
+      r.durable = false;
+      for (int32_t g = 0; g < per_replica; ++g) {
+        const size_t at = static_cast<size_t>(k * per_replica + g);
+        if (at < ids.size()) r.gpus.push_back(ids[at]);
+      }
+      added.push_back(static_cast<int32_t>(a.replicas.size()));
+      a.replicas.push_back(std::move(r));
+    }
+    on_node_[alloc.node].insert(job);
+    Touch(alloc.node, fx);
+  }
+  if (!added.empty()) {
+    fx.events.push_back({job, EventType::kGrown, "",
+                         "grew to " + std::to_string(a.Staying()) + " replicas (added " + std::to_string(added.size()) +
+                             ")"});
+    Changed(job, *Shown(job), std::nullopt, fx);
+  }
+  return added;
+}
+
+void JobLifecycle::MarkGrowthDurable(JobId job, int32_t number) {
+  auto it = attempts_.find(job);
+  if (it == attempts_.end() || it->second.number != number) return;
+  for (Replica& r : it->second.replicas) r.durable = true;
+}
+
+std::vector<int32_t> JobLifecycle::Shrink(JobId job, int32_t keep, const std::string& reason, Effects& fx) {
+  std::vector<int32_t> leaving;
+  auto it = attempts_.find(job);
+  if (it == attempts_.end() || it->second.Stopping() || it->second.shrink_to > 0 || keep < 1) return leaving;
+  Attempt& a = it->second;
+  // Its replicas in index order are its allocations' in order: the first
+  // `keep` staying ones stay, the newest go.
+  int32_t kept = 0;
+  for (size_t i = 0; i < a.replicas.size(); ++i) {
+    Replica& r = a.replicas[i];
+    if (r.ended || r.leaving) continue;
+    if (kept < keep) {
+      ++kept;
+      continue;
+    }
+    r.leaving = true;
+    Touch(r.node, fx);
+    r.stop_generation = Generation(r.node);
+    leaving.push_back(static_cast<int32_t>(i));
+  }
+  if (leaving.empty()) return leaving;
+  a.shrink_to = keep;
+  fx.events.push_back({job, EventType::kShrinking, "",
+                       reason + ": giving back " + std::to_string(leaving.size()) + " replica" +
+                           (leaving.size() > 1 ? "s" : "") + ", keeping " + std::to_string(keep)});
+  Changed(job, *Shown(job), std::nullopt, fx);
+  return leaving;
+}
+
+void JobLifecycle::LeftEnded(JobId job, Effects& fx) {
+  auto it = attempts_.find(job);
+  if (it == attempts_.end() || it->second.shrink_to == 0 || it->second.Stopping()) return;
+  Attempt& a = it->second;
+  for (const Replica& r : a.replicas) {
+    if (r.leaving && !r.ended) return;
+  }
+  const int32_t keep = a.shrink_to;
+  a.shrink_to = 0;
+  if (!state_.ShrinkTo(job, keep, clock_.Now()).ok()) return;
+  const core::RunningJob& run = state_.running().at(job);
+  a.first_replica.resize(run.allocations.size());
+  // Nodes it no longer holds a replica on.
+  std::set<NodeIndex> still;
+  for (const core::Allocation& alloc : run.allocations) still.insert(alloc.node);
+  for (const Replica& r : a.replicas) {
+    if (!still.count(r.node)) on_node_[r.node].erase(job);
+  }
+  fx.resources_freed = true;
+  fx.events.push_back({job, EventType::kShrunk, "", "runs on " + std::to_string(keep) + " replicas"});
+  Changed(job, *Shown(job), std::nullopt, fx);
 }
 
 void JobLifecycle::MarkDurable(JobId job, int32_t number) {
@@ -286,6 +403,13 @@ void JobLifecycle::ReplicaEnded(JobId job, int32_t replica, const ReplicaExit& e
   rep.end = std::clamp(exit.end > Time::Zero() ? exit.end : now, std::min(a.start, now), now);
   const ExitMeaning meaning = Classify(exit);
   rep.result = meaning.words;
+  if (rep.leaving && !a.Stopping()) {
+    // Given back: the job runs on without it, however it ended.
+    rep.result = "given back: " + meaning.words;
+    LeftEnded(job, fx);
+    if (attempts_.count(job)) Changed(job, *Shown(job), std::nullopt, fx);
+    return;
+  }
   if (!exit.Succeeded()) {
     const std::string where = "replica " + std::to_string(replica) + " on " + NodeName(rep.node);
     if (exit.NodesFault()) a.node_lost = true;
@@ -423,7 +547,7 @@ ReportResult JobLifecycle::Report(const NodeReport& report, Effects& fx) {
       if (r.node != node || r.ended || reported.count({job, static_cast<int32_t>(i)})) continue;
       if (r.seen) {
         lost.emplace_back(job, static_cast<int32_t>(i));
-      } else if (a.StopReleased(now) && r.stop_generation != 0) {
+      } else if ((a.StopReleased(now) || r.leaving) && r.stop_generation != 0) {
         if (report.acted_on >= r.stop_generation) {
           unstarted.emplace_back(job, static_cast<int32_t>(i));
         } else {
@@ -533,9 +657,9 @@ std::vector<JobLifecycle::DesiredReplica> JobLifecycle::Desired(NodeIndex node, 
     if (a.StopReleased(now)) continue;
     for (size_t i = 0; i < a.replicas.size(); ++i) {
       const Replica& r = a.replicas[i];
-      if (r.node != node || r.ended) continue;
+      if (r.node != node || r.ended || r.leaving) continue;
       out.push_back({job, static_cast<int32_t>(i)});
-      not_durable = not_durable || !a.durable;
+      not_durable = not_durable || !a.durable || !r.durable;
     }
   }
   return out;
@@ -553,6 +677,9 @@ const char* EventTypeName(EventType t) {
     case EventType::kNodeLost: return "NodeLost";
     case EventType::kManyNodesSilent: return "ManyNodesSilent";
     case EventType::kSilenceHoldEnded: return "SilenceHoldEnded";
+    case EventType::kGrown: return "Grown";
+    case EventType::kShrinking: return "Shrinking";
+    case EventType::kShrunk: return "Shrunk";
   }
   return "?";
 }

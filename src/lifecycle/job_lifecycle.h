@@ -95,6 +95,11 @@ struct ReportResult {
 
 // What a restarted server knew of an attempt (from its stored status).
 struct RestoredAttempt {
+  // The first replica index of each allocation (AllocationsJson), when the
+  // attempt was resized; empty: replicas in order from 0.
+  std::vector<int32_t> first_replica;
+  std::vector<int32_t> leaving;  // replicas being given back
+  int32_t shrink_to = 0;
   std::vector<int32_t> ended_replicas;
   std::vector<std::pair<int32_t, std::string>> results;  // (replica, result)
   std::optional<core::JobState> ending;
@@ -146,6 +151,17 @@ class JobLifecycle {
   // Fails a running attempt for a reason of the server's (a GPU fault, a
   // hang): `failure` is recorded as its failing end and decides the retry.
   void Fail(core::JobId job, core::JobState state, const ReplicaExit& failure, const std::string& reason, Effects& fx);
+
+  // Elastic jobs. Grow: the running job gained allocations
+  // (ClusterState::Grow); they become new replicas of the attempt, not
+  // run until MarkGrowthDurable. Shrink: its replicas past its first `keep`
+  // staying ones are given back: their nodes stop them (signal, grace,
+  // SIGKILL) and however they end is no failure; once all have ended the
+  // job is shrunk (ClusterState::ShrinkTo) and an event says so. Both
+  // return the replica indexes concerned.
+  std::vector<int32_t> Grow(core::JobId job, Effects& fx);
+  void MarkGrowthDurable(core::JobId job, int32_t number);
+  std::vector<int32_t> Shrink(core::JobId job, int32_t keep, const std::string& reason, Effects& fx);
 
   // One agent's report of the tasks on its node: ends replicas that ended,
   // marks those seen, ends those it no longer knows (lost) and those
@@ -211,6 +227,8 @@ class JobLifecycle {
   Duration StopTurn() const;  // between two staggered stops
   void ReleaseStop(Attempt& a, Effects& fx);
   void FinishAttempt(core::JobId job, Effects& fx);
+  // A replica being given back ended: shrinks the job once all have.
+  void LeftEnded(core::JobId job, Effects& fx);
   bool Managed(const Attempt& a) const;
   void Changed(core::JobId job, core::JobState state, std::optional<std::string> reason, Effects& fx) const;
   const std::string& NodeName(core::NodeIndex node) const;

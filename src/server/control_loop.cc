@@ -651,6 +651,25 @@ void ControlLoop::RunCycle() {
     b.events.push_back(Event(bnd.job, "Started", "", "attempt " + std::to_string(attempt) + " on " + where));
   }
   for (const core::Preemption& p : d.preemptions) ApplyPreemption(p, now, b);
+  std::vector<std::pair<int64_t, int32_t>> grown;  // (job, attempt)
+  for (const core::Growth& g : d.growths) {
+    const lifecycle::Attempt* a = lifecycle_.Find(g.job);
+    if (a == nullptr || a->Stopping()) continue;
+    if (Status s = state_.Grow(g.job, g.allocations, now); !s.ok()) {
+      log::Error("scheduler growth of job {} rejected: {}", g.job, s.ToString());
+      continue;
+    }
+    lifecycle::Effects fx;
+    const std::vector<int32_t> added = lifecycle_.Grow(g.job, fx);
+    AttemptDetail& detail = details_.at(g.job);
+    const size_t n = lifecycle_.Find(g.job)->replicas.size();
+    detail.encoded.resize(n);
+    detail.resume_seen.resize(n);
+    detail.image_seen.resize(n);
+    detail.utilization.resize(n, -1);
+    ApplyEffects(fx, b);
+    grown.emplace_back(g.job, a->number);
+  }
   // Only a reason that changed touches the job's row (a long queue keeps
   // most of its reasons from one cycle to the next).
   const uint64_t round = ++reasons_round_;
@@ -668,12 +687,14 @@ void ControlLoop::RunCycle() {
     // Agents learn of a start only once it is durable (ReplyDurable): a
     // server that crashes before the write never has a task running for a
     // bind it forgot.
-    Persist(std::move(b), started.empty() ? std::function<void(const Status&)>()
-                                          : [this, started = std::move(started)](const Status&) {
-                                              loop_.Post([this, started] {
-                                                for (const auto& [job, number] : started) lifecycle_.MarkDurable(job, number);
-                                              });
-                                            });
+    Persist(std::move(b), started.empty() && grown.empty()
+                              ? std::function<void(const Status&)>()
+                              : [this, started = std::move(started), grown = std::move(grown)](const Status&) {
+                                  loop_.Post([this, started, grown] {
+                                    for (const auto& [job, number] : started) lifecycle_.MarkDurable(job, number);
+                                    for (const auto& [job, number] : grown) lifecycle_.MarkGrowthDurable(job, number);
+                                  });
+                                });
   }
   AnswerHeldSyncs();
 }

@@ -138,6 +138,14 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
     if (restored->contains("replicaResults") && (*restored)["replicaResults"].is_array()) {
       for (const json& x : (*restored)["replicaResults"]) r.results.emplace_back(x.value("replica", -1), x.value("result", ""));
     }
+    // An elastic job's replica numbers and the replicas it is giving back.
+    for (auto [key, out] : {std::pair{"firstReplica", &r.first_replica}, std::pair{"leaving", &r.leaving}}) {
+      if (!restored->contains(key) || !(*restored)[key].is_array()) continue;
+      for (const json& e : (*restored)[key]) {
+        if (e.is_number_integer()) out->push_back(e.get<int32_t>());
+      }
+    }
+    r.shrink_to = restored->value("shrinkTo", 0);
     if (restored->contains("ending") && (*restored)["ending"].is_object()) {
       const json& e = (*restored)["ending"];
       r.stopping = true;
@@ -182,6 +190,14 @@ json ControlLoop::AttemptJson(int64_t job) const {
   }
   json out = {{"attempt", a->number}, {"endedReplicas", ended}, {"replicaResults", results},
               {"startTime", a->start.millis()}};
+  if (auto run = state_.running().find(job); run != state_.running().end() && run->second.elastic()) {
+    out["firstReplica"] = a->first_replica;
+    json leaving = json::array();
+    for (size_t i = 0; i < a->replicas.size(); ++i) {
+      if (a->replicas[i].leaving && !a->replicas[i].ended) leaving.push_back(i);
+    }
+    if (a->shrink_to > 0) out.update({{"leaving", leaving}, {"shrinkTo", a->shrink_to}});
+  }
   if (const double u = MeanUtilization(d->second); u >= 0) out["gpuUtilization"] = u;
   // Each replica's step rate, as the straggler detector sees it.
   json rates = json::array();
@@ -230,8 +246,9 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
       t.registry_auth = {c->registry, c->username, c->password};
     }
   }
-  t.env = TaskEnvironment(spec, {job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1,
-                                 port_salt_});
+  TaskEnvInput in{job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1, port_salt_};
+  in.staying = a.Staying();
+  t.env = TaskEnvironment(spec, in);
   // The job's own credential, for its progress and checkpoint reports.
   if (!job_token_key_.empty()) t.env["MUSTER_TOKEN"] = auth::SignJobToken(job_token_key_, job, a.number);
   t.working_dir = spec.working_dir.value_or("");

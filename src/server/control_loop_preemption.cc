@@ -29,7 +29,29 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
   Duration longest = Duration::Zero();
   int64_t lost = 0;
   std::string names;
+  // Elastic jobs give back their newest replicas; they run on.
+  std::string shrunk;
+  for (const core::Shrink& sh : p.shrinks) {
+    const lifecycle::Attempt* a = lifecycle_.Find(sh.job);
+    if (a == nullptr || a->Stopping() || a->shrink_to > 0) continue;
+    const int32_t number = a->number;
+    if (!p.grace.is_infinite() && p.grace < a->terms.grace) {
+      lifecycle_.CutGrace(sh.job, p.grace);
+      grace_cuts_[sh.job] = {number, p.grace};
+    }
+    lifecycle::Effects fx;
+    const std::vector<int32_t> leaving =
+        lifecycle_.Shrink(sh.job, sh.keep, "for job " + std::to_string(p.job) + " (" + cause + ")", fx);
+    if (leaving.empty()) continue;
+    (void)state_.MarkShrinking(sh.job);
+    ApplyEffects(fx, b);
+    longest = std::max(longest, lifecycle_.Find(sh.job)->terms.grace);
+    hold.victims.push_back(sh.job);
+    shrunk += (shrunk.empty() ? "" : ", ") + std::to_string(leaving.size()) + " of job " + std::to_string(sh.job) +
+              "'s replicas";
+  }
   for (core::JobId v : p.victims) {
+    if (std::any_of(p.shrinks.begin(), p.shrinks.end(), [&](const core::Shrink& sh) { return sh.job == v; })) continue;
     const lifecycle::Attempt* a = lifecycle_.Find(v);
     auto r = state_.running().find(v);
     // The scheduler only names running jobs that are not stopping.
@@ -69,11 +91,13 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
   }
   hold.gpus = gpus;
   preempting_[p.job] = hold;
+  const std::string stopping =
+      names.empty() ? "" : "stopping job" + std::string(names.find(',') != std::string::npos ? "s " : " ") + names +
+                               " (about " + GpuMinutes(lost) + " of work since their checkpoints)";
   b.events.push_back(Event(p.job, "Preempting", "",
-                           std::string(p.reclaim ? "reclaiming its queue's guarantee: " : "") + "stopping job" +
-                               std::string(hold.victims.size() > 1 ? "s " : " ") + names + " (about " +
-                               GpuMinutes(lost) + " of work since their checkpoints); " + std::to_string(gpus) +
-                               " GPU on " + where + " held for it"));
+                           std::string(p.reclaim ? "reclaiming its queue's guarantee: " : "") +
+                               (shrunk.empty() ? "" : "taking " + shrunk + (stopping.empty() ? "" : "; ")) + stopping +
+                               "; " + std::to_string(gpus) + " GPU on " + where + " held for it"));
   dirty_ = true;
 }
 

@@ -36,16 +36,32 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
   set("MUSTER_ATTEMPT", std::to_string(in.attempt));
   set("MUSTER_RESTART_COUNT", std::to_string(in.attempt - 1));
   set("MUSTER_REPLICA_INDEX", rank);
-  set("MUSTER_NUM_REPLICAS", std::to_string(n));
+  const bool elastic = spec.min_replicas > 0;
+  const std::string count = std::to_string(elastic && in.staying >= 0 ? in.staying : n);
+  set("MUSTER_NUM_REPLICAS", count);
   set("MUSTER_NODELIST", nodelist);
-  set("MASTER_ADDR", n > 0 ? in.replicas[0].address : "127.0.0.1");
-  set("MASTER_PORT", std::to_string(MasterPort(in.job, in.attempt, in.port_salt)));
-  // Each replica is a node of its own: it sees only its GPUs.
-  const std::string count = std::to_string(n);
-  set("WORLD_SIZE", count);
-  set("RANK", rank);
-  set("NODE_RANK", rank);
-  set("NNODES", count);
+  const std::string master = n > 0 ? in.replicas[0].address : "127.0.0.1";
+  const std::string port = std::to_string(MasterPort(in.job, in.attempt, in.port_salt));
+  if (elastic) {
+    set("MUSTER_MIN_REPLICAS", std::to_string(spec.min_replicas));
+    set("MUSTER_MAX_REPLICAS", std::to_string(spec.replicas));
+    auto fallback = [&](const char* k, const std::string& v) { env.try_emplace(k, v); };
+    fallback("PET_NNODES", std::to_string(spec.min_replicas) + ":" + std::to_string(spec.replicas));
+    fallback("PET_RDZV_BACKEND", "c10d");
+    fallback("PET_RDZV_ENDPOINT", master + ":" + port);
+    fallback("PET_RDZV_ID", "muster-" + id + "-" + std::to_string(in.attempt));
+    fallback("PET_RDZV_CONF", in.replica == 0 ? "is_host=1" : "is_host=0");
+    fallback("PET_NPROC_PER_NODE", std::to_string(std::max<int64_t>(1, spec.resources.gpus)));
+    fallback("PET_MAX_RESTARTS", "100");
+  } else {
+    set("MASTER_ADDR", master);
+    set("MASTER_PORT", port);
+    // Each replica is a node of its own: it sees only its GPUs.
+    set("WORLD_SIZE", count);
+    set("RANK", rank);
+    set("NODE_RANK", rank);
+    set("NNODES", count);
+  }
   set("LOCAL_RANK", "0");
   set("LOCAL_WORLD_SIZE", "1");
   set("SLURM_JOB_ID", id);

@@ -29,6 +29,19 @@
 // CUDA_VISIBLE_DEVICES (GPU UUIDs), NVIDIA_VISIBLE_DEVICES,
 // SLURM_GPUS_ON_NODE (the replica's GPUs), PATH, HOME, USER.
 //
+// Elastic jobs (replicas {min, max}) are re-formed by torchrun's elastic
+// rendezvous, not by Muster's ranks: their replicas come and go, so they
+// get no WORLD_SIZE, RANK, NODE_RANK, NNODES, MASTER_ADDR or MASTER_PORT;
+// instead torchrun's own settings (read from PET_<OPTION>, so a bare
+// `torchrun train.py` joins): PET_NNODES=min:max, PET_RDZV_BACKEND=c10d,
+// PET_RDZV_ENDPOINT (replica 0's node, which is never given back, at the
+// job's port), PET_RDZV_ID (job and attempt), PET_RDZV_CONF=is_host=1 on
+// replica 0 only (it holds the rendezvous store), PET_NPROC_PER_NODE (the
+// replica's GPUs, or 1) and PET_MAX_RESTARTS=100 (a replica given back
+// costs the others a restart). The job's own env wins for PET_*. Also
+// MUSTER_MIN_REPLICAS and MUSTER_MAX_REPLICAS; MUSTER_NUM_REPLICAS is the
+// count when the replica started.
+//
 // MASTER_PORT is derived from job id, attempt and a per-cluster salt
 // (29500..32499, below Linux's ephemeral port range, so an outgoing
 // connection on the node never holds it), so every replica gets the same port, a new attempt does
@@ -57,6 +70,7 @@ struct TaskEnvInput {
   std::vector<ReplicaPlace> replicas;  // every replica's node, in replica order
   int32_t array_index = -1;            // -1: not an array task
   int32_t port_salt = 0;
+  int32_t staying = -1;  // replicas running and staying (elastic jobs); -1: all of `replicas`
 };
 
 std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, const TaskEnvInput& in);

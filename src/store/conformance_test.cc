@@ -224,13 +224,16 @@ TEST_P(StoreConformance, ListJobsNewestFirst) {
 }
 
 // Summaries list the same jobs and pages as ListJobs, with the spec's GPUs
-// and replicas and the nodes of the status's allocations.
+// and replicas (an elastic job's most) and the nodes of the status's allocations.
 TEST_P(StoreConformance, JobSummariesMatchTheRowsTheyList) {
   WriteBatch b;
   for (int64_t id = 1; id <= 12; ++id) {
     JobRow j = TestJob(id, id % 3 == 0 ? "RUNNING" : "PENDING", id <= 6 ? "q1" : "q2");
     j.reason = id % 3 == 0 ? "" : "Priority";
-    j.spec_json = R"({"name":"job)" + std::to_string(id) + R"(","replicas":)" + std::to_string(1 + id % 2) +
+    // An elastic job's replicas are {min, max}: the summary has its max.
+    const std::string replicas = std::to_string(1 + id % 2);
+    j.spec_json = R"({"name":"job)" + std::to_string(id) + R"(","replicas":)" +
+                  (id % 4 == 0 ? R"({"min":1,"max":)" + replicas + "}" : replicas) +
                   R"(,"resources":{"gpus":)" + std::to_string(id % 5) + R"(,"gpuType":null},"command":["gpus"]})";
     if (id % 3 == 0) {
       j.start_ms = 5000 + id;

@@ -323,7 +323,7 @@ JobRow ReadJob(const PgRows& r, int i) {
 // come joined by a unit separator, which no node name holds.
 constexpr const char* kSummaryColumns =
     "id, name, \"user\", queue, priority_class, state, reason, submit_ms, start_ms, end_ms, "
-    "(spec::json #>> '{resources,gpus}')::bigint, (spec::json ->> 'replicas')::bigint, "
+    "(spec::json #>> '{resources,gpus}')::bigint, COALESCE(spec::json #>> '{replicas,max}', spec::json ->> 'replicas')::bigint, "
     "(SELECT string_agg(a ->> 'node', chr(31)) FROM json_array_elements(CASE WHEN "
     "json_typeof(status::json -> 'allocations') = 'array' THEN status::json -> 'allocations' END) AS a)";
 

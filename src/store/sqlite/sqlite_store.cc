@@ -330,7 +330,7 @@ namespace {
 // come joined by a unit separator, which no node name holds.
 constexpr const char* kSummaryColumns =
     "id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, end_ms, "
-    "json_extract(spec, '$.resources.gpus'), json_extract(spec, '$.replicas'), "
+    "json_extract(spec, '$.resources.gpus'), COALESCE(json_extract(spec, '$.replicas.max'), json_extract(spec, '$.replicas')), "
     "(SELECT group_concat(json_extract(value, '$.node'), char(31)) FROM json_each(status, '$.allocations'))";
 
 JobSummary ReadSummary(const Stmt& s) {
