@@ -50,7 +50,9 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
     fallback("PET_RDZV_BACKEND", "c10d");
     fallback("PET_RDZV_ENDPOINT", master + ":" + port);
     fallback("PET_RDZV_ID", "muster-" + id + "-" + std::to_string(in.attempt));
-    fallback("PET_RDZV_CONF", in.replica == 0 ? "is_host=1" : "is_host=0");
+    // Muster starts a job's replicas together: a rendezvous need not wait
+    // torchrun's default 30 s for more once the minimum has joined.
+    fallback("PET_RDZV_CONF", std::string(in.replica == 0 ? "is_host=1" : "is_host=0") + ",last_call_timeout=5");
     fallback("PET_NPROC_PER_NODE", std::to_string(std::max<int64_t>(1, spec.resources.gpus)));
     fallback("PET_MAX_RESTARTS", "100");
   } else {

@@ -35,8 +35,9 @@
 // instead torchrun's own settings (read from PET_<OPTION>, so a bare
 // `torchrun train.py` joins): PET_NNODES=min:max, PET_RDZV_BACKEND=c10d,
 // PET_RDZV_ENDPOINT (replica 0's node, which is never given back, at the
-// job's port), PET_RDZV_ID (job and attempt), PET_RDZV_CONF=is_host=1 on
-// replica 0 only (it holds the rendezvous store), PET_NPROC_PER_NODE (the
+// job's port), PET_RDZV_ID (job and attempt), PET_RDZV_CONF (is_host=1 on
+// replica 0 only, which holds the rendezvous store; last_call_timeout=5,
+// as Muster starts replicas together), PET_NPROC_PER_NODE (the
 // replica's GPUs, or 1) and PET_MAX_RESTARTS=100 (a replica given back
 // costs the others a restart). The job's own env wins for PET_*. Also
 // MUSTER_MIN_REPLICAS and MUSTER_MAX_REPLICAS; MUSTER_NUM_REPLICAS is the
