@@ -52,6 +52,8 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--checkpoint-interval", f.checkpoint_interval,
                   "Jobs checkpoint after each interval of progress; a victim loses the rest (default 30m)");
   sim->add_option("--restart-cost", f.restart_cost, "Time a preempted job spends restarting (default 1m)");
+  sim->add_option("--elastic-min", f.elastic_min,
+                  "Gangs of 2+ replicas are elastic, from this fraction of their replicas (rounded up) to all (0 = fixed)");
   sim->add_option("--high-priority-fraction", f.high_priority_fraction,
                   "Put this fraction of jobs (seeded) in class p1, for traces without priorities");
   sim->add_option("--node-failure", f.node_failures,
@@ -153,6 +155,7 @@ int RunSim(const SimFlags& f) {
     *out = *d;
   }
   opts.high_priority_fraction = f.high_priority_fraction;
+  opts.elastic_min = f.elastic_min;
   for (const std::string& failure : f.node_failures) {
     const size_t at = failure.rfind('@');
     int64_t seconds = -1;

@@ -41,6 +41,7 @@ struct SimFlags {
   std::string checkpoint_interval = "30m";
   std::string restart_cost = "1m";
   double high_priority_fraction = 0;
+  double elastic_min = 0;  // --elastic-min
   std::vector<std::string> node_failures;  // NODE@SECONDS
   std::string unreachable_after = "20s";
   std::string lost_after = "120s";

@@ -48,6 +48,7 @@ struct Replica {
   // store (its agent hears of it once it is).
   bool leaving = false;
   bool durable = true;
+  Time start = Time::Zero();  // added to the running attempt at (Zero: its start)
 };
 
 struct Attempt {
@@ -103,7 +104,10 @@ struct AttemptRecord {
   struct ReplicaRecord {
     core::NodeIndex node = 0;
     std::string result;
-    int32_t gpus = 0;  // how many it held, for the attempt's whole span
+    int32_t gpus = 0;  // how many it held
+    // An elastic job's replica added later or given back: its own span
+    // (else it held its GPUs for the attempt's whole span).
+    std::optional<std::pair<Time, Time>> span;
   };
   std::vector<ReplicaRecord> replicas;
   std::optional<int64_t> last_step;  // the last step it reported progress at, if it did

@@ -151,8 +151,12 @@ Status JobLifecycle::Start(JobId job, int32_t number, JobTerms terms, bool durab
     Touch(r.node, fx);
     if (r.leaving && !r.ended) r.stop_generation = Generation(r.node);
   }
-  // A shrink whose replicas all ended before the restart completes now.
-  if (placed.shrink_to > 0) LeftEnded(job, fx);
+  // A shrink under way goes on (nothing grows the job meanwhile); one
+  // whose replicas all ended before the restart completes now.
+  if (placed.shrink_to > 0) {
+    (void)state_.MarkShrinking(job);
+    LeftEnded(job, fx);
+  }
   return Status::Ok();
 }
 
@@ -171,6 +175,7 @@ std::vector<int32_t> JobLifecycle::Grow(JobId job, Effects& fx) {
       Replica r;
       r.node = alloc.node;
       r.durable = false;
+      r.start = clock_.Now();
       for (int32_t g = 0; g < per_replica; ++g) {
         const size_t at = static_cast<size_t>(k * per_replica + g);
         if (at < ids.size()) r.gpus.push_back(ids[at]);
@@ -201,27 +206,31 @@ std::vector<int32_t> JobLifecycle::Shrink(JobId job, int32_t keep, const std::st
   auto it = attempts_.find(job);
   if (it == attempts_.end() || it->second.Stopping() || it->second.shrink_to > 0 || keep < 1) return leaving;
   Attempt& a = it->second;
-  // Its replicas in index order are its allocations' in order: the first
-  // `keep` staying ones stay, the newest go.
+  // Its replicas in index order (those given back before aside) are its
+  // allocations' in order: the first `keep` stay, the newest go (one that
+  // already exited goes as it is).
   int32_t kept = 0;
   for (size_t i = 0; i < a.replicas.size(); ++i) {
     Replica& r = a.replicas[i];
-    if (r.ended || r.leaving) continue;
+    if (r.leaving) continue;
     if (kept < keep) {
       ++kept;
       continue;
     }
     r.leaving = true;
+    leaving.push_back(static_cast<int32_t>(i));
+    if (r.ended) continue;
     Touch(r.node, fx);
     r.stop_generation = Generation(r.node);
-    leaving.push_back(static_cast<int32_t>(i));
   }
   if (leaving.empty()) return leaving;
   a.shrink_to = keep;
+  (void)state_.MarkShrinking(job);
   fx.events.push_back({job, EventType::kShrinking, "",
                        reason + ": giving back " + std::to_string(leaving.size()) + " replica" +
                            (leaving.size() > 1 ? "s" : "") + ", keeping " + std::to_string(keep)});
   Changed(job, *Shown(job), std::nullopt, fx);
+  LeftEnded(job, fx);  // all of them had exited already
   return leaving;
 }
 
@@ -460,7 +469,12 @@ void JobLifecycle::FinishAttempt(JobId job, Effects& fx) {
   ended.record.requeued = a.requeue;
   ended.record.state = final_state;
   ended.record.reason = a.requeue || final_state != JobState::kCompleted ? a.ending_reason : "";
-  for (const Replica& r : a.replicas) ended.record.replicas.push_back({r.node, r.result, static_cast<int32_t>(r.gpus.size())});
+  for (const Replica& r : a.replicas) {
+    AttemptRecord::ReplicaRecord rec{r.node, r.result, static_cast<int32_t>(r.gpus.size()), std::nullopt};
+    const Time from = std::max(a.start, r.start), to = r.leaving && r.end > Time::Zero() ? r.end : end;
+    if (from != a.start || to != end) rec.span = {from, std::max(from, to)};
+    ended.record.replicas.push_back(std::move(rec));
+  }
   ended.record.last_step = last_step;
   if (final_state == JobState::kCompleted && !a.requeue) {
     ended.record.exit_code = 0;

@@ -155,10 +155,10 @@ class JobLifecycle {
   // Elastic jobs. Grow: the running job gained allocations
   // (ClusterState::Grow); they become new replicas of the attempt, not
   // run until MarkGrowthDurable. Shrink: its replicas past its first `keep`
-  // staying ones are given back: their nodes stop them (signal, grace,
-  // SIGKILL) and however they end is no failure; once all have ended the
-  // job is shrunk (ClusterState::ShrinkTo) and an event says so. Both
-  // return the replica indexes concerned.
+  // are given back (ClusterState::MarkShrinking): their nodes stop them
+  // (signal, grace, SIGKILL) and however they end is no failure; once all
+  // have ended the job is shrunk (ClusterState::ShrinkTo) and an event says
+  // so. Both return the replica indexes concerned.
   std::vector<int32_t> Grow(core::JobId job, Effects& fx);
   void MarkGrowthDurable(core::JobId job, int32_t number);
   std::vector<int32_t> Shrink(core::JobId job, int32_t keep, const std::string& reason, Effects& fx);

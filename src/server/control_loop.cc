@@ -169,7 +169,15 @@ ServiceSoFar ServiceOf(const json& history, Time submit) {
     const Time end = Time::FromMillis(a.value("endTime", start.millis()));
     int64_t gpus = 0;
     if (a.contains("replicas") && a["replicas"].is_array()) {
-      for (const json& r : a["replicas"]) gpus += r.is_object() ? r.value("gpus", int64_t{0}) : 0;
+      for (const json& r : a["replicas"]) {
+        if (!r.is_object()) continue;
+        if (r.contains("startTime")) {  // an elastic job's replica added or given back: its own span
+          s.gpu_seconds += r.value("gpus", int64_t{0}) *
+                           (std::max<int64_t>(0, r.value("endTime", int64_t{0}) - r.value("startTime", int64_t{0})) / 1000);
+        } else {
+          gpus += r.value("gpus", int64_t{0});
+        }
+      }
     }
     if (end > start) s.gpu_seconds += gpus * ((end - start).millis() / 1000);
     if (start > s.last_end) s.queued = s.queued + (start - s.last_end);

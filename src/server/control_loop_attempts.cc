@@ -66,6 +66,10 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
       // What accounting charges (`muster usage`): GPUs held for the attempt's span, by type.
       replica["gpus"] = r.replicas[i].gpus;
       if (r.replicas[i].gpus > 0) replica["gpuType"] = node.gpu_type;
+      if (const auto& span = r.replicas[i].span) {  // an elastic job's replica added or given back
+        replica["startTime"] = span->first.millis();
+        replica["endTime"] = span->second.millis();
+      }
       replicas.push_back(std::move(replica));
     }
     record["replicas"] = replicas;

@@ -43,7 +43,6 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
     const std::vector<int32_t> leaving =
         lifecycle_.Shrink(sh.job, sh.keep, "for job " + std::to_string(p.job) + " (" + cause + ")", fx);
     if (leaving.empty()) continue;
-    (void)state_.MarkShrinking(sh.job);
     ApplyEffects(fx, b);
     longest = std::max(longest, lifecycle_.Find(sh.job)->terms.grace);
     hold.victims.push_back(sh.job);

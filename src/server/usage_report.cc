@@ -98,7 +98,11 @@ void UsageReport::Add(const store::JobRow& row) {
     const json& replicas = r.contains("replicas") && r["replicas"].is_array() ? r["replicas"] : kNone;
     for (const json& replica : replicas) {
       if (!replica.is_object()) continue;
-      if (replica.contains("gpus")) {
+      if (replica.contains("startTime") && replica.contains("gpus")) {
+        // An elastic job's replica that held its GPUs for part of the attempt.
+        overlapped |= Charge(IntOr(replica, "startTime", 0), IntOr(replica, "endTime", 0),
+                             {{StringOr(replica, "gpuType"), IntOr(replica, "gpus", 0)}}, Utilization(r), mine);
+      } else if (replica.contains("gpus")) {
         gpus.emplace_back(StringOr(replica, "gpuType"), IntOr(replica, "gpus", 0));
       } else {
         gpus.push_back(from_spec());

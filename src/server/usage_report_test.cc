@@ -57,6 +57,17 @@ TEST(UsageReport, SumsAttemptsByQueueWithPricesAndEfficiency) {
   EXPECT_DOUBLE_EQ(*u.Total().Efficiency(), (8 + 3) / 19.0);
 }
 
+TEST(UsageReport, AnElasticJobsReplicasAreChargedForTheirOwnSpans) {
+  UsageReport u(0, 100 * kHour, 100 * kHour, UsageGrouping::kQueue, Price);
+  // Replica 0 for the whole 4 hours; replica 1 added after 1 hour and given
+  // back after 3; replica 2 added at 3 hours.
+  json grown = Replica(4, "H100"), later = Replica(4, "H100");
+  grown.update({{"startTime", 1 * kHour}, {"endTime", 3 * kHour}});
+  later.update({{"startTime", 3 * kHour}, {"endTime", 4 * kHour}});
+  u.Add(Job(1, "a", "alice", {{"attemptHistory", {Record(1, 0, 4 * kHour, {Replica(4, "H100"), grown, later})}}}));
+  EXPECT_DOUBLE_EQ(u.Total().gpu_seconds, (4 * 4 + 4 * 2 + 4 * 1) * 3600.0);
+}
+
 TEST(UsageReport, CutsAttemptsToTheWindowAndCountsRunningOnesToNow) {
   UsageReport u(kHour, 3 * kHour, 10 * kHour, UsageGrouping::kUser, Price);
   u.Add(Job(1, "a", "alice", {{"attemptHistory", {Record(1, 0, 2 * kHour, {Replica(1, "H100")})}}}));  // 1 h inside

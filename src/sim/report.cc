@@ -148,6 +148,7 @@ nlohmann::json ReportJson(const SimResult& r) {
                      {"excluded", fair.excluded}};
   out["preemption"] = r.preemption;
   out["preemptions"] = r.preemptions;
+  out["elastic"] = {{"growths", r.growths}, {"shrinks", r.shrinks}};
   out["lost_gpu_hours"] = static_cast<double>(r.lost_gpu_seconds) / 3600.0;
   out["checkpoint_interval_s"] = r.checkpoint_interval_s;
   // Jobs that lost, over all their runs, more than one checkpoint interval

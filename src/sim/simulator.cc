@@ -284,11 +284,17 @@ class Run {
         const auto [end, id, run] = completions.top();
         completions.pop();
         if (run != runs_[id - 1].number) continue;  // that run was preempted
-        // A restart cost paid by a run that finished is work lost to preemption
-        // (a preempted run's is counted when it is stopped).
         JobResult& r = result_.jobs[job_result_[id - 1]];
-        r.lost_gpu_seconds += runs_[id - 1].overhead_s * r.gpus;
-        result_.lost_gpu_seconds += runs_[id - 1].overhead_s * r.gpus;
+        const JobRun& jr = runs_[id - 1];
+        // A restart cost paid by a run that finished is work lost to preemption
+        // (a preempted run's is counted when it is stopped; a resize's when
+        // the job was resized).
+        if (jr.segment_s == jr.start_s) {
+          r.lost_gpu_seconds += jr.overhead_s * r.gpus;
+          result_.lost_gpu_seconds += jr.overhead_s * r.gpus;
+        }
+        elastic_running_.erase(id);
+        NoteSize(id, t, jr.replicas, r.replicas);
         const core::JobRecord* rec = state_->Find(id);
         const std::vector<core::Allocation> allocs = rec->allocations;
         // Every replica reports its end: exit 0, or stopped at the time limit.
@@ -334,7 +340,7 @@ class Run {
         ++next;
         RETURN_IF_ERROR(Event(t));
       }
-      if (state_->pending_count() == 0) continue;
+      if (state_->pending_count() == 0 && !MayGrow()) continue;
       result_.max_pending = std::max<int64_t>(result_.max_pending, state_->pending_count());
 
       // Preemptions stop their victims at once: cycle again so the
@@ -390,7 +396,7 @@ class Run {
       RETURN_IF_ERROR(state_->EndPending(reason.job, core::JobState::kFailed, now, r.note));
       RETURN_IF_ERROR(Event(t));
     }
-    for (const core::Preemption& p : d.preemptions) RETURN_IF_ERROR(Preempt(p, t));
+    for (const core::Preemption& p : d.preemptions) RETURN_IF_ERROR(Preempt(p, t, completions));
     preempted = !d.preemptions.empty();
     for (const core::Binding& b : d.bindings) {
       if (Status s = state_->Bind(b, now); !s.ok()) return Violation(s.message(), t);
@@ -412,8 +418,13 @@ class Run {
       JobRun& jr = runs_[b.job - 1];
       if (jr.remaining_s < 0) jr.remaining_s = RunTime(tj.duration_s);  // drawn once
       jr.overhead_s = r.stopped_runs.empty() ? 0 : opts_.restart_cost.millis() / 1000;
-      int64_t run = jr.remaining_s + jr.overhead_s;
-      const int64_t limit = LimitSeconds(tj.duration_s);
+      jr.replicas = 0;
+      for (const core::Allocation& a : b.allocations) jr.replicas += a.replicas;
+      jr.limit_end_s = t + state_->Find(b.job)->spec.time_limit.millis() / 1000;
+      if (r.min_replicas > 0) elastic_running_.insert(b.job);
+      // An elastic job below its full size progresses more slowly.
+      int64_t run = AtSize(jr.remaining_s, jr.replicas, r.replicas) + jr.overhead_s;
+      const int64_t limit = jr.limit_end_s - t;
       r.outcome = Outcome::kCompleted;
       if (run > limit) {
         run = limit;
@@ -421,22 +432,103 @@ class Run {
       }
       ++jr.number;
       jr.start_s = t;
+      jr.segment_s = t;
       jr.end_s = t + run;
-      result_.busy_gpu_seconds += run * r.gpus;
+      result_.busy_gpu_seconds += run * per_replica_[b.job - 1] * jr.replicas;
+      r.resized_gpu_seconds += run * per_replica_[b.job - 1] * (jr.replicas - r.replicas);
+      NoteSize(b.job, t, r.replicas, jr.replicas);
       completions.push({t + run, b.job, jr.number});
       if (opts_.preemption) RETURN_IF_ERROR(state_->NoteCheckpoint(b.job, Time::Zero(), opts_.checkpoint_interval));
+      RETURN_IF_ERROR(Event(t));
+    }
+    for (const core::Growth& g : d.growths) {
+      if (Status s = state_->Grow(g.job, g.allocations, now); !s.ok()) return Violation(s.message(), t);
+      RETURN_IF_ERROR(CheckNodes(g.allocations, t));
+      lifecycle::Effects fx;
+      lifecycle_->Grow(g.job, fx);
+      lifecycle_->MarkGrowthDurable(g.job, lifecycle_->Find(g.job)->number);
+      RETURN_IF_ERROR(Settle(std::move(fx), t));
+      ++result_.growths;
+      Resize(g.job, state_->running().at(g.job).replicas(), t, completions);
       RETURN_IF_ERROR(Event(t));
     }
     return Status::Ok();
   }
 
+  // An elastic job's run went from `from` to `to` replicas at t.
+  void NoteSize(JobId job, int64_t t, int32_t from, int32_t to) {
+    if (from != to) result_.jobs[job_result_[job - 1]].size_changes.emplace_back(t, (to - from) * per_replica_[job - 1]);
+  }
+
+  // Seconds to make `remaining_s` of progress (at full size) with
+  // `replicas` of `full`.
+  static int64_t AtSize(int64_t remaining_s, int32_t replicas, int32_t full) {
+    if (replicas <= 0 || replicas >= full) return remaining_s;
+    return (remaining_s * full + replicas - 1) / replicas;
+  }
+
+  // Progress (at full size) the current run of `job` made from its segment's
+  // start (after the segment's overhead) to t.
+  int64_t Progress(JobId job, int64_t t) const {
+    const JobRun& jr = runs_[job - 1];
+    const JobResult& r = result_.jobs[job_result_[job - 1]];
+    const int64_t worked = std::max<int64_t>(0, t - jr.segment_s - jr.overhead_s);
+    return jr.replicas >= r.replicas ? worked : worked * jr.replicas / r.replicas;
+  }
+
+  // Elastic `job` runs on `replicas` from t: the progress so far is kept
+  // (the group re-forms from a checkpoint taken for the resize), the rest
+  // goes at the new size after the restart cost; its completion moves.
+  void Resize(JobId job, int32_t replicas, int64_t t, Completions& completions) {
+    JobRun& jr = runs_[job - 1];
+    JobResult& r = result_.jobs[job_result_[job - 1]];
+    const int64_t g = per_replica_[job - 1];
+    jr.remaining_s = std::max<int64_t>(0, jr.remaining_s - Progress(job, t));
+    // What the old plan counted from t on, at the old size.
+    result_.busy_gpu_seconds -= (jr.end_s - t) * g * jr.replicas;
+    r.resized_gpu_seconds -= (jr.end_s - t) * g * (jr.replicas - r.replicas);
+    NoteSize(job, t, jr.replicas, replicas);
+    jr.replicas = replicas;
+    jr.segment_s = t;
+    jr.overhead_s = opts_.restart_cost.millis() / 1000;
+    r.lost_gpu_seconds += jr.overhead_s * g * replicas;
+    result_.lost_gpu_seconds += jr.overhead_s * g * replicas;
+    int64_t run = AtSize(jr.remaining_s, replicas, r.replicas) + jr.overhead_s;
+    r.outcome = Outcome::kCompleted;
+    if (t + run > jr.limit_end_s) {
+      run = std::max<int64_t>(0, jr.limit_end_s - t);
+      r.outcome = Outcome::kTimeout;
+    }
+    jr.end_s = t + run;
+    result_.busy_gpu_seconds += run * g * replicas;
+    r.resized_gpu_seconds += run * g * (replicas - r.replicas);
+    ++r.resizes;
+    ++jr.number;
+    completions.push({jr.end_s, job, jr.number});
+  }
+
   // Stops the victims of `p` at once: each keeps the progress of its last
   // checkpoint and goes back to the queue; the preemptor's placement is
   // held for it.
-  Status Preempt(const core::Preemption& p, int64_t t) {
+  Status Preempt(const core::Preemption& p, int64_t t, Completions& completions) {
     RETURN_IF_ERROR(state_->Nominate(p.job, p.allocations, p.victims));
     Tell(p.job, "Preempting", "");
+    // Elastic jobs give back their newest replicas, which stop at once.
+    for (const core::Shrink& sh : p.shrinks) {
+      const std::vector<core::Allocation> allocs = state_->Find(sh.job)->allocations;
+      lifecycle::Effects fx;
+      lifecycle_->Shrink(sh.job, sh.keep, "Shrinking", fx);
+      RETURN_IF_ERROR(Settle(std::move(fx), t));
+      if (state_->running().at(sh.job).replicas() != sh.keep) {
+        return Violation("job " + std::to_string(sh.job) + " did not shrink to " + std::to_string(sh.keep), t);
+      }
+      ++result_.shrinks;
+      Resize(sh.job, sh.keep, t, completions);
+      RETURN_IF_ERROR(CheckNodes(allocs, t));
+      RETURN_IF_ERROR(Event(t));
+    }
     for (JobId v : p.victims) {
+      if (std::any_of(p.shrinks.begin(), p.shrinks.end(), [&](const core::Shrink& sh) { return sh.job == v; })) continue;
       ++result_.preemptions;
       ++result_.jobs[job_result_[v - 1]].preemptions;
       Tell(v, "Preempted", "");
@@ -461,15 +553,37 @@ class Run {
     const int64_t interval = opts_.checkpoint_interval.millis() / 1000;
     JobRun& jr = runs_[job - 1];
     JobResult& r = result_.jobs[job_result_[job - 1]];
+    elastic_running_.erase(job);
+    NoteSize(job, t, jr.replicas, r.replicas);  // the run's edges end it at its full size
+    const int64_t gpus = per_replica_[job - 1] * jr.replicas;  // its present size
+    if (jr.segment_s > jr.start_s) {
+      // An elastic job that was resized: the progress of its earlier sizes
+      // was kept at each resize; this size's counts to its last checkpoint.
+      const int64_t elapsed = t - jr.segment_s;
+      const int64_t progress = Progress(job, t);
+      const int64_t saved = interval > 0 ? progress / interval * interval : 0;
+      jr.remaining_s -= saved;
+      const int64_t saved_wall = AtSize(saved, jr.replicas, r.replicas);
+      result_.busy_gpu_seconds -= (jr.end_s - t) * gpus;
+      r.resized_gpu_seconds -= (jr.end_s - t) * (gpus - r.gpus);
+      result_.lost_gpu_seconds += std::max<int64_t>(0, elapsed - saved_wall) * gpus;
+      r.lost_gpu_seconds += std::max<int64_t>(0, elapsed - saved_wall) * gpus;
+      r.stopped_runs.emplace_back(jr.start_s, t);
+      jr.saved_at_s = -1;
+      ++jr.number;
+      return;
+    }
     const int64_t elapsed = t - jr.start_s;
-    const int64_t progress = std::max<int64_t>(0, elapsed - jr.overhead_s);
+    const int64_t progress = Progress(job, t);
     int64_t saved = interval > 0 ? progress / interval * interval : 0;
     if (jr.saved_at_s >= jr.start_s) saved = std::max(saved, std::max<int64_t>(0, jr.saved_at_s - jr.start_s - jr.overhead_s));
     jr.saved_at_s = -1;
     jr.remaining_s -= saved;
-    result_.busy_gpu_seconds -= (jr.end_s - t) * r.gpus;
-    result_.lost_gpu_seconds += (elapsed - saved) * r.gpus;
-    r.lost_gpu_seconds += (elapsed - saved) * r.gpus;
+    const int64_t saved_wall = AtSize(saved, jr.replicas, r.replicas);
+    result_.busy_gpu_seconds -= (jr.end_s - t) * gpus;
+    r.resized_gpu_seconds -= (jr.end_s - t) * (gpus - r.gpus);
+    result_.lost_gpu_seconds += (elapsed - saved_wall) * gpus;
+    r.lost_gpu_seconds += (elapsed - saved_wall) * gpus;
     r.stopped_runs.emplace_back(jr.start_s, t);
     ++jr.number;  // its completion is void
   }
@@ -524,13 +638,15 @@ class Run {
         const std::set<JobId> jobs = lifecycle_->AttemptsOn(node);  // a copy: ends erase attempts
         for (JobId job : jobs) {
           const lifecycle::Attempt* first = lifecycle_->Find(job);
-          if (first == nullptr || !first->StopReleased(clock_.Now())) continue;
+          if (first == nullptr) continue;
+          const bool stopped = first->StopReleased(clock_.Now());
           // An end may end the attempt (and erase it): look it up again for
-          // every replica.
+          // every replica. Replicas an elastic job gives back stop too.
           for (int32_t i = 0;; ++i) {
             const lifecycle::Attempt* a = lifecycle_->Find(job);
             if (a == nullptr || i >= static_cast<int32_t>(a->replicas.size())) break;
-            if (a->replicas[i].node != node || a->replicas[i].ended) continue;
+            const lifecycle::Replica& rep = a->replicas[i];
+            if (rep.node != node || rep.ended || !(stopped || rep.leaving)) continue;
             lifecycle::ReplicaExit stopped;
             stopped.cause = lifecycle::ExitCause::kStoppedByAgent;
             stopped.signal = 15;
@@ -578,7 +694,7 @@ class Run {
     lifecycle::JobTerms terms;
     terms.retry.limit = 0;
     terms.grace = Duration::Zero();
-    terms.time_limit = Duration::Seconds(LimitSeconds(trace_[arrivals_[job - 1].trace_index].duration_s));
+    terms.time_limit = state_->Find(job)->spec.time_limit;
     return terms;
   }
 
@@ -603,6 +719,15 @@ class Run {
     spec.replicas = r.replicas;
     spec.per_replica.gpus = per_replica_[k];
     spec.time_limit = Duration::Seconds(LimitSeconds(t.duration_s));
+    if (opts_.elastic_min > 0 && r.replicas >= 2) {
+      r.min_replicas = std::clamp(static_cast<int32_t>(std::ceil(r.replicas * opts_.elastic_min)), 1, r.replicas);
+      if (r.min_replicas < r.replicas) {
+        spec.min_replicas = r.min_replicas;
+        spec.time_limit = Duration::Seconds(LimitSeconds(t.duration_s * r.replicas / r.min_replicas));
+      } else {
+        r.min_replicas = 0;
+      }
+    }
     spec.known_duration = Duration::Seconds(t.duration_s);
     if (has_spot_ && !may_use_spot_[k]) spec.required_features = {"on-demand"};
     auto submitted = state_->Submit(std::move(spec), now, id);
@@ -650,8 +775,19 @@ class Run {
   std::vector<size_t> job_result_;       // id - 1 -> index in result_.jobs
   std::vector<int64_t> per_replica_;     // id - 1 -> GPUs per replica
   std::vector<int64_t> priority_;        // trace index -> priority used
+  // Whether some running elastic job is below its full size.
+  bool MayGrow() const {
+    for (JobId job : elastic_running_) {
+      if (runs_[job - 1].replicas < result_.jobs[job_result_[job - 1]].replicas) return true;
+    }
+    return false;
+  }
+  std::set<JobId> elastic_running_;
   struct JobRun {
     int64_t remaining_s = -1;  // progress still to make (-1: never started)
+    int32_t replicas = 0;      // its present size
+    int64_t segment_s = 0;     // when it last started or was resized
+    int64_t limit_end_s = 0;   // its time limit ends
     int32_t number = 0;        // runs so far; a completion of an older run is void
     int64_t start_s = 0, end_s = 0;
     int64_t overhead_s = 0;    // restart cost at the start of this run
@@ -677,6 +813,7 @@ Status SimOptions::Validate() const {
   if (audit_every < 0) return InvalidArgument("must be >= 0", "--audit-every");
   if (checkpoint_interval < Duration::Zero()) return InvalidArgument("must be >= 0", "--checkpoint-interval");
   if (restart_cost < Duration::Zero()) return InvalidArgument("must be >= 0", "--restart-cost");
+  if (!(elastic_min >= 0 && elastic_min <= 1)) return InvalidArgument("must be in [0, 1]", "--elastic-min");
   if (!(high_priority_fraction >= 0 && high_priority_fraction <= 1)) {
     return InvalidArgument("must be in [0, 1]", "--high-priority-fraction");
   }
@@ -726,6 +863,7 @@ std::vector<JobEdge> JobEdges(const std::vector<JobResult>& jobs) {
     }
     edges.push_back({j.LastStart(), i, -1, j.gpus});
     edges.push_back({j.end_s, i, 0, -j.gpus});
+    for (const auto& [t, delta] : j.size_changes) edges.push_back({t, i, 0, delta});
   }
   std::stable_sort(edges.begin(), edges.end(), [](const JobEdge& a, const JobEdge& b) { return a.t < b.t; });
   return edges;

@@ -107,6 +107,13 @@ struct SimOptions {
   // on-demand nodes.
   double spot_fraction = 1.0;
   bool stories = false;  // keep each job's story (SimResult::stories)
+  // Elastic gangs: a job of R >= 2 replicas may run on between
+  // max(1, ceil(R x elastic_min)) and R (0: every gang is fixed). Its work
+  // is its duration at R replicas; with n it progresses n/R as fast (linear
+  // scaling), and each resize costs `restart_cost` of no progress (the
+  // group re-forms from a checkpoint taken for it: no work lost). Its time
+  // limit is that of its duration at its minimum.
+  double elastic_min = 0;
 
   Status Validate() const;
 };
@@ -150,8 +157,14 @@ struct JobResult {
     for (const auto& [a, b] : stopped_runs) s += b - a;
     return s;
   }
-  // GPU-seconds held over all its runs.
-  int64_t HeldGpuSeconds() const { return RanSeconds() * gpus; }
+  // GPU-seconds held over all its runs (an elastic job's at each size).
+  int64_t HeldGpuSeconds() const { return RanSeconds() * gpus + resized_gpu_seconds; }
+  int64_t resized_gpu_seconds = 0;  // elastic: GPU-seconds held below its full size (<= 0)
+  int32_t min_replicas = 0;         // elastic: its minimum (0: a fixed gang)
+  int32_t resizes = 0;              // elastic: times it grew or shrank
+  // Elastic: (time, change in GPUs held) whenever a run held other than
+  // its full size (its edges count runs at `gpus`; these correct them).
+  std::vector<std::pair<int64_t, int64_t>> size_changes;
   bool censored = false;
   std::string note;      // why skipped or unschedulable
 };
@@ -185,6 +198,8 @@ struct SimResult {
   int64_t last_end_s = 0;
   int64_t busy_gpu_seconds = 0;  // includes work preemption lost
   int64_t preemptions = 0;       // victims stopped
+  int64_t growths = 0;           // elastic jobs grown
+  int64_t shrinks = 0;           // elastic jobs that gave back replicas
   int64_t lost_gpu_seconds = 0;  // progress lost by victims (and to lost nodes), restart costs included
   int64_t nodes_lost = 0;
   int64_t reclaims = 0;                 // reclaim notices

@@ -365,3 +365,44 @@ TEST(Simulator, NodeFailureOfAnUnknownNodeIsRefused) {
 
 }  // namespace
 }  // namespace muster::sim
+
+namespace muster::sim {
+namespace {
+
+// Two 8-GPU nodes. A (16 GPUs, two 8-GPU replicas) runs 1,000 s at full
+// size; B (8 GPUs) arrives at 100 for 500 s. Fixed, B waits for A: it ends
+// at 1,500. Elastic (down to one replica), A gives B a node at 100 and runs
+// at half speed after a 60 s restart, then grows back at 600 when B ends:
+// 100 s done, 440 s at half speed (220), 60 s restart, the last 680 at full
+// speed: A ends at 1,340, B at 600.
+TEST(Simulator, AnElasticGangGivesANodeAndGrowsBack) {
+  const std::vector<TraceJob> trace = {T("A", 0, 16, 1000), T("B", 100, 8, 500)};
+  auto fixed = Simulate(trace, Nodes("2x8"), Opts("muster"));
+  ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+  EXPECT_EQ(Find(*fixed, "A").end_s, 1000);
+  EXPECT_EQ(Find(*fixed, "B").end_s, 1500);
+
+  SimOptions o = Opts("muster");
+  o.elastic_min = 0.5;
+  auto r = Simulate(trace, Nodes("2x8"), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const JobResult& a = Find(*r, "A");
+  EXPECT_EQ(a.min_replicas, 1);
+  EXPECT_EQ(Find(*r, "B").start_s, 100);
+  EXPECT_EQ(Find(*r, "B").end_s, 600);
+  EXPECT_EQ(a.end_s, 1340);
+  EXPECT_EQ(a.resizes, 2);
+  EXPECT_EQ(a.preemptions, 0) << "it gave a replica back; it was not stopped";
+  EXPECT_EQ(r->shrinks, 1);
+  EXPECT_EQ(r->growths, 1);
+  // Held: 16 GPUs for 100 s, 8 for 500 s, 16 for 740 s; the restarts (60 s
+  // at 8 GPUs, then at 16) are lost work.
+  EXPECT_EQ(a.HeldGpuSeconds(), 16 * 100 + 8 * 500 + 16 * 740);
+  EXPECT_EQ(a.lost_gpu_seconds, 60 * 8 + 60 * 16);
+  const nlohmann::json j = ReportJson(*r);
+  EXPECT_EQ(j["elastic"]["shrinks"], 1);
+  EXPECT_DOUBLE_EQ(j["utilization"].get<double>(), (16.0 * 100 + 8 * 500 + 16 * 740 + 8 * 500) / (16.0 * 1340));
+}
+
+}  // namespace
+}  // namespace muster::sim
