@@ -6,8 +6,11 @@
 // fixed-size run.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "cluster_fixture.h"
@@ -120,6 +123,64 @@ TEST_F(ElasticTest, TheDigitsJobGrowsShrinksAndEndsWithTheAccuracyOfAFixedRun) {
   EXPECT_GE(got, expected - 0.03) << log;
   std::printf("elastic run: test accuracy %.4f; fixed run of two: %.4f\n", got, expected);
   EXPECT_LT(step_before, 30) << "it was still training when it shrank";
+}
+
+// The numbers of a resized job's replicas survive a kill -9 of the server:
+// after growing, shrinking and growing again it runs replicas 0 and 2
+// (replica 1 was given back), and the restarted server takes both back as
+// they are, neither started again, and gives back the right one later.
+TEST_F(ElasticTest, AResizedJobKeepsItsReplicasThroughAServerRestart) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  const std::string dir = Tmp("pids");
+  fs::create_directories(dir);
+  auto pid = [&](int replica) {
+    std::ifstream in(dir + "/r" + std::to_string(replica));
+    int p = 0;
+    in >> p;
+    return p;
+  };
+  const int64_t blocker = Submit("name: blocker\nresources: {gpus: 1}\ncommand: [sleep, '600']\n");
+  WaitState(blocker, "RUNNING");
+  const int64_t id = Submit("name: elastic\nreplicas: {min: 1, max: 2}\nresources: {gpus: 1}\nretry: {limit: 0}\n"
+                            "command: [/bin/sh, -c, 'echo $$ > " + dir + "/r$MUSTER_REPLICA_INDEX; exec sleep 600']\n");
+  ASSERT_FALSE(WaitFile(dir + "/r0").empty());
+  CancelAndWait(blocker);
+  ASSERT_FALSE(WaitFile(dir + "/r1").empty()) << "it grows once the blocker ends";
+  const int64_t high = Submit("name: urgent\npriority: high\nresources: {gpus: 1}\ncommand: [sleep, '600']\n");
+  WaitState(high, "RUNNING", 60);
+  EXPECT_NE(::kill(pid(1), 0), 0) << "replica 1 was given back";
+  CancelAndWait(high);
+  ASSERT_FALSE(WaitFile(dir + "/r2").empty()) << "it grows again, as replica 2";
+  const int r0 = pid(0), r2 = pid(2);
+  ASSERT_GT(r0, 0);
+  ASSERT_GT(r2, 0);
+
+  server_.Kill();
+  ASSERT_TRUE(server_.Start()) << server_.log();
+  cli_ = std::make_unique<httplib::Client>(server_.url());
+  cli_->set_read_timeout(30, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the agents sync with the new server
+  json j = Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(j["state"], "RUNNING") << j.dump();
+  EXPECT_EQ(j["attempts"], 1) << j.dump();
+  EXPECT_EQ(j["allocations"].size(), 2u) << j.dump();
+  EXPECT_EQ(::kill(r0, 0), 0) << "replica 0 runs on";
+  EXPECT_EQ(::kill(r2, 0), 0) << "replica 2 runs on";
+  EXPECT_FALSE(fs::exists(dir + "/r3")) << "nothing started again";
+  EXPECT_EQ(pid(0), r0);
+  EXPECT_EQ(pid(2), r2);
+
+  // A high-class job again: the newest, replica 2, is given back.
+  const int64_t again = Submit("name: urgent2\npriority: high\nresources: {gpus: 1}\ncommand: [sleep, '600']\n");
+  WaitState(again, "RUNNING", 60);
+  EXPECT_NE(::kill(r2, 0), 0);
+  EXPECT_EQ(::kill(r0, 0), 0);
+  j = Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(j["attempts"], 1) << j.dump();
+  CancelAndWait(again);
+  CancelAndWait(id);
 }
 
 }  // namespace
