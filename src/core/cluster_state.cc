@@ -490,7 +490,7 @@ Status ClusterState::Grow(JobId job, const std::vector<Allocation>& allocations,
   if (r.shrinking) return FailedPrecondition("job " + std::to_string(job) + " is giving back replicas");
   const JobRecord& rec = jobs_.at(job);
   // The gang stays on one GPU type: the one it has.
-  int32_t type = rec.spec.gpu_type.empty() ? kAnyGpuType : *FindGpuType(rec.spec.gpu_type);
+  int32_t type = rec.spec.gpu_type.empty() ? kAnyGpuType : FindGpuType(rec.spec.gpu_type).value_or(kAnyGpuType);
   if (rec.spec.per_replica.gpus > 0 && !r.allocations.empty()) type = nodes_[r.allocations.front().node].gpu_type;
   ASSIGN_OR_RETURN(const int32_t added, CheckPlacement(job, rec.spec.per_replica, type, allocations, gpu_ids));
   if (r.replicas() + added > r.max_replicas) {
