@@ -3,8 +3,10 @@
 //
 // A job that is retried or requeued gets a new attempt under the same id,
 // numbered 1, 2, ...; the old one is kept only as an AttemptRecord in the
-// job's history. An attempt's replicas are fixed at its bind (node and GPU
-// devices each) and end one by one; the attempt ends when the last has.
+// job's history. An attempt's replicas are placed at its bind (node and GPU
+// devices each) and end one by one; the attempt ends when the last has. An
+// elastic job's attempt also gains replicas and gives its newest back
+// while it runs (JobLifecycle::Grow, Shrink).
 #pragma once
 
 #include <cstdint>

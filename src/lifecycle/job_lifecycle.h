@@ -16,8 +16,10 @@
 //
 // An attempt's life:
 //   1. Start: the scheduler bound the job (ClusterState::Bind); its
-//      replicas are fixed, each on a node with its GPU devices. Agents run
-//      it once its bind is durable (MarkDurable).
+//      replicas are placed, each on a node with its GPU devices. Agents run
+//      it once its bind is durable (MarkDurable). An elastic job's attempt
+//      may then grow (new replicas, run once durable) and give back its
+//      newest replicas (stopped; their ends are no failure).
 //   2. Replicas end (Report, ReplicaEnded). All exited 0: COMPLETED. The
 //      first failing replica decides the final state (Classify) and the
 //      others are stopped first (the job shows COMPLETING until they are).
