@@ -133,6 +133,16 @@ Status JobLifecycle::Start(JobId job, int32_t number, JobTerms terms, bool durab
     for (int32_t i : restored->leaving) {
       if (i >= 0 && static_cast<size_t>(i) < a.replicas.size()) a.replicas[i].leaving = true;
     }
+    for (const auto& [i, at] : restored->starts) {
+      if (i >= 0 && static_cast<size_t>(i) < a.replicas.size()) a.replicas[i].start = at;
+    }
+    for (const RestoredAttempt::GivenBack& g : restored->given_back) {
+      if (g.replica < 0 || static_cast<size_t>(g.replica) >= a.replicas.size() || !a.replicas[g.replica].ended) continue;
+      Replica& r = a.replicas[g.replica];
+      r.gpus.assign(static_cast<size_t>(std::clamp(g.gpus, 0, 1024)), -1);  // counted, not held
+      r.start = g.start;
+      r.end = g.end;
+    }
     a.shrink_to = restored->shrink_to;
     if (restored->stopping) {
       a.requeue = restored->requeue;

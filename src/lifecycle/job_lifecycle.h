@@ -102,6 +102,15 @@ struct RestoredAttempt {
   std::vector<int32_t> first_replica;
   std::vector<int32_t> leaving;  // replicas being given back
   int32_t shrink_to = 0;
+  // Replicas added after the attempt's start: when. And replicas given back
+  // and ended: their GPUs and span (they hold nothing now).
+  std::vector<std::pair<int32_t, Time>> starts;
+  struct GivenBack {
+    int32_t replica = 0;
+    int32_t gpus = 0;
+    Time start, end;
+  };
+  std::vector<GivenBack> given_back;
   std::vector<int32_t> ended_replicas;
   std::vector<std::pair<int32_t, std::string>> results;  // (replica, result)
   std::optional<core::JobState> ending;

@@ -150,6 +150,14 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
       }
     }
     r.shrink_to = restored->value("shrinkTo", 0);
+    for (const json& e : restored->value("replicaStarts", json::array())) {
+      if (e.is_object()) r.starts.emplace_back(e.value("replica", -1), Time::FromMillis(e.value("timeMs", int64_t{0})));
+    }
+    for (const json& e : restored->value("givenBack", json::array())) {
+      if (!e.is_object()) continue;
+      r.given_back.push_back({e.value("replica", -1), e.value("gpus", 0), Time::FromMillis(e.value("startTime", int64_t{0})),
+                              Time::FromMillis(e.value("endTime", int64_t{0}))});
+    }
     if (restored->contains("ending") && (*restored)["ending"].is_object()) {
       const json& e = (*restored)["ending"];
       r.stopping = true;
@@ -201,6 +209,19 @@ json ControlLoop::AttemptJson(int64_t job) const {
       if (a->replicas[i].leaving && !a->replicas[i].ended) leaving.push_back(i);
     }
     if (a->shrink_to > 0) out.update({{"leaving", leaving}, {"shrinkTo", a->shrink_to}});
+    // For accounting after a restart: when replicas were added, and the
+    // GPUs and spans of those given back.
+    json starts = json::array(), given_back = json::array();
+    for (size_t i = 0; i < a->replicas.size(); ++i) {
+      const lifecycle::Replica& r = a->replicas[i];
+      if (r.start > a->start) starts.push_back({{"replica", i}, {"timeMs", r.start.millis()}});
+      if (r.leaving && r.ended) {
+        given_back.push_back({{"replica", i}, {"gpus", r.gpus.size()},
+                              {"startTime", std::max(a->start, r.start).millis()}, {"endTime", r.end.millis()}});
+      }
+    }
+    if (!starts.empty()) out["replicaStarts"] = std::move(starts);
+    if (!given_back.empty()) out["givenBack"] = std::move(given_back);
   }
   if (const double u = MeanUtilization(d->second); u >= 0) out["gpuUtilization"] = u;
   // Each replica's step rate, as the straggler detector sees it.

@@ -53,9 +53,16 @@ std::string JobJsonText(const store::JobRow& row) {
   copy("arrayIndex");
   if (const nlohmann::json* h = raw("attemptHistory"); h && h->is_array()) {
     nlohmann::json history = *h;
-    for (nlohmann::json& a : history) {
+    auto times = [](nlohmann::json& o) {
       for (const char* k : {"startTime", "endTime"}) {
-        if (a.is_object() && a.contains(k) && a[k].is_number_integer()) a[k] = TimeText(a[k].get<int64_t>());
+        if (o.is_object() && o.contains(k) && o[k].is_number_integer()) o[k] = TimeText(o[k].get<int64_t>());
+      }
+    };
+    for (nlohmann::json& a : history) {
+      times(a);
+      // An elastic job's replicas added or given back have spans of their own.
+      if (a.is_object() && a.contains("replicas") && a["replicas"].is_array()) {
+        for (nlohmann::json& r : a["replicas"]) times(r);
       }
     }
     w.Key("attemptHistory").Raw(api::JsonText(history));

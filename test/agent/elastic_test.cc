@@ -180,7 +180,21 @@ TEST_F(ElasticTest, AResizedJobKeepsItsReplicasThroughAServerRestart) {
   j = Get("/v1/jobs/" + std::to_string(id));
   EXPECT_EQ(j["attempts"], 1) << j.dump();
   CancelAndWait(again);
-  CancelAndWait(id);
+  const json end = CancelAndWait(id);
+  // Accounting: the replicas added or given back are charged for their own
+  // spans, also those from before the restart (RFC 3339 times, which
+  // compare as text).
+  ASSERT_EQ(end["attemptHistory"].size(), 1u) << end.dump();
+  const json& record = end["attemptHistory"][0];
+  ASSERT_GE(record["replicas"].size(), 3u) << record.dump();  // it may have grown again at the end
+  const json& given = record["replicas"][1];
+  const json& added = record["replicas"][2];
+  EXPECT_FALSE(record["replicas"][0].contains("startTime")) << "replica 0 held its GPU throughout: " << record.dump();
+  EXPECT_EQ(given.value("gpus", 0), 1) << record.dump();
+  ASSERT_TRUE(given.contains("startTime") && added.contains("startTime")) << record.dump();
+  EXPECT_GT(given["startTime"].get<std::string>(), record["startTime"].get<std::string>()) << "added when the blocker ended";
+  EXPECT_LE(given["endTime"].get<std::string>(), added["startTime"].get<std::string>()) << "given back before replica 2 was added";
+  EXPECT_LT(added["endTime"].get<std::string>(), record["endTime"].get<std::string>()) << "given back before the cancel";
 }
 
 }  // namespace
