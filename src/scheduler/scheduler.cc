@@ -596,20 +596,7 @@ class CycleRun {
       more.per_replica = e->per_replica;
       more.gpu_type = type;
       more.required_features = e->required_features;
-      std::optional<Placement> best;
-      int32_t lo = 1, hi = e->max_replicas - e->replicas();
-      while (lo <= hi) {
-        const int32_t mid = lo + (hi - lo) / 2;
-        more.replicas = mid;
-        PendingReason unused;
-        auto p = TryPlace(ShapeOf(more), e->expected_end);
-        if (p && !quotas_.Blocks(more, type, unused)) {
-          best = std::move(p);
-          lo = mid + 1;
-        } else {
-          hi = mid - 1;
-        }
-      }
+      std::optional<Placement> best = PlaceMost(more, 1, e->max_replicas - e->replicas(), e->expected_end);
       if (!best) continue;
       Take(e->queue, *best, e->expected_end);
       ++out_.stats.growths;
@@ -622,8 +609,16 @@ class CycleRun {
   // that many.
   std::optional<Placement> PlaceElastic(const PendingJob& j, Time end, PendingJob& sized) {
     sized = j;
+    return PlaceMost(sized, j.min_replicas, j.replicas, end);
+  }
+
+  // The placement of the most replicas of `sized`, from `lo` to `hi`, that
+  // fit now (to run until `end`) within its queue's limits, found by
+  // bisection (fewer replicas fit wherever more do); sets sized.replicas to
+  // that many (0: none fits).
+  std::optional<Placement> PlaceMost(PendingJob& sized, int32_t lo, int32_t hi, Time end) {
     std::optional<Placement> best;
-    int32_t lo = j.min_replicas, hi = j.replicas, got = 0;
+    int32_t got = 0;
     while (lo <= hi) {
       const int32_t mid = lo + (hi - lo) / 2;
       sized.replicas = mid;

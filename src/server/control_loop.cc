@@ -668,7 +668,7 @@ void ControlLoop::RunCycle() {
       continue;
     }
     lifecycle::Effects fx;
-    const std::vector<int32_t> added = lifecycle_.Grow(g.job, fx);
+    lifecycle_.Grow(g.job, fx);
     AttemptDetail& detail = details_.at(g.job);
     const size_t n = lifecycle_.Find(g.job)->replicas.size();
     detail.encoded.resize(n);
