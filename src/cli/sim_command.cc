@@ -27,6 +27,10 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--policy", f.policy, "muster (default), fifo, fifo-skip, sjf or las (with --preemption)");
   sim->add_option("--time-limit-factor", f.time_limit_factor,
                   "Each job's time limit is this factor x its duration (default 2)");
+  sim->add_option("--time-limit", f.time_limit,
+                  "Every job's time limit, as a site's (e.g. 7d); longer jobs end at it (instead of --time-limit-factor)");
+  sim->add_option("--backfill-by", f.backfill_by,
+                  "limit (default) or prediction (each user's last two run times, at most the limit)");
   sim->add_option("--output,-o", f.output, "text (default) or json");
   sim->add_option("--jobs-csv", f.jobs_csv, "Write one row per job to this file");
   sim->add_option("--max-reservations", f.max_reservations, "Blocked jobs that get a reservation per cycle");
@@ -136,6 +140,15 @@ int RunSim(const SimFlags& f) {
   auto threshold = ParseDuration(f.starvation_threshold);
   if (!threshold.ok()) return fail(threshold.status().WithFieldPrefix("--starvation-threshold"));
   opts.scheduler.starvation_threshold = *threshold;
+  if (f.backfill_by != "prediction" && f.backfill_by != "limit") {
+    return fail(InvalidArgument("must be prediction or limit, got \"" + f.backfill_by + "\"", "--backfill-by"));
+  }
+  opts.scheduler.predict_run_times = f.backfill_by == "prediction";
+  if (!f.time_limit.empty()) {
+    auto limit = ParseDuration(f.time_limit);
+    if (!limit.ok()) return fail(limit.status().WithFieldPrefix("--time-limit"));
+    opts.time_limit = *limit;
+  }
   if (f.age_points_per_hour >= 0) opts.scheduler.weights.age_points_per_hour = f.age_points_per_hour;
   if (f.age_cap >= 0) opts.scheduler.weights.age_cap = f.age_cap;
   if (f.size_points_per_gpu >= 0) opts.scheduler.weights.size_points_per_gpu = f.size_points_per_gpu;

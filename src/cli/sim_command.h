@@ -21,6 +21,8 @@ struct SimFlags {
   bool single_pool = false;
   std::string policy = "muster";
   double time_limit_factor = 2.0;
+  std::string time_limit;             // --time-limit: one limit for every job
+  std::string backfill_by = "limit";  // --backfill-by: limit or prediction
   std::string output = "text";
   std::string jobs_csv;
   int32_t max_reservations = 8;

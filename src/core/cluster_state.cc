@@ -295,6 +295,7 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
     p.queued_before = rec->second.queued;
   }
   p.known_duration = spec.known_duration;
+  p.user = predictor_.Intern(spec.user);
   p.dependencies = spec.dependencies;
   p.pending_since = submit_time;
   return p;
@@ -311,6 +312,8 @@ ClusterSnapshot ClusterState::Snapshot(Time now) const {
   s.leaf_spine = leaf_spine_;
   s.pending = pending_;
   s.running_by_end = &running_by_end_;
+  s.running_by_predicted_end = &running_by_predicted_end_;
+  s.predictor = &predictor_;
   s.running = &running_;
   s.classes = config_.priority_classes;
   s.running_per_class = running_per_class_;
@@ -441,6 +444,7 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
   r.id = p.id;
   r.start = now;
   r.expected_end = now + p.time_limit;
+  r.predicted_end = now + std::min(predictor_.Predict(p.user), p.time_limit);
   r.priority_class = p.priority_class;
   r.queue = p.queue;
   r.allocations = binding.allocations;
@@ -452,6 +456,7 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
   r.required_features = p.required_features;
   if (r.elastic()) ++running_elastic_;
   running_by_end_.emplace(r.expected_end, r.id);
+  running_by_predicted_end_.emplace(r.predicted_end, r.id);
 
   JobRecord& rec = jobs_.at(p.id);
   r.preempt_immune = rec.preempt_immune;
@@ -564,6 +569,12 @@ Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string 
     for (int32_t g : r.gpu_ids[i]) gpu_owner_[r.allocations[i].node][g] = 0;
   }
   running_by_end_.erase({it->second.expected_end, job});
+  running_by_predicted_end_.erase({it->second.predicted_end, job});
+  // Ended on its own: how long it ran predicts its user's next jobs.
+  if (terminal == JobState::kCompleted || terminal == JobState::kFailed || terminal == JobState::kTimeout ||
+      terminal == JobState::kOutOfMemory) {
+    predictor_.Note(predictor_.Intern(jobs_.at(job).spec.user), now - r.start);
+  }
   --running_per_class_[it->second.priority_class];
   if (it->second.elastic()) --running_elastic_;
   CountUsage(it->second, -1);
@@ -606,6 +617,7 @@ Status ClusterState::Requeue(JobId job, Time now, std::string reason, Time not_b
     for (int32_t g : r.gpu_ids[i]) gpu_owner_[r.allocations[i].node][g] = 0;
   }
   running_by_end_.erase({r.expected_end, job});
+  running_by_predicted_end_.erase({r.predicted_end, job});
   JobRecord& rec = jobs_.at(job);
   rec.attained_gpu_seconds = r.AttainedGpuSeconds(now);
   const int32_t cls = r.priority_class;
@@ -650,6 +662,11 @@ Status ClusterState::MarkStopping(JobId job, Time by) {
     running_by_end_.erase({r.expected_end, job});
     r.expected_end = by;
     running_by_end_.emplace(by, job);
+  }
+  if (by < r.predicted_end) {
+    running_by_predicted_end_.erase({r.predicted_end, job});
+    r.predicted_end = by;
+    running_by_predicted_end_.emplace(by, job);
   }
   return Status::Ok();
 }
@@ -737,8 +754,13 @@ Status ClusterState::CheckInvariants() const {
     if (!running_by_end_.count({r.expected_end, id})) {
       return Internal("job " + std::to_string(id) + " missing from the end order");
     }
+    if (r.predicted_end > r.expected_end || !running_by_predicted_end_.count({r.predicted_end, id})) {
+      return Internal("job " + std::to_string(id) + " missing from the predicted end order, or predicted past its limit");
+    }
   }
-  if (running_by_end_.size() != running_.size()) return Internal("end order size mismatch");
+  if (running_by_end_.size() != running_.size() || running_by_predicted_end_.size() != running_.size()) {
+    return Internal("end order size mismatch");
+  }
   // The counts kept for the scheduler: running jobs per class, GPUs per
   // queue and type.
   std::vector<int64_t> per_class(running_per_class_.size(), 0);

@@ -33,6 +33,7 @@
 #include "core/decisions.h"
 #include "core/job.h"
 #include "core/node.h"
+#include "core/run_time_predictor.h"
 #include "core/snapshot.h"
 
 namespace muster::core {
@@ -177,6 +178,11 @@ class ClusterState {
   const std::unordered_map<JobId, RunningJob>& running() const { return running_; }
   // Running jobs by expected end (start + time limit, or the end of a stop's grace).
   const EndOrder& running_by_end() const { return running_by_end_; }
+  // A run of `user`'s job that ended on its own after `ran`, from before
+  // this state was built (a restart reloading history); Finish notes the
+  // runs that end here.
+  void NoteRunTime(const std::string& user, Duration ran) { predictor_.Note(predictor_.Intern(user), ran); }
+  const RunTimePredictor& predictor() const { return predictor_; }
   const std::unordered_map<JobId, JobRecord>& jobs() const { return jobs_; }
   const ClusterConfig& config() const { return config_; }
 
@@ -248,6 +254,8 @@ class ClusterState {
   std::vector<QueueQuota> quotas_;                 // per dense queue
   std::vector<std::vector<int64_t>> queue_usage_;  // per dense queue, per GPU type
   EndOrder running_by_end_;
+  EndOrder running_by_predicted_end_;
+  RunTimePredictor predictor_;
   JobId next_id_ = 1;
 };
 

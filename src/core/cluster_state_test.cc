@@ -972,3 +972,50 @@ TEST(ClusterStateQuotas, ATypeNamedByAJobBeforeAnyNodeIsCountedOnceANodeHasIt) {
 
 }  // namespace
 }  // namespace muster::core
+
+namespace muster::core {
+namespace {
+
+TEST(RunTimePredictor, PredictsTheMeanOfAUsersLastTwoRuns) {
+  RunTimePredictor p;
+  const int32_t alice = p.Intern("alice");
+  EXPECT_EQ(p.Intern("alice"), alice);
+  EXPECT_EQ(p.Intern(""), -1);
+  EXPECT_TRUE(p.Predict(alice).is_infinite());
+  EXPECT_TRUE(p.Predict(-1).is_infinite());
+  p.Note(alice, Duration::Hours(4));
+  EXPECT_EQ(p.Predict(alice), Duration::Hours(4));
+  p.Note(alice, Duration::Hours(2));
+  EXPECT_EQ(p.Predict(alice), Duration::Hours(3));
+  p.Note(alice, Duration::Hours(6));  // the 4 h run is forgotten
+  EXPECT_EQ(p.Predict(alice), Duration::Hours(4));
+  EXPECT_TRUE(p.Predict(p.Intern("bob")).is_infinite());
+}
+
+TEST_F(ClusterStateTest, OnlyRunsThatEndedOnTheirOwnPredictTheUsersNextJob) {
+  JobSpec spec = MakeJob(1, "H100", Duration::Hours(10));
+  spec.user = "alice";
+  auto run = [&](JobState end, Duration ran) {
+    const JobId id = SubmitOk(spec, Time::Zero());
+    ASSERT_TRUE(state_.Bind({id, {Alloc(a_, 1, spec)}}, Time::Zero()).ok());
+    ASSERT_TRUE(state_.Finish(id, end, Time::Zero() + ran).ok());
+  };
+  run(JobState::kCompleted, Duration::Hours(2));
+  run(JobState::kCancelled, Duration::Minutes(1));
+  run(JobState::kNodeFail, Duration::Minutes(1));
+  run(JobState::kFailed, Duration::Hours(4));
+  // The next run is planned to end at the mean of 2 h and 4 h, within its limit.
+  const JobId next = SubmitOk(spec, Time::Zero());
+  ASSERT_TRUE(state_.Bind({next, {Alloc(a_, 1, spec)}}, Time::Zero()).ok());
+  EXPECT_EQ(state_.running().at(next).predicted_end, Time::Zero() + Duration::Hours(3));
+  EXPECT_EQ(state_.running().at(next).expected_end, Time::Zero() + Duration::Hours(10));
+  // A stop's grace ends it sooner than predicted.
+  ASSERT_TRUE(state_.MarkStopping(next, Time::Zero() + Duration::Hours(1)).ok());
+  EXPECT_EQ(state_.running().at(next).predicted_end, Time::Zero() + Duration::Hours(1));
+  EXPECT_TRUE(state_.CheckInvariants().ok());
+  ASSERT_TRUE(state_.Requeue(next, Time::Zero() + Duration::Hours(1), "test").ok());
+  EXPECT_TRUE(state_.CheckInvariants().ok());
+}
+
+}  // namespace
+}  // namespace muster::core

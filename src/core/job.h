@@ -61,6 +61,9 @@ struct JobSpec {
   std::string name;
   std::string queue = "default";
   std::string priority_class = "normal";
+  // Who submitted it: its run time predicts how long this user's next jobs
+  // run (run_time_predictor.h). Empty: unknown.
+  std::string user;
   int32_t replicas = 1;       // gang size: all replicas start together or none
   // Elastic (0 < min_replicas < replicas): it starts with as many replicas
   // as fit, at least min_replicas and at most `replicas`, grows while

@@ -22,6 +22,7 @@
 #include "core/job.h"
 #include "core/node.h"
 #include "core/resources.h"
+#include "core/run_time_predictor.h"
 
 namespace muster::core {
 
@@ -99,6 +100,8 @@ struct PendingJob {
   bool held = false;
   Time released_at;          // when a hold was last released; Time::Zero() when never
   Duration known_duration = Duration::Infinite();  // SJF baseline only
+  // Its submitter, a dense RunTimePredictor id (-1: unknown).
+  int32_t user = -1;
   // GPUs x seconds it ran in earlier runs of this job (stopped by
   // preemption, a lost node, a retry): the service a least-attained-service
   // order ranks by (scheduler/order/attained_service_order.h).
@@ -126,6 +129,10 @@ struct RunningJob {
   JobId id = 0;
   Time start;
   Time expected_end = Time::Max();  // start + time limit; Max() without a limit
+  // start + its predicted run (PendingJob::PlannedRun), never after
+  // expected_end: when the backfill plan expects it to end while it has
+  // not run past it.
+  Time predicted_end = Time::Max();
   int32_t priority_class = 0;
   int32_t queue = 0;
   std::vector<Allocation> allocations;
@@ -188,7 +195,7 @@ struct RunningJob {
   }
 };
 
-// Running jobs ordered by expected end, then id.
+// Running jobs ordered by expected (or predicted) end, then id.
 using EndOrder = std::set<std::pair<Time, JobId>>;
 
 struct ClusterSnapshot {
@@ -202,6 +209,10 @@ struct ClusterSnapshot {
   std::span<const int32_t> leaf_spine;  // spine id of each leaf
   std::span<const PendingJob> pending;
   const EndOrder* running_by_end = nullptr;
+  // The same jobs by RunningJob::predicted_end (null: by expected end),
+  // and the predictions (null: none).
+  const EndOrder* running_by_predicted_end = nullptr;
+  const RunTimePredictor* predictor = nullptr;
   const std::unordered_map<JobId, RunningJob>* running = nullptr;
   std::span<const PriorityClass> classes;
   // Running jobs per class (parallel to classes).
@@ -233,6 +244,12 @@ struct ClusterSnapshot {
     Time end = Time::Max();  // set when it reaches a terminal state
   };
   const std::unordered_map<JobId, JobStatus>* job_states = nullptr;
+
+  // How long `j` is expected to run: its user's recent run times, at most
+  // its limit; its limit without a history.
+  Duration PredictedRun(const PendingJob& j) const {
+    return std::min(predictor == nullptr ? Duration::Infinite() : predictor->Predict(j.user), j.time_limit);
+  }
 
   std::optional<JobState> StateOf(JobId id) const {
     auto it = job_states->find(id);

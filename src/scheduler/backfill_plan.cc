@@ -5,9 +5,19 @@
 namespace muster::scheduler {
 
 BackfillPlan::BackfillPlan(const FeatureViews& now_free, const core::ClusterSnapshot& snap,
-                           std::vector<PlannedRelease> started)
-    : snap_(snap), plan_(now_free), cursor_(snap.now), next_running_(snap.running_by_end->begin()) {
+                           std::vector<PlannedRelease> started, bool predicted)
+    : snap_(snap),
+      plan_(now_free),
+      cursor_(snap.now),
+      running_(predicted ? *snap.running_by_predicted_end : *snap.running_by_end),
+      next_running_(running_.begin()) {
   for (PlannedRelease& r : started) Push(r.at, std::move(r.allocations));
+  if (!predicted) return;
+  // Jobs that ran past their prediction are planned to run to their limit.
+  for (; next_running_ != running_.end() && next_running_->first < snap.now; ++next_running_) {
+    const core::RunningJob& r = snap.running->at(next_running_->second);
+    Push(r.predicted_end < r.expected_end ? r.expected_end : r.predicted_end, r.allocations);
+  }
 }
 
 void BackfillPlan::Push(Time at, std::vector<core::Allocation> allocations) {
@@ -17,7 +27,7 @@ void BackfillPlan::Push(Time at, std::vector<core::Allocation> allocations) {
 
 bool BackfillPlan::AdvanceOnce(std::vector<NodeIndex>& grown) {
   const Time running_next =
-      next_running_ == snap_.running_by_end->end() ? Time::Max() : next_running_->first;
+      next_running_ == running_.end() ? Time::Max() : next_running_->first;
   const Time extra_next = extra_.empty() ? Time::Max() : extra_.top().at;
   const Time t = std::min(running_next, extra_next);
   if (t.is_max()) return false;
@@ -26,7 +36,7 @@ bool BackfillPlan::AdvanceOnce(std::vector<NodeIndex>& grown) {
     plan_.SetAvail(a.node, plan_.all().avail(a.node) + a.resources);
     grown.push_back(a.node);
   };
-  while (next_running_ != snap_.running_by_end->end() && next_running_->first == t) {
+  while (next_running_ != running_.end() && next_running_->first == t) {
     const core::RunningJob& r = snap_.running->at(next_running_->second);
     for (const core::Allocation& a : r.allocations) give(a);
     ++next_running_;

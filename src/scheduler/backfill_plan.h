@@ -6,7 +6,11 @@
 //  1. Start from what is free now (a copy of the cycle's index) with the
 //     cursor at `now`. Release events are the running jobs' expected ends
 //     (start + time limit), the ends of jobs started earlier in this cycle
-//     and the ends of reservations made so far.
+//     and the ends of reservations made so far. With predictions, a running
+//     job is expected to end at its predicted end instead (its user's
+//     recent run times, core/run_time_predictor.h), or at its limit once it
+//     has run past the prediction; the scheduler then gives reserved and
+//     started jobs their predicted run times too.
 //  2. Reserve(job): try to place the job at the cursor; if it does not fit,
 //     apply the next release time's events, move the cursor there, and try
 //     again when a grown node could make a difference (MayFitAfterGrowth).
@@ -45,8 +49,10 @@ struct PlannedRelease {
 class BackfillPlan {
  public:
   // `now_free` is copied. `started` are jobs bound earlier in this cycle.
+  // `predicted`: running jobs end at their predicted ends (needs
+  // snap.running_by_predicted_end).
   BackfillPlan(const FeatureViews& now_free, const core::ClusterSnapshot& snap,
-               std::vector<PlannedRelease> started);
+               std::vector<PlannedRelease> started, bool predicted = false);
 
   struct Slot {
     Time start;
@@ -79,6 +85,7 @@ class BackfillPlan {
   const core::ClusterSnapshot& snap_;
   FeatureViews plan_;
   Time cursor_;
+  const core::EndOrder& running_;  // running jobs by the end the plan expects
   core::EndOrder::const_iterator next_running_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> extra_;
   int64_t seq_ = 0;

@@ -59,6 +59,7 @@ class CycleRun {
     for (size_t i = 0; i < n; ++i) actual_[i] = snap_.nodes[i].free;
     spare_.assign(n, core::Resources{});
     res_time_.assign(n, Time::Max());
+    res_guarded_.assign(n, false);
     res_job_.assign(n, 0);
     res_queue_.assign(n, kNoQueue);
     HoldNominations();
@@ -82,7 +83,7 @@ class CycleRun {
     std::unordered_set<JobId> late;
     for (int32_t i : yielded_) {
       const PendingJob& j = snap_.pending[i];
-      const Time end = snap_.now + j.time_limit;
+      const Ends end = EndsOf(j);
       PendingReason r;
       PendingJob sized;
       auto p = j.elastic() ? PlaceElastic(j, end, sized) : TryPlace(ShapeOf(j), end);
@@ -98,6 +99,23 @@ class CycleRun {
   }
 
  private:
+  // How long the plan expects `j` to run once started, and when it expects
+  // a running job to end: by predictions from its user's recent run times
+  // when they are on (SchedulerOptions::predict_run_times), else by limits.
+  bool Predicting() const { return options_.predict_run_times && snap_.running_by_predicted_end != nullptr; }
+  Duration Planned(const PendingJob& j) const { return Predicting() ? snap_.PredictedRun(j) : j.time_limit; }
+  // When a job started now ends: as planned, and at the latest (its limit).
+  // Backfill before a starving job's reservation goes by the latest.
+  struct Ends {
+    Time planned;
+    Time limit;
+    Time On(bool guarded) const { return guarded ? limit : planned; }
+  };
+  Ends EndsOf(const PendingJob& j) const { return {snap_.now + Planned(j), snap_.now + j.time_limit}; }
+  Time PlannedEnd(const core::RunningJob& e) const {
+    return Predicting() && e.predicted_end > snap_.now ? e.predicted_end : e.expected_end;
+  }
+
   bool Interactive(const PendingJob& j) const {
     return j.priority_class >= 0 && static_cast<size_t>(j.priority_class) < snap_.classes.size() &&
            snap_.classes[j.priority_class].interactive;
@@ -172,7 +190,7 @@ class CycleRun {
       return Explain(r, ReasonCode::kUnschedulable);
     }
 
-    const Time end = snap_.now + j.time_limit;
+    const Ends end = EndsOf(j);
     PendingJob sized;
     std::optional<Placement> placed = j.elastic() ? PlaceElastic(j, end, sized) : TryPlace(shape, end);
     if (placed) {
@@ -213,10 +231,10 @@ class CycleRun {
                               Starving(j);
         if (ranked || starving) {
           if (starving) ++starving_reserved_;
-          if (!plan_) plan_.emplace(live_, snap_, std::move(started_));
-          if (auto slot = plan_->Reserve(shape, j.time_limit)) {
+          if (!plan_) plan_.emplace(live_, snap_, std::move(started_), Predicting());
+          if (auto slot = plan_->Reserve(shape, Planned(j))) {
             r.planned_start = slot->start;
-            ApplyReservation(j.id, j.queue, *slot);
+            ApplyReservation(j.id, j.queue, *slot, Starving(j));
           }
         }
         break;
@@ -279,7 +297,7 @@ class CycleRun {
       if (!valid || QuotaBlocks(j, TypeOf(j.nominated), unused)) continue;
       if (fits) {
         nominated_[j.id] = 0;
-        Start(j, j.nominated, snap_.now + j.time_limit);
+        Start(j, j.nominated, EndsOf(j));
         continue;
       }
       JobId waits_for = 0;
@@ -596,9 +614,10 @@ class CycleRun {
       more.per_replica = e->per_replica;
       more.gpu_type = type;
       more.required_features = e->required_features;
-      std::optional<Placement> best = PlaceMost(more, 1, e->max_replicas - e->replicas(), e->expected_end);
+      const Ends end{PlannedEnd(*e), e->expected_end};
+      std::optional<Placement> best = PlaceMost(more, 1, e->max_replicas - e->replicas(), end);
       if (!best) continue;
-      Take(e->queue, *best, e->expected_end);
+      Take(e->queue, *best, end);
       ++out_.stats.growths;
       out_.growths.push_back({e->id, std::move(*best)});
     }
@@ -607,7 +626,7 @@ class CycleRun {
   // The placement of the most replicas of elastic `j` (its minimum to its
   // maximum) that fit now within its queue's limits; `sized` is `j` with
   // that many.
-  std::optional<Placement> PlaceElastic(const PendingJob& j, Time end, PendingJob& sized) {
+  std::optional<Placement> PlaceElastic(const PendingJob& j, Ends end, PendingJob& sized) {
     sized = j;
     return PlaceMost(sized, j.min_replicas, j.replicas, end);
   }
@@ -616,7 +635,7 @@ class CycleRun {
   // fit now (to run until `end`) within its queue's limits, found by
   // bisection (fewer replicas fit wherever more do); sets sized.replicas to
   // that many (0: none fits).
-  std::optional<Placement> PlaceMost(PendingJob& sized, int32_t lo, int32_t hi, Time end) {
+  std::optional<Placement> PlaceMost(PendingJob& sized, int32_t lo, int32_t hi, Ends end) {
     std::optional<Placement> best;
     int32_t got = 0;
     while (lo <= hi) {
@@ -644,7 +663,7 @@ class CycleRun {
     return snap_.now - eligible > options_.starvation_threshold;
   }
 
-  std::optional<Placement> TryPlace(const Shape& shape, Time end) {
+  std::optional<Placement> TryPlace(const Shape& shape, Ends end) {
     // Capacity only shrinks within a cycle: a shape that failed on the live
     // index fails again.
     std::optional<Placement> p;
@@ -658,11 +677,11 @@ class CycleRun {
 
   // A job that ends before a reservation starts may use the whole of a
   // reserved node: all replicas on the fullest such node that fits.
-  std::optional<Placement> PlaceBeforeReservation(const Shape& s, Time end) {
+  std::optional<Placement> PlaceBeforeReservation(const Shape& s, Ends end) {
     if (s.per_replica.gpus * s.replicas > MaxReservedActualGpus()) return std::nullopt;
     NodeIndex best = -1;
     for (NodeIndex n : reserved_nodes_) {
-      if (end > res_time_[n] || !Usable(n, s)) continue;
+      if (end.On(res_guarded_[n]) > res_time_[n] || !Usable(n, s)) continue;
       if (s.per_replica.gpus > 0 && s.gpu_type != core::kAnyGpuType && live_.all().type_of(n) != s.gpu_type) {
         continue;
       }
@@ -704,29 +723,31 @@ class CycleRun {
   }
 
   // Takes `p` for a job of `queue` that holds it until `end`.
-  void Take(int32_t queue, const Placement& p, Time end) {
+  void Take(int32_t queue, const Placement& p, Ends end) {
     max_reserved_actual_ = -1;
     for (const Allocation& a : p) {
       quotas_.Add(queue, snap_.nodes[a.node].gpu_type, a.resources.gpus);
       actual_[a.node] -= a.resources;
-      if (end > res_time_[a.node]) spare_[a.node] -= a.resources;
+      if (end.On(res_guarded_[a.node]) > res_time_[a.node]) spare_[a.node] -= a.resources;
       live_.SetAvail(a.node, View(a.node));
     }
     if (plan_) {
-      plan_->OnStartedNow(p, end);
+      plan_->OnStartedNow(p, end.planned);
     } else {
-      started_.push_back({end, p});
+      started_.push_back({end.planned, p});
     }
   }
 
-  void Start(const PendingJob& j, Placement p, Time end) {
+  void Start(const PendingJob& j, Placement p, Ends end) {
     Take(j.queue, p, end);
     ++out_.stats.placements;
     if (!out_.reservations.empty()) ++out_.stats.backfilled;
     out_.bindings.push_back({j.id, std::move(p)});
   }
 
-  void ApplyReservation(JobId job, int32_t queue, const BackfillPlan::Slot& slot) {
+  // `guarded`: a reservation for a job past the starvation threshold, which
+  // backfill may not delay even when a run outlives its prediction.
+  void ApplyReservation(JobId job, int32_t queue, const BackfillPlan::Slot& slot, bool guarded) {
     max_reserved_actual_ = -1;
     for (const Allocation& a : slot.allocations) {
       const NodeIndex n = a.node;
@@ -736,7 +757,9 @@ class CycleRun {
         res_queue_[n] = queue;
         spare_[n] = plan_->avail(n);
         res_time_[n] = slot.start;
+        res_guarded_[n] = guarded;
       } else {
+        res_guarded_[n] = res_guarded_[n] || guarded;
         if (res_queue_[n] != queue) res_queue_[n] = kNoQueue;
         res_time_[n] = std::min(res_time_[n], slot.start);
         spare_[n] = core::Resources::Min(spare_[n], plan_->avail(n));
@@ -833,6 +856,7 @@ class CycleRun {
   std::vector<core::Resources> spare_;  // reserved nodes: left for jobs outlasting the reservation
   std::vector<Time> res_time_;          // earliest reservation start per node
   std::vector<JobId> res_job_;          // the job holding that reservation
+  std::vector<bool> res_guarded_;       // reserved for a starving job (ApplyReservation)
   // The queue of every job with a reservation there (kNoQueue: several, or
   // a preemptor's hold).
   static constexpr int32_t kNoQueue = -1;

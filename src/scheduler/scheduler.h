@@ -69,6 +69,15 @@ struct SchedulerOptions {
   // the threshold; the cap keeps the cycle bounded.
   Duration starvation_threshold = Duration::Hours(8);
   int32_t max_starvation_reservations = 8;
+  // Plan backfill with run times predicted from each user's last two jobs
+  // (core/run_time_predictor.h) instead of time limits: reservations are
+  // made, and jobs backfilled before them, by when jobs are expected to
+  // end. Limits still end jobs; a job that outlives its prediction is
+  // planned to run to its limit; before the reservation of a job past the
+  // starvation threshold, backfill still goes by limits, so a run that
+  // outlives its prediction never delays a starving job. Off by default:
+  // docs/simulation.md, "Backfill with predicted run times".
+  bool predict_run_times = false;
   // Compute a PendingReason for every job left pending (off in fast sims;
   // Unschedulable is reported either way).
   bool explain = true;

@@ -7,6 +7,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "api/json_writer.h"
 #include "common/log.h"
@@ -204,11 +205,14 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
     bool devices;  // the status names its GPU devices
   };
   std::vector<Running> running;
+  // Runs that ended on their own, for the run-time predictions: (end, user, length).
+  std::vector<std::tuple<int64_t, std::string, Duration>> runs_ended;
   for (JobRow& row : rows) {
     const std::string what = "store " + options_.store_path + ": job " + std::to_string(row.id);
     auto spec = api::ParseJobSpecJson(row.spec_json);
     if (!spec.ok()) return DataLoss(what + " has an unreadable spec: " + spec.status().ToString());
-    const core::JobSpec core_spec = api::ToCoreSpec(*spec);
+    core::JobSpec core_spec = api::ToCoreSpec(*spec);
+    core_spec.user = row.user;
     const auto state = core::JobStateFromName(row.state);
     if (!state) return DataLoss(what + " has an unknown state \"" + row.state + "\"");
     const auto detail = nlohmann::json::parse(row.status_json, nullptr, false);
@@ -237,6 +241,10 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
     const Time submit = Time::FromMillis(row.submit_ms);
     if (IsEnded(row)) {
       RETURN_IF_ERROR(state_.RestoreEnded(row.id, core_spec, submit, *state, Time::FromMillis(*row.end_ms), row.reason));
+      if (row.start_ms && (*state == JobState::kCompleted || *state == JobState::kFailed ||
+                           *state == JobState::kTimeout || *state == JobState::kOutOfMemory)) {
+        runs_ended.push_back({*row.end_ms, row.user, Duration::Millis(*row.end_ms - *row.start_ms)});
+      }
     } else {
       auto id = state_.Submit(core_spec_restored, submit, row.id);
       if (!id.ok()) return DataLoss(what + " cannot be restored: " + id.status().ToString());
@@ -260,6 +268,8 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
     }
     jobs_.Restore(std::move(row));
   }
+  std::sort(runs_ended.begin(), runs_ended.end());
+  for (const auto& [end, user, ran] : runs_ended) state_.NoteRunTime(user, ran);
   // Back on the nodes and GPU devices it holds (the lowest free devices
   // would put a new job on a GPU a running one still uses); if a node is
   // gone or a device is not free, the job waits again.
@@ -451,7 +461,8 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
   }
   const Time now = clock_.Now();
   const int32_t count = std::max<int32_t>(1, req.spec.array);
-  const core::JobSpec core_spec = api::ToCoreSpec(req.spec);
+  core::JobSpec core_spec = api::ToCoreSpec(req.spec);
+  core_spec.user = req.user;
   store::WriteBatch b;
   std::vector<JobRow> rows;
   int64_t first_id = 0;

@@ -312,9 +312,17 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       const std::string path = "server.scheduler";
       if (!s.IsMap()) return InvalidArgument("must be a mapping", path);
       RETURN_IF_ERROR(CheckKeys(s, {"policy", "maxReservations", "starvationThreshold", "maxStarvationReservations",
-                                    "agePointsPerHour", "ageCap", "sizePointsPerGpu", "sizeCap", "preemption"},
+                                    "agePointsPerHour", "ageCap", "sizePointsPerGpu", "sizeCap", "preemption",
+                                    "backfillBy"},
                                 path));
       auto& so = o.scheduler;
+      if (s["backfillBy"]) {
+        ASSIGN_OR_RETURN(const std::string by, config::Str(s["backfillBy"], path + ".backfillBy"));
+        if (by != "limit" && by != "prediction") {
+          return InvalidArgument("must be limit or prediction, got \"" + by.substr(0, 64) + "\"", path + ".backfillBy");
+        }
+        so.predict_run_times = by == "prediction";
+      }
       if (s["policy"]) {
         ASSIGN_OR_RETURN(so.policy, config::Str(s["policy"], path + ".policy"));
       }

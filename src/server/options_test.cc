@@ -84,6 +84,15 @@ TEST(SchedulerPolicy, AnUnknownNameIsEchoedEscaped) {
   EXPECT_NE(o.status().message().find("unknown policy \"muster\\u0001"), std::string::npos) << o.status().message();
 }
 
+TEST(SchedulerPolicy, BackfillPlansByLimitsUnlessPredictionsAreAskedFor) {
+  auto o = ParseServerOptions("scheduler: {policy: muster}\n", "test.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_FALSE(o->scheduler.predict_run_times);
+  o = ParseServerOptions("scheduler: {backfillBy: prediction}\n", "test.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_TRUE(o->scheduler.predict_run_times);
+}
+
 TEST(Listen, ABadAddressIsEchoedEscaped) {
   auto o = ParseServerOptions("listen: \"127.0.\\x10.1:8x\"\n", "test.yaml");
   ASSERT_FALSE(o.ok());
@@ -243,6 +252,7 @@ TEST(Queues, BadQuotasNameTheKey) {
       {"queues: {a: 1}", "server.queues"},
       {"scheduler: {preemption: {maxPerCycle: -1}}", "server.scheduler.preemption.maxPerCycle"},
       {"scheduler: {preemption: {minRunTime: soon}}", "server.scheduler.preemption.minRunTime"},
+      {"scheduler: {backfillBy: guess}", "server.scheduler.backfillBy"},
       {"priorityClasses: [{name: x, mayPreempt: sometimes}]\ndefaultPriorityClass: x", "server.priorityClasses[0].mayPreempt"},
   };
   for (const Case& c : cases) {

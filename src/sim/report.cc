@@ -167,11 +167,26 @@ nlohmann::json ReportJson(const SimResult& r) {
   out["cluster"] = r.cluster_summary;
   out["total_gpus"] = r.total_gpus;
   out["time_limit_factor"] = r.time_limit_factor;
+  if (!r.time_limit.is_infinite()) out["time_limit_s"] = r.time_limit.millis() / 1000;
   out["seed"] = r.seed;
   out["cycles"] = r.cycles;
   out["events"] = r.events;
   out["invariant_audits"] = r.audits;
   out["reservations_made"] = r.reservations_made;
+  // Jobs promised a start by a reservation, and how many started later.
+  int64_t promised = 0, slipped = 0, slip_s = 0;
+  for (const JobResult& j : r.jobs) {
+    if (j.promised_start_s < 0 || j.start_s < 0) continue;
+    ++promised;
+    if (j.start_s > j.promised_start_s) {
+      ++slipped;
+      slip_s += j.start_s - j.promised_start_s;
+    }
+  }
+  out["reservations"] = {{"jobs_promised", promised},
+                         {"started_late", slipped},
+                         {"mean_slip_s", slipped > 0 ? static_cast<double>(slip_s) / static_cast<double>(slipped) : 0.0}};
+  out["backfill_by"] = r.backfill_by;
   out["backfilled"] = r.backfilled;
   out["max_pending"] = r.max_pending;
   return out;
@@ -179,8 +194,11 @@ nlohmann::json ReportJson(const SimResult& r) {
 
 void WriteTextReport(const SimResult& r, std::ostream& os) {
   const nlohmann::json j = ReportJson(r);
-  os << fmt::format("policy {}  |  cluster: {} ({} GPU)  |  time limit = {} x duration\n", r.policy,
-                    r.cluster_summary, r.total_gpus, r.time_limit_factor);
+  os << fmt::format("policy {}  |  cluster: {} ({} GPU)  |  time limit = {}  |  backfill by {}\n", r.policy,
+                    r.cluster_summary, r.total_gpus,
+                    r.time_limit.is_infinite() ? fmt::format("{} x duration", r.time_limit_factor)
+                                               : r.time_limit.ToString(),
+                    r.backfill_by);
   os << fmt::format("jobs {}: completed {}, timeout {}, unschedulable {}, skipped {} ({} censored)\n",
                     j["jobs"].get<int64_t>(), j["completed"].get<int64_t>(),
                     j["timeout"].get<int64_t>(), j["unschedulable"].get<int64_t>(),
@@ -199,6 +217,11 @@ void WriteTextReport(const SimResult& r, std::ostream& os) {
                     Hours(j["makespan_s"]), 100.0 * j["utilization"].get<double>(),
                     100.0 * j["utilization_while_waiting"].get<double>(), j["waiting_hours"].get<double>(), r.cycles,
                     r.max_pending, r.backfilled);
+  if (j["reservations"]["jobs_promised"].get<int64_t>() > 0) {
+    os << fmt::format("reservations: {} jobs promised a start, {} started after it (by {} on average)\n",
+                      j["reservations"]["jobs_promised"].get<int64_t>(), j["reservations"]["started_late"].get<int64_t>(),
+                      Hours(j["reservations"]["mean_slip_s"]));
+  }
   if (r.preemption) {
     os << fmt::format("preemptions {}  lost {:.1f} GPU-hours (checkpoint every {})\n", r.preemptions,
                       j["lost_gpu_hours"].get<double>(), Duration::Seconds(r.checkpoint_interval_s).ToString());

@@ -65,6 +65,8 @@ class Run {
     result_.cluster_summary = cluster_.summary;
     result_.policy = opts_.scheduler.policy;
     result_.time_limit_factor = opts_.time_limit_factor;
+    result_.time_limit = opts_.time_limit;
+    result_.backfill_by = opts_.scheduler.predict_run_times ? "prediction" : "limit";
     result_.fairshare_weight = opts_.fairshare.weight;
     if (!opts_.equal_shares) result_.shares = cluster_.shares;
     result_.seed = opts_.seed;
@@ -381,6 +383,10 @@ class Run {
     const core::Decisions d = scheduler_->Cycle(snap);
     ++result_.cycles;
     result_.reservations_made += d.stats.reservations;
+    for (const core::Reservation& res : d.reservations) {
+      JobResult& r = result_.jobs[job_result_[res.job - 1]];
+      if (r.promised_start_s < 0 && r.start_s < 0) r.promised_start_s = res.start.millis() / 1000;
+    }
     result_.backfilled += d.stats.backfilled;
     for (const core::JobFailure& f : d.failures) {
       RETURN_IF_ERROR(state_->EndPending(f.job, f.state, now, f.reason));
@@ -699,6 +705,7 @@ class Run {
   }
 
   int64_t LimitSeconds(int64_t duration_s) const {
+    if (!opts_.time_limit.is_infinite()) return std::max<int64_t>(1, opts_.time_limit.millis() / 1000);
     return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(duration_s * opts_.time_limit_factor)));
   }
 
@@ -719,11 +726,14 @@ class Run {
     spec.replicas = r.replicas;
     spec.per_replica.gpus = per_replica_[k];
     spec.time_limit = Duration::Seconds(LimitSeconds(t.duration_s));
+    spec.user = t.user.empty() ? spec.queue + "/" + std::to_string(t.num_gpus) : t.user;
     if (opts_.elastic_min > 0 && r.replicas >= 2) {
       r.min_replicas = std::clamp(static_cast<int32_t>(std::ceil(r.replicas * opts_.elastic_min)), 1, r.replicas);
       if (r.min_replicas < r.replicas) {
         spec.min_replicas = r.min_replicas;
-        spec.time_limit = Duration::Seconds(LimitSeconds(t.duration_s * r.replicas / r.min_replicas));
+        spec.time_limit = opts_.time_limit.is_infinite()
+                              ? Duration::Seconds(LimitSeconds(t.duration_s * r.replicas / r.min_replicas))
+                              : opts_.time_limit;
       } else {
         r.min_replicas = 0;
       }
@@ -807,6 +817,7 @@ Status SimOptions::Validate() const {
   if (!(time_limit_factor > 0) || !std::isfinite(time_limit_factor)) {
     return InvalidArgument("must be a positive number", "--time-limit-factor");
   }
+  if (time_limit <= Duration::Zero()) return InvalidArgument("must be positive", "--time-limit");
   if (!(runtime_noise >= 0 && runtime_noise < 1)) {
     return InvalidArgument("must be in [0, 1)", "--runtime-noise");
   }

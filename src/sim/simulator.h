@@ -21,8 +21,12 @@
 // most S GPUs is one replica of G when G <= S; otherwise R replicas of d GPUs
 // where d is the largest divisor of G not above S (16 -> 2x8; 12 -> 2x6).
 // Fractional GPU requests take a whole GPU. The time limit is
-// ceil(time_limit_factor x duration), at least 1 s. The trace's tenant is the
-// queue and its priority p the class "p<p>" with weight p x 10000.
+// ceil(time_limit_factor x duration), at least 1 s, or `time_limit` for
+// every job (a site's limit: longer jobs end at it, TIMEOUT). The trace's
+// tenant is the queue and its priority p the class "p<p>" with weight
+// p x 10000. The submitter is the trace's user; a trace without users gets
+// "<tenant>/<GPUs>" (jobs of one size in one tenant stand for one user's),
+// for the scheduler's run-time predictions (core/run_time_predictor.h).
 // With preemption, a cycle whose preemptions stopped jobs is followed at
 // once by another, where the preemptors start on their held capacity.
 // Rows the simulator cannot run (unknown duration, no GPUs) are kept in the
@@ -53,6 +57,7 @@ struct SimOptions {
   scheduler::FairShareOptions fairshare;
   bool equal_shares = false;  // ignore the cluster file's shares: every tenant gets 1
   double time_limit_factor = 2.0;
+  Duration time_limit = Duration::Infinite();  // when finite: every job's, instead of the factor's
   // Actual run time = duration x U(1 - noise, 1 + noise); 0 = exact.
   double runtime_noise = 0.0;
   uint64_t seed = 1;
@@ -141,6 +146,9 @@ struct JobResult {
   int32_t preemptions = 0;  // times it was stopped for another job
   int32_t node_losses = 0;  // times a node it ran on was lost
   int32_t reclaims = 0;     // times it was stopped by a reclaim notice
+  // The start its first reservation promised (-1: it never had one): a
+  // start after it is a reservation that slipped.
+  int64_t promised_start_s = -1;
   // Runs ended early (preempted, or a node lost), [start, stop); the last
   // run is [LastStart(), end_s).
   std::vector<std::pair<int64_t, int64_t>> stopped_runs;
@@ -186,6 +194,8 @@ struct SimResult {
   std::string cluster_summary;
   std::string policy;
   double time_limit_factor = 0;
+  Duration time_limit = Duration::Infinite();  // SimOptions::time_limit
+  std::string backfill_by;                     // "prediction" or "limit"
   uint64_t seed = 0;
   int64_t total_gpus = 0;
   int64_t cycles = 0;
