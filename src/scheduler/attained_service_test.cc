@@ -115,5 +115,27 @@ TEST(AttainedService, ARunThatFollowedAStarvingWaitIsNotStoppedForService) {
   EXPECT_TRUE(d.preemptions.empty());
 }
 
+TEST(AttainedService, AJobWaitingHalfAgainPastTheStarvationThresholdStopsAnyBand) {
+  ClusterState state;
+  const Time t0 = Time::Zero();
+  // A ran 100 hours on all 8 GPUs (800 GPU-hours: band 3), then was requeued.
+  const JobId a = StartOne(state);
+  Time now = t0 + Duration::Hours(100);
+  ASSERT_TRUE(state.Requeue(a, now, "stopped").ok());
+  const JobId b = Submit(state, now);
+  CycleAndApply(state, now);
+  ASSERT_TRUE(state.running().count(b));
+  // 11 hours on, A has waited past the threshold (8 h) and B has 88
+  // GPU-hours (band 2, below A's): A does not stop it.
+  core::Decisions d = Las()->Cycle(state.Snapshot(now + Duration::Hours(11)));
+  EXPECT_TRUE(d.preemptions.empty());
+  // Past 12 hours (1.5 x the threshold) A stops B whatever its band.
+  d = Las()->Cycle(state.Snapshot(now + Duration::Hours(13)));
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].job, a);
+  EXPECT_EQ(d.preemptions[0].victims, std::vector<JobId>{b});
+  EXPECT_TRUE(d.preemptions[0].for_service);
+}
+
 }  // namespace
 }  // namespace muster::scheduler

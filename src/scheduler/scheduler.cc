@@ -344,6 +344,14 @@ class CycleRun {
   }
   // Whether jobs may preempt jobs that have run longer (the las policy).
   bool ByService() const { return options_.preemption.enabled && policy_.service_bands.has_value(); }
+  // Under las, a job still waiting half the starvation threshold after
+  // passing it (its starvation reservation has not started it: the jobs
+  // before it run to long limits) may stop jobs of any band, as if it had
+  // had no service: this bounds the longest wait. A run that itself
+  // followed a starving wait is still never stopped.
+  bool ServiceOverdue(const PendingJob& j) const {
+    return j.QueuedFor(snap_.now) > Duration::Millis(options_.starvation_threshold.millis() / 2 * 3);
+  }
 
   // Whether `j` could preempt anyone this cycle (a cheap filter).
   bool MayTryPreempting(const PendingJob& j) {
@@ -381,7 +389,7 @@ class CycleRun {
     const int64_t weight = by_class ? snap_.classes[j.priority_class].weight : INT64_MIN;
     // By service: a job of a band below the victim's, of a class no lower.
     const bool by_service = ByService();
-    const int32_t band = by_service ? policy_.service_bands->BandOf(j.attained_gpu_seconds) : -1;
+    const int32_t band = !by_service || ServiceOverdue(j) ? -1 : policy_.service_bands->BandOf(j.attained_gpu_seconds);
     const int64_t own_weight = snap_.classes[j.priority_class].weight;
     const FailedKey key{shape, weight, reclaim ? j.queue : -1, band, by_service ? own_weight : INT64_MIN};
     if (preempt_failed_.count(key)) return false;

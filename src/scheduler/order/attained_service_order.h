@@ -14,7 +14,8 @@
 // than its own, after their minimum run time and paying their loss since
 // the last checkpoint; a run that began after the job had waited past the
 // starvation threshold in all is not stopped for service, and such jobs
-// get the starvation reservations. Bands, rather than raw service, keep two
+// get the starvation reservations; one still waiting at 1.5 times the
+// threshold may stop jobs of any band (this bounds the longest wait). Bands, rather than raw service, keep two
 // jobs of similar service from preempting each other back and forth.
 #pragma once
 
