@@ -263,7 +263,7 @@ void JobLifecycle::LeftEnded(JobId job, Effects& fx) {
     if (!still.count(r.node)) on_node_[r.node].erase(job);
   }
   fx.resources_freed = true;
-  fx.events.push_back({job, EventType::kShrunk, "", "runs on " + std::to_string(keep) + " replicas"});
+  fx.events.push_back({job, EventType::kShrunk, "", "runs on " + std::to_string(keep) + (keep == 1 ? " replica" : " replicas")});
   Changed(job, *Shown(job), std::nullopt, fx);
 }
 

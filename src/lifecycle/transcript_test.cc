@@ -8,11 +8,13 @@
 //          [window=DUR] [hold=DUR]          before any node
 //   node NAME gpus=N [leaf=L]               a node; with `agent`, an agent serves it
 //   agent NAME                              its agent syncs for the first time (now)
-//   submit ID gpus=G [replicas=R] [limit=DUR] [class=C] [retries=N]
+//   submit ID gpus=G [replicas=R] [min=M] [limit=DUR] [class=C] [retries=N]
 //          [backoff=DUR] [factor=N] [max=DUR] [grace=DUR] [fail-codes=C,C] [oom-retry]
 //   advance DUR                             moves the simulated clock
 //   cycle                                   a scheduling cycle; binds start attempts
 //                                           (durable at once), preemptions stop victims
+//                                           or shrink elastic jobs (min=M), growths add
+//                                           replicas (durable at once)
 //   report NODE [acted=old] [J.R=WHAT ...]  the agent of NODE syncs and reports its
 //                                           tasks: WHAT is running, exit:N, signal:N,
 //                                           or a cause (oom, timeout, fenced, stopped,
@@ -208,6 +210,7 @@ class Transcript {
     core::JobSpec spec;
     spec.per_replica.gpus = std::stoll(kv["gpus"]);
     if (kv.count("replicas")) spec.replicas = std::stoi(kv["replicas"]);
+    if (kv.count("min")) spec.min_replicas = std::stoi(kv["min"]);
     if (kv.count("class")) spec.priority_class = kv["class"];
     JobTerms terms;
     if (kv.count("limit")) {
@@ -245,7 +248,12 @@ class Transcript {
     const core::Decisions d = sched->Cycle(state_.Snapshot(clock_.Now()));
     for (const core::Preemption& p : d.preemptions) {
       RETURN_IF_ERROR(state_.Nominate(p.job, p.allocations, p.victims));
+      for (const core::Shrink& sh : p.shrinks) {
+        out += "shrink " + std::to_string(sh.job) + " to " + std::to_string(sh.keep) + " for " + std::to_string(p.job) + "\n";
+        lifecycle_->Shrink(sh.job, sh.keep, "for job " + std::to_string(p.job), fx);
+      }
       for (JobId v : p.victims) {
+        if (std::any_of(p.shrinks.begin(), p.shrinks.end(), [&](const core::Shrink& sh) { return sh.job == v; })) continue;
         out += "preempt " + std::to_string(v) + " for " + std::to_string(p.job) + "\n";
         lifecycle_->Stop(v, std::nullopt, true, "Preempted: for job " + std::to_string(p.job), StopPace::kStaggered, fx);
       }
@@ -257,6 +265,14 @@ class Transcript {
       for (const core::Allocation& a : b.allocations) where += " " + Name(a.node) + "x" + std::to_string(a.replicas);
       out += "bind " + std::to_string(b.job) + "#" + std::to_string(number) + ":" + where + "\n";
       RETURN_IF_ERROR(lifecycle_->Start(b.job, number, terms_[b.job], /*durable=*/true, fx));
+    }
+    for (const core::Growth& g : d.growths) {
+      RETURN_IF_ERROR(state_.Grow(g.job, g.allocations, clock_.Now()));
+      std::string where;
+      for (const core::Allocation& a : g.allocations) where += " " + Name(a.node) + "x" + std::to_string(a.replicas);
+      out += "grow " + std::to_string(g.job) + ":" + where + "\n";
+      lifecycle_->Grow(g.job, fx);
+      lifecycle_->MarkGrowthDurable(g.job, lifecycle_->Find(g.job)->number);
     }
     std::vector<core::PendingReason> reasons = d.reasons;
     std::sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.job < b.job; });

@@ -109,7 +109,7 @@ TEST_F(ElasticTest, TheDigitsJobGrowsShrinksAndEndsWithTheAccuracyOfAFixedRun) {
   EXPECT_TRUE(HasEvent(events, "Grown", "grew to 2 replicas")) << events.dump();
   EXPECT_TRUE(HasEvent(events, "Shrinking", "for job " + std::to_string(high) + " (class high): giving back 1 replica, "
                                             "keeping 1")) << events.dump();
-  EXPECT_TRUE(HasEvent(events, "Shrunk", "runs on 1 replicas")) << events.dump();
+  EXPECT_TRUE(HasEvent(events, "Shrunk", "runs on 1 replica")) << events.dump();
 
   const json end = WaitEnd(id, 300);
   ASSERT_EQ(end["state"], "COMPLETED") << end.dump() << Logs(id, 0);
