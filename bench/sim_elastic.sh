@@ -18,8 +18,8 @@ table() {  # title, trace, cluster args...
   echo "muster sim $trace $* --elastic-min F"
   echo '```'
   echo
-  echo "| gangs | mean JCT (h) | p50 JCT (h) | p99 JCT (h) | mean wait (h) | p50 wait (h) | p99 wait (h) | max wait (h) | mean queued (h) | max queued (h) | lost GPU-h | makespan (h) | utilization | unschedulable | sim time (s) | growths | shrinks |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| gangs | mean JCT (h) | p50 JCT (h) | p99 JCT (h) | mean wait (h) | p50 wait (h) | p99 wait (h) | max wait (h) | mean queued (h) | max queued (h) | preemptions | lost GPU-h | makespan (h) | utilization | unschedulable | sim time (s) | growths | shrinks |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for f in 0 0.5 0.25; do
     local start end label
     label=$([ "$f" = 0 ] && echo "fixed" || echo "elastic, min ${f}x")

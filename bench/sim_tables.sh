@@ -16,8 +16,8 @@ table() {  # title, trace, cluster args...
   echo "muster sim $trace $* --policy POLICY"
   echo '```'
   echo
-  echo "| policy | mean JCT (h) | p50 JCT (h) | p99 JCT (h) | mean wait (h) | p50 wait (h) | p99 wait (h) | max wait (h) | mean queued (h) | max queued (h) | lost GPU-h | makespan (h) | utilization | unschedulable | sim time (s) |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| policy | mean JCT (h) | p50 JCT (h) | p99 JCT (h) | mean wait (h) | p50 wait (h) | p99 wait (h) | max wait (h) | mean queued (h) | max queued (h) | preemptions | lost GPU-h | makespan (h) | utilization | unschedulable | sim time (s) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for policy in fifo fifo-skip sjf muster "las --preemption"; do
     local start end
     start=$(date +%s%N)
