@@ -23,7 +23,8 @@ TEST(SimCli, JsonReportHasTheDocumentedKeys) {
   const auto j = nlohmann::json::parse(r.out);
   for (const char* key : {"jobs", "completed", "unschedulable", "mean_jct_s", "p50_jct_s", "p99_jct_s",
                           "mean_wait_s", "p50_wait_s", "p99_wait_s", "max_wait_s", "makespan_s",
-                          "utilization", "per_class", "per_tenant", "time_limit_factor"}) {
+                          "utilization", "per_class", "per_tenant", "time_limit_factor", "reservations",
+                          "backfill_by"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["jobs"], 1500);
@@ -38,6 +39,7 @@ TEST(SimCli, TextReportStatesPolicyClusterAndFactor) {
   EXPECT_NE(r.out.find("policy sjf"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("20 nodes x 8 GPU"), std::string::npos);
   EXPECT_NE(r.out.find("time limit = 3 x duration"), std::string::npos);
+  EXPECT_NE(r.out.find("backfill by limit"), std::string::npos);
 }
 
 TEST(SimCli, JobsCsvHasOneRowPerJob) {
@@ -84,6 +86,13 @@ TEST(SimCli, ErrorsNameTheCauseAndUseTheRightExitCode) {
   r = Muster("sim " + bad + " --nodes 2x8");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find(bad + ":3: num_gpus: not an integer: \"two\""), std::string::npos) << r.out;
+
+  r = Muster(std::string("sim ") + kSlice + " --nodes 2x8 --backfill-by guess");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--backfill-by: must be prediction or limit, got \"guess\""), std::string::npos) << r.out;
+  r = Muster(std::string("sim ") + kSlice + " --nodes 2x8 --time-limit 0s");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--time-limit"), std::string::npos) << r.out;
 
   r = Muster(std::string("sim ") + kSlice + " --nodes 2x8 --no-such-flag");
   EXPECT_EQ(r.code, 2) << r.out;
