@@ -123,3 +123,30 @@ FIELDS="NumNodes NumTasks CPUs/Task NtasksPerN:B:S:C MinMemoryNode MinMemoryCPU 
   done
 } > "$OUT"
 echo "wrote $OUT ($(($(wc -l < "$OUT") - 1)) scripts)"
+
+# How sbatch reads single directives: abbreviations, short forms, units,
+# optional arguments, several options on one line, quoting and comments.
+PROBES=test/slurm/option_probes.txt
+PROBE_OUT=test/slurm/option_probes.tsv
+{
+  printf 'directive\tverdict'; for f in $FIELDS; do printf '\t%s' "$f"; done; printf '\n'
+  while IFS= read -r probe; do
+    case $probe in ''|'# '*) continue;; esac
+    printf '#!/bin/bash\n%s\nhostname\n' "$probe" > "$BASE/probe.sh"
+    out=$(cd "$BASE" && sbatch --hold --parsable probe.sh 2>&1) || true
+    id=$(printf '%s\n' "$out" | tail -1)
+    if ! [[ $id =~ ^[0-9]+$ ]]; then
+      printf '%s\t%s\n' "$probe" "refused: $(printf '%s' "$out" | tr '\t\n' '  ')"
+      continue
+    fi
+    line=$(scontrol show job -o "$id" | head -1)
+    printf '%s\taccepted' "$probe"
+    for f in $FIELDS; do
+      v=$(printf '%s\n' "$line" | tr ' ' '\n' | grep -m1 "^$f=" | cut -d= -f2- || true)
+      printf '\t%s' "$v"
+    done
+    printf '\n'
+    scancel "$id" 2>/dev/null || true
+  done < "$PROBES"
+} > "$PROBE_OUT"
+echo "wrote $PROBE_OUT ($(($(wc -l < "$PROBE_OUT") - 1)) directives)"
