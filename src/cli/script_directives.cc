@@ -1,5 +1,7 @@
 #include "cli/script_directives.h"
 
+#include "cli/sbatch_options.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -40,26 +42,15 @@ const std::map<std::string, Flag>& MusterFlags() {
 // #SBATCH: the subset of sbatch's flags with a meaning here.
 const std::map<std::string, Flag>& SlurmFlags() {
   static const std::map<std::string, Flag> flags = {
-      {"--job-name", {Field::kName, true}},      {"-J", {Field::kName, true}},
-      {"--partition", {Field::kQueue, true}},    {"-p", {Field::kQueue, true}},
-      {"--qos", {Field::kPriority, true}},       {"-q", {Field::kPriority, true}},
-      {"--nodes", {Field::kReplicas, true}},     {"-N", {Field::kReplicas, true}},
-      {"--gpus-per-node", {Field::kGpusPerNode, true}}, {"--gres", {Field::kGres, true}},
-      {"--gpus", {Field::kTotalGpus, true}},     {"-G", {Field::kTotalGpus, true}},
-      {"--cpus-per-task", {Field::kCpus, true}}, {"-c", {Field::kCpus, true}},
-      {"--mem", {Field::kMemory, true}},         {"--time", {Field::kTime, true}},
-      {"-t", {Field::kTime, true}},              {"--dependency", {Field::kAfter, true}},
-      {"-d", {Field::kAfter, true}},             {"--hold", {Field::kHold, false}},
-      {"-H", {Field::kHold, false}},             {"--chdir", {Field::kChdir, true}},
-      {"-D", {Field::kChdir, true}},
+      {"--job-name", {Field::kName, true}},      {"--partition", {Field::kQueue, true}},    {"--qos", {Field::kPriority, true}},       {"--nodes", {Field::kReplicas, true}},     {"--gpus-per-node", {Field::kGpusPerNode, true}}, {"--gres", {Field::kGres, true}},
+      {"--gpus", {Field::kTotalGpus, true}},     {"--cpus-per-task", {Field::kCpus, true}}, {"--mem", {Field::kMemory, true}},         {"--time", {Field::kTime, true}},
+      {"--dependency", {Field::kAfter, true}},
+      {"--hold", {Field::kHold, false}},
+      {"--chdir", {Field::kChdir, true}},
       // Slurm's bookkeeping and output: no effect on where or how the job runs here.
-      {"--output", {Field::kStdout, true}},      {"-o", {Field::kStdout, true}},
-      {"--error", {Field::kStderr, true}},       {"-e", {Field::kStderr, true}},
-      {"--mail-type", {Field::kIgnored, true}},  {"--mail-user", {Field::kIgnored, true}},
-      {"--account", {Field::kIgnored, true}},    {"-A", {Field::kIgnored, true}},
-      {"--comment", {Field::kIgnored, true}},    {"--open-mode", {Field::kIgnored, true}},
-      {"--ntasks", {Field::kIgnored, true}},     {"-n", {Field::kIgnored, true}},
-      {"--ntasks-per-node", {Field::kIgnored, true}}, {"--export", {Field::kExport, true}},
+      {"--output", {Field::kStdout, true}},      {"--error", {Field::kStderr, true}},       {"--mail-type", {Field::kIgnored, true}},  {"--mail-user", {Field::kIgnored, true}},
+      {"--account", {Field::kIgnored, true}},    {"--comment", {Field::kIgnored, true}},    {"--open-mode", {Field::kIgnored, true}},
+      {"--ntasks", {Field::kIgnored, true}},     {"--ntasks-per-node", {Field::kIgnored, true}}, {"--export", {Field::kExport, true}},
       {"--requeue", {Field::kIgnored, false}},   {"--no-requeue", {Field::kIgnored, false}},
       // pyxis's flags (Slurm's container plugin): the image, and SRC:DST[:ro] mounts, comma-separated.
       {"--container-image", {Field::kImage, true}}, {"--container-mounts", {Field::kMounts, true}},
@@ -156,19 +147,35 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
     const std::string prefix = muster ? "#MUSTER" : "#SBATCH";
     const std::map<std::string, Flag>& table = muster ? MusterFlags() : SlurmFlags();
     const std::vector<std::string> words = Words(text.substr(prefix.size()));
-    for (size_t i = 0; i < words.size(); ++i) {
-      std::string flag = words[i], value;
+    const std::string at = file + " line " + std::to_string(number) + ": " + prefix + " ";
+    // #SBATCH words are read as sbatch reads them (abbreviations, short
+    // forms, optional arguments), each option by its full name.
+    std::vector<SbatchOption> sbatch;
+    if (slurm) {
+      auto read = ReadSbatchOptions(words);
+      if (!read.ok()) return InvalidArgument(at + read.status().message());
+      sbatch = std::move(*read);
+    }
+    for (size_t i = 0; i < (slurm ? sbatch.size() : words.size()); ++i) {
+      std::string flag, value;
       bool has_value = false;
-      if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-        value = flag.substr(eq + 1);
-        flag = flag.substr(0, eq);
-        has_value = true;
-      } else if (flag.size() > 2 && flag[0] == '-' && flag[1] != '-') {  // -N2
-        value = flag.substr(2);
-        flag = flag.substr(0, 2);
-        has_value = true;
+      if (slurm) {
+        flag = "--" + sbatch[i].name;
+        has_value = sbatch[i].value.has_value();
+        value = sbatch[i].value.value_or("");
+      } else {
+        flag = words[i];
+        if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+          value = flag.substr(eq + 1);
+          flag = flag.substr(0, eq);
+          has_value = true;
+        } else if (flag.size() > 2 && flag[0] == '-' && flag[1] != '-') {  // -t2h
+          value = flag.substr(2);
+          flag = flag.substr(0, 2);
+          has_value = true;
+        }
       }
-      const std::string where = file + " line " + std::to_string(number) + ": " + prefix + " " + flag;
+      const std::string where = at + (slurm && sbatch[i].given != flag ? sbatch[i].given + " (" + flag + ")" : flag);
       auto it = table.find(flag);
       if (it == table.end()) {
         if (muster) return InvalidArgument(where + " is not a muster submit flag");
@@ -176,7 +183,7 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
       }
       const Flag f = it->second;
       if (f.takes_value && !has_value) {
-        if (i + 1 >= words.size()) return InvalidArgument(where + " needs a value");
+        if (slurm || i + 1 >= words.size()) return InvalidArgument(where + " needs a value");
         value = words[++i];
       } else if (!f.takes_value && has_value) {
         return InvalidArgument(where + " takes no value");

@@ -7,7 +7,9 @@
 // is neither blank nor a comment, and a flag on the command line wins over
 // the same setting in the script.
 //
-// Slurm flags map onto the spec: -J/--job-name, -p/--partition (queue),
+// #SBATCH words are read as sbatch reads them (sbatch_options.h:
+// abbreviations, short forms, optional arguments). Slurm flags map onto
+// the spec: -J/--job-name, -p/--partition (queue),
 // --qos (priority class), -N/--nodes (replicas), --gpus-per-node,
 // --gres=gpu[:type]:N, -G/--gpus (the job's total, divided among its
 // nodes), -c/--cpus-per-task, --mem (Slurm's units: a bare number is MiB,

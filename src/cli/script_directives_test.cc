@@ -87,7 +87,14 @@ TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine
   EXPECT_EQ(Error("#MUSTER --gpu 2\n"), "job.sh line 1: #MUSTER --gpu is not a muster submit flag");
   EXPECT_EQ(Error("#MUSTER --gpus\n"), "job.sh line 1: #MUSTER --gpus needs a value");
   EXPECT_EQ(Error("#MUSTER --hold=yes\n"), "job.sh line 1: #MUSTER --hold takes no value");
-  EXPECT_EQ(Error("#SBATCH -N 1-4\n"), "job.sh line 1: #SBATCH -N: expected a count, got \"1-4\"");
+  EXPECT_EQ(Error("#SBATCH -N 1-4\n"), "job.sh line 1: #SBATCH -N (--nodes): expected a count, got \"1-4\"");
+  // Read as sbatch reads them: abbreviations, ambiguity, unknown options, stray words.
+  EXPECT_EQ(Read("#SBATCH --out=o.txt --job=x\n").stdout_path, "o.txt");
+  EXPECT_EQ(Error("#SBATCH --nod=2\n"),
+            "job.sh line 1: #SBATCH --nod is ambiguous: it could be --nodefile, --nodelist, --nodes");
+  EXPECT_EQ(Error("#SBATCH --no-such-option\n"), "job.sh line 1: #SBATCH --no-such-option is not an sbatch option");
+  EXPECT_EQ(Error("#SBATCH --nodes=2 plain\n"),
+            "job.sh line 1: #SBATCH \"plain\" is not an option (sbatch refuses the script: invalid directive)");
   EXPECT_EQ(Error("#SBATCH --gres=mps:100\n"), "job.sh line 1: #SBATCH --gres: only gpu resources are supported, got \"mps:100\"");
   EXPECT_EQ(Error("#SBATCH --gpus=6 -N 4\n"), "job.sh: #SBATCH --gpus=6 cannot be divided evenly among 4 nodes");
   EXPECT_EQ(Error("#SBATCH --gpus=8 --gpus-per-node=4\n"),
