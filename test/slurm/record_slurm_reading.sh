@@ -97,6 +97,17 @@ done
 for _ in $(seq 100); do [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" -ge 4 ] && break; sleep 0.2; done
 
 FIELDS="NumNodes NumTasks CPUs/Task NtasksPerN:B:S:C MinMemoryNode MinMemoryCPU TresPerNode TresPerTask TresPerJob TresPerSocket MemPerTres CpusPerTres ArrayTaskId ArrayTaskThrottle Features OverSubscribe Partition QOS Account TimeLimit JobName StdOut StdErr WorkDir Requeue Dependency Reservation"
+# Prints job ID's fields (tab before each, newline after) and cancels it.
+reading() {
+  local line v f
+  line=$(scontrol show job -o "$1" | head -1)
+  for f in $FIELDS; do
+    v=$(printf '%s\n' "$line" | tr ' ' '\n' | grep -m1 "^$f=" | cut -d= -f2- || true)
+    printf '\t%s' "$v"
+  done
+  printf '\n'
+  scancel "$1" 2>/dev/null || true
+}
 {
   printf 'file\toverride\tverdict'; for f in $FIELDS; do printf '\t%s' "$f"; done; printf '\n'
   for script in "$CORPUS"/scripts/*.sh; do
@@ -112,14 +123,8 @@ FIELDS="NumNodes NumTasks CPUs/Task NtasksPerN:B:S:C MinMemoryNode MinMemoryCPU 
       printf '%s\t%s\t%s\n' "$name" "${override[*]:-}" "refused: $(printf '%s' "$out" | tr '\t\n' '  ')"
       continue
     fi
-    line=$(scontrol show job -o "$id" | head -1)
     printf '%s\t%s\taccepted' "$name" "${override[*]:-}"
-    for f in $FIELDS; do
-      v=$(printf '%s\n' "$line" | tr ' ' '\n' | grep -m1 "^$f=" | cut -d= -f2- || true)
-      printf '\t%s' "$v"
-    done
-    printf '\n'
-    scancel "$id" 2>/dev/null || true
+    reading "$id"
   done
 } > "$OUT"
 echo "wrote $OUT ($(($(wc -l < "$OUT") - 1)) scripts)"
@@ -139,14 +144,8 @@ PROBE_OUT=test/slurm/option_probes.tsv
       printf '%s\t%s\n' "$probe" "refused: $(printf '%s' "$out" | tr '\t\n' '  ')"
       continue
     fi
-    line=$(scontrol show job -o "$id" | head -1)
     printf '%s\taccepted' "$probe"
-    for f in $FIELDS; do
-      v=$(printf '%s\n' "$line" | tr ' ' '\n' | grep -m1 "^$f=" | cut -d= -f2- || true)
-      printf '\t%s' "$v"
-    done
-    printf '\n'
-    scancel "$id" 2>/dev/null || true
+    reading "$id"
   done < "$PROBES"
 } > "$PROBE_OUT"
 echo "wrote $PROBE_OUT ($(($(wc -l < "$PROBE_OUT") - 1)) directives)"
