@@ -58,8 +58,10 @@ const std::map<std::string, Flag>& SlurmFlags() {
   return flags;
 }
 
-// Words of a directive line, with '...' and "..." quoting.
-std::vector<std::string> Words(const std::string& text) {
+// Words of a directive line, with '...' and "..." quoting; an unquoted '#'
+// starts a comment, and with `sbatch_rules` also inside a word
+// (--job-name=a#b is "a", as sbatch reads it).
+std::vector<std::string> Words(const std::string& text, bool sbatch_rules) {
   std::vector<std::string> words;
   std::string word;
   bool in_word = false;
@@ -78,7 +80,7 @@ std::vector<std::string> Words(const std::string& text) {
       if (in_word) words.push_back(word);
       word.clear();
       in_word = false;
-    } else if (ch == '#' && !in_word) {
+    } else if (ch == '#' && (!in_word || sbatch_rules)) {
       break;  // a comment after the flags
     } else {
       word += ch;
@@ -142,11 +144,18 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
     if (first == std::string::npos) continue;        // blank
     if (line[first] != '#') break;                   // the first command: directives end
     const std::string text = line.substr(first);
-    const bool muster = text.rfind("#MUSTER", 0) == 0, slurm = text.rfind("#SBATCH", 0) == 0;
-    if (!muster && !slurm) continue;                 // a comment (or the #! line)
+    // sbatch reads #SBATCH only at the start of a line: indented, it is a comment.
+    const bool muster = text.rfind("#MUSTER", 0) == 0, slurm = first == 0 && text.rfind("#SBATCH", 0) == 0;
+    if (!muster && !slurm) {
+      if (text.rfind("#SBATCH", 0) == 0) {
+        out.warnings.push_back(file + " line " + std::to_string(number) +
+                               ": an indented #SBATCH is a comment to sbatch, and is ignored here too");
+      }
+      continue;  // a comment (or the #! line)
+    }
     const std::string prefix = muster ? "#MUSTER" : "#SBATCH";
     const std::map<std::string, Flag>& table = muster ? MusterFlags() : SlurmFlags();
-    const std::vector<std::string> words = Words(text.substr(prefix.size()));
+    const std::vector<std::string> words = Words(text.substr(prefix.size()), slurm);
     const std::string at = file + " line " + std::to_string(number) + ": " + prefix + " ";
     // #SBATCH words are read as sbatch reads them (abbreviations, short
     // forms, optional arguments), each option by its full name.

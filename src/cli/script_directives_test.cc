@@ -88,7 +88,13 @@ TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine
   EXPECT_EQ(Error("#MUSTER --gpus\n"), "job.sh line 1: #MUSTER --gpus needs a value");
   EXPECT_EQ(Error("#MUSTER --hold=yes\n"), "job.sh line 1: #MUSTER --hold takes no value");
   EXPECT_EQ(Error("#SBATCH -N 1-4\n"), "job.sh line 1: #SBATCH -N (--nodes): expected a count, got \"1-4\"");
-  // Read as sbatch reads them: abbreviations, ambiguity, unknown options, stray words.
+  // Read as sbatch reads them: only at the start of a line, a '#' ending
+  // the line even inside a word, abbreviations, ambiguity, unknown options,
+  // stray words.
+  const ScriptSettings indented = Read("#!/bin/bash\n  #SBATCH --job-name=ignored\n#SBATCH --job-name=a#b\n");
+  EXPECT_EQ(indented.name, "a");
+  ASSERT_EQ(indented.warnings.size(), 1u);
+  EXPECT_EQ(indented.warnings[0], "job.sh line 2: an indented #SBATCH is a comment to sbatch, and is ignored here too");
   EXPECT_EQ(Read("#SBATCH --out=o.txt --job=x\n").stdout_path, "o.txt");
   EXPECT_EQ(Error("#SBATCH --nod=2\n"),
             "job.sh line 1: #SBATCH --nod is ambiguous: it could be --nodefile, --nodelist, --nodes");
