@@ -102,7 +102,8 @@ reading() {
   local line v f
   line=$(scontrol show job -o "$1" | head -1)
   for f in $FIELDS; do
-    v=$(printf '%s\n' "$line" | tr ' ' '\n' | grep -m1 "^$f=" | cut -d= -f2- || true)
+    # The value runs to the next " Key=" (values may hold spaces: JobName=my job).
+    v=$(printf ' %s\n' "$line" | sed -nE "s|.* $f=||; T; s| [A-Za-z][A-Za-z0-9/:_]*=.*||; s| +$||; p")
     printf '\t%s' "$v"
   done
   printf '\n'
