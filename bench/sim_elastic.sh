@@ -6,18 +6,12 @@
 # Usage: bench/sim_elastic.sh [path/to/muster] [traces dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-M=${1:-build/cmd/muster/muster}
-T=${2:-../shared/traces}
+# shellcheck source=bench/sim_lib.sh
+source bench/sim_lib.sh "$@"
 
 table() {  # title, trace, cluster args...
   local title=$1 trace=$2; shift 2
-  echo
-  echo "#### $title"
-  echo
-  echo '```'
-  echo "muster sim $trace $* --elastic-min F"
-  echo '```'
-  echo
+  heading "$title" "muster sim $trace $* --elastic-min F"
   echo "| gangs | mean JCT (h) | p50 JCT (h) | p99 JCT (h) | mean wait (h) | p50 wait (h) | p99 wait (h) | max wait (h) | mean queued (h) | max queued (h) | preemptions | lost GPU-h | makespan (h) | utilization | unschedulable | sim time (s) | growths | shrinks |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for f in 0 0.5 0.25; do
@@ -32,8 +26,6 @@ table() {  # title, trace, cluster args...
   done
 }
 
-itp=$T/microsoft-itp-elasticflow/normalized/cluster04.csv
-philly=$T/philly-pollux/normalized.csv
 table "ITP cluster04, 80 nodes x 8 GPUs, 16 nodes per leaf" "$itp" --nodes 80x8 --nodes-per-leaf 16
 table "Philly, 100 nodes x 8 GPUs (800 GPUs), 10 nodes per leaf" "$philly" --nodes 100x8 --nodes-per-leaf 10
 table "Philly, 64 nodes x 8 GPUs (512 GPUs, overloaded), 8 nodes per leaf" "$philly" --nodes 64x8 --nodes-per-leaf 8

@@ -8,18 +8,12 @@
 # Usage: bench/sim_predictions.sh [path/to/muster] [traces dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-M=${1:-build/cmd/muster/muster}
-T=${2:-../shared/traces}
+# shellcheck source=bench/sim_lib.sh
+source bench/sim_lib.sh "$@"
 
 table() {  # title, trace, cluster args...
   local title=$1 trace=$2; shift 2
-  echo
-  echo "#### $title"
-  echo
-  echo '```'
-  echo "muster sim $trace $* [--time-limit LIMIT] --backfill-by BY"
-  echo '```'
-  echo
+  heading "$title" "muster sim $trace $* [--time-limit LIMIT] --backfill-by BY"
   echo "| limits | backfill by | mean JCT (h) | mean wait (h) | p50 wait (h) | p99 wait (h) | max wait (h) | utilization | timeouts | backfilled | promised a start | started later | mean slip (h) |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for limit in "" 7d 30d; do
@@ -40,8 +34,6 @@ PY
   done
 }
 
-itp=$T/microsoft-itp-elasticflow/normalized/cluster04.csv
-philly=$T/philly-pollux/normalized.csv
 table "ITP cluster04, 80 nodes x 8 GPUs, 16 nodes per leaf" "$itp" --nodes 80x8 --nodes-per-leaf 16
 table "ITP cluster04, 640 GPUs as one pool" "$itp" --nodes 80x8 --single-pool
 table "Philly, 100 nodes x 8 GPUs (800 GPUs), 10 nodes per leaf" "$philly" --nodes 100x8 --nodes-per-leaf 10

@@ -4,18 +4,12 @@
 # Usage: bench/sim_tables.sh [path/to/muster] [traces dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-M=${1:-build/cmd/muster/muster}
-T=${2:-../shared/traces}
+# shellcheck source=bench/sim_lib.sh
+source bench/sim_lib.sh "$@"
 
 table() {  # title, trace, cluster args...
   local title=$1 trace=$2; shift 2
-  echo
-  echo "#### $title"
-  echo
-  echo '```'
-  echo "muster sim $trace $* --policy POLICY"
-  echo '```'
-  echo
+  heading "$title" "muster sim $trace $* --policy POLICY"
   echo "| policy | mean JCT (h) | p50 JCT (h) | p99 JCT (h) | mean wait (h) | p50 wait (h) | p99 wait (h) | max wait (h) | mean queued (h) | max queued (h) | preemptions | lost GPU-h | makespan (h) | utilization | unschedulable | sim time (s) |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for policy in fifo fifo-skip sjf muster "las --preemption"; do
@@ -28,8 +22,6 @@ table() {  # title, trace, cluster args...
   done
 }
 
-itp=$T/microsoft-itp-elasticflow/normalized/cluster04.csv
-philly=$T/philly-pollux/normalized.csv
 table "ITP cluster04, 640 GPUs as one pool" "$itp" --nodes 80x8 --single-pool
 table "ITP cluster04, 80 nodes x 8 GPUs, 16 nodes per leaf" "$itp" --nodes 80x8 --nodes-per-leaf 16
 table "Philly, 100 nodes x 8 GPUs (800 GPUs), 10 nodes per leaf" "$philly" --nodes 100x8 --nodes-per-leaf 10

@@ -1,6 +1,5 @@
 #include "cli/sbatch_options.h"
 
-#include <algorithm>
 #include <array>
 
 namespace muster::cli {

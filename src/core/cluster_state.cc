@@ -571,10 +571,7 @@ Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string 
   running_by_end_.erase({it->second.expected_end, job});
   running_by_predicted_end_.erase({it->second.predicted_end, job});
   // Ended on its own: how long it ran predicts its user's next jobs.
-  if (terminal == JobState::kCompleted || terminal == JobState::kFailed || terminal == JobState::kTimeout ||
-      terminal == JobState::kOutOfMemory) {
-    predictor_.Note(predictor_.Intern(jobs_.at(job).spec.user), now - r.start);
-  }
+  if (EndedOnItsOwn(terminal)) predictor_.Note(predictor_.Intern(jobs_.at(job).spec.user), now - r.start);
   --running_per_class_[it->second.priority_class];
   if (it->second.elastic()) --running_elastic_;
   CountUsage(it->second, -1);

@@ -182,7 +182,6 @@ class ClusterState {
   // this state was built (a restart reloading history); Finish notes the
   // runs that end here.
   void NoteRunTime(const std::string& user, Duration ran) { predictor_.Note(predictor_.Intern(user), ran); }
-  const RunTimePredictor& predictor() const { return predictor_; }
   const std::unordered_map<JobId, JobRecord>& jobs() const { return jobs_; }
   const ClusterConfig& config() const { return config_; }
 

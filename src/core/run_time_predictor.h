@@ -28,8 +28,14 @@
 #include <vector>
 
 #include "common/time.h"
+#include "core/job.h"
 
 namespace muster::core {
+
+// Whether a run that ended in `s` counts: it ended on its own.
+inline bool EndedOnItsOwn(JobState s) {
+  return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kTimeout || s == JobState::kOutOfMemory;
+}
 
 class RunTimePredictor {
  public:

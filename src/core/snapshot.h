@@ -129,9 +129,9 @@ struct RunningJob {
   JobId id = 0;
   Time start;
   Time expected_end = Time::Max();  // start + time limit; Max() without a limit
-  // start + its predicted run (PendingJob::PlannedRun), never after
-  // expected_end: when the backfill plan expects it to end while it has
-  // not run past it.
+  // start + its predicted run (ClusterSnapshot::PredictedRun, at its
+  // start), never after expected_end: when the backfill plan expects it
+  // to end while it has not run past it.
   Time predicted_end = Time::Max();
   int32_t priority_class = 0;
   int32_t queue = 0;

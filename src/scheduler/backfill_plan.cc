@@ -13,10 +13,11 @@ BackfillPlan::BackfillPlan(const FeatureViews& now_free, const core::ClusterSnap
       next_running_(running_.begin()) {
   for (PlannedRelease& r : started) Push(r.at, std::move(r.allocations));
   if (!predicted) return;
-  // Jobs that ran past their prediction are planned to run to their limit.
+  // Jobs that ran past their prediction are planned to run to their limit
+  // (or, past that too, to end at once).
   for (; next_running_ != running_.end() && next_running_->first < snap.now; ++next_running_) {
     const core::RunningJob& r = snap.running->at(next_running_->second);
-    Push(r.predicted_end < r.expected_end ? r.expected_end : r.predicted_end, r.allocations);
+    Push(r.expected_end, r.allocations);
   }
 }
 

@@ -241,8 +241,7 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
     const Time submit = Time::FromMillis(row.submit_ms);
     if (IsEnded(row)) {
       RETURN_IF_ERROR(state_.RestoreEnded(row.id, core_spec, submit, *state, Time::FromMillis(*row.end_ms), row.reason));
-      if (row.start_ms && (*state == JobState::kCompleted || *state == JobState::kFailed ||
-                           *state == JobState::kTimeout || *state == JobState::kOutOfMemory)) {
+      if (row.start_ms && core::EndedOnItsOwn(*state)) {
         runs_ended.push_back({*row.end_ms, row.user, Duration::Millis(*row.end_ms - *row.start_ms)});
       }
     } else {

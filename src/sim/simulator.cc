@@ -731,9 +731,7 @@ class Run {
       r.min_replicas = std::clamp(static_cast<int32_t>(std::ceil(r.replicas * opts_.elastic_min)), 1, r.replicas);
       if (r.min_replicas < r.replicas) {
         spec.min_replicas = r.min_replicas;
-        spec.time_limit = opts_.time_limit.is_infinite()
-                              ? Duration::Seconds(LimitSeconds(t.duration_s * r.replicas / r.min_replicas))
-                              : opts_.time_limit;
+        spec.time_limit = Duration::Seconds(LimitSeconds(t.duration_s * r.replicas / r.min_replicas));
       } else {
         r.min_replicas = 0;
       }
