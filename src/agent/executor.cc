@@ -343,8 +343,11 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
     } else if (!rm.ok()) {
       log::Warn("{}", rm.ToString());
     }
-  } else if (t.pid > 1) {
-    ::kill(-t.pid, SIGKILL);  // whatever the payload left in its process group
+  } else if (t.pid > 1 && ::kill(-t.pid, SIGKILL) == 0) {
+    // Whatever the payload left in its process group. SIGKILL lands
+    // asynchronously: wait (up to 2 s) until none is alive, so that none
+    // outlives the report of the end.
+    for (int i = 0; i < 200 && GroupAlive(t.pid); ++i) ::usleep(10'000);
   }
   if (t.pidfd >= 0) {
     ::close(t.pidfd);

@@ -573,11 +573,11 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   while (true) {
     int timeout_ms = 1000;
     if (exited) {
-      timeout_ms = until(exited_at + std::chrono::seconds(1));
-    } else if (child_fd < 0) {
-      timeout_ms = eof ? 5 : 100;
+      timeout_ms = until(fencing ? std::max(exited_at + std::chrono::seconds(1), kill_at) : exited_at + std::chrono::seconds(1));
+    } else {
+      if (child_fd < 0) timeout_ms = eof ? 5 : 100;
+      if (fencing) timeout_ms = std::min(timeout_ms, until(kill_at));
     }
-    if (fencing) timeout_ms = std::min(timeout_ms, until(kill_at));
     pollfd fds[3] = {{eof ? -1 : pipe_fds[0], POLLIN, 0}, {exited ? -1 : child_fd, POLLIN, 0},
                      {err_eof ? -1 : err_fds[0], POLLIN, 0}};
     ::poll(fds, 3, timeout_ms);
@@ -595,7 +595,10 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
       exited = true;
       exited_at = now();
     }
-    if (exited && ((eof && err_eof) || now() - exited_at >= std::chrono::seconds(1))) break;
+    // Fenced, what the payload left behind keeps its grace too.
+    if (exited && ((eof && err_eof) || (now() - exited_at >= std::chrono::seconds(1) && (!fencing || now() >= kill_at)))) {
+      break;
+    }
     if (exited || spec.lease_file.empty() || now() - last_lease_check < std::chrono::seconds(1)) continue;
     last_lease_check = now();
     if (!fencing) {
@@ -656,6 +659,10 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     std::error_code ec;
     std::filesystem::remove_all(spec.private_tmp, ec);  // symlinks in it are removed, never followed
   }
+  // Fenced, no agent may be left to clear the task's process group: a
+  // process the payload left (one that ignored the stop signal) would run
+  // on beside the copy the server starts elsewhere. The shim ends with it.
+  if (fencing) ::kill(-::getpgrp(), SIGKILL);
   return 0;
 }
 

@@ -315,6 +315,34 @@ void ExecutorTest::FenceWhenTheLeaseFileIs(const std::string& damage) {
             std::string::npos);
 }
 
+// A fenced shim stopped the payload's main process and ended once that
+// exited, leaving a process that ignored the stop signal running; with
+// its agent gone, nothing else would stop it. The shim now kills its
+// process group as it ends.
+TEST_F(ExecutorTest, AFencedTaskWhoseAgentIsGoneLeavesNoProcessBehind) {
+  const std::string lease = dir_ + "/lease";
+  std::ofstream(lease) << "99999999999999999999\n";
+  const std::string pids = dir_ + "/pids";
+  TaskSpec spec = Shell("j15.a1.r0", "echo $PPID > " + pids + "; (trap '' TERM; exec sleep 300) & echo $! >> " + pids + "; wait");
+  spec.lease_file = lease;
+  spec.grace_ms = 100;
+  {
+    auto e = Make(/*cgroups=*/false);
+    ASSERT_TRUE(e->Start(spec, {}).ok());
+    WaitLines(pids, 2);
+  }  // the agent is gone; its task runs on
+  fs::remove(lease);
+  pid_t shim = 0;
+  std::ifstream(pids) >> shim;
+  ASSERT_GT(shim, 1);
+  for (int i = 0; i < 1000 && agent::ProcessStartTime(shim) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(agent::ProcessStartTime(shim), 0) << "the shim did not fence its task";
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // SIGKILL lands asynchronously
+  EXPECT_TRUE(AllGone(pids)) << "a process that ignored the stop signal outlived the fenced shim";
+}
+
 // A task whose shim was killed ended as a failure of the job (a retry
 // spent) although Muster's own process had died. It is lost (the server
 // requeues it without spending a retry), and the payload goes with it.
