@@ -87,7 +87,8 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          a.time_limit == b.time_limit &&
          a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.retry == b.retry &&
          same_deps(a.dependencies, b.dependencies) && a.begin_time == b.begin_time &&
-         a.hold == b.hold && a.spot == b.spot && a.labels == b.labels;
+         a.hold == b.hold && a.spot == b.spot && a.one_per_node == b.one_per_node && a.exclusive == b.exclusive &&
+         a.labels == b.labels;
 }
 
 StatusOr<JobSpec> ParseJobSpecJson(std::string_view text) { return FromTree(LoadJsonTree(text)); }
@@ -201,6 +202,10 @@ std::string JobSpecToJson(const JobSpec& s) {
   s.begin_time ? w.String(FormatRfc3339Utc(*s.begin_time)) : w.Null();
   w.Key("hold").Bool(s.hold);
   w.Key("spot").Bool(s.spot);
+  // Written only when set: the canonical text of every spec accepted
+  // before these existed stays the same.
+  if (s.one_per_node) w.Key("onePerNode").Bool(true);
+  if (s.exclusive) w.Key("exclusive").Bool(true);
   AppendStringMap(w, "labels", s.labels);
   w.EndObject();
   return out;
@@ -223,6 +228,8 @@ core::JobSpec ToCoreSpec(const JobSpec& s) {
   c.gpu_type = s.resources.gpu_type.value_or("");
   c.time_limit = s.time_limit;
   c.topology = s.topology;
+  c.one_per_node = s.one_per_node || s.exclusive;
+  c.exclusive = s.exclusive;
   c.dependencies = s.dependencies;
   c.begin_time = s.begin_time;
   c.hold = s.hold;

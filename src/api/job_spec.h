@@ -66,6 +66,15 @@
 //                                    # cloud may reclaim at short notice (the job
 //                                    # is checkpointed and requeued); false:
 //                                    # on-demand nodes only
+//   onePerNode: false                # true: each replica on a node of its own,
+//                                    # never two on one machine (Slurm's
+//                                    # --nodes=N means N distinct nodes)
+//   exclusive: false                 # true: each replica holds a whole node,
+//                                    # idle when it starts, shared with no other
+//                                    # job (Slurm's --exclusive); its tasks get
+//                                    # all of the node's GPUs, CPUs and memory.
+//                                    # Implies onePerNode. Neither with elastic
+//                                    # replicas, nor with topology node past 1
 //   labels: {team: nlp}              # <= 64 entries, key 1..256, value <= 256
 //
 // Reading rules: null (or YAML's empty value) for any field means "not set",
@@ -178,6 +187,8 @@ struct JobSpec {
   std::optional<Time> begin_time;
   bool hold = false;
   bool spot = false;
+  bool one_per_node = false;  // each replica on a node of its own
+  bool exclusive = false;     // each replica holds a whole node (implies one_per_node)
   std::map<std::string, std::string> labels;
 };
 

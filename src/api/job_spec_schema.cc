@@ -411,7 +411,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "image", "env",          "workingDir", "timeLimit", "topology",
       "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
-      "secretEnv", "stdout",     "stderr", "mounts", "spot"};
+      "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
@@ -483,6 +483,16 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
       return InvalidArgument("must be any for an elastic job (replicas.min below replicas.max)", obj.Path("topology"));
     }
     if (spec.array > 0) return InvalidArgument("cannot be an array of elastic jobs", obj.Path("array"));
+  }
+  RETURN_IF_ERROR(obj.Read("onePerNode", spec.one_per_node, ReadBool));
+  RETURN_IF_ERROR(obj.Read("exclusive", spec.exclusive, ReadBool));
+  for (const char* key : {"onePerNode", "exclusive"}) {
+    if (obj.Find(key) == nullptr || !(key[0] == 'o' ? spec.one_per_node : spec.exclusive)) continue;
+    if (spec.min_replicas > 0) return InvalidArgument("cannot be set for an elastic job (replicas.min below replicas.max)", obj.Path(key));
+    if (spec.replicas > 1 && spec.topology == core::TopologyScope::kNode) {
+      return InvalidArgument("puts each replica on a node of its own, which topology node (all on one node) cannot hold",
+                             obj.Path(key));
+    }
   }
   RETURN_IF_ERROR(obj.Read("stallTimeout", spec.stall_timeout, ReadDuration, kStallRule));
   RETURN_IF_ERROR(obj.Read("checkpoint", spec.checkpoint, ReadCheckpoint, defaults));

@@ -181,6 +181,19 @@ TEST(JobSpecTest, ElasticReplicasRoundTrip) {
   EXPECT_EQ(fixed.replicas, 2);
 }
 
+TEST(JobSpecTest, DistinctAndWholeNodesRoundTrip) {
+  const JobSpec s = MustParse("replicas: 2\nonePerNode: true\ncommand: [x]\n", kYaml);
+  EXPECT_TRUE(s.one_per_node);
+  EXPECT_FALSE(s.exclusive);
+  EXPECT_TRUE(MustParse(JobSpecToJson(s), kJson) == s);
+  EXPECT_TRUE(ToCoreSpec(s).one_per_node);
+  const JobSpec whole = MustParse(R"({"command":["x"],"exclusive":true})", kJson);
+  EXPECT_TRUE(MustParse(JobSpecToJson(whole), kJson) == whole);
+  EXPECT_TRUE(ToCoreSpec(whole).exclusive);
+  EXPECT_TRUE(ToCoreSpec(whole).one_per_node) << "a whole node each is a node each";
+  EXPECT_FALSE(MustParse(JobSpecToJson(whole), kJson) == s);
+}
+
 TEST(JobSpecTest, ScriptInsteadOfCommand) {
   const JobSpec s = MustParse("script: |\n  #!/bin/sh\n  echo hi\n", kYaml);
   EXPECT_TRUE(s.command.empty());
@@ -581,6 +594,10 @@ std::vector<BadSpec> BadSpecs() {
       {"replicas min 0", WithCommand(R"("replicas":{"min":0,"max":2},)"), J, "spec.replicas.min", "from 1 to 4096, got 0"},
       {"elastic within a leaf", WithCommand(R"("replicas":{"min":1,"max":2},"topology":"leaf",)"), J, "spec.topology", "must be any for an elastic job"},
       {"elastic array", WithCommand(R"("replicas":{"min":1,"max":2},"array":3,)"), J, "spec.array", "cannot be an array of elastic jobs"},
+      // Distinct and whole nodes.
+      {"onePerNode a string", WithCommand(R"("onePerNode":"yes",)"), J, "spec.onePerNode", "true or false"},
+      {"onePerNode elastic", WithCommand(R"("replicas":{"min":1,"max":2},"onePerNode":true,)"), J, "spec.onePerNode", "cannot be set for an elastic job"},
+      {"exclusive on one node", WithCommand(R"("replicas":2,"topology":"node","exclusive":true,)"), J, "spec.exclusive", "which topology node (all on one node) cannot hold"},
   };
   // clang-format on
 }

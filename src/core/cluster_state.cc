@@ -287,6 +287,8 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   if (auto mask = InternFeatures(spec.required_features, "requiredFeatures"); mask.ok()) p.required_features = *mask;
   p.time_limit = spec.time_limit;
   p.topology = spec.topology;
+  p.one_per_node = spec.one_per_node;
+  p.exclusive = spec.exclusive;
   p.begin_time = spec.begin_time.value_or(Time::Zero());
   p.held = spec.hold;
   if (auto rec = jobs_.find(id); rec != jobs_.end()) {

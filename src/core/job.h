@@ -77,6 +77,13 @@ struct JobSpec {
   std::vector<std::string> required_features;
   Duration time_limit = Duration::Infinite();
   TopologyScope topology = TopologyScope::kAny;
+  // Each replica on a node of its own (Slurm's --nodes=N: N distinct
+  // nodes), never two of the gang on one machine.
+  bool one_per_node = false;
+  // Each replica holds a whole node, idle when it starts (Slurm's
+  // --exclusive): all of the node's GPUs, CPUs and memory, shared with no
+  // other job. Implies one_per_node.
+  bool exclusive = false;
   std::vector<Dependency> dependencies;
   std::optional<Time> begin_time;
   bool hold = false;

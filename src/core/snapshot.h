@@ -96,6 +96,8 @@ struct PendingJob {
   FeatureMask required_features = 0;  // its nodes must have these
   Duration time_limit = Duration::Infinite();
   TopologyScope topology = TopologyScope::kAny;
+  bool one_per_node = false;  // JobSpec::one_per_node
+  bool exclusive = false;     // JobSpec::exclusive
   Time begin_time;           // Time::Zero() when none
   bool held = false;
   Time released_at;          // when a hold was last released; Time::Zero() when never

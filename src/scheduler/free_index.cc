@@ -48,6 +48,7 @@ void FreeIndex::Build(std::span<const core::Node> nodes, int32_t num_types, int3
     e.type = n.gpu_type;
     e.lleaf = ll;
     e.avail = use_capacity ? n.spec.capacity : n.free;
+    e.capacity = n.spec.capacity;
     ++t.nodes;
     Insert(static_cast<NodeIndex>(i));
   }

@@ -72,6 +72,9 @@ class FreeIndex {
   size_t num_nodes() const { return nodes_.size(); }
   bool indexed(NodeIndex n) const { return nodes_[n].type >= 0; }
   const Resources& avail(NodeIndex n) const { return nodes_[n].avail; }
+  const Resources& capacity(NodeIndex n) const { return nodes_[n].capacity; }
+  // Nothing of node `n` is in use or held back.
+  bool idle(NodeIndex n) const { return nodes_[n].avail == nodes_[n].capacity; }
   int32_t type_of(NodeIndex n) const { return nodes_[n].type; }
   int32_t local_leaf_of(NodeIndex n) const { return nodes_[n].lleaf; }
   int32_t num_types() const { return static_cast<int32_t>(types_.size()); }
@@ -99,6 +102,7 @@ class FreeIndex {
     int32_t pos_global = 0;
     int32_t pos_leaf = 0;
     Resources avail;
+    Resources capacity;
   };
   void Insert(NodeIndex n);
   void Remove(NodeIndex n);

@@ -198,9 +198,108 @@ std::optional<Placement> PlaceWithoutGpus(const FreeIndex& ix, const Shape& s) {
   return std::nullopt;
 }
 
+// One replica per node (Shape::one_per_node). A node is eligible when one
+// replica fits in what it has free (with `exclusive`: when it is idle and
+// one fits in its capacity); each gets one replica, and with `exclusive`
+// holds the whole node. The fullest eligible nodes are taken first, so
+// large free nodes stay whole. Topology as for gangs: one leaf (the
+// fullest of those with enough eligible nodes), then one spine (the
+// fewest leaves, then the fullest), then anywhere.
+class DistinctNodes {
+ public:
+  DistinctNodes(const FreeIndex& ix, const Shape& s) : ix_(ix), s_(s) {}
+
+  bool Eligible(NodeIndex n) const {
+    if (s_.exclusive) return ix_.idle(n) && s_.per_replica.FitsIn(ix_.capacity(n));
+    return s_.per_replica.FitsIn(ix_.avail(n));
+  }
+
+  std::optional<Placement> InType(int32_t t) const {
+    const FreeIndex::TypeEntry& te = ix_.type(t);
+    if (te.nodes == 0) return std::nullopt;
+    if (s_.replicas > 1 && s_.scope == TopologyScope::kNode) return std::nullopt;
+    // Eligible nodes of each leaf, fullest first.
+    std::vector<std::vector<NodeIndex>> by_leaf(te.leaves.size());
+    for (size_t ll = 0; ll < te.leaves.size(); ++ll) {
+      for (int64_t f = s_.per_replica.gpus; f <= te.max_f; ++f) {
+        for (size_t i = te.leaves[ll].by_f[f].size(); i-- > 0;) {
+          const NodeIndex n = te.leaves[ll].by_f[f][i];
+          if (Eligible(n)) by_leaf[ll].push_back(n);
+        }
+      }
+    }
+    if (s_.replicas == 1) {  // the fullest eligible node of the type
+      std::optional<std::pair<int64_t, NodeIndex>> best;
+      for (const auto& nodes : by_leaf) {
+        if (!nodes.empty() && (!best || ix_.avail(nodes[0]).gpus < best->first)) best = {{ix_.avail(nodes[0]).gpus, nodes[0]}};
+      }
+      if (!best) return std::nullopt;
+      return Placement{Take(best->second)};
+    }
+    const auto fill = [&](const std::vector<int32_t>& leaves) -> std::optional<Placement> {
+      Placement p;
+      for (int32_t ll : leaves) {
+        for (NodeIndex n : by_leaf[ll]) {
+          if (static_cast<int32_t>(p.size()) == s_.replicas) return p;
+          p.push_back(Take(n));
+        }
+      }
+      if (static_cast<int32_t>(p.size()) == s_.replicas) return p;
+      return std::nullopt;
+    };
+    const auto by_count = [&](std::vector<int32_t> leaves) {
+      std::stable_sort(leaves.begin(), leaves.end(), [&](int32_t a, int32_t b) { return by_leaf[a].size() > by_leaf[b].size(); });
+      return leaves;
+    };
+    // One leaf: the fullest with enough eligible nodes.
+    std::optional<std::pair<int64_t, int32_t>> leaf;
+    for (size_t ll = 0; ll < te.leaves.size(); ++ll) {
+      if (static_cast<int32_t>(by_leaf[ll].size()) < s_.replicas) continue;
+      const std::pair<int64_t, int32_t> key{te.leaves[ll].free_gpus, te.leaves[ll].leaf};
+      if (!leaf || key < std::pair<int64_t, int32_t>{te.leaves[leaf->second].free_gpus, te.leaves[leaf->second].leaf}) {
+        leaf = {{key.first, static_cast<int32_t>(ll)}};
+      }
+    }
+    if (leaf) return fill({leaf->second});
+    if (s_.scope == TopologyScope::kLeaf) return std::nullopt;
+    // One spine: the fewest leaves, then the fullest.
+    std::optional<std::tuple<int64_t, int64_t, int32_t>> spine;
+    for (size_t ls = 0; ls < te.spines.size(); ++ls) {
+      int64_t have = 0, used = 0;
+      for (int32_t ll : by_count(te.spines[ls].leaves)) {
+        if (have >= s_.replicas) break;
+        have += static_cast<int64_t>(by_leaf[ll].size());
+        ++used;
+      }
+      if (have < s_.replicas) continue;
+      const std::tuple<int64_t, int64_t, int32_t> key{used, te.spines[ls].free_gpus, static_cast<int32_t>(ls)};
+      if (!spine || key < *spine) spine = key;
+    }
+    if (spine) return fill(by_count(te.spines[std::get<2>(*spine)].leaves));
+    if (s_.scope == TopologyScope::kSpine) return std::nullopt;
+    std::vector<int32_t> all(te.leaves.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
+    return fill(by_count(std::move(all)));
+  }
+
+ private:
+  Allocation Take(NodeIndex n) const { return {n, 1, s_.exclusive ? ix_.capacity(n) : s_.per_replica}; }
+
+  const FreeIndex& ix_;
+  const Shape& s_;
+};
+
 }  // namespace
 
 std::optional<Placement> FindPlacement(const FreeIndex& ix, const Shape& s) {
+  if (s.one_per_node || s.exclusive) {
+    const DistinctNodes distinct(ix, s);
+    for (int32_t t = 0; t < ix.num_types(); ++t) {
+      if (s.gpu_type != core::kAnyGpuType && t != s.gpu_type) continue;
+      if (auto p = distinct.InType(t)) return p;
+    }
+    return std::nullopt;
+  }
   if (s.per_replica.gpus == 0) return PlaceWithoutGpus(ix, s);
   if (s.gpu_type != core::kAnyGpuType) {
     if (s.gpu_type >= ix.num_types()) return std::nullopt;
@@ -214,6 +313,7 @@ std::optional<Placement> FindPlacement(const FreeIndex& ix, const Shape& s) {
 
 bool MayFitAfterGrowth(const FreeIndex& ix, const Shape& s, NodeIndex grown) {
   if (!ix.indexed(grown)) return false;
+  if (s.one_per_node || s.exclusive) return DistinctNodes(ix, s).Eligible(grown);
   if (s.per_replica.gpus == 0) return ix.avail(grown).CopiesOf(s.per_replica, 1) > 0;
   const int32_t t = ix.type_of(grown);
   if (s.gpu_type != core::kAnyGpuType && s.gpu_type != t) return false;

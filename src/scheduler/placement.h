@@ -40,6 +40,11 @@ struct Shape {
   // Node features every node must have. FindPlacement does not read it:
   // the caller passes an index over such nodes (feature_views.h).
   core::FeatureMask features = 0;
+  // Each replica on a node of its own (JobSpec::one_per_node).
+  bool one_per_node = false;
+  // Each replica on an idle node, holding all of it (JobSpec::exclusive);
+  // its allocation is the node's capacity. Set with one_per_node.
+  bool exclusive = false;
 
   bool operator==(const Shape&) const = default;
 };

@@ -174,5 +174,69 @@ TEST(Placement, RandomizedSoundAndComplete) {
   EXPECT_GT(infeasible, 10);
 }
 
+// Slurm's --nodes=2 asks for two machines: two replicas of 4 GPUs that
+// would share one free node go to two nodes, the fullest eligible ones.
+TEST(Placement, OnePerNodePutsEachReplicaOnItsOwnNode) {
+  Fixture f;
+  testing::AddNodes(f.state, 4, 8, 2);
+  f.Index();
+  f.ix.Take(1, {4, 0, 0});  // leaf 0: nodes 0 (8 free) and 1 (4 free)
+  f.ix.Take(3, {6, 0, 0});  // leaf 1: nodes 2 (8 free) and 3 (2 free)
+  Shape packed{2, {4, 0, 0}, 0, TopologyScope::kAny};
+  auto p = FindPlacement(f.ix, packed);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->size(), 1u) << "without the flag a gang that fits one node stays on it";
+  Shape spread = packed;
+  spread.one_per_node = true;
+  p = FindPlacement(f.ix, spread);
+  ASSERT_TRUE(p.has_value());
+  std::set<NodeIndex> nodes;
+  for (const auto& a : *p) {
+    EXPECT_EQ(a.replicas, 1);
+    EXPECT_EQ(a.resources, (Resources{4, 0, 0}));
+    nodes.insert(a.node);
+  }
+  EXPECT_EQ(nodes, (std::set<NodeIndex>{0, 1})) << "one leaf, its two eligible nodes";
+  // Three replicas: no leaf has three eligible nodes; 3 has only 2 free.
+  spread.replicas = 3;
+  p = FindPlacement(f.ix, spread);
+  ASSERT_TRUE(p.has_value());
+  nodes.clear();
+  for (const auto& a : *p) nodes.insert(a.node);
+  EXPECT_EQ(nodes, (std::set<NodeIndex>{0, 1, 2}));
+  spread.replicas = 4;
+  EXPECT_FALSE(FindPlacement(f.ix, spread).has_value()) << "node 3 cannot hold a replica of 4";
+  spread.replicas = 2;
+  spread.scope = TopologyScope::kNode;
+  EXPECT_FALSE(FindPlacement(f.ix, spread).has_value());
+  EXPECT_TRUE(MayFitAfterGrowth(f.ix, Shape{2, {4, 0, 0}, 0, TopologyScope::kAny, 0, true}, 0));
+  EXPECT_FALSE(MayFitAfterGrowth(f.ix, Shape{2, {4, 0, 0}, 0, TopologyScope::kAny, 0, true}, 3));
+}
+
+// Slurm's --exclusive: only idle nodes, and the replica holds all of one.
+TEST(Placement, ExclusiveTakesWholeIdleNodesOnly) {
+  Fixture f;
+  testing::AddNodes(f.state, 3, 8, 0);
+  f.Index();
+  f.ix.Take(0, {1, 0, 0});
+  Shape s{2, {2, 0, 0}, 0, TopologyScope::kAny, 0, true, true};
+  auto p = FindPlacement(f.ix, s);
+  ASSERT_TRUE(p.has_value());
+  std::set<NodeIndex> nodes;
+  for (const auto& a : *p) {
+    EXPECT_EQ(a.resources, f.ix.capacity(a.node)) << "the whole node";
+    nodes.insert(a.node);
+  }
+  EXPECT_EQ(nodes, (std::set<NodeIndex>{1, 2})) << "node 0 is in use";
+  s.replicas = 3;
+  EXPECT_FALSE(FindPlacement(f.ix, s).has_value());
+  EXPECT_FALSE(MayFitAfterGrowth(f.ix, s, 0));
+  s.per_replica.gpus = 0;  // no GPUs asked: still whole nodes
+  s.replicas = 1;
+  p = FindPlacement(f.ix, s);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ((*p)[0].resources.gpus, 8);
+}
+
 }  // namespace
 }  // namespace muster::scheduler

@@ -37,12 +37,13 @@ struct ShapeHash {
     mix(static_cast<uint64_t>(s.gpu_type) + 7);
     mix(static_cast<uint64_t>(s.scope));
     mix(s.features);
+    mix((s.one_per_node ? 1u : 0u) | (s.exclusive ? 2u : 0u));
     return static_cast<size_t>(h);
   }
 };
 
 Shape ShapeOf(const PendingJob& j) {
-  return Shape{j.replicas, j.per_replica, j.gpu_type, j.topology, j.required_features};
+  return Shape{j.replicas, j.per_replica, j.gpu_type, j.topology, j.required_features, j.one_per_node || j.exclusive, j.exclusive};
 }
 
 // The working state of one cycle. See scheduler.h for the phases.

@@ -282,6 +282,11 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   t.gpus = a.replicas[replica].gpus;
   t.cpu_milli = spec.resources.cpu_milli;
   t.memory_bytes = spec.resources.memory_bytes;
+  if (spec.exclusive) {  // the whole node is the replica's
+    const core::Resources& node = state_.nodes()[a.replicas[replica].node].spec.capacity;
+    t.cpu_milli = node.cpu_milli;
+    t.memory_bytes = node.memory_bytes;
+  }
   t.time_limit_ms = spec.time_limit.is_infinite() ? 0 : spec.time_limit.millis();
   t.stop_signal = spec.checkpoint ? SignalNumber(spec.checkpoint->signal) : SIGTERM;
   t.grace_ms = a.terms.grace.millis();
