@@ -387,6 +387,7 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   r.containers = containers_.Describe();
   r.containers_note = containers_.note;
   r.features = containers_.Features();
+  r.features.insert(r.features.end(), options_.features.begin(), options_.features.end());
   if (options_.spot) r.features.emplace_back("spot");  // core::kSpotFeature, the pool the server places by
   r.wait_ms = wait_ms;
   std::lock_guard<std::mutex> lock(mu_);

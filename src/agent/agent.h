@@ -98,6 +98,9 @@ struct AgentOptions {
   // The node is spot capacity (pool "spot"): only jobs that allow it run
   // here, and the cloud may reclaim it at short notice.
   bool spot = false;
+  // Node features jobs may require (Slurm's node features, sbatch -C):
+  // names of letters, digits and ._-.
+  std::vector<std::string> features;
   // A cloud metadata endpoint that gives notice of a reclaim
   // (agent/reclaim_watcher.h), read every reclaim_poll; "": none. A notice
   // reaches the server at once; stops are cut to its deadline.

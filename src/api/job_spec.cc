@@ -81,13 +81,14 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
                       });
   };
   return a.name == b.name && a.queue == b.queue && a.priority == b.priority &&
-         a.replicas == b.replicas && a.min_replicas == b.min_replicas && a.array == b.array && a.resources == b.resources && a.command == b.command &&
+         a.replicas == b.replicas && a.min_replicas == b.min_replicas && a.array == b.array && a.array_indices == b.array_indices && a.resources == b.resources && a.command == b.command &&
          a.script == b.script && a.image == b.image && a.mounts == b.mounts && a.env == b.env && a.secret_env == b.secret_env &&
          a.working_dir == b.working_dir && a.stdout_path == b.stdout_path && a.stderr_path == b.stderr_path &&
          a.time_limit == b.time_limit &&
          a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.retry == b.retry &&
          same_deps(a.dependencies, b.dependencies) && a.begin_time == b.begin_time &&
          a.hold == b.hold && a.spot == b.spot && a.one_per_node == b.one_per_node && a.exclusive == b.exclusive &&
+         a.features == b.features && a.singleton == b.singleton &&
          a.labels == b.labels;
 }
 
@@ -135,7 +136,11 @@ std::string JobSpecToJson(const JobSpec& s) {
     w.Key("replicas").Int(s.replicas);
   }
   w.Key("array");
-  s.array > 0 ? w.Int(s.array) : w.Null();
+  if (s.array_indices) {
+    w.String(ArrayIndicesText(*s.array_indices));
+  } else {
+    s.array > 0 ? w.Int(s.array) : w.Null();
+  }
   const int64_t milli = s.resources.cpu_milli;
   w.Key("resources").BeginObject().Key("gpus").Int(s.resources.gpus);
   optional_string("gpuType", s.resources.gpu_type);
@@ -206,6 +211,12 @@ std::string JobSpecToJson(const JobSpec& s) {
   // before these existed stays the same.
   if (s.one_per_node) w.Key("onePerNode").Bool(true);
   if (s.exclusive) w.Key("exclusive").Bool(true);
+  if (s.singleton) w.Key("singleton").Bool(true);
+  if (!s.features.empty()) {
+    w.Key("features").BeginArray();
+    for (const std::string& f : s.features) w.String(f);
+    w.EndArray();
+  }
   AppendStringMap(w, "labels", s.labels);
   w.EndObject();
   return out;
@@ -239,6 +250,7 @@ core::JobSpec ToCoreSpec(const JobSpec& s) {
     c.required_features.push_back("containers");
     if (s.resources.gpus > 0) c.required_features.push_back("gpu-containers");
   }
+  c.required_features.insert(c.required_features.end(), s.features.begin(), s.features.end());
   // Every node outside the spot pool has "on-demand" (core/node.h).
   if (!s.spot) c.required_features.push_back(std::string(core::kOnDemandFeature));
   return c;

@@ -14,6 +14,9 @@
 //                                    # topology any, not an array
 //   array: 100                       # 1..10000: submit this many tasks of
 //                                    # the spec, one job each (ids in a row)
+//   array: "500-16500:1000%26"       # or Slurm's indices (api/array_indices.h):
+//                                    # task i gets the i-th index; %K: at most
+//                                    # K of its tasks run at once
 //   resources:                       # per replica
 //     gpus: 8                        # 0..1024; default 0
 //     gpuType: H100                  # 1..64 of [A-Za-z0-9._-]; optional (any)
@@ -60,6 +63,9 @@
 //   dependencies: "afterok:12:13,afterany:14"   # or [{type: afterok, job: 12}]
 //                                    # types afterok, afterany, afternotok;
 //                                    # at most 1024
+//   singleton: false                 # true: waits for every earlier job of its
+//                                    # name and user to end (Slurm's
+//                                    # --dependency=singleton)
 //   beginTime: 2026-11-26T10:00:00Z  # RFC 3339 (Z or +01:00), optional
 //   hold: false
 //   spot: false                      # true: may run on spot nodes, capacity the
@@ -75,6 +81,10 @@
 //                                    # all of the node's GPUs, CPUs and memory.
 //                                    # Implies onePerNode. Neither with elastic
 //                                    # replicas, nor with topology node past 1
+//   features: [a100, gpu80]          # node features every node it runs on
+//                                    # must have (sbatch -C a100&gpu80); nodes
+//                                    # get them from the config or the agent's
+//                                    # --feature
 //   labels: {team: nlp}              # <= 64 entries, key 1..256, value <= 256
 //
 // Reading rules: null (or YAML's empty value) for any field means "not set",
@@ -109,6 +119,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/array_indices.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "core/job.h"
@@ -159,6 +170,9 @@ struct JobSpec {
   int32_t replicas = 1;      // with min_replicas: the most
   int32_t min_replicas = 0;  // > 0: elastic, from this many to `replicas`
   int32_t array = 0;  // > 0: an array of this many tasks, one job each
+  // Set when the array's indices are not 0..array-1, or it has a limit on
+  // tasks running at once (Slurm's --array=1-10%2).
+  std::optional<ArrayIndices> array_indices;
   ResourceSpec resources;
   std::vector<std::string> command;   // exactly one of command (non-empty) ...
   std::optional<std::string> script;  // ... and script is set
@@ -189,6 +203,10 @@ struct JobSpec {
   bool spot = false;
   bool one_per_node = false;  // each replica on a node of its own
   bool exclusive = false;     // each replica holds a whole node (implies one_per_node)
+  std::vector<std::string> features;  // node features its nodes must all have
+  // Slurm's --dependency=singleton: starts only after every earlier job of
+  // its name and user has ended (each such job an afterany dependency).
+  bool singleton = false;
   std::map<std::string, std::string> labels;
 };
 
@@ -204,6 +222,9 @@ struct SpecDefaults {
   // DefCpuPerGPU): per GPU it asks for, or these for a job without GPUs.
   // 0: nothing (the job then has no such limit on its node).
   int64_t memory_per_gpu = 0, cpu_milli_per_gpu = 0;
+  // Slurm's DefMemPerCPU: memory per CPU the job has, for a job naming
+  // none, GPUs or not (0: not used; then the forms above apply).
+  int64_t memory_per_cpu = 0;
   int64_t memory_bytes = 0, cpu_milli = 0;
   // The class of a spec that names none (the server's defaultPriorityClass).
   std::string priority = "normal";

@@ -128,6 +128,33 @@ StatusOr<ResourceSpec> ReadResources(const TreeNode& node, const std::string& pa
   return r;
 }
 
+// array: N (indices 0..N-1) or Slurm's "0-15:4,20%2" (api/array_indices.h).
+StatusOr<ArrayIndices> ReadArray(const TreeNode& node, const std::string& path) {
+  static constexpr StringRule kRule{1, 4096, Charset::kText,
+                                    "an integer from 1 to 10000, or Slurm's indices such as \"0-15:4%2\" (at most 10000)"};
+  if (node.kind != Kind::kString) {
+    ASSIGN_OR_RETURN(const int64_t n, ReadInt(node, path, 1, kMaxArray, kRule.expected));
+    ArrayIndices a;
+    for (int32_t i = 0; i < n; ++i) a.indices.push_back(i);
+    return a;
+  }
+  ASSIGN_OR_RETURN(const std::string text, ReadString(node, path, kRule));
+  auto a = ParseArrayIndices(text, kMaxArray);
+  if (!a.ok()) return InvalidArgument(a.status().message(), path);
+  return *a;
+}
+
+// features: node features every node of the job must have.
+StatusOr<std::vector<std::string>> ReadFeatures(const TreeNode& node, const std::string& path) {
+  ASSIGN_OR_RETURN(std::vector<TreePtr> items, ReadList(node, path, 0, 64, "a list of at most 64 feature names"));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSIGN_OR_RETURN(std::string f, ReadString(*items[i], IndexPath(path, i), kGpuTypeRule));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 StatusOr<std::vector<std::string>> ReadCommand(const TreeNode& node, const std::string& path) {
   ASSIGN_OR_RETURN(std::vector<TreePtr> items,
                    ReadList(node, path, 1, kMaxCommandItems, "a list of 1 to 4096 strings"));
@@ -411,7 +438,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "image", "env",          "workingDir", "timeLimit", "topology",
       "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
-      "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive"};
+      "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive", "features", "singleton"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
@@ -423,12 +450,20 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   RETURN_IF_ERROR(obj.Read("replicas", replicas, ReadReplicas));
   spec.replicas = replicas.max;
   spec.min_replicas = replicas.min;
-  RETURN_IF_ERROR(
-      obj.Read("array", spec.array, ReadInt, int64_t{1}, kMaxArray, std::string_view()));
+  std::optional<ArrayIndices> array;
+  RETURN_IF_ERROR(obj.Read("array", array, ReadArray));
+  if (array) {
+    spec.array = static_cast<int32_t>(array->indices.size());
+    // Indices other than 0..N-1, or a limit, are kept; a plain count is the count.
+    if (array->max_running > 0 || array->indices.back() != spec.array - 1) spec.array_indices = std::move(*array);
+  }
   RETURN_IF_ERROR(obj.Read("resources", spec.resources, ReadResources));
   ResourceSpec& r = spec.resources;
-  if (r.memory_bytes == 0) r.memory_bytes = r.gpus > 0 ? r.gpus * defaults.memory_per_gpu : defaults.memory_bytes;
   if (r.cpu_milli == 0) r.cpu_milli = r.gpus > 0 ? r.gpus * defaults.cpu_milli_per_gpu : defaults.cpu_milli;
+  if (r.memory_bytes == 0 && defaults.memory_per_cpu > 0) {
+    r.memory_bytes = std::max<int64_t>(1, (r.cpu_milli + 999) / 1000) * defaults.memory_per_cpu;
+  }
+  if (r.memory_bytes == 0) r.memory_bytes = r.gpus > 0 ? r.gpus * defaults.memory_per_gpu : defaults.memory_bytes;
   RETURN_IF_ERROR(obj.Read("command", spec.command, ReadCommand));
   RETURN_IF_ERROR(obj.Read("script", spec.script, ReadString, kScriptRule));
   const bool has_command = obj.Find("command") != nullptr,
@@ -486,6 +521,8 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   }
   RETURN_IF_ERROR(obj.Read("onePerNode", spec.one_per_node, ReadBool));
   RETURN_IF_ERROR(obj.Read("exclusive", spec.exclusive, ReadBool));
+  RETURN_IF_ERROR(obj.Read("features", spec.features, ReadFeatures));
+  RETURN_IF_ERROR(obj.Read("singleton", spec.singleton, ReadBool));
   for (const char* key : {"onePerNode", "exclusive"}) {
     if (obj.Find(key) == nullptr || !(key[0] == 'o' ? spec.one_per_node : spec.exclusive)) continue;
     if (spec.min_replicas > 0) return InvalidArgument("cannot be set for an elastic job (replicas.min below replicas.max)", obj.Path(key));

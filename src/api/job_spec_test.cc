@@ -194,6 +194,24 @@ TEST(JobSpecTest, DistinctAndWholeNodesRoundTrip) {
   EXPECT_FALSE(MustParse(JobSpecToJson(whole), kJson) == s);
 }
 
+TEST(JobSpecTest, ArraysTakeSlurmsIndicesAndFeaturesAreRequired) {
+  JobSpec s = MustParse(R"({"command":["x"],"array":"500-16500:1000%26","features":["a100","gpu80"]})", kJson);
+  EXPECT_EQ(s.array, 17);
+  ASSERT_TRUE(s.array_indices.has_value());
+  EXPECT_EQ(s.array_indices->indices[1], 1500);
+  EXPECT_EQ(s.array_indices->max_running, 26);
+  const std::string json = JobSpecToJson(s);
+  EXPECT_NE(json.find(R"("array":"500-16500:1000%26")"), std::string::npos) << json;
+  EXPECT_TRUE(MustParse(json, kJson) == s);
+  const std::vector<std::string> required = ToCoreSpec(s).required_features;
+  EXPECT_EQ(std::count(required.begin(), required.end(), "gpu80"), 1);
+  // 0..N-1 without a limit is a plain count, written as one.
+  s = MustParse(R"({"command":["x"],"array":"0-9"})", kJson);
+  EXPECT_EQ(s.array, 10);
+  EXPECT_FALSE(s.array_indices.has_value());
+  EXPECT_NE(JobSpecToJson(s).find(R"("array":10)"), std::string::npos);
+}
+
 TEST(JobSpecTest, ScriptInsteadOfCommand) {
   const JobSpec s = MustParse("script: |\n  #!/bin/sh\n  echo hi\n", kYaml);
   EXPECT_TRUE(s.command.empty());
@@ -459,9 +477,13 @@ std::vector<BadSpec> BadSpecs() {
       // Out of range.
       {"gpus -1", WithCommand(R"("resources":{"gpus":-1},)"), J, "spec.resources.gpus", int_0_1024 + "-1"},
       {"replicas 0", WithCommand(R"("replicas":0,)"), J, "spec.replicas", "must be an integer from 1 to 4096, or {min, max} for an elastic job, got 0"},
-      {"array 0", WithCommand(R"("array":0,)"), J, "spec.array", "must be an integer from 1 to 10000, got 0"},
-      {"array too big", WithCommand(R"("array":10001,)"), J, "spec.array", "must be an integer from 1 to 10000, got 10001"},
-      {"array as a range", WithCommand(R"("array":"0-9",)"), J, "spec.array", "got \"0-9\""},
+      {"array 0", WithCommand(R"("array":0,)"), J, "spec.array", "must be an integer from 1 to 10000, or Slurm's indices such as \"0-15:4%2\" (at most 10000), got 0"},
+      {"array too big", WithCommand(R"("array":10001,)"), J, "spec.array", "got 10001"},
+      {"array range too big", WithCommand(R"("array":"0-10000",)"), J, "spec.array", "\"0-10000\" has more than 10000 indices"},
+      {"array range backwards", WithCommand(R"("array":"9-0",)"), J, "spec.array", "\"9-0\" is not an index N, a range N-M (N <= M) or N-M:STEP"},
+      {"array limit 0", WithCommand(R"("array":"0-9%0",)"), J, "spec.array", "the limit after % must be a count of at least 1, got \"0\""},
+      {"features not a list", WithCommand(R"("features":"a100",)"), J, "spec.features", "a list of at most 64 feature names"},
+      {"feature with a space", WithCommand(R"("features":["a 100"],)"), J, "spec.features[0]", "got \"a 100\""},
       {"replicas 1e12", WithCommand(R"("replicas":1e12,)"), J, "spec.replicas", "got 1e12"},
       {"gpus beyond int64", WithCommand(R"("resources":{"gpus":99999999999999999999},)"), J, "spec.resources.gpus", int_0_1024 + "99999999999999999999"},
       {"gpus beyond int64 YAML", "command: [x]\nresources: {gpus: 99999999999999999999}\n", Y, "spec.resources.gpus", int_0_1024 + "99999999999999999999"},

@@ -5,9 +5,9 @@
 namespace muster::api {
 
 namespace {
-constexpr std::string_view kSymbols = "jaAxtuN%";
+constexpr std::string_view kSymbols = "jaAxtuNn%";
 constexpr const char* kKnown =
-    "%j (job id), %a (array index), %A (array's first job), %x (job name), %t (replica), %u (user), %N (node), %%";
+    "%j (job id), %a (array index), %A (array's first job), %x (job name), %t (replica), %u (user), %N (node), %n (node number), %%";
 }  // namespace
 
 Status CheckOutputPattern(std::string_view pattern, const std::string& field) {
@@ -38,6 +38,7 @@ std::string ExpandOutputPattern(std::string_view pattern, const OutputNames& n) 
       case 't': out += std::to_string(n.replica); break;
       case 'u': out += n.user; break;
       case 'N': out += n.node; break;
+      case 'n': out += std::to_string(n.node_number); break;
       case '%': out += '%'; break;
       default: out += '%'; out += pattern[i]; break;
     }

@@ -6,6 +6,7 @@
 //   %a  its array index (0 outside arrays)
 //   %A  its array's first job id (%j outside arrays)
 //   %t  the replica (task) index   %u  the user   %N  the node
+//   %n  the node's number in the job (0: its first node)
 //   %%  a '%'
 //
 //   "/shared/logs/%x-%j.%t.out" -> "/shared/logs/train-42.0.out"
@@ -30,6 +31,7 @@ struct OutputNames {
   int64_t array_first = 0;  // 0: not an array task
   int32_t array_index = -1;
   int32_t replica = 0;
+  int32_t node_number = 0;
   std::string name, user, node;
 };
 

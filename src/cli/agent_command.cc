@@ -45,6 +45,15 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_option("--zone", f.zone, "Zone label");
   a->add_option("--rack", f.rack, "Rack label");
   a->add_flag("--spot", o.spot, "This node is spot capacity: only jobs with spot: true run here");
+  a->add_option("--feature", o.features,
+                "A node feature jobs may require (sbatch -C/--constraint, the spec's features); repeat for more")
+      ->check([](const std::string& f) {
+        return !f.empty() && f.size() <= 64 &&
+                       f.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                           std::string::npos
+                   ? std::string()
+                   : "a feature is 1 to 64 letters, digits and ._-, got \"" + f + "\"";
+      });
   a->add_option("--reclaim-notice-url", o.reclaim_notice_url,
                 "Cloud metadata endpoint that gives notice of a spot reclaim, e.g. "
                 "http://169.254.169.254/latest/meta-data/spot/instance-action (AWS) or "

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -16,6 +17,7 @@
 #include "cli/dev_command.h"
 #include "cli/job_commands.h"
 #include "cli/report_commands.h"
+#include "cli/sbatch_command.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
 #include "common/quantity.h"
@@ -69,6 +71,11 @@ int RunMuster(int argc, char** argv) {
     if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
     return RunShellServe(std::vector<std::string>(argv + first, argv + argc));
   }
+  // Slurm's commands, for scripts written for Slurm: the binary under
+  // their names (a link), or `muster sbatch ...`.
+  const std::string name = std::filesystem::path(argv[0]).filename().string();
+  if (name == "sbatch") return RunSbatch(std::vector<std::string>(argv + 1, argv + argc));
+  if (argc >= 2 && std::strcmp(argv[1], "sbatch") == 0) return RunSbatch(std::vector<std::string>(argv + 2, argv + argc));
   CLI::App app{"muster: a GPU cluster scheduler for ML training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "muster 0.1.0");

@@ -53,7 +53,11 @@ struct JobCommands {
   std::string file;
   std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path, stderr_path, image;
   std::vector<std::string> mounts;  // HOST:CONTAINER[:ro]
-  std::optional<int64_t> gpus, array, retry;  // unset unless given; the server checks the values
+  std::optional<int64_t> gpus, retry;  // unset unless given; the server checks the values
+  std::string array;                   // a count, or Slurm's indices ("1-10%2")
+  bool one_per_node = false, exclusive = false;
+  std::vector<std::string> features;
+  std::vector<SbatchOption> sbatch_command_line;  // sbatch's own options (cli/sbatch_command.h)
   std::optional<std::string> replicas;        // "4", or "1:4" (elastic)
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
   bool hold = false, spot = false, parsable = false;
@@ -347,7 +351,22 @@ StatusOr<std::string> ReadText(const std::string& path) {
 // The batch script named by the one argument not after "--" (as sbatch
 // takes it), with its directives merged into the flags (a flag on the
 // command line wins); nullopt when the arguments are a command.
-StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c) {
+// The CPUs of the largest node the server knows, for #SBATCH tasks given
+// without a node count (slurm_request.h).
+StatusOr<int64_t> LargestNodeCpus(Client* client) {
+  if (client == nullptr) return FailedPrecondition("no server to ask for its nodes");
+  auto r = client->Get("/v1/nodes");
+  if (!r.ok()) return r.status();
+  if (r->status != 200) return Client::ErrorOf(*r);
+  int64_t largest = 0;
+  if (r->body.contains("items") && r->body["items"].is_array()) {
+    for (const json& n : r->body["items"]) largest = std::max<int64_t>(largest, n.value("cpuMilli", int64_t{0}) / 1000);
+  }
+  if (largest == 0) return FailedPrecondition("the server knows no node with CPUs yet");
+  return largest;
+}
+
+StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c, Client* client) {
   if (!c.file.empty() || c.command.empty() || c.double_dash) return std::optional<std::string>();
   const std::string file = c.command[0];
   std::error_code ec;
@@ -363,7 +382,8 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c) {
   }
   ASSIGN_OR_RETURN(std::string script, ReadText(file));
   if (script.empty()) return InvalidArgument(file + " is empty");
-  ASSIGN_OR_RETURN(ScriptSettings from, ReadScriptDirectives(script, file));
+  ASSIGN_OR_RETURN(ScriptSettings from, ReadScriptDirectives(script, file, [client] { return LargestNodeCpus(client); },
+                                                                    c.sbatch_command_line));
   for (const std::string& w : from.warnings) std::cerr << "muster submit: " << w << "\n";
   auto fill = [](std::string& flag, const std::optional<std::string>& v) {
     if (flag.empty() && v) flag = *v;
@@ -383,7 +403,11 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c) {
   if (c.mounts.empty()) c.mounts = from.mounts;
   if (!c.gpus) c.gpus = from.gpus;
   if (!c.replicas && from.replicas) c.replicas = std::to_string(*from.replicas);
-  if (!c.array) c.array = from.array;
+  if (c.array.empty() && from.array) c.array = std::to_string(*from.array);
+  if (c.array.empty() && from.array_indices) c.array = *from.array_indices;
+  c.one_per_node = c.one_per_node || from.one_per_node;
+  c.exclusive = c.exclusive || from.exclusive;
+  if (c.features.empty()) c.features = from.features;
   if (!c.retry) c.retry = from.retry;
   c.env.insert(c.env.begin(), from.env.begin(), from.env.end());  // the command line's come last and win
   c.hold = c.hold || from.hold;
@@ -396,7 +420,7 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c) {
 // The spec from --file, or from flags and the command after "--". A wrong
 // combination is InvalidArgument (a usage error); a file that cannot be read
 // is NotFound.
-StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
+StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* client) {
   auto is_spec_file = [](const std::string& a) {
     for (const char* ext : {".yaml", ".yml", ".json"}) {
       const std::string e(ext);
@@ -408,7 +432,7 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
     c.file = c.command[0];
     c.command.clear();
   }
-  ASSIGN_OR_RETURN(std::optional<std::string> script, TakeBatchScript(c));
+  ASSIGN_OR_RETURN(std::optional<std::string> script, TakeBatchScript(c, client));
   if (!c.file.empty() && !c.command.empty()) {
     return InvalidArgument("give a job file or a command, not both");
   }
@@ -437,7 +461,14 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.queue.empty()) spec["queue"] = c.queue;
   if (!c.priority.empty()) spec["priority"] = c.priority;
   if (c.replicas) spec["replicas"] = ReplicasJson(*c.replicas);
-  if (c.array) spec["array"] = *c.array;
+  if (!c.array.empty()) {
+    // A plain count is a number; Slurm's indices are a string.
+    const bool count = c.array.find_first_not_of("0123456789") == std::string::npos && c.array.size() < 10;
+    spec["array"] = count ? json(std::stoll(c.array)) : json(c.array);
+  }
+  if (c.one_per_node) spec["onePerNode"] = true;
+  if (c.exclusive) spec["exclusive"] = true;
+  if (!c.features.empty()) spec["features"] = c.features;
   json res = json::object();
   if (c.gpus) res["gpus"] = *c.gpus;
   if (!c.gpu_type.empty()) res["gpuType"] = c.gpu_type;
@@ -445,7 +476,19 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   if (!c.memory.empty()) res["memory"] = c.memory;
   if (!res.empty()) spec["resources"] = res;
   if (!c.time.empty()) spec["timeLimit"] = SlurmTimeLimit(c.time);  // as sbatch -t: "30" is 30 minutes
-  if (!c.after.empty()) spec["dependencies"] = c.after;
+  if (!c.after.empty()) {
+    // Slurm's singleton is a flag of its own here; the rest are dependencies.
+    std::string rest;
+    std::stringstream in(c.after);
+    for (std::string item; std::getline(in, item, ',');) {
+      if (item == "singleton") {
+        spec["singleton"] = true;
+      } else {
+        rest += (rest.empty() ? "" : ",") + item;
+      }
+    }
+    if (!rest.empty()) spec["dependencies"] = rest;
+  }
   if (c.hold) spec["hold"] = true;
   if (c.spot) spec["spot"] = true;
   if (c.retry) spec["retry"] = {{"limit", *c.retry}};
@@ -476,13 +519,15 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c) {
   }
   // As sbatch: the job runs where it was submitted from, unless told.
   std::error_code ec;
-  const std::string here = c.chdir.empty() ? std::filesystem::current_path(ec).string() : c.chdir;
+  // A relative directory is the submit directory's (sbatch -D .).
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  const std::string here = c.chdir.empty() ? cwd.string() : (cwd / c.chdir).lexically_normal().string();
   if (!here.empty()) spec["workingDir"] = here;
   return std::make_pair(spec.dump(), std::string("application/json"));
 }
 
 int Submit(JobCommands& c, Client& client) {
-  auto spec = BuildSpec(c);
+  auto spec = BuildSpec(c, &client);
   if (!spec.ok()) {
     Fail(spec.status());
     return spec.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -514,7 +559,7 @@ int Run(JobCommands& c, Client& client) {
   const std::vector<std::string> command = c.command;
   c.command = {"muster-shell"};  // replaced by the relay's command line
   c.double_dash = true;          // never a batch script or a spec file
-  auto spec = BuildSpec(c);
+  auto spec = BuildSpec(c, nullptr);
   if (!spec.ok()) {
     Fail(spec.status());
     return 2;
@@ -812,7 +857,13 @@ void AddSpecFlags(CLI::App* sub, JobCommands& c) {
   sub->add_option("--gpus", c.gpus, "GPUs per replica")->group(kSpecFlags);
   sub->add_option("--gpu-type", c.gpu_type, "GPU type")->group(kSpecFlags);
   sub->add_option("--replicas", c.replicas, "Replicas (gang size), or MIN:MAX for an elastic job")->group(kSpecFlags);
-  sub->add_option("--array", c.array, "Submit this many tasks of the job (one job each)")->group(kSpecFlags);
+  sub->add_option("--array", c.array,
+                  "Submit this many tasks of the job (one job each), or Slurm's indices: 0-15:4,20%2 (%K: K at once)")
+      ->group(kSpecFlags);
+  sub->add_flag("--one-per-node", c.one_per_node, "Each replica on a node of its own")->group(kSpecFlags);
+  sub->add_flag("--exclusive", c.exclusive, "Each replica holds a whole node, shared with no other job")->group(kSpecFlags);
+  sub->add_option("--feature", c.features, "A node feature every node of the job must have; repeat for more")
+      ->group(kSpecFlags);
   sub->add_option("--cpus", c.cpus, "CPUs per replica (4, 2.5, 500m)")->group(kSpecFlags);
   sub->add_option("--memory", c.memory, "Memory per replica (64Gi)")->group(kSpecFlags);
   sub->add_option("--time,-t", c.time, "Time limit (2h, 90m, 1-00:00:00; a bare number is minutes, 0 none)")
@@ -838,6 +889,14 @@ void AddSpecFlags(CLI::App* sub, JobCommands& c) {
 }
 
 }  // namespace
+
+StatusOr<std::string> SbatchSpec(const std::string& file, std::vector<SbatchOption> command_line, Client& client) {
+  JobCommands c;
+  c.command = {file};
+  c.sbatch_command_line = std::move(command_line);
+  ASSIGN_OR_RETURN(auto spec, BuildSpec(c, &client));
+  return spec.first;
+}
 
 std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   auto c = std::make_shared<JobCommands>();

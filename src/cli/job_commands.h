@@ -3,6 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/sbatch_options.h"
+#include "common/status.h"
 
 namespace CLI {
 class App;
@@ -20,5 +25,12 @@ int RunJobCommands(JobCommands& commands);
 // train.sh` submits the script's text, `muster submit -- ./train.sh` runs
 // the file, and only the raw arguments tell the two apart.
 void NoteRawArguments(JobCommands& commands, int argc, char** argv);
+
+// The spec (JSON) that batch script `file` becomes as `muster submit`
+// reads it, with sbatch's own options `command_line` after its #SBATCH
+// lines (cli/sbatch_command.h). `client` answers the node sizes some
+// Slurm requests need. InvalidArgument for what cannot be read.
+class Client;
+StatusOr<std::string> SbatchSpec(const std::string& file, std::vector<SbatchOption> command_line, Client& client);
 
 }  // namespace muster::cli

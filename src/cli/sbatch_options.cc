@@ -157,10 +157,15 @@ StatusOr<const SbatchOptionInfo*> ResolveSbatchOption(std::string_view word, boo
   return found;
 }
 
-StatusOr<std::vector<SbatchOption>> ReadSbatchOptions(const std::vector<std::string>& words) {
+StatusOr<std::vector<SbatchOption>> ReadSbatchOptions(const std::vector<std::string>& words, size_t* rest) {
   std::vector<SbatchOption> out;
+  if (rest != nullptr) *rest = words.size();
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
+    if (rest != nullptr && (w.size() < 2 || w[0] != '-' || w == "--")) {
+      *rest = i + (w == "--");  // the script and its arguments
+      break;
+    }
     if (w.size() < 2 || w[0] != '-' || w == "--") {
       return InvalidArgument("\"" + w + "\" is not an option (sbatch refuses the script: invalid directive)");
     }

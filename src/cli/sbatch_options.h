@@ -46,7 +46,9 @@ struct SbatchOption {
 
 // The options in `words`, in order (pyxis's included). Errors (InvalidArgument, with sbatch's
 // reason): an unknown or ambiguous option, a missing or unwanted argument,
-// a word that is not an option.
-StatusOr<std::vector<SbatchOption>> ReadSbatchOptions(const std::vector<std::string>& words);
+// a word that is not an option. With `rest` (sbatch's command line), the
+// first word that is not an option (or the one after "--") ends the
+// options instead: *rest is its index (words.size() when none).
+StatusOr<std::vector<SbatchOption>> ReadSbatchOptions(const std::vector<std::string>& words, size_t* rest = nullptr);
 
 }  // namespace muster::cli

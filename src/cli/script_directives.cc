@@ -1,6 +1,7 @@
 #include "cli/script_directives.h"
 
 #include "cli/sbatch_options.h"
+#include "cli/slurm_request.h"
 
 #include <algorithm>
 #include <cctype>
@@ -13,12 +14,13 @@ namespace muster::cli {
 namespace {
 
 enum class Field { kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kStdout, kStderr, kGpus, kReplicas, kHold, kSpot,
-                   kTotalGpus, kGres, kGpusPerNode, kArray, kRetry, kEnv, kExport, kImage, kMounts, kIgnored };
+                   kArray, kRetry, kEnv, kExport, kImage, kMounts, kEmptyOnly, kHonoured, kIgnored };
 
 struct Flag {
   Field field;
   bool takes_value;
-  // For kIgnored: what the warning says after the flag.
+  // For kIgnored: what the warning says after the flag; for kEmptyOnly,
+  // what is not supported.
   const char* ignored = " is ignored (it has no meaning here)";
 };
 
@@ -39,21 +41,35 @@ const std::map<std::string, Flag>& MusterFlags() {
   return flags;
 }
 
-// #SBATCH: the subset of sbatch's flags with a meaning here.
+// #SBATCH: sbatch's flags with a meaning here beside the resource ones
+// (slurm_request.h).
 const std::map<std::string, Flag>& SlurmFlags() {
   static const std::map<std::string, Flag> flags = {
-      {"--job-name", {Field::kName, true}},      {"--partition", {Field::kQueue, true}},    {"--qos", {Field::kPriority, true}},       {"--nodes", {Field::kReplicas, true}},     {"--gpus-per-node", {Field::kGpusPerNode, true}}, {"--gres", {Field::kGres, true}},
-      {"--gpus", {Field::kTotalGpus, true}},     {"--cpus-per-task", {Field::kCpus, true}}, {"--mem", {Field::kMemory, true}},         {"--time", {Field::kTime, true}},
-      {"--dependency", {Field::kAfter, true}},
-      {"--hold", {Field::kHold, false}},
-      {"--chdir", {Field::kChdir, true}},
-      // Slurm's bookkeeping and output: no effect on where or how the job runs here.
-      {"--output", {Field::kStdout, true}},      {"--error", {Field::kStderr, true}},       {"--mail-type", {Field::kIgnored, true}},  {"--mail-user", {Field::kIgnored, true}},
-      {"--account", {Field::kIgnored, true}},    {"--comment", {Field::kIgnored, true}},    {"--open-mode", {Field::kIgnored, true}},
-      {"--ntasks", {Field::kIgnored, true}},     {"--ntasks-per-node", {Field::kIgnored, true}}, {"--export", {Field::kExport, true}},
-      {"--requeue", {Field::kIgnored, false}},   {"--no-requeue", {Field::kIgnored, false}},
+      {"--job-name", {Field::kName, true}},      {"--partition", {Field::kQueue, true}},    {"--qos", {Field::kPriority, true}},
+      {"--time", {Field::kTime, true}},          {"--dependency", {Field::kAfter, true}},  {"--hold", {Field::kHold, false}},
+      {"--chdir", {Field::kChdir, true}},        {"--output", {Field::kStdout, true}},      {"--error", {Field::kStderr, true}},
+      {"--export", {Field::kExport, true}},
       // pyxis's flags (Slurm's container plugin): the image, and SRC:DST[:ro] mounts, comma-separated.
       {"--container-image", {Field::kImage, true}}, {"--container-mounts", {Field::kMounts, true}},
+      // What Muster does anyway: a gang starts on all its nodes at once;
+      // output files are appended to; sbatch's own output.
+      {"--wait-all-nodes", {Field::kHonoured, true}}, {"--parsable", {Field::kHonoured, false}},
+      {"--open-mode", {Field::kHonoured, true}},
+      // Names that must exist to be honoured: empty, they ask for nothing.
+      {"--reservation", {Field::kEmptyOnly, true, "asking for a reservation"}},
+      {"--exclude", {Field::kEmptyOnly, true, "excluding nodes by name"}},
+      {"--nodelist", {Field::kEmptyOnly, true, "choosing nodes by name"}},
+      // Slurm's bookkeeping and hints: no effect on where or how the job runs here.
+      {"--mail-type", {Field::kIgnored, true}},  {"--mail-user", {Field::kIgnored, true}},
+      {"--account", {Field::kIgnored, true}},    {"--comment", {Field::kIgnored, true}},
+      {"--requeue", {Field::kIgnored, false, " is ignored (a job whose node is lost is always requeued here)"}},
+      {"--no-requeue", {Field::kIgnored, false, " is ignored (a job whose node is lost is always requeued here)"}},
+      {"--hint", {Field::kIgnored, true, " is ignored (tasks are not bound to cores here)"}},
+      {"--cluster", {Field::kIgnored, true, " is ignored (one cluster here)"}},
+      {"--clusters", {Field::kIgnored, true, " is ignored (one cluster here)"}},
+      {"--gpu-bind", {Field::kIgnored, true, " is ignored (each replica sees its node's GPUs)"}},
+      {"--time-min", {Field::kIgnored, true, " is ignored (a job runs to its --time)"}},
+      {"--signal", {Field::kIgnored, true, " is not delivered yet (the job gets SIGTERM, then SIGKILL, at its time limit)"}},
   };
   return flags;
 }
@@ -102,28 +118,6 @@ bool AllDigits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-// "[type:]N" (--gpus, --gpus-per-node) or "gpu[:type]:N" (--gres).
-Status ReadGpus(const std::string& value, bool gres, std::optional<std::string>& type, int64_t& n,
-                const std::string& where) {
-  std::vector<std::string> parts;
-  std::stringstream ss(value);
-  for (std::string p; std::getline(ss, p, ':');) parts.push_back(p);
-  if (gres) {
-    if (parts.empty() || parts[0] != "gpu") {
-      return InvalidArgument(where + ": only gpu resources are supported, got \"" + value + "\"");
-    }
-    parts.erase(parts.begin());
-    if (parts.empty()) parts.push_back("1");  // --gres=gpu: one
-  }
-  const std::optional<int64_t> count = parts.empty() ? std::nullopt : Count(parts.back());
-  if (!count || parts.size() > 2) {
-    return InvalidArgument(where + ": expected " + (gres ? "gpu[:type]:N" : "[type:]N") + ", got \"" + value + "\"");
-  }
-  n = *count;
-  if (parts.size() == 2) type = parts[0];
-  return Status::Ok();
-}
-
 }  // namespace
 
 std::string SlurmTimeLimit(const std::string& value) {
@@ -133,9 +127,21 @@ std::string SlurmTimeLimit(const std::string& value) {
   return AllDigits(value) ? value + "m" : value;
 }
 
-StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const std::string& file) {
+StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const std::string& file,
+                                              const std::function<StatusOr<int64_t>()>& largest_node_cpus,
+                                              const std::vector<SbatchOption>& command_line) {
   ScriptSettings out;
-  std::optional<int64_t> total_gpus;
+  SlurmRequest slurm_request;
+  bool any_slurm = !command_line.empty();
+  // The directive lines, then sbatch's command line, which wins.
+  struct Directive {
+    bool slurm;
+    std::string at;  // "train.sh line 4: #SBATCH "
+    std::vector<std::string> words;
+    std::vector<SbatchOption> sbatch;
+  };
+  std::vector<Directive> directives;
+  std::map<std::string, std::string> empty_only;  // flag -> the error its last value makes, if any
   std::istringstream in(script);
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -154,17 +160,25 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
       continue;  // a comment (or the #! line)
     }
     const std::string prefix = muster ? "#MUSTER" : "#SBATCH";
-    const std::map<std::string, Flag>& table = muster ? MusterFlags() : SlurmFlags();
-    const std::vector<std::string> words = Words(text.substr(prefix.size()), slurm);
-    const std::string at = file + " line " + std::to_string(number) + ": " + prefix + " ";
+    Directive d{slurm, file + " line " + std::to_string(number) + ": " + prefix + " ",
+                Words(text.substr(prefix.size()), slurm), {}};
     // #SBATCH words are read as sbatch reads them (abbreviations, short
     // forms, optional arguments), each option by its full name.
-    std::vector<SbatchOption> sbatch;
     if (slurm) {
-      auto read = ReadSbatchOptions(words);
-      if (!read.ok()) return InvalidArgument(at + read.status().message());
-      sbatch = std::move(*read);
+      auto read = ReadSbatchOptions(d.words);
+      if (!read.ok()) return InvalidArgument(d.at + read.status().message());
+      d.sbatch = std::move(*read);
     }
+    directives.push_back(std::move(d));
+  }
+  if (!command_line.empty()) directives.push_back({true, "sbatch's command line: ", {}, command_line});
+  for (const Directive& d : directives) {
+    const bool slurm = d.slurm, muster = !d.slurm;
+    const std::map<std::string, Flag>& table = muster ? MusterFlags() : SlurmFlags();
+    const std::vector<std::string>& words = d.words;
+    const std::vector<SbatchOption>& sbatch = d.sbatch;
+    const std::string& at = d.at;
+    const std::string prefix = muster ? "#MUSTER" : "#SBATCH";
     for (size_t i = 0; i < (slurm ? sbatch.size() : words.size()); ++i) {
       std::string flag, value;
       bool has_value = false;
@@ -185,6 +199,11 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
         }
       }
       const std::string where = at + (slurm && sbatch[i].given != flag ? sbatch[i].given + " (" + flag + ")" : flag);
+      if (slurm) {
+        any_slurm = true;
+        ASSIGN_OR_RETURN(const bool taken, TakeResourceOption(slurm_request, sbatch[i], where));
+        if (taken) continue;
+      }
       auto it = table.find(flag);
       if (it == table.end()) {
         if (muster) return InvalidArgument(where + " is not a muster submit flag");
@@ -198,7 +217,21 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
         return InvalidArgument(where + " takes no value");
       }
       switch (f.field) {
-        case Field::kName: out.name = value; break;
+        case Field::kName:
+          out.name = value;
+          if (slurm) {
+            // Slurm takes any name; Muster's are [A-Za-z0-9._-], from a letter or digit.
+            std::string name;
+            for (char ch : value) name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-' ? ch : '-';
+            name.erase(0, std::min(name.find_first_not_of("._-"), name.size()));
+            if (name.size() > 128) name.resize(128);
+            if (name != value) {
+              out.warnings.push_back(where + "=" + value + ": the job is named " + (name.empty() ? "after the file" : name) +
+                                     " (names are letters, digits and ._-)");
+              out.name = name.empty() ? std::nullopt : std::optional<std::string>(name);
+            }
+          }
+          break;
         case Field::kQueue: out.queue = value; break;
         case Field::kPriority: out.priority = value; break;
         case Field::kGpuType: out.gpu_type = value; break;
@@ -209,16 +242,7 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
         case Field::kStderr: out.stderr_path = value; break;
         case Field::kHold: out.hold = true; break;
         case Field::kSpot: out.spot = true; break;
-        case Field::kMemory:
-          // Slurm: a bare number is MiB, and its K M G T are powers of 1024.
-          if (slurm && AllDigits(value)) {
-            value += "Mi";
-          } else if (slurm && value.size() > 1 && AllDigits(value.substr(0, value.size() - 1)) &&
-                     std::string("KMGTkmgt").find(value.back()) != std::string::npos) {
-            value = value.substr(0, value.size() - 1) + static_cast<char>(std::toupper(value.back())) + "i";
-          }
-          out.memory = value;
-          break;
+        case Field::kMemory: out.memory = value; break;
         case Field::kTime:
           out.time = SlurmTimeLimit(value);
           break;
@@ -251,11 +275,6 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
         case Field::kRetry:
         case Field::kReplicas: {
           std::optional<int64_t> n = Count(value);
-          // Slurm's --nodes=min-max: a gang has one size.
-          if (!n && f.field == Field::kReplicas && slurm) {
-            const size_t dash = value.find('-');
-            if (dash != std::string::npos && value.substr(0, dash) == value.substr(dash + 1)) n = Count(value.substr(0, dash));
-          }
           if (!n) return InvalidArgument(where + ": expected a count, got \"" + value + "\"");
           (f.field == Field::kGpus    ? out.gpus
            : f.field == Field::kArray ? out.array
@@ -263,34 +282,48 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
                                       : out.replicas) = *n;
           break;
         }
-        case Field::kTotalGpus:
-        case Field::kGres:
-        case Field::kGpusPerNode: {
-          int64_t n = 0;
-          RETURN_IF_ERROR(ReadGpus(value, f.field == Field::kGres, out.gpu_type, n, where));
-          if (f.field == Field::kTotalGpus) {
-            total_gpus = n;
-          } else {
-            out.gpus = n;
-          }
+        case Field::kHonoured:
           break;
-        }
+        case Field::kEmptyOnly:
+          // The last one counts (sbatch's command line comes last).
+          empty_only[flag] = value.empty() ? "" : where + "=" + value + ": " + f.ignored +
+                                                      " is not supported here; leave it out, or give it empty on the "
+                                                      "command line";
+          break;
         case Field::kIgnored:
           out.warnings.push_back(where + f.ignored);
           break;
       }
     }
   }
-  if (total_gpus) {
-    if (out.gpus) {
-      return InvalidArgument(file + ": #SBATCH --gpus (the job's total) and a per-node GPU count were both given");
+  for (const auto& [flag, error] : empty_only) {
+    if (!error.empty()) return InvalidArgument(error);
+  }
+  if (any_slurm) {
+    int64_t largest = 0;
+    const bool needs_nodes = slurm_request.ntasks && !slurm_request.nodes_min && !slurm_request.ntasks_per_node &&
+                             !slurm_request.overcommit;
+    if (needs_nodes && largest_node_cpus) {
+      ASSIGN_OR_RETURN(largest, largest_node_cpus());
     }
-    const int64_t nodes = out.replicas.value_or(1);
-    if (nodes <= 0 || *total_gpus % nodes != 0) {
-      return InvalidArgument(file + ": #SBATCH --gpus=" + std::to_string(*total_gpus) + " cannot be divided evenly among " +
-                             std::to_string(nodes) + " nodes");
+    ASSIGN_OR_RETURN(SlurmShape shape, ResolveSlurmShape(slurm_request, largest, file));
+    out.warnings.insert(out.warnings.end(), shape.warnings.begin(), shape.warnings.end());
+    // A #MUSTER line says the same in Muster's words, and wins.
+    if (!out.replicas) out.replicas = shape.nodes;
+    out.one_per_node = true;
+    out.exclusive = shape.exclusive;
+    out.features = shape.features;
+    if (!out.gpus && shape.gpus_per_node > 0) out.gpus = shape.gpus_per_node;
+    if (!out.gpu_type) out.gpu_type = shape.gpu_type;
+    if (!out.cpus) out.cpus = std::to_string(shape.cpus_per_node);
+    if (!out.memory && shape.memory_mib_per_node) {
+      const int64_t mib = *shape.memory_mib_per_node;
+      out.memory = mib > 0 && mib % (1024 * 1024) == 0 ? std::to_string(mib >> 20) + "Ti"
+                   : mib > 0 && mib % 1024 == 0        ? std::to_string(mib >> 10) + "Gi"
+                                                       : std::to_string(mib) + "Mi";
     }
-    out.gpus = *total_gpus / nodes;
+    if (!out.array && slurm_request.array) out.array_indices = slurm_request.array;
+    out.slurm = std::move(shape);
   }
   return out;
 }

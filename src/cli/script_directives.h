@@ -26,10 +26,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/slurm_request.h"
 #include "common/status.h"
 
 namespace muster::cli {
@@ -39,6 +41,11 @@ struct ScriptSettings {
       stderr_path, image;
   std::vector<std::string> mounts;  // HOST:CONTAINER[:ro] (pyxis's --container-mounts, #MUSTER --mount)
   std::optional<int64_t> gpus, replicas, array, retry;  // gpus: per replica
+  std::optional<std::string> array_indices;  // #SBATCH --array, in Slurm's syntax
+  bool one_per_node = false, exclusive = false;
+  std::vector<std::string> features;  // required node features
+  // The Slurm job the #SBATCH lines ask for, when there are any.
+  std::optional<SlurmShape> slurm;
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the submitting shell's value
   bool hold = false;
   bool spot = false;
@@ -52,7 +59,12 @@ std::string SlurmTimeLimit(const std::string& value);
 
 // Reads the directives of `script`; `file` names it in messages.
 // InvalidArgument, naming the file, line and flag, for a flag it cannot
-// honour or a value that does not parse.
-StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const std::string& file);
+// honour or a value that does not parse. `largest_node_cpus` is asked
+// only when #SBATCH gives tasks without a node count (slurm_request.h).
+// `command_line`: sbatch's own options, read after the directives (a
+// later option wins, as in sbatch).
+StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const std::string& file,
+                                              const std::function<StatusOr<int64_t>()>& largest_node_cpus = nullptr,
+                                              const std::vector<SbatchOption>& command_line = {});
 
 }  // namespace muster::cli

@@ -20,7 +20,7 @@ std::string Error(const std::string& script) {
 TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
   ScriptSettings s = Read("#!/bin/bash\n#SBATCH --job-name='my job' -N 2-2\n#SBATCH --gres=gpu:a100:4 --mem 4000\n"
                           "#SBATCH -t 1-00:00:00 -c8 -p research -q high\n#SBATCH -d afterok:3 -H -D /data\npython x.py\n");
-  EXPECT_EQ(s.name, "my job");
+  EXPECT_EQ(s.name, "my-job") << "a Muster name: letters, digits and ._-";
   EXPECT_EQ(s.replicas, 2);
   EXPECT_EQ(s.gpus, 4);
   EXPECT_EQ(s.gpu_type, "a100");
@@ -32,7 +32,8 @@ TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
   EXPECT_EQ(s.after, "afterok:3");
   EXPECT_TRUE(s.hold);
   EXPECT_EQ(s.chdir, "/data");
-  EXPECT_TRUE(s.warnings.empty());
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0], "job.sh line 2: #SBATCH --job-name=my job: the job is named my-job (names are letters, digits and ._-)");
 
   s = Read("#SBATCH --gpus=h100:16 --nodes=2 --mem=1t -t 45\n");
   EXPECT_EQ(s.gpus, 8) << "the job's total, divided among its nodes";
@@ -82,12 +83,16 @@ TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine
   EXPECT_EQ(s.warnings[0], "job.sh line 2: #SBATCH --mail-type is ignored (it has no meaning here)");
   EXPECT_EQ(s.stdout_path, "out-%j.txt");  // Slurm's output files are the spec's stdout and stderr
   EXPECT_EQ(s.stderr_path, "%x.err");
-  EXPECT_EQ(Error("#!/bin/bash\n#SBATCH --exclusive\n"),
-            "job.sh line 2: #SBATCH --exclusive is not supported; give the setting with a #MUSTER line or a flag");
+  EXPECT_EQ(Error("#!/bin/bash\n#SBATCH --exclusive=user\n"),
+            "job.sh line 2: #SBATCH --exclusive=user: sharing nodes only with the same user or MCS label is not "
+            "supported; --exclusive alone gives the job its nodes whole");
+  EXPECT_EQ(Error("#SBATCH --reservation=hug\n"),
+            "job.sh line 1: #SBATCH --reservation=hug: asking for a reservation is not supported here; leave it out, or give it "
+            "empty on the command line");
   EXPECT_EQ(Error("#MUSTER --gpu 2\n"), "job.sh line 1: #MUSTER --gpu is not a muster submit flag");
   EXPECT_EQ(Error("#MUSTER --gpus\n"), "job.sh line 1: #MUSTER --gpus needs a value");
   EXPECT_EQ(Error("#MUSTER --hold=yes\n"), "job.sh line 1: #MUSTER --hold takes no value");
-  EXPECT_EQ(Error("#SBATCH -N 1-4\n"), "job.sh line 1: #SBATCH -N (--nodes): expected a count, got \"1-4\"");
+  EXPECT_EQ(Error("#SBATCH -N 4-1\n"), "job.sh line 1: #SBATCH -N (--nodes): expected a node count N or a range MIN-MAX, got \"4-1\"");
   // Read as sbatch reads them: only at the start of a line, a '#' ending
   // the line even inside a word, abbreviations, ambiguity, unknown options,
   // stray words.
@@ -101,7 +106,7 @@ TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine
   EXPECT_EQ(Error("#SBATCH --no-such-option\n"), "job.sh line 1: #SBATCH --no-such-option is not an sbatch option");
   EXPECT_EQ(Error("#SBATCH --nodes=2 plain\n"),
             "job.sh line 1: #SBATCH \"plain\" is not an option (sbatch refuses the script: invalid directive)");
-  EXPECT_EQ(Error("#SBATCH --gres=mps:100\n"), "job.sh line 1: #SBATCH --gres: only gpu resources are supported, got \"mps:100\"");
+  EXPECT_EQ(Error("#SBATCH --gres=mps:100\n"), "job.sh line 1: #SBATCH --gres: only GPUs can be asked for as a generic resource (gpu[:type]:N), got \"mps:100\"");
   EXPECT_EQ(Error("#SBATCH --gpus=6 -N 4\n"), "job.sh: #SBATCH --gpus=6 cannot be divided evenly among 4 nodes");
   EXPECT_EQ(Error("#SBATCH --gpus=8 --gpus-per-node=4\n"),
             "job.sh: #SBATCH --gpus (the job's total) and a per-node GPU count were both given");

@@ -19,6 +19,25 @@ Status CpusAndMemory(const YAML::Node& map, const std::string& path, int64_t& cp
   return Status::Ok();
 }
 
+// The optional "features" key of `map`: node labels jobs may require
+// (Slurm's node features: -C/--constraint), each a name of letters,
+// digits and ._-.
+Status Features(const YAML::Node& map, const std::string& path, std::vector<std::string>& out) {
+  const YAML::Node f = map["features"];
+  if (!f) return Status::Ok();
+  if (!f.IsSequence()) return InvalidArgument("must be a list of feature names", path + ".features");
+  for (size_t i = 0; i < f.size(); ++i) {
+    const std::string at = path + ".features[" + std::to_string(i) + "]";
+    if (!f[i].IsScalar() || f[i].Scalar().empty() || f[i].Scalar().size() > 64 ||
+        f[i].Scalar().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+            std::string::npos) {
+      return InvalidArgument("must be a name of 1 to 64 letters, digits and ._-", at);
+    }
+    out.push_back(f[i].Scalar());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void AddNodeGroup(const NodeGroup& g, int group_index, NodeList& out) {
@@ -36,6 +55,7 @@ void AddNodeGroup(const NodeGroup& g, int group_index, NodeList& out) {
     const int64_t spine = g.leaves_per_spine > 0 ? leaf / g.leaves_per_spine : 0;
     n.topology.leaf = tag + "-leaf" + std::to_string(leaf);
     n.topology.spine = tag + "-spine" + std::to_string(spine);
+    n.features = g.features;
     if (g.spot) n.features.emplace_back(core::kSpotFeature);
     out.nodes.push_back(std::move(n));
   }
@@ -59,7 +79,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       const std::string item = path + ".nodeGroups[" + std::to_string(i) + "]";
       if (!g.IsMap()) return InvalidArgument("must be a mapping", item);
       RETURN_IF_ERROR(CheckKeys(g, {"count", "gpus", "gpuType", "cpus", "memory", "nodesPerLeaf",
-                                    "leavesPerSpine", "prefix", "spot"},
+                                    "leavesPerSpine", "prefix", "spot", "features"},
                                 item));
       NodeGroup grp;
       if (!g["count"]) return InvalidArgument("is required", item + ".count");
@@ -76,6 +96,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
         ASSIGN_OR_RETURN(grp.leaves_per_spine, Int(g["leavesPerSpine"], item + ".leavesPerSpine", 1));
       }
       if (g["prefix"]) grp.prefix = g["prefix"].Scalar();
+      RETURN_IF_ERROR(Features(g, item, grp.features));
       if (g["spot"]) {
         ASSIGN_OR_RETURN(grp.spot, Bool(g["spot"], item + ".spot"));
       }
@@ -89,7 +110,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       const std::string item = path + ".nodes[" + std::to_string(i) + "]";
       if (!n.IsMap()) return InvalidArgument("must be a mapping", item);
       if (static_cast<int64_t>(out.nodes.size()) >= kMaxNodes) return too_many(item);
-      RETURN_IF_ERROR(CheckKeys(n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine", "spot"}, item));
+      RETURN_IF_ERROR(CheckKeys(n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine", "spot", "features"}, item));
       core::NodeSpec spec;
       if (!n["name"]) return InvalidArgument("is required", item + ".name");
       spec.name = n["name"].Scalar();
@@ -99,6 +120,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       RETURN_IF_ERROR(CpusAndMemory(n, item, spec.capacity.cpu_milli, spec.capacity.memory_bytes));
       if (n["leaf"]) spec.topology.leaf = n["leaf"].Scalar();
       if (n["spine"]) spec.topology.spine = n["spine"].Scalar();
+      RETURN_IF_ERROR(Features(n, item, spec.features));
       bool spot = false;
       if (n["spot"]) {
         ASSIGN_OR_RETURN(spot, Bool(n["spot"], item + ".spot"));

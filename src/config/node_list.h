@@ -13,6 +13,7 @@
 //       prefix: v100-      # names are prefix + index; default "<gpuType>-",
 //                          # "<gpuType>-g<group>-" for groups after the first
 //       spot: true         # default false: capacity the cloud may reclaim
+//       features: [a100, gpu80]  # labels jobs may require (sbatch -C)
 //   nodes:
 //     - {name: a1, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, leaf: l1, spine: s1, spot: false}
 //
@@ -55,6 +56,7 @@ struct NodeGroup {
   int64_t leaves_per_spine = 0;
   std::string prefix;
   bool spot = false;
+  std::vector<std::string> features;
 };
 // Expands a group into nodes (names, leaves, spines) and describes it.
 void AddNodeGroup(const NodeGroup& g, int group_index, NodeList& out);

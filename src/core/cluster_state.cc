@@ -289,6 +289,8 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   p.topology = spec.topology;
   p.one_per_node = spec.one_per_node;
   p.exclusive = spec.exclusive;
+  p.run_group = spec.run_group;
+  p.run_group_limit = spec.run_group_limit;
   p.begin_time = spec.begin_time.value_or(Time::Zero());
   p.held = spec.hold;
   if (auto rec = jobs_.find(id); rec != jobs_.end()) {
@@ -339,7 +341,8 @@ void ClusterState::RemovePending(JobId id) {
 
 StatusOr<int32_t> ClusterState::CheckPlacement(JobId job, const Resources& per_replica, int32_t gpu_type,
                                                const std::vector<Allocation>& allocations,
-                                               const std::vector<std::vector<int32_t>>* gpu_ids) const {
+                                               const std::vector<std::vector<int32_t>>* gpu_ids, bool one_per_node,
+                                               bool exclusive) const {
   int32_t replicas = 0;
   // Sum per node first: a binding may name a node twice.
   std::map<NodeIndex, Resources> per_node;
@@ -347,11 +350,19 @@ StatusOr<int32_t> ClusterState::CheckPlacement(JobId job, const Resources& per_r
     if (a.node < 0 || a.node >= static_cast<NodeIndex>(nodes_.size())) {
       return InvalidArgument("unknown node index " + std::to_string(a.node), "allocations");
     }
-    if (a.replicas < 1 || a.resources != per_replica * a.replicas) {
+    const Node& n = nodes_[a.node];
+    // An exclusive job's replica holds its node whole (placement.h).
+    if (a.replicas < 1 || a.resources != (exclusive ? n.spec.capacity : per_replica * a.replicas)) {
       return InvalidArgument("allocation does not match the job's per-replica resources",
                              "allocations");
     }
-    const Node& n = nodes_[a.node];
+    if ((one_per_node || exclusive) && (a.replicas > 1 || per_node.count(a.node))) {
+      return InvalidArgument("node " + n.spec.name + " would hold two replicas of a job that runs one per node",
+                             "allocations");
+    }
+    if (exclusive && !per_replica.FitsIn(n.spec.capacity)) {
+      return InvalidArgument("node " + n.spec.name + " is smaller than a replica", "allocations");
+    }
     if (per_replica.gpus > 0 && gpu_type != kAnyGpuType && n.gpu_type != gpu_type) {
       return InvalidArgument("node " + n.spec.name + " has GPU type " + gpu_types_[n.gpu_type],
                              "allocations");
@@ -433,7 +444,8 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
   }
   const PendingJob& p = pending_[pit->second];
   if (p.held) return FailedPrecondition("job " + std::to_string(p.id) + " is held");
-  ASSIGN_OR_RETURN(const int32_t replicas, CheckPlacement(p.id, p.per_replica, p.gpu_type, binding.allocations, gpu_ids));
+  ASSIGN_OR_RETURN(const int32_t replicas, CheckPlacement(p.id, p.per_replica, p.gpu_type, binding.allocations, gpu_ids,
+                                                          p.one_per_node, p.exclusive));
   if (p.elastic() ? replicas < p.min_replicas || replicas > p.replicas : replicas != p.replicas) {
     return InvalidArgument("binding places " + std::to_string(replicas) + " of " +
                                (p.elastic() ? std::to_string(p.min_replicas) + ".." : "") +
@@ -456,6 +468,7 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
   }
   r.per_replica = p.per_replica;
   r.required_features = p.required_features;
+  r.run_group = p.run_group;
   if (r.elastic()) ++running_elastic_;
   running_by_end_.emplace(r.expected_end, r.id);
   running_by_predicted_end_.emplace(r.predicted_end, r.id);

@@ -98,6 +98,8 @@ class ClusterState {
   // Accepts a job. `id` 0 assigns the next id. Errors name the field:
   // "replicas: must be >= 1, got 0".
   StatusOr<JobId> Submit(JobSpec spec, Time submit_time, JobId id = 0);
+  // The id the next Submit without one gets.
+  JobId NextId() const { return next_id_; }
 
   // The read-only view for one scheduling cycle; valid until the next mutation.
   ClusterSnapshot Snapshot(Time now) const;
@@ -221,10 +223,13 @@ class ClusterState {
   StatusOr<FeatureMask> InternFeatures(const std::vector<std::string>& names, const std::string& field);
   // Validates a placement of replicas of `per_replica` for `job` on GPU
   // type `gpu_type` (kAnyGpuType: any one type) in what is free, and the
-  // devices named for it; returns how many replicas it places.
+  // devices named for it; returns how many replicas it places. With
+  // `one_per_node` no node holds two; with `exclusive` each allocation is
+  // its whole node's capacity, all of it free (JobSpec::exclusive).
   StatusOr<int32_t> CheckPlacement(JobId job, const Resources& per_replica, int32_t gpu_type,
                                    const std::vector<Allocation>& allocations,
-                                   const std::vector<std::vector<int32_t>>* gpu_ids) const;
+                                   const std::vector<std::vector<int32_t>>* gpu_ids, bool one_per_node = false,
+                                   bool exclusive = false) const;
   // Takes the resources of a checked placement and its devices (those named,
   // or the lowest free); returns the devices per allocation.
   std::vector<std::vector<int32_t>> TakeDevices(JobId job, const std::vector<Allocation>& allocations,

@@ -17,6 +17,7 @@ const char* ReasonCodeName(ReasonCode c) {
     case ReasonCode::kPreempting: return "Preempting";
     case ReasonCode::kQuota: return "Quota";
     case ReasonCode::kFairShare: return "FairShare";
+    case ReasonCode::kArrayTaskLimit: return "ArrayTaskLimit";
   }
   return "?";
 }
@@ -107,6 +108,9 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       s += ": " + Need(r, gpu_type_name, feature_names) + "; " + queue + " holds " + std::to_string(r.queue_used) +
            ", past its guarantee of " + std::to_string(r.queue_limit) +
            ", and a queue further below its fair share waits for GPUs";
+      break;
+    case ReasonCode::kArrayTaskLimit:
+      s += ": " + std::to_string(r.queue_limit) + " tasks of its array run, the most it allows at once";
       break;
     case ReasonCode::kHeld:
     case ReasonCode::kNone:

@@ -55,6 +55,7 @@ enum class ReasonCode : uint8_t {
   kPreempting,    // jobs were preempted for it: waits for other_job to stop
   kQuota,         // its queue would exceed its limit: queue_used of queue_limit
   kFairShare,     // its queue is past its guarantee (queue_used of queue_limit) and one with a smaller share waits
+  kArrayTaskLimit,  // queue_limit tasks of its array run, the most it allows at once (Slurm's %K)
 };
 const char* ReasonCodeName(ReasonCode c);
 

@@ -84,6 +84,11 @@ struct JobSpec {
   // --exclusive): all of the node's GPUs, CPUs and memory, shared with no
   // other job. Implies one_per_node.
   bool exclusive = false;
+  // A job array's limit on its tasks running at once (Slurm's
+  // --array=...%K): a job of run_group (the array's first id) starts only
+  // while fewer than run_group_limit of the group run. 0: no limit.
+  JobId run_group = 0;
+  int32_t run_group_limit = 0;
   std::vector<Dependency> dependencies;
   std::optional<Time> begin_time;
   bool hold = false;

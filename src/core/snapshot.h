@@ -98,6 +98,8 @@ struct PendingJob {
   TopologyScope topology = TopologyScope::kAny;
   bool one_per_node = false;  // JobSpec::one_per_node
   bool exclusive = false;     // JobSpec::exclusive
+  JobId run_group = 0;        // JobSpec::run_group and run_group_limit
+  int32_t run_group_limit = 0;
   Time begin_time;           // Time::Zero() when none
   bool held = false;
   Time released_at;          // when a hold was last released; Time::Zero() when never
@@ -135,6 +137,7 @@ struct RunningJob {
   // start), never after expected_end: when the backfill plan expects it
   // to end while it has not run past it.
   Time predicted_end = Time::Max();
+  JobId run_group = 0;  // JobSpec::run_group
   int32_t priority_class = 0;
   int32_t queue = 0;
   std::vector<Allocation> allocations;

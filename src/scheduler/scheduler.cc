@@ -160,6 +160,10 @@ class CycleRun {
       r.begin_time = j.begin_time;
       return Explain(r, ReasonCode::kBeginTime);
     }
+    if (j.run_group_limit > 0 && GroupRunning(j.run_group) >= j.run_group_limit) {
+      r.queue_limit = j.run_group_limit;
+      return Explain(r, ReasonCode::kArrayTaskLimit);
+    }
     if (!j.dependencies.empty()) {
       const DependencyVerdict v = EvaluateDependencies(j, snap_);
       if (v.kind == DependencyVerdict::kNever) {
@@ -747,7 +751,21 @@ class CycleRun {
     }
   }
 
+  // Jobs of array `group` running, those started this cycle included.
+  int32_t& GroupRunning(JobId group) {
+    if (!group_running_) {
+      group_running_.emplace();
+      if (snap_.running != nullptr) {
+        for (const auto& [id, e] : *snap_.running) {
+          if (e.run_group != 0) ++(*group_running_)[e.run_group];
+        }
+      }
+    }
+    return (*group_running_)[group];
+  }
+
   void Start(const PendingJob& j, Placement p, Ends end) {
+    if (j.run_group_limit > 0) ++GroupRunning(j.run_group);
     Take(j.queue, p, end);
     ++out_.stats.placements;
     if (!out_.reservations.empty()) ++out_.stats.backfilled;
@@ -895,6 +913,7 @@ class CycleRun {
   bool has_elastic_ = false;
   std::map<int32_t, int64_t> blocked_weight_;
   std::unordered_set<JobId> taken_;
+  std::optional<std::unordered_map<JobId, int32_t>> group_running_;  // GroupRunning(), counted once a cycle
   std::vector<int32_t> yielded_;  // indexes into snap_.pending of jobs that yielded (YieldsToFairShare)
   struct FailedKey {
     Shape shape;

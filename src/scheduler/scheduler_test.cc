@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "common/random.h"
 #include "core/cluster_state.h"
@@ -258,6 +259,85 @@ TEST(Scheduler, SjfOrdersByKnownDuration) {
   ASSERT_EQ(d.bindings.size(), 1u);
   EXPECT_EQ(d.bindings[0].job, 2);  // the 10-minute job
   EXPECT_TRUE(d.reservations.empty());
+}
+
+}  // namespace
+}  // namespace muster::scheduler
+
+namespace muster::scheduler {
+namespace {
+
+// Slurm's --array=...%2: at most two tasks of the array run at once, in
+// this cycle and the next; other jobs are not held back by it.
+TEST(Scheduler, AnArraysLimitBoundsItsTasksRunningAtOnce) {
+  ClusterState state;
+  testing::AddNodes(state, 4, 8, 0);
+  std::vector<JobId> tasks;
+  const JobId first = state.NextId();
+  for (int i = 0; i < 4; ++i) {
+    core::JobSpec spec = testing::Gpus(1, 1, Duration::Hours(1));
+    spec.run_group = first;
+    spec.run_group_limit = 2;
+    auto id = state.Submit(spec, Time::Zero());
+    ASSERT_TRUE(id.ok());
+    tasks.push_back(*id);
+  }
+  auto other = state.Submit(testing::Gpus(1, 1, Duration::Hours(1)), Time::Zero());
+  ASSERT_TRUE(other.ok());
+  auto sched = Scheduler::Create(SchedulerOptions{});
+  ASSERT_TRUE(sched.ok());
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    const core::Decisions d = (*sched)->Cycle(state.Snapshot(Time::Zero()));
+    std::set<JobId> started;
+    for (const auto& b : d.bindings) started.insert(b.job);
+    EXPECT_EQ(started.count(*other), cycle == 0 ? 1u : 0u);
+    int limited = 0;
+    for (const auto& r : d.reasons) {
+      if (r.code == core::ReasonCode::kArrayTaskLimit) {
+        ++limited;
+        EXPECT_EQ(r.queue_limit, 2);
+      }
+    }
+    EXPECT_EQ(limited, 2) << "cycle " << cycle;
+    Apply(state, d, Time::Zero());
+  }
+  int running = 0;
+  for (JobId t : tasks) running += state.Snapshot(Time::Zero()).running->count(t) > 0;
+  EXPECT_EQ(running, 2);
+}
+
+}  // namespace
+}  // namespace muster::scheduler
+
+namespace muster::scheduler {
+namespace {
+
+// Slurm's --exclusive: a whole idle node each, and nothing else beside it.
+TEST(Scheduler, AnExclusiveJobTakesWholeIdleNodes) {
+  ClusterState state;
+  testing::AddNodes(state, 3, 8, 0);
+  auto small = state.Submit(testing::Gpus(1, 1, Duration::Hours(1)), Time::Zero());
+  ASSERT_TRUE(small.ok());
+  auto sched = Scheduler::Create(SchedulerOptions{});
+  ASSERT_TRUE(sched.ok());
+  Apply(state, (*sched)->Cycle(state.Snapshot(Time::Zero())), Time::Zero());
+  core::JobSpec whole = testing::Gpus(2, 1, Duration::Hours(1));
+  whole.exclusive = true;
+  auto big = state.Submit(whole, Time::Zero());
+  auto after = state.Submit(testing::Gpus(1, 1, Duration::Hours(1)), Time::Zero());
+  ASSERT_TRUE(big.ok() && after.ok());
+  const core::Decisions d = (*sched)->Cycle(state.Snapshot(Time::Zero()));
+  Apply(state, d, Time::Zero());
+  const auto& running = *state.Snapshot(Time::Zero()).running;
+  ASSERT_TRUE(running.count(*big)) << "two of the three nodes are idle";
+  std::set<NodeIndex> nodes;
+  for (const auto& a : running.at(*big).allocations) {
+    EXPECT_EQ(a.resources.gpus, 8) << "the whole node";
+    nodes.insert(a.node);
+  }
+  EXPECT_EQ(nodes.size(), 2u);
+  ASSERT_TRUE(running.count(*after));
+  EXPECT_EQ(nodes.count(running.at(*after).allocations[0].node), 0u) << "nothing beside an exclusive job";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "server/control_loop.h"
 
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <random>
 #include <cstdio>
@@ -207,12 +208,22 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
   std::vector<Running> running;
   // Runs that ended on their own, for the run-time predictions: (end, user, length).
   std::vector<std::tuple<int64_t, std::string, Duration>> runs_ended;
+  // Singleton jobs wait for the earlier unfinished jobs of their name and user.
+  std::map<std::pair<std::string, std::string>, std::vector<int64_t>> unfinished;
+  for (const JobRow& row : rows) {
+    if (!IsEnded(row)) unfinished[{row.name, row.user}].push_back(row.id);
+  }
   for (JobRow& row : rows) {
     const std::string what = "store " + options_.store_path + ": job " + std::to_string(row.id);
     auto spec = api::ParseJobSpecJson(row.spec_json);
     if (!spec.ok()) return DataLoss(what + " has an unreadable spec: " + spec.status().ToString());
     core::JobSpec core_spec = api::ToCoreSpec(*spec);
     core_spec.user = row.user;
+    if (spec->singleton) {
+      for (int64_t other : unfinished[{row.name, row.user}]) {
+        if (other < row.id) core_spec.dependencies.push_back({core::DependencyType::kAfterAny, other});
+      }
+    }
     const auto state = core::JobStateFromName(row.state);
     if (!state) return DataLoss(what + " has an unknown state \"" + row.state + "\"");
     const auto detail = nlohmann::json::parse(row.status_json, nullptr, false);
@@ -221,6 +232,10 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
     }
     if (detail.is_object() && detail.contains("arrayFirstId") && detail["arrayFirstId"].is_number_integer()) {
       array_task_of_[row.id] = {detail["arrayFirstId"].get<int64_t>(), detail.value("arrayIndex", 0)};
+      if (spec->array_indices && spec->array_indices->max_running > 0) {
+        core_spec.run_group = array_task_of_[row.id].first_id;
+        core_spec.run_group_limit = spec->array_indices->max_running;
+      }
     }
     core::JobSpec core_spec_restored = core_spec;
     if (detail.is_object() && (detail.contains("attemptHistory") || detail.contains("retries"))) {
@@ -292,7 +307,9 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
           ok = false;
           break;
         }
-        b.allocations.push_back({*index, replicas, core_spec.per_replica * replicas});
+        // An exclusive job holds its nodes whole (placement.h).
+        b.allocations.push_back({*index, replicas,
+                                 core_spec.exclusive ? state_.nodes()[*index].spec.capacity : core_spec.per_replica * replicas});
         if (r.devices) gpus.push_back(a["gpus"].get<std::vector<int32_t>>());
       }
     } else {
@@ -462,6 +479,17 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
   const int32_t count = std::max<int32_t>(1, req.spec.array);
   core::JobSpec core_spec = api::ToCoreSpec(req.spec);
   core_spec.user = req.user;
+  if (req.spec.singleton) {
+    for (const auto& [id, other] : jobs_.rows()) {  // O(jobs), for this rare option only
+      if (!IsEnded(other) && other.name == req.spec.name && other.user == req.user) {
+        core_spec.dependencies.push_back({core::DependencyType::kAfterAny, id});
+      }
+    }
+  }
+  if (req.spec.array_indices && req.spec.array_indices->max_running > 0) {
+    core_spec.run_group = state_.NextId();  // the array's first id
+    core_spec.run_group_limit = req.spec.array_indices->max_running;
+  }
   store::WriteBatch b;
   std::vector<JobRow> rows;
   int64_t first_id = 0;
@@ -482,10 +510,12 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     row.submit_ms = now.millis();
     row.spec_json = req.spec_json;
     if (!req.idempotency_key.empty()) idempotency_.SetKeyOf(row.id, req.idempotency_key);
-    if (req.spec.array > 0) array_task_of_[row.id] = {first_id, i};
+    if (req.spec.array > 0) {
+      array_task_of_[row.id] = {first_id, req.spec.array_indices ? req.spec.array_indices->indices[i] : i};
+    }
     rows.push_back(jobs_.Add(std::move(row), req.spec.hold ? JobState::kHeld : JobState::kPending, b));
     b.events.push_back(Event(*id, "Submitted", "",
-                             req.spec.array > 0 ? "by " + req.user + ", task " + std::to_string(i) + " of array " +
+                             req.spec.array > 0 ? "by " + req.user + ", task " + std::to_string(array_task_of_[row.id].index) + " of array " +
                                                       std::to_string(first_id)
                                                 : "by " + req.user));
     if (req.spec.hold) b.events.push_back(Event(*id, "Held", "", "submitted held"));

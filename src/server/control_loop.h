@@ -375,8 +375,11 @@ class ControlLoop {
   void StartAttempt(int64_t job, int32_t number, bool durable, const nlohmann::json* restored, store::WriteBatch& b);
   nlohmann::json AttemptJson(int64_t job) const;
   // The spec's stdout and stderr files for one replica on `node` (expanded; empty when unset).
+  // %n of an output pattern: `node`'s place among the job's nodes, in the
+  // order of its replicas.
+  static int32_t NodeNumber(const std::vector<std::string>& nodes_by_replica, const std::string& node);
   std::pair<std::string, std::string> OutputFiles(int64_t job, const api::JobSpec& spec, int32_t replica,
-                                                  const std::string& node) const;
+                                                  const std::string& node, int32_t node_number) const;
   // The mean of its replicas' GPU utilization that agents reported; -1: none.
   static double MeanUtilization(const AttemptDetail& d);
   // The task replica `replica` of `job`'s attempt is given.

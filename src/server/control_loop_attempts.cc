@@ -277,7 +277,9 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   // The job's own credential, for its progress and checkpoint reports.
   if (!job_token_key_.empty()) t.env["MUSTER_TOKEN"] = auth::SignJobToken(job_token_key_, job, a.number);
   t.working_dir = spec.working_dir.value_or("");
-  std::tie(t.stdout_path, t.stderr_path) = OutputFiles(job, spec, replica, places[replica].node);
+  std::vector<std::string> nodes;
+  for (const ReplicaPlace& p : places) nodes.push_back(p.node);
+  std::tie(t.stdout_path, t.stderr_path) = OutputFiles(job, spec, replica, places[replica].node, NodeNumber(nodes, places[replica].node));
   t.resume = d.resume;
   t.gpus = a.replicas[replica].gpus;
   t.cpu_milli = spec.resources.cpu_milli;
@@ -293,8 +295,17 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   return t;
 }
 
+int32_t ControlLoop::NodeNumber(const std::vector<std::string>& nodes_by_replica, const std::string& node) {
+  std::vector<std::string> seen;
+  for (const std::string& n : nodes_by_replica) {
+    if (n == node) break;
+    if (std::find(seen.begin(), seen.end(), n) == seen.end()) seen.push_back(n);
+  }
+  return static_cast<int32_t>(seen.size());
+}
+
 std::pair<std::string, std::string> ControlLoop::OutputFiles(int64_t job, const api::JobSpec& spec, int32_t replica,
-                                                             const std::string& node) const {
+                                                             const std::string& node, int32_t node_number) const {
   api::OutputNames names;
   names.job = job;
   if (auto task = array_task_of_.find(job); task != array_task_of_.end()) {
@@ -305,6 +316,7 @@ std::pair<std::string, std::string> ControlLoop::OutputFiles(int64_t job, const 
   names.name = spec.name;
   names.user = jobs_.at(job).user;
   names.node = node;
+  names.node_number = node_number;
   return {spec.stdout_path ? api::ExpandOutputPattern(*spec.stdout_path, names) : "",
           spec.stderr_path ? api::ExpandOutputPattern(*spec.stderr_path, names) : ""};
 }
@@ -329,6 +341,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
     // for or the last one recorded in the job's status.
     int32_t attempt = row->attempts;
     std::string node;
+    std::vector<std::string> nodes;  // by replica
     const lifecycle::Attempt* current = lifecycle_.Find(job);
     if (current != nullptr && (wanted == 0 || current->number == wanted)) {
       attempt = current->number;
@@ -341,6 +354,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
                                      "replica"));
       }
       node = state_.nodes()[current->replicas[replica].node].spec.name;
+      for (const lifecycle::Replica& r : current->replicas) nodes.push_back(state_.nodes()[r.node].spec.name);
     } else {
       const json* record = nullptr;
       if (auto h = attempt_records_.find(job); h != attempt_records_.end() && h->second.is_array()) {
@@ -356,6 +370,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
         attempt = record->value("attempt", attempt);
         for (const json& r : record->value("replicas", json::array())) {
           if (r.value("replica", -1) == replica) node = r.value("node", "");
+          nodes.push_back(r.value("node", ""));
         }
       }
     }
@@ -370,7 +385,7 @@ StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, i
     where.node = node;
     where.attempt = attempt;
     auto spec = api::ParseJobSpecJson(row->spec_json);
-    if (spec.ok()) std::tie(where.stdout_path, where.stderr_path) = OutputFiles(job, *spec, replica, node);
+    if (spec.ok()) std::tie(where.stdout_path, where.stderr_path) = OutputFiles(job, *spec, replica, node, NodeNumber(nodes, node));
     const AgentRegistry::Agent* ag = agents_.Find(node);
     if (ag == nullptr || ag->log_port == 0 || agents_.Removed(node)) {
       return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs" + where.Elsewhere()));

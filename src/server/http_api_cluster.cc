@@ -90,6 +90,7 @@ void HttpApi::ListNodes(const Request&, Response& res) {
                      {"memoryBytes", n.spec.capacity.memory_bytes},
                      {"leaf", n.spec.topology.leaf},
                      {"spine", n.spec.topology.spine},
+                     {"features", n.spec.features},
                      {"schedulable", n.schedulable},
                      {"condition", n.condition},
                      {"runningJobs", n.running_jobs}});

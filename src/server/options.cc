@@ -148,8 +148,12 @@ StatusOr<api::SpecDefaults> ParseJobDefaults(const YAML::Node& d) {
   }
   if (const YAML::Node r = d["resources"]) {
     const std::string at = path + ".resources";
-    if (!r.IsMap()) return InvalidArgument("must be a mapping {memoryPerGpu, cpusPerGpu, memory, cpus}", at);
-    RETURN_IF_ERROR(CheckKeys(r, {"memoryPerGpu", "cpusPerGpu", "memory", "cpus"}, at));
+    if (!r.IsMap()) return InvalidArgument("must be a mapping {memoryPerGpu, memoryPerCpu, cpusPerGpu, memory, cpus}", at);
+    RETURN_IF_ERROR(CheckKeys(r, {"memoryPerGpu", "memoryPerCpu", "cpusPerGpu", "memory", "cpus"}, at));
+    if (r["memoryPerCpu"]) {
+      if (r["memoryPerGpu"]) return InvalidArgument("and memoryPerGpu exclude each other (as DefMemPerCPU and DefMemPerGPU)", at + ".memoryPerCpu");
+      ASSIGN_OR_RETURN(defaults.memory_per_cpu, config::MemoryBytes(r["memoryPerCpu"], at + ".memoryPerCpu"));
+    }
     if (r["memoryPerGpu"]) {
       ASSIGN_OR_RETURN(defaults.memory_per_gpu, config::MemoryBytes(r["memoryPerGpu"], at + ".memoryPerGpu"));
     }

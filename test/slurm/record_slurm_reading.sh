@@ -130,6 +130,29 @@ reading() {
 } > "$OUT"
 echo "wrote $OUT ($(($(wc -l < "$OUT") - 1)) scripts)"
 
+# Where Slurm would start each script now, on the 4 idle nodes: the
+# select plugin's own answer (sbatch --test-only), nodes and CPUs in all.
+# A job of more nodes than these 4 does not fit and says so.
+ALLOC_OUT=$CORPUS/slurm_allocation.tsv
+{
+  printf 'file\tverdict\tnodes\tcpus\tnodelist\n'
+  for script in "$CORPUS"/scripts/*.sh; do
+    name=$(basename "$script")
+    override=()
+    if grep -Eq '^#SBATCH.*(--partition|-p)[= ]*<' "$script"; then override+=(--partition=gpu); fi
+    if grep -Eq '^#SBATCH.*--reservation' "$script"; then override+=(--reservation=); fi
+    if grep -Eq '^#SBATCH.*(--exclude|-x)[= ]' "$script"; then override+=(--exclude=); fi
+    out=$(cd "$BASE" && sbatch --test-only "${override[@]}" "$OLDPWD/$script" 2>&1) || true
+    if [[ $out =~ using\ ([0-9]+)\ processors\ on\ nodes\ ([^ ]+) ]]; then
+      list=${BASH_REMATCH[2]}
+      printf '%s\tfits\t%s\t%s\t%s\n' "$name" "$(scontrol show hostnames "$list" | wc -l)" "${BASH_REMATCH[1]}" "$list"
+    else
+      printf '%s\t%s\t\t\t\n' "$name" "$(printf '%s' "$out" | tr '\t\n' '  ' | sed 's/ *$//')"
+    fi
+  done
+} > "$ALLOC_OUT"
+echo "wrote $ALLOC_OUT"
+
 # How sbatch reads single directives: abbreviations, short forms, units,
 # optional arguments, several options on one line, quoting and comments.
 PROBES=test/slurm/option_probes.txt
