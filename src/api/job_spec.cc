@@ -88,7 +88,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.retry == b.retry &&
          same_deps(a.dependencies, b.dependencies) && a.begin_time == b.begin_time &&
          a.hold == b.hold && a.spot == b.spot && a.one_per_node == b.one_per_node && a.exclusive == b.exclusive &&
-         a.features == b.features && a.singleton == b.singleton &&
+         a.features == b.features && a.singleton == b.singleton && a.slurm == b.slurm &&
          a.labels == b.labels;
 }
 
@@ -212,6 +212,14 @@ std::string JobSpecToJson(const JobSpec& s) {
   if (s.one_per_node) w.Key("onePerNode").Bool(true);
   if (s.exclusive) w.Key("exclusive").Bool(true);
   if (s.singleton) w.Key("singleton").Bool(true);
+  if (s.slurm) {
+    w.Key("slurm").BeginObject();
+    for (const auto& [key, value] : {std::pair{"partition", &s.slurm->partition}, std::pair{"qos", &s.slurm->qos},
+                                     std::pair{"account", &s.slurm->account}}) {
+      if (*value) w.Key(key).String(**value);
+    }
+    w.EndObject();
+  }
   if (!s.features.empty()) {
     w.Key("features").BeginArray();
     for (const std::string& f : s.features) w.String(f);

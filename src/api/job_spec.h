@@ -66,6 +66,11 @@
 //   singleton: false                 # true: waits for every earlier job of its
 //                                    # name and user to end (Slurm's
 //                                    # --dependency=singleton)
+//   slurm: {partition: gpu, qos: high, account: six}   # sbatch's names, mapped
+//                                    # by the server's slurm tables onto the
+//                                    # queue, priority class and node features
+//                                    # (api/slurm_mapping.h); a queue or priority
+//                                    # given here too wins
 //   beginTime: 2026-11-26T10:00:00Z  # RFC 3339 (Z or +01:00), optional
 //   hold: false
 //   spot: false                      # true: may run on spot nodes, capacity the
@@ -120,6 +125,7 @@
 #include <vector>
 
 #include "api/array_indices.h"
+#include "api/slurm_mapping.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "core/job.h"
@@ -207,6 +213,10 @@ struct JobSpec {
   // Slurm's --dependency=singleton: starts only after every earlier job of
   // its name and user has ended (each such job an afterany dependency).
   bool singleton = false;
+  // The job's Slurm QOS, partition and account, as sbatch named them; the
+  // queue, priority class and features they map to are in the fields
+  // above (api/slurm_mapping.h).
+  std::optional<SlurmNames> slurm;
   std::map<std::string, std::string> labels;
 };
 
@@ -232,6 +242,11 @@ struct SpecDefaults {
   // class's maxTimeLimit): a larger one is refused, and a spec naming none
   // gets at most this.
   std::map<std::string, Duration> max_time_limits;
+  // The server's slurm section: how a spec's slurm names map. Applied
+  // (and checked) only with map_slurm_names, as at submit; a stored spec
+  // already holds what its names mapped to then.
+  SlurmMapping slurm;
+  bool map_slurm_names = false;
 };
 
 // Field-by-field equality (core::Dependency has no operator==).

@@ -4,6 +4,7 @@
 
 #include "api/output_pattern.h"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -153,6 +154,17 @@ StatusOr<std::vector<std::string>> ReadFeatures(const TreeNode& node, const std:
     out.push_back(std::move(f));
   }
   return out;
+}
+
+StatusOr<SlurmNames> ReadSlurmNames(const TreeNode& node, const std::string& path) {
+  static const std::vector<std::string> kFields = {"partition", "qos", "account"};
+  ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
+  static constexpr StringRule kRule{1, 128, Charset::kPrintable, "1 to 128 characters without control characters"};
+  SlurmNames n;
+  RETURN_IF_ERROR(obj.Read("partition", n.partition, ReadString, kRule));
+  RETURN_IF_ERROR(obj.Read("qos", n.qos, ReadString, kRule));
+  RETURN_IF_ERROR(obj.Read("account", n.account, ReadString, kRule));
+  return n;
 }
 
 StatusOr<std::vector<std::string>> ReadCommand(const TreeNode& node, const std::string& path) {
@@ -438,7 +450,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "image", "env",          "workingDir", "timeLimit", "topology",
       "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
-      "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive", "features", "singleton"};
+      "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive", "features", "singleton", "slurm"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
@@ -446,6 +458,13 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   RETURN_IF_ERROR(obj.Read("queue", spec.queue, ReadString, kNameRule));
   spec.priority = defaults.priority;
   RETURN_IF_ERROR(obj.Read("priority", spec.priority, ReadString, kNameRule));
+  RETURN_IF_ERROR(obj.Read("slurm", spec.slurm, ReadSlurmNames));
+  SlurmPlacement slurm;
+  if (spec.slurm && defaults.map_slurm_names) {
+    ASSIGN_OR_RETURN(slurm, MapSlurmNames(*spec.slurm, defaults.slurm, obj.Path("slurm")));
+    if (slurm.queue && obj.Find("queue") == nullptr) spec.queue = *slurm.queue;
+    if (slurm.priority && obj.Find("priority") == nullptr) spec.priority = *slurm.priority;
+  }
   ReplicaRange replicas;
   RETURN_IF_ERROR(obj.Read("replicas", replicas, ReadReplicas));
   spec.replicas = replicas.max;
@@ -522,6 +541,9 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   RETURN_IF_ERROR(obj.Read("onePerNode", spec.one_per_node, ReadBool));
   RETURN_IF_ERROR(obj.Read("exclusive", spec.exclusive, ReadBool));
   RETURN_IF_ERROR(obj.Read("features", spec.features, ReadFeatures));
+  for (const std::string& f : slurm.features) {
+    if (std::find(spec.features.begin(), spec.features.end(), f) == spec.features.end()) spec.features.push_back(f);
+  }
   RETURN_IF_ERROR(obj.Read("singleton", spec.singleton, ReadBool));
   for (const char* key : {"onePerNode", "exclusive"}) {
     if (obj.Find(key) == nullptr || !(key[0] == 'o' ? spec.one_per_node : spec.exclusive)) continue;

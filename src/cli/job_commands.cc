@@ -58,6 +58,7 @@ struct JobCommands {
   bool one_per_node = false, exclusive = false;
   std::vector<std::string> features;
   std::vector<SbatchOption> sbatch_command_line;  // sbatch's own options (cli/sbatch_command.h)
+  std::optional<std::string> slurm_partition, slurm_qos, slurm_account;  // from #SBATCH
   std::optional<std::string> replicas;        // "4", or "1:4" (elastic)
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
   bool hold = false, spot = false, parsable = false;
@@ -408,6 +409,9 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c, Client* cli
   c.one_per_node = c.one_per_node || from.one_per_node;
   c.exclusive = c.exclusive || from.exclusive;
   if (c.features.empty()) c.features = from.features;
+  c.slurm_partition = from.slurm_partition;
+  c.slurm_qos = from.slurm_qos;
+  c.slurm_account = from.slurm_account;
   if (!c.retry) c.retry = from.retry;
   c.env.insert(c.env.begin(), from.env.begin(), from.env.end());  // the command line's come last and win
   c.hold = c.hold || from.hold;
@@ -465,6 +469,10 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
     // A plain count is a number; Slurm's indices are a string.
     const bool count = c.array.find_first_not_of("0123456789") == std::string::npos && c.array.size() < 10;
     spec["array"] = count ? json(std::stoll(c.array)) : json(c.array);
+  }
+  for (const auto& [key, value] : {std::pair{"partition", &c.slurm_partition}, std::pair{"qos", &c.slurm_qos},
+                                   std::pair{"account", &c.slurm_account}}) {
+    if (*value) spec["slurm"][key] = **value;
   }
   if (c.one_per_node) spec["onePerNode"] = true;
   if (c.exclusive) spec["exclusive"] = true;

@@ -13,7 +13,7 @@ namespace muster::cli {
 
 namespace {
 
-enum class Field { kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kStdout, kStderr, kGpus, kReplicas, kHold, kSpot,
+enum class Field { kPartition, kQos, kAccount, kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kStdout, kStderr, kGpus, kReplicas, kHold, kSpot,
                    kArray, kRetry, kEnv, kExport, kImage, kMounts, kEmptyOnly, kHonoured, kIgnored };
 
 struct Flag {
@@ -45,7 +45,8 @@ const std::map<std::string, Flag>& MusterFlags() {
 // (slurm_request.h).
 const std::map<std::string, Flag>& SlurmFlags() {
   static const std::map<std::string, Flag> flags = {
-      {"--job-name", {Field::kName, true}},      {"--partition", {Field::kQueue, true}},    {"--qos", {Field::kPriority, true}},
+      {"--job-name", {Field::kName, true}},      {"--partition", {Field::kPartition, true}}, {"--qos", {Field::kQos, true}},
+      {"--account", {Field::kAccount, true}},
       {"--time", {Field::kTime, true}},          {"--dependency", {Field::kAfter, true}},  {"--hold", {Field::kHold, false}},
       {"--chdir", {Field::kChdir, true}},        {"--output", {Field::kStdout, true}},      {"--error", {Field::kStderr, true}},
       {"--export", {Field::kExport, true}},
@@ -61,7 +62,7 @@ const std::map<std::string, Flag>& SlurmFlags() {
       {"--nodelist", {Field::kEmptyOnly, true, "choosing nodes by name"}},
       // Slurm's bookkeeping and hints: no effect on where or how the job runs here.
       {"--mail-type", {Field::kIgnored, true}},  {"--mail-user", {Field::kIgnored, true}},
-      {"--account", {Field::kIgnored, true}},    {"--comment", {Field::kIgnored, true}},
+      {"--comment", {Field::kIgnored, true}},
       {"--requeue", {Field::kIgnored, false, " is ignored (a job whose node is lost is always requeued here)"}},
       {"--no-requeue", {Field::kIgnored, false, " is ignored (a job whose node is lost is always requeued here)"}},
       {"--hint", {Field::kIgnored, true, " is ignored (tasks are not bound to cores here)"}},
@@ -233,6 +234,10 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
           }
           break;
         case Field::kQueue: out.queue = value; break;
+        // The server maps Slurm's names (api/slurm_mapping.h).
+        case Field::kPartition: out.slurm_partition = value; break;
+        case Field::kQos: out.slurm_qos = value; break;
+        case Field::kAccount: out.slurm_account = value; break;
         case Field::kPriority: out.priority = value; break;
         case Field::kGpuType: out.gpu_type = value; break;
         case Field::kCpus: out.cpus = value; break;

@@ -42,6 +42,7 @@ struct ScriptSettings {
   std::vector<std::string> mounts;  // HOST:CONTAINER[:ro] (pyxis's --container-mounts, #MUSTER --mount)
   std::optional<int64_t> gpus, replicas, array, retry;  // gpus: per replica
   std::optional<std::string> array_indices;  // #SBATCH --array, in Slurm's syntax
+  std::optional<std::string> slurm_partition, slurm_qos, slurm_account;  // the spec's slurm names
   bool one_per_node = false, exclusive = false;
   std::vector<std::string> features;  // required node features
   // The Slurm job the #SBATCH lines ask for, when there are any.

@@ -27,8 +27,10 @@ TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
   EXPECT_EQ(s.memory, "4000Mi");
   EXPECT_EQ(s.time, "1-00:00:00");
   EXPECT_EQ(s.cpus, "8");
-  EXPECT_EQ(s.queue, "research");
-  EXPECT_EQ(s.priority, "high");
+  EXPECT_EQ(s.slurm_partition, "research") << "Slurm's names go to the server, which maps them";
+  EXPECT_EQ(s.slurm_qos, "high");
+  EXPECT_FALSE(s.queue.has_value());
+  EXPECT_FALSE(s.priority.has_value());
   EXPECT_EQ(s.after, "afterok:3");
   EXPECT_TRUE(s.hold);
   EXPECT_EQ(s.chdir, "/data");

@@ -63,6 +63,11 @@ Status ServerOptions::Validate() const {
     return InvalidArgument(QuoteForMessage(cluster.default_priority_class) + " is not a priority class",
                            "defaultPriorityClass");
   }
+  for (const auto& [qos, cls] : job_defaults.slurm.qos) {
+    const bool known = std::any_of(cluster.priority_classes.begin(), cluster.priority_classes.end(),
+                                   [&](const core::PriorityClass& c) { return c.name == cls; });
+    if (!known) return InvalidArgument(QuoteForMessage(cls) + " is not a priority class", "slurm.qos." + qos);
+  }
   if (Status s = scheduler.Validate(); !s.ok()) return s;
   if (Status s = fairshare.Validate(); !s.ok()) return s;
   if (cycle_interval < Duration::Millis(10)) return InvalidArgument("must be at least 10ms", "cycleInterval");
@@ -108,6 +113,7 @@ namespace {
 api::SpecDefaults ServerOptions::SpecDefaults() const {
   api::SpecDefaults d = job_defaults;
   d.priority = cluster.default_priority_class;
+  d.map_slurm_names = true;
   for (const core::PriorityClass& c : cluster.priority_classes) {
     if (!c.max_time_limit.is_infinite()) d.max_time_limits[c.name] = c.max_time_limit;
   }
@@ -115,6 +121,48 @@ api::SpecDefaults ServerOptions::SpecDefaults() const {
 }
 
 namespace {
+
+// slurm: {qos: {NAME: class}, partitions: {NAME: {queue, features}},
+// accounts: {NAME: queue}} (api/slurm_mapping.h). Classes are checked
+// against priorityClasses by the caller.
+StatusOr<api::SlurmMapping> ParseSlurmMapping(const YAML::Node& s) {
+  const std::string path = "server.slurm";
+  if (!s.IsMap()) return InvalidArgument("must be a mapping {qos, partitions, accounts}", path);
+  RETURN_IF_ERROR(CheckKeys(s, {"qos", "partitions", "accounts"}, path));
+  api::SlurmMapping m;
+  for (const char* table : {"qos", "partitions", "accounts"}) {
+    const YAML::Node t = s[table];
+    if (!t) continue;
+    const std::string at = path + "." + table;
+    if (!t.IsMap()) return InvalidArgument("must be a mapping of Slurm names", at);
+    for (const auto& kv : t) {
+      const std::string name = kv.first.Scalar();
+      const std::string item = at + "." + name;
+      if (std::string(table) == "partitions") {
+        api::SlurmMapping::Partition p;
+        if (!kv.second.IsNull()) {
+          if (!kv.second.IsMap()) return InvalidArgument("must be a mapping {queue, features}", item);
+          RETURN_IF_ERROR(CheckKeys(kv.second, {"queue", "features"}, item));
+          if (kv.second["queue"]) {
+            ASSIGN_OR_RETURN(p.queue, config::Str(kv.second["queue"], item + ".queue"));
+          }
+          if (const YAML::Node f = kv.second["features"]) {
+            if (!f.IsSequence()) return InvalidArgument("must be a list of node features", item + ".features");
+            for (size_t i = 0; i < f.size(); ++i) {
+              ASSIGN_OR_RETURN(std::string feature, config::Str(f[i], item + ".features[" + std::to_string(i) + "]"));
+              p.features.push_back(std::move(feature));
+            }
+          }
+        }
+        m.partitions[name] = std::move(p);
+      } else {
+        ASSIGN_OR_RETURN(std::string target, config::Str(kv.second, item));
+        (std::string(table) == "qos" ? m.qos : m.accounts)[name] = std::move(target);
+      }
+    }
+  }
+  return m;
+}
 
 StatusOr<api::SpecDefaults> ParseJobDefaults(const YAML::Node& d) {
   const std::string path = "server.jobDefaults";
@@ -182,7 +230,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
                                      "maxConnections", "maxConnectionsPerClient", "threads",
                                      "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues",
-                                     "ha", "auth", "tls", "allowPlainHttp", "prices", "accessLog", "stragglers"},
+                                     "ha", "auth", "tls", "allowPlainHttp", "prices", "accessLog", "stragglers", "slurm"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -434,6 +482,9 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     }
     if (const YAML::Node d = root["jobDefaults"]) {
       ASSIGN_OR_RETURN(o.job_defaults, ParseJobDefaults(d));
+    }
+    if (const YAML::Node sl = root["slurm"]) {
+      ASSIGN_OR_RETURN(o.job_defaults.slurm, ParseSlurmMapping(sl));
     }
     if (const YAML::Node a = root["agents"]) {
       if (!a.IsMap()) return InvalidArgument("must be a mapping {unreachableAfter, lostAfter, maxLostFraction, silenceBurstWindow, silenceHold, lease, defaultGrace, syncWait}", "server.agents");

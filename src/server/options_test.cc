@@ -281,3 +281,68 @@ TEST(Queues, NestingIsCheckedAtStart) {
 
 }  // namespace
 }  // namespace muster::server
+
+namespace muster::server {
+namespace {
+
+// sbatch's --qos, --partition and --account through the site's tables
+// (api/slurm_mapping.h): a QOS onto a class (its time bound included), a
+// partition onto a queue and node features, an account onto a queue;
+// names not in a configured table refused with the known ones.
+TEST(ServerOptionsTest, SlurmNamesMapOntoClassesQueuesAndNodeFeatures) {
+  auto o = ParseServerOptions(R"(
+priorityClasses:
+  - {name: normal, weight: 0}
+  - {name: urgent, weight: 10, maxTimeLimit: 2h}
+slurm:
+  qos: {qos_gpu-t3: urgent, normal: normal}
+  partitions: {gpu: {}, hopper: {queue: h100s, features: [h100]}}
+  accounts: {six@gpu: research}
+)", "test.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  const api::SpecDefaults d = o->SpecDefaults();
+  auto s = api::ParseJobSpec(R"({"command":["x"],"slurm":{"qos":"qos_gpu-t3","partition":"hopper"}})", "application/json", d);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->priority, "urgent");
+  EXPECT_EQ(s->time_limit, Duration::Hours(2)) << "the class's bound applies";
+  EXPECT_EQ(s->queue, "h100s");
+  EXPECT_EQ(s->features, std::vector<std::string>{"h100"});
+  s = api::ParseJobSpec(R"({"command":["x"],"slurm":{"partition":"hopper","account":"six@gpu"}})", "application/json", d);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->queue, "research") << "an account's queue wins over a partition's";
+  s = api::ParseJobSpec(R"({"command":["x"],"queue":"mine","priority":"normal","slurm":{"qos":"qos_gpu-t3"}})",
+                        "application/json", d);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->queue, "mine");
+  EXPECT_EQ(s->priority, "normal") << "what the spec names itself wins";
+  const std::string canonical = api::JobSpecToJson(*s);
+  EXPECT_NE(canonical.find(R"("slurm":{"qos":"qos_gpu-t3"})"), std::string::npos) << canonical;
+  EXPECT_TRUE(api::ParseJobSpecJson(canonical).ok()) << "a stored spec reads back without the tables";
+  for (const auto& [spec, field, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {R"({"command":["x"],"slurm":{"qos":"high"}})", "spec.slurm.qos", "unknown QOS \"high\" (known: normal, qos_gpu-t3)"},
+           {R"({"command":["x"],"slurm":{"partition":"cpu"}})", "spec.slurm.partition", "unknown partition \"cpu\" (known: gpu, hopper)"},
+           {R"({"command":["x"],"slurm":{"account":"x"}})", "spec.slurm.account", "unknown account \"x\" (known: six@gpu)"},
+           {R"({"command":["x"],"slurm":{"qos":"a","cluster":"b"}})", "spec.slurm.cluster", "unknown field"}}) {
+    auto bad = api::ParseJobSpec(spec, "application/json", d);
+    ASSERT_FALSE(bad.ok()) << spec;
+    EXPECT_EQ(bad.status().field(), field);
+    EXPECT_NE(bad.status().message().find(message), std::string::npos) << bad.status().ToString();
+  }
+  // Without tables: a partition is the queue of its name, a QOS is refused.
+  auto plain = ParseServerOptions("{}", "test.yaml");
+  ASSERT_TRUE(plain.ok());
+  s = api::ParseJobSpec(R"({"command":["x"],"slurm":{"partition":"gpu","account":"any"}})", "application/json",
+                        plain->SpecDefaults());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->queue, "gpu");
+  s = api::ParseJobSpec(R"({"command":["x"],"slurm":{"qos":"high"}})", "application/json", plain->SpecDefaults());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("no QOS is configured here"), std::string::npos);
+  // A table naming a class that does not exist is a configuration error.
+  auto wrong = ParseServerOptions("slurm: {qos: {t3: urgent}}\n", "test.yaml");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().field(), "server.slurm.qos.t3");
+}
+
+}  // namespace
+}  // namespace muster::server

@@ -1,0 +1,55 @@
+// A site's Slurm names, mapped onto Muster's: a job's QOS onto a priority
+// class, its partition onto a node pool (node features) and queue, its
+// account onto a queue. The server's `slurm` configuration holds the
+// tables (docs/configuration.md); sbatch's --qos, --partition and
+// --account send the names as the spec's `slurm` object.
+//
+//   slurm:
+//     qos: {normal: normal, high: high, qos_gpu-t3: normal}
+//     partitions: {gpu: {}, hopper-prod: {features: [h100]}, debug: {queue: debug}}
+//     accounts: {six@gpu: research}
+//
+// The rules: a name that a configured table does not hold is refused,
+// listing the names it holds. Without a `qos` table a QOS is refused (no
+// QOS exists); without a `partitions` table a partition is the queue of
+// that name; without an `accounts` table an account is kept for the
+// record only. A queue the spec names itself wins over a mapped one, and
+// an account's queue over a partition's; a priority the spec names itself
+// wins over a QOS's.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace muster::api {
+
+struct SlurmMapping {
+  std::map<std::string, std::string> qos;  // QOS -> priority class
+  struct Partition {
+    std::optional<std::string> queue;
+    std::vector<std::string> features;  // its nodes': every job of it requires them
+    bool operator==(const Partition&) const = default;
+  };
+  std::map<std::string, Partition> partitions;
+  std::map<std::string, std::string> accounts;  // account -> queue
+};
+
+struct SlurmNames {
+  std::optional<std::string> partition, qos, account;
+  bool operator==(const SlurmNames&) const = default;
+};
+
+// What `names` make of a spec: the queue, priority class and features to
+// add. Fields left unset leave the spec's own. InvalidArgument naming
+// `path` + ".qos" (etc.) for a name the mapping refuses.
+struct SlurmPlacement {
+  std::optional<std::string> queue, priority;
+  std::vector<std::string> features;
+};
+StatusOr<SlurmPlacement> MapSlurmNames(const SlurmNames& names, const SlurmMapping& mapping, const std::string& path);
+
+}  // namespace muster::api
