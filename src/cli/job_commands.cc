@@ -59,6 +59,7 @@ struct JobCommands {
   std::vector<std::string> features;
   std::vector<SbatchOption> sbatch_command_line;  // sbatch's own options (cli/sbatch_command.h)
   std::optional<std::string> slurm_partition, slurm_qos, slurm_account;  // from #SBATCH
+  bool export_all = false;
   std::optional<std::string> replicas;        // "4", or "1:4" (elastic)
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
   bool hold = false, spot = false, parsable = false;
@@ -409,6 +410,7 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c, Client* cli
   c.one_per_node = c.one_per_node || from.one_per_node;
   c.exclusive = c.exclusive || from.exclusive;
   if (c.features.empty()) c.features = from.features;
+  c.export_all = from.export_all;
   c.slurm_partition = from.slurm_partition;
   c.slurm_qos = from.slurm_qos;
   c.slurm_account = from.slurm_account;
@@ -514,6 +516,21 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
     if (parts.empty() || parts.size() > 2) return InvalidArgument("--mount: must be HOST:CONTAINER[:ro], got \"" + m + "\"");
     spec["mounts"].push_back({{"hostPath", parts[0]}, {"containerPath", parts.size() == 2 ? parts[1] : parts[0]},
                               {"readOnly", mode == "ro"}});
+  }
+  if (c.export_all) {
+    // sbatch's --export=ALL: the variables here, but Muster's own (a token
+    // among them) and Slurm's, which the job gets afresh.
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string var = *e;
+      const size_t eq = var.find('=');
+      const std::string name = var.substr(0, eq);
+      if (eq == std::string::npos || name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) ||
+          name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+        continue;  // not a name a spec takes (bash's exported functions)
+      }
+      if (name.rfind("MUSTER_", 0) == 0 || name.rfind("SLURM_", 0) == 0 || name.rfind("SBATCH_", 0) == 0) continue;
+      spec["env"][name] = var.substr(eq + 1);
+    }
   }
   for (const std::string& e : c.env) {
     const size_t eq = e.find('=');

@@ -1,5 +1,6 @@
 #include "cli/sbatch_command.h"
 
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/client.h"
@@ -12,6 +13,40 @@ namespace {
 int Error(const std::string& message) {
   std::cerr << "sbatch: error: " << message << "\n";
   return 1;
+}
+
+// sbatch's input environment variables: each stands for an option, which
+// overrides the script's directives and yields to the command line.
+constexpr std::pair<const char*, const char*> kInputVariables[] = {
+    {"SBATCH_ACCOUNT", "account"},         {"SBATCH_ARRAY_INX", "array"},
+    {"SBATCH_CLUSTERS", "clusters"},       {"SBATCH_CONSTRAINT", "constraint"},
+    {"SBATCH_EXCLUSIVE", "exclusive"},     {"SBATCH_EXPORT", "export"},
+    {"SBATCH_GPU_BIND", "gpu-bind"},       {"SBATCH_GPUS", "gpus"},
+    {"SBATCH_GPUS_PER_NODE", "gpus-per-node"}, {"SBATCH_GPUS_PER_TASK", "gpus-per-task"},
+    {"SBATCH_GRES", "gres"},               {"SBATCH_HINT", "hint"},
+    {"SBATCH_JOB_NAME", "job-name"},       {"SBATCH_MEM_PER_CPU", "mem-per-cpu"},
+    {"SBATCH_MEM_PER_GPU", "mem-per-gpu"}, {"SBATCH_MEM_PER_NODE", "mem"},
+    {"SBATCH_NO_REQUEUE", "no-requeue"},   {"SBATCH_OPEN_MODE", "open-mode"},
+    {"SBATCH_OVERCOMMIT", "overcommit"},   {"SBATCH_PARTITION", "partition"},
+    {"SBATCH_QOS", "qos"},                 {"SBATCH_REQUEUE", "requeue"},
+    {"SBATCH_RESERVATION", "reservation"}, {"SBATCH_SIGNAL", "signal"},
+    {"SBATCH_TIMELIMIT", "time"},          {"SBATCH_WAIT_ALL_NODES", "wait-all-nodes"},
+};
+
+std::vector<SbatchOption> FromEnvironment() {
+  std::vector<SbatchOption> out;
+  for (const auto& [variable, option] : kInputVariables) {
+    const char* value = std::getenv(variable);
+    if (value == nullptr) continue;
+    auto info = ResolveSbatchOption(option, false);
+    if (!info.ok()) continue;
+    SbatchOption o{option, std::nullopt, std::string("$") + variable};
+    if ((*info)->argument == SbatchArgument::kRequired || ((*info)->argument == SbatchArgument::kOptional && *value)) {
+      o.value = value;
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
 }
 
 }  // namespace
@@ -31,8 +66,10 @@ int RunSbatch(const std::vector<std::string>& args) {
   if (rest + 1 < args.size()) {
     return Error("arguments after the batch script are not supported yet (" + args[rest] + " " + args[rest + 1] + " ...)");
   }
+  std::vector<SbatchOption> given = FromEnvironment();
+  given.insert(given.end(), options->begin(), options->end());
   Client client(DefaultServer(), "", RetrySeconds());
-  auto spec = SbatchSpec(args[rest], std::move(*options), client);
+  auto spec = SbatchSpec(args[rest], std::move(given), client);
   if (!spec.ok()) return Error(spec.status().message());
   auto r = client.Post("/v1/jobs", *spec, "application/json", {{"Idempotency-Key", NewUuid()}});
   if (!r.ok()) return Error("Batch job submission failed: " + r.status().message());

@@ -6,7 +6,10 @@
 //
 // Options are sbatch 22.05's (cli/sbatch_options.h), read after the
 // script's #SBATCH lines so that they win, with the meanings of
-// cli/slurm_request.h and cli/script_directives.h. It prints "Submitted
+// cli/slurm_request.h and cli/script_directives.h. sbatch's input
+// environment variables (SBATCH_PARTITION, SBATCH_TIMELIMIT, ...) stand for
+// options between the two: over the script, under the command line. The
+// submitting environment goes along unless --export says otherwise. It prints "Submitted
 // batch job N", or N alone with --parsable (for an array, its first task's
 // id, which Slurm calls the array's job id). Errors go to stderr as
 // "sbatch: error: ..." with exit code 1, and nothing is submitted. The

@@ -143,6 +143,8 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
   };
   std::vector<Directive> directives;
   std::map<std::string, std::string> empty_only;  // flag -> the error its last value makes, if any
+  bool export_given = false;
+  std::vector<std::string> export_list;  // what the last --export lists
   std::istringstream in(script);
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -263,16 +265,20 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
           break;
         }
         case Field::kExport: {
+          // ALL: the submitting environment too; NONE or a list without
+          // ALL: only what is listed. The last --export counts.
+          export_list.clear();
+          out.export_all = false;
           std::stringstream list(value);
           for (std::string item; std::getline(list, item, ',');) {
             if (item == "NONE" || item.empty()) continue;
             if (item == "ALL") {
-              out.warnings.push_back(where + "=ALL is not taken: the job gets only the variables listed (" + prefix +
-                                     " --export=NAME,...)");
+              out.export_all = true;
               continue;
             }
-            out.env.push_back(item);
+            export_list.push_back(item);
           }
+          export_given = true;
           break;
         }
         case Field::kGpus:
@@ -301,10 +307,13 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
       }
     }
   }
+  out.env.insert(out.env.begin(), export_list.begin(), export_list.end());  // #MUSTER --env wins
   for (const auto& [flag, error] : empty_only) {
     if (!error.empty()) return InvalidArgument(error);
   }
   if (any_slurm) {
+    // As sbatch: without --export, the submitting environment goes along.
+    if (!export_given) out.export_all = true;
     int64_t largest = 0;
     const bool needs_nodes = slurm_request.ntasks && !slurm_request.nodes_min && !slurm_request.ntasks_per_node &&
                              !slurm_request.overcommit;

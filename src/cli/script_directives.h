@@ -48,6 +48,9 @@ struct ScriptSettings {
   // The Slurm job the #SBATCH lines ask for, when there are any.
   std::optional<SlurmShape> slurm;
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the submitting shell's value
+  // The submitting shell's whole environment goes along (sbatch's default,
+  // --export=ALL), but for Muster's and Slurm's own variables.
+  bool export_all = false;
   bool hold = false;
   bool spot = false;
   std::vector<std::string> warnings;  // "train.sh line 4: #SBATCH --mail-type is ignored ..."

@@ -61,13 +61,19 @@ TEST(ScriptDirectives, ContainerImageAndMountsAsPyxisAndMusterSayThem) {
 }
 
 TEST(ScriptDirectives, EnvironmentAndRetries) {
-  const ScriptSettings s = Read("#SBATCH --export=NONE,PYTHONPATH,MODE=fast\n#SBATCH --export=ALL\n"
-                                "#MUSTER --env CUDA_LAUNCH_BLOCKING=1 --retry 0\n");
+  // sbatch's --export: the last one counts; a list without ALL is all the
+  // job gets; #MUSTER --env comes after and wins.
+  ScriptSettings s = Read("#SBATCH --export=ALL\n#SBATCH --export=NONE,PYTHONPATH,MODE=fast\n"
+                          "#MUSTER --env CUDA_LAUNCH_BLOCKING=1 --retry 0\n");
   EXPECT_EQ(s.env, (std::vector<std::string>{"PYTHONPATH", "MODE=fast", "CUDA_LAUNCH_BLOCKING=1"}));
+  EXPECT_FALSE(s.export_all);
   EXPECT_EQ(s.retry, 0);
-  ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_EQ(s.warnings[0], "job.sh line 2: #SBATCH --export=ALL is not taken: the job gets only the variables listed "
-                           "(#SBATCH --export=NAME,...)");
+  EXPECT_TRUE(s.warnings.empty());
+  s = Read("#SBATCH --export=ALL,MODE=fast\n");
+  EXPECT_TRUE(s.export_all);
+  EXPECT_EQ(s.env, std::vector<std::string>{"MODE=fast"});
+  EXPECT_TRUE(Read("#SBATCH -N 1\n").export_all) << "sbatch's default is ALL";
+  EXPECT_FALSE(Read("#MUSTER --gpus 1\n").export_all) << "muster submit's is none";
 }
 
 TEST(ScriptDirectives, EndAtTheFirstCommandAndSkipOtherComments) {

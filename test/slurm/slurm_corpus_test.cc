@@ -277,5 +277,38 @@ TEST_F(SlurmCorpusServer, EveryScriptIsAcceptedAndReadAsSbatchReadsIt) {
   EXPECT_EQ(accepted, 47);
 }
 
+// sbatch's habits: its output, the environment it exports by default,
+// its input variables between the script and the command line, -D
+// relative to where it runs, and its errors.
+TEST_F(SlurmCorpusServer, SbatchTakesItsEnvironmentAndCommandLineAsSlurmDoes) {
+  const std::string script = work_ + "/job.sh";
+  std::ofstream(script) << "#!/bin/bash\n#SBATCH -t 10 --partition=gpu\necho hi\n";
+  std::filesystem::create_directories(work_ + "/sub");
+  CommandResult r = Muster("FOO=bar " + bin_ + "/sbatch " + script);
+  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(r.out.rfind("Submitted batch job ", 0), 0u) << r.out;
+  json job = Job(std::stoll(r.out.substr(20)));
+  EXPECT_EQ(job["timeLimit"], "10m");
+  EXPECT_EQ(job["env"].value("FOO", ""), "bar") << "--export=ALL is sbatch's default";
+  EXPECT_FALSE(job["env"].contains("MUSTER_TOKEN")) << "Muster's own variables stay behind";
+  EXPECT_EQ(job["queue"], "gpu");
+  r = Muster("FOO=bar SBATCH_TIMELIMIT=30 SBATCH_PARTITION=debug " + bin_ + "/sbatch --parsable -D sub --export=NONE " + script);
+  ASSERT_EQ(r.code, 0) << r.out;
+  job = Job(std::stoll(r.out));
+  EXPECT_EQ(job["timeLimit"], "30m") << "SBATCH_TIMELIMIT over the script";
+  EXPECT_EQ(job["queue"], "debug");
+  EXPECT_FALSE(job["env"].contains("FOO"));
+  EXPECT_EQ(job["workingDir"], std::filesystem::path(work_ + "/sub").lexically_normal().string());
+  r = Muster("SBATCH_TIMELIMIT=30 " + bin_ + "/sbatch --parsable -t 45 " + script);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(Job(std::stoll(r.out))["timeLimit"], "45m") << "the command line over SBATCH_TIMELIMIT";
+  r = Muster(bin_ + "/sbatch --bogus " + script);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("sbatch: error: --bogus is not an sbatch option"), std::string::npos) << r.out;
+  r = Muster(bin_ + "/sbatch " + script + " arg");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("sbatch: error: arguments after the batch script are not supported yet"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace muster::testing
