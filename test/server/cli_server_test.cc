@@ -284,7 +284,12 @@ TEST_F(CliServerTest, ABatchScriptIsSubmittedWithItsDirectives) {
   EXPECT_EQ(job["resources"]["gpus"], 2);
   EXPECT_EQ(job["name"], "mine");
   EXPECT_EQ(job["retry"]["limit"], 0);
-  EXPECT_EQ(job["env"], json({{"HOME", std::getenv("HOME")}, {"MODE", "fast"}}));
+  EXPECT_EQ(job["env"]["HOME"], std::getenv("HOME"));
+  EXPECT_EQ(job["env"]["MODE"], "fast");
+  // A Slurm script takes the submitting environment (sbatch's --export=ALL),
+  // but Muster's own variables.
+  EXPECT_EQ(job["env"].value("PATH", ""), std::getenv("PATH"));
+  EXPECT_FALSE(job["env"].contains("MUSTER_TOKEN"));
 
   // After "--" the file is a command to run on the node.
   r = Muster(url, "submit --parsable -- " + script);
