@@ -109,15 +109,19 @@ reading() {
   printf '\n'
   scancel "$1" 2>/dev/null || true
 }
+# Sets `override` to what sbatch's command line must clear or replace in
+# script $1: placeholders and site names no Slurm here can hold.
+overrides() {
+  override=()
+  if grep -Eq '^#SBATCH.*(--partition|-p)[= ]*<' "$1"; then override+=(--partition=gpu); fi
+  if grep -Eq '^#SBATCH.*--reservation' "$1"; then override+=(--reservation=); fi
+  if grep -Eq '^#SBATCH.*(--exclude|-x)[= ]' "$1"; then override+=(--exclude=); fi
+}
 {
   printf 'file\toverride\tverdict'; for f in $FIELDS; do printf '\t%s' "$f"; done; printf '\n'
   for script in "$CORPUS"/scripts/*.sh; do
     name=$(basename "$script")
-    override=()
-    # Placeholders and site names no Slurm here can hold.
-    if grep -Eq '^#SBATCH.*(--partition|-p)[= ]*<' "$script"; then override+=(--partition=gpu); fi
-    if grep -Eq '^#SBATCH.*--reservation' "$script"; then override+=(--reservation=); fi
-    if grep -Eq '^#SBATCH.*(--exclude|-x)[= ]' "$script"; then override+=(--exclude=); fi
+    overrides "$script"
     out=$(cd "$BASE" && sbatch --hold --parsable "${override[@]}" "$OLDPWD/$script" 2>&1) || true
     id=$(printf '%s\n' "$out" | tail -1)
     if ! [[ $id =~ ^[0-9]+$ ]]; then
@@ -138,10 +142,7 @@ ALLOC_OUT=$CORPUS/slurm_allocation.tsv
   printf 'file\tverdict\tnodes\tcpus\tnodelist\n'
   for script in "$CORPUS"/scripts/*.sh; do
     name=$(basename "$script")
-    override=()
-    if grep -Eq '^#SBATCH.*(--partition|-p)[= ]*<' "$script"; then override+=(--partition=gpu); fi
-    if grep -Eq '^#SBATCH.*--reservation' "$script"; then override+=(--reservation=); fi
-    if grep -Eq '^#SBATCH.*(--exclude|-x)[= ]' "$script"; then override+=(--exclude=); fi
+    overrides "$script"
     out=$(cd "$BASE" && sbatch --test-only "${override[@]}" "$OLDPWD/$script" 2>&1) || true
     if [[ $out =~ using\ ([0-9]+)\ processors\ on\ nodes\ ([^ ]+) ]]; then
       list=${BASH_REMATCH[2]}
