@@ -181,7 +181,6 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
     const std::vector<std::string>& words = d.words;
     const std::vector<SbatchOption>& sbatch = d.sbatch;
     const std::string& at = d.at;
-    const std::string prefix = muster ? "#MUSTER" : "#SBATCH";
     for (size_t i = 0; i < (slurm ? sbatch.size() : words.size()); ++i) {
       std::string flag, value;
       bool has_value = false;

@@ -8,19 +8,14 @@
 // the same setting in the script.
 //
 // #SBATCH words are read as sbatch reads them (sbatch_options.h:
-// abbreviations, short forms, optional arguments). Slurm flags map onto
-// the spec: -J/--job-name, -p/--partition (queue),
-// --qos (priority class), -N/--nodes (replicas), --gpus-per-node,
-// --gres=gpu[:type]:N, -G/--gpus (the job's total, divided among its
-// nodes), -c/--cpus-per-task, --mem (Slurm's units: a bare number is MiB,
-// and G means GiB), -t/--time (a bare number is minutes; 0, INFINITE and
-// UNLIMITED are no limit), -d/--dependency,
-// -H/--hold, -D/--chdir, -o/--output and -e/--error (the spec's stdout and
-// stderr, with Slurm's %j, %a, %A, %x, %t, %u, %N), --export=NAME[=VALUE],...
-// (ALL and NONE are not taken: the job gets only what is listed). Flags that
-// only shape Slurm's own bookkeeping (--mail-*, -A, --ntasks*, ...) are
-// ignored with a warning. #MUSTER also takes --retry N, --env NAME[=VALUE],
-// --stdout and --stderr.
+// abbreviations, short forms, optional arguments), and mean what they mean
+// to Slurm: the resource options make a per-node shape (slurm_request.h)
+// that becomes one replica per node; --partition, --qos and --account are
+// the spec's slurm names, which the server maps (api/slurm_mapping.h);
+// --export=ALL, sbatch's default, sends the submitting environment. The
+// table in docs/cli.md ("Slurm batch scripts") lists every option. #MUSTER
+// takes muster submit's flags (and --retry N, --env NAME[=VALUE],
+// --stdout, --stderr); a #MUSTER setting wins over an #SBATCH one.
 // Any other flag is an error naming the line: it may change where or how
 // the job runs, so it is never dropped silently.
 #pragma once
