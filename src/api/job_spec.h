@@ -66,7 +66,8 @@
 //   singleton: false                 # true: waits for every earlier job of its
 //                                    # name and user to end (Slurm's
 //                                    # --dependency=singleton)
-//   slurm: {partition: gpu, qos: high, account: six}   # sbatch's names, mapped
+//   slurm: {partition: gpu, qos: high, account: six,   # sbatch's names, mapped
+//           tasks: 16, tasksPerNode: 8, cpusPerTask: 10}  # and its tasks (env)
 //                                    # by the server's slurm tables onto the
 //                                    # queue, priority class and node features
 //                                    # (api/slurm_mapping.h); a queue or priority
@@ -216,7 +217,7 @@ struct JobSpec {
   // The job's Slurm QOS, partition and account, as sbatch named them; the
   // queue, priority class and features they map to are in the fields
   // above (api/slurm_mapping.h).
-  std::optional<SlurmNames> slurm;
+  std::optional<SlurmSpec> slurm;
   std::map<std::string, std::string> labels;
 };
 

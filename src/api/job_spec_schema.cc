@@ -156,14 +156,17 @@ StatusOr<std::vector<std::string>> ReadFeatures(const TreeNode& node, const std:
   return out;
 }
 
-StatusOr<SlurmNames> ReadSlurmNames(const TreeNode& node, const std::string& path) {
-  static const std::vector<std::string> kFields = {"partition", "qos", "account"};
+StatusOr<SlurmSpec> ReadSlurmSpec(const TreeNode& node, const std::string& path) {
+  static const std::vector<std::string> kFields = {"partition", "qos", "account", "tasks", "tasksPerNode", "cpusPerTask"};
   ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
   static constexpr StringRule kRule{1, 128, Charset::kPrintable, "1 to 128 characters without control characters"};
-  SlurmNames n;
+  SlurmSpec n;
   RETURN_IF_ERROR(obj.Read("partition", n.partition, ReadString, kRule));
   RETURN_IF_ERROR(obj.Read("qos", n.qos, ReadString, kRule));
   RETURN_IF_ERROR(obj.Read("account", n.account, ReadString, kRule));
+  RETURN_IF_ERROR(obj.Read("tasks", n.tasks, ReadInt, int64_t{1}, int64_t{1} << 24, std::string_view()));
+  RETURN_IF_ERROR(obj.Read("tasksPerNode", n.tasks_per_node, ReadInt, int64_t{1}, int64_t{1} << 20, std::string_view()));
+  RETURN_IF_ERROR(obj.Read("cpusPerTask", n.cpus_per_task, ReadInt, int64_t{1}, int64_t{4096}, std::string_view()));
   return n;
 }
 
@@ -458,7 +461,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   RETURN_IF_ERROR(obj.Read("queue", spec.queue, ReadString, kNameRule));
   spec.priority = defaults.priority;
   RETURN_IF_ERROR(obj.Read("priority", spec.priority, ReadString, kNameRule));
-  RETURN_IF_ERROR(obj.Read("slurm", spec.slurm, ReadSlurmNames));
+  RETURN_IF_ERROR(obj.Read("slurm", spec.slurm, ReadSlurmSpec));
   SlurmPlacement slurm;
   if (spec.slurm && defaults.map_slurm_names) {
     ASSIGN_OR_RETURN(slurm, MapSlurmNames(*spec.slurm, defaults.slurm, obj.Path("slurm")));

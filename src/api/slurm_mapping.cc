@@ -12,7 +12,7 @@ std::string Known(const Map& m) {
 
 }  // namespace
 
-StatusOr<SlurmPlacement> MapSlurmNames(const SlurmNames& names, const SlurmMapping& mapping, const std::string& path) {
+StatusOr<SlurmPlacement> MapSlurmNames(const SlurmSpec& names, const SlurmMapping& mapping, const std::string& path) {
   SlurmPlacement out;
   if (names.qos) {
     if (mapping.qos.empty()) {

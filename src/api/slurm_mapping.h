@@ -18,6 +18,7 @@
 // wins over a QOS's.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,9 +39,15 @@ struct SlurmMapping {
   std::map<std::string, std::string> accounts;  // account -> queue
 };
 
-struct SlurmNames {
+// A job submitted as a Slurm job: its names, and its tasks as Slurm
+// counts them (a replica is one node of the allocation), which its
+// SLURM_NTASKS, SLURM_NTASKS_PER_NODE and SLURM_CPUS_PER_TASK say.
+struct SlurmSpec {
   std::optional<std::string> partition, qos, account;
-  bool operator==(const SlurmNames&) const = default;
+  int32_t tasks = 0;           // 0: one per replica
+  int32_t tasks_per_node = 0;  // the most on one node; 0: one
+  int32_t cpus_per_task = 0;   // 0: the replica's CPUs
+  bool operator==(const SlurmSpec&) const = default;
 };
 
 // What `names` make of a spec: the queue, priority class and features to
@@ -50,6 +57,6 @@ struct SlurmPlacement {
   std::optional<std::string> queue, priority;
   std::vector<std::string> features;
 };
-StatusOr<SlurmPlacement> MapSlurmNames(const SlurmNames& names, const SlurmMapping& mapping, const std::string& path);
+StatusOr<SlurmPlacement> MapSlurmNames(const SlurmSpec& names, const SlurmMapping& mapping, const std::string& path);
 
 }  // namespace muster::api

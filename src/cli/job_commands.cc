@@ -59,6 +59,7 @@ struct JobCommands {
   std::vector<std::string> features;
   std::vector<SbatchOption> sbatch_command_line;  // sbatch's own options (cli/sbatch_command.h)
   std::optional<std::string> slurm_partition, slurm_qos, slurm_account;  // from #SBATCH
+  std::optional<SlurmShape> slurm_shape;
   bool export_all = false;
   std::optional<std::string> replicas;        // "4", or "1:4" (elastic)
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
@@ -411,6 +412,7 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c, Client* cli
   c.exclusive = c.exclusive || from.exclusive;
   if (c.features.empty()) c.features = from.features;
   c.export_all = from.export_all;
+  c.slurm_shape = from.slurm;
   c.slurm_partition = from.slurm_partition;
   c.slurm_qos = from.slurm_qos;
   c.slurm_account = from.slurm_account;
@@ -475,6 +477,11 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
   for (const auto& [key, value] : {std::pair{"partition", &c.slurm_partition}, std::pair{"qos", &c.slurm_qos},
                                    std::pair{"account", &c.slurm_account}}) {
     if (*value) spec["slurm"][key] = **value;
+  }
+  if (c.slurm_shape) {  // the tasks, for the job's SLURM_NTASKS and the like
+    spec["slurm"]["tasks"] = c.slurm_shape->tasks;
+    spec["slurm"]["tasksPerNode"] = c.slurm_shape->tasks_per_node;
+    spec["slurm"]["cpusPerTask"] = c.slurm_shape->cpus_per_task;
   }
   if (c.one_per_node) spec["onePerNode"] = true;
   if (c.exclusive) spec["exclusive"] = true;

@@ -80,6 +80,27 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
   if (spec.resources.cpu_milli > 0 && spec.resources.cpu_milli % 1000 == 0) {
     set("SLURM_CPUS_PER_TASK", std::to_string(spec.resources.cpu_milli / 1000));
   }
+  // A Slurm job's tasks as Slurm counts them: block distribution, the
+  // first nodes full ("8(x2)" is 8 on each of 2 nodes).
+  if (spec.slurm && spec.slurm->tasks > 0) {
+    const int32_t tasks = spec.slurm->tasks, per_node = std::max<int32_t>(1, spec.slurm->tasks_per_node);
+    std::vector<int32_t> on_node;
+    for (int32_t left = tasks; static_cast<int32_t>(on_node.size()) < n; left -= on_node.back()) {
+      on_node.push_back(std::max<int32_t>(0, std::min(left, per_node)));
+    }
+    std::string runs;
+    for (size_t i = 0; i < on_node.size();) {
+      size_t j = i;
+      while (j < on_node.size() && on_node[j] == on_node[i]) ++j;
+      runs += (runs.empty() ? "" : ",") + std::to_string(on_node[i]) + (j - i > 1 ? "(x" + std::to_string(j - i) + ")" : "");
+      i = j;
+    }
+    set("SLURM_NTASKS", std::to_string(tasks));
+    set("SLURM_NPROCS", std::to_string(tasks));
+    set("SLURM_NTASKS_PER_NODE", std::to_string(per_node));
+    set("SLURM_TASKS_PER_NODE", runs);
+    if (spec.slurm->cpus_per_task > 0) set("SLURM_CPUS_PER_TASK", std::to_string(spec.slurm->cpus_per_task));
+  }
   set("JOB_COMPLETION_INDEX", rank);
   if (in.array_index >= 0) {
     set("MUSTER_ARRAY_TASK_ID", std::to_string(in.array_index));

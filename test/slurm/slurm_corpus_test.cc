@@ -228,6 +228,8 @@ TEST_F(SlurmCorpusServer, EveryScriptIsAcceptedAndReadAsSbatchReadsIt) {
     json job = Job(id);
     const json& spec = job;  // the job with its spec's fields
     EXPECT_EQ(spec.value("replicas", 1), want.nodes);
+    EXPECT_EQ(spec["slurm"].value("tasks", 0), want.tasks);
+    EXPECT_EQ(spec["slurm"].value("tasksPerNode", 0), want.tasks_per_node);
     EXPECT_TRUE(spec.value("onePerNode", false) || spec.value("exclusive", false));
     EXPECT_EQ(spec.value("exclusive", false), want.exclusive);
     EXPECT_EQ(spec["resources"].value("gpus", 0), want.gpus_per_node);
