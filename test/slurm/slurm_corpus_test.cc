@@ -312,5 +312,24 @@ TEST_F(SlurmCorpusServer, SbatchTakesItsEnvironmentAndCommandLineAsSlurmDoes) {
   EXPECT_NE(r.out.find("sbatch: error: arguments after the batch script are not supported yet"), std::string::npos) << r.out;
 }
 
+// `scontrol show hostnames` as batch scripts call it for the master
+// address: the binary under that name, the list from the job's variable.
+TEST(Scontrol, ShowHostnamesExpandsTheJobsNodeList) {
+  const std::string dir = ::testing::TempDir() + "/scontrol_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir + "/scontrol");
+  std::filesystem::create_symlink(MUSTER_BINARY, dir + "/scontrol");
+  CommandResult r = RunCommand("SLURM_JOB_NODELIST='gpu[07-09],login' " + dir + "/scontrol show hostnames | head -n1");
+  EXPECT_EQ(r.out, "gpu07\n");
+  r = RunCommand(dir + "/scontrol show hostnames 'n[1-2]'");
+  EXPECT_EQ(r.out, "n1\nn2\n");
+  r = RunCommand(dir + "/scontrol show hostlist n1,n2,n3");
+  EXPECT_EQ(r.out, "n[1-3]\n");
+  r = RunCommand(dir + "/scontrol show job 3");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("scontrol: error: \"show job\" is not supported here yet"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace muster::testing
