@@ -30,6 +30,8 @@
 #include "cli/table.h"
 #include "common/quantity.h"
 #include "cli/job_summary_reader.h"
+#include "cli/job_ids.h"
+#include "cli/print_json.h"
 #include "cli/script_directives.h"
 
 namespace muster::cli {
@@ -117,58 +119,6 @@ constexpr const char* kSpecFlags = "Job settings (instead of a file)";
 int Fail(const Status& s) {
   std::cerr << "muster: " << s.message() << "\n";
   return 1;
-}
-
-// True when a YAML reader would not take `s`, written plain, for this
-// string: empty, a YAML 1.1 or 1.2 boolean or null word (yes, off, ~), or
-// anything that starts like a number, date or time (42, 0x10, .5, -1,
-// 2026-11-27, 1:30). Those are written double-quoted; over-quoting is
-// harmless, under-quoting turns "true" into true and "0x10" into 16.
-bool NeedsQuotes(const std::string& s) {
-  static const char* const kWords[] = {"y", "yes", "n", "no", "true", "false", "on", "off", "null", "~"};
-  if (s.empty()) return true;
-  std::string lower = s;
-  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const char* w : kWords) {
-    if (lower == w) return true;
-  }
-  const char first = s[0];
-  return std::isdigit(static_cast<unsigned char>(first)) || first == '-' || first == '+' || first == '.';
-}
-
-void EmitYaml(YAML::Emitter& e, const json& j) {
-  if (j.is_object()) {
-    e << YAML::BeginMap;
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      e << YAML::Key;
-      if (NeedsQuotes(it.key())) e << YAML::DoubleQuoted;
-      e << it.key() << YAML::Value;
-      EmitYaml(e, it.value());
-    }
-    e << YAML::EndMap;
-  } else if (j.is_array()) {
-    e << YAML::BeginSeq;
-    for (const auto& v : j) EmitYaml(e, v);
-    e << YAML::EndSeq;
-  } else if (j.is_string()) {
-    const std::string& v = j.get_ref<const std::string&>();
-    if (NeedsQuotes(v)) e << YAML::DoubleQuoted;
-    e << v;
-  } else if (j.is_null()) {
-    e << YAML::Null;
-  } else {
-    e << j.dump();  // numbers and booleans, plain
-  }
-}
-
-void Print(const json& j, const std::string& output) {
-  if (output == "json") {
-    std::cout << j.dump(2) << "\n";
-  } else {
-    YAML::Emitter e;
-    EmitYaml(e, j);
-    std::cout << e.c_str() << "\n";
-  }
 }
 
 std::string Field(const json& j, const char* key) {
@@ -836,29 +786,6 @@ int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
               << "\n";
   }
   return acted.Finish();
-}
-
-// "12" or "5-104" into ids; at most 10,000 in all (an array's largest).
-StatusOr<std::vector<int64_t>> JobIds(const std::vector<std::string>& args) {
-  std::vector<int64_t> out;
-  for (const std::string& a : args) {
-    const size_t dash = a.find('-', 1);
-    int64_t first = 0, last = 0;
-    auto number = [](std::string_view t, int64_t& v) {
-      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-      return ec == std::errc() && p == t.data() + t.size() && v > 0;
-    };
-    const std::string_view text(a);
-    if (!number(text.substr(0, dash), first) ||
-        !number(dash == std::string::npos ? text : text.substr(dash + 1), last) || last < first) {
-      return InvalidArgument("expected job ids such as 12 or ranges such as 5-104, got \"" + a + "\"");
-    }
-    if (last - first >= 10'000 - static_cast<int64_t>(out.size())) {
-      return InvalidArgument("at most 10000 jobs at once, got more with \"" + a + "\"");
-    }
-    for (int64_t id = first; id <= last; ++id) out.push_back(id);
-  }
-  return out;
 }
 
 int Act(JobCommands& c, Client& client, const std::string& verb) {
