@@ -63,10 +63,11 @@ Status ServerOptions::Validate() const {
     return InvalidArgument(QuoteForMessage(cluster.default_priority_class) + " is not a priority class",
                            "defaultPriorityClass");
   }
-  for (const auto& [qos, cls] : job_defaults.slurm.qos) {
+  for (const auto& mapped : job_defaults.slurm.qos) {
+    const std::string& cls = mapped.second;  // (clang 14 captures no structured binding)
     const bool known = std::any_of(cluster.priority_classes.begin(), cluster.priority_classes.end(),
                                    [&](const core::PriorityClass& c) { return c.name == cls; });
-    if (!known) return InvalidArgument(QuoteForMessage(cls) + " is not a priority class", "slurm.qos." + qos);
+    if (!known) return InvalidArgument(QuoteForMessage(cls) + " is not a priority class", "slurm.qos." + mapped.first);
   }
   if (Status s = scheduler.Validate(); !s.ok()) return s;
   if (Status s = fairshare.Validate(); !s.ok()) return s;
