@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the include direction of src/ (common <- core <- scheduler, lifecycle <- sim/server <- cli;
 # config, api and store beside the scheduler, never including it; the agent
-# (gpu, agent) shares only common, the agent protocol (proto) and HTTP (http) with the server),
+# (gpu, agent) shares only common, the agent protocol (proto) and HTTP (http) with the server;
+# the job-side channels (shell, step) only common, auth and each other),
 # and that the scheduling core (core/, scheduler/) does no I/O and reads no clock.
 # Prints each violation as file:line and exits 1 if there is any.
 set -u
@@ -25,9 +26,10 @@ declare -A allowed=(
   [checkpoint]="common checkpoint"
   [auth]="common auth"
   [shell]="common shell"
+  [step]="common auth shell step"
   [agent]="common gpu proto checkpoint http auth agent"
   [server]="common core scheduler lifecycle config api store proto checkpoint http auth server"
-  [cli]="common core scheduler lifecycle config api sim server gpu proto checkpoint agent http auth store shell cli"
+  [cli]="common core scheduler lifecycle config api sim server gpu proto checkpoint agent http auth store shell step cli"
 )
 for layer in "${!allowed[@]}"; do
   [ -d "src/$layer" ] || continue

@@ -252,6 +252,19 @@ StatusOr<std::string> Agent::Init() {
   eo.shim_binary = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) return FailedPrecondition("cannot find the muster binary (/proc/self/exe): " + ec.message());
   muster_binary_ = eo.shim_binary;
+  // Slurm's commands, for jobs written for Slurm: links to this binary,
+  // first on every task's PATH (cli/srun_command.h, cli/sbatch_command.h).
+  slurm_bin_ = options_.state_dir + "/slurm-bin";
+  fs::create_directories(slurm_bin_, ec);
+  ::chmod(slurm_bin_.c_str(), 0755);
+  for (const char* command : {"srun", "sbatch", "scontrol"}) {
+    const fs::path link = fs::path(slurm_bin_) / command;
+    std::error_code ignored;
+    if (fs::read_symlink(link, ignored) == fs::path(muster_binary_)) continue;
+    fs::remove(link, ignored);
+    fs::create_symlink(muster_binary_, link, ec);
+    if (ec) return FailedPrecondition("cannot link " + link.string() + " to the muster binary: " + ec.message());
+  }
   eo.use_cgroups = options_.use_cgroups;
   // One parent per state directory: two agents on one machine never share
   // task groups, even with one node name (two `muster dev` clusters, a twin
@@ -663,7 +676,10 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   if (!options_.ca_file.empty()) spec.env["MUSTER_CA"] = fs::absolute(options_.ca_file).string();
   // The node's muster, for commands inside the job (muster progress, an
   // interactive shell's relay); not inside a container, which has its own files.
-  if (!container) spec.env["MUSTER_BIN"] = muster_binary_;
+  if (!container) {
+    spec.env["MUSTER_BIN"] = muster_binary_;
+    spec.env["PATH"] = slurm_bin_ + ":" + spec.env["PATH"];
+  }
   spec.working_dir = !t.working_dir.empty() ? t.working_dir : home;
   spec.stdout_path = t.stdout_path;
   spec.stderr_path = t.stderr_path;

@@ -219,7 +219,8 @@ std::string JobSpecToJson(const JobSpec& s) {
       if (*value) w.Key(key).String(**value);
     }
     for (const auto& [key, value] : {std::pair{"tasks", s.slurm->tasks}, std::pair{"tasksPerNode", s.slurm->tasks_per_node},
-                                     std::pair{"cpusPerTask", s.slurm->cpus_per_task}}) {
+                                     std::pair{"cpusPerTask", s.slurm->cpus_per_task},
+                                     std::pair{"gpusPerTask", s.slurm->gpus_per_task}}) {
       if (value > 0) w.Key(key).Int(value);
     }
     w.EndObject();

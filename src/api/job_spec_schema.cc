@@ -157,7 +157,8 @@ StatusOr<std::vector<std::string>> ReadFeatures(const TreeNode& node, const std:
 }
 
 StatusOr<SlurmSpec> ReadSlurmSpec(const TreeNode& node, const std::string& path) {
-  static const std::vector<std::string> kFields = {"partition", "qos", "account", "tasks", "tasksPerNode", "cpusPerTask"};
+  static const std::vector<std::string> kFields = {"partition", "qos", "account", "tasks", "tasksPerNode", "cpusPerTask",
+                                                   "gpusPerTask"};
   ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
   static constexpr StringRule kRule{1, 128, Charset::kPrintable, "1 to 128 characters without control characters"};
   SlurmSpec n;
@@ -167,6 +168,7 @@ StatusOr<SlurmSpec> ReadSlurmSpec(const TreeNode& node, const std::string& path)
   RETURN_IF_ERROR(obj.Read("tasks", n.tasks, ReadInt, int64_t{1}, int64_t{1} << 24, std::string_view()));
   RETURN_IF_ERROR(obj.Read("tasksPerNode", n.tasks_per_node, ReadInt, int64_t{1}, int64_t{1} << 20, std::string_view()));
   RETURN_IF_ERROR(obj.Read("cpusPerTask", n.cpus_per_task, ReadInt, int64_t{1}, int64_t{4096}, std::string_view()));
+  RETURN_IF_ERROR(obj.Read("gpusPerTask", n.gpus_per_task, ReadInt, int64_t{1}, int64_t{1024}, std::string_view()));
   return n;
 }
 
@@ -548,6 +550,22 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
     if (std::find(spec.features.begin(), spec.features.end(), f) == spec.features.end()) spec.features.push_back(f);
   }
   RETURN_IF_ERROR(obj.Read("singleton", spec.singleton, ReadBool));
+  if (spec.slurm) {
+    // Slurm's job model: its nodes are distinct, its script runs on the
+    // first, srun's steps reach the others (step/step_wire.h).
+    if (spec.min_replicas > 0) {
+      return InvalidArgument("a Slurm-style job (slurm) has a fixed number of nodes", obj.Path("replicas"));
+    }
+    if (spec.image && spec.replicas > 1) {
+      return InvalidArgument("a Slurm-style job (slurm) on more than one node cannot run in a container yet: srun "
+                             "starts its steps on the nodes' hosts", obj.Path("image"));
+    }
+    if (spec.replicas > 1 && spec.topology == core::TopologyScope::kNode) {
+      return InvalidArgument("a Slurm-style job (slurm) runs on distinct nodes, which topology node (all on one node) "
+                             "cannot hold", obj.Path("topology"));
+    }
+    if (spec.replicas > 1) spec.one_per_node = true;
+  }
   for (const char* key : {"onePerNode", "exclusive"}) {
     if (obj.Find(key) == nullptr || !(key[0] == 'o' ? spec.one_per_node : spec.exclusive)) continue;
     if (spec.min_replicas > 0) return InvalidArgument("cannot be set for an elastic job (replicas.min below replicas.max)", obj.Path(key));

@@ -181,6 +181,14 @@ TEST(JobSpecTest, ElasticReplicasRoundTrip) {
   EXPECT_EQ(fixed.replicas, 2);
 }
 
+TEST(JobSpecTest, ASlurmStyleJobsNodesAreDistinct) {
+  const JobSpec s = MustParse("replicas: 2\nslurm: {tasks: 4, gpusPerTask: 2}\nscript: \"srun x\"\n", kYaml);
+  EXPECT_TRUE(s.one_per_node);
+  EXPECT_EQ(s.slurm->gpus_per_task, 2);
+  EXPECT_TRUE(MustParse(JobSpecToJson(s), kJson) == s);
+  EXPECT_TRUE(MustParse("image: busybox\nslurm: {}\nscript: x\n", kYaml).image.has_value()) << "one node may";
+}
+
 TEST(JobSpecTest, DistinctAndWholeNodesRoundTrip) {
   const JobSpec s = MustParse("replicas: 2\nonePerNode: true\ncommand: [x]\n", kYaml);
   EXPECT_TRUE(s.one_per_node);
@@ -620,6 +628,11 @@ std::vector<BadSpec> BadSpecs() {
       {"onePerNode a string", WithCommand(R"("onePerNode":"yes",)"), J, "spec.onePerNode", "true or false"},
       {"onePerNode elastic", WithCommand(R"("replicas":{"min":1,"max":2},"onePerNode":true,)"), J, "spec.onePerNode", "cannot be set for an elastic job"},
       {"exclusive on one node", WithCommand(R"("replicas":2,"topology":"node","exclusive":true,)"), J, "spec.exclusive", "which topology node (all on one node) cannot hold"},
+      // Slurm's job model.
+      {"slurm elastic", WithCommand(R"("replicas":{"min":1,"max":2},"slurm":{},)"), J, "spec.replicas", "a Slurm-style job (slurm) has a fixed number of nodes"},
+      {"slurm container nodes", WithCommand(R"("replicas":2,"image":"busybox","slurm":{},)"), J, "spec.image", "cannot run in a container yet"},
+      {"slurm on one node", WithCommand(R"("replicas":2,"topology":"node","slurm":{},)"), J, "spec.topology", "runs on distinct nodes"},
+      {"slurm gpusPerTask zero", WithCommand(R"("slurm":{"gpusPerTask":0},)"), J, "spec.slurm.gpusPerTask", "1"},
   };
   // clang-format on
 }

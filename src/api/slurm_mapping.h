@@ -47,6 +47,7 @@ struct SlurmSpec {
   int32_t tasks = 0;           // 0: one per replica
   int32_t tasks_per_node = 0;  // the most on one node; 0: one
   int32_t cpus_per_task = 0;   // 0: the replica's CPUs
+  int32_t gpus_per_task = 0;   // 0: every task sees its node's GPUs
   bool operator==(const SlurmSpec&) const = default;
 };
 

@@ -18,6 +18,7 @@
 #include "cli/job_commands.h"
 #include "cli/report_commands.h"
 #include "cli/sbatch_command.h"
+#include "cli/srun_command.h"
 #include "cli/scontrol_command.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
@@ -77,6 +78,10 @@ int RunMuster(int argc, char** argv) {
   const std::string name = std::filesystem::path(argv[0]).filename().string();
   if (name == "sbatch") return RunSbatch(std::vector<std::string>(argv + 1, argv + argc));
   if (argc >= 2 && std::strcmp(argv[1], "sbatch") == 0) return RunSbatch(std::vector<std::string>(argv + 2, argv + argc));
+  if (name == "srun") return RunSrun(std::vector<std::string>(argv + 1, argv + argc));
+  if (argc >= 2 && std::strcmp(argv[1], "srun") == 0) return RunSrun(std::vector<std::string>(argv + 2, argv + argc));
+  // A Slurm-style job's other nodes (cli/srun_command.h): internal.
+  if (argc == 2 && std::strcmp(argv[1], "step-host") == 0) return RunStepHostCommand();
   if (name == "scontrol") return RunScontrol(std::vector<std::string>(argv + 1, argv + argc));
   if (argc >= 2 && std::strcmp(argv[1], "scontrol") == 0) {
     return RunScontrol(std::vector<std::string>(argv + 2, argv + argc));

@@ -432,6 +432,7 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
     spec["slurm"]["tasks"] = c.slurm_shape->tasks;
     spec["slurm"]["tasksPerNode"] = c.slurm_shape->tasks_per_node;
     spec["slurm"]["cpusPerTask"] = c.slurm_shape->cpus_per_task;
+    if (c.slurm_shape->gpus_per_task > 0) spec["slurm"]["gpusPerTask"] = c.slurm_shape->gpus_per_task;
   }
   if (c.one_per_node) spec["onePerNode"] = true;
   if (c.exclusive) spec["exclusive"] = true;

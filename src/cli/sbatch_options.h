@@ -51,4 +51,9 @@ struct SbatchOption {
 // options instead: *rest is its index (words.size() when none).
 StatusOr<std::vector<SbatchOption>> ReadSbatchOptions(const std::vector<std::string>& words, size_t* rest = nullptr);
 
+// srun's options (srun 22.05's table, test/slurm/srun_options.tsv, and
+// pyxis's), read the same way; srun's command line ends at its first word
+// that is not an option, which begins the command (*rest).
+StatusOr<std::vector<SbatchOption>> ReadSrunOptions(const std::vector<std::string>& words, size_t* rest);
+
 }  // namespace muster::cli

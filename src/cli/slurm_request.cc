@@ -222,6 +222,7 @@ StatusOr<SlurmShape> ResolveSlurmShape(const SlurmRequest& r, int64_t largest_no
   }
   s.cpus_per_node = (r.overcommit ? 1 : s.tasks_per_node) * s.cpus_per_task;
   // GPUs.
+  if (r.gpus_per_task) s.gpus_per_task = *r.gpus_per_task;
   if (per_node) {
     s.gpus_per_node = *per_node;
     if (r.gpus_per_task && *r.gpus_per_task * s.tasks_per_node > s.gpus_per_node) {

@@ -71,6 +71,7 @@ struct SlurmShape {
   int64_t cpus_per_task = 1;
   int64_t cpus_per_node = 1;   // with exclusive: what was asked, the node gives more
   int64_t gpus_per_node = 0;
+  int64_t gpus_per_task = 0;  // --gpus-per-task: srun binds each task to its share
   std::optional<std::string> gpu_type;
   std::optional<int64_t> memory_mib_per_node;  // nullopt: the server's default
   bool exclusive = false;                      // whole nodes (--exclusive, or --mem=0)

@@ -32,6 +32,10 @@ struct JobTerms {
   // With it, an attempt that reported progress once and then stops for this
   // long fails as hung (JobLifecycle::SweepStalls).
   std::optional<Duration> stall_timeout;
+  // Slurm's job model: replica 0 runs the batch script and the others only
+  // serve its steps, so the attempt ends when replica 0 does (its others
+  // are stopped, their ends no failure) and as replica 0 ended.
+  bool first_replica_decides = false;
 };
 
 struct Replica {

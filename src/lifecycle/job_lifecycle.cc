@@ -429,6 +429,12 @@ void JobLifecycle::ReplicaEnded(JobId job, int32_t replica, const ReplicaExit& e
     if (attempts_.count(job)) Changed(job, *Shown(job), std::nullopt, fx);
     return;
   }
+  if (exit.Succeeded() && replica == 0 && a.terms.first_replica_decides && !a.Stopping() && !a.AllEnded()) {
+    if (BeginEnding(job, JobState::kCompleted, false, "its batch script exited 0", StopPace::kAtOnce, fx) ==
+        StopOutcome::kEnded) {
+      return;
+    }
+  }
   if (!exit.Succeeded()) {
     const std::string where = "replica " + std::to_string(replica) + " on " + NodeName(rep.node);
     if (exit.NodesFault()) a.node_lost = true;
@@ -529,7 +535,9 @@ void JobLifecycle::FinishAttempt(JobId job, Effects& fx) {
   const EventType type = final_state == JobState::kCompleted   ? EventType::kCompleted
                          : final_state == JobState::kCancelled ? EventType::kCancelled
                                                                : EventType::kFailed;
-  fx.events.push_back({job, type, core::JobStateName(final_state), reason.empty() ? "all replicas exited 0" : reason});
+  // Completed: every replica exited 0, or (Slurm's model) the batch script did.
+  const std::string words = !reason.empty() ? reason : a.ending ? a.ending_reason : "all replicas exited 0";
+  fx.events.push_back({job, type, core::JobStateName(final_state), words});
   ended.terminal = true;
   fx.ended.push_back(std::move(ended));
   fx.jobs.push_back({job, final_state, reason, false, end});

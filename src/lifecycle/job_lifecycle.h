@@ -23,6 +23,8 @@
 //   2. Replicas end (Report, ReplicaEnded). All exited 0: COMPLETED. The
 //      first failing replica decides the final state (Classify) and the
 //      others are stopped first (the job shows COMPLETING until they are).
+//      In Slurm's job model (JobTerms::first_replica_decides) replica 0
+//      exiting 0 completes the job too: its other replicas are stopped.
 //   3. Stop: cancel (to CANCELLED), requeue, drain and preemption (back to
 //      PENDING, free of charge) tear an attempt down the same way: the stop
 //      is released to the agents at once, or staggered (stops that ask for

@@ -10,6 +10,7 @@
 //   agent NAME                              its agent syncs for the first time (now)
 //   submit ID gpus=G [replicas=R] [min=M] [limit=DUR] [class=C] [retries=N]
 //          [backoff=DUR] [factor=N] [max=DUR] [grace=DUR] [fail-codes=C,C] [oom-retry]
+//          [batch]                          (batch: Slurm's model, replica 0's end decides)
 //   advance DUR                             moves the simulated clock
 //   cycle                                   a scheduling cycle; binds start attempts
 //                                           (durable at once), preemptions stop victims
@@ -234,6 +235,7 @@ class Transcript {
       while (std::getline(codes, c, ',')) terms.retry.fail_on_exit_codes.push_back(std::stoi(c));
     }
     terms.retry.retry_on_oom = std::find(pos.begin(), pos.end(), "oom-retry") != pos.end();
+    terms.first_replica_decides = std::find(pos.begin(), pos.end(), "batch") != pos.end();
     RETURN_IF_ERROR(state_.Submit(std::move(spec), clock_.Now(), id).status());
     terms_[id] = terms;
     submitted_.push_back(id);

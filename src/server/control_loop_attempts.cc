@@ -43,6 +43,7 @@ lifecycle::JobTerms ControlLoop::TermsOf(const api::JobSpec* spec) const {
   if (spec->checkpoint) t.grace = spec->checkpoint->grace_period;
   t.time_limit = spec->time_limit;
   t.stall_timeout = spec->stall_timeout;
+  t.first_replica_decides = spec->slurm.has_value();
   return t;
 }
 
@@ -262,8 +263,8 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   t.replica = replica;
   t.epoch = epoch_;
   t.user = jobs_.at(job).user;
-  t.argv = TaskArgv(spec);
-  t.script = spec.script.has_value();
+  t.argv = TaskArgv(spec, replica);
+  t.script = spec.script.has_value() && !RunsStepHost(spec, replica);
   t.image = spec.image.value_or("");
   for (const api::JobSpec::Mount& m : spec.mounts) t.mounts.push_back({m.host_path, m.container_path, m.read_only});
   if (spec.image) {

@@ -12,7 +12,19 @@ int32_t MasterPort(int64_t job, int32_t attempt, int32_t salt) {
   return 29500 + static_cast<int32_t>(h % 3000);
 }
 
-std::vector<std::string> TaskArgv(const api::JobSpec& spec) {
+int32_t StepPort(int64_t job, int32_t attempt, int32_t salt) {
+  // Half the range away from the job's MASTER_PORT, which the first node's
+  // tasks may listen on.
+  return 29500 + (MasterPort(job, attempt, salt) - 29500 + 1500) % 3000;
+}
+
+bool RunsStepHost(const api::JobSpec& spec, int32_t replica) { return spec.slurm.has_value() && replica > 0; }
+
+std::vector<std::string> TaskArgv(const api::JobSpec& spec, int32_t replica) {
+  if (RunsStepHost(spec, replica)) {
+    // The node's muster (MUSTER_BIN, which its agent sets).
+    return {"/bin/sh", "-c", "exec \"${MUSTER_BIN:-muster}\" step-host", "muster-step-host"};
+  }
   if (spec.script) return {"/bin/sh", "-c", *spec.script};
   return spec.command;
 }
@@ -55,6 +67,17 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
     fallback("PET_RDZV_CONF", std::string(in.replica == 0 ? "is_host=1" : "is_host=0") + ",last_call_timeout=5");
     fallback("PET_NPROC_PER_NODE", std::to_string(std::max<int64_t>(1, spec.resources.gpus)));
     fallback("PET_MAX_RESTARTS", "100");
+  } else if (spec.slurm) {
+    // Slurm's job model: no torchrun variables (Slurm sets none; a script
+    // reading RANK would take the node's index for its task's), and every
+    // node's step host, for srun (step/step_wire.h).
+    const std::string step_port = std::to_string(StepPort(in.job, in.attempt, in.port_salt));
+    std::string hosts;
+    for (const ReplicaPlace& p : in.replicas) {
+      const std::string address = p.address.find(':') != std::string::npos ? "[" + p.address + "]" : p.address;
+      hosts += (hosts.empty() ? "" : ",") + p.node + "=" + address + ":" + step_port;
+    }
+    set("MUSTER_STEP_HOSTS", hosts);
   } else {
     set("MASTER_ADDR", master);
     set("MASTER_PORT", port);
@@ -64,8 +87,10 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
     set("NODE_RANK", rank);
     set("NNODES", count);
   }
-  set("LOCAL_RANK", "0");
-  set("LOCAL_WORLD_SIZE", "1");
+  if (!spec.slurm) {
+    set("LOCAL_RANK", "0");
+    set("LOCAL_WORLD_SIZE", "1");
+  }
   set("SLURM_JOB_ID", id);
   set("SLURM_JOB_NAME", spec.name);
   set("SLURM_PROCID", rank);
@@ -100,8 +125,9 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
     set("SLURM_NTASKS_PER_NODE", std::to_string(per_node));
     set("SLURM_TASKS_PER_NODE", runs);
     if (spec.slurm->cpus_per_task > 0) set("SLURM_CPUS_PER_TASK", std::to_string(spec.slurm->cpus_per_task));
+    if (spec.slurm->gpus_per_task > 0) set("SLURM_GPUS_PER_TASK", std::to_string(spec.slurm->gpus_per_task));
   }
-  set("JOB_COMPLETION_INDEX", rank);
+  if (!spec.slurm) set("JOB_COMPLETION_INDEX", rank);
   if (in.array_index >= 0) {
     set("MUSTER_ARRAY_TASK_ID", std::to_string(in.array_index));
     set("SLURM_ARRAY_TASK_ID", std::to_string(in.array_index));

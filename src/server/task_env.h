@@ -29,6 +29,15 @@
 // CUDA_VISIBLE_DEVICES (GPU UUIDs), NVIDIA_VISIBLE_DEVICES,
 // SLURM_GPUS_ON_NODE (the replica's GPUs), PATH, HOME, USER.
 //
+// Slurm-style jobs (spec.slurm), Slurm's job model: the job's command (the
+// batch script) runs on replica 0 only; every other replica runs the step
+// host (`muster step-host`), which starts the tasks of srun's steps
+// (step/step_wire.h). They get MUSTER_STEP_HOSTS (each replica's
+// "node=address:port", the port StepPort) and none of the torchrun
+// variables (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, NODE_RANK, NNODES,
+// LOCAL_RANK, LOCAL_WORLD_SIZE) nor JOB_COMPLETION_INDEX, which Slurm does
+// not set and which would mislead a task of a multi-task step.
+//
 // Elastic jobs (replicas {min, max}) are re-formed by torchrun's elastic
 // rendezvous, not by Muster's ranks: their replicas come and go, so they
 // get no WORLD_SIZE, RANK, NODE_RANK, NNODES, MASTER_ADDR or MASTER_PORT;
@@ -75,8 +84,15 @@ struct TaskEnvInput {
 };
 
 std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, const TaskEnvInput& in);
-// The argv of the job: its command, or ["/bin/sh", "-c", script].
-std::vector<std::string> TaskArgv(const api::JobSpec& spec);
+// Whether the replica runs a step host instead of the job's command: every
+// replica of a Slurm-style job (spec.slurm) but the first.
+bool RunsStepHost(const api::JobSpec& spec, int32_t replica);
+// The argv of the replica: the job's command, ["/bin/sh", "-c", script],
+// or the step host.
+std::vector<std::string> TaskArgv(const api::JobSpec& spec, int32_t replica);
 int32_t MasterPort(int64_t job, int32_t attempt, int32_t salt = 0);
+// Where a Slurm-style job's step hosts listen: from the same inputs as
+// MasterPort, in the same range, never equal to it.
+int32_t StepPort(int64_t job, int32_t attempt, int32_t salt = 0);
 
 }  // namespace muster::server

@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "shell/shell_channel.h"
+#include "shell/tcp.h"
 
 namespace muster::shell {
 namespace {
@@ -37,42 +38,6 @@ void OnChild(int) {
 int Fail(const std::string& what) {
   std::cerr << "muster shell-serve: " << what << "\n";
   return 1;
-}
-
-// A listening socket on every address (IPv6 and IPv4 where it can), on a
-// free port; -1 on failure.
-int Listen(int& port) {
-  int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0) {
-    int off = 0;
-    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
-    sockaddr_in6 a{};
-    a.sin6_family = AF_INET6;
-    a.sin6_addr = in6addr_any;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  if (fd < 0) {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      if (fd >= 0) ::close(fd);
-      return -1;
-    }
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof bound;
-  if (::listen(fd, 4) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                     : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return fd;
 }
 
 // The first connection that completes the handshake before `deadline`.
@@ -144,8 +109,9 @@ int RunRelay(const RelayOptions& o) {
   ::sigaction(SIGTERM, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   int port = 0;
-  const int listen_fd = Listen(port);
-  if (listen_fd < 0) return Fail(std::string("cannot listen: ") + std::strerror(errno));
+  StatusOr<int> listening = ListenEverywhere(port, 4);
+  if (!listening.ok()) return Fail(listening.status().message());
+  const int listen_fd = *listening;
   const std::string host = o.advertise_host.find(':') != std::string::npos ? "[" + o.advertise_host + "]"
                                                                            : o.advertise_host;
   if (Status st = o.announce(host + ":" + std::to_string(port)); !st.ok()) {

@@ -17,6 +17,7 @@
 
 #include "common/fd_io.h"
 #include "shell/shell_channel.h"
+#include "shell/tcp.h"
 
 namespace muster::shell {
 namespace {
@@ -43,34 +44,6 @@ class RawTerminal {
   bool active_ = false;
 };
 
-StatusOr<int> Dial(const std::string& endpoint) {
-  const size_t colon = endpoint.rfind(':');
-  if (colon == std::string::npos) return InvalidArgument("not host:port: " + endpoint);
-  std::string host = endpoint.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  const std::string port = endpoint.substr(colon + 1);
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    return Unavailable("cannot resolve " + host + ": " + ::gai_strerror(rc));
-  }
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(res, ::freeaddrinfo);
-  std::string why = "no address";
-  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-      int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      return fd;
-    }
-    why = std::strerror(errno);
-    ::close(fd);
-  }
-  return Unavailable("cannot connect to the job's shell at " + endpoint + ": " + why);
-}
-
 std::string WindowSize(int fd) {
   winsize ws{};
   if (::ioctl(fd, TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0) return EncodeSize(24, 80);
@@ -81,7 +54,9 @@ std::string WindowSize(int fd) {
 
 StatusOr<int> RunSession(const SessionOptions& o) {
   ::signal(SIGPIPE, SIG_IGN);
-  ASSIGN_OR_RETURN(int fd, Dial(o.endpoint));
+  StatusOr<int> dialed = Dial(o.endpoint);
+  if (!dialed.ok()) return Unavailable("the job's shell: " + dialed.status().message());
+  const int fd = *dialed;
   ASSIGN_OR_RETURN(std::unique_ptr<ShellChannel> ch, ShellChannel::Connect(fd, o.key_hex, o.job));
   const bool tty = ::isatty(o.in_fd) == 1;
   const int size_fd = tty ? o.in_fd : o.out_fd;

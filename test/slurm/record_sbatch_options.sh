@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Records sbatch's own option table (Debian 12's Slurm 22.05) from the
-# binary's answers, for issue 25's option reader and its tests:
-#   sbatch_options.tsv   every long option and whether it takes an argument
-#                        (required, optional: only with "=", or none)
-#   sbatch_prefixes.tsv  every proper prefix of every option, and what
-#                        sbatch makes of "--PREFIX": the option, or
-#                        "ambiguous", as getopt_long decides
+# Records sbatch's (or srun's) own option table (Debian 12's Slurm 22.05)
+# from the binary's answers, for issue 25's option readers and their tests:
+#   CMD_options.tsv   every long option and whether it takes an argument
+#                     (required, optional: only with "=", or none)
+#   CMD_prefixes.tsv  every proper prefix of every option, and what the
+#                     command makes of "--PREFIX": the option, or
+#                     "ambiguous", as getopt_long decides
 # The short letters are not probed; the man page gives them (-N, --nodes).
 # No daemon is needed: getopt answers before sbatch reads its configuration's
-# cluster. Usage: test/slurm/record_sbatch_options.sh
+# cluster (srun, which goes on to ask for an allocation, is killed after a
+# few seconds). Usage: test/slurm/record_sbatch_options.sh [sbatch|srun]
 set -euo pipefail
+cmd=${1:-sbatch}
+[[ $cmd == sbatch || $cmd == srun ]] || { echo "usage: $0 [sbatch|srun]" >&2; exit 2; }
 cd "$(dirname "$0")"
-command -v sbatch >/dev/null || { echo "needs sbatch (apt-get install slurm-client)" >&2; exit 2; }
+command -v "$cmd" >/dev/null || { echo "needs $cmd (apt-get install slurm-client)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/slurm.conf" <<CONF
@@ -23,11 +26,11 @@ NodeName=n1 CPUs=1 State=UNKNOWN
 PartitionName=p Nodes=ALL Default=YES
 CONF
 export SLURM_CONF=$tmp/slurm.conf
-# sbatch with the options given and an empty script; never reads stdin.
-probe() { timeout 5 sbatch "$@" /dev/null </dev/null 2>&1 | head -1 || true; }
+# The command with the options given and an empty script; never reads stdin.
+probe() { timeout -s KILL 3 "$cmd" "$@" /dev/null </dev/null 2>&1 | head -1 || true; }
 # The same with the option last, so that nothing follows it to be taken as
 # its argument.
-probe_last() { timeout 5 sbatch "$@" </dev/null 2>&1 | head -1 || true; }
+probe_last() { timeout -s KILL 3 "$cmd" "$@" </dev/null 2>&1 | head -1 || true; }
 
 # Every long option: "--L" for each letter names them (ambiguous: the list;
 # unique: the one option, in its "requires an argument" message or by "=").
@@ -42,6 +45,10 @@ for l in {a..z}; do
     [[ $one =~ option\ \'--([a-z0-9-]+)\' ]] && names+=("${BASH_REMATCH[1]}")
   fi
 done
+# A letter that begins one option only, whose argument is optional, is
+# taken without a word of its name (srun's --kill-on-bad-exit, alone under
+# "k"): named here, and probed like the others below.
+[[ $cmd == srun ]] && names+=(kill-on-bad-exit)
 mapfile -t names < <(printf '%s\n' "${names[@]}" | sort -u)
 
 {
@@ -56,10 +63,10 @@ mapfile -t names < <(printf '%s\n' "${names[@]}" | sort -u)
     fi
     printf '%s\t%s\n' "$n" "$arg"
   done
-} > sbatch_options.tsv
+} > "${cmd}_options.tsv"
 
 {
-  printf 'prefix\tsbatch reads\n'
+  printf 'prefix\t%s reads\n' "$cmd"
   for n in "${names[@]}"; do
     for ((k = 1; k < ${#n}; k++)); do printf '%s\n' "${n:0:k}"; done
   done | sort -u | while read -r p; do
@@ -85,5 +92,5 @@ mapfile -t names < <(printf '%s\n' "${names[@]}" | sort -u)
       fi
     fi
   done
-} > sbatch_prefixes.tsv
-echo "wrote sbatch_options.tsv ($(($(wc -l < sbatch_options.tsv) - 1)) options), sbatch_prefixes.tsv ($(($(wc -l < sbatch_prefixes.tsv) - 1)) prefixes)"
+} > "${cmd}_prefixes.tsv"
+echo "wrote ${cmd}_options.tsv ($(($(wc -l < "${cmd}_options.tsv") - 1)) options), ${cmd}_prefixes.tsv ($(($(wc -l < "${cmd}_prefixes.tsv") - 1)) prefixes)"

@@ -1,0 +1,261 @@
+// End to end: Slurm's job model on real agents. A job that sbatch submits
+// holds distinct nodes; its batch script runs once, on the first; `srun` in
+// it starts each step's tasks on the allocation's nodes (the others through
+// their step hosts) with Slurm's per-task variables and the node's own
+// GPUs, relays their output and exit, and the job ends when the script
+// does (step/step_wire.h, cli/srun_command.h).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "cluster_fixture.h"
+
+namespace muster::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class SlurmStepsTest : public ClusterFixture {
+ public:
+  SlurmStepsTest() : ClusterFixture(kConfig) {}
+
+  // Runs `muster sbatch --parsable SCRIPT` in `dir` as the admin; the job id.
+  int64_t Sbatch(const std::string& dir, const std::string& script) {
+    const std::string file = dir + "/job.sh";
+    std::ofstream(file) << script;
+    const std::string cmd = "cd " + dir + " && MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" +
+                            server_.admin_token() + " " + MUSTER_BINARY + " sbatch --parsable job.sh 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+    const int rc = p != nullptr ? ::pclose(p) : -1;
+    EXPECT_EQ(rc, 0) << out;
+    return rc == 0 ? std::atoll(out.c_str()) : 0;
+  }
+  static std::string ReadFile(const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+  static std::vector<std::string> Lines(const std::string& text, const std::string& prefix) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(prefix, 0) == 0) out.push_back(line);
+    }
+    return out;
+  }
+};
+
+TEST_F(SlurmStepsTest, TheScriptRunsOnceAndSrunStartsEachStepsTasksOnTheAllocationsNodes) {
+  AddAgent({"--fake-gpus", "4xH100"});
+  AddAgent({"--fake-gpus", "4xH100"});
+  WaitNodes(2);
+  const std::string dir = Tmp("steps");
+  fs::create_directories(dir);
+  const int64_t id = Sbatch(dir,
+      "#!/bin/bash\n"
+      "#SBATCH --job-name=steps --nodes=2 --ntasks-per-node=2 --gpus-per-task=1 --cpus-per-task=1 --mem=1G\n"
+      "#SBATCH --output=" + dir + "/slurm-%j.out\n"
+      "echo \"batch on $SLURMD_NODENAME$MUSTER_NODE tasks $SLURM_NTASKS\"\n"
+      "nodes=( $(scontrol show hostnames \"$SLURM_JOB_NODELIST\") )\n"
+      "echo \"nodes ${nodes[*]}\"\n"
+      "srun -l bash -c 'echo \"task $SLURM_PROCID local $SLURM_LOCALID node $SLURM_NODEID on $SLURMD_NODENAME "
+      "gpus $CUDA_VISIBLE_DEVICES step $SLURM_STEP_ID of $SLURM_NTASKS rank ${RANK:-none}\"'\n"
+      "srun --nodes=1 --ntasks=1 -w \"${nodes[1]}\" bash -c 'echo \"alone on $SLURMD_NODENAME step $SLURM_STEP_ID\"'\n"
+      "srun bash -c 'exit $SLURM_PROCID'\n"
+      "echo \"srun exit $?\"\n");
+  ASSERT_GT(id, 0);
+  const json j = WaitEnd(id, 60);
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << Logs(id, 0) << Logs(id, 1);
+  const std::string out = ReadFile(dir + "/slurm-" + std::to_string(id) + ".out");
+  const std::string a = agents_[0]->name(), b = agents_[1]->name();
+  // The batch script ran once, on the allocation's first node.
+  ASSERT_EQ(Lines(out, "batch on ").size(), 1u) << out;
+  const std::vector<std::string> nodes = Lines(out, "nodes ");
+  ASSERT_EQ(nodes.size(), 1u) << out;
+  const std::string first = Lines(out, "batch on ")[0].substr(9, Lines(out, "batch on ")[0].find(' ', 9) - 9);
+  EXPECT_EQ(nodes[0], "nodes " + first + " " + (first == a ? b : a)) << out;
+  EXPECT_NE(out.find("tasks 4"), std::string::npos) << out;
+  // Step 0: four tasks, two on each node, each with its own GPU of its node.
+  std::set<std::string> gpus;
+  for (int t = 0; t < 4; ++t) {
+    static const std::regex re("(\\d+): task (\\d+) local (\\d+) node (\\d+) on (\\S+) gpus (\\S+) step 0 of 4 rank none");
+    const std::vector<std::string> lines = Lines(out, std::to_string(t) + ": task ");
+    ASSERT_EQ(lines.size(), 1u) << out;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(lines[0], m, re)) << lines[0];
+    EXPECT_EQ(m[2], std::to_string(t));
+    EXPECT_EQ(m[3], std::to_string(t % 2));
+    EXPECT_EQ(m[4], std::to_string(t / 2));
+    EXPECT_EQ(m[5], t < 2 ? first : (first == a ? b : a));
+    EXPECT_EQ(m[6].str().find(','), std::string::npos) << "one GPU per task: " << lines[0];
+    gpus.insert(m[5].str() + "/" + m[6].str());
+  }
+  EXPECT_EQ(gpus.size(), 4u) << out;
+  // Step 1: one task on the node named; step 2: the worst exit.
+  EXPECT_NE(out.find("alone on " + (first == a ? b : a) + " step 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("srun: error: " + first + ": task 1: Exited with exit code 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("srun exit 3"), std::string::npos) << out;
+}
+
+// Cancelling the job stops every step's tasks on every node, and the job
+// ends as soon as they have.
+TEST_F(SlurmStepsTest, ACancelEndsTheStepsTasksEverywhere) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  const std::string dir = Tmp("cancel");
+  fs::create_directories(dir);
+  const int64_t id = Sbatch(dir,
+      "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir + "/out\n"
+      "srun bash -c 'echo $$ > " + dir + "/pid.$SLURM_PROCID; exec sleep 300'\n");
+  ASSERT_GT(id, 0);
+  ASSERT_FALSE(WaitFile(dir + "/pid.0").empty());
+  ASSERT_FALSE(WaitFile(dir + "/pid.1").empty());
+  const json j = CancelAndWait(id, 30);
+  EXPECT_EQ(j["state"], "CANCELLED") << j.dump();
+  for (int t = 0; t < 2; ++t) {
+    const pid_t pid = std::atoi(ReadFile(dir + "/pid." + std::to_string(t)).c_str());
+    ASSERT_GT(pid, 0);
+    EXPECT_NE(::kill(pid, 0), 0) << "task " << t << " still runs";
+  }
+}
+
+// Acceptance (issue 25, item 2): a two-node script in the torchrun-under-
+// srun style, as published Slurm scripts launch PyTorch (the master's
+// address from `scontrol show hostnames` and `srun hostname --ip-address`,
+// `srun torchrun` with the c10d rendezvous), runs unchanged on `muster dev`
+// and ends with the accuracy of the native two-replica job.
+TEST(SlurmOnDev, ATorchrunUnderSrunScriptEndsWithTheNativeJobsAccuracy) {
+  if (std::system("/usr/bin/python3 -c 'import torch, sklearn' >/dev/null 2>&1") != 0 ||
+      !fs::exists("/usr/bin/torchrun")) {
+    GTEST_SKIP() << "needs python3-torch (with /usr/bin/torchrun) and python3-sklearn";
+  }
+  const std::string dir = ::testing::TempDir() + "/muster_dev_slurm_" + std::to_string(getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/work");
+  const pid_t dev = ::fork();
+  if (dev == 0) {
+    std::freopen((dir + "/dev.out").c_str(), "w", stdout);
+    ::dup2(::fileno(stdout), 2);
+    ::setenv("MUSTER_TOKEN_FILE", (dir + "/token").c_str(), 1);
+    ::setenv("MUSTER_MUNGE_SOCKET", "none", 1);
+    const std::string d = dir + "/cluster";
+    ::execl(MUSTER_BINARY, MUSTER_BINARY, "dev", "--nodes", "2", "--port", "0", "--dir", d.c_str(), nullptr);
+    ::_exit(127);
+  }
+  struct StopAtEnd {
+    pid_t pid;
+    ~StopAtEnd() {
+      if (pid > 0) SignalAndReap(pid, SIGTERM, "muster dev");
+    }
+  } stop_at_end{dev};
+  int port = 0;
+  for (int i = 0; i < 3000 && port == 0; ++i) {
+    std::ifstream in(dir + "/cluster/port");
+    if (!(in >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(port, 0) << SlurmStepsTest::ReadFile(dir + "/dev.out");
+  const std::string server = "http://127.0.0.1:" + std::to_string(port);
+  std::string token;
+  for (int i = 0; i < 500 && token.empty(); ++i) {
+    std::ifstream in(dir + "/token");
+    std::string s, t;
+    while (in >> s >> t) {
+      if (s == server) token = t;
+    }
+    if (token.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(token.empty()) << "muster dev wrote no credential";
+  httplib::Client c("127.0.0.1", port);
+  c.set_default_headers({{"Authorization", "Bearer " + token}});
+  auto get = [&](const std::string& path) {
+    auto r = c.Get(path);
+    return r && r->status == 200 ? json::parse(r->body) : json();
+  };
+  for (int i = 0; i < 1500 && get("/v1/nodes")["items"].size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto wait_end = [&](int64_t id) {
+    json j;
+    for (int i = 0; i < 300 * 10; ++i) {
+      j = get("/v1/jobs/" + std::to_string(id));
+      const std::string st = j.value("state", "");
+      if (st == "COMPLETED" || st == "FAILED" || st == "CANCELLED" || st == "TIMEOUT" || st == "NODE_FAIL") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return j;
+  };
+  const std::string example = fs::absolute("examples/ddp_digits.py").string();
+
+  // The native way: two replicas, one process each.
+  auto posted = c.Post("/v1/jobs",
+                       "name: native\nreplicas: 2\nresources: {cpus: 1, memory: 2Gi}\nenv: {EPOCHS: '20'}\n"
+                       "command: [/usr/bin/python3, " + example + "]\n", "application/yaml");
+  ASSERT_TRUE(posted && posted->status == 201) << (posted ? posted->body : "no answer");
+  const int64_t native = json::parse(posted->body)["id"].get<int64_t>();
+  const json n = wait_end(native);
+  ASSERT_EQ(n["state"], "COMPLETED") << n.dump();
+  auto log = [&](int64_t id) {
+    auto r = c.Get("/v1/jobs/" + std::to_string(id) + "/logs?replica=0");
+    return r ? r->body : std::string();
+  };
+  static const std::regex accuracy("rank 0/2: test accuracy ([0-9.]+) weights checksum ([-0-9.]+)");
+  std::smatch m;
+  const std::string native_log = log(native);
+  ASSERT_TRUE(std::regex_search(native_log, m, accuracy)) << native_log;
+  const double expected = std::stod(m[1].str());
+  const std::string expected_checksum = m[2].str();
+
+  // The Slurm way, as it would run on a Slurm cluster.
+  std::ofstream(dir + "/work/digits.sbatch") << R"(#!/bin/bash
+#SBATCH --job-name=digits-ddp
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --cpus-per-task=1
+#SBATCH --mem=2G
+#SBATCH --time=00:10:00
+#SBATCH --output=%x-%j.out
+
+nodes=( $(scontrol show hostnames "$SLURM_JOB_NODELIST") )
+head_node=${nodes[0]}
+head_node_ip=$(srun --nodes=1 --ntasks=1 -w "$head_node" hostname --ip-address | awk '{print $1}')
+echo "head node $head_node at $head_node_ip"
+port=$((20000 + SLURM_JOB_ID % 10000))
+
+export EPOCHS=20 PYTHONUNBUFFERED=1
+# Debian's torchrun wants its workers' output redirected (--redirects, --tee).
+srun /usr/bin/torchrun --nnodes 2 --nproc_per_node 1 --redirects 1 --tee 1 \
+  --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$head_node_ip:$port" \
+  )" << example << "\n";
+  const std::string sbatch = "cd " + dir + "/work && MUSTER_SERVER=" + server + " MUSTER_TOKEN=" + token + " " +
+                             MUSTER_BINARY + " sbatch --parsable digits.sbatch 2>&1";
+  FILE* p = ::popen(sbatch.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[256] = {};
+  const std::string printed = std::fgets(buf, sizeof buf, p) != nullptr ? buf : "";
+  ASSERT_EQ(::pclose(p), 0) << printed;
+  const int64_t id = std::atoll(printed.c_str());
+  const json j = wait_end(id);
+  const std::string out = SlurmStepsTest::ReadFile(dir + "/work/digits-ddp-" + std::to_string(id) + ".out");
+  ASSERT_EQ(j["state"], "COMPLETED") << j.dump() << out;
+  EXPECT_NE(out.find("head node "), std::string::npos) << out;
+  ASSERT_TRUE(std::regex_search(out, m, accuracy)) << out;
+  EXPECT_NEAR(std::stod(m[1].str()), expected, 0.01) << out;
+  // The same training, the same data shards by rank: the same weights.
+  EXPECT_EQ(m[2].str(), expected_checksum) << out;
+  std::printf("torchrun under srun: test accuracy %s (checksum %s); native two replicas: %.4f (checksum %s)\n",
+              m[1].str().c_str(), m[2].str().c_str(), expected, expected_checksum.c_str());
+  EXPECT_EQ(SignalAndReap(dev, SIGTERM, "muster dev"), 0);
+  stop_at_end.pid = 0;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace muster::testing
