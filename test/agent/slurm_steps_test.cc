@@ -22,7 +22,7 @@ using nlohmann::json;
 
 class SlurmStepsTest : public ClusterFixture {
  public:
-  SlurmStepsTest() : ClusterFixture(kConfig) {}
+  explicit SlurmStepsTest(const char* config = kConfig) : ClusterFixture(config) {}
 
   // Runs `muster sbatch --parsable SCRIPT` in `dir` as the admin; the job id.
   int64_t Sbatch(const std::string& dir, const std::string& script) {
@@ -125,6 +125,101 @@ TEST_F(SlurmStepsTest, ACancelEndsTheStepsTasksEverywhere) {
     ASSERT_GT(pid, 0);
     EXPECT_NE(::kill(pid, 0), 0) << "task " << t << " still runs";
   }
+}
+
+// The most intervals ("start S" and "end S" lines of `log`, per task id)
+// that overlap at any moment.
+int MostAtOnce(const std::string& log) {
+  std::vector<std::pair<double, int>> edges;
+  std::istringstream in(log);
+  std::string what, task;
+  double at = 0;
+  while (in >> what >> task >> at) edges.push_back({at, what == "start" ? 1 : -1});
+  std::sort(edges.begin(), edges.end());  // an end before a start at the same instant
+  int now = 0, most = 0;
+  for (const auto& e : edges) most = std::max(most, now += e.second);
+  return most;
+}
+
+// Acceptance (issue 25, item 4): an array's `%` limit holds. Four CPUs
+// (two nodes of two) would run four of its one-CPU tasks at once; with %2
+// never more than two run, and the same array without it runs more.
+TEST_F(SlurmStepsTest, AnArraysPercentLimitBoundsItsTasksRunningAtOnce) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  const std::string dir = Tmp("array");
+  fs::create_directories(dir);
+  auto script = [&](const std::string& array, const std::string& log) {
+    return "#!/bin/bash\n#SBATCH --array=" + array + " --cpus-per-task=1 --mem=100M\n#SBATCH -o " + dir +
+           "/%A_%a.out\necho start $SLURM_ARRAY_TASK_ID $(date +%s.%N) >> " + log + "\nsleep 1.5\n"
+           "echo end $SLURM_ARRAY_TASK_ID $(date +%s.%N) >> " + log + "\n";
+  };
+  const int64_t limited = Sbatch(dir, script("0-5%2", dir + "/limited.log"));
+  ASSERT_GT(limited, 0);
+  for (int64_t id = limited; id < limited + 6; ++id) {
+    const json j = WaitEnd(id, 60);
+    EXPECT_EQ(j["state"], "COMPLETED") << j.dump();
+  }
+  const std::string log = ReadFile(dir + "/limited.log");
+  EXPECT_EQ(Lines(log, "end ").size(), 6u) << log;
+  EXPECT_EQ(MostAtOnce(log), 2) << "at most two at once, and two do run together: " << log;
+  const int64_t open = Sbatch(dir, script("0-5", dir + "/open.log"));
+  ASSERT_GT(open, 0);
+  for (int64_t id = open; id < open + 6; ++id) WaitEnd(id, 60);
+  EXPECT_GT(MostAtOnce(ReadFile(dir + "/open.log")), 2) << "without the limit the same array runs wider";
+}
+
+// Acceptance (issue 25, item 4): a node lost under an sbatch allocation
+// requeues it whole. The node's agent dies; its step host is fenced at the
+// lease, the step and the script fail on the first node, and once the node
+// is declared lost the attempt ends NODE_FAIL (no retry spent) and the
+// whole allocation, batch script and both nodes' tasks, runs again
+// elsewhere. Nothing of the first attempt outlives it.
+class SlurmNodeLossTest : public SlurmStepsTest {
+ protected:
+  SlurmNodeLossTest() : SlurmStepsTest(R"(
+allowPlainHttp: true
+rateLimit: {perSecond: 100000, burst: 100000}
+agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 5s}
+)") {}
+};
+
+TEST_F(SlurmNodeLossTest, ALostNodeRequeuesTheWholeAllocation) {
+  for (int i = 0; i < 3; ++i) AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(3);
+  const std::string dir = Tmp("lost");
+  fs::create_directories(dir);
+  const int64_t id = Sbatch(dir,
+      "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir + "/out-%j\n"
+      "echo \"batch $MUSTER_ATTEMPT\" >> " + dir + "/batches\n"
+      "srun bash -c 'echo $$ >> " + dir + "/tasks.$MUSTER_ATTEMPT; exec sleep 300'\n");
+  ASSERT_GT(id, 0);
+  json j = WaitState(id, "RUNNING");
+  for (int i = 0; i < 1500 && Lines(ReadFile(dir + "/tasks.1"), "").size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::vector<std::string> first = Lines(ReadFile(dir + "/tasks.1"), "");
+  ASSERT_EQ(first.size(), 2u) << ReadFile(dir + "/out-" + std::to_string(id));
+  j = Get("/v1/jobs/" + std::to_string(id));
+  const std::string second_node = j["allocations"][1]["node"];
+  for (auto& a : agents_) {
+    if (a->name() == second_node) a->Kill();
+  }
+  j = WaitAttemptRunning(id, 2);
+  ASSERT_EQ(j["state"], "RUNNING") << j.dump();
+  EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
+  EXPECT_EQ(j["retries"], 0) << j.dump();
+  for (int i = 0; i < 1500 && Lines(ReadFile(dir + "/tasks.2"), "").size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(Lines(ReadFile(dir + "/tasks.2"), "").size(), 2u) << "both nodes' tasks again";
+  EXPECT_EQ(ReadFile(dir + "/batches"), "batch 1\nbatch 2\n") << "the script once per attempt";
+  for (const json& a : j["allocations"]) EXPECT_NE(a["node"], second_node) << j.dump();
+  for (const std::string& pid : first) {
+    EXPECT_NE(::kill(std::atoi(pid.c_str()), 0), 0) << "a task of the first attempt still runs: " << pid;
+  }
+  CancelAndWait(id, 30);
 }
 
 // Acceptance (issue 25, item 2): a two-node script in the torchrun-under-
