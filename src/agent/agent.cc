@@ -257,7 +257,7 @@ StatusOr<std::string> Agent::Init() {
   slurm_bin_ = options_.state_dir + "/slurm-bin";
   fs::create_directories(slurm_bin_, ec);
   ::chmod(slurm_bin_.c_str(), 0755);
-  for (const char* command : {"srun", "sbatch", "scontrol"}) {
+  for (const char* command : {"srun", "sbatch", "scontrol", "squeue", "scancel", "sacct", "sinfo"}) {
     const fs::path link = fs::path(slurm_bin_) / command;
     std::error_code ignored;
     if (fs::read_symlink(link, ignored) == fs::path(muster_binary_)) continue;

@@ -18,6 +18,7 @@
 #include "cli/job_commands.h"
 #include "cli/report_commands.h"
 #include "cli/sbatch_command.h"
+#include "cli/slurm_commands.h"
 #include "cli/srun_command.h"
 #include "cli/scontrol_command.h"
 #include "cli/server_command.h"
@@ -78,6 +79,15 @@ int RunMuster(int argc, char** argv) {
   const std::string name = std::filesystem::path(argv[0]).filename().string();
   if (name == "sbatch") return RunSbatch(std::vector<std::string>(argv + 1, argv + argc));
   if (argc >= 2 && std::strcmp(argv[1], "sbatch") == 0) return RunSbatch(std::vector<std::string>(argv + 2, argv + argc));
+  // squeue, scancel, sacct, sinfo (cli/slurm_commands.h), by name or as `muster squeue`.
+  using SlurmCommand = int (*)(const std::vector<std::string>&);
+  for (const auto& [command, run] : {std::pair<const char*, SlurmCommand>{"squeue", RunSqueue},
+                                     std::pair<const char*, SlurmCommand>{"scancel", RunScancel},
+                                     std::pair<const char*, SlurmCommand>{"sacct", RunSacct},
+                                     std::pair<const char*, SlurmCommand>{"sinfo", RunSinfo}}) {
+    if (name == command) return run(std::vector<std::string>(argv + 1, argv + argc));
+    if (argc >= 2 && std::strcmp(argv[1], command) == 0) return run(std::vector<std::string>(argv + 2, argv + argc));
+  }
   if (name == "srun") return RunSrun(std::vector<std::string>(argv + 1, argv + argc));
   if (argc >= 2 && std::strcmp(argv[1], "srun") == 0) return RunSrun(std::vector<std::string>(argv + 2, argv + argc));
   // A Slurm-style job's other nodes (cli/srun_command.h): internal.

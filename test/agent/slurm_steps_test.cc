@@ -127,6 +127,54 @@ TEST_F(SlurmStepsTest, ACancelEndsTheStepsTasksEverywhere) {
   }
 }
 
+// squeue, scancel, sacct and sinfo on a real cluster, as scripts use them:
+// Slurm's state codes and reason names, an array's pending tasks on one
+// line, cancels by id and by name, accounting of what ended.
+TEST_F(SlurmStepsTest, TheQueueCommandsShowAndCancelJobsInSlurmsTerms) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  const std::string dir = Tmp("queue");
+  fs::create_directories(dir);
+  const std::string gang = "#!/bin/bash\n#SBATCH -J gang --nodes=2 --gpus-per-node=1 -t 10 -o /dev/null\nsrun sleep 300\n";
+  const int64_t running = Sbatch(dir, gang);
+  WaitState(running, "RUNNING");
+  const int64_t waiting = Sbatch(dir, gang);
+  const int64_t array = Sbatch(dir, "#!/bin/bash\n#SBATCH -J arr --array=0-2%1 -c 1 -o /dev/null\nsleep 300\n");
+  WaitState(array, "RUNNING");
+  for (int i = 0; i < 250 && Get("/v1/jobs/" + std::to_string(waiting)).value("reason", "").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto run = [&](const std::string& command) {
+    const std::string cmd = "MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" + server_.admin_token() + " " +
+                            MUSTER_BINARY + " " + command + " 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+    if (p != nullptr) ::pclose(p);
+    return out;
+  };
+  const std::string r = std::to_string(running), w = std::to_string(waiting), a = std::to_string(array);
+  EXPECT_EQ(run("squeue -h -o '%i|%j|%t|%r|%D|%l'"),
+            r + "|gang|R|None|2|10:00\n" + w + "|gang|PD|Resources|2|10:00\n" + a + "_0|arr|R|None|1|UNLIMITED\n" + a +
+                "_[1-2%1]|arr|PD|JobArrayTaskLimit|1|UNLIMITED\n");
+  EXPECT_EQ(run("squeue -h -r -t PD -o %i"), w + "\n" + a + "_1\n" + a + "_2\n");
+  const std::string nodes = run("squeue -h -j " + r + " -o %N");
+  EXPECT_EQ(nodes, run("scontrol show hostlist " + agents_[0]->name() + "," + agents_[1]->name())) << nodes;
+  EXPECT_EQ(run("sinfo -h -o '%D %t'"), "2 alloc\n");
+  EXPECT_EQ(run("scancel " + w), "");
+  EXPECT_EQ(run("scancel --name=arr"), "");
+  EXPECT_EQ(run("scancel 999999"), "scancel: error: Kill job error on job id 999999: Invalid job id specified\n");
+  EXPECT_EQ(WaitEnd(waiting)["state"], "CANCELLED");
+  for (int64_t t = array; t < array + 3; ++t) EXPECT_EQ(WaitEnd(t)["state"], "CANCELLED");
+  EXPECT_EQ(run("squeue -h -o %i"), r + "\n");
+  EXPECT_EQ(run("sacct -X -P -n -a --format=JobID,JobName,State -j " + w + "," + a),
+            w + "|gang|CANCELLED\n" + a + "_0|arr|CANCELLED\n" + a + "_1|arr|CANCELLED\n" + a + "_2|arr|CANCELLED\n");
+  EXPECT_EQ(run("sacct -o JobID,Bogus"), "sacct: error: Invalid field requested: \"Bogus\"\n");
+  CancelAndWait(running);
+}
+
 // The most intervals ("start S" and "end S" lines of `log`, per task id)
 // that overlap at any moment.
 int MostAtOnce(const std::string& log) {
