@@ -61,6 +61,47 @@ TEST(SbatchOptions, EveryPrefixResolvesAsTheRealSbatchResolvesIt) {
   EXPECT_EQ(ResolveSbatchOption("frobnicate", false).status().code(), StatusCode::kNotFound);
 }
 
+// srun's table (recorded the same way): every long option and every proper
+// prefix reads as the real srun 22.05 read it.
+TEST(SrunOptions, EveryPrefixResolvesAsTheRealSrunResolvesIt) {
+  const auto options = Tsv("test/slurm/srun_options.tsv");
+  ASSERT_EQ(options.size(), 129u);
+  auto first_option = [](const std::string& word) -> StatusOr<std::string> {
+    size_t rest = 0;
+    ASSIGN_OR_RETURN(std::vector<SbatchOption> read, ReadSrunOptions({word, "x", "command"}, &rest));
+    if (read.empty()) return NotFound(word);
+    return read.front().name;
+  };
+  for (const auto& row : options) {
+    auto o = first_option("--" + row.at("option"));
+    ASSERT_TRUE(o.ok()) << row.at("option") << ": " << o.status().message();
+    EXPECT_EQ(*o, row.at("option"));
+    const std::string arg = row.at("argument");
+    auto bare = ReadSrunOptions({"--" + row.at("option")}, nullptr);
+    if (arg == "required") {
+      EXPECT_FALSE(bare.ok()) << row.at("option") << " needs a value";
+    } else {
+      EXPECT_TRUE(bare.ok()) << row.at("option");
+      EXPECT_EQ(ReadSrunOptions({"--" + row.at("option") + "=1"}, nullptr).ok(), arg == "optional") << row.at("option");
+    }
+  }
+  const auto prefixes = Tsv("test/slurm/srun_prefixes.tsv");
+  ASSERT_EQ(prefixes.size(), 679u);
+  for (const auto& row : prefixes) {
+    // pyxis's --container-image and --container-mounts (which the recorded
+    // srun had not) make "--conta" and the like ambiguous here.
+    const std::string& prefix = row.at("prefix");
+    if (prefix != "container" && std::string("container-image").rfind(prefix, 0) == 0) continue;
+    auto o = first_option("--" + row.at("prefix"));
+    if (row.at("srun reads") == "ambiguous") {
+      EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument) << "--" << row.at("prefix");
+    } else {
+      ASSERT_TRUE(o.ok()) << "--" << row.at("prefix") << ": " << o.status().ToString();
+      EXPECT_EQ(*o, row.at("srun reads")) << "--" << row.at("prefix");
+    }
+  }
+}
+
 // The words of a probe's directive line, split as sbatch splits them (the
 // probes use only plain words, double quotes and a trailing comment).
 std::vector<std::string> ProbeWords(const std::string& directive) {

@@ -70,6 +70,12 @@ mapfile -t names < <(printf '%s\n' "${names[@]}" | sort -u)
   for n in "${names[@]}"; do
     for ((k = 1; k < ${#n}; k++)); do printf '%s\n' "${n:0:k}"; done
   done | sort -u | while read -r p; do
+    # A name that is also a prefix of another (srun's --bcast): getopt
+    # takes an exact name as that option.
+    if printf '%s\n' "${names[@]}" | grep -qx -- "$p"; then
+      printf '%s\t%s\n' "$p" "$p"
+      continue
+    fi
     out=$(probe "--$p=x")
     if [[ $out == *"is ambiguous"* ]]; then
       printf '%s\tambiguous\n' "$p"
