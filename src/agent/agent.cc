@@ -670,7 +670,10 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   for (const auto& [k, v] : t.env) spec.env[k] = v;
   spec.env["CUDA_VISIBLE_DEVICES"] = uuids;
   spec.env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : uuids;
-  spec.env["SLURM_GPUS_ON_NODE"] = std::to_string(t.gpus.size());
+  // As Slurm: GPUs only where there are some; the job's user and group.
+  if (!t.gpus.empty()) spec.env["SLURM_GPUS_ON_NODE"] = std::to_string(t.gpus.size());
+  spec.env["SLURM_JOB_UID"] = std::to_string(as_user ? spec.uid : ::geteuid());
+  spec.env["SLURM_JOB_GID"] = std::to_string(as_user ? spec.gid : ::getegid());
   spec.env["MUSTER_NODE"] = options_.node;
   spec.env["MUSTER_SERVER"] = options_.server;  // for progress reports and checkpoint commits
   if (!options_.ca_file.empty()) spec.env["MUSTER_CA"] = fs::absolute(options_.ca_file).string();

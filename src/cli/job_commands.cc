@@ -490,6 +490,11 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
       spec["env"][name] = var.substr(eq + 1);
     }
   }
+  if (c.slurm_shape) {
+    // As sbatch: the host it was submitted from.
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0) spec["env"]["SLURM_SUBMIT_HOST"] = std::string(host);
+  }
   for (const std::string& e : c.env) {
     const size_t eq = e.find('=');
     if (eq != std::string::npos) {

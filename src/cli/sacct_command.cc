@@ -61,18 +61,19 @@ struct Column {
 };
 
 // A field's value, or nullopt for a field sacct has that this does not.
-std::optional<std::string> Value(const std::string& field, const SlurmJob& j, Time now) {
+std::optional<std::string> Value(const std::string& field, const SlurmJob& j, Time now,
+                                 const std::string& id_text = "") {
   std::string f = field;
   for (char& c : f) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const int64_t elapsed = !j.start ? 0 : j.end ? (*j.end - *j.start).millis() / 1000 : (now - *j.start).millis() / 1000;
-  if (f == "jobid") return j.IdText();
+  if (f == "jobid") return id_text.empty() ? j.IdText() : id_text;
   if (f == "jobidraw") return std::to_string(j.id);
   if (f == "jobname") return j.name;
   if (f == "partition") return j.partition;
   if (f == "account") return j.account;
   if (f == "qos") return j.qos;
   if (f == "user") return j.user;
-  if (f == "alloccpus" || f == "ncpus") return std::to_string(j.start ? j.cpus : 0);
+  if (f == "alloccpus" || f == "ncpus") return std::to_string(j.cpus);
   if (f == "reqcpus") return std::to_string(j.cpus);
   if (f == "state") return j.slurm_state;
   if (f == "exitcode") {
@@ -188,6 +189,7 @@ int RunSacct(const std::vector<std::string>& args) {
     line(titles);
     if (!parsable) line(dashes);
   }
+  std::vector<const SlurmJob*> shown;
   for (const SlurmJob& j : *jobs) {
     if (!users.empty() && !users.count(j.user)) continue;
     if (!states.empty() && !states.count(j.slurm_state)) continue;
@@ -201,13 +203,24 @@ int RunSacct(const std::vector<std::string>& args) {
     // Eligible within the window: submitted before its end, not ended before its start.
     if (j.submit && to && *j.submit > *to) continue;
     if (from && j.end && *j.end < *from) continue;
-    std::vector<std::string> cells;
-    for (const Column& c : columns) {
-      auto v = Value(c.name, j, now);
-      if (!v) return Error("Invalid field requested: \"" + c.name + "\"");
-      cells.push_back(*v);
+    shown.push_back(&j);
+  }
+  for (size_t i = 0; i < shown.size();) {
+    // An array's tasks that never started are one record, as in Slurm.
+    std::vector<const SlurmJob*> group = {shown[i]};
+    const SlurmJob& j = *shown[i];
+    if (j.array_job > 0 && !j.start) {
+      while (i + group.size() < shown.size()) {
+        const SlurmJob& next = *shown[i + group.size()];
+        if (next.array_job != j.array_job || next.start || next.slurm_state != j.slurm_state) break;
+        group.push_back(&next);
+      }
     }
+    const std::string id = group.size() > 1 ? std::to_string(j.array_job) + "_" + ArrayTaskRuns(group) : "";
+    std::vector<std::string> cells;
+    for (const Column& c : columns) cells.push_back(*Value(c.name, j, now, id));
     line(cells);
+    i += group.size();
   }
   std::cout << out;
   return 0;

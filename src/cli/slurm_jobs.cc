@@ -112,6 +112,29 @@ SlurmJob SlurmJobFromJson(const json& j) {
   return s;
 }
 
+std::string ArrayTaskRuns(const std::vector<const SlurmJob*>& tasks) {
+  if (tasks.size() == 1) return std::to_string(tasks[0]->array_task);
+  std::string runs;
+  for (size_t i = 0; i < tasks.size();) {
+    size_t k = i;
+    while (k + 1 < tasks.size() && tasks[k + 1]->array_task == tasks[k]->array_task + 1) ++k;
+    runs += (runs.empty() ? "" : ",") + std::to_string(tasks[i]->array_task) +
+            (k > i ? "-" + std::to_string(tasks[k]->array_task) : "");
+    i = k + 1;
+  }
+  const int32_t limit = tasks.empty() ? 0 : tasks[0]->array_limit;
+  return "[" + runs + (limit > 0 ? "%" + std::to_string(limit) : "") + "]";
+}
+
+int SlurmStateRank(const std::string& s) {
+  static const std::map<std::string, int> kRank = {
+      {"PENDING", 0},   {"CONFIGURING", 1}, {"RUNNING", 1},   {"COMPLETING", 1}, {"SUSPENDED", 2},
+      {"COMPLETED", 3}, {"CANCELLED", 4},   {"FAILED", 5},    {"TIMEOUT", 6},    {"NODE_FAIL", 7},
+      {"PREEMPTED", 8}, {"OUT_OF_MEMORY", 11}};
+  auto it = kRank.find(s);
+  return it == kRank.end() ? 12 : it->second;
+}
+
 StatusOr<std::vector<SlurmJob>> ListSlurmJobs(Client& client, const std::string& states) {
   std::vector<SlurmJob> out;
   std::string after;

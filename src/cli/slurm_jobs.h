@@ -56,6 +56,15 @@ struct SlurmJob {
 
 SlurmJob SlurmJobFromJson(const nlohmann::json& j);
 
+// The tasks of one array that Slurm shows as one record (its tasks that
+// have not started): "[2-5,7%2]", the indices as runs and the array's
+// limit; a lone task's index alone ("3").
+std::string ArrayTaskRuns(const std::vector<const SlurmJob*>& tasks);
+
+// Slurm's order of job states, as squeue sorts them: pending first, then
+// running, then ended ones.
+int SlurmStateRank(const std::string& slurm_state);
+
 // Every job the caller may see in `states` (Muster's names; empty: all),
 // oldest first, following the API's pages.
 StatusOr<std::vector<SlurmJob>> ListSlurmJobs(Client& client, const std::string& states);

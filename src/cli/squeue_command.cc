@@ -2,6 +2,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "cli/client.h"
 #include "cli/command_options.h"
@@ -183,6 +184,12 @@ int RunSqueue(const std::vector<std::string>& args) {
     for (const FormatPiece& p : pieces) out += p.field ? FitField(p, Header(p.field)) : p.literal;
     out += "\n";
   }
+  // Slurm's default order: partition, state (pending first), then (for
+  // equal priority) submission.
+  std::stable_sort(jobs->begin(), jobs->end(), [](const SlurmJob& a, const SlurmJob& b) {
+    return std::tuple(a.partition, SlurmStateRank(a.slurm_state), a.id) <
+           std::tuple(b.partition, SlurmStateRank(b.slurm_state), b.id);
+  });
   // An array's pending tasks share a line, unless -r.
   std::map<int64_t, std::vector<const SlurmJob*>> pending_tasks;
   std::vector<std::pair<const SlurmJob*, std::string>> lines;
@@ -203,20 +210,7 @@ int RunSqueue(const std::vector<std::string>& args) {
   for (auto& [j, tasks] : lines) {
     if (tasks == "\x01") {
       const auto& group = pending_tasks[j->array_job];
-      if (group.size() == 1) {
-        tasks.clear();
-      } else {
-        // "[2-5,7%2]": the tasks' indices as runs, and the array's limit.
-        std::string runs;
-        for (size_t i = 0; i < group.size();) {
-          size_t k = i;
-          while (k + 1 < group.size() && group[k + 1]->array_task == group[k]->array_task + 1) ++k;
-          runs += (runs.empty() ? "" : ",") + std::to_string(group[i]->array_task) +
-                  (k > i ? "-" + std::to_string(group[k]->array_task) : "");
-          i = k + 1;
-        }
-        tasks = "[" + runs + (j->array_limit > 0 ? "%" + std::to_string(j->array_limit) : "") + "]";
-      }
+      tasks = group.size() == 1 ? "" : ArrayTaskRuns(group);
     }
     for (const FormatPiece& p : pieces) out += p.field ? FitField(p, Field(p.field, *j, tasks, now)) : p.literal;
     out += "\n";

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -320,6 +321,14 @@ StatusOr<SrunPlan> PlanSrun(const std::vector<std::string>& args, const SrunJob&
     env[k] = v;
   }
   if (cpus_per_task) env["SLURM_CPUS_PER_TASK"] = std::to_string(*cpus_per_task);
+  if (plan.run.label) env["SLURM_LABELIO"] = "1";
+  {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mask));
+    env["SLURM_UMASK"] = text;
+  }
 
   const fs::path dir = chdir.empty() ? fs::path(job.cwd) : fs::path(job.cwd) / chdir;
   plan.run.job = job.job;

@@ -274,6 +274,7 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   }
   TaskEnvInput in{job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1, port_salt_};
   in.staying = a.Staying();
+  in.user = t.user;
   t.env = TaskEnvironment(spec, in);
   // The job's own credential, for its progress and checkpoint reports.
   if (!job_token_key_.empty()) t.env["MUSTER_TOKEN"] = auth::SignJobToken(job_token_key_, job, a.number);

@@ -92,19 +92,35 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
     set("LOCAL_WORLD_SIZE", "1");
   }
   set("SLURM_JOB_ID", id);
+  set("SLURM_JOBID", id);
   set("SLURM_JOB_NAME", spec.name);
+  set("SLURM_JOB_USER", in.user);
+  // Slurm's names, else Muster's own for the same thing.
+  const std::optional<api::SlurmSpec>& names = spec.slurm;
+  set("SLURM_JOB_PARTITION", names && names->partition ? *names->partition : spec.queue);
+  set("SLURM_JOB_ACCOUNT", names && names->account ? *names->account : spec.queue);
+  set("SLURM_JOB_QOS", names && names->qos ? *names->qos : spec.priority);
+  const std::string replica_node = in.replica < n ? in.replicas[in.replica].node : "";
+  set("SLURM_TOPOLOGY_ADDR", replica_node);
+  set("SLURM_TOPOLOGY_ADDR_PATTERN", "node");
   set("SLURM_PROCID", rank);
   set("SLURM_NNODES", count);
   set("SLURM_JOB_NUM_NODES", count);
   set("SLURM_NTASKS", count);
   set("SLURM_NTASKS_PER_NODE", "1");
   set("SLURM_JOB_NODELIST", nodelist);
+  set("SLURM_NODELIST", nodelist);
+  set("SLURM_GTIDS", rank);
   set("SLURM_LOCALID", "0");
   set("SLURM_NODEID", rank);
   if (spec.working_dir) set("SLURM_SUBMIT_DIR", *spec.working_dir);
   if (spec.resources.cpu_milli > 0 && spec.resources.cpu_milli % 1000 == 0) {
-    set("SLURM_CPUS_PER_TASK", std::to_string(spec.resources.cpu_milli / 1000));
+    const std::string cpus = std::to_string(spec.resources.cpu_milli / 1000);
+    set("SLURM_CPUS_PER_TASK", cpus);
+    set("SLURM_CPUS_ON_NODE", cpus);
+    set("SLURM_JOB_CPUS_PER_NODE", n > 1 ? cpus + "(x" + std::to_string(n) + ")" : cpus);
   }
+  if (spec.resources.memory_bytes > 0) set("SLURM_MEM_PER_NODE", std::to_string(spec.resources.memory_bytes >> 20));
   // A Slurm job's tasks as Slurm counts them: block distribution, the
   // first nodes full ("8(x2)" is 8 on each of 2 nodes).
   if (spec.slurm && spec.slurm->tasks > 0) {

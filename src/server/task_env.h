@@ -11,10 +11,16 @@
 //   when the attempt resumes from a verified checkpoint, and MUSTER_SERVER
 //   torchrun: MASTER_ADDR (the node of replica 0), MASTER_PORT, WORLD_SIZE,
 //     RANK, NODE_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NNODES
-//   Slurm: SLURM_JOB_ID, SLURM_JOB_NAME, SLURM_PROCID, SLURM_NNODES,
-//     SLURM_JOB_NUM_NODES, SLURM_NTASKS, SLURM_NTASKS_PER_NODE,
-//     SLURM_JOB_NODELIST, SLURM_LOCALID, SLURM_NODEID, SLURM_SUBMIT_DIR (the
-//     working directory), SLURM_CPUS_PER_TASK (whole CPUs), SLURM_ARRAY_TASK_ID
+//   Slurm: SLURM_JOB_ID (and SLURM_JOBID), SLURM_JOB_NAME, SLURM_JOB_USER,
+//     SLURM_JOB_PARTITION, SLURM_JOB_ACCOUNT, SLURM_JOB_QOS (the spec's
+//     Slurm names, else its queue, queue and priority class), SLURM_PROCID,
+//     SLURM_NNODES, SLURM_JOB_NUM_NODES, SLURM_NTASKS, SLURM_NTASKS_PER_NODE,
+//     SLURM_JOB_NODELIST and SLURM_NODELIST, SLURM_GTIDS, SLURM_LOCALID,
+//     SLURM_NODEID, SLURM_TOPOLOGY_ADDR (the replica's node) and
+//     SLURM_TOPOLOGY_ADDR_PATTERN, SLURM_SUBMIT_DIR (the working directory),
+//     SLURM_CPUS_PER_TASK and SLURM_CPUS_ON_NODE (whole CPUs),
+//     SLURM_JOB_CPUS_PER_NODE ("2(x2)"), SLURM_MEM_PER_NODE (MiB),
+//     SLURM_ARRAY_TASK_ID
 //   Kubernetes Indexed Job: JOB_COMPLETION_INDEX
 // Each replica is presented as a node of its own, whichever machine it
 // shares: it sees only its own GPUs (the agent sets CUDA_VISIBLE_DEVICES
@@ -81,6 +87,7 @@ struct TaskEnvInput {
   int32_t array_index = -1;            // -1: not an array task
   int32_t port_salt = 0;
   int32_t staying = -1;  // replicas running and staying (elastic jobs); -1: all of `replicas`
+  std::string user;      // the job's owner (SLURM_JOB_USER)
 };
 
 std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, const TaskEnvInput& in);

@@ -24,7 +24,7 @@
 namespace muster::step {
 
 // CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE,
-// MUSTER_NODE, MUSTER_REPLICA_INDEX, MUSTER_BIN, TMPDIR.
+// MUSTER_NODE, MUSTER_REPLICA_INDEX, MUSTER_BIN, TMPDIR, SLURM_TOPOLOGY_ADDR.
 const std::vector<std::string_view>& NodeVariables();
 
 // This process's values of NodeVariables() (those set).
