@@ -253,8 +253,12 @@ StatusOr<std::string> Agent::Init() {
   if (ec) return FailedPrecondition("cannot find the muster binary (/proc/self/exe): " + ec.message());
   muster_binary_ = eo.shim_binary;
   // Slurm's commands, for jobs written for Slurm: links to this binary,
-  // first on every task's PATH (cli/srun_command.h, cli/sbatch_command.h).
-  slurm_bin_ = options_.state_dir + "/slurm-bin";
+  // first on every task's PATH (cli/srun_command.h, cli/slurm_commands.h).
+  // Beside the state directory, not in it: that one is the agent's alone
+  // (mode 700), and a job's user must reach these.
+  slurm_bin_ = fs::path(options_.state_dir).lexically_normal().string();
+  while (slurm_bin_.size() > 1 && slurm_bin_.back() == '/') slurm_bin_.pop_back();
+  slurm_bin_ += ".slurm-bin";
   fs::create_directories(slurm_bin_, ec);
   ::chmod(slurm_bin_.c_str(), 0755);
   for (const char* command : {"srun", "sbatch", "scontrol", "squeue", "scancel", "sacct", "sinfo"}) {

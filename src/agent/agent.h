@@ -216,7 +216,7 @@ class Agent {
   std::string agent_id_;  // <state>/agent-id
   std::string authorization_;  // "Bearer <the node's token>"
   std::string muster_binary_;  // this binary, for tasks' MUSTER_BIN
-  std::string slurm_bin_;      // <state>/slurm-bin: Slurm's commands (links to it), first on tasks' PATH
+  std::string slurm_bin_;      // <state>.slurm-bin: Slurm's commands (links to it), first on tasks' PATH
   std::string grant_key_;      // the token's digest: the server signs log grants with it
   int lease_fd_ = -1;                                 // guarded by mu_: <state>/lease, read by task shims
   bool fenced_ = false;                               // main thread

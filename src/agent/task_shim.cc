@@ -282,12 +282,14 @@ void BecomeTaskUser(const TaskSpec& spec) {
 }
 
 // In the payload child, after fork: only async-signal-safe calls until exec.
-// `script_path`: /proc/self/fd/N of the job's script with a #! line, or
-// null; `interpreter`: that line, for the message when it cannot run.
+// `script_argv`: /proc/self/fd/N of the job's script with a #! line, then
+// the script's arguments, or null; `interpreter`: that line, for the
+// message when it cannot run.
 // `err_fd`: where its stderr goes (out_fd for both); `files_sock`: where to
 // send its output files once opened as its user (-1: it has none).
 [[noreturn]] void ExecPayload(const TaskSpec& spec, const std::vector<char*>& argv, const std::vector<char*>& envp,
-                              int out_fd, int err_fd, int files_sock, const char* script_path, const char* interpreter) {
+                              int out_fd, int err_fd, int files_sock, const std::vector<char*>* script_argv,
+                              const char* interpreter) {
   ChildStdio(out_fd, err_fd);
   const auto fail = FailChild;
   // Its own /tmp: a mount namespace of its own (changes do not reach the
@@ -299,9 +301,8 @@ void BecomeTaskUser(const TaskSpec& spec) {
   }
   BecomeTaskUser(spec);
   if (files_sock >= 0) OpenOutputFiles(spec, files_sock, fail);
-  if (script_path != nullptr) {
-    char* const script_argv[] = {const_cast<char*>(script_path), nullptr};
-    ::execve(script_path, script_argv, envp.data());
+  if (script_argv != nullptr) {
+    ::execve((*script_argv)[0], script_argv->data(), envp.data());
     // Refused for being a memory file (vm.memfd_noexec, a security module):
     // sh runs it, the #! line being a comment to it. Any other failure (the
     // interpreter is missing) fails the job, as sbatch's would.
@@ -454,6 +455,7 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
       }
       run.container->mounts.push_back({script_file, "/.muster/script", true});
       command = {"/.muster/script"};
+      for (size_t i = 4; i < spec.argv.size(); ++i) command.push_back(spec.argv[i]);
     }
     args = PodmanRunArgv(run, env_file, inherited, command);
     argv.clear();
@@ -468,11 +470,16 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   // interpreter it names, which reads the script from /proc/self/fd/N (so
   // that descriptor is inherited, not close-on-exec).
   std::string script_path, interpreter;
+  std::vector<char*> script_argv;
   if (spec.script && spec.argv[2].rfind("#!", 0) == 0 && !spec.container) {
     interpreter = "cannot run the script's " + spec.argv[2].substr(0, spec.argv[2].find('\n')) + " line";
     const int fd = ::memfd_create("muster-job-script", 0);
     if (fd >= 0 && WriteFull(fd, spec.argv[2].data(), spec.argv[2].size())) {
       script_path = "/proc/self/fd/" + std::to_string(fd);
+      // The script's arguments follow its $0 (sh -c SCRIPT NAME ARGS...).
+      script_argv.push_back(script_path.data());
+      for (size_t i = 4; i < spec.argv.size(); ++i) script_argv.push_back(const_cast<char*>(spec.argv[i].c_str()));
+      script_argv.push_back(nullptr);
     } else {
       const std::string msg = std::string("muster: cannot hold the script in memory (") + std::strerror(errno) +
                               "); running it with /bin/sh\n";
@@ -513,7 +520,7 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   }
   if (child == 0) {
     ExecPayload(spec, argv, envp, pipe_fds[1], separate ? err_fds[1] : pipe_fds[1], sock_fds[1],
-                script_path.empty() ? nullptr : script_path.c_str(), interpreter.c_str());
+                script_path.empty() ? nullptr : &script_argv, interpreter.c_str());
   }
   ::close(pipe_fds[1]);
   OutputFiles out_files;

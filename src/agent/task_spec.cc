@@ -58,7 +58,7 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
     s.key = j.at("key").get<std::string>();
     s.job = j.value("job", int64_t{0});
     s.argv = j.at("argv").get<std::vector<std::string>>();
-    s.script = j.value("script", false) && s.argv.size() == 3;
+    s.script = j.value("script", false) && s.argv.size() >= 3;
     s.env = j.at("env").get<std::map<std::string, std::string>>();
     s.working_dir = j.value("workingDir", "");
     s.run_as = j.value("runAs", false);

@@ -44,11 +44,11 @@ struct TaskSpec {
   std::string key;
   int64_t job = 0;  // whose checkpoints `resume` lists
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
-  // argv is {"/bin/sh", "-c", SCRIPT}, the job's script. A SCRIPT that
+  // argv is {"/bin/sh", "-c", SCRIPT[, $0, ARGS...]}, the job's script. A SCRIPT that
   // starts with "#!" is run as a file instead, so that its interpreter is
   // the one it names (as sbatch does): the shim puts it in a memory file
   // (memfd) and executes /proc/self/fd/N, and falls back to argv if the
-  // kernel refuses.
+  // kernel refuses; ARGS follow either way.
   bool script = false;
   std::map<std::string, std::string> env;  // the whole environment
   std::string working_dir;                 // empty: the user's home, else /

@@ -82,7 +82,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
   };
   return a.name == b.name && a.queue == b.queue && a.priority == b.priority &&
          a.replicas == b.replicas && a.min_replicas == b.min_replicas && a.array == b.array && a.array_indices == b.array_indices && a.resources == b.resources && a.command == b.command &&
-         a.script == b.script && a.image == b.image && a.mounts == b.mounts && a.env == b.env && a.secret_env == b.secret_env &&
+         a.script == b.script && a.script_args == b.script_args && a.image == b.image && a.mounts == b.mounts && a.env == b.env && a.secret_env == b.secret_env &&
          a.working_dir == b.working_dir && a.stdout_path == b.stdout_path && a.stderr_path == b.stderr_path &&
          a.time_limit == b.time_limit &&
          a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.retry == b.retry &&
@@ -156,6 +156,11 @@ std::string JobSpecToJson(const JobSpec& s) {
     w.EndArray();
   }
   optional_string("script", s.script);
+  if (!s.script_args.empty()) {  // only when given
+    w.Key("args").BeginArray();
+    for (const std::string& a : s.script_args) w.String(a);
+    w.EndArray();
+  }
   optional_string("image", s.image);
   // Only when set, as secretEnv.
   if (!s.mounts.empty()) {

@@ -24,6 +24,8 @@
 //     memory: 512Gi                  # "512Gi", "16G", integer bytes; <= 64 TiB
 //   command: [python, train.py]      # 1..4096 strings of <= 64 KiB ...
 //   script: "#!/bin/sh\n..."         # ... or a script (<= 1 MiB): exactly one
+//   args: [--epochs, "10"]           # with script only: its $1, $2, ... (as
+//                                    # command's items)
 //   image: nvcr.io/nvidia/pytorch:24.05   # optional, <= 512 chars: each
 //                                    # replica runs in a container of it
 //   mounts:                          # with image only; at most 64
@@ -183,6 +185,7 @@ struct JobSpec {
   ResourceSpec resources;
   std::vector<std::string> command;   // exactly one of command (non-empty) ...
   std::optional<std::string> script;  // ... and script is set
+  std::vector<std::string> script_args;  // the script's arguments ($1, $2, ...)
   std::optional<std::string> image;
   struct Mount {
     std::string host_path, container_path;

@@ -185,6 +185,18 @@ StatusOr<std::vector<std::string>> ReadCommand(const TreeNode& node, const std::
   return out;
 }
 
+// A script's arguments: as a command's items after its program.
+StatusOr<std::vector<std::string>> ReadArguments(const TreeNode& node, const std::string& path) {
+  ASSIGN_OR_RETURN(std::vector<TreePtr> items,
+                   ReadList(node, path, 1, kMaxCommandItems - 1, "a list of 1 to 4095 strings"));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSIGN_OR_RETURN(std::string arg, ReadString(*items[i], IndexPath(path, i), kArgRule));
+    out.push_back(std::move(arg));
+  }
+  return out;
+}
+
 // env: {NAME: value} or [{name: NAME, value: value}].
 StatusOr<std::map<std::string, std::string>> ReadEnv(const TreeNode& node,
                                                      const std::string& path) {
@@ -453,7 +465,7 @@ StatusOr<Time> ReadTimestamp(const TreeNode& node, const std::string& path) {
 StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defaults) {
   static const std::vector<std::string> kFields = {
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
-      "script",     "image", "env",          "workingDir", "timeLimit", "topology",
+      "script",     "args",  "image", "env",          "workingDir", "timeLimit", "topology",
       "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
       "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive", "features", "singleton", "slurm"};
   ASSIGN_OR_RETURN(ObjectReader obj,
@@ -496,6 +508,10 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
     return InvalidArgument(std::string("must set exactly one of \"command\" or \"script\", got ") +
                                (has_command ? "both" : "neither"),
                            "spec");
+  }
+  if (obj.Find("args") != nullptr) {
+    if (!has_script) return InvalidArgument("are a script's arguments; a command takes its own", obj.Path("args"));
+    RETURN_IF_ERROR(obj.Read("args", spec.script_args, ReadArguments));
   }
   RETURN_IF_ERROR(obj.Read("image", spec.image, ReadString, kImageRule));
   if (spec.image) {

@@ -181,6 +181,13 @@ TEST(JobSpecTest, ElasticReplicasRoundTrip) {
   EXPECT_EQ(fixed.replicas, 2);
 }
 
+TEST(JobSpecTest, AScriptsArgumentsRoundTrip) {
+  const JobSpec s = MustParse("script: \"echo $1\"\nargs: [--epochs, '10']\n", kYaml);
+  EXPECT_EQ(s.script_args, (std::vector<std::string>{"--epochs", "10"}));
+  EXPECT_TRUE(MustParse(JobSpecToJson(s), kJson) == s);
+  EXPECT_EQ(JobSpecToJson(MustParse("script: x\n", kYaml)).find("\"args\""), std::string::npos) << "only when given";
+}
+
 TEST(JobSpecTest, ASlurmStyleJobsNodesAreDistinct) {
   const JobSpec s = MustParse("replicas: 2\nslurm: {tasks: 4, gpusPerTask: 2}\nscript: \"srun x\"\n", kYaml);
   EXPECT_TRUE(s.one_per_node);
@@ -628,6 +635,8 @@ std::vector<BadSpec> BadSpecs() {
       {"onePerNode a string", WithCommand(R"("onePerNode":"yes",)"), J, "spec.onePerNode", "true or false"},
       {"onePerNode elastic", WithCommand(R"("replicas":{"min":1,"max":2},"onePerNode":true,)"), J, "spec.onePerNode", "cannot be set for an elastic job"},
       {"exclusive on one node", WithCommand(R"("replicas":2,"topology":"node","exclusive":true,)"), J, "spec.exclusive", "which topology node (all on one node) cannot hold"},
+      // A script's arguments.
+      {"args with a command", WithCommand(R"("args":["x"],)"), J, "spec.args", "are a script's arguments; a command takes its own"},
       // Slurm's job model.
       {"slurm elastic", WithCommand(R"("replicas":{"min":1,"max":2},"slurm":{},)"), J, "spec.replicas", "a Slurm-style job (slurm) has a fixed number of nodes"},
       {"slurm container nodes", WithCommand(R"("replicas":2,"image":"busybox","slurm":{},)"), J, "spec.image", "cannot run in a container yet"},

@@ -63,6 +63,7 @@ struct JobCommands {
   std::optional<std::string> slurm_partition, slurm_qos, slurm_account;  // from #SBATCH
   std::optional<SlurmShape> slurm_shape;
   bool export_all = false;
+  std::vector<std::string> script_args;  // after a batch script: its $1, $2, ...
   std::optional<std::string> replicas;        // "4", or "1:4" (elastic)
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
   bool hold = false, spot = false, parsable = false;
@@ -328,11 +329,8 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c, Client* cli
                            "; a batch script or job file is submitted by its name, and a command goes after \"--\" "
                            "(muster submit -- " + file + (c.command.size() > 1 ? " ..." : "") + ")");
   }
-  if (c.command.size() > 1) {
-    return InvalidArgument("arguments after a batch script are not supported (" + file + " " + c.command[1] +
-                           " ...); put them in the script, or run the file as a command: muster submit -- " + file +
-                           " " + c.command[1] + " ...");
-  }
+  // The words after the script are its arguments ($1, $2, ...), as sbatch's.
+  c.script_args.assign(c.command.begin() + 1, c.command.end());
   ASSIGN_OR_RETURN(std::string script, ReadText(file));
   if (script.empty()) return InvalidArgument(file + " is empty");
   ASSIGN_OR_RETURN(ScriptSettings from, ReadScriptDirectives(script, file, [client] { return LargestNodeCpus(client); },
@@ -415,6 +413,7 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
                            "python train.py)");
   }
   json spec = script ? json{{"script", *script}} : json{{"command", c.command}};
+  if (script && !c.script_args.empty()) spec["args"] = c.script_args;
   if (!c.name.empty()) spec["name"] = c.name;
   if (!c.queue.empty()) spec["queue"] = c.queue;
   if (!c.priority.empty()) spec["priority"] = c.priority;
@@ -855,9 +854,10 @@ void AddSpecFlags(CLI::App* sub, JobCommands& c) {
 
 }  // namespace
 
-StatusOr<std::string> SbatchSpec(const std::string& file, std::vector<SbatchOption> command_line, Client& client) {
+StatusOr<std::string> SbatchSpec(const std::vector<std::string>& script_and_args, std::vector<SbatchOption> command_line,
+                                 Client& client) {
   JobCommands c;
-  c.command = {file};
+  c.command = script_and_args;
   c.sbatch_command_line = std::move(command_line);
   ASSIGN_OR_RETURN(auto spec, BuildSpec(c, &client));
   return spec.first;

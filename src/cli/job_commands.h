@@ -26,11 +26,13 @@ int RunJobCommands(JobCommands& commands);
 // the file, and only the raw arguments tell the two apart.
 void NoteRawArguments(JobCommands& commands, int argc, char** argv);
 
-// The spec (JSON) that batch script `file` becomes as `muster submit`
+// The spec (JSON) that a batch script (the first of `script_and_args`; the
+// rest are its arguments) becomes as `muster submit`
 // reads it, with sbatch's own options `command_line` after its #SBATCH
 // lines (cli/sbatch_command.h). `client` answers the node sizes some
 // Slurm requests need. InvalidArgument for what cannot be read.
 class Client;
-StatusOr<std::string> SbatchSpec(const std::string& file, std::vector<SbatchOption> command_line, Client& client);
+StatusOr<std::string> SbatchSpec(const std::vector<std::string>& script_and_args, std::vector<SbatchOption> command_line,
+                                 Client& client);
 
 }  // namespace muster::cli

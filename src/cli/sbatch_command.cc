@@ -63,13 +63,12 @@ int RunSbatch(const std::vector<std::string>& args) {
     }
   }
   if (rest >= args.size()) return Error("give the batch script's file (reading one from standard input is not supported)");
-  if (rest + 1 < args.size()) {
-    return Error("arguments after the batch script are not supported yet (" + args[rest] + " " + args[rest + 1] + " ...)");
-  }
   std::vector<SbatchOption> given = FromEnvironment();
   given.insert(given.end(), options->begin(), options->end());
   Client client(DefaultServer(), "", RetrySeconds());
-  auto spec = SbatchSpec(args[rest], std::move(given), client);
+  // The script, then its arguments ($1, $2, ...).
+  auto spec = SbatchSpec(std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(rest), args.end()),
+                         std::move(given), client);
   if (!spec.ok()) return Error(spec.status().message());
   auto r = client.Post("/v1/jobs", *spec, "application/json", {{"Idempotency-Key", NewUuid()}});
   if (!r.ok()) return Error("Batch job submission failed: " + r.status().message());

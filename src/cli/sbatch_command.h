@@ -15,8 +15,9 @@
 // "sbatch: error: ..." with exit code 1, and nothing is submitted. The
 // server is $MUSTER_SERVER (default http://127.0.0.1:8470).
 //
-// Not yet: arguments after the script, a script on standard input,
-// --wrap, --test-only and --wait are refused with that reason.
+// Words after the script are its arguments ($1, $2, ...). Not yet: a
+// script on standard input, --wrap, --test-only and --wait are refused
+// with that reason.
 #pragma once
 
 #include <string>

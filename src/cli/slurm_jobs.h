@@ -39,7 +39,7 @@ struct SlurmJob {
   std::string slurm_state; // Slurm's: PENDING, RUNNING, ...
   std::string code;        // PD, R, ...
   std::string reason;      // Slurm's reason name ("None" when it runs)
-  std::vector<std::string> nodes;  // where it runs or ran, distinct, in order
+  std::vector<std::string> nodes;  // where it runs or ran, distinct, sorted (numbers by value)
   int64_t node_count = 0;  // allocated, or asked for while pending
   int64_t cpus = 0;
   int64_t gpus_per_node = 0;

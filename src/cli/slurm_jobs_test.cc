@@ -31,11 +31,12 @@ TEST(SlurmJobs, AJobReadsInSlurmsTerms) {
   EXPECT_EQ(SlurmJobFromJson(held).reason, "JobHeldUser");
   json ran = j;
   ran["state"] = "TIMEOUT";
-  ran["attemptHistory"] = json::array({{{"exitCode", 0}, {"signal", 15}, {"replicas", {{{"node", "n2"}}, {{"node", "n1"}}}}}});
+  ran["attemptHistory"] = json::array(
+      {{{"exitCode", 0}, {"signal", 15}, {"replicas", {{{"node", "n10"}}, {{"node", "n9"}}, {{"node", "m1"}}}}}});
   const SlurmJob r = SlurmJobFromJson(ran);
   EXPECT_EQ(r.code, "TO");
   EXPECT_EQ(r.reason, "None");
-  EXPECT_EQ(r.nodes, (std::vector<std::string>{"n2", "n1"}));
+  EXPECT_EQ(r.nodes, (std::vector<std::string>{"m1", "n9", "n10"})) << "in the cluster's order, numbers by value";
   EXPECT_EQ(r.exit_signal, 15);
 }
 

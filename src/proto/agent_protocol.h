@@ -162,8 +162,9 @@ struct TaskAssignment {
   int64_t epoch = 0;
   std::string user;
   std::vector<std::string> argv;
-  // The job gave a script: argv is {"/bin/sh", "-c", SCRIPT}, and the node
-  // runs SCRIPT with the interpreter its #! line names, if it has one.
+  // The job gave a script: argv is {"/bin/sh", "-c", SCRIPT} (then $0 and
+  // the script's arguments, if it has some), and the node runs SCRIPT with
+  // the interpreter its #! line names, if it has one, with those arguments.
   bool script = false;
   std::string image;  // a container image, when the job names one
   struct Mount {

@@ -25,7 +25,15 @@ std::vector<std::string> TaskArgv(const api::JobSpec& spec, int32_t replica) {
     // The node's muster (MUSTER_BIN, which its agent sets).
     return {"/bin/sh", "-c", "exec \"${MUSTER_BIN:-muster}\" step-host", "muster-step-host"};
   }
-  if (spec.script) return {"/bin/sh", "-c", *spec.script};
+  if (spec.script) {
+    // sh -c SCRIPT NAME ARGS...: the arguments are the script's $1, $2, ...
+    std::vector<std::string> argv = {"/bin/sh", "-c", *spec.script};
+    if (!spec.script_args.empty()) {
+      argv.push_back(spec.name.empty() ? "script" : spec.name);
+      argv.insert(argv.end(), spec.script_args.begin(), spec.script_args.end());
+    }
+    return argv;
+  }
   return spec.command;
 }
 

@@ -94,8 +94,9 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
 // Whether the replica runs a step host instead of the job's command: every
 // replica of a Slurm-style job (spec.slurm) but the first.
 bool RunsStepHost(const api::JobSpec& spec, int32_t replica);
-// The argv of the replica: the job's command, ["/bin/sh", "-c", script],
-// or the step host.
+// The argv of the replica: the job's command, ["/bin/sh", "-c", script]
+// (with arguments: then the job's name as $0 and the arguments), or the
+// step host.
 std::vector<std::string> TaskArgv(const api::JobSpec& spec, int32_t replica);
 int32_t MasterPort(int64_t job, int32_t attempt, int32_t salt = 0);
 // Where a Slurm-style job's step hosts listen: from the same inputs as

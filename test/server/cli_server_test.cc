@@ -309,18 +309,19 @@ TEST_F(CliServerTest, ABatchScriptIsSubmittedWithItsDirectives) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("train.sh line 2: #MUSTER --gpus: expected a count, got \"eight\""), std::string::npos) << r.out;
   // A file that is not there is not taken for a command (it failed on the
-  // node, exit 127); arguments after a script are refused, not dropped.
+  // node, exit 127).
   r = Muster(url, "submit trian.sh");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("trian.sh: no such file; a batch script or job file is submitted by its name, and a command goes "
                        "after \"--\" (muster submit -- trian.sh)"),
             std::string::npos)
       << r.out;
-  std::ofstream(script) << "#!/bin/bash\nhostname\n";
-  r = Muster(url, "submit " + script + " 0.1");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("arguments after a batch script are not supported"), std::string::npos) << r.out;
   EXPECT_EQ(Muster(url, "get jobs -o json").out, before) << "a refused script submitted nothing";
+  // Words after a script are its arguments, as sbatch's.
+  std::ofstream(script) << "#!/bin/bash\nhostname\n";
+  r = Muster(url, "submit --parsable " + script + " 0.1 two");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(json::parse(Muster(url, "get jobs -o json").out).back()["args"], json::array({"0.1", "two"}));
 }
 
 TEST(CliQueues, QuotasAndUseByTypeAreShown) {

@@ -307,9 +307,9 @@ TEST_F(SlurmCorpusServer, SbatchTakesItsEnvironmentAndCommandLineAsSlurmDoes) {
   r = Muster(bin_ + "/sbatch --bogus " + script);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("sbatch: error: --bogus is not an sbatch option"), std::string::npos) << r.out;
-  r = Muster(bin_ + "/sbatch " + script + " arg");
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("sbatch: error: arguments after the batch script are not supported yet"), std::string::npos) << r.out;
+  r = Muster(bin_ + "/sbatch --parsable " + script + " --epochs 'ten more'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(Job(std::stoll(r.out))["args"], json::array({"--epochs", "ten more"})) << "the script's arguments";
 }
 
 // `scontrol show hostnames` as batch scripts call it for the master
