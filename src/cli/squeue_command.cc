@@ -250,6 +250,11 @@ int RunScancel(const std::vector<std::string>& args) {
   if (filter.jobs.empty() && !any_filter) return Error("scancel", "No job identification provided");
   auto jobs = ListSlurmJobs(client, "PENDING,HELD,STARTING,RUNNING,COMPLETING");
   if (!jobs.ok()) return Error("scancel", jobs.status().message());
+  // Waiting jobs first: an array task cancelled while its siblings wait
+  // would make room for the next to start in between.
+  std::stable_sort(jobs->begin(), jobs->end(), [](const SlurmJob& a, const SlurmJob& b) {
+    return SlurmStateRank(a.slurm_state) < SlurmStateRank(b.slurm_state);
+  });
   int rc = 0;
   std::set<std::string> matched;
   for (const SlurmJob& j : *jobs) {

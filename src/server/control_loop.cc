@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/message_text.h"
 #include "common/quantity.h"
+#include "core/fit_check.h"
 #include "server/leadership.h"
 
 namespace muster::server {
@@ -479,6 +480,22 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
   const int32_t count = std::max<int32_t>(1, req.spec.array);
   core::JobSpec core_spec = api::ToCoreSpec(req.spec);
   core_spec.user = req.user;
+  // As sbatch: what no node could ever hold is refused now, not left to wait.
+  if (!options_.accept_unfit_jobs) {
+    if (Status fits = core::CheckEverFits(core_spec, state_.nodes()); !fits.ok()) {
+      return reply(InvalidArgument(fits.message() + " (the server's acceptUnfitJobs accepts such jobs for nodes yet "
+                                                    "to join)",
+                                   fits.field()).WithFieldPrefix("spec"));
+    }
+  }
+  // As sbatch: what no node could ever hold is refused now, not left to wait.
+  if (!options_.accept_unfit_jobs) {
+    if (Status fits = core::CheckEverFits(core_spec, state_.nodes()); !fits.ok()) {
+      return reply(InvalidArgument(fits.message() + " (the server's acceptUnfitJobs accepts such jobs for nodes yet "
+                                                    "to join)",
+                                   fits.field()).WithFieldPrefix("spec"));
+    }
+  }
   if (req.spec.singleton) {
     for (const auto& [id, other] : jobs_.rows()) {  // O(jobs), for this rare option only
       if (!IsEnded(other) && other.name == req.spec.name && other.user == req.user) {

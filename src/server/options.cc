@@ -230,7 +230,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
                                      "maxConnections", "maxConnectionsPerClient", "threads",
-                                     "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues",
+                                     "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues", "acceptUnfitJobs",
                                      "ha", "auth", "tls", "allowPlainHttp", "prices", "accessLog", "stragglers", "slurm"},
                               "server"));
     if (root["listen"]) {
@@ -350,6 +350,9 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     }
     if (const YAML::Node queues = root["queues"]) {
       RETURN_IF_ERROR(config::ReadQueueList(queues, "server.queues", o.cluster.queues, o.fairshare.shares));
+    }
+    if (root["acceptUnfitJobs"]) {
+      ASSIGN_OR_RETURN(o.accept_unfit_jobs, config::Bool(root["acceptUnfitJobs"], "server.acceptUnfitJobs"));
     }
     if (root["strictQueues"]) {
       ASSIGN_OR_RETURN(o.strict_queues, config::Bool(root["strictQueues"], "server.strictQueues"));

@@ -23,6 +23,7 @@
 //   queues:                  # quotas in GPUs: a count (all types) or by type ("*": all)
 //     - {name: research, guarantee: {H100: 16}, limit: {H100: 32, "*": 48}, share: 3}
 //   strictQueues: false      # true: a job must name a queue listed above
+//   acceptUnfitJobs: false   # true: accept jobs no node can hold (nodes yet to join)
 //   prices: {H100: 3.20, A100: 1.60, "*": 1.00}   # per GPU-hour, by GPU type ("*": the others)
 //   accessLog: /var/log/muster/access.log   # a line per request answered (none by default)
 //   stragglers: {ratio: 0.5, window: 5m, after: 2m, minReports: 3, cordon: false}
@@ -88,6 +89,10 @@ struct ServerOptions {
   // Jobs may name only the queues configured under `queues` (a misspelt
   // queue would otherwise be a new one, outside every quota).
   bool strict_queues = false;
+  // A job no node of the cluster could ever hold (core/fit_check.h) is
+  // refused at submit, naming the limit; true accepts it, to wait for nodes
+  // that have yet to join.
+  bool accept_unfit_jobs = false;
   // What a GPU-hour costs, by GPU type ("*": any type not listed; none: 0),
   // in the site's currency: usage reports and the cost metrics.
   std::map<std::string, double> gpu_prices;

@@ -62,7 +62,7 @@ Shared* shared = nullptr;
 
 class ContainerTest : public ClusterFixture {
  protected:
-  ContainerTest() : ClusterFixture(kFastFailures) {}
+  explicit ContainerTest(const char* config = kFastFailures) : ClusterFixture(config) {}
 
   static void SetUpTestSuite() {
     shared = new Shared();
@@ -668,9 +668,25 @@ TEST_F(ContainerTest, SubmitFromTheCommandLineAndAPyxisStyleScript) {
   EXPECT_NE(Logs(script).find("image"), std::string::npos) << "the script runs in the image: " << Logs(script);
 }
 
-// A container job waits, saying why, while no node can run it, and starts
-// where one can once it joins; its command never runs on a host.
-TEST_F(ContainerTest, AContainerJobWaitsForANodeThatRunsContainers) {
+// A container job that no node can run is refused at submit, naming what
+// is missing. With acceptUnfitJobs (nodes yet to join) it waits, saying
+// why, and starts where one can once it joins; its command never runs on a
+// host.
+const std::string kAcceptUnfit = std::string(kFastFailures) + "acceptUnfitJobs: true\n";
+class ContainerWaitTest : public ContainerTest {
+ protected:
+  ContainerWaitTest() : ContainerTest(kAcceptUnfit.c_str()) {}
+};
+
+TEST_F(ContainerTest, AContainerJobNoNodeCanRunIsRefusedNamingWhatIsMissing) {
+  AddAgent({"--fake-gpus", "1xH100", "--podman", "/nonexistent/podman"});
+  WaitNodes(1);
+  const json j = Post("/v1/jobs", "name: boxed\nimage: " + shared->image + "\ncommand: [/bin/true]\n");
+  EXPECT_EQ(j["error"]["field"], "spec.features") << j.dump();
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("none has containers"), std::string::npos) << j.dump();
+}
+
+TEST_F(ContainerWaitTest, AContainerJobWaitsForANodeThatRunsContainers) {
   AddAgent({"--fake-gpus", "1xH100", "--podman", "/nonexistent/podman"});
   WaitNodes(1);
   const json node = Get("/v1/nodes")["items"][0]["agent"];

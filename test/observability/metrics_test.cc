@@ -73,7 +73,8 @@ TEST_F(MetricsTest, PromtoolFindsThemCleanAndTheyMatchTheCluster) {
   WaitState(running, "RUNNING");
   const int64_t done = Submit("name: quick\ncommand: ['true']\n");
   WaitEnd(done);
-  Submit("name: too-big\nresources: {gpus: 16}\ncommand: ['true']\n");  // waits: no node has 16
+  // Waits on the running job (one no node could hold is refused at submit).
+  Submit("name: waits\ndependencies: \"afterok:" + std::to_string(running) + "\"\ncommand: ['true']\n");
 
   const std::string text = Metrics();
   const std::string file = Tmp("metrics.txt");

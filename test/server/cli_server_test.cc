@@ -31,7 +31,9 @@ class CliServerTest : public ::testing::Test {
     g_carol = server_.UserToken("carol");
   }
   void TearDown() override { g_carol.clear(); }
-  ServerProcess server_{"nodeGroups:\n  - {count: 1, gpus: 8, gpuType: H100}\n"};
+  // Its static node is small: jobs larger than it are accepted and wait (the
+  // CLI's reading of them is what these tests check).
+  ServerProcess server_{"nodeGroups:\n  - {count: 1, gpus: 8, gpuType: H100}\nacceptUnfitJobs: true\n"};
 };
 
 TEST_F(CliServerTest, SubmitListWhyAndActions) {

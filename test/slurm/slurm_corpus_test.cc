@@ -307,6 +307,15 @@ TEST_F(SlurmCorpusServer, SbatchTakesItsEnvironmentAndCommandLineAsSlurmDoes) {
   r = Muster(bin_ + "/sbatch --bogus " + script);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("sbatch: error: --bogus is not an sbatch option"), std::string::npos) << r.out;
+  // What no node could ever hold is refused at once, naming the limit, as sbatch does.
+  for (const auto& [flags, why] : std::vector<std::pair<std::string, std::string>>{
+           {"--gres=gpu:b200:1", "spec.resources.gpuType: no node has GPUs of type b200 (the cluster's types: a100, l40s)"},
+           {"--gpus-per-node=16", "spec.resources.gpus: a replica asks for 16 GPUs; the most any node has is 8"},
+           {"-N 100", "spec.replicas: needs 100 distinct nodes; the cluster has 72 that can hold a replica"}}) {
+    r = Muster(bin_ + "/sbatch " + flags + " " + script);
+    EXPECT_EQ(r.code, 1) << flags;
+    EXPECT_NE(r.out.find(why), std::string::npos) << flags << ": " << r.out;
+  }
   r = Muster(bin_ + "/sbatch --parsable " + script + " --epochs 'ten more'");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(Job(std::stoll(r.out))["args"], json::array({"--epochs", "ten more"})) << "the script's arguments";
