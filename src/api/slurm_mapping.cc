@@ -12,6 +12,17 @@ std::string Known(const Map& m) {
 
 }  // namespace
 
+std::string SlurmRunLengths(const std::vector<int32_t>& counts) {
+  std::string out;
+  for (size_t i = 0; i < counts.size();) {
+    size_t j = i;
+    while (j < counts.size() && counts[j] == counts[i]) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(counts[i]) + (j - i > 1 ? "(x" + std::to_string(j - i) + ")" : "");
+    i = j;
+  }
+  return out;
+}
+
 StatusOr<SlurmPlacement> MapSlurmNames(const SlurmSpec& names, const SlurmMapping& mapping, const std::string& path) {
   SlurmPlacement out;
   if (names.qos) {

@@ -58,6 +58,10 @@ struct SlurmPlacement {
   std::optional<std::string> queue, priority;
   std::vector<std::string> features;
 };
+// Per-node counts in Slurm's run-length form: {8, 8, 4} is "8(x2),4", as
+// SLURM_TASKS_PER_NODE and SLURM_JOB_CPUS_PER_NODE write them.
+std::string SlurmRunLengths(const std::vector<int32_t>& counts);
+
 StatusOr<SlurmPlacement> MapSlurmNames(const SlurmSpec& names, const SlurmMapping& mapping, const std::string& path);
 
 }  // namespace muster::api

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "api/slurm_mapping.h"
 #include "cli/hostlist.h"
 #include "cli/sbatch_options.h"
 #include "step/step_env.h"
@@ -50,18 +51,6 @@ StatusOr<int64_t> Count(const SbatchOption& o, int64_t min) {
     return InvalidArgument(o.given + "=" + v + ": expected a whole number of at least " + std::to_string(min));
   }
   return n;
-}
-
-// "8(x2),4": the tasks on each node, in Slurm's run-length form.
-std::string TasksPerNode(const std::vector<int32_t>& counts) {
-  std::string out;
-  for (size_t i = 0; i < counts.size();) {
-    size_t j = i;
-    while (j < counts.size() && counts[j] == counts[i]) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(counts[i]) + (j - i > 1 ? "(x" + std::to_string(j - i) + ")" : "");
-    i = j;
-  }
-  return out;
 }
 
 std::string Substitute(const std::string& pattern, const SrunJob& job) {
@@ -308,7 +297,7 @@ StatusOr<SrunPlan> PlanSrun(const std::vector<std::string>& args, const SrunJob&
   }
   std::vector<std::string> names;
   for (int32_t i : chosen) names.push_back(job.hosts[static_cast<size_t>(i)].node);
-  const std::string step = std::to_string(job.step), list = CompressHostlist(names), runs = TasksPerNode(counts);
+  const std::string step = std::to_string(job.step), list = CompressHostlist(names), runs = api::SlurmRunLengths(counts);
   const std::string launch_host = job.hosts[static_cast<size_t>(job.self)].endpoint.substr(
       0, job.hosts[static_cast<size_t>(job.self)].endpoint.rfind(':'));
   for (const auto& [k, v] : std::map<std::string, std::string>{

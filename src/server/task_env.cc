@@ -126,7 +126,8 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
     const std::string cpus = std::to_string(spec.resources.cpu_milli / 1000);
     set("SLURM_CPUS_PER_TASK", cpus);
     set("SLURM_CPUS_ON_NODE", cpus);
-    set("SLURM_JOB_CPUS_PER_NODE", n > 1 ? cpus + "(x" + std::to_string(n) + ")" : cpus);
+    set("SLURM_JOB_CPUS_PER_NODE", api::SlurmRunLengths(std::vector<int32_t>(
+                                       static_cast<size_t>(std::max(n, 1)), spec.resources.cpu_milli / 1000)));
   }
   if (spec.resources.memory_bytes > 0) set("SLURM_MEM_PER_NODE", std::to_string(spec.resources.memory_bytes >> 20));
   // A Slurm job's tasks as Slurm counts them: block distribution, the
@@ -137,13 +138,7 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
     for (int32_t left = tasks; static_cast<int32_t>(on_node.size()) < n; left -= on_node.back()) {
       on_node.push_back(std::max<int32_t>(0, std::min(left, per_node)));
     }
-    std::string runs;
-    for (size_t i = 0; i < on_node.size();) {
-      size_t j = i;
-      while (j < on_node.size() && on_node[j] == on_node[i]) ++j;
-      runs += (runs.empty() ? "" : ",") + std::to_string(on_node[i]) + (j - i > 1 ? "(x" + std::to_string(j - i) + ")" : "");
-      i = j;
-    }
+    const std::string runs = api::SlurmRunLengths(on_node);
     set("SLURM_NTASKS", std::to_string(tasks));
     set("SLURM_NPROCS", std::to_string(tasks));
     set("SLURM_NTASKS_PER_NODE", std::to_string(per_node));

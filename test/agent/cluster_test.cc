@@ -22,6 +22,7 @@
 #include "agent/executor.h"
 #include "../child_process.h"
 #include "cluster_fixture.h"
+#include "dev_cluster.h"
 #include "process_util.h"
 #include "../server/server_process.h"
 
@@ -622,39 +623,13 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const auto started = std::chrono::steady_clock::now();
-  const pid_t dev = ::fork();
-  if (dev == 0) {
-    const std::string out = dir + "/dev.out";
-    std::freopen(out.c_str(), "w", stdout);
-    ::dup2(::fileno(stdout), 2);
-    const std::string d = dir + "/cluster";
-    // Its credentials go to a token file of the test's own.
-    ::setenv("MUSTER_TOKEN_FILE", (dir + "/token").c_str(), 1);
-    ::setenv("MUSTER_MUNGE_SOCKET", "none", 1);
-    ::execl(MUSTER_BINARY, MUSTER_BINARY, "dev", "--nodes", "1", "--port", "0", "--dir", d.c_str(), nullptr);
-    ::_exit(127);
-  }
-  struct StopAtEnd {
-    pid_t pid;
-    ~StopAtEnd() {
-      if (pid > 0) SignalAndReap(pid, SIGTERM, "muster dev");
-    }
-  } stop_at_end{dev};
-  const int port = DevPort(dir + "/cluster");
+  DevClusterProcess cluster(dir, {"--nodes", "1"});
+  const pid_t dev = cluster.pid();
+  const int port = cluster.Port();
   ASSERT_GT(port, 0);
   httplib::Client c("127.0.0.1", port);
   c.set_connection_timeout(1, 0);
-  // The credential `muster dev` made for whoever runs it, on the line of
-  // its address in the token file.
-  std::string token;
-  for (int i = 0; i < 500 && token.empty(); ++i) {
-    std::ifstream in(dir + "/token");
-    std::string server, t;
-    while (in >> server >> t) {
-      if (server == "http://127.0.0.1:" + std::to_string(port)) token = t;
-    }
-    if (token.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const std::string token = cluster.Token(port);
   ASSERT_FALSE(token.empty()) << "muster dev wrote no credential";
   c.set_default_headers({{"Authorization", "Bearer " + token}});
   auto get = [&](const std::string& path) {
@@ -707,10 +682,8 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
   EXPECT_EQ(before["attempts"], 1) << before.dump();
   EXPECT_NE(agent::ProcessStartTime(task), 0u) << "the task was stopped";
 
-  EXPECT_EQ(SignalAndReap(dev, SIGTERM, "muster dev"), 0);
-  stop_at_end.pid = 0;
-  std::ifstream in(dir + "/dev.out");
-  const std::string out((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(cluster.Stop(), 0);
+  const std::string out = cluster.Output();
   EXPECT_NE(out.find("the server ended (killed by signal 9); restarting it"), std::string::npos) << out;
   EXPECT_NE(out.find("agent dev-1 ended (killed by signal 9); restarting it"), std::string::npos) << out;
   EXPECT_TRUE(wait_for([&] { return agent::ProcessStartTime(task) == 0; })) << "the task outlived the cluster";

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "cluster_fixture.h"
+#include "dev_cluster.h"
 
 namespace muster::testing {
 namespace {
@@ -310,38 +311,11 @@ TEST(SlurmOnDev, ATorchrunUnderSrunScriptEndsWithTheNativeJobsAccuracy) {
   const std::string dir = ::testing::TempDir() + "/muster_dev_slurm_" + std::to_string(getpid());
   fs::remove_all(dir);
   fs::create_directories(dir + "/work");
-  const pid_t dev = ::fork();
-  if (dev == 0) {
-    std::freopen((dir + "/dev.out").c_str(), "w", stdout);
-    ::dup2(::fileno(stdout), 2);
-    ::setenv("MUSTER_TOKEN_FILE", (dir + "/token").c_str(), 1);
-    ::setenv("MUSTER_MUNGE_SOCKET", "none", 1);
-    const std::string d = dir + "/cluster";
-    ::execl(MUSTER_BINARY, MUSTER_BINARY, "dev", "--nodes", "2", "--port", "0", "--dir", d.c_str(), nullptr);
-    ::_exit(127);
-  }
-  struct StopAtEnd {
-    pid_t pid;
-    ~StopAtEnd() {
-      if (pid > 0) SignalAndReap(pid, SIGTERM, "muster dev");
-    }
-  } stop_at_end{dev};
-  int port = 0;
-  for (int i = 0; i < 3000 && port == 0; ++i) {
-    std::ifstream in(dir + "/cluster/port");
-    if (!(in >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_GT(port, 0) << SlurmStepsTest::ReadFile(dir + "/dev.out");
+  DevClusterProcess cluster(dir, {"--nodes", "2"});
+  const int port = cluster.Port();
+  ASSERT_GT(port, 0) << cluster.Output();
   const std::string server = "http://127.0.0.1:" + std::to_string(port);
-  std::string token;
-  for (int i = 0; i < 500 && token.empty(); ++i) {
-    std::ifstream in(dir + "/token");
-    std::string s, t;
-    while (in >> s >> t) {
-      if (s == server) token = t;
-    }
-    if (token.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const std::string token = cluster.Token(port);
   ASSERT_FALSE(token.empty()) << "muster dev wrote no credential";
   httplib::Client c("127.0.0.1", port);
   c.set_default_headers({{"Authorization", "Bearer " + token}});
@@ -422,8 +396,7 @@ srun /usr/bin/torchrun --nnodes 2 --nproc_per_node 1 --redirects 1 --tee 1 \
   EXPECT_EQ(m[2].str(), expected_checksum) << out;
   std::printf("torchrun under srun: test accuracy %s (checksum %s); native two replicas: %.4f (checksum %s)\n",
               m[1].str().c_str(), m[2].str().c_str(), expected, expected_checksum.c_str());
-  EXPECT_EQ(SignalAndReap(dev, SIGTERM, "muster dev"), 0);
-  stop_at_end.pid = 0;
+  EXPECT_EQ(cluster.Stop(), 0);
   fs::remove_all(dir);
 }
 
