@@ -1,44 +1,149 @@
 #include "cli/scontrol_command.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
+#include "api/output_pattern.h"
+#include "cli/client.h"
 #include "cli/hostlist.h"
+#include "cli/slurm_jobs.h"
+#include "common/clock.h"
+#include "common/rfc3339.h"
 
 namespace muster::cli {
 namespace {
+
+using nlohmann::json;
 
 int Error(const std::string& message) {
   std::cerr << "scontrol: error: " << message << "\n";
   return 1;
 }
 
-}  // namespace
-
-int RunScontrol(const std::vector<std::string>& args) {
-  if (args.size() < 2 || args[0] != "show") {
-    return Error("only \"show hostnames [LIST]\" and \"show hostlist LIST\" are supported here yet");
-  }
-  const std::string& what = args[1];
-  if (what != "hostnames" && what != "hostname" && what != "hostlist") {
-    return Error("\"show " + what + "\" is not supported here yet (show hostnames, show hostlist)");
-  }
+int ShowHosts(const std::string& what, const std::vector<std::string>& args) {
   std::string list;
   if (args.size() > 2) {
     for (size_t i = 2; i < args.size(); ++i) list += (list.empty() ? "" : ",") + args[i];
-  } else if (const char* env = std::getenv("SLURM_JOB_NODELIST"); env != nullptr && (what == "hostnames" || what == "hostname")) {
+  } else if (const char* env = std::getenv("SLURM_JOB_NODELIST"); env != nullptr && what != "hostlist") {
     list = env;
   } else {
     return Error("give a host list (outside a job, $SLURM_JOB_NODELIST is not set)");
   }
   auto hosts = ExpandHostlist(list);
   if (!hosts.ok()) return Error(hosts.status().message());
-  if (what == "hostnames" || what == "hostname") {
+  if (what != "hostlist") {
     for (const std::string& h : *hosts) std::cout << h << "\n";
     return 0;
   }
   std::cout << CompressHostlist(*hosts) << "\n";
   return 0;
+}
+
+// A job's output file as Slurm shows it: the pattern expanded, absolute.
+std::string OutputPath(const json& j, const char* key, const SlurmJob& s) {
+  const std::string pattern = j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+  if (pattern.empty()) return "(null)";
+  api::OutputNames n;
+  n.job = s.id;
+  n.array_first = s.array_job;
+  n.array_index = s.array_task;
+  n.name = s.name;
+  n.user = s.user;
+  n.node = s.nodes.empty() ? "" : s.nodes.front();
+  const std::filesystem::path p = api::ExpandOutputPattern(pattern, n);
+  return p.is_absolute() || s.work_dir.empty() ? p.string() : (std::filesystem::path(s.work_dir) / p).string();
+}
+
+int ShowJob(const std::vector<std::string>& args) {
+  std::string id = args.size() > 2 ? args[2] : "";
+  if (id.empty()) {
+    const char* env = std::getenv("SLURM_JOB_ID");
+    if (env == nullptr) return Error("give a job id (outside a job, $SLURM_JOB_ID is not set)");
+    id = env;
+  }
+  if (id.find_first_not_of("0123456789") != std::string::npos) return Error("Invalid job id specified: " + id);
+  Client client(DefaultServer(), "", RetrySeconds());
+  auto r = client.Get("/v1/jobs/" + id);
+  if (!r.ok()) return Error(r.status().message());
+  if (r->status == 404) return Error("Invalid job id specified");
+  if (r->status != 200) return Error(Client::ErrorOf(*r).message());
+  const json& j = r->body;
+  const SlurmJob s = SlurmJobFromJson(j);
+  const Time now = SystemClock().Now();
+  const int64_t run = !s.start ? 0 : ((s.end ? *s.end : now) - *s.start).millis() / 1000;
+  const json slurm = j.contains("slurm") && j["slurm"].is_object() ? j["slurm"] : json::object();
+  const int64_t tasks = slurm.value("tasks", s.node_count);
+  const int64_t cpus_per_task = slurm.value("cpusPerTask", int64_t{1});
+  const int64_t memory_mib = j.contains("resources") ? j["resources"].value("memory", int64_t{0}) >> 20 : 0;
+  std::string tres = "cpu=" + std::to_string(s.cpus) + ",mem=" + std::to_string(memory_mib * s.node_count) +
+                     "M,node=" + std::to_string(s.node_count) + ",billing=" + std::to_string(s.cpus);
+  if (s.gpus_per_node > 0) tres += ",gres/gpu=" + std::to_string(s.gpus_per_node * s.node_count);
+  const std::string nodes = s.nodes.empty() ? "(null)" : CompressHostlist(s.nodes);
+  const std::optional<Time> begin =
+      j.contains("beginTime") && j["beginTime"].is_string() ? ParseRfc3339Utc(j["beginTime"].get<std::string>())
+                                                             : std::nullopt;
+  std::string dependency;
+  if (j.contains("dependencies") && j["dependencies"].is_array()) {
+    for (const json& d : j["dependencies"]) {
+      dependency += (dependency.empty() ? "" : ",") + d.value("type", std::string()) + ":" +
+                    std::to_string(d.value("job", int64_t{0}));
+    }
+  }
+  if (dependency.empty()) dependency = "(null)";
+  const std::string limit = s.time_limit.is_infinite() ? "UNLIMITED" : SlurmDuration(s.time_limit.millis() / 1000, true);
+  std::ostringstream out;
+  out << "JobId=" << s.id;
+  if (s.array_job > 0) out << " ArrayJobId=" << s.array_job << " ArrayTaskId=" << s.array_task;
+  out << " JobName=" << s.name << "\n"
+      << "   UserId=" << s.user << "\n"
+      << "   Account=" << s.account << " QOS=" << s.qos << "\n"
+      << "   JobState=" << s.slurm_state << " Reason=" << s.reason << " Dependency=" << dependency << "\n"
+      // Requeue=1: a node failure always requeues the job here.
+      << "   Requeue=1 Restarts=" << std::max<int64_t>(0, j.value("attempts", int64_t{1}) - 1)
+      << " BatchFlag=" << (j.contains("script") && j["script"].is_string() ? 1 : 0) << " ExitCode="
+      << (s.exit_signal > 0 ? 0 : s.exit_code.value_or(0)) << ":" << s.exit_signal << "\n"
+      << "   RunTime=" << SlurmDuration(run, true) << " TimeLimit=" << limit << "\n"
+      << "   SubmitTime=" << SlurmTime(s.submit) << " EligibleTime=" << SlurmTime(begin ? begin : s.submit) << "\n"
+      << "   StartTime=" << SlurmTime(s.start) << " EndTime="
+      << (s.end ? SlurmTime(s.end) : s.start && !s.time_limit.is_infinite() ? SlurmTime(*s.start + s.time_limit) : "Unknown")
+      << "\n"
+      << "   Partition=" << s.partition << "\n"
+      << "   NodeList=" << nodes << "\n"
+      << "   BatchHost=" << (s.nodes.empty() ? "(null)" : s.nodes.front()) << "\n"
+      << "   NumNodes=" << s.node_count << " NumCPUs=" << s.cpus << " NumTasks=" << tasks
+      << " CPUs/Task=" << cpus_per_task << "\n"
+      << "   NtasksPerN:B:S:C=" << slurm.value("tasksPerNode", int64_t{0}) << ":0:*:*\n"
+      << "   TRES=" << tres << "\n"
+      << "   MinCPUsNode=" << (s.node_count > 0 ? s.cpus / s.node_count : 0) << " MinMemoryNode=" << memory_mib << "M\n"
+      << "   Features=" << (j.contains("features") && j["features"].is_array() && !j["features"].empty()
+                               ? [&] {
+                                   std::string f;
+                                   for (const json& x : j["features"]) f += (f.empty() ? "" : "&") + x.get<std::string>();
+                                   return f;
+                                 }()
+                               : std::string("(null)"))
+      << "\n"
+      << "   WorkDir=" << (s.work_dir.empty() ? "(null)" : s.work_dir) << "\n"
+      << "   StdErr=" << OutputPath(j, j.contains("stderr") && j["stderr"].is_string() ? "stderr" : "stdout", s) << "\n"
+      << "   StdIn=/dev/null\n"
+      << "   StdOut=" << OutputPath(j, "stdout", s) << "\n";
+  std::cout << out.str() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int RunScontrol(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[0] != "show") {
+    return Error("only \"show hostnames [LIST]\", \"show hostlist LIST\" and \"show job [ID]\" are supported here yet");
+  }
+  const std::string& what = args[1];
+  if (what == "hostnames" || what == "hostname" || what == "hostlist") return ShowHosts(what, args);
+  if (what == "job" || what == "jobs") return ShowJob(args);
+  return Error("\"show " + what + "\" is not supported here yet (show hostnames, show hostlist, show job)");
 }
 
 }  // namespace muster::cli

@@ -6,6 +6,11 @@
 //                                    (cli/hostlist.h; LIST defaults to
 //                                    $SLURM_JOB_NODELIST, as in a job)
 //   scontrol show hostlist LIST      the hosts of LIST as one host list
+//   scontrol show job [ID]           the job (default $SLURM_JOB_ID) in
+//                                    Slurm's Key=Value form: state and
+//                                    reason, times, nodes, counts, TRES,
+//                                    files (cli/slurm_jobs.h has the terms);
+//                                    inside a job its own token reads it
 //
 // Anything else is refused ("scontrol: error: ...", exit 1) until it is
 // supported.

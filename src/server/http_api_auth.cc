@@ -19,10 +19,11 @@ using nlohmann::json;
 namespace {
 
 // Whether `path` is one a job token of `job` may reach: that job's
-// checkpoints and progress.
-bool JobTokenRoute(const std::string& path, int64_t job) {
-  const std::string base = "/v1/jobs/" + std::to_string(job) + "/";
-  return path == base + "checkpoints" || path == base + "progress";
+// checkpoints and progress, and reading the job itself (scontrol show job
+// inside it).
+bool JobTokenRoute(const std::string& method, const std::string& path, int64_t job) {
+  const std::string base = "/v1/jobs/" + std::to_string(job);
+  return path == base + "/checkpoints" || path == base + "/progress" || (method == "GET" && path == base);
 }
 
 json TokenJson(const store::TokenRow& t) {
@@ -77,8 +78,9 @@ bool HttpApi::Authenticate(Request& req, Response& res) {
     scope = PermissionDenied("a node's credential may only sync its node (POST /v1/agent/sync)");
   } else if (who->kind != Identity::Kind::kNode && sync) {
     scope = PermissionDenied("only a node's agent may sync, with its node's token (muster token create --node)");
-  } else if (who->kind == Identity::Kind::kJob && !JobTokenRoute(req.path, who->job)) {
-    scope = PermissionDenied("a job token may only report progress and checkpoints of job " + std::to_string(who->job));
+  } else if (who->kind == Identity::Kind::kJob && !JobTokenRoute(req.method, req.path, who->job)) {
+    scope = PermissionDenied("a job token may only read job " + std::to_string(who->job) +
+                             " and report its progress and checkpoints");
   }
   if (scope.ok() && req.HasHeader("X-Muster-Act-As")) {
     const std::string as(req.Header("X-Muster-Act-As"));

@@ -160,7 +160,9 @@ void HttpApi::GetJob(Request&& req, Reply reply) {
   if (!id.ok()) return ReplyNow(reply, id.status());
   using E = ControlLoop::Explanation;
   loop_.Explain(*id, Answer<E>(reply, [this, who = Caller(req)](http::Response& res, const E& e) {
-    if (Status may = authz_.MayManageJob(who, e.job.user, e.job.queue, "see"); !may.ok()) {
+    // A job's own token reads that job (the route allows no other).
+    const bool own = who.kind == Identity::Kind::kJob && who.job == e.job.id;
+    if (Status may = own ? Status::Ok() : authz_.MayManageJob(who, e.job.user, e.job.queue, "see"); !may.ok()) {
       return ReplyStatus(res, may);
     }
     json j = JobJson(e.job);

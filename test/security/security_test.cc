@@ -347,7 +347,12 @@ TEST_F(SecurityTest, AJobTokenReachesOnlyItsOwnJob) {
   EXPECT_EQ(r->status, 403) << r->body;
   r = c.Post("/v1/jobs/" + std::to_string(id) + "/progress", h, R"({"attempt": 2, "step": 3})", "application/json");
   EXPECT_EQ(r->status, 403) << r->body;
-  for (const std::string& path : {std::string("/v1/jobs"), "/v1/jobs/" + std::to_string(id), std::string("/v1/nodes")}) {
+  // It reads its own job (scontrol show job inside it), nothing else.
+  r = c.Get("/v1/jobs/" + std::to_string(id), h);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->body.find(token), std::string::npos) << "its own token is never shown: " << r->body;
+  for (const std::string& path : {std::string("/v1/jobs"), "/v1/jobs/" + std::to_string(other), std::string("/v1/nodes"),
+                                  "/v1/jobs/" + std::to_string(id) + "/events"}) {
     r = c.Get(path, h);
     EXPECT_EQ(r->status, 403) << path << ": " << r->body;
   }

@@ -132,8 +132,8 @@ rm -rf "$OUT"
 work=$BASE/run-out
 test/slurm/golden/scenario.sh "$work"
 mkdir -p "$OUT"
-for f in sbatch-parsable.txt batch-env.txt hostnames.txt srun-env.txt srun-exit.txt env.out squeue.txt \
-         squeue-array.txt sacct.txt ids.txt; do
+for f in sbatch-parsable.txt batch-env.txt hostnames.txt show-job.txt srun-env.txt srun-exit.txt env.out \
+         squeue.txt squeue-array.txt sacct.txt ids.txt; do
   cp "$work/$f" "$OUT/$f"
 done
 # Where the recording ran, for the comparison's normalizing.

@@ -207,6 +207,21 @@ TEST_F(SlurmGoldenTest, TheScenarioGivesSlurmsAnswersOrDocumentedDifferences) {
   }
   Compare("batch-env.txt", EnvMap(slurm.Raw("batch-env.txt")), EnvMap(muster.Raw("batch-env.txt")), slurm, muster,
           found);
+  // scontrol show job: Key=Value words; the times of two runs differ, their form must not.
+  auto words = [](const std::string& text) {
+    std::map<std::string, std::string> out;
+    static const std::regex time("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}");
+    for (const std::string& w : Words(text)) {
+      const size_t eq = w.find('=');
+      if (eq == std::string::npos) continue;
+      std::string v = w.substr(eq + 1);
+      if (std::regex_match(v, time)) v = "<TIME>";
+      if (w.compare(0, eq, "RunTime") == 0 && std::regex_match(v, std::regex("[0-9:-]+"))) v = "<ELAPSED>";
+      out[w.substr(0, eq)] = v;
+    }
+    return out;
+  };
+  Compare("show-job.txt", words(slurm.Raw("show-job.txt")), words(muster.Raw("show-job.txt")), slurm, muster, found);
   Compare("srun-env.txt", EnvMap(slurm.Raw("srun-env.txt")), EnvMap(muster.Raw("srun-env.txt")), slurm, muster,
           found);
   const std::vector<std::string> squeue_fields = {"JobID", "Name", "ST", "Reason", "Nodes", "CPUs", "TimeLimit"};

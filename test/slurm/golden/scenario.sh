@@ -34,6 +34,7 @@ cat > env.sbatch <<'EOF'
 #SBATCH --output=env.out
 env | grep '^SLURM_' | sort > batch-env.txt
 scontrol show hostnames "$SLURM_JOB_NODELIST" > hostnames.txt
+scontrol show job "$SLURM_JOB_ID" > show-job.txt
 srun -l bash -c 'env | grep "^SLURM_" | sort' | sort -n -s -k1,1 > srun-env.txt
 srun --nodes=1 --ntasks=1 -w "$(tail -n 1 hostnames.txt)" bash -c 'exit 3'
 echo "srun exit $?" > srun-exit.txt
