@@ -60,6 +60,7 @@ struct JobCommands {
   bool one_per_node = false, exclusive = false;
   std::vector<std::string> features;
   std::vector<SbatchOption> sbatch_command_line;  // sbatch's own options (cli/sbatch_command.h)
+  bool as_sbatch = false;                         // run as sbatch: its words in messages
   std::optional<std::string> slurm_partition, slurm_qos, slurm_account;  // from #SBATCH
   std::optional<SlurmShape> slurm_shape;
   bool export_all = false;
@@ -335,7 +336,7 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c, Client* cli
   if (script.empty()) return InvalidArgument(file + " is empty");
   ASSIGN_OR_RETURN(ScriptSettings from, ReadScriptDirectives(script, file, [client] { return LargestNodeCpus(client); },
                                                                     c.sbatch_command_line));
-  for (const std::string& w : from.warnings) std::cerr << "muster submit: " << w << "\n";
+  for (const std::string& w : from.warnings) std::cerr << (c.as_sbatch ? "sbatch: warning: " : "muster submit: ") << w << "\n";
   auto fill = [](std::string& flag, const std::optional<std::string>& v) {
     if (flag.empty() && v) flag = *v;
   };
@@ -859,6 +860,7 @@ StatusOr<std::string> SbatchSpec(const std::vector<std::string>& script_and_args
   JobCommands c;
   c.command = script_and_args;
   c.sbatch_command_line = std::move(command_line);
+  c.as_sbatch = true;
   ASSIGN_OR_RETURN(auto spec, BuildSpec(c, &client));
   return spec.first;
 }

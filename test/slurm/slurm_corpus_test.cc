@@ -307,6 +307,11 @@ TEST_F(SlurmCorpusServer, SbatchTakesItsEnvironmentAndCommandLineAsSlurmDoes) {
   r = Muster(bin_ + "/sbatch --bogus " + script);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("sbatch: error: --bogus is not an sbatch option"), std::string::npos) << r.out;
+  // A hint that cannot matter here is accepted with a warning in sbatch's words.
+  r = Muster(bin_ + "/sbatch --mail-type=END " + script);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("sbatch: warning: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--mail-type"), std::string::npos) << r.out;
   // What no node could ever hold is refused at once, naming the limit, as sbatch does.
   for (const auto& [flags, why] : std::vector<std::pair<std::string, std::string>>{
            {"--gres=gpu:b200:1", "spec.resources.gpuType: no node has GPUs of type b200 (the cluster's types: a100, l40s)"},
