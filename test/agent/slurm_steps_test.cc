@@ -130,6 +130,41 @@ TEST_F(SlurmStepsTest, AScriptGetsTheArgumentsAfterIt) {
   EXPECT_EQ(ReadFile(dir + "/plain.out"), "2|one|two words\n");
 }
 
+// srun passes a signal sent to it on to every task of its step, on every
+// node (a script's `kill $srun_pid`, as scripts forward a checkpoint signal),
+// and with -K the first task to fail ends the others.
+TEST_F(SlurmStepsTest, SrunPassesSignalsOnAndKillsTheRestOnABadExit) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  const std::string dir = Tmp("signals");
+  fs::create_directories(dir);
+  const int64_t id = Sbatch(dir,
+      "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir + "/out\n"
+      "srun bash -c 'trap \"echo got USR1 on $SLURM_PROCID; exit 0\" USR1; touch " + dir + "/ready.$SLURM_PROCID; "
+      "sleep 100 & wait' &\n"
+      "srun_pid=$!\n"
+      "while [ ! -e " + dir + "/ready.0 ] || [ ! -e " + dir + "/ready.1 ]; do sleep 0.1; done\n"
+      "kill -USR1 $srun_pid\n"
+      "wait $srun_pid\n"
+      "echo \"first step $?\"\n"
+      "start=$(date +%s)\n"
+      "srun -K bash -c 'if [ $SLURM_PROCID = 1 ]; then exit 7; fi; exec sleep 100'\n"
+      "echo \"second step $? after $(( $(date +%s) - start ))s\"\n");
+  ASSERT_GT(id, 0);
+  const json j = WaitEnd(id, 60);
+  const std::string out = ReadFile(dir + "/out");
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << out;
+  EXPECT_NE(out.find("got USR1 on 0"), std::string::npos) << out;
+  EXPECT_NE(out.find("got USR1 on 1"), std::string::npos) << "the other node's task too: " << out;
+  EXPECT_NE(out.find("first step 0"), std::string::npos) << out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("second step ([0-9]+) after ([0-9]+)s"))) << out;
+  EXPECT_EQ(m[1], "137") << "the worst status: task 0 killed (128 + 9): " << out;
+  EXPECT_LT(std::stoi(m[2]), 30) << "task 0 did not run its 100 s: " << out;
+  EXPECT_NE(out.find("task 1: Exited with exit code 7"), std::string::npos) << out;
+}
+
 // Cancelling the job stops every step's tasks on every node, and the job
 // ends as soon as they have.
 TEST_F(SlurmStepsTest, ACancelEndsTheStepsTasksEverywhere) {
