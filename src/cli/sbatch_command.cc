@@ -1,11 +1,21 @@
 #include "cli/sbatch_command.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <optional>
+#include <thread>
 
 #include "cli/client.h"
 #include "cli/job_commands.h"
 #include "cli/sbatch_options.h"
+#include "cli/slurm_jobs.h"
 
 namespace muster::cli {
 namespace {
@@ -55,27 +65,73 @@ int RunSbatch(const std::vector<std::string>& args) {
   size_t rest = 0;
   auto options = ReadSbatchOptions(args, &rest);
   if (!options.ok()) return Error(options.status().message());
-  bool parsable = false;
+  bool parsable = false, wait = false;
+  std::optional<std::string> wrap;
+  std::vector<SbatchOption> given = FromEnvironment();
   for (const SbatchOption& o : *options) {
     if (o.name == "parsable") parsable = true;
-    for (const char* unsupported : {"wrap", "test-only", "wait", "help", "usage", "version"}) {
+    for (const char* unsupported : {"test-only", "help", "usage", "version"}) {
       if (o.name == unsupported) return Error(o.given + " is not supported here yet");
     }
+    if (o.name == "wait") {
+      wait = true;
+    } else if (o.name == "wrap") {
+      wrap = o.value.value_or("");
+    } else {
+      given.push_back(o);
+    }
   }
-  if (rest >= args.size()) return Error("give the batch script's file (reading one from standard input is not supported)");
-  std::vector<SbatchOption> given = FromEnvironment();
-  given.insert(given.end(), options->begin(), options->end());
+  // The script: a file, --wrap's command, or standard input. The last two
+  // are written to a file named as Slurm names such jobs (wrap, sbatch).
+  std::vector<std::string> script_and_args(args.begin() + static_cast<std::ptrdiff_t>(rest), args.end());
+  std::string made_dir;
+  if (wrap || script_and_args.empty()) {
+    if (wrap && !script_and_args.empty()) return Error("script arguments not permitted with --wrap option");
+    std::string text;
+    if (wrap) {
+      text = "#!/bin/sh\n" + *wrap + "\n";
+    } else {
+      text.assign(std::istreambuf_iterator<char>(std::cin), {});
+      if (text.empty()) return Error("give the batch script's file, or the script on standard input");
+    }
+    char dir[] = "/tmp/muster-sbatch-XXXXXX";
+    if (::mkdtemp(dir) == nullptr) return Error(std::string("cannot make a temporary directory: ") + std::strerror(errno));
+    made_dir = dir;
+    const std::string file = made_dir + (wrap ? "/wrap" : "/sbatch");
+    std::ofstream(file) << text;
+    script_and_args = {file};
+  }
   Client client(DefaultServer(), "", RetrySeconds());
   // The script, then its arguments ($1, $2, ...).
-  auto spec = SbatchSpec(std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(rest), args.end()),
-                         std::move(given), client);
+  auto spec = SbatchSpec(script_and_args, std::move(given), client);
+  if (!made_dir.empty()) std::filesystem::remove_all(made_dir);
   if (!spec.ok()) return Error(spec.status().message());
   auto r = client.Post("/v1/jobs", *spec, "application/json", {{"Idempotency-Key", NewUuid()}});
   if (!r.ok()) return Error("Batch job submission failed: " + r.status().message());
   if (r->status != 200 && r->status != 201) return Error("Batch job submission failed: " + Client::ErrorOf(*r).ToString());
   const std::string id = r->body.contains("id") && r->body["id"].is_number_integer() ? r->body["id"].dump() : "?";
-  std::cout << (parsable ? "" : "Submitted batch job ") << id << "\n";
-  return 0;
+  std::cout << (parsable ? "" : "Submitted batch job ") << id << std::endl;
+  if (!wait) return 0;
+  // --wait: until every task has ended; the exit code is the job's (the
+  // highest of an array's), as sbatch's.
+  const int64_t first = r->body.value("arrayFirstId", r->body.value("id", int64_t{0}));
+  const int64_t last = r->body.value("arrayLastId", first);
+  int worst = 0;
+  for (int64_t job = first; job <= last; ++job) {
+    for (;;) {
+      auto j = client.Get("/v1/jobs/" + std::to_string(job));
+      if (!j.ok()) return Error("waiting for job " + std::to_string(job) + ": " + j.status().message());
+      if (j->status != 200) return Error("waiting for job " + std::to_string(job) + ": " + Client::ErrorOf(*j).message());
+      const SlurmJob s = SlurmJobFromJson(j->body);
+      if (s.Finished()) {
+        const int code = s.state == "COMPLETED" ? 0 : s.exit_code.value_or(0) > 0 ? *s.exit_code : 1;
+        worst = std::max(worst, code);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
+  return worst;
 }
 
 }  // namespace muster::cli

@@ -15,9 +15,12 @@
 // "sbatch: error: ..." with exit code 1, and nothing is submitted. The
 // server is $MUSTER_SERVER (default http://127.0.0.1:8470).
 //
-// Words after the script are its arguments ($1, $2, ...). Not yet: a
-// script on standard input, --wrap, --test-only and --wait are refused
-// with that reason.
+// Words after the script are its arguments ($1, $2, ...). Without a
+// script, it is read from standard input (the job's name is then
+// "sbatch"); --wrap=CMD makes one of CMD (named "wrap"). --wait waits for
+// the job (every task of an array) to end and exits with its exit code (0
+// when it completed, else its exit code, else 1). Not yet: --test-only
+// (refused, saying so).
 #pragma once
 
 #include <string>

@@ -336,6 +336,9 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
                                                        : std::to_string(mib) + "Mi";
     }
     if (!out.array && slurm_request.array) out.array_indices = slurm_request.array;
+    // As Slurm: a script that fails is not run again (a node failure still
+    // requeues it, which Muster always does); #MUSTER --retry says otherwise.
+    if (!out.retry) out.retry = 0;
     out.slurm = std::move(shape);
   }
   return out;

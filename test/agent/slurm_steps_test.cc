@@ -165,6 +165,39 @@ TEST_F(SlurmStepsTest, SrunPassesSignalsOnAndKillsTheRestOnABadExit) {
   EXPECT_NE(out.find("task 1: Exited with exit code 7"), std::string::npos) << out;
 }
 
+// sbatch --wrap, a script on standard input, and --wait, which returns the
+// job's exit code once it has ended, as CI pipelines use them.
+TEST_F(SlurmStepsTest, SbatchWrapsACommandReadsStandardInputAndWaits) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(1);
+  const std::string dir = Tmp("wrap");
+  fs::create_directories(dir);
+  auto run = [&](const std::string& command) {
+    const std::string cmd = "cd " + dir + " && export MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" +
+                            server_.admin_token() + " && " + command + " 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+    const int status = p != nullptr ? ::pclose(p) : -1;
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+  };
+  const std::string sbatch = std::string(MUSTER_BINARY) + " sbatch";
+  auto [code, out] = run(sbatch + " --parsable --wait -o wrapped.out --wrap='echo wrapped; exit 3'");
+  EXPECT_EQ(code, 3) << out;
+  const int64_t wrapped = std::atoll(out.c_str());
+  ASSERT_GT(wrapped, 0) << out;
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(wrapped))["name"], "wrap");
+  EXPECT_EQ(ReadFile(dir + "/wrapped.out"), "wrapped\n") << "run once: Slurm does not retry a failed job";
+  std::tie(code, out) = run("printf '#!/bin/bash\\n#SBATCH -o stdin.out\\necho from stdin\\n' | " + sbatch + " -W");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out.rfind("Submitted batch job ", 0), 0u) << out;
+  EXPECT_EQ(ReadFile(dir + "/stdin.out"), "from stdin\n");
+  std::tie(code, out) = run(sbatch + " --wrap=true script.sh");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("sbatch: error: script arguments not permitted with --wrap option"), std::string::npos) << out;
+}
+
 // Cancelling the job stops every step's tasks on every node, and the job
 // ends as soon as they have.
 TEST_F(SlurmStepsTest, ACancelEndsTheStepsTasksEverywhere) {

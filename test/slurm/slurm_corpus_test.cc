@@ -339,9 +339,12 @@ TEST(Scontrol, ShowHostnamesExpandsTheJobsNodeList) {
   EXPECT_EQ(r.out, "n1\nn2\n");
   r = RunCommand(dir + "/scontrol show hostlist n1,n2,n3");
   EXPECT_EQ(r.out, "n[1-3]\n");
-  r = RunCommand(dir + "/scontrol show job 3");
+  r = RunCommand(dir + "/scontrol show partition");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("scontrol: error: \"show job\" is not supported here yet"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scontrol: error: \"show partition\" is not supported here yet"), std::string::npos) << r.out;
+  r = RunCommand(dir + "/scontrol hold 3");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("scontrol: error: only"), std::string::npos) << r.out;
   std::filesystem::remove_all(dir);
 }
 
