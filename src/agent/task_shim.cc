@@ -390,6 +390,13 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   const int oom_fd = spec.container ? WatchOom(task_group) : -1;
   std::map<std::string, std::string> env = spec.env;
   if (!spec.resume.empty()) ChooseCheckpoint(spec, journal, log, env);
+  // A Slurm-style job's step counter (srun numbers its steps by it,
+  // cli/srun_command.h): a memory file the script and its descendants
+  // inherit, gone with the task's last process.
+  if (!spec.container && env.count("MUSTER_STEP_HOSTS")) {
+    const int fd = ::memfd_create("muster-steps", 0);
+    if (fd >= 0) env["MUSTER_STEP_COUNTER_FD"] = std::to_string(fd);
+  }
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, argv;

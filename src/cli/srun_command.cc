@@ -72,15 +72,27 @@ std::string Substitute(const std::string& pattern, const SrunJob& job) {
   return out;
 }
 
-// The next step number of this attempt, kept in a file on srun's node
-// (in the task's own /tmp where its agent gives it one), named by the
-// attempt's key: another attempt, or another cluster's job of the same
-// number, counts its own.
+// The next step number of this attempt. The task shim gives a Slurm-style
+// job's script a memory file for it (MUSTER_STEP_COUNTER_FD), which srun
+// opens afresh so that its lock excludes other sruns sharing the
+// descriptor. Elsewhere (a task of another node running srun), a file in
+// its /tmp named by the attempt's key.
 int32_t NextStep(const std::string& token) {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string path = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/.muster-steps-" +
-                           step::StepKey(token).substr(0, 24);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int fd = -1;
+  if (const char* inherited = std::getenv("MUSTER_STEP_COUNTER_FD"); inherited != nullptr && *inherited) {
+    // Only the shim's memory file, never whatever else holds that number.
+    const std::string link = "/proc/self/fd/" + std::string(inherited);
+    std::error_code ec;
+    if (fs::read_symlink(link, ec).string().rfind("/memfd:muster-steps", 0) == 0) {
+      fd = ::open(link.c_str(), O_RDWR | O_CLOEXEC);
+    }
+  }
+  if (fd < 0) {
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string path = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/.muster-steps-" +
+                             step::StepKey(token).substr(0, 24);
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  }
   if (fd < 0) return 0;
   ::flock(fd, LOCK_EX);
   char buf[32] = {};

@@ -24,7 +24,8 @@
 namespace muster::step {
 
 // CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE,
-// MUSTER_NODE, MUSTER_REPLICA_INDEX, MUSTER_BIN, TMPDIR, SLURM_TOPOLOGY_ADDR.
+// MUSTER_NODE, MUSTER_REPLICA_INDEX, MUSTER_BIN, TMPDIR, SLURM_TOPOLOGY_ADDR,
+// MUSTER_STEP_COUNTER_FD (a descriptor number means nothing on another node).
 const std::vector<std::string_view>& NodeVariables();
 
 // This process's values of NodeVariables() (those set).
