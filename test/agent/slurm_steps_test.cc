@@ -25,19 +25,28 @@ class SlurmStepsTest : public ClusterFixture {
  public:
   explicit SlurmStepsTest(const char* config = kConfig) : ClusterFixture(config) {}
 
-  // Runs `muster sbatch --parsable SCRIPT` in `dir` as the admin; the job id.
-  int64_t Sbatch(const std::string& dir, const std::string& script) {
-    const std::string file = dir + "/job.sh";
-    std::ofstream(file) << script;
-    const std::string cmd = "cd " + dir + " && MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" +
-                            server_.admin_token() + " " + MUSTER_BINARY + " sbatch --parsable job.sh 2>&1";
+  // Runs a shell command in `dir` as the admin of this cluster; its exit
+  // code and its output (stdout and stderr).
+  std::pair<int, std::string> Shell(const std::string& dir, const std::string& command) {
+    const std::string cmd = "cd " + dir + " && export MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" +
+                            server_.admin_token() + " && " + command + " 2>&1";
     FILE* p = ::popen(cmd.c_str(), "r");
     std::string out;
     char buf[4096];
     while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-    const int rc = p != nullptr ? ::pclose(p) : -1;
-    EXPECT_EQ(rc, 0) << out;
-    return rc == 0 ? std::atoll(out.c_str()) : 0;
+    const int status = p != nullptr ? ::pclose(p) : -1;
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  }
+  // `muster sbatch --parsable ARGS` in `dir`; the job id.
+  int64_t SbatchArgs(const std::string& dir, const std::string& args) {
+    const auto [code, out] = Shell(dir, std::string(MUSTER_BINARY) + " sbatch --parsable " + args);
+    EXPECT_EQ(code, 0) << out;
+    return code == 0 ? std::atoll(out.c_str()) : 0;
+  }
+  // Writes `script` to DIR/job.sh and submits it.
+  int64_t Sbatch(const std::string& dir, const std::string& script) {
+    std::ofstream(dir + "/job.sh") << script;
+    return SbatchArgs(dir, "job.sh");
   }
   static std::string ReadFile(const std::string& path) {
     std::ifstream in(path);
@@ -114,16 +123,7 @@ TEST_F(SlurmStepsTest, AScriptGetsTheArgumentsAfterIt) {
   fs::create_directories(dir);
   std::ofstream(dir + "/bash.sh") << "#!/bin/bash\n#SBATCH -o " << dir << "/bash.out\necho \"$#|$1|$2|${BASH_VERSION:+bash}\"\n";
   std::ofstream(dir + "/plain.sh") << "#SBATCH -o " << dir << "/plain.out\necho \"$#|$1|$2\"\n";
-  auto sbatch = [&](const std::string& args) {
-    const std::string cmd = "cd " + dir + " && MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" +
-                            server_.admin_token() + " " + MUSTER_BINARY + " sbatch --parsable " + args + " 2>&1";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    char buf[256] = {};
-    const std::string out = p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr ? buf : "";
-    EXPECT_EQ(p != nullptr ? ::pclose(p) : -1, 0) << out;
-    return std::atoll(out.c_str());
-  };
-  const int64_t a = sbatch("bash.sh --epochs 'ten more'"), b = sbatch("plain.sh one 'two words'");
+  const int64_t a = SbatchArgs(dir, "bash.sh --epochs 'ten more'"), b = SbatchArgs(dir, "plain.sh one 'two words'");
   EXPECT_EQ(WaitEnd(a)["state"], "COMPLETED");
   EXPECT_EQ(WaitEnd(b)["state"], "COMPLETED");
   EXPECT_EQ(ReadFile(dir + "/bash.out"), "2|--epochs|ten more|bash\n");
@@ -172,16 +172,7 @@ TEST_F(SlurmStepsTest, SbatchWrapsACommandReadsStandardInputAndWaits) {
   WaitNodes(1);
   const std::string dir = Tmp("wrap");
   fs::create_directories(dir);
-  auto run = [&](const std::string& command) {
-    const std::string cmd = "cd " + dir + " && export MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" +
-                            server_.admin_token() + " && " + command + " 2>&1";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-    const int status = p != nullptr ? ::pclose(p) : -1;
-    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
-  };
+  auto run = [&](const std::string& command) { return Shell(dir, command); };
   const std::string sbatch = std::string(MUSTER_BINARY) + " sbatch";
   auto [code, out] = run(sbatch + " --parsable --wait -o wrapped.out --wrap='echo wrapped; exit 3'");
   EXPECT_EQ(code, 3) << out;
@@ -239,16 +230,7 @@ TEST_F(SlurmStepsTest, TheQueueCommandsShowAndCancelJobsInSlurmsTerms) {
   for (int i = 0; i < 250 && Get("/v1/jobs/" + std::to_string(waiting)).value("reason", "").empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  auto run = [&](const std::string& command) {
-    const std::string cmd = "MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" + server_.admin_token() + " " +
-                            MUSTER_BINARY + " " + command + " 2>&1";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-    if (p != nullptr) ::pclose(p);
-    return out;
-  };
+  auto run = [&](const std::string& command) { return Shell(dir, std::string(MUSTER_BINARY) + " " + command).second; };
   const std::string r = std::to_string(running), w = std::to_string(waiting), a = std::to_string(array);
   // Slurm's order: pending first, then running.
   EXPECT_EQ(run("squeue -h -o '%i|%j|%t|%r|%D|%l'"),
