@@ -48,7 +48,8 @@ TEST(StepWire, ALaunchRequestSurvivesTheWireAndAMalformedOneNamesItsField) {
   EXPECT_FALSE(LaunchFromJson(j).ok());
   int32_t task = 0;
   std::string_view bytes;
-  ASSERT_TRUE(ReadOutputFrame(OutputFrame(70000, "hi\n"), task, bytes));
+  const std::string frame = OutputFrame(70000, "hi\n");  // `bytes` points into it
+  ASSERT_TRUE(ReadOutputFrame(frame, task, bytes));
   EXPECT_EQ(task, 70000);
   EXPECT_EQ(bytes, "hi\n");
 }
