@@ -144,9 +144,13 @@ priorityClasses:
 TEST_F(InteractiveGraceTest, AVictimThatIgnoresItsSignalIsKilledAfterTheClassGrace) {
   AddAgent({"--fake-gpus", "2xH100"});
   WaitNodes(1);
+  // It ignores every signal until the test lets it go (its requeued attempt
+  // may be running when the test ends, and would hold a cancel 5 minutes).
+  const std::string go = Tmp("go");
   const int64_t low = Submit("name: stubborn\npriority: low\nresources: {gpus: 2}\n"
                              "checkpoint: {dir: /tmp, gracePeriod: 5m}\n"
-                             "command: [/bin/sh, -c, 'trap \"\" TERM USR1; echo up; while :; do sleep 0.05; done']\n");
+                             "command: [/bin/sh, -c, 'trap \"\" TERM USR1; echo up; while [ ! -e " + go +
+                             " ]; do sleep 0.05; done']\n");
   WaitState(low, "RUNNING");
   for (int i = 0; i < 500 && Logs(low).find("up") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -161,6 +165,7 @@ TEST_F(InteractiveGraceTest, AVictimThatIgnoresItsSignalIsKilledAfterTheClassGra
   ASSERT_TRUE(victim["attemptHistory"].is_array() && !victim["attemptHistory"].empty()) << victim.dump();
   const std::string result = victim["attemptHistory"][0]["replicas"][0]["result"];
   EXPECT_NE(result.find("signal 9"), std::string::npos) << victim.dump();
+  std::ofstream(go) << "go\n";
   CancelAndWait(low);
 }
 
