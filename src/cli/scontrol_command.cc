@@ -42,6 +42,13 @@ int ShowHosts(const std::string& what, const std::vector<std::string>& args) {
   return 0;
 }
 
+// Mebibytes as Slurm prints them: in the largest unit that divides them.
+std::string SlurmMegabytes(int64_t mib) {
+  if (mib > 0 && mib % (1024 * 1024) == 0) return std::to_string(mib / (1024 * 1024)) + "T";
+  if (mib > 0 && mib % 1024 == 0) return std::to_string(mib / 1024) + "G";
+  return std::to_string(mib) + "M";
+}
+
 // A job's output file as Slurm shows it: the pattern expanded, absolute.
 std::string OutputPath(const json& j, const char* key, const SlurmJob& s) {
   const std::string pattern = j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
@@ -78,8 +85,8 @@ int ShowJob(const std::vector<std::string>& args) {
   const int64_t tasks = slurm.value("tasks", s.node_count);
   const int64_t cpus_per_task = slurm.value("cpusPerTask", int64_t{1});
   const int64_t memory_mib = j.contains("resources") ? j["resources"].value("memory", int64_t{0}) >> 20 : 0;
-  std::string tres = "cpu=" + std::to_string(s.cpus) + ",mem=" + std::to_string(memory_mib * s.node_count) +
-                     "M,node=" + std::to_string(s.node_count) + ",billing=" + std::to_string(s.cpus);
+  std::string tres = "cpu=" + std::to_string(s.cpus) + ",mem=" + SlurmMegabytes(memory_mib * s.node_count) +
+                     ",node=" + std::to_string(s.node_count) + ",billing=" + std::to_string(s.cpus);
   if (s.gpus_per_node > 0) tres += ",gres/gpu=" + std::to_string(s.gpus_per_node * s.node_count);
   const std::string nodes = s.nodes.empty() ? "(null)" : CompressHostlist(s.nodes);
   const std::optional<Time> begin =
@@ -117,7 +124,7 @@ int ShowJob(const std::vector<std::string>& args) {
       << " CPUs/Task=" << cpus_per_task << "\n"
       << "   NtasksPerN:B:S:C=" << slurm.value("tasksPerNode", int64_t{0}) << ":0:*:*\n"
       << "   TRES=" << tres << "\n"
-      << "   MinCPUsNode=" << (s.node_count > 0 ? s.cpus / s.node_count : 0) << " MinMemoryNode=" << memory_mib << "M\n"
+      << "   MinCPUsNode=" << (s.node_count > 0 ? s.cpus / s.node_count : 0) << " MinMemoryNode=" << SlurmMegabytes(memory_mib) << "\n"
       << "   Features=" << (j.contains("features") && j["features"].is_array() && !j["features"].empty()
                                ? [&] {
                                    std::string f;

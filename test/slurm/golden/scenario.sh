@@ -22,14 +22,15 @@ wait_state() {
 }
 
 # 1. A two-node batch script: its environment, srun's, the host list, a
-#    failing step.
+#    failing step. (1G of memory a node: the Slurm commands inside the job
+#    may be sanitizer builds of muster, which need more than 100M.)
 cat > env.sbatch <<'EOF'
 #!/bin/bash
 #SBATCH --job-name=golden-env
 #SBATCH --nodes=2
 #SBATCH --ntasks-per-node=2
 #SBATCH --cpus-per-task=1
-#SBATCH --mem=100M
+#SBATCH --mem=1G
 #SBATCH --time=5
 #SBATCH --output=env.out
 env | grep '^SLURM_' | sort > batch-env.txt
