@@ -1,5 +1,7 @@
 #include "api/slurm_mapping.h"
 
+#include <string_view>
+
 namespace muster::api {
 namespace {
 
@@ -21,6 +23,27 @@ std::string SlurmRunLengths(const std::vector<int32_t>& counts) {
     i = j;
   }
   return out;
+}
+
+bool SlurmNodeOrderLess(const std::string& a, const std::string& b) {
+  // Each name as (text, whether a number follows, its value, the name):
+  // compared in that order, a strict weak order however names mix.
+  struct Key {
+    std::string_view text, digits;  // digits: the number without leading zeros
+    bool numbered;
+  };
+  auto key = [](std::string_view s) {
+    const size_t d = s.find_last_not_of("0123456789") + 1;
+    std::string_view digits = s.substr(d);
+    const size_t z = digits.find_first_not_of('0');
+    return Key{s.substr(0, d), z == std::string_view::npos ? std::string_view() : digits.substr(z), d < s.size()};
+  };
+  const Key ka = key(a), kb = key(b);
+  if (ka.text != kb.text) return ka.text < kb.text;
+  if (ka.numbered != kb.numbered) return !ka.numbered;
+  if (ka.digits.size() != kb.digits.size()) return ka.digits.size() < kb.digits.size();
+  if (ka.digits != kb.digits) return ka.digits < kb.digits;
+  return a < b;
 }
 
 StatusOr<SlurmPlacement> MapSlurmNames(const SlurmSpec& names, const SlurmMapping& mapping, const std::string& path) {

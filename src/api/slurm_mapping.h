@@ -62,6 +62,10 @@ struct SlurmPlacement {
 // SLURM_TASKS_PER_NODE and SLURM_JOB_CPUS_PER_NODE write them.
 std::string SlurmRunLengths(const std::vector<int32_t>& counts);
 
+// Slurm's order of a job's nodes: by name, a trailing number compared as a
+// number ("gpu2" before "gpu10"). The batch script runs on the first.
+bool SlurmNodeOrderLess(const std::string& a, const std::string& b);
+
 StatusOr<SlurmPlacement> MapSlurmNames(const SlurmSpec& names, const SlurmMapping& mapping, const std::string& path);
 
 }  // namespace muster::api

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "api/array_indices.h"
+#include "api/slurm_mapping.h"
 #include "cli/client.h"
 #include "common/quantity.h"
 #include "common/rfc3339.h"
@@ -110,11 +111,7 @@ SlurmJob SlurmJobFromJson(const json& j) {
     s.exit_signal = last.value("signal", 0);
   }
   // Slurm lists a job's nodes in the cluster's order, not the job's.
-  std::sort(s.nodes.begin(), s.nodes.end(), [](const std::string& a, const std::string& b) {
-    const size_t da = a.find_last_not_of("0123456789") + 1, db = b.find_last_not_of("0123456789") + 1;
-    if (a.compare(0, da, b, 0, db) != 0 || da == a.size() || db == b.size()) return a < b;
-    return std::stoll(a.substr(da)) < std::stoll(b.substr(db));
-  });
+  std::sort(s.nodes.begin(), s.nodes.end(), api::SlurmNodeOrderLess);
   return s;
 }
 

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "api/json_writer.h"
+#include "api/slurm_mapping.h"
 #include "common/log.h"
 #include "common/message_text.h"
 #include "common/quantity.h"
@@ -697,7 +698,15 @@ void ControlLoop::RunCycle() {
     dirty_ = true;
   }
   std::vector<std::pair<int64_t, int32_t>> started;  // (job, attempt)
-  for (const core::Binding& bnd : d.bindings) {
+  for (core::Binding bnd : d.bindings) {
+    // A gang of one replica per node holds its nodes in Slurm's order:
+    // replica 0, which runs a batch script, on the first (BatchHost), and
+    // SLURM_NODEID, the host list and scontrol agree.
+    if (const core::JobRecord* rec = state_.Find(bnd.job); rec != nullptr && rec->spec.one_per_node) {
+      std::sort(bnd.allocations.begin(), bnd.allocations.end(), [this](const auto& a, const auto& b) {
+        return api::SlurmNodeOrderLess(state_.nodes()[a.node].spec.name, state_.nodes()[b.node].spec.name);
+      });
+    }
     if (Status s = state_.Bind(bnd, now); !s.ok()) {
       log::Error("scheduler binding for job {} rejected: {}", bnd.job, s.ToString());
       continue;
