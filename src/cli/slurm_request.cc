@@ -134,19 +134,7 @@ StatusOr<bool> TakeResourceOption(SlurmRequest& r, const SbatchOption& o, const 
   } else if (name == "overcommit") {
     r.overcommit = true;
   } else if (name == "constraint") {
-    if (v.find_first_of("|[]*()") != std::string::npos) {
-      return InvalidArgument(where + "=" + v +
-                             ": only features that must all hold are supported (a, or a&b); a choice among them "
-                             "(|, [...], *) is not");
-    }
-    r.features.clear();
-    for (std::string f : Split(v, v.find('&') != std::string::npos ? '&' : ',')) {
-      if (f.empty() || f.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-                           std::string::npos) {
-        return InvalidArgument(where + ": expected feature names (letters, digits, ._-) joined by &, got \"" + v + "\"");
-      }
-      r.features.push_back(std::move(f));
-    }
+    ASSIGN_OR_RETURN(r.features, ReadConstraint(v, where));
   } else if (name == "array") {
     auto parsed = api::ParseArrayIndices(v, 10000);
     if (!parsed.ok()) return InvalidArgument(where + ": " + parsed.status().message());
@@ -155,6 +143,51 @@ StatusOr<bool> TakeResourceOption(SlurmRequest& r, const SbatchOption& o, const 
     return false;
   }
   return true;
+}
+
+StatusOr<std::vector<std::string>> ReadConstraint(const std::string& v, const std::string& where) {
+  const std::string at = where + "=" + v + ": ";
+  if (v.find_first_of("[]*") != std::string::npos) {
+    return InvalidArgument(at + "all nodes with the same one of several features ([a|b]) and node counts (a*2) are "
+                                "not supported; a|b lets each node have either");
+  }
+  // Terms joined by & (or ','), each a feature or a choice a|b, in
+  // parentheses or alone.
+  std::vector<std::string> terms;
+  int depth = 0;
+  std::string term;
+  for (char c : v + "&") {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (depth < 0) return InvalidArgument(at + "a ')' without its '('");
+    if (depth == 0 && (c == '&' || c == ',')) {
+      terms.push_back(term);
+      term.clear();
+    } else {
+      term += c;
+    }
+  }
+  if (depth != 0) return InvalidArgument(at + "a '(' without its ')'");
+  std::vector<std::string> out;
+  for (std::string t : terms) {
+    const bool grouped = t.size() >= 2 && t.front() == '(' && t.back() == ')';
+    if (grouped) t = t.substr(1, t.size() - 2);
+    if (t.find_first_of("()&,") != std::string::npos) {
+      return InvalidArgument(at + "only features that must all hold, each a feature or a choice, are supported: "
+                                  "a&b, a|b, (a|b)&c");
+    }
+    if (!grouped && terms.size() > 1 && t.find('|') != std::string::npos) {
+      return InvalidArgument(at + "mixing & and | needs parentheses: (a|b)&c or a&(b|c)");
+    }
+    for (const std::string& f : Split(t, '|')) {
+      if (f.empty() || f.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                           std::string::npos) {
+        return InvalidArgument(at + "expected feature names (letters, digits, ._-) joined by & or |");
+      }
+    }
+    out.push_back(t);
+  }
+  return out;
 }
 
 StatusOr<SlurmShape> ResolveSlurmShape(const SlurmRequest& r, int64_t largest_node_cpus, const std::string& file) {

@@ -30,8 +30,10 @@
 //    which takes the node whole); else --mem-per-cpu x CPUs per node; else
 //    --mem-per-gpu x GPUs per node; else the server's default. The three
 //    exclude each other, as in sbatch.
-//  - --constraint: node features, all required ("a&b", or one name); "|"
-//    (any of) is refused until placement can choose among features.
+//  - --constraint: node features, all required ("a&b" or "a,b"), each a
+//    feature or a choice ("a|b", "(a|b)&c": each node has a or b; the
+//    spec's features item "a|b"). Slurm's matching choice ("[a|b]": every
+//    node the same one) and counts ("a*2") are refused.
 //  - --array: indices and a %K limit on tasks running at once, in Slurm's
 //    syntax (api/array_indices.h), checked here and sent as they are.
 #pragma once
@@ -53,7 +55,7 @@ struct SlurmRequest {
   std::optional<std::string> gpu_type;
   std::optional<int64_t> mem_mib, mem_per_cpu_mib, mem_per_gpu_mib;  // mem 0: all of each node's
   bool exclusive = false, overcommit = false;
-  std::vector<std::string> features;  // --constraint, all required
+  std::vector<std::string> features;  // --constraint, all required ("a|b": either)
   std::optional<std::string> array;   // Slurm's syntax (api/array_indices.h), checked
   // Where each option was given, for messages ("train.sh line 4: #SBATCH --mem").
   std::string mem_where;
@@ -82,6 +84,11 @@ struct SlurmShape {
 // The shape `r` asks for. `largest_node_cpus` is the CPU count of the
 // largest node, needed only when tasks come without a node count (0:
 // unknown, and then such a request is refused). `file` prefixes errors.
+// --constraint's value as the spec's features: terms joined by & (or ','),
+// each a name or names joined by |, alone or in parentheses. `where` names
+// the option in errors.
+StatusOr<std::vector<std::string>> ReadConstraint(const std::string& value, const std::string& where);
+
 StatusOr<SlurmShape> ResolveSlurmShape(const SlurmRequest& r, int64_t largest_node_cpus, const std::string& file);
 
 // A Slurm memory size in MiB ("228GB", "64G", "4096", "0"), or nullopt.

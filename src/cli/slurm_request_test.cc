@@ -61,6 +61,10 @@ TEST(SlurmShape, NodesTasksCpusGpusAndMemoryPerNode) {
   }
   EXPECT_EQ(Shape({"--gpus-per-node=l40s:2"})->gpu_type, "l40s");
   EXPECT_EQ(Shape({"-C", "a100&gpu80"})->features, (std::vector<std::string>{"a100", "gpu80"}));
+  EXPECT_EQ(Shape({"-C", "a100,gpu80"})->features, (std::vector<std::string>{"a100", "gpu80"}));
+  EXPECT_EQ(Shape({"-C", "a100|h100"})->features, (std::vector<std::string>{"a100|h100"}));
+  EXPECT_EQ(Shape({"-C", "(a100|h100)&ib"})->features, (std::vector<std::string>{"a100|h100", "ib"}));
+  EXPECT_EQ(Shape({"-C", "ib&(a100|h100|l40s)"})->features, (std::vector<std::string>{"ib", "a100|h100|l40s"}));
   EXPECT_EQ(Shape({"--nodes=1-4"})->warnings.size(), 1u);
 }
 
@@ -80,9 +84,15 @@ TEST(SlurmShape, WhatCannotBeReadIsRefusedWithTheReason) {
   EXPECT_EQ(error({"--gres=gpu:a100:2", "--gpus-per-node=h100:2"}), "--gpus-per-node: GPU type h100 differs from a100 asked before");
   EXPECT_EQ(error({"--gres=gpu:2", "--gpus-per-node=4"}),
             "job.sh: #SBATCH --gres=gpu:2 and --gpus-per-node=4 ask for different GPU counts per node");
-  EXPECT_EQ(error({"--constraint=a100|v100"}),
-            "--constraint=a100|v100: only features that must all hold are supported (a, or a&b); a choice among them "
-            "(|, [...], *) is not");
+  EXPECT_EQ(error({"--constraint=[a100|v100]"}),
+            "--constraint=[a100|v100]: all nodes with the same one of several features ([a|b]) and node counts (a*2) "
+            "are not supported; a|b lets each node have either");
+  EXPECT_EQ(error({"--constraint=a|b&c"}), "--constraint=a|b&c: mixing & and | needs parentheses: (a|b)&c or a&(b|c)");
+  EXPECT_EQ(error({"--constraint=(a&b)|c"}),
+            "--constraint=(a&b)|c: only features that must all hold, each a feature or a choice, are supported: "
+            "a&b, a|b, (a|b)&c");
+  EXPECT_EQ(error({"--constraint=(a|b"}), "--constraint=(a|b: a '(' without its ')'");
+  EXPECT_EQ(error({"--constraint=a||b"}), "--constraint=a||b: expected feature names (letters, digits, ._-) joined by & or |");
   EXPECT_EQ(error({"--mem-per-gpu=8G"}), "--mem-per-gpu needs GPUs (--gpus-per-node, --gres=gpu:N, --gpus-per-task or --gpus)");
   EXPECT_EQ(error({"--array=5-1"}), "--array: \"5-1\" is not an index N, a range N-M (N <= M) or N-M:STEP of indices 0 to 4000000");
 }

@@ -61,8 +61,26 @@ StatusOr<FeatureMask> ClusterState::InternFeatures(const std::vector<std::string
       }
       features_.push_back(name);
       it = features_.end() - 1;
+      if (name.find('|') != std::string::npos) {
+        // A choice: the nodes that have one of its features have it.
+        const FeatureMask bit = FeatureMask{1} << (it - features_.begin());
+        for (Node& n : nodes_) {
+          if (NodeHasFeature(n.spec.features, name)) n.features |= bit;
+        }
+        ++nodes_version_;
+      }
     }
     mask |= FeatureMask{1} << (it - features_.begin());
+  }
+  return mask;
+}
+
+StatusOr<FeatureMask> ClusterState::NodeFeatureMask(const std::vector<std::string>& features) {
+  ASSIGN_OR_RETURN(FeatureMask mask, InternFeatures(features, "features"));
+  for (size_t bit = 0; bit < features_.size(); ++bit) {
+    if (features_[bit].find('|') != std::string::npos && NodeHasFeature(features, features_[bit])) {
+      mask |= FeatureMask{1} << bit;
+    }
   }
   return mask;
 }
@@ -146,7 +164,7 @@ StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
                              "topology.spine");
     }
   }
-  ASSIGN_OR_RETURN(const FeatureMask features, InternFeatures(spec.features, "features"));
+  ASSIGN_OR_RETURN(const FeatureMask features, NodeFeatureMask(spec.features));
   const size_t leaves_before = leaves_.size();
   const int32_t leaf_id = Intern(leaves_, leaf_ids_, leaf);
   const int32_t spine_id = Intern(spines_, spine_ids_, spec.topology.spine);
@@ -179,7 +197,7 @@ Status ClusterState::SetFeatures(NodeIndex node, const std::vector<std::string>&
   if (node < 0 || node >= static_cast<NodeIndex>(nodes_.size())) {
     return NotFound("node index " + std::to_string(node));
   }
-  ASSIGN_OR_RETURN(const FeatureMask mask, InternFeatures(features, "features"));
+  ASSIGN_OR_RETURN(const FeatureMask mask, NodeFeatureMask(features));
   Node& n = nodes_[node];
   n.spec.features = features;
   if (n.features != mask) ++nodes_version_;

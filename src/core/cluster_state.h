@@ -221,6 +221,8 @@ class ClusterState {
   // The bits of `names`, interned; `field` names the field in errors
   // (more than kMaxNodeFeatures distinct names in the cluster).
   StatusOr<FeatureMask> InternFeatures(const std::vector<std::string>& names, const std::string& field);
+  // A node's mask: its features, and each choice ("a|b") one of them meets.
+  StatusOr<FeatureMask> NodeFeatureMask(const std::vector<std::string>& features);
   // Validates a placement of replicas of `per_replica` for `job` on GPU
   // type `gpu_type` (kAnyGpuType: any one type) in what is free, and the
   // devices named for it; returns how many replicas it places. With

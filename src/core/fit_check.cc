@@ -26,9 +26,8 @@ Status CheckEverFits(const JobSpec& job, const std::vector<Node>& nodes) {
   }
   // Nodes of the type with every required feature.
   auto has_features = [&](const Node& n) {
-    return std::all_of(job.required_features.begin(), job.required_features.end(), [&](const std::string& f) {
-      return std::find(n.spec.features.begin(), n.spec.features.end(), f) != n.spec.features.end();
-    });
+    return std::all_of(job.required_features.begin(), job.required_features.end(),
+                       [&](const std::string& f) { return NodeHasFeature(n.spec.features, f); });
   };
   std::vector<const Node*> candidates;
   for (const Node& n : nodes) {
@@ -48,8 +47,7 @@ Status CheckEverFits(const JobSpec& job, const std::vector<Node>& nodes) {
     std::set<std::string> missing;
     for (const std::string& f : job.required_features) {
       if (std::none_of(nodes.begin(), nodes.end(), [&](const Node& n) {
-            return (!typed || n.spec.gpu_type == job.gpu_type) &&
-                   std::find(n.spec.features.begin(), n.spec.features.end(), f) != n.spec.features.end();
+            return (!typed || n.spec.gpu_type == job.gpu_type) && NodeHasFeature(n.spec.features, f);
           })) {
         missing.insert(f);
       }

@@ -54,6 +54,11 @@ TEST(CheckEverFits, WhatNoNodeCouldHoldNamesTheLimit) {
       << "only the fast node counts";
   fast.required_features.push_back("ib");
   EXPECT_EQ(Why(fast, nodes), "features: no node has all of its required features (on-demand, fast, ib; none has ib)");
+  fast.required_features.back() = "ib|fast";
+  EXPECT_EQ(Why(fast, nodes), "resources.gpus: a replica asks for 8 GPUs; the most any node has is 4") << "a choice";
+  fast.required_features.back() = "ib|roce";
+  EXPECT_EQ(Why(fast, nodes),
+            "features: no node has all of its required features (on-demand, fast, ib|roce; none has ib|roce)");
   JobSpec nodes3 = Job(3, 8, 1, 1, "A100");
   nodes3.one_per_node = true;
   EXPECT_EQ(Why(nodes3, nodes), "replicas: needs 3 distinct nodes; the cluster has 2 that can hold a replica");

@@ -36,6 +36,20 @@ struct NodeSpec {
   std::vector<std::string> features;
 };
 
+// Whether a node with `features` has what a job's `required` names: a
+// feature, or a choice of them joined by '|' ("a100|h100": either).
+inline bool NodeHasFeature(const std::vector<std::string>& features, std::string_view required) {
+  for (size_t start = 0;;) {
+    const size_t bar = required.find('|', start);
+    const std::string_view one = required.substr(start, bar == std::string_view::npos ? bar : bar - start);
+    for (const std::string& f : features) {
+      if (f == one) return true;
+    }
+    if (bar == std::string_view::npos) return false;
+    start = bar + 1;
+  }
+}
+
 // Pools: a node in the spot pool (capacity the cloud may reclaim at short
 // notice) has the feature "spot"; every other node has "on-demand", which
 // jobs not allowed on spot capacity require (api::ToCoreSpec).
@@ -58,7 +72,8 @@ inline std::vector<std::string> WithPoolFeature(std::vector<std::string> feature
 }
 
 // Node features as a set of bits, interned by ClusterState (at most
-// kMaxNodeFeatures distinct names).
+// kMaxNodeFeatures distinct names). A choice "a|b" that jobs require is a
+// bit of its own, which every node with a or b has.
 using FeatureMask = uint64_t;
 inline constexpr int kMaxNodeFeatures = 64;
 inline bool HasFeatures(FeatureMask node, FeatureMask required) { return (node & required) == required; }

@@ -125,6 +125,35 @@ TEST(NodeFeatures, NoNodeWithTheFeaturesIsUnschedulableUntilOneGainsThem) {
   EXPECT_EQ(NodesOf(d, job), std::set<core::NodeIndex>{n});
 }
 
+// A choice ("a100|h100", Slurm's -C a100|h100): each node of the job has one
+// of the features, nodes that join later included; a node with neither is
+// never used.
+TEST(NodeFeatures, AChoiceOfFeaturesTakesNodesWithAnyOfThem) {
+  ClusterState state;
+  const auto a = AddNode(state, "a", 8, {"a100"});
+  AddNode(state, "plain", 8, {});
+  auto s = testing::MakeScheduler();
+  Time now = Time::Zero();
+  const JobId gang = Submit(state, 2, 8, {"a100|h100"}, now);
+  core::Decisions d = s->Cycle(state.Snapshot(now));
+  EXPECT_FALSE(Started(d, gang)) << "one node has a100, the other neither";
+  // A node with the other feature of the choice joins; one with both also counts.
+  const auto h = AddNode(state, "h", 8, {"h100", "ib"});
+  d = s->Cycle(state.Snapshot(now));
+  EXPECT_EQ(NodesOf(d, gang), (std::set<core::NodeIndex>{a, h}));
+  Apply(state, d, now);
+  // Choices and plain features together: (a100|h100) and ib.
+  const auto both = AddNode(state, "both", 8, {"a100", "ib"});
+  const JobId job = Submit(state, 1, 8, {"a100|h100", "ib"}, now);
+  d = s->Cycle(state.Snapshot(now));
+  EXPECT_EQ(NodesOf(d, job), std::set<core::NodeIndex>{both});
+  // A node's features change: it gains the choice's bit, or loses it.
+  ASSERT_TRUE(state.SetFeatures(both, {"ib"}).ok());
+  EXPECT_FALSE(core::HasFeatures(state.nodes()[both].features, state.Snapshot(now).pending.back().required_features));
+  ASSERT_TRUE(state.SetFeatures(both, {"h100", "ib"}).ok());
+  EXPECT_TRUE(core::HasFeatures(state.nodes()[both].features, state.Snapshot(now).pending.back().required_features));
+}
+
 TEST(NodeFeatures, PreemptionFreesOnlyANodeTheJobCanUse) {
   ClusterState state;
   const auto plain = AddNode(state, "plain", 8, {});

@@ -300,10 +300,11 @@ TEST_F(CliServerTest, ABatchScriptIsSubmittedWithItsDirectives) {
   EXPECT_EQ(job["command"], json({script}));
 
   const std::string before = Muster(url, "get jobs -o json").out;
-  std::ofstream(script) << "#!/bin/bash\n#SBATCH --constraint='a100|v100'\nhostname\n";
+  std::ofstream(script) << "#!/bin/bash\n#SBATCH --constraint='[a100|v100]'\nhostname\n";
   r = Muster(url, "submit " + script);
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("train.sh line 2: #SBATCH --constraint=a100|v100: only features that must all hold are supported"),
+  EXPECT_NE(r.out.find("train.sh line 2: #SBATCH --constraint=[a100|v100]: all nodes with the same one of several "
+                       "features ([a|b]) and node counts (a*2) are not supported"),
             std::string::npos)
       << r.out;
   std::ofstream(script) << "#!/bin/bash\n#MUSTER --gpus eight\nhostname\n";
