@@ -9,6 +9,7 @@
 #include "agent/task_beacon.h"
 #include "common/log.h"
 #include "common/message_text.h"
+#include "common/signal_name.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -54,7 +55,9 @@ std::string HostName() {
 
 json AssignmentJson(const proto::TaskAssignment& t) {
   return {{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}, {"epoch", t.epoch},
-          {"timeLimitMs", t.time_limit_ms}, {"stopSignal", t.stop_signal}, {"graceMs", t.grace_ms}};
+          {"timeLimitMs", t.time_limit_ms}, {"stopSignal", t.stop_signal}, {"graceMs", t.grace_ms},
+          {"limitSignal", t.limit_signal}, {"limitSignalBeforeMs", t.limit_signal_before_ms},
+          {"limitSignalTo", t.limit_signal_to}};
 }
 
 bool ValidTaskKey(const std::string& key) {
@@ -305,6 +308,9 @@ StatusOr<std::string> Agent::Init() {
     a.time_limit_ms = meta.value("timeLimitMs", int64_t{0});
     a.stop_signal = meta.value("stopSignal", SIGTERM);
     a.grace_ms = meta.value("graceMs", int64_t{30'000});
+    a.limit_signal = meta.value("limitSignal", 0);
+    a.limit_signal_before_ms = meta.value("limitSignalBeforeMs", int64_t{0});
+    a.limit_signal_to = meta.value("limitSignalTo", std::string());
     assigned_[t.key] = a;
   }
 
@@ -537,6 +543,8 @@ void Agent::Apply(const proto::SyncResponse& r) {
       if (ended.count(key)) {
         executor_->Forget(key);
         assigned_.erase(key);
+        limit_signalled_.erase(key);
+        signal_seq_.erase(key);
       }
     }
   }
@@ -579,6 +587,16 @@ void Agent::Apply(const proto::SyncResponse& r) {
       grace = std::min(grace, cut->second);
     }
     executor_->Stop(t.key, sig, Duration::Millis(grace), "stop");
+  }
+  // Users' signals, each once.
+  for (const proto::SignalOrder& s : r.signals) {
+    const std::string key = proto::TaskKey(s.job, s.attempt, s.replica);
+    if (!executor_->Has(key)) continue;
+    int64_t& seen = signal_seq_[key];
+    if (s.seq <= seen) continue;
+    seen = s.seq;
+    const int reached = executor_->Signal(key, s.signal, s.to);
+    log::Info("task {}: {} to {} ({} processes)", key, SignalName(s.signal), s.to.empty() ? "all" : s.to, reached);
   }
 }
 
@@ -900,6 +918,12 @@ void Agent::Run() {
       if (!t.running || t.stopping || a == assigned_.end() || a->second.time_limit_ms <= 0) continue;
       if (now - t.start_ms >= a->second.time_limit_ms) {
         executor_->Stop(t.key, a->second.stop_signal, Duration::Millis(a->second.grace_ms), "timeout");
+      } else if (const proto::TaskAssignment& l = a->second;
+                 l.limit_signal > 0 && now - t.start_ms >= l.time_limit_ms - l.limit_signal_before_ms &&
+                 limit_signalled_.insert(t.key).second) {
+        const int reached = executor_->Signal(t.key, l.limit_signal, l.limit_signal_to);
+        log::Info("task {}: {} to {} ({} processes), {} s before its time limit", t.key, SignalName(l.limit_signal),
+                  l.limit_signal_to, reached, (l.time_limit_ms - (now - t.start_ms)) / 1000);
       }
     }
     FenceIfLeaseLost();

@@ -29,6 +29,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -229,6 +230,11 @@ class Agent {
   // Main thread only.
   std::map<std::string, proto::TaskAssignment> assigned_;  // by task key, while known
   std::map<std::string, proto::TaskReport> failed_starts_; // tasks that could not start, until recorded
+  // Tasks sent their limit signal (TaskAssignment::limit_signal), and per
+  // task the last user's signal delivered (SignalOrder::seq). In memory: an
+  // agent restarted past a task's limit signal sends it again.
+  std::set<std::string> limit_signalled_;
+  std::map<std::string, int64_t> signal_seq_;
   std::string sent_signature_;                          // guarded by mu_
   std::string urgent_signature_;                        // what RefreshReports last found urgent
 };

@@ -5,6 +5,7 @@
 #include "agent/spawn.h"
 #include "agent/task_beacon.h"
 #include "common/log.h"
+#include "common/signal_name.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -55,6 +56,33 @@ bool GroupAlive(pid_t pgid) {
     if (!fields.empty() && fields[2] == std::to_string(pgid)) return true;
   }
   return false;
+}
+
+// The live processes of process group `pgid`, each with its parent.
+std::vector<std::pair<pid_t, pid_t>> GroupProcesses(pid_t pgid) {
+  std::vector<std::pair<pid_t, pid_t>> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::vector<std::string> fields = LiveStatFields(name, 5);
+    if (!fields.empty() && fields[2] == std::to_string(pgid)) {
+      out.emplace_back(static_cast<pid_t>(std::stol(name)), static_cast<pid_t>(std::stol(fields[1])));
+    }
+  }
+  return out;
+}
+
+pid_t ParentOf(pid_t pid) {
+  const std::vector<std::string> fields = LiveStatFields(std::to_string(pid), 4);
+  return fields.empty() ? 0 : static_cast<pid_t>(std::stol(fields[1]));
+}
+
+std::string CommandName(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
 }
 
 }  // namespace
@@ -181,6 +209,39 @@ void Executor::Stop(const std::string& key, int signal, Duration grace, const st
   } else if (t.pid > 1) {
     ::kill(-t.pid, signal);  // the shim leads the task's process group and blocks it
   }
+}
+
+int Executor::Signal(const std::string& key, int signal, const std::string& to) {
+  auto it = tasks_.find(key);
+  if (it == tasks_.end() || it->second.result || it->second.pid <= 1 || !Alive(it->second)) return 0;
+  const Task& t = it->second;
+  std::vector<pid_t> pids;
+  if (cgroups_) {
+    pids = cgroups_->Processes(key);
+  } else {
+    for (const auto& [pid, parent] : GroupProcesses(t.pid)) pids.push_back(pid);
+  }
+  std::erase(pids, t.pid);
+  if (to == "steps") {
+    int sent = 0;
+    for (pid_t p : pids) {
+      if (CommandName(p) != "srun") continue;
+      sigval value{};
+      value.sival_int = kStepSignalValue;
+      sent += ::sigqueue(p, signal, value) == 0 ? 1 : 0;
+    }
+    return sent;
+  }
+  if (!t.container.empty() && cgroups_) {
+    cgroups_->SignalContainer(key, signal);
+    return 1;
+  }
+  int sent = 0;
+  for (pid_t p : pids) {
+    if (to == "batch" && ParentOf(p) != t.pid) continue;
+    sent += ::kill(p, signal) == 0 ? 1 : 0;
+  }
+  return sent;
 }
 
 bool Executor::Alive(const Task& t) const { return t.pid > 1 && ::kill(t.pid, 0) == 0 && ProcessStartTime(t.pid) == t.pid_start; }

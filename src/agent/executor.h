@@ -109,6 +109,16 @@ class Executor {
   Status Start(TaskSpec spec, const CgroupLimits& limits, const std::string& meta = "{}");
   // Asks a running task to stop; idempotent (the first deadline stands).
   void Stop(const std::string& key, int signal, Duration grace, const std::string& reason);
+  // Sends `signal` to some processes of a running task, leaving it running
+  // (a job's limit signal, a user's scancel --signal):
+  //  - "all": every process but the shim (as Stop; of a container task,
+  //    the container's);
+  //  - "batch": the shim's child, the payload's main process (a batch
+  //    script's shell); of a container task, the container's processes;
+  //  - "steps": every srun in it, with kStepSignalValue queued, which each
+  //    passes on to its step's tasks on every node (step/step_launch.h).
+  // Returns how many processes it sent the signal to.
+  int Signal(const std::string& key, int signal, const std::string& to);
   // Advances every task: reaps ended ones, escalates stops past their grace.
   void Poll();
   // Every task the executor knows, running or ended but not forgotten.

@@ -14,6 +14,7 @@
 #include "api/job_spec_schema.h"
 #include "api/json_writer.h"
 #include "common/rfc3339.h"
+#include "common/signal_name.h"
 #include "api/spec_tree.h"
 
 namespace muster::api {
@@ -58,6 +59,22 @@ void AppendStringMap(JsonWriter& w, const char* key, const std::map<std::string,
 
 }  // namespace
 
+const char* SignalTargetName(SignalTarget t) {
+  switch (t) {
+    case SignalTarget::kAll: return "all";
+    case SignalTarget::kBatch: return "batch";
+    case SignalTarget::kSteps: return "steps";
+  }
+  return "all";
+}
+
+std::optional<SignalTarget> SignalTargetFromName(std::string_view name) {
+  for (SignalTarget t : {SignalTarget::kAll, SignalTarget::kBatch, SignalTarget::kSteps}) {
+    if (name == SignalTargetName(t)) return t;
+  }
+  return std::nullopt;
+}
+
 const char* CheckpointSignalName(CheckpointSignal s) {
   switch (s) {
     case CheckpointSignal::kSigUsr1:
@@ -85,7 +102,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          a.script == b.script && a.script_args == b.script_args && a.image == b.image && a.mounts == b.mounts && a.env == b.env && a.secret_env == b.secret_env &&
          a.working_dir == b.working_dir && a.stdout_path == b.stdout_path && a.stderr_path == b.stderr_path &&
          a.time_limit == b.time_limit &&
-         a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.retry == b.retry &&
+         a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.limit_signal == b.limit_signal && a.retry == b.retry &&
          same_deps(a.dependencies, b.dependencies) && a.begin_time == b.begin_time &&
          a.hold == b.hold && a.spot == b.spot && a.one_per_node == b.one_per_node && a.exclusive == b.exclusive &&
          a.features == b.features && a.singleton == b.singleton && a.slurm == b.slurm &&
@@ -193,6 +210,11 @@ std::string JobSpecToJson(const JobSpec& s) {
     w.Key("keep").Int(c.keep).EndObject();
   } else {
     w.Null();
+  }
+  if (s.limit_signal) {
+    w.Key("limitSignal").BeginObject().Key("signal").String(SignalName(s.limit_signal->signal));
+    w.Key("before").String(DurationText(s.limit_signal->before));
+    w.Key("to").String(SignalTargetName(s.limit_signal->to)).EndObject();
   }
   w.Key("retry").BeginObject().Key("limit").Int(s.retry.limit);
   w.Key("backoff").BeginObject();

@@ -55,6 +55,15 @@
 //     gracePeriod: 5m                # default 5m; <= 1h
 //     keep: 3                        # committed checkpoints kept, 1..1000;
 //                                    # older ones are deleted (default 3)
+//   limitSignal:                     # optional: a signal sent `before` the
+//     signal: SIGUSR1                # time limit, the job left running
+//     before: 90s                    # (Slurm's --signal=[B:]SIG@TIME): any
+//     to: all                        # signal name or number 1..64; before
+//                                    # 0..65535 s (default 60 s); to: all
+//                                    # (every process of every replica),
+//                                    # batch (the batch script's shell) or
+//                                    # steps (srun's tasks; with slurm only).
+//                                    # Not sent without a time limit
 //   retry:
 //     limit: 3                       # 0..100; default 3
 //     backoff: {initial: 30s, factor: 2, max: 10m}   # these are the defaults;
@@ -155,6 +164,26 @@ struct CheckpointSpec {
   bool operator==(const CheckpointSpec&) const = default;
 };
 
+// Whom a signal for a running job reaches. A Slurm-style job (slurm set)
+// is signalled on its first node, where its batch script runs; srun passes
+// a signal on to every task of its step, on every node.
+//  - kAll: every process of the job (of every replica; of a Slurm-style
+//    job, of the batch script's node: its shell, its sruns and their tasks).
+//  - kBatch: the batch script's shell alone (Slurm's B:, scancel -b): of
+//    every replica, its main process.
+//  - kSteps: srun's tasks (Slurm's default): every srun of the batch script
+//    passes it on. Slurm-style jobs only.
+enum class SignalTarget : uint8_t { kAll, kBatch, kSteps };
+const char* SignalTargetName(SignalTarget t);  // "all", "batch", "steps"
+std::optional<SignalTarget> SignalTargetFromName(std::string_view name);
+
+struct LimitSignal {
+  int32_t signal = 10;  // SIGUSR1
+  Duration before = Duration::Seconds(60);
+  SignalTarget to = SignalTarget::kAll;
+  bool operator==(const LimitSignal&) const = default;
+};
+
 struct BackoffSpec {
   Duration initial = Duration::Seconds(30);
   int32_t factor = 2;
@@ -206,6 +235,7 @@ struct JobSpec {
   core::TopologyScope topology = core::TopologyScope::kAny;
   std::optional<Duration> stall_timeout;  // empty: hangs are not detected
   std::optional<CheckpointSpec> checkpoint;
+  std::optional<LimitSignal> limit_signal;
   RetrySpec retry;
   std::vector<core::Dependency> dependencies;
   std::optional<Time> begin_time;

@@ -10,6 +10,7 @@
 
 #include "api/output_pattern.h"
 #include "common/rfc3339.h"
+#include "common/signal_name.h"
 #include "api/spec_reader.h"
 
 namespace muster::api {
@@ -145,12 +146,29 @@ StatusOr<ArrayIndices> ReadArray(const TreeNode& node, const std::string& path) 
   return *a;
 }
 
-// features: node features every node of the job must have.
+// features: node features every node of the job must have; an item may be
+// a choice of features joined by '|' (each node has one of them).
 StatusOr<std::vector<std::string>> ReadFeatures(const TreeNode& node, const std::string& path) {
   ASSIGN_OR_RETURN(std::vector<TreePtr> items, ReadList(node, path, 0, 64, "a list of at most 64 feature names"));
+  static constexpr StringRule kChoiceRule{1, 260, Charset::kPrintable, "a feature name, or names joined by |"};
   std::vector<std::string> out;
   for (size_t i = 0; i < items.size(); ++i) {
-    ASSIGN_OR_RETURN(std::string f, ReadString(*items[i], IndexPath(path, i), kGpuTypeRule));
+    const std::string at = IndexPath(path, i);
+    ASSIGN_OR_RETURN(std::string f, ReadString(*items[i], at, kChoiceRule));
+    size_t alternatives = 0;
+    for (size_t start = 0; start <= f.size(); ++alternatives) {
+      const size_t bar = std::min(f.find('|', start), f.size());
+      TreeNode one;
+      one.kind = TreeNode::Kind::kString;
+      one.text = f.substr(start, bar - start);
+      if (!ReadString(one, at, kGpuTypeRule).ok()) {
+        return Expected(*items[i], at,
+                        "a feature name of 1 to 64 characters of [A-Za-z0-9._-] starting with a letter or digit, or "
+                        "at most 4 such names joined by | (any of them)");
+      }
+      start = bar + 1;
+    }
+    if (alternatives > 4) return Expected(*items[i], at, "at most 4 names joined by | (any of them)");
     out.push_back(std::move(f));
   }
   return out;
@@ -266,6 +284,27 @@ StatusOr<CheckpointSpec> ReadCheckpoint(const TreeNode& node, const std::string&
   RETURN_IF_ERROR(obj.Read("gracePeriod", c.grace_period, ReadDuration, kGraceRule));
   RETURN_IF_ERROR(obj.Read("keep", c.keep, ReadInt, int64_t{1}, int64_t{1000}, std::string_view()));
   return c;
+}
+
+StatusOr<LimitSignal> ReadLimitSignal(const TreeNode& node, const std::string& path) {
+  static const std::vector<std::string> kFields = {"signal", "before", "to"};
+  ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
+  LimitSignal l;
+  if (const TreeNode* sig = obj.Find("signal"); sig != nullptr) {
+    StatusOr<std::string> name = ReadString(*sig, obj.Path("signal"), kWordRule);
+    const std::optional<int> number = name.ok() ? SignalNumber(*name) : std::nullopt;
+    if (!number) return Expected(*sig, obj.Path("signal"), "a signal name (USR1, SIGTERM, ...) or number from 1 to 64");
+    l.signal = *number;
+  }
+  static constexpr DurationRule kBeforeRule{true, false, Duration::Seconds(65535), "65535 s"};
+  RETURN_IF_ERROR(obj.Read("before", l.before, ReadDuration, kBeforeRule));
+  if (const TreeNode* to = obj.Find("to"); to != nullptr) {
+    StatusOr<std::string> name = ReadString(*to, obj.Path("to"), kWordRule);
+    const std::optional<SignalTarget> t = name.ok() ? SignalTargetFromName(*name) : std::nullopt;
+    if (!t) return Expected(*to, obj.Path("to"), "one of all, batch or steps");
+    l.to = *t;
+  }
+  return l;
 }
 
 // replicas: a count, or {min, max} for an elastic job.
@@ -467,7 +506,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "args",  "image", "env",          "workingDir", "timeLimit", "topology",
       "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
-      "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive", "features", "singleton", "slurm"};
+      "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive", "features", "singleton", "slurm", "limitSignal"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
@@ -592,6 +631,17 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   }
   RETURN_IF_ERROR(obj.Read("stallTimeout", spec.stall_timeout, ReadDuration, kStallRule));
   RETURN_IF_ERROR(obj.Read("checkpoint", spec.checkpoint, ReadCheckpoint, defaults));
+  RETURN_IF_ERROR(obj.Read("limitSignal", spec.limit_signal, ReadLimitSignal));
+  if (spec.limit_signal && spec.limit_signal->to == SignalTarget::kSteps && !spec.slurm) {
+    return InvalidArgument("\"steps\" are the tasks srun starts, which only a Slurm-style job (with slurm) has",
+                           obj.Path("limitSignal") + ".to");
+  }
+  if (spec.limit_signal && spec.limit_signal->to == SignalTarget::kSteps && !SrunPassesOn(spec.limit_signal->signal)) {
+    return InvalidArgument(SignalName(spec.limit_signal->signal) +
+                               " cannot reach the steps: srun passes on only HUP, INT, QUIT, TERM, USR1, USR2, ALRM "
+                               "and CONT",
+                           obj.Path("limitSignal") + ".signal");
+  }
   spec.retry = defaults.retry;
   RETURN_IF_ERROR(obj.Read("retry", spec.retry, ReadRetry, defaults.retry));
   RETURN_IF_ERROR(obj.Read("dependencies", spec.dependencies, ReadDependencies));

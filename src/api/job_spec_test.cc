@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "api/slurm_mapping.h"
 #include "common/random.h"
 
 namespace muster::api {
@@ -642,6 +644,13 @@ std::vector<BadSpec> BadSpecs() {
       {"slurm container nodes", WithCommand(R"("replicas":2,"image":"busybox","slurm":{},)"), J, "spec.image", "cannot run in a container yet"},
       {"slurm on one node", WithCommand(R"("replicas":2,"topology":"node","slurm":{},)"), J, "spec.topology", "runs on distinct nodes"},
       {"slurm gpusPerTask zero", WithCommand(R"("slurm":{"gpusPerTask":0},)"), J, "spec.slurm.gpusPerTask", "1"},
+      // Signals before the time limit.
+      {"limitSignal USR3", WithCommand(R"("limitSignal":{"signal":"USR3"},)"), J, "spec.limitSignal.signal", "a signal name (USR1, SIGTERM, ...) or number from 1 to 64, got \"USR3\""},
+      {"limitSignal 65", WithCommand(R"("limitSignal":{"signal":"65"},)"), J, "spec.limitSignal.signal", "number from 1 to 64"},
+      {"limitSignal before 1 day", WithCommand(R"("limitSignal":{"before":"1d"},)"), J, "spec.limitSignal.before", "65535 s"},
+      {"limitSignal to nodes", WithCommand(R"("limitSignal":{"to":"nodes"},)"), J, "spec.limitSignal.to", "one of all, batch or steps, got \"nodes\""},
+      {"limitSignal steps without slurm", WithCommand(R"("limitSignal":{"to":"steps"},)"), J, "spec.limitSignal.to", "only a Slurm-style job (with slurm) has"},
+      {"limitSignal WINCH to steps", WithCommand(R"("slurm":{},"limitSignal":{"signal":"WINCH","to":"steps"},)"), J, "spec.limitSignal.signal", "SIGWINCH cannot reach the steps: srun passes on only"},
   };
   // clang-format on
 }
@@ -744,6 +753,38 @@ TEST(JobSpec, SecretEnvRoundTripsAndMayNotRepeatEnv) {
   EXPECT_EQ(both.status().field(), "spec.secretEnv.A") << both.status().ToString();
   // A spec without secrets keeps its canonical text.
   EXPECT_EQ(JobSpecToJson(*ParseJobSpecJson(R"({"command":["x"]})")).find("secretEnv"), std::string::npos);
+}
+
+TEST(JobSpecTest, ALimitSignalRoundTripsWithItsDefaults) {
+  const JobSpec s = MustParse(R"({"command":["x"],"timeLimit":"1h","limitSignal":{"signal":"usr2","before":"90s"}})", kJson);
+  ASSERT_TRUE(s.limit_signal.has_value());
+  EXPECT_EQ(s.limit_signal->signal, 12);
+  EXPECT_EQ(s.limit_signal->before, Duration::Seconds(90));
+  EXPECT_EQ(s.limit_signal->to, SignalTarget::kAll);
+  EXPECT_TRUE(Contains(JobSpecToJson(s), R"("limitSignal":{"signal":"SIGUSR2","before":"1m30s","to":"all"})"))
+      << JobSpecToJson(s);
+  EXPECT_TRUE(MustParse(JobSpecToJson(s), kJson) == s);
+  const JobSpec d = MustParse("script: x\nslurm: {}\nlimitSignal: {to: steps}\n", kYaml);
+  EXPECT_EQ(d.limit_signal->signal, 10) << "SIGUSR1 unless named";
+  EXPECT_EQ(d.limit_signal->before, Duration::Seconds(60));
+  EXPECT_FALSE(MustParse(JobSpecToJson(d), kJson) == s);
+  EXPECT_EQ(JobSpecToJson(MustParse("script: x\n", kYaml)).find("limitSignal"), std::string::npos) << "only when given";
+}
+
+TEST(SlurmNodeOrder, NamesSortByTheirTextThenTheirTrailingNumber) {
+  std::vector<std::string> nodes = {"gpu10", "gpu2", "cpu1", "gpu002", "gpu", "gpu99999999999999999999999", "gpu3a", "gpu9"};
+  std::sort(nodes.begin(), nodes.end(), SlurmNodeOrderLess);
+  EXPECT_EQ(nodes, (std::vector<std::string>{"cpu1", "gpu", "gpu002", "gpu2", "gpu9", "gpu10",
+                                             "gpu99999999999999999999999", "gpu3a"}));
+  // A strict weak order, which std::sort needs, over every triple of them.
+  for (const std::string& x : nodes) {
+    EXPECT_FALSE(SlurmNodeOrderLess(x, x));
+    for (const std::string& y : nodes) {
+      for (const std::string& z : nodes) {
+        if (SlurmNodeOrderLess(x, y) && SlurmNodeOrderLess(y, z)) EXPECT_TRUE(SlurmNodeOrderLess(x, z)) << x << y << z;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -49,6 +49,7 @@ struct JobCommands {
   CLI::App* why = nullptr;
   CLI::App* logs = nullptr;
   std::vector<std::pair<CLI::App*, std::string>> actions;
+  CLI::App* signal = nullptr;
   std::vector<std::pair<CLI::App*, std::string>> node_actions;
 
   // submit
@@ -64,6 +65,7 @@ struct JobCommands {
   std::optional<std::string> slurm_partition, slurm_qos, slurm_account;  // from #SBATCH
   std::optional<SlurmShape> slurm_shape;
   bool export_all = false;
+  std::optional<ScriptSettings::LimitSignal> limit_signal;  // #SBATCH --signal
   std::vector<std::string> script_args;  // after a batch script: its $1, $2, ...
   std::optional<std::string> replicas;        // "4", or "1:4" (elastic)
   std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
@@ -76,6 +78,8 @@ struct JobCommands {
   std::string state, filter_queue, filter_user, filter_name;
   int64_t limit = 0;
   // describe / why / actions
+  std::string signal_name, signal_to;  // signal
+  std::string limit_signal_flag;      // submit --signal [B:]SIG[@TIME]
   std::string describe_kind;
   std::vector<std::string> ids;  // "12", or a range "5-104" (what submit --array prints)
   std::vector<std::string> nodes;
@@ -361,6 +365,7 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c, Client* cli
   c.exclusive = c.exclusive || from.exclusive;
   if (c.features.empty()) c.features = from.features;
   c.export_all = from.export_all;
+  c.limit_signal = from.limit_signal;
   c.slurm_shape = from.slurm;
   c.slurm_partition = from.slurm_partition;
   c.slurm_qos = from.slurm_qos;
@@ -459,6 +464,16 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
   }
   if (c.hold) spec["hold"] = true;
   if (c.spot) spec["spot"] = true;
+  if (!c.limit_signal_flag.empty()) {
+    ASSIGN_OR_RETURN(c.limit_signal, ReadSignalOption(c.limit_signal_flag, "--signal"));
+    // Without B:, srun's tasks of a Slurm-style job, else every process.
+    if (c.limit_signal->to == "steps" && !c.slurm_shape) c.limit_signal->to = "all";
+  }
+  if (c.limit_signal) {
+    spec["limitSignal"] = {{"signal", c.limit_signal->signal},
+                           {"before", std::to_string(c.limit_signal->before_seconds) + "s"},
+                           {"to", c.limit_signal->to}};
+  }
   if (c.retry) spec["retry"] = {{"limit", *c.retry}};
   if (!c.stdout_path.empty()) spec["stdout"] = c.stdout_path;
   if (!c.stderr_path.empty()) spec["stderr"] = c.stderr_path;
@@ -794,6 +809,33 @@ int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
   return acted.Finish();
 }
 
+int SignalJobs(JobCommands& c, Client& client) {
+  auto ids = JobIds(c.ids);
+  if (!ids.ok()) {
+    Fail(ids.status());
+    return 2;
+  }
+  json body = {{"signal", c.signal_name}};
+  if (!c.signal_to.empty()) body["to"] = c.signal_to;
+  ActedOn acted(c.output);
+  for (int64_t id : *ids) {
+    auto r = client.Post("/v1/jobs/" + std::to_string(id) + "/signal", body.dump(), "application/json");
+    if (!r.ok()) return Fail(r.status());
+    if (r->status != 202) {
+      std::cerr << "muster signal " << id << ": " << Client::ErrorOf(*r).message() << "\n";
+      acted.rc = 1;
+      continue;
+    }
+    if (!acted.Keep(r->body)) {
+      std::string nodes;
+      for (const json& n : r->body.value("nodes", json::array())) nodes += (nodes.empty() ? "" : ",") + n.get<std::string>();
+      std::cout << "job " << id << ": " << Field(r->body, "signal") << " to " << Field(r->body, "to") << " on "
+                << (nodes.empty() ? "no node" : nodes) << "\n";
+    }
+  }
+  return acted.Finish();
+}
+
 int Act(JobCommands& c, Client& client, const std::string& verb) {
   auto ids = JobIds(c.ids);
   if (!ids.ok()) {
@@ -835,6 +877,10 @@ void AddSpecFlags(CLI::App* sub, JobCommands& c) {
       ->group(kSpecFlags);
   sub->add_option("--after", c.after, "Dependencies, e.g. afterok:12,afterany:13-20")->group(kSpecFlags);
   sub->add_flag("--hold", c.hold, "Submit held")->group(kSpecFlags);
+  sub->add_option("--signal", c.limit_signal_flag,
+                  "[B:]SIG[@SECONDS]: send SIG this long (default 60) before the time limit; B: to the batch "
+                  "script's shell only")
+      ->group(kSpecFlags);
   sub->add_flag("--spot", c.spot, "May run on spot nodes (checkpointed and moved when the cloud reclaims one)")
       ->group(kSpecFlags);
   sub->add_option("--retry", c.retry, "Retries after a failure (default 3; 0: none)")->group(kSpecFlags);
@@ -938,6 +984,13 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
     sub->add_option("ids", c->ids, "Job ids, or ranges of them (5-104)")->required();
     c->actions.emplace_back(sub, verb);
   }
+  c->signal = app.add_subcommand("signal", "Send running jobs a signal; they go on running (scancel --signal)");
+  common(c->signal);
+  c->signal->add_option("ids", c->ids, "Job ids, or ranges of them (5-104)")->required();
+  c->signal->add_option("-s,--signal", c->signal_name, "The signal: a name (USR1, SIGTERM) or number")->required();
+  c->signal->add_option("--to", c->signal_to,
+                        "Which processes: all (every process of the job), batch (a batch script's shell), steps "
+                        "(srun's tasks); default steps for a Slurm-style job, else all");
   return c;
 }
 
@@ -948,7 +1001,7 @@ void NoteRawArguments(JobCommands& c, int argc, char** argv) {
 int RunJobCommands(JobCommands& commands) {
   JobCommands* c = &commands;
   CLI::App* parsed = nullptr;
-  for (CLI::App* sub : {c->submit, c->run, c->get, c->describe, c->why, c->logs}) {
+  for (CLI::App* sub : {c->submit, c->run, c->get, c->describe, c->why, c->logs, c->signal}) {
     if (sub->parsed()) parsed = sub;
   }
   std::string verb, node_verb;
@@ -981,6 +1034,7 @@ int RunJobCommands(JobCommands& commands) {
   }
   if (parsed == c->why) return Describe(*c, client, true);
   if (parsed == c->logs) return Logs(*c, client);
+  if (parsed == c->signal) return SignalJobs(*c, client);
   return Act(*c, client, verb);
 }
 

@@ -2,6 +2,7 @@
 
 #include "cli/sbatch_options.h"
 #include "cli/slurm_request.h"
+#include "common/signal_name.h"
 
 #include <algorithm>
 #include <cctype>
@@ -14,7 +15,7 @@ namespace muster::cli {
 namespace {
 
 enum class Field { kPartition, kQos, kAccount, kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kStdout, kStderr, kGpus, kReplicas, kHold, kSpot,
-                   kArray, kRetry, kEnv, kExport, kImage, kMounts, kEmptyOnly, kHonoured, kIgnored };
+                   kArray, kRetry, kEnv, kExport, kImage, kMounts, kSignal, kEmptyOnly, kHonoured, kIgnored };
 
 struct Flag {
   Field field;
@@ -70,10 +71,41 @@ const std::map<std::string, Flag>& SlurmFlags() {
       {"--clusters", {Field::kIgnored, true, " is ignored (one cluster here)"}},
       {"--gpu-bind", {Field::kIgnored, true, " is ignored (each replica sees its node's GPUs)"}},
       {"--time-min", {Field::kIgnored, true, " is ignored (a job runs to its --time)"}},
-      {"--signal", {Field::kIgnored, true, " is not delivered yet (the job gets SIGTERM, then SIGKILL, at its time limit)"}},
+      {"--signal", {Field::kSignal, true}},
   };
   return flags;
 }
+
+}  // namespace
+
+StatusOr<ScriptSettings::LimitSignal> ReadSignalOption(const std::string& value, const std::string& where) {
+  ScriptSettings::LimitSignal out;
+  std::string rest = value;
+  if (const size_t colon = rest.find(':'); colon != std::string::npos) {
+    const std::string flags = rest.substr(0, colon);
+    if (flags.empty() || flags.find_first_not_of("BR") != std::string::npos) {
+      return InvalidArgument(where + "=" + value + ": the flags before ':' may be B (the batch shell) and R only");
+    }
+    if (flags.find('B') != std::string::npos) out.to = "batch";
+    rest = rest.substr(colon + 1);
+  }
+  if (const size_t at = rest.find('@'); at != std::string::npos) {
+    const std::string time = rest.substr(at + 1);
+    int64_t seconds = -1;
+    const auto [end, ec] = std::from_chars(time.data(), time.data() + time.size(), seconds);
+    if (time.empty() || ec != std::errc() || end != time.data() + time.size() || seconds < 0 || seconds > 65535) {
+      return InvalidArgument(where + "=" + value + ": the time after '@' must be seconds from 0 to 65535");
+    }
+    out.before_seconds = seconds;
+    rest = rest.substr(0, at);
+  }
+  const std::optional<int> number = SignalNumber(rest);
+  if (!number) return InvalidArgument(where + "=" + value + ": \"" + rest + "\" is not a signal name or number (1 to 64)");
+  out.signal = SignalName(*number);
+  return out;
+}
+
+namespace {
 
 // Words of a directive line, with '...' and "..." quoting; an unquoted '#'
 // starts a comment, and with `sbatch_rules` also inside a word
@@ -290,6 +322,14 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
            : f.field == Field::kArray ? out.array
            : f.field == Field::kRetry ? out.retry
                                       : out.replicas) = *n;
+          break;
+        }
+        case Field::kSignal: {
+          ASSIGN_OR_RETURN(ScriptSettings::LimitSignal signal, ReadSignalOption(value, where));
+          if (value.find(':') != std::string::npos && value.substr(0, value.find(':')).find('R') != std::string::npos) {
+            out.warnings.push_back(where + "=" + value + ": R: is ignored (a reservation's end does not stop jobs here)");
+          }
+          out.limit_signal = signal;
           break;
         }
         case Field::kHonoured:

@@ -48,6 +48,15 @@ struct ScriptSettings {
   bool export_all = false;
   bool hold = false;
   bool spot = false;
+  // --signal=[{R|B}:]SIG[@TIME]: SIG (as "SIGUSR1") TIME seconds before the
+  // time limit, to srun's tasks ("steps"), or with B: to the batch shell
+  // ("batch"): the spec's limitSignal.
+  struct LimitSignal {
+    std::string signal;
+    int64_t before_seconds = 60;
+    std::string to = "steps";
+  };
+  std::optional<LimitSignal> limit_signal;
   std::vector<std::string> warnings;  // "train.sh line 4: #SBATCH --mail-type is ignored ..."
 };
 
@@ -55,6 +64,11 @@ struct ScriptSettings {
 // minutes ("30" -> "30m"); 0, INFINITE and UNLIMITED are "unlimited"; any
 // other text is passed on as it is.
 std::string SlurmTimeLimit(const std::string& value);
+
+// sbatch's --signal=[{R|B}:]SIG[@TIME] (TIME: seconds, default 60, at most
+// 65535); `flag` names the option in errors. R: (a reservation's end) is
+// read and has no effect.
+StatusOr<ScriptSettings::LimitSignal> ReadSignalOption(const std::string& value, const std::string& flag);
 
 // Reads the directives of `script`; `file` names it in messages.
 // InvalidArgument, naming the file, line and flag, for a flag it cannot

@@ -120,5 +120,32 @@ TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine
             "job.sh: #SBATCH --gpus (the job's total) and a per-node GPU count were both given");
 }
 
+// --signal=[{R|B}:]SIG[@TIME], as sbatch reads it: the spec's limitSignal.
+TEST(ScriptDirectives, SignalsBeforeTheTimeLimitGoToTheStepsOrTheBatchShell) {
+  ScriptSettings s = Read("#SBATCH --signal=USR1@90\n");
+  ASSERT_TRUE(s.limit_signal.has_value());
+  EXPECT_EQ(s.limit_signal->signal, "SIGUSR1");
+  EXPECT_EQ(s.limit_signal->before_seconds, 90);
+  EXPECT_EQ(s.limit_signal->to, "steps");
+  EXPECT_TRUE(s.warnings.empty());
+  s = Read("#SBATCH --signal=B:12\n");
+  EXPECT_EQ(s.limit_signal->signal, "SIGUSR2");
+  EXPECT_EQ(s.limit_signal->before_seconds, 60) << "Slurm's default";
+  EXPECT_EQ(s.limit_signal->to, "batch");
+  s = Read("#SBATCH --signal=RB:sigterm@0\n");
+  EXPECT_EQ(s.limit_signal->to, "batch");
+  EXPECT_EQ(s.limit_signal->before_seconds, 0);
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_NE(s.warnings[0].find("R: is ignored"), std::string::npos) << s.warnings[0];
+  EXPECT_EQ(Error("#SBATCH --signal=USR3\n"),
+            "job.sh line 1: #SBATCH --signal=USR3: \"USR3\" is not a signal name or number (1 to 64)");
+  EXPECT_EQ(Error("#SBATCH --signal=X:USR1\n"),
+            "job.sh line 1: #SBATCH --signal=X:USR1: the flags before ':' may be B (the batch shell) and R only");
+  EXPECT_EQ(Error("#SBATCH --signal=USR1@65536\n"),
+            "job.sh line 1: #SBATCH --signal=USR1@65536: the time after '@' must be seconds from 0 to 65535");
+  EXPECT_EQ(Error("#SBATCH --signal=USR1@\n"),
+            "job.sh line 1: #SBATCH --signal=USR1@: the time after '@' must be seconds from 0 to 65535");
+}
+
 }  // namespace
 }  // namespace muster::cli

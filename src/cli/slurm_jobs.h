@@ -44,6 +44,9 @@ struct SlurmJob {
   int64_t cpus = 0;
   int64_t gpus_per_node = 0;
   std::optional<Time> submit, start, end;
+  // A waiting job's start as the scheduler's last plan has it (squeue
+  // --start asks each for it: GET /v1/jobs/{id}'s plannedStart).
+  std::optional<Time> planned_start;
   Duration time_limit = Duration::Infinite();
   std::optional<int32_t> exit_code;  // of a finished job's last attempt
   int32_t exit_signal = 0;

@@ -10,6 +10,8 @@
 #include "cli/slurm_commands.h"
 #include "cli/slurm_jobs.h"
 #include "common/clock.h"
+#include "common/rfc3339.h"
+#include "common/signal_name.h"
 
 namespace muster::cli {
 namespace {
@@ -132,7 +134,7 @@ std::string Field(char field, const SlurmJob& j, const std::string& array_tasks,
     case 'N': return nodes;
     case 'r': return j.reason;
     case 'R': return j.state == "PENDING" || j.state == "HELD" ? "(" + j.reason + ")" : nodes;
-    case 'S': return j.start ? SlurmTime(j.start) : "N/A";
+    case 'S': return j.start ? SlurmTime(j.start) : j.planned_start ? SlurmTime(j.planned_start) : "N/A";
     case 'e': return j.end ? SlurmTime(j.end)
                      : j.start && !unlimited ? SlurmTime(*j.start + j.time_limit)
                                              : "N/A";
@@ -190,6 +192,15 @@ int RunSqueue(const std::vector<std::string>& args) {
     return std::tuple(a.partition, SlurmStateRank(a.slurm_state), a.id) <
            std::tuple(b.partition, SlurmStateRank(b.slurm_state), b.id);
   });
+  // A waiting job's expected start (%S), as the last cycle planned it.
+  const bool starts = std::any_of(pieces.begin(), pieces.end(), [](const FormatPiece& p) { return p.field == 'S'; });
+  for (SlurmJob& j : *jobs) {
+    if (!starts || (j.state != "PENDING" && j.state != "HELD") || !filter.Passes(j)) continue;
+    auto r = client.Get("/v1/jobs/" + std::to_string(j.id));
+    if (r.ok() && r->status == 200 && r->body.contains("plannedStart") && r->body["plannedStart"].is_string()) {
+      j.planned_start = ParseRfc3339Utc(r->body["plannedStart"].get<std::string>());
+    }
+  }
   // An array's pending tasks share a line, unless -r.
   std::map<int64_t, std::vector<const SlurmJob*>> pending_tasks;
   std::vector<std::pair<const SlurmJob*, std::string>> lines;
@@ -228,16 +239,17 @@ int RunScancel(const std::vector<std::string>& args) {
   auto cl = ReadCommandLine(args, kOptions);
   if (!cl.ok()) return Error("scancel", cl.status().message());
   if (cl->Has("interactive")) return Error("scancel", "--interactive is not supported here");
+  // With --signal the jobs are signalled, not cancelled: their steps' tasks
+  // (srun's; the server's default, every process of a job that is not
+  // Slurm-style), with -b the batch shell, with -f every process. KILL to
+  // the steps cancels, as in Slurm.
+  std::optional<int> signal;
   if (cl->Has("signal")) {
-    std::string sig = cl->Last("signal");
-    for (char& c : sig) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (sig.rfind("SIG", 0) == 0) sig = sig.substr(3);
-    if (sig != "KILL" && sig != "TERM" && sig != "INT" && sig != "9" && sig != "15" && sig != "2") {
-      return Error("scancel", "--signal=" + cl->Last("signal") +
-                                  ": delivering a signal without cancelling the job is not supported here yet "
-                                  "(KILL, TERM and INT cancel it)");
-    }
+    signal = SignalNumber(cl->Last("signal"));
+    if (!signal) return Error("scancel", "Invalid job signal: " + cl->Last("signal"));
   }
+  const std::string to = cl->Has("full") ? "all" : cl->Has("batch") ? "batch" : "";
+  if (signal == SIGKILL && to.empty()) signal.reset();
   CommandLine as_filter = *cl;
   if (cl->Has("state")) as_filter.options["states"] = cl->options.at("state");
   Client client(DefaultServer(), "", RetrySeconds());
@@ -264,8 +276,18 @@ int RunScancel(const std::vector<std::string>& args) {
         matched.insert(id);
       }
     }
-    auto r = client.Post("/v1/jobs/" + std::to_string(j.id) + "/cancel", "", "application/json");
-    if (!r.ok() || r->status != 200) {
+    if (signal && j.code == "PD") {
+      std::cerr << "scancel: error: Kill job error on job id " << j.IdText() << ": Job is pending execution\n";
+      rc = 1;
+      continue;
+    }
+    auto r = signal ? client.Post("/v1/jobs/" + std::to_string(j.id) + "/signal",
+                                  (to.empty() ? json({{"signal", std::to_string(*signal)}})
+                                              : json({{"signal", std::to_string(*signal)}, {"to", to}}))
+                                      .dump(),
+                                  "application/json")
+                    : client.Post("/v1/jobs/" + std::to_string(j.id) + "/cancel", "", "application/json");
+    if (!r.ok() || r->status / 100 != 2) {
       std::cerr << "scancel: error: Kill job error on job id " << j.IdText() << ": "
                 << (r.ok() ? Client::ErrorOf(*r).message() : r.status().message()) << "\n";
       rc = 1;

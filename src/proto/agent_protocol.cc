@@ -213,6 +213,9 @@ json TaskJson(const TaskAssignment& t) {
   }
   if (!t.stdout_path.empty()) j["stdout"] = t.stdout_path;
   if (!t.stderr_path.empty()) j["stderr"] = t.stderr_path;
+  if (t.limit_signal > 0) {
+    j["limitSignal"] = {{"signal", t.limit_signal}, {"beforeMs", t.limit_signal_before_ms}, {"to", t.limit_signal_to}};
+  }
   return j;
 }
 
@@ -258,6 +261,14 @@ std::string ToJson(const SyncResponse& r) {
     json cuts = json::array();
     for (const GraceCut& c : r.grace_cuts) cuts.push_back({{"job", c.job}, {"attempt", c.attempt}, {"graceMs", c.grace_ms}});
     rest["graceCuts"] = std::move(cuts);
+  }
+  if (!r.signals.empty()) {
+    json signals = json::array();
+    for (const SignalOrder& s : r.signals) {
+      signals.push_back({{"job", s.job}, {"attempt", s.attempt}, {"replica", s.replica}, {"seq", s.seq},
+                         {"signal", s.signal}, {"to", s.to}});
+    }
+    rest["signals"] = std::move(signals);
   }
   out += "],";
   out += Dump(rest).substr(1);
@@ -403,6 +414,11 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
     e.Get(o, "timeLimitMs", t.time_limit_ms);
     e.Get(o, "stopSignal", t.stop_signal);
     e.Get(o, "graceMs", t.grace_ms);
+    if (o.contains("limitSignal") && o["limitSignal"].is_object()) {
+      e.Get(o["limitSignal"], "signal", t.limit_signal);
+      e.Get(o["limitSignal"], "beforeMs", t.limit_signal_before_ms);
+      e.Get(o["limitSignal"], "to", t.limit_signal_to);
+    }
     e.List(o, "resume", t.resume, ReadCandidate);
   });
   rd.Get(j, "pulls", r.pulls);
@@ -416,6 +432,14 @@ StatusOr<SyncResponse> ParseSyncResponse(const std::string& text) {
     e.Get(o, "job", c.job);
     e.Get(o, "attempt", c.attempt);
     e.Get(o, "graceMs", c.grace_ms);
+  });
+  rd.List(j, "signals", r.signals, [](Reader& e, const json& o, SignalOrder& s) {
+    e.Get(o, "job", s.job);
+    e.Get(o, "attempt", s.attempt);
+    e.Get(o, "replica", s.replica);
+    e.Get(o, "seq", s.seq);
+    e.Get(o, "signal", s.signal);
+    e.Get(o, "to", s.to);
   });
   RETURN_IF_ERROR(rd.status());
   return r;

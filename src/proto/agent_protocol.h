@@ -189,6 +189,13 @@ struct TaskAssignment {
   int64_t time_limit_ms = 0;  // 0 = none
   int32_t stop_signal = 15;   // the job's checkpoint signal (SIGUSR1 = 10, SIGTERM = 15)
   int64_t grace_ms = 30'000;
+  // The job's limit signal (api::LimitSignal): `limit_signal` (0: none),
+  // sent limit_signal_before_ms before time_limit_ms to the task's
+  // processes that limit_signal_to names ("all", "batch", "steps";
+  // agent/executor.h, Executor::Signal). Once per task.
+  int32_t limit_signal = 0;
+  int64_t limit_signal_before_ms = 0;
+  std::string limit_signal_to;
   // The job's committed checkpoints, newest first: the first that passes
   // verification on the node becomes MUSTER_RESUME_FROM.
   std::vector<ResumeCandidate> resume;
@@ -209,6 +216,20 @@ struct GraceCut {
   int64_t grace_ms = 0;
 };
 
+// A signal a user sent to a running job (scancel --signal, muster signal):
+// for a replica's task on this node, to the processes `to` names (as
+// TaskAssignment::limit_signal_to). `seq` grows per job: the agent
+// delivers each (job, attempt, replica, seq) once, and the server lists it
+// for a minute.
+struct SignalOrder {
+  int64_t job = 0;
+  int32_t attempt = 0;
+  int32_t replica = 0;
+  int64_t seq = 0;
+  int32_t signal = 0;
+  std::string to;
+};
+
 struct SyncResponse {
   int64_t epoch = 0;
   int64_t version = 0;
@@ -226,6 +247,7 @@ struct SyncResponse {
   // task's grace is cut to it.
   int64_t reclaim_in_ms = 0;
   std::vector<GraceCut> grace_cuts;  // stops of tasks here, no longer listed, with a shorter grace
+  std::vector<SignalOrder> signals;  // signals for tasks here
 };
 
 // The key of one attempt of one replica, "j<job>.a<attempt>.r<replica>":

@@ -38,6 +38,13 @@ TEST(AgentProtocol, FullMessagesRoundTrip) {
   EXPECT_EQ(resp->grace_cuts[0].job, 44);
   EXPECT_EQ(resp->grace_cuts[0].attempt, 2);
   EXPECT_EQ(resp->grace_cuts[0].grace_ms, 1000);
+  EXPECT_EQ(resp->tasks[0].limit_signal, 10);
+  EXPECT_EQ(resp->tasks[0].limit_signal_before_ms, 90000);
+  EXPECT_EQ(resp->tasks[0].limit_signal_to, "steps");
+  ASSERT_EQ(resp->signals.size(), 1u);
+  EXPECT_EQ(resp->signals[0].seq, 2);
+  EXPECT_EQ(resp->signals[0].signal, 12);
+  EXPECT_EQ(resp->signals[0].to, "batch");
   EXPECT_EQ(ToJson(*ParseSyncResponse(ToJson(*resp))), ToJson(*resp));
 
   auto resume = ParseResumeCandidates(Read(dir + "resume.json"));

@@ -137,6 +137,20 @@ class ControlLoop {
   static const char* ActionName(Action a);
   // Applies `action` to job `id` for `who` (server/authorizer.h says who may).
   void Act(int64_t id, Action action, const Identity& who, Done<StatusOr<store::JobRow>> done);
+  // Sends `signal` to running job `id`'s processes that `to` names
+  // (api::SignalTarget; unset: steps of a Slurm-style job, else all),
+  // leaving it running (scancel --signal, muster signal). Agents deliver it
+  // once each, if they hear of it within a minute. Answers the attempt and
+  // the nodes it goes to once its event is durable; FailedPrecondition
+  // when the job does not run; InvalidArgument ("to", "signal") for steps
+  // of a job that has none, or a signal srun does not pass on.
+  struct SignalAnswer {
+    int32_t attempt = 0;
+    api::SignalTarget to = api::SignalTarget::kAll;
+    std::vector<std::string> nodes;
+  };
+  void SignalJob(int64_t id, int signal, std::optional<api::SignalTarget> to, const Identity& who,
+                 Done<StatusOr<SignalAnswer>> done);
   // Writes rows that are not the loop's own state (tokens, audit entries,
   // the cluster key) in its order; `then` runs once they are durable.
   void Record(store::WriteBatch b, std::function<void(const Status&)> then);
@@ -347,6 +361,12 @@ class ControlLoop {
   RegistryCredentials registry_credentials_;
   ImagePulls image_pulls_;
 
+  struct SentSignal {
+    int64_t seq = 0;
+    int32_t signal = 0;
+    std::string to;
+    int64_t until_ms = 0;
+  };
   // ---- Attempts (control_loop_attempts.cc). What the server keeps of a
   // running attempt beside the lifecycle's record: its spec, encoded
   // assignments, resume choice and progress as reported.
@@ -363,7 +383,12 @@ class ControlLoop {
     std::string progress_message;
     nlohmann::json endpoints;              // name -> "host:port" the job serves (an interactive shell's relay)
     int64_t progress_persisted_ms = 0;
+    std::vector<SentSignal> signals;       // users' signals, listed to agents until until_ms
+    int64_t signal_seq = 0;
   };
+  // Whether a signal for the job reaches replica `replica`: every replica,
+  // but of a Slurm-style job only the first (its srun passes it on).
+  static bool SignalReaches(const api::JobSpec& spec, int32_t replica);
   // The lifecycle's terms of a job's spec: retries, grace, time limit.
   lifecycle::JobTerms TermsOf(const api::JobSpec* spec) const;
   // The one persistence boundary of the lifecycle: its effects become job

@@ -285,6 +285,10 @@ bool ControlLoop::BuildDesired(core::NodeIndex node, proto::SyncResponse& out) {
     std::shared_ptr<const std::string>& encoded = d.encoded[replica];
     if (!encoded) encoded = std::make_shared<const std::string>(proto::ToJson(Assignment(job, a, d, replica)));
     out.encoded_tasks.push_back(encoded);
+    if (!SignalReaches(*d.spec, replica)) continue;
+    for (const SentSignal& s : d.signals) {
+      if (s.until_ms > clock_.Now().millis()) out.signals.push_back({job, a.number, replica, s.seq, s.signal, s.to});
+    }
   }
   out.epoch = epoch_;
   out.lease_ms = options_.agent_lease.millis();

@@ -10,9 +10,8 @@
 
 #include "api/output_pattern.h"
 #include "auth/grants.h"
+#include "common/signal_name.h"
 #include "server/control_loop.h"
-
-#include "api/output_pattern.h"
 #include "server/task_env.h"
 
 namespace muster::server {
@@ -294,7 +293,63 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   t.time_limit_ms = spec.time_limit.is_infinite() ? 0 : spec.time_limit.millis();
   t.stop_signal = spec.checkpoint ? SignalNumber(spec.checkpoint->signal) : SIGTERM;
   t.grace_ms = a.terms.grace.millis();
+  if (spec.limit_signal && t.time_limit_ms > 0 && SignalReaches(spec, replica)) {
+    t.limit_signal = spec.limit_signal->signal;
+    t.limit_signal_before_ms = spec.limit_signal->before.millis();
+    t.limit_signal_to = api::SignalTargetName(spec.limit_signal->to);
+  }
   return t;
+}
+
+bool ControlLoop::SignalReaches(const api::JobSpec& spec, int32_t replica) {
+  return !spec.slurm || replica == 0;
+}
+
+void ControlLoop::SignalJob(int64_t id, int signal, std::optional<api::SignalTarget> to, const Identity& who,
+                            Done<StatusOr<SignalAnswer>> done) {
+  using R = StatusOr<SignalAnswer>;
+  loop_.Async<R>([this, id, signal, to, who](std::function<void(R)> reply) {
+    auto managed = ManagedJob(id, who, "signal");
+    if (!managed.ok()) return reply(managed.status());
+    const lifecycle::Attempt* a = lifecycle_.Find(id);
+    auto d = details_.find(id);
+    if (a == nullptr || a->Stopping() || d == details_.end() || !d->second.spec) {
+      return reply(FailedPrecondition("job " + std::to_string(id) + " is " + core::JobStateName(StateOf(id)) +
+                                      "; only a running job can be signalled"));
+    }
+    AttemptDetail& detail = d->second;
+    const api::JobSpec& spec = *detail.spec;
+    const api::SignalTarget target = to.value_or(spec.slurm ? api::SignalTarget::kSteps : api::SignalTarget::kAll);
+    if (target == api::SignalTarget::kSteps && !spec.slurm) {
+      return reply(InvalidArgument("job " + std::to_string(id) +
+                                       " has no steps: only a Slurm-style job's batch script starts steps with srun",
+                                   "to"));
+    }
+    if (target == api::SignalTarget::kSteps && !SrunPassesOn(signal)) {
+      return reply(InvalidArgument(SignalName(signal) + " cannot reach the steps: srun passes on only HUP, INT, QUIT, "
+                                       "TERM, USR1, USR2, ALRM and CONT (to: all or batch reaches every process)",
+                                   "signal"));
+    }
+    const int64_t now = clock_.Now().millis();
+    std::erase_if(detail.signals, [now](const SentSignal& s) { return s.until_ms <= now; });
+    detail.signals.push_back({++detail.signal_seq, signal, api::SignalTargetName(target), now + 60'000});
+    SignalAnswer answer;
+    answer.attempt = a->number;
+    answer.to = target;
+    lifecycle::Effects fx;
+    for (size_t r = 0; r < a->replicas.size(); ++r) {
+      if (!SignalReaches(spec, static_cast<int32_t>(r)) || a->replicas[r].ended) continue;
+      const std::string& node = state_.nodes()[a->replicas[r].node].spec.name;
+      if (std::find(answer.nodes.begin(), answer.nodes.end(), node) == answer.nodes.end()) answer.nodes.push_back(node);
+      lifecycle_.Touch(a->replicas[r].node, fx);
+    }
+    store::WriteBatch b;
+    b.events.push_back(Event(id, "Signalled", "", SignalName(signal) + " to " + api::SignalTargetName(target) +
+                                                       " of attempt " + std::to_string(a->number) + " by " +
+                                                       who.Describe()));
+    ApplyEffects(fx, b);
+    Persist(std::move(b), [reply, answer](const Status& s) { s.ok() ? reply(answer) : reply(s); });
+  }, std::move(done), ShuttingDown());
 }
 
 int32_t ControlLoop::NodeNumber(const std::vector<std::string>& nodes_by_replica, const std::string& node) {

@@ -223,6 +223,7 @@ void HttpApi::Routes() {
     s.HandleAsync("POST", std::string("/v1/jobs/*/") + ControlLoop::ActionName(action),
                   NoQueryAsync([this, action](Request&& req, Reply reply) { ActOnJob(action, std::move(req), std::move(reply)); }));
   }
+  s.HandleAsync("POST", "/v1/jobs/*/signal", NoQueryAsync(async(&HttpApi::SignalJob)));
   // Checkpoints and progress, reported by the job itself
   // (python/muster_job.py, `muster checkpoint`, `muster progress`).
   s.HandleAsync("POST", "/v1/jobs/*/checkpoints", NoQueryAsync(async(&HttpApi::CommitCheckpoint)),

@@ -100,6 +100,7 @@ class HttpApi {
   void GetJob(Request&& req, Reply reply);                    // GET  /v1/jobs/{id}
   void JobEvents(const Request& req, Response& res);          // GET  /v1/jobs/{id}/events
   void ActOnJob(ControlLoop::Action action, Request&& req, Reply reply);  // POST /v1/jobs/{id}/cancel|hold|release|requeue
+  void SignalJob(Request&& req, Reply reply);                 // POST /v1/jobs/{id}/signal
   void CommitCheckpoint(Request&& req, Reply reply);          // POST /v1/jobs/{id}/checkpoints
   void ListCheckpoints(const Request& req, Response& res);    // GET  /v1/jobs/{id}/checkpoints
   void ReportProgress(Request&& req, Reply reply);            // POST /v1/jobs/{id}/progress

@@ -10,6 +10,7 @@
 #include "auth/grants.h"
 #include "checkpoint/manifest.h"
 #include "common/message_text.h"
+#include "common/signal_name.h"
 #include "http/client.h"
 #include "proto/agent_protocol.h"
 #include "server/http_api.h"
@@ -199,6 +200,36 @@ void HttpApi::ActOnJob(ControlLoop::Action action, Request&& req, Reply reply) {
   loop_.Act(*id, action, who,
             Audited<R>(AuditOf(who, ControlLoop::ActionName(action), "job/" + std::to_string(*id)),
                        Answer<R>(reply, [](http::Response& res, const R& row) { ReplyJson(res, 200, JobJson(row)); })));
+}
+
+void HttpApi::SignalJob(Request&& req, Reply reply) {
+  auto id = PathId(req);
+  if (!id.ok()) return ReplyNow(reply, id.status());
+  auto body = BodyObject(req, {"signal", "to"});
+  if (!body.ok()) return ReplyNow(reply, body.status());
+  std::string name, to_name;
+  for (Status st : {BodyString(*body, "signal", name, 16, true), BodyString(*body, "to", to_name, 16, false)}) {
+    if (!st.ok()) return ReplyNow(reply, st);
+  }
+  const std::optional<int> signal = SignalNumber(name);
+  if (!signal) {
+    return ReplyNow(reply, InvalidArgument("must be a signal name (USR1, SIGTERM, ...) or number from 1 to 64, got " +
+                                               QuoteForMessage(name),
+                                           "signal"));
+  }
+  std::optional<api::SignalTarget> to;
+  if (!to_name.empty()) {
+    to = api::SignalTargetFromName(to_name);
+    if (!to) return ReplyNow(reply, InvalidArgument("must be all, batch or steps, got " + QuoteForMessage(to_name), "to"));
+  }
+  const Identity& who = Caller(req);
+  using A = ControlLoop::SignalAnswer;
+  loop_.SignalJob(*id, *signal, to, who,
+                  Audited<A>(AuditOf(who, "signal", "job/" + std::to_string(*id)),
+                             Answer<A>(reply, [id = *id, signal = *signal](http::Response& res, const A& a) {
+                               ReplyJson(res, 202, {{"job", id}, {"attempt", a.attempt}, {"signal", SignalName(signal)},
+                                                    {"to", api::SignalTargetName(a.to)}, {"nodes", a.nodes}});
+                             })));
 }
 
 void HttpApi::CommitCheckpoint(Request&& req, Reply reply) {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/fd_io.h"
+#include "common/signal_name.h"
 #include "shell/shell_channel.h"
 #include "shell/tcp.h"
 #include "step/step_env.h"
@@ -27,18 +28,19 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 struct Caught {
   int signal;
   int code;  // si_code
   pid_t sender;
+  int value;  // si_value, with SI_QUEUE
 };
 int g_signals[2] = {-1, -1};
 
 void OnSignal(int sig, siginfo_t* info, void*) {
   const int saved = errno;
-  const Caught c{sig, info != nullptr ? info->si_code : SI_KERNEL, info != nullptr ? info->si_pid : 0};
+  const Caught c{sig, info != nullptr ? info->si_code : SI_KERNEL, info != nullptr ? info->si_pid : 0,
+                 info != nullptr && info->si_code == SI_QUEUE ? info->si_value.sival_int : 0};
   (void)!::write(g_signals[1], &c, sizeof c);
   errno = saved;
 }
@@ -58,8 +60,10 @@ pid_t ParentOf(pid_t pid) {
 
 // Whether the signal was sent to srun's whole process group, which holds
 // its own node's tasks: by the kernel (a terminal), or by an ancestor above
-// srun's parent (the replica's shim stopping it).
+// srun's parent (the replica's shim stopping it). One the agent queued
+// with kStepSignalValue was sent to srun alone, for every task.
 bool SentToTheGroup(const Caught& c) {
+  if (c.code == SI_QUEUE && c.value == kStepSignalValue) return false;
   if (c.code != SI_USER && c.code != SI_QUEUE) return true;
   pid_t p = ParentOf(::getppid());
   for (int depth = 0; p > 1 && depth < 64; ++depth, p = ParentOf(p)) {
@@ -261,7 +265,7 @@ int RunStep(const StepRun& run) {
   sa.sa_sigaction = OnSignal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  for (int sig : kForwarded) ::sigaction(sig, &sa, nullptr);
+  for (int sig : kStepSignals) ::sigaction(sig, &sa, nullptr);
   Sink sink(run.label);
   Outcome outcome;
   std::vector<std::unique_ptr<NodeWorker>> workers;

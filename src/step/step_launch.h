@@ -5,11 +5,14 @@
 //
 //  - Output: as it comes, or with `label` line by line, each line prefixed
 //    with its task's id ("3: ...", srun -l).
-//  - Signals srun gets (TERM, INT, HUP, QUIT, USR1, USR2) go to every task.
+//  - Signals srun gets (kStepSignals: HUP, INT, QUIT, TERM, USR1, USR2, ALRM,
+//    CONT) go to every task.
 //    Tasks on srun's own node share its process group, so a signal sent to
 //    the whole group (the node's agent stopping the job, a terminal's ^C)
 //    has reached them already: those (sent by an ancestor above srun's
-//    parent, or by the kernel) go only to the other nodes.
+//    parent, or by the kernel) go only to the other nodes. One the agent
+//    queued with kStepSignalValue (a user's or a limit signal for the
+//    steps) was sent to srun alone: it goes to every task.
 //  - A step host that cannot be reached within `connect_timeout` (it may
 //    still be starting), refuses the step or is lost mid-step fails the
 //    step: its tasks count as exit 1, every other task is killed.

@@ -91,6 +91,8 @@ TEST_F(SlurmStepsTest, TheScriptRunsOnceAndSrunStartsEachStepsTasksOnTheAllocati
   ASSERT_EQ(nodes.size(), 1u) << out;
   const std::string first = Lines(out, "batch on ")[0].substr(9, Lines(out, "batch on ")[0].find(' ', 9) - 9);
   EXPECT_EQ(nodes[0], "nodes " + first + " " + (first == a ? b : a)) << out;
+  // The first in Slurm's order: by name, whichever node the scheduler chose first.
+  EXPECT_EQ(first, std::min(a, b)) << out;
   EXPECT_NE(out.find("tasks 4"), std::string::npos) << out;
   // Step 0: four tasks, two on each node, each with its own GPU of its node.
   std::set<std::string> gpus;
@@ -163,6 +165,115 @@ TEST_F(SlurmStepsTest, SrunPassesSignalsOnAndKillsTheRestOnABadExit) {
   EXPECT_EQ(m[1], "137") << "the worst status: task 0 killed (128 + 9): " << out;
   EXPECT_LT(std::stoi(m[2]), 30) << "task 0 did not run its 100 s: " << out;
   EXPECT_NE(out.find("task 1: Exited with exit code 7"), std::string::npos) << out;
+}
+
+// --signal=SIG@TIME: SIG reaches srun's tasks on every node TIME seconds
+// before the time limit, and not the batch shell (which has no trap here
+// and would die of it); with B: the batch shell alone. The job runs on.
+TEST_F(SlurmStepsTest, ALimitSignalReachesTheStepsOrWithBTheBatchShell) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  const std::string dir = Tmp("limit-signal");
+  fs::create_directories(dir);
+  // A 1-minute limit and the signal 55 s before it: 5 s after the start.
+  const int64_t steps = Sbatch(dir,
+      "#!/bin/bash\n#SBATCH --nodes=2 --time=1 --signal=USR1@55 --output=" + dir + "/steps.out\n"
+      "echo \"start $(date +%s)\"\n"
+      "srun bash -c 'on_usr1() { echo \"task $SLURM_PROCID got USR1 at $(date +%s)\"; exit 0; }; trap on_usr1 USR1; "
+      "sleep 100 & wait'\n"
+      "echo \"step $?\"\n");
+  ASSERT_GT(steps, 0);
+  const int64_t batch = Sbatch(dir,
+      "#!/bin/bash\n#SBATCH --nodes=1 --time=1 --signal=B:SIGUSR2@55 --output=" + dir + "/batch.out\n"
+      "trap 'echo batch got USR2; exit 0' USR2\n"
+      "srun bash -c 'trap \"echo task got USR2; exit 1\" USR2; sleep 100' &\n"
+      "wait\n");
+  ASSERT_GT(batch, 0);
+  json j = WaitEnd(steps, 60);
+  std::string out = ReadFile(dir + "/steps.out");
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("start ([0-9]+)"))) << out;
+  const int64_t start = std::stoll(m[1]);
+  for (int t = 0; t < 2; ++t) {
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("task " + std::to_string(t) + " got USR1 at ([0-9]+)"))) << out;
+    EXPECT_GE(std::stoll(m[1]) - start, 3) << "55 s before the 60 s limit: " << out;
+    EXPECT_LE(std::stoll(m[1]) - start, 30) << out;
+  }
+  EXPECT_NE(out.find("step 0"), std::string::npos) << out;
+  j = WaitEnd(batch, 60);
+  out = ReadFile(dir + "/batch.out");
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << out;
+  EXPECT_NE(out.find("batch got USR2"), std::string::npos) << out;
+  EXPECT_EQ(out.find("task got USR2"), std::string::npos) << "B: reaches the batch shell alone: " << out;
+}
+
+// scancel --signal sends a running job a signal without cancelling it: to
+// its steps' tasks on every node, or with -b to the batch shell; KILL
+// cancels. `muster signal` does the same for any job.
+TEST_F(SlurmStepsTest, ScancelSignalsAJobThatRunsOn) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  const std::string dir = Tmp("scancel-signal");
+  fs::create_directories(dir);
+  const int64_t id = Sbatch(dir,
+      "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir + "/out\n"
+      "trap 'echo batch got HUP' HUP\n"
+      "srun bash -c 'trap \"echo task $SLURM_PROCID got USR2\" USR2; echo > " + dir + "/ready.$SLURM_PROCID; "
+      "while [ ! -e " + dir + "/done ]; do sleep 0.1; done' &\n"
+      "step=$!\n"
+      // A trapped signal ends `wait` early: wait again while the step runs.
+      "while kill -0 $step 2>/dev/null; do wait $step; rc=$?; done\n"
+      "echo \"after step $rc\"\n"
+      "sleep 300 & wait\n");
+  ASSERT_GT(id, 0);
+  ASSERT_FALSE(WaitFile(dir + "/ready.0").empty());
+  ASSERT_FALSE(WaitFile(dir + "/ready.1").empty());
+  const std::string muster = MUSTER_BINARY;
+  auto [code, out] = Shell(dir, muster + " scancel --signal=USR2 " + std::to_string(id));
+  EXPECT_EQ(code, 0) << out;
+  auto lines = [&](const std::string& text) {
+    for (int i = 0; i < 500 && ReadFile(dir + "/out").find(text) == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return ReadFile(dir + "/out");
+  };
+  EXPECT_NE(lines("task 1 got USR2").find("task 0 got USR2"), std::string::npos) << ReadFile(dir + "/out");
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "RUNNING");
+  std::tie(code, out) = Shell(dir, muster + " scancel -b -s HUP " + std::to_string(id));
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(lines("batch got HUP").find("batch got HUP"), std::string::npos) << ReadFile(dir + "/out");
+  EXPECT_EQ(ReadFile(dir + "/out").find("after step"), std::string::npos) << "the step still runs";
+  std::ofstream(dir + "/done") << "";
+  EXPECT_NE(lines("after step").find("after step 0"), std::string::npos) << ReadFile(dir + "/out");
+  // What cannot reach the steps is refused, naming why; KILL cancels.
+  std::tie(code, out) = Shell(dir, muster + " signal " + std::to_string(id) + " -s WINCH");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("srun passes on only"), std::string::npos) << out;
+  std::tie(code, out) = Shell(dir, muster + " scancel -s KILL " + std::to_string(id));
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(WaitEnd(id, 30)["state"], "CANCELLED");
+  std::tie(code, out) = Shell(dir, muster + " signal " + std::to_string(id) + " -s USR1");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("only a running job can be signalled"), std::string::npos) << out;
+  // A job of Muster's own: every process of every replica by default.
+  std::ofstream(dir + "/native.sh") << "#!/bin/bash\ntrap 'echo replica $MUSTER_REPLICA_INDEX got USR1 >> " + dir +
+                                           "/native.out; exit 0' USR1\necho > " + dir +
+                                           "/native.$MUSTER_REPLICA_INDEX\nsleep 300 & wait\n";
+  std::tie(code, out) = Shell(dir, muster + " submit --replicas 2 --one-per-node native.sh");
+  ASSERT_EQ(code, 0) << out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("([0-9]+)"))) << out;
+  const std::string native = m[1];
+  ASSERT_FALSE(WaitFile(dir + "/native.0").empty());
+  ASSERT_FALSE(WaitFile(dir + "/native.1").empty());
+  std::tie(code, out) = Shell(dir, muster + " signal " + native + " --signal USR1");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("SIGUSR1 to all on "), std::string::npos) << out;
+  EXPECT_EQ(WaitEnd(std::stoll(native), 30)["state"], "COMPLETED");
+  EXPECT_NE(ReadFile(dir + "/native.out").find("replica 1 got USR1"), std::string::npos) << ReadFile(dir + "/native.out");
 }
 
 // sbatch --wrap, a script on standard input, and --wait, which returns the
@@ -240,6 +351,10 @@ TEST_F(SlurmStepsTest, TheQueueCommandsShowAndCancelJobsInSlurmsTerms) {
   const std::string nodes = run("squeue -h -j " + r + " -o %N");
   EXPECT_EQ(nodes, run("scontrol show hostlist " + agents_[0]->name() + "," + agents_[1]->name())) << nodes;
   EXPECT_EQ(run("sinfo -h -o '%D %t'"), "2 alloc\n");
+  // --start: a waiting job's start as planned, here when the running gang's limit ends.
+  const std::string planned = run("squeue --start -h -j " + w + " -o %S");
+  EXPECT_EQ(planned, run("squeue -h -j " + r + " -o %e")) << planned;
+  EXPECT_NE(planned, "N/A\n");
   EXPECT_EQ(run("scancel " + w), "");
   EXPECT_EQ(run("scancel --name=arr"), "");
   EXPECT_EQ(run("scancel 999999"), "scancel: error: Kill job error on job id 999999: Invalid job id specified\n");
