@@ -82,9 +82,29 @@ int RunSinfo(const std::vector<std::string>& args) {
   auto queues_answer = client.Get("/v1/queues");
   if (!queues_answer.ok()) return Error(queues_answer.status().message());
   if (queues_answer->status != 200) return Error(Client::ErrorOf(*queues_answer).message());
-  std::vector<std::string> partitions;
-  for (const json& q : queues_answer->body.value("items", json::array())) partitions.push_back(q.value("name", ""));
-  if (partitions.empty()) partitions.push_back("default");
+  // The server's partitions (its slurm.partitions table), each over the
+  // nodes with its features; without a table, each queue over every node.
+  struct Partition {
+    std::string name;
+    std::vector<std::string> features;
+    bool is_default = false;
+  };
+  std::vector<Partition> partitions;
+  auto mapped = client.Get("/v1/slurm/partitions");
+  if (!mapped.ok()) return Error(mapped.status().message());
+  if (mapped->status != 200) return Error(Client::ErrorOf(*mapped).message());
+  for (const json& p : mapped->body.value("items", json::array())) {
+    Partition part{p.value("name", ""), p.value("features", std::vector<std::string>()), false};
+    // Where a job that names no partition goes: the default queue, any node.
+    part.is_default = part.features.empty() && p.contains("queue") && p["queue"].is_string() && p["queue"] == "default";
+    partitions.push_back(std::move(part));
+  }
+  if (partitions.empty()) {
+    for (const json& q : queues_answer->body.value("items", json::array())) {
+      partitions.push_back({q.value("name", ""), {}, q.value("name", "") == "default"});
+    }
+  }
+  if (partitions.empty()) partitions.push_back({"default", {}, true});
   std::set<std::string> wanted_partitions, wanted_states;
   for (const std::string& p : cl->List("partition")) wanted_partitions.insert(p);
   for (const std::string& s : cl->List("states")) wanted_states.insert(s);
@@ -115,16 +135,26 @@ int RunSinfo(const std::vector<std::string>& args) {
     std::vector<const NodeView*> nodes;
   };
   std::vector<Row> rows;
-  for (const std::string& p : partitions) {
-    if (!wanted_partitions.empty() && !wanted_partitions.count(p)) continue;
-    const std::string shown = p == "default" && wanted_partitions.empty() ? p + "*" : p;
+  for (const Partition& p : partitions) {
+    if (!wanted_partitions.empty() && !wanted_partitions.count(p.name)) continue;
+    const std::string shown = p.is_default && wanted_partitions.empty() ? p.name + "*" : p.name;
+    std::vector<const NodeView*> members;
+    for (const NodeView& n : nodes) {
+      if (std::all_of(p.features.begin(), p.features.end(), [&](const std::string& f) {
+            return std::find(n.features.begin(), n.features.end(), f) != n.features.end();
+          })) {
+        members.push_back(&n);
+      }
+    }
     if (by_node) {
-      for (const NodeView& n : nodes) rows.push_back({shown, {&n}});
+      for (const NodeView* n : members) rows.push_back({shown, {n}});
       continue;
     }
+    if (members.empty()) rows.push_back({shown, {}});  // "n/a", as Slurm shows a partition without nodes
     std::map<std::string, Row> by_state;
     std::vector<std::string> order;
-    for (const NodeView& n : nodes) {
+    for (const NodeView* np : members) {
+      const NodeView& n = *np;
       if (!by_state.count(n.state)) order.push_back(n.state);
       Row& r = by_state[n.state];
       r.partition = shown;
@@ -133,6 +163,16 @@ int RunSinfo(const std::vector<std::string>& args) {
     for (const std::string& s : order) rows.push_back(by_state[s]);
   }
   auto value = [](char field, const Row& r) -> std::string {
+    if (r.nodes.empty()) {
+      switch (field) {
+        case 'P': case 'R': return r.partition;
+        case 'a': return "up";
+        case 'l': return "infinite";
+        case 'D': return "0";
+        case 'N': case 'n': return "";
+        default: return "n/a";
+      }
+    }
     const NodeView& first = *r.nodes.front();
     std::vector<std::string> names;
     for (const NodeView* n : r.nodes) names.push_back(n->name);

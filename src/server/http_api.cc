@@ -234,6 +234,7 @@ void HttpApi::Routes() {
   s.Handle("GET", "/v1/jobs/*/logs", sync(&HttpApi::JobLogs));
 
   s.HandleAsync("GET", "/v1/queues", NoQueryAsync(async(&HttpApi::ListQueues)));
+  s.Handle("GET", "/v1/slurm/partitions", NoQuery(sync(&HttpApi::SlurmPartitions)));
   // Built on a worker: a thousand nodes' agent reports are too much work
   // for the event loop.
   s.Handle("GET", "/v1/nodes", NoQuery(sync(&HttpApi::ListNodes)));

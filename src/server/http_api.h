@@ -99,6 +99,7 @@ class HttpApi {
   StatusOr<store::JobFilter> VisibleJobFilter(const Request& req) const;
   void GetJob(Request&& req, Reply reply);                    // GET  /v1/jobs/{id}
   void JobEvents(const Request& req, Response& res);          // GET  /v1/jobs/{id}/events
+  void SlurmPartitions(const Request& req, Response& res);  // GET /v1/slurm/partitions
   void ActOnJob(ControlLoop::Action action, Request&& req, Reply reply);  // POST /v1/jobs/{id}/cancel|hold|release|requeue
   void SignalJob(Request&& req, Reply reply);                 // POST /v1/jobs/{id}/signal
   void CommitCheckpoint(Request&& req, Reply reply);          // POST /v1/jobs/{id}/checkpoints

@@ -74,6 +74,14 @@ void HttpApi::ListQueues(Request&&, Reply reply) {
   }));
 }
 
+void HttpApi::SlurmPartitions(const Request&, Response& res) {
+  json items = json::array();
+  for (const auto& [name, p] : spec_defaults_.slurm.partitions) {
+    items.push_back({{"name", name}, {"queue", p.queue ? json(*p.queue) : json(nullptr)}, {"features", p.features}});
+  }
+  ReplyJson(res, 200, {{"items", items}});
+}
+
 void HttpApi::ListNodes(const Request&, Response& res) {
   using V = std::vector<ControlLoop::NodeView>;
   auto nodes = Await<V>([this](ControlLoop::Done<StatusOr<V>> done) { loop_.Nodes(std::move(done)); });

@@ -417,6 +417,38 @@ TEST_F(SlurmStepsTest, AnArraysPercentLimitBoundsItsTasksRunningAtOnce) {
 // is declared lost the attempt ends NODE_FAIL (no retry spent) and the
 // whole allocation, batch script and both nodes' tasks, runs again
 // elsewhere. Nothing of the first attempt outlives it.
+class SlurmPartitionsTest : public SlurmStepsTest {
+ protected:
+  SlurmPartitionsTest() : SlurmStepsTest(R"(
+rateLimit: {perSecond: 100000, burst: 100000}
+agents: {defaultGrace: 1s}
+slurm:
+  partitions: {batch: {queue: default}, hopper: {features: [h100]}, empty: {features: [b200]}}
+)") {}
+};
+
+// sinfo shows the server's partitions (slurm.partitions), each over the
+// nodes with its features; a job's -p takes the partition's nodes.
+TEST_F(SlurmPartitionsTest, SinfoShowsTheServersPartitionsOverTheirNodes) {
+  AddAgent({"--fake-gpus", "1xH100", "--feature", "h100"});
+  AddAgent({"--fake-gpus", "1xL40S"});
+  WaitNodes(2);
+  const std::string dir = Tmp("partitions");
+  fs::create_directories(dir);
+  auto run = [&](const std::string& command) { return Shell(dir, std::string(MUSTER_BINARY) + " " + command).second; };
+  const std::string h = agents_[0]->name(), l = agents_[1]->name();
+  std::string both = run("scontrol show hostlist " + h + "," + l);
+  ASSERT_FALSE(both.empty());
+  both.pop_back();
+  EXPECT_EQ(run("sinfo -h -o '%P %D %t %N'"), "batch* 2 idle " + both + "\nempty 0 n/a \nhopper 1 idle " + h + "\n");
+  EXPECT_EQ(run("sinfo -h -N -p hopper -o '%N %P'"), h + " hopper\n");
+  const int64_t id = Sbatch(dir, "#!/bin/bash\n#SBATCH -p hopper -o /dev/null\nsleep 300\n");
+  ASSERT_GT(id, 0);
+  ASSERT_EQ(WaitState(id, "RUNNING")["state"], "RUNNING");
+  EXPECT_EQ(run("squeue -h -o '%P %N'"), "hopper " + h + "\n");
+  CancelAndWait(id);
+}
+
 class SlurmNodeLossTest : public SlurmStepsTest {
  protected:
   SlurmNodeLossTest() : SlurmStepsTest(R"(
