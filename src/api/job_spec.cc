@@ -106,7 +106,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          same_deps(a.dependencies, b.dependencies) && a.begin_time == b.begin_time &&
          a.hold == b.hold && a.spot == b.spot && a.one_per_node == b.one_per_node && a.exclusive == b.exclusive &&
          a.features == b.features && a.singleton == b.singleton && a.slurm == b.slurm &&
-         a.labels == b.labels;
+         a.reservation == b.reservation && a.labels == b.labels;
 }
 
 StatusOr<JobSpec> ParseJobSpecJson(std::string_view text) { return FromTree(LoadJsonTree(text)); }
@@ -239,6 +239,7 @@ std::string JobSpecToJson(const JobSpec& s) {
   if (s.one_per_node) w.Key("onePerNode").Bool(true);
   if (s.exclusive) w.Key("exclusive").Bool(true);
   if (s.singleton) w.Key("singleton").Bool(true);
+  if (!s.reservation.empty()) w.Key("reservation").String(s.reservation);
   if (s.slurm) {
     w.Key("slurm").BeginObject();
     for (const auto& [key, value] : {std::pair{"partition", &s.slurm->partition}, std::pair{"qos", &s.slurm->qos},
@@ -284,6 +285,7 @@ core::JobSpec ToCoreSpec(const JobSpec& s) {
   c.dependencies = s.dependencies;
   c.begin_time = s.begin_time;
   c.hold = s.hold;
+  c.reservation = s.reservation;
   // A container job runs where its agent reports Podman, and GPUs given
   // to containers when it has GPUs (agent/container_support.h).
   if (s.image && !s.image->empty()) {

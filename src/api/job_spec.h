@@ -102,6 +102,10 @@
 //                                    # must have (sbatch -C a100&gpu80); nodes
 //                                    # get them from the config or the agent's
 //                                    # --feature
+//   reservation: maint-dec           # an admin reservation (server/reservations.h):
+//                                    # runs only on its nodes, in its window;
+//                                    # refused unless it exists and is for the
+//                                    # job's user or queue; not elastic
 //   labels: {team: nlp}              # <= 64 entries, key 1..256, value <= 256
 //
 // Reading rules: null (or YAML's empty value) for any field means "not set",
@@ -251,6 +255,7 @@ struct JobSpec {
   // queue, priority class and features they map to are in the fields
   // above (api/slurm_mapping.h).
   std::optional<SlurmSpec> slurm;
+  std::string reservation;  // an admin reservation's name; empty: none
   std::map<std::string, std::string> labels;
 };
 

@@ -506,7 +506,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "args",  "image", "env",          "workingDir", "timeLimit", "topology",
       "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
-      "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive", "features", "singleton", "slurm", "limitSignal"};
+      "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive", "features", "singleton", "slurm", "limitSignal", "reservation"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
@@ -605,6 +605,11 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
     if (std::find(spec.features.begin(), spec.features.end(), f) == spec.features.end()) spec.features.push_back(f);
   }
   RETURN_IF_ERROR(obj.Read("singleton", spec.singleton, ReadBool));
+  RETURN_IF_ERROR(obj.Read("reservation", spec.reservation, ReadString, kNameRule));
+  if (!spec.reservation.empty() && spec.min_replicas > 0) {
+    return InvalidArgument("an elastic job cannot run in a reservation (it would grow past its nodes)",
+                           obj.Path("reservation"));
+  }
   if (spec.slurm) {
     // Slurm's job model: its nodes are distinct, its script runs on the
     // first, srun's steps reach the others (step/step_wire.h).

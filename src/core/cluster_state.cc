@@ -180,6 +180,10 @@ StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
   nodes_.push_back(std::move(node));
   gpu_owner_.emplace_back(static_cast<size_t>(spec.capacity.gpus), JobId{0});
   node_by_name_[spec.name] = index;
+  for (size_t r = 0; r < reservation_specs_.size(); ++r) {
+    const std::vector<std::string>& names = reservation_specs_[r].nodes;
+    if (std::find(names.begin(), names.end(), spec.name) != names.end()) reservations_[r].nodes.push_back(index);
+  }
   ++nodes_version_;
   return index;
 }
@@ -301,6 +305,7 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   // A type no node has yet is interned all the same: the job is reported
   // unschedulable until such a node joins.
   p.gpu_type = spec.gpu_type.empty() ? kAnyGpuType : InternGpuType(spec.gpu_type);
+  p.reservation = ReservationOf(spec.reservation);
   // Interned when the job was accepted.
   if (auto mask = InternFeatures(spec.required_features, "requiredFeatures"); mask.ok()) p.required_features = *mask;
   p.time_limit = spec.time_limit;
@@ -323,6 +328,30 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   return p;
 }
 
+void ClusterState::SetReservations(std::vector<AdminReservation> reservations) {
+  reservation_specs_ = std::move(reservations);
+  reservations_.clear();
+  for (const AdminReservation& r : reservation_specs_) {
+    ReservationWindow w{r.name, {}, r.start, r.end};
+    for (const std::string& node : r.nodes) {
+      if (auto it = node_by_name_.find(node); it != node_by_name_.end()) w.nodes.push_back(it->second);
+    }
+    reservations_.push_back(std::move(w));
+  }
+  for (PendingJob& p : pending_) {
+    auto it = jobs_.find(p.id);
+    if (it != jobs_.end()) p.reservation = ReservationOf(it->second.spec.reservation);
+  }
+}
+
+int32_t ClusterState::ReservationOf(const std::string& name) const {
+  if (name.empty()) return kNoReservation;
+  for (size_t r = 0; r < reservation_specs_.size(); ++r) {
+    if (reservation_specs_[r].name == name) return static_cast<int32_t>(r);
+  }
+  return kReservationGone;
+}
+
 ClusterSnapshot ClusterState::Snapshot(Time now) const {
   ClusterSnapshot s;
   s.now = now;
@@ -333,6 +362,7 @@ ClusterSnapshot ClusterState::Snapshot(Time now) const {
   s.num_spines = static_cast<int32_t>(spines_.size());
   s.leaf_spine = leaf_spine_;
   s.pending = pending_;
+  s.reservations = reservations_;
   s.running_by_end = &running_by_end_;
   s.running_by_predicted_end = &running_by_predicted_end_;
   s.predictor = &predictor_;

@@ -95,6 +95,12 @@ class ClusterState {
   // new capacity no longer has: the owner applies it once they have ended.
   Status SetCapacity(NodeIndex node, const Resources& capacity);
 
+  // Replaces the admin reservations. A node not yet known is taken into
+  // its reservation when it joins; pending jobs are matched to theirs by
+  // name again.
+  void SetReservations(std::vector<AdminReservation> reservations);
+  const std::vector<AdminReservation>& reservations() const { return reservation_specs_; }
+
   // Accepts a job. `id` 0 assigns the next id. Errors name the field:
   // "replicas: must be >= 1, got 0".
   StatusOr<JobId> Submit(JobSpec spec, Time submit_time, JobId id = 0);
@@ -247,6 +253,9 @@ class ClusterState {
   std::vector<std::string> gpu_types_, leaves_, spines_, queues_;
   std::unordered_map<std::string, int32_t> gpu_type_ids_, leaf_ids_, spine_ids_, queue_ids_;
   std::vector<int32_t> leaf_spine_;
+  std::vector<AdminReservation> reservation_specs_;
+  std::vector<ReservationWindow> reservations_;  // parallel to reservation_specs_
+  int32_t ReservationOf(const std::string& name) const;
   std::vector<std::string> features_;  // by bit
   std::unordered_map<std::string, int32_t> class_ids_;
 

@@ -18,6 +18,7 @@ const char* ReasonCodeName(ReasonCode c) {
     case ReasonCode::kQuota: return "Quota";
     case ReasonCode::kFairShare: return "FairShare";
     case ReasonCode::kArrayTaskLimit: return "ArrayTaskLimit";
+    case ReasonCode::kReservation: return "Reservation";
   }
   return "?";
 }
@@ -111,6 +112,16 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       break;
     case ReasonCode::kArrayTaskLimit:
       s += ": " + std::to_string(r.queue_limit) + " tasks of its array run, the most it allows at once";
+      break;
+    case ReasonCode::kReservation:
+      if (r.reservation.empty()) {
+        s += ": its reservation has ended or was deleted";
+      } else if (r.begin_time > now) {
+        s += ": reservation " + r.reservation + " starts in " + In(r.begin_time - now);
+      } else {
+        s += ": its time limit runs past the end of reservation " + r.reservation +
+             (r.reservation_end > now ? " in " + In(r.reservation_end - now) : std::string(", which has ended"));
+      }
       break;
     case ReasonCode::kHeld:
     case ReasonCode::kNone:

@@ -56,6 +56,8 @@ enum class ReasonCode : uint8_t {
   kQuota,         // its queue would exceed its limit: queue_used of queue_limit
   kFairShare,     // its queue is past its guarantee (queue_used of queue_limit) and one with a smaller share waits
   kArrayTaskLimit,  // queue_limit tasks of its array run, the most it allows at once (Slurm's %K)
+  kReservation,     // its admin reservation (`reservation`) starts at begin_time, ends too soon for its
+                    // limit (at reservation_end), or is gone (reservation empty)
 };
 const char* ReasonCodeName(ReasonCode c);
 
@@ -85,6 +87,8 @@ struct PendingReason {
   int64_t queue_limit = 0;  // kQuota, and kUnschedulable for a job larger than it: the queue's limit
   int32_t quota_level = 0;  // kQuota: 0 its own queue, 1 its parent, ...
   Time begin_time;
+  std::string reservation;            // kReservation: its name
+  Time reservation_end = Time::Max();  // kReservation: its end, when the job's limit runs past it
 };
 
 // A pending job that can never run, for example because a dependency ended

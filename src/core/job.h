@@ -92,6 +92,9 @@ struct JobSpec {
   std::vector<Dependency> dependencies;
   std::optional<Time> begin_time;
   bool hold = false;
+  // An admin reservation by name (AdminReservation): the job runs only on its
+  // nodes, within its window. Empty: none.
+  std::string reservation;
   // Known run time, used only by the simulator's SJF baseline. Infinite = unknown.
   Duration known_duration = Duration::Infinite();
 };

@@ -82,6 +82,27 @@ struct QueueQuota {
   }
 };
 
+// An admin's reservation (Slurm's `scontrol create reservation`): its
+// nodes, from `start` until `end`, belong to the jobs that name it. Other
+// jobs may use them only to end (by their limits) before `start`.
+struct AdminReservation {
+  std::string name;
+  std::vector<std::string> nodes;
+  Time start, end;
+  bool operator==(const AdminReservation&) const = default;
+};
+// A reservation as the scheduler sees it: its nodes' indices (those that
+// have joined).
+struct ReservationWindow {
+  std::string name;
+  std::vector<NodeIndex> nodes;
+  Time start, end;
+};
+// PendingJob::reservation when it names none, or one that does not exist
+// (deleted, or ended and forgotten).
+inline constexpr int32_t kNoReservation = -1;
+inline constexpr int32_t kReservationGone = -2;
+
 // A job waiting to be placed, in dense form.
 struct PendingJob {
   JobId id = 0;
@@ -101,6 +122,9 @@ struct PendingJob {
   JobId run_group = 0;        // JobSpec::run_group and run_group_limit
   int32_t run_group_limit = 0;
   Time begin_time;           // Time::Zero() when none
+  // Its reservation: an index into ClusterSnapshot::reservations, or
+  // kNoReservation, or kReservationGone.
+  int32_t reservation = kNoReservation;
   bool held = false;
   Time released_at;          // when a hold was last released; Time::Zero() when never
   Duration known_duration = Duration::Infinite();  // SJF baseline only
@@ -213,6 +237,7 @@ struct ClusterSnapshot {
   int32_t num_spines = 0;
   std::span<const int32_t> leaf_spine;  // spine id of each leaf
   std::span<const PendingJob> pending;
+  std::span<const ReservationWindow> reservations;
   const EndOrder* running_by_end = nullptr;
   // The same jobs by RunningJob::predicted_end (null: by expected end),
   // and the predictions (null: none).

@@ -70,6 +70,7 @@ class CycleRun {
     PendingOrder order(snap_, *policy_.order, options_.weights, /*lazy=*/!options_.explain);
     if (options_.explain) out_.reasons.reserve(snap_.pending.size());
     if (!options_.explain) CountCanStillAct();
+    ConsiderReservations();
     ConsiderInteractiveFirst();
     int32_t idx;
     while (order.Next(idx)) {
@@ -136,12 +137,131 @@ class CycleRun {
       const PendingJob &x = snap_.pending[a], &y = snap_.pending[b];
       return std::tie(x.submit_time, x.id) < std::tie(y.submit_time, y.id);
     });
-    first_.assign(snap_.pending.size(), false);
+    if (first_.empty()) first_.assign(snap_.pending.size(), false);
     for (int32_t i : jobs) {
+      if (first_[i]) continue;  // a reservation's
       first_[i] = true;
       Consider(snap_.pending[i]);
       if (!options_.explain) Considered(snap_.pending[i]);
     }
+  }
+
+  // Admin reservations (core::AdminReservation). Their jobs go first, each on
+  // its reservation's nodes alone and within its window, oldest first;
+  // then those nodes are held from the window's start (now, for one under
+  // way) for every other job: only a job that ends by its limit before
+  // then may use one, and no preemption frees one.
+  void ConsiderReservations() {
+    std::vector<int32_t> members;
+    for (size_t i = 0; i < snap_.pending.size(); ++i) {
+      if (snap_.pending[i].reservation != core::kNoReservation) members.push_back(static_cast<int32_t>(i));
+    }
+    if (!members.empty()) {
+      std::sort(members.begin(), members.end(), [&](int32_t a, int32_t b) {
+        const PendingJob &x = snap_.pending[a], &y = snap_.pending[b];
+        return std::tie(x.submit_time, x.id) < std::tie(y.submit_time, y.id);
+      });
+      first_.assign(snap_.pending.size(), false);
+      for (int32_t i : members) {
+        first_[i] = true;
+        ConsiderMember(snap_.pending[i]);
+        if (!options_.explain) Considered(snap_.pending[i]);
+      }
+    }
+    for (const core::ReservationWindow& w : snap_.reservations) {
+      if (w.end <= snap_.now) continue;
+      for (NodeIndex n : w.nodes) HoldForReservation(n, std::max(w.start, snap_.now));
+    }
+  }
+
+  void ConsiderMember(const PendingJob& j) {
+    ++out_.stats.jobs_considered;
+    PendingReason r;
+    r.job = j.id;
+    if (j.reservation == core::kReservationGone) return Explain(r, ReasonCode::kReservation);
+    if (Waits(j, r)) return;
+    const core::ReservationWindow& w = snap_.reservations[j.reservation];
+    r.reservation = w.name;
+    if (w.start > snap_.now) {
+      r.begin_time = w.start;
+      return Explain(r, ReasonCode::kReservation);
+    }
+    if (j.time_limit.is_infinite() || snap_.now + j.time_limit > w.end) {
+      r.reservation_end = w.end;
+      return Explain(r, ReasonCode::kReservation);
+    }
+    if (QuotaBlocks(j, j.gpu_type, r)) {
+      return Explain(r, r.queue_limit < j.total_gpus() ? ReasonCode::kUnschedulable : ReasonCode::kQuota);
+    }
+    const Shape shape = ShapeOf(j);
+    FreeIndex on_its_nodes = Live(shape);
+    for (size_t n = 0; n < on_its_nodes.num_nodes(); ++n) {
+      const auto node = static_cast<NodeIndex>(n);
+      if (on_its_nodes.indexed(node) && std::find(w.nodes.begin(), w.nodes.end(), node) == w.nodes.end()) {
+        on_its_nodes.Drop(node);
+      }
+    }
+    if (auto placed = FindPlacement(on_its_nodes, shape)) {
+      if (j.gpu_type == core::kAnyGpuType && QuotaBlocks(j, TypeOf(*placed), r)) return Explain(r, ReasonCode::kQuota);
+      return Start(j, std::move(*placed), EndsOf(j));
+    }
+    FillNumbers(r, j, /*ever=*/false);
+    Explain(r, ReasonCode::kResources);
+  }
+
+  // Holds node `n` for an admin reservation from `from` on.
+  void HoldForReservation(NodeIndex n, Time from) {
+    if (!live_.all().indexed(n)) return;  // not schedulable: nothing to hold
+    max_reserved_actual_ = -1;
+    if (res_time_[n].is_max()) {
+      reserved_nodes_.push_back(n);
+      res_job_[n] = 0;
+    }
+    res_time_[n] = std::min(res_time_[n], from);
+    spare_[n] = core::Resources{};
+    res_guarded_[n] = true;
+    res_queue_[n] = kNoQueue;
+    live_.SetAvail(n, View(n));
+  }
+
+  // Whether `j` waits for something other than room (a hold, its begin
+  // time, its array's limit, a dependency, capacity preempted for it):
+  // then `r` is explained (or the job failed) already.
+  bool Waits(const PendingJob& j, PendingReason& r) {
+    if (auto it = nominated_.find(j.id); it != nominated_.end()) {
+      if (it->second == 0) return true;  // started on its held capacity
+      r.other_job = it->second;
+      FillNeed(r, j);
+      Explain(r, ReasonCode::kPreempting);
+      return true;
+    }
+    if (j.held) {
+      Explain(r, ReasonCode::kHeld);
+      return true;
+    }
+    if (j.begin_time > snap_.now) {
+      r.begin_time = j.begin_time;
+      Explain(r, ReasonCode::kBeginTime);
+      return true;
+    }
+    if (j.run_group_limit > 0 && GroupRunning(j.run_group) >= j.run_group_limit) {
+      r.queue_limit = j.run_group_limit;
+      Explain(r, ReasonCode::kArrayTaskLimit);
+      return true;
+    }
+    if (!j.dependencies.empty()) {
+      const DependencyVerdict v = EvaluateDependencies(j, snap_);
+      if (v.kind == DependencyVerdict::kNever) {
+        out_.failures.push_back({j.id, core::JobState::kFailed, "DependencyNeverSatisfied: " + v.why});
+        return true;
+      }
+      if (v.kind == DependencyVerdict::kWaiting) {
+        r.other_job = v.job;
+        Explain(r, ReasonCode::kDependency);
+        return true;
+      }
+    }
+    return false;
   }
 
   void Consider(const PendingJob& j) {
@@ -149,32 +269,7 @@ class CycleRun {
     PendingReason r;
     r.job = j.id;
     r.jobs_ahead = blocked_;
-    if (auto it = nominated_.find(j.id); it != nominated_.end()) {
-      if (it->second == 0) return;  // started on its held capacity
-      r.other_job = it->second;
-      FillNeed(r, j);
-      return Explain(r, ReasonCode::kPreempting);
-    }
-    if (j.held) return Explain(r, ReasonCode::kHeld);
-    if (j.begin_time > snap_.now) {
-      r.begin_time = j.begin_time;
-      return Explain(r, ReasonCode::kBeginTime);
-    }
-    if (j.run_group_limit > 0 && GroupRunning(j.run_group) >= j.run_group_limit) {
-      r.queue_limit = j.run_group_limit;
-      return Explain(r, ReasonCode::kArrayTaskLimit);
-    }
-    if (!j.dependencies.empty()) {
-      const DependencyVerdict v = EvaluateDependencies(j, snap_);
-      if (v.kind == DependencyVerdict::kNever) {
-        out_.failures.push_back({j.id, core::JobState::kFailed, "DependencyNeverSatisfied: " + v.why});
-        return;
-      }
-      if (v.kind == DependencyVerdict::kWaiting) {
-        r.other_job = v.job;
-        return Explain(r, ReasonCode::kDependency);
-      }
-    }
+    if (Waits(j, r)) return;
     // An elastic job needs its minimum: that is what it waits, reserves
     // and preempts for; it starts with as many more as fit.
     PendingJob at_min;
