@@ -12,6 +12,7 @@
 #include "cli/agent_command.h"
 #include "cli/auth_commands.h"
 #include "cli/image_commands.h"
+#include "cli/reservation_commands.h"
 #include "cli/interactive_command.h"
 #include "cli/usage_commands.h"
 #include "cli/dev_command.h"
@@ -111,6 +112,7 @@ int RunMuster(int argc, char** argv) {
   std::shared_ptr<ReportCommands> reports = AddReportCommands(app);
   std::shared_ptr<AuthCommands> auth = AddAuthCommands(app);
   std::shared_ptr<ImageCommands> images = AddImageCommands(app);
+  std::shared_ptr<ReservationCommands> reservations = AddReservationCommands(app);
   std::shared_ptr<UsageCommands> usage = AddUsageCommands(app);
   // An unknown command: CLI11 would say only "A subcommand is required".
   if (argc >= 2 && argv[1][0] != '-') {
@@ -146,6 +148,7 @@ int RunMuster(int argc, char** argv) {
   if (const int rc = RunReportCommands(*reports); rc >= 0) return rc;
   if (const int rc = RunAuthCommands(*auth); rc >= 0) return rc;
   if (const int rc = RunImageCommands(*images); rc >= 0) return rc;
+  if (const int rc = RunReservationCommands(*reservations); rc >= 0) return rc;
   if (const int rc = RunUsageCommands(*usage); rc >= 0) return rc;
   const int rc = RunJobCommands(*jobs);
   return rc >= 0 ? rc : 2;

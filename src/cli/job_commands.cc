@@ -54,7 +54,8 @@ struct JobCommands {
 
   // submit
   std::string file;
-  std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path, stderr_path, image;
+  std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path, stderr_path, image,
+      reservation;
   std::vector<std::string> mounts;  // HOST:CONTAINER[:ro]
   std::optional<int64_t> gpus, retry;  // unset unless given; the server checks the values
   std::string array;                   // a count, or Slurm's indices ("1-10%2")
@@ -356,6 +357,7 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c, Client* cli
   fill(c.stdout_path, from.stdout_path);
   fill(c.stderr_path, from.stderr_path);
   fill(c.image, from.image);
+  fill(c.reservation, from.reservation);
   if (c.mounts.empty()) c.mounts = from.mounts;
   if (!c.gpus) c.gpus = from.gpus;
   if (!c.replicas && from.replicas) c.replicas = std::to_string(*from.replicas);
@@ -464,6 +466,7 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
   }
   if (c.hold) spec["hold"] = true;
   if (c.spot) spec["spot"] = true;
+  if (!c.reservation.empty()) spec["reservation"] = c.reservation;
   if (!c.limit_signal_flag.empty()) {
     ASSIGN_OR_RETURN(c.limit_signal, ReadSignalOption(c.limit_signal_flag, "--signal"));
     // Without B:, srun's tasks of a Slurm-style job, else every process.
@@ -877,6 +880,8 @@ void AddSpecFlags(CLI::App* sub, JobCommands& c) {
       ->group(kSpecFlags);
   sub->add_option("--after", c.after, "Dependencies, e.g. afterok:12,afterany:13-20")->group(kSpecFlags);
   sub->add_flag("--hold", c.hold, "Submit held")->group(kSpecFlags);
+  sub->add_option("--reservation", c.reservation, "An admin reservation: run on its nodes, in its window")
+      ->group(kSpecFlags);
   sub->add_option("--signal", c.limit_signal_flag,
                   "[B:]SIG[@SECONDS]: send SIG this long (default 60) before the time limit; B: to the batch "
                   "script's shell only")

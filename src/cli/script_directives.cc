@@ -15,7 +15,7 @@ namespace muster::cli {
 namespace {
 
 enum class Field { kPartition, kQos, kAccount, kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kStdout, kStderr, kGpus, kReplicas, kHold, kSpot,
-                   kArray, kRetry, kEnv, kExport, kImage, kMounts, kSignal, kEmptyOnly, kHonoured, kIgnored };
+                   kArray, kRetry, kEnv, kExport, kImage, kMounts, kSignal, kReservation, kEmptyOnly, kHonoured, kIgnored };
 
 struct Flag {
   Field field;
@@ -37,7 +37,7 @@ const std::map<std::string, Flag>& MusterFlags() {
       {"--stdout", {Field::kStdout, true}},   {"--stderr", {Field::kStderr, true}},
       {"--array", {Field::kArray, true}},     {"--retry", {Field::kRetry, true}},   {"--env", {Field::kEnv, true}},
       {"--image", {Field::kImage, true}},     {"--mount", {Field::kMounts, true}},
-      {"--spot", {Field::kSpot, false}},
+      {"--spot", {Field::kSpot, false}},     {"--reservation", {Field::kReservation, true}},
   };
   return flags;
 }
@@ -58,7 +58,7 @@ const std::map<std::string, Flag>& SlurmFlags() {
       {"--wait-all-nodes", {Field::kHonoured, true}}, {"--parsable", {Field::kHonoured, false}},
       {"--open-mode", {Field::kHonoured, true}},
       // Names that must exist to be honoured: empty, they ask for nothing.
-      {"--reservation", {Field::kEmptyOnly, true, "asking for a reservation"}},
+      {"--reservation", {Field::kReservation, true}},
       {"--exclude", {Field::kEmptyOnly, true, "excluding nodes by name"}},
       {"--nodelist", {Field::kEmptyOnly, true, "choosing nodes by name"}},
       // Slurm's bookkeeping and hints: no effect on where or how the job runs here.
@@ -332,6 +332,10 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
           out.limit_signal = signal;
           break;
         }
+        case Field::kReservation:
+          // The last one counts; empty (sbatch's command line) clears it.
+          out.reservation = value.empty() ? std::nullopt : std::optional<std::string>(value);
+          break;
         case Field::kHonoured:
           break;
         case Field::kEmptyOnly:

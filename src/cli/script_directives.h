@@ -34,6 +34,7 @@ namespace muster::cli {
 struct ScriptSettings {
   std::optional<std::string> name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path,
       stderr_path, image;
+  std::optional<std::string> reservation;  // an admin reservation's name (--reservation)
   std::vector<std::string> mounts;  // HOST:CONTAINER[:ro] (pyxis's --container-mounts, #MUSTER --mount)
   std::optional<int64_t> gpus, replicas, array, retry;  // gpus: per replica
   std::optional<std::string> array_indices;  // #SBATCH --array, in Slurm's syntax

@@ -94,9 +94,8 @@ TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine
   EXPECT_EQ(Error("#!/bin/bash\n#SBATCH --exclusive=user\n"),
             "job.sh line 2: #SBATCH --exclusive=user: sharing nodes only with the same user or MCS label is not "
             "supported; --exclusive alone gives the job its nodes whole");
-  EXPECT_EQ(Error("#SBATCH --reservation=hug\n"),
-            "job.sh line 1: #SBATCH --reservation=hug: asking for a reservation is not supported here; leave it out, or give it "
-            "empty on the command line");
+  EXPECT_EQ(Read("#SBATCH --reservation=hug\n").reservation, "hug");
+  EXPECT_EQ(Read("#SBATCH --reservation=hug\n#SBATCH --reservation=\n").reservation, std::nullopt) << "cleared";
   EXPECT_EQ(Error("#MUSTER --gpu 2\n"), "job.sh line 1: #MUSTER --gpu is not a muster submit flag");
   EXPECT_EQ(Error("#MUSTER --gpus\n"), "job.sh line 1: #MUSTER --gpus needs a value");
   EXPECT_EQ(Error("#MUSTER --hold=yes\n"), "job.sh line 1: #MUSTER --hold takes no value");

@@ -102,6 +102,11 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
     if (Status st = registry_credentials_.Load(creds.value_or("")); !st.ok()) {
       return DataLoss("store " + options_.store_path + ": " + st.message());
     }
+    ASSIGN_OR_RETURN(std::optional<std::string> reserved, store_.GetMeta(Reservations::kMetaKey));
+    if (Status st = admin_reservations_.Load(reserved.value_or("")); !st.ok()) {
+      return DataLoss("store " + options_.store_path + ": " + st.message());
+    }
+    state_.SetReservations(admin_reservations_.Windows());
     ASSIGN_OR_RETURN(std::optional<std::string> pulls, store_.GetMeta(ImagePulls::kMetaKey));
     if (Status st = image_pulls_.Load(pulls.value_or("")); !st.ok()) {
       return DataLoss("store " + options_.store_path + ": " + st.message());
@@ -489,12 +494,9 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
                                    fits.field()).WithFieldPrefix("spec"));
     }
   }
-  // As sbatch: what no node could ever hold is refused now, not left to wait.
-  if (!options_.accept_unfit_jobs) {
-    if (Status fits = core::CheckEverFits(core_spec, state_.nodes()); !fits.ok()) {
-      return reply(InvalidArgument(fits.message() + " (the server's acceptUnfitJobs accepts such jobs for nodes yet "
-                                                    "to join)",
-                                   fits.field()).WithFieldPrefix("spec"));
+  if (!req.spec.reservation.empty()) {
+    if (Status may = admin_reservations_.MayUse(req.spec.reservation, req.user, req.spec.queue); !may.ok()) {
+      return reply(may.WithFieldPrefix("spec"));
     }
   }
   if (req.spec.singleton) {
@@ -675,8 +677,9 @@ void ControlLoop::RunCycle() {
   lifecycle_.SweepTimeLimits(fx);
   ApplyEffects(fx, swept);
   SweepPreemptions(now, swept);
+  EndReservations(now, swept);
   if (fairshare_.enabled() && now - last_fairshare_save_ >= Duration::Seconds(10)) {
-    swept.meta = SaveFairShare(now).meta;
+    for (auto& m : SaveFairShare(now).meta) swept.meta.push_back(std::move(m));
   }
   if (!swept.empty()) Persist(std::move(swept), nullptr);
   for (int32_t q = fairshare_.named(); q < state_.num_queues(); ++q) fairshare_.NameQueue(q, state_.QueueName(q));

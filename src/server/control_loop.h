@@ -74,6 +74,7 @@
 #include "server/node_waits.h"
 #include "server/image_pulls.h"
 #include "server/registry_credentials.h"
+#include "server/reservations.h"
 #include "server/straggler_detector.h"
 #include "server/options.h"
 #include "server/server_metrics.h"
@@ -268,6 +269,15 @@ class ControlLoop {
                  Done<StatusOr<std::vector<std::string>>> done);
   void ImagePullList(Done<StatusOr<std::vector<ImagePull>>> done);
 
+  // Admin reservations (server/reservations.h; control_loop_reservations.cc),
+  // kept in the store with `audit`. Create answers the reservation as
+  // stored; Delete whether there was one. A reservation whose window has
+  // ended is removed at the next cycle (event ReservationEnded).
+  void CreateReservation(nlohmann::json body, const Identity& who, store::AuditRow audit,
+                         Done<StatusOr<ReservationEntry>> done);
+  void DeleteReservation(std::string name, store::AuditRow audit, Done<StatusOr<bool>> done);
+  void ReservationList(Done<StatusOr<std::vector<ReservationEntry>>> done);
+
   // Cordons a node (no new work; running jobs stay) or clears a cordon
   // (also one a GPU fault set). Operators and admins. Returns the node's view.
   // `drain` also requeues every job running there: each gets its
@@ -359,6 +369,9 @@ class ControlLoop {
   store::WriteBatch SaveFairShare(Time now);
   Status RestoreFairShare();
   RegistryCredentials registry_credentials_;
+  Reservations admin_reservations_;
+  // Removes the reservations whose windows have ended (at each cycle).
+  void EndReservations(Time now, store::WriteBatch& b);
   ImagePulls image_pulls_;
 
   struct SentSignal {

@@ -235,6 +235,9 @@ void HttpApi::Routes() {
 
   s.HandleAsync("GET", "/v1/queues", NoQueryAsync(async(&HttpApi::ListQueues)));
   s.Handle("GET", "/v1/slurm/partitions", NoQuery(sync(&HttpApi::SlurmPartitions)));
+  s.HandleAsync("POST", "/v1/reservations", NoQueryAsync(async(&HttpApi::CreateReservation)));
+  s.Handle("GET", "/v1/reservations", NoQuery(sync(&HttpApi::ListReservations)));
+  s.HandleAsync("DELETE", "/v1/reservations/*", NoQueryAsync(async(&HttpApi::DeleteReservation)));
   // Built on a worker: a thousand nodes' agent reports are too much work
   // for the event loop.
   s.Handle("GET", "/v1/nodes", NoQuery(sync(&HttpApi::ListNodes)));

@@ -100,6 +100,9 @@ class HttpApi {
   void GetJob(Request&& req, Reply reply);                    // GET  /v1/jobs/{id}
   void JobEvents(const Request& req, Response& res);          // GET  /v1/jobs/{id}/events
   void SlurmPartitions(const Request& req, Response& res);  // GET /v1/slurm/partitions
+  void CreateReservation(Request&& req, Reply reply);        // POST /v1/reservations
+  void ListReservations(const Request& req, Response& res);  // GET /v1/reservations
+  void DeleteReservation(Request&& req, Reply reply);        // DELETE /v1/reservations/{name}
   void ActOnJob(ControlLoop::Action action, Request&& req, Reply reply);  // POST /v1/jobs/{id}/cancel|hold|release|requeue
   void SignalJob(Request&& req, Reply reply);                 // POST /v1/jobs/{id}/signal
   void CommitCheckpoint(Request&& req, Reply reply);          // POST /v1/jobs/{id}/checkpoints

@@ -82,6 +82,39 @@ void HttpApi::SlurmPartitions(const Request&, Response& res) {
   ReplyJson(res, 200, {{"items", items}});
 }
 
+void HttpApi::CreateReservation(Request&& req, Reply reply) {
+  const Identity& who = Caller(req);
+  auto body = BodyObject(req, {"name", "nodes", "start", "end", "duration", "users", "queues"});
+  if (!body.ok()) return ReplyNow(reply, body.status());
+  const std::string name = (*body).value("name", json()).is_string() ? (*body)["name"].get<std::string>() : "";
+  store::AuditRow audit = AuditOf(who, "reservation.create", "reservation/" + name.substr(0, 128));
+  if (Status s = authz_.MustBeAdmin(who, "create reservations"); !s.ok()) return RefuseAudited(reply, audit, s);
+  loop_.CreateReservation(std::move(*body), who, std::move(audit),
+                          Answer<ReservationEntry>(reply, [](http::Response& res, const ReservationEntry& r) {
+                            ReplyJson(res, 201, ReservationJson(r));
+                          }));
+}
+
+void HttpApi::ListReservations(const Request&, Response& res) {
+  auto all = Await<std::vector<ReservationEntry>>(
+      [this](ControlLoop::Done<StatusOr<std::vector<ReservationEntry>>> done) { loop_.ReservationList(std::move(done)); });
+  if (!all.ok()) return ReplyStatus(res, all.status());
+  json items = json::array();
+  for (const ReservationEntry& r : *all) items.push_back(ReservationJson(r));
+  ReplyJson(res, 200, {{"items", items}});
+}
+
+void HttpApi::DeleteReservation(Request&& req, Reply reply) {
+  const Identity& who = Caller(req);
+  const std::string name = req.captures[0];
+  store::AuditRow audit = AuditOf(who, "reservation.delete", "reservation/" + name.substr(0, 128));
+  if (Status s = authz_.MustBeAdmin(who, "delete reservations"); !s.ok()) return RefuseAudited(reply, audit, s);
+  loop_.DeleteReservation(name, std::move(audit), Answer<bool>(reply, [name](http::Response& res, bool existed) {
+                            if (!existed) return ReplyStatus(res, NotFound("no reservation " + QuoteForMessage(name)));
+                            ReplyJson(res, 200, {{"name", name}, {"deleted", true}});
+                          }));
+}
+
 void HttpApi::ListNodes(const Request&, Response& res) {
   using V = std::vector<ControlLoop::NodeView>;
   auto nodes = Await<V>([this](ControlLoop::Done<StatusOr<V>> done) { loop_.Nodes(std::move(done)); });

@@ -449,6 +449,50 @@ TEST_F(SlurmPartitionsTest, SinfoShowsTheServersPartitionsOverTheirNodes) {
   CancelAndWait(id);
 }
 
+// An admin reserves a node for a window; sbatch --reservation runs there,
+// and nothing else that would run into the window does.
+TEST_F(SlurmStepsTest, AReservationsJobsRunOnItsNodesAndOthersKeepOff) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(2);
+  const std::string dir = Tmp("reservation");
+  fs::create_directories(dir);
+  auto run = [&](const std::string& command) { return Shell(dir, std::string(MUSTER_BINARY) + " " + command); };
+  const std::string kept = agents_[1]->name(), open = agents_[0]->name();
+  const std::string me = Get("/v1/whoami").value("user", "");
+  ASSERT_FALSE(me.empty());
+  auto [code, out] = run("reservation create maint --nodes " + kept + " --duration 1h --users " + me);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("reservation maint: " + kept + " from "), std::string::npos) << out;
+  std::tie(code, out) = run("reservation create again --nodes " + kept + " --duration 1h --queues default");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("node " + kept + " is in reservation maint"), std::string::npos) << out;
+  std::tie(code, out) = run("reservation list");
+  EXPECT_NE(out.find("maint"), std::string::npos) << out;
+  // An unlimited job takes the open node's GPU; the next waits for it, not
+  // taking the reserved node's.
+  const int64_t other = Sbatch(dir, "#!/bin/bash\n#SBATCH --gpus-per-node=1 -o /dev/null\nsleep 300\n");
+  ASSERT_EQ(WaitState(other, "RUNNING")["state"], "RUNNING");
+  EXPECT_EQ(run("squeue -h -j " + std::to_string(other) + " -o %N").second, open + "\n");
+  const int64_t waits = Sbatch(dir, "#!/bin/bash\n#SBATCH --gpus-per-node=1 -o /dev/null\nsleep 300\n");
+  // The reservation's job runs on its node.
+  const int64_t member = Sbatch(dir, "#!/bin/bash\n#SBATCH --reservation=maint -t 10 -o " + dir + "/member.out\n"
+                                     "echo on $MUSTER_NODE\n");
+  EXPECT_EQ(WaitEnd(member, 30)["state"], "COMPLETED");
+  EXPECT_EQ(ReadFile(dir + "/member.out"), "on " + kept + "\n");
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(waits))["state"], "PENDING") << "the reserved node is not its";
+  // Refused at submit: a reservation that does not exist, or is not for the job.
+  std::tie(code, out) = run("sbatch --reservation=nope --wrap=true");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("no reservation \"nope\" (known: maint)"), std::string::npos) << out;
+  std::tie(code, out) = run("reservation delete maint");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(WaitState(waits, "RUNNING")["state"], "RUNNING") << "the node is open again";
+  EXPECT_EQ(run("squeue -h -j " + std::to_string(waits) + " -o %N").second, kept + "\n");
+  CancelAndWait(other);
+  CancelAndWait(waits);
+}
+
 class SlurmNodeLossTest : public SlurmStepsTest {
  protected:
   SlurmNodeLossTest() : SlurmStepsTest(R"(

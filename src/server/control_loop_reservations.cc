@@ -1,0 +1,64 @@
+// ControlLoop: admin reservations (server/reservations.h). The loop keeps
+// them, writes them to the store as one meta document, and gives their
+// windows to the cluster state, where the scheduler reads them.
+#include <nlohmann/json.hpp>
+
+#include "common/rfc3339.h"
+#include "server/control_loop.h"
+
+namespace muster::server {
+
+void ControlLoop::CreateReservation(nlohmann::json body, const Identity& who, store::AuditRow audit,
+                                    Done<StatusOr<ReservationEntry>> done) {
+  using R = StatusOr<ReservationEntry>;
+  loop_.Async<R>([this, body = std::move(body), user = who.Describe(), audit = std::move(audit)](
+                     std::function<void(R)> reply) mutable {
+    const Time now = clock_.Now();
+    auto r = ReservationFromJson(body, now, [this](const std::string& n) { return state_.FindNode(n).has_value(); });
+    if (!r.ok()) return reply(r.status());
+    r->created_by = user;
+    if (Status added = admin_reservations_.Add(*r); !added.ok()) return reply(added);
+    state_.SetReservations(admin_reservations_.Windows());
+    dirty_ = true;
+    store::WriteBatch b;
+    b.meta.emplace_back(Reservations::kMetaKey, admin_reservations_.Dump());
+    std::string nodes;
+    for (const std::string& n : r->window.nodes) nodes += (nodes.empty() ? "" : ",") + n;
+    b.events.push_back(Event(0, "ReservationCreated", "",
+                             r->window.name + ": " + nodes + " from " + FormatRfc3339Utc(r->window.start) + " to " +
+                                 FormatRfc3339Utc(r->window.end) + ", by " + user));
+    audit.detail = nodes;
+    b.audit.push_back(std::move(audit));
+    Persist(std::move(b), [reply, entry = *r](const Status& s) { s.ok() ? reply(entry) : reply(s); });
+  }, std::move(done), ShuttingDown());
+}
+
+void ControlLoop::DeleteReservation(std::string name, store::AuditRow audit, Done<StatusOr<bool>> done) {
+  using R = StatusOr<bool>;
+  loop_.Async<R>([this, name, audit = std::move(audit)](std::function<void(R)> reply) mutable {
+    if (!admin_reservations_.Remove(name)) return reply(false);
+    state_.SetReservations(admin_reservations_.Windows());
+    dirty_ = true;
+    store::WriteBatch b;
+    b.meta.emplace_back(Reservations::kMetaKey, admin_reservations_.Dump());
+    b.events.push_back(Event(0, "ReservationDeleted", "", name + ", by " + audit.actor));
+    b.audit.push_back(std::move(audit));
+    Persist(std::move(b), [reply](const Status& s) { s.ok() ? reply(true) : reply(s); });
+  }, std::move(done), ShuttingDown());
+}
+
+void ControlLoop::ReservationList(Done<StatusOr<std::vector<ReservationEntry>>> done) {
+  using R = StatusOr<std::vector<ReservationEntry>>;
+  loop_.Async<R>([this](std::function<void(R)> reply) { reply(admin_reservations_.all()); }, std::move(done),
+                 ShuttingDown());
+}
+
+void ControlLoop::EndReservations(Time now, store::WriteBatch& b) {
+  const std::vector<std::string> ended = admin_reservations_.RemoveEnded(now);
+  if (ended.empty()) return;
+  state_.SetReservations(admin_reservations_.Windows());
+  b.meta.emplace_back(Reservations::kMetaKey, admin_reservations_.Dump());
+  for (const std::string& name : ended) b.events.push_back(Event(0, "ReservationEnded", "", name));
+}
+
+}  // namespace muster::server

@@ -1,0 +1,85 @@
+#include "server/reservations.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/rfc3339.h"
+
+namespace muster::server {
+namespace {
+
+using nlohmann::json;
+
+const Time kNow = *ParseRfc3339Utc("2026-12-01T08:00:00Z");
+
+StatusOr<ReservationEntry> Read(const std::string& text) {
+  return ReservationFromJson(json::parse(text), kNow, [](const std::string& n) { return n.rfind("gpu", 0) == 0; });
+}
+
+std::string Error(const std::string& text) {
+  auto r = Read(text);
+  return r.ok() ? "accepted" : r.status().field() + ": " + r.status().message();
+}
+
+TEST(Reservations, ABodyIsReadWithItsDefaultsAndRoundTrips) {
+  auto r = Read(R"({"name":"maint","nodes":["gpu1","gpu2"],"duration":"12h","users":["ann"]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->window.start, kNow) << "now, unless told";
+  EXPECT_EQ(r->window.end, kNow + Duration::Hours(12));
+  Reservations all;
+  ASSERT_TRUE(all.Add(*r).ok());
+  Reservations loaded;
+  ASSERT_TRUE(loaded.Load(all.Dump()).ok());
+  ASSERT_EQ(loaded.all().size(), 1u);
+  EXPECT_EQ(loaded.all()[0].window, r->window);
+  EXPECT_EQ(loaded.all()[0].users, r->users);
+  EXPECT_FALSE(loaded.Load("{broken").ok());
+}
+
+TEST(Reservations, WhatCannotBeReservedIsRefusedNamingTheField) {
+  EXPECT_EQ(Error(R"({"name":"a b","nodes":["gpu1"],"duration":"1h","users":["ann"]})"),
+            "name: must be a name of 1 to 128 characters of [A-Za-z0-9._-]");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["cpu1"],"duration":"1h","users":["ann"]})"), "nodes[0]: no node \"cpu1\" in the cluster");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1","gpu1"],"duration":"1h","users":["ann"]})"), "nodes[1]: is named twice");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":[],"duration":"1h","users":["ann"]})"), "nodes: must name at least one");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"users":["ann"]})"), "end: give end or duration, one of them");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","end":"now","users":["ann"]})"),
+            "duration: give end or duration, one of them");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"start":"tomorrow","duration":"1h","users":["ann"]})"),
+            "start: must be an RFC 3339 time such as \"2026-12-01T08:00:00Z\", or \"now\", got \"tomorrow\"");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"start":"2026-12-01T00:00:00Z","end":"2026-12-01T07:00:00Z","users":["ann"]})"),
+            "end: has passed already");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"400d","users":["ann"]})"),
+            "duration: a reservation lasts at most 365 days");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h"})"), "users: name the users or queues it is for");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","queues":["re search"]})"),
+            "queues[0]: must be a name of 1 to 128 characters of [A-Za-z0-9._-], got \"re search\"");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["ann"],"flags":"ignore_jobs"})"),
+            "flags: unknown field");
+}
+
+TEST(Reservations, OverlapsOnANodeAreRefusedAndUseIsForItsUsersOrQueues) {
+  Reservations all;
+  ASSERT_TRUE(all.Add(*Read(R"({"name":"a","nodes":["gpu1","gpu2"],"duration":"2h","users":["ann"]})")).ok());
+  const Status taken = all.Add(*Read(R"({"name":"a","nodes":["gpu3"],"duration":"1h","users":["ann"]})"));
+  EXPECT_EQ(taken.code(), StatusCode::kAlreadyExists);
+  const Status overlap =
+      all.Add(*Read(R"({"name":"b","nodes":["gpu2"],"start":"2026-12-01T09:00:00Z","duration":"2h","queues":["q"]})"));
+  EXPECT_EQ(overlap.field(), "nodes");
+  EXPECT_NE(overlap.message().find("node gpu2 is in reservation a"), std::string::npos) << overlap.ToString();
+  EXPECT_TRUE(
+      all.Add(*Read(R"({"name":"b","nodes":["gpu2"],"start":"2026-12-01T10:00:00Z","duration":"2h","queues":["q"]})")).ok())
+      << "after a's window";
+  EXPECT_TRUE(all.MayUse("a", "ann", "default").ok());
+  EXPECT_TRUE(all.MayUse("b", "bob", "q").ok());
+  EXPECT_EQ(all.MayUse("a", "bob", "default").message(), "reservation a is for users ann and queues none; not for bob in queue default");
+  EXPECT_EQ(all.MayUse("c", "ann", "q").message(), "no reservation \"c\" (known: a, b)");
+  EXPECT_EQ(all.RemoveEnded(kNow + Duration::Hours(3)), std::vector<std::string>{"a"});
+  EXPECT_EQ(all.Windows().size(), 1u);
+  EXPECT_TRUE(all.Remove("b"));
+  EXPECT_FALSE(all.Remove("b"));
+}
+
+}  // namespace
+}  // namespace muster::server
