@@ -1,6 +1,8 @@
 #include "cli/scontrol_command.h"
 
+#include <cctype>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -128,7 +130,12 @@ int ShowJob(const std::vector<std::string>& args) {
       << "   Features=" << (j.contains("features") && j["features"].is_array() && !j["features"].empty()
                                ? [&] {
                                    std::string f;
-                                   for (const json& x : j["features"]) f += (f.empty() ? "" : "&") + x.get<std::string>();
+                                   for (const json& x : j["features"]) {
+                                     // A choice among others is in parentheses: (a|b)&c.
+                                     const std::string one = x.get<std::string>();
+                                     const bool group = one.find('|') != std::string::npos && j["features"].size() > 1;
+                                     f += (f.empty() ? "" : "&") + (group ? "(" + one + ")" : one);
+                                   }
                                    return f;
                                  }()
                                : std::string("(null)"))
@@ -141,16 +148,170 @@ int ShowJob(const std::vector<std::string>& args) {
   return 0;
 }
 
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A reservation as `scontrol show reservation` prints it; queues are its
+// Accounts (Slurm's reservations name accounts, Muster's queues).
+void PrintReservation(const json& r) {
+  auto list = [&](const char* key) {
+    std::string out;
+    for (const json& x : r.value(key, json::array())) out += (out.empty() ? "" : ",") + x.get<std::string>();
+    return out.empty() ? std::string("(null)") : out;
+  };
+  const std::optional<Time> start = ParseRfc3339Utc(r.value("start", "")), end = ParseRfc3339Utc(r.value("end", ""));
+  std::vector<std::string> nodes = r.value("nodes", std::vector<std::string>());
+  const Time now = SystemClock().Now();
+  const bool active = start && end && *start <= now && now < *end;
+  std::cout << "ReservationName=" << r.value("name", "") << " StartTime=" << SlurmTime(start)
+            << " EndTime=" << SlurmTime(end)
+            << " Duration=" << (start && end ? SlurmDuration((*end - *start).millis() / 1000, true) : "(null)") << "\n"
+            << "   Nodes=" << CompressHostlist(nodes) << " NodeCnt=" << nodes.size()
+            << " CoreCnt=0 Features=(null) PartitionName=(null) Flags=\n"
+            << "   TRES=(null)\n"
+            << "   Users=" << list("users") << " Groups=(null) Accounts=" << list("queues")
+            << " Licenses=(null) State=" << (active ? "ACTIVE" : "INACTIVE") << " BurstBuffer=(null) Watts=n/a\n"
+            << "   MaxStartDelay=(null)\n\n";
+}
+
+int ShowReservations(const std::vector<std::string>& args) {
+  Client client(DefaultServer(), "", RetrySeconds());
+  auto r = client.Get("/v1/reservations");
+  if (!r.ok()) return Error(r.status().message());
+  if (r->status != 200) return Error(Client::ErrorOf(*r).message());
+  int shown = 0;
+  for (const json& e : r->body.value("items", json::array())) {
+    if (args.size() > 2 && e.value("name", "") != args[2]) continue;
+    PrintReservation(e);
+    ++shown;
+  }
+  if (shown == 0) {
+    if (args.size() > 2) return Error("Reservation " + args[2] + " not found");
+    std::cout << "No reservations in the system\n";
+  }
+  return 0;
+}
+
+// scontrol's times: now[+N[units]] (seconds unless minutes, hours, days or
+// weeks), or YYYY-MM-DD[THH:MM[:SS]] in local time.
+std::optional<Time> SlurmTimeArg(const std::string& v, Time now) {
+  const std::string low = Lower(v);
+  if (low.rfind("now", 0) == 0) {
+    if (low.size() == 3) return now;
+    if (low[3] != '+') return std::nullopt;
+    size_t used = 0;
+    int64_t n = 0;
+    try {
+      n = std::stoll(low.substr(4), &used);
+    } catch (...) {
+      return std::nullopt;
+    }
+    const std::string unit = low.substr(4 + used);
+    const int64_t scale = unit.empty() || unit.rfind("sec", 0) == 0 ? 1
+                          : unit.rfind("min", 0) == 0           ? 60
+                          : unit.rfind("hour", 0) == 0          ? 3600
+                          : unit.rfind("day", 0) == 0           ? 86400
+                          : unit.rfind("week", 0) == 0          ? 604800
+                                                                : -1;
+    if (scale < 0 || n < 0 || n > 10'000'000) return std::nullopt;
+    return now + Duration::Seconds(n * scale);
+  }
+  std::tm tm{};
+  tm.tm_isdst = -1;
+  const char* rest = ::strptime(v.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr || *rest != '\0') {
+    tm = {};
+    tm.tm_isdst = -1;
+    rest = ::strptime(v.c_str(), "%Y-%m-%dT%H:%M", &tm);
+  }
+  if (rest == nullptr || *rest != '\0') {
+    tm = {};
+    tm.tm_isdst = -1;
+    rest = ::strptime(v.c_str(), "%Y-%m-%d", &tm);
+  }
+  if (rest == nullptr || *rest != '\0') return std::nullopt;
+  const std::time_t t = std::mktime(&tm);
+  if (t == -1) return std::nullopt;
+  return Time::FromMillis(static_cast<int64_t>(t) * 1000);
+}
+
+// scontrol create reservation KEY=VALUE...: ReservationName, StartTime,
+// EndTime or Duration (minutes, or [days-]hours:minutes:seconds), Nodes (a
+// host list), Users, Accounts (Muster's queues).
+int CreateReservation(const std::vector<std::string>& args) {
+  json body = json::object();
+  const Time now = SystemClock().Now();
+  for (size_t i = 2; i < args.size(); ++i) {
+    const size_t eq = args[i].find('=');
+    if (eq == std::string::npos) return Error("expected KEY=VALUE, got \"" + args[i] + "\"");
+    const std::string key = Lower(args[i].substr(0, eq)), value = args[i].substr(eq + 1);
+    auto split = [&] {
+      std::vector<std::string> out;
+      std::stringstream in(value);
+      for (std::string x; std::getline(in, x, ',');) {
+        if (!x.empty()) out.push_back(x);
+      }
+      return out;
+    };
+    if (key == "reservationname" || key == "reservation" || key == "name") {
+      body["name"] = value;
+    } else if (key == "starttime" || key == "endtime") {
+      const std::optional<Time> t = SlurmTimeArg(value, now);
+      if (!t) return Error("Invalid time specification " + value);
+      body[key == "starttime" ? "start" : "end"] = FormatRfc3339Utc(*t);
+    } else if (key == "duration") {
+      std::string d = value;
+      if (!d.empty() && d.find_first_not_of("0123456789") == std::string::npos) d += "m";  // minutes, as Slurm
+      body["duration"] = d;
+    } else if (key == "nodes" || key == "nodelist") {
+      auto hosts = ExpandHostlist(value);
+      if (!hosts.ok()) return Error(hosts.status().message());
+      body["nodes"] = *hosts;
+    } else if (key == "users") {
+      body["users"] = split();
+    } else if (key == "accounts") {
+      body["queues"] = split();
+    } else if (key == "flags" || key == "partitionname" || key == "features" || key == "tres") {
+      return Error(args[i].substr(0, eq) + " is not supported here (a reservation holds named nodes for users or "
+                                           "queues)");
+    } else {
+      return Error("Invalid input: " + args[i]);
+    }
+  }
+  Client client(DefaultServer(), "", RetrySeconds());
+  auto r = client.Post("/v1/reservations", body.dump(), "application/json");
+  if (!r.ok()) return Error(r.status().message());
+  if (r->status != 201) return Error("Error creating the reservation: " + Client::ErrorOf(*r).message());
+  std::cout << "Reservation created: " << r->body.value("name", "") << "\n";
+  return 0;
+}
+
+int DeleteReservation(const std::string& name) {
+  Client client(DefaultServer(), "", RetrySeconds());
+  auto r = client.Delete("/v1/reservations/" + UrlEncode(name));
+  if (!r.ok()) return Error(r.status().message());
+  if (r->status != 200) return Error("Error deleting the reservation: " + Client::ErrorOf(*r).message());
+  return 0;
+}
+
 }  // namespace
 
 int RunScontrol(const std::vector<std::string>& args) {
-  if (args.size() < 2 || args[0] != "show") {
-    return Error("only \"show hostnames [LIST]\", \"show hostlist LIST\" and \"show job [ID]\" are supported here yet");
+  const std::string supported =
+      "show hostnames [LIST], show hostlist LIST, show job [ID], show reservation [NAME], create reservation "
+      "KEY=VALUE..., delete ReservationName=NAME";
+  if (args.size() >= 2 && args[0] == "create" && Lower(args[1]).rfind("res", 0) == 0) return CreateReservation(args);
+  if (args.size() == 2 && args[0] == "delete" && Lower(args[1]).rfind("reservationname=", 0) == 0) {
+    return DeleteReservation(args[1].substr(args[1].find('=') + 1));
   }
+  if (args.size() < 2 || args[0] != "show") return Error("only these are supported here yet: " + supported);
   const std::string& what = args[1];
   if (what == "hostnames" || what == "hostname" || what == "hostlist") return ShowHosts(what, args);
   if (what == "job" || what == "jobs") return ShowJob(args);
-  return Error("\"show " + what + "\" is not supported here yet (show hostnames, show hostlist, show job)");
+  if (Lower(what).rfind("res", 0) == 0) return ShowReservations(args);
+  return Error("\"show " + what + "\" is not supported here yet (" + supported + ")");
 }
 
 }  // namespace muster::cli

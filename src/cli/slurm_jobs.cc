@@ -87,6 +87,7 @@ SlurmJob SlurmJobFromJson(const json& j) {
   s.end = TimeOf(j, "endTime");
   if (auto limit = ParseDuration(Str(j, "timeLimit")); limit.ok()) s.time_limit = *limit;
   s.work_dir = Str(j, "workingDir");
+  s.reservation = Str(j, "reservation");
   if (j.contains("arrayIndex") && j["arrayIndex"].is_number()) {
     const int32_t position = j["arrayIndex"].get<int32_t>();
     s.array_job = j.value("arrayFirstId", s.id - position);

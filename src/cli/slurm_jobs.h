@@ -51,6 +51,7 @@ struct SlurmJob {
   std::optional<int32_t> exit_code;  // of a finished job's last attempt
   int32_t exit_signal = 0;
   std::string work_dir;
+  std::string reservation;  // an admin reservation's name, or ""
 
   bool Finished() const;
   // "12" or "3_7".

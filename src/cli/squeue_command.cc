@@ -99,7 +99,7 @@ std::string Header(char field) {
       {'a', "ACCOUNT"},    {'A', "JOBID"},       {'b', "TRES_PER_NODE"}, {'C', "CPUS"},      {'D', "NODES"},
       {'e', "END_TIME"},   {'E', "DEPENDENCY"},  {'f', "FEATURES"},      {'F', "ARRAY_JOB_ID"}, {'i', "JOBID"},
       {'j', "NAME"},       {'K', "ARRAY_TASK_ID"}, {'l', "TIME_LIMIT"},  {'L', "TIME_LEFT"}, {'M', "TIME"},
-      {'N', "NODELIST"},   {'P', "PARTITION"},   {'q', "QOS"},           {'r', "REASON"},    {'R', "NODELIST(REASON)"},
+      {'N', "NODELIST"},   {'P', "PARTITION"},   {'q', "QOS"},           {'v', "RESERVATION"}, {'r', "REASON"},    {'R', "NODELIST(REASON)"},
       {'S', "START_TIME"}, {'t', "ST"},          {'T', "STATE"},         {'u', "USER"},      {'V', "SUBMIT_TIME"},
       {'Z', "WORK_DIR"}};
   auto it = kTitles.find(field);
@@ -123,6 +123,7 @@ std::string Field(char field, const SlurmJob& j, const std::string& array_tasks,
     case 'u': return j.user;
     case 'P': return j.partition;
     case 'q': return j.qos;
+    case 'v': return j.reservation.empty() ? "(null)" : j.reservation;
     case 'a': return j.account;
     case 't': return j.code;
     case 'T': return j.slurm_state;

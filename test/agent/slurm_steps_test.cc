@@ -469,6 +469,20 @@ TEST_F(SlurmStepsTest, AReservationsJobsRunOnItsNodesAndOthersKeepOff) {
   EXPECT_NE(out.find("node " + kept + " is in reservation maint"), std::string::npos) << out;
   std::tie(code, out) = run("reservation list");
   EXPECT_NE(out.find("maint"), std::string::npos) << out;
+  // The same as Slurm admins make and read them.
+  std::tie(code, out) = run("scontrol create reservation ReservationName=later StartTime=now+2hours Duration=60 "
+                            "Nodes=" + open + " Accounts=default");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "Reservation created: later\n");
+  std::tie(code, out) = run("scontrol show reservation later");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out.rfind("ReservationName=later StartTime=", 0), 0u) << out;
+  EXPECT_NE(out.find(" Duration=01:00:00\n   Nodes=" + open + " NodeCnt=1 "), std::string::npos) << out;
+  EXPECT_NE(out.find("   Users=(null) Groups=(null) Accounts=default Licenses=(null) State=INACTIVE"), std::string::npos)
+      << out;
+  std::tie(code, out) = run("scontrol delete ReservationName=later");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(run("scontrol show reservation later").second, "scontrol: error: Reservation later not found\n");
   // An unlimited job takes the open node's GPU; the next waits for it, not
   // taking the reserved node's.
   const int64_t other = Sbatch(dir, "#!/bin/bash\n#SBATCH --gpus-per-node=1 -o /dev/null\nsleep 300\n");
@@ -481,6 +495,8 @@ TEST_F(SlurmStepsTest, AReservationsJobsRunOnItsNodesAndOthersKeepOff) {
   EXPECT_EQ(WaitEnd(member, 30)["state"], "COMPLETED");
   EXPECT_EQ(ReadFile(dir + "/member.out"), "on " + kept + "\n");
   EXPECT_EQ(Get("/v1/jobs/" + std::to_string(waits))["state"], "PENDING") << "the reserved node is not its";
+  EXPECT_EQ(run("squeue -h -t all -j " + std::to_string(member) + "," + std::to_string(waits) + " -o '%i %v'").second,
+            std::to_string(waits) + " (null)\n" + std::to_string(member) + " maint\n");
   // Refused at submit: a reservation that does not exist, or is not for the job.
   std::tie(code, out) = run("sbatch --reservation=nope --wrap=true");
   EXPECT_EQ(code, 1);
