@@ -15,6 +15,7 @@ using core::ClusterState;
 using core::JobId;
 using core::ReasonCode;
 using testing::Apply;
+using testing::NodesOf;
 using testing::Gpus;
 using testing::ReasonOf;
 using testing::Started;
@@ -41,15 +42,6 @@ JobId Submit(ClusterState& state, int replicas, int gpus, std::vector<std::strin
   auto id = state.Submit(spec, now);
   EXPECT_TRUE(id.ok()) << id.status().ToString();
   return *id;
-}
-
-std::set<core::NodeIndex> NodesOf(const core::Decisions& d, JobId job) {
-  std::set<core::NodeIndex> out;
-  for (const auto& b : d.bindings) {
-    if (b.job != job) continue;
-    for (const auto& a : b.allocations) out.insert(a.node);
-  }
-  return out;
 }
 
 std::string Why(const ClusterState& state, const core::Decisions& d, JobId job, Time now) {

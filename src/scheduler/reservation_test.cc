@@ -18,6 +18,7 @@ using core::JobId;
 using core::ReasonCode;
 using testing::AddNodes;
 using testing::Apply;
+using testing::NodesOf;
 using testing::Gpus;
 using testing::ReasonOf;
 using testing::Started;
@@ -31,15 +32,6 @@ JobId Submit(ClusterState& state, int gpus, Duration limit, Time now, const std:
   auto id = state.Submit(spec, now);
   EXPECT_TRUE(id.ok()) << id.status().ToString();
   return *id;
-}
-
-std::set<core::NodeIndex> NodesOf(const core::Decisions& d, JobId job) {
-  std::set<core::NodeIndex> out;
-  for (const auto& b : d.bindings) {
-    if (b.job != job) continue;
-    for (const auto& a : b.allocations) out.insert(a.node);
-  }
-  return out;
 }
 
 std::string Why(const core::Decisions& d, JobId job, Time now) {

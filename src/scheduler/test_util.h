@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <memory>
 #include <string>
 
@@ -75,6 +76,16 @@ inline const core::PendingReason* ReasonOf(const core::Decisions& d, core::JobId
 // Whether a cycle started `job`.
 inline bool Started(const core::Decisions& d, core::JobId job) {
   return std::any_of(d.bindings.begin(), d.bindings.end(), [&](const auto& b) { return b.job == job; });
+}
+
+// The nodes a cycle started `job` on.
+inline std::set<core::NodeIndex> NodesOf(const core::Decisions& d, core::JobId job) {
+  std::set<core::NodeIndex> out;
+  for (const auto& b : d.bindings) {
+    if (b.job != job) continue;
+    for (const auto& a : b.allocations) out.insert(a.node);
+  }
+  return out;
 }
 
 }  // namespace muster::scheduler::testing
