@@ -72,7 +72,8 @@
 //     failOnExitCodes: [2, 127]      # 0..255, at most 256
 //     retryOnOom: false
 //   dependencies: "afterok:12:13,afterany:14"   # or [{type: afterok, job: 12}]
-//                                    # types afterok, afterany, afternotok;
+//                                    # types afterok, afterany, afternotok,
+//                                    # after (once the job has started);
 //                                    # at most 1024
 //   singleton: false                 # true: waits for every earlier job of its
 //                                    # name and user to end (Slurm's

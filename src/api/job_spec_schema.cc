@@ -112,11 +112,10 @@ StatusOr<CheckpointSignal> ReadSignal(const TreeNode& node, const std::string& p
 }
 
 StatusOr<core::DependencyType> ReadDependencyType(const TreeNode& node, const std::string& path) {
-  static constexpr const char* kNames[] = {"afterok", "afterany", "afternotok"};
-  static constexpr core::DependencyType kValues[] = {core::DependencyType::kAfterOk,
-                                                     core::DependencyType::kAfterAny,
-                                                     core::DependencyType::kAfterNotOk};
-  return ReadEnum(node, path, kNames, kValues, "one of afterok, afterany or afternotok");
+  static constexpr const char* kNames[] = {"afterok", "afterany", "afternotok", "after"};
+  static constexpr core::DependencyType kValues[] = {core::DependencyType::kAfterOk, core::DependencyType::kAfterAny,
+                                                     core::DependencyType::kAfterNotOk, core::DependencyType::kAfter};
+  return ReadEnum(node, path, kNames, kValues, "one of afterok, afterany, afternotok or after");
 }
 
 StatusOr<ResourceSpec> ReadResources(const TreeNode& node, const std::string& path) {

@@ -372,6 +372,9 @@ TEST(JobSpecTest, DependencyForms) {
   ASSERT_EQ(str.dependencies.size(), 3u);
   EXPECT_EQ(str.dependencies[2].type, core::DependencyType::kAfterNotOk);
   EXPECT_TRUE(str == list);
+  const JobSpec started = MustParse(R"({"command":["x"],"dependencies":"after:7"})", kJson);
+  EXPECT_EQ(started.dependencies.at(0).type, core::DependencyType::kAfter);
+  EXPECT_TRUE(MustParse(JobSpecToJson(started), kJson) == started);
   // A range, as `muster submit --parsable --array 2` prints it ("12-13").
   EXPECT_TRUE(MustParse(R"({"command":["x"],"dependencies":"afterok:12-13,afternotok:14-14"})", kJson) == list);
   // Ranges count toward the 1,024 dependencies: 1,000 + 24 fit, one more does not.
@@ -573,7 +576,7 @@ std::vector<BadSpec> BadSpecs() {
       {"afterok:9-5", WithCommand(R"("dependencies":"afterok:9-5",)"), J, "spec.dependencies", "must give a range from the lower id to the higher, got \"9-5\" in \"afterok:9-5\""},
       {"afterok:1-1025", WithCommand(R"("dependencies":"afterok:1-1025",)"), J, "spec.dependencies", "must list at most 1024 dependencies"},
       {"afterok:1-9e18", WithCommand(R"("dependencies":"afterok:1-9000000000000000000",)"), J, "spec.dependencies", "must list at most 1024 dependencies"},
-      {"sometimes:12", WithCommand(R"("dependencies":"sometimes:12",)"), J, "spec.dependencies", "must be one of afterok, afterany or afternotok, got \"sometimes\""},
+      {"sometimes:12", WithCommand(R"("dependencies":"sometimes:12",)"), J, "spec.dependencies", "must be one of afterok, afterany, afternotok or after, got \"sometimes\""},
       {"afterok:0", WithCommand(R"("dependencies":"afterok:0",)"), J, "spec.dependencies", "got \"0\" in \"afterok:0\""},
       {"dependency job 0", WithCommand(R"("dependencies":[{"type":"afterok","job":0}],)"), J, "spec.dependencies[0].job", "must be a positive integer job id, got 0"},
       {"dependency job -3", WithCommand(R"("dependencies":[{"type":"afterany","job":-3}],)"), J, "spec.dependencies[0].job", "got -3"},

@@ -86,6 +86,7 @@ const char* DependencyTypeName(DependencyType t) {
     case DependencyType::kAfterOk: return "afterok";
     case DependencyType::kAfterAny: return "afterany";
     case DependencyType::kAfterNotOk: return "afternotok";
+    case DependencyType::kAfter: return "after";
   }
   return "?";
 }

@@ -41,7 +41,7 @@ const char* JobStateCode(JobState s);  // Slurm code: "PD"
 bool IsTerminal(JobState s);
 bool IsValidTransition(JobState from, JobState to);
 
-enum class DependencyType : uint8_t { kAfterOk, kAfterAny, kAfterNotOk };
+enum class DependencyType : uint8_t { kAfterOk, kAfterAny, kAfterNotOk, kAfter };
 const char* DependencyTypeName(DependencyType t);  // "afterok"
 
 struct Dependency {

@@ -28,6 +28,9 @@ DependencyVerdict EvaluateDependencies(const core::PendingJob& job,
         satisfied = terminal && !ok;
         never = ok;
         break;
+      case DependencyType::kAfter:
+        satisfied = *state != JobState::kPending && *state != JobState::kHeld;
+        break;
     }
     if (never) {
       return {DependencyVerdict::kNever, d.job,

@@ -152,6 +152,7 @@ class Transcript {
         const std::string type = d.substr(0, colon);
         dep.type = type == "afterany"     ? core::DependencyType::kAfterAny
                    : type == "afternotok" ? core::DependencyType::kAfterNotOk
+                   : type == "after"      ? core::DependencyType::kAfter
                                           : core::DependencyType::kAfterOk;
         dep.job = std::stoll(d.substr(colon + 1));
         spec.dependencies.push_back(dep);
