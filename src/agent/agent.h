@@ -232,7 +232,8 @@ class Agent {
   std::map<std::string, proto::TaskReport> failed_starts_; // tasks that could not start, until recorded
   // Tasks sent their limit signal (TaskAssignment::limit_signal), and per
   // task the last user's signal delivered (SignalOrder::seq). In memory: an
-  // agent restarted past a task's limit signal sends it again.
+  // agent restarted past a task's limit signal sends it again, and one
+  // restarted within a minute of a user's signal delivers that again.
   std::set<std::string> limit_signalled_;
   std::map<std::string, int64_t> signal_seq_;
   std::string sent_signature_;                          // guarded by mu_

@@ -58,16 +58,16 @@ bool GroupAlive(pid_t pgid) {
   return false;
 }
 
-// The live processes of process group `pgid`, each with its parent.
-std::vector<std::pair<pid_t, pid_t>> GroupProcesses(pid_t pgid) {
-  std::vector<std::pair<pid_t, pid_t>> out;
+// The live processes of process group `pgid`.
+std::vector<pid_t> GroupProcesses(pid_t pgid) {
+  std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     const std::vector<std::string> fields = LiveStatFields(name, 5);
     if (!fields.empty() && fields[2] == std::to_string(pgid)) {
-      out.emplace_back(static_cast<pid_t>(std::stol(name)), static_cast<pid_t>(std::stol(fields[1])));
+      out.push_back(static_cast<pid_t>(std::stol(name)));
     }
   }
   return out;
@@ -215,12 +215,7 @@ int Executor::Signal(const std::string& key, int signal, const std::string& to) 
   auto it = tasks_.find(key);
   if (it == tasks_.end() || it->second.result || it->second.pid <= 1 || !Alive(it->second)) return 0;
   const Task& t = it->second;
-  std::vector<pid_t> pids;
-  if (cgroups_) {
-    pids = cgroups_->Processes(key);
-  } else {
-    for (const auto& [pid, parent] : GroupProcesses(t.pid)) pids.push_back(pid);
-  }
+  std::vector<pid_t> pids = cgroups_ ? cgroups_->Processes(key) : GroupProcesses(t.pid);
   std::erase(pids, t.pid);
   if (to == "steps") {
     int sent = 0;
