@@ -103,7 +103,8 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          a.working_dir == b.working_dir && a.stdout_path == b.stdout_path && a.stderr_path == b.stderr_path &&
          a.time_limit == b.time_limit &&
          a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.limit_signal == b.limit_signal && a.retry == b.retry &&
-         same_deps(a.dependencies, b.dependencies) && a.begin_time == b.begin_time &&
+         same_deps(a.dependencies, b.dependencies) && a.dependencies_any == b.dependencies_any &&
+         a.begin_time == b.begin_time &&
          a.hold == b.hold && a.spot == b.spot && a.one_per_node == b.one_per_node && a.exclusive == b.exclusive &&
          a.features == b.features && a.singleton == b.singleton && a.slurm == b.slurm &&
          a.reservation == b.reservation && a.labels == b.labels;
@@ -230,6 +231,7 @@ std::string JobSpecToJson(const JobSpec& s) {
     w.BeginObject().Key("type").String(core::DependencyTypeName(d.type)).Key("job").Int(d.job).EndObject();
   }
   w.EndArray();
+  if (s.dependencies_any) w.Key("dependenciesAny").Bool(true);
   w.Key("beginTime");
   s.begin_time ? w.String(FormatRfc3339Utc(*s.begin_time)) : w.Null();
   w.Key("hold").Bool(s.hold);
@@ -283,6 +285,7 @@ core::JobSpec ToCoreSpec(const JobSpec& s) {
   c.one_per_node = s.one_per_node || s.exclusive;
   c.exclusive = s.exclusive;
   c.dependencies = s.dependencies;
+  c.dependencies_any = s.dependencies_any;
   c.begin_time = s.begin_time;
   c.hold = s.hold;
   c.reservation = s.reservation;

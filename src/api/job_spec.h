@@ -73,7 +73,9 @@
 //     retryOnOom: false
 //   dependencies: "afterok:12:13,afterany:14"   # or [{type: afterok, job: 12}]
 //                                    # types afterok, afterany, afternotok,
-//                                    # after (once the job has started);
+//                                    # after (once the job has started); all
+//                                    # must hold, or with "?" instead of ","
+//                                    # (or dependenciesAny: true) any one;
 //                                    # at most 1024
 //   singleton: false                 # true: waits for every earlier job of its
 //                                    # name and user to end (Slurm's
@@ -243,6 +245,7 @@ struct JobSpec {
   std::optional<LimitSignal> limit_signal;
   RetrySpec retry;
   std::vector<core::Dependency> dependencies;
+  bool dependencies_any = false;  // any one holding is enough (Slurm's "?")
   std::optional<Time> begin_time;
   bool hold = false;
   bool spot = false;

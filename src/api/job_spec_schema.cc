@@ -390,8 +390,20 @@ StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& no
   if (!text.ok()) return Expected(node, path, kForm);
   std::vector<core::Dependency> out;
   std::string_view rest = *text;
+  // "," joins what must all hold, "?" what may any hold (Slurm's); not both.
+  const char separator = rest.find('?') != std::string_view::npos ? '?' : ',';
+  if (separator == '?' && rest.find(',') != std::string_view::npos) {
+    return InvalidArgument("may join dependencies with , (all must hold) or ? (any may), not both, got " +
+                               QuoteForMessage(rest),
+                           path);
+  }
+  if (const size_t plus = rest.find('+'); plus != std::string_view::npos) {
+    return InvalidArgument("a delay after a job starts (after:ID+MINUTES) is not supported, got " +
+                               QuoteForMessage(rest),
+                           path);
+  }
   while (true) {
-    const size_t comma = rest.find(',');
+    const size_t comma = rest.find(separator);
     const std::string_view item = rest.substr(0, comma);
     const size_t colon = item.find(':');
     if (colon == std::string_view::npos || colon + 1 == item.size()) {
@@ -504,7 +516,7 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   static const std::vector<std::string> kFields = {
       "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
       "script",     "args",  "image", "env",          "workingDir", "timeLimit", "topology",
-      "stallTimeout", "checkpoint", "retry", "dependencies", "beginTime",  "hold",      "labels",
+      "stallTimeout", "checkpoint", "retry", "dependencies", "dependenciesAny", "beginTime",  "hold",      "labels",
       "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive", "features", "singleton", "slurm", "limitSignal", "reservation"};
   ASSIGN_OR_RETURN(ObjectReader obj,
                    ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
@@ -649,6 +661,14 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   spec.retry = defaults.retry;
   RETURN_IF_ERROR(obj.Read("retry", spec.retry, ReadRetry, defaults.retry));
   RETURN_IF_ERROR(obj.Read("dependencies", spec.dependencies, ReadDependencies));
+  RETURN_IF_ERROR(obj.Read("dependenciesAny", spec.dependencies_any, ReadBool));
+  if (const TreeNode* d = obj.Find("dependencies");
+      d != nullptr && d->kind == Kind::kString && d->text.find('?') != std::string::npos) {
+    spec.dependencies_any = true;  // Slurm's afterok:12?afterok:13
+  }
+  if (spec.dependencies_any && spec.singleton) {
+    return InvalidArgument("cannot be joined with dependencies of which any one is enough", obj.Path("singleton"));
+  }
   RETURN_IF_ERROR(obj.Read("beginTime", spec.begin_time, ReadTimestamp));
   RETURN_IF_ERROR(obj.Read("hold", spec.hold, ReadBool));
   RETURN_IF_ERROR(obj.Read("spot", spec.spot, ReadBool));

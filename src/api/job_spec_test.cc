@@ -375,6 +375,13 @@ TEST(JobSpecTest, DependencyForms) {
   const JobSpec started = MustParse(R"({"command":["x"],"dependencies":"after:7"})", kJson);
   EXPECT_EQ(started.dependencies.at(0).type, core::DependencyType::kAfter);
   EXPECT_TRUE(MustParse(JobSpecToJson(started), kJson) == started);
+  // Slurm's "?": any one is enough; kept through the spec's own form.
+  const JobSpec any = MustParse(R"({"command":["x"],"dependencies":"afterok:7?afternotok:8"})", kJson);
+  EXPECT_TRUE(any.dependencies_any);
+  EXPECT_EQ(any.dependencies.size(), 2u);
+  EXPECT_TRUE(MustParse(JobSpecToJson(any), kJson) == any);
+  EXPECT_TRUE(ToCoreSpec(any).dependencies_any);
+  EXPECT_FALSE(MustParse(JobSpecToJson(str), kJson).dependencies_any);
   // A range, as `muster submit --parsable --array 2` prints it ("12-13").
   EXPECT_TRUE(MustParse(R"({"command":["x"],"dependencies":"afterok:12-13,afternotok:14-14"})", kJson) == list);
   // Ranges count toward the 1,024 dependencies: 1,000 + 24 fit, one more does not.
@@ -578,6 +585,9 @@ std::vector<BadSpec> BadSpecs() {
       {"afterok:1-9e18", WithCommand(R"("dependencies":"afterok:1-9000000000000000000",)"), J, "spec.dependencies", "must list at most 1024 dependencies"},
       {"sometimes:12", WithCommand(R"("dependencies":"sometimes:12",)"), J, "spec.dependencies", "must be one of afterok, afterany, afternotok or after, got \"sometimes\""},
       {"afterok:0", WithCommand(R"("dependencies":"afterok:0",)"), J, "spec.dependencies", "got \"0\" in \"afterok:0\""},
+      {"both , and ?", WithCommand(R"("dependencies":"afterok:1,afterok:2?afterok:3",)"), J, "spec.dependencies", "may join dependencies with , (all must hold) or ? (any may), not both"},
+      {"after:1+10", WithCommand(R"("dependencies":"after:1+10",)"), J, "spec.dependencies", "a delay after a job starts (after:ID+MINUTES) is not supported"},
+      {"any with singleton", WithCommand(R"("dependencies":"afterok:1?afterok:2","singleton":true,)"), J, "spec.singleton", "cannot be joined with dependencies of which any one is enough"},
       {"dependency job 0", WithCommand(R"("dependencies":[{"type":"afterok","job":0}],)"), J, "spec.dependencies[0].job", "must be a positive integer job id, got 0"},
       {"dependency job -3", WithCommand(R"("dependencies":[{"type":"afterany","job":-3}],)"), J, "spec.dependencies[0].job", "got -3"},
       {"dependency without job", WithCommand(R"("dependencies":[{"type":"afterany"}],)"), J, "spec.dependencies[0].job", "is required"},

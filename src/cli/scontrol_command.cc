@@ -97,7 +97,7 @@ int ShowJob(const std::vector<std::string>& args) {
   std::string dependency;
   if (j.contains("dependencies") && j["dependencies"].is_array()) {
     for (const json& d : j["dependencies"]) {
-      dependency += (dependency.empty() ? "" : ",") + d.value("type", std::string()) + ":" +
+      dependency += (dependency.empty() ? "" : j.value("dependenciesAny", false) ? "?" : ",") + d.value("type", std::string()) + ":" +
                     std::to_string(d.value("job", int64_t{0}));
     }
   }

@@ -324,6 +324,7 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
   p.known_duration = spec.known_duration;
   p.user = predictor_.Intern(spec.user);
   p.dependencies = spec.dependencies;
+  p.dependencies_any = spec.dependencies_any;
   p.pending_since = submit_time;
   return p;
 }

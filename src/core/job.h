@@ -90,6 +90,8 @@ struct JobSpec {
   JobId run_group = 0;
   int32_t run_group_limit = 0;
   std::vector<Dependency> dependencies;
+  // Slurm's "?": any one of the dependencies holding is enough (else all must).
+  bool dependencies_any = false;
   std::optional<Time> begin_time;
   bool hold = false;
   // An admin reservation by name (AdminReservation): the job runs only on its

@@ -144,6 +144,7 @@ struct PendingJob {
     return queued_before + (now > from ? now - from : Duration::Zero());
   }
   std::vector<Dependency> dependencies;
+  bool dependencies_any = false;  // JobSpec::dependencies_any
   // Capacity freed for this job by preempting `victims`: held for it until
   // it starts (the owner drops a nomination that outlives its use).
   std::vector<Allocation> nominated;

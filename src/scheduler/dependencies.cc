@@ -7,38 +7,45 @@ using core::JobState;
 
 DependencyVerdict EvaluateDependencies(const core::PendingJob& job,
                                        const core::ClusterSnapshot& snap) {
-  DependencyVerdict waiting;
+  DependencyVerdict waiting;    // the first that waits
+  DependencyVerdict impossible;  // the first that can never hold
   for (const core::Dependency& d : job.dependencies) {
     const std::string label =
         std::string(core::DependencyTypeName(d.type)) + " " + std::to_string(d.job);
     const auto state = snap.StateOf(d.job);
-    if (!state) return {DependencyVerdict::kNever, d.job, label + ": no such job"};
-    const bool terminal = core::IsTerminal(*state);
-    const bool ok = *state == JobState::kCompleted;
-    bool never = false, satisfied = false;
-    switch (d.type) {
-      case DependencyType::kAfterOk:
-        satisfied = ok;
-        never = terminal && !ok;
-        break;
-      case DependencyType::kAfterAny:
-        satisfied = terminal;
-        break;
-      case DependencyType::kAfterNotOk:
-        satisfied = terminal && !ok;
-        never = ok;
-        break;
-      case DependencyType::kAfter:
-        satisfied = *state != JobState::kPending && *state != JobState::kHeld;
-        break;
+    bool never = !state, satisfied = false;
+    std::string why = label + ": no such job";
+    if (state) {
+      const bool terminal = core::IsTerminal(*state);
+      const bool ok = *state == JobState::kCompleted;
+      switch (d.type) {
+        case DependencyType::kAfterOk:
+          satisfied = ok;
+          never = terminal && !ok;
+          break;
+        case DependencyType::kAfterAny:
+          satisfied = terminal;
+          break;
+        case DependencyType::kAfterNotOk:
+          satisfied = terminal && !ok;
+          never = ok;
+          break;
+        case DependencyType::kAfter:
+          satisfied = *state != JobState::kPending && *state != JobState::kHeld;
+          break;
+      }
+      why = label + ": job ended " + core::JobStateName(*state);
     }
-    if (never) {
-      return {DependencyVerdict::kNever, d.job,
-              label + ": job ended " + core::JobStateName(*state)};
-    }
-    if (!satisfied && waiting.kind == DependencyVerdict::kSatisfied) {
+    if (satisfied && job.dependencies_any) return {};
+    if (never && impossible.kind == DependencyVerdict::kSatisfied) impossible = {DependencyVerdict::kNever, d.job, why};
+    if (never && !job.dependencies_any) return impossible;
+    if (!satisfied && !never && waiting.kind == DependencyVerdict::kSatisfied) {
       waiting = {DependencyVerdict::kWaiting, d.job, {}};
     }
+  }
+  // Any one holding is enough: none holds; it waits while one still may.
+  if (job.dependencies_any && !job.dependencies.empty() && waiting.kind == DependencyVerdict::kSatisfied) {
+    return impossible;
   }
   return waiting;
 }

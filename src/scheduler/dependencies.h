@@ -7,7 +7,8 @@
 //   afternotok J  satisfied when J ended in a terminal state other than
 //                 COMPLETED; never if J COMPLETED.
 // A job whose dependency names a job the cluster does not know can never run.
-// All conditions must hold (Slurm's "," semantics).
+// All conditions must hold (Slurm's ","), or with PendingJob::dependencies_any
+// any one (Slurm's "?"): then the job can never run only once none can hold.
 #pragma once
 
 #include <string>

@@ -146,7 +146,10 @@ class Transcript {
     if (kv.count("after")) {
       std::istringstream deps(kv["after"]);
       std::string d;
-      while (std::getline(deps, d, ',')) {
+      // "a:1?b:2": any one is enough.
+      const char separator = kv["after"].find('?') != std::string::npos ? '?' : ',';
+      spec.dependencies_any = separator == '?';
+      while (std::getline(deps, d, separator)) {
         const size_t colon = d.find(':');
         core::Dependency dep;
         const std::string type = d.substr(0, colon);
