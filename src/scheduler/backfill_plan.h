@@ -63,6 +63,10 @@ class BackfillPlan {
   // nullopt when it never fits.
   std::optional<Slot> Reserve(const Shape& shape, Duration limit);
 
+  // Node `n` is never to be had in the plan (an admin reservation holds
+  // it): no job is promised it, whatever is released there.
+  void Withhold(NodeIndex n) { plan_.Drop(n); }
+
   // A job started now, holding `allocations` until `end`.
   void OnStartedNow(const std::vector<core::Allocation>& allocations, Time end);
 

@@ -15,6 +15,14 @@ void FeatureViews::SetAvail(NodeIndex n, const Resources& avail) {
   }
 }
 
+void FeatureViews::Drop(NodeIndex n) {
+  if (!all_.indexed(n)) return;
+  all_.Drop(n);
+  for (auto& [required, view] : views_) {
+    if (view && view->indexed(n)) view->Drop(n);
+  }
+}
+
 const FreeIndex& FeatureViews::For(core::FeatureMask required, std::span<const core::Node> nodes) {
   if (required == 0) return all_;
   auto [it, inserted] = views_.try_emplace(required);

@@ -34,6 +34,8 @@ class FeatureViews {
   // Sets what node `n` may still give, in every index holding it.
   void SetAvail(NodeIndex n, const Resources& avail);
   void Take(NodeIndex n, const Resources& r) { SetAvail(n, all_.avail(n) - r); }
+  // Stops indexing node `n` in every index (nothing there is to be had).
+  void Drop(NodeIndex n);
 
   const FreeIndex& all() const { return all_; }
   // The index over the nodes having `required` (all() for 0). `nodes` are

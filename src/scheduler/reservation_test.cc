@@ -127,6 +127,34 @@ TEST(Reservation, AJobOutlastingItsWindowOrOfAGoneOneWaitsSayingWhy) {
   EXPECT_EQ(NodesOf(d, early), std::set<core::NodeIndex>{1});
 }
 
+// The backfill plan promises a reserved node to no other job: a job that
+// will end there before the window frees it in the plan too early to be of
+// use to a job that would run into the window.
+TEST(Reservation, NoPlanPromisesItsNodesToAnotherJob) {
+  ClusterState state = Cluster();  // n0, n1 reserved from kT0 + 2h to kT0 + 4h; n2 open
+  auto s = testing::MakeScheduler();
+  const JobId on_open = Submit(state, 8, Duration::Hours(3), kT0);
+  const JobId before = Submit(state, 8, Duration::Hours(1), kT0);
+  core::Decisions d = s->Cycle(state.Snapshot(kT0));
+  ASSERT_EQ(NodesOf(d, on_open), std::set<core::NodeIndex>{2});
+  ASSERT_TRUE(Started(d, before));
+  Apply(state, d, kT0);
+  // Three hours' work: on either reserved node it would run into the
+  // window (also from kT0 + 1h, when `before` frees one); the open node
+  // frees at kT0 + 3h.
+  const JobId blocked = Submit(state, 8, Duration::Hours(3), kT0);
+  d = s->Cycle(state.Snapshot(kT0));
+  ASSERT_FALSE(Started(d, blocked));
+  bool planned = false;
+  for (const auto& r : d.reservations) {
+    if (r.job != blocked) continue;
+    planned = true;
+    EXPECT_EQ(r.start, kT0 + Duration::Hours(3));
+    for (const auto& a : r.allocations) EXPECT_EQ(a.node, 2);
+  }
+  EXPECT_TRUE(planned);
+}
+
 // A higher class does not preempt its way onto reserved nodes: what it
 // would free there is not its to take.
 TEST(Reservation, NoPreemptionFreesItsNodesForAnotherJob) {

@@ -209,9 +209,12 @@ class CycleRun {
     Explain(r, ReasonCode::kResources);
   }
 
-  // Holds node `n` for an admin reservation from `from` on.
+  // Holds node `n` for an admin reservation from `from` on. The backfill
+  // plan promises it to no job (it cannot tell a promise that ends before
+  // the window from one that runs into it).
   void HoldForReservation(NodeIndex n, Time from) {
     if (!live_.all().indexed(n)) return;  // not schedulable: nothing to hold
+    admin_held_.push_back(n);
     max_reserved_actual_ = -1;
     if (res_time_[n].is_max()) {
       reserved_nodes_.push_back(n);
@@ -331,7 +334,10 @@ class CycleRun {
                               Starving(j);
         if (ranked || starving) {
           if (starving) ++starving_reserved_;
-          if (!plan_) plan_.emplace(live_, snap_, std::move(started_), Predicting());
+          if (!plan_) {
+            plan_.emplace(live_, snap_, std::move(started_), Predicting());
+            for (NodeIndex n : admin_held_) plan_->Withhold(n);
+          }
           if (auto slot = plan_->Reserve(shape, Planned(j))) {
             r.planned_start = slot->start;
             ApplyReservation(j.id, j.queue, *slot, Starving(j));
@@ -984,6 +990,7 @@ class CycleRun {
   static constexpr int32_t kNoQueue = -1;
   std::vector<int32_t> res_queue_;
   std::vector<NodeIndex> reserved_nodes_;
+  std::vector<NodeIndex> admin_held_;  // held for admin reservations (HoldForReservation)
   std::optional<BackfillPlan> plan_;
   std::vector<PlannedRelease> started_;  // starts before the plan existed
   std::unordered_set<Shape, ShapeHash> live_failed_;
