@@ -706,8 +706,8 @@ void ControlLoop::RunCycle() {
     // replica 0, which runs a batch script, on the first (BatchHost), and
     // SLURM_NODEID, the host list and scontrol agree.
     if (const core::JobRecord* rec = state_.Find(bnd.job); rec != nullptr && rec->spec.one_per_node) {
-      std::sort(bnd.allocations.begin(), bnd.allocations.end(), [this](const auto& a, const auto& b) {
-        return api::SlurmNodeOrderLess(state_.nodes()[a.node].spec.name, state_.nodes()[b.node].spec.name);
+      std::sort(bnd.allocations.begin(), bnd.allocations.end(), [this](const auto& x, const auto& y) {
+        return api::SlurmNodeOrderLess(state_.nodes()[x.node].spec.name, state_.nodes()[y.node].spec.name);
       });
     }
     if (Status s = state_.Bind(bnd, now); !s.ok()) {
