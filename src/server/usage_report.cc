@@ -131,7 +131,10 @@ void UsageReport::Add(const store::JobRow& row) {
     overlapped |= Charge(start, std::max(start, now_ms_), gpus, Utilization(attempt), mine);
     last_attempt = static_cast<int32_t>(IntOr(attempt, "attempt", last_attempt));
   }
-  if (!overlapped) return;
+  // By job, one that held no GPU in the window is still listed (as sacct
+  // lists a job cancelled before it ran); the store's filter already
+  // keeps to jobs whose life overlaps the window.
+  if (!overlapped && by_ != UsageGrouping::kJob) return;
   mine.jobs = 1;
 
   const bool by_queue = by_ != UsageGrouping::kUser;

@@ -12,7 +12,8 @@
 // over the attempts that have one: Slurm's seff. The same GPU-seconds feed
 // the metric muster_queue_gpu_seconds_total as they accrue.
 //
-// A job counts in a line when an attempt of it overlaps the window.
+// A job counts in a line when an attempt of it overlaps the window; by job,
+// every job given is listed, those that never ran with no usage.
 #pragma once
 
 #include <cstdint>

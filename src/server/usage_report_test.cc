@@ -92,15 +92,25 @@ TEST(UsageReport, ByJobKeepsTheExitCodeAndOldRecordsUseTheSpec) {
   json old_replica = {{"node", "n"}, {"result", "exited 0"}};  // before records named GPUs
   u.Add(Job(7, "a", "alice",
             {{"attemptHistory", {Record(1, 0, kHour, {old_replica}, {{"exitCode", 3}, {"signal", 0}})}}}, "FAILED"));
-  u.Add(Job(5, "a", "alice", {{"attemptHistory", json::array()}}, "CANCELLED"));  // never ran: not listed
+  u.Add(Job(5, "a", "alice", {{"attemptHistory", json::array()}}, "CANCELLED"));  // never ran
   const auto lines = u.Lines();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0].job, 7);
-  EXPECT_EQ(lines[0].state, "FAILED");
-  EXPECT_EQ(lines[0].exit_code, 3);
-  EXPECT_EQ(lines[0].attempts, 1);
-  EXPECT_DOUBLE_EQ(lines[0].totals.gpu_seconds, 2 * 3600.0);  // the spec's 2 A100
-  EXPECT_DOUBLE_EQ(lines[0].totals.cost, 2 * 2.0);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1].job, 7);
+  EXPECT_EQ(lines[1].state, "FAILED");
+  EXPECT_EQ(lines[1].exit_code, 3);
+  EXPECT_EQ(lines[1].attempts, 1);
+  EXPECT_DOUBLE_EQ(lines[1].totals.gpu_seconds, 2 * 3600.0);  // the spec's 2 A100
+  EXPECT_DOUBLE_EQ(lines[1].totals.cost, 2 * 2.0);
+  // Cancelled before it ran: listed as sacct lists it, with no usage.
+  EXPECT_EQ(lines[0].job, 5);
+  EXPECT_EQ(lines[0].state, "CANCELLED");
+  EXPECT_EQ(lines[0].attempts, 0);
+  EXPECT_FALSE(lines[0].exit_code.has_value());
+  EXPECT_EQ(lines[0].totals.gpu_seconds, 0);
+  // By queue it is no job of the window's usage.
+  UsageReport q(0, 10 * kHour, 10 * kHour, UsageGrouping::kQueue, Price);
+  q.Add(Job(5, "a", "alice", {{"attemptHistory", json::array()}}, "CANCELLED"));
+  EXPECT_TRUE(q.Lines().empty());
 }
 
 // A spec as the server stores it names every field, null where unset.
