@@ -90,20 +90,13 @@ const char* CheckpointSignalName(CheckpointSignal s) {
 }
 
 bool operator==(const JobSpec& a, const JobSpec& b) {
-  const auto same_deps = [](const std::vector<core::Dependency>& x,
-                            const std::vector<core::Dependency>& y) {
-    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
-                      [](const core::Dependency& p, const core::Dependency& q) {
-                        return p.type == q.type && p.job == q.job;
-                      });
-  };
   return a.name == b.name && a.queue == b.queue && a.priority == b.priority &&
          a.replicas == b.replicas && a.min_replicas == b.min_replicas && a.array == b.array && a.array_indices == b.array_indices && a.resources == b.resources && a.command == b.command &&
          a.script == b.script && a.script_args == b.script_args && a.image == b.image && a.mounts == b.mounts && a.env == b.env && a.secret_env == b.secret_env &&
          a.working_dir == b.working_dir && a.stdout_path == b.stdout_path && a.stderr_path == b.stderr_path &&
          a.time_limit == b.time_limit &&
          a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.limit_signal == b.limit_signal && a.retry == b.retry &&
-         same_deps(a.dependencies, b.dependencies) && a.dependencies_any == b.dependencies_any &&
+         a.dependencies == b.dependencies && a.dependencies_any == b.dependencies_any &&
          a.begin_time == b.begin_time &&
          a.hold == b.hold && a.spot == b.spot && a.one_per_node == b.one_per_node && a.exclusive == b.exclusive &&
          a.features == b.features && a.singleton == b.singleton && a.slurm == b.slurm &&
@@ -228,7 +221,9 @@ std::string JobSpecToJson(const JobSpec& s) {
   w.Key("retryOnOom").Bool(s.retry.retry_on_oom).EndObject();
   w.Key("dependencies").BeginArray();
   for (const core::Dependency& d : s.dependencies) {
-    w.BeginObject().Key("type").String(core::DependencyTypeName(d.type)).Key("job").Int(d.job).EndObject();
+    w.BeginObject().Key("type").String(core::DependencyTypeName(d.type)).Key("job").Int(d.job);
+    if (d.delay > Duration::Zero()) w.Key("delay").String(d.delay.ToString());
+    w.EndObject();
   }
   w.EndArray();
   if (s.dependencies_any) w.Key("dependenciesAny").Bool(true);

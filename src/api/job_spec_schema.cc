@@ -71,6 +71,7 @@ constexpr DurationRule kIntervalRule{false, false, kYear, "365 days"};
 constexpr DurationRule kGraceRule{true, false, Duration::Hours(1), "1 hour"};
 constexpr DurationRule kStallRule{false, false, Duration::Hours(24 * 7), "7 days"};
 constexpr DurationRule kBackoffRule{true, false, kDay, "1 day"};
+constexpr DurationRule kDelayRule{true, false, kYear, "365 days"};
 
 // Checks a map key as if it were a string value at `path`.
 Status CheckKey(const std::string& key, const std::string& path, const StringRule& rule) {
@@ -112,10 +113,11 @@ StatusOr<CheckpointSignal> ReadSignal(const TreeNode& node, const std::string& p
 }
 
 StatusOr<core::DependencyType> ReadDependencyType(const TreeNode& node, const std::string& path) {
-  static constexpr const char* kNames[] = {"afterok", "afterany", "afternotok", "after"};
+  static constexpr const char* kNames[] = {"afterok", "afterany", "afternotok", "after", "aftercorr"};
   static constexpr core::DependencyType kValues[] = {core::DependencyType::kAfterOk, core::DependencyType::kAfterAny,
-                                                     core::DependencyType::kAfterNotOk, core::DependencyType::kAfter};
-  return ReadEnum(node, path, kNames, kValues, "one of afterok, afterany, afternotok or after");
+                                                     core::DependencyType::kAfterNotOk, core::DependencyType::kAfter,
+                                                     core::DependencyType::kAfterCorr};
+  return ReadEnum(node, path, kNames, kValues, "one of afterok, afterany, afternotok, after or aftercorr");
 }
 
 StatusOr<ResourceSpec> ReadResources(const TreeNode& node, const std::string& path) {
@@ -381,6 +383,22 @@ bool ParseJobId(std::string_view s, core::JobId& out) {
   return ec == std::errc() && p == s.data() + s.size() && out > 0;
 }
 
+// The MINUTES of Slurm's after:ID+MINUTES, at most a year's.
+StatusOr<Duration> ParseDelayMinutes(core::DependencyType type, std::string_view minutes, std::string_view item,
+                                     const std::string& path) {
+  if (type != core::DependencyType::kAfter) {
+    return InvalidArgument("a delay (+MINUTES) applies to after only, got " + QuoteForMessage(item), path);
+  }
+  int64_t m = 0;
+  auto [p, ec] = std::from_chars(minutes.data(), minutes.data() + minutes.size(), m);
+  if (minutes.empty() || ec != std::errc() || p != minutes.data() + minutes.size() || m < 0 || m > 525600) {
+    return InvalidArgument("must give the delay after + as whole minutes from 0 to 525600 (a year), got " +
+                               QuoteForMessage(item),
+                           path);
+  }
+  return Duration::Seconds(m * 60);
+}
+
 // Slurm's "afterok:12:13,afterany:14"; an id may be a range "12-15" (what
 // `muster submit --parsable --array` prints), each job of it a dependency.
 StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& node,
@@ -394,11 +412,6 @@ StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& no
   const char separator = rest.find('?') != std::string_view::npos ? '?' : ',';
   if (separator == '?' && rest.find(',') != std::string_view::npos) {
     return InvalidArgument("may join dependencies with , (all must hold) or ? (any may), not both, got " +
-                               QuoteForMessage(rest),
-                           path);
-  }
-  if (const size_t plus = rest.find('+'); plus != std::string_view::npos) {
-    return InvalidArgument("a delay after a job starts (after:ID+MINUTES) is not supported, got " +
                                QuoteForMessage(rest),
                            path);
   }
@@ -417,7 +430,13 @@ StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& no
     std::string_view ids = item.substr(colon + 1);
     while (true) {
       const size_t next = ids.find(':');
-      const std::string_view id_text = ids.substr(0, next);
+      std::string_view id_text = ids.substr(0, next);
+      // after:ID+MINUTES: that long after the job started.
+      Duration delay = Duration::Zero();
+      if (const size_t plus = id_text.find('+'); plus != std::string_view::npos) {
+        ASSIGN_OR_RETURN(delay, ParseDelayMinutes(type, id_text.substr(plus + 1), item, path));
+        id_text = id_text.substr(0, plus);
+      }
       const size_t dash = id_text.find('-');
       core::JobId first = 0, last = 0;
       if (!ParseJobId(id_text.substr(0, dash), first) ||
@@ -434,7 +453,7 @@ StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& no
       if (last - first >= static_cast<core::JobId>(kMaxDependencies - out.size())) {
         return InvalidArgument("must list at most 1024 dependencies", path);
       }
-      for (core::JobId id = first; id <= last; ++id) out.push_back({type, id});
+      for (core::JobId id = first; id <= last; ++id) out.push_back({type, id, delay});
       if (next == std::string_view::npos) break;
       ids.remove_prefix(next + 1);
     }
@@ -449,7 +468,7 @@ StatusOr<std::vector<core::Dependency>> ReadDependencies(const TreeNode& node,
   if (node.kind != Kind::kList) return ParseDependencyString(node, path);
   ASSIGN_OR_RETURN(std::vector<TreePtr> items, ReadList(node, path, 0, kMaxDependencies,
                                                         "a list of at most 1024 dependencies"));
-  static const std::vector<std::string> kFields = {"type", "job"};
+  static const std::vector<std::string> kFields = {"type", "job", "delay"};
   std::vector<core::Dependency> out;
   for (size_t i = 0; i < items.size(); ++i) {
     ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(*items[i], IndexPath(path, i), kFields,
@@ -461,6 +480,10 @@ StatusOr<std::vector<core::Dependency>> ReadDependencies(const TreeNode& node,
     RETURN_IF_ERROR(obj.Read("type", d.type, ReadDependencyType));
     RETURN_IF_ERROR(obj.Read("job", d.job, ReadInt, int64_t{1}, INT64_MAX,
                              std::string_view("a positive integer job id")));
+    RETURN_IF_ERROR(obj.Read("delay", d.delay, ReadDuration, kDelayRule));
+    if (d.delay > Duration::Zero() && d.type != core::DependencyType::kAfter) {
+      return InvalidArgument("applies to type after only", obj.Path("delay"));
+    }
     out.push_back(d);
   }
   return out;

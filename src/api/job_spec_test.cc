@@ -375,6 +375,14 @@ TEST(JobSpecTest, DependencyForms) {
   const JobSpec started = MustParse(R"({"command":["x"],"dependencies":"after:7"})", kJson);
   EXPECT_EQ(started.dependencies.at(0).type, core::DependencyType::kAfter);
   EXPECT_TRUE(MustParse(JobSpecToJson(started), kJson) == started);
+  // after:ID+MINUTES, each id its own delay; kept through the spec's form.
+  const JobSpec delayed = MustParse(R"({"command":["x"],"dependencies":"after:7+10:8,aftercorr:9"})", kJson);
+  ASSERT_EQ(delayed.dependencies.size(), 3u);
+  EXPECT_EQ(delayed.dependencies[0].delay, Duration::Seconds(600));
+  EXPECT_EQ(delayed.dependencies[1].delay, Duration::Zero());
+  EXPECT_EQ(delayed.dependencies[2].type, core::DependencyType::kAfterCorr);
+  EXPECT_TRUE(MustParse(JobSpecToJson(delayed), kJson) == delayed);
+  EXPECT_FALSE(MustParse(JobSpecToJson(started), kJson) == delayed);
   // Slurm's "?": any one is enough; kept through the spec's own form.
   const JobSpec any = MustParse(R"({"command":["x"],"dependencies":"afterok:7?afternotok:8"})", kJson);
   EXPECT_TRUE(any.dependencies_any);
@@ -583,10 +591,13 @@ std::vector<BadSpec> BadSpecs() {
       {"afterok:9-5", WithCommand(R"("dependencies":"afterok:9-5",)"), J, "spec.dependencies", "must give a range from the lower id to the higher, got \"9-5\" in \"afterok:9-5\""},
       {"afterok:1-1025", WithCommand(R"("dependencies":"afterok:1-1025",)"), J, "spec.dependencies", "must list at most 1024 dependencies"},
       {"afterok:1-9e18", WithCommand(R"("dependencies":"afterok:1-9000000000000000000",)"), J, "spec.dependencies", "must list at most 1024 dependencies"},
-      {"sometimes:12", WithCommand(R"("dependencies":"sometimes:12",)"), J, "spec.dependencies", "must be one of afterok, afterany, afternotok or after, got \"sometimes\""},
+      {"sometimes:12", WithCommand(R"("dependencies":"sometimes:12",)"), J, "spec.dependencies", "must be one of afterok, afterany, afternotok, after or aftercorr, got \"sometimes\""},
       {"afterok:0", WithCommand(R"("dependencies":"afterok:0",)"), J, "spec.dependencies", "got \"0\" in \"afterok:0\""},
       {"both , and ?", WithCommand(R"("dependencies":"afterok:1,afterok:2?afterok:3",)"), J, "spec.dependencies", "may join dependencies with , (all must hold) or ? (any may), not both"},
-      {"after:1+10", WithCommand(R"("dependencies":"after:1+10",)"), J, "spec.dependencies", "a delay after a job starts (after:ID+MINUTES) is not supported"},
+      {"afterok:1+10", WithCommand(R"("dependencies":"afterok:1+10",)"), J, "spec.dependencies", "a delay (+MINUTES) applies to after only, got \"afterok:1+10\""},
+      {"after:1+x", WithCommand(R"("dependencies":"after:1+1h",)"), J, "spec.dependencies", "must give the delay after + as whole minutes from 0 to 525600 (a year), got \"after:1+1h\""},
+      {"after:1+", WithCommand(R"("dependencies":"after:1+",)"), J, "spec.dependencies", "as whole minutes"},
+      {"afterok delay", WithCommand(R"("dependencies":[{"type":"afterok","job":1,"delay":"5m"}],)"), J, "spec.dependencies[0].delay", "applies to type after only"},
       {"any with singleton", WithCommand(R"("dependencies":"afterok:1?afterok:2","singleton":true,)"), J, "spec.singleton", "cannot be joined with dependencies of which any one is enough"},
       {"dependency job 0", WithCommand(R"("dependencies":[{"type":"afterok","job":0}],)"), J, "spec.dependencies[0].job", "must be a positive integer job id, got 0"},
       {"dependency job -3", WithCommand(R"("dependencies":[{"type":"afterany","job":-3}],)"), J, "spec.dependencies[0].job", "got -3"},

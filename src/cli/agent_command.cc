@@ -47,12 +47,12 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_flag("--spot", o.spot, "This node is spot capacity: only jobs with spot: true run here");
   a->add_option("--feature", o.features,
                 "A node feature jobs may require (sbatch -C/--constraint, the spec's features); repeat for more")
-      ->check([](const std::string& f) {
-        return !f.empty() && f.size() <= 64 &&
-                       f.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+      ->check([](const std::string& feature) {
+        return !feature.empty() && feature.size() <= 64 &&
+                       feature.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
                            std::string::npos
                    ? std::string()
-                   : "a feature is 1 to 64 letters, digits and ._-, got \"" + f + "\"";
+                   : "a feature is 1 to 64 letters, digits and ._-, got \"" + feature + "\"";
       });
   a->add_option("--reclaim-notice-url", o.reclaim_notice_url,
                 "Cloud metadata endpoint that gives notice of a spot reclaim, e.g. "

@@ -251,6 +251,8 @@ int RunScancel(const std::vector<std::string>& args) {
   }
   const std::string to = cl->Has("full") ? "all" : cl->Has("batch") ? "batch" : "";
   if (signal == SIGKILL && to.empty()) signal.reset();
+  const bool signalling = signal.has_value();
+  const std::string sig = signal ? std::to_string(*signal) : "";
   CommandLine as_filter = *cl;
   if (cl->Has("state")) as_filter.options["states"] = cl->options.at("state");
   Client client(DefaultServer(), "", RetrySeconds());
@@ -277,16 +279,14 @@ int RunScancel(const std::vector<std::string>& args) {
         matched.insert(id);
       }
     }
-    if (signal && j.code == "PD") {
+    if (signalling && j.code == "PD") {
       std::cerr << "scancel: error: Kill job error on job id " << j.IdText() << ": Job is pending execution\n";
       rc = 1;
       continue;
     }
-    auto r = signal ? client.Post("/v1/jobs/" + std::to_string(j.id) + "/signal",
-                                  (to.empty() ? json({{"signal", std::to_string(*signal)}})
-                                              : json({{"signal", std::to_string(*signal)}, {"to", to}}))
-                                      .dump(),
-                                  "application/json")
+    auto r = signalling ? client.Post("/v1/jobs/" + std::to_string(j.id) + "/signal",
+                                      (to.empty() ? json({{"signal", sig}}) : json({{"signal", sig}, {"to", to}})).dump(),
+                                      "application/json")
                     : client.Post("/v1/jobs/" + std::to_string(j.id) + "/cancel", "", "application/json");
     if (!r.ok() || r->status / 100 != 2) {
       std::cerr << "scancel: error: Kill job error on job id " << j.IdText() << ": "

@@ -533,7 +533,9 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
   rec.start_time = now;
   if (rec.first_start.is_max()) rec.first_start = now;
   rec.allocations = binding.allocations;
-  job_states_[p.id].state = JobState::kRunning;
+  ClusterSnapshot::JobStatus& status = job_states_[p.id];
+  status.state = JobState::kRunning;
+  status.start = std::min(status.start, now);
   running_.emplace(r.id, std::move(r));
   RemovePending(binding.job);
   return Status::Ok();
@@ -645,7 +647,8 @@ Status ClusterState::Finish(JobId job, JobState terminal, Time now, std::string 
   rec.end_time = now;
   rec.allocations.clear();
   rec.reason = std::move(reason);
-  job_states_[job] = {terminal, now};
+  job_states_[job].state = terminal;
+  job_states_[job].end = now;
   return Status::Ok();
 }
 
@@ -665,7 +668,8 @@ Status ClusterState::EndPending(JobId job, JobState terminal, Time now, std::str
   rec.state = terminal;
   rec.end_time = now;
   rec.reason = std::move(reason);
-  job_states_[job] = {terminal, now};
+  job_states_[job].state = terminal;
+  job_states_[job].end = now;
   return Status::Ok();
 }
 
@@ -762,7 +766,7 @@ Status ClusterState::SetPreemptImmune(JobId job, bool immune) {
 }
 
 Status ClusterState::RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state,
-                                  Time end_time, std::string reason) {
+                                  Time end_time, std::string reason, Time first_start) {
   if (!IsTerminal(state)) return InvalidArgument("not a terminal state", "state");
   if (id <= 0) return InvalidArgument("must be positive", "id");
   if (jobs_.count(id)) return Status(StatusCode::kAlreadyExists, "job " + std::to_string(id));
@@ -773,7 +777,8 @@ Status ClusterState::RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobS
   rec.state = state;
   rec.end_time = end_time;
   rec.reason = std::move(reason);
-  job_states_[id] = {state, end_time};
+  rec.first_start = first_start;
+  job_states_[id] = {state, first_start, end_time};
   jobs_.emplace(id, std::move(rec));
   next_id_ = std::max(next_id_, id + 1);
   return Status::Ok();

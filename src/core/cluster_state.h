@@ -157,9 +157,10 @@ class ClusterState {
   // job that runs again.
   Status RestoreService(JobId job, int64_t attained_gpu_seconds, Duration queued_before, Time pending_since);
   // Records a job that had already ended before this state was built (a
-  // restart reloading history), so dependencies on it resolve.
+  // restart reloading history), so dependencies on it resolve;
+  // `first_start`: when it first ran (Max: never).
   Status RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state, Time end_time,
-                      std::string reason);
+                      std::string reason, Time first_start = Time::Max());
   // Holds or releases a pending job. A held job is not eligible: its age
   // counts from `now`, the release (scheduler/priority.h).
   Status Hold(JobId job);

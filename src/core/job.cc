@@ -87,6 +87,7 @@ const char* DependencyTypeName(DependencyType t) {
     case DependencyType::kAfterAny: return "afterany";
     case DependencyType::kAfterNotOk: return "afternotok";
     case DependencyType::kAfter: return "after";
+    case DependencyType::kAfterCorr: return "aftercorr";
   }
   return "?";
 }

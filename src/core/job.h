@@ -41,12 +41,19 @@ const char* JobStateCode(JobState s);  // Slurm code: "PD"
 bool IsTerminal(JobState s);
 bool IsValidTransition(JobState from, JobState to);
 
-enum class DependencyType : uint8_t { kAfterOk, kAfterAny, kAfterNotOk, kAfter };
+// kAfterCorr (Slurm's aftercorr) names an array: the server turns it into
+// afterok on the task of the same index (server/array_dependencies.h); the
+// scheduler reads one left over as afterok.
+enum class DependencyType : uint8_t { kAfterOk, kAfterAny, kAfterNotOk, kAfter, kAfterCorr };
 const char* DependencyTypeName(DependencyType t);  // "afterok"
 
 struct Dependency {
   DependencyType type = DependencyType::kAfterOk;
   JobId job = 0;
+  // kAfter only: how long after the job started (or was cancelled before
+  // it did) this one may start; Slurm's after:ID+MINUTES.
+  Duration delay = Duration::Zero();
+  bool operator==(const Dependency&) const = default;
 };
 
 // How far apart the replicas of a gang may be placed. Every scope includes

@@ -268,11 +268,13 @@ struct ClusterSnapshot {
   const QueueQuota* QuotaOf(int32_t queue) const {
     return queue >= 0 && static_cast<size_t>(queue) < quotas.size() ? &quotas[queue] : nullptr;
   }
-  // State of any job known to the cluster, and when an ended one ended:
-  // for dependencies, and the age of the jobs waiting on them.
+  // State of any job known to the cluster, when it first started, and when
+  // an ended one ended: for dependencies, and the age of the jobs waiting
+  // on them.
   struct JobStatus {
     JobState state = JobState::kPending;
-    Time end = Time::Max();  // set when it reaches a terminal state
+    Time start = Time::Max();  // its first start; Max while it never ran
+    Time end = Time::Max();    // set when it reaches a terminal state
   };
   const std::unordered_map<JobId, JobStatus>* job_states = nullptr;
 
@@ -286,6 +288,11 @@ struct ClusterSnapshot {
     auto it = job_states->find(id);
     if (it == job_states->end()) return std::nullopt;
     return it->second.state;
+  }
+  const JobStatus* StatusOf(JobId id) const {
+    if (job_states == nullptr) return nullptr;
+    auto it = job_states->find(id);
+    return it == job_states->end() ? nullptr : &it->second;
   }
   // When an ended job ended; nullopt while it has not (or is unknown).
   std::optional<Time> EndOf(JobId id) const {

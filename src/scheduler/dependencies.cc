@@ -12,7 +12,8 @@ DependencyVerdict EvaluateDependencies(const core::PendingJob& job,
   for (const core::Dependency& d : job.dependencies) {
     const std::string label =
         std::string(core::DependencyTypeName(d.type)) + " " + std::to_string(d.job);
-    const auto state = snap.StateOf(d.job);
+    const core::ClusterSnapshot::JobStatus* status = snap.StatusOf(d.job);
+    const std::optional<JobState> state = status ? std::optional(status->state) : std::nullopt;
     bool never = !state, satisfied = false;
     std::string why = label + ": no such job";
     if (state) {
@@ -20,6 +21,7 @@ DependencyVerdict EvaluateDependencies(const core::PendingJob& job,
       const bool ok = *state == JobState::kCompleted;
       switch (d.type) {
         case DependencyType::kAfterOk:
+        case DependencyType::kAfterCorr:  // one the server did not resolve: its own job
           satisfied = ok;
           never = terminal && !ok;
           break;
@@ -30,9 +32,13 @@ DependencyVerdict EvaluateDependencies(const core::PendingJob& job,
           satisfied = terminal && !ok;
           never = ok;
           break;
-        case DependencyType::kAfter:
-          satisfied = *state != JobState::kPending && *state != JobState::kHeld;
+        case DependencyType::kAfter: {
+          // Started, or ended without (cancelled): from then, after its delay.
+          const Time since = std::min(status->start, terminal ? status->end : Time::Max());
+          satisfied = *state != JobState::kPending && *state != JobState::kHeld &&
+                      (d.delay <= Duration::Zero() || (!since.is_max() && snap.now >= since + d.delay));
           break;
+        }
       }
       why = label + ": job ended " + core::JobStateName(*state);
     }

@@ -1,7 +1,8 @@
 // Dependencies: whether a pending job's afterok/afterany/afternotok/after
 // conditions hold, wait, or can never hold.
 //
-//   after J       satisfied once J has started (or ended, as a cancelled one).
+//   after J       satisfied once J has started (or ended, as a cancelled one);
+//                 with a delay, that long after it first started (or ended).
 //   afterok J     satisfied when J is COMPLETED; never if J ended otherwise.
 //   afterany J    satisfied when J reached any terminal state.
 //   afternotok J  satisfied when J ended in a terminal state other than

@@ -158,6 +158,9 @@ class Transcript {
                    : type == "after"      ? core::DependencyType::kAfter
                                           : core::DependencyType::kAfterOk;
         dep.job = std::stoll(d.substr(colon + 1));
+        if (const size_t plus = d.find('+'); plus != std::string::npos) {  // after:ID+MINUTES
+          dep.delay = Duration::Seconds(60 * std::stoll(d.substr(plus + 1)));
+        }
         spec.dependencies.push_back(dep);
       }
     }

@@ -244,6 +244,15 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
         core_spec.run_group_limit = spec->array_indices->max_running;
       }
     }
+    // As at submit: dependencies on arrays, for this task's index.
+    if (!core_spec.dependencies.empty()) {
+      const auto task = array_task_of_.find(row.id);
+      auto resolved =
+          ResolveArrayDependencies(core_spec.dependencies, core_spec.dependencies_any,
+                                   task == array_task_of_.end() ? std::nullopt : std::optional(task->second.index),
+                                   [this](int64_t id) { return ArrayTasks(id); });
+      if (resolved.ok()) core_spec.dependencies = std::move(*resolved);
+    }
     core::JobSpec core_spec_restored = core_spec;
     if (detail.is_object() && (detail.contains("attemptHistory") || detail.contains("retries"))) {
       lifecycle::JobHistory h;
@@ -262,7 +271,8 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
     }
     const Time submit = Time::FromMillis(row.submit_ms);
     if (IsEnded(row)) {
-      RETURN_IF_ERROR(state_.RestoreEnded(row.id, core_spec, submit, *state, Time::FromMillis(*row.end_ms), row.reason));
+      RETURN_IF_ERROR(state_.RestoreEnded(row.id, core_spec, submit, *state, Time::FromMillis(*row.end_ms), row.reason,
+                                          row.start_ms ? Time::FromMillis(*row.start_ms) : Time::Max()));
       if (row.start_ms && core::EndedOnItsOwn(*state)) {
         runs_ended.push_back({*row.end_ms, row.user, Duration::Millis(*row.end_ms - *row.start_ms)});
       }
@@ -442,6 +452,16 @@ uint64_t ControlLoop::Persist(store::WriteBatch batch, std::function<void(const 
   });
 }
 
+std::vector<ArrayTaskRef> ControlLoop::ArrayTasks(int64_t id) const {
+  std::vector<ArrayTaskRef> out;
+  for (int64_t t = id;; ++t) {
+    const auto it = array_task_of_.find(t);
+    if (it == array_task_of_.end() || it->second.first_id != id) break;
+    out.push_back({t, it->second.index});
+  }
+  return out;
+}
+
 void ControlLoop::Submit(SubmitRequest req, SubmitReply done) {
   auto shared = std::make_shared<const SubmitRequest>(std::move(req));
   loop_.Async<StatusOr<SubmitResult>>([this, shared](SubmitReply reply) { DoSubmit(*shared, reply); }, std::move(done),
@@ -510,10 +530,27 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     core_spec.run_group = state_.NextId();  // the array's first id
     core_spec.run_group_limit = req.spec.array_indices->max_running;
   }
+  // Dependencies on arrays, per task (aftercorr pairs indexes); checked on
+  // the first task, so a refusal comes before anything is added.
+  const std::vector<core::Dependency> written = core_spec.dependencies;
+  auto index_of = [&](int32_t i) -> std::optional<int32_t> {
+    if (req.spec.array <= 0) return std::nullopt;
+    return req.spec.array_indices ? req.spec.array_indices->indices[i] : i;
+  };
+  auto tasks_of = [this](int64_t id) { return ArrayTasks(id); };
+  auto resolved = ResolveArrayDependencies(written, core_spec.dependencies_any, index_of(0), tasks_of);
+  if (!resolved.ok()) return reply(resolved.status().WithFieldPrefix("spec"));
+  core_spec.dependencies = std::move(*resolved);
+  const bool paired = std::any_of(written.begin(), written.end(), [](const core::Dependency& d) {
+    return d.type == core::DependencyType::kAfterCorr;
+  });
   store::WriteBatch b;
   std::vector<JobRow> rows;
   int64_t first_id = 0;
   for (int32_t i = 0; i < count; ++i) {
+    if (paired && i > 0) {
+      core_spec.dependencies = *ResolveArrayDependencies(written, core_spec.dependencies_any, index_of(i), tasks_of);
+    }
     auto id = state_.Submit(core_spec, now);
     if (!id.ok()) {
       // Only the first task can fail (all tasks share the spec); nothing was added.

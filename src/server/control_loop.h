@@ -63,6 +63,7 @@
 #include "lifecycle/node_liveness.h"
 #include "scheduler/scheduler.h"
 #include "server/agent_registry.h"
+#include "server/array_dependencies.h"
 #include "server/authorizer.h"
 #include "server/checkpoint_catalog.h"
 #include "server/checkpoint_janitor.h"
@@ -570,6 +571,9 @@ class ControlLoop {
     int32_t index = 0;
   };
   std::unordered_map<int64_t, ArrayTask> array_task_of_;  // job -> its place in an array
+  // The tasks of the array whose id is `id` (ids from it up, consecutive as
+  // submitted); empty when it is no array's.
+  std::vector<ArrayTaskRef> ArrayTasks(int64_t id) const;
   bool dirty_ = true;
   Time last_prune_;
   Time last_fairshare_save_;

@@ -413,12 +413,52 @@ TEST_F(SlurmStepsTest, AnArraysPercentLimitBoundsItsTasksRunningAtOnce) {
   EXPECT_GT(MostAtOnce(ReadFile(dir + "/open.log")), 2) << "without the limit the same array runs wider";
 }
 
-// Acceptance (issue 25, item 4): a node lost under an sbatch allocation
-// requeues it whole. The node's agent dies; its step host is fenced at the
-// lease, the step and the script fail on the first node, and once the node
-// is declared lost the attempt ends NODE_FAIL (no retry spent) and the
-// whole allocation, batch script and both nodes' tasks, runs again
-// elsewhere. Nothing of the first attempt outlives it.
+// As Slurm: afterok on an array's id waits for every task of it, and
+// aftercorr pairs each task with the task of the same index. Task 1 of
+// array A runs until the test lets it end; task 0 (the array's id) ends at
+// once.
+TEST_F(SlurmStepsTest, ArrayDependenciesWaitForEveryTaskOrTheirPartner) {
+  AddAgent({"--fake-gpus", "1xH100"});
+  WaitNodes(1);
+  const std::string dir = Tmp("array_deps");
+  fs::create_directories(dir);
+  const std::string log = dir + "/order.log";
+  auto script = [&](const std::string& name, const std::string& body) {
+    std::ofstream(dir + "/" + name) << "#!/bin/bash\n#SBATCH --cpus-per-task=1 --mem=100M -o " + dir +
+                                           "/%x-%A_%a.out\n" + body;
+    return name;
+  };
+  const int64_t a = SbatchArgs(dir, "--array=0-1 " + script("a.sh",
+      "if [ \"$SLURM_ARRAY_TASK_ID\" = 1 ]; then\n"
+      "  for i in $(seq 600); do [ -e " + dir + "/release ] && break; sleep 0.1; done\nfi\n"
+      "echo A$SLURM_ARRAY_TASK_ID end >> " + log + "\n"));
+  ASSERT_GT(a, 0);
+  const int64_t b = SbatchArgs(dir, "-d afterok:" + std::to_string(a) + " " + script("b.sh", "echo B start >> " + log + "\n"));
+  const int64_t c = SbatchArgs(dir, "--array=0-1 -d aftercorr:" + std::to_string(a) + " " +
+                                        script("c.sh", "echo C$SLURM_ARRAY_TASK_ID start >> " + log + "\n"));
+  ASSERT_GT(b, 0);
+  ASSERT_GT(c, 0);
+  // C's task 0 follows A's task 0 alone: it ends while A's task 1 still runs.
+  EXPECT_EQ(WaitEnd(c)["state"], "COMPLETED");
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(a + 1))["state"], "RUNNING");
+  for (const int64_t waiting : {b, c + 1}) {
+    const json j = Get("/v1/jobs/" + std::to_string(waiting));
+    EXPECT_EQ(j["state"], "PENDING") << j.dump();
+    EXPECT_EQ(j["reason"], "Dependency") << j.dump();
+  }
+  std::ofstream(dir + "/release") << "";
+  for (const int64_t id : {a + 1, b, c + 1}) EXPECT_EQ(WaitEnd(id)["state"], "COMPLETED") << id;
+  const std::string order = ReadFile(log);
+  EXPECT_LT(order.find("C0 start"), order.find("A1 end")) << order;
+  EXPECT_LT(order.find("A1 end"), order.find("B start")) << order;
+  EXPECT_LT(order.find("A1 end"), order.find("C1 start")) << order;
+  EXPECT_NE(order.find("C1 start"), std::string::npos) << order;
+  // aftercorr asks for an array of its own.
+  const auto [code, out] = Shell(dir, std::string(MUSTER_BINARY) + " sbatch -d aftercorr:" + std::to_string(a) + " b.sh");
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("this job is no array"), std::string::npos) << out;
+}
+
 class SlurmPartitionsTest : public SlurmStepsTest {
  protected:
   SlurmPartitionsTest() : SlurmStepsTest(R"(
@@ -511,6 +551,12 @@ TEST_F(SlurmStepsTest, AReservationsJobsRunOnItsNodesAndOthersKeepOff) {
   CancelAndWait(waits);
 }
 
+// Acceptance (issue 25, item 4): a node lost under an sbatch allocation
+// requeues it whole. The node's agent dies; its step host is fenced at the
+// lease, the step and the script fail on the first node, and once the node
+// is declared lost the attempt ends NODE_FAIL (no retry spent) and the
+// whole allocation, batch script and both nodes' tasks, runs again
+// elsewhere. Nothing of the first attempt outlives it.
 class SlurmNodeLossTest : public SlurmStepsTest {
  protected:
   SlurmNodeLossTest() : SlurmStepsTest(R"(
