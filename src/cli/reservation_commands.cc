@@ -17,7 +17,7 @@ struct ReservationCommands {
   std::string server, act_as, output;
   CLI::App *create = nullptr, *list = nullptr, *remove = nullptr;
   std::string name, start, end, duration;
-  std::vector<std::string> nodes, users, queues;
+  std::vector<std::string> nodes, users, queues, flags;
 };
 
 namespace {
@@ -37,7 +37,9 @@ std::optional<json> Call(const char* command, StatusOr<Response> r, int want) {
 }
 
 int Create(ReservationCommands& c, Client& client) {
-  json body = {{"name", c.name}, {"nodes", c.nodes}};
+  json body = {{"name", c.name}};
+  body["nodes"] = c.nodes.size() == 1 && c.nodes[0] == "ALL" ? json("ALL") : json(c.nodes);
+  if (!c.flags.empty()) body["flags"] = c.flags;
   if (!c.start.empty()) body["start"] = c.start;
   if (!c.end.empty()) body["end"] = c.end;
   if (!c.duration.empty()) body["duration"] = c.duration;
@@ -57,10 +59,11 @@ int List(ReservationCommands& c, Client& client) {
     std::cout << r->dump(2) << "\n";
     return 0;
   }
-  std::vector<std::vector<std::string>> rows = {{"NAME", "NODES", "START", "END", "USERS", "QUEUES"}};
+  std::vector<std::vector<std::string>> rows = {{"NAME", "NODES", "START", "END", "USERS", "QUEUES", "FLAGS"}};
   for (const json& e : (*r)["items"]) {
+    const std::string flags = Joined(e.value("flags", json::array()));
     rows.push_back({StringField(e, "name"), Joined(e["nodes"]), StringField(e, "start"), StringField(e, "end"),
-                    Joined(e["users"]), Joined(e["queues"])});
+                    Joined(e["users"]), Joined(e["queues"]), flags.empty() ? "-" : flags});
   }
   PrintTable(rows);
   return 0;
@@ -86,12 +89,16 @@ std::shared_ptr<ReservationCommands> AddReservationCommands(CLI::App& app) {
   c->create = top->add_subcommand("create", "Reserve nodes for a window (admins); jobs name it to run there");
   common(c->create);
   c->create->add_option("name", c->name, "The reservation's name")->required();
-  c->create->add_option("--nodes", c->nodes, "The nodes, comma-separated")->delimiter(',')->required();
+  c->create->add_option("--nodes", c->nodes, "The nodes, comma-separated, or ALL")->delimiter(',')->required();
   c->create->add_option("--start", c->start, "When it opens: RFC 3339, or now (the default)");
   c->create->add_option("--end", c->end, "When it closes: RFC 3339");
   c->create->add_option("--duration", c->duration, "Or how long it lasts (12h, 1-00:00:00)");
   c->create->add_option("--users", c->users, "Users whose jobs may use it, comma-separated")->delimiter(',');
   c->create->add_option("--queues", c->queues, "Queues whose jobs may use it, comma-separated")->delimiter(',');
+  c->create->add_option("--flags", c->flags,
+                        "IGNORE_JOBS (running jobs may run into the window), OVERLAP or MAINT (its nodes may be in "
+                        "other reservations too), comma-separated")
+      ->delimiter(',');
   c->list = top->add_subcommand("list", "Every reservation, by start");
   common(c->list);
   c->list->add_option("-o,--output", c->output, "json");

@@ -169,7 +169,8 @@ void PrintReservation(const json& r) {
             << " EndTime=" << SlurmTime(end)
             << " Duration=" << (start && end ? SlurmDuration((*end - *start).millis() / 1000, true) : "(null)") << "\n"
             << "   Nodes=" << CompressHostlist(nodes) << " NodeCnt=" << nodes.size()
-            << " CoreCnt=0 Features=(null) PartitionName=(null) Flags=\n"
+            << " CoreCnt=0 Features=(null) PartitionName=(null) Flags=" << (list("flags") == "(null)" ? "" : list("flags"))
+            << "\n"
             << "   TRES=(null)\n"
             << "   Users=" << list("users") << " Groups=(null) Accounts=" << list("queues")
             << " Licenses=(null) State=" << (active ? "ACTIVE" : "INACTIVE") << " BurstBuffer=(null) Watts=n/a\n"
@@ -239,7 +240,8 @@ std::optional<Time> SlurmTimeArg(const std::string& v, Time now) {
 
 // scontrol create reservation KEY=VALUE...: ReservationName, StartTime,
 // EndTime or Duration (minutes, or [days-]hours:minutes:seconds), Nodes (a
-// host list), Users, Accounts (Muster's queues).
+// host list, or ALL), Users, Accounts (Muster's queues), Flags (IGNORE_JOBS,
+// MAINT, OVERLAP).
 int CreateReservation(const std::vector<std::string>& args) {
   json body = json::object();
   const Time now = SystemClock().Now();
@@ -265,6 +267,8 @@ int CreateReservation(const std::vector<std::string>& args) {
       std::string d = value;
       if (!d.empty() && d.find_first_not_of("0123456789") == std::string::npos) d += "m";  // minutes, as Slurm
       body["duration"] = d;
+    } else if ((key == "nodes" || key == "nodelist") && value == "ALL") {
+      body["nodes"] = "ALL";
     } else if (key == "nodes" || key == "nodelist") {
       auto hosts = ExpandHostlist(value);
       if (!hosts.ok()) return Error(hosts.status().message());
@@ -273,7 +277,9 @@ int CreateReservation(const std::vector<std::string>& args) {
       body["users"] = split();
     } else if (key == "accounts") {
       body["queues"] = split();
-    } else if (key == "flags" || key == "partitionname" || key == "features" || key == "tres") {
+    } else if (key == "flags") {
+      body["flags"] = split();  // the server names a flag it does not take
+    } else if (key == "partitionname" || key == "features" || key == "tres") {
       return Error(args[i].substr(0, eq) + " is not supported here (a reservation holds named nodes for users or "
                                            "queues)");
     } else {

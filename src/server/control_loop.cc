@@ -773,15 +773,15 @@ void ControlLoop::RunCycle() {
       log::Error("scheduler growth of job {} rejected: {}", g.job, s.ToString());
       continue;
     }
-    lifecycle::Effects fx;
-    lifecycle_.Grow(g.job, fx);
+    lifecycle::Effects growth;
+    lifecycle_.Grow(g.job, growth);
     AttemptDetail& detail = details_.at(g.job);
     const size_t n = lifecycle_.Find(g.job)->replicas.size();
     detail.encoded.resize(n);
     detail.resume_seen.resize(n);
     detail.image_seen.resize(n);
     detail.utilization.resize(n, -1);
-    ApplyEffects(fx, b);
+    ApplyEffects(growth, b);
     grown.emplace_back(g.job, a->number);
   }
   // Only a reason that changed touches the job's row (a long queue keeps

@@ -373,6 +373,9 @@ class ControlLoop {
   Reservations admin_reservations_;
   // Removes the reservations whose windows have ended (at each cycle).
   void EndReservations(Time now, store::WriteBatch& b);
+  // FailedPrecondition ("nodes") naming a running job that would, by its
+  // limit, still run on one of the window's nodes when it opens.
+  Status JobsRunIntoWindow(const core::AdminReservation& window) const;
   ImagePulls image_pulls_;
 
   struct SentSignal {

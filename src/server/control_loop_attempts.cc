@@ -271,7 +271,13 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
       t.registry_auth = {c->registry, c->username, c->password};
     }
   }
-  TaskEnvInput in{job, a.number, replica, places, task != array_task_of_.end() ? task->second.index : -1, port_salt_};
+  TaskEnvInput in;
+  in.job = job;
+  in.attempt = a.number;
+  in.replica = replica;
+  in.replicas = places;
+  in.array_index = task != array_task_of_.end() ? task->second.index : -1;
+  in.port_salt = port_salt_;
   in.staying = a.Staying();
   in.user = t.user;
   t.env = TaskEnvironment(spec, in);

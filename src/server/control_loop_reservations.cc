@@ -14,8 +14,15 @@ void ControlLoop::CreateReservation(nlohmann::json body, const Identity& who, st
   loop_.Async<R>([this, body = std::move(body), user = who.Describe(), audit = std::move(audit)](
                      std::function<void(R)> reply) mutable {
     const Time now = clock_.Now();
-    auto r = ReservationFromJson(body, now, [this](const std::string& n) { return state_.FindNode(n).has_value(); });
+    std::vector<std::string> names;
+    for (const core::Node& n : state_.nodes()) {
+      if (!agents_.Removed(n.spec.name)) names.push_back(n.spec.name);
+    }
+    auto r = ReservationFromJson(body, now, names);
     if (!r.ok()) return reply(r.status());
+    if (!r->Has("IGNORE_JOBS")) {
+      if (Status busy = JobsRunIntoWindow(r->window); !busy.ok()) return reply(busy);
+    }
     r->created_by = user;
     if (Status added = admin_reservations_.Add(*r); !added.ok()) return reply(added);
     state_.SetReservations(admin_reservations_.Windows());
@@ -31,6 +38,26 @@ void ControlLoop::CreateReservation(nlohmann::json body, const Identity& who, st
     b.audit.push_back(std::move(audit));
     Persist(std::move(b), [reply, entry = *r](const Status& s) { s.ok() ? reply(entry) : reply(s); });
   }, std::move(done), ShuttingDown());
+}
+
+Status ControlLoop::JobsRunIntoWindow(const core::AdminReservation& window) const {
+  for (const std::string& name : window.nodes) {
+    const std::optional<core::NodeIndex> node = state_.FindNode(name);
+    if (!node) continue;
+    for (const auto& [id, job] : state_.running()) {
+      if (job.expected_end <= window.start) continue;
+      for (const core::Allocation& a : job.allocations) {
+        if (a.node != *node) continue;
+        return Status(StatusCode::kFailedPrecondition,
+                      "node " + name + " runs job " + std::to_string(id) +
+                          (job.expected_end.is_max() ? " with no time limit"
+                                                     : ", whose limit ends at " + FormatRfc3339Utc(job.expected_end)) +
+                          ", after the window starts; wait for it, cancel it, or give flags IGNORE_JOBS",
+                      "nodes");
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 void ControlLoop::DeleteReservation(std::string name, store::AuditRow audit, Done<StatusOr<bool>> done) {

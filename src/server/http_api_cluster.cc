@@ -84,7 +84,7 @@ void HttpApi::SlurmPartitions(const Request&, Response& res) {
 
 void HttpApi::CreateReservation(Request&& req, Reply reply) {
   const Identity& who = Caller(req);
-  auto body = BodyObject(req, {"name", "nodes", "start", "end", "duration", "users", "queues"});
+  auto body = BodyObject(req, {"name", "nodes", "start", "end", "duration", "users", "queues", "flags"});
   if (!body.ok()) return ReplyNow(reply, body.status());
   const std::string name = (*body).value("name", json()).is_string() ? (*body)["name"].get<std::string>() : "";
   store::AuditRow audit = AuditOf(who, "reservation.create", "reservation/" + name.substr(0, 128));

@@ -56,16 +56,40 @@ StatusOr<Time> TimeField(const json& body, const char* key, Time now) {
   return *t;
 }
 
+// Slurm's reservation flags that mean something here.
+constexpr const char* kFlags[] = {"IGNORE_JOBS", "MAINT", "OVERLAP"};
+
+StatusOr<std::vector<std::string>> Flags(const json& body) {
+  std::vector<std::string> out;
+  if (!body.contains("flags") || body["flags"].is_null()) return out;
+  if (!body["flags"].is_array()) return InvalidArgument("must be a list of IGNORE_JOBS, MAINT or OVERLAP", "flags");
+  for (size_t i = 0; i < body["flags"].size(); ++i) {
+    const json& f = body["flags"][i];
+    std::string name = f.is_string() ? f.get<std::string>() : f.dump();
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (std::find(std::begin(kFlags), std::end(kFlags), name) == std::end(kFlags)) {
+      return InvalidArgument("must be IGNORE_JOBS, MAINT or OVERLAP, got " + QuoteForMessage(name.substr(0, 64)),
+                             "flags[" + std::to_string(i) + "]");
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
 bool Overlap(const core::AdminReservation& a, const core::AdminReservation& b) {
   return a.start < b.end && b.start < a.end;
 }
 
 }  // namespace
 
-StatusOr<ReservationEntry> ReservationFromJson(const json& body, Time now,
-                                               const std::function<bool(const std::string&)>& node_known) {
+bool ReservationEntry::Has(std::string_view flag) const {
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
+}
+
+StatusOr<ReservationEntry> ReservationFromJson(const json& body, Time now, const std::vector<std::string>& cluster_nodes,
+                                               bool any_node) {
   if (!body.is_object()) return InvalidArgument("must be a JSON object", "body");
-  static const std::set<std::string> kFields = {"name", "nodes", "start", "end", "duration", "users", "queues"};
+  static const std::set<std::string> kFields = {"name", "nodes", "start", "end", "duration", "users", "queues", "flags"};
   for (const auto& [key, value] : body.items()) {
     if (!kFields.count(key)) return InvalidArgument("unknown field", key.substr(0, 64));
   }
@@ -74,9 +98,15 @@ StatusOr<ReservationEntry> ReservationFromJson(const json& body, Time now,
     return InvalidArgument("must be a name of 1 to 128 characters of [A-Za-z0-9._-]", "name");
   }
   r.window.name = body["name"].get<std::string>();
-  ASSIGN_OR_RETURN(r.window.nodes, Names(body, "nodes", kMaxNodes, true));
-  for (size_t i = 0; i < r.window.nodes.size(); ++i) {
-    if (!node_known(r.window.nodes[i])) {
+  if (body.contains("nodes") && body["nodes"] == "ALL") {
+    if (cluster_nodes.empty()) return InvalidArgument("ALL: the cluster has no nodes yet", "nodes");
+    r.window.nodes = cluster_nodes;
+  } else {
+    ASSIGN_OR_RETURN(r.window.nodes, Names(body, "nodes", kMaxNodes, true));
+  }
+  const std::set<std::string> known(cluster_nodes.begin(), cluster_nodes.end());
+  for (size_t i = 0; i < r.window.nodes.size() && !any_node; ++i) {
+    if (!known.count(r.window.nodes[i])) {
       return InvalidArgument("no node " + QuoteForMessage(r.window.nodes[i]) + " in the cluster",
                              "nodes[" + std::to_string(i) + "]");
     }
@@ -105,6 +135,7 @@ StatusOr<ReservationEntry> ReservationFromJson(const json& body, Time now,
   ASSIGN_OR_RETURN(r.users, Names(body, "users", kMaxNames, false));
   ASSIGN_OR_RETURN(r.queues, Names(body, "queues", kMaxNames, false));
   if (r.users.empty() && r.queues.empty()) return InvalidArgument("name the users or queues it is for", "users");
+  ASSIGN_OR_RETURN(r.flags, Flags(body));
   return r;
 }
 
@@ -112,7 +143,7 @@ json ReservationJson(const ReservationEntry& r) {
   return {{"name", r.window.name},   {"nodes", r.window.nodes},
           {"start", FormatRfc3339Utc(r.window.start)}, {"end", FormatRfc3339Utc(r.window.end)},
           {"users", r.users},        {"queues", r.queues},
-          {"createdBy", r.created_by}};
+          {"flags", r.flags},        {"createdBy", r.created_by}};
 }
 
 Status Reservations::Load(const std::string& text) {
@@ -124,8 +155,8 @@ Status Reservations::Load(const std::string& text) {
     auto r = ReservationFromJson(
         json{{"name", e.value("name", "")}, {"nodes", e.value("nodes", json::array())}, {"start", e.value("start", "")},
              {"end", e.value("end", "")}, {"users", e.value("users", json::array())},
-             {"queues", e.value("queues", json::array())}},
-        Time::Zero(), [](const std::string&) { return true; });
+             {"queues", e.value("queues", json::array())}, {"flags", e.value("flags", json::array())}},
+        Time::Zero(), {}, /*any_node=*/true);
     if (!r.ok()) return DataLoss("meta reservations is damaged: " + r.status().ToString());
     r->created_by = e.value("createdBy", "");
     entries_.push_back(std::move(*r));
@@ -143,14 +174,15 @@ Status Reservations::Add(ReservationEntry r) {
   if (Find(r.window.name) != nullptr) {
     return Status(StatusCode::kAlreadyExists, "reservation " + r.window.name + " exists already", "name");
   }
+  const bool may_overlap = r.Has("OVERLAP") || r.Has("MAINT");
   for (const ReservationEntry& other : entries_) {
-    if (!Overlap(other.window, r.window)) continue;
+    if (may_overlap || !Overlap(other.window, r.window)) continue;
     for (const std::string& n : r.window.nodes) {
       if (std::find(other.window.nodes.begin(), other.window.nodes.end(), n) != other.window.nodes.end()) {
         return Status(StatusCode::kFailedPrecondition,
                       "node " + n + " is in reservation " + other.window.name + " (" +
                           FormatRfc3339Utc(other.window.start) + " to " + FormatRfc3339Utc(other.window.end) +
-                          "), whose window overlaps",
+                          "), whose window overlaps (flags OVERLAP or MAINT allow it)",
                       "nodes");
       }
     }

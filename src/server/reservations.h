@@ -7,13 +7,22 @@
 //
 // A reservation as the API takes it:
 //   {"name": "maint-dec",            # 1..128 of [A-Za-z0-9._-]
-//    "nodes": ["gpu1", "gpu2"],       # 1..4096 nodes the cluster knows, each once
+//    "nodes": ["gpu1", "gpu2"],       # 1..4096 nodes the cluster knows, each once;
+//                                     # or "ALL": every node it knows now
 //    "start": "2026-12-01T08:00:00Z", # RFC 3339, or "now" (default)
 //    "end": "2026-12-01T20:00:00Z",   # or "duration": "12h" (one of them)
-//    "users": ["ann"], "queues": ["research"]}   # who may use it: at least one name
+//    "users": ["ann"], "queues": ["research"],   # who may use it: at least one name
+//    "flags": ["MAINT", "IGNORE_JOBS"]}          # Slurm's, those that apply here:
+// IGNORE_JOBS   create it even where running jobs would, by their limits,
+//               run into the window (they run on; the nodes take nothing new)
+// OVERLAP       its nodes may also be in another reservation whose window
+//               overlaps (each one's jobs may use them)
+// MAINT         a maintenance window: may overlap as OVERLAP, and is shown so
 // Refused, naming the field: a window that has ended or lasts more than a
-// year, an unknown node, a name taken, and a node already in another
-// reservation whose window overlaps this one's.
+// year, an unknown node or flag, a name taken, a node already in another
+// reservation whose window overlaps this one's (without OVERLAP or MAINT),
+// and (without IGNORE_JOBS) a node whose running job would still run, by
+// its limit, when the window opens.
 //
 // All of them are one meta document in the store ("reservations"). One
 // whose window has ended is removed by the control loop; jobs that still
@@ -24,6 +33,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -37,13 +47,17 @@ namespace muster::server {
 struct ReservationEntry {
   core::AdminReservation window;
   std::vector<std::string> users, queues;
+  std::vector<std::string> flags;  // as written above, upper case, each once
   std::string created_by;
+  bool Has(std::string_view flag) const;
 };
 
 // The reservation a request body describes, at `now`; InvalidArgument
-// naming the field. `node_known` says whether the cluster has a node.
+// naming the field. `cluster_nodes`: the names of the nodes the cluster
+// has (for "ALL"); a node not among them is refused, unless `any_node`
+// (reloading what was accepted already).
 StatusOr<ReservationEntry> ReservationFromJson(const nlohmann::json& body, Time now,
-                                               const std::function<bool(const std::string&)>& node_known);
+                                               const std::vector<std::string>& cluster_nodes, bool any_node = false);
 nlohmann::json ReservationJson(const ReservationEntry& r);
 
 class Reservations {

@@ -14,7 +14,7 @@ using nlohmann::json;
 const Time kNow = *ParseRfc3339Utc("2026-12-01T08:00:00Z");
 
 StatusOr<ReservationEntry> Read(const std::string& text) {
-  return ReservationFromJson(json::parse(text), kNow, [](const std::string& n) { return n.rfind("gpu", 0) == 0; });
+  return ReservationFromJson(json::parse(text), kNow, {"gpu1", "gpu2", "gpu3"});
 }
 
 std::string Error(const std::string& text) {
@@ -55,8 +55,8 @@ TEST(Reservations, WhatCannotBeReservedIsRefusedNamingTheField) {
   EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h"})"), "users: name the users or queues it is for");
   EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","queues":["re search"]})"),
             "queues[0]: must be a name of 1 to 128 characters of [A-Za-z0-9._-], got \"re search\"");
-  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["ann"],"flags":"ignore_jobs"})"),
-            "flags: unknown field");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["ann"],"partition":"p"})"),
+            "partition: unknown field");
 }
 
 TEST(Reservations, OverlapsOnANodeAreRefusedAndUseIsForItsUsersOrQueues) {
@@ -79,6 +79,36 @@ TEST(Reservations, OverlapsOnANodeAreRefusedAndUseIsForItsUsersOrQueues) {
   EXPECT_EQ(all.Windows().size(), 1u);
   EXPECT_TRUE(all.Remove("b"));
   EXPECT_FALSE(all.Remove("b"));
+}
+
+// scontrol create reservation ... Nodes=ALL Flags=MAINT,IGNORE_JOBS: a
+// maintenance window over every node, though another reservation holds
+// some of them.
+TEST(Reservations, FlagsAndAllNodes) {
+  Reservations all;
+  ASSERT_TRUE(all.Add(*Read(R"({"name":"a","nodes":["gpu1"],"duration":"2h","users":["ann"]})")).ok());
+  auto maint = Read(R"({"name":"m","nodes":"ALL","duration":"1h","users":["root"],"flags":["maint","IGNORE_JOBS"]})");
+  ASSERT_TRUE(maint.ok()) << maint.status().ToString();
+  EXPECT_EQ(maint->window.nodes, (std::vector<std::string>{"gpu1", "gpu2", "gpu3"}));
+  EXPECT_EQ(maint->flags, (std::vector<std::string>{"MAINT", "IGNORE_JOBS"}));
+  EXPECT_TRUE(maint->Has("IGNORE_JOBS"));
+  EXPECT_FALSE(maint->Has("OVERLAP"));
+  EXPECT_TRUE(all.Add(*maint).ok()) << "MAINT may overlap";
+  EXPECT_TRUE(all.Add(*Read(R"({"name":"o","nodes":["gpu1"],"duration":"1h","users":["bob"],"flags":["OVERLAP"]})")).ok());
+  EXPECT_FALSE(all.Add(*Read(R"({"name":"p","nodes":["gpu2"],"duration":"1h","users":["bob"]})")).ok())
+      << "without a flag, no overlap";
+  Reservations loaded;
+  ASSERT_TRUE(loaded.Load(all.Dump()).ok());
+  ASSERT_NE(loaded.Find("m"), nullptr);
+  EXPECT_EQ(loaded.Find("m")->flags, maint->flags);
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["ann"],"flags":["DAILY"]})"),
+            "flags[0]: must be IGNORE_JOBS, MAINT or OVERLAP, got \"DAILY\"");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["ann"],"flags":"MAINT"})"),
+            "flags: must be a list of IGNORE_JOBS, MAINT or OVERLAP");
+  EXPECT_EQ(ReservationFromJson(json::parse(R"({"name":"r","nodes":"ALL","duration":"1h","users":["ann"]})"), kNow, {})
+                .status()
+                .message(),
+            "ALL: the cluster has no nodes yet");
 }
 
 }  // namespace

@@ -547,6 +547,22 @@ TEST_F(SlurmStepsTest, AReservationsJobsRunOnItsNodesAndOthersKeepOff) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_EQ(WaitState(waits, "RUNNING")["state"], "RUNNING") << "the node is open again";
   EXPECT_EQ(run("squeue -h -j " + std::to_string(waits) + " -o %N").second, kept + "\n");
+  // A maintenance window over every node: refused while jobs would run
+  // into it, unless IGNORE_JOBS lets them run on.
+  const std::string maint = "scontrol create reservation ReservationName=mx StartTime=now Duration=30 Nodes=ALL Users=root";
+  std::tie(code, out) = run(maint);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find(" with no time limit, after the window starts; wait for it, cancel it, or give flags IGNORE_JOBS"),
+            std::string::npos)
+      << out;
+  std::tie(code, out) = run(maint + " Flags=DAILY");
+  EXPECT_NE(out.find("must be IGNORE_JOBS, MAINT or OVERLAP, got \"DAILY\""), std::string::npos) << out;
+  std::tie(code, out) = run(maint + " Flags=MAINT,IGNORE_JOBS");
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) = run("scontrol show reservation mx");
+  EXPECT_NE(out.find(" NodeCnt=2 "), std::string::npos) << out;
+  EXPECT_NE(out.find(" Flags=MAINT,IGNORE_JOBS\n"), std::string::npos) << out;
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(other))["state"], "RUNNING") << "ignored jobs run on";
   CancelAndWait(other);
   CancelAndWait(waits);
 }
