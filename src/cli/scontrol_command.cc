@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -94,14 +95,7 @@ int ShowJob(const std::vector<std::string>& args) {
   const std::optional<Time> begin =
       j.contains("beginTime") && j["beginTime"].is_string() ? ParseRfc3339Utc(j["beginTime"].get<std::string>())
                                                              : std::nullopt;
-  std::string dependency;
-  if (j.contains("dependencies") && j["dependencies"].is_array()) {
-    for (const json& d : j["dependencies"]) {
-      dependency += (dependency.empty() ? "" : j.value("dependenciesAny", false) ? "?" : ",") + d.value("type", std::string()) + ":" +
-                    std::to_string(d.value("job", int64_t{0}));
-    }
-  }
-  if (dependency.empty()) dependency = "(null)";
+  const std::string dependency = SlurmDependencyText(s, JobsByIdFrom(client));
   const std::string limit = s.time_limit.is_infinite() ? "UNLIMITED" : SlurmDuration(s.time_limit.millis() / 1000, true);
   std::ostringstream out;
   out << "JobId=" << s.id;
@@ -155,7 +149,8 @@ std::string Lower(std::string s) {
 
 // A reservation as `scontrol show reservation` prints it; queues are its
 // Accounts (Slurm's reservations name accounts, Muster's queues).
-void PrintReservation(const json& r) {
+// `cpus_of`: each node's CPUs (for CoreCnt and TRES).
+void PrintReservation(const json& r, const std::map<std::string, int64_t>& cpus_of) {
   auto list = [&](const char* key) {
     std::string out;
     for (const json& x : r.value(key, json::array())) out += (out.empty() ? "" : ",") + x.get<std::string>();
@@ -165,13 +160,18 @@ void PrintReservation(const json& r) {
   std::vector<std::string> nodes = r.value("nodes", std::vector<std::string>());
   const Time now = SystemClock().Now();
   const bool active = start && end && *start <= now && now < *end;
+  int64_t cpus = 0;
+  for (const std::string& n : nodes) cpus += cpus_of.count(n) ? cpus_of.at(n) : 0;
+  // Slurm adds SPEC_NODES (nodes named, not counted) and ALL_NODES.
+  std::string flags = list("flags") == "(null)" ? "" : list("flags") + ",";
+  flags += "SPEC_NODES";
+  if (r.value("allNodes", false)) flags += ",ALL_NODES";
   std::cout << "ReservationName=" << r.value("name", "") << " StartTime=" << SlurmTime(start)
             << " EndTime=" << SlurmTime(end)
             << " Duration=" << (start && end ? SlurmDuration((*end - *start).millis() / 1000, true) : "(null)") << "\n"
             << "   Nodes=" << CompressHostlist(nodes) << " NodeCnt=" << nodes.size()
-            << " CoreCnt=0 Features=(null) PartitionName=(null) Flags=" << (list("flags") == "(null)" ? "" : list("flags"))
-            << "\n"
-            << "   TRES=(null)\n"
+            << " CoreCnt=" << cpus << " Features=(null) PartitionName=(null) Flags=" << flags << "\n"
+            << "   TRES=cpu=" << cpus << "\n"
             << "   Users=" << list("users") << " Groups=(null) Accounts=" << list("queues")
             << " Licenses=(null) State=" << (active ? "ACTIVE" : "INACTIVE") << " BurstBuffer=(null) Watts=n/a\n"
             << "   MaxStartDelay=(null)\n\n";
@@ -182,10 +182,16 @@ int ShowReservations(const std::vector<std::string>& args) {
   auto r = client.Get("/v1/reservations");
   if (!r.ok()) return Error(r.status().message());
   if (r->status != 200) return Error(Client::ErrorOf(*r).message());
+  std::map<std::string, int64_t> cpus_of;
+  if (auto nodes = client.Get("/v1/nodes"); nodes.ok() && nodes->status == 200) {
+    for (const json& n : nodes->body.value("items", json::array())) {
+      cpus_of[n.value("name", "")] = n.value("cpuMilli", int64_t{0}) / 1000;
+    }
+  }
   int shown = 0;
   for (const json& e : r->body.value("items", json::array())) {
     if (args.size() > 2 && e.value("name", "") != args[2]) continue;
-    PrintReservation(e);
+    PrintReservation(e, cpus_of);
     ++shown;
   }
   if (shown == 0) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <ctime>
 #include <map>
+#include <memory>
+#include <set>
 
 #include "api/array_indices.h"
 #include "api/slurm_mapping.h"
@@ -88,6 +90,9 @@ SlurmJob SlurmJobFromJson(const json& j) {
   if (auto limit = ParseDuration(Str(j, "timeLimit")); limit.ok()) s.time_limit = *limit;
   s.work_dir = Str(j, "workingDir");
   s.reservation = Str(j, "reservation");
+  if (j.contains("dependencies") && j["dependencies"].is_array()) s.dependencies = j["dependencies"];
+  s.dependencies_any = j.value("dependenciesAny", false);
+  s.singleton = j.value("singleton", false);
   if (j.contains("arrayIndex") && j["arrayIndex"].is_number()) {
     const int32_t position = j["arrayIndex"].get<int32_t>();
     s.array_job = j.value("arrayFirstId", s.id - position);
@@ -114,6 +119,70 @@ SlurmJob SlurmJobFromJson(const json& j) {
   // Slurm lists a job's nodes in the cluster's order, not the job's.
   std::sort(s.nodes.begin(), s.nodes.end(), api::SlurmNodeOrderLess);
   return s;
+}
+
+namespace {
+
+// Whether a dependency of `type` holds for a job in `state`, and whether
+// it never can (as scheduler/dependencies.h).
+std::pair<bool, bool> DependencyHolds(const std::string& type, const std::string& state) {
+  static const std::set<std::string> kEnded = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY",
+                                               "NODE_FAIL", "PREEMPTED"};
+  const bool ended = kEnded.count(state) > 0, ok = state == "COMPLETED";
+  if (type == "afterany") return {ended, false};
+  if (type == "afternotok") return {ended && !ok, ok};
+  if (type == "after") return {state != "PENDING" && state != "HELD", false};
+  return {ok, ended && !ok};  // afterok, aftercorr
+}
+
+}  // namespace
+
+std::string SlurmDependencyText(const SlurmJob& j, const std::function<std::optional<json>(int64_t)>& job_of) {
+  std::string out;
+  auto add = [&](const std::string& item) { out += (out.empty() ? "" : j.dependencies_any ? "?" : ",") + item; };
+  for (const json& d : j.dependencies) {
+    if (!d.is_object()) continue;
+    const std::string type = Str(d, "type");
+    const int64_t id = d.value("job", int64_t{0});
+    // The job, or every task of the array whose id it is.
+    std::vector<json> targets;
+    bool array = false;
+    if (std::optional<json> first = job_of(id)) {
+      array = first->value("arrayFirstId", int64_t{0}) == id;
+      targets.push_back(std::move(*first));
+      for (int64_t t = id + 1; array; ++t) {
+        std::optional<json> task = job_of(t);
+        if (!task || task->value("arrayFirstId", int64_t{0}) != id) break;
+        targets.push_back(std::move(*task));
+      }
+    }
+    bool holds = !targets.empty(), never = targets.empty();
+    for (const json& t : targets) {
+      const auto [ok, no] = DependencyHolds(type, Str(t, "state"));
+      holds &= ok;
+      never |= no;
+    }
+    if (holds) continue;
+    std::string item = type + ":" + std::to_string(id) + (array ? "_*" : "");
+    if (auto delay = ParseDuration(Str(d, "delay")); delay.ok() && *delay > Duration::Zero()) {
+      item += "+" + std::to_string(delay->millis() / 60000);
+    }
+    add(item + (never ? "(failed)" : "(unfulfilled)"));
+  }
+  if (j.singleton && (j.state == "PENDING" || j.state == "HELD") && j.reason == "Dependency") add("singleton(unfulfilled)");
+  return out.empty() ? "(null)" : out;
+}
+
+std::function<std::optional<json>(int64_t)> JobsByIdFrom(Client& client) {
+  auto cache = std::make_shared<std::map<int64_t, std::optional<json>>>();
+  return [&client, cache](int64_t id) -> std::optional<json> {
+    auto it = cache->find(id);
+    if (it != cache->end()) return it->second;
+    auto r = client.Get("/v1/jobs/" + std::to_string(id));
+    std::optional<json> found;
+    if (r.ok() && r->status == 200 && r->body.is_object()) found = r->body;
+    return cache->emplace(id, std::move(found)).first->second;
+  };
 }
 
 std::string ArrayTaskRuns(const std::vector<const SlurmJob*>& tasks) {

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,11 @@ struct SlurmJob {
   int32_t exit_signal = 0;
   std::string work_dir;
   std::string reservation;  // an admin reservation's name, or ""
+  // As the spec has them: [{type, job, delay?}], joined by "?" when
+  // dependencies_any; singleton: waits for the earlier jobs of its name.
+  nlohmann::json dependencies = nlohmann::json::array();
+  bool dependencies_any = false, singleton = false;
+  std::string dependency_text;  // SlurmDependencyText's, where a command filled it in
 
   bool Finished() const;
   // "12" or "3_7".
@@ -59,6 +65,17 @@ struct SlurmJob {
 };
 
 SlurmJob SlurmJobFromJson(const nlohmann::json& j);
+
+// Slurm's text for the dependencies of `j` that do not hold yet, each with
+// its state, as squeue's %E and scontrol's Dependency= show them:
+// "afterok:12_*(unfulfilled),afterany:15(failed)" ("_*": the whole array
+// whose id it is); "(null)" when none is left. `job_of` gives a job's JSON
+// by id (nullopt: no such job); `waiting_on_dependency`: whether the
+// scheduler says `j` waits on one (for singleton, which names no job).
+std::string SlurmDependencyText(const SlurmJob& j,
+                                const std::function<std::optional<nlohmann::json>(int64_t)>& job_of);
+// `job_of` for SlurmDependencyText over the API, each job asked for once.
+std::function<std::optional<nlohmann::json>(int64_t)> JobsByIdFrom(Client& client);
 
 // The tasks of one array that Slurm shows as one record (its tasks that
 // have not started): "[2-5,7%2]", the indices as runs and the array's

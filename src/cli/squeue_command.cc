@@ -142,7 +142,7 @@ std::string Field(char field, const SlurmJob& j, const std::string& array_tasks,
     case 'V': return SlurmTime(j.submit);
     case 'b': return j.gpus_per_node > 0 ? "gres:gpu:" + std::to_string(j.gpus_per_node) : "N/A";
     case 'Z': return j.work_dir;
-    case 'E': return "(null)";
+    case 'E': return j.dependency_text.empty() ? "(null)" : j.dependency_text;
     case 'f': return "(null)";
     default: return "N/A";
   }
@@ -200,6 +200,13 @@ int RunSqueue(const std::vector<std::string>& args) {
     auto r = client.Get("/v1/jobs/" + std::to_string(j.id));
     if (r.ok() && r->status == 200 && r->body.contains("plannedStart") && r->body["plannedStart"].is_string()) {
       j.planned_start = ParseRfc3339Utc(r->body["plannedStart"].get<std::string>());
+    }
+  }
+  // Dependencies that do not hold yet (%E), with their states.
+  if (std::any_of(pieces.begin(), pieces.end(), [](const FormatPiece& p) { return p.field == 'E'; })) {
+    auto job_of = JobsByIdFrom(client);
+    for (SlurmJob& j : *jobs) {
+      if (filter.Passes(j) && (!j.dependencies.empty() || j.singleton)) j.dependency_text = SlurmDependencyText(j, job_of);
     }
   }
   // An array's pending tasks share a line, unless -r.

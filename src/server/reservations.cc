@@ -56,8 +56,9 @@ StatusOr<Time> TimeField(const json& body, const char* key, Time now) {
   return *t;
 }
 
-// Slurm's reservation flags that mean something here.
-constexpr const char* kFlags[] = {"IGNORE_JOBS", "MAINT", "OVERLAP"};
+// Slurm's reservation flags that mean something here, in the order Slurm
+// prints them.
+constexpr const char* kFlags[] = {"MAINT", "OVERLAP", "IGNORE_JOBS"};
 
 StatusOr<std::vector<std::string>> Flags(const json& body) {
   std::vector<std::string> out;
@@ -73,6 +74,8 @@ StatusOr<std::vector<std::string>> Flags(const json& body) {
     }
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   }
+  auto rank = [](const std::string& f) { return std::find(std::begin(kFlags), std::end(kFlags), f) - std::begin(kFlags); };
+  std::sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
   return out;
 }
 
@@ -99,8 +102,9 @@ StatusOr<ReservationEntry> ReservationFromJson(const json& body, Time now, const
   }
   r.window.name = body["name"].get<std::string>();
   if (body.contains("nodes") && body["nodes"] == "ALL") {
-    if (cluster_nodes.empty()) return InvalidArgument("ALL: the cluster has no nodes yet", "nodes");
+    if (cluster_nodes.empty() && !any_node) return InvalidArgument("ALL: the cluster has no nodes yet", "nodes");
     r.window.nodes = cluster_nodes;
+    r.all_nodes = true;
   } else {
     ASSIGN_OR_RETURN(r.window.nodes, Names(body, "nodes", kMaxNodes, true));
   }
@@ -143,7 +147,8 @@ json ReservationJson(const ReservationEntry& r) {
   return {{"name", r.window.name},   {"nodes", r.window.nodes},
           {"start", FormatRfc3339Utc(r.window.start)}, {"end", FormatRfc3339Utc(r.window.end)},
           {"users", r.users},        {"queues", r.queues},
-          {"flags", r.flags},        {"createdBy", r.created_by}};
+          {"flags", r.flags},        {"allNodes", r.all_nodes},
+          {"createdBy", r.created_by}};
 }
 
 Status Reservations::Load(const std::string& text) {
@@ -159,6 +164,7 @@ Status Reservations::Load(const std::string& text) {
         Time::Zero(), {}, /*any_node=*/true);
     if (!r.ok()) return DataLoss("meta reservations is damaged: " + r.status().ToString());
     r->created_by = e.value("createdBy", "");
+    r->all_nodes = e.value("allNodes", false);
     entries_.push_back(std::move(*r));
   }
   return Status::Ok();

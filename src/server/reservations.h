@@ -47,7 +47,8 @@ namespace muster::server {
 struct ReservationEntry {
   core::AdminReservation window;
   std::vector<std::string> users, queues;
-  std::vector<std::string> flags;  // as written above, upper case, each once
+  std::vector<std::string> flags;  // as written above, upper case, each once, in Slurm's order
+  bool all_nodes = false;          // made with nodes "ALL" (Slurm's flag ALL_NODES)
   std::string created_by;
   bool Has(std::string_view flag) const;
 };

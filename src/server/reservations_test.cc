@@ -91,6 +91,7 @@ TEST(Reservations, FlagsAndAllNodes) {
   ASSERT_TRUE(maint.ok()) << maint.status().ToString();
   EXPECT_EQ(maint->window.nodes, (std::vector<std::string>{"gpu1", "gpu2", "gpu3"}));
   EXPECT_EQ(maint->flags, (std::vector<std::string>{"MAINT", "IGNORE_JOBS"}));
+  EXPECT_TRUE(maint->all_nodes);
   EXPECT_TRUE(maint->Has("IGNORE_JOBS"));
   EXPECT_FALSE(maint->Has("OVERLAP"));
   EXPECT_TRUE(all.Add(*maint).ok()) << "MAINT may overlap";
@@ -101,6 +102,10 @@ TEST(Reservations, FlagsAndAllNodes) {
   ASSERT_TRUE(loaded.Load(all.Dump()).ok());
   ASSERT_NE(loaded.Find("m"), nullptr);
   EXPECT_EQ(loaded.Find("m")->flags, maint->flags);
+  EXPECT_TRUE(loaded.Find("m")->all_nodes);
+  EXPECT_EQ(Read(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["a"],"flags":["ignore_jobs","overlap"]})")->flags,
+            (std::vector<std::string>{"OVERLAP", "IGNORE_JOBS"}))
+      << "in Slurm's order";
   EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["ann"],"flags":["DAILY"]})"),
             "flags[0]: must be IGNORE_JOBS, MAINT or OVERLAP, got \"DAILY\"");
   EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["ann"],"flags":"MAINT"})"),

@@ -561,7 +561,7 @@ TEST_F(SlurmStepsTest, AReservationsJobsRunOnItsNodesAndOthersKeepOff) {
   EXPECT_EQ(code, 0) << out;
   std::tie(code, out) = run("scontrol show reservation mx");
   EXPECT_NE(out.find(" NodeCnt=2 "), std::string::npos) << out;
-  EXPECT_NE(out.find(" Flags=MAINT,IGNORE_JOBS\n"), std::string::npos) << out;
+  EXPECT_NE(out.find(" Flags=MAINT,IGNORE_JOBS,SPEC_NODES,ALL_NODES\n"), std::string::npos) << out;
   EXPECT_EQ(Get("/v1/jobs/" + std::to_string(other))["state"], "RUNNING") << "ignored jobs run on";
   CancelAndWait(other);
   CancelAndWait(waits);

@@ -109,7 +109,8 @@ SlurmdParameters=config_overrides
 MinJobAge=300
 KillWait=2
 DefMemPerCPU=100
-NodeName=n[1-2] NodeHostname=$HOST NodeAddr=127.0.0.1 Port=[$((NODE_PORT0+1))-$((NODE_PORT0+2))] CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=4000 Gres=gpu:4 State=UNKNOWN
+NodeName=n1 NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$((NODE_PORT0+1)) CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=4000 Gres=gpu:4 Features=fa State=UNKNOWN
+NodeName=n2 NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$((NODE_PORT0+2)) CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=4000 Gres=gpu:4 Features=fb State=UNKNOWN
 PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
 cat > "$BASE/etc/gres.conf" <<CONF
@@ -133,7 +134,8 @@ work=$BASE/run-out
 test/slurm/golden/scenario.sh "$work"
 mkdir -p "$OUT"
 for f in sbatch-parsable.txt batch-env.txt hostnames.txt show-job.txt srun-env.txt srun-exit.txt env.out \
-         squeue.txt squeue-array.txt sacct.txt ids.txt; do
+         squeue.txt squeue-array.txt sacct.txt ids.txt reservation.txt show-reservation.txt squeue-dep.txt \
+         scancel.out limit.out sacct-more.txt sacct-choice.txt; do
   cp "$work/$f" "$OUT/$f"
 done
 # Where the recording ran, for the comparison's normalizing.

@@ -57,7 +57,7 @@ class GoldenRun {
     nodes_ = SplitLines(ReadAll(dir + "/hostnames.txt"));
     submit_dir_ = submit_dir;
   }
-  bool ok() const { return ids_.size() == 4 && nodes_.size() == 2; }
+  bool ok() const { return ids_.size() == 9 && nodes_.size() == 2; }
   std::string Raw(const std::string& file) const { return ReadAll(dir_ + "/" + file); }
 
   // `v` in common terms; `id_field`: a field that holds a job id.
@@ -79,6 +79,17 @@ class GoldenRun {
       }
       if (all) return "<" + names + ">";
     }
+    // Job ids after a dependency's type ("afterok:12_*(unfulfilled)").
+    static const std::regex after_id("(after[a-z]*:)([0-9]+)");
+    std::string named;
+    auto last = v.cbegin();
+    for (std::sregex_iterator it(v.begin(), v.end(), after_id), end; it != end; ++it) {
+      named.append(last, (*it)[0].first);
+      const auto k = std::find(ids_.begin(), ids_.end(), (*it)[2].str());
+      named += (*it)[1].str() + (k == ids_.end() ? (*it)[2].str() : "<J" + std::to_string(k - ids_.begin() + 1) + ">");
+      last = (*it)[0].second;
+    }
+    if (last != v.cbegin()) return named.append(last, v.cend());
     // Job ids, where a value starts with one ("12", "12_3", "12_[0-3%1]").
     for (size_t k = 0; id_field && k < ids_.size(); ++k) {
       const std::string& id = ids_[k];
@@ -106,6 +117,23 @@ std::map<std::string, std::string> EnvMap(const std::string& text) {
   for (const std::string& line : SplitLines(text)) {
     const size_t eq = line.find('=');
     if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+// "|"-separated lines keyed by their first field, a job id in `run`'s
+// common terms ("<J5> State" -> value): for output whose order of lines
+// is the cluster's own (sacct's is its database's).
+std::map<std::string, std::string> KeyedTableMap(const GoldenRun& run, const std::string& text,
+                                                 const std::vector<std::string>& fields) {
+  std::map<std::string, std::string> out;
+  for (const std::string& line : SplitLines(text)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, '|');) cells.push_back(c);
+    if (cells.empty()) continue;
+    const std::string key = run.Normal(cells[0], true);
+    for (size_t f = 1; f < cells.size(); ++f) out[key + " " + (f < fields.size() ? fields[f] : std::to_string(f))] = cells[f];
   }
   return out;
 }
@@ -153,16 +181,19 @@ class SlurmGoldenTest : public ClusterFixture {
 TEST_F(SlurmGoldenTest, TheScenarioGivesSlurmsAnswersOrDocumentedDifferences) {
   const std::string golden = fs::absolute("test/slurm/golden").string();
   ASSERT_TRUE(fs::exists(golden + "/slurm/ids.txt")) << "run from the repository root";
-  for (int i = 0; i < 2; ++i) AddAgent({"--fake-gpus", "4xH100", "--cpus", "4", "--memory", "4000Mi"});
+  // As the recording's n1 and n2 (in name order): node features fa and fb.
+  for (const char* feature : {"fa", "fb"}) {
+    AddAgent({"--fake-gpus", "4xH100", "--cpus", "4", "--memory", "4000Mi", "--feature", feature});
+  }
   WaitNodes(2);
   // Slurm's commands: links to the muster binary, first on the PATH.
-  const std::string bin = Tmp("slurm-bin"), out = Tmp("golden-out");
+  const std::string bin = Tmp("slurm-bin"), run_dir = Tmp("golden-out");
   fs::create_directories(bin);
   for (const char* c : {"sbatch", "srun", "squeue", "scancel", "sacct", "sinfo", "scontrol"}) {
     fs::create_symlink(MUSTER_BINARY, bin + "/" + c);
   }
   const std::string cmd = "PATH=" + bin + ":$PATH MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" +
-                          server_.admin_token() + " " + golden + "/scenario.sh " + out + " > " + Tmp("scenario.log") +
+                          server_.admin_token() + " " + golden + "/scenario.sh " + run_dir + " > " + Tmp("scenario.log") +
                           " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadAll(Tmp("scenario.log"));
 
@@ -170,9 +201,9 @@ TEST_F(SlurmGoldenTest, TheScenarioGivesSlurmsAnswersOrDocumentedDifferences) {
   for (const std::string& line : SplitLines(ReadAll(golden + "/slurm/context.txt"))) {
     context[line.substr(0, line.find(' '))] = line.substr(line.find(' ') + 1);
   }
-  const GoldenRun slurm(golden + "/slurm", context["dir"]), muster(out, fs::weakly_canonical(out).string());
+  const GoldenRun slurm(golden + "/slurm", context["dir"]), muster(run_dir, fs::weakly_canonical(run_dir).string());
   ASSERT_TRUE(slurm.ok()) << "the recording lacks ids or host names";
-  ASSERT_TRUE(muster.ok()) << ReadAll(out + "/ids.txt") << ReadAll(out + "/hostnames.txt")
+  ASSERT_TRUE(muster.ok()) << ReadAll(run_dir + "/ids.txt") << ReadAll(run_dir + "/hostnames.txt")
                            << ReadAll(Tmp("scenario.log"));
 
   std::vector<Difference> found;
@@ -185,7 +216,7 @@ TEST_F(SlurmGoldenTest, TheScenarioGivesSlurmsAnswersOrDocumentedDifferences) {
   };
   EXPECT_TRUE(std::regex_match(muster.Raw("sbatch-parsable.txt"), std::regex("[0-9]+\n")))
       << muster.Raw("sbatch-parsable.txt");
-  for (const char* f : {"srun-exit.txt"}) whole(f);
+  for (const char* f : {"srun-exit.txt", "reservation.txt", "scancel.out", "limit.out"}) whole(f);
   // Output lines name nodes inside words: each side's node names become <N1>, <N2>.
   {
     auto lines = [](const std::string& text, const std::vector<std::string>& nodes) {
@@ -222,6 +253,8 @@ TEST_F(SlurmGoldenTest, TheScenarioGivesSlurmsAnswersOrDocumentedDifferences) {
     return out;
   };
   Compare("show-job.txt", words(slurm.Raw("show-job.txt")), words(muster.Raw("show-job.txt")), slurm, muster, found);
+  Compare("show-reservation.txt", words(slurm.Raw("show-reservation.txt")), words(muster.Raw("show-reservation.txt")),
+          slurm, muster, found);
   Compare("srun-env.txt", EnvMap(slurm.Raw("srun-env.txt")), EnvMap(muster.Raw("srun-env.txt")), slurm, muster,
           found);
   const std::vector<std::string> squeue_fields = {"JobID", "Name", "ST", "Reason", "Nodes", "CPUs", "TimeLimit"};
@@ -234,6 +267,15 @@ TEST_F(SlurmGoldenTest, TheScenarioGivesSlurmsAnswersOrDocumentedDifferences) {
                                                  "Timelimit"};
   Compare("sacct.txt", TableMap(slurm.Raw("sacct.txt"), sacct_fields), TableMap(muster.Raw("sacct.txt"), sacct_fields),
           slurm, muster, found);
+  const std::vector<std::string> dep_fields = {"JobID", "Dependency", "Reason"};
+  Compare("squeue-dep.txt", TableMap(slurm.Raw("squeue-dep.txt"), dep_fields),
+          TableMap(muster.Raw("squeue-dep.txt"), dep_fields), slurm, muster, found);
+  for (const auto& [file, fields] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"sacct-more.txt", {"JobID", "JobName", "State", "ExitCode", "NNodes"}},
+           {"sacct-choice.txt", {"JobID", "NodeList"}}}) {
+    Compare(file, KeyedTableMap(slurm, slurm.Raw(file), fields), KeyedTableMap(muster, muster.Raw(file), fields), slurm,
+            muster, found);
+  }
 
   // Every difference must be documented, and every documented one must occur.
   struct Documented {

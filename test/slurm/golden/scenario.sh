@@ -69,4 +69,36 @@ sleep 2
 # 3. Accounting.
 sacct -X -P -n --format=JobID,JobName,State,ExitCode,NNodes,AllocCPUS,Timelimit \
   -j "$env_job,$long,$after,$array" > sacct.txt
-echo "$env_job $long $after $array" > ids.txt
+
+# 4. What admins and pipelines add: a maintenance reservation over every
+#    node, a node constraint with a choice (n1 has feature fa, n2 fb: each node
+#    has one of them), a
+#    job that waits for a whole array, and signals to a batch script: from
+#    scancel, and before its time limit from --signal.
+scontrol create reservation ReservationName=golden-maint StartTime=now+1hour Duration=30 Nodes=ALL Users=root \
+  Flags=MAINT,IGNORE_JOBS > reservation.txt 2>&1
+scontrol show reservation golden-maint > show-reservation.txt
+scontrol delete ReservationName=golden-maint >> reservation.txt 2>&1
+choice=$(sbatch --parsable -J golden-choice -N2 -C 'fa|fb' --time=1 -o /dev/null --wrap true)
+arr=$(sbatch --parsable -J golden-arr --array=0-1 --time=1 -o /dev/null --wrap 'sleep 4')
+dep=$(sbatch --parsable -J golden-dep --dependency=afterok:"$arr" --time=1 -o /dev/null --wrap true)
+wait_state "${arr}_0" R
+squeue -h -j "$dep" -o '%i|%E|%r' > squeue-dep.txt
+cat > trap.sbatch <<'TRAP'
+#!/bin/bash
+#SBATCH --time=1
+trap 'echo got USR1; exit 0' USR1
+trap 'echo got USR2; exit 0' USR2
+sleep 100 &
+wait
+TRAP
+sig=$(sbatch --parsable -J golden-scancel -o scancel.out trap.sbatch)
+wait_state "$sig" R
+sleep 2
+scancel --signal=USR1 --batch "$sig"
+limit=$(sbatch --parsable -J golden-limit -o limit.out --signal=B:USR2@50 trap.sbatch)
+for j in "$sig" "$limit" "$dep" "$choice"; do wait_state "$j" ""; done
+sleep 2
+sacct -X -P -n --format=JobID,JobName,State,ExitCode,NNodes -j "$choice,$arr,$dep,$sig,$limit" > sacct-more.txt
+sacct -X -P -n --format=JobID,NodeList -j "$choice" > sacct-choice.txt
+echo "$env_job $long $after $array $choice $arr $dep $sig $limit" > ids.txt
