@@ -81,7 +81,6 @@ TEST_F(OperatorNodeTest, DeclareLostAndRemoveActOnDeadNodesAndAreRefusedForLiveO
   EXPECT_EQ(code, 409);
   EXPECT_NE(message.find("only a lost node can be removed"), std::string::npos) << message;
   EXPECT_EQ(Act("POST", "/v1/nodes/nope/declare-lost").first, 404);
-  const auto t0 = std::chrono::steady_clock::now();
   for (auto& a : agents_) {
     if (a->name() == victim) a->Kill();  // kill -9: its shims run on until their lease runs out
   }
@@ -96,9 +95,11 @@ TEST_F(OperatorNodeTest, DeclareLostAndRemoveActOnDeadNodesAndAreRefusedForLiveO
     }
   }
   ASSERT_TRUE(declared) << message;
-  // Attempt 2 runs elsewhere, long before lostAfter, and only once attempt 1 is gone.
+  // Attempt 2 runs elsewhere, only once attempt 1 is gone, and because the
+  // operator said so (the event below), not because lostAfter passed: no
+  // bound on the time here, which a sanitizer build on a loaded machine
+  // stretches.
   j = WaitAttemptRunning(id, 2);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
   EXPECT_TRUE(WaitProcessStarted(id, dir + "/a2"));
   EXPECT_TRUE(AllGone(dir + "/a1"));
   EXPECT_EQ(j["requeues"], 1) << j.dump();
@@ -636,8 +637,10 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
     auto r = c.Get(path);
     return r && r->status == 200 ? json::parse(r->body) : json();
   };
+  // Generous: a ThreadSanitizer build of the server restarts slowly on a
+  // loaded machine.
   auto wait_for = [&](const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
     while (std::chrono::steady_clock::now() < deadline) {
       if (done()) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -674,9 +677,10 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
     return now != 0 && now != agent;
   })) << "the agent did not come back";
   // The new agent syncs (the node is seen after the kill) and has adopted the task.
-  const json before = get(job);
+  json before, j;
+  ASSERT_TRUE(wait_for([&] { return !(before = get(job)).is_null(); }));
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  const json j = get(job);
+  ASSERT_TRUE(wait_for([&] { return !(j = get(job)).is_null(); }));
   EXPECT_EQ(j["state"], "RUNNING") << j.dump();
   EXPECT_EQ(j["attempts"], 1) << j.dump();
   EXPECT_EQ(before["attempts"], 1) << before.dump();
