@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "api/slurm_mapping.h"
 #include "common/message_text.h"
 #include "common/quantity.h"
 #include "common/rfc3339.h"
@@ -104,6 +105,7 @@ StatusOr<ReservationEntry> ReservationFromJson(const json& body, Time now, const
   if (body.contains("nodes") && body["nodes"] == "ALL") {
     if (cluster_nodes.empty() && !any_node) return InvalidArgument("ALL: the cluster has no nodes yet", "nodes");
     r.window.nodes = cluster_nodes;
+    std::sort(r.window.nodes.begin(), r.window.nodes.end(), api::SlurmNodeOrderLess);  // as Slurm lists them
     r.all_nodes = true;
   } else {
     ASSIGN_OR_RETURN(r.window.nodes, Names(body, "nodes", kMaxNodes, true));

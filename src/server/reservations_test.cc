@@ -14,7 +14,7 @@ using nlohmann::json;
 const Time kNow = *ParseRfc3339Utc("2026-12-01T08:00:00Z");
 
 StatusOr<ReservationEntry> Read(const std::string& text) {
-  return ReservationFromJson(json::parse(text), kNow, {"gpu1", "gpu2", "gpu3"});
+  return ReservationFromJson(json::parse(text), kNow, {"gpu3", "gpu1", "gpu2"});
 }
 
 std::string Error(const std::string& text) {

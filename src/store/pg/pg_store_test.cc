@@ -277,13 +277,25 @@ TEST(PgStore, ATakeoverWaitsForACommitInFlight) {
   (*store)->FenceWrites(epoch);
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // expired, not yet taken
   const std::string db = url.substr(url.rfind('/') + 1);
-  // Hold the fence's row lock the way a commit in flight does.
+  // Hold the fence's row lock the way a commit in flight does; the takeover
+  // starts once the holder's transaction is past the fence (in its sleep),
+  // however slowly psql got there on a loaded machine.
   std::atomic<bool> taken{false};
   std::thread holder([&] {
-    Server().Sql("BEGIN; SELECT muster_fence(" + std::to_string(epoch) + "); SELECT pg_sleep(0.5); COMMIT;", db);
+    Server().Sql("BEGIN; SELECT muster_fence(" + std::to_string(epoch) + "); SELECT pg_sleep(1); COMMIT;", db);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  std::thread taker([&] { taken = (*b)->TryAcquire("b", "", Duration::Seconds(30))->has_value(); });
+  for (int i = 0; i < 500; ++i) {
+    const auto sleeping = Server().Sql(
+        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()", db);
+    if (sleeping && *sleeping != "0") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // (The lease's statements give up after 2 s: the holder's second is within it.)
+  std::thread taker([&] {
+    auto r = (*b)->TryAcquire("b", "", Duration::Seconds(30));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    taken = r.ok() && r->has_value();
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   EXPECT_FALSE(taken.load()) << "a takeover went past a commit in flight";
   holder.join();
