@@ -258,10 +258,13 @@ class Client:
         """The job's JSON, with its reason, planned start and priority."""
         return self._request("GET", "/v1/jobs/%d" % int(job_id))
 
-    def jobs(self, state=None, queue=None, user=None, name=None, limit=None):
+    def jobs(self, state=None, queue=None, user=None, name=None, selector=None, limit=None):
         """The jobs this user may see (every page), in id order. `state`: a
-        state or a list of them; `limit`: at most that many."""
+        state or a list of them; `selector`: on their labels, as kubectl's
+        -l ("team=vision,tier!=batch"); `limit`: at most that many."""
         query = {}
+        if selector:
+            query["labelSelector"] = selector
         if state:
             query["state"] = state if isinstance(state, str) else ",".join(state)
         for key, value in (("queue", queue), ("user", user), ("name", name)):

@@ -190,6 +190,7 @@ std::string Query(const JobCommands& c, const std::string& states) {
   add("queue", c.filter_queue);
   add("user", c.filter_user);
   add("name", c.filter_name);
+  add("labelSelector", c.selector);
   return q;
 }
 
@@ -577,6 +578,8 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->get->add_option("--queue", c->filter_queue, "Only this queue");
   c->get->add_option("--for-user", c->filter_user, "Only this user's jobs");
   c->get->add_option("--name", c->filter_name, "Only jobs with this name");
+  c->get->add_option("--selector,-l", c->selector,
+                     "Only jobs whose labels match, as kubectl's: team=vision,tier!=batch,gpu,!spot");
   c->get->add_option("--limit", c->limit, "At most this many jobs (0: all)")->check(kZeroOrMore);
 
   c->describe = app.add_subcommand("describe", "Show a job with its status and events");

@@ -57,7 +57,7 @@ struct JobCommands {
   bool double_dash = false;  // "--" was given: what follows is a command
   // get
   std::string kind;
-  std::string state, filter_queue, filter_user, filter_name;
+  std::string state, filter_queue, filter_user, filter_name, selector;
   int64_t limit = 0;
   // describe / why / actions
   std::string signal_name, signal_to;  // signal

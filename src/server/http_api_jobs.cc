@@ -96,6 +96,9 @@ StatusOr<store::JobFilter> HttpApi::VisibleJobFilter(const Request& req) const {
   f.queue = req.Param("queue");
   f.user = req.Param("user");
   f.name = req.Param("name");
+  if (req.HasParam("labelSelector")) {
+    ASSIGN_OR_RETURN(f.labels, store::ParseLabelSelector(req.Param("labelSelector"), "query.labelSelector"));
+  }
   // Users list their own jobs, queue admins their queue's; operators and
   // admins every job.
   const std::string& me = Caller(req).effective_user();
@@ -109,7 +112,8 @@ StatusOr<store::JobFilter> HttpApi::VisibleJobFilter(const Request& req) const {
 }
 
 void HttpApi::ListJobs(const Request& req, Response& res) {
-  if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "limit", "continue", "view", "order"}); !q.ok()) {
+  if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "labelSelector", "limit", "continue", "view", "order"});
+      !q.ok()) {
     return ReplyStatus(res, q);
   }
   const std::string& order = req.Param("order");

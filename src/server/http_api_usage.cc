@@ -54,7 +54,8 @@ std::string TimeOrNull(const std::optional<int64_t>& ms) {
 }  // namespace
 
 void HttpApi::Usage(const Request& req, Response& res) {
-  if (Status q = CheckQuery(req, {"from", "to", "by", "state", "queue", "user", "name", "limit"}); !q.ok()) {
+  if (Status q = CheckQuery(req, {"from", "to", "by", "state", "queue", "user", "name", "labelSelector", "limit"});
+      !q.ok()) {
     return ReplyStatus(res, q);
   }
   const int64_t now = clock_.Now().millis();

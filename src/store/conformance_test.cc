@@ -197,6 +197,47 @@ TEST_P(StoreConformance, ListJobsInATimeWindow) {
   EXPECT_EQ(store_->ListJobs(f, 0, 100)->items.size(), 5u);
 }
 
+// Label selectors (kubectl's -l) over the spec's labels, in the store.
+TEST_P(StoreConformance, ListJobsByLabels) {
+  WriteBatch b;
+  auto job = [&](int64_t id, const std::string& labels) {
+    JobRow j = TestJob(id, "PENDING", "q1");
+    j.spec_json = R"({"command":["x"],"labels":)" + labels + "}";
+    b.jobs.push_back(j);
+  };
+  job(1, R"({"team":"vision","tier":"batch"})");
+  job(2, R"({"team":"vision","it's\"odd\"":"x"})");
+  job(3, R"({"team":"nlp"})");
+  job(4, R"({})");
+  ASSERT_TRUE(CommitOne(*store_, b).ok());
+  auto ids = [&](const std::string& selector) {
+    JobFilter f;
+    auto parsed = ParseLabelSelector(selector, "labelSelector");
+    EXPECT_TRUE(parsed.ok()) << selector;
+    if (parsed.ok()) f.labels = *parsed;
+    std::vector<int64_t> out, summary_ids;
+    const auto rows = store_->ListJobs(f, 0, 100);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    if (rows.ok()) {
+      for (const JobRow& j : rows->items) out.push_back(j.id);
+    }
+    const auto summaries = store_->ListJobSummaries(f, 0, 100);
+    EXPECT_TRUE(summaries.ok());
+    if (summaries.ok()) {
+      for (const JobSummary& j : summaries->items) summary_ids.push_back(j.id);
+    }
+    EXPECT_EQ(out, summary_ids) << selector;
+    return out;
+  };
+  EXPECT_EQ(ids("team=vision"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(ids("team==vision,tier=batch"), (std::vector<int64_t>{1}));
+  EXPECT_EQ(ids("team!=vision"), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(ids("tier"), (std::vector<int64_t>{1}));
+  EXPECT_EQ(ids("!team"), (std::vector<int64_t>{4}));
+  EXPECT_EQ(ids("it's\"odd\""), (std::vector<int64_t>{2})) << "a key is data, not a JSON path";
+  EXPECT_EQ(ids("team=nobody"), (std::vector<int64_t>{}));
+}
+
 // Newest first: pages go down the ids, filters as before.
 TEST_P(StoreConformance, ListJobsNewestFirst) {
   WriteBatch b;

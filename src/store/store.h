@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "store/label_selector.h"
 
 namespace muster::store {
 
@@ -161,6 +162,8 @@ struct JobFilter {
   std::string queue;                // empty = all
   std::string user;
   std::string name;
+  // Spec labels, all of which must hold (label_selector.h).
+  std::vector<LabelRequirement> labels;
   // A time window (accounting, history): jobs not ended before
   // `active_from_ms` (still open, or ended at or after it) and submitted
   // before `submitted_before_ms`. Unset: no bound.

@@ -43,4 +43,6 @@ else:
 names = [j["name"] for j in c.jobs(state="COMPLETED")]
 print("completed", names)
 assert "notebook" in names
+mine = c.jobs(selector="team=notebook")
+assert [j["id"] for j in mine] == [job["id"]], mine
 print("ok")

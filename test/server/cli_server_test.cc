@@ -176,6 +176,31 @@ TEST_F(CliServerTest, YamlOutputKeepsStringsStrings) {
   EXPECT_TRUE(described["checkpoints"].is_array()) << described.dump();
 }
 
+// kubectl's -l: the server filters by the spec's labels (store-side, so
+// paging and --limit see only the matching jobs).
+TEST_F(CliServerTest, ALabelSelectorFiltersOnTheServer) {
+  int i = 0;
+  for (const char* labels : {R"({"team": "vision", "tier": "batch"})", R"({"team": "vision"})", R"({"team": "nlp"})"}) {
+    const std::string file = server_.dir() + "/labelled" + std::to_string(++i) + ".json";
+    std::ofstream(file) << R"({"command": ["true"], "hold": true, "labels": )" << labels << "}";
+    ASSERT_EQ(Muster(server_.url(), "submit " + file).code, 0);
+  }
+  auto ids = [&](const std::string& selector) {
+    const Result r = Muster(server_.url(), "get jobs -l '" + selector + "' -o json");
+    EXPECT_EQ(r.code, 0) << r.out;
+    std::vector<int64_t> out;
+    for (const json& j : json::parse(r.out)) out.push_back(j["id"].get<int64_t>());
+    return out;
+  };
+  EXPECT_EQ(ids("team=vision"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(ids("team=vision,!tier"), (std::vector<int64_t>{2}));
+  EXPECT_EQ(ids("team!=vision"), (std::vector<int64_t>{3}));
+  EXPECT_EQ(json::parse(Muster(server_.url(), "get jobs --selector team --limit 1 -o json").out).size(), 1u);
+  const Result bad = Muster(server_.url(), "get jobs -l 'team=a=b'");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("query.labelSelector: must be requirements such as team=vision"), std::string::npos) << bad.out;
+}
+
 TEST_F(CliServerTest, ArraySubmit) {
   Result r = Muster(server_.url(), "submit --array 3 --gpus 1 --name sweep -- python sweep.py");
   ASSERT_EQ(r.code, 0) << r.out;

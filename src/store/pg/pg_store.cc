@@ -358,6 +358,21 @@ StatusOr<std::vector<Row>> SelectJobs(PgConn& db, const std::string& columns, co
   eq("queue", f.queue);
   eq("\"user\"", f.user);
   eq("name", f.name);
+  // Labels: a key is a bound value, never part of a JSON path.
+  for (const LabelRequirement& r : f.labels) {
+    using Op = LabelRequirement::Op;
+    p.Add(r.key);
+    const std::string label = "(spec::json -> 'labels' ->> $" + std::to_string(p.size()) + ")";
+    switch (r.op) {
+      case Op::kEqual:
+      case Op::kNotEqual:
+        p.Add(r.value);
+        sql += " AND " + label + (r.op == Op::kEqual ? " = $" : " IS DISTINCT FROM $") + std::to_string(p.size());
+        break;
+      case Op::kExists: sql += " AND " + label + " IS NOT NULL"; break;
+      case Op::kNotExists: sql += " AND " + label + " IS NULL"; break;
+    }
+  }
   if (f.active_from_ms) {
     p.Add(*f.active_from_ms);
     sql += " AND (end_ms IS NULL OR end_ms >= $" + std::to_string(p.size()) + ")";

@@ -292,6 +292,19 @@ StatusOr<std::vector<Row>> SelectJobs(Db& db, const std::string& columns, const 
   eq("queue", f.queue);
   eq("user", f.user);
   eq("name", f.name);
+  // Labels, through json_each: a key is a bound value, never a JSON path.
+  for (const LabelRequirement& r : f.labels) {
+    using Op = LabelRequirement::Op;
+    const std::string key = "?" + std::to_string(next);
+    binds.emplace_back(next++, r.key);
+    std::string match = "SELECT 1 FROM json_each(spec, '$.labels') WHERE key = " + key;
+    if (r.op == Op::kEqual || r.op == Op::kNotEqual) {
+      match += " AND value = ?" + std::to_string(next);
+      binds.emplace_back(next++, r.value);
+    }
+    const bool present = r.op == Op::kEqual || r.op == Op::kExists;
+    sql += std::string(present ? " AND EXISTS (" : " AND NOT EXISTS (") + match + ")";
+  }
   std::vector<std::pair<int, int64_t>> numbers;
   if (f.active_from_ms) {
     sql += " AND (end_ms IS NULL OR end_ms >= ?" + std::to_string(next) + ")";
