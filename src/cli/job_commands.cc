@@ -24,6 +24,7 @@
 #include "common/quantity.h"
 #include "cli/job_commands_state.h"
 #include "cli/job_spec_flags.h"
+#include "cli/json_template.h"
 #include "cli/job_summary_reader.h"
 #include "cli/job_ids.h"
 #include "cli/print_json.h"
@@ -81,7 +82,8 @@ std::vector<std::string> JobCells(const JobSummaryItem& j, bool wide) {
 
 int CheckOutput(const std::string& o) {
   if (o == "table" || o == "wide" || o == "json" || o == "yaml") return 0;
-  std::cerr << "muster: -o must be wide, json or yaml, got \"" << o << "\"\n";
+  if (o.rfind("jsonpath=", 0) == 0 || o.rfind("custom-columns=", 0) == 0) return 0;
+  std::cerr << "muster: -o must be wide, json, yaml, jsonpath=TEMPLATE or custom-columns=SPEC, got \"" << o << "\"\n";
   return 2;
 }
 
@@ -199,10 +201,24 @@ std::string Query(const JobCommands& c, const std::string& states) {
 int ListJobs(JobCommands& c, Client& client, const std::string& states) {
   const std::string query = Query(c, states);
   const int64_t fetch = c.limit;
-  if (c.output == "json" || c.output == "yaml") {
+  const bool jsonpath = c.output.rfind("jsonpath=", 0) == 0, columns = c.output.rfind("custom-columns=", 0) == 0;
+  if (c.output == "json" || c.output == "yaml" || jsonpath || columns) {
     json all = json::array();
     Status s = ForEachJob(client, query, fetch, [&](json& j) { all.push_back(std::move(j)); });
     if (!s.ok()) return Fail(s);
+    if (jsonpath) {
+      // As kubectl's: the template reads a list, {"items": [...]}.
+      auto text = RenderJsonPath(json{{"items", std::move(all)}}, c.output.substr(9));
+      if (!text.ok()) return Fail(Status(StatusCode::kInvalidArgument, text.status().field() + ": " + text.status().message()));
+      std::cout << *text;
+      return 0;
+    }
+    if (columns) {
+      auto rows = CustomColumns(all, c.output.substr(15));
+      if (!rows.ok()) return Fail(Status(StatusCode::kInvalidArgument, rows.status().field() + ": " + rows.status().message()));
+      PrintTable(*rows);
+      return 0;
+    }
     Print(all, c.output);
     return 0;
   }
@@ -553,7 +569,10 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   auto common = [c = c.get()](CLI::App* sub, bool formats = true) {
     AddServerOptions(sub, c->server);
     sub->add_option("--as", c->act_as, "Act for this user (admins only; recorded in the audit log)");
-    if (formats) sub->add_option("-o,--output", c->output, "wide, json or yaml");
+    if (formats) {
+      sub->add_option("-o,--output", c->output,
+                      "wide, json, yaml; for get jobs also jsonpath=TEMPLATE or custom-columns=HEADER:PATH,... (as kubectl)");
+    }
   };
   c->submit = app.add_subcommand("submit", "Submit a job from a YAML/JSON file, a batch script, or flags and a command");
   common(c->submit);

@@ -201,6 +201,26 @@ TEST_F(CliServerTest, ALabelSelectorFiltersOnTheServer) {
   EXPECT_NE(bad.out.find("query.labelSelector: must be requirements such as team=vision"), std::string::npos) << bad.out;
 }
 
+// kubectl's -o jsonpath=... and -o custom-columns=... on the job list.
+TEST_F(CliServerTest, JsonPathAndCustomColumnsPrintWhatTheyName) {
+  const std::string file = server_.dir() + "/labelled.json";
+  std::ofstream(file) << R"({"command": ["true"], "hold": true, "name": "tagged", "labels": {"team": "vision"}})";
+  ASSERT_EQ(Muster(server_.url(), "submit " + file).code, 0);
+  ASSERT_EQ(Muster(server_.url(), "submit --hold --name plain -- true").code, 0);
+  Result r = Muster(server_.url(), R"(get jobs -o 'jsonpath={range .items[*]}{.id} {.name} {.labels.team}{"\n"}{end}')");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "1 tagged vision\n2 plain \n");
+  r = Muster(server_.url(), "get jobs -o jsonpath='{.items[*].state}'");
+  EXPECT_EQ(r.out, "HELD HELD");
+  r = Muster(server_.url(), "get jobs -o custom-columns=ID:.id,TEAM:.labels.team");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("^ID +TEAM\n1 +vision\n2 +<none>\n$"))) << r.out;
+  r = Muster(server_.url(), "get jobs -o jsonpath='{.items'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "muster: -o jsonpath: a { without its }\n");
+  EXPECT_EQ(Muster(server_.url(), "get jobs -o tsv").code, 2);
+}
+
 TEST_F(CliServerTest, ArraySubmit) {
   Result r = Muster(server_.url(), "submit --array 3 --gpus 1 --name sweep -- python sweep.py");
   ASSERT_EQ(r.code, 0) << r.out;
