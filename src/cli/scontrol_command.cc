@@ -163,7 +163,8 @@ void PrintReservation(const json& r, const std::map<std::string, int64_t>& cpus_
   int64_t cpus = 0;
   for (const std::string& n : nodes) cpus += cpus_of.count(n) ? cpus_of.at(n) : 0;
   // Slurm adds SPEC_NODES (nodes named, not counted) and ALL_NODES.
-  std::string flags = list("flags") == "(null)" ? "" : list("flags") + ",";
+  const std::string given = list("flags");
+  std::string flags = given == "(null)" ? "" : given + ",";
   flags += "SPEC_NODES";
   if (r.value("allNodes", false)) flags += ",ALL_NODES";
   std::cout << "ReservationName=" << r.value("name", "") << " StartTime=" << SlurmTime(start)

@@ -70,8 +70,8 @@ SlurmJob SlurmJobFromJson(const nlohmann::json& j);
 // its state, as squeue's %E and scontrol's Dependency= show them:
 // "afterok:12_*(unfulfilled),afterany:15(failed)" ("_*": the whole array
 // whose id it is); "(null)" when none is left. `job_of` gives a job's JSON
-// by id (nullopt: no such job); `waiting_on_dependency`: whether the
-// scheduler says `j` waits on one (for singleton, which names no job).
+// by id (nullopt: no such job). singleton, which names no job, shows while
+// `j` waits with reason Dependency.
 std::string SlurmDependencyText(const SlurmJob& j,
                                 const std::function<std::optional<nlohmann::json>(int64_t)>& job_of);
 // `job_of` for SlurmDependencyText over the API, each job asked for once.

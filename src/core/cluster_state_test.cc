@@ -358,8 +358,10 @@ TEST_F(ClusterStateTest, SubmitNamesTheBadDependencyIndex) {
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   const ClusterSnapshot snap = state_.Snapshot(Time::Zero());
   ASSERT_EQ(snap.pending.size(), 2u);
-  EXPECT_EQ(snap.StateOf(first), JobState::kPending);
-  EXPECT_EQ(snap.StateOf(777), std::nullopt);
+  ASSERT_NE(snap.StatusOf(first), nullptr);
+  EXPECT_EQ(snap.StatusOf(first)->state, JobState::kPending);
+  EXPECT_TRUE(snap.StatusOf(first)->start.is_max()) << "never ran";
+  EXPECT_EQ(snap.StatusOf(777), nullptr);
 }
 
 TEST_F(ClusterStateTest, SubmitRejectsSelfDependency) {

@@ -284,15 +284,15 @@ struct ClusterSnapshot {
     return std::min(predictor == nullptr ? Duration::Infinite() : predictor->Predict(j.user), j.time_limit);
   }
 
-  std::optional<JobState> StateOf(JobId id) const {
-    auto it = job_states->find(id);
-    if (it == job_states->end()) return std::nullopt;
-    return it->second.state;
-  }
+  // A known job's status; nullptr for one the cluster does not know.
   const JobStatus* StatusOf(JobId id) const {
     if (job_states == nullptr) return nullptr;
     auto it = job_states->find(id);
     return it == job_states->end() ? nullptr : &it->second;
+  }
+  std::optional<JobState> StateOf(JobId id) const {
+    const JobStatus* s = StatusOf(id);
+    return s ? std::optional(s->state) : std::nullopt;
   }
   // When an ended job ended; nullopt while it has not (or is unknown).
   std::optional<Time> EndOf(JobId id) const {

@@ -13,12 +13,12 @@ DependencyVerdict EvaluateDependencies(const core::PendingJob& job,
     const std::string label =
         std::string(core::DependencyTypeName(d.type)) + " " + std::to_string(d.job);
     const core::ClusterSnapshot::JobStatus* status = snap.StatusOf(d.job);
-    const std::optional<JobState> state = status ? std::optional(status->state) : std::nullopt;
-    bool never = !state, satisfied = false;
+    bool never = status == nullptr, satisfied = false;
     std::string why = label + ": no such job";
-    if (state) {
-      const bool terminal = core::IsTerminal(*state);
-      const bool ok = *state == JobState::kCompleted;
+    if (status != nullptr) {
+      const JobState state = status->state;
+      const bool terminal = core::IsTerminal(state);
+      const bool ok = state == JobState::kCompleted;
       switch (d.type) {
         case DependencyType::kAfterOk:
         case DependencyType::kAfterCorr:  // one the server did not resolve: its own job
@@ -35,12 +35,12 @@ DependencyVerdict EvaluateDependencies(const core::PendingJob& job,
         case DependencyType::kAfter: {
           // Started, or ended without (cancelled): from then, after its delay.
           const Time since = std::min(status->start, terminal ? status->end : Time::Max());
-          satisfied = *state != JobState::kPending && *state != JobState::kHeld &&
+          satisfied = state != JobState::kPending && state != JobState::kHeld &&
                       (d.delay <= Duration::Zero() || (!since.is_max() && snap.now >= since + d.delay));
           break;
         }
       }
-      why = label + ": job ended " + core::JobStateName(*state);
+      why = label + ": job ended " + core::JobStateName(state);
     }
     if (satisfied && job.dependencies_any) return {};
     if (never && impossible.kind == DependencyVerdict::kSatisfied) impossible = {DependencyVerdict::kNever, d.job, why};

@@ -59,7 +59,9 @@ inline void Apply(core::ClusterState& state, const core::Decisions& d, Time now,
     for (const auto& s : p.shrinks) ASSERT_TRUE(state.MarkShrinking(s.job).ok());
     for (core::JobId v : p.victims) {
       const bool shrunk = std::any_of(p.shrinks.begin(), p.shrinks.end(), [&](const auto& s) { return s.job == v; });
-      if (!shrunk) ASSERT_TRUE(state.MarkStopping(v, now + grace).ok());
+      if (!shrunk) {
+        ASSERT_TRUE(state.MarkStopping(v, now + grace).ok());
+      }
     }
   }
   for (const auto& g : d.growths) ASSERT_TRUE(state.Grow(g.job, g.allocations, now).ok()) << "job " << g.job;

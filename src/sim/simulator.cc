@@ -653,10 +653,10 @@ class Run {
             if (a == nullptr || i >= static_cast<int32_t>(a->replicas.size())) break;
             const lifecycle::Replica& rep = a->replicas[i];
             if (rep.node != node || rep.ended || !(stopped || rep.leaving)) continue;
-            lifecycle::ReplicaExit stopped;
-            stopped.cause = lifecycle::ExitCause::kStoppedByAgent;
-            stopped.signal = 15;
-            lifecycle_->ReplicaEnded(job, i, stopped, fx);
+            lifecycle::ReplicaExit exit;
+            exit.cause = lifecycle::ExitCause::kStoppedByAgent;
+            exit.signal = 15;
+            lifecycle_->ReplicaEnded(job, i, exit, fx);
           }
         }
       }
