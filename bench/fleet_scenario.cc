@@ -11,13 +11,14 @@
 // spec (sim::GangShape; a time limit of --time-limit-factor x its duration;
 // no retries), its tasks sleep the trace's duration, and a failed node's
 // agent goes silent at the trace time given. The server's liveness times
-// are the ones given here (--unreachable-after, --lost-after, a lease of 2 s
-// and long polls of 500 ms). Trace times are seconds of wall time from the
+// are the ones given here (--unreachable-after, --lost-after, --lease: 2 s
+// unless given) with long polls of 500 ms and no grace period (the
+// simulator's tasks stop at once). Trace times are seconds of wall time from the
 // first submit, so keep scenarios short and their events seconds apart.
 //
 // Usage: muster_fleet_scenario --muster PATH TRACE (--nodes 3x8 | --cluster FILE)
 //          [--node-failure NODE@SECONDS]... [--unreachable-after 1s]
-//          [--lost-after 3s] [--time-limit-factor 2] --stories OUT
+//          [--lost-after 3s] [--lease 2s] [--time-limit-factor 2] --stories OUT
 #include <signal.h>
 #include <unistd.h>
 
@@ -51,7 +52,7 @@ using namespace muster::fleet;
 struct Options {
   std::string muster, trace, nodes, cluster, stories;
   std::vector<std::pair<std::string, int64_t>> failures;  // (node, seconds)
-  std::string unreachable_after = "1s", lost_after = "3s";
+  std::string unreachable_after = "1s", lost_after = "3s", lease = "2s";
   double time_limit_factor = 2.0;
 };
 
@@ -59,7 +60,7 @@ int Usage(const std::string& why) {
   std::fprintf(stderr,
                "muster_fleet_scenario: %s\nusage: muster_fleet_scenario --muster PATH TRACE (--nodes CxG | --cluster "
                "FILE) [--node-failure NODE@SECONDS]... [--unreachable-after D] [--lost-after D] "
-               "[--time-limit-factor F] --stories OUT\n",
+               "[--lease D] [--time-limit-factor F] --stories OUT\n",
                why.c_str());
   return 2;
 }
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
     else if (k == "--stories") o.stories = v;
     else if (k == "--unreachable-after") o.unreachable_after = v;
     else if (k == "--lost-after") o.lost_after = v;
+    else if (k == "--lease") o.lease = v;
     else if (k == "--time-limit-factor") o.time_limit_factor = std::stod(v);
     else if (k == "--node-failure") {
       const size_t at = v.rfind('@');
@@ -99,7 +101,7 @@ int main(int argc, char** argv) {
   if (!trace.ok()) return Usage(trace.status().ToString());
   auto cluster = o.cluster.empty() ? sim::ClusterFromFlags({o.nodes, 0, 0, "gpu"}) : sim::LoadClusterFile(o.cluster);
   if (!cluster.ok()) return Usage(cluster.status().ToString());
-  for (const std::string* d : {&o.unreachable_after, &o.lost_after}) {
+  for (const std::string* d : {&o.unreachable_after, &o.lost_after, &o.lease}) {
     if (!ParseDuration(*d).ok()) return Usage("not a duration: " + *d);
   }
   std::stable_sort(trace->begin(), trace->end(),
@@ -122,8 +124,8 @@ int main(int argc, char** argv) {
   if (admin_token.empty()) return 1;
   ServerProcess server = StartServer(
       o.muster, dir,
-      "store: " + dir + "/muster.db\nlisten: 127.0.0.1:0\nauth: {rootJobs: [root]}\n" + "agents: {syncWait: 500ms, lease: 2s, unreachableAfter: " +
-          o.unreachable_after + ", lostAfter: " + o.lost_after + "}\n");
+      "store: " + dir + "/muster.db\nlisten: 127.0.0.1:0\nauth: {rootJobs: [root]}\n" + "agents: {syncWait: 500ms, defaultGrace: 0s, lease: " + o.lease +
+          ", unreachableAfter: " + o.unreachable_after + ", lostAfter: " + o.lost_after + "}\n");
   if (server.port == 0) return Usage("the server did not start; see " + dir + "/server.log");
 
   const int node_count = static_cast<int>(nodes.size());

@@ -459,6 +459,7 @@ bool Agent::Sync(int64_t wait_ms) {
   // its lease checks going).
   const int64_t read_ms = wait_ms + (several_servers_ ? 2'000 : 5'000);
   client->set_read_timeout(std::chrono::milliseconds(read_ms));
+  const int64_t sent_ms = clock_.Now().millis();
   auto res = client->Post("/v1/agent/sync", proto::ToJson(req), "application/json", {{"Authorization", authorization_}});
   if (!res.ok() || res->status != 200) {
     if (!res.ok() && res.status().message() == "interrupted") {
@@ -490,7 +491,7 @@ bool Agent::Sync(int64_t wait_ms) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    last_success_ms_ = clock_.Now().millis();
+    last_success_ms_ = sent_ms;
     if (lease_fd_ >= 0 && parsed->lease_ms > 0) {
       // Renew the deadline the task shims fence themselves by.
       char text[32];

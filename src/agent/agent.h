@@ -211,7 +211,11 @@ class Agent {
   int64_t syncs_failed_ = 0;                          // guarded by mu_
   int64_t epoch_ = 0;                                 // guarded by mu_
   int64_t lease_ms_ = 60'000;                         // guarded by mu_
-  int64_t last_success_ms_ = 0;                       // guarded by mu_
+  // guarded by mu_: when the last successful sync was sent. Its lease is
+  // counted from then, not from the answer (which a long poll delays): the
+  // server heard the request no earlier, so a task fences itself no later
+  // than the server's last word + lease.
+  int64_t last_success_ms_ = 0;
   http::FailoverClient* watch_client_ = nullptr;              // guarded by mu_: to interrupt its wait
   int lock_fd_ = -1;      // <state>/agent.lock, flock'ed while this agent lives
   std::string agent_id_;  // <state>/agent-id

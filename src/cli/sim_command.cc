@@ -66,6 +66,9 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
                   "A silent node gets no new work after this (default 20s, as the server's)");
   sim->add_option("--lost-after", f.lost_after,
                   "A silent node is lost after this and its jobs are requeued (default 120s, as the server's)");
+  sim->add_option("--lease", f.lease,
+                  "A silent node's tasks stop themselves this long after its last sync, and it is lost no sooner "
+                  "(default 60s, as the server's agents.lease)");
   sim->add_option("--stories", f.stories, "Write each job's story (events, attempts, final state) to this file");
   sim->add_option("--reclaims", f.reclaims,
                   "CSV of spot reclaim notices, time_s,node: the node is drained, its jobs checkpoint and move");
@@ -181,7 +184,8 @@ int RunSim(const SimFlags& f) {
     opts.node_failures.push_back({failure.substr(0, at), seconds});
   }
   for (const auto& [flag, text, out] : {std::tuple{"--unreachable-after", &f.unreachable_after, &opts.liveness.unreachable_after},
-                                        std::tuple{"--lost-after", &f.lost_after, &opts.liveness.lost_after}}) {
+                                        std::tuple{"--lost-after", &f.lost_after, &opts.liveness.lost_after},
+                                        std::tuple{"--lease", &f.lease, &opts.liveness.lease}}) {
     auto d = ParseDuration(*text);
     if (!d.ok()) return fail(d.status().WithFieldPrefix(flag));
     *out = *d;

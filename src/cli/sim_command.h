@@ -47,6 +47,7 @@ struct SimFlags {
   std::vector<std::string> node_failures;  // NODE@SECONDS
   std::string unreachable_after = "20s";
   std::string lost_after = "120s";
+  std::string lease = "60s";
   std::string stories;                     // file for each job's story
   std::string reclaims;                    // CSV of reclaim notices: time_s,node
   std::vector<std::string> reclaim_bursts; // SECONDS:FRACTION

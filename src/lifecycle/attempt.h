@@ -60,6 +60,9 @@ struct Replica {
 struct Attempt {
   int32_t number = 1;
   JobTerms terms;
+  // terms.grace as its replicas were started: a shim that fences itself
+  // keeps it, however CutGrace has shortened terms.grace since.
+  Duration started_grace = Duration::Zero();
   // By replica index, never reused within the attempt: an elastic job's
   // replicas added later come after every earlier one, and those it gave
   // back stay here, ended.

@@ -49,6 +49,12 @@ const std::set<JobId>& JobLifecycle::AttemptsOn(NodeIndex node) const {
   return it == on_node_.end() ? kNoJobs : it->second;
 }
 
+Duration JobLifecycle::LongestGraceOn(NodeIndex node) const {
+  Duration longest = Duration::Zero();
+  for (JobId job : AttemptsOn(node)) longest = std::max(longest, attempts_.at(job).started_grace);
+  return longest;
+}
+
 std::optional<JobState> JobLifecycle::Shown(JobId job) const {
   const Attempt* a = Find(job);
   if (a == nullptr) return std::nullopt;
@@ -90,6 +96,7 @@ Status JobLifecycle::Start(JobId job, int32_t number, JobTerms terms, bool durab
   Attempt a;
   a.number = number;
   a.terms = std::move(terms);
+  a.started_grace = a.terms.grace;
   a.start = run->second.start;
   const size_t allocs = run->second.allocations.size();
   // Where a resized attempt's replicas were (restored); else in order.

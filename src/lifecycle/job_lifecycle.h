@@ -220,6 +220,9 @@ class JobLifecycle {
   bool IsCurrent(core::JobId job, int32_t attempt, int32_t replica, core::NodeIndex node) const;
   const std::unordered_map<core::JobId, Attempt>& attempts() const { return attempts_; }
   const std::set<core::JobId>& AttemptsOn(core::NodeIndex node) const;
+  // The longest grace period the replicas of attempts on `node` were
+  // started with (zero: none there).
+  Duration LongestGraceOn(core::NodeIndex node) const;
   // The job's state as shown: RUNNING or COMPLETING while it has an
   // attempt, else nullopt (ClusterState knows).
   std::optional<core::JobState> Shown(core::JobId job) const;

@@ -15,8 +15,9 @@ const char* NodeConditionName(NodeCondition c) {
   return "?";
 }
 
-NodeLiveness::NodeLiveness(const core::ClusterState& state, const Clock& clock, LivenessOptions options)
-    : state_(state), clock_(clock), options_(options) {}
+NodeLiveness::NodeLiveness(const core::ClusterState& state, const Clock& clock, LivenessOptions options,
+                           std::function<Duration(NodeIndex)> longest_grace)
+    : state_(state), clock_(clock), options_(options), longest_grace_(std::move(longest_grace)) {}
 
 void NodeLiveness::Watch(NodeIndex node, bool synced) {
   if (nodes_.size() <= static_cast<size_t>(node)) nodes_.resize(static_cast<size_t>(node) + 1);
@@ -51,6 +52,10 @@ NodeCondition NodeLiveness::Of(NodeIndex node) const {
 
 Time NodeLiveness::LastHeard(NodeIndex node) const { return Watched(node) ? nodes_[node].last_heard : Time::Zero(); }
 
+Duration NodeLiveness::FencedAfter(NodeIndex node) const {
+  return options_.lease + (longest_grace_ ? longest_grace_(node) : Duration::Zero()) + kFenceSlack;
+}
+
 NodeLiveness::SweepResult NodeLiveness::Sweep(Effects& fx) {
   SweepResult out;
   const Time now = clock_.Now();
@@ -70,7 +75,7 @@ NodeLiveness::SweepResult NodeLiveness::Sweep(Effects& fx) {
     ++alive;
     if (!silent) continue;
     silence_starts.push_back(w.last_heard);
-    if (silent_for > options_.lost_after) candidates.push_back(n);
+    if (silent_for > options_.lost_after && silent_for > FencedAfter(n)) candidates.push_back(n);
   }
   std::sort(silence_starts.begin(), silence_starts.end());
   size_t newly_held = 0, largest_burst = 0, expired = 0;
@@ -113,7 +118,7 @@ NodeLiveness::SweepResult NodeLiveness::Sweep(Effects& fx) {
 
 std::string NodeLiveness::SilentTooLong(NodeIndex node) const {
   return "was lost with its node " + state_.nodes()[node].spec.name + " (silent for more than " +
-         std::to_string(options_.lost_after.seconds()) + " s)";
+         std::to_string(std::max(options_.lost_after, FencedAfter(node)).seconds()) + " s)";
 }
 
 Status NodeLiveness::DeclareLost(NodeIndex node, const std::string& who, Effects& fx) {
@@ -122,10 +127,11 @@ Status NodeLiveness::DeclareLost(NodeIndex node, const std::string& who, Effects
   Entry& w = nodes_[node];
   if (w.lost) return FailedPrecondition("node " + name + " is already lost");
   const Duration silent_for = clock_.Now() - w.last_heard;
-  if (silent_for <= options_.lease) {
+  if (const Duration fenced = FencedAfter(node); silent_for <= fenced) {
     return FailedPrecondition("node " + name + " is alive: its agent synced " + std::to_string(silent_for.seconds()) +
                               " s ago, and its tasks may run until their lease (" + options_.lease.ToString() +
-                              ") runs out; declare it lost once it has been silent that long");
+                              ") and then their grace period run out; declare it lost once it has been silent for " +
+                              fenced.ToString());
   }
   w.lost = true;
   w.held = false;

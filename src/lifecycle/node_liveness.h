@@ -2,8 +2,8 @@
 //
 // A node is Ready while its agent syncs. Silent for more than
 // unreachable_after, it is Unreachable: no new work, its jobs keep running
-// (the agent may only be slow). Silent for more than lost_after (longer
-// than the agent's lease, so its tasks have fenced themselves), it is Lost:
+// (the agent may only be slow). Silent for more than lost_after, and long
+// enough that its tasks have fenced themselves (FencedAfter), it is Lost:
 // the owner ends its replicas and requeues their gangs. An agent that syncs
 // again makes its node Ready again.
 //
@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,8 +55,15 @@ const char* NodeConditionName(NodeCondition c);  // "Ready"
 
 class NodeLiveness {
  public:
+  // How long the shims take to fence after the lease runs out, beyond the
+  // tasks' grace: they look at the lease each second, then SIGKILL.
+  static constexpr Duration kFenceSlack = Duration::Seconds(2);
+
   // `state` (for node names) and `clock` must outlive this object.
-  NodeLiveness(const core::ClusterState& state, const Clock& clock, LivenessOptions options);
+  // `longest_grace(node)`: the longest grace period a task on `node` was
+  // started with (its stop signal to SIGKILL); none given: zero.
+  NodeLiveness(const core::ClusterState& state, const Clock& clock, LivenessOptions options,
+               std::function<Duration(core::NodeIndex)> longest_grace = nullptr);
 
   // Starts watching `node`, served by an agent: heard now, or (`synced`
   // false) restored from the store after a restart: a fresh grace period,
@@ -68,6 +76,11 @@ class NodeLiveness {
   NodeCondition Of(core::NodeIndex node) const;
   // Its agent's last sync (a restored node: the restart).
   Time LastHeard(core::NodeIndex node) const;
+  // How long after its agent's last sync a task of `node` may still run: a
+  // shim whose lease ran out stops its task and kills it after its grace
+  // (lease + longest grace + kFenceSlack). Only then may its jobs run
+  // elsewhere without two copies of one.
+  Duration FencedAfter(core::NodeIndex node) const;
 
   struct SweepResult {
     std::vector<core::NodeIndex> changed;  // became Unreachable, or Ready again
@@ -77,7 +90,7 @@ class NodeLiveness {
   SweepResult Sweep(Effects& fx);
   // An operator's word that `node` is gone: it becomes Lost now (the owner
   // ends its replicas). Refused for a node no agent serves, a node already
-  // lost, and a node whose agent synced within the lease: its tasks may
+  // lost, and a node whose agent synced within FencedAfter: its tasks may
   // still run, and running them elsewhere too would make two copies.
   Status DeclareLost(core::NodeIndex node, const std::string& who, Effects& fx);
   // Why the replicas of a node Sweep found lost ended, in words, for
@@ -97,6 +110,7 @@ class NodeLiveness {
   const core::ClusterState& state_;
   const Clock& clock_;
   LivenessOptions options_;
+  std::function<Duration(core::NodeIndex)> longest_grace_;
   std::vector<Entry> nodes_;  // by node index
 };
 

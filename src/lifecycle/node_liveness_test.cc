@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace muster::lifecycle {
 namespace {
 
@@ -45,7 +47,11 @@ class NodeLivenessTest : public ::testing::Test {
 
   SimClock clock_{Time::FromSeconds(1000)};
   core::ClusterState state_;
-  NodeLiveness live_{state_, clock_, LivenessOptions()};
+  std::map<core::NodeIndex, Duration> grace_;  // the longest grace of the tasks on a node
+  NodeLiveness live_{state_, clock_, LivenessOptions(), [this](core::NodeIndex n) {
+                       auto it = grace_.find(n);
+                       return it == grace_.end() ? Duration::Zero() : it->second;
+                     }};
   Effects fx_;
   std::set<int> silent_forever_;
 };
@@ -118,6 +124,24 @@ TEST_F(NodeLivenessTest, DeclareLostIsRefusedWhileTheNodeMayStillRunTasks) {
   extra.capacity.gpus = 1;
   const core::NodeIndex n = *state_.AddNode(extra);
   EXPECT_FALSE(live_.DeclareLost(n, "ann", fx).ok());  // no agent serves it
+}
+
+// A shim stops its task when the lease runs out and kills it only after the
+// task's grace: until then the node is not lost, whatever lostAfter says,
+// and an operator may not declare it lost either.
+TEST_F(NodeLivenessTest, ANodeIsLostOnlyOnceItsTasksGraceHasRunOutToo) {
+  grace_[3] = Duration::Seconds(90);  // fenced 60 + 90 + 2 s after its last sync
+  EXPECT_EQ(live_.FencedAfter(3), Duration::Seconds(152));
+  EXPECT_EQ(live_.FencedAfter(4), Duration::Seconds(62));
+  std::vector<core::NodeIndex> lost = Run(3, 5, Duration::Seconds(125));
+  EXPECT_EQ(lost, std::vector<core::NodeIndex>{4});  // past lostAfter (120 s)
+  EXPECT_EQ(live_.Of(3), NodeCondition::kUnreachable);
+  Effects fx;
+  const Status early = live_.DeclareLost(3, "ann", fx);
+  EXPECT_EQ(early.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(early.message().find("grace period"), std::string::npos) << early.message();
+  lost = Run(3, 5, Duration::Seconds(30));
+  EXPECT_EQ(lost, std::vector<core::NodeIndex>{3});
 }
 
 }  // namespace

@@ -155,7 +155,8 @@ class Transcript {
 
   // Recreates the lifecycle and the liveness with the options set so far.
   void Rebuild() {
-    liveness_ = std::make_unique<NodeLiveness>(state_, clock_, liveness_options_);
+    liveness_ = std::make_unique<NodeLiveness>(state_, clock_, liveness_options_,
+                                               [this](core::NodeIndex n) { return lifecycle_->LongestGraceOn(n); });
     lifecycle_ = std::make_unique<JobLifecycle>(state_, clock_, options_,
                                                 [this](core::NodeIndex n) { return liveness_->Watched(n); });
   }

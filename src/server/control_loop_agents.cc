@@ -61,7 +61,8 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   std::optional<core::NodeIndex> index = state_.FindNode(req.node);
   if (index) {  // one agent a node
     const Status admitted = agents_.Admit(req, now - liveness_.LastHeard(*index),
-                                          [&] { return waits_.HasWaiter(req.node); }, options_.node_lost_after);
+                                          [&] { return waits_.HasWaiter(req.node); },
+                                          std::max(options_.node_lost_after, liveness_.FencedAfter(*index)));
     if (!admitted.ok()) return reply(admitted);
   }
   store::WriteBatch b;

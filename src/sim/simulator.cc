@@ -132,7 +132,8 @@ class Run {
   // (only with failures: without, no agent is ever silent).
   Status PrepareFailures() {
     if (opts_.node_failures.empty()) return Status::Ok();
-    liveness_ = std::make_unique<lifecycle::NodeLiveness>(*state_, clock_, opts_.liveness);
+    liveness_ = std::make_unique<lifecycle::NodeLiveness>(
+        *state_, clock_, opts_.liveness, [this](core::NodeIndex node) { return lifecycle_->LongestGraceOn(node); });
     const auto count = static_cast<core::NodeIndex>(state_->nodes().size());
     silent_.assign(static_cast<size_t>(count), false);
     for (core::NodeIndex n = 0; n < count; ++n) liveness_->Watch(n, /*synced=*/true);
@@ -601,7 +602,9 @@ class Run {
     HearAll();  // its last sync (and every other agent's) was now
     silent_[node] = true;
     const lifecycle::LivenessOptions& o = opts_.liveness;
-    for (Duration d : {o.unreachable_after, o.lost_after, o.lost_after + o.mass_silence_hold}) {
+    // Lost once past lostAfter and fenced (the simulator's tasks have no grace).
+    const Duration lost = std::max(o.lost_after, o.lease + lifecycle::NodeLiveness::kFenceSlack);
+    for (Duration d : {o.unreachable_after, lost, lost + o.mass_silence_hold}) {
       checks_.insert(t + d.millis() / 1000 + 1);  // the rules compare strictly: a second later
     }
   }
@@ -846,8 +849,9 @@ Status SimOptions::Validate() const {
   }
   if (!(spot_fraction >= 0 && spot_fraction <= 1)) return InvalidArgument("must be in [0, 1]", "--spot-fraction");
   if (liveness.unreachable_after < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "--unreachable-after");
-  if (liveness.lost_after <= liveness.unreachable_after) {
-    return InvalidArgument("must be longer than --unreachable-after", "--lost-after");
+  if (liveness.lease < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "--lease");
+  if (liveness.lost_after <= liveness.unreachable_after || liveness.lost_after <= liveness.lease) {
+    return InvalidArgument("must be longer than --unreachable-after and --lease", "--lost-after");
   }
   return Status::Ok();
 }

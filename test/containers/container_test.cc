@@ -267,7 +267,17 @@ TEST_F(ContainerTest, CancelLeavesNoProcessContainerOrCgroup) {
   EXPECT_EQ(GroupsLeft(a), "") << "cgroups left behind";
 }
 
-TEST_F(ContainerTest, AnAgentKilledAndRestartedAdoptsItsContainerAndNeverStartsASecond) {
+// Room for a killed agent to come back before its tasks' lease runs out:
+// on a loaded machine an agent's start takes longer than kFastFailures'
+// 2 s lease, and its container would fence itself.
+class ContainerAdoptTest : public ContainerTest {
+ protected:
+  ContainerAdoptTest()
+      : ContainerTest("rateLimit: {perSecond: 100000, burst: 100000}\n"
+                      "agents: {defaultGrace: 1s, unreachableAfter: 5s, lease: 10s, lostAfter: 60s}\n") {}
+};
+
+TEST_F(ContainerAdoptTest, AnAgentKilledAndRestartedAdoptsItsContainerAndNeverStartsASecond) {
   AgentProcess& a = AddContainerAgent(1);
   WaitNodes(1);
   const std::string dir = WorkDir("adopt");

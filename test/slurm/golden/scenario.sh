@@ -11,9 +11,9 @@ mkdir -p "$OUT"
 cd "$OUT"
 
 # Waits until `squeue -h -j JOB -o %t` prints STATE ("" once it has left
-# the queue); 60 s at most.
+# the queue); 180 s at most (a loaded CI machine).
 wait_state() {
-  for _ in $(seq 600); do
+  for _ in $(seq 1800); do
     [ "$(squeue -h -j "$1" -o %t 2>/dev/null)" = "$2" ] && return 0
     sleep 0.1
   done
@@ -89,12 +89,13 @@ cat > trap.sbatch <<'TRAP'
 #SBATCH --time=1
 trap 'echo got USR1; exit 0' USR1
 trap 'echo got USR2; exit 0' USR2
+touch "trapped.$SLURM_JOB_ID"
 sleep 100 &
 wait
 TRAP
 sig=$(sbatch --parsable -J golden-scancel -o scancel.out trap.sbatch)
-wait_state "$sig" R
-sleep 2
+# Signalled only once its traps are set (bash starts slowly on a loaded machine).
+for _ in $(seq 1800); do [ -e "trapped.$sig" ] && break; sleep 0.1; done
 scancel --signal=USR1 --batch "$sig"
 limit=$(sbatch --parsable -J golden-limit -o limit.out --signal=B:USR2@50 trap.sbatch)
 for j in "$sig" "$limit" "$dep" "$choice"; do wait_state "$j" ""; done
