@@ -169,6 +169,25 @@ StatusOr<Response> Client::Post(const std::string& path, const std::string& body
   return Decoded(r);
 }
 
+StatusOr<Response> Client::Watch(const std::string& path, const std::function<bool(std::string_view)>& line) {
+  // Sent once: what a broken watch had delivered is for its caller to
+  // resume from (a watch from the newest version it saw).
+  std::string partial;
+  ASSIGN_OR_RETURN(http::Fields h, Headers("GET", path, ""));
+  StatusOr<http::ClientResponse> r = http_->Stream(path, h, [&](std::string_view data) {
+    partial.append(data);
+    for (size_t nl; (nl = partial.find('\n')) != std::string::npos; partial.erase(0, nl + 1)) {
+      if (!line(std::string_view(partial).substr(0, nl))) return false;
+    }
+    return true;
+  });
+  if (!r.ok()) return r.status().code() == StatusCode::kUnavailable ? Unreachable(r.status()) : r.status();
+  if (r->status != 200) return Decoded(*r);
+  Response out;
+  out.status = 200;
+  return out;
+}
+
 StatusOr<Response> Client::Delete(const std::string& path) {
   ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
     ASSIGN_OR_RETURN(http::Fields h, Headers("DELETE", path, ""));

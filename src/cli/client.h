@@ -59,6 +59,11 @@ class Client {
                           const std::map<std::string, std::string>& headers = {});
   // Sent again without an answer, as Post: a deletion is idempotent.
   StatusOr<Response> Delete(const std::string& path);
+  // A GET answered by a stream of lines (a watch): each line, as it comes,
+  // to `line`; false from it ends the watch. Returns when the server ends
+  // the stream (status 200, no body), when `line` says stop, with the
+  // server's error answer, or with the transport's failure.
+  StatusOr<Response> Watch(const std::string& path, const std::function<bool(std::string_view line)>& line);
 
   // The error of a non-2xx response, as a Status (message includes the field).
   static Status ErrorOf(const Response& r);

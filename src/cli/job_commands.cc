@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -234,6 +235,133 @@ int ListJobs(JobCommands& c, Client& client, const std::string& states) {
   return 0;
 }
 
+// A job's summary from its whole JSON (a watch's object).
+JobSummaryItem SummaryOf(const json& j) {
+  JobSummaryItem s;
+  s.id = Field(j, "id");
+  s.name = Field(j, "name");
+  s.user = Field(j, "user");
+  s.queue = Field(j, "queue");
+  s.priority = Field(j, "priority");
+  s.state = Field(j, "state");
+  s.reason = Field(j, "reason");
+  s.submit_time = Field(j, "submitTime");
+  const json resources = j.value("resources", json::object());
+  if (resources.is_object() && resources.value("gpus", json()).is_number_integer()) s.gpus = resources["gpus"];
+  if (j.value("replicas", json()).is_number_integer()) s.replicas = j["replicas"];
+  if (j.value("allocations", json()).is_array()) {
+    for (const json& a : j["allocations"]) {
+      if (a.is_object() && a.value("node", json()).is_string()) s.nodes.push_back(a["node"]);
+    }
+  }
+  return s;
+}
+
+// `muster get jobs --watch`, as kubectl's `get -w`: the list, then a row
+// for each change of a job the filter lists (or a line of JSON a change,
+// with -o json) as the server pushes it, until interrupted. A row is
+// printed again only when one of its columns (but its age) changed. A
+// broken watch resumes from the newest version seen; one the server no
+// longer serves (a restart, or too far behind) lists again and prints the
+// rows that changed meanwhile.
+int WatchJobs(JobCommands& c, Client& client, const std::string& states) {
+  if (c.output != "table" && c.output != "wide" && c.output != "json") {
+    std::cerr << "muster: --watch prints a table, -o wide or -o json, not " << c.output << "\n";
+    return 2;
+  }
+  const bool wide = c.output == "wide", as_json = c.output == "json";
+  const std::string query = Query(c, states);
+  std::vector<size_t> width;
+  std::map<std::string, std::string> shown;  // job id -> its row as last printed, but its age
+  // Prints a job's row (or an event's JSON) unless it is what was printed last.
+  auto show = [&](std::vector<std::string> row) {
+    std::string key;
+    for (size_t i = 0; i < row.size(); ++i) key += (i == 6 ? std::string() : row[i]) + '\t';
+    std::string& last = shown[row[0]];
+    if (last == key) return;
+    last = key;
+    width.resize(std::max(width.size(), row.size()));
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      width[i] = std::max(width[i], row[i].size());
+      line += row[i] + (i + 1 < row.size() ? std::string(width[i] - row[i].size() + 2, ' ') : "");
+    }
+    std::cout << line << std::endl;
+  };
+  // Lists (every page), printing what changed; returns the list's version.
+  auto list = [&](bool first) -> StatusOr<std::string> {
+    std::vector<std::vector<std::string>> rows = {{"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"}};
+    if (wide) rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
+    std::string version;
+    const Status s = ForEachPage(client, query + "&view=summary", first ? c.limit : 0,
+                                 [&](const std::string& text, int64_t room) {
+                                   // The first page's version: {"resourceVersion":"V","items":...
+                                   const std::string key = "{\"resourceVersion\":\"";
+                                   if (version.empty() && text.rfind(key, 0) == 0) {
+                                     version = text.substr(key.size(), text.find('"', key.size()) - key.size());
+                                   }
+                                   return ReadJobSummaryPage(text, room, [&](const JobSummaryItem& j) {
+                                     rows.push_back(JobCells(j, wide));
+                                   });
+                                 });
+    if (!s.ok()) return s;
+    if (version.empty()) return Status(StatusCode::kFailedPrecondition, "this server has no watch API (upgrade it)");
+    if (first && !as_json) {
+      for (const auto& r : rows) {
+        width.resize(std::max(width.size(), r.size()));
+        for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+      }
+      for (auto& r : rows) show(std::move(r));
+    } else if (!as_json) {
+      for (size_t i = 1; i < rows.size(); ++i) show(std::move(rows[i]));
+    }
+    return version;
+  };
+  auto version = list(true);
+  if (!version.ok()) return Fail(version.status());
+  std::string from = *version;
+  auto failing_since = std::chrono::steady_clock::now();
+  while (true) {
+    bool expired = false;
+    auto r = client.Watch("/v1/jobs?watch=true&resourceVersion=" + UrlEncode(from) + query, [&](std::string_view text) {
+      const json e = json::parse(text, nullptr, false);
+      if (!e.is_object()) return true;
+      const std::string type = e.value("type", "");
+      if (type == "ERROR") {
+        expired = true;
+        return false;
+      }
+      if (e.value("resourceVersion", json()).is_string()) from = e["resourceVersion"];
+      if (type == "BOOKMARK" || !e.value("object", json()).is_object()) return true;
+      if (as_json) {
+        std::cout << json{{"type", type}, {"object", e["object"]}}.dump() << std::endl;
+      } else {
+        show(JobCells(SummaryOf(e["object"]), wide));
+      }
+      failing_since = std::chrono::steady_clock::now();
+      return true;
+    });
+    if (r.ok() && r->status == 410) expired = true;
+    if (expired) {
+      version = list(false);
+      if (!version.ok()) return Fail(version.status());
+      from = *version;
+      continue;
+    }
+    if (r.ok() && r->status != 200) return Fail(Client::ErrorOf(*r));
+    if (!r.ok()) {
+      // The server is gone for now (a restart, a failover): again, for as
+      // long as a command retries.
+      if (std::chrono::steady_clock::now() - failing_since > std::chrono::duration<double>(RetrySeconds())) {
+        return Fail(r.status());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      continue;
+    }
+    failing_since = std::chrono::steady_clock::now();  // ended by the server: open it again
+  }
+}
+
 int Submit(JobCommands& c, Client& client) {
   auto spec = BuildSpec(c, &client);
   if (!spec.ok()) {
@@ -277,7 +405,11 @@ int Run(JobCommands& c, Client& client) {
 
 int Get(JobCommands& c, Client& client) {
   if (c.kind == "jobs" || c.kind == "job") {
-    return ListJobs(c, client, c.state);
+    return c.watch ? WatchJobs(c, client, c.state) : ListJobs(c, client, c.state);
+  }
+  if (c.watch) {
+    std::cerr << "muster get: --watch follows jobs only\n";
+    return 2;
   }
   if (c.kind != "nodes" && c.kind != "node" && c.kind != "queues" && c.kind != "queue") {
     std::cerr << "muster get: expected jobs, nodes or queues, got \"" << c.kind << "\"\n";
@@ -600,6 +732,8 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   c->get->add_option("--selector,-l", c->selector,
                      "Only jobs whose labels match, as kubectl's: team=vision,tier!=batch,gpu,!spot");
   c->get->add_option("--limit", c->limit, "At most this many jobs (0: all)")->check(kZeroOrMore);
+  c->get->add_flag("--watch,-w", c->watch,
+                   "After the list, print each job's changes as they happen (the server pushes them), until Ctrl-C");
 
   c->describe = app.add_subcommand("describe", "Show a job with its status and events");
   common(c->describe);

@@ -59,6 +59,7 @@ struct JobCommands {
   std::string kind;
   std::string state, filter_queue, filter_user, filter_name, selector;
   int64_t limit = 0;
+  bool watch = false;
   // describe / why / actions
   std::string signal_name, signal_to;  // signal
   std::string limit_signal_flag;      // submit --signal [B:]SIG[@TIME]

@@ -265,6 +265,15 @@ StatusOr<ClientResponse> Client::Post(std::string_view target, std::string_view 
 
 StatusOr<ClientResponse> Client::Send(std::string_view method, std::string_view target, const Fields& headers,
                                       std::string_view body, std::string_view content_type) {
+  return Request(method, target, headers, body, content_type, nullptr);
+}
+
+StatusOr<ClientResponse> Client::Stream(std::string_view target, const Fields& headers, const ChunkSink& on_data) {
+  return Request("GET", target, headers, {}, {}, &on_data);
+}
+
+StatusOr<ClientResponse> Client::Request(std::string_view method, std::string_view target, const Fields& headers,
+                                         std::string_view body, std::string_view content_type, const ChunkSink* sink) {
   if (!address_error_.ok()) return address_error_;
   std::string request;
   request.reserve(128 + target.size() + body.size());
@@ -297,7 +306,7 @@ StatusOr<ClientResponse> Client::Send(std::string_view method, std::string_view 
       }
     }
     bool received = false;
-    result = Exchange(request, head_only, &received);
+    result = Exchange(request, head_only, &received, sink);
     if (result.ok()) break;
     CloseConnection();
     // A kept-alive connection the server had closed: once more, anew.
@@ -310,7 +319,8 @@ StatusOr<ClientResponse> Client::Send(std::string_view method, std::string_view 
   return result;
 }
 
-StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_only, bool* received) {
+StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_only, bool* received,
+                                          const ChunkSink* sink) {
   const int fd = fd_;  // only this thread changes fd_ (Interrupt shuts it, never closes it)
   // Send.
   const Clock::time_point write_deadline = Clock::now() + options_.write_timeout;
@@ -333,7 +343,8 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
   }
 
   // Receive.
-  const Clock::time_point deadline = Clock::now() + options_.read_timeout;
+  // A stream's deadline moves on with each byte: it bounds a silence.
+  Clock::time_point deadline = Clock::now() + options_.read_timeout;
   std::string buf;
   bool closed = false;
   auto more = [&](std::string& into) -> StatusOr<bool> {
@@ -343,6 +354,7 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
       if (n > 0) {
         *received = true;
         into.append(chunk, static_cast<size_t>(n));
+        if (sink != nullptr) deadline = Clock::now() + options_.read_timeout;
         return true;
       }
       if (n == 0) {
@@ -358,7 +370,7 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
     }
   };
   bool keep_alive = false;
-  StatusOr<ClientResponse> res = ReadResponse(buf, more, head_only, keep_alive, options_.max_body_bytes);
+  StatusOr<ClientResponse> res = ReadResponse(buf, more, head_only, keep_alive, options_.max_body_bytes, sink);
   // Bytes beyond the answer (none from a well-behaved server) make the
   // connection unusable for the next request.
   if (!keep_alive || closed || !buf.empty()) CloseConnection();  // (a failure leaves keep_alive false)
@@ -366,7 +378,7 @@ StatusOr<ClientResponse> Client::Exchange(const std::string& request, bool head_
 }
 
 StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, bool head_only, bool& keep_alive,
-                                      size_t max_body_bytes) {
+                                      size_t max_body_bytes, const ChunkSink* sink) {
   keep_alive = false;
   const auto too_large = [&] { return "body larger than the limit of " + std::to_string(max_body_bytes) + " bytes"; };
   bool any = !buf.empty();
@@ -429,6 +441,7 @@ StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, b
   if (head_only || res.status == 204 || res.status == 304) {
     // no body
   } else if (ContainsToken(res.Header("Transfer-Encoding"), "chunked")) {
+    const bool streamed = sink != nullptr && res.status >= 200 && res.status < 300;
     while (true) {
       size_t eol;
       while ((eol = buf.find("\r\n")) == std::string::npos) {
@@ -457,10 +470,14 @@ StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, b
         }
         break;
       }
-      if (res.body.size() + size > max_body_bytes) return malformed(too_large());
+      if (size > max_body_bytes || (!streamed && res.body.size() + size > max_body_bytes)) return malformed(too_large());
       while (buf.size() < size + 2) RETURN_IF_ERROR(need());
       if (buf.compare(size, 2, "\r\n") != 0) return malformed("chunk not followed by CRLF");
-      res.body.append(buf, 0, size);
+      if (streamed) {
+        if (!(*sink)(std::string_view(buf.data(), size))) return res;  // keep_alive false: ended midway
+      } else {
+        res.body.append(buf, 0, size);
+      }
       buf.erase(0, size + 2);
     }
   } else if (const std::string_view length = res.Header("Content-Length"); !length.empty()) {

@@ -63,9 +63,14 @@ struct ClientOptions {
 // fails. What follows the answer stays in `buf`. `keep_alive`: whether the
 // connection may carry another request. The client's own reader, apart
 // from its sockets (and the fuzz target's).
+// With `sink`, a 2xx answer in chunks gives each chunk's data to it as it
+// is read, not to the body; false from the sink ends the answer there
+// (returned as it is, and the connection may carry nothing more).
 using MoreBytes = std::function<StatusOr<bool>(std::string& buf)>;
+using ChunkSink = std::function<bool(std::string_view data)>;
 StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, bool head_only, bool& keep_alive,
-                                      size_t max_body_bytes = ClientOptions{}.max_body_bytes);
+                                      size_t max_body_bytes = ClientOptions{}.max_body_bytes,
+                                      const ChunkSink* sink = nullptr);
 
 class Client {
  public:
@@ -90,6 +95,13 @@ class Client {
   StatusOr<ClientResponse> Send(std::string_view method, std::string_view target, const Fields& headers,
                                 std::string_view body, std::string_view content_type);
 
+  // GET `target`, answered by a stream (a watch): each chunk's data goes to
+  // `on_data` as it arrives; false from it ends the stream (the connection
+  // is closed). read_timeout bounds each silence of the server,
+  // not the whole answer. An answer that is not a 2xx stream comes back
+  // whole, as from Get; a stream the server ends, with an empty body.
+  StatusOr<ClientResponse> Stream(std::string_view target, const Fields& headers, const ChunkSink& on_data);
+
   void set_read_timeout(std::chrono::milliseconds t) { options_.read_timeout = t; }
 
   // Ends the request in progress now (it fails, "interrupted"), or the next
@@ -102,7 +114,9 @@ class Client {
   void CloseConnection();
   // One attempt on the current connection. `*received` says whether any
   // byte of an answer arrived.
-  StatusOr<ClientResponse> Exchange(const std::string& request, bool head_only, bool* received);
+  StatusOr<ClientResponse> Exchange(const std::string& request, bool head_only, bool* received, const ChunkSink* sink);
+  StatusOr<ClientResponse> Request(std::string_view method, std::string_view target, const Fields& headers,
+                                   std::string_view body, std::string_view content_type, const ChunkSink* sink);
 
   // read(2)/send(2) on the connection, through TLS when it has it; on
   // EAGAIN, *events: what to wait for.

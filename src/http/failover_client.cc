@@ -70,7 +70,15 @@ bool FailoverClient::Locate(std::string* seen) {
 StatusOr<ClientResponse> FailoverClient::Send(std::string_view method, std::string_view target,
                                               const Fields& headers, std::string_view body,
                                               std::string_view content_type) {
-  if (servers_.size() == 1) return At(0).Send(method, target, headers, body, content_type);
+  return OnLeader([&](Client& c) { return c.Send(method, target, headers, body, content_type); });
+}
+
+StatusOr<ClientResponse> FailoverClient::Stream(std::string_view target, const Fields& headers, const ChunkSink& on_data) {
+  return OnLeader([&](Client& c) { return c.Stream(target, headers, on_data); });
+}
+
+StatusOr<ClientResponse> FailoverClient::OnLeader(const std::function<StatusOr<ClientResponse>(Client&)>& call) {
+  if (servers_.size() == 1) return call(At(0));
   if (!located_) {
     // Nobody to send it to: not even a server that did not answer (it may
     // be a paused leader, and the request would wait out its timeout).
@@ -87,7 +95,7 @@ StatusOr<ClientResponse> FailoverClient::Send(std::string_view method, std::stri
   }
   bool relocated = false;
   while (true) {
-    auto r = At(i).Send(method, target, headers, body, content_type);
+    auto r = call(At(i));
     const bool not_leading = r.ok() && r->status == 503 && !r->Header("X-Muster-Role").empty();
     if (r.ok() && !not_leading) return r;
     if (!r.ok() && r.status().code() != StatusCode::kUnavailable) return r;  // a malformed address

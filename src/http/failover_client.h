@@ -24,6 +24,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,6 +55,8 @@ class FailoverClient {
                                 const Fields& headers = {});
   StatusOr<ClientResponse> Send(std::string_view method, std::string_view target, const Fields& headers,
                                 std::string_view body, std::string_view content_type);
+  // Client::Stream, from the leader.
+  StatusOr<ClientResponse> Stream(std::string_view target, const Fields& headers, const ChunkSink& on_data);
 
   void set_read_timeout(std::chrono::milliseconds t);
   // Ends the request in progress now (it fails, "interrupted"), or the next one.
@@ -62,6 +65,8 @@ class FailoverClient {
   std::string current() const;
 
  private:
+  // `call` on the leader: found first, and again once if it fails or does not lead.
+  StatusOr<ClientResponse> OnLeader(const std::function<StatusOr<ClientResponse>(Client&)>& call);
   Client& At(size_t i);  // and makes it the current one
   // Makes the leader current, if one answers as such; true if found.
   // Otherwise `seen` (if not null) gets what each server said.

@@ -49,6 +49,7 @@ const char* ReasonPhrase(int status) {
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 409: return "Conflict";
+    case 410: return "Gone";
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
     case 417: return "Expectation Failed";

@@ -34,8 +34,17 @@ constexpr uint64_t kWakeId = 1;
 constexpr std::chrono::milliseconds kLinger{2'000};
 // How long Serve waits, once stopping and nothing is in flight, for answers to drain.
 constexpr std::chrono::milliseconds kDrain{5'000};
+// What a client may send while its stream goes on (its next requests).
+constexpr size_t kMaxHeadBytesWhileStreaming = 64 << 10;
 
 // `with_body` false (an answer to HEAD): the head only, with the length the body would have.
+// One chunk of a streamed answer: its size in hex, the data, CRLF.
+void AppendChunk(const std::string& data, std::string& out) {
+  char size[24];
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  out.append(size, static_cast<size_t>(n)).append(data).append("\r\n");
+}
+
 void AppendResponse(const Response& r, bool close, bool with_body, std::string& out) {
   out += "HTTP/1.1 ";
   out += std::to_string(r.status);
@@ -115,10 +124,25 @@ class WorkerPool {
 
 }  // namespace
 
+struct Server::Stream::State {
+  std::mutex mu;
+  Server::Impl* impl = nullptr;  // guarded by mu: null once the server is gone
+  uint64_t conn = 0;
+  std::atomic<bool> open{true};
+};
+
 class Server::Impl {
  public:
   explicit Impl(Options options) : options_(std::move(options)) {}
   ~Impl() {
+    // Streams a handler still holds write to nothing from now on.
+    for (const std::weak_ptr<Stream::State>& w : streams_) {
+      if (std::shared_ptr<Stream::State> s = w.lock()) {
+        std::lock_guard<std::mutex> lock(s->mu);
+        s->impl = nullptr;
+        s->open = false;
+      }
+    }
     for (auto& [id, c] : conns_) {
       if (!c->closed) ::close(c->fd);
     }
@@ -138,14 +162,27 @@ class Server::Impl {
   // write it). The loop takes answers after each round of events, so one
   // given on its own thread (an inline handler) needs no wake-up.
   void Complete(uint64_t conn, Response response, std::function<Response()> make = nullptr) {
-    bool wake;
+    Enqueue({Completion::Kind::kAnswer, conn, std::move(response), std::move(make), nullptr});
+  }
+  // A stream's head (the request's answer), one of its chunks, or its end.
+  Stream StartStream(uint64_t conn, Response head) {
+    auto state = std::make_shared<Stream::State>();
+    state->impl = this;
+    state->conn = conn;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      wake = completions_.empty() && std::this_thread::get_id() != loop_thread_;
-      completions_.push_back({conn, std::move(response), std::move(make)});
+      std::erase_if(streams_, [](const std::weak_ptr<Stream::State>& w) { return w.expired(); });
+      streams_.push_back(state);
     }
-    if (wake) Wake();
+    Enqueue({Completion::Kind::kStreamHead, conn, std::move(head), nullptr, state});
+    return Stream(std::move(state));
   }
+  void StreamChunk(uint64_t conn, std::string data) {
+    Response r;
+    r.body = std::move(data);
+    Enqueue({Completion::Kind::kChunk, conn, std::move(r), nullptr, nullptr});
+  }
+  void StreamEnd(uint64_t conn) { Enqueue({Completion::Kind::kEnd, conn, Response{}, nullptr, nullptr}); }
 
   Options options_;
   Router router_;
@@ -173,7 +210,9 @@ class Server::Impl {
     std::string in;   // read, not yet consumed
     std::string out;  // to send
     size_t out_sent = 0;
-    enum class Phase { kHead, kBody, kHandling, kLinger } phase = Phase::kHead;
+    // kStreaming: its request is answered by a stream still going on.
+    enum class Phase { kHead, kBody, kHandling, kStreaming, kLinger } phase = Phase::kHead;
+    std::shared_ptr<Stream::State> stream;  // kStreaming
     RequestHead head;         // kBody, kHandling
     size_t head_searched = 0; // kHead: how much of `in` holds no head's end
     bool close_after = false; // close once `out` is sent
@@ -216,6 +255,10 @@ class Server::Impl {
   // Closes the descriptor now; the Conn stays valid until the loop turn ends.
   void Close(Conn& c);
   void TakeCompletions();
+  // The stream's head on `c`, whose request it answers.
+  void BeginStream(Conn& c, Response& head, std::shared_ptr<Stream::State> state);
+  // Its last chunk: the connection serves its next request (or closes).
+  void FinishStream(Conn& c);
   void Sweep(SteadyClock::time_point now);
   Reply MakeReply(uint64_t conn);
 
@@ -230,11 +273,23 @@ class Server::Impl {
   std::thread::id loop_thread_;  // set before the loop starts
   std::mutex mu_;
   struct Completion {
+    enum class Kind { kAnswer, kStreamHead, kChunk, kEnd } kind;
     uint64_t conn;
-    Response response;
+    Response response;               // a chunk: its body
     std::function<Response()> make;  // when set, writes the response
+    std::shared_ptr<Stream::State> stream;  // kStreamHead
   };
+  void Enqueue(Completion done) {
+    bool wake;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wake = completions_.empty() && std::this_thread::get_id() != loop_thread_;
+      completions_.push_back(std::move(done));
+    }
+    if (wake) Wake();
+  }
   std::vector<Completion> completions_;  // guarded by mu_
+  std::vector<std::weak_ptr<Stream::State>> streams_;  // guarded by mu_: every stream started
 };
 
 struct Server::Reply::Token {
@@ -259,6 +314,32 @@ void Server::Reply::operator()(std::function<Response()> make) const {
   if (token_->answered.exchange(true)) return;
   token_->impl->Complete(token_->conn, Response{}, std::move(make));
 }
+
+Server::Stream Server::Reply::Start(Response head) const {
+  if (token_->answered.exchange(true)) {
+    auto over = std::make_shared<Stream::State>();
+    over->open = false;
+    return Stream(std::move(over));
+  }
+  return token_->impl->StartStream(token_->conn, std::move(head));
+}
+
+bool Server::Stream::Write(std::string data) const {
+  if (!state_) return false;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (!state_->open || state_->impl == nullptr) return false;
+  if (!data.empty()) state_->impl->StreamChunk(state_->conn, std::move(data));
+  return true;
+}
+
+void Server::Stream::End() const {
+  if (!state_) return;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (!state_->open.exchange(false) || state_->impl == nullptr) return;
+  state_->impl->StreamEnd(state_->conn);
+}
+
+bool Server::Stream::open() const { return state_ && state_->open; }
 
 Server::Reply Server::Impl::MakeReply(uint64_t conn) {
   auto token = std::make_shared<Reply::Token>();
@@ -344,8 +425,14 @@ void Server::Impl::Serve() {
         listening = false;
         drain_since = now;
       }
-      // Idle connections go now; busy ones once answered.
+      // Idle connections go now; busy ones once answered; streams end.
       for (auto& [id, c] : conns_) {
+        if (c->closed) continue;
+        if (c->phase == Conn::Phase::kStreaming) {
+          c->close_after = true;
+          FinishStream(*c);
+          continue;
+        }
         if (c->phase != Conn::Phase::kHandling && c->out_sent == c->out.size()) Close(*c);
         else c->close_after = true;
       }
@@ -491,6 +578,9 @@ void Server::Impl::Read(Conn& c) {
     if (c.peer_closed) Close(c);
     return;
   }
+  // A client sends nothing while its stream goes on, but its next request
+  // (pipelined) waits here, bounded.
+  if (c.phase == Conn::Phase::kStreaming && c.in.size() > kMaxHeadBytesWhileStreaming) return Close(c);
   Process(c);
   // The peer is gone and nothing is left to answer: close.
   if (!c.closed && c.peer_closed && c.phase != Conn::Phase::kHandling && c.out_sent == c.out.size()) Close(c);
@@ -650,6 +740,10 @@ void Server::Impl::Write(Conn& c) {
 
 void Server::Impl::Close(Conn& c) {
   if (c.closed) return;
+  if (c.stream) {
+    c.stream->open = false;
+    c.stream.reset();
+  }
   if (auto it = per_client_.find(c.remote); it != per_client_.end() && --it->second == 0) per_client_.erase(it);
   ::close(c.fd);  // closing removes it from the epoll set
   c.closed = true;
@@ -663,7 +757,23 @@ void Server::Impl::TakeCompletions() {
     if (completions_.empty()) return;
     done.swap(completions_);
   }
-  for (auto& [id, response, make] : done) {
+  for (auto& [kind, id, response, make, stream] : done) {
+    if (kind == Completion::Kind::kChunk || kind == Completion::Kind::kEnd) {
+      auto it = conns_.find(id);
+      if (it == conns_.end() || it->second->closed || it->second->phase != Conn::Phase::kStreaming) continue;
+      Conn& c = *it->second;
+      if (kind == Completion::Kind::kEnd) {
+        FinishStream(c);
+        if (c.closed || c.close_after) continue;
+        if (c.unread) Read(c);
+        else Process(c);
+        continue;
+      }
+      AppendChunk(response.body, c.out);
+      Write(c);
+      if (!c.closed && Backlogged(c)) Close(c);  // it does not keep up: it may watch again
+      continue;
+    }
     --in_flight_;
     if (make) {
       try {
@@ -674,8 +784,15 @@ void Server::Impl::TakeCompletions() {
       }
     }
     auto it = conns_.find(id);
-    if (it == conns_.end() || it->second->closed) continue;  // the client left before its answer
+    if (it == conns_.end() || it->second->closed) {  // the client left before its answer
+      if (stream) stream->open = false;
+      continue;
+    }
     Conn& c = *it->second;
+    if (kind == Completion::Kind::kStreamHead) {
+      BeginStream(c, response, std::move(stream));
+      continue;
+    }
     c.phase = Conn::Phase::kHead;
     if (answer_filter_) {
       try {
@@ -693,12 +810,61 @@ void Server::Impl::TakeCompletions() {
   }
 }
 
+void Server::Impl::BeginStream(Conn& c, Response& head, std::shared_ptr<Stream::State> state) {
+  if (answer_filter_) {
+    try {
+      answer_filter_(c.path, head);
+    } catch (const std::exception&) {
+      head = Response{};
+      error_body_(500, "internal error", head);
+    }
+  }
+  if (c.head_only || head.status < 200 || head.status > 299) {
+    // The head alone, or not a stream after all: an ordinary answer.
+    state->open = false;
+    c.phase = Conn::Phase::kHead;
+    Send(c, head);
+    if (c.closed || c.close_after) return;
+    if (c.unread) Read(c);
+    else Process(c);
+    return;
+  }
+  if (stopping_) c.close_after = true;
+  if (access_log_) {
+    access_log_({c.remote, c.method, c.target, c.principal, head.status, 0,
+                 std::chrono::duration<double>(SteadyClock::now() - c.since).count()});
+  }
+  c.out += "HTTP/1.1 " + std::to_string(head.status) + " " + ReasonPhrase(head.status) + "\r\n";
+  if (!head.content_type.empty()) c.out += "Content-Type: " + head.content_type + "\r\n";
+  for (const auto& [k, v] : head.headers) c.out += k + ": " + v + "\r\n";
+  c.out += "Transfer-Encoding: chunked\r\n";
+  c.out += c.close_after || !c.head.keep_alive ? "Connection: close\r\n\r\n" : "\r\n";
+  if (!c.head.keep_alive) c.close_after = true;
+  c.phase = Conn::Phase::kStreaming;
+  c.stream = std::move(state);
+  if (stopping_) return FinishStream(c);
+  Write(c);
+}
+
+void Server::Impl::FinishStream(Conn& c) {
+  if (c.stream) {
+    c.stream->open = false;
+    c.stream.reset();
+  }
+  c.out += "0\r\n\r\n";
+  c.phase = Conn::Phase::kHead;
+  Write(c);
+}
+
 void Server::Impl::Sweep(SteadyClock::time_point now) {
   for (auto& [id, c] : conns_) {
     if (c->closed) continue;
     const auto quiet = now - c->last_active;
     switch (c->phase) {
       case Conn::Phase::kHandling: break;
+      case Conn::Phase::kStreaming:
+        if (c->out_sent < c->out.size() && quiet > options_.read_timeout) Close(*c);  // the peer reads nothing
+        break;
       case Conn::Phase::kLinger:
         if (now - c->since > kLinger) Close(*c);  // however the peer trickles
         break;

@@ -29,6 +29,14 @@
 // still sends is read and dropped for a moment (a fixed one), so the peer
 // reads the answer instead of a reset.
 //
+// Streams: an answer that goes on (a watch) is sent with chunked transfer
+// coding. Reply::Start sends its head; each Stream::Write, from any
+// thread, one chunk; End the last, and the connection serves its next
+// request. A stream is not an answer in flight: Stop ends every stream
+// (its last chunk, then the close) without waiting for it. A client too
+// slow to read (unsent bytes past max_unsent_bytes), or silent with bytes
+// unsent for read_timeout, is closed; so is one that hangs up.
+//
 // Errors the server finds itself (malformed request, no such route, body too
 // large, ...) are answered through the ErrorBody callback, so that every
 // error has the application's shape.
@@ -72,6 +80,25 @@ class Server {
     std::shared_ptr<const TlsServerContext> tls;  // null: plain HTTP
   };
 
+  // A streamed answer (see above). Copies share the stream.
+  class Stream {
+   public:
+    // Sends `data` as one chunk (nothing when empty). False, sending
+    // nothing, once the stream is over: ended, its client gone or too
+    // slow, or the server stopping or destroyed.
+    bool Write(std::string data) const;
+    // The last chunk; Write returns false from now on.
+    void End() const;
+    bool open() const;
+
+    struct State;
+    // Null: a stream that is over before it began.
+    explicit Stream(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+   private:
+    std::shared_ptr<State> state_;
+  };
+
   // Answers a request; call exactly once, from any thread. A Reply dropped
   // unanswered answers 500 (a handler's bug must not hang the client).
   class Reply {
@@ -81,6 +108,10 @@ class Server {
     // that takes work to write is written there, not on the thread that
     // learned the outcome (the store writer, whose next commit waits).
     void operator()(std::function<Response()> make) const;
+    // Answers with a stream: `head`'s status (2xx), type and headers, its
+    // body ignored. A HEAD request gets the head alone, and the stream is
+    // over at once; so is one started on an answered Reply.
+    Stream Start(Response head) const;
     struct Token;
     explicit Reply(std::shared_ptr<Token> token) : token_(std::move(token)) {}
 

@@ -55,6 +55,7 @@ ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store
                  [this](core::NodeIndex node) { return liveness_.Watched(node); }),
       fairshare_(options.fairshare),
       jobs_([this](int64_t job) { return AllocationsJson(job); }),
+      watch_(clock, {}),
       pacer_(options.cycle_delay, options.cycle_interval),
       stragglers_(options.stragglers) {}
 
@@ -117,6 +118,7 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
   store::StoreWriter::Options writer_options;
   if (metrics_ != nullptr) writer_options.on_commit = [m = metrics_](double s) { m->ObserveCommit(s); };
   writer_ = std::make_unique<store::StoreWriter>(store_, writer_options);
+  watch_.Start();
   pacer_.Reset(clock_.Now());
   loop_.Start("control-loop", {[this] { return IdleWait(); }, [this] { Tick(); },
                                [this] {
@@ -141,6 +143,7 @@ void ControlLoop::Stop() {
   EndWaits();
   loop_.Stop();
   writer_.reset();  // commits what is queued
+  watch_.Stop();
 }
 
 namespace {
@@ -434,7 +437,12 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
 }
 
 uint64_t ControlLoop::Persist(store::WriteBatch batch, std::function<void(const Status&)> done) {
-  return last_ticket_ = writer_->Submit(std::move(batch), [done = std::move(done)](const Status& s) {
+  // The job rows it writes, for watches: published once durable.
+  const bool wrote_jobs = !batch.jobs.empty() || !batch.reasons.empty();
+  std::vector<JobWatch::Change> changes = jobs_.Changes(batch, wrote_jobs && watch_.Keeping());
+  return last_ticket_ = writer_->Submit(std::move(batch), [this, wrote_jobs, changes = std::move(changes),
+                                                           done = std::move(done)](const Status& s) mutable {
+    if (s.ok() && wrote_jobs) watch_.Publish(std::move(changes));
     if (store::IsFenced(s)) {
       // Another server leads now: this one's memory is stale. A supervisor
       // restarts it as a standby.

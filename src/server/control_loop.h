@@ -71,6 +71,7 @@
 #include "server/idempotency_table.h"
 #include "server/identity.h"
 #include "server/job_table.h"
+#include "server/job_watch.h"
 #include "server/loop_executor.h"
 #include "server/node_waits.h"
 #include "server/image_pulls.h"
@@ -108,6 +109,8 @@ class ControlLoop {
     metrics_ = metrics;
     jobs_.SetMetrics(metrics);
   }
+  // Job changes as they become durable, for watches (thread-safe).
+  JobWatch& watch() { return watch_; }
 
   struct SubmitRequest {
     api::JobSpec spec;
@@ -559,6 +562,7 @@ class ControlLoop {
   std::vector<double> fairshare_shares_;   // the same, queue shares
   // Every job's stored row; the one place rows are written (job_table.h).
   JobTable jobs_;
+  JobWatch watch_;  // thread-safe
   IdempotencyTable idempotency_;
   // Why each pending job waits, as of the cycle `round` (older entries are
   // jobs no longer pending). A path that writes a pending job's reason

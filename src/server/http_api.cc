@@ -215,7 +215,9 @@ void HttpApi::Routes() {
   s.HandleAsync("POST", "/v1/jobs", NoQueryAsync(async(&HttpApi::SubmitJob)), [](const Request& req) {
     return req.body.size() > kInlineSpecBytes || !api::IsJsonMediaType(req.Header("Content-Type"));
   });
-  s.Handle("GET", "/v1/jobs", sync(&HttpApi::ListJobs));
+  // A list reads the store on a worker; a watch only opens its stream.
+  s.HandleAsync("GET", "/v1/jobs", async(&HttpApi::ListOrWatchJobs),
+                [](const Request& req) { return !IsWatch(req); });
   s.HandleAsync("GET", "/v1/jobs/*", NoQueryAsync(async(&HttpApi::GetJob)));
   s.Handle("GET", "/v1/jobs/*/events", sync(&HttpApi::JobEvents));
   for (const ControlLoop::Action action : {ControlLoop::Action::kCancel, ControlLoop::Action::kHold,

@@ -92,7 +92,9 @@ class HttpApi {
   // while they wait (a scheduling cycle in progress, a change's fsync);
   // reads of lists are served from the store on a worker.
   void SubmitJob(Request&& req, Reply reply);                 // POST /v1/jobs
-  void ListJobs(const Request& req, Response& res);           // GET  /v1/jobs
+  void ListOrWatchJobs(Request&& req, Reply reply);           // GET  /v1/jobs[?watch=true]
+  void ListJobs(const Request& req, Response& res);
+  void WatchJobs(const Request& req, const Reply& reply);
   // The filter of a job list's query (state, queue, user, name), narrowed
   // to what the caller may see: users their own jobs, queue admins their
   // queue's, operators and admins all.

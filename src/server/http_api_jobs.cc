@@ -111,8 +111,41 @@ StatusOr<store::JobFilter> HttpApi::VisibleJobFilter(const Request& req) const {
   return f;
 }
 
+void HttpApi::ListOrWatchJobs(Request&& req, Reply reply) {
+  if (IsWatch(req)) return WatchJobs(req, reply);
+  if (const std::string& w = req.Param("watch"); req.HasParam("watch") && w != "false" && w != "0") {
+    return ReplyNow(reply, InvalidArgument("must be true or false, got " + QuoteForMessage(w), "query.watch"));
+  }
+  Response res;
+  ListJobs(req, res);
+  reply(std::move(res));
+}
+
+void HttpApi::WatchJobs(const Request& req, const Reply& reply) {
+  if (Status q = CheckQuery(req, {"watch", "resourceVersion", "state", "queue", "user", "name", "labelSelector"});
+      !q.ok()) {
+    return ReplyNow(reply, q);
+  }
+  auto filter = VisibleJobFilter(req);
+  if (!filter.ok()) return ReplyNow(reply, filter.status());
+  const Status watching = loop_.watch().Watch(*filter, req.Param("resourceVersion"), [&] {
+    Response head;
+    head.status = 200;
+    head.content_type = "application/x-ndjson";
+    head.headers.emplace_back("Cache-Control", "no-store");
+    return reply.Start(std::move(head));
+  });
+  if (watching.code() == StatusCode::kOutOfRange) {
+    Response res;
+    ReplyError(res, 410, "Expired", watching.field() + ": " + watching.message(), watching.field());
+    return reply(std::move(res));
+  }
+  if (!watching.ok()) return ReplyNow(reply, watching);
+}
+
 void HttpApi::ListJobs(const Request& req, Response& res) {
-  if (Status q = CheckQuery(req, {"state", "queue", "user", "name", "labelSelector", "limit", "continue", "view", "order"});
+  if (Status q = CheckQuery(req, {"watch", "state", "queue", "user", "name", "labelSelector", "limit", "continue", "view",
+                                  "order"});
       !q.ok()) {
     return ReplyStatus(res, q);
   }
@@ -134,8 +167,11 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
   if (!req.Param("continue").empty()) {
     if (Status st = IntParam(req, "continue", after, 0, INT64_MAX); !st.ok()) return ReplyStatus(res, st);
   }
+  // Every change up to this version is in the store read below: a watch
+  // from it misses nothing.
+  const std::string version = loop_.watch().ListVersion();
   // Written as text: each job is its stored spec plus status fields, or its summary.
-  std::string body = "{\"items\":[";
+  std::string body = "{\"resourceVersion\":\"" + version + "\",\"items\":[";
   int64_t next = 0;
   if (view == "summary") {
     auto page = store_.ListJobSummaries(f, after, static_cast<int32_t>(limit));

@@ -74,6 +74,12 @@ StatusOr<T> Await(const std::function<void(ControlLoop::Done<StatusOr<T>>)>& cal
 }
 
 // 1 to `max` of [A-Za-z0-9._-].
+// GET /v1/jobs?watch=true (or 1): a watch, not a list.
+inline bool IsWatch(const http::Request& req) {
+  const std::string& w = req.Param("watch");
+  return w == "true" || w == "1";
+}
+
 bool ValidName(std::string_view s, size_t max);
 // "host:port" (or "[v6]:port"): a host of letters, digits and .-_:[] and a
 // port 1..65535, at most 255 characters in all.

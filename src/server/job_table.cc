@@ -13,6 +13,7 @@ const store::JobRow& JobTable::Add(store::JobRow row, core::JobState state, stor
   const int64_t id = row.id;
   row.state = core::JobStateName(state);
   rows_[id] = std::move(row);
+  state_before_[id] = "";
   Write(id, b);
   return rows_.at(id);
 }
@@ -26,6 +27,7 @@ Status JobTable::Apply(int64_t job, const Change& c, Time now) {
       refused = Internal("job " + std::to_string(job) + ": " + row.state + " to " + core::JobStateName(*c.state) +
                          " is not an allowed transition; its state stays " + row.state);
     } else {
+      if (row.state != core::JobStateName(*c.state)) state_before_.try_emplace(job, row.state);
       row.state = core::JobStateName(*c.state);
     }
   }
@@ -63,6 +65,35 @@ void JobTable::WriteReason(int64_t job, const std::string& code, store::WriteBat
   if (row.reason == code) return;
   row.reason = code;
   b.reasons.emplace_back(job, code);
+}
+
+std::vector<JobWatch::Change> JobTable::Changes(const store::WriteBatch& b, bool keep) {
+  std::vector<JobWatch::Change> changes;
+  std::unordered_map<int64_t, size_t> at;  // job -> its change
+  auto change_of = [&](int64_t id) -> JobWatch::Change* {
+    if (!keep) return nullptr;
+    auto [it, fresh] = at.try_emplace(id, changes.size());
+    if (fresh) changes.emplace_back();
+    return &changes[it->second];
+  };
+  for (const store::JobRow& row : b.jobs) {
+    std::optional<std::string> before;
+    if (auto it = state_before_.find(row.id); it != state_before_.end()) {
+      before = std::move(it->second);
+      state_before_.erase(it);
+    }
+    if (JobWatch::Change* c = change_of(row.id)) {
+      if (!c->state_before) c->state_before = std::move(before);
+      c->row = row;
+    }
+  }
+  for (const auto& [id, reason] : b.reasons) {  // applied after the rows, as the store does
+    if (JobWatch::Change* c = change_of(id)) {
+      if (c->row.id == 0) c->row = rows_.at(id);
+      c->row.reason = reason;
+    }
+  }
+  return changes;
 }
 
 const store::JobRow* JobTable::Find(int64_t job) const {

@@ -29,6 +29,7 @@
 #include "common/status.h"
 #include "common/time.h"
 #include "core/job.h"
+#include "server/job_watch.h"
 #include "server/server_metrics.h"
 #include "store/store.h"
 
@@ -78,6 +79,12 @@ class JobTable {
   // A pending job's reason code from a cycle, written alone when it changed.
   void WriteReason(int64_t job, const std::string& code, store::WriteBatch& b);
 
+  // What `b` (being persisted) writes of jobs, for watches (JobWatch):
+  // each job once, as the batch leaves it, with its state before the
+  // batch. The states before are taken (forgotten here) in any case; the
+  // changes are made only when `keep`.
+  std::vector<JobWatch::Change> Changes(const store::WriteBatch& b, bool keep);
+
   const store::JobRow* Find(int64_t job) const;
   // The job's row; the job must exist.
   const store::JobRow& at(int64_t job) const { return rows_.at(job); }
@@ -87,6 +94,9 @@ class JobTable {
   StatusOf status_of_;
   ServerMetrics* metrics_ = nullptr;
   std::unordered_map<int64_t, store::JobRow> rows_;
+  // A job's state when its row was last persisted, while changes applied
+  // since are not ("" for a job added since).
+  std::unordered_map<int64_t, std::string> state_before_;
 };
 
 }  // namespace muster::server

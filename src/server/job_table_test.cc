@@ -103,5 +103,46 @@ TEST(JobTableTest, StartsAndEndsAreCountedInTheMetrics) {
   EXPECT_NE(text.find("muster_job_wait_seconds_sum{queue=\"research\"} 30\n"), std::string::npos) << text;
 }
 
+// What a batch wrote, for watches: each job once, as the batch leaves it,
+// with its state before the batch (taken once; "" when the batch added it).
+TEST(JobTableTest, ABatchsChangesCarryEachJobsStateBeforeIt) {
+  JobTable jobs([](int64_t) { return std::string("{}"); });
+  store::JobRow row;
+  row.id = 1;
+  store::WriteBatch b;
+  jobs.Add(row, core::JobState::kPending, b);
+  row.id = 2;
+  jobs.Add(row, core::JobState::kPending, b);
+  std::vector<JobWatch::Change> c = jobs.Changes(b, true);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].state_before, "");
+  EXPECT_EQ(c[1].row.id, 2);
+
+  // Job 1 starts and ends in one batch; job 2's reason changes.
+  const Time t = Time::FromSeconds(10);
+  store::WriteBatch b2;
+  ASSERT_TRUE(jobs.Update(1, JobTable::Change::To(core::JobState::kRunning, ""), t, b2).ok());
+  ASSERT_TRUE(jobs.Update(1, JobTable::Change::Ended(core::JobState::kCompleted, "", t), t, b2).ok());
+  jobs.WriteReason(2, "Resources", b2);
+  c = jobs.Changes(b2, true);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].row.id, 1);
+  EXPECT_EQ(c[0].row.state, "COMPLETED");
+  EXPECT_EQ(c[0].state_before, "PENDING");
+  EXPECT_EQ(c[1].row.id, 2);
+  EXPECT_EQ(c[1].row.reason, "Resources");
+  EXPECT_EQ(c[1].state_before, std::nullopt);  // its state did not change
+
+  // Not kept: nothing made, and the states before are forgotten all the same.
+  store::WriteBatch b3;
+  ASSERT_TRUE(jobs.Update(2, JobTable::Change::To(core::JobState::kHeld, ""), t, b3).ok());
+  EXPECT_TRUE(jobs.Changes(b3, false).empty());
+  store::WriteBatch b4;
+  jobs.Write(2, b4);
+  c = jobs.Changes(b4, true);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].state_before, std::nullopt);
+}
+
 }  // namespace
 }  // namespace muster::server

@@ -1,9 +1,17 @@
 // The `muster` user commands against a real server process.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
+#include <thread>
 
+#include "../child_process.h"
 #include "../run_binary.h"
 
 #include "server_process.h"
@@ -22,6 +30,13 @@ std::string g_carol;
 Result Muster(const std::string& server, const std::string& args) {
   const std::string token = g_carol.empty() ? "" : "MUSTER_TOKEN=" + g_carol + " ";
   return RunCommand("MUSTER_SERVER=" + server + " " + token + MUSTER_BINARY + " " + args);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 class CliServerTest : public ::testing::Test {
@@ -199,6 +214,58 @@ TEST_F(CliServerTest, ALabelSelectorFiltersOnTheServer) {
   const Result bad = Muster(server_.url(), "get jobs -l 'team=a=b'");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.out.find("query.labelSelector: must be requirements such as team=vision"), std::string::npos) << bad.out;
+}
+
+// `muster get jobs --watch` prints each change as the server pushes it:
+// the job's RUNNING row shows while it runs, its CANCELLED row once it is
+// cancelled; a job the label selector leaves out never shows.
+TEST_F(CliServerTest, GetJobsWatchShowsEachTransitionAsItHappens) {
+  const std::string out = server_.dir() + "/watch.out";
+  const pid_t watcher = ::fork();
+  ASSERT_GE(watcher, 0);
+  if (watcher == 0) {
+    ::setenv("MUSTER_SERVER", server_.url().c_str(), 1);
+    ::setenv("MUSTER_TOKEN", g_carol.c_str(), 1);
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execl(MUSTER_BINARY, MUSTER_BINARY, "get", "jobs", "--watch", "-l", "team=a", nullptr);
+    ::_exit(127);
+  }
+  // Lines of the watch's output: with the job's name, and its state.
+  auto has = [&](const std::string& name, const std::string& state) {
+    std::ifstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(" " + name + " ") != std::string::npos && line.find(" " + state + " ") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto wait = [&](const std::function<bool()>& done) {
+    for (int i = 0; i < 1500 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return done();
+  };
+  ASSERT_TRUE(wait([&] { return ReadAll(out).find("REASON") != std::string::npos; })) << ReadAll(out);
+  for (const auto& [name, team] : {std::pair{"watched", "a"}, std::pair{"other", "b"}}) {
+    const std::string file = server_.dir() + "/" + name + ".json";
+    std::ofstream(file) << R"({"name": ")" << name << R"(", "command": ["sleep", "600"], "resources": {"gpus": 4},)"
+                        << R"( "labels": {"team": ")" << team << R"("}})";
+    ASSERT_EQ(Muster(server_.url(), "submit " + file).code, 0);
+  }
+  EXPECT_TRUE(wait([&] { return has("watched", "RUNNING"); })) << ReadAll(out);
+  EXPECT_FALSE(has("watched", "CANCELLED"));
+  ASSERT_EQ(Muster(server_.url(), "cancel 1").code, 0);
+  EXPECT_TRUE(wait([&] { return has("watched", "CANCELLED"); })) << ReadAll(out);
+  ASSERT_EQ(Muster(server_.url(), "cancel 2").code, 0);
+  ASSERT_TRUE(wait([&] { return Muster(server_.url(), "get jobs --state CANCELLED -o json").out.find("\"other\"") !=
+                                 std::string::npos; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // room for a wrong line to arrive
+  SignalAndReap(watcher, SIGTERM, "muster get jobs --watch");
+  const std::string text = ReadAll(out);
+  EXPECT_EQ(text.find("other"), std::string::npos) << text;
+  // In order: the RUNNING row before the CANCELLED one.
+  EXPECT_LT(text.find(" RUNNING "), text.find(" CANCELLED ")) << text;
 }
 
 // kubectl's -o jsonpath=... and -o custom-columns=... on the job list.
