@@ -45,7 +45,7 @@ int RunServerCommand(const ServerFlags& f) {
     std::cerr << "muster server: " << s.ToString() << "\n";
     return 1;
   }
-  return server::RunServer(options, f.port_file);
+  return server::RunServer(options, f.port_file, f.config);
 }
 
 }  // namespace muster::cli

@@ -8,6 +8,23 @@
 
 namespace muster::core {
 
+Status ClusterState::Reconfigure(ClusterConfig config) {
+  for (size_t i = 0; i < config_.priority_classes.size(); ++i) {
+    if (i >= config.priority_classes.size() || config.priority_classes[i].name != config_.priority_classes[i].name) {
+      return FailedPrecondition("class \"" + config_.priority_classes[i].name + "\" must stay, as class " +
+                                std::to_string(i + 1) + ": removing, renaming or reordering classes needs a restart");
+    }
+  }
+  config_ = std::move(config);
+  for (size_t i = 0; i < config_.priority_classes.size(); ++i) {
+    class_ids_[config_.priority_classes[i].name] = static_cast<int32_t>(i);
+  }
+  running_per_class_.resize(config_.priority_classes.size(), 0);
+  for (const QueueConfig& q : config_.queues) Intern(queues_, queue_ids_, q.name);
+  ResolveQuotas();
+  return Status::Ok();
+}
+
 ClusterState::ClusterState(ClusterConfig config) : config_(std::move(config)) {
   for (size_t i = 0; i < config_.priority_classes.size(); ++i) {
     class_ids_[config_.priority_classes[i].name] = static_cast<int32_t>(i);

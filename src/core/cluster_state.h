@@ -80,6 +80,12 @@ class ClusterState {
  public:
   explicit ClusterState(ClusterConfig config = {});
 
+  // A new configuration for what runs on (a reload): queues' quotas, class
+  // weights and flags, the default class. The classes there are must stay,
+  // in their order (jobs hold their index); new ones may follow them.
+  // Refused, and nothing changed, otherwise.
+  Status Reconfigure(ClusterConfig config);
+
   // Adds a node. Errors: duplicate name, negative capacity.
   StatusOr<NodeIndex> AddNode(const NodeSpec& spec);
   // Marks a node (un)schedulable: cordon, drain, unreachable.

@@ -56,6 +56,12 @@ struct FairShareOptions {
 class FairShare {
  public:
   explicit FairShare(FairShareOptions options) : options_(options) {}
+  // New options (a reload): usage is kept; every queue is to be named
+  // again (NameQueue from 0) for its share.
+  void SetOptions(FairShareOptions options) {
+    options_ = std::move(options);
+    named_ = 0;
+  }
 
   // Sets a queue's share (default 1). Queues are dense ids.
   void SetShare(int32_t queue, double share);

@@ -56,6 +56,7 @@ ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store
       fairshare_(options.fairshare),
       jobs_([this](int64_t job) { return AllocationsJson(job); }),
       watch_(clock, {}),
+      settings_(options),
       pacer_(options.cycle_delay, options.cycle_interval),
       stragglers_(options.stragglers) {}
 
@@ -63,6 +64,9 @@ ControlLoop::~ControlLoop() { Stop(); }
 
 Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store::JobRow>* rows) {
   ASSIGN_OR_RETURN(scheduler_, scheduler::Scheduler::Create(options_.scheduler));
+  if (Status s = ApplyPendingConfig(); !s.ok()) {
+    log::Error("the configuration reloaded while a standby is refused; the one it started with stays: {}", s.ToString());
+  }
   store::WriteBatch nodes;
   for (const core::NodeSpec& n : options_.nodes) {
     auto added = state_.AddNode(n);
@@ -496,7 +500,7 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
   }
   // Only configured queues: a misspelt one would otherwise be a new queue
   // outside every quota.
-  const auto& queues = options_.cluster.queues;
+  const auto& queues = state_.config().queues;
   if (options_.strict_queues && std::none_of(queues.begin(), queues.end(), [&](const core::QueueConfig& q) {
         return q.name == req.spec.queue;
       })) {
@@ -927,7 +931,7 @@ void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
       if (state == JobState::kPending || state == JobState::kHeld) ++q.pending;
       if (state == JobState::kRunning || state == JobState::kCompleting) ++q.running;
     }
-    for (const core::QueueConfig& c : options_.cluster.queues) {
+    for (const core::QueueConfig& c : state_.config().queues) {
       QueueView& q = queues[c.name];
       q.name = c.name;
       q.guarantee = c.guarantee;

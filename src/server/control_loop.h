@@ -46,6 +46,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -72,6 +73,7 @@
 #include "server/identity.h"
 #include "server/job_table.h"
 #include "server/job_watch.h"
+#include "server/live_settings.h"
 #include "server/loop_executor.h"
 #include "server/node_waits.h"
 #include "server/image_pulls.h"
@@ -111,6 +113,15 @@ class ControlLoop {
   }
   // Job changes as they become durable, for watches (thread-safe).
   JobWatch& watch() { return watch_; }
+  // What a reload changes under running requests (thread-safe).
+  LiveSettings& settings() { return settings_; }
+  // Applies a reloaded configuration (server/config_reload.h): queues,
+  // classes, the default class and fair share on the loop's thread (the
+  // next cycle schedules by them), prices and Slurm mappings for the next
+  // request. Before Start (a standby) it is kept, and applied as the state
+  // is restored. Refused, nothing changed, when it removes, renames or
+  // reorders classes. Any thread; waits until applied.
+  Status Reconfigure(const ServerOptions& next);
 
   struct SubmitRequest {
     api::JobSpec spec;
@@ -563,6 +574,13 @@ class ControlLoop {
   // Every job's stored row; the one place rows are written (job_table.h).
   JobTable jobs_;
   JobWatch watch_;  // thread-safe
+  LiveSettings settings_;  // thread-safe
+  // A reload (Reconfigure) before Start, applied by it.
+  Status ApplyConfig(const ServerOptions& next);
+  Status ApplyPendingConfig();
+  std::mutex reconfigure_mu_;
+  bool started_ = false;                         // guarded by reconfigure_mu_
+  std::optional<ServerOptions> pending_config_;  // guarded by reconfigure_mu_
   IdempotencyTable idempotency_;
   // Why each pending job waits, as of the cycle `round` (older entries are
   // jobs no longer pending). A path that writes a pending job's reason

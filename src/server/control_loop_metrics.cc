@@ -23,13 +23,14 @@ void ControlLoop::ChargeUsage(Time now) {
   if (metrics_ == nullptr) return;
   if (last_charge_ != Time::Zero() && now > last_charge_) {
     const double seconds = static_cast<double>((now - last_charge_).millis()) / 1000;
+    const std::shared_ptr<const LiveSettings::Values> settings = settings_.Get();
     const auto& usage = state_.queue_usage();
     for (int32_t q = 0; q < state_.num_queues(); ++q) {
       for (size_t t = 0; t < usage[q].size(); ++t) {
         if (usage[q][t] == 0) continue;
         const std::string& type = state_.GpuTypeName(static_cast<int32_t>(t));
         metrics_->Charge(state_.QueueName(q), type, static_cast<double>(usage[q][t]) * seconds,
-                         options_.PricePerGpuHour(type));
+                         settings->PricePerGpuHour(type));
       }
     }
   }
@@ -75,7 +76,7 @@ void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
     // Held GPUs are free ones: never more than are free and usable.
     g.gpus_held = std::min(g.gpus_held, g.gpus - g.gpus_allocated - g.gpus_cordoned - g.gpus_unhealthy);
     g.gpus_reserved = std::min(g.gpus_reserved, g.gpus - g.gpus_allocated - g.gpus_cordoned - g.gpus_unhealthy - g.gpus_held);
-    for (const core::QueueConfig& c : options_.cluster.queues) {
+    for (const core::QueueConfig& c : state_.config().queues) {
       ServerMetrics::Gauges::Queue& q = g.queues[c.name];
       q.guarantee = AllTypes(c.guarantee);
       q.limit = AllTypes(c.limit);

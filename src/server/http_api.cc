@@ -85,7 +85,6 @@ HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& 
                  const Leadership& leadership, Authenticator& authn, ServerMetrics& metrics,
                  std::shared_ptr<const http::TlsServerContext> tls)
     : options_(options),
-      spec_defaults_(options.SpecDefaults()),
       clock_(clock),
       loop_(loop),
       store_(store),

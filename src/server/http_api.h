@@ -167,7 +167,6 @@ class HttpApi {
   class RateLimiter;
 
   const ServerOptions& options_;
-  const api::SpecDefaults spec_defaults_;  // options_.SpecDefaults()
   const Clock& clock_;
   ControlLoop& loop_;
   store::Store& store_;

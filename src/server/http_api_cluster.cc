@@ -76,7 +76,8 @@ void HttpApi::ListQueues(Request&&, Reply reply) {
 
 void HttpApi::SlurmPartitions(const Request&, Response& res) {
   json items = json::array();
-  for (const auto& [name, p] : spec_defaults_.slurm.partitions) {
+  const std::shared_ptr<const LiveSettings::Values> settings = loop_.settings().Get();
+  for (const auto& [name, p] : settings->spec_defaults.slurm.partitions) {
     items.push_back({{"name", name}, {"queue", p.queue ? json(*p.queue) : json(nullptr)}, {"features", p.features}});
   }
   ReplyJson(res, 200, {{"items", items}});

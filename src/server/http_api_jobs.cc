@@ -46,7 +46,7 @@ void HttpApi::SubmitJob(Request&& req, Reply reply) {
     ReplyError(res, 413, "PayloadTooLarge", "YAML bodies are limited to " + std::to_string(kMaxYamlBytes) + " bytes; send JSON");
     return reply(std::move(res));
   }
-  auto spec = api::ParseJobSpec(req.body, type, spec_defaults_);
+  auto spec = api::ParseJobSpec(req.body, type, loop_.settings().Get()->spec_defaults);
   if (!spec.ok()) return ReplyNow(reply, spec.status());
   // The job runs as whoever submits it: nothing in the spec names its user.
   store::AuditRow audit = AuditOf(who, "submit", "queue/" + spec->queue);

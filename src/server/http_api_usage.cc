@@ -73,7 +73,8 @@ void HttpApi::Usage(const Request& req, Response& res) {
   filter->active_from_ms = *from;
   filter->submitted_before_ms = *to;
 
-  UsageReport report(*from, *to, now, *by, [this](const std::string& type) { return options_.PricePerGpuHour(type); });
+  UsageReport report(*from, *to, now, *by,
+                     [settings = loop_.settings().Get()](const std::string& type) { return settings->PricePerGpuHour(type); });
   int64_t after = 0;
   do {
     auto page = store_.ListJobs(*filter, after, kPage);

@@ -29,12 +29,6 @@ Status SetListen(ServerOptions& o, const std::string& listen) {
   return Status::Ok();
 }
 
-double ServerOptions::PricePerGpuHour(const std::string& gpu_type) const {
-  if (auto it = gpu_prices.find(gpu_type); it != gpu_prices.end()) return it->second;
-  if (auto any = gpu_prices.find("*"); any != gpu_prices.end()) return any->second;
-  return 0;
-}
-
 Status ServerOptions::Validate() const {
   if (store_path.empty()) return InvalidArgument("must not be empty", "store");
   if (tls_cert.empty() != tls_key.empty()) {

@@ -101,7 +101,6 @@ struct ServerOptions {
   std::string access_log;
   // Replicas that train well behind their siblings (server/straggler_detector.h).
   StragglerOptions stragglers;
-  double PricePerGpuHour(const std::string& gpu_type) const;
   core::ClusterConfig cluster;
   scheduler::SchedulerOptions scheduler;
   scheduler::FairShareOptions fairshare;

@@ -11,12 +11,14 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "auth/token.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "server/authenticator.h"
+#include "server/config_reload.h"
 #include "server/control_loop.h"
 #include "server/http_api.h"
 #include "server/job_mirror.h"
@@ -34,7 +36,8 @@ StatusOr<store::OpenedStore> OpenStoreWaiting(const std::string& url, const sigs
   log::Warn("waiting for the store: {}", opened.status().ToString());
   while (true) {
     const timespec second{1, 0};
-    if (sigtimedwait(&signals, nullptr, &second) > 0) return opened;
+    // SIGHUP while waiting: the file is read as the server starts anyway.
+    if (const int sig = sigtimedwait(&signals, nullptr, &second); sig > 0 && sig != SIGHUP) return opened;
     opened = store::OpenStore(url);
     if (opened.ok() || opened.status().code() != StatusCode::kUnavailable) return opened;
   }
@@ -144,7 +147,15 @@ void StandByThenLead(Leadership& leadership, store::Store& store, ControlLoop& l
 
 }  // namespace
 
-int RunServer(const ServerOptions& options, const std::string& port_file) {
+int RunServer(const ServerOptions& options, const std::string& port_file, const std::string& config_path) {
+  // The configuration text in force, for a reload to compare with.
+  std::string in_force_yaml;
+  if (!config_path.empty()) {
+    std::ifstream in(config_path);
+    std::stringstream text;
+    text << in.rdbuf();
+    in_force_yaml = text.str();
+  }
   // Every connection is a descriptor: take all the process may have (the
   // soft limit is often 1,024; the server allows 10,000 connections).
   rlimit files{};
@@ -157,6 +168,7 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // The certificate first: a server that cannot serve HTTPS as configured
@@ -203,7 +215,13 @@ int RunServer(const ServerOptions& options, const std::string& port_file) {
                                 ":" + std::to_string(api.port());
   std::thread waiter([&] {
     int sig = 0;
-    sigwait(&signals, &sig);
+    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+      if (config_path.empty()) {
+        log::Warn("SIGHUP: this server was started without a configuration file; nothing to reload");
+      } else {
+        (void)ReloadConfig(config_path, in_force_yaml, loop);
+      }
+    }
     leadership.CancelAcquire();
     api.Stop();
   });

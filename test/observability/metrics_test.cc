@@ -60,7 +60,9 @@ class MetricsTest : public ClusterFixture {
     httplib::Client c(server_.url());
     auto r = c.Get("/metrics", httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}});
     EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
-    if (r) EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+    if (r) {
+      EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+    }
     return r ? r->body : "";
   }
 };

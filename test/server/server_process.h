@@ -93,6 +93,8 @@ class ServerProcess {
   // SIGSTOP / SIGCONT: the server freezes (an outage its agents outlive).
   void Pause() { ::kill(pid_, SIGSTOP); }
   void Resume() { ::kill(pid_, SIGCONT); }
+  // SIGHUP: it reads its configuration (dir()/config.yaml) again.
+  void Hangup() { ::kill(pid_, SIGHUP); }
   // SIGTERM; returns the exit code.
   int Stop() { return Signal(SIGTERM); }
   // The exit code if the process has ended by itself (then reaped), else -1.

@@ -233,7 +233,9 @@ TEST_F(SlurmCorpusServer, EveryScriptIsAcceptedAndReadAsSbatchReadsIt) {
     EXPECT_TRUE(spec.value("onePerNode", false) || spec.value("exclusive", false));
     EXPECT_EQ(spec.value("exclusive", false), want.exclusive);
     EXPECT_EQ(spec["resources"].value("gpus", 0), want.gpus_per_node);
-    if (!want.gpu_type.empty()) EXPECT_EQ(spec["resources"].value("gpuType", ""), want.gpu_type);
+    if (!want.gpu_type.empty()) {
+      EXPECT_EQ(spec["resources"].value("gpuType", ""), want.gpu_type);
+    }
     SCOPED_TRACE(spec["resources"].dump());
     // The site's QOS names, through the server's mapping. (The recording
     // Slurm keeps no QOS without accounting: the script's own line says.)

@@ -1,0 +1,54 @@
+// LiveSettings: the settings a reload (SIGHUP) changes while requests on
+// any thread read them: the defaults a job spec is parsed with (the
+// default class, the classes' time limits, the Slurm mappings) and the
+// GPU prices. Readers take a snapshot; a reload swaps it whole.
+//
+// Thread-safety: every method from any thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "api/job_spec.h"
+#include "server/options.h"
+
+namespace muster::server {
+
+class LiveSettings {
+ public:
+  struct Values {
+    api::SpecDefaults spec_defaults;       // ServerOptions::SpecDefaults()
+    std::map<std::string, double> prices;  // ServerOptions::gpu_prices
+    // Per GPU-hour of `gpu_type` (else "*", else 0).
+    double PricePerGpuHour(const std::string& gpu_type) const;
+  };
+
+  explicit LiveSettings(const ServerOptions& options) : values_(Of(options)) {}
+  std::shared_ptr<const Values> Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return values_;
+  }
+  void Set(const ServerOptions& options) {
+    auto next = Of(options);
+    std::lock_guard<std::mutex> lock(mu_);
+    values_ = std::move(next);
+  }
+
+ private:
+  static std::shared_ptr<const Values> Of(const ServerOptions& o) {
+    return std::make_shared<const Values>(Values{o.SpecDefaults(), o.gpu_prices});
+  }
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const Values> values_;  // guarded by mu_
+};
+
+inline double LiveSettings::Values::PricePerGpuHour(const std::string& gpu_type) const {
+  if (auto it = prices.find(gpu_type); it != prices.end()) return it->second;
+  if (auto any = prices.find("*"); any != prices.end()) return any->second;
+  return 0;
+}
+
+}  // namespace muster::server
