@@ -160,14 +160,16 @@ def _request(method, path, body=None, tries=1):
                     _current = (_current + k) % len(servers)
                     return json.loads(resp.read() or b"{}")
             except urllib.error.HTTPError as err:
-                if err.code >= 500 or err.code == 429:
-                    continue  # a standby, one taking over, or a busy server: the next one
                 try:
                     answer = json.loads(err.read())
                     # Errors come as {"error": {"code", "message", "field"}}.
                     message = (answer.get("error") or {}).get("message", "") if isinstance(answer, dict) else ""
                 except (ValueError, AttributeError):
                     message = ""
+                if err.code >= 500 or err.code == 429:
+                    # A standby, one taking over, or a busy server: the next one.
+                    why = "HTTP %d from %s: %s" % (err.code, one, message)
+                    continue
                 error = MusterError("%s %s: HTTP %d: %s" % (method, path, err.code, message))
                 error.status = err.code
                 raise error from None

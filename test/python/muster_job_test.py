@@ -1,36 +1,58 @@
 #!/usr/bin/python3
-"""Unit tests of python/muster_job.py against a small local HTTP server that
-answers as the Muster API would (the end-to-end tests use the real one)."""
+"""Tests of the in-job helpers (python/muster_job.py): run inside a real job
+on a `muster dev` cluster, against its real server; and the checkpoint
+directories' permissions, which need no server.
+Usage: muster_job_test.py MUSTER_BINARY
+"""
 import http.server
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.join(HERE, "..", "..", "python")
+sys.path.insert(0, PYTHON_DIR)
 
+import muster  # noqa: E402
+from dev_cluster import Cluster  # noqa: E402
 
-class Api(http.server.BaseHTTPRequestHandler):
-    status = 200
-    answer = {"attempt": 1, "checkpointRequested": False}
-    seen = []
+BINARY = ""
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        Api.seen.append((self.path, self.headers["Authorization"], body))
-        data = json.dumps(Api.answer if Api.status < 400 else
-                          {"error": {"code": "Conflict", "message": "attempt 1 is not running"}})
-        self.send_response(Api.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data.encode())
+# What the job runs: every helper, against the server that started it.
+JOB_SCRIPT = r"""
+import importlib
+import json
+import os
+import sys
 
-    def log_message(self, *args):
-        pass
+import muster_job as mj
+
+out = {"report": mj.report(step=5, loss=0.5, message="warm"),
+       "env": {k: v for k, v in os.environ.items() if k.startswith("MUSTER_")}}
+path = mj.new_checkpoint_dir(5)
+with open(os.path.join(path, "w.bin"), "wb") as f:
+    f.write(b"abc")
+out["commit"] = mj.commit_checkpoint(path, 5)
+try:
+    mj.commit_checkpoint(path, 5)
+    out["again"] = ""
+except mj.MusterError as e:
+    out["again"] = str(e)
+# Every server of an HA cluster, as an agent passes them: one down, a
+# standby, then this one.
+os.environ["MUSTER_SERVER"] = sys.argv[2] + "," + os.environ["MUSTER_SERVER"]
+mj = importlib.reload(mj)
+out["failover"] = mj.report(step=6)
+out["current"] = mj._current
+with open(sys.argv[1], "w") as f:
+    json.dump(out, f)
+"""
 
 
 class Standby(http.server.BaseHTTPRequestHandler):
@@ -48,91 +70,85 @@ class Standby(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class MusterJobTest(unittest.TestCase):
-    def setUp(self):
-        self.server = http.server.HTTPServer(("127.0.0.1", 0), Api)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        os.environ.update({"MUSTER_JOB_ID": "7", "MUSTER_ATTEMPT": "2", "MUSTER_REPLICA_INDEX": "1", "MUSTER_TOKEN": "msj_7_2_ab",
-                           "MUSTER_SERVER": "http://127.0.0.1:%d" % self.server.server_port})
-        import importlib
-        import muster_job
-        self.mj = importlib.reload(muster_job)
-        Api.status, Api.seen = 200, []
-        Api.answer = {"attempt": 2, "checkpointRequested": False}
+class InJobTest(unittest.TestCase):
+    """The helpers in a real job, against the server that runs it."""
 
-    def tearDown(self):
-        self.server.shutdown()
-        self.server.server_close()
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(BINARY)
 
-    def test_report_sends_progress_and_passes_on_a_checkpoint_request(self):
-        self.assertFalse(self.mj.report(step=5, loss=0.5, message="warm"))
-        path, authorization, body = Api.seen[-1]
-        self.assertEqual(path, "/v1/jobs/7/progress")
-        self.assertEqual(authorization, "Bearer msj_7_2_ab")
-        self.assertEqual(body, {"attempt": 2, "replica": 1, "step": 5, "message": "warm", "metrics": {"loss": 0.5}})
-        Api.answer = {"attempt": 2, "checkpointRequested": True}
-        self.assertTrue(self.mj.report(step=6))
-        self.assertTrue(self.mj.checkpoint_requested())
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
 
-    def test_a_replaced_attempt_is_told_to_stop(self):
-        Api.status = 409
-        self.assertTrue(self.mj.report(step=1))
-
-    def test_an_error_carries_the_servers_message(self):
-        Api.status = 409
-        with tempfile.TemporaryDirectory() as path:
-            with open(os.path.join(path, "w.bin"), "wb") as f:
-                f.write(b"x")
-            with self.assertRaises(self.mj.MusterError) as caught:
-                self.mj.commit_checkpoint(path, 1)
-        self.assertIn("attempt 1 is not running", str(caught.exception))
-
-    def test_several_servers_the_one_that_answers_is_used(self):
-        # The agent passes every server of an HA cluster; the first is down
-        # (a port nothing listens on), the second a standby's 503.
+    def test_a_job_reports_commits_and_hears_the_servers_errors(self):
         standby = http.server.HTTPServer(("127.0.0.1", 0), Standby)
         threading.Thread(target=standby.serve_forever, daemon=True).start()
         probe = socket.socket()
         probe.bind(("127.0.0.1", 0))
         dead = probe.getsockname()[1]
         probe.close()
+        work = tempfile.mkdtemp(prefix="muster-injob-")
         try:
-            os.environ["MUSTER_SERVER"] = "http://127.0.0.1:%d, http://127.0.0.1:%d,http://127.0.0.1:%d" % (
-                dead, standby.server_port, self.server.server_port)
-            self.assertFalse(self.mj.report(step=3))
-            self.assertEqual(Api.seen[-1][0], "/v1/jobs/7/progress")
-            self.assertEqual(self.mj._current, 2, "the next call starts at the server that answered")
+            script = os.path.join(work, "job.py")
+            with open(script, "w") as f:
+                f.write(JOB_SCRIPT)
+            result = os.path.join(work, "result.json")
+            client = muster.Client(self.cluster.url, token=self.cluster.token())
+            job = client.submit(command=["/usr/bin/python3", script, result,
+                                         "http://127.0.0.1:%d, http://127.0.0.1:%d" % (dead, standby.server_port)],
+                                env={"PYTHONPATH": os.path.abspath(PYTHON_DIR)}, resources={"gpus": 1},
+                                checkpoint={"dir": os.path.join(work, "ckpt")}, retry={"limit": 0})
+            done = client.wait(job["id"], timeout=120)
+            with open(result) if os.path.exists(result) else open(os.devnull) as f:
+                text = f.read()
+            self.assertEqual(done["state"], "COMPLETED", (done, client.logs(job["id"]), text))
+            out = json.loads(text)
+            self.assertFalse(out["report"], "no checkpoint asked: go on")
+            self.assertEqual(out["commit"]["seq"], 1, out)
+            self.assertIn("already", out["again"], out)
+            self.assertFalse(out["failover"])
+            self.assertEqual(out["current"], 2, "the next call starts at the server that answered")
+            # What the server kept: the attempt's last step, the checkpoint.
+            self.assertEqual(done["attemptHistory"][0].get("lastStep"), 6, done)
+            checkpoints = client._request("GET", "/v1/jobs/%d/checkpoints" % job["id"])["items"]
+            self.assertEqual([(c["seq"], c["step"], c["state"]) for c in checkpoints], [(1, 5, "COMMITTED")])
+            # Its attempt ended: what still runs with its credentials (a
+            # process it left behind, a replaced attempt) is told to stop,
+            # and hears why from the server.
+            saved = dict(os.environ)
+            try:
+                os.environ.update(out["env"])
+                import importlib
+                import muster_job
+                mj = importlib.reload(muster_job)
+                self.assertTrue(mj.report(step=7))
+                stale = mj.new_checkpoint_dir(7)
+                with open(os.path.join(stale, "w.bin"), "wb") as f:
+                    f.write(b"x")
+                with self.assertRaises(mj.MusterError) as refused:
+                    mj.commit_checkpoint(stale, 7)
+                self.assertIn("is not the current one", str(refused.exception))
+                self.assertEqual(refused.exception.status, 409)
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
         finally:
             standby.shutdown()
             standby.server_close()
+            import shutil
+            shutil.rmtree(work, ignore_errors=True)
 
-    def test_an_unreachable_server_does_not_stop_training(self):
-        self.server.shutdown()  # nothing listens on its port any more
-        self.server.server_close()
-        self.assertFalse(self.mj.report(step=1))
 
-    def test_commit_writes_a_manifest_and_registers_it(self):
-        with tempfile.TemporaryDirectory() as root:
-            os.environ["MUSTER_CHECKPOINT_DIR"] = root
-            path = self.mj.new_checkpoint_dir(12)
-            self.assertTrue(path.startswith(root) and path.endswith("step-000000012.a2"))
-            os.makedirs(os.path.join(path, "sub"))
-            with open(os.path.join(path, "sub", "w.bin"), "wb") as f:
-                f.write(b"abc")
-            Api.answer = {"seq": 1}
-            self.assertEqual(self.mj.commit_checkpoint(path, 12), {"seq": 1})
-            with open(os.path.join(path, "MANIFEST.json"), "rb") as f:
-                text = f.read()
-            manifest = json.loads(text)
-            self.assertEqual(manifest["files"], [{"path": "sub/w.bin", "size": 3, "sha256":
-                             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}])
-            self.assertEqual((manifest["job"], manifest["attempt"], manifest["step"]), (7, 2, 12))
-            _, _, body = Api.seen[-1]
-            import hashlib
-            self.assertEqual(body["manifestSha256"], hashlib.sha256(text).hexdigest())
-            self.assertEqual((body["files"], body["bytes"], body["location"]), (1, 3, path))
-            with self.assertRaises(self.mj.MusterError):  # committed once
-                self.mj.commit_checkpoint(path, 12)
+class CheckpointDirTest(unittest.TestCase):
+    """The job's checkpoint directories: its user's alone. No server."""
+
+    def setUp(self):
+        os.environ.update({"MUSTER_JOB_ID": "7", "MUSTER_ATTEMPT": "2", "MUSTER_REPLICA_INDEX": "1",
+                           "MUSTER_TOKEN": "msj_7_2_ab", "MUSTER_SERVER": "http://127.0.0.1:1"})
+        import importlib
+        import muster_job
+        self.mj = importlib.reload(muster_job)
 
     def test_a_jobs_checkpoints_are_its_users_alone(self):
         with tempfile.TemporaryDirectory() as root:
@@ -168,4 +184,7 @@ class MusterJobTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: muster_job_test.py MUSTER_BINARY")
+    BINARY = os.path.abspath(sys.argv.pop(1))
     unittest.main()
