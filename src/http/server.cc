@@ -255,6 +255,10 @@ class Server::Impl {
   // Closes the descriptor now; the Conn stays valid until the loop turn ends.
   void Close(Conn& c);
   void TakeCompletions();
+  // The answer filter on `res` (one that throws leaves a 500).
+  void FilterAnswer(const Conn& c, Response& res);
+  // After an answer: the connection's next request, read or parsed.
+  void TakeNext(Conn& c);
   // The stream's head on `c`, whose request it answers.
   void BeginStream(Conn& c, Response& head, std::shared_ptr<Stream::State> state);
   // Its last chunk: the connection serves its next request (or closes).
@@ -468,8 +472,7 @@ void Server::Impl::OnEvent(uint64_t id, uint32_t events) {
     Write(c);
     // The client has read enough of its answers: take its next requests.
     if (backlogged && !c.closed && !Backlogged(c) && c.phase == Conn::Phase::kHead) {
-      if (c.unread) Read(c);
-      else Process(c);
+      TakeNext(c);
     }
   }
   if (!c.closed && ((events & (EPOLLIN | EPOLLRDHUP)) || tls_ready)) Read(c);
@@ -764,9 +767,7 @@ void Server::Impl::TakeCompletions() {
       Conn& c = *it->second;
       if (kind == Completion::Kind::kEnd) {
         FinishStream(c);
-        if (c.closed || c.close_after) continue;
-        if (c.unread) Read(c);
-        else Process(c);
+        if (!c.closed && !c.close_after) TakeNext(c);
         continue;
       }
       AppendChunk(response.body, c.out);
@@ -794,39 +795,36 @@ void Server::Impl::TakeCompletions() {
       continue;
     }
     c.phase = Conn::Phase::kHead;
-    if (answer_filter_) {
-      try {
-        answer_filter_(c.path, response);
-      } catch (const std::exception&) {
-        response = Response{};
-        error_body_(500, "internal error", response);
-      }
-    }
+    FilterAnswer(c, response);
     Send(c, response);
-    if (c.closed || c.close_after) continue;
-    // The next request may already be here, whole or in part, or still in the socket.
-    if (c.unread) Read(c);
-    else Process(c);
+    if (!c.closed && !c.close_after) TakeNext(c);
   }
 }
 
-void Server::Impl::BeginStream(Conn& c, Response& head, std::shared_ptr<Stream::State> state) {
-  if (answer_filter_) {
-    try {
-      answer_filter_(c.path, head);
-    } catch (const std::exception&) {
-      head = Response{};
-      error_body_(500, "internal error", head);
-    }
+void Server::Impl::FilterAnswer(const Conn& c, Response& res) {
+  if (!answer_filter_) return;
+  try {
+    answer_filter_(c.path, res);
+  } catch (const std::exception&) {
+    res = Response{};
+    error_body_(500, "internal error", res);
   }
+}
+
+void Server::Impl::TakeNext(Conn& c) {
+  // The next request may already be here, whole or in part, or still in the socket.
+  if (c.unread) Read(c);
+  else Process(c);
+}
+
+void Server::Impl::BeginStream(Conn& c, Response& head, std::shared_ptr<Stream::State> state) {
+  FilterAnswer(c, head);
   if (c.head_only || head.status < 200 || head.status > 299) {
     // The head alone, or not a stream after all: an ordinary answer.
     state->open = false;
     c.phase = Conn::Phase::kHead;
     Send(c, head);
-    if (c.closed || c.close_after) return;
-    if (c.unread) Read(c);
-    else Process(c);
+    if (!c.closed && !c.close_after) TakeNext(c);
     return;
   }
   if (stopping_) c.close_after = true;
