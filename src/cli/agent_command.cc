@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "cli/flags_file.h"
 #include "common/log.h"
 #include "common/quantity.h"
 
@@ -71,6 +72,13 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_option("--log-level", f.log_level, "debug, info, warn or error (default $MUSTER_LOG_LEVEL, else info)");
   a->add_option("--log-retention", f.log_retention,
                 "How long the logs of tasks that ended are kept, e.g. 7d, 12h, 0 to keep them (default 7d)");
+  a->add_option("-c,--config", f.config,
+                "Read flags from this YAML file too (/etc/muster/agent.yaml: server: URL, name: NODE, ...); the "
+                "command line's win");
+  a->parse_complete_callback([a, &f] {
+    if (f.config.empty()) return;
+    if (Status s = ReadFlagsFile(f.config, *a); !s.ok()) throw CLI::ValidationError("--config", s.message());
+  });
   return a;
 }
 

@@ -24,6 +24,7 @@ struct AgentFlags {
   std::string start_jitter;
   std::string reclaim_poll;
   std::string log_level;
+  std::string config;  // -c: a YAML file of flags (cli/flags_file.h)
 };
 
 CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& flags);
