@@ -197,29 +197,32 @@ std::string Query(const JobCommands& c, const std::string& states) {
   return q;
 }
 
+// -o jsonpath=TEMPLATE or -o custom-columns=SPEC over a listing's items.
+int PrintTemplated(json items, const std::string& output) {
+  if (output.rfind("jsonpath=", 0) == 0) {
+    // As kubectl's: the template reads a list, {"items": [...]}.
+    auto text = RenderJsonPath(json{{"items", std::move(items)}}, output.substr(9));
+    if (!text.ok()) return Fail(Status(StatusCode::kInvalidArgument, text.status().field() + ": " + text.status().message()));
+    std::cout << *text;
+    return 0;
+  }
+  auto rows = CustomColumns(items, output.substr(15));
+  if (!rows.ok()) return Fail(Status(StatusCode::kInvalidArgument, rows.status().field() + ": " + rows.status().message()));
+  PrintTable(*rows);
+  return 0;
+}
+
 // `get jobs`: a table is built row by row as pages arrive, so a long list
 // never holds every job's whole JSON.
 int ListJobs(JobCommands& c, Client& client, const std::string& states) {
   const std::string query = Query(c, states);
   const int64_t fetch = c.limit;
-  const bool jsonpath = c.output.rfind("jsonpath=", 0) == 0, columns = c.output.rfind("custom-columns=", 0) == 0;
-  if (c.output == "json" || c.output == "yaml" || jsonpath || columns) {
+  const bool templated = c.output.rfind("jsonpath=", 0) == 0 || c.output.rfind("custom-columns=", 0) == 0;
+  if (c.output == "json" || c.output == "yaml" || templated) {
     json all = json::array();
     Status s = ForEachJob(client, query, fetch, [&](json& j) { all.push_back(std::move(j)); });
     if (!s.ok()) return Fail(s);
-    if (jsonpath) {
-      // As kubectl's: the template reads a list, {"items": [...]}.
-      auto text = RenderJsonPath(json{{"items", std::move(all)}}, c.output.substr(9));
-      if (!text.ok()) return Fail(Status(StatusCode::kInvalidArgument, text.status().field() + ": " + text.status().message()));
-      std::cout << *text;
-      return 0;
-    }
-    if (columns) {
-      auto rows = CustomColumns(all, c.output.substr(15));
-      if (!rows.ok()) return Fail(Status(StatusCode::kInvalidArgument, rows.status().field() + ": " + rows.status().message()));
-      PrintTable(*rows);
-      return 0;
-    }
+    if (templated) return PrintTemplated(std::move(all), c.output);
     Print(all, c.output);
     return 0;
   }
@@ -423,6 +426,9 @@ int Get(JobCommands& c, Client& client) {
   if (c.output == "json" || c.output == "yaml") {
     Print(items, c.output);
     return 0;
+  }
+  if (c.output.rfind("jsonpath=", 0) == 0 || c.output.rfind("custom-columns=", 0) == 0) {
+    return PrintTemplated(items, c.output);
   }
   std::vector<std::vector<std::string>> rows;
   if (nodes) {

@@ -286,6 +286,13 @@ TEST_F(CliServerTest, JsonPathAndCustomColumnsPrintWhatTheyName) {
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out, "muster: -o jsonpath: a { without its }\n");
   EXPECT_EQ(Muster(server_.url(), "get jobs -o tsv").code, 2);
+  // Nodes and queues too.
+  r = Muster(server_.url(), "get nodes -o custom-columns=NAME:.name,GPUS:.gpus");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("^NAME +GPUS\n[^ ]+ +8\n$"))) << r.out;
+  r = Muster(server_.url(), "get queues -o jsonpath='{.items[*].name}'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "default");
 }
 
 TEST_F(CliServerTest, ArraySubmit) {
