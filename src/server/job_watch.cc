@@ -66,10 +66,12 @@ void JobWatch::Publish(std::vector<Change> changes) {
       return;
     }
     for (Change& c : changes) {
+      kept_bytes_ += Cost(c);
       kept_.push_back({version_, std::make_shared<const Change>(std::move(c)), std::make_shared<std::string>()});
     }
-    while (kept_.size() > options_.retained) {
+    while (!kept_.empty() && (kept_.size() > options_.retained || kept_bytes_ > options_.retained_bytes)) {
       expired_through_ = std::max(expired_through_, kept_.front().version);
+      kept_bytes_ -= Cost(*kept_.front().change);
       kept_.pop_front();
     }
     if (watchers_.empty()) return;
@@ -193,6 +195,7 @@ void JobWatch::Pump() {
       // Nobody watches, nor will soon: what is kept only costs memory.
       expired_through_ = version_;
       kept_.clear();
+      kept_bytes_ = 0;
     }
   }
 }

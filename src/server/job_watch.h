@@ -53,6 +53,7 @@ class JobWatch {
  public:
   struct Options {
     size_t retained = 10'000;  // changes kept for watches to resume from
+    size_t retained_bytes = size_t{64} << 20;  // and at most about this much memory (rows and their JSON)
     std::chrono::milliseconds bookmark_every{10'000};
     Duration keep_after_list = Duration::Minutes(2);
   };
@@ -106,6 +107,8 @@ class JobWatch {
   };
 
   std::string VersionText(uint64_t v) const;
+  // What a kept change costs: its row's texts, and its JSON once rendered.
+  static size_t Cost(const Change& c) { return 2 * (c.row.spec_json.size() + c.row.status_json.size()) + 256; }
   void Pump();
   // The lines of `items` for `w` (items after w.cursor, in order).
   static std::string Lines(const Watcher& w, const std::vector<Stored>& items, const std::string& run);
@@ -119,6 +122,7 @@ class JobWatch {
   std::deque<Stored> kept_;       // guarded by mu_, by version
   uint64_t version_ = 0;          // guarded by mu_: the newest published
   uint64_t expired_through_ = 0;  // guarded by mu_: versions up to this are not (all) kept
+  size_t kept_bytes_ = 0;         // guarded by mu_: of kept_, as Cost() counts
   Time keep_until_ = Time::Zero();  // guarded by mu_
   std::vector<std::shared_ptr<Watcher>> watchers_;  // guarded by mu_
   bool news_ = false;  // guarded by mu_: changes or watchers the pump has not seen

@@ -230,5 +230,21 @@ TEST_F(JobWatchTest, AWatchThatFallsBehindWhatIsKeptIsToldToListAgain) {
   EXPECT_TRUE(r.WaitEnded());
 }
 
+TEST(JobWatchBytes, WhatIsKeptIsBoundedInBytesToo) {
+  SimClock clock{Time::FromSeconds(1)};
+  JobWatch watch(clock, {.retained = 1000, .retained_bytes = 100'000});
+  const std::string listed = watch.ListVersion();
+  const std::string run = listed.substr(0, listed.find('-'));
+  for (int i = 1; i <= 20; ++i) {  // about 20 KB each: the first ones go
+    std::vector<JobWatch::Change> b;
+    b.push_back(Changed(i, "PENDING", ""));
+    b.back().row.spec_json = std::string(10'000, ' ') + "{}";
+    watch.Publish(std::move(b));
+  }
+  auto open = [&](const std::string& from) { return watch.Watch({}, from, [] { return http::Server::Stream(nullptr); }); };
+  EXPECT_EQ(open(run + "-10").code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(open(run + "-17").ok());
+}
+
 }  // namespace
 }  // namespace muster::server
