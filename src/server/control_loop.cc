@@ -363,6 +363,7 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
   ASSIGN_OR_RETURN(std::vector<store::IdempotencyRow> keys, store_.LoadIdempotency(day_ago));
   idempotency_.Restore(keys);
   if (!requeued.empty()) RETURN_IF_ERROR(store_.Commit({&requeued}));
+  (void)jobs_.Changes(requeued, false);  // written before any watch: their states before are done with
   return state_.CheckInvariants();
 }
 
