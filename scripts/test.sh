@@ -4,12 +4,20 @@
 # the normal build and again under AddressSanitizer + UndefinedBehaviorSanitizer;
 # then the threaded parts' tests under ThreadSanitizer (scripts/tsan.sh);
 # then every libFuzzer target for 10 s (scripts/fuzz.sh).
+#
+# Every build here is a unity build (MUSTER_UNITY) with line tables only
+# (MUSTER_LINE_TABLES, -g1: stack traces keep their files and lines): on
+# CI's 2 cores a cold build so takes about half the time, and the three
+# builds are most of the run (docs/testing.md has the figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export MUSTER_CMAKE_OPTIONS="-DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON"
 scripts/install-deps.sh
-scripts/build.sh
+# shellcheck disable=SC2086  # a list of options
+scripts/build.sh $MUSTER_CMAKE_OPTIONS
 ctest --test-dir build -j "$(nproc)" --output-on-failure
-scripts/build.sh --sanitize
+# shellcheck disable=SC2086
+scripts/build.sh --sanitize $MUSTER_CMAKE_OPTIONS
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
   ctest --test-dir build-asan -j "$(nproc)" --output-on-failure
 scripts/tsan.sh

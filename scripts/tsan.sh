@@ -6,7 +6,11 @@
 # Usage: scripts/tsan.sh [extra ctest arguments, e.g. -R server_test]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MUSTER_BUILD_DIR=build-tsan scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUSTER_TSAN=ON -DMUSTER_BUILD_BENCH=OFF
+# Only what those tests need (the tsan_tests target), and extra cmake options
+# from $MUSTER_CMAKE_OPTIONS (scripts/test.sh: a unity build, line tables).
+# shellcheck disable=SC2086
+MUSTER_BUILD_DIR=build-tsan MUSTER_TARGETS=tsan_tests scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUSTER_TSAN=ON \
+  -DMUSTER_BUILD_BENCH=OFF ${MUSTER_CMAKE_OPTIONS:-}
 # halt_on_error: a race fails its test. second_deadlock_stack: both stacks of a
 # lock-order inversion. The servers and agents the tests start are TSan
 # builds too and inherit these options.

@@ -16,9 +16,9 @@
 namespace muster::auth {
 namespace {
 
-class Token final : public ClientCredential {
+class BearerToken final : public ClientCredential {
  public:
-  Token(std::string token, std::string source) : token_(std::move(token)), source_(std::move(source)) {}
+  BearerToken(std::string token, std::string source) : token_(std::move(token)), source_(std::move(source)) {}
   StatusOr<std::string> Authorization(std::string_view, std::string_view, std::string_view) override {
     return "Bearer " + token_;
   }
@@ -85,7 +85,7 @@ bool NamesServer(const std::string& entry, std::string_view servers) {
 }  // namespace
 
 std::unique_ptr<ClientCredential> TokenCredential(std::string token, std::string source) {
-  return std::make_unique<Token>(std::move(token), std::move(source));
+  return std::make_unique<BearerToken>(std::move(token), std::move(source));
 }
 std::unique_ptr<ClientCredential> MungeClientCredential(std::string socket) {
   return std::make_unique<Munge>(std::move(socket));

@@ -36,7 +36,7 @@ std::string Hex(const unsigned char* d, unsigned int n) {
   return out;
 }
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+std::string ErrnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // A relative path of normal components only.
 bool SafeRelative(const std::string& p) {
@@ -52,16 +52,16 @@ bool SafeRelative(const std::string& p) {
 }
 
 Status WriteAllFd(int fd, std::string_view data, const std::string& path) {
-  if (!WriteFull(fd, data.data(), data.size())) return Internal(Errno("write " + path));
+  if (!WriteFull(fd, data.data(), data.size())) return Internal(ErrnoText("write " + path));
   return Status::Ok();
 }
 
 Status FsyncPath(const std::string& path, int flags) {
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return Internal(Errno("open " + path));
+  if (fd < 0) return Internal(ErrnoText("open " + path));
   const int r = ::fsync(fd);
   ::close(fd);
-  if (r != 0) return Internal(Errno("fsync " + path));
+  if (r != 0) return Internal(ErrnoText("fsync " + path));
   return Status::Ok();
 }
 
@@ -146,7 +146,7 @@ StatusOr<std::string> Sha256OfFd(int fd, const std::string& shown, int64_t* size
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      const Status s = Internal(Errno("read " + shown));
+      const Status s = Internal(ErrnoText("read " + shown));
       ::close(fd);
       return s;
     }
@@ -163,7 +163,7 @@ StatusOr<std::string> Sha256OfFd(int fd, const std::string& shown, int64_t* size
 
 StatusOr<std::string> Sha256OfFile(const std::string& path, int64_t* size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return Status(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kInternal, Errno("open " + path));
+  if (fd < 0) return Status(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kInternal, ErrnoText("open " + path));
   return Sha256OfFd(fd, path, size);
 }
 
@@ -202,15 +202,15 @@ StatusOr<Written> WriteManifest(const std::string& dir, int64_t job, int32_t att
   const std::string text = ManifestToJson(m);
   const std::string temp = dir + "/" + kManifestTemp;
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return Internal(Errno("create " + temp));
+  if (fd < 0) return Internal(ErrnoText("create " + temp));
   Status s = WriteAllFd(fd, text, temp);
-  if (s.ok() && ::fsync(fd) != 0) s = Internal(Errno("fsync " + temp));
+  if (s.ok() && ::fsync(fd) != 0) s = Internal(ErrnoText("fsync " + temp));
   ::close(fd);
   if (!s.ok()) return s;
   // Files the job wrote may still be in the page cache: make them durable
   // before the manifest that vouches for them.
   for (const ManifestFile& f : m.files) RETURN_IF_ERROR(FsyncPath(dir + "/" + f.path, O_RDONLY));
-  if (::rename(temp.c_str(), final_path.c_str()) != 0) return Internal(Errno("rename " + temp));
+  if (::rename(temp.c_str(), final_path.c_str()) != 0) return Internal(ErrnoText("rename " + temp));
   RETURN_IF_ERROR(FsyncPath(dir, O_RDONLY | O_DIRECTORY));
   return Written{Sha256Hex(text), static_cast<int64_t>(m.files.size()), m.TotalBytes()};
 }
@@ -247,7 +247,7 @@ StatusOr<Manifest> ReadCommittedManifest(int dirfd, const std::string& dir, cons
 
 Status Verify(const std::string& dir, const std::string& manifest_sha256, int64_t job) {
   const ScopedFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir_fd.get() < 0) return NotFound(Errno("no manifest: open " + dir));
+  if (dir_fd.get() < 0) return NotFound(ErrnoText("no manifest: open " + dir));
   ASSIGN_OR_RETURN(Manifest m, ReadCommittedManifest(dir_fd.get(), dir, manifest_sha256, job));
   for (const ManifestFile& f : m.files) {
     const auto wrong_size = [&](int64_t size) {
