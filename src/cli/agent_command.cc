@@ -11,6 +11,7 @@
 #include "cli/flags_file.h"
 #include "common/log.h"
 #include "common/quantity.h"
+#include "common/service_notify.h"
 
 namespace muster::cli {
 
@@ -157,9 +158,13 @@ int RunAgentCommand(AgentFlags& f) {
     return 1;
   }
   log::Info("{}; server {}", *summary, o.server);
+  // Ready once its node is known and its tasks adopted: a server that is
+  // down or far away is what the agent waits out by itself, not systemd.
+  if (Status s = NotifyServiceManager("READY=1\nSTATUS=" + *summary); !s.ok()) log::Warn("{}", s.ToString());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
+    (void)NotifyServiceManager("STOPPING=1");
     agent.Stop();
   });
   agent.Run();

@@ -16,6 +16,7 @@
 #include "cli/interactive_command.h"
 #include "cli/usage_commands.h"
 #include "cli/dev_command.h"
+#include "cli/help_export.h"
 #include "cli/job_commands.h"
 #include "cli/report_commands.h"
 #include "cli/sbatch_command.h"
@@ -28,6 +29,8 @@
 
 namespace muster::cli {
 namespace {
+
+constexpr const char* kVersion = "muster 0.1.0";
 
 // The flags `sub` and its own subcommands take ("--gpus", "-q", ...).
 void FlagsOf(const CLI::App* sub, std::vector<std::string>& out) {
@@ -99,7 +102,7 @@ int RunMuster(int argc, char** argv) {
   }
   CLI::App app{"muster: a GPU cluster scheduler for ML training"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "muster 0.1.0");
+  app.set_version_flag("--version", kVersion);
   SimFlags sim_flags;
   CLI::App* sim = AddSimCommand(app, sim_flags);
   ServerFlags server_flags;
@@ -114,6 +117,13 @@ int RunMuster(int argc, char** argv) {
   std::shared_ptr<ImageCommands> images = AddImageCommands(app);
   std::shared_ptr<ReservationCommands> reservations = AddReservationCommands(app);
   std::shared_ptr<UsageCommands> usage = AddUsageCommands(app);
+  // The help exported (cli/help_export.h): last, so they see every command.
+  std::string shell;
+  CLI::App* completion = app.add_subcommand("completion", "Print a shell completion script (muster completion bash)");
+  completion->add_option("shell", shell, "The shell: bash")->required()->check(CLI::IsMember({"bash"}));
+  std::string man_dir;
+  CLI::App* man = app.add_subcommand("man", "Write the man pages, made from this help, into a directory");
+  man->add_option("--dir", man_dir, "Where to write muster.1 and muster-COMMAND.1")->required();
   // An unknown command: CLI11 would say only "A subcommand is required".
   if (argc >= 2 && argv[1][0] != '-') {
     std::vector<std::string> names;
@@ -145,6 +155,19 @@ int RunMuster(int argc, char** argv) {
   if (server->parsed()) return RunServerCommand(server_flags);
   if (agent->parsed()) return RunAgentCommand(agent_flags);
   if (dev->parsed()) return RunDevCommand(dev_flags);
+  if (completion->parsed()) {
+    std::cout << BashCompletion(app);
+    return 0;
+  }
+  if (man->parsed()) {
+    auto written = WriteManPages(app, man_dir, kVersion);
+    if (!written.ok()) {
+      std::cerr << "muster man: --dir: " << written.status().message() << "\n";
+      return 1;
+    }
+    std::cout << "wrote " << *written << " man pages to " << man_dir << "\n";
+    return 0;
+  }
   if (const int rc = RunReportCommands(*reports); rc >= 0) return rc;
   if (const int rc = RunAuthCommands(*auth); rc >= 0) return rc;
   if (const int rc = RunImageCommands(*images); rc >= 0) return rc;

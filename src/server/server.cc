@@ -17,6 +17,7 @@
 #include "auth/token.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/service_notify.h"
 #include "server/authenticator.h"
 #include "server/config_reload.h"
 #include "server/control_loop.h"
@@ -219,9 +220,12 @@ int RunServer(const ServerOptions& options, const std::string& port_file, const 
       if (config_path.empty()) {
         log::Warn("SIGHUP: this server was started without a configuration file; nothing to reload");
       } else {
+        (void)NotifyServiceManager("RELOADING=1");
         (void)ReloadConfig(config_path, in_force_yaml, loop);
+        (void)NotifyServiceManager("READY=1");
       }
     }
+    (void)NotifyServiceManager("STOPPING=1");
     leadership.CancelAcquire();
     api.Stop();
   });
@@ -241,6 +245,13 @@ int RunServer(const ServerOptions& options, const std::string& port_file, const 
     const std::string tmp = port_file + ".tmp";
     std::ofstream(tmp) << api.port() << "\n";
     std::rename(tmp.c_str(), port_file.c_str());
+  }
+  // Serving (a standby answers too: it names the leader), so systemd may
+  // start what comes after this unit.
+  if (Status s = NotifyServiceManager("READY=1\nSTATUS=listening on " + listening +
+                                      (leadership.elected() ? " (elected: standby until it leads)" : ""));
+      !s.ok()) {
+    log::Warn("{}", s.ToString());
   }
   {
     TokenRefresh refresh(store, authn);
