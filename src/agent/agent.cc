@@ -4,6 +4,7 @@
 #include "auth/grants.h"
 #include "auth/token.h"
 
+#include "agent/cgroup.h"
 #include "agent/container_command.h"
 #include "agent/start_delay.h"
 #include "agent/task_beacon.h"
@@ -276,7 +277,13 @@ StatusOr<std::string> Agent::Init() {
   // One parent per state directory: two agents on one machine never share
   // task groups, even with one node name (two `muster dev` clusters, a twin
   // agent), where the task keys, and so the groups, would be the same.
-  eo.cgroup_parent = "muster/" + options_.node + "." + TaskBeaconScope(options_.state_dir).substr(0, 8);
+  std::string cgroup_root = "muster";
+  if (options_.use_cgroups) {
+    auto resolved = ResolveCgroupRoot(options_.cgroup_root);
+    if (!resolved.ok()) return resolved.status();
+    cgroup_root = *resolved;
+  }
+  eo.cgroup_parent = cgroup_root + "/" + options_.node + "." + TaskBeaconScope(options_.state_dir).substr(0, 8);
   eo.launcher = launcher_.get();
   containers_ = DetectContainers(options_.podman, options_.containers_conf, options_.container_runtime, inventory_);
   if (containers_.available) {

@@ -84,6 +84,9 @@ struct AgentOptions {
   // its owner may read; default <state_dir>/token.
   std::string token_file;
   bool use_cgroups = true;
+  // Where task groups go (agent/cgroup.h ResolveCgroupRoot): "muster", a
+  // path, or "self" (below the agent's own, delegated by systemd).
+  std::string cgroup_root = "muster";
   bool run_as_submitter = true;  // effective only when running as root
   // Each task gets a /tmp of its own (<state_dir>/tmp/<task>, removed when
   // it ends), when running as root.

@@ -111,6 +111,70 @@ void SignalGroupTree(const std::string& dir, int sig, bool containers_only) {
   }
 }
 
+StatusOr<std::string> ResolveCgroupRoot(const std::string& root, const std::string& proc_cgroup,
+                                        const std::string& mounts_file) {
+  if (root != "self") {
+    std::string path = root;
+    while (!path.empty() && path.front() == '/') path.erase(path.begin());
+    while (!path.empty() && path.back() == '/') path.pop_back();
+    if (path.empty()) return InvalidArgument("cgroup-root: must name a group below the hierarchy's root, or self", "cgroup-root");
+    std::istringstream parts(path);
+    std::string part;
+    while (std::getline(parts, part, '/')) {
+      if (part.empty() || part == "." || part == "..") {
+        return InvalidArgument("cgroup-root: \"" + root + "\" has an empty, . or .. part", "cgroup-root");
+      }
+    }
+    return path;
+  }
+  // Which version Detect would drive: v2 when the unified hierarchy has the
+  // memory controller or no v1 memory hierarchy is mounted.
+  std::ifstream mounts(mounts_file);
+  if (!mounts) return FailedPrecondition("cgroup-root self: cannot read " + mounts_file);
+  std::string unified;
+  bool v1_memory = false;
+  std::string line;
+  while (std::getline(mounts, line)) {
+    std::istringstream f(line);
+    std::string dev, mount, type, opts;
+    f >> dev >> mount >> type >> opts;
+    if (type == "cgroup2") unified = mount;
+    if (type == "cgroup" && ("," + opts + ",").find(",memory,") != std::string::npos) v1_memory = true;
+  }
+  const bool v2 = !unified.empty() && (HasWord(ReadFile(unified + "/cgroup.controllers"), "memory") || !v1_memory);
+  // Our own group: v2's "0::/path" line, or v1's memory line "4:memory:/path".
+  std::ifstream groups(proc_cgroup);
+  if (!groups) return FailedPrecondition("cgroup-root self: cannot read " + proc_cgroup);
+  std::string own;
+  while (std::getline(groups, line)) {
+    const size_t first = line.find(':');
+    const size_t second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const bool match = v2 ? line.compare(0, first, "0") == 0 && controllers.empty()
+                          : ("," + controllers + ",").find(",memory,") != std::string::npos;
+    if (match) own = line.substr(second + 1);
+  }
+  while (!own.empty() && own.front() == '/') own.erase(own.begin());
+  // Moved there by an earlier start of this same agent process image.
+  if (v2 && own.size() >= 6 && own.compare(own.size() - 6, 6, "/agent") == 0) own.resize(own.size() - 6);
+  if (own.empty()) {
+    return FailedPrecondition(
+        "cgroup-root self: the agent runs in the root cgroup, so it has no group of its own to put tasks below; "
+        "start it from a systemd unit with Delegate=yes (muster-agent.service), or give cgroup-root a path");
+  }
+  if (v2) {
+    const std::string agent_dir = unified + "/" + own + "/agent";
+    std::error_code ec;
+    fs::create_directories(agent_dir, ec);
+    if (ec) return FailedPrecondition("cgroup-root self: cannot create " + agent_dir + ": " + ec.message());
+    if (Status s = WriteFile(agent_dir + "/cgroup.procs", std::to_string(::getpid())); !s.ok()) {
+      return FailedPrecondition("cgroup-root self: cannot move the agent into " + agent_dir + ": " + s.message());
+    }
+  }
+  return own + "/tasks";
+}
+
 CgroupDriver::~CgroupDriver() = default;
 
 StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::ForV2(const std::string& unified_mount,

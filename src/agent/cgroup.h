@@ -61,6 +61,21 @@ struct CgroupLimits {
 // knows its groups' directories but has no driver.
 void SignalGroupTree(const std::string& dir, int sig, bool containers_only);
 
+// Where an agent makes its task groups (--cgroup-root), as a path below
+// each hierarchy's mount point, without leading or trailing slashes:
+//   "muster" (the default), or any such path: that group, made if missing.
+//   "self": below the agent's own group, which a systemd unit with
+//   Delegate=yes hands it: "<own>/tasks". On v2 the agent first moves itself
+//   into "<own>/agent", because a v2 group holding processes cannot hand
+//   controllers to its children; on v1 (no such rule) it stays. The version
+//   is chosen as CgroupDriver::Detect chooses it; on v1 the memory
+//   hierarchy's own path is the base for every hierarchy.
+// Errors: "self" when the agent's group is the root (not started by systemd
+// with delegation) or it cannot move; a path with ".." or empty parts.
+// `proc_cgroup` and `mounts_file` are for tests.
+StatusOr<std::string> ResolveCgroupRoot(const std::string& root, const std::string& proc_cgroup = "/proc/self/cgroup",
+                                        const std::string& mounts_file = "/proc/self/mounts");
+
 class CgroupDriver {
  public:
   // Reads /proc/self/mounts and picks v2 when the unified hierarchy has the

@@ -64,6 +64,9 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_option("--state-dir", o.state_dir, "Where tasks, their state and logs are kept (default /var/lib/muster/agent-NAME)");
   a->add_option("--token-file", o.token_file, "The node's credential (muster token create --node NAME), mode 600 (default STATE-DIR/token)");
   a->add_flag("--no-cgroups", f.no_cgroups, "Run tasks without cgroups (no memory, CPU or pids limits)");
+  a->add_option("--cgroup-root", o.cgroup_root,
+                "Where task cgroups go: a group below each hierarchy's root (default muster), or self: below the "
+                "agent's own, as a systemd unit with Delegate=yes hands it");
   a->add_flag("--run-as-self", f.as_self, "Run tasks as the agent's user even when it is root");
   a->add_flag("--stop-tasks-on-exit", o.stop_tasks_on_exit, "Stop every task when the agent stops (development)");
   a->add_flag("--shared-tmp", f.shared_tmp, "Let tasks share the node's /tmp (default: each task gets its own)");
