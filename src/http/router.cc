@@ -25,6 +25,16 @@ size_t Router::Add(std::string method, std::string_view pattern) {
   return routes_.size() - 1;
 }
 
+std::vector<Router::Entry> Router::Table() const {
+  std::vector<Entry> out;
+  for (const Route& r : routes_) {
+    std::string pattern;
+    for (const std::string& s : r.segments) pattern += "/" + s;
+    out.push_back({r.method, pattern.empty() ? "/" : pattern});
+  }
+  return out;
+}
+
 Router::Match Router::Find(std::string_view method, std::string_view path) const {
   const std::vector<std::string_view> parts = Segments(path);
   Match m;

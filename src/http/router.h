@@ -28,6 +28,13 @@ class Router {
   };
   Match Find(std::string_view method, std::string_view path) const;
 
+  // Every route as added: its method and pattern ("GET", "/v1/jobs/*").
+  struct Entry {
+    std::string method;
+    std::string pattern;
+  };
+  std::vector<Entry> Table() const;
+
  private:
   struct Route {
     std::string method;

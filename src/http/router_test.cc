@@ -50,5 +50,17 @@ TEST(Router, UnknownPathsAndEmptySegmentsAreNotFound) {
   EXPECT_EQ(r.Find("GET", "/").outcome, Router::Outcome::kNotFound);
 }
 
+TEST(Router, TheTableListsEveryRouteAsAdded) {
+  Router r;
+  r.Add("GET", "/");
+  r.Add("POST", "/v1/jobs");
+  r.Add("GET", "/v1/jobs/*/events");
+  const std::vector<Router::Entry> table = r.Table();
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_EQ(table[0].method + " " + table[0].pattern, "GET /");
+  EXPECT_EQ(table[1].method + " " + table[1].pattern, "POST /v1/jobs");
+  EXPECT_EQ(table[2].method + " " + table[2].pattern, "GET /v1/jobs/*/events");
+}
+
 }  // namespace
 }  // namespace muster::http

@@ -897,6 +897,8 @@ void Server::Handle(std::string method, std::string_view pattern, Handler handle
   impl_->routes_.push_back({std::move(handler), nullptr, nullptr});
 }
 
+std::vector<Router::Entry> Server::RouteTable() const { return impl_->router_.Table(); }
+
 void Server::HandleAsync(std::string method, std::string_view pattern, AsyncHandler handler,
                          std::function<bool(const Request&)> on_worker) {
   impl_->router_.Add(std::move(method), pattern);

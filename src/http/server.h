@@ -54,10 +54,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "http/message.h"
 #include "http/request_parser.h"
+#include "http/router.h"
 #include "http/tls.h"
 
 namespace muster::http {
@@ -152,6 +154,8 @@ class Server {
   // request on a worker thread.
   void HandleAsync(std::string method, std::string_view pattern, AsyncHandler handler,
                    std::function<bool(const Request&)> on_worker = nullptr);
+  // The routes added, in order (what Router::Table says).
+  std::vector<Router::Entry> RouteTable() const;
   void SetFilter(Filter filter);
   void SetAnswerFilter(AnswerFilter filter);
   void SetErrorBody(ErrorBody error_body);

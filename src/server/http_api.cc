@@ -6,6 +6,7 @@
 #include "api/job_spec.h"
 #include "common/message_text.h"
 #include "server/http_api_util.h"
+#include "server/openapi_check.h"
 #include "server/web_assets.h"
 
 namespace muster::server {
@@ -155,6 +156,8 @@ void HttpApi::WebFile(const Request& req, Response& res) {
   res.headers.emplace_back("Cache-Control", "no-cache");
 }
 
+void HttpApi::OpenApi(const Request&, Response& res) { ReplyJson(res, 200, ServedOpenApi(http_->RouteTable())); }
+
 void HttpApi::Routes() {
   http::Server& s = *http_;
   s.SetFilter([this](http::Request& req, http::Response& res) {
@@ -236,6 +239,7 @@ void HttpApi::Routes() {
 
   s.HandleAsync("GET", "/v1/queues", NoQueryAsync(async(&HttpApi::ListQueues)));
   s.Handle("GET", "/v1/slurm/partitions", NoQuery(sync(&HttpApi::SlurmPartitions)));
+  s.Handle("GET", "/v1/openapi.json", NoQuery(sync(&HttpApi::OpenApi)));
   s.HandleAsync("POST", "/v1/reservations", NoQueryAsync(async(&HttpApi::CreateReservation)));
   s.Handle("GET", "/v1/reservations", NoQuery(sync(&HttpApi::ListReservations)));
   s.HandleAsync("DELETE", "/v1/reservations/*", NoQueryAsync(async(&HttpApi::DeleteReservation)));

@@ -102,6 +102,7 @@ class HttpApi {
   void GetJob(Request&& req, Reply reply);                    // GET  /v1/jobs/{id}
   void JobEvents(const Request& req, Response& res);          // GET  /v1/jobs/{id}/events
   void SlurmPartitions(const Request& req, Response& res);  // GET /v1/slurm/partitions
+  void OpenApi(const Request& req, Response& res);          // GET /v1/openapi.json (server/openapi_check.h)
   void CreateReservation(Request&& req, Reply reply);        // POST /v1/reservations
   void ListReservations(const Request& req, Response& res);  // GET /v1/reservations
   void DeleteReservation(Request&& req, Reply reply);        // DELETE /v1/reservations/{name}

@@ -73,6 +73,27 @@ TEST_F(ApiTest, TheListeningSocketQueuesManyConnections) {
   EXPECT_GE(backlog, 128) << line;
 }
 
+// GET /v1/openapi.json describes every route the server serves under /v1
+// and no other (server/openapi_check.h), and what it says of a plain GET
+// holds: the path answers.
+TEST_F(ApiTest, TheOpenApiDescriptionMatchesTheRoutesServed) {
+  Api api(server_.url(), "root");
+  const json doc = api.GetJson("/v1/openapi.json");
+  EXPECT_EQ(doc.value("openapi", ""), "3.0.3");
+  EXPECT_FALSE(doc.contains("x-muster-drift")) << doc["x-muster-drift"].dump(1);
+  ASSERT_TRUE(doc.contains("paths"));
+  int answered = 0;
+  for (const auto& [path, item] : doc["paths"].items()) {
+    if (path.find('{') != std::string::npos || !item.contains("get")) continue;
+    auto r = api.Get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_NE(r->status, 404) << path << ": " << r->body;
+    EXPECT_NE(r->status, 405) << path << ": " << r->body;
+    ++answered;
+  }
+  EXPECT_GT(answered, 10);
+}
+
 TEST_F(ApiTest, SubmitGetListAndEvents) {
   Api api(server_.url());
   auto r = api.Post("/v1/jobs", R"j({"name":"train","command":["python","train.py"],"replicas":2,
