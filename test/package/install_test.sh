@@ -66,49 +66,58 @@ wait_for() {  # wait_for SECONDS command...: true once the command succeeds
   return 1
 }
 
+node=$(hostname)
+export MUSTER_SERVER=http://127.0.0.1:8470
+# The first admin's token, made in the store as the server's user (no
+# munge here), as docs/install.md says.
+admin_token() {
+  setpriv --reuid=muster --regid=muster --init-groups /usr/bin/muster token create --store /var/lib/muster/muster.db \
+    --user root --expires never
+}
 if [ -d /run/systemd/system ]; then
-  echo "install_test: systemd is PID 1: starting the units through it"
-  systemctl start muster-server
-  check "the server unit is active (Type=notify: it said READY)" systemctl is-active muster-server
+  echo "install_test: systemd is PID 1: the units run under it"
+  check "the server unit is active (Type=notify: it said READY)" wait_for 30 systemctl is-active muster-server
+  MUSTER_TOKEN=$(admin_token)
 else
   echo "install_test: no systemd here: starting the units' own command lines as they say"
   # What systemd would do first: the StateDirectory of each, owned by User=.
   server_user=$(unit_value muster-server.service User)
   install -d -m 700 -o "$server_user" -g "$(unit_value muster-server.service Group)" /var/lib/muster
   install -d -m 700 /var/lib/muster-agent
+  MUSTER_TOKEN=$(admin_token)
+  chmod 711 "$work"  # the server's user reaches its notify socket
   notify_listener "$work/server.notify" "$work/server.notified"
+  chmod 666 "$work/server.notify"
   read -r -a server_cmd <<<"$(unit_value muster-server.service ExecStart)"
   (cd / && NOTIFY_SOCKET=$work/server.notify exec setpriv --reuid="$server_user" --regid="$server_user" --init-groups \
      "${server_cmd[@]}" >"$work/server.log" 2>&1) &
   server_pid=$!
   pids+=($server_pid)
-  chmod 711 "$work"  # the server user reaches the notify socket
-  chmod 666 "$work/server.notify"
+  check "the server says READY=1 once it serves" wait_for 30 grep -q 'READY=1' "$work/server.notified"
 fi
-export MUSTER_SERVER=http://127.0.0.1:8470
-check "the server says READY=1 once it serves" wait_for 30 grep -q 'READY=1' "$work/server.notified"
-check "the server answers" wait_for 10 curl -sf "$MUSTER_SERVER/healthz"
-# The first admin's token and the node's, as docs/install.md says (no munge here).
-node=$(hostname)
-setpriv --reuid=muster --regid=muster --init-groups /usr/bin/muster token create --store /var/lib/muster/muster.db \
-  --user root --expires never >"$work/admin.token" 2>"$work/token.err" || true
 export MUSTER_TOKEN
-MUSTER_TOKEN=$(cat "$work/admin.token")
-check "an admin token made in the store works against the running server" /usr/bin/muster whoami
+check "the server answers" wait_for 10 curl -sf "$MUSTER_SERVER/healthz"
+check "the admin token made in the store works against the server" /usr/bin/muster whoami
 /usr/bin/muster token create --node "$node" >/etc/muster/node.token
 chmod 600 /etc/muster/node.token
 
-notify_listener "$work/agent.notify" "$work/agent.notified"
-read -r -a agent_cmd <<<"$(unit_value muster-agent.service ExecStart)"
-(cd / && NOTIFY_SOCKET=$work/agent.notify exec "${agent_cmd[@]}" >"$work/agent.log" 2>&1) &
-pids+=($!)
-check "the agent says READY=1 once its node is known" wait_for 30 grep -q 'READY=1' "$work/agent.notified"
+if [ -d /run/systemd/system ]; then
+  systemctl start muster-agent
+  check "the agent unit is active (it said READY)" wait_for 30 systemctl is-active muster-agent
+  agent_pid=$(systemctl show -p MainPID --value muster-agent)
+else
+  notify_listener "$work/agent.notify" "$work/agent.notified"
+  read -r -a agent_cmd <<<"$(unit_value muster-agent.service ExecStart)"
+  (cd / && NOTIFY_SOCKET=$work/agent.notify exec "${agent_cmd[@]}" >"$work/agent.log" 2>&1) &
+  agent_pid=$!
+  pids+=($agent_pid)
+  check "the agent says READY=1 once its node is known" wait_for 30 grep -q 'READY=1' "$work/agent.notified"
+fi
 check "the agent's node joins" wait_for 30 bash -c "/usr/bin/muster get nodes | grep -q '$node'"
 job=$(/usr/bin/muster submit --name package-test -- /bin/sh -c 'echo hello from the package; sleep 2' |
       sed -n 's/^Submitted job \([0-9]*\)$/\1/p')
 check "a job is accepted" test -n "$job"
 # While it runs: its task's group is below the agent's own (cgroup-root: self).
-agent_pid=${pids[-1]}
 own_group() {  # the agent's group in the hierarchy its driver uses
   local v2 v1
   v2=$(sed -n 's/^0:://p' "/proc/$agent_pid/cgroup")
@@ -127,6 +136,10 @@ if [ ! -d /run/systemd/system ]; then
     wait_for 10 bash -c "grep -q 'RELOADING=1' '$work/server.notified' && [ \$(grep -c 'READY=1' '$work/server.notified') -ge 2 ]"
   kill -TERM "$server_pid"
   check "a stop says STOPPING=1" wait_for 10 grep -q 'STOPPING=1' "$work/server.notified"
+fi
+if [ -d /run/systemd/system ]; then
+  systemctl stop muster-agent muster-server
+  check "the units stop" bash -c '! systemctl is-active -q muster-server && ! systemctl is-active -q muster-agent'
 fi
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 wait 2>/dev/null || true
