@@ -29,7 +29,7 @@ dpkg-buildpackage -b -uc -us
 out=build-deb
 rm -rf "$out"
 mkdir -p "$out"
-mv ../muster_"$version"_"$arch".deb ../muster-server_"$version"_all.deb ../muster-agent_"$version"_all.deb \
-   ../muster_"$version"_"$arch".changes ../muster_"$version"_"$arch".buildinfo "$out"/
+mv ../muster_"$version"_"$arch".deb ../muster-dbgsym_"$version"_"$arch".deb \
+   ../muster-server_"$version"_all.deb ../muster-agent_"$version"_all.deb ../muster_"$version"_"$arch".changes ../muster_"$version"_"$arch".buildinfo "$out"/
 lintian --fail-on error,warning "$out"/muster_"$version"_"$arch".changes
 echo "packages: $(ls "$out"/*.deb | tr '\n' ' ')"

@@ -172,7 +172,7 @@ StatusOr<std::string> ResolveCgroupRoot(const std::string& root, const std::stri
       return FailedPrecondition("cgroup-root self: cannot move the agent into " + agent_dir + ": " + s.message());
     }
   }
-  return own + "/tasks";
+  return own + "/jobs";
 }
 
 CgroupDriver::~CgroupDriver() = default;

@@ -65,8 +65,9 @@ void SignalGroupTree(const std::string& dir, int sig, bool containers_only);
 // each hierarchy's mount point, without leading or trailing slashes:
 //   "muster" (the default), or any such path: that group, made if missing.
 //   "self": below the agent's own group, which a systemd unit with
-//   Delegate=yes hands it: "<own>/tasks". On v2 the agent first moves itself
-//   into "<own>/agent", because a v2 group holding processes cannot hand
+//   Delegate=yes hands it: "<own>/jobs" (not "tasks": v1 has a file of
+//   that name in every group). On v2 the agent first moves itself into
+//   "<own>/agent", because a v2 group holding processes cannot hand
 //   controllers to its children; on v1 (no such rule) it stays. The version
 //   is chosen as CgroupDriver::Detect chooses it; on v1 the memory
 //   hierarchy's own path is the base for every hierarchy.

@@ -46,7 +46,7 @@ TEST(CgroupRoot, SelfOnV1IsBelowTheMemoryHierarchysOwnGroup) {
                                              "4:memory:/system.slice/muster-agent.service\n0::/\n");
   auto root = ResolveCgroupRoot("self", self, mounts);
   ASSERT_TRUE(root.ok()) << root.status().ToString();
-  EXPECT_EQ(*root, "system.slice/muster-agent.service/tasks");
+  EXPECT_EQ(*root, "system.slice/muster-agent.service/jobs");
 }
 
 TEST(CgroupRoot, SelfInTheRootGroupSaysToStartItFromTheUnit) {
@@ -63,7 +63,7 @@ TEST(CgroupRoot, SelfInTheRootGroupSaysToStartItFromTheUnit) {
 // The real thing on this machine's cgroup v2 hierarchy: a child put in a
 // group of its own (as systemd starts a unit's process) resolves "self",
 // and ends up in <group>/agent, leaving <group> free to hand controllers
-// down to <group>/tasks.
+// down to <group>/jobs.
 TEST(CgroupRoot, SelfOnV2MovesTheAgentIntoAGroupOfItsOwn) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for cgroups";
   std::string unified;
@@ -100,7 +100,7 @@ TEST(CgroupRoot, SelfOnV2MovesTheAgentIntoAGroupOfItsOwn) {
   while (std::getline(in, line)) groups += line + "\n";
   ::rmdir((unit_dir + "/agent").c_str());
   ::rmdir(unit_dir.c_str());
-  EXPECT_EQ(root, unit + "/tasks");
+  EXPECT_EQ(root, unit + "/jobs");
   EXPECT_NE(groups.find("0::/" + unit + "/agent\n"), std::string::npos) << groups;
 }
 
