@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Muster needs to build and test on Debian 12, from Debian's
 # packages, and the browser tests' driver from npm. Safe to run again: it
-# does nothing when all are present.
+# does nothing when all are present. Arguments name more Debian packages
+# (scripts/package.sh: the packaging tools).
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache git python3
@@ -19,6 +20,7 @@ packages=(
   podman runc umoci busybox-static  # container jobs, and the test image built from busybox with umoci
   docker-registry                 # a real registry for the container tests' pulls (started by the tests)
 )
+packages+=("$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,19 +8,7 @@
 #   test/package/install_test.sh       # then: install, start, run a job, purge
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-tools=(debhelper dpkg-dev lintian)
-missing=()
-for p in "${tools[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  echo "installing: ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+scripts/install-deps.sh debhelper dpkg-dev lintian
 # debhelper gives the build a HOME of its own; keep the compile cache.
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 version=$(dpkg-parsechangelog -S Version)
