@@ -150,6 +150,6 @@ pids=()
 rm -f /etc/muster/node.token  # made by the admin, not by the packages
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq muster muster-server muster-agent >/dev/null
 check "purge removes the state, the configuration and the user" \
-  bash -c '[ ! -e /var/lib/muster ] && [ ! -e /var/lib/muster-agent ] && [ ! -e /etc/muster/server.yaml ] && ! getent passwd muster'
+  bash -c '[ ! -e /var/lib/muster ] && [ ! -e /var/lib/muster-agent ] && [ ! -e /var/lib/muster-agent.slurm-bin ] && [ ! -e /etc/muster/server.yaml ] && ! getent passwd muster'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
