@@ -45,6 +45,49 @@ bool HasWord(const std::string& text, const std::string& word) {
   return false;
 }
 
+// What the mount table says of the cgroup hierarchies.
+struct CgroupMounts {
+  struct V1 {
+    std::string controller;  // "memory", "cpu", "pids" or "devices"
+    std::string mount;
+  };
+  std::string unified;              // the v2 hierarchy's mount, "" when none
+  std::vector<V1> v1;               // v1 hierarchies of the controllers the driver uses
+  std::vector<std::string> others;  // v1 hierarchies it does not use
+  bool favordynmods = false;        // on any v1 hierarchy (the lock it relaxes is global)
+
+  // The version the driver uses: v2 when the unified hierarchy has the
+  // memory controller, or when no v1 memory hierarchy is mounted.
+  bool UsesV2() const {
+    if (unified.empty()) return false;
+    const bool v1_memory = std::any_of(v1.begin(), v1.end(), [](const V1& h) { return h.controller == "memory"; });
+    return !v1_memory || HasWord(ReadFile(unified + "/cgroup.controllers"), "memory");
+  }
+};
+
+StatusOr<CgroupMounts> ReadCgroupMounts(const std::string& mounts_file) {
+  std::ifstream in(mounts_file);
+  if (!in) return FailedPrecondition("cannot read " + mounts_file);
+  CgroupMounts m;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string dev, mount, type, opts;
+    f >> dev >> mount >> type >> opts;
+    if (type == "cgroup2") m.unified = mount;
+    if (type != "cgroup") continue;
+    std::istringstream o(opts);
+    std::string opt;
+    bool used = false;
+    while (std::getline(o, opt, ',')) {
+      if (opt == "memory" || opt == "cpu" || opt == "pids" || opt == "devices") m.v1.push_back({opt, mount}), used = true;
+      if (opt == "favordynmods") m.favordynmods = true;
+    }
+    if (!used) m.others.push_back(mount);
+  }
+  return m;
+}
+
 // The value after `key` in a "key value" per line file.
 int64_t KeyValue(const std::string& text, const std::string& key) {
   std::istringstream in(text);
@@ -127,21 +170,12 @@ StatusOr<std::string> ResolveCgroupRoot(const std::string& root, const std::stri
     }
     return path;
   }
-  // Which version Detect would drive: v2 when the unified hierarchy has the
-  // memory controller or no v1 memory hierarchy is mounted.
-  std::ifstream mounts(mounts_file);
-  if (!mounts) return FailedPrecondition("cgroup-root self: cannot read " + mounts_file);
-  std::string unified;
-  bool v1_memory = false;
+  // The version Detect drives.
+  auto mounts = ReadCgroupMounts(mounts_file);
+  if (!mounts.ok()) return FailedPrecondition("cgroup-root self: " + mounts.status().message());
+  const bool v2 = mounts->UsesV2();
+  const std::string& unified = mounts->unified;
   std::string line;
-  while (std::getline(mounts, line)) {
-    std::istringstream f(line);
-    std::string dev, mount, type, opts;
-    f >> dev >> mount >> type >> opts;
-    if (type == "cgroup2") unified = mount;
-    if (type == "cgroup" && ("," + opts + ",").find(",memory,") != std::string::npos) v1_memory = true;
-  }
-  const bool v2 = !unified.empty() && (HasWord(ReadFile(unified + "/cgroup.controllers"), "memory") || !v1_memory);
   // Our own group: v2's "0::/path" line, or v1's memory line "4:memory:/path".
   std::ifstream groups(proc_cgroup);
   if (!groups) return FailedPrecondition("cgroup-root self: cannot read " + proc_cgroup);
@@ -214,44 +248,20 @@ StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::ForV2(const std::string& u
 
 StatusOr<std::unique_ptr<CgroupDriver>> CgroupDriver::Detect(const std::string& parent,
                                                              const std::string& mounts_file) {
-  std::ifstream in(mounts_file);
-  if (!in) return FailedPrecondition("cannot read " + mounts_file);
-  std::string unified;
-  std::vector<Hierarchy> v1;
-  std::vector<std::string> others;  // v1 hierarchies the driver does not use
-  bool favordynmods = false;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    std::string dev, mount, type, opts;
-    f >> dev >> mount >> type >> opts;
-    if (type == "cgroup2") unified = mount;
-    if (type != "cgroup") continue;
-    std::istringstream o(opts);
-    std::string opt;
-    bool used = false;
-    while (std::getline(o, opt, ',')) {
-      if (opt == "memory" || opt == "cpu" || opt == "pids" || opt == "devices") v1.push_back({opt, mount}), used = true;
-      // One hierarchy with it is enough: the lock it relaxes is global.
-      if (opt == "favordynmods") favordynmods = true;
-    }
-    if (!used) others.push_back(mount);
-  }
-  const bool v2_has_memory = !unified.empty() && HasWord(ReadFile(unified + "/cgroup.controllers"), "memory");
-  const bool v1_has_memory = std::any_of(v1.begin(), v1.end(), [](const Hierarchy& h) { return h.controller == "memory"; });
-  if (v2_has_memory || (!unified.empty() && !v1_has_memory)) return ForV2(unified, parent);
-  if (v1.empty()) return FailedPrecondition("no cgroup hierarchy is mounted (see " + mounts_file + ")");
+  ASSIGN_OR_RETURN(CgroupMounts mounts, ReadCgroupMounts(mounts_file));
+  if (mounts.UsesV2()) return ForV2(mounts.unified, parent);
+  if (mounts.v1.empty()) return FailedPrecondition("no cgroup hierarchy is mounted (see " + mounts_file + ")");
   std::unique_ptr<CgroupDriver> d(new CgroupDriver());
   d->version_ = 1;
   d->parent_ = parent;
-  d->favordynmods_ = favordynmods;
-  d->other_mounts_ = std::move(others);
-  if (!unified.empty()) d->other_mounts_.push_back(unified);
-  for (const Hierarchy& h : v1) {
+  d->favordynmods_ = mounts.favordynmods;
+  d->other_mounts_ = std::move(mounts.others);
+  if (!mounts.unified.empty()) d->other_mounts_.push_back(mounts.unified);
+  for (const CgroupMounts::V1& h : mounts.v1) {
     std::error_code ec;
     fs::create_directories(h.mount + "/" + parent, ec);
     if (ec) return FailedPrecondition("cannot create cgroup " + h.mount + "/" + parent + ": " + ec.message());
-    d->hierarchies_.push_back(h);
+    d->hierarchies_.push_back({h.controller, h.mount});
     if (h.controller == "memory") d->has_memory_ = true;
     if (h.controller == "cpu") d->has_cpu_ = true;
     if (h.controller == "pids") d->has_pids_ = true;
