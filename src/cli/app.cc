@@ -12,6 +12,7 @@
 #include "cli/agent_command.h"
 #include "cli/auth_commands.h"
 #include "cli/image_commands.h"
+#include "cli/queue_commands.h"
 #include "cli/reservation_commands.h"
 #include "cli/interactive_command.h"
 #include "cli/usage_commands.h"
@@ -116,6 +117,7 @@ int RunMuster(int argc, char** argv) {
   std::shared_ptr<AuthCommands> auth = AddAuthCommands(app);
   std::shared_ptr<ImageCommands> images = AddImageCommands(app);
   std::shared_ptr<ReservationCommands> reservations = AddReservationCommands(app);
+  std::shared_ptr<QueueCommands> queues = AddQueueCommands(app);
   std::shared_ptr<UsageCommands> usage = AddUsageCommands(app);
   // The help exported (cli/help_export.h): last, so they see every command.
   std::string shell;
@@ -172,6 +174,7 @@ int RunMuster(int argc, char** argv) {
   if (const int rc = RunAuthCommands(*auth); rc >= 0) return rc;
   if (const int rc = RunImageCommands(*images); rc >= 0) return rc;
   if (const int rc = RunReservationCommands(*reservations); rc >= 0) return rc;
+  if (const int rc = RunQueueCommands(*queues); rc >= 0) return rc;
   if (const int rc = RunUsageCommands(*usage); rc >= 0) return rc;
   const int rc = RunJobCommands(*jobs);
   return rc >= 0 ? rc : 2;

@@ -188,6 +188,14 @@ StatusOr<Response> Client::Watch(const std::string& path, const std::function<bo
   return out;
 }
 
+StatusOr<Response> Client::Put(const std::string& path, const std::string& json_body) {
+  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
+    ASSIGN_OR_RETURN(http::Fields h, Headers("PUT", path, json_body));
+    return http_->Send("PUT", path, h, json_body, "application/json");
+  }));
+  return Decoded(r);
+}
+
 StatusOr<Response> Client::Delete(const std::string& path) {
   ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
     ASSIGN_OR_RETURN(http::Fields h, Headers("DELETE", path, ""));

@@ -57,7 +57,9 @@ class Client {
   StatusOr<Response> GetText(const std::string& path, const std::vector<std::string>& headers);
   StatusOr<Response> Post(const std::string& path, const std::string& body, const std::string& content_type,
                           const std::map<std::string, std::string>& headers = {});
-  // Sent again without an answer, as Post: a deletion is idempotent.
+  // Sent again without an answer, as Post: a PUT (a JSON body) and a
+  // deletion are idempotent.
+  StatusOr<Response> Put(const std::string& path, const std::string& json_body);
   StatusOr<Response> Delete(const std::string& path);
   // A GET answered by a stream of lines (a watch): each line, as it comes,
   // to `line`; false from it ends the watch. Returns when the server ends

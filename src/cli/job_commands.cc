@@ -452,7 +452,7 @@ int Get(JobCommands& c, Client& client) {
                           n.contains("lastSeen") ? Age(Field(n, "lastSeen")) + " ago" : "-"});
     }
   } else {
-    rows.push_back({"QUEUE", "PENDING", "RUNNING", "GPUS IN USE", "GUARANTEE", "LIMIT"});
+    rows.push_back({"QUEUE", "PENDING", "RUNNING", "GPUS IN USE", "GUARANTEE", "LIMIT", "SOURCE"});
     // {"*": 8, "H100": 4} -> "8, H100 4"
     auto quota = [](const json& q, const char* key) {
       std::string out;
@@ -467,7 +467,7 @@ int Get(JobCommands& c, Client& client) {
     if (c.output == "wide") rows[0].push_back("IN USE BY TYPE");
     for (const json& q : items) {
       rows.push_back({Field(q, "name"), Field(q, "pending"), Field(q, "running"), Field(q, "gpusInUse"),
-                      quota(q, "guarantee"), quota(q, "limit")});
+                      quota(q, "guarantee"), quota(q, "limit"), q.contains("source") ? Field(q, "source") : "-"});
       if (c.output == "wide") rows.back().push_back(quota(q, "gpusInUseByType"));
     }
   }

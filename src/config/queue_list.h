@@ -15,7 +15,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,21 @@
 #include "core/cluster_state.h"
 
 namespace muster::config {
+
+// One queue of the list: its quota, and its share when given.
+struct QueueEntry {
+  core::QueueConfig quota;
+  std::optional<int64_t> share;
+};
+
+// Reads one queue's mapping at `at` ("" for a queue on its own, as the API
+// takes it: errors then name "limit.H100"). Its parent is not checked.
+StatusOr<QueueEntry> ReadQueue(const YAML::Node& node, const std::string& at);
+
+// Every parent is one of `quotas` and no queue is nested under itself;
+// errors name `path_of(i)`, the parent field of the i-th queue.
+Status CheckQueueParents(const std::vector<core::QueueConfig>& quotas,
+                         const std::function<std::string(size_t)>& path_of);
 
 // Reads `node` (the `queues` list) at `path`, appending each queue's quota to
 // `quotas` and its share (where given) to `shares`. Errors name the key.

@@ -41,7 +41,7 @@ StatusOr<CheckpointCatalog::Committed> CheckpointCatalog::Add(const Commit& c, c
   for (const store::CheckpointRow& e : entries) {
     if (e.location != c.location) continue;
     if (e.manifest_sha256 == c.manifest_sha256 && e.attempt == c.attempt) return Committed{e, true, {}};
-    return Status(StatusCode::kAlreadyExists,
+    return Status(StatusCode::kFailedPrecondition,
                   c.location + " is already " + Describe(e) + " with another manifest; write a new directory");
   }
   Committed out;

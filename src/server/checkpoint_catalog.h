@@ -55,7 +55,7 @@ class CheckpointCatalog {
   // Records `c` for a job whose checkpoint.dir is `root`, keeping the
   // newest `keep`. Errors: a location not below `root` (InvalidArgument,
   // field "location"), a location already committed with another manifest
-  // (AlreadyExists).
+  // (FailedPrecondition: 409).
   StatusOr<Committed> Add(const Commit& c, const std::string& root, int32_t keep, Time now, store::WriteBatch& b);
 
   // The job's COMMITTED entries, newest first.

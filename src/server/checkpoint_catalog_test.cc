@@ -47,7 +47,7 @@ TEST(CheckpointCatalogTest, ARetriedCommitIsAnsweredWithTheFirstAndAnotherManife
   EXPECT_EQ(same->entry.seq, 1);
   EXPECT_TRUE(again.empty());
   auto other = cat.Add(At("/ckpt/a", 5, "other"), "/ckpt", 3, Time::Zero(), again);
-  EXPECT_EQ(other.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(other.status().code(), StatusCode::kFailedPrecondition);
   auto outside = cat.Add(At("/elsewhere/a", 5), "/ckpt", 3, Time::Zero(), again);
   EXPECT_EQ(outside.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(outside.status().field(), "location");

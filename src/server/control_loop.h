@@ -78,6 +78,7 @@
 #include "server/node_waits.h"
 #include "server/image_pulls.h"
 #include "server/registry_credentials.h"
+#include "server/api_queues.h"
 #include "server/reservations.h"
 #include "server/straggler_detector.h"
 #include "server/options.h"
@@ -268,8 +269,25 @@ class ControlLoop {
     int64_t gpus_in_use = 0;
     std::map<std::string, int64_t> in_use_by_type;  // GPUs its running jobs hold, by GPU type
     std::map<std::string, int64_t> guarantee, limit;  // its quota ("*": every type)
+    std::string parent;
+    std::optional<int64_t> share;  // its fair-share share, when configured
+    // "file" (the configuration file), "api" (made through the API), or ""
+    // (a queue only jobs name: no quota).
+    std::string source;
+    std::string changed_by;  // an API queue's last writer
   };
   void Queues(Done<StatusOr<std::vector<QueueView>>> done);
+  // Queues through the API (server/api_queues.h; control_loop_config.cc),
+  // kept in the store with `audit`; the next cycle schedules by them.
+  // `path_name`: the queue a PUT names ("" for POST, whose body names it).
+  // POST refuses a queue there is (FailedPrecondition); PUT creates or
+  // replaces. A queue of the configuration file is refused
+  // (FailedPrecondition, naming the file). Answers the queue's view.
+  void PutQueue(nlohmann::json body, std::string path_name, const Identity& who, store::AuditRow audit,
+                Done<StatusOr<QueueView>> done);
+  // Deletes an API queue; false when there was none. Its jobs stay, with no
+  // quota (with strictQueues, new jobs may no longer name it).
+  void DeleteQueue(std::string name, store::AuditRow audit, Done<StatusOr<bool>> done);
 
   // Registry credentials (server/registry_credentials.h), kept in the store
   // with `audit`. Remove answers whether there was one.
@@ -575,6 +593,14 @@ class ControlLoop {
   JobTable jobs_;
   JobWatch watch_;  // thread-safe
   LiveSettings settings_;  // thread-safe
+  // The configuration file's queues and fair-share options (the last good
+  // reload's), and the API's queues; the state has them merged.
+  core::ClusterConfig file_cluster_;
+  scheduler::FairShareOptions file_fairshare_;
+  ApiQueues api_queues_;
+  // Gives the state and fair share the file's `cluster` and `fairshare`
+  // merged with the API's queues; nothing changes when refused.
+  Status ApplyQueues(const core::ClusterConfig& cluster, const scheduler::FairShareOptions& fairshare);
   // A reload (Reconfigure) before Start, applied by it.
   Status ApplyConfig(const ServerOptions& next);
   Status ApplyPendingConfig();

@@ -238,6 +238,9 @@ void HttpApi::Routes() {
   s.Handle("GET", "/v1/jobs/*/logs", sync(&HttpApi::JobLogs));
 
   s.HandleAsync("GET", "/v1/queues", NoQueryAsync(async(&HttpApi::ListQueues)));
+  s.HandleAsync("POST", "/v1/queues", NoQueryAsync(async(&HttpApi::CreateQueue)));
+  s.HandleAsync("PUT", "/v1/queues/*", NoQueryAsync(async(&HttpApi::PutQueue)));
+  s.HandleAsync("DELETE", "/v1/queues/*", NoQueryAsync(async(&HttpApi::DeleteQueue)));
   s.Handle("GET", "/v1/slurm/partitions", NoQuery(sync(&HttpApi::SlurmPartitions)));
   s.Handle("GET", "/v1/openapi.json", NoQuery(sync(&HttpApi::OpenApi)));
   s.HandleAsync("POST", "/v1/reservations", NoQueryAsync(async(&HttpApi::CreateReservation)));

@@ -120,7 +120,11 @@ class HttpApi {
   // The cluster (http_api_cluster.cc).
   void Health(Request&& req, Reply reply);                    // GET  /healthz
   void Metrics(Request&& req, Reply reply);                   // GET  /metrics
+  // Queues (http_api_queues.cc).
   void ListQueues(Request&& req, Reply reply);                // GET  /v1/queues
+  void CreateQueue(Request&& req, Reply reply);               // POST /v1/queues (admins)
+  void PutQueue(Request&& req, Reply reply);                  // PUT  /v1/queues/{name} (admins)
+  void DeleteQueue(Request&& req, Reply reply);               // DELETE /v1/queues/{name} (admins)
   void ListNodes(const Request& req, Response& res);          // GET  /v1/nodes
   void CordonNode(const std::string& verb, Request&& req, Reply reply);  // POST /v1/nodes/{name}/cordon|uncordon|drain
   void ReclaimNode(Request&& req, Reply reply);  // POST /v1/nodes/{name}/reclaim {"deadlineSeconds": 120}

@@ -1,4 +1,4 @@
-// HttpApi: the cluster's endpoints: health, queues, nodes, cluster events
+// HttpApi: the cluster's endpoints: health, nodes, reservations, cluster events
 // and the agents' sync (the route table is HttpApi::Routes).
 #include <algorithm>
 #include <chrono>
@@ -57,21 +57,6 @@ void HttpApi::Metrics(Request&&, Reply reply) {
   // A standby's loop has not started: it has no cluster to describe.
   if (!leadership_.Leads()) return answer({});
   loop_.Gauges([answer](StatusOr<ServerMetrics::Gauges> g) { answer(g.ok() ? std::move(*g) : ServerMetrics::Gauges{}); });
-}
-
-void HttpApi::ListQueues(Request&&, Reply reply) {
-  using Q = std::vector<ControlLoop::QueueView>;
-  loop_.Queues(Answer<Q>(reply, [](http::Response& res, const Q& queues) {
-    json items = json::array();
-    for (const auto& q : queues) {
-      json item = {{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"gpusInUse", q.gpus_in_use},
-                   {"gpusInUseByType", q.in_use_by_type}};
-      if (!q.guarantee.empty()) item["guarantee"] = q.guarantee;
-      if (!q.limit.empty()) item["limit"] = q.limit;
-      items.push_back(std::move(item));
-    }
-    ReplyJson(res, 200, {{"items", items}});
-  }));
 }
 
 void HttpApi::SlurmPartitions(const Request&, Response& res) {

@@ -553,6 +553,7 @@ StatusOr<ServerOptions> LoadServerOptions(const std::string& path) {
   auto parsed = ParseServerOptions(ss.str(), path);
   // "server.yaml: server.scheduler.policy: unknown policy ..."
   if (!parsed.ok()) return Status(parsed.status().code(), path + ": " + parsed.status().ToString());
+  parsed->config_path = path;
   return parsed;
 }
 

@@ -73,6 +73,9 @@ struct ServerOptions {
   std::string tls_cert;
   std::string tls_key;
   bool allow_plain_http = false;
+  // The file these were read from (LoadServerOptions), named in messages
+  // about what only it may change; "" when none.
+  std::string config_path;
   std::string store_path = "muster.db";  // a file, sqlite:FILE, or postgres://... (store/open_store.h)
   // High availability, with a PostgreSQL store. The leader holds a lease
   // for `leader_lease` and renews it every `lease_renew_every`; a standby

@@ -180,7 +180,7 @@ std::string Reservations::Dump() const {
 
 Status Reservations::Add(ReservationEntry r) {
   if (Find(r.window.name) != nullptr) {
-    return Status(StatusCode::kAlreadyExists, "reservation " + r.window.name + " exists already", "name");
+    return Status(StatusCode::kFailedPrecondition, "reservation " + r.window.name + " exists already", "name");
   }
   const bool may_overlap = r.Has("OVERLAP") || r.Has("MAINT");
   for (const ReservationEntry& other : entries_) {

@@ -69,7 +69,7 @@ class Reservations {
   Status Load(const std::string& text);
   std::string Dump() const;
 
-  // Adds `r`; AlreadyExists for a name taken, FailedPrecondition ("nodes")
+  // Adds `r`; FailedPrecondition for a name taken ("name") and ("nodes")
   // for a node already reserved in an overlapping window.
   Status Add(ReservationEntry r);
   // Removes it; false when there was none.

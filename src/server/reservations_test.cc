@@ -63,7 +63,7 @@ TEST(Reservations, OverlapsOnANodeAreRefusedAndUseIsForItsUsersOrQueues) {
   Reservations all;
   ASSERT_TRUE(all.Add(*Read(R"({"name":"a","nodes":["gpu1","gpu2"],"duration":"2h","users":["ann"]})")).ok());
   const Status taken = all.Add(*Read(R"({"name":"a","nodes":["gpu3"],"duration":"1h","users":["ann"]})"));
-  EXPECT_EQ(taken.code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(taken.code(), StatusCode::kFailedPrecondition);
   const Status overlap =
       all.Add(*Read(R"({"name":"b","nodes":["gpu2"],"start":"2026-12-01T09:00:00Z","duration":"2h","queues":["q"]})"));
   EXPECT_EQ(overlap.field(), "nodes");

@@ -169,6 +169,36 @@ TEST_F(FailoverTest, TheDatabaseFailsOverToItsReplica) {
   cluster_->ExpectInvariants();
 }
 
+// A queue an admin made through the API is in the shared store: the
+// standby that takes over from the killed leader has it in force.
+TEST_F(FailoverTest, AQueueMadeThroughTheApiOutlivesTheLeader) {
+  cluster_->AddServer();
+  cluster_->AddServer();
+  const int old_leader = cluster_->WaitLeader();
+  ASSERT_GE(old_leader, 0);
+  const httplib::Headers admin = {{"Authorization", "Bearer " + cluster_->server(0).admin_token()}};
+  httplib::Client leader(cluster_->server(old_leader).url());
+  auto r = leader.Post("/v1/queues", admin, R"({"name": "vision", "limit": {"H100": 4}, "share": 2})",
+                       "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  cluster_->server(old_leader).Kill();
+  const int new_leader = cluster_->WaitLeader(30, old_leader);
+  ASSERT_GE(new_leader, 0) << "no standby took over";
+  httplib::Client next(cluster_->server(new_leader).url());
+  r = next.Get("/v1/queues", admin);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const nlohmann::json all = nlohmann::json::parse(r->body);
+  nlohmann::json vision;
+  for (const nlohmann::json& q : all["items"]) {
+    if (q["name"] == "vision") vision = q;
+  }
+  EXPECT_EQ(vision.value("source", ""), "api") << r->body;
+  EXPECT_EQ(vision["limit"], nlohmann::json({{"H100", 4}})) << r->body;
+  EXPECT_EQ(vision["share"], 2) << r->body;
+}
+
 // A token written into the shared store by another process (an admin's
 // `muster token create --store` on a host of their own) is honoured by the
 // running leader without a restart.

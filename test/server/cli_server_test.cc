@@ -459,10 +459,10 @@ TEST(CliQueues, QuotasAndUseByTypeAreShown) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nteam +0 +1 +3 +H100 4 +12 +H100 3\n"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nteam +0 +1 +3 +H100 4 +12 +file +H100 3\n"))) << r.out;
   r = Muster(server.url(), "get queues");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nteam +0 +1 +3 +H100 4 +12\n"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nteam +0 +1 +3 +H100 4 +12 +file\n"))) << r.out;
 }
 
 // A 429 was not acted on: the CLI waits as the server asks and sends again,
