@@ -293,6 +293,7 @@ core::JobSpec ToCoreSpec(const JobSpec& s) {
   c.required_features.insert(c.required_features.end(), s.features.begin(), s.features.end());
   // Every node outside the spot pool has "on-demand" (core/node.h).
   if (!s.spot) c.required_features.push_back(std::string(core::kOnDemandFeature));
+  if (s.checkpoint && s.checkpoint->interval) c.checkpoint_interval = *s.checkpoint->interval;
   return c;
 }
 

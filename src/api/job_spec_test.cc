@@ -229,6 +229,14 @@ TEST(JobSpecTest, ArraysTakeSlurmsIndicesAndFeaturesAreRequired) {
   EXPECT_NE(JobSpecToJson(s).find(R"("array":10)"), std::string::npos);
 }
 
+TEST(JobSpecTest, TheCheckpointIntervalReachesTheScheduler) {
+  // It places a spot job that checkpoints often on spot nodes first.
+  const JobSpec often = MustParse(R"({"command":["x"],"spot":true,"checkpoint":{"dir":"/ckpt","interval":"10m"}})", kJson);
+  EXPECT_EQ(ToCoreSpec(often).checkpoint_interval, Duration::Minutes(10));
+  const JobSpec signalled = MustParse(R"({"command":["x"],"checkpoint":{"dir":"/ckpt"}})", kJson);
+  EXPECT_TRUE(ToCoreSpec(signalled).checkpoint_interval.is_infinite());
+}
+
 TEST(JobSpecTest, ScriptInsteadOfCommand) {
   const JobSpec s = MustParse("script: |\n  #!/bin/sh\n  echo hi\n", kYaml);
   EXPECT_TRUE(s.command.empty());
@@ -805,7 +813,9 @@ TEST(SlurmNodeOrder, NamesSortByTheirTextThenTheirTrailingNumber) {
     EXPECT_FALSE(SlurmNodeOrderLess(x, x));
     for (const std::string& y : nodes) {
       for (const std::string& z : nodes) {
-        if (SlurmNodeOrderLess(x, y) && SlurmNodeOrderLess(y, z)) EXPECT_TRUE(SlurmNodeOrderLess(x, z)) << x << y << z;
+        if (SlurmNodeOrderLess(x, y) && SlurmNodeOrderLess(y, z)) {
+          EXPECT_TRUE(SlurmNodeOrderLess(x, z)) << x << y << z;
+        }
       }
     }
   }

@@ -83,6 +83,11 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
                   "Checkpoint storage bandwidth the writes at reclaim notices share, GB/s (default 0: unlimited)");
   sim->add_option("--spot-fraction", f.spot_fraction,
                   "Fraction of jobs (seeded) that may run on spot nodes (default 1); the others need on-demand nodes");
+  sim->add_option("--checkpointing-fraction", f.checkpointing_fraction,
+                  "Fraction of jobs (seeded) that checkpoint (default 1); the others lose their whole run when stopped");
+  sim->add_option("--spot-checkpoint-interval", f.spot_checkpoint_interval,
+                  "Jobs that checkpoint at least this often go to spot nodes first, the others to on-demand first "
+                  "(default 1h; 0s: no preference)");
   return sim;
 }
 
@@ -165,7 +170,9 @@ int RunSim(const SimFlags& f) {
   opts.scheduler.preemption.reclaim_past_guarantee = f.reclaim_past_guarantee;
   for (const auto& [flag, text, out] : {std::tuple{"--min-run-time", &f.min_run_time, &opts.scheduler.preemption.min_run_time},
                                         std::tuple{"--checkpoint-interval", &f.checkpoint_interval, &opts.checkpoint_interval},
-                                        std::tuple{"--restart-cost", &f.restart_cost, &opts.restart_cost}}) {
+                                        std::tuple{"--restart-cost", &f.restart_cost, &opts.restart_cost},
+                                        std::tuple{"--spot-checkpoint-interval", &f.spot_checkpoint_interval,
+                                                   &opts.scheduler.spot_checkpoint_interval}}) {
     auto d = ParseDuration(*text);
     if (!d.ok()) return fail(d.status().WithFieldPrefix(flag));
     *out = *d;
@@ -215,6 +222,7 @@ int RunSim(const SimFlags& f) {
   opts.checkpoint_gb_per_gpu = f.checkpoint_gb_per_gpu;
   opts.checkpoint_gbps = f.checkpoint_gbps;
   opts.spot_fraction = f.spot_fraction;
+  opts.checkpointing_fraction = f.checkpointing_fraction;
   opts.time_limit_factor = f.time_limit_factor;
   opts.seed = f.seed;
   opts.runtime_noise = f.runtime_noise;

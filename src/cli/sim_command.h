@@ -56,6 +56,8 @@ struct SimFlags {
   double checkpoint_gb_per_gpu = 10;
   double checkpoint_gbps = 0;
   double spot_fraction = 1.0;
+  double checkpointing_fraction = 1.0;
+  std::string spot_checkpoint_interval = "1h";
 };
 
 // Registers the subcommand; `flags` must outlive the app.

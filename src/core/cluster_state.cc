@@ -339,6 +339,7 @@ PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_
     p.queued_before = rec->second.queued;
   }
   p.known_duration = spec.known_duration;
+  p.checkpoint_interval = spec.checkpoint_interval;
   p.user = predictor_.Intern(spec.user);
   p.dependencies = spec.dependencies;
   p.dependencies_any = spec.dependencies_any;
@@ -379,6 +380,11 @@ ClusterSnapshot ClusterState::Snapshot(Time now) const {
   s.num_leaves = static_cast<int32_t>(leaves_.size());
   s.num_spines = static_cast<int32_t>(spines_.size());
   s.leaf_spine = leaf_spine_;
+  for (size_t bit = 0; bit < features_.size(); ++bit) {
+    if (features_[bit] == kSpotFeature) s.spot_pool = FeatureMask{1} << bit;
+    if (features_[bit] == kOnDemandFeature) s.on_demand_pool = FeatureMask{1} << bit;
+  }
+  if (s.spot_pool == 0) s.on_demand_pool = 0;
   s.pending = pending_;
   s.reservations = reservations_;
   s.running_by_end = &running_by_end_;

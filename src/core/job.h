@@ -104,6 +104,11 @@ struct JobSpec {
   // An admin reservation by name (AdminReservation): the job runs only on its
   // nodes, within its window. Empty: none.
   std::string reservation;
+  // How often it writes a checkpoint on its own (api: checkpoint.interval).
+  // Infinite: never, or only when signalled. With spot nodes in the
+  // cluster, a job allowed on them that checkpoints this often or more is
+  // placed there first (SchedulerOptions::spot_checkpoint_interval).
+  Duration checkpoint_interval = Duration::Infinite();
   // Known run time, used only by the simulator's SJF baseline. Infinite = unknown.
   Duration known_duration = Duration::Infinite();
 };

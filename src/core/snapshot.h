@@ -128,6 +128,7 @@ struct PendingJob {
   bool held = false;
   Time released_at;          // when a hold was last released; Time::Zero() when never
   Duration known_duration = Duration::Infinite();  // SJF baseline only
+  Duration checkpoint_interval = Duration::Infinite();  // JobSpec::checkpoint_interval
   // Its submitter, a dense RunTimePredictor id (-1: unknown).
   int32_t user = -1;
   // GPUs x seconds it ran in earlier runs of this job (stopped by
@@ -237,6 +238,8 @@ struct ClusterSnapshot {
   int32_t num_leaves = 0;
   int32_t num_spines = 0;
   std::span<const int32_t> leaf_spine;  // spine id of each leaf
+  // The pools' feature bits (core/node.h): both 0 while no node is spot.
+  FeatureMask spot_pool = 0, on_demand_pool = 0;
   std::span<const PendingJob> pending;
   std::span<const ReservationWindow> reservations;
   const EndOrder* running_by_end = nullptr;

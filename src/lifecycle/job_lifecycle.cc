@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace muster::lifecycle {
@@ -299,7 +300,7 @@ void JobLifecycle::ReleaseDueStops(Effects& fx) {
     delayed_stops_.erase(delayed_stops_.begin());
     auto it = attempts_.find(job);
     if (it == attempts_.end() || it->second.stop_at != at) continue;
-    released_until_ = std::max(released_until_, at + StopTurn());
+    released_until_ = std::max(released_until_, at + StopTurn(job));
     ReleaseStop(it->second, fx);
   }
 }
@@ -341,7 +342,7 @@ void JobLifecycle::CutGrace(JobId job, Duration grace) {
 
 void JobLifecycle::TakeStopTurn(JobId job, Attempt& a, bool urgent) {
   const Time now = clock_.Now();
-  const Duration turn = StopTurn();
+  const Duration turn = StopTurn(job);
   if (a.stop_at > now) delayed_stops_.erase({a.stop_at, job});
   a.urgent_stop = urgent;
   if (!urgent) {
@@ -379,8 +380,17 @@ void JobLifecycle::TakeStopTurn(JobId job, Attempt& a, bool urgent) {
   }
 }
 
-Duration JobLifecycle::StopTurn() const {
-  return Duration::Millis(std::max<int64_t>(1, 1000 / std::max<int32_t>(1, options_.checkpoint_signals_per_second)));
+Duration JobLifecycle::StopTurn(JobId job) const {
+  const int32_t rate = options_.checkpoint_signals_per_second;
+  int64_t ms = rate > 0 ? std::max<int64_t>(1, 1000 / rate) : 1;
+  if (const int64_t bandwidth = options_.checkpoint_bytes_per_second; bandwidth > 0) {
+    if (auto it = checkpoint_bytes_.find(job); it != checkpoint_bytes_.end()) {
+      // Rounded up; at most a day, whatever the sizes say.
+      const double write_ms = std::ceil(static_cast<double>(it->second) * 1000.0 / static_cast<double>(bandwidth));
+      ms = std::max(ms, static_cast<int64_t>(std::min(write_ms, 86'400'000.0)));
+    }
+  }
+  return Duration::Millis(ms);
 }
 
 void JobLifecycle::Fail(JobId job, JobState state, const ReplicaExit& failure, const std::string& reason, Effects& fx) {
@@ -399,7 +409,7 @@ StopOutcome JobLifecycle::BeginEnding(JobId job, std::optional<JobState> final_s
   const Time now = clock_.Now();
   a.stop_at = Time::Zero();
   a.urgent_stop = false;
-  if (pace != StopPace::kAtOnce && options_.checkpoint_signals_per_second > 0) {
+  if (pace != StopPace::kAtOnce && Staggers()) {
     TakeStopTurn(job, a, pace == StopPace::kUrgent);
   }
   if (a.stop_at <= now) ReleaseStop(a, fx);
@@ -536,6 +546,7 @@ void JobLifecycle::FinishAttempt(JobId job, Effects& fx) {
   }
   std::string reason = final_state == JobState::kCompleted ? "" : a.ending_reason;
   if (!state_.Finish(job, final_state, end, reason).ok()) return;
+  checkpoint_bytes_.erase(job);
   if (final_state != JobState::kCompleted && final_state != JobState::kCancelled && h.retries > 0) {
     reason += " (after " + std::to_string(h.retries) + " retries)";
   }

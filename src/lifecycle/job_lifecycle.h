@@ -28,7 +28,8 @@
 //   3. Stop: cancel (to CANCELLED), requeue, drain and preemption (back to
 //      PENDING, free of charge) tear an attempt down the same way: the stop
 //      is released to the agents at once, or staggered (stops that ask for
-//      a checkpoint: at most checkpoint_signals_per_second; those with a
+//      a checkpoint: at most checkpoint_signals_per_second, and within the
+//      storage's write bandwidth; those with a
 //      deadline, of a reclaimed node, ahead of the others), and the
 //      backfill plan counts on the resources after the grace period.
 //   4. The attempt ends when its last replica has; resources are released
@@ -66,6 +67,12 @@ struct LifecycleOptions {
   // Stops that ask for a checkpoint reach agents at most this many a second
   // (0: no limit).
   int32_t checkpoint_signals_per_second = 0;
+  // The checkpoint storage's write bandwidth, in bytes a second, that the
+  // checkpoints of staggered stops share: a stop's turn lasts at least its
+  // job's last checkpoint size over it (NoteCheckpointSize), so a burst of
+  // stops writes one checkpoint after another instead of all at once. A job
+  // with no checkpoint yet takes the signal rate's turn. 0: no budget.
+  int64_t checkpoint_bytes_per_second = 0;
 };
 
 // One task in an agent's report.
@@ -231,6 +238,10 @@ class JobLifecycle {
   // The current attempt's last progress report (Zero: none yet) and its step (-1: none).
   Time LastProgress(core::JobId job) const;
   int64_t LastStep(core::JobId job) const;
+  // The size of `job`'s last committed checkpoint: what its next one is
+  // expected to write (LifecycleOptions::checkpoint_bytes_per_second).
+  // Forgotten when the job ends.
+  void NoteCheckpointSize(core::JobId job, int64_t bytes) { checkpoint_bytes_[job] = std::max<int64_t>(0, bytes); }
 
  private:
   // Starts tearing `a` down; ends it at once when no replica runs.
@@ -240,7 +251,13 @@ class JobLifecycle {
   // for an urgent stop the first after the urgent ones already waiting,
   // every ordinary stop from there on moving one turn later.
   void TakeStopTurn(core::JobId job, Attempt& a, bool urgent);
-  Duration StopTurn() const;  // between two staggered stops
+  // Between `job`'s staggered stop and the next: the signal rate's turn,
+  // or the time its checkpoint takes to write within the bandwidth.
+  Duration StopTurn(core::JobId job) const;
+  bool Staggers() const {
+    return options_.checkpoint_signals_per_second > 0 || options_.checkpoint_bytes_per_second > 0;
+  }
+  std::unordered_map<core::JobId, int64_t> checkpoint_bytes_;  // its last checkpoint's size
   void ReleaseStop(Attempt& a, Effects& fx);
   void FinishAttempt(core::JobId job, Effects& fx);
   // A replica being given back ended: shrinks the job once all have.

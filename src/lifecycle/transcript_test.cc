@@ -4,7 +4,7 @@
 // Format and rewriting (MUSTER_REWRITE=1): test/transcript_file.h.
 //
 // Commands:
-//   config [signals=N] [lost=DUR] [unreachable=DUR] [lease=DUR] [fraction=F]
+//   config [signals=N] [bandwidth=BYTES] [lost=DUR] [unreachable=DUR] [lease=DUR] [fraction=F]
 //          [window=DUR] [hold=DUR]          before any node
 //   node NAME gpus=N [leaf=L]               a node; with `agent`, an agent serves it
 //   agent NAME                              its agent syncs for the first time (now)
@@ -23,6 +23,8 @@
 //                                           (default: the current one)
 //   sweep                                   the loop's periodic step: node liveness,
 //                                           stalls, time limits, staggered stops due
+//   checkpoint ID bytes=N                   the job committed a checkpoint of N bytes
+//                                           (its next stop's share of bandwidth=)
 //   cancel ID | requeue ID | drain NODE | reclaim NODE | declare-lost NODE
 //                                           (reclaim: a drain whose stops go
 //                                           ahead of the others, StopPace::kUrgent)
@@ -104,6 +106,11 @@ class Transcript {
       lifecycle_->ReleaseDueStops(fx);
       return Status::Ok();
     }
+    if (verb == "checkpoint") {
+      ASSIGN_OR_RETURN(const int64_t bytes, ParseMemoryBytes(kv["bytes"]));
+      lifecycle_->NoteCheckpointSize(std::stoll(pos.at(0)), bytes);
+      return Status::Ok();
+    }
     if (verb == "cancel" || verb == "requeue") {
       const JobId id = std::stoll(pos.at(0));
       const core::JobRecord* rec = state_.Find(id);
@@ -169,6 +176,8 @@ class Transcript {
       };
       if (k == "signals") {
         options_.checkpoint_signals_per_second = std::stoi(v);
+      } else if (k == "bandwidth") {
+        ASSIGN_OR_RETURN(options_.checkpoint_bytes_per_second, ParseMemoryBytes(v));
       } else if (k == "lost") {
         RETURN_IF_ERROR(dur(liveness_options_.lost_after));
       } else if (k == "unreachable") {

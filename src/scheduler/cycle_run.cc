@@ -37,7 +37,7 @@ Decisions CycleRun::Run() {
     const Ends end = EndsOf(j);
     PendingReason r;
     PendingJob sized;
-    auto p = j.elastic() ? PlaceElastic(j, end, sized) : TryPlace(ShapeOf(j), end);
+    auto p = j.elastic() ? PlaceElastic(j, end, sized) : TryPlace(ShapeOf(j), end, PoolFirst(j));
     if (!p || QuotaBlocks(j.elastic() ? sized : j, TypeOf(*p), r)) continue;
     late.insert(j.id);
     Start(j, std::move(*p), end);
@@ -134,7 +134,7 @@ void CycleRun::Consider(const PendingJob& j) {
 
   const Ends end = EndsOf(j);
   PendingJob sized;
-  std::optional<Placement> placed = j.elastic() ? PlaceElastic(j, end, sized) : TryPlace(shape, end);
+  std::optional<Placement> placed = j.elastic() ? PlaceElastic(j, end, sized) : TryPlace(shape, end, PoolFirst(j));
   if (placed) {
     const PendingJob& got = j.elastic() ? sized : j;
     // A job of any GPU type is held to its queue's limit for the type it got.
@@ -245,9 +245,25 @@ bool CycleRun::Starving(const PendingJob& j) const {
   return snap_.now - eligible > options_.starvation_threshold;
 }
 
-std::optional<Placement> CycleRun::TryPlace(const Shape& shape, Ends end) {
+core::FeatureMask CycleRun::PoolFirst(const PendingJob& j) const {
+  const core::FeatureMask pools = snap_.spot_pool | snap_.on_demand_pool;
+  if (snap_.spot_pool == 0 || options_.spot_checkpoint_interval <= Duration::Zero() || (j.required_features & pools)) {
+    return 0;
+  }
+  return j.checkpoint_interval <= options_.spot_checkpoint_interval ? snap_.spot_pool : snap_.on_demand_pool;
+}
+
+std::optional<Placement> CycleRun::TryPlace(const Shape& shape, Ends end, core::FeatureMask prefer) {
   // Capacity only shrinks within a cycle: a shape that failed on the live
   // index fails again.
+  if (prefer != 0) {
+    Shape first = shape;
+    first.features |= prefer;
+    if (!live_failed_.count(first)) {
+      if (auto p = FindPlacement(Live(first), first)) return p;
+      live_failed_.insert(first);
+    }
+  }
   std::optional<Placement> p;
   if (!live_failed_.count(shape)) {
     p = FindPlacement(Live(shape), shape);

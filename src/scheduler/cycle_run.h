@@ -203,7 +203,12 @@ class CycleRun {
   // old submit time but may have waited little).
   bool Starving(const PendingJob& j) const;
 
-  std::optional<Placement> TryPlace(const Shape& shape, Ends end);
+  // `prefer`: node features tried first (PoolFirst), then any node.
+  std::optional<Placement> TryPlace(const Shape& shape, Ends end, core::FeatureMask prefer = 0);
+  // The pool `j` is placed in first: spot when it may run there and
+  // checkpoints often, else on-demand (SchedulerOptions::
+  // spot_checkpoint_interval); 0 without spot nodes or a preference.
+  core::FeatureMask PoolFirst(const PendingJob& j) const;
 
   // A job that ends before a reservation starts may use the whole of a
   // reserved node: all replicas on the fullest such node that fits.

@@ -46,7 +46,7 @@ std::optional<Placement> CycleRun::PlaceMost(PendingJob& sized, int32_t lo, int3
     const int32_t mid = lo + (hi - lo) / 2;
     sized.replicas = mid;
     PendingReason unused;
-    auto p = TryPlace(ShapeOf(sized), end);
+    auto p = TryPlace(ShapeOf(sized), end, PoolFirst(sized));
     if (p && !quotas_.Blocks(sized, TypeOf(*p), unused)) {
       best = std::move(p);
       got = mid;

@@ -189,6 +189,49 @@ TEST(NodeFeatures, AFeatureNoNodeHasYetIsAcceptedAndTheCountIsBounded) {
 // Random nodes and jobs with random feature sets: every start, reservation
 // and preemption is on nodes that have the job's features, and a job that
 // could run on a free node of its own kind is not left waiting for long.
+// With spot and on-demand nodes, a job allowed on both goes first to the
+// pool where a reclaim costs it least: spot when it checkpoints at least
+// every spotCheckpointInterval, on-demand otherwise. Either takes the
+// other pool when its own is full, and zero turns the preference off
+// (plain best fit: the fuller on-demand node).
+TEST(NodeFeatures, JobsThatCheckpointOftenGoToSpotFirstAndTheOthersToOnDemand) {
+  const Time t0 = Time::FromMillis(1'000'000);
+  for (const Duration rule : {Duration::Hours(1), Duration::Zero()}) {
+    ClusterState state;
+    const core::NodeIndex spot = AddNode(state, "spot0", 8, {"spot"});
+    const core::NodeIndex od = AddNode(state, "od0", 8, {"on-demand"});
+    SchedulerOptions options;
+    options.spot_checkpoint_interval = rule;
+    auto sched = testing::MakeScheduler(options);
+    const JobId pinned = Submit(state, 1, 4, {"on-demand"}, t0);
+    core::Decisions d = sched->Cycle(state.Snapshot(t0));
+    ASSERT_EQ(NodesOf(d, pinned), std::set<core::NodeIndex>{od});
+    Apply(state, d, t0);
+    core::JobSpec often = Gpus(1, 2, Duration::Hours(2));
+    often.checkpoint_interval = Duration::Minutes(10);
+    const JobId checkpointing = *state.Submit(often, t0);
+    core::JobSpec rarely = Gpus(1, 2, Duration::Hours(2));
+    rarely.checkpoint_interval = Duration::Hours(6);
+    const JobId seldom = *state.Submit(rarely, t0);
+    d = sched->Cycle(state.Snapshot(t0));
+    if (rule > Duration::Zero()) {
+      EXPECT_EQ(NodesOf(d, checkpointing), std::set<core::NodeIndex>{spot});
+    } else {
+      EXPECT_EQ(NodesOf(d, checkpointing), std::set<core::NodeIndex>{od}) << "best fit: the fuller node";
+    }
+    EXPECT_EQ(NodesOf(d, seldom), std::set<core::NodeIndex>{od});
+    Apply(state, d, t0);
+    // On-demand is full: a job that never checkpoints takes spot capacity
+    // rather than wait.
+    const JobId never = Submit(state, 1, 2, {}, t0);
+    const JobId more = Submit(state, 1, 2, {}, t0);
+    d = sched->Cycle(state.Snapshot(t0));
+    ASSERT_TRUE(Started(d, never) && Started(d, more)) << "rule " << rule.ToString();
+    const std::set<core::NodeIndex> both = {*NodesOf(d, never).begin(), *NodesOf(d, more).begin()};
+    EXPECT_TRUE(both.count(spot)) << "rule " << rule.ToString();
+  }
+}
+
 TEST(NodeFeatures, RandomClustersNeverPlaceAJobOnANodeWithoutItsFeatures) {
   const std::vector<std::vector<std::string>> sets = {{}, {"containers"}, kGpuContainers, {"ib"}, {"ib", "containers"}};
   for (uint64_t seed = 1; seed <= 20; ++seed) {

@@ -19,6 +19,9 @@ Status SchedulerOptions::Validate() const {
   if (starvation_threshold < Duration::Zero()) {
     return InvalidArgument("must be >= 0", "scheduler.starvationThreshold");
   }
+  if (spot_checkpoint_interval < Duration::Zero()) {
+    return InvalidArgument("must be >= 0", "scheduler.spotCheckpointInterval");
+  }
   return Status::Ok();
 }
 

@@ -78,6 +78,12 @@ struct SchedulerOptions {
   // outlives its prediction never delays a starving job. Off by default:
   // docs/simulation.md, "Backfill with predicted run times".
   bool predict_run_times = false;
+  // With spot nodes in the cluster: a job allowed on them that checkpoints
+  // at least this often (JobSpec::checkpoint_interval) is placed on spot
+  // nodes first, and every other job allowed there on on-demand nodes
+  // first, so that a reclaim costs the least work; either takes the other
+  // pool when its own has no room. Zero: no preference.
+  Duration spot_checkpoint_interval = Duration::Hours(1);
   // Compute a PendingReason for every job left pending (off in fast sims;
   // Unschedulable is reported either way).
   bool explain = true;

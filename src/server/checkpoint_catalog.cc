@@ -22,6 +22,18 @@ std::string Size(int64_t bytes) {
 
 }  // namespace
 
+std::vector<std::pair<int64_t, int64_t>> CheckpointCatalog::LastCommittedBytes() const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& [job, entries] : entries_) {
+    for (auto e = entries.rbegin(); e != entries.rend(); ++e) {
+      if (e->state != "COMMITTED") continue;
+      out.emplace_back(job, e->bytes);
+      break;
+    }
+  }
+  return out;
+}
+
 std::string CheckpointCatalog::Describe(const store::CheckpointRow& c) {
   return "checkpoint " + std::to_string(c.seq) + " (step " + std::to_string(c.step) + ")";
 }

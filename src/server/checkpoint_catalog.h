@@ -66,6 +66,8 @@ class CheckpointCatalog {
   // replica may report the same), each with a CheckpointCorrupt event.
   void MarkCorrupt(int64_t job, int32_t replica, const std::vector<proto::SkippedCheckpoint>& skipped, Time now,
                    store::WriteBatch& b);
+  // Each job's newest COMMITTED entry's bytes.
+  std::vector<std::pair<int64_t, int64_t>> LastCommittedBytes() const;
   // An ended job's entries leave memory (the store keeps them for queries).
   void Forget(int64_t job) { entries_.erase(job); }
 

@@ -51,7 +51,8 @@ ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store
                 {options.node_unreachable_after, options.node_lost_after, options.agent_lease,
                  options.max_lost_fraction, options.silence_burst_window, options.silence_hold},
                 [this](core::NodeIndex node) { return lifecycle_.LongestGraceOn(node); }),
-      lifecycle_(state_, clock, {static_cast<int32_t>(options.checkpoint_signals_per_second)},
+      lifecycle_(state_, clock,
+                 {static_cast<int32_t>(options.checkpoint_signals_per_second), options.checkpoint_bytes_per_second},
                  [this](core::NodeIndex node) { return liveness_.Watched(node); }),
       fairshare_(options.fairshare),
       jobs_([this](int64_t job) { return AllocationsJson(job); }),
@@ -110,6 +111,7 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
   janitor_ = std::make_unique<CheckpointJanitor>();
   ASSIGN_OR_RETURN(std::vector<store::CheckpointRow> checkpoints, store_.LoadLiveCheckpoints());
   checkpoints_.Restore(std::move(checkpoints));
+  for (const auto& [job, bytes] : checkpoints_.LastCommittedBytes()) lifecycle_.NoteCheckpointSize(job, bytes);
   RETURN_IF_ERROR(Restore(rows));
   RETURN_IF_ERROR(RestoreFairShare());
   {

@@ -40,6 +40,7 @@ void ControlLoop::CommitCheckpoint(CheckpointCatalog::Commit c, Identity who,
     if (!added.ok()) return reply(added.status());
     if (added->repeated) return reply(added->entry);  // a retried request
     (void)state_.NoteCheckpoint(c.job, now);  // what a preemption would lose starts here
+    lifecycle_.NoteCheckpointSize(c.job, c.bytes);  // what its next one writes (the storage's budget)
     // The checkpoints retention dropped are deleted once the catalog no
     // longer offers them durably.
     Persist(std::move(b), [this, reply, entry = added->entry, dropped = added->dropped](const Status& s) {

@@ -363,7 +363,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       if (!s.IsMap()) return InvalidArgument("must be a mapping", path);
       RETURN_IF_ERROR(CheckKeys(s, {"policy", "maxReservations", "starvationThreshold", "maxStarvationReservations",
                                     "agePointsPerHour", "ageCap", "sizePointsPerGpu", "sizeCap", "preemption",
-                                    "backfillBy"},
+                                    "backfillBy", "spotCheckpointInterval"},
                                 path));
       auto& so = o.scheduler;
       if (s["backfillBy"]) {
@@ -386,6 +386,10 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       }
       if (s["starvationThreshold"]) {
         ASSIGN_OR_RETURN(so.starvation_threshold, config::Dur(s["starvationThreshold"], path + ".starvationThreshold"));
+      }
+      if (s["spotCheckpointInterval"]) {
+        ASSIGN_OR_RETURN(so.spot_checkpoint_interval,
+                         config::Dur(s["spotCheckpointInterval"], path + ".spotCheckpointInterval"));
       }
       if (s["agePointsPerHour"]) {
         ASSIGN_OR_RETURN(so.weights.age_points_per_hour, config::Int(s["agePointsPerHour"], path + ".agePointsPerHour", 0, 1'000'000));
@@ -471,11 +475,18 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       o.threads = static_cast<int>(t);
     }
     if (const YAML::Node c = root["checkpoints"]) {
-      if (!c.IsMap()) return InvalidArgument("must be a mapping {signalsPerSecond}", "server.checkpoints");
-      RETURN_IF_ERROR(CheckKeys(c, {"signalsPerSecond"}, "server.checkpoints"));
+      if (!c.IsMap()) {
+        return InvalidArgument("must be a mapping {signalsPerSecond, writeBandwidth}", "server.checkpoints");
+      }
+      RETURN_IF_ERROR(CheckKeys(c, {"signalsPerSecond", "writeBandwidth"}, "server.checkpoints"));
       if (c["signalsPerSecond"]) {
         ASSIGN_OR_RETURN(o.checkpoint_signals_per_second,
                          config::Int(c["signalsPerSecond"], "server.checkpoints.signalsPerSecond", 0, 1000));
+      }
+      if (c["writeBandwidth"]) {
+        // Bytes a second, written as a size ("5G": 5 GB a second).
+        ASSIGN_OR_RETURN(o.checkpoint_bytes_per_second,
+                         config::MemoryBytes(c["writeBandwidth"], "server.checkpoints.writeBandwidth"));
       }
     }
     if (const YAML::Node d = root["jobDefaults"]) {

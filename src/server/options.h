@@ -140,6 +140,10 @@ struct ServerOptions {
   // Stops that ask for a checkpoint (requeue, drain, preemption) reach the
   // agents at most this often; 0: all at once.
   int64_t checkpoint_signals_per_second = 20;
+  // The checkpoint storage's write bandwidth (bytes a second) that stops
+  // asking for a checkpoint share, each taking its job's last checkpoint
+  // size of it (lifecycle/job_lifecycle.h); 0: no budget.
+  int64_t checkpoint_bytes_per_second = 0;
   std::vector<core::NodeSpec> nodes;
 
   Status Validate() const;

@@ -93,6 +93,17 @@ TEST(SchedulerPolicy, BackfillPlansByLimitsUnlessPredictionsAreAskedFor) {
   EXPECT_TRUE(o->scheduler.predict_run_times);
 }
 
+TEST(SchedulerPolicy, SpotPlacementAndTheCheckpointBudgetAreRead) {
+  auto o = ParseServerOptions("", "test.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->scheduler.spot_checkpoint_interval, Duration::Hours(1));
+  EXPECT_EQ(o->checkpoint_bytes_per_second, 0);
+  o = ParseServerOptions("scheduler: {spotCheckpointInterval: 0s}\ncheckpoints: {writeBandwidth: 5G}\n", "test.yaml");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->scheduler.spot_checkpoint_interval, Duration::Zero());
+  EXPECT_EQ(o->checkpoint_bytes_per_second, 5'000'000'000);
+}
+
 TEST(Listen, ABadAddressIsEchoedEscaped) {
   auto o = ParseServerOptions("listen: \"127.0.\\x10.1:8x\"\n", "test.yaml");
   ASSERT_FALSE(o.ok());
@@ -253,6 +264,8 @@ TEST(Queues, BadQuotasNameTheKey) {
       {"scheduler: {preemption: {maxPerCycle: -1}}", "server.scheduler.preemption.maxPerCycle"},
       {"scheduler: {preemption: {minRunTime: soon}}", "server.scheduler.preemption.minRunTime"},
       {"scheduler: {backfillBy: guess}", "server.scheduler.backfillBy"},
+      {"scheduler: {spotCheckpointInterval: often}", "server.scheduler.spotCheckpointInterval"},
+      {"checkpoints: {writeBandwidth: fast}", "server.checkpoints.writeBandwidth"},
       {"priorityClasses: [{name: x, mayPreempt: sometimes}]\ndefaultPriorityClass: x", "server.priorityClasses[0].mayPreempt"},
   };
   for (const Case& c : cases) {

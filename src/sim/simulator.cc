@@ -78,6 +78,12 @@ class Run {
     Random spot_rng(opts_.seed ^ 0x5907'5907ULL);
     may_use_spot_.resize(arrivals_.size());
     for (size_t k = 0; k < arrivals_.size(); ++k) may_use_spot_[k] = spot_rng.UniformDouble() < opts_.spot_fraction;
+    // Which jobs checkpoint, from another.
+    Random checkpoint_rng(opts_.seed ^ 0xC4EC'C4ECULL);
+    checkpoints_.resize(arrivals_.size());
+    for (size_t k = 0; k < arrivals_.size(); ++k) {
+      checkpoints_[k] = checkpoint_rng.UniformDouble() < opts_.checkpointing_fraction;
+    }
     RETURN_IF_ERROR(Loop());
     return std::move(result_);
   }
@@ -205,12 +211,12 @@ class Run {
       reclaiming_.insert({job, runs_[job - 1].number});
       const JobResult& r = result_.jobs[job_result_[job - 1]];
       int64_t done = t;
-      if (opts_.checkpoint_gbps > 0) {
+      if (opts_.checkpoint_gbps > 0 && checkpoints_[job - 1]) {
         const double seconds = opts_.checkpoint_gb_per_gpu * static_cast<double>(r.gpus) / opts_.checkpoint_gbps;
         done = std::max(t, storage_free_s_) + static_cast<int64_t>(std::ceil(seconds));
         storage_free_s_ = std::min(done, deadline);
       }
-      const bool saved = done <= deadline;
+      const bool saved = checkpoints_[job - 1] && done <= deadline;
       reclaim_stops_.insert({saved ? done : deadline, job, runs_[job - 1].number, saved ? t : -1});
     }
     return Status::Ok();
@@ -445,7 +451,9 @@ class Run {
       r.resized_gpu_seconds += run * per_replica_[b.job - 1] * (jr.replicas - r.replicas);
       NoteSize(b.job, t, r.replicas, jr.replicas);
       completions.push({t + run, b.job, jr.number});
-      if (opts_.preemption) RETURN_IF_ERROR(state_->NoteCheckpoint(b.job, Time::Zero(), opts_.checkpoint_interval));
+      if (opts_.preemption && checkpoints_[b.job - 1]) {
+        RETURN_IF_ERROR(state_->NoteCheckpoint(b.job, Time::Zero(), opts_.checkpoint_interval));
+      }
       RETURN_IF_ERROR(Event(t));
     }
     for (const core::Growth& g : d.growths) {
@@ -557,7 +565,7 @@ class Run {
   // A run of `job` ended early at t (preempted, or a node of it lost): it
   // keeps the progress of its last checkpoint and its completion is void.
   void Interrupted(JobId job, int64_t t) {
-    const int64_t interval = opts_.checkpoint_interval.millis() / 1000;
+    const int64_t interval = IntervalOf(job);
     JobRun& jr = runs_[job - 1];
     JobResult& r = result_.jobs[job_result_[job - 1]];
     elastic_running_.erase(job);
@@ -741,6 +749,7 @@ class Run {
     }
     spec.known_duration = Duration::Seconds(t.duration_s);
     if (has_spot_ && !may_use_spot_[k]) spec.required_features = {"on-demand"};
+    if (checkpoints_[k] && opts_.checkpoint_interval > Duration::Zero()) spec.checkpoint_interval = opts_.checkpoint_interval;
     auto submitted = state_->Submit(std::move(spec), now, id);
     if (!submitted.ok()) {
       return InvalidArgument("trace job " + t.id + ": " + submitted.status().ToString());
@@ -774,6 +783,11 @@ class Run {
   int64_t storage_free_s_ = 0;
   bool has_spot_ = false;            // the cluster has spot nodes
   std::vector<bool> may_use_spot_;   // by arrival: the job may run on them
+  std::vector<bool> checkpoints_;    // by arrival (job id - 1): the job checkpoints
+  // How often job `job` checkpoints, in seconds (0: never).
+  int64_t IntervalOf(JobId job) const {
+    return checkpoints_[job - 1] ? opts_.checkpoint_interval.millis() / 1000 : 0;
+  }
   std::vector<bool> silent_;             // by node: its agent went silent
   std::set<int64_t> checks_;             // times the liveness rules are checked again
   std::vector<JobStory> stories_;        // id - 1 -> its story (with opts_.stories)
@@ -848,6 +862,9 @@ Status SimOptions::Validate() const {
     return InvalidArgument("must be a number >= 0", "--checkpoint-gbps");
   }
   if (!(spot_fraction >= 0 && spot_fraction <= 1)) return InvalidArgument("must be in [0, 1]", "--spot-fraction");
+  if (!(checkpointing_fraction >= 0 && checkpointing_fraction <= 1)) {
+    return InvalidArgument("must be in [0, 1]", "--checkpointing-fraction");
+  }
   if (liveness.unreachable_after < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "--unreachable-after");
   if (liveness.lease < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "--lease");
   if (liveness.lost_after <= liveness.unreachable_after || liveness.lost_after <= liveness.lease) {

@@ -111,6 +111,10 @@ struct SimOptions {
   // may run on them with this probability (seeded); the others require
   // on-demand nodes.
   double spot_fraction = 1.0;
+  // Each job checkpoints (every checkpoint_interval, and when given a
+  // reclaim notice) with this probability (seeded); the others never do: a
+  // preemption, a lost node or a reclaim costs them all of their run.
+  double checkpointing_fraction = 1.0;
   bool stories = false;  // keep each job's story (SimResult::stories)
   // Elastic gangs: a job of R >= 2 replicas may run on between
   // max(1, ceil(R x elastic_min)) and R (0: every gang is fixed). Its work

@@ -143,6 +143,37 @@ TEST(Spot, OnDemandJobsStayOffSpotAndReclaimedNodesComeBack) {
   EXPECT_GT(never->last_end_s, returned->last_end_s);
 }
 
+// Half the jobs never checkpoint. Placed with no regard to it, some of them
+// land on spot nodes and a reclaim costs their whole run; placed by the
+// default rule (jobs that checkpoint often on spot first, the others on
+// on-demand first), the reclaimed nodes hold only jobs that checkpoint,
+// which lose no more than their restart.
+TEST(Spot, JobsThatCheckpointGoToSpotFirstAndTheOthersStayOnOnDemand) {
+  std::vector<TraceJob> trace;
+  for (int i = 0; i < 60; ++i) trace.push_back(Job("one" + std::to_string(i), 0, 1, 10 * 3600));
+  SimOptions o = Options();
+  o.checkpointing_fraction = 0.5;
+  o.stories = true;
+  auto preferring = Simulate(trace, HalfSpot(), o);
+  ASSERT_TRUE(preferring.ok()) << preferring.status().ToString();
+  o.scheduler.spot_checkpoint_interval = Duration::Zero();
+  auto blind = Simulate(trace, HalfSpot(), o);
+  ASSERT_TRUE(blind.ok()) << blind.status().ToString();
+  const nlohmann::json with = Reclaims(*preferring), without = Reclaims(*blind);
+  std::printf("lost GPU-hours: %.2f preferring, %.2f without a preference\n", with["lost_gpu_hours"].get<double>(),
+              without["lost_gpu_hours"].get<double>());
+  ASSERT_GT(without["jobs_stopped"].get<int64_t>(), 0);
+  EXPECT_LT(without["checkpointed"].get<int64_t>(), without["jobs_stopped"].get<int64_t>())
+      << "some job that never checkpoints ran on a reclaimed node";
+  ASSERT_GT(with["jobs_stopped"].get<int64_t>(), 0);
+  EXPECT_EQ(with["checkpointed"], with["jobs_stopped"]) << "only jobs that checkpoint ran there";
+  EXPECT_EQ(ReportJson(*preferring)["jobs_lost_over_checkpoint_interval"], 0);
+  EXPECT_LT(with["lost_gpu_hours"].get<double>(), 0.2 * without["lost_gpu_hours"].get<double>());
+  // The 60 jobs fit: every on-demand GPU is used before a job that does
+  // not checkpoint goes to spot (30 of them, 40 on-demand GPUs).
+  for (const JobResult& j : preferring->jobs) EXPECT_EQ(j.outcome, Outcome::kCompleted) << j.trace_id;
+}
+
 TEST(Spot, BadReclaimsNameTheFlag) {
   SimOptions o = Options();
   o.reclaims = {{"no-such-node", 10}};
