@@ -50,7 +50,7 @@ StatusOr<std::map<std::string, int64_t>> ParseGpuCounts(const std::string& text,
 
 namespace {
 
-int Fail(const char* command, const Status& s) {
+int QueueFail(const char* command, const Status& s) {
   // The server's errors carry their field in the message; this side's name it apart.
   const bool named = s.field().empty() || s.message().rfind(s.field(), 0) == 0;
   std::cerr << "muster queue " << command << ": " << (named ? "" : s.field() + ": ") << s.message() << "\n";
@@ -58,7 +58,7 @@ int Fail(const char* command, const Status& s) {
 }
 
 // The flags given, over `body` (a queue's definition).
-Status Apply(const QueueCommands& c, json& body) {
+Status ApplyQueueFlags(const QueueCommands& c, json& body) {
   const auto counts = [&](const std::optional<std::string>& v, const char* key, const char* flag) -> Status {
     if (!v) return Status::Ok();
     if (*v == "none") {
@@ -82,7 +82,7 @@ Status Apply(const QueueCommands& c, json& body) {
   return Status::Ok();
 }
 
-void Print(const json& q) {
+void PrintQueue(const json& q) {
   std::cout << "queue " << StringField(q, "name");
   for (const char* key : {"parent", "guarantee", "limit", "share"}) {
     if (q.contains(key)) std::cout << " " << key << "=" << q[key].dump();
@@ -90,25 +90,25 @@ void Print(const json& q) {
   std::cout << "\n";
 }
 
-int Create(QueueCommands& c, Client& client) {
+int CreateQueue(QueueCommands& c, Client& client) {
   json body = {{"name", c.name}};
-  if (Status s = Apply(c, body); !s.ok()) return Fail("create", s);
+  if (Status s = ApplyQueueFlags(c, body); !s.ok()) return QueueFail("create", s);
   auto r = client.Post("/v1/queues", body.dump(), "application/json");
-  if (!r.ok()) return Fail("create", r.status());
-  if (r->status != 201) return Fail("create", Client::ErrorOf(*r));
-  Print(r->body);
+  if (!r.ok()) return QueueFail("create", r.status());
+  if (r->status != 201) return QueueFail("create", Client::ErrorOf(*r));
+  PrintQueue(r->body);
   return 0;
 }
 
-int Set(QueueCommands& c, Client& client) {
+int SetQueue(QueueCommands& c, Client& client) {
   auto list = client.Get("/v1/queues");
-  if (!list.ok()) return Fail("set", list.status());
-  if (list->status != 200) return Fail("set", Client::ErrorOf(*list));
+  if (!list.ok()) return QueueFail("set", list.status());
+  if (list->status != 200) return QueueFail("set", Client::ErrorOf(*list));
   json body;
   for (const json& q : list->body["items"]) {
     if (StringField(q, "name") != c.name) continue;
     if (q.value("source", "") == "file") {
-      return Fail("set", FailedPrecondition("queue " + c.name +
+      return QueueFail("set", FailedPrecondition("queue " + c.name +
                                             " is defined in the server's configuration file; change it there and "
                                             "reload (SIGHUP)"));
     }
@@ -119,20 +119,20 @@ int Set(QueueCommands& c, Client& client) {
     }
   }
   if (body.is_null()) {
-    return Fail("set", NotFound("no queue " + c.name + " made through the API (muster queue create makes one)"));
+    return QueueFail("set", NotFound("no queue " + c.name + " made through the API (muster queue create makes one)"));
   }
-  if (Status s = Apply(c, body); !s.ok()) return Fail("set", s);
+  if (Status s = ApplyQueueFlags(c, body); !s.ok()) return QueueFail("set", s);
   auto r = client.Put("/v1/queues/" + UrlEncode(c.name), body.dump());
-  if (!r.ok()) return Fail("set", r.status());
-  if (r->status != 200) return Fail("set", Client::ErrorOf(*r));
-  Print(r->body);
+  if (!r.ok()) return QueueFail("set", r.status());
+  if (r->status != 200) return QueueFail("set", Client::ErrorOf(*r));
+  PrintQueue(r->body);
   return 0;
 }
 
-int Delete(QueueCommands& c, Client& client) {
+int DeleteQueue(QueueCommands& c, Client& client) {
   auto r = client.Delete("/v1/queues/" + UrlEncode(c.name));
-  if (!r.ok()) return Fail("delete", r.status());
-  if (r->status != 200) return Fail("delete", Client::ErrorOf(*r));
+  if (!r.ok()) return QueueFail("delete", r.status());
+  if (r->status != 200) return QueueFail("delete", Client::ErrorOf(*r));
   std::cout << "queue " << c.name << " deleted\n";
   return 0;
 }
@@ -167,9 +167,9 @@ std::shared_ptr<QueueCommands> AddQueueCommands(CLI::App& app) {
 int RunQueueCommands(QueueCommands& c) {
   if (!c.create->parsed() && !c.set->parsed() && !c.remove->parsed()) return -1;
   Client client(c.server, c.act_as, RetrySeconds());
-  if (c.create->parsed()) return Create(c, client);
-  if (c.set->parsed()) return Set(c, client);
-  return Delete(c, client);
+  if (c.create->parsed()) return CreateQueue(c, client);
+  if (c.set->parsed()) return SetQueue(c, client);
+  return DeleteQueue(c, client);
 }
 
 }  // namespace muster::cli

@@ -5,7 +5,7 @@
 namespace muster::cli {
 namespace {
 
-std::string Error(const std::string& text) {
+std::string CountsError(const std::string& text) {
   auto r = ParseGpuCounts(text, "--limit");
   return r.ok() ? "accepted" : r.status().field() + ": " + r.status().message();
 }
@@ -13,11 +13,11 @@ std::string Error(const std::string& text) {
 TEST(GpuCounts, ACountIsEveryTypeAndItemsAreByType) {
   EXPECT_EQ(*ParseGpuCounts("32", "--limit"), (std::map<std::string, int64_t>{{"*", 32}}));
   EXPECT_EQ(*ParseGpuCounts("H100=16,*=48", "--limit"), (std::map<std::string, int64_t>{{"H100", 16}, {"*", 48}}));
-  EXPECT_EQ(Error("-1"), "--limit: must be a GPU count (0 to 999999999), got \"-1\"");
-  EXPECT_EQ(Error("H100=x"), "--limit: must be a GPU count (0 to 999999999), got \"x\"");
-  EXPECT_EQ(Error("H100=1,,"), "--limit: must be TYPE=COUNT items, comma-separated (H100=16,*=48), got \"\"");
-  EXPECT_EQ(Error("=4"), "--limit: must be TYPE=COUNT items, comma-separated (H100=16,*=48), got \"=4\"");
-  EXPECT_EQ(Error("H100=1,H100=2"), "--limit: names H100 twice");
+  EXPECT_EQ(CountsError("-1"), "--limit: must be a GPU count (0 to 999999999), got \"-1\"");
+  EXPECT_EQ(CountsError("H100=x"), "--limit: must be a GPU count (0 to 999999999), got \"x\"");
+  EXPECT_EQ(CountsError("H100=1,,"), "--limit: must be TYPE=COUNT items, comma-separated (H100=16,*=48), got \"\"");
+  EXPECT_EQ(CountsError("=4"), "--limit: must be TYPE=COUNT items, comma-separated (H100=16,*=48), got \"=4\"");
+  EXPECT_EQ(CountsError("H100=1,H100=2"), "--limit: names H100 twice");
 }
 
 }  // namespace

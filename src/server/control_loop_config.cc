@@ -57,13 +57,13 @@ Status ControlLoop::ApplyPendingConfig() {
 
 namespace {
 
-Status FileQueue(const std::string& name, const std::string& config_path) {
+Status FileQueueRefusal(const std::string& name, const std::string& config_path) {
   return FailedPrecondition("queue " + QuoteForMessage(name) + " is defined in the configuration file" +
                             (config_path.empty() ? "" : " " + config_path) +
                             "; change it there and reload (SIGHUP)");
 }
 
-bool InFile(const core::ClusterConfig& file, const std::string& name) {
+bool InFileQueues(const core::ClusterConfig& file, const std::string& name) {
   for (const core::QueueConfig& q : file.queues) {
     if (q.name == name) return true;
   }
@@ -80,7 +80,7 @@ void ControlLoop::PutQueue(nlohmann::json body, std::string path_name, const Ide
     auto q = ApiQueueFromJson(body, path_name);
     if (!q.ok()) return reply(q.status());
     const std::string name = q->quota.name;
-    if (InFile(file_cluster_, name)) return reply(FileQueue(name, options_.config_path));
+    if (InFileQueues(file_cluster_, name)) return reply(FileQueueRefusal(name, options_.config_path));
     const bool existed = api_queues_.Find(name) != nullptr;
     if (path_name.empty() && existed) {
       return reply(Status(StatusCode::kFailedPrecondition,
@@ -115,7 +115,7 @@ void ControlLoop::PutQueue(nlohmann::json body, std::string path_name, const Ide
 void ControlLoop::DeleteQueue(std::string name, store::AuditRow audit, Done<StatusOr<bool>> done) {
   using R = StatusOr<bool>;
   loop_.Async<R>([this, name, audit = std::move(audit)](std::function<void(R)> reply) mutable {
-    if (InFile(file_cluster_, name)) return reply(FileQueue(name, options_.config_path));
+    if (InFileQueues(file_cluster_, name)) return reply(FileQueueRefusal(name, options_.config_path));
     if (api_queues_.Find(name) == nullptr) return reply(false);
     if (Status s = api_queues_.CheckRemove(name, file_cluster_.queues); !s.ok()) return reply(s);
     const ApiQueues before = api_queues_;

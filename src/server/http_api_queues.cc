@@ -12,7 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-json QueueJson(const ControlLoop::QueueView& q) {
+json QueueViewJson(const ControlLoop::QueueView& q) {
   json item = {{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"gpusInUse", q.gpus_in_use},
                {"gpusInUseByType", q.in_use_by_type}};
   if (!q.guarantee.empty()) item["guarantee"] = q.guarantee;
@@ -30,7 +30,7 @@ void HttpApi::ListQueues(Request&&, Reply reply) {
   using Q = std::vector<ControlLoop::QueueView>;
   loop_.Queues(Answer<Q>(reply, [](http::Response& res, const Q& queues) {
     json items = json::array();
-    for (const auto& q : queues) items.push_back(QueueJson(q));
+    for (const auto& q : queues) items.push_back(QueueViewJson(q));
     ReplyJson(res, 200, {{"items", items}});
   }));
 }
@@ -44,7 +44,7 @@ void HttpApi::CreateQueue(Request&& req, Reply reply) {
   if (Status s = authz_.MustBeAdmin(who, "create queues"); !s.ok()) return RefuseAudited(reply, audit, s);
   loop_.PutQueue(std::move(*body), "", who, std::move(audit),
                  Answer<ControlLoop::QueueView>(reply, [](http::Response& res, const ControlLoop::QueueView& q) {
-                   ReplyJson(res, 201, QueueJson(q));
+                   ReplyJson(res, 201, QueueViewJson(q));
                  }));
 }
 
@@ -57,7 +57,7 @@ void HttpApi::PutQueue(Request&& req, Reply reply) {
   if (Status s = authz_.MustBeAdmin(who, "change queues"); !s.ok()) return RefuseAudited(reply, audit, s);
   loop_.PutQueue(std::move(*body), name, who, std::move(audit),
                  Answer<ControlLoop::QueueView>(reply, [](http::Response& res, const ControlLoop::QueueView& q) {
-                   ReplyJson(res, 200, QueueJson(q));
+                   ReplyJson(res, 200, QueueViewJson(q));
                  }));
 }
 

@@ -68,6 +68,27 @@ TEST(SimCli, ClusterFileWorksAndBadOnesAreExplained) {
   EXPECT_NE(r.out.find("did you mean \"gpuType\""), std::string::npos) << r.out;
 }
 
+// A reclaim trace from a file: its notices stop the jobs on those nodes
+// (the report counts them); a bad line is named with its number.
+TEST(SimCli, AReclaimTraceIsReadAndABadLineNamed) {
+  const std::string dir = testing::TempDir();
+  std::ofstream(dir + "/spot.yaml") << "nodeGroups: [{count: 2, gpus: 8, prefix: od-}, "
+                                       "{count: 2, gpus: 8, prefix: spot-, spot: true}]\n";
+  std::ofstream(dir + "/reclaims.csv") << "time_s,node\r\n600,spot-0\n\n900,spot-1\n";
+  Result r = Muster(std::string("sim ") + kSlice + " --cluster " + dir + "/spot.yaml --limit 300 --reclaims " + dir +
+                    "/reclaims.csv -o json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["reclaims"]["notices"], 2) << r.out;
+  std::ofstream(dir + "/bad.csv") << "time_s,node\n600,spot-0\nsoon,spot-1\n";
+  r = Muster(std::string("sim ") + kSlice + " --cluster " + dir + "/spot.yaml --reclaims " + dir + "/bad.csv");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("bad.csv line 3: must be time_s,node, got \"soon,spot-1\""), std::string::npos) << r.out;
+  r = Muster(std::string("sim ") + kSlice + " --cluster " + dir + "/spot.yaml --reclaims " + dir + "/none.csv");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--reclaims"), std::string::npos) << r.out;
+}
+
 TEST(SimCli, ErrorsNameTheCauseAndUseTheRightExitCode) {
   Result r = Muster("sim /nonexistent.csv --nodes 2x8");
   EXPECT_EQ(r.code, 1);
