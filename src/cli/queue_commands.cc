@@ -106,13 +106,8 @@ int SetQueue(QueueCommands& c, Client& client) {
   if (list->status != 200) return QueueFail("set", Client::ErrorOf(*list));
   json body;
   for (const json& q : list->body["items"]) {
-    if (StringField(q, "name") != c.name) continue;
-    if (q.value("source", "") == "file") {
-      return QueueFail("set", FailedPrecondition("queue " + c.name +
-                                            " is defined in the server's configuration file; change it there and "
-                                            "reload (SIGHUP)"));
-    }
-    if (q.value("source", "") != "api") break;
+    // A queue of the file: the server refuses the PUT, naming its file.
+    if (StringField(q, "name") != c.name || q.value("source", "").empty()) continue;
     body = json::object();
     for (const char* key : {"parent", "guarantee", "limit", "share"}) {
       if (q.contains(key)) body[key] = q[key];
