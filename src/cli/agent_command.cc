@@ -47,15 +47,21 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_option("--zone", f.zone, "Zone label");
   a->add_option("--rack", f.rack, "Rack label");
   a->add_flag("--spot", o.spot, "This node is spot capacity: only jobs with spot: true run here");
+  // A node feature's name: 1 to 64 letters, digits and ._-.
+  const auto feature_name = [](const std::string& feature) {
+    return !feature.empty() && feature.size() <= 64 &&
+                   feature.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                       std::string::npos
+               ? std::string()
+               : "a feature is 1 to 64 letters, digits and ._-, got \"" + feature + "\"";
+  };
   a->add_option("--feature", o.features,
                 "A node feature jobs may require (sbatch -C/--constraint, the spec's features); repeat for more")
-      ->check([](const std::string& feature) {
-        return !feature.empty() && feature.size() <= 64 &&
-                       feature.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-                           std::string::npos
-                   ? std::string()
-                   : "a feature is 1 to 64 letters, digits and ._-, got \"" + feature + "\"";
-      });
+      ->check(feature_name);
+  a->add_option("--pool", f.pool,
+                "The pool this node is in, priced by the server's pools: (spot is --spot; another name is also a "
+                "feature jobs may require); default spot with --spot, else on-demand")
+      ->check(feature_name);
   a->add_option("--reclaim-notice-url", o.reclaim_notice_url,
                 "Cloud metadata endpoint that gives notice of a spot reclaim, e.g. "
                 "http://169.254.169.254/latest/meta-data/spot/instance-action (AWS) or "
@@ -134,6 +140,14 @@ int RunAgentCommand(AgentFlags& f) {
     std::cerr << "muster agent: --reclaim-notice-url: must be an http:// URL (metadata endpoints are plain HTTP), got \""
               << o.reclaim_notice_url << "\"\n";
     return 2;
+  }
+  if (f.pool == "spot") {
+    o.spot = true;
+  } else if (f.pool == "on-demand" && o.spot) {
+    std::cerr << "muster agent: --pool: on-demand contradicts --spot\n";
+    return 2;
+  } else if (!f.pool.empty() && f.pool != "on-demand") {
+    o.features.insert(o.features.begin(), f.pool);  // the pool a node is in is its first feature naming one
   }
   if (!f.leaf.empty()) o.labels["leaf"] = f.leaf;
   if (!f.spine.empty()) o.labels["spine"] = f.spine;

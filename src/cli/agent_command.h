@@ -17,6 +17,7 @@ struct AgentFlags {
   std::string cpus;
   std::string memory;
   std::string leaf, spine, zone, rack;
+  std::string pool;  // --pool: "spot" is --spot; another name, a node feature that comes first
   bool no_cgroups = false;
   bool as_self = false;
   bool shared_tmp = false;

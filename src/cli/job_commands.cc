@@ -435,7 +435,7 @@ int Get(JobCommands& c, Client& client) {
     const bool wide = c.output == "wide";
     rows.push_back({"NAME", "GPU TYPE", "GPUS", "FREE", "JOBS", "LEAF", "STATE"});
     // Wide: the rest of the node's size and place, and what its agent found.
-    if (wide) rows[0].insert(rows[0].end(), {"CPUS", "MEMORY", "SPINE", "GPU SOURCE", "AGENT", "LAST SEEN"});
+    if (wide) rows[0].insert(rows[0].end(), {"CPUS", "MEMORY", "SPINE", "POOL", "GPU SOURCE", "AGENT", "LAST SEEN"});
     for (const json& n : items) {
       // As kubectl: the node's condition, then whether it takes new work.
       const std::string condition = n.value("condition", "Ready");
@@ -447,7 +447,8 @@ int Get(JobCommands& c, Client& client) {
       const json agent = n.value("agent", json::object());
       rows.back().insert(rows.back().end(),
                          {FormatCpus(n.value("cpuMilli", int64_t{0})), FormatMemory(n.value("memoryBytes", int64_t{0})),
-                          Field(n, "spine"), agent.is_object() && agent.contains("gpuSource") ? Field(agent, "gpuSource") : "-",
+                          Field(n, "spine"), n.contains("pool") ? Field(n, "pool") : "-",
+                          agent.is_object() && agent.contains("gpuSource") ? Field(agent, "gpuSource") : "-",
                           agent.is_object() && agent.contains("agentVersion") ? Field(agent, "agentVersion") : "static",
                           n.contains("lastSeen") ? Age(Field(n, "lastSeen")) + " ago" : "-"});
     }

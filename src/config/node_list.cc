@@ -19,21 +19,44 @@ Status CpusAndMemory(const YAML::Node& map, const std::string& path, int64_t& cp
   return Status::Ok();
 }
 
+// A node feature: a name of 1 to 64 letters, digits and ._-.
+StatusOr<std::string> NodeFeatureName(const YAML::Node& v, const std::string& path) {
+  if (!v.IsScalar() || v.Scalar().empty() || v.Scalar().size() > 64 ||
+      v.Scalar().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+          std::string::npos) {
+    return InvalidArgument("must be a name of 1 to 64 letters, digits and ._-", path);
+  }
+  return v.Scalar();
+}
+
 // The optional "features" key of `map`: node labels jobs may require
-// (Slurm's node features: -C/--constraint), each a name of letters,
-// digits and ._-.
+// (Slurm's node features: -C/--constraint).
 Status Features(const YAML::Node& map, const std::string& path, std::vector<std::string>& out) {
   const YAML::Node f = map["features"];
   if (!f) return Status::Ok();
   if (!f.IsSequence()) return InvalidArgument("must be a list of feature names", path + ".features");
   for (size_t i = 0; i < f.size(); ++i) {
-    const std::string at = path + ".features[" + std::to_string(i) + "]";
-    if (!f[i].IsScalar() || f[i].Scalar().empty() || f[i].Scalar().size() > 64 ||
-        f[i].Scalar().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-            std::string::npos) {
-      return InvalidArgument("must be a name of 1 to 64 letters, digits and ._-", at);
-    }
-    out.push_back(f[i].Scalar());
+    ASSIGN_OR_RETURN(std::string name, NodeFeatureName(f[i], path + ".features[" + std::to_string(i) + "]"));
+    out.push_back(std::move(name));
+  }
+  return Status::Ok();
+}
+
+// The optional "spot" and "pool" keys of `map`: "pool: spot" is "spot:
+// true"; another name becomes the first feature, the one that names the
+// node's pool (server/pool_prices.h).
+Status NodePool(const YAML::Node& map, const std::string& path, std::vector<std::string>& features, bool& spot) {
+  if (map["spot"]) {
+    ASSIGN_OR_RETURN(spot, Bool(map["spot"], path + ".spot"));
+  }
+  if (!map["pool"]) return Status::Ok();
+  ASSIGN_OR_RETURN(std::string name, NodeFeatureName(map["pool"], path + ".pool"));
+  if (name == core::kSpotFeature) {
+    spot = true;
+  } else if (name == core::kOnDemandFeature) {
+    if (spot) return InvalidArgument("on-demand contradicts spot: true", path + ".pool");
+  } else {
+    features.insert(features.begin(), std::move(name));
   }
   return Status::Ok();
 }
@@ -79,7 +102,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       const std::string item = path + ".nodeGroups[" + std::to_string(i) + "]";
       if (!g.IsMap()) return InvalidArgument("must be a mapping", item);
       RETURN_IF_ERROR(CheckKeys(g, {"count", "gpus", "gpuType", "cpus", "memory", "nodesPerLeaf",
-                                    "leavesPerSpine", "prefix", "spot", "features"},
+                                    "leavesPerSpine", "prefix", "spot", "pool", "features"},
                                 item));
       NodeGroup grp;
       if (!g["count"]) return InvalidArgument("is required", item + ".count");
@@ -97,9 +120,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       }
       if (g["prefix"]) grp.prefix = g["prefix"].Scalar();
       RETURN_IF_ERROR(Features(g, item, grp.features));
-      if (g["spot"]) {
-        ASSIGN_OR_RETURN(grp.spot, Bool(g["spot"], item + ".spot"));
-      }
+      RETURN_IF_ERROR(NodePool(g, item, grp.features, grp.spot));
       AddNodeGroup(grp, static_cast<int>(i), out);
     }
   }
@@ -110,7 +131,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       const std::string item = path + ".nodes[" + std::to_string(i) + "]";
       if (!n.IsMap()) return InvalidArgument("must be a mapping", item);
       if (static_cast<int64_t>(out.nodes.size()) >= kMaxNodes) return too_many(item);
-      RETURN_IF_ERROR(CheckKeys(n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine", "spot", "features"}, item));
+      RETURN_IF_ERROR(CheckKeys(n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine", "spot", "pool", "features"}, item));
       core::NodeSpec spec;
       if (!n["name"]) return InvalidArgument("is required", item + ".name");
       spec.name = n["name"].Scalar();
@@ -122,9 +143,7 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       if (n["spine"]) spec.topology.spine = n["spine"].Scalar();
       RETURN_IF_ERROR(Features(n, item, spec.features));
       bool spot = false;
-      if (n["spot"]) {
-        ASSIGN_OR_RETURN(spot, Bool(n["spot"], item + ".spot"));
-      }
+      RETURN_IF_ERROR(NodePool(n, item, spec.features, spot));
       if (spot) spec.features.emplace_back(core::kSpotFeature);
       out.nodes.push_back(std::move(spec));
     }

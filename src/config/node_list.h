@@ -13,12 +13,14 @@
 //       prefix: v100-      # names are prefix + index; default "<gpuType>-",
 //                          # "<gpuType>-g<group>-" for groups after the first
 //       spot: true         # default false: capacity the cloud may reclaim
+//       pool: reserved-east  # the pool its price is by (server `pools:`); "spot" is spot: true
 //       features: [a100, gpu80]  # labels jobs may require (sbatch -C)
 //   nodes:
 //     - {name: a1, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, leaf: l1, spine: s1, spot: false}
 //
 // Spot nodes have the node feature "spot", every other node "on-demand",
 // which a job that must not run on spot capacity requires (core/node.h).
+// A named pool is a feature too, the node's first.
 #pragma once
 
 #include <yaml-cpp/yaml.h>

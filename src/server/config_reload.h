@@ -5,7 +5,7 @@
 // the next scheduling cycle uses them), `priorityClasses` (the classes
 // there are keep their place, since jobs hold them; their weights and
 // flags may change, new classes follow them), `defaultPriorityClass`,
-// `fairShare`, `prices` and `slurm` (the name mappings). Every other key
+// `fairShare`, `prices`, `pools` and `slurm` (the name mappings). Every other key
 // takes a restart: a change to one is reported and not applied. A file
 // that does not parse or validate, or that removes or reorders classes, is
 // refused whole, naming the field, and the configuration in force stays.

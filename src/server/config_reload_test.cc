@@ -19,10 +19,12 @@ TEST(PlanReload, ListsWhatAReloadAppliesAndWhatTakesARestart) {
       "  - {name: batch}\n"
       "prices:\n"
       "  H100: 3.2\n"  // the same value, written otherwise: no change
-      "slurm: {qos: {high: high}}\n";
+      "slurm: {qos: {high: high}}\n"
+      "pools: {spot: {prices: {H100: 1.1}}}\n";
   auto plan = PlanReload(old_text, new_text);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->applied, (std::vector<std::string>{"queues.batch: added {name: batch}",
+  EXPECT_EQ(plan->applied, (std::vector<std::string>{"pools: ~ -> {spot: {prices: {H100: 1.1}}}",
+                                                     "queues.batch: added {name: batch}",
                                                      "queues.prod: removed (its jobs have no quota now)",
                                                      "queues.research: {name: research, limit: 32} -> {name: research, limit: 16}",
                                                      "slurm: ~ -> {qos: {high: high}}"}));

@@ -430,7 +430,8 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
       const core::Allocation& a = it->second.allocations[i];
       w.BeginObject().Key("gpuType").String(state_.nodes()[a.node].spec.gpu_type).Key("gpus").BeginArray();
       for (int32_t g : it->second.gpu_ids[i]) w.Int(g);
-      w.EndArray().Key("node").String(state_.nodes()[a.node].spec.name).Key("replicas").Int(a.replicas).EndObject();
+      w.EndArray().Key("node").String(state_.nodes()[a.node].spec.name);
+      w.Key("pool").String(PoolOf(state_.nodes()[a.node])).Key("replicas").Int(a.replicas).EndObject();
     }
     w.EndArray();
   }

@@ -206,6 +206,7 @@ class ControlLoop {
     int64_t reserved_gpus = 0;
     int64_t reserved_for = 0;
     std::optional<Time> reclaim_at;  // the cloud takes it back then (a reclaim notice)
+    std::string pool;                // server/pool_prices.h: "spot", "on-demand" or one named in `pools`
   };
   void Nodes(Done<StatusOr<std::vector<NodeView>>> done);
   // The cluster's state for a scrape of /metrics (all but leadership).
@@ -491,6 +492,8 @@ class ControlLoop {
 
   // ---- Nodes as operators see them (control_loop_nodes.cc).
   NodeView ViewOf(const core::Node& n) const;
+  // The pool a node is in, by the prices in force (server/pool_prices.h).
+  std::string PoolOf(const core::Node& n) const;
   // The node an operator (or, `admins_only`, an admin) acts on:
   // PermissionDenied for others, NotFound for a node that does not exist
   // or was removed.

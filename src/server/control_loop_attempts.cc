@@ -61,11 +61,11 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
                    {"reason", r.reason}};
     json replicas = json::array();
     for (size_t i = 0; i < r.replicas.size(); ++i) {
-      const core::NodeSpec& node = state_.nodes()[r.replicas[i].node].spec;
-      json replica = {{"replica", i}, {"node", node.name}, {"result", r.replicas[i].result}};
-      // What accounting charges (`muster usage`): GPUs held for the attempt's span, by type.
+      const core::Node& node = state_.nodes()[r.replicas[i].node];
+      json replica = {{"replica", i}, {"node", node.spec.name}, {"result", r.replicas[i].result}};
+      // What accounting charges (`muster usage`): GPUs held for the attempt's span, by type and pool.
       replica["gpus"] = r.replicas[i].gpus;
-      if (r.replicas[i].gpus > 0) replica["gpuType"] = node.gpu_type;
+      if (r.replicas[i].gpus > 0) replica.update({{"gpuType", node.spec.gpu_type}, {"pool", PoolOf(node)}});
       if (const auto& span = r.replicas[i].span) {  // an elastic job's replica added or given back
         replica["startTime"] = span->first.millis();
         replica["endTime"] = span->second.millis();

@@ -2,6 +2,9 @@
 #include "server/control_loop.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
 
 namespace muster::server {
 
@@ -24,14 +27,21 @@ void ControlLoop::ChargeUsage(Time now) {
   if (last_charge_ != Time::Zero() && now > last_charge_) {
     const double seconds = static_cast<double>((now - last_charge_).millis()) / 1000;
     const std::shared_ptr<const LiveSettings::Values> settings = settings_.Get();
-    const auto& usage = state_.queue_usage();
-    for (int32_t q = 0; q < state_.num_queues(); ++q) {
-      for (size_t t = 0; t < usage[q].size(); ++t) {
-        if (usage[q][t] == 0) continue;
-        const std::string& type = state_.GpuTypeName(static_cast<int32_t>(t));
-        metrics_->Charge(state_.QueueName(q), type, static_cast<double>(usage[q][t]) * seconds,
-                         settings->PricePerGpuHour(type));
+    // GPUs held now, by queue, GPU type and pool: every running job's
+    // allocations (those being stopped too: they hold their GPUs).
+    std::map<std::tuple<int32_t, int32_t, std::string>, int64_t> held;
+    for (const auto& [id, job] : state_.running()) {
+      for (const core::Allocation& a : job.allocations) {
+        if (a.resources.gpus == 0) continue;
+        const core::Node& node = state_.nodes()[a.node];
+        held[{job.queue, node.gpu_type, settings->prices.PoolOf(node.spec.features)}] += a.resources.gpus;
       }
+    }
+    for (const auto& [key, gpus] : held) {
+      const auto& [queue, type, pool] = key;
+      const std::string& type_name = state_.GpuTypeName(type);
+      metrics_->Charge(state_.QueueName(queue), type_name, pool, static_cast<double>(gpus) * seconds,
+                       settings->prices.PerGpuHour(pool, type_name));
     }
   }
   last_charge_ = now;

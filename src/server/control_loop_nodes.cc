@@ -14,6 +14,7 @@ ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
   v.spec = n.spec;
   v.free = n.free;
   v.schedulable = n.schedulable;
+  v.pool = PoolOf(n);
   v.status_json = "{}";
   const AgentRegistry::Agent* agent = agents_.Find(n.spec.name);
   if (agent == nullptr) return v;
@@ -28,6 +29,8 @@ ControlLoop::NodeView ControlLoop::ViewOf(const core::Node& n) const {
   v.reclaim_at = a.reclaim_at;
   return v;
 }
+
+std::string ControlLoop::PoolOf(const core::Node& n) const { return settings_.Get()->prices.PoolOf(n.spec.features); }
 
 std::vector<ControlLoop::ReservedGpus> ControlLoop::ReservedByNode() const {
   std::vector<ReservedGpus> out(state_.nodes().size());

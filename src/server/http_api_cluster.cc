@@ -127,7 +127,7 @@ void HttpApi::ListNodes(const Request&, Response& res) {
     if (n.reserved_gpus > 0) items.back().update({{"reservedGpus", n.reserved_gpus}, {"reservedFor", n.reserved_for}});
     if (!n.cordon.empty()) items.back()["cordon"] = n.cordon;
     if (n.reclaim_at) items.back()["reclaimAt"] = FormatRfc3339Utc(*n.reclaim_at);
-    items.back()["pool"] = core::InSpotPool(n.spec.features) ? "spot" : "on-demand";
+    items.back()["pool"] = n.pool;
     if (n.last_seen_ms > 0) items.back()["lastSeen"] = FormatRfc3339Utc(Time::FromMillis(n.last_seen_ms));
   }
   ReplyJson(res, 200, {{"items", items}});

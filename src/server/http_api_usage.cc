@@ -74,7 +74,9 @@ void HttpApi::Usage(const Request& req, Response& res) {
   filter->submitted_before_ms = *to;
 
   UsageReport report(*from, *to, now, *by,
-                     [settings = loop_.settings().Get()](const std::string& type) { return settings->PricePerGpuHour(type); });
+                     [settings = loop_.settings().Get()](const std::string& pool, const std::string& type) {
+                       return settings->prices.PerGpuHour(pool, type);
+                     });
   int64_t after = 0;
   do {
     auto page = store_.ListJobs(*filter, after, kPage);

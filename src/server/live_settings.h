@@ -1,7 +1,7 @@
 // LiveSettings: the settings a reload (SIGHUP) changes while requests on
 // any thread read them: the defaults a job spec is parsed with (the
 // default class, the classes' time limits, the Slurm mappings) and the
-// GPU prices. Readers take a snapshot; a reload swaps it whole.
+// GPU prices by pool. Readers take a snapshot; a reload swaps it whole.
 //
 // Thread-safety: every method from any thread.
 #pragma once
@@ -20,9 +20,7 @@ class LiveSettings {
  public:
   struct Values {
     api::SpecDefaults spec_defaults;       // ServerOptions::SpecDefaults()
-    std::map<std::string, double> prices;  // ServerOptions::gpu_prices
-    // Per GPU-hour of `gpu_type` (else "*", else 0).
-    double PricePerGpuHour(const std::string& gpu_type) const;
+    PoolPrices prices;                     // ServerOptions::prices
   };
 
   explicit LiveSettings(const ServerOptions& options) : values_(Of(options)) {}
@@ -38,17 +36,11 @@ class LiveSettings {
 
  private:
   static std::shared_ptr<const Values> Of(const ServerOptions& o) {
-    return std::make_shared<const Values>(Values{o.SpecDefaults(), o.gpu_prices});
+    return std::make_shared<const Values>(Values{o.SpecDefaults(), o.prices});
   }
 
   mutable std::mutex mu_;
   std::shared_ptr<const Values> values_;  // guarded by mu_
 };
-
-inline double LiveSettings::Values::PricePerGpuHour(const std::string& gpu_type) const {
-  if (auto it = prices.find(gpu_type); it != prices.end()) return it->second;
-  if (auto any = prices.find("*"); any != prices.end()) return any->second;
-  return 0;
-}
 
 }  // namespace muster::server

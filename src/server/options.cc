@@ -225,7 +225,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
                                      "maxConnections", "maxConnectionsPerClient", "threads",
                                      "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues", "acceptUnfitJobs",
-                                     "ha", "auth", "tls", "allowPlainHttp", "prices", "accessLog", "stragglers", "slurm"},
+                                     "ha", "auth", "tls", "allowPlainHttp", "prices", "pools", "accessLog", "stragglers", "slurm"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -253,15 +253,7 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         ASSIGN_OR_RETURN(o.tls_key, config::Str(tls["key"], "server.tls.key"));
       }
     }
-    if (const YAML::Node prices = root["prices"]) {
-      if (!prices.IsMap()) return InvalidArgument("must be a mapping of GPU type to price per GPU-hour", "server.prices");
-      for (const auto& kv : prices) {
-        const std::string type = kv.first.IsScalar() ? kv.first.Scalar() : "";
-        if (type.empty()) return InvalidArgument("a GPU type must be a name", "server.prices");
-        ASSIGN_OR_RETURN(o.gpu_prices[type],
-                         config::Number(kv.second, "server.prices." + QuoteForMessage(type, 64), 0, 1e6));
-      }
-    }
+    ASSIGN_OR_RETURN(o.prices, ReadPoolPrices(root["prices"], root["pools"]));
     if (const YAML::Node st = root["stragglers"]) {
       const std::string path = "server.stragglers";
       if (!st.IsMap()) return InvalidArgument("must be a mapping {ratio, window, after, minReports, cordon}", path);

@@ -25,6 +25,8 @@
 //   strictQueues: false      # true: a job must name a queue listed above
 //   acceptUnfitJobs: false   # true: accept jobs no node can hold (nodes yet to join)
 //   prices: {H100: 3.20, A100: 1.60, "*": 1.00}   # per GPU-hour, by GPU type ("*": the others)
+//   pools: {spot: {prices: {H100: 1.10}}, reserved-east: {prices: {"*": 2.00}}}
+//                            # a price each; a pool holds the nodes with its name as a feature
 //   accessLog: /var/log/muster/access.log   # a line per request answered (none by default)
 //   stragglers: {ratio: 0.5, window: 5m, after: 2m, minReports: 3, cordon: false}
 //   fairShare: {weight: 5000, halfLife: 7d, shares: {research: 3, prod: 1}}
@@ -60,6 +62,7 @@
 #include "scheduler/fairshare.h"
 #include "scheduler/scheduler.h"
 #include "server/auth_options.h"
+#include "server/pool_prices.h"
 #include "server/straggler_detector.h"
 
 namespace muster::server {
@@ -96,9 +99,9 @@ struct ServerOptions {
   // refused at submit, naming the limit; true accepts it, to wait for nodes
   // that have yet to join.
   bool accept_unfit_jobs = false;
-  // What a GPU-hour costs, by GPU type ("*": any type not listed; none: 0),
-  // in the site's currency: usage reports and the cost metrics.
-  std::map<std::string, double> gpu_prices;
+  // What a GPU-hour costs, by pool and GPU type, in the site's currency:
+  // usage reports and the cost metrics (server/pool_prices.h).
+  PoolPrices prices;
   // A line per request answered: time, client, who, request, status, body
   // bytes, seconds. "": none.
   std::string access_log;

@@ -59,17 +59,19 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
                                "checkpoint, by the victim's queue.");
   stragglers_ = Counters(r, "muster_stragglers_total",
                          "Replicas found training well behind their siblings (stragglers:), by queue.");
-  gpu_seconds_ = Counters(r, "muster_queue_gpu_seconds_total", "GPU time held by a queue's running jobs, by GPU type.");
+  gpu_seconds_ = Counters(r, "muster_queue_gpu_seconds_total",
+                          "GPU time held by a queue's running jobs, by GPU type and node pool.");
   cost_ = Counters(r, "muster_queue_cost_total",
-                   "What a queue's GPU time cost, at the configured prices per GPU-hour (prices:).");
+                   "What a queue's GPU time cost, by node pool, at the configured prices per GPU-hour (prices:, "
+                   "pools:).");
 }
 
 ServerMetrics::~ServerMetrics() = default;
 
-void ServerMetrics::Charge(const std::string& queue, const std::string& gpu_type, double gpu_seconds,
-                           double price_per_hour) {
-  gpu_seconds_->Add({{"queue", queue}, {"gpu_type", gpu_type}}).Increment(gpu_seconds);
-  cost_->Add({{"queue", queue}}).Increment(gpu_seconds / 3600 * price_per_hour);
+void ServerMetrics::Charge(const std::string& queue, const std::string& gpu_type, const std::string& pool,
+                           double gpu_seconds, double price_per_hour) {
+  gpu_seconds_->Add({{"queue", queue}, {"gpu_type", gpu_type}, {"pool", pool}}).Increment(gpu_seconds);
+  cost_->Add({{"queue", queue}, {"pool", pool}}).Increment(gpu_seconds / 3600 * price_per_hour);
 }
 
 void ServerMetrics::ObserveCycle(double seconds) { cycle_->Observe(seconds); }

@@ -58,9 +58,10 @@ class ServerMetrics {
   void CountPreemption(const std::string& queue, double lost_gpu_seconds);
   // A replica of a job in `queue` was found straggling (server/straggler_detector.h).
   void CountStraggler(const std::string& queue);
-  // A queue's running jobs held `gpu_seconds` of `gpu_type` GPUs, at
-  // `price_per_hour` each GPU-hour.
-  void Charge(const std::string& queue, const std::string& gpu_type, double gpu_seconds, double price_per_hour);
+  // A queue's running jobs held `gpu_seconds` of `gpu_type` GPUs in
+  // `pool` (server/pool_prices.h), at `price_per_hour` each GPU-hour.
+  void Charge(const std::string& queue, const std::string& gpu_type, const std::string& pool, double gpu_seconds,
+              double price_per_hour);
 
   // The cluster as the control loop sees it at a scrape.
   struct Gauges {

@@ -24,7 +24,7 @@ std::optional<double> UsageTotals::Efficiency() const {
 UsageReport::UsageReport(int64_t from_ms, int64_t to_ms, int64_t now_ms, UsageGrouping by, PriceOf price)
     : from_ms_(from_ms), to_ms_(to_ms), now_ms_(now_ms), by_(by), price_(std::move(price)) {}
 
-bool UsageReport::Charge(int64_t start_ms, int64_t end_ms, const std::vector<std::pair<std::string, int64_t>>& gpus,
+bool UsageReport::Charge(int64_t start_ms, int64_t end_ms, const std::vector<Held>& gpus,
                          std::optional<double> utilization, UsageTotals& t) const {
   const int64_t from = std::max(start_ms, from_ms_);
   const int64_t to = std::min(end_ms, to_ms_);
@@ -33,10 +33,10 @@ bool UsageReport::Charge(int64_t start_ms, int64_t end_ms, const std::vector<std
   const bool instant_inside = start_ms == end_ms && start_ms >= from_ms_ && start_ms < to_ms_;
   if (to <= from && !instant_inside) return false;
   const double seconds = static_cast<double>(to - from) / 1000;
-  for (const auto& [type, count] : gpus) {
-    const double gpu_seconds = seconds * static_cast<double>(count);
+  for (const Held& held : gpus) {
+    const double gpu_seconds = seconds * static_cast<double>(held.count);
     t.gpu_seconds += gpu_seconds;
-    t.cost += gpu_seconds / 3600 * price_(type);
+    t.cost += gpu_seconds / 3600 * price_(held.pool, held.gpu_type);
     if (utilization) {
       t.measured_gpu_seconds += gpu_seconds;
       t.busy_gpu_seconds += gpu_seconds * *utilization;
@@ -73,16 +73,20 @@ void UsageReport::Add(const store::JobRow& row) {
   const json status = json::parse(row.status_json, nullptr, false);
   if (!status.is_object()) return;
   // Records written before they named each replica's GPUs: the spec's.
-  std::optional<std::pair<std::string, int64_t>> spec_gpus;
-  auto from_spec = [&]() -> const std::pair<std::string, int64_t>& {
+  std::optional<Held> spec_gpus;
+  auto from_spec = [&]() -> const Held& {
     if (!spec_gpus) {
       const json spec = json::parse(row.spec_json, nullptr, false);
       const json* resources = spec.is_object() && spec.contains("resources") ? &spec["resources"] : nullptr;
-      spec_gpus.emplace(resources ? StringOr(*resources, "gpuType") : "", resources ? IntOr(*resources, "gpus", 0) : 0);
+      spec_gpus = Held{resources ? StringOr(*resources, "gpuType") : "", "", resources ? IntOr(*resources, "gpus", 0) : 0};
     }
     return *spec_gpus;
   };
 
+  // A replica's GPUs in an attempt record.
+  auto held_by = [](const json& replica) {
+    return Held{StringOr(replica, "gpuType"), StringOr(replica, "pool"), IntOr(replica, "gpus", 0)};
+  };
   UsageTotals mine;
   bool overlapped = false;
   int32_t last_attempt = 0;
@@ -94,16 +98,16 @@ void UsageReport::Add(const store::JobRow& row) {
                             : kNone;
   for (const json& r : history) {
     if (!r.is_object()) continue;
-    std::vector<std::pair<std::string, int64_t>> gpus;
+    std::vector<Held> gpus;
     const json& replicas = r.contains("replicas") && r["replicas"].is_array() ? r["replicas"] : kNone;
     for (const json& replica : replicas) {
       if (!replica.is_object()) continue;
       if (replica.contains("startTime") && replica.contains("gpus")) {
         // An elastic job's replica that held its GPUs for part of the attempt.
         overlapped |= Charge(IntOr(replica, "startTime", 0), IntOr(replica, "endTime", 0),
-                             {{StringOr(replica, "gpuType"), IntOr(replica, "gpus", 0)}}, Utilization(r), mine);
+                             {held_by(replica)}, Utilization(r), mine);
       } else if (replica.contains("gpus")) {
-        gpus.emplace_back(StringOr(replica, "gpuType"), IntOr(replica, "gpus", 0));
+        gpus.push_back(held_by(replica));
       } else {
         gpus.push_back(from_spec());
       }
@@ -122,10 +126,10 @@ void UsageReport::Add(const store::JobRow& row) {
   const json& allocations = status.contains("allocations") ? status["allocations"] : kNone;
   if (attempt.is_object() && IntOr(attempt, "attempt", 0) > last_attempt && allocations.is_array() &&
       !allocations.empty()) {
-    std::vector<std::pair<std::string, int64_t>> gpus;
+    std::vector<Held> gpus;
     for (const json& a : allocations) {
       if (!a.is_object() || !a.contains("gpus") || !a["gpus"].is_array()) continue;
-      gpus.emplace_back(StringOr(a, "gpuType"), static_cast<int64_t>(a["gpus"].size()));
+      gpus.push_back({StringOr(a, "gpuType"), StringOr(a, "pool"), static_cast<int64_t>(a["gpus"].size())});
     }
     const int64_t start = IntOr(attempt, "startTime", row.start_ms.value_or(now_ms_));
     overlapped |= Charge(start, std::max(start, now_ms_), gpus, Utilization(attempt), mine);

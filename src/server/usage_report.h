@@ -6,7 +6,9 @@
 // the end of its last replica (the span the scheduler keeps them from
 // others), so an attempt's GPU-seconds are its span, cut to the window,
 // times the GPUs of its replicas; its cost, those GPU-hours times the
-// price of their GPU type (ServerOptions::PricePerGpuHour). A running
+// price of their GPU type in the pool of their node (PoolPrices::
+// PerGpuHour; the pool the attempt record names, "" in records written
+// before they named one). A running
 // attempt counts up to `now`. Efficiency is the mean GPU utilization its
 // agents measured (agent/utilization_meter.h), weighted by GPU-seconds,
 // over the attempts that have one: Slurm's seff. The same GPU-seconds feed
@@ -58,7 +60,7 @@ struct UsageLine {
 
 class UsageReport {
  public:
-  using PriceOf = std::function<double(const std::string& gpu_type)>;
+  using PriceOf = std::function<double(const std::string& pool, const std::string& gpu_type)>;
   // The window [from_ms, to_ms); `now_ms` ends the attempts still running.
   UsageReport(int64_t from_ms, int64_t to_ms, int64_t now_ms, UsageGrouping by, PriceOf price);
 
@@ -70,9 +72,14 @@ class UsageReport {
   const UsageTotals& Total() const { return total_; }
 
  private:
+  // GPUs of one type in one pool.
+  struct Held {
+    std::string gpu_type, pool;
+    int64_t count = 0;
+  };
   // One attempt's share: adds to `t` and says whether it overlapped.
-  bool Charge(int64_t start_ms, int64_t end_ms, const std::vector<std::pair<std::string, int64_t>>& gpus,
-              std::optional<double> utilization, UsageTotals& t) const;
+  bool Charge(int64_t start_ms, int64_t end_ms, const std::vector<Held>& gpus, std::optional<double> utilization,
+              UsageTotals& t) const;
 
   const int64_t from_ms_, to_ms_, now_ms_;
   const UsageGrouping by_;

@@ -1,5 +1,7 @@
 #include "server/usage_report.h"
 
+#include "server/pool_prices.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -11,7 +13,11 @@ using nlohmann::json;
 
 constexpr int64_t kHour = 3'600'000;
 
-double Price(const std::string& type) { return type == "H100" ? 3.0 : type == "A100" ? 2.0 : 1.0; }
+// H100 3, A100 2, others 1; on spot nodes H100 1 (the rest as on-demand).
+double Price(const std::string& pool, const std::string& type) {
+  static const PoolPrices prices{{{"H100", 3.0}, {"A100", 2.0}, {"*", 1.0}}, {{"spot", {{"H100", 1.0}}}}};
+  return prices.PerGpuHour(pool, type);
+}
 
 store::JobRow Job(int64_t id, const std::string& queue, const std::string& user, json status,
                   const std::string& state = "COMPLETED") {
@@ -32,7 +38,9 @@ json Record(int attempt, int64_t start, int64_t end, json replicas, json extra =
   return r;
 }
 
-json Replica(int gpus, const std::string& type) { return {{"node", "n"}, {"gpus", gpus}, {"gpuType", type}}; }
+json Replica(int gpus, const std::string& type, const std::string& pool = "on-demand") {
+  return {{"node", "n"}, {"gpus", gpus}, {"gpuType", type}, {"pool", pool}};
+}
 
 TEST(UsageReport, SumsAttemptsByQueueWithPricesAndEfficiency) {
   UsageReport u(0, 100 * kHour, 100 * kHour, UsageGrouping::kQueue, Price);
@@ -55,6 +63,31 @@ TEST(UsageReport, SumsAttemptsByQueueWithPricesAndEfficiency) {
   EXPECT_EQ(u.Total().jobs, 2);
   EXPECT_DOUBLE_EQ(u.Total().gpu_seconds, 27 * 3600.0);
   EXPECT_DOUBLE_EQ(*u.Total().Efficiency(), (8 + 3) / 19.0);
+}
+
+TEST(UsageReport, EachReplicaIsChargedAtThePriceOfItsPool) {
+  UsageReport u(0, 100 * kHour, 100 * kHour, UsageGrouping::kQueue, Price);
+  // A gang of 8 H100 for an hour on spot nodes and 8 on an on-demand node.
+  u.Add(Job(1, "a", "alice", {{"attemptHistory", {Record(1, 0, kHour, {Replica(8, "H100", "spot"), Replica(8, "H100")})}}}));
+  // A running job: 4 H100 on spot since hour 1, and 2 A100 on spot (no spot
+  // price for A100: the price by type).
+  json running = json::object();
+  running["attempt"] = {{"attempt", 1}, {"startTime", kHour}};
+  running["allocations"] = json::array(
+      {{{"gpuType", "H100"}, {"gpus", {0, 1, 2, 3}}, {"node", "s1"}, {"pool", "spot"}},
+       {{"gpuType", "A100"}, {"gpus", {0, 1}}, {"node", "s2"}, {"pool", "spot"}}});
+  u.Add(Job(2, "b", "bob", running, "RUNNING"));
+  const auto lines = u.Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_DOUBLE_EQ(lines[0].totals.cost, 8 * 1.0 + 8 * 3.0);
+  // 99 hours to `now` (hour 100).
+  EXPECT_DOUBLE_EQ(lines[1].totals.cost, 99 * (4 * 1.0 + 2 * 2.0));
+  // A record written before replicas named their pool: the price by type.
+  UsageReport old(0, 100 * kHour, 100 * kHour, UsageGrouping::kQueue, Price);
+  json replica = Replica(8, "H100");
+  replica.erase("pool");
+  old.Add(Job(3, "a", "alice", {{"attemptHistory", {Record(1, 0, kHour, {replica})}}}));
+  EXPECT_DOUBLE_EQ(old.Total().cost, 8 * 3.0);
 }
 
 TEST(UsageReport, AnElasticJobsReplicasAreChargedForTheirOwnSpans) {

@@ -202,6 +202,31 @@ nodes:
   EXPECT_EQ(bad.status().field(), "cluster.nodeGroups[0].spot");
 }
 
+// A named pool is the node's first feature; "pool: spot" is "spot: true".
+TEST(ParseClusterYamlTest, APoolIsTheFirstFeature) {
+  StatusOr<ClusterDescription> r = Parse(R"(
+nodeGroups:
+  - {count: 1, gpus: 8, pool: reserved-east, features: [a100], prefix: r-}
+  - {count: 1, gpus: 8, pool: spot, prefix: s-}
+nodes:
+  - {name: n1, gpus: 4, pool: spot-east, spot: true}
+  - {name: n2, gpus: 4, pool: on-demand}
+)");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->nodes.size(), 4u);
+  EXPECT_EQ(r->nodes[0].features, (std::vector<std::string>{"reserved-east", "a100", "on-demand"}));
+  EXPECT_EQ(r->nodes[1].features, std::vector<std::string>{"spot"});
+  EXPECT_EQ(r->nodes[2].features, (std::vector<std::string>{"spot-east", "spot"}));
+  EXPECT_EQ(r->nodes[3].features, std::vector<std::string>{"on-demand"});
+  StatusOr<ClusterDescription> bad = Parse("nodes: [{name: n1, gpus: 4, pool: \"my pool\"}]\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().field(), "cluster.nodes[0].pool");
+  bad = Parse("nodeGroups: [{count: 2, gpus: 8, spot: true, pool: on-demand}]\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().field(), "cluster.nodeGroups[0].pool");
+  EXPECT_TRUE(Contains(bad.status().message(), "contradicts")) << bad.status().ToString();
+}
+
 TEST(ParseClusterYamlTest, UnknownKeySuggestsClosest) {
   StatusOr<ClusterDescription> r = Parse(R"(
 nodeGroups:

@@ -113,10 +113,11 @@ TEST_F(MetricsTest, PromtoolFindsThemCleanAndTheyMatchTheCluster) {
   for (int i = 0; i < 200 && gpu_seconds <= 0; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     later = Metrics();
-    gpu_seconds = Sample(later, "muster_queue_gpu_seconds_total", "gpu_type=\"H100\",queue=\"default\"");
+    gpu_seconds = Sample(later, "muster_queue_gpu_seconds_total", "gpu_type=\"H100\",pool=\"on-demand\",queue=\"default\"");
   }
   EXPECT_GT(gpu_seconds, 0) << later;
-  EXPECT_NEAR(Sample(later, "muster_queue_cost_total", "queue=\"default\""), gpu_seconds / 3600 * 3.60, 1e-6);
+  EXPECT_NEAR(Sample(later, "muster_queue_cost_total", "pool=\"on-demand\",queue=\"default\""), gpu_seconds / 3600 * 3.60,
+              1e-6);
 
   // Without a credential: nothing.
   httplib::Client anonymous(server_.url());

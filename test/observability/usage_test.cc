@@ -1,7 +1,8 @@
 // Accounting on a real cluster: `muster usage` after a known workload gives
 // the GPU-hours and cost of the jobs' own runs (each attempt's span times
-// its GPUs times its type's price), `muster history` their exit codes and
-// efficiency, in a table, CSV and JSON.
+// its GPUs times its type's price in its node's pool), `muster history`
+// their exit codes and efficiency, in a table, CSV and JSON; the cost
+// metrics by pool.
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include "../agent/cluster_fixture.h"
 #include "../run_binary.h"
@@ -165,6 +167,77 @@ TEST_F(UsageTest, UsageIsTheSumOfTheJobsRunsAndHistoryShowsEachJob) {
   const auto [status, message] = GetError("/v1/usage?by=team");
   EXPECT_EQ(status, 400);
   EXPECT_NE(message.find("queue, user"), std::string::npos) << message;
+}
+
+// Three pools: spot nodes and a reserved one priced by `pools`, an
+// on-demand node by `prices`.
+class PoolUsageTest : public ClusterFixture {
+ protected:
+  PoolUsageTest()
+      : ClusterFixture("rateLimit: {perSecond: 100000, burst: 100000}\n"
+                       "agents: {defaultGrace: 1s}\n"
+                       "prices: {H100: 3.60, \"*\": 1.00}\n"
+                       "pools: {spot: {prices: {H100: 1.20}}, reserved-east: {prices: {\"*\": 2.00}}}\n") {}
+};
+
+// The value of the sample `name{labels}` in a /metrics text; -1 when absent.
+double SampleOf(const std::string& text, const std::string& name, const std::string& labels) {
+  const std::string key = name + "{" + labels + "} ";
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
+  }
+  return -1;
+}
+
+TEST_F(PoolUsageTest, EachPoolPricesTheGpuTimeOfItsNodes) {
+  AddAgent({"--fake-gpus", "4xH100", "--spot"});
+  AddAgent({"--fake-gpus", "4xH100", "--pool", "reserved-east"});
+  AddAgent({"--fake-gpus", "4xA100"});
+  WaitNodes(3);
+  std::map<std::string, std::string> pool_of;
+  const json nodes = Get("/v1/nodes");
+  for (const json& n : nodes["items"]) pool_of[n["name"]] = n["pool"];
+  EXPECT_EQ(pool_of,
+            (std::map<std::string, std::string>{{Name(0), "spot"}, {Name(1), "reserved-east"}, {Name(2), "on-demand"}}));
+
+  // One job in each pool: the reserved pool is a feature jobs may require.
+  const int64_t on_spot = Submit("name: on-spot\nspot: true\nfeatures: [spot]\nresources: {gpus: 2}\ncommand: [sleep, '2']\n");
+  const int64_t reserved = Submit("name: reserved\nfeatures: [reserved-east]\nresources: {gpus: 4}\ncommand: [sleep, '2']\n");
+  const int64_t plain = Submit("name: plain\nresources: {gpus: 1, gpuType: A100}\ncommand: [sleep, '2']\n");
+  const std::map<int64_t, std::pair<std::string, double>> want = {
+      {on_spot, {"spot", 1.20}}, {reserved, {"reserved-east", 2.00}}, {plain, {"on-demand", 1.00}}};
+  double total_cost = 0;
+  for (const auto& [id, pool_price] : want) {
+    const json job = WaitEnd(id);
+    EXPECT_EQ(job["state"], "COMPLETED") << job.dump();
+    ASSERT_TRUE(job["attemptHistory"].is_array() && job["attemptHistory"].size() == 1) << job.dump();
+    const json& attempt = job["attemptHistory"][0];
+    ASSERT_EQ(attempt["replicas"].size(), 1u) << job.dump();
+    EXPECT_EQ(attempt["replicas"][0]["pool"], pool_price.first) << job.dump();
+    const double gpu_seconds = ChargeOf(job).gpu_seconds;
+    EXPECT_GE(gpu_seconds, 2.0) << job.dump();
+    const json usage = Get("/v1/usage?by=job&from=2020-01-01T00:00:00Z&name=" + job["name"].get<std::string>());
+    ASSERT_EQ(usage["items"].size(), 1u) << usage.dump();
+    EXPECT_NEAR(usage["items"][0]["cost"].get<double>(), gpu_seconds / 3600 * pool_price.second, 1e-9) << usage.dump();
+    total_cost += gpu_seconds / 3600 * pool_price.second;
+  }
+  EXPECT_NEAR(Get("/v1/usage?from=2020-01-01T00:00:00Z")["total"]["cost"].get<double>(), total_cost, 1e-9);
+
+  // The metrics charge each pool's GPU time at its price, as it accrues.
+  httplib::Client c(server_.url());
+  auto r = c.Get("/metrics", httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}});
+  ASSERT_TRUE(r && r->status == 200);
+  const std::map<std::string, std::pair<std::string, double>> metric_want = {
+      {"spot", {"H100", 1.20}}, {"reserved-east", {"H100", 2.00}}, {"on-demand", {"A100", 1.00}}};
+  for (const auto& [pool, type_price] : metric_want) {
+    const std::string labels = "pool=\"" + pool + "\",queue=\"default\"";
+    const double gpu_seconds = SampleOf(
+        r->body, "muster_queue_gpu_seconds_total", "gpu_type=\"" + type_price.first + "\"," + labels);
+    EXPECT_GT(gpu_seconds, 0) << pool << "\n" << r->body;
+    EXPECT_NEAR(SampleOf(r->body, "muster_queue_cost_total", labels), gpu_seconds / 3600 * type_price.second, 1e-9)
+        << pool;
+  }
 }
 
 }  // namespace

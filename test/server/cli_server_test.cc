@@ -94,8 +94,8 @@ TEST_F(CliServerTest, SubmitListWhyAndActions) {
   r = Muster(url, "get nodes");
   EXPECT_NE(r.out.find("H100-0"), std::string::npos) << r.out;
   r = Muster(url, "get nodes -o wide");
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("STATE +CPUS +MEMORY +SPINE +GPU SOURCE +AGENT +LAST SEEN\n"))) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nH100-0 .* Ready +0 +0 +g0-spine0 +- +static +-\n"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("STATE +CPUS +MEMORY +SPINE +POOL +GPU SOURCE +AGENT +LAST SEEN\n"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nH100-0 .* Ready +0 +0 +g0-spine0 +on-demand +- +static +-\n"))) << r.out;
   r = Muster(url, "get queues -o yaml");
   EXPECT_NE(r.out.find("name: default"), std::string::npos) << r.out;
 
