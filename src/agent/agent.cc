@@ -148,7 +148,8 @@ void Agent::Wake() {
   cv_.notify_all();
   if (wake_fd_ >= 0) {
     const uint64_t one = 1;
-    (void)::write(wake_fd_, &one, sizeof one);
+    // Fails only when the counter is full: then it is readable already.
+    [[maybe_unused]] const ssize_t wrote = ::write(wake_fd_, &one, sizeof one);
   }
 }
 
@@ -209,13 +210,16 @@ StatusOr<std::string> Agent::Init() {
     if (lock_fd_ < 0) return FailedPrecondition("cannot open " + lock + ": " + std::strerror(errno));
     if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       char pid[32] = {};
-      (void)::pread(lock_fd_, pid, sizeof pid - 1, 0);
+      const ssize_t got = ::pread(lock_fd_, pid, sizeof pid - 1, 0);
       return FailedPrecondition("the state directory " + options_.state_dir + " is in use by another agent (pid " +
-                                std::to_string(std::atoll(pid)) + "); give each agent its own --state-dir");
+                                (got > 0 ? std::to_string(std::atoll(pid)) : std::string("unknown")) +
+                                "); give each agent its own --state-dir");
     }
     const std::string me = std::to_string(::getpid()) + "\n";
-    (void)::ftruncate(lock_fd_, 0);
-    (void)::pwrite(lock_fd_, me.data(), me.size(), 0);
+    if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+      // Only the message a second agent gives names the pid: go on.
+      log::Warn("cannot write this agent's pid to {}: {}", lock, std::strerror(errno));
+    }
     // This agent's identity, kept across its restarts: where it runs and
     // when its state directory was first used.
     const std::string id_file = options_.state_dir + "/agent-id";
@@ -503,7 +507,11 @@ bool Agent::Sync(int64_t wait_ms) {
       // Renew the deadline the task shims fence themselves by.
       char text[32];
       const int n = std::snprintf(text, sizeof text, "%020lld\n", static_cast<long long>(last_success_ms_ + parsed->lease_ms));
-      (void)::pwrite(lease_fd_, text, static_cast<size_t>(n), 0);
+      // A lease not renewed makes the shims stop their tasks at the old
+      // deadline, as if the server were gone: said once a failing streak.
+      const bool renewed = ::pwrite(lease_fd_, text, static_cast<size_t>(n), 0) == n;
+      if (!renewed && !lease_write_failed_) log::Warn("cannot renew the task lease file: {}", std::strerror(errno));
+      lease_write_failed_ = !renewed;
     }
     // The server stored every event this request carried.
     if (parsed->health_events_recorded == static_cast<int32_t>(req.health_events.size())) {
@@ -909,7 +917,9 @@ void Agent::Run() {
         for (int fd : executor_->ExitFds()) fds.push_back({fd, POLLIN, 0});
         ::poll(fds.data(), fds.size(), static_cast<int>(options_.poll_interval.millis()));
         uint64_t count = 0;
-        if (fds[0].revents & POLLIN) (void)::read(wake_fd_, &count, sizeof count);
+        if (fds[0].revents & POLLIN) {
+          [[maybe_unused]] const ssize_t got = ::read(wake_fd_, &count, sizeof count);  // resets the eventfd
+        }
         lock.lock();
       }
       if (stop_) break;

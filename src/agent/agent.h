@@ -227,6 +227,7 @@ class Agent {
   std::string slurm_bin_;      // <state>.slurm-bin: Slurm's commands (links to it), first on tasks' PATH
   std::string grant_key_;      // the token's digest: the server signs log grants with it
   int lease_fd_ = -1;                                 // guarded by mu_: <state>/lease, read by task shims
+  bool lease_write_failed_ = false;                   // guarded by mu_: the last renewal of lease_fd_ failed
   bool fenced_ = false;                               // main thread
   std::thread::id main_thread_;
   // Several server addresses (high availability): long polls wait at most

@@ -7,7 +7,8 @@
 
 namespace muster::gpu {
 
-namespace {
+// Named, not anonymous: Nvml::Api's members have these types.
+namespace nvml_abi {
 
 // NVML's types, declared here so nothing of NVIDIA's is needed to build.
 // Layouts match nvml.h (NVML 12 and 13).
@@ -40,7 +41,8 @@ constexpr unsigned long long kEventXid = 0x8;
 constexpr int kNvlinkDeviceTypeSwitch = 2;
 constexpr unsigned kMaxProbeLinks = 64;  // 18 in NVML 12, 36 in 13: probe until INVALID_ARGUMENT
 
-}  // namespace
+}  // namespace nvml_abi
+using namespace nvml_abi;  // NOLINT(google-build-using-namespace): this file's own declarations
 
 struct Nvml::Api {
   nvmlReturn_t (*init)() = nullptr;

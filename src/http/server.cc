@@ -68,7 +68,11 @@ void AppendResponse(const Response& r, bool close, bool with_body, std::string& 
   if (with_body) out += r.body;
 }
 
-// A pool of threads running blocking handlers, first come first served.
+
+}  // namespace
+
+// A pool of threads running blocking handlers, first come first served
+// (outside the anonymous namespace: Server::Impl holds one).
 class WorkerPool {
  public:
   void Start(int threads) {
@@ -121,8 +125,6 @@ class WorkerPool {
   bool stop_ = false;                         // guarded by mu_
   std::vector<std::thread> threads_;
 };
-
-}  // namespace
 
 struct Server::Stream::State {
   std::mutex mu;

@@ -7,13 +7,15 @@
 #include <cstring>
 
 namespace muster::shell {
-namespace {
 
-// The key and PSK identity one handshake checks, reached from the callbacks.
-struct Secret {
+// The key and PSK identity one handshake checks, reached from the callbacks
+// (outside the anonymous namespace: ShellChannel::Tls holds one).
+struct PskSecret {
   std::string key;       // 32 raw bytes
   std::string identity;  // "job:<id>"
 };
+
+namespace {
 
 bool FromHex(const std::string& hex, std::string& out) {
   if (hex.size() != 64) return false;
@@ -32,7 +34,7 @@ bool FromHex(const std::string& hex, std::string& out) {
 }
 
 unsigned int ServerPsk(SSL* ssl, const char* identity, unsigned char* psk, unsigned int max_len) {
-  const auto* s = static_cast<const Secret*>(SSL_get_app_data(ssl));
+  const auto* s = static_cast<const PskSecret*>(SSL_get_app_data(ssl));
   if (s == nullptr || identity == nullptr || s->identity != identity || s->key.size() > max_len) return 0;
   std::memcpy(psk, s->key.data(), s->key.size());
   return static_cast<unsigned int>(s->key.size());
@@ -40,7 +42,7 @@ unsigned int ServerPsk(SSL* ssl, const char* identity, unsigned char* psk, unsig
 
 unsigned int ClientPsk(SSL* ssl, const char* /*hint*/, char* identity, unsigned int max_identity,
                        unsigned char* psk, unsigned int max_len) {
-  const auto* s = static_cast<const Secret*>(SSL_get_app_data(ssl));
+  const auto* s = static_cast<const PskSecret*>(SSL_get_app_data(ssl));
   if (s == nullptr || s->identity.size() + 1 > max_identity || s->key.size() > max_len) return 0;
   std::memcpy(identity, s->identity.c_str(), s->identity.size() + 1);
   std::memcpy(psk, s->key.data(), s->key.size());
@@ -61,7 +63,7 @@ std::string OpenSslError() {
 struct ShellChannel::Tls {
   SSL_CTX* ctx = nullptr;
   SSL* ssl = nullptr;
-  Secret secret;
+  PskSecret secret;
   ~Tls() {
     if (ssl != nullptr) SSL_free(ssl);
     if (ctx != nullptr) SSL_CTX_free(ctx);
