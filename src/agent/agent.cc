@@ -467,8 +467,14 @@ bool Agent::Sync(int64_t wait_ms) {
   // The server answers within the wait; 5 s more (2 s with several
   // servers: see WatchLoop) and the sync is given up (a partition then
   // costs no more than that before the next try, and the main loop keeps
-  // its lease checks going).
-  const int64_t read_ms = wait_ms + (several_servers_ ? 2'000 : 5'000);
+  // its lease checks going). While a reclaim notice waits for the server's
+  // acknowledgment, the main loop gives up after 1 s: it must see in time
+  // that it is alone (StopIfReclaimedAlone).
+  int64_t read_ms = wait_ms + (several_servers_ ? 2'000 : 5'000);
+  if (std::this_thread::get_id() == main_thread_ && !server_reclaim_at_ && !reclaim_stopped_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reclaim_notice_) read_ms = std::min<int64_t>(read_ms, wait_ms + 1'000);
+  }
   client->set_read_timeout(std::chrono::milliseconds(read_ms));
   const int64_t sent_ms = clock_.Now().millis();
   auto res = client->Post("/v1/agent/sync", proto::ToJson(req), "application/json", {{"Authorization", authorization_}});
@@ -945,6 +951,7 @@ void Agent::Run() {
       }
     }
     FenceIfLeaseLost();
+    StopIfReclaimedAlone();
     if (now - last_prune_ms >= 600'000) {  // a scan of the logs directory: rarely
       last_prune_ms = now;
       executor_->PruneLogs(options_.log_retention);

@@ -107,7 +107,10 @@ struct AgentOptions {
   std::vector<std::string> features;
   // A cloud metadata endpoint that gives notice of a reclaim
   // (agent/reclaim_watcher.h), read every reclaim_poll; "": none. A notice
-  // reaches the server at once; stops are cut to its deadline.
+  // reaches the server at once; stops are cut to its deadline. Should no
+  // answer of the server acknowledge it within a quarter of the notice
+  // (at most 10 s), the agent stops every task itself, as the server
+  // would: the checkpoint signal now, the grace cut to the deadline.
   std::string reclaim_notice_url;
   Duration reclaim_poll = Duration::Seconds(5);
   // Before its first sync the agent waits a part of this fixed by its node
@@ -156,6 +159,9 @@ class Agent {
   int64_t StopGraceMs(int64_t grace_ms);
   std::vector<gpu::GpuSample> nvml_samples_;  // guarded by mu_
   void FenceIfLeaseLost();
+  // Main thread: a reclaim notice the server has not acknowledged in time
+  // (AgentOptions::reclaim_notice_url): every task stopped, once.
+  void StopIfReclaimedAlone();
 
   AgentOptions options_;
   const Clock& clock_;
@@ -172,6 +178,8 @@ class Agent {
   std::thread log_thread_, watch_thread_, health_thread_, sample_thread_, reclaim_thread_;
   std::unique_ptr<ReclaimWatcher> reclaim_watcher_;
   std::optional<ReclaimNotice> reclaim_notice_;  // guarded by mu_: the cloud's, once given
+  Time reclaim_seen_;                            // guarded by mu_: when reclaim_notice_ was first given
+  bool reclaim_stopped_ = false;                 // main thread: StopIfReclaimedAlone acted
   std::optional<Time> server_reclaim_at_;        // main thread: the server's deadline for the node
   std::unique_ptr<http::Server> metrics_server_;
   int metrics_port_ = 0;

@@ -1,6 +1,8 @@
 // Agent: what it watches beside its main loop: the GPUs' health events and
 // utilization samples (NVML's or fake GPUs'), its metrics, and the cloud's
 // notice that it reclaims the node (agent/reclaim_watcher.h).
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -53,6 +55,7 @@ void Agent::ReclaimLoop() {
       if (*notice && (!reclaim_notice_ || (*notice)->deadline < reclaim_notice_->deadline)) {
         log::Warn("the cloud reclaims this node in {} s: {}",
                   std::max<int64_t>(0, ((*notice)->deadline - clock_.Now()).millis()) / 1000, (*notice)->source);
+        if (!reclaim_notice_) reclaim_seen_ = clock_.Now();
         reclaim_notice_ = *notice;
         events_dirty_ = true;  // the main thread tells the server now
         Wake();
@@ -60,6 +63,37 @@ void Agent::ReclaimLoop() {
     }
     cv_.wait_for(lock, std::chrono::milliseconds(options_.reclaim_poll.millis()), [&] { return stop_; });
   }
+}
+
+void Agent::StopIfReclaimedAlone() {
+  if (reclaim_stopped_ || server_reclaim_at_) return;  // done, or the server acts on it
+  std::optional<ReclaimNotice> notice;
+  Time seen;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    notice = reclaim_notice_;
+    seen = reclaim_seen_;
+  }
+  if (!notice) return;
+  // The sync that carries a notice is answered in milliseconds by a server
+  // that can be reached, and its answer acknowledges it.
+  const Duration alone = std::min(Duration::Seconds(10), Duration::Millis((notice->deadline - seen).millis() / 4));
+  const Time now = clock_.Now();
+  if (now - seen < alone) return;
+  reclaim_stopped_ = true;
+  int stopped = 0;
+  for (const TaskStatus& t : executor_->Tasks()) {
+    if (!t.running || t.stopping) continue;
+    auto a = assigned_.find(t.key);
+    const int sig = a != assigned_.end() ? a->second.stop_signal : SIGTERM;
+    // "fenced": stopped by its agent cut off from the server (lifecycle/replica_exit.h).
+    executor_->Stop(t.key, sig, Duration::Millis(StopGraceMs(a != assigned_.end() ? a->second.grace_ms : 30'000)),
+                    "fenced");
+    ++stopped;
+  }
+  log::Warn("the cloud reclaims this node in {} s and no answer of the server has acknowledged the notice in {} s: "
+            "{} tasks stopped with their checkpoint signal",
+            std::max<int64_t>(0, (notice->deadline - now).millis()) / 1000, (now - seen).millis() / 1000, stopped);
 }
 
 int64_t Agent::StopGraceMs(int64_t grace_ms) {

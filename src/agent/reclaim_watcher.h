@@ -3,7 +3,9 @@
 //
 // The agent asks every few seconds (AgentOptions::reclaim_poll) and passes
 // a notice to the server in its next sync at once; the server drains the
-// node with that deadline (server/control_loop.h, Reclaim).
+// node with that deadline (server/control_loop.h, Reclaim). An agent the
+// server does not answer stops its tasks itself (Agent::
+// StopIfReclaimedAlone).
 //
 // MetadataReclaimWatcher reads a cloud's instance metadata endpoint:
 //   - AWS EC2 spot instance action

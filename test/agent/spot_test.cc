@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../tcp_proxy.h"
 #include "cluster_fixture.h"
 
 namespace muster::testing {
@@ -21,6 +22,45 @@ using nlohmann::json;
 int64_t WallNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+// EC2's spot instance-action endpoint, served by a real HTTP server: 404
+// until Notice() says when the cloud takes the node.
+class Ec2Metadata {
+ public:
+  Ec2Metadata() {
+    server_.Get("/latest/meta-data/spot/instance-action", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (answer_.empty()) {
+        res.status = 404;
+        return;
+      }
+      res.set_content(answer_, "text/plain");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Ec2Metadata() {
+    server_.stop();
+    thread_.join();
+  }
+  bool ok() const { return port_ > 0; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/latest/meta-data/spot/instance-action"; }
+  // The notice: the node goes at `at` (EC2 gives whole seconds, two
+  // minutes ahead at most).
+  void Notice(std::time_t at) {
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&at));
+    std::lock_guard<std::mutex> lock(mu_);
+    answer_ = std::string(R"({"action": "terminate", "time": ")") + when + "\"}";
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::string answer_;  // guarded by mu_; empty: no notice (404)
+};
 
 class SpotTest : public ClusterTest {
  protected:
@@ -132,22 +172,9 @@ TEST_F(SpotTest, AReclaimNoticeCheckpointsTheJobAndItResumesElsewhere) {
 // server in its next sync, and cuts each stop to the deadline: a job that
 // ignores its signal is killed at the deadline, not after its 60 s grace.
 TEST_F(SpotTest, TheAgentHearsTheCloudsNoticeAndNoStopOutlastsTheDeadline) {
-  httplib::Server metadata;
-  std::mutex mu;
-  std::string answer;  // empty: no notice (404)
-  metadata.Get("/latest/meta-data/spot/instance-action", [&](const httplib::Request&, httplib::Response& res) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (answer.empty()) {
-      res.status = 404;
-      return;
-    }
-    res.set_content(answer, "text/plain");
-  });
-  const int port = metadata.bind_to_any_port("127.0.0.1");
-  ASSERT_GT(port, 0);
-  std::thread serving([&] { metadata.listen_after_bind(); });
-  AddAgent({"--fake-gpus", "8xH100", "--spot", "--reclaim-poll", "200ms", "--reclaim-notice-url",
-            "http://127.0.0.1:" + std::to_string(port) + "/latest/meta-data/spot/instance-action"});
+  Ec2Metadata metadata;
+  ASSERT_TRUE(metadata.ok());
+  AddAgent({"--fake-gpus", "8xH100", "--spot", "--reclaim-poll", "200ms", "--reclaim-notice-url", metadata.url()});
   WaitNodes(1);
   const std::string started = Tmp("stubborn.started");
   const int64_t id = Submit("name: stubborn\nspot: true\ncheckpoint: {dir: " + Tmp("ckpt") + ", gracePeriod: 60s}\n" +
@@ -155,14 +182,7 @@ TEST_F(SpotTest, TheAgentHearsTheCloudsNoticeAndNoStopOutlastsTheDeadline) {
                             "; while :; do sleep 0.1; done']\n");
   ASSERT_TRUE(WaitProcessStarted(id, started));
   const int64_t notice_ms = WallNs() / 1'000'000;
-  {
-    // EC2's notice: whole seconds, two minutes ahead at most; four here.
-    const std::time_t at = static_cast<std::time_t>(notice_ms / 1000 + 5);
-    char when[32];
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&at));
-    std::lock_guard<std::mutex> lock(mu);
-    answer = std::string(R"({"action": "terminate", "time": ")") + when + "\"}";
-  }
+  metadata.Notice(static_cast<std::time_t>(notice_ms / 1000 + 5));  // four to five seconds ahead
   const json pending = WaitState(id, "PENDING", 60);  // requeued; no other node to run on
   const int64_t ended_ms = WallNs() / 1'000'000;
   EXPECT_EQ(pending["state"], "PENDING") << pending.dump();
@@ -173,8 +193,57 @@ TEST_F(SpotTest, TheAgentHearsTheCloudsNoticeAndNoStopOutlastsTheDeadline) {
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_NE(nodes[0].value("cordon", "").find("aws spot instance-action: terminate"), std::string::npos) << nodes.dump();
   EXPECT_TRUE(nodes[0].contains("reclaimAt")) << nodes.dump();
-  metadata.stop();
-  serving.join();
+  CancelAndWait(id);
+}
+
+// The cloud's notice on a node cut off from the server: nobody else can
+// tell its jobs, so its agent stops them itself with their checkpoint
+// signal, once no answer of the server has acknowledged the notice for a
+// quarter of it. Heard again, the node's report has the job requeued as
+// reclaimed, and it runs elsewhere.
+TEST_F(SpotTest, ANodeCutOffFromTheServerStopsItsJobsOnTheCloudsNotice) {
+  Ec2Metadata metadata;
+  ASSERT_TRUE(metadata.ok());
+  TcpProxy proxy(server_.port());  // the spot node's only way to the server
+  agents_.push_back(std::make_unique<AgentProcess>("http://127.0.0.1:" + std::to_string(proxy.port()), Name(0),
+                                                   server_.dir() + "/agent0"));
+  agents_.back()->flags = {"--fake-gpus", "8xH100", "--spot", "--reclaim-poll", "200ms", "--reclaim-notice-url",
+                           metadata.url(), "--stop-tasks-on-exit"};
+  agents_.back()->Start();
+  WaitNodes(1);
+  const int64_t id = SubmitWaiter("alone", /*spot=*/true);
+  ASSERT_EQ(NodeOf(WaitState(id, "RUNNING")), Name(0));
+  ASSERT_FALSE(WaitFile(Tmp("alone.log")).empty()) << Logs(id);
+  AddAgent();  // on-demand capacity beside the server, to move to
+  WaitNodes(2);
+
+  proxy.Freeze();  // a partition: silence, no error
+  const int64_t notice_ns = WallNs();
+  const std::time_t deadline = static_cast<std::time_t>(notice_ns / 1'000'000'000 + 21);  // 20 to 21 s
+  metadata.Notice(deadline);
+  const std::string heard = WaitFile(Tmp("alone.stop"), 40);
+  ASSERT_FALSE(heard.empty()) << "the job never heard its checkpoint signal: " << Lines("alone");
+  const double after_s = static_cast<double>(std::stoll(heard) - notice_ns) / 1e9;
+  std::cout << "cut off: notice to checkpoint signal " << after_s << " s (the agent acts alone after a quarter of a "
+            << "20 s notice; its syncs give up after 1 s meanwhile)\n";
+  EXPECT_GE(after_s, 4.0) << "the agent did not give the server its chance";
+  EXPECT_LT(after_s, 20.0) << "the signal came after the deadline";
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "RUNNING") << "the server has heard nothing yet";
+  // Past the deadline the node would be gone; here it is heard again.
+  while (WallNs() / 1'000'000'000 <= deadline) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  proxy.Thaw();
+
+  const json moved = WaitAttemptRunning(id, 2);
+  ASSERT_EQ(moved["state"], "RUNNING") << moved.dump() << Lines("alone");
+  EXPECT_EQ(NodeOf(moved), Name(1)) << "it runs elsewhere: " << moved.dump();
+  EXPECT_EQ(moved["attemptHistory"][0]["result"], "REQUEUED") << moved.dump();
+  EXPECT_NE(moved["attemptHistory"][0]["reason"].get<std::string>().find("reclaimed"), std::string::npos) << moved.dump();
+  // It wrote its checkpoint on the signal (its commit could not reach the
+  // server, cut off as its node was).
+  bool manifest = false;
+  for (const auto& e : fs::recursive_directory_iterator(Tmp("ckpt"))) manifest |= e.path().filename() == "MANIFEST.json";
+  EXPECT_TRUE(manifest) << Lines("alone");
+  ExpectNoGpuHeldTwice();
   CancelAndWait(id);
 }
 
