@@ -140,9 +140,10 @@ async function clusterView(el) {
       if (u) cell.addEventListener("click", () => { location.hash = `#/jobs/${u.job}`; });
       cells.push(cell);
     }
-    return h("div", { class: `node${down ? " down" : ""}`, dataset: { node: n.name } },
+    return h("div", { class: `node${down ? " down" : ""}`, dataset: { node: n.name, pool: n.pool || "" } },
       h("div", { class: "node-name" }, n.name),
-      h("div", { class: "node-meta" }, `${n.gpus}x${n.gpuType || "-"} · ${n.condition}${n.schedulable ? "" : " · cordoned"}`),
+      h("div", { class: "node-meta" },
+        `${n.gpus}x${n.gpuType || "-"} · ${n.pool || "-"} · ${n.condition}${n.schedulable ? "" : " · cordoned"}`),
       h("div", { class: "gpus" }, cells));
   };
   const spines = [...bySpine.keys()].sort().map((spine) => h("section", { class: "spine" },

@@ -105,6 +105,7 @@ test("the GPU map and queues match muster get nodes and queues", async () => {
   for (const n of nodes) {
     const cells = page.locator(`.gpu[data-node="${n.name}"]`);
     assert.equal(await cells.count(), n.gpus, `GPUs of ${n.name}`);
+    assert.equal(await page.locator(`.node[data-node="${n.name}"]`).getAttribute("data-pool"), n.pool, `pool of ${n.name}`);
     const used = page.locator(`.gpu[data-node="${n.name}"][data-state="used"]`);
     assert.equal(await used.count(), n.gpus - n.freeGpus, `GPUs in use on ${n.name}`);
     for (const u of n.gpuUse) {
