@@ -107,9 +107,11 @@ int Usage(UsageCommands& c, Client& client) {
     std::cout << body->dump(2) << "\n";
     return 0;
   }
-  const bool by_queue = c.by != "user", by_user = c.by != "queue";
+  const bool by_pool = c.by == "pool";
+  const bool by_queue = c.by != "user" && !by_pool, by_user = c.by != "queue" && !by_pool;
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head;
+  if (by_pool) head.push_back("POOL");
   if (by_queue) head.push_back("QUEUE");
   if (by_user) head.push_back("USER");
   head.insert(head.end(), {"JOBS", "GPU-HOURS", "COST", "EFFICIENCY"});
@@ -123,6 +125,7 @@ int Usage(UsageCommands& c, Client& client) {
   };
   for (const json& item : (*body)["items"]) {
     std::vector<std::string> keys;
+    if (by_pool) keys.push_back(item.value("pool", "").empty() ? "-" : StringField(item, "pool"));
     if (by_queue) keys.push_back(StringField(item, "queue"));
     if (by_user) keys.push_back(StringField(item, "user"));
     line(item, keys);
@@ -187,10 +190,10 @@ std::shared_ptr<UsageCommands> AddUsageCommands(CLI::App& app) {
     sub->add_option("--queue", c->queue, "Only this queue");
     sub->add_option("--for-user", c->user, "Only this user's jobs");
   };
-  c->usage = app.add_subcommand("usage", "GPU-hours, cost, jobs and efficiency by queue or user (as sreport)");
+  c->usage = app.add_subcommand("usage", "GPU-hours, cost, jobs and efficiency by queue, user or node pool (as sreport)");
   common(c->usage);
-  c->usage->add_option("--by", c->by, "queue, user or queue,user")
-      ->check(CLI::IsMember({"queue", "user", "queue,user", "user,queue"}));
+  c->usage->add_option("--by", c->by, "queue, user, queue,user or pool (a job's GPU-hours split by the pools it ran in)")
+      ->check(CLI::IsMember({"queue", "user", "queue,user", "user,queue", "pool"}));
   c->usage->add_option("-o,--output", c->output, "table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
   c->history = app.add_subcommand("history", "Jobs that ended, with exit codes, GPU-hours and efficiency (as sacct)");
   common(c->history);

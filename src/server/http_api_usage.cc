@@ -92,8 +92,9 @@ void HttpApi::Usage(const Request& req, Response& res) {
   json items = json::array();
   for (const UsageLine& line : lines) {
     json item = TotalsJson(line.totals);
-    if (*by != UsageGrouping::kUser) item["queue"] = line.queue;
-    if (*by != UsageGrouping::kQueue) item["user"] = line.user;
+    if (ByQueue(*by)) item["queue"] = line.queue;
+    if (ByUser(*by)) item["user"] = line.user;
+    if (*by == UsageGrouping::kPool) item["pool"] = line.pool;
     if (*by == UsageGrouping::kJob) {
       item.erase("jobs");
       item.update({{"id", line.job},
@@ -108,11 +109,10 @@ void HttpApi::Usage(const Request& req, Response& res) {
     }
     items.push_back(std::move(item));
   }
-  static const char* const kBy[] = {"queue", "user", "queue,user", "job"};
   ReplyJson(res, 200,
             {{"from", FormatRfc3339Utc(Time::FromMillis(*from))},
              {"to", FormatRfc3339Utc(Time::FromMillis(*to))},
-             {"by", kBy[static_cast<int>(*by)]},
+             {"by", UsageGroupingName(*by)},
              {"items", std::move(items)},
              {"total", TotalsJson(report.Total())}});
 }

@@ -13,7 +13,19 @@ StatusOr<UsageGrouping> ParseUsageGrouping(const std::string& text) {
   if (text == "user") return UsageGrouping::kUser;
   if (text == "queue,user" || text == "user,queue") return UsageGrouping::kQueueUser;
   if (text == "job") return UsageGrouping::kJob;
-  return InvalidArgument("must be queue, user, queue,user or job, got \"" + text + "\"", "by");
+  if (text == "pool") return UsageGrouping::kPool;
+  return InvalidArgument("must be queue, user, queue,user, pool or job, got \"" + text + "\"", "by");
+}
+
+const char* UsageGroupingName(UsageGrouping by) {
+  switch (by) {
+    case UsageGrouping::kQueue: return "queue";
+    case UsageGrouping::kUser: return "user";
+    case UsageGrouping::kQueueUser: return "queue,user";
+    case UsageGrouping::kJob: return "job";
+    case UsageGrouping::kPool: return "pool";
+  }
+  return "queue";
 }
 
 std::optional<double> UsageTotals::Efficiency() const {
@@ -25,7 +37,8 @@ UsageReport::UsageReport(int64_t from_ms, int64_t to_ms, int64_t now_ms, UsageGr
     : from_ms_(from_ms), to_ms_(to_ms), now_ms_(now_ms), by_(by), price_(std::move(price)) {}
 
 bool UsageReport::Charge(int64_t start_ms, int64_t end_ms, const std::vector<Held>& gpus,
-                         std::optional<double> utilization, UsageTotals& t) const {
+                         std::optional<double> utilization, UsageTotals& t,
+                         std::map<std::string, UsageTotals>& by_pool) const {
   const int64_t from = std::max(start_ms, from_ms_);
   const int64_t to = std::min(end_ms, to_ms_);
   // An attempt counts when its span overlaps the window (one of no length,
@@ -35,11 +48,15 @@ bool UsageReport::Charge(int64_t start_ms, int64_t end_ms, const std::vector<Hel
   const double seconds = static_cast<double>(to - from) / 1000;
   for (const Held& held : gpus) {
     const double gpu_seconds = seconds * static_cast<double>(held.count);
-    t.gpu_seconds += gpu_seconds;
-    t.cost += gpu_seconds / 3600 * price_(held.pool, held.gpu_type);
-    if (utilization) {
-      t.measured_gpu_seconds += gpu_seconds;
-      t.busy_gpu_seconds += gpu_seconds * *utilization;
+    const double cost = gpu_seconds / 3600 * price_(held.pool, held.gpu_type);
+    for (UsageTotals* into : {&t, by_ == UsageGrouping::kPool ? &by_pool[held.pool] : nullptr}) {
+      if (into == nullptr) continue;
+      into->gpu_seconds += gpu_seconds;
+      into->cost += cost;
+      if (utilization) {
+        into->measured_gpu_seconds += gpu_seconds;
+        into->busy_gpu_seconds += gpu_seconds * *utilization;
+      }
     }
   }
   return true;
@@ -88,6 +105,7 @@ void UsageReport::Add(const store::JobRow& row) {
     return Held{StringOr(replica, "gpuType"), StringOr(replica, "pool"), IntOr(replica, "gpus", 0)};
   };
   UsageTotals mine;
+  std::map<std::string, UsageTotals> pools;  // by pool only
   bool overlapped = false;
   int32_t last_attempt = 0;
   std::optional<int32_t> exit_code;
@@ -105,14 +123,14 @@ void UsageReport::Add(const store::JobRow& row) {
       if (replica.contains("startTime") && replica.contains("gpus")) {
         // An elastic job's replica that held its GPUs for part of the attempt.
         overlapped |= Charge(IntOr(replica, "startTime", 0), IntOr(replica, "endTime", 0),
-                             {held_by(replica)}, Utilization(r), mine);
+                             {held_by(replica)}, Utilization(r), mine, pools);
       } else if (replica.contains("gpus")) {
         gpus.push_back(held_by(replica));
       } else {
         gpus.push_back(from_spec());
       }
     }
-    overlapped |= Charge(IntOr(r, "startTime", 0), IntOr(r, "endTime", 0), gpus, Utilization(r), mine);
+    overlapped |= Charge(IntOr(r, "startTime", 0), IntOr(r, "endTime", 0), gpus, Utilization(r), mine, pools);
     last_attempt = static_cast<int32_t>(IntOr(r, "attempt", last_attempt));
     exit_code.reset();
     exit_signal = 0;
@@ -132,7 +150,7 @@ void UsageReport::Add(const store::JobRow& row) {
       gpus.push_back({StringOr(a, "gpuType"), StringOr(a, "pool"), static_cast<int64_t>(a["gpus"].size())});
     }
     const int64_t start = IntOr(attempt, "startTime", row.start_ms.value_or(now_ms_));
-    overlapped |= Charge(start, std::max(start, now_ms_), gpus, Utilization(attempt), mine);
+    overlapped |= Charge(start, std::max(start, now_ms_), gpus, Utilization(attempt), mine, pools);
     last_attempt = static_cast<int32_t>(IntOr(attempt, "attempt", last_attempt));
   }
   // By job, one that held no GPU in the window is still listed (as sacct
@@ -141,16 +159,25 @@ void UsageReport::Add(const store::JobRow& row) {
   if (!overlapped && by_ != UsageGrouping::kJob) return;
   mine.jobs = 1;
 
-  const bool by_queue = by_ != UsageGrouping::kUser;
-  const bool by_user = by_ != UsageGrouping::kQueue;
+  total_.jobs += 1;
+  Accumulate(total_, mine);
+  if (by_ == UsageGrouping::kPool) {
+    for (const auto& [pool, t] : pools) {
+      UsageLine& line = lines_[{"", "", pool, 0}];
+      line.pool = pool;
+      line.totals.jobs += 1;
+      Accumulate(line.totals, t);
+    }
+    return;
+  }
+  const bool by_queue = ByQueue(by_);
+  const bool by_user = ByUser(by_);
   const int64_t job = by_ == UsageGrouping::kJob ? row.id : 0;
-  UsageLine& line = lines_[{by_queue ? row.queue : "", by_user ? row.user : "", job}];
+  UsageLine& line = lines_[{by_queue ? row.queue : "", by_user ? row.user : "", "", job}];
   line.queue = by_queue ? row.queue : "";
   line.user = by_user ? row.user : "";
   line.totals.jobs += 1;
   Accumulate(line.totals, mine);
-  total_.jobs += 1;
-  Accumulate(total_, mine);
   if (by_ == UsageGrouping::kJob) {
     line.job = row.id;
     line.name = row.name;

@@ -1,6 +1,6 @@
 // UsageReport: GPU-hours, cost, job count and efficiency over a time window,
-// by queue, user, both, or job (as Slurm's sreport and sacct), from the
-// stored jobs' attempts.
+// by queue, user, both, node pool, or job (as Slurm's sreport and sacct),
+// from the stored jobs' attempts.
 //
 // What is charged: each attempt holds its replicas' GPUs from its bind to
 // the end of its last replica (the span the scheduler keeps them from
@@ -15,7 +15,10 @@
 // the metric muster_queue_gpu_seconds_total as they accrue.
 //
 // A job counts in a line when an attempt of it overlaps the window; by job,
-// every job given is listed, those that never ran with no usage.
+// every job given is listed, those that never ran with no usage. By pool, a
+// job counts in the line of each pool it held GPUs in (its GPU-hours split
+// between them; the total counts it once); records written before they
+// named a pool go to the pool "".
 #pragma once
 
 #include <cstdint>
@@ -31,9 +34,17 @@
 
 namespace muster::server {
 
-enum class UsageGrouping { kQueue, kUser, kQueueUser, kJob };
-// "queue", "user", "queue,user" (or "user,queue"), "job".
+enum class UsageGrouping { kQueue, kUser, kQueueUser, kJob, kPool };
+// "queue", "user", "queue,user" (or "user,queue"), "job", "pool".
 StatusOr<UsageGrouping> ParseUsageGrouping(const std::string& text);
+const char* UsageGroupingName(UsageGrouping by);
+// Whether lines name their queue, their user.
+inline bool ByQueue(UsageGrouping by) {
+  return by == UsageGrouping::kQueue || by == UsageGrouping::kQueueUser || by == UsageGrouping::kJob;
+}
+inline bool ByUser(UsageGrouping by) {
+  return by == UsageGrouping::kUser || by == UsageGrouping::kQueueUser || by == UsageGrouping::kJob;
+}
 
 struct UsageTotals {
   int64_t jobs = 0;
@@ -46,7 +57,7 @@ struct UsageTotals {
 };
 
 struct UsageLine {
-  std::string queue, user;  // as grouped (empty where not)
+  std::string queue, user, pool;  // as grouped (empty where not)
   UsageTotals totals;
   // By job only: the job's own fields.
   int64_t job = 0;
@@ -78,13 +89,14 @@ class UsageReport {
     int64_t count = 0;
   };
   // One attempt's share: adds to `t` and says whether it overlapped.
+  // By pool, `by_pool` gets each pool's share as well.
   bool Charge(int64_t start_ms, int64_t end_ms, const std::vector<Held>& gpus, std::optional<double> utilization,
-              UsageTotals& t) const;
+              UsageTotals& t, std::map<std::string, UsageTotals>& by_pool) const;
 
   const int64_t from_ms_, to_ms_, now_ms_;
   const UsageGrouping by_;
   const PriceOf price_;
-  std::map<std::tuple<std::string, std::string, int64_t>, UsageLine> lines_;
+  std::map<std::tuple<std::string, std::string, std::string, int64_t>, UsageLine> lines_;  // queue, user, pool, job
   UsageTotals total_;
 };
 

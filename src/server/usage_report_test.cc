@@ -90,6 +90,33 @@ TEST(UsageReport, EachReplicaIsChargedAtThePriceOfItsPool) {
   EXPECT_DOUBLE_EQ(old.Total().cost, 8 * 3.0);
 }
 
+TEST(UsageReport, ByPoolAJobsGpuHoursAreSplitBetweenThePoolsItRanIn) {
+  UsageReport u(0, 100 * kHour, 100 * kHour, UsageGrouping::kPool, Price);
+  // A gang across a spot node and an on-demand one; a job on spot only; an
+  // old record that names no pool.
+  u.Add(Job(1, "a", "alice", {{"attemptHistory", {Record(1, 0, kHour, {Replica(8, "H100", "spot"), Replica(8, "H100")})}}}));
+  u.Add(Job(2, "b", "bob", {{"attemptHistory", {Record(1, 0, 2 * kHour, {Replica(2, "H100", "spot")})}}}));
+  json old = Replica(1, "A100");
+  old.erase("pool");
+  u.Add(Job(3, "b", "bob", {{"attemptHistory", {Record(1, 0, kHour, {old})}}}));
+  const auto lines = u.Lines();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].pool, "");
+  EXPECT_EQ(lines[0].totals.jobs, 1);
+  EXPECT_DOUBLE_EQ(lines[0].totals.cost, 1 * 2.0);
+  EXPECT_EQ(lines[1].pool, "on-demand");
+  EXPECT_EQ(lines[1].totals.jobs, 1);
+  EXPECT_DOUBLE_EQ(lines[1].totals.gpu_seconds, 8 * 3600.0);
+  EXPECT_DOUBLE_EQ(lines[1].totals.cost, 8 * 3.0);
+  EXPECT_EQ(lines[2].pool, "spot");
+  EXPECT_EQ(lines[2].totals.jobs, 2);  // the gang counts in both of its pools
+  EXPECT_DOUBLE_EQ(lines[2].totals.gpu_seconds, (8 + 4) * 3600.0);
+  EXPECT_DOUBLE_EQ(lines[2].totals.cost, (8 + 4) * 1.0);
+  EXPECT_EQ(lines[2].queue, "");
+  EXPECT_EQ(u.Total().jobs, 3);  // ... and once in the total
+  EXPECT_DOUBLE_EQ(u.Total().cost, 2.0 + 24.0 + 12.0);
+}
+
 TEST(UsageReport, AnElasticJobsReplicasAreChargedForTheirOwnSpans) {
   UsageReport u(0, 100 * kHour, 100 * kHour, UsageGrouping::kQueue, Price);
   // Replica 0 for the whole 4 hours; replica 1 added after 1 hour and given
@@ -162,6 +189,10 @@ TEST(UsageReport, CpuOnlyJobsAndNullFieldsCountWithoutGpuHours) {
 
 TEST(UsageReport, GroupingNames) {
   EXPECT_EQ(*ParseUsageGrouping("user,queue"), UsageGrouping::kQueueUser);
+  for (const UsageGrouping by : {UsageGrouping::kQueue, UsageGrouping::kUser, UsageGrouping::kQueueUser,
+                                 UsageGrouping::kJob, UsageGrouping::kPool}) {
+    EXPECT_EQ(*ParseUsageGrouping(UsageGroupingName(by)), by) << UsageGroupingName(by);
+  }
   const auto bad = ParseUsageGrouping("team");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().field(), "by");

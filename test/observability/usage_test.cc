@@ -3,6 +3,7 @@
 // its GPUs times its type's price in its node's pool), `muster history`
 // their exit codes and efficiency, in a table, CSV and JSON; the cost
 // metrics by pool.
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -223,6 +224,24 @@ TEST_F(PoolUsageTest, EachPoolPricesTheGpuTimeOfItsNodes) {
     total_cost += gpu_seconds / 3600 * pool_price.second;
   }
   EXPECT_NEAR(Get("/v1/usage?from=2020-01-01T00:00:00Z")["total"]["cost"].get<double>(), total_cost, 1e-9);
+  // By pool: a line each, with that pool's job and cost.
+  const json by_pool = Get("/v1/usage?by=pool&from=2020-01-01T00:00:00Z");
+  EXPECT_EQ(by_pool["by"], "pool");
+  ASSERT_EQ(by_pool["items"].size(), 3u) << by_pool.dump();
+  for (const json& line : by_pool["items"]) {
+    EXPECT_EQ(line["jobs"], 1) << line.dump();
+    EXPECT_FALSE(line.contains("queue")) << line.dump();
+    const auto it = std::find_if(want.begin(), want.end(), [&](const auto& w) { return w.second.first == line["pool"]; });
+    ASSERT_NE(it, want.end()) << line.dump();
+    EXPECT_NEAR(line["cost"].get<double>(), line["gpuSeconds"].get<double>() / 3600 * it->second.second, 1e-9)
+        << line.dump();
+  }
+  EXPECT_NEAR(by_pool["total"]["cost"].get<double>(), total_cost, 1e-9);
+  const CommandResult csv = RunCommand("MUSTER_TOKEN=" + server_.admin_token() + " " + MUSTER_BINARY +
+                                       " usage --since 2020-01-01 --by pool -o csv --server " + server_.url() + " 2>&1");
+  ASSERT_EQ(csv.code, 0) << csv.out;
+  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), "POOL,JOBS,GPU-HOURS,COST,EFFICIENCY\r") << csv.out;
+  EXPECT_NE(csv.out.find("\nreserved-east,1,"), std::string::npos) << csv.out;
 
   // The metrics charge each pool's GPU time at its price, as it accrues.
   httplib::Client c(server_.url());
