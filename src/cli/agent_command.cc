@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/quantity.h"
 #include "common/service_notify.h"
+#include "core/node.h"
 
 namespace muster::cli {
 
@@ -49,11 +50,8 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_flag("--spot", o.spot, "This node is spot capacity: only jobs with spot: true run here");
   // A node feature's name: 1 to 64 letters, digits and ._-.
   const auto feature_name = [](const std::string& feature) {
-    return !feature.empty() && feature.size() <= 64 &&
-                   feature.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-                       std::string::npos
-               ? std::string()
-               : "a feature is 1 to 64 letters, digits and ._-, got \"" + feature + "\"";
+    return core::IsFeatureName(feature) ? std::string()
+                                        : "a feature is 1 to 64 letters, digits and ._-, got \"" + feature + "\"";
   };
   a->add_option("--feature", o.features,
                 "A node feature jobs may require (sbatch -C/--constraint, the spec's features); repeat for more")

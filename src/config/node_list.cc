@@ -21,9 +21,7 @@ Status CpusAndMemory(const YAML::Node& map, const std::string& path, int64_t& cp
 
 // A node feature: a name of 1 to 64 letters, digits and ._-.
 StatusOr<std::string> NodeFeatureName(const YAML::Node& v, const std::string& path) {
-  if (!v.IsScalar() || v.Scalar().empty() || v.Scalar().size() > 64 ||
-      v.Scalar().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-          std::string::npos) {
+  if (!v.IsScalar() || !core::IsFeatureName(v.Scalar())) {
     return InvalidArgument("must be a name of 1 to 64 letters, digits and ._-", path);
   }
   return v.Scalar();

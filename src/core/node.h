@@ -50,6 +50,13 @@ inline bool NodeHasFeature(const std::vector<std::string>& features, std::string
   }
 }
 
+// A node feature's name (and a pool's): 1 to 64 letters, digits and ._-.
+inline bool IsFeatureName(std::string_view name) {
+  return !name.empty() && name.size() <= 64 &&
+         name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+             std::string_view::npos;
+}
+
 // Pools: a node in the spot pool (capacity the cloud may reclaim at short
 // notice) has the feature "spot"; every other node has "on-demand", which
 // jobs not allowed on spot capacity require (api::ToCoreSpec).

@@ -8,12 +8,6 @@ namespace muster::server {
 
 namespace {
 
-// A name the agent's --feature accepts: 1 to 64 letters, digits and ._-.
-bool IsPoolName(const std::string& name) {
-  return !name.empty() && name.size() <= 64 &&
-         name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == std::string::npos;
-}
-
 // A mapping of GPU type ("*": the others) to a price per GPU-hour.
 StatusOr<std::map<std::string, double>> ReadTypePrices(const YAML::Node& node, const std::string& path) {
   if (!node.IsMap()) return InvalidArgument("must be a mapping of GPU type to price per GPU-hour", path);
@@ -54,7 +48,7 @@ StatusOr<PoolPrices> ReadPoolPrices(const YAML::Node& prices, const YAML::Node& 
   if (!pools.IsMap()) return InvalidArgument("must be a mapping of pool name to {prices}", "server.pools");
   for (const auto& kv : pools) {
     const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : "";
-    if (!IsPoolName(name)) {
+    if (!core::IsFeatureName(name)) {
       return InvalidArgument("a pool name is 1 to 64 letters, digits and ._- (a node feature), got " +
                                  QuoteForMessage(name, 64),
                              "server.pools");

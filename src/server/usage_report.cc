@@ -49,7 +49,8 @@ bool UsageReport::Charge(int64_t start_ms, int64_t end_ms, const std::vector<Hel
   for (const Held& held : gpus) {
     const double gpu_seconds = seconds * static_cast<double>(held.count);
     const double cost = gpu_seconds / 3600 * price_(held.pool, held.gpu_type);
-    for (UsageTotals* into : {&t, by_ == UsageGrouping::kPool ? &by_pool[held.pool] : nullptr}) {
+    // By pool, only GPUs count: a CPU-only replica holds none of a pool's.
+    for (UsageTotals* into : {&t, by_ == UsageGrouping::kPool && held.count > 0 ? &by_pool[held.pool] : nullptr}) {
       if (into == nullptr) continue;
       into->gpu_seconds += gpu_seconds;
       into->cost += cost;
