@@ -602,13 +602,12 @@ void Agent::Apply(const proto::SyncResponse& r) {
   }
   for (const TaskStatus& t : executor_->Tasks()) {
     if (!t.running || desired.count(t.key)) continue;
-    auto a = assigned_.find(t.key);
-    const int sig = a != assigned_.end() ? a->second.stop_signal : SIGTERM;
-    int64_t grace = StopGraceMs(a != assigned_.end() ? a->second.grace_ms : 30'000);
+    const StopOrder order = StopOrderOf(t.key, 30'000);
+    int64_t grace = StopGraceMs(order.grace_ms);
     if (auto cut = cut_ms.find(t.key.substr(0, t.key.rfind('.') + 1)); cut != cut_ms.end()) {
       grace = std::min(grace, cut->second);
     }
-    executor_->Stop(t.key, sig, Duration::Millis(grace), "stop");
+    executor_->Stop(t.key, order.signal, Duration::Millis(grace), "stop");
   }
   // Users' signals, each once.
   for (const proto::SignalOrder& s : r.signals) {
@@ -839,6 +838,12 @@ bool Agent::RefreshReports() {
   return news;
 }
 
+Agent::StopOrder Agent::StopOrderOf(const std::string& key, int64_t fallback_grace_ms) const {
+  auto a = assigned_.find(key);
+  if (a == assigned_.end()) return {SIGTERM, fallback_grace_ms};
+  return {a->second.stop_signal, a->second.grace_ms};
+}
+
 void Agent::FenceIfLeaseLost() {
   int64_t last = 0, lease = 0;
   {
@@ -851,10 +856,8 @@ void Agent::FenceIfLeaseLost() {
   for (const TaskStatus& t : executor_->Tasks()) {
     if (!t.running) continue;
     any = true;
-    auto a = assigned_.find(t.key);
-    const int sig = a != assigned_.end() ? a->second.stop_signal : SIGTERM;
-    const int64_t grace = std::min<int64_t>(a != assigned_.end() ? a->second.grace_ms : 30'000, 30'000);
-    executor_->Stop(t.key, sig, Duration::Millis(grace), "fenced");
+    const StopOrder order = StopOrderOf(t.key, 30'000);
+    executor_->Stop(t.key, order.signal, Duration::Millis(std::min<int64_t>(order.grace_ms, 30'000)), "fenced");
   }
   if (any) {
     log::Error("no sync with the server for {} ms (lease {} ms): stopping every task", clock_.Now().millis() - last,
@@ -976,10 +979,8 @@ void Agent::Run() {
   if (options_.stop_tasks_on_exit) {
     for (const TaskStatus& t : executor_->Tasks()) {
       if (t.running) {
-        auto a = assigned_.find(t.key);
-        executor_->Stop(t.key, a != assigned_.end() ? a->second.stop_signal : SIGTERM,
-                        Duration::Millis(std::min<int64_t>(a != assigned_.end() ? a->second.grace_ms : 5000, 5000)),
-                        "agent-exit");
+        const StopOrder order = StopOrderOf(t.key, 5000);
+        executor_->Stop(t.key, order.signal, Duration::Millis(std::min<int64_t>(order.grace_ms, 5000)), "agent-exit");
       }
     }
     for (int i = 0; i < 1000; ++i) {

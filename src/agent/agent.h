@@ -159,6 +159,13 @@ class Agent {
   int64_t StopGraceMs(int64_t grace_ms);
   std::vector<gpu::GpuSample> nvml_samples_;  // guarded by mu_
   void FenceIfLeaseLost();
+  // How task `key` is stopped: its assignment's stop signal and grace
+  // (SIGTERM and `fallback_grace_ms` for a task adopted without one).
+  struct StopOrder {
+    int signal = 0;
+    int64_t grace_ms = 0;
+  };
+  StopOrder StopOrderOf(const std::string& key, int64_t fallback_grace_ms) const;
   // Main thread: a reclaim notice the server has not acknowledged in time
   // (AgentOptions::reclaim_notice_url): every task stopped, once.
   void StopIfReclaimedAlone();

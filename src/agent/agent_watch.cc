@@ -1,8 +1,6 @@
 // Agent: what it watches beside its main loop: the GPUs' health events and
 // utilization samples (NVML's or fake GPUs'), its metrics, and the cloud's
 // notice that it reclaims the node (agent/reclaim_watcher.h).
-#include <signal.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -84,11 +82,9 @@ void Agent::StopIfReclaimedAlone() {
   int stopped = 0;
   for (const TaskStatus& t : executor_->Tasks()) {
     if (!t.running || t.stopping) continue;
-    auto a = assigned_.find(t.key);
-    const int sig = a != assigned_.end() ? a->second.stop_signal : SIGTERM;
+    const StopOrder order = StopOrderOf(t.key, 30'000);
     // "fenced": stopped by its agent cut off from the server (lifecycle/replica_exit.h).
-    executor_->Stop(t.key, sig, Duration::Millis(StopGraceMs(a != assigned_.end() ? a->second.grace_ms : 30'000)),
-                    "fenced");
+    executor_->Stop(t.key, order.signal, Duration::Millis(StopGraceMs(order.grace_ms)), "fenced");
     ++stopped;
   }
   log::Warn("the cloud reclaims this node in {} s and no answer of the server has acknowledged the notice in {} s: "

@@ -35,8 +35,6 @@ struct PoolPrices {
   std::string PoolOf(const std::vector<std::string>& features) const;
   // Per GPU-hour of `gpu_type` in `pool` ("" or an unknown pool: `prices`).
   double PerGpuHour(const std::string& pool, const std::string& gpu_type) const;
-
-  bool operator==(const PoolPrices&) const = default;
 };
 
 // Reads the server file's `prices` and `pools` (either may be absent);
