@@ -21,6 +21,17 @@ wait_state() {
   return 1
 }
 
+# Until job $1 has a reason other than None: Slurm gives one at submit,
+# Muster at its next scheduling cycle (milliseconds, more under a sanitizer).
+wait_reason() {
+  for _ in $(seq 1800); do
+    [ "$(squeue -h -j "$1" -o %r 2>/dev/null)" != "None" ] && return 0
+    sleep 0.1
+  done
+  echo "job $1 never had a reason" >&2
+  return 1
+}
+
 # 1. A two-node batch script: its environment, srun's, the host list, a
 #    failing step. (1G of memory a node: the Slurm commands inside the job
 #    may be sanitizer builds of muster, which need more than 100M.)
@@ -83,6 +94,7 @@ choice=$(sbatch --parsable -J golden-choice -N2 -C 'fa|fb' --time=1 -o /dev/null
 arr=$(sbatch --parsable -J golden-arr --array=0-1 --time=1 -o /dev/null --wrap 'sleep 4')
 dep=$(sbatch --parsable -J golden-dep --dependency=afterok:"$arr" --time=1 -o /dev/null --wrap true)
 wait_state "${arr}_0" R
+wait_reason "$dep"
 squeue -h -j "$dep" -o '%i|%E|%r' > squeue-dep.txt
 cat > trap.sbatch <<'TRAP'
 #!/bin/bash
