@@ -6,6 +6,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/container_command.h"
+#include "agent/owned_directory.h"
 #include "agent/start_delay.h"
 #include "agent/task_beacon.h"
 #include "common/log.h"
@@ -199,10 +200,19 @@ StatusOr<std::string> Agent::Init() {
   eo.state_dir = options_.state_dir;
   {
     std::error_code dir_ec;
-    fs::create_directories(options_.state_dir, dir_ec);
     // Task journals (with the jobs' environments), logs and the node's token
-    // live here: the agent's alone.
-    ::chmod(options_.state_dir.c_str(), 0700);
+    // live here: the agent's alone, made by it or checked (owned_directory.h).
+    RETURN_IF_ERROR(MakeOwnedDirectory(options_.state_dir, 0700, ::geteuid(), "the state directory"));
+    // Slurm's commands, for jobs written for Slurm: links to this binary,
+    // first on every task's PATH (cli/srun_command.h, cli/slurm_commands.h).
+    // Beside the state directory, not in it: that one is the agent's alone
+    // (mode 700), and a job's user must reach these. Checked as the state
+    // directory is: one a user made first would put their programs first on
+    // everyone's PATH.
+    slurm_bin_ = fs::path(options_.state_dir).lexically_normal().string();
+    while (slurm_bin_.size() > 1 && slurm_bin_.back() == '/') slurm_bin_.pop_back();
+    slurm_bin_ += ".slurm-bin";
+    RETURN_IF_ERROR(MakeOwnedDirectory(slurm_bin_, 0755, ::geteuid(), "the Slurm commands' directory"));
     // One agent a state directory: two would adopt, end and report the same
     // tasks. The lock goes with the process (kill -9 included).
     const std::string lock = options_.state_dir + "/agent.lock";
@@ -260,15 +270,7 @@ StatusOr<std::string> Agent::Init() {
   eo.shim_binary = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) return FailedPrecondition("cannot find the muster binary (/proc/self/exe): " + ec.message());
   muster_binary_ = eo.shim_binary;
-  // Slurm's commands, for jobs written for Slurm: links to this binary,
-  // first on every task's PATH (cli/srun_command.h, cli/slurm_commands.h).
-  // Beside the state directory, not in it: that one is the agent's alone
-  // (mode 700), and a job's user must reach these.
-  slurm_bin_ = fs::path(options_.state_dir).lexically_normal().string();
-  while (slurm_bin_.size() > 1 && slurm_bin_.back() == '/') slurm_bin_.pop_back();
-  slurm_bin_ += ".slurm-bin";
-  fs::create_directories(slurm_bin_, ec);
-  ::chmod(slurm_bin_.c_str(), 0755);
+  // The Slurm commands' links, in slurm_bin_ (made above).
   for (const char* command : {"srun", "sbatch", "scontrol", "squeue", "scancel", "sacct", "sinfo"}) {
     const fs::path link = fs::path(slurm_bin_) / command;
     std::error_code ignored;

@@ -14,7 +14,7 @@ std::vector<std::string> PodmanCommand(const ContainerSpec& c) {
 }
 
 std::vector<std::string> PodmanRunArgv(const TaskSpec& spec, const std::string& env_file,
-                                       const std::vector<std::string>& inherited, const std::vector<std::string>& argv) {
+                                       const std::vector<std::string>& argv) {
   const ContainerSpec& c = *spec.container;
   std::vector<std::string> out = PodmanCommand(c);
   out.insert(out.end(), {"run", "--name", c.name, "--pull", "never", "--pid", "host", "--network", "host", "--ipc",
@@ -27,7 +27,6 @@ std::vector<std::string> PodmanRunArgv(const TaskSpec& spec, const std::string& 
     }
   }
   out.insert(out.end(), {"--env-file", env_file});
-  for (const std::string& name : inherited) out.insert(out.end(), {"--env", name});
   if (!spec.working_dir.empty()) {
     out.insert(out.end(), {"--workdir", spec.working_dir, "--volume", spec.working_dir + ":" + spec.working_dir});
   }
@@ -68,12 +67,14 @@ std::vector<std::string> PodmanRemoveArgv(const ContainerSpec& c) {
   return out;
 }
 
-std::string ContainerEnvFile(const std::map<std::string, std::string>& env, std::vector<std::string>& inherited) {
+StatusOr<std::string> ContainerEnvFile(const std::map<std::string, std::string>& env) {
   std::string text;
   for (const auto& [k, v] : env) {
-    if (v.find('\n') != std::string::npos || v.find('\r') != std::string::npos) {
-      inherited.push_back(k);
-      continue;
+    if (v.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
+      return InvalidArgument("the job's variable " + k +
+                             " holds a line break or NUL, which an --env-file cannot carry (the server refuses such "
+                             "values at submit)",
+                             "env." + k);
     }
     text += k + "=" + v + "\n";
   }

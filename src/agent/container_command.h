@@ -34,12 +34,10 @@ namespace muster::agent {
 std::vector<std::string> PodmanCommand(const ContainerSpec& c);
 
 // The whole `podman run` line for `spec` (spec.container set): the
-// environment from `env_file` (ContainerEnvFile), plus `--env NAME` for each
-// of `inherited` (values Podman takes from its own environment: those an
-// env file cannot hold). `argv` replaces spec.argv when not empty (a
-// script given as a file).
+// environment from `env_file` (ContainerEnvFile) only; Podman's own
+// environment (root_exec.h) never carries the job's. `argv` replaces
+// spec.argv when not empty (a script given as a file).
 std::vector<std::string> PodmanRunArgv(const TaskSpec& spec, const std::string& env_file,
-                                       const std::vector<std::string>& inherited,
                                        const std::vector<std::string>& argv = {});
 
 // `podman image exists IMAGE` (exit 0: present), `podman pull IMAGE`,
@@ -50,9 +48,10 @@ std::vector<std::string> PodmanPullArgv(const ContainerSpec& c);
 std::vector<std::string> PodmanInspectArgv(const ContainerSpec& c);
 std::vector<std::string> PodmanRemoveArgv(const ContainerSpec& c);
 
-// Splits `env` into the text of an env file (NAME=VALUE lines) and the names
-// whose values it cannot hold (a newline), returned in `inherited`.
-std::string ContainerEnvFile(const std::map<std::string, std::string>& env, std::vector<std::string>& inherited);
+// The text of an env file (NAME=VALUE lines) of `env`. InvalidArgument,
+// naming the variable, when a value holds a line break or NUL: a file of
+// lines cannot carry it, and no other way into a container exists.
+StatusOr<std::string> ContainerEnvFile(const std::map<std::string, std::string>& env);
 
 // The text of a containers-auth.json file (Podman's --authfile) holding one
 // login: {"auths":{REGISTRY:{"auth":base64(USERNAME:PASSWORD)}}}.

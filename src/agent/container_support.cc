@@ -1,38 +1,18 @@
 #include "agent/container_support.h"
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "agent/container_command.h"
 #include "agent/container_task.h"
+#include "agent/root_exec.h"
 
 namespace muster::agent {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// Runs `command` (a shell line) and returns its exit code and output.
-std::pair<int, std::string> Run(const std::string& command) {
-  std::string out;
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  if (!p) return {-1, out};
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 // The text of the CDI specs in `dirs` that name the kind nvidia.com/gpu.
 std::string NvidiaCdiSpecs(const std::vector<std::string>& dirs) {
@@ -74,10 +54,20 @@ ContainerSupport DetectContainers(const std::string& podman, const std::string& 
     s.note = "containers are turned off (--podman none)";
     return s;
   }
-  s.podman = podman.empty() ? "podman" : podman;
-  const std::string env = containers_conf.empty() ? "" : "CONTAINERS_CONF=" + Quote(containers_conf) + " ";
-  const std::string with_runtime = runtime.empty() ? "" : " --runtime " + Quote(runtime);
-  auto [code, out] = Run(env + Quote(s.podman) + with_runtime + " version --format '{{.Client.Version}}'");
+  // Run as root: by an absolute path, found once here, never in a job's PATH.
+  StatusOr<std::string> found = FindRootProgram(podman.empty() ? "podman" : podman, "--podman");
+  if (!found.ok()) {
+    s.podman = podman.empty() ? "podman" : podman;
+    s.note = "Podman does not run (" + found.status().message() + "); install Debian's podman or give --podman";
+    return s;
+  }
+  s.podman = *found;
+  std::vector<std::string> argv = {s.podman};
+  if (!runtime.empty()) argv.insert(argv.end(), {"--runtime", runtime});
+  argv.insert(argv.end(), {"version", "--format", "{{.Client.Version}}"});
+  std::vector<std::string> extra;
+  if (!containers_conf.empty()) extra.push_back("CONTAINERS_CONF=" + containers_conf);
+  auto [code, out] = RunRootCommand(argv, extra);
   if (code != 0) {
     std::string why = out.substr(0, out.find('\n'));
     s.note = "Podman does not run (" + s.podman + ": " + (why.empty() ? "exit " + std::to_string(code) : why) +
@@ -99,8 +89,11 @@ ContainerSupport DetectContainers(const std::string& podman, const std::string& 
   }
   std::string specs = NvidiaCdiSpecs(cdi_dirs);
   if (specs.empty()) {
-    auto [ctk, ctk_out] = Run("command -v nvidia-ctk >/dev/null && nvidia-ctk cdi generate --device-name-strategy=uuid "
-                              "--output=/var/run/cdi/nvidia.yaml");
+    StatusOr<std::string> ctk_path = FindRootProgram("nvidia-ctk", "the NVIDIA Container Toolkit");
+    const int ctk = ctk_path.ok() ? RunRootCommand({*ctk_path, "cdi", "generate", "--device-name-strategy=uuid",
+                                                    "--output=/var/run/cdi/nvidia.yaml"})
+                                        .first
+                                  : -1;
     if (ctk != 0) {
       s.note = "no CDI spec for nvidia.com/gpu in /etc/cdi or /var/run/cdi, and the NVIDIA Container Toolkit "
                "(nvidia-ctk) could not make one: install it, or run `nvidia-ctk cdi generate`";

@@ -1,7 +1,8 @@
 // Whether this node can run container jobs, and how their GPUs reach them.
 //
-// Podman: the agent's `--podman` (a path; default "podman" on PATH; "none"
-// turns containers off) must answer `podman version`. GPUs: a container
+// Podman: the agent's `--podman` (an absolute path, or a bare name searched
+// in root_exec.h's kRootPath, never in any other PATH; default "podman";
+// "none" turns containers off) must answer `podman version`. GPUs: a container
 // gets exactly its task's GPUs, by one of
 //   - CDI (the Container Device Interface), for GPUs found through NVML: a
 //     CDI spec for "nvidia.com/gpu" in /etc/cdi or /var/run/cdi, generated
@@ -29,7 +30,7 @@ namespace muster::agent {
 
 struct ContainerSupport {
   bool available = false;   // Podman answers
-  std::string podman;       // its binary
+  std::string podman;       // its binary, an absolute path when available
   std::string version;      // "4.3.1"
   bool gpus = false;        // GPUs can be given to containers
   bool cdi = false;         // by CDI (else by device files)

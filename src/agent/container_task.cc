@@ -1,22 +1,18 @@
 #include "agent/container_task.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "agent/container_command.h"
+#include "agent/root_exec.h"
 #include "common/fd_io.h"
-
-extern char** environ;
 
 namespace muster::agent {
 
@@ -44,87 +40,14 @@ Status WritePrivateFile(const std::string& path, const std::string& text, mode_t
   return Status::Ok();
 }
 
-std::vector<std::string> PodmanEnvironment(const ContainerSpec& c, const std::map<std::string, std::string>& job_env,
-                                           const std::vector<std::string>& inherited) {
-  std::vector<std::string> out;
-  bool has_path = false;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv = *e;
-    const std::string name = kv.substr(0, kv.find('='));
-    const bool keep = name == "PATH" || name == "HOME" || name == "XDG_RUNTIME_DIR" || name == "TMPDIR" ||
-                      name == "REGISTRY_AUTH_FILE" || name.rfind("CONTAINERS_", 0) == 0;
-    if (!keep || (name == "CONTAINERS_CONF" && !c.containers_conf.empty())) continue;
-    has_path = has_path || name == "PATH";
-    out.push_back(kv);
-  }
-  if (!has_path) out.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  if (!c.containers_conf.empty()) out.push_back("CONTAINERS_CONF=" + c.containers_conf);
-  for (const std::string& name : inherited) {
-    auto it = job_env.find(name);
-    if (it != job_env.end()) out.push_back(name + "=" + it->second);
-  }
-  return out;
-}
-
-int RunPodman(const std::vector<std::string>& argv, const std::vector<std::string>& env, const LogWriter& log,
-              const std::function<bool()>& abort) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
-  std::vector<std::string> args = argv, vars = env;
-  std::vector<char*> a, e;
-  for (std::string& s : args) a.push_back(s.data());
-  a.push_back(nullptr);
-  for (std::string& s : vars) e.push_back(s.data());
-  e.push_back(nullptr);
-  const pid_t child = ::fork();
-  if (child < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return -1;
-  }
-  if (child == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    ::execvpe(a[0], a.data(), e.data());
-    const std::string msg = std::string("muster: cannot run ") + a[0] + ": " + std::strerror(errno) + "\n";
-    (void)!::write(2, msg.data(), msg.size());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  char buf[16384];
-  bool killed = false;
-  while (true) {
-    pollfd p{fds[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, 1000);
-    if (ready > 0) {
-      const ssize_t n = ::read(fds[0], buf, sizeof buf);
-      if (n > 0) {
-        log(std::string(buf, static_cast<size_t>(n)));
-        continue;
-      }
-      if (n == 0 || errno != EINTR) break;
-    }
-    if (!killed && abort && abort()) {
-      ::kill(child, SIGKILL);
-      killed = true;
-    }
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
+std::vector<std::string> PodmanEnvironment(const ContainerSpec& c) {
+  if (c.containers_conf.empty()) return RootEnvironment();
+  return RootEnvironment({"CONTAINERS_CONF=" + c.containers_conf});
 }
 
 bool EnsureImage(const ContainerSpec& c, const std::vector<std::string>& env, const std::string& journal,
                  const LogWriter& log, const std::function<bool()>& abort) {
-  const int exists = RunPodman(PodmanImageExistsArgv(c), env, [](const std::string&) {}, abort);
+  const int exists = RunRootProgram(PodmanImageExistsArgv(c), env, [](const std::string&) {}, abort);
   if (exists >= 0 && WIFEXITED(exists) && WEXITSTATUS(exists) == 0) {
     (void)AppendJournal(journal, nlohmann::json({{"pulled", c.image}, {"cached", true}}).dump());
     return true;
@@ -133,7 +56,7 @@ bool EnsureImage(const ContainerSpec& c, const std::vector<std::string>& env, co
   log("muster: pulling image " + c.image + "\n");
   const auto start = std::chrono::steady_clock::now();
   std::string output;
-  const int pulled = RunPodman(
+  const int pulled = RunRootProgram(
       PodmanPullArgv(c), env,
       [&](const std::string& text) {
         log(text);
@@ -170,7 +93,7 @@ std::string FinishContainer(const ContainerSpec& c, const std::vector<std::strin
   } else {
     const ContainerExit e = ClassifyPodmanExit(WEXITSTATUS(wait_status));
     std::string inspected;
-    const int st = RunPodman(PodmanInspectArgv(c), env, [&](const std::string& t) { inspected += t; }, {});
+    const int st = RunRootProgram(PodmanInspectArgv(c), env, [&](const std::string& t) { inspected += t; }, {});
     int exit_code = 0;
     std::string oom;
     long long started = 0;
@@ -189,7 +112,7 @@ std::string FinishContainer(const ContainerSpec& c, const std::vector<std::strin
     if (known && oom == "true") s["oom"] = true;
   }
   if (oom_seen) s["oom"] = true;
-  const int rm = RunPodman(PodmanRemoveArgv(c), env, log, {});
+  const int rm = RunRootProgram(PodmanRemoveArgv(c), env, log, {});
   if (rm >= 0 && WIFEXITED(rm) && WEXITSTATUS(rm) == 0) s["removed"] = true;
   if (fenced) s["fenced"] = true;
   return s.dump();

@@ -29,18 +29,9 @@ namespace muster::agent {
 
 using LogWriter = std::function<void(const std::string&)>;
 
-// The environment Podman runs with: the shim's own PATH, HOME,
-// XDG_RUNTIME_DIR, TMPDIR and CONTAINERS_* / REGISTRY_AUTH_FILE settings,
-// CONTAINERS_CONF from the spec, and the job's variables named in
-// `inherited` (ContainerEnvFile), as "NAME=VALUE" strings.
-std::vector<std::string> PodmanEnvironment(const ContainerSpec& c, const std::map<std::string, std::string>& job_env,
-                                           const std::vector<std::string>& inherited);
-
-// Runs a Podman command to its end, its output to `log`; returns its wait
-// status, or -1 when it could not be started. `abort`, asked once a
-// second, SIGKILLs it when it says so (the task was stopped).
-int RunPodman(const std::vector<std::string>& argv, const std::vector<std::string>& env, const LogWriter& log,
-              const std::function<bool()>& abort);
+// The environment Podman runs with: a root exec's (root_exec.h), with
+// CONTAINERS_CONF from the spec when it names one. Nothing of the job's.
+std::vector<std::string> PodmanEnvironment(const ContainerSpec& c);
 
 // Writes `text` to `path` as a new file (a leftover is replaced, a link is
 // never followed) owned by uid:gid with `mode`.

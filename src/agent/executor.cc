@@ -2,6 +2,7 @@
 
 #include "agent/container_task.h"
 #include "agent/launcher.h"
+#include "agent/root_exec.h"
 #include "agent/spawn.h"
 #include "agent/task_beacon.h"
 #include "common/log.h"
@@ -176,7 +177,7 @@ Status Executor::Start(TaskSpec spec, const CgroupLimits& limits, const std::str
   if (!options_.launcher) {
     // The shim starts in its own session with default signal handling; its
     // own messages go to the task's log.
-    auto spawned = Spawn({options_.shim_binary, "task-shim", journal}, spec.log_path, /*new_session=*/true);
+    auto spawned = Spawn({options_.shim_binary, "task-shim", journal}, {}, spec.log_path, /*new_session=*/true);
     if (!spawned.ok()) return Internal("cannot start the task shim: " + spawned.status().message());
     const pid_t pid = *spawned;
     t.pid = pid;
@@ -323,7 +324,7 @@ void Executor::ReadShimNotes(Task& t) {
 void Executor::RemoveContainerLater(const std::string& name) {
   std::vector<std::string> argv = options_.podman;
   argv.insert(argv.end(), {"rm", "--force", "--ignore", "--time", "0", name});
-  auto pid = Spawn(argv);
+  auto pid = Spawn(argv, RootEnvironment());
   if (pid.ok()) {
     cleanups_.push_back(*pid);
   } else {
@@ -335,10 +336,8 @@ void Executor::RemoveStrayContainers() {
   if (options_.podman.empty() || options_.container_prefix.empty()) return;
   std::vector<std::string> argv = options_.podman;
   argv.insert(argv.end(), {"ps", "--all", "--format", "{{.Names}}", "--filter", "name=^" + options_.container_prefix});
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
   std::string names;
-  const int status = RunPodman(argv, env, [&](const std::string& text) { names += text; }, {});
+  const int status = RunRootProgram(argv, RootEnvironment(), [&](const std::string& text) { names += text; });
   if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     log::Warn("cannot list this agent's containers ({}): {}", options_.podman.front(), names.substr(0, 200));
     return;
@@ -424,8 +423,16 @@ void Executor::Finish(Task& t, std::optional<int> wait_status) {
 void Executor::Recover() {
   // Live shims by key, whatever their journals say.
   std::map<std::string, TaskBeacon> beacons;
+  // Only those proven to be this agent's shims (task_beacon.h): anyone can
+  // bind a beacon's name, naming any pid.
   for (TaskBeacon& b : ListTaskBeacons(beacon_scope_)) {
-    if (ProcessStartTime(b.pid) == b.start_time) beacons[b.key] = std::move(b);
+    if (ProcessStartTime(b.pid) != b.start_time) continue;
+    std::string why;
+    if (!VerifyTaskBeacon(beacon_scope_, b, ::geteuid(), cgroups_ != nullptr, &why)) {
+      log::Warn("ignoring a beacon for task {} naming pid {}: {}", b.key, static_cast<int>(b.pid), why);
+      continue;
+    }
+    beacons[b.key] = std::move(b);
   }
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(options_.state_dir + "/tasks", ec)) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 
+#include "agent/root_exec.h"
 #include "agent/spawn.h"
 
 namespace muster::agent {
@@ -63,7 +64,7 @@ void ImagePuller::Start(const std::string& image, Pull& p) {
   std::vector<std::string> argv = podman_;
   argv.insert(argv.end(), {"pull", image});
   ::unlink(OutputPath(image).c_str());
-  auto pid = Spawn(argv, OutputPath(image));
+  auto pid = Spawn(argv, RootEnvironment(), OutputPath(image));
   p.started_ms = clock_.Now().millis();
   if (!pid.ok()) {
     p.state = "failed";

@@ -13,9 +13,13 @@
 
 namespace muster::agent {
 
-// Runs argv (argv[0] looked up in PATH) with the agent's environment; its
-// stdout and stderr appended to `output` (created with mode 600), or to
-// /dev/null when `output` is empty. `new_session`: in a session of its own.
-StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& output = "", bool new_session = false);
+// Runs argv (argv[0] an absolute path: nothing is looked up in a PATH) with
+// the environment `env` ("NAME=VALUE" strings; empty: the agent's own, for
+// the agent's own binary), its stdout and stderr appended to `output`
+// (created with mode 600), or to /dev/null when `output` is empty.
+// `new_session`: in a session of its own. Other programs run as root take
+// root_exec.h's RootEnvironment().
+StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                      const std::string& output = "", bool new_session = false);
 
 }  // namespace muster::agent

@@ -11,8 +11,15 @@
 // the beacons of its state directory (/proc/net/unix) and so finds every
 // live shim, whatever its journal says.
 //
-// A beacon is bound, never listened on: nothing can connect to it. Abstract
-// names belong to a network namespace; the shim and its agent share one.
+// Anyone on the node can bind an abstract name, so a name proves nothing:
+// a user's process could bind one naming another user's pid, and an agent
+// that believed it would SIGKILL that pid as root. The shim listens on its
+// beacon (accepting and closing what connects), and the agent believes a
+// beacon only once VerifyTaskBeacon has proven it is its shim's: the
+// kernel's record of who listened (SO_PEERCRED) names the pid the beacon
+// claims and the agent's own user, and that process is in the task's
+// cgroup. Abstract names belong to a network namespace; the shim and its
+// agent share one.
 #pragma once
 
 #include <sys/types.h>
@@ -35,10 +42,24 @@ struct TaskBeacon {
 // cgroup parent with its state directory's).
 std::string TaskBeaconScope(const std::string& tasks_dir);
 
-// Binds this process's beacon for task `key`; returns the socket (close-on-
-// exec, to keep for the process's lifetime) or -1 when it cannot (the
-// error is for the caller to report: the task runs without a beacon).
+// Binds this process's beacon for task `key` and listens on it; returns the
+// socket (non-blocking, close-on-exec, to keep for the process's lifetime;
+// AcceptOnBeacon clears what connects) or -1 when it cannot (the error is
+// for the caller to report: the task runs without a beacon).
 int BindTaskBeacon(const std::string& scope, const std::string& key, pid_t pid, int64_t start_time);
+
+// Accepts and closes the connections waiting on beacon `fd` (the agent's
+// checks).
+void AcceptOnBeacon(int fd);
+
+// Whether beacon `b` of `scope` was bound by the process it names, running
+// as `uid` (the agent's own user): SO_PEERCRED of a connection to it, and,
+// with `check_cgroup` (an agent with cgroups), that process in a group named
+// `b.key` (the task's own) in /proc/PID/cgroup. `why` says why not. A shim of
+// an agent from before beacons were listened on is never proven: it is
+// neither adopted nor signalled through its beacon.
+bool VerifyTaskBeacon(const std::string& scope, const TaskBeacon& b, uid_t uid, bool check_cgroup,
+                      std::string* why = nullptr);
 
 // The beacons bound in `scope` now. `proc_net_unix`: the table to read.
 std::vector<TaskBeacon> ListTaskBeacons(const std::string& scope,

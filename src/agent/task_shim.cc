@@ -277,7 +277,9 @@ void BecomeTaskUser(const TaskSpec& spec) {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ::_exit(127);
     ::close(files_sock);
   }
-  ::execvpe(argv[0], argv.data(), envp.data());
+  // Podman by the absolute path the agent resolved (root_exec.h), never
+  // searched for in a PATH.
+  ::execve(argv[0], argv.data(), envp.data());
   FailChild(argv[0]);
 }
 
@@ -287,9 +289,12 @@ void BecomeTaskUser(const TaskSpec& spec) {
 // message when it cannot run.
 // `err_fd`: where its stderr goes (out_fd for both); `files_sock`: where to
 // send its output files once opened as its user (-1: it has none).
+// `search_path`: the job's PATH, in which argv[0] is looked up once the
+// child is the job's user (null: the shim's own); set in this child only,
+// a single-threaded process's copy, never in the root shim.
 [[noreturn]] void ExecPayload(const TaskSpec& spec, const std::vector<char*>& argv, const std::vector<char*>& envp,
                               int out_fd, int err_fd, int files_sock, const std::vector<char*>* script_argv,
-                              const char* interpreter) {
+                              const char* interpreter, const char* search_path) {
   ChildStdio(out_fd, err_fd);
   const auto fail = FailChild;
   // Its own /tmp: a mount namespace of its own (changes do not reach the
@@ -301,6 +306,7 @@ void BecomeTaskUser(const TaskSpec& spec) {
   }
   BecomeTaskUser(spec);
   if (files_sock >= 0) OpenOutputFiles(spec, files_sock, fail);
+  if (search_path != nullptr) ::setenv("PATH", search_path, 1);
   if (script_argv != nullptr) {
     ::execve((*script_argv)[0], script_argv->data(), envp.data());
     // Refused for being a memory file (vm.memfd_noexec, a security module):
@@ -405,9 +411,10 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   std::vector<std::string> args = spec.argv;
   for (std::string& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
-  // PATH lookup of argv[0] uses the task's PATH.
+  // PATH lookup of argv[0] uses the task's PATH, in the payload child once
+  // it is the task's user (ExecPayload); the shim's own stays the agent's.
   auto path = spec.env.find("PATH");
-  if (path != spec.env.end()) ::setenv("PATH", path->second.c_str(), 1);
+  const char* search_path = path != spec.env.end() ? path->second.c_str() : nullptr;
 
   // Recorded before the payload exists: an agent that dies between
   // starting this shim and writing its pid must not leave a running task
@@ -428,9 +435,20 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   std::vector<std::string> podman_env;
   if (spec.container) {
     const LogWriter write = [&](const std::string& text) { log.Write(text.data(), text.size()); };
-    std::vector<std::string> inherited;
-    const std::string env_text = ContainerEnvFile(env, inherited);
-    podman_env = PodmanEnvironment(*spec.container, env, inherited);
+    // Podman is root's: by the absolute path the agent resolved, with an
+    // environment of the agent's allowlist (root_exec.h); the job's
+    // variables reach the container through the env file only.
+    StatusOr<std::string> env_text = ContainerEnvFile(env);
+    if (env_text.ok() && (spec.container->podman.empty() || spec.container->podman.front() != '/')) {
+      env_text = InvalidArgument("Podman must be named by an absolute path, not \"" + spec.container->podman + "\"");
+    }
+    if (!env_text.ok()) {
+      write("muster: " + env_text.status().message() + "\n");
+      (void)AppendJournal(journal,
+                          nlohmann::json({{"exitCode", 125}, {"launchError", env_text.status().message()}}).dump());
+      return 0;
+    }
+    podman_env = PodmanEnvironment(*spec.container);
     const bool ready = EnsureImage(*spec.container, podman_env, journal, write,
                                    [&] { return StopRequested(journal) || LeaseRunOut(spec); });
     if (!spec.container->auth_file.empty()) ::unlink(spec.container->auth_file.c_str());  // the login served its pull
@@ -442,7 +460,7 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
       return 0;
     }
     const std::string env_file = journal + ".env";
-    if (Status st = WritePrivateFile(env_file, env_text, 0600, 0, 0); !st.ok()) {
+    if (Status st = WritePrivateFile(env_file, *env_text, 0600, 0, 0); !st.ok()) {
       write("muster: " + st.message() + "\n");
       (void)AppendJournal(journal, nlohmann::json({{"exitCode", 125}, {"launchError", st.message()}}).dump());
       return 0;
@@ -464,7 +482,7 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
       command = {"/.muster/script"};
       for (size_t i = 4; i < spec.argv.size(); ++i) command.push_back(spec.argv[i]);
     }
-    args = PodmanRunArgv(run, env_file, inherited, command);
+    args = PodmanRunArgv(run, env_file, command);
     argv.clear();
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -527,7 +545,7 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   }
   if (child == 0) {
     ExecPayload(spec, argv, envp, pipe_fds[1], separate ? err_fds[1] : pipe_fds[1], sock_fds[1],
-                script_path.empty() ? nullptr : &script_argv, interpreter.c_str());
+                script_path.empty() ? nullptr : &script_argv, interpreter.c_str(), search_path);
   }
   ::close(pipe_fds[1]);
   OutputFiles out_files;
@@ -592,9 +610,10 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
       if (child_fd < 0) timeout_ms = eof ? 5 : 100;
       if (fencing) timeout_ms = std::min(timeout_ms, until(kill_at));
     }
-    pollfd fds[3] = {{eof ? -1 : pipe_fds[0], POLLIN, 0}, {exited ? -1 : child_fd, POLLIN, 0},
-                     {err_eof ? -1 : err_fds[0], POLLIN, 0}};
-    ::poll(fds, 3, timeout_ms);
+    pollfd fds[4] = {{eof ? -1 : pipe_fds[0], POLLIN, 0}, {exited ? -1 : child_fd, POLLIN, 0},
+                     {err_eof ? -1 : err_fds[0], POLLIN, 0}, {beacon, POLLIN, 0}};
+    ::poll(fds, 4, timeout_ms);
+    if (fds[3].revents & POLLIN) AcceptOnBeacon(beacon);  // an agent checked it (task_beacon.h)
     if (!eof && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
       if (n > 0) copy(false, buf, static_cast<size_t>(n));

@@ -84,7 +84,7 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
       ContainerSpec c;
       c.image = cj.at("image").get<std::string>();
       c.name = cj.at("name").get<std::string>();
-      c.podman = cj.value("podman", "podman");
+      c.podman = cj.value("podman", "");
       c.containers_conf = cj.value("containersConf", "");
       c.runtime = cj.value("runtime", "");
       c.cgroup_parent = cj.value("cgroupParent", "");

@@ -25,7 +25,7 @@ namespace muster::agent {
 struct ContainerSpec {
   std::string image;
   std::string name;             // the container's name, unique to this agent and task
-  std::string podman = "podman";
+  std::string podman;           // its absolute path (root_exec.h); the shim refuses any other
   std::string containers_conf;  // CONTAINERS_CONF for Podman; empty: its defaults
   std::string runtime;          // --runtime; empty: Podman's default
   std::string cgroup_parent;    // the task's group (CgroupDriver::PathOf); empty: Podman's default

@@ -53,8 +53,8 @@ constexpr StringRule kOutputRule{1, 4096, Charset::kPrintable,
 constexpr StringRule kEnvNameRule{
     1, 256, Charset::kEnvName,
     "a variable name matching [A-Za-z_][A-Za-z0-9_]*, at most 256 characters"};
-constexpr StringRule kEnvValueRule{0, 64 << 10, Charset::kText,
-                                   "a string of at most 64 KiB without NUL bytes"};
+constexpr StringRule kEnvValueRule{0, 64 << 10, Charset::kLine,
+                                   "a string of at most 64 KiB without NUL bytes or line breaks"};
 constexpr StringRule kLabelKeyRule{1, 256, Charset::kPrintable,
                                    "a label key of 1 to 256 characters without control characters"};
 constexpr StringRule kLabelValueRule{

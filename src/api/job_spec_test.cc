@@ -613,7 +613,10 @@ std::vector<BadSpec> BadSpecs() {
       // env.
       {"env key 1BAD", WithCommand(R"("env":{"1BAD":"x"},)"), J, "spec.env[\"1BAD\"]", "must be a variable name matching [A-Za-z_][A-Za-z0-9_]*"},
       {"env key A-B (list form)", WithCommand(R"("env":[{"name":"A-B","value":"x"}],)"), J, "spec.env[0].name", "got \"A-B\""},
-      {"env value NUL", WithCommand(R"("env":{"A":"x\u0000y"},)"), J, "spec.env.A", "without NUL bytes, got \"x\\u0000y\""},
+      {"env value NUL", WithCommand(R"("env":{"A":"x\u0000y"},)"), J, "spec.env.A", "without NUL bytes or line breaks, got \"x\\u0000y\""},
+      {"env value newline", WithCommand(R"("env":{"LD_PRELOAD":"/home/m/ev.so \n"},)"), J, "spec.env.LD_PRELOAD", "without NUL bytes or line breaks"},
+      {"env value CR (list form)", WithCommand(R"("env":[{"name":"PATH","value":"/x\r"}],)"), J, "spec.env[0].value", "without NUL bytes or line breaks"},
+      {"secretEnv value newline", WithCommand(R"("secretEnv":{"KEY":"a\nb"},)"), J, "spec.secretEnv.KEY", "without NUL bytes or line breaks"},
       {"env duplicate in list form", WithCommand(R"("env":[{"name":"A"},{"name":"A"}],)"), J, "spec.env[1].name", "duplicate variable \"A\""},
       // Names.
       {"empty name", WithCommand(R"("name":"",)"), J, "spec.name", name_rule},

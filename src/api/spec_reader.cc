@@ -26,6 +26,8 @@ bool MatchesCharset(std::string_view s, Charset charset) {
   switch (charset) {
     case Charset::kText:
       return s.find('\0') == std::string_view::npos;
+    case Charset::kLine:
+      return s.find_first_of(std::string_view("\0\r\n", 3)) == std::string_view::npos;
     case Charset::kPrintable:
       return std::none_of(s.begin(), s.end(), IsAsciiControl);
     case Charset::kName:

@@ -68,7 +68,8 @@ class ObjectReader {
 // ---- Strings ----------------------------------------------------------------
 
 enum class Charset : uint8_t {
-  kText,       // anything but NUL (command items, scripts, env values)
+  kText,       // anything but NUL (command items, scripts)
+  kLine,       // anything but NUL, CR or LF (env values: an env file's line, a root exec's boundary)
   kPrintable,  // no ASCII control characters (image, labels)
   kName,       // [A-Za-z0-9._-], starting with a letter or digit
   kEnvName,    // [A-Za-z_][A-Za-z0-9_]*

@@ -248,6 +248,9 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
         continue;  // not a name a spec takes (bash's exported functions)
       }
       if (name.rfind("MUSTER_", 0) == 0 || name.rfind("SLURM_", 0) == 0 || name.rfind("SBATCH_", 0) == 0) continue;
+      // A value with a line break is refused by the server (docs/security.md:
+      // it cannot reach a container's env file); left out of ALL, not an error.
+      if (var.find_first_of("\r\n", eq) != std::string::npos) continue;
       spec["env"][name] = var.substr(eq + 1);
     }
   }

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -207,6 +208,10 @@ class Server::Impl {
     std::unique_ptr<TlsStream> tls;  // null: plain
     SteadyClock::time_point accepted;
     std::string remote;
+    // Who holds it: empty (anonymous) until a request on it is
+    // authenticated, then that request's principal (see server.h).
+    std::string owner;
+    uint64_t requests = 0;  // dispatched on it so far
     std::string path;  // of the request being handled
     std::string method, target, principal;  // of the request being handled, for the access log
     std::string in;   // read, not yet consumed
@@ -271,7 +276,18 @@ class Server::Impl {
   int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;
   int reserve_fd_ = -1;  // /dev/null, given up to shed a connection when out of descriptors
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;  // event loop only
-  std::unordered_map<std::string, size_t> per_client_;          // open connections by address; event loop only
+  // Event loop only: open anonymous connections by address, and their ids
+  // oldest first (stale ids, of connections closed or owned since, are
+  // skipped and compacted away); open owned connections by principal.
+  std::unordered_map<std::string, size_t> per_client_;
+  std::unordered_map<std::string, std::deque<uint64_t>> anonymous_order_;
+  std::unordered_map<std::string, size_t> per_principal_;
+  // Closes the oldest anonymous connection from `remote` that waits for a
+  // request's head, other than `keep`; false when there is none.
+  bool EvictAnonymous(const std::string& remote, uint64_t keep);
+  // `c` carried a request of `principal`: it is theirs from now on. False
+  // when that is one more than the principal's bound.
+  bool Own(Conn& c, const std::string& principal);
   std::vector<uint64_t> closed_;                                // to erase at the turn's end
   uint64_t next_id_ = 2;
   int64_t in_flight_ = 0;  // requests dispatched, not yet completed; event loop only
@@ -512,6 +528,14 @@ void Server::Impl::Accept() {
     }
     c->remote = host;
     const size_t from_here = ++per_client_[c->remote];
+    std::deque<uint64_t>& order = anonymous_order_[c->remote];
+    order.push_back(c->id);
+    if (order.size() > 2 * from_here + 16) {  // mostly stale: compact
+      std::erase_if(order, [&](uint64_t id) {
+        auto it = conns_.find(id);
+        return it == conns_.end() || it->second->closed || !it->second->owner.empty();
+      });
+    }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.u64 = c->id;
@@ -523,11 +547,45 @@ void Server::Impl::Accept() {
     }
     if (conns_.size() > options_.max_connections) {
       Fail(conn, 503, "too many connections (" + std::to_string(options_.max_connections) + "); retry later");
-    } else if (options_.max_connections_per_client > 0 && from_here > options_.max_connections_per_client) {
-      Fail(conn, 503, "too many connections from " + conn.remote + " (" +
+    } else if (options_.max_connections_per_client > 0 && from_here > options_.max_connections_per_client &&
+               !EvictAnonymous(conn.remote, conn.id)) {
+      Fail(conn, 503, "too many unauthenticated connections from " + conn.remote + " (" +
                           std::to_string(options_.max_connections_per_client) + "); retry later");
     }
   }
+}
+
+bool Server::Impl::EvictAnonymous(const std::string& remote, uint64_t keep) {
+  auto order = anonymous_order_.find(remote);
+  if (order == anonymous_order_.end()) return false;
+  std::deque<uint64_t>& ids = order->second;
+  for (auto at = ids.begin(); at != ids.end();) {
+    auto it = conns_.find(*at);
+    if (it == conns_.end() || it->second->closed || !it->second->owner.empty()) {
+      at = ids.erase(at);
+      continue;
+    }
+    Conn& c = *it->second;
+    // Waiting for a head (none begun, or one trickling): never a request
+    // being read, handled or answered.
+    if (c.id != keep && c.phase == Conn::Phase::kHead && c.out_sent == c.out.size()) {
+      ids.erase(at);
+      Close(c);
+      return true;
+    }
+    ++at;
+  }
+  return false;
+}
+
+bool Server::Impl::Own(Conn& c, const std::string& principal) {
+  if (auto it = per_client_.find(c.remote); it != per_client_.end() && --it->second == 0) {
+    per_client_.erase(it);
+    anonymous_order_.erase(c.remote);
+  }
+  c.owner = principal;
+  const size_t held = ++per_principal_[principal];
+  return options_.max_connections_per_principal == 0 || held <= options_.max_connections_per_principal;
 }
 
 bool Server::Impl::Shed() {
@@ -653,6 +711,15 @@ void Server::Impl::Dispatch(Conn& c, Request&& req) {
     Response res;
     const bool answered = filter_ && filter_(req, res);
     if (access_log_) c.principal = req.principal;
+    ++c.requests;
+    if (c.owner.empty() && !req.principal.empty() && !Own(c, req.principal)) {
+      res = Response{};
+      error_body_(503, "too many connections of " + req.principal + " (" +
+                           std::to_string(options_.max_connections_per_principal) + "); retry later",
+                  res);
+      c.close_after = true;  // counted no longer once closed
+      return reply(std::move(res));
+    }
     if (answered) return reply(std::move(res));
     if (c.head_only) req.method = "GET";  // answered as GET, without the body
     Router::Match m = router_.Find(req.method, req.path);
@@ -749,7 +816,14 @@ void Server::Impl::Close(Conn& c) {
     c.stream->open = false;
     c.stream.reset();
   }
-  if (auto it = per_client_.find(c.remote); it != per_client_.end() && --it->second == 0) per_client_.erase(it);
+  if (c.owner.empty()) {
+    if (auto it = per_client_.find(c.remote); it != per_client_.end() && --it->second == 0) {
+      per_client_.erase(it);
+      anonymous_order_.erase(c.remote);
+    }
+  } else if (auto it = per_principal_.find(c.owner); it != per_principal_.end() && --it->second == 0) {
+    per_principal_.erase(it);
+  }
   ::close(c.fd);  // closing removes it from the epoll set
   c.closed = true;
   closed_.push_back(c.id);
@@ -874,7 +948,10 @@ void Server::Impl::Sweep(SteadyClock::time_point now) {
         } else if (c->out_sent < c->out.size()) {
           if (quiet > options_.read_timeout) Close(*c);  // the peer reads nothing
         } else if (c->in.empty()) {
-          if (quiet > options_.idle_timeout) Close(*c);
+          // A connection that never sent a request gets a short while.
+          const auto bound = c->requests == 0 ? std::min(options_.first_request_timeout, options_.idle_timeout)
+                                              : options_.idle_timeout;
+          if (quiet > bound) Close(*c);
         } else if (now - c->since > options_.read_timeout) {
           Fail(*c, 408, "the request was not sent in time");
         }

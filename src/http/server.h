@@ -23,8 +23,15 @@
 // Bounds: head size and fields (request_parser.h), body size (413), idle
 // timeout, a deadline for each request from its first byte (a request not
 // whole in time gets 408, however slowly it trickles), connections in all
-// and from one address (503), and answers a client has not read (it is not
-// read from until it reads). After an error the connection is closed
+// (503), and answers a client has not read (it is not read from until it
+// reads). Connections are counted by who holds them, so that one party
+// cannot lock out others at its address: a connection is anonymous until a
+// request on it is authenticated (the filter sets Request::principal), then
+// its principal's. Anonymous ones are bounded per address: past the bound
+// the oldest of them that waits for a request's head is closed to make
+// room (503 to the newcomer only when none does), and one that sends no
+// whole request within `first_request_timeout` is closed. A principal's
+// are bounded too (503 to the request past the bound). After an error the connection is closed
 // gracefully: the answer is sent, the write side shut, and what the peer
 // still sends is read and dropped for a moment (a fixed one), so the peer
 // reads the answer instead of a reset.
@@ -74,8 +81,12 @@ class Server {
     HeadLimits head_limits;
     std::chrono::milliseconds idle_timeout{60'000};  // a kept-alive connection with no request
     std::chrono::milliseconds read_timeout{30'000};  // from a request's first byte until it is whole
+    // A new connection that has sent no whole request yet: closed after
+    // this (or idle_timeout, when shorter).
+    std::chrono::milliseconds first_request_timeout{10'000};
     size_t max_connections = 10'000;
-    size_t max_connections_per_client = 1'000;  // from one address; 0: no bound
+    size_t max_connections_per_client = 1'000;     // anonymous ones from one address; 0: no bound
+    size_t max_connections_per_principal = 1'000;  // of one principal; 0: no bound
     // Answers not yet taken by a client: past this, its connection's next
     // requests are neither read nor handled until it reads.
     size_t max_unsent_bytes = 1 << 20;

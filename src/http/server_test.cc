@@ -310,10 +310,96 @@ void ExpectConnectionsBoundedAtTwo(const Server::Options& o, const std::string& 
   EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
 }
 
-TEST(HttpServer, ConnectionsFromOneAddressAreBounded) {
+// The security issue's attack 4: idle connections with no credential from
+// one address answered every later connection from it 503, locking out the
+// users at that address (a login node). Anonymous connections past the
+// bound now make room: the oldest that waits for a request's head is
+// closed, and the newcomer is served. Only when none waits (all are sending
+// a request) is the newcomer refused.
+TEST(HttpServer, AnonymousConnectionsFromOneAddressMakeRoomForTheNewest) {
   Server::Options o;
   o.max_connections_per_client = 2;
-  ExpectConnectionsBoundedAtTwo(o, "too many connections from 127.0.0.1 (2)");
+  Running r(o);
+  r.server.Handle("GET", "/echo", Echo);
+  r.server.Handle("POST", "/echo", Echo);
+  r.Start();
+  Raw oldest(r.server.port()), idle(r.server.port());
+  idle.Send("GET /echo HTTP/1.1\r\n\r\n");  // served, then idle
+  EXPECT_EQ(Raw::Answers(idle.ReadAnswers(1)), 1);
+  Raw newest(r.server.port());
+  newest.Send("GET /echo HTTP/1.1\r\n\r\n");
+  const std::string got = newest.ReadAnswers(1);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  EXPECT_TRUE(oldest.closed()) << "the oldest idle connection was kept";
+}
+
+TEST(HttpServer, AnonymousConnectionsAllSendingARequestRefuseTheNext) {
+  Server::Options o;
+  o.max_connections_per_client = 2;
+  Running r(o);
+  r.server.Handle("POST", "/echo", Echo);
+  r.Start();
+  // Two sending a request body, slowly (the 100 Continue says the server
+  // reads the body): none waits for a head, so the next is refused.
+  Raw a(r.server.port()), b(r.server.port());
+  for (Raw* raw : {&a, &b}) {
+    raw->Send("POST /echo HTTP/1.1\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n");
+    const std::string cont = raw->ReadUntil([](const std::string& t) { return t.find("\r\n\r\n") != std::string::npos; });
+    ASSERT_EQ(cont.rfind("HTTP/1.1 100", 0), 0u) << cont;
+  }
+  Raw refused(r.server.port());
+  const std::string said = refused.ReadAnswers(1);
+  EXPECT_EQ(said.rfind("HTTP/1.1 503", 0), 0u) << said;
+  EXPECT_NE(said.find("too many unauthenticated connections from 127.0.0.1 (2)"), std::string::npos) << said;
+  a.Send("0123456789");
+  EXPECT_NE(a.ReadAnswers(2).find("body=0123456789"), std::string::npos) << "a request being sent is never cut";
+}
+
+// Connections that carried an authenticated request (the filter names the
+// principal) are their principal's: they no longer count for their address,
+// and each principal has its own bound.
+TEST(HttpServer, AuthenticatedConnectionsCountForTheirPrincipal) {
+  Server::Options o;
+  o.max_connections_per_client = 1;
+  o.max_connections_per_principal = 2;
+  Running r(o);
+  r.server.SetFilter([](Request& req, Response&) {
+    req.principal = std::string(req.Header("X-Who"));
+    return false;
+  });
+  r.server.Handle("GET", "/echo", Echo);
+  r.Start();
+  const auto as = [&](Raw& raw, const std::string& who) {
+    raw.Send("GET /echo HTTP/1.1\r\nX-Who: " + who + "\r\n\r\n");
+    return raw.ReadAnswers(1);
+  };
+  Raw a1(r.server.port());
+  EXPECT_EQ(as(a1, "alice").rfind("HTTP/1.1 200", 0), 0u);
+  Raw a2(r.server.port());
+  EXPECT_EQ(as(a2, "alice").rfind("HTTP/1.1 200", 0), 0u) << "alice's first no longer counts as anonymous";
+  Raw a3(r.server.port());
+  const std::string third = as(a3, "alice");
+  EXPECT_EQ(third.rfind("HTTP/1.1 503", 0), 0u) << third;
+  EXPECT_NE(third.find("too many connections of alice (2)"), std::string::npos) << third;
+  EXPECT_TRUE(a3.closed());
+  Raw b1(r.server.port());
+  EXPECT_EQ(as(b1, "bob").rfind("HTTP/1.1 200", 0), 0u) << "bob has bounds of his own";
+}
+
+// A connection that sends no whole request is closed after
+// first_request_timeout; one that has been served waits the idle timeout.
+TEST(HttpServer, ANewConnectionThatSendsNothingIsClosedSoon) {
+  Server::Options o;
+  o.first_request_timeout = 300ms;
+  Running r(o);
+  r.server.Handle("GET", "/echo", Echo);
+  r.Start();
+  Raw silent(r.server.port()), served(r.server.port());
+  served.Send("GET /echo HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(Raw::Answers(served.ReadAnswers(1)), 1);
+  silent.ReadUntil([](const std::string&) { return false; }, 10s);  // returns once closed
+  EXPECT_TRUE(silent.closed());
+  EXPECT_FALSE(served.closed()) << "a served connection keeps the idle timeout";
 }
 
 TEST(HttpServer, AsyncHandlersAnswerFromAnotherThread) {

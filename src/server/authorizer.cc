@@ -41,6 +41,19 @@ Status Authorizer::MayManageJob(const Identity& who, const std::string& owner, c
                           "; only its owner, queue " + queue + "'s admins, operators and admins may");
 }
 
+Status Authorizer::MayJobTokenRead(const Identity& who, const store::JobRow& job, int64_t now_ms) const {
+  if (who.job != job.id) {
+    return PermissionDenied("a job token of job " + std::to_string(who.job) + " may not see job " +
+                            std::to_string(job.id));
+  }
+  if (job.end_ms && now_ms - *job.end_ms > options_.job_token_after_end.millis()) {
+    return PermissionDenied("job " + std::to_string(job.id) + " ended more than " +
+                            options_.job_token_after_end.ToString() +
+                            " ago; its token reads it no longer (limits.jobTokenAfterEnd)");
+  }
+  return Status::Ok();
+}
+
 Status Authorizer::MayReadLogs(const Identity& who, const std::string& owner, const std::string& queue) const {
   const std::string& user = who.effective_user();
   if (user == owner || IsAdmin(user) || IsQueueAdmin(user, queue)) return Status::Ok();

@@ -22,6 +22,7 @@
 
 #include "common/status.h"
 #include "server/identity.h"
+#include "store/store.h"
 #include "server/options.h"
 
 namespace muster::server {
@@ -46,6 +47,10 @@ class Authorizer {
   Status MustBeAdmin(const Identity& who, const std::string& verb) const;
   // A job owned by `user` may run as root (uid 0) only if configured.
   Status MayRunAsRoot(const std::string& user) const;
+  // A job's own token (`who` of kind kJob) reading `job`: its own job only,
+  // and no longer than limits.jobTokenAfterEnd after the job ended (at
+  // `now_ms`). Refusals name the job.
+  Status MayJobTokenRead(const Identity& who, const store::JobRow& job, int64_t now_ms) const;
 
  private:
   const ServerOptions& options_;

@@ -132,6 +132,9 @@ class ControlLoop {
     std::string fingerprint;      // of the request, for idempotency
     // Committed with the job, in the same transaction.
     std::optional<store::AuditRow> audit;
+    // Whether the caller may see a job (its dependencies must name such
+    // jobs); empty: every job.
+    std::function<bool(const store::JobRow&)> may_see;
   };
   struct SubmitResult {
     store::JobRow job;     // the job, or the first task of an array

@@ -21,6 +21,8 @@ http::Server::Options HttpOptions(const ServerOptions& o, std::shared_ptr<const 
   h.max_body_bytes = o.max_body_bytes;
   h.max_connections = static_cast<size_t>(o.max_connections);
   h.max_connections_per_client = static_cast<size_t>(o.max_connections_per_client);
+  h.max_connections_per_principal = static_cast<size_t>(o.max_connections_per_user);
+  h.first_request_timeout = std::chrono::milliseconds(o.first_request_timeout.millis());
   return h;
 }
 
@@ -44,8 +46,9 @@ const char* ServerErrorCode(int status) {
 
 }  // namespace
 
-// Token bucket per client address. Used only by the server's filter, on its
-// event-loop thread: no lock.
+// Token bucket per key: an authenticated caller's principal, or the address
+// of requests with no valid credential. Used only by the server's filter,
+// on its event-loop thread: no lock.
 class HttpApi::RateLimiter {
  public:
   RateLimiter(const Clock& clock, int64_t per_second, int64_t burst)
@@ -94,7 +97,9 @@ HttpApi::HttpApi(const ServerOptions& options, const Clock& clock, ControlLoop& 
       metrics_(metrics),
       authz_(options),
       http_(std::make_unique<http::Server>(HttpOptions(options, std::move(tls)))),
-      limiter_(std::make_unique<RateLimiter>(clock, options.rate_per_second, options.rate_burst)) {
+      limiter_(std::make_unique<RateLimiter>(clock, options.rate_per_second, options.rate_burst)),
+      anonymous_limiter_(std::make_unique<RateLimiter>(clock, options.unauthenticated_rate_per_second,
+                                                       options.unauthenticated_rate_burst)) {
   Routes();
 }
 
@@ -127,11 +132,15 @@ void HttpApi::Stop() {
   if (http_) http_->Stop();
 }
 
-bool HttpApi::RateAllows(const Request& req, Response& res) {
-  if (limiter_->Allow(req.remote_addr)) return true;
+bool HttpApi::RateAllows(const std::string& principal, const Request& req, Response& res) {
+  const bool known = !principal.empty();
+  if ((known ? *limiter_ : *anonymous_limiter_).Allow(known ? principal : req.remote_addr)) return true;
   res.headers.emplace_back("Retry-After", "1");
-  ReplyError(res, 429, "TooManyRequests", "rate limit of " + std::to_string(options_.rate_per_second) +
-                                              " requests per second exceeded; retry after 1 s");
+  const int64_t rate = known ? options_.rate_per_second : options_.unauthenticated_rate_per_second;
+  ReplyError(res, 429, "TooManyRequests",
+             "rate limit of " + std::to_string(rate) + " requests per second " +
+                 (known ? "for " + principal : "without a valid credential from " + req.remote_addr) +
+                 " exceeded; retry after 1 s");
   return false;
 }
 
@@ -173,10 +182,8 @@ void HttpApi::Routes() {
     // A liveness probe that got 429 would have the server restarted: it is
     // not rate limited, and needs no credential.
     if (req.path == "/healthz") return false;
-    // Agents are the cluster's own infrastructure: their syncs are not rate
-    // limited once they prove to be an agent's (Authenticate charges the
-    // others); everything else is, before any other work.
-    if (req.path != "/v1/agent/sync" && !RateAllows(req, res)) return true;
+    // Rate limited in Authenticate: each caller by who it is, requests
+    // without a valid credential by their address in a budget of their own.
     return Authenticate(req, res);
   });
   // And checked again as each answer leaves: a leader paused while it

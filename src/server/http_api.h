@@ -141,7 +141,10 @@ class HttpApi {
   // is not an agent's).
   bool Authenticate(Request& req, Response& res);
   // The client address's rate limit; false when it answered 429.
-  bool RateAllows(const Request& req, Response& res);
+  // Charges one request to `principal`'s budget (empty: the budget of
+  // unauthenticated requests from its address); false, with a 429 in `res`,
+  // when it is spent.
+  bool RateAllows(const std::string& principal, const Request& req, Response& res);
   void CreateToken(Request&& req, Reply reply);               // POST   /v1/tokens
   void ListTokens(const Request& req, Response& res);         // GET    /v1/tokens
   void RevokeToken(Request&& req, Reply reply);               // DELETE /v1/tokens/{id}
@@ -185,7 +188,8 @@ class HttpApi {
   int64_t auth_failures_ = 0;
   int64_t auth_failure_said_ms_ = 0;
   std::unique_ptr<http::Server> http_;
-  std::unique_ptr<RateLimiter> limiter_;
+  std::unique_ptr<RateLimiter> limiter_;            // by principal
+  std::unique_ptr<RateLimiter> anonymous_limiter_;  // by address, without a valid credential
   // Log fetches in flight: each holds a worker while its agent answers, so
   // they may take only a quarter of the workers (an agent that never
   // answers must not stall every list and view).

@@ -56,8 +56,15 @@ std::string PrincipalOf(const Identity& who) {
 bool HttpApi::Authenticate(Request& req, Response& res) {
   const bool sync = req.path == "/v1/agent/sync";
   StatusOr<Identity> who = authn_.Authenticate(req);
-  // A sync that is not a node's is charged to its address like any request.
-  if (sync && (!who.ok() || who->kind != Identity::Kind::kNode) && !RateAllows(req, res)) return true;
+  // Agents are the cluster's own infrastructure: their syncs are not rate
+  // limited once they prove to be an agent's. Every other request is
+  // charged to who sent it, and one without a valid credential to its
+  // address, in a budget of its own: a flood of those leaves every caller
+  // at that address (a login node, a job's node) its own budget.
+  if (!(sync && who.ok() && who->kind == Identity::Kind::kNode) &&
+      !RateAllows(who.ok() ? PrincipalOf(*who) : std::string(), req, res)) {
+    return true;
+  }
   if (!who.ok()) {
     // Said on stderr at most once a second, with how many since; never
     // the credential itself.
@@ -159,7 +166,8 @@ void HttpApi::CreateToken(Request&& req, Reply reply) {
     }
   }
   // A user's token lasts 30 days unless asked otherwise; a node's a year.
-  // "never" is for admins.
+  // "never" is for admins, and so is a user's token past limits.tokenLifetime.
+  const bool admin = authz_.IsAdmin(who.effective_user());
   Duration lifetime = row.node.empty() ? Duration::Hours(24 * 30) : Duration::Hours(24 * 365);
   if (expires_in == "never") {
     if (Status s = authz_.MustBeAdmin(who, "create a token that never expires"); !s.ok()) {
@@ -171,7 +179,25 @@ void HttpApi::CreateToken(Request&& req, Reply reply) {
     if (!d.ok() || *d < Duration::Minutes(1) || *d > Duration::Hours(24 * 3650)) {
       return ReplyNow(reply, InvalidArgument("must be a duration from 1m to 3650d (30d, 12h) or never", "expiresIn"));
     }
+    if (!admin && row.node.empty() && *d > options_.max_token_lifetime) {
+      return ReplyNow(reply, InvalidArgument("must be at most " + options_.max_token_lifetime.ToString() +
+                                                 " (this server's limits.tokenLifetime; an admin may make longer ones)",
+                                             "expiresIn"));
+    }
     lifetime = *d;
+  }
+  if (row.node.empty() && !admin && options_.max_tokens_per_user > 0) {
+    const int64_t now_ms = clock_.Now().millis();
+    int64_t live = 0;
+    for (const store::TokenRow& t : authn_.Tokens()) {
+      live += t.node.empty() && t.user == row.user && t.revoked_ms == 0 && (t.expires_ms == 0 || t.expires_ms > now_ms);
+    }
+    if (live >= options_.max_tokens_per_user) {
+      return RefuseAudited(reply, audit,
+                           PermissionDenied(row.user + " has " + std::to_string(live) + " live tokens, this server's " +
+                                            "limit (limits.tokensPerUser); revoke some first (muster token list, " +
+                                            "muster token revoke ID)"));
+    }
   }
   const auth::Token token = auth::NewToken();
   const int64_t now = clock_.Now().millis();

@@ -61,6 +61,7 @@ void HttpApi::SubmitJob(Request&& req, Reply reply) {
   sr.user = who.effective_user();
   sr.idempotency_key = *key;
   sr.audit = std::move(audit);
+  sr.may_see = [this, who](const store::JobRow& row) { return authz_.MayManageJob(who, row.user, row.queue, "see").ok(); };
   using R = ControlLoop::SubmitResult;
   const auto began = std::chrono::steady_clock::now();
   loop_.Submit(std::move(sr), Answer<R>(reply, [this, is_array, began](http::Response& out, const R& result) {
@@ -201,9 +202,12 @@ void HttpApi::GetJob(Request&& req, Reply reply) {
   if (!id.ok()) return ReplyNow(reply, id.status());
   using E = ControlLoop::Explanation;
   loop_.Explain(*id, Answer<E>(reply, [this, who = Caller(req)](http::Response& res, const E& e) {
-    // A job's own token reads that job (the route allows no other).
-    const bool own = who.kind == Identity::Kind::kJob && who.job == e.job.id;
-    if (Status may = own ? Status::Ok() : authz_.MayManageJob(who, e.job.user, e.job.queue, "see"); !may.ok()) {
+    // A job's own token reads that job (the route allows no other), for a
+    // while after it ends.
+    const bool own = who.kind == Identity::Kind::kJob;
+    if (Status may = own ? authz_.MayJobTokenRead(who, e.job, clock_.Now().millis())
+                         : authz_.MayManageJob(who, e.job.user, e.job.queue, "see");
+        !may.ok()) {
       return ReplyStatus(res, may);
     }
     json j = JobJson(e.job);
@@ -227,7 +231,7 @@ void HttpApi::GetJob(Request&& req, Reply reply) {
 }
 
 void HttpApi::JobEvents(const Request& req, Response& res) {
-  auto job = VisibleJob(req, store_, authz_);
+  auto job = VisibleJob(req, store_, authz_, clock_.Now().millis());
   if (!job.ok()) return ReplyStatus(res, job.status());
   EventsPage(req, store_, job->id, res);
 }
@@ -298,7 +302,7 @@ void HttpApi::CommitCheckpoint(Request&& req, Reply reply) {
 }
 
 void HttpApi::ListCheckpoints(const Request& req, Response& res) {
-  auto job = VisibleJob(req, store_, authz_);
+  auto job = VisibleJob(req, store_, authz_, clock_.Now().millis());
   if (!job.ok()) return ReplyStatus(res, job.status());
   auto rows = store_.ListCheckpoints(job->id);
   if (!rows.ok()) return ReplyStatus(res, rows.status());
@@ -356,7 +360,7 @@ void HttpApi::ReportProgress(Request&& req, Reply reply) {
 }
 
 void HttpApi::JobLogs(const Request& req, Response& res) {
-  auto job = VisibleJob(req, store_, authz_);
+  auto job = VisibleJob(req, store_, authz_, clock_.Now().millis());
   if (!job.ok()) return ReplyStatus(res, job.status());
   if (Status may = authz_.MayReadLogs(Caller(req), job->user, job->queue); !may.ok()) return ReplyStatus(res, may);
   const int64_t* id = &job->id;

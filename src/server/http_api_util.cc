@@ -238,13 +238,14 @@ StatusOr<int64_t> PathId(const http::Request& req) {
   return id;
 }
 
-StatusOr<store::JobRow> VisibleJob(const http::Request& req, store::Store& store, const Authorizer& authz) {
+StatusOr<store::JobRow> VisibleJob(const http::Request& req, store::Store& store, const Authorizer& authz,
+                                    int64_t now_ms) {
   ASSIGN_OR_RETURN(int64_t id, PathId(req));
   ASSIGN_OR_RETURN(std::optional<store::JobRow> job, store.GetJob(id));
   if (!job) return NotFound("job " + std::to_string(id) + " does not exist");
   const Identity& who = Caller(req);
   if (who.kind == Identity::Kind::kJob) {
-    if (who.job != id) return PermissionDenied("a job token of job " + std::to_string(who.job) + " may not see job " + std::to_string(id));
+    RETURN_IF_ERROR(authz.MayJobTokenRead(who, *job, now_ms));
     return *job;
   }
   RETURN_IF_ERROR(authz.MayManageJob(who, job->user, job->queue, "see"));

@@ -96,7 +96,8 @@ StatusOr<std::string> IdempotencyKeyOf(const http::Request& req);
 StatusOr<int64_t> PathId(const http::Request& req);
 // The path's job from the store, when the caller may see it (NotFound,
 // PermissionDenied otherwise).
-StatusOr<store::JobRow> VisibleJob(const http::Request& req, store::Store& store, const Authorizer& authz);
+StatusOr<store::JobRow> VisibleJob(const http::Request& req, store::Store& store, const Authorizer& authz,
+                                    int64_t now_ms);
 
 // Refuses a query parameter not in `known` (with the closest one
 // suggested) or given twice.

@@ -4,14 +4,35 @@
 
 namespace muster::server {
 
+namespace {
+
+bool Waiting(const std::string& state) { return state == "PENDING" || state == "HELD"; }
+
+}  // namespace
+
+void JobTable::CountWaiting(const store::JobRow& row, int64_t delta) {
+  if (!Waiting(row.state)) return;
+  auto it = waiting_by_user_.try_emplace(row.user, 0).first;
+  if ((it->second += delta) <= 0) waiting_by_user_.erase(it);
+}
+
+int64_t JobTable::WaitingOf(const std::string& user) const {
+  auto it = waiting_by_user_.find(user);
+  return it == waiting_by_user_.end() ? 0 : it->second;
+}
+
 void JobTable::Restore(store::JobRow row) {
   const int64_t id = row.id;
+  if (auto old = rows_.find(id); old != rows_.end()) CountWaiting(old->second, -1);
+  CountWaiting(row, +1);
   rows_[id] = std::move(row);
 }
 
 const store::JobRow& JobTable::Add(store::JobRow row, core::JobState state, store::WriteBatch& b) {
   const int64_t id = row.id;
   row.state = core::JobStateName(state);
+  if (auto old = rows_.find(id); old != rows_.end()) CountWaiting(old->second, -1);
+  CountWaiting(row, +1);
   rows_[id] = std::move(row);
   state_before_[id] = "";
   Write(id, b);
@@ -28,7 +49,9 @@ Status JobTable::Apply(int64_t job, const Change& c, Time now) {
                          " is not an allowed transition; its state stays " + row.state);
     } else {
       if (row.state != core::JobStateName(*c.state)) state_before_.try_emplace(job, row.state);
+      CountWaiting(row, -1);
       row.state = core::JobStateName(*c.state);
+      CountWaiting(row, +1);
     }
   }
   if (c.reason) row.reason = *c.reason;

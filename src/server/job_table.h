@@ -89,14 +89,19 @@ class JobTable {
   // The job's row; the job must exist.
   const store::JobRow& at(int64_t job) const { return rows_.at(job); }
   const std::unordered_map<int64_t, store::JobRow>& rows() const { return rows_; }
+  // How many of `user`'s jobs wait to start (PENDING or HELD): kept as
+  // rows change, for the per-user limit at submit.
+  int64_t WaitingOf(const std::string& user) const;
 
  private:
+  void CountWaiting(const store::JobRow& row, int64_t delta);
   StatusOf status_of_;
   ServerMetrics* metrics_ = nullptr;
   std::unordered_map<int64_t, store::JobRow> rows_;
   // A job's state when its row was last persisted, while changes applied
   // since are not ("" for a job added since).
   std::unordered_map<int64_t, std::string> state_before_;
+  std::unordered_map<std::string, int64_t> waiting_by_user_;
 };
 
 }  // namespace muster::server

@@ -223,7 +223,8 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
     RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
                                      "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
-                                     "maxConnections", "maxConnectionsPerClient", "threads",
+                                     "maxConnections", "maxConnectionsPerClient", "maxConnectionsPerUser",
+                                     "firstRequestTimeout", "limits", "threads",
                                      "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues", "acceptUnfitJobs",
                                      "ha", "auth", "tls", "allowPlainHttp", "prices", "pools", "accessLog", "stragglers", "slurm"},
                               "server"));
@@ -446,13 +447,62 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       ASSIGN_OR_RETURN(o.max_body_bytes, config::Int(root["maxBodyBytes"], "server.maxBodyBytes", 1024, 64 << 20));
     }
     if (const YAML::Node r = root["rateLimit"]) {
-      if (!r.IsMap()) return InvalidArgument("must be a mapping {perSecond, burst}", "server.rateLimit");
-      RETURN_IF_ERROR(CheckKeys(r, {"perSecond", "burst"}, "server.rateLimit"));
+      if (!r.IsMap()) {
+        return InvalidArgument("must be a mapping {perSecond, burst, unauthenticated}", "server.rateLimit");
+      }
+      RETURN_IF_ERROR(CheckKeys(r, {"perSecond", "burst", "unauthenticated"}, "server.rateLimit"));
       if (r["perSecond"]) {
         ASSIGN_OR_RETURN(o.rate_per_second, config::Int(r["perSecond"], "server.rateLimit.perSecond", 1, 10'000'000));
       }
       if (r["burst"]) {
         ASSIGN_OR_RETURN(o.rate_burst, config::Int(r["burst"], "server.rateLimit.burst", 1, 10'000'000));
+      }
+      if (const YAML::Node u = r["unauthenticated"]) {
+        const std::string at = "server.rateLimit.unauthenticated";
+        if (!u.IsMap()) return InvalidArgument("must be a mapping {perSecond, burst}", at);
+        RETURN_IF_ERROR(CheckKeys(u, {"perSecond", "burst"}, at));
+        if (u["perSecond"]) {
+          ASSIGN_OR_RETURN(o.unauthenticated_rate_per_second, config::Int(u["perSecond"], at + ".perSecond", 1, 10'000'000));
+        }
+        if (u["burst"]) {
+          ASSIGN_OR_RETURN(o.unauthenticated_rate_burst, config::Int(u["burst"], at + ".burst", 1, 10'000'000));
+        }
+      }
+    }
+    if (root["maxConnectionsPerUser"]) {
+      ASSIGN_OR_RETURN(o.max_connections_per_user,
+                       config::Int(root["maxConnectionsPerUser"], "server.maxConnectionsPerUser", 0, 1'000'000));
+    }
+    if (root["firstRequestTimeout"]) {
+      ASSIGN_OR_RETURN(o.first_request_timeout, config::Dur(root["firstRequestTimeout"], "server.firstRequestTimeout"));
+      if (o.first_request_timeout < Duration::Seconds(1)) {
+        return InvalidArgument("must be at least 1s", "server.firstRequestTimeout");
+      }
+    }
+    if (const YAML::Node l = root["limits"]) {
+      const std::string at = "server.limits";
+      if (!l.IsMap()) {
+        return InvalidArgument(
+            "must be a mapping {pendingJobsPerUser, arraySize, tokensPerUser, tokenLifetime, jobTokenAfterEnd}", at);
+      }
+      RETURN_IF_ERROR(
+          CheckKeys(l, {"pendingJobsPerUser", "arraySize", "tokensPerUser", "tokenLifetime", "jobTokenAfterEnd"}, at));
+      if (l["pendingJobsPerUser"]) {
+        ASSIGN_OR_RETURN(o.max_pending_jobs_per_user,
+                         config::Int(l["pendingJobsPerUser"], at + ".pendingJobsPerUser", 0, 100'000'000));
+      }
+      if (l["arraySize"]) {
+        ASSIGN_OR_RETURN(o.max_array_size, config::Int(l["arraySize"], at + ".arraySize", 0, 10'000));
+      }
+      if (l["tokensPerUser"]) {
+        ASSIGN_OR_RETURN(o.max_tokens_per_user, config::Int(l["tokensPerUser"], at + ".tokensPerUser", 0, 1'000'000));
+      }
+      if (l["tokenLifetime"]) {
+        ASSIGN_OR_RETURN(o.max_token_lifetime, config::Dur(l["tokenLifetime"], at + ".tokenLifetime"));
+        if (o.max_token_lifetime < Duration::Minutes(1)) return InvalidArgument("must be at least 1m", at + ".tokenLifetime");
+      }
+      if (l["jobTokenAfterEnd"]) {
+        ASSIGN_OR_RETURN(o.job_token_after_end, config::Dur(l["jobTokenAfterEnd"], at + ".jobTokenAfterEnd"));
       }
     }
     if (root["maxConnections"]) {

@@ -33,9 +33,15 @@
 //                            # between queues; unlisted queues have share 1; weight 0 = off
 //   cycleInterval: 1s        # periodic scheduling cycle (aging, begin times)
 //   maxBodyBytes: 1048576    # larger request bodies get 413
-//   rateLimit: {perSecond: 500, burst: 1000}   # per client address; 429 beyond
+//   rateLimit: {perSecond: 500, burst: 1000,    # per authenticated caller (user, job); 429 beyond
+//               unauthenticated: {perSecond: 20, burst: 100}}   # requests with no valid credential, per address
 //   maxConnections: 10000    # open connections in all (each agent holds one); 503 beyond
-//   maxConnectionsPerClient: 1000   # open connections from one address; 503 beyond (0: no bound)
+//   maxConnectionsPerClient: 1000   # unauthenticated connections from one address (0: no bound); past
+//                            # it the oldest idle one is closed
+//   maxConnectionsPerUser: 1000     # connections of one authenticated caller; 503 beyond (0: no bound)
+//   firstRequestTimeout: 10s # a new connection that sends no whole request in this time is closed
+//   limits: {pendingJobsPerUser: 10000, arraySize: 10000, tokensPerUser: 50, tokenLifetime: 365d,
+//            jobTokenAfterEnd: 1h}   # per user (0: no limit); a job token reads its ended job this long
 //   threads: 128             # HTTP worker threads for requests that block (lists, events, logs, nodes)
 //   agents: {unreachableAfter: 20s, lostAfter: 120s, maxLostFraction: 0.3, silenceBurstWindow: 60s,
 //            silenceHold: 10m, lease: 60s, defaultGrace: 30s, syncWait: 10s}
@@ -115,10 +121,22 @@ struct ServerOptions {
   // times the last cycle's duration when that is longer.
   Duration cycle_delay = Duration::Millis(5);
   int64_t max_body_bytes = 1 << 20;
-  int64_t rate_per_second = 500;
+  int64_t rate_per_second = 500;  // per authenticated caller
   int64_t rate_burst = 1000;
+  int64_t unauthenticated_rate_per_second = 20;  // per address, for requests with no valid credential
+  int64_t unauthenticated_rate_burst = 100;
   int64_t max_connections = 10'000;  // open connections in all; the process's file limit bounds it too
-  int64_t max_connections_per_client = 1000;  // 0: no bound
+  int64_t max_connections_per_client = 1000;  // unauthenticated, per address; 0: no bound
+  int64_t max_connections_per_user = 1000;    // per authenticated caller; 0: no bound
+  Duration first_request_timeout = Duration::Seconds(10);
+  // Per-user limits, 0: none (limits:). Jobs waiting to start (PENDING or
+  // HELD), tasks of one array, live tokens and their longest lifetime.
+  int64_t max_pending_jobs_per_user = 10'000;
+  int64_t max_array_size = 10'000;
+  int64_t max_tokens_per_user = 50;
+  Duration max_token_lifetime = Duration::Hours(24 * 365);
+  // A job's own token reads the job this long after it ended, no longer.
+  Duration job_token_after_end = Duration::Hours(1);
   int threads = 128;  // workers for blocking requests; submits and agents' syncs hold none
   // Agents: a node whose agent is silent this long gets no new work; an
   // agent that cannot sync for the lease stops its tasks; a job without a

@@ -8,7 +8,10 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +19,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -37,7 +42,7 @@ class ExecutorTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::unique_ptr<Executor> Make(bool cgroups = true, bool launcher = false) {
+  std::unique_ptr<Executor> Make(bool cgroups = true, bool launcher = false, std::vector<std::string> podman = {}) {
     if (launcher && !launcher_) {
       auto l = Launcher::Start();
       EXPECT_TRUE(l.ok()) << l.status().ToString();
@@ -49,6 +54,7 @@ class ExecutorTest : public ::testing::Test {
     o.shim_binary = MUSTER_BINARY;
     o.use_cgroups = cgroups;
     o.cgroup_parent = "muster-test-" + std::to_string(getpid());
+    o.podman = std::move(podman);
     auto e = std::make_unique<Executor>(o, clock_);
     auto how = e->Init();
     EXPECT_TRUE(how.ok()) << how.status().ToString();
@@ -275,6 +281,170 @@ TEST_F(ExecutorTest, ATaskWhoseJournalIsDamagedOrDeletedIsStoppedNotLeftRunning)
       e->Forget(key);
     }
   }
+}
+
+// Variables that change what a program does, or where it looks for code
+// and configuration: none of a job's may reach a program run as root.
+const std::vector<std::string>& DangerousVariables() {
+  static const std::vector<std::string> names = {
+      "PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_DEBUG", "LD_DEBUG_OUTPUT", "LD_PROFILE",
+      "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PERL5LIB", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS",
+      "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "PS4", "CDPATH", "GLOBIGNORE", "GCONV_PATH", "LOCPATH", "NLSPATH",
+      "MALLOC_CHECK_", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "TZ", "LANG", "LC_ALL", "HOME", "TMPDIR",
+      "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "CONTAINERS_CONF",
+      "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "REGISTRY_AUTH_FILE", "STORAGE_DRIVER",
+      "CONTAINER_HOST", "CONTAINER_CONNECTION", "DBUS_SESSION_BUS_ADDRESS", "SSL_CERT_FILE", "CURL_CA_BUNDLE",
+      "HTTPS_PROXY", "http_proxy", "GODEBUG", "GOTRACEBACK", "OPENSSL_CONF"};
+  return names;
+}
+
+// The security issue's attack 1, and its general form: for every program
+// the shim runs as root (Podman's image exists, pull, run, inspect and rm,
+// through a probe standing in for Podman at the path the agent resolved;
+// and the shim itself), a job whose env sets every variable above, with
+// and without a line break in its values. Each root child's environment,
+// read from /proc/PID/environ, holds none of the job's values and the
+// fixed PATH. A line break cannot reach an env file: that container task
+// fails to launch, naming the variable, before Podman runs at all.
+TEST_F(ExecutorTest, NothingOfAJobsEnvironmentReachesWhatRootRuns) {
+  const std::string probe = dir_ + "/podman-probe";
+  const std::string calls = dir_ + "/calls";
+  fs::create_directories(calls);
+  std::ofstream(probe) << "#!/bin/sh\n"
+                          "f=" << calls << "/$$\n"
+                          "echo \"argv: $*\" > $f\n"
+                          "/usr/bin/tr '\\0' '\\n' < /proc/$$/environ >> $f\n"
+                          "case \" $* \" in *' pull '*) exit 0 ;; *' image exists '*) exit 1 ;; esac\n"
+                          "case \" $* \" in *' inspect '*) echo 0 false 1700000000 ;; esac\n"
+                          "exit 0\n";
+  fs::permissions(probe, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  auto e = Make(/*cgroups=*/Root(), /*launcher=*/false, {probe});
+  const auto read_calls = [&] {
+    std::vector<std::string> out;
+    for (const auto& f : fs::directory_iterator(calls)) out.push_back(Read(f.path().string()));
+    fs::remove_all(calls);
+    fs::create_directories(calls);
+    return out;
+  };
+  for (const bool newline : {false, true}) {
+    SCOPED_TRACE(newline ? "values with a line break" : "plain values");
+    std::map<std::string, std::string> env;
+    for (const std::string& name : DangerousVariables()) env[name] = "evil-" + name + (newline ? "\n" : "");
+
+    TaskSpec c;
+    c.key = newline ? "j41.a1.r0" : "j40.a1.r0";
+    c.argv = {"/bin/true"};
+    c.env = env;
+    ContainerSpec spec;
+    spec.image = "localhost/probe:1";
+    spec.name = "muster-test-" + c.key;
+    spec.podman = probe;
+    c.container = spec;
+    ASSERT_TRUE(e->Start(c, {}).ok());
+    const TaskResult r = WaitEnd(*e, c.key);
+    const std::vector<std::string> seen = read_calls();
+    if (newline) {
+      EXPECT_TRUE(r.launch_failed) << r.message;
+      EXPECT_NE(r.message.find("line break"), std::string::npos) << r.message;
+      EXPECT_TRUE(seen.empty()) << "Podman ran for a task that could not be given its environment";
+    } else {
+      EXPECT_EQ(r.exit_code, 0) << r.message << Read(e->LogPath(c.key));
+      std::set<std::string> verbs;
+      for (const std::string& call : seen) {
+        for (const char* verb : {"image exists", " pull ", " run ", " inspect ", " rm "}) {
+          if (call.substr(0, call.find('\n')).find(verb) != std::string::npos) verbs.insert(verb);
+        }
+      }
+      EXPECT_EQ(verbs.size(), 5u) << "every Podman call of a task is checked";
+    }
+    for (const std::string& call : seen) {
+      EXPECT_EQ(call.find("evil"), std::string::npos) << "a job's variable reached Podman as root:\n" << call;
+      EXPECT_NE(call.find("\nPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"), std::string::npos)
+          << call;
+    }
+
+    // A process task: the shim is root; the payload, as the job's user,
+    // gets the job's variables.
+    TaskSpec p = Shell(newline ? "j43.a1.r0" : "j42.a1.r0",
+                       "/bin/cat /proc/$PPID/environ > " + dir_ + "/shim.env; /usr/bin/env > " + dir_ + "/self.env");
+    p.env = env;
+    ASSERT_TRUE(e->Start(p, {}).ok());
+    EXPECT_EQ(WaitEnd(*e, p.key).exit_code, 0) << Read(e->LogPath(p.key));
+    EXPECT_EQ(Read(dir_ + "/shim.env").find("evil"), std::string::npos) << "a job's variable reached its root shim";
+    EXPECT_NE(Read(dir_ + "/self.env").find("PYTHONPATH=evil-PYTHONPATH"), std::string::npos)
+        << "the payload did not get its own environment";
+  }
+}
+
+// Anyone on the node can bind a beacon's name naming any pid: a restarted
+// agent took such a beacon for a task with no journal and SIGKILLed the
+// pid it named, and its process group, as root (the security issue's
+// attack 2). A beacon is believed only once the kernel says its listener is
+// the pid it names, of the agent's user: a forger's own, or a name bound
+// without listening, is ignored and its victim left alone.
+TEST_F(ExecutorTest, AForgedBeaconNamingAnotherProcessIsNeverSignalled) {
+  const std::string scope = [&] {
+    auto e = Make(/*cgroups=*/Root());  // makes the state directory, then "stops"
+    return TaskBeaconScope(dir_ + "/state/tasks");
+  }();
+  ASSERT_FALSE(scope.empty());
+  const pid_t victim = fork();
+  if (victim == 0) {
+    ::setsid();
+    ::execl("/bin/sleep", "sleep", "300", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int64_t victim_start = 0;
+  for (int i = 0; i < 1000 && victim_start <= 0; ++i) {
+    victim_start = ProcessStartTime(victim);
+    if (victim_start <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_GT(victim_start, 0);
+  std::vector<pid_t> forgers;
+  for (const bool listens : {true, false}) {
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t forger = fork();
+    if (forger == 0) {
+      if (Root() && ::setuid(65534) != 0) ::_exit(126);  // an ordinary user (nobody)
+      const std::string key = listens ? "j990.a1.r0" : "j991.a1.r0";
+      int fd = BindTaskBeacon(scope, key, victim, victim_start);  // binds and listens, as a shim does
+      if (fd >= 0 && !listens) {
+        ::close(fd);  // bound only, as beacons were before they were listened on
+        fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        const std::string name = "muster-task/" + scope + "/" + key + "/" + std::to_string(victim) + "/" +
+                                 std::to_string(victim_start);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::memcpy(addr.sun_path + 1, name.data(), name.size());
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&addr),
+                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())) != 0) {
+          fd = -1;
+        }
+      }
+      (void)!::write(ready[1], fd >= 0 ? "y" : "n", 1);
+      ::pause();
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    char said = 0;
+    ASSERT_EQ(::read(ready[0], &said, 1), 1);
+    ::close(ready[0]);
+    ASSERT_EQ(said, 'y') << "the forger could not bind its beacon";
+    forgers.push_back(forger);
+  }
+  ASSERT_EQ(ListTaskBeacons(scope).size(), 2u);
+  {
+    auto e = Make(/*cgroups=*/Root());  // the agent restarts and recovers
+    EXPECT_FALSE(e->Has("j990.a1.r0"));
+  }
+  EXPECT_EQ(::kill(victim, 0), 0) << "the forged beacon's victim was signalled";
+  EXPECT_EQ(::waitpid(victim, nullptr, WNOHANG), 0) << "the forged beacon's victim was killed";
+  for (pid_t p : forgers) EXPECT_EQ(::waitpid(p, nullptr, WNOHANG), 0) << "a forger was killed by pid";
+  for (pid_t p : forgers) ::kill(p, SIGKILL);
+  ::kill(victim, SIGKILL);
+  for (pid_t p : forgers) ::waitpid(p, nullptr, 0);
+  ::waitpid(victim, nullptr, 0);
 }
 
 // The shim of an agent whose state directory was removed kept its task
