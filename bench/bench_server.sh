@@ -5,7 +5,9 @@
 # Exports MUSTER_TOKEN (user bench's, written into the store first) for the
 # clients; MUSTER_MUNGE_SOCKET=none, so a machine's munged plays no part.
 # With BENCH_TLS=DIR (server.crt, server.key, ca.crt: make_bench_certs DIR)
-# it serves HTTPS and exports MUSTER_CA. Sets bench_server_url.
+# it serves HTTPS and exports MUSTER_CA. BENCH_LIMITS: its `limits:` line
+# (default: the per-user checks on, at a limit no run reaches; empty for a
+# server from before limits existed). Sets bench_server_url.
 start_bench_server() {
   local muster=$1 dir=$2 port=$3 store=${4:-$2/muster.db}
   local tls_yaml=""
@@ -22,6 +24,7 @@ $tls_yaml
 listen: 127.0.0.1:$port
 store: "$store"
 rateLimit: {perSecond: 1000000, burst: 1000000}
+${BENCH_LIMITS-limits: {pendingJobsPerUser: 100000000\}}
 nodeGroups:
   - {count: 32, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi}
 YAML

@@ -165,6 +165,7 @@ int main(int argc, char** argv) {
   std::ostringstream cfg;
   cfg << "store: " << dir << "/muster.db\nlisten: 127.0.0.1:0\n"
       << "rateLimit: {perSecond: 1000000, burst: 1000000}\n"
+      << "limits: {pendingJobsPerUser: 100000000}\n"
       << "auth: {rootJobs: [root]}\n"  // its jobs never run: played agents
       << "maxConnections: " << std::min<int64_t>(2 * o.agents + 100, files.rlim_max - 500)
       << "\nmaxConnectionsPerClient: 0\n"

@@ -45,7 +45,8 @@ class LocalCluster:
         races with every other process on the machine)."""
         with open(f"{self.dir}/server.yaml", "w") as f:
             f.write(f"store: {self.dir}/muster.db\nlisten: {self.listen}:{self.port}\n"
-                    "rateLimit: {perSecond: 1000000, burst: 1000000}\n" + self.config)
+                    "rateLimit: {perSecond: 1000000, burst: 1000000}\n"
+                    "limits: {pendingJobsPerUser: 100000000}\n" + self.config)
         port_file = f"{self.dir}/port"
         if os.path.exists(port_file):
             os.remove(port_file)

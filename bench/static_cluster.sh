@@ -8,6 +8,7 @@ cat > "$DIR/server.yaml" <<YAML
 listen: 127.0.0.1:$PORT
 store: $DIR/muster.db
 rateLimit: {perSecond: 1000000, burst: 1000000}
+limits: {pendingJobsPerUser: 100000000}
 prices: {H100: 3.00}
 nodeGroups:
   - {count: 1000, gpus: 8, gpuType: H100, cpus: 64, memory: 512Gi, nodesPerLeaf: 32}

@@ -440,9 +440,10 @@ TEST(ApiRateLimit, ExcessRequestsGet429WithRetryAfter) {
   ServerProcess server("rateLimit: {perSecond: 5, burst: 5}\n");
   ASSERT_TRUE(server.Start()) << server.log();
   httplib::Client cli(server.url());
+  const httplib::Headers admin = {{"Authorization", "Bearer " + server.admin_token()}};
   int limited = 0;
   for (int i = 0; i < 30; ++i) {
-    auto r = cli.Get("/v1/queues");
+    auto r = cli.Get("/v1/queues", admin);
     ASSERT_TRUE(r);
     if (r->status == 429) {
       ++limited;
