@@ -42,7 +42,8 @@ class ExecutorTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::unique_ptr<Executor> Make(bool cgroups = true, bool launcher = false, std::vector<std::string> podman = {}) {
+  std::unique_ptr<Executor> Make(bool cgroups = true, bool launcher = false, std::vector<std::string> podman = {},
+                                 std::string container_prefix = "") {
     if (launcher && !launcher_) {
       auto l = Launcher::Start();
       EXPECT_TRUE(l.ok()) << l.status().ToString();
@@ -55,6 +56,7 @@ class ExecutorTest : public ::testing::Test {
     o.use_cgroups = cgroups;
     o.cgroup_parent = "muster-test-" + std::to_string(getpid());
     o.podman = std::move(podman);
+    o.container_prefix = std::move(container_prefix);
     auto e = std::make_unique<Executor>(o, clock_);
     auto how = e->Init();
     EXPECT_TRUE(how.ok()) << how.status().ToString();
@@ -299,13 +301,15 @@ const std::vector<std::string>& DangerousVariables() {
 }
 
 // The security issue's attack 1, and its general form: for every program
-// the shim runs as root (Podman's image exists, pull, run, inspect and rm,
-// through a probe standing in for Podman at the path the agent resolved;
-// and the shim itself), a job whose env sets every variable above, with
-// and without a line break in its values. Each root child's environment,
-// read from /proc/PID/environ, holds none of the job's values and the
-// fixed PATH. A line break cannot reach an env file: that container task
-// fails to launch, naming the variable, before Podman runs at all.
+// run as root for a task (Podman's image exists, pull, run, inspect and rm
+// from the shim, and ps from the executor at start, through a probe
+// standing in for Podman at the path the agent resolved; and the shim
+// itself), a job whose env sets every variable above, with and without a
+// line break in its values. Each root child's environment, read from
+// /proc/PID/environ, holds none of the job's values and the fixed PATH;
+// Podman's holds none of the agent's own beyond the allowlist either. A
+// line break cannot reach an env file: that container task fails to
+// launch, naming the variable, before Podman runs at all.
 TEST_F(ExecutorTest, NothingOfAJobsEnvironmentReachesWhatRootRuns) {
   const std::string probe = dir_ + "/podman-probe";
   const std::string calls = dir_ + "/calls";
@@ -318,7 +322,10 @@ TEST_F(ExecutorTest, NothingOfAJobsEnvironmentReachesWhatRootRuns) {
                           "case \" $* \" in *' inspect '*) echo 0 false 1700000000 ;; esac\n"
                           "exit 0\n";
   fs::permissions(probe, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
-  auto e = Make(/*cgroups=*/Root(), /*launcher=*/false, {probe});
+  // The agent's own environment (the operator's) is not Podman's either.
+  const std::vector<std::string> agent_vars = {"BASH_ENV", "PYTHONPATH", "PERL5OPT", "LD_LIBRARY_PATH"};
+  for (const std::string& name : agent_vars) ::setenv(name.c_str(), ("agent-evil-" + name).c_str(), 1);
+  auto e = Make(/*cgroups=*/Root(), /*launcher=*/false, {probe}, "muster-test-");
   const auto read_calls = [&] {
     std::vector<std::string> out;
     for (const auto& f : fs::directory_iterator(calls)) out.push_back(Read(f.path().string()));
@@ -326,10 +333,14 @@ TEST_F(ExecutorTest, NothingOfAJobsEnvironmentReachesWhatRootRuns) {
     fs::create_directories(calls);
     return out;
   };
+  const std::vector<std::string> at_start = read_calls();
+  ASSERT_EQ(at_start.size(), 1u) << "the executor lists its containers at start";
+  EXPECT_NE(at_start[0].find(" ps "), std::string::npos) << at_start[0];
+  EXPECT_EQ(at_start[0].find("evil"), std::string::npos) << at_start[0];
   for (const bool newline : {false, true}) {
     SCOPED_TRACE(newline ? "values with a line break" : "plain values");
     std::map<std::string, std::string> env;
-    for (const std::string& name : DangerousVariables()) env[name] = "evil-" + name + (newline ? "\n" : "");
+    for (const std::string& name : DangerousVariables()) env[name] = "job-evil-" + name + (newline ? "\n" : "");
 
     TaskSpec c;
     c.key = newline ? "j41.a1.r0" : "j40.a1.r0";
@@ -370,10 +381,11 @@ TEST_F(ExecutorTest, NothingOfAJobsEnvironmentReachesWhatRootRuns) {
     p.env = env;
     ASSERT_TRUE(e->Start(p, {}).ok());
     EXPECT_EQ(WaitEnd(*e, p.key).exit_code, 0) << Read(e->LogPath(p.key));
-    EXPECT_EQ(Read(dir_ + "/shim.env").find("evil"), std::string::npos) << "a job's variable reached its root shim";
-    EXPECT_NE(Read(dir_ + "/self.env").find("PYTHONPATH=evil-PYTHONPATH"), std::string::npos)
+    EXPECT_EQ(Read(dir_ + "/shim.env").find("job-evil"), std::string::npos) << "a job's variable reached its root shim";
+    EXPECT_NE(Read(dir_ + "/self.env").find("PYTHONPATH=job-evil-PYTHONPATH"), std::string::npos)
         << "the payload did not get its own environment";
   }
+  for (const std::string& name : agent_vars) ::unsetenv(name.c_str());
 }
 
 // Anyone on the node can bind a beacon's name naming any pid: a restarted
