@@ -70,7 +70,8 @@ struct ExecutorOptions {
   // Processes of all tasks together (the parent group's pids.max); 0: no bound.
   int64_t all_tasks_pids = 0;
   // `podman [global options]` for removing this executor's containers
-  // (container_command.h); empty: the node runs no containers.
+  // (container_command.h), Podman by its absolute path (root_exec.h);
+  // empty: the node runs no containers.
   std::vector<std::string> podman;
   // Every container of this executor's tasks is named with this prefix;
   // at start, those of no running task are removed.

@@ -283,7 +283,9 @@ void BecomeTaskUser(const TaskSpec& spec) {
   FailChild(argv[0]);
 }
 
-// In the payload child, after fork: only async-signal-safe calls until exec.
+// In the payload child, after fork: only async-signal-safe calls until exec,
+// but for setenv of the job's PATH once it is the job's user (the shim is
+// single-threaded, so the child's heap is whole).
 // `script_argv`: /proc/self/fd/N of the job's script with a #! line, then
 // the script's arguments, or null; `interpreter`: that line, for the
 // message when it cannot run.

@@ -75,7 +75,7 @@ TEST_F(UsageTest, UsageIsTheSumOfTheJobsRunsAndHistoryShowsEachJob) {
       Submit("name: a100-gang\nqueue: vision\nreplicas: 2\nresources: {gpus: 1, gpuType: A100}\n"
              "command: [sleep, '2']\n"),
       Submit("name: fails\nqueue: speech\nresources: {gpus: 1, gpuType: H100}\n"
-             "retry: {limit: 1, backoff: {initial: 1s, max: 1s}}\ncommand: [sh, -c, 'sleep 1; exit 3']\n"),
+             "retry: {limit: 1, backoff: {initial: 1s, max: 1s}}\ncommand: [sh, -c, 'sleep 2; exit 3']\n"),
       Submit("name: cpu-only\nqueue: speech\ncommand: [sleep, '1']\n"),
   };
   std::map<std::string, Charged> by_queue;
