@@ -429,35 +429,20 @@ TEST_F(ExecutorTest, AForgedBeaconNamingAnotherProcessIsNeverSignalled) {
   ASSERT_GT(victim_start, 0);
   std::vector<pid_t> forgers;
   for (const bool listens : {true, false}) {
-    int ready[2];
-    ASSERT_EQ(::pipe(ready), 0);
-    const pid_t forger = fork();
-    if (forger == 0) {
-      if (Root() && ::setuid(65534) != 0) ::_exit(126);  // an ordinary user (nobody)
-      const std::string key = listens ? "j990.a1.r0" : "j991.a1.r0";
-      int fd = BindTaskBeacon(scope, key, victim, victim_start);  // binds and listens, as a shim does
-      if (fd >= 0 && !listens) {
-        ::close(fd);  // bound only, as beacons were before they were listened on
-        fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-        const std::string name = "muster-task/" + scope + "/" + key + "/" + std::to_string(victim) + "/" +
-                                 std::to_string(victim_start);
-        sockaddr_un addr{};
-        addr.sun_family = AF_UNIX;
-        std::memcpy(addr.sun_path + 1, name.data(), name.size());
-        if (::bind(fd, reinterpret_cast<sockaddr*>(&addr),
-                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())) != 0) {
-          fd = -1;
-        }
-      }
-      (void)!::write(ready[1], fd >= 0 ? "y" : "n", 1);
-      ::pause();
-      ::_exit(0);
-    }
-    ::close(ready[1]);
-    char said = 0;
-    ASSERT_EQ(::read(ready[0], &said, 1), 1);
-    ::close(ready[0]);
-    ASSERT_EQ(said, 'y') << "the forger could not bind its beacon";
+    const std::string key = listens ? "j990.a1.r0" : "j991.a1.r0";
+    const pid_t forger = muster::testing::HoldAs(65534, [&] {  // an ordinary user (nobody)
+      if (listens) return BindTaskBeacon(scope, key, victim, victim_start) >= 0;  // as a shim does
+      // Bound only, as beacons were before they were listened on.
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      const std::string name =
+          "muster-task/" + scope + "/" + key + "/" + std::to_string(victim) + "/" + std::to_string(victim_start);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::memcpy(addr.sun_path + 1, name.data(), name.size());
+      return ::bind(fd, reinterpret_cast<sockaddr*>(&addr),
+                    static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())) == 0;
+    });
+    ASSERT_GT(forger, 0) << "the forger could not bind its beacon";
     forgers.push_back(forger);
   }
   ASSERT_EQ(ListTaskBeacons(scope).size(), 2u);

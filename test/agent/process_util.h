@@ -2,8 +2,11 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "agent/executor.h"
@@ -21,6 +24,29 @@ inline bool AllGone(const std::string& file) {
     if (agent::ProcessStartTime(p) != 0) return false;
   }
   return n > 0;
+}
+
+// Forks a child that takes `uid` (when the test runs as root), runs
+// `setup`, and then holds what it made until killed (SIGKILL, then reap
+// it). Returns the child's pid once `setup` returned true; -1 when it
+// returned false (the child is gone).
+inline pid_t HoldAs(uid_t uid, const std::function<bool()>& setup) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]);
+    const bool ok = (::geteuid() != 0 || (::setgid(uid) == 0 && ::setuid(uid) == 0)) && setup();
+    (void)!::write(ready[1], ok ? "y" : "n", 1);
+    if (!ok) ::_exit(1);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char said = 'n';
+  const bool ok = pid > 0 && ::read(ready[0], &said, 1) == 1 && said == 'y';
+  ::close(ready[0]);
+  if (!ok && pid > 0) ::waitpid(pid, nullptr, 0);
+  return ok ? pid : -1;
 }
 
 }  // namespace muster::testing

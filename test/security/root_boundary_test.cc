@@ -23,6 +23,8 @@
 #include <gtest/gtest.h>
 
 #include "../agent/cluster_fixture.h"
+#include "../agent/process_util.h"
+#include "api_call.h"
 #include "../run_binary.h"
 #include "agent/executor.h"
 #include "agent/task_beacon.h"
@@ -34,12 +36,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr uid_t kNobody = 65534;
-
-struct ApiAnswer {
-  int status = 0;
-  json body;
-  std::string text;
-};
 
 // Mallory's home: a directory of hers, reachable by everyone (as a home
 // under /home is), removed at the end.
@@ -72,18 +68,8 @@ class RootBoundaryTest : public ClusterFixture {
       : ClusterFixture(config) {}
 
   ApiAnswer Call(const std::string& method, const std::string& path, const std::string& token,
-              const std::string& body = "", const std::string& type = "application/yaml") {
-    httplib::Client c(server_.url());
-    c.set_read_timeout(30, 0);
-    httplib::Headers h;
-    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
-    httplib::Result r = method == "GET" ? c.Get(path, h) : c.Post(path, h, body, type);
-    ApiAnswer a;
-    if (!r) return a;
-    a.status = r->status;
-    a.text = r->body;
-    a.body = json::parse(r->body, nullptr, false);
-    return a;
+                 const std::string& body = "", const std::string& type = "application/yaml") {
+    return CallApi(server_.url(), method, path, token, body, type);
   }
   std::string Token(const std::string& user) {
     auto& t = tokens_[user];
@@ -98,18 +84,6 @@ class RootBoundaryTest : public ClusterFixture {
     }
     return false;
   }
-  // Runs `body` in a child as `nobody`; the child's exit code.
-  static int AsNobody(const std::function<int()>& body) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(126);
-      ::_exit(body());
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
   std::map<std::string, std::string> tokens_;
 };
 
@@ -185,21 +159,9 @@ TEST_F(RootBoundaryTest, AForgedBeaconMakesARestartedAgentKillNothing) {
   const int64_t start = agent::ProcessStartTime(victim);
   const std::string scope = agent::TaskBeaconScope(agent.state_dir() + "/tasks");
   ASSERT_FALSE(scope.empty());
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  const pid_t forger = ::fork();
-  if (forger == 0) {
-    if (::setuid(kNobody) != 0) ::_exit(126);
-    const int fd = agent::BindTaskBeacon(scope, "j990.a1.r0", victim, start);
-    (void)!::write(ready[1], fd >= 0 ? "y" : "n", 1);
-    ::pause();
-    ::_exit(0);
-  }
-  ::close(ready[1]);
-  char said = 0;
-  ASSERT_EQ(::read(ready[0], &said, 1), 1);
-  ::close(ready[0]);
-  ASSERT_EQ(said, 'y');
+  const pid_t forger =
+      HoldAs(kNobody, [&] { return agent::BindTaskBeacon(scope, "j990.a1.r0", victim, start) >= 0; });
+  ASSERT_GT(forger, 0);
   agent.Kill();
   agent.Start();
   EXPECT_TRUE(WaitLog(agent, "ignoring a beacon for task j990.a1.r0")) << agent.log();
@@ -221,12 +183,14 @@ TEST_F(RootBoundaryTest, ASlurmCommandsDirectoryAUserMadeFirstIsRefused) {
   fs::create_directories(shared);
   ::chmod(shared.c_str(), 01777);
   const std::string premade = shared + "/state.slurm-bin";
-  ASSERT_EQ(AsNobody([&] {
-              if (::mkdir(premade.c_str(), 0755) != 0) return 1;
-              std::ofstream(premade + "/sh") << "#!/bin/sh\necho mallory was here\nexec /bin/sh \"$@\"\n";
-              return ::chmod((premade + "/sh").c_str(), 0755) == 0 ? 0 : 2;
-            }),
-            0);
+  const pid_t mallory = HoldAs(kNobody, [&] {
+    if (::mkdir(premade.c_str(), 0755) != 0) return false;
+    std::ofstream(premade + "/sh") << "#!/bin/sh\necho mallory was here\nexec /bin/sh \"$@\"\n";
+    return ::chmod((premade + "/sh").c_str(), 0755) == 0;
+  });
+  ASSERT_GT(mallory, 0);
+  ::kill(mallory, SIGKILL);
+  ::waitpid(mallory, nullptr, 0);
   AgentProcess agent(server_.url(), Name(9), shared);  // its state directory: shared/state
   agent.Start();
   EXPECT_TRUE(WaitLog(agent, premade + " is owned by uid 65534")) << agent.log();

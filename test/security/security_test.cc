@@ -18,6 +18,7 @@
 
 #include "../agent/cluster_fixture.h"
 #include "../munged.h"
+#include "api_call.h"
 #include "auth/grants.h"
 #include "auth/munge.h"
 #include "auth/request_binding.h"
@@ -50,15 +51,6 @@ const char* SecureConfig() {
   return config.c_str();
 }
 
-struct Answer {
-  int status = 0;
-  json body;
-  std::string text;
-  std::string message() const {
-    return body.is_object() && body.contains("error") ? body["error"].value("message", "") : "";
-  }
-};
-
 class SecurityTest : public ClusterFixture {
  protected:
   SecurityTest() : ClusterFixture(SecureConfig()) {
@@ -73,20 +65,9 @@ class SecurityTest : public ClusterFixture {
     EXPECT_TRUE(store->store->Commit({&b}).ok());
   }
 
-  Answer Call(const std::string& method, const std::string& path, const std::string& token, const std::string& body = "",
-              httplib::Headers extra = {}) {
-    httplib::Client c(server_.url());
-    c.set_read_timeout(30, 0);
-    if (!token.empty()) extra.emplace("Authorization", token.rfind("MUNGE ", 0) == 0 ? token : "Bearer " + token);
-    httplib::Result r = method == "GET"      ? c.Get(path, extra)
-                        : method == "DELETE" ? c.Delete(path, extra)
-                                             : c.Post(path, extra, body, "application/yaml");
-    Answer a;
-    if (!r) return a;
-    a.status = r->status;
-    a.text = r->body;
-    a.body = json::parse(r->body, nullptr, false);
-    return a;
+  ApiAnswer Call(const std::string& method, const std::string& path, const std::string& token,
+                 const std::string& body = "", httplib::Headers extra = {}) {
+    return CallApi(server_.url(), method, path, token, body, "application/yaml", std::move(extra));
   }
   std::string Token(const std::string& user) {
     auto& t = tokens_[user];
@@ -97,7 +78,7 @@ class SecurityTest : public ClusterFixture {
   int64_t JobsStored() { return static_cast<int64_t>(Get("/v1/jobs?limit=1000")["items"].size()); }
   // A held job of `user` in `queue` (never runs: no Unix account needed).
   int64_t HeldJob(const std::string& user, const std::string& queue = "default") {
-    const Answer a = Call("POST", "/v1/jobs", Token(user), "name: j\nqueue: " + queue + "\nhold: true\ncommand: [\"true\"]\n");
+    const ApiAnswer a = Call("POST", "/v1/jobs", Token(user), "name: j\nqueue: " + queue + "\nhold: true\ncommand: [\"true\"]\n");
     EXPECT_EQ(a.status, 201) << a.text;
     return a.body.value("id", int64_t{0});
   }
@@ -126,7 +107,7 @@ TEST_F(SecurityTest, NoCredentialOrAForgedOneChangesAndReadsNothing) {
              {"POST", "/v1/jobs"}, {"GET", "/v1/jobs"}, {"GET", job_path}, {"POST", job_path + "/cancel"},
              {"GET", job_path + "/logs"}, {"POST", "/v1/nodes/" + Name(0) + "/drain"}, {"POST", "/v1/tokens"},
              {"GET", "/v1/audit"}}) {
-      const Answer a = Call(method, path, token, "command: [\"true\"]\n");
+      const ApiAnswer a = Call(method, path, token, "command: [\"true\"]\n");
       EXPECT_EQ(a.status, 401) << method << " " << path << " with " << token.substr(0, 24) << ": " << a.text;
       EXPECT_FALSE(a.message().empty()) << a.text;
       if (token.size() > 30) {
@@ -135,7 +116,7 @@ TEST_F(SecurityTest, NoCredentialOrAForgedOneChangesAndReadsNothing) {
     }
   }
   // The header that named the user before authentication is refused, not ignored.
-  Answer a = Call("POST", "/v1/jobs", "", "command: [\"true\"]\n", {{"X-Muster-User", "root"}});
+  ApiAnswer a = Call("POST", "/v1/jobs", "", "command: [\"true\"]\n", {{"X-Muster-User", "root"}});
   EXPECT_EQ(a.status, 401);
   EXPECT_NE(a.message().find("X-Muster-User"), std::string::npos) << a.text;
   a = Call("GET", "/v1/jobs", expired_);
@@ -146,14 +127,14 @@ TEST_F(SecurityTest, NoCredentialOrAForgedOneChangesAndReadsNothing) {
 }
 
 TEST_F(SecurityTest, ARevokedTokenStopsWorkingAtOnce) {
-  const Answer created = Call("POST", "/v1/tokens", Token("alice"), R"({"description": "laptop"})");
+  const ApiAnswer created = Call("POST", "/v1/tokens", Token("alice"), R"({"description": "laptop"})");
   ASSERT_EQ(created.status, 201) << created.text;
   const std::string laptop = created.body["token"];
   EXPECT_EQ(Call("GET", "/v1/whoami", laptop).body["user"], "alice");
   // Another user cannot revoke it, nor learn that it exists.
   EXPECT_EQ(Call("DELETE", "/v1/tokens/" + created.body["id"].get<std::string>(), Token("bob")).status, 404);
   EXPECT_EQ(Call("DELETE", "/v1/tokens/" + created.body["id"].get<std::string>(), Token("alice")).status, 200);
-  const Answer after = Call("GET", "/v1/jobs", laptop);
+  const ApiAnswer after = Call("GET", "/v1/jobs", laptop);
   EXPECT_EQ(after.status, 401);
   EXPECT_NE(after.message().find("revoked"), std::string::npos) << after.text;
   // Users make tokens for themselves only; admins for anyone, and nodes'.
@@ -171,7 +152,7 @@ TEST_F(SecurityTest, UsersSeeAndActOnlyOnTheirOwnJobs) {
   const int64_t alices = HeldJob("alice", "research");
   const std::string path = "/v1/jobs/" + std::to_string(alices);
   for (const std::string verb : {"cancel", "release", "requeue"}) {
-    const Answer a = Call("POST", path + "/" + verb, Token("bob"));
+    const ApiAnswer a = Call("POST", path + "/" + verb, Token("bob"));
     EXPECT_EQ(a.status, 403) << verb << ": " << a.text;
     EXPECT_NE(a.message().find("only its owner"), std::string::npos) << a.text;
   }
@@ -193,14 +174,14 @@ TEST_F(SecurityTest, UsersSeeAndActOnlyOnTheirOwnJobs) {
   EXPECT_TRUE(Has(audit, "carol", "cancel", "ok")) << audit.dump();
   // Users read their own audit entries only.
   EXPECT_EQ(Call("GET", "/v1/audit?actor=carol", Token("bob")).status, 403);
-  const Answer own = Call("GET", "/v1/audit", Token("bob"));
+  const ApiAnswer own = Call("GET", "/v1/audit", Token("bob"));
   ASSERT_FALSE(own.body["items"].empty());
   for (const json& a : own.body["items"]) EXPECT_EQ(a["actor"], "bob");
 }
 
 TEST_F(SecurityTest, QueuesAdmitTheirListedUsersAndRootJobsNeedConfiguration) {
   const int64_t before = JobsStored();
-  Answer a = Call("POST", "/v1/jobs", Token("bob"), "queue: research\ncommand: [\"true\"]\n");
+  ApiAnswer a = Call("POST", "/v1/jobs", Token("bob"), "queue: research\ncommand: [\"true\"]\n");
   EXPECT_EQ(a.status, 403) << a.text;
   EXPECT_NE(a.message().find("queue \"research\""), std::string::npos) << a.text;
   EXPECT_EQ(JobsStored(), before);
@@ -240,7 +221,7 @@ TEST(SecurityRoot, ARootJobIsRefusedUnlessConfigured) {
 }
 
 TEST_F(SecurityTest, OnlyAdminsActForOthers) {
-  const Answer a = Call("POST", "/v1/jobs", Token("bob"), "command: [\"true\"]\n", {{"X-Muster-Act-As", "alice"}});
+  const ApiAnswer a = Call("POST", "/v1/jobs", Token("bob"), "command: [\"true\"]\n", {{"X-Muster-Act-As", "alice"}});
   EXPECT_EQ(a.status, 403) << a.text;
   // Refused before any handler, recorded just after the answer.
   bool recorded = false;
@@ -371,7 +352,7 @@ TEST_F(SecurityTest, MungeCredentialsAreBoundToTheirRequestAndGoodOnce) {
   ASSERT_TRUE(cred.ok()) << cred.status().ToString();
   const std::string header = "MUNGE " + *cred;
   // Tampered: the same credential on another body or path.
-  Answer a = Call("POST", "/v1/jobs", header, "hold: true\ncommand: [rm, -rf, /]\n");
+  ApiAnswer a = Call("POST", "/v1/jobs", header, "hold: true\ncommand: [rm, -rf, /]\n");
   EXPECT_EQ(a.status, 401);
   EXPECT_NE(a.message().find("another request"), std::string::npos) << a.text;
   const int64_t before = JobsStored();
@@ -429,7 +410,7 @@ TEST_F(SecurityTest, InjectionAndTraversalAreInertData) {
   EXPECT_EQ(Call("DELETE", "/v1/tokens/..", server_.admin_token()).status, 404);
   EXPECT_EQ(Call("GET", "/v1/jobs/1%20OR%201", server_.admin_token()).status, 400);
   // The working directory and checkpoint paths of a spec.
-  Answer a = Call("POST", "/v1/jobs", Token("alice"), "workingDir: ../../etc\ncommand: [\"true\"]\n");
+  ApiAnswer a = Call("POST", "/v1/jobs", Token("alice"), "workingDir: ../../etc\ncommand: [\"true\"]\n");
   EXPECT_EQ(a.status, 400) << a.text;
   // A node name with a path in it, for a token.
   a = Call("POST", "/v1/tokens", server_.admin_token(), R"({"node": "../n1"})");
