@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "auth/client_credential.h"
+#include "core/job.h"
 #include "cli/auth_commands.h"
 #include "cli/client.h"
 #include "cli/local_postgres.h"
@@ -142,10 +143,6 @@ std::vector<DemoJob> DemoJobs(const std::string& examples, const std::string& di
   return jobs;
 }
 
-bool Ended(const std::string& s) {
-  return s != "PENDING" && s != "HELD" && s != "RUNNING" && s != "COMPLETING" && !s.empty();
-}
-
 // Submits the demo and follows it; calls `midway` once, when a job first
 // runs. Returns true when every job completed.
 bool RunDemo(Client& client, const std::string& dir, const std::atomic<bool>& stop,
@@ -201,7 +198,7 @@ bool RunDemo(Client& client, const std::string& dir, const std::atomic<bool>& st
         if (!reason.empty()) std::cout << "  " << reason;
         std::cout << "\n" << std::flush;
       }
-      done = done && Ended(s);
+      done = done && core::IsTerminalName(s);
     }
     if (done) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

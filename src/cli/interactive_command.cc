@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "auth/token.h"
+#include "core/job.h"
 #include "cli/client.h"
 #include "shell/shell_relay.h"
 #include "shell/shell_session.h"
@@ -22,11 +23,6 @@ using nlohmann::json;
 
 volatile sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
-
-bool Ended(const std::string& state) {
-  return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" ||
-         state == "OUT_OF_MEMORY" || state == "NODE_FAIL";
-}
 
 void Cancel(Client& client, const std::string& id) {
   auto r = client.Post("/v1/jobs/" + id + "/cancel", "{}", "application/json");
@@ -105,7 +101,7 @@ int RunInteractive(Client& client, json spec, const std::vector<std::string>& co
       return 1;
     }
     const std::string state = j->body.value("state", "");
-    if (Ended(state)) {
+    if (core::IsTerminalName(state)) {
       std::cerr << "muster: job " << id << " ended " << state << " before its terminal opened: "
                 << j->body.value("reason", "") << " (muster logs " << id << ")\n";
       return 1;

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/client.h"
+#include "core/job.h"
 #include "cli/interactive_command.h"
 #include "cli/table.h"
 #include "common/quantity.h"
@@ -591,7 +592,7 @@ int Logs(JobCommands& c, Client& client) {
     auto job = client.Get("/v1/jobs/" + std::to_string(c.id));
     if (job.ok() && job->status == 200) {
       const std::string state = Field(job->body, "state");
-      ended = state != "PENDING" && state != "HELD" && state != "RUNNING" && state != "COMPLETING";
+      ended = core::IsTerminalName(state);
       final_state = state;
       final_reason = Field(job->body, "reason");
     }

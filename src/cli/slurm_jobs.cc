@@ -4,9 +4,9 @@
 #include <ctime>
 #include <map>
 #include <memory>
-#include <set>
 
 #include "api/array_indices.h"
+#include "core/job.h"
 #include "api/slurm_mapping.h"
 #include "cli/client.h"
 #include "common/quantity.h"
@@ -44,9 +44,7 @@ std::string SlurmReason(const std::string& muster, const std::string& state) {
 
 }  // namespace
 
-bool SlurmJob::Finished() const {
-  return state != "PENDING" && state != "HELD" && state != "STARTING" && state != "RUNNING" && state != "COMPLETING";
-}
+bool SlurmJob::Finished() const { return core::IsTerminalName(state); }
 
 std::string SlurmJob::IdText() const {
   return array_job > 0 ? std::to_string(array_job) + "_" + std::to_string(array_task) : std::to_string(id);
@@ -126,9 +124,7 @@ namespace {
 // Whether a dependency of `type` holds for a job in `state`, and whether
 // it never can (as scheduler/dependencies.h).
 std::pair<bool, bool> DependencyHolds(const std::string& type, const std::string& state) {
-  static const std::set<std::string> kEnded = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY",
-                                               "NODE_FAIL", "PREEMPTED"};
-  const bool ended = kEnded.count(state) > 0, ok = state == "COMPLETED";
+  const bool ended = core::IsTerminalName(state), ok = state == "COMPLETED";
   if (type == "afterany") return {ended, false};
   if (type == "afternotok") return {ended && !ok, ok};
   if (type == "after") return {state != "PENDING" && state != "HELD", false};

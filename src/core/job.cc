@@ -46,6 +46,11 @@ const char* JobStateCode(JobState s) {
   return "??";
 }
 
+bool IsTerminalName(std::string_view name) {
+  const std::optional<JobState> s = JobStateFromName(name);
+  return s && IsTerminal(*s);
+}
+
 bool IsTerminal(JobState s) {
   switch (s) {
     case JobState::kCompleted:

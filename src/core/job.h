@@ -39,6 +39,10 @@ const char* JobStateName(JobState s);  // "PENDING"
 std::optional<JobState> JobStateFromName(std::string_view name);
 const char* JobStateCode(JobState s);  // Slurm code: "PD"
 bool IsTerminal(JobState s);
+// Whether the state named `name` ("COMPLETED") is terminal: the one check of
+// "has this job ended" for what reads states as names (the CLI, the Slurm
+// commands). A name this build does not know is not.
+bool IsTerminalName(std::string_view name);
 bool IsValidTransition(JobState from, JobState to);
 
 // kAfterCorr (Slurm's aftercorr) names an array: the server turns it into

@@ -32,6 +32,18 @@ TEST(JobStateTest, IsTerminal) {
   EXPECT_TRUE(IsTerminal(JobState::kCompleted));
 }
 
+// The CLI's one check of "has it ended", on states as the API names them:
+// STARTING has not (it was taken for ended by `muster logs -f` and `muster
+// dev`), PREEMPTED has (an interactive session waited on after it), and a
+// name from a newer server is not taken for an end.
+TEST(JobStateTest, IsTerminalNameAgreesWithIsTerminal) {
+  for (JobState s : kAllStates) EXPECT_EQ(IsTerminalName(JobStateName(s)), IsTerminal(s)) << JobStateName(s);
+  EXPECT_FALSE(IsTerminalName("STARTING"));
+  EXPECT_TRUE(IsTerminalName("PREEMPTED"));
+  EXPECT_FALSE(IsTerminalName("SOMETHING_NEW"));
+  EXPECT_FALSE(IsTerminalName(""));
+}
+
 TEST(JobStateTest, TerminalStatesNeverChange) {
   for (JobState from : kTerminalStates) {
     for (JobState to : kAllStates) {
