@@ -4,8 +4,10 @@
 // ClusterState and is its only writer. It interns GPU types, leaf switches,
 // spines and queues into dense ids, keeps the pending list and the running set
 // ordered by expected end, and hands out read-only ClusterSnapshots for the
-// scheduler. Scheduling decisions come back through Bind() and Fail(); the
-// lifecycle (Finish, Cancel, Hold) is applied by the owner.
+// scheduler. Scheduling decisions come back through Bind(), Grow() (an
+// elastic job's new replicas) and Nominate() (a preemption's victims); a job
+// that can never run ends through EndPending(). The lifecycle (Finish,
+// Requeue, MarkStopping, ShrinkTo, Hold, Release) is applied by the owner.
 //
 // Bind() also picks the GPU devices of each replica (the lowest free
 // indices on the node) and records which job holds each device.
