@@ -8,8 +8,12 @@
 # Extra arguments go to `muster dev` (see docs/cli.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+# Only what the demo needs: the muster binary and its build's packages (the
+# tests' browser, registry, Podman and databases come with scripts/test.sh).
+# Built as the test command builds, so that its later build reuses this one.
+scripts/install-deps.sh --demo
+MUSTER_TARGETS=muster scripts/build.sh -DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON \
+  -DMUSTER_BUILD_TESTS=OFF -DMUSTER_BUILD_BENCH=OFF
 args=(--demo --dir "${MUSTER_DEV_DIR:-muster-dev}")
 if [ ! -t 0 ]; then args+=(--exit-after-demo); fi
 exec build/cmd/muster/muster dev "${args[@]}" "$@"

@@ -1,32 +1,49 @@
 #!/usr/bin/env bash
 # Installs what Muster needs to build and test on Debian 12, from Debian's
 # packages, and the browser tests' driver from npm. Safe to run again: it
-# does nothing when all are present. Arguments name more Debian packages
-# (scripts/package.sh: the packaging tools).
+# does nothing when all are present.
+#   scripts/install-deps.sh            everything: the build, the tests, the benchmarks
+#   scripts/install-deps.sh --demo     only what building `muster` and its demo need (scripts/demo.sh)
+#   scripts/install-deps.sh PKG...     everything, and more Debian packages (scripts/package.sh)
 set -euo pipefail
+# Building the muster binary, and the demo's training job.
 packages=(
   build-essential cmake ninja-build pkg-config ccache git python3
-  libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev nettle-dev uuid-dev
-  libpq-dev postgresql-15         # the PostgreSQL store, and the real server its tests start
-  munge libmunge-dev              # MUNGE authentication (tests start a munged of their own)
-  clang-14 libclang-rt-14-dev     # the libFuzzer targets (scripts/fuzz.sh)
-  libcpp-httplib-dev libssl-dev   # TLS (OpenSSL); the tests' and the load generator's HTTP client
-  openssl curl                    # the TLS tests' certificates, and a client not our own
-  prometheus-cpp-dev prometheus   # /metrics (the library's core part); promtool and a real Prometheus in tests
+  libpq-dev                       # the PostgreSQL store's client library
+  libmunge-dev                    # MUNGE authentication
+  libcpp-httplib-dev libssl-dev   # TLS (OpenSSL); the HTTP client of tests and the load generator (headers)
+  prometheus-cpp-dev              # /metrics (the library's core part)
   python3-torch python3-sklearn   # the PyTorch DDP demo job and its test (/usr/bin/python3)
-  chromium nodejs fonts-dejavu-core  # the dashboard's browser tests (playwright-core from npm drives chromium)
-  podman runc umoci busybox-static  # container jobs, and the test image built from busybox with umoci
-  docker-registry                 # a real registry for the container tests' pulls (started by the tests)
 )
+demo=false
+if [ "${1:-}" = "--demo" ]; then
+  demo=true
+  shift
+fi
+if ! $demo; then
+  # The tests, the benchmarks and the fuzz targets, and the real services
+  # and tools they start.
+  packages+=(
+    libgtest-dev libgmock-dev libbenchmark-dev
+    postgresql-15                   # the real PostgreSQL server the store's tests start
+    munge                           # munged (tests start one of their own)
+    clang-14 libclang-rt-14-dev     # the libFuzzer targets (scripts/fuzz.sh)
+    openssl curl                    # the TLS tests' certificates, and a client not our own
+    prometheus                      # promtool and a real Prometheus in tests
+    chromium nodejs fonts-dejavu-core  # the dashboard's browser tests (playwright-core from npm drives chromium)
+    podman runc umoci busybox-static  # container jobs, and the test image built from busybox with umoci
+    docker-registry                 # a real registry for the container tests' pulls (started by the tests)
+  )
+fi
 packages+=("$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 # Debian's nodejs comes without npm (a Node.js from elsewhere may bring its own).
-command -v npm >/dev/null || missing+=(npm)
+$demo || command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -38,6 +55,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO systemctl disable --now docker-registry >/dev/null 2>&1 || true
   fi
 fi
+$demo && exit 0
 # playwright-core for the browser tests, pinned by test/browser/package-lock.json.
 browser="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/test/browser"
 if [ ! -d "$browser/node_modules/playwright-core" ]; then

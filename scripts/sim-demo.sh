@@ -4,8 +4,9 @@
 # present, else the ITP slice committed under test/data/traces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --demo
+MUSTER_TARGETS=muster scripts/build.sh -DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON \
+  -DMUSTER_BUILD_TESTS=OFF -DMUSTER_BUILD_BENCH=OFF
 philly=../shared/traces/philly-pollux/normalized.csv
 if [ -f "$philly" ]; then
   trace=$philly; cluster=(--nodes 100x8 --nodes-per-leaf 10)

@@ -13,8 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export MUSTER_CMAKE_OPTIONS="-DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON"
 scripts/install-deps.sh
+# Tests and benchmarks on, whatever an earlier scripts/demo.sh left in the cache.
 # shellcheck disable=SC2086  # a list of options
-scripts/build.sh $MUSTER_CMAKE_OPTIONS
+scripts/build.sh $MUSTER_CMAKE_OPTIONS -DMUSTER_BUILD_TESTS=ON -DMUSTER_BUILD_BENCH=ON
 ctest --test-dir build -j "$(nproc)" --output-on-failure
 # shellcheck disable=SC2086
 scripts/build.sh --sanitize $MUSTER_CMAKE_OPTIONS
