@@ -257,7 +257,7 @@ TEST_F(RootBoundaryTest, DependenciesNameOnlyJobsTheCallerMaySee) {
   ASSERT_EQ(bobs.status, 201) << bobs.text;
   const int64_t bob_job = bobs.body["id"];
   const std::string unknown = std::to_string(bob_job + 1000);
-  for (const std::string& type : {"afterok", "after", "afterany"}) {
+  for (const std::string type : {"afterok", "after", "afterany"}) {
     const ApiAnswer seen = Call("POST", "/v1/jobs", Token("alice"),
                              "dependencies: " + type + ":" + std::to_string(bob_job) + "\ncommand: [\"true\"]\n");
     const ApiAnswer none =
