@@ -5,6 +5,7 @@
 #include "agent/launcher.h"
 #include "agent/task_beacon.h"
 #include "process_util.h"
+#include "../wait_for.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -332,14 +333,13 @@ TEST_F(ExecutorTest, NothingOfAJobsEnvironmentReachesWhatRootRuns) {
   // runs in the background).
   const auto read_calls = [&](size_t n = 0) {
     std::vector<std::string> out;
-    for (int i = 0; i < 1000; ++i) {
+    muster::testing::WaitFor([&] {
       out.clear();
       for (const auto& f : fs::directory_iterator(calls)) {
         if (f.path().extension() != ".part") out.push_back(Read(f.path().string()));
       }
-      if (out.size() >= n) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+      return out.size() >= n;
+    });
     fs::remove_all(calls);
     fs::create_directories(calls);
     return out;
@@ -422,11 +422,7 @@ TEST_F(ExecutorTest, AForgedBeaconNamingAnotherProcessIsNeverSignalled) {
     ::_exit(127);
   }
   int64_t victim_start = 0;
-  for (int i = 0; i < 1000 && victim_start <= 0; ++i) {
-    victim_start = ProcessStartTime(victim);
-    if (victim_start <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_GT(victim_start, 0);
+  ASSERT_TRUE(muster::testing::WaitFor([&] { return (victim_start = ProcessStartTime(victim)) > 0; }));
   std::vector<pid_t> forgers;
   for (const bool listens : {true, false}) {
     const std::string key = listens ? "j990.a1.r0" : "j991.a1.r0";

@@ -26,6 +26,7 @@
 #include "../agent/process_util.h"
 #include "api_call.h"
 #include "../run_binary.h"
+#include "../wait_for.h"
 #include "agent/executor.h"
 #include "agent/task_beacon.h"
 
@@ -76,13 +77,9 @@ class RootBoundaryTest : public ClusterFixture {
     if (t.empty()) t = server_.UserToken(user);
     return t;
   }
-  // Waits (up to `seconds`) until the agent's log holds `text`.
-  static bool WaitLog(const AgentProcess& a, const std::string& text, int seconds = 30) {
-    for (int i = 0; i < seconds * 50; ++i) {
-      if (a.log().find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+  // Waits (up to 30 s) until the agent's log holds `text`.
+  static bool WaitLog(const AgentProcess& a, const std::string& text) {
+    return WaitFor([&] { return a.log().find(text) != std::string::npos; });
   }
   std::map<std::string, std::string> tokens_;
 };
