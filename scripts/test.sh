@@ -8,10 +8,11 @@
 # Every build here is a unity build (MUSTER_UNITY) with line tables only
 # (MUSTER_LINE_TABLES, -g1: stack traces keep their files and lines): on
 # CI's 2 cores a cold build so takes about half the time, and the three
-# builds are most of the run (docs/testing.md has the figures).
+# builds are most of the run (docs/testing.md has the figures). Warnings
+# are errors in them (MUSTER_WERROR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export MUSTER_CMAKE_OPTIONS="-DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON"
+export MUSTER_CMAKE_OPTIONS="-DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON -DMUSTER_WERROR=ON"
 scripts/install-deps.sh
 # Tests and benchmarks on, whatever an earlier scripts/demo.sh left in the cache.
 # shellcheck disable=SC2086  # a list of options
