@@ -203,12 +203,9 @@ StatusOr<std::string> Agent::Init() {
     // Task journals (with the jobs' environments), logs and the node's token
     // live here: the agent's alone, made by it or checked (owned_directory.h).
     RETURN_IF_ERROR(MakeOwnedDirectory(options_.state_dir, 0700, ::geteuid(), "the state directory"));
-    // Slurm's commands, for jobs written for Slurm: links to this binary,
-    // first on every task's PATH (cli/srun_command.h, cli/slurm_commands.h).
-    // Beside the state directory, not in it: that one is the agent's alone
-    // (mode 700), and a job's user must reach these. Checked as the state
-    // directory is: one a user made first would put their programs first on
-    // everyone's PATH.
+    // Slurm's commands (links to this binary, first on every task's PATH:
+    // cli/srun_command.h) beside it, where a job's user reaches them; made
+    // or checked as it is: a user's own would come first on everyone's PATH.
     slurm_bin_ = fs::path(options_.state_dir).lexically_normal().string();
     while (slurm_bin_.size() > 1 && slurm_bin_.back() == '/') slurm_bin_.pop_back();
     slurm_bin_ += ".slurm-bin";

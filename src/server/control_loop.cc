@@ -17,6 +17,7 @@
 #include "common/quantity.h"
 #include "core/fit_check.h"
 #include "server/leadership.h"
+#include "server/submit_admission.h"
 
 namespace muster::server {
 
@@ -530,19 +531,9 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
   }
   const Time now = clock_.Now();
   const int32_t count = std::max<int32_t>(1, req.spec.array);
-  // Per-user limits (limits: in the server's file), before anything is added.
-  if (options_.max_array_size > 0 && req.spec.array > options_.max_array_size) {
-    return reply(InvalidArgument("an array of " + std::to_string(req.spec.array) + " tasks is above this server's " +
-                                     "limit of " + std::to_string(options_.max_array_size) + " (limits.arraySize)",
-                                 "spec.array"));
-  }
-  if (const int64_t waiting = jobs_.WaitingOf(req.user);
-      options_.max_pending_jobs_per_user > 0 && waiting + count > options_.max_pending_jobs_per_user) {
-    return reply(PermissionDenied(req.user + " has " + std::to_string(waiting) + " jobs waiting to start; " +
-                                  (count > 1 ? std::to_string(count) + " more" : std::string("one more")) +
-                                  " would pass this server's limit of " +
-                                  std::to_string(options_.max_pending_jobs_per_user) +
-                                  " (limits.pendingJobsPerUser); submit again once some have started or ended"));
+  // Per-user limits and the dependencies' visibility, before anything is added.
+  if (Status admitted = CheckSubmitAdmission(req.spec, req.user, jobs_, options_, req.may_see); !admitted.ok()) {
+    return reply(admitted);
   }
   core::JobSpec core_spec = api::ToCoreSpec(req.spec);
   core_spec.user = req.user;
@@ -557,17 +548,6 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
   if (!req.spec.reservation.empty()) {
     if (Status may = admin_reservations_.MayUse(req.spec.reservation, req.user, req.spec.queue); !may.ok()) {
       return reply(may.WithFieldPrefix("spec"));
-    }
-  }
-  // A dependency names a job the caller may see: one it may not is refused
-  // as an unknown one is, so that an id tells nothing of others' jobs
-  // (whether it exists, or has started).
-  for (size_t i = 0; i < req.spec.dependencies.size(); ++i) {
-    const int64_t target = req.spec.dependencies[i].job;
-    const store::JobRow* row = jobs_.Find(target);
-    if (row == nullptr || (req.may_see && !req.may_see(*row))) {
-      return reply(InvalidArgument("unknown job " + std::to_string(target) + " (or not one you may see)",
-                                   "spec.dependencies[" + std::to_string(i) + "].job"));
     }
   }
   if (req.spec.singleton) {

@@ -133,7 +133,7 @@ class ControlLoop {
     // Committed with the job, in the same transaction.
     std::optional<store::AuditRow> audit;
     // Whether the caller may see a job (its dependencies must name such
-    // jobs); empty: every job.
+    // jobs, server/submit_admission.h); empty: every job.
     std::function<bool(const store::JobRow&)> may_see;
   };
   struct SubmitResult {
