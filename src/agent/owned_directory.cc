@@ -21,6 +21,12 @@ std::string ModeText(mode_t mode) {
   return text;
 }
 
+// Others than the owner may write it, and it is not sticky (where they
+// could add names but not replace another's).
+bool OthersMayReplace(const struct stat& st) {
+  return (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0;
+}
+
 // Step 1 for one ancestor.
 Status CheckAncestor(const std::string& path, uid_t uid, const std::string& what, const std::string& dir) {
   struct stat st {};
@@ -31,7 +37,7 @@ Status CheckAncestor(const std::string& path, uid_t uid, const std::string& what
     return FailedPrecondition(what + " " + dir + " is below " + path + ", owned by uid " + std::to_string(st.st_uid) +
                               ", who could replace it; choose a directory whose every parent is root's");
   }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+  if (OthersMayReplace(st)) {
     return FailedPrecondition(what + " " + dir + " is below " + path + " (mode " + ModeText(st.st_mode) +
                               "), which others may write; choose a directory whose every parent only root may write");
   }
@@ -86,7 +92,7 @@ Status MakeOwnedDirectory(const std::string& dir, mode_t mode, uid_t uid, const 
                                   "): someone else made it, and what it holds is theirs; remove it");
     } else if (last && ::fchmod(fd, mode) != 0) {
       status = FailedPrecondition("cannot set the mode of " + what + " " + path.string() + ": " + std::strerror(errno));
-    } else if (!last && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    } else if (!last && OthersMayReplace(st)) {
       status = FailedPrecondition(what + " " + dir + " is below " + path.string() + " (mode " + ModeText(st.st_mode) +
                                   "), which others may write");
     }

@@ -95,7 +95,8 @@ int RunRootProgram(const std::vector<std::string>& argv, const std::vector<std::
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
     ::execve(a[0], a.data(), e.data());
-    const char* err = std::strerror(errno);
+    // The caller may be threaded (the agent): no locale lookup after fork.
+    const char* err = ::strerrordesc_np(errno);
     (void)!::write(2, "muster: cannot run ", 19);
     (void)!::write(2, a[0], std::strlen(a[0]));
     (void)!::write(2, ": ", 2);
