@@ -13,14 +13,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MUSTER_CMAKE_OPTIONS="-DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON -DMUSTER_WERROR=ON"
-scripts/install-deps.sh
+# phase NAME COMMAND...: runs it, and records its wall time for the summary
+# printed at the end (docs/testing.md keeps the measured figures).
+phases=()
+phase() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  phases+=("$(printf '%-12s %4d s' "$name" $((SECONDS - start)))")
+}
+summary() { printf 'test.sh phases:\n'; printf '  %s\n' "${phases[@]}"; printf '  %-12s %4d s\n' total "$SECONDS"; }
+trap summary EXIT
+phase deps scripts/install-deps.sh
 # Tests and benchmarks on, whatever an earlier scripts/demo.sh left in the cache.
 # shellcheck disable=SC2086  # a list of options
-scripts/build.sh $MUSTER_CMAKE_OPTIONS -DMUSTER_BUILD_TESTS=ON -DMUSTER_BUILD_BENCH=ON
-ctest --test-dir build -j "$(nproc)" --output-on-failure
+phase build scripts/build.sh $MUSTER_CMAKE_OPTIONS -DMUSTER_BUILD_TESTS=ON -DMUSTER_BUILD_BENCH=ON
+phase test ctest --test-dir build -j "$(nproc)" --output-on-failure
 # shellcheck disable=SC2086
-scripts/build.sh --sanitize $MUSTER_CMAKE_OPTIONS
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+phase asan-build scripts/build.sh --sanitize $MUSTER_CMAKE_OPTIONS
+phase asan-test env UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
   ctest --test-dir build-asan -j "$(nproc)" --output-on-failure
-scripts/tsan.sh
-scripts/fuzz.sh 10
+phase tsan scripts/tsan.sh
+phase fuzz scripts/fuzz.sh 10
