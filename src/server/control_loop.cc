@@ -136,14 +136,20 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
   writer_ = std::make_unique<store::StoreWriter>(store_, writer_options);
   watch_.Start();
   pacer_.Reset(clock_.Now());
-  loop_.Start("control-loop", {[this] { return IdleWait(); }, [this] { Tick(); },
-                               [this] {
-                                 AnswerHeldSyncs();
-                                 // Saved last: the writer commits it before it stops.
-                                 if (store::WriteBatch b = SaveFairShare(clock_.Now()); !b.empty()) {
-                                   Persist(std::move(b), nullptr);
-                                 }
-                               }});
+  LoopExecutor::Hooks hooks{[this] { return IdleWait(); }, [this] { Tick(); },
+                            [this] {
+                              AnswerHeldSyncs();
+                              // Saved last: the writer commits it before it stops.
+                              if (store::WriteBatch b = SaveFairShare(clock_.Now()); !b.empty()) {
+                                Persist(std::move(b), nullptr);
+                              }
+                            },
+                            [this] { writer_->Flush(); }};
+  if (manual_) {
+    loop_.StartManual(std::move(hooks));
+  } else {
+    loop_.Start("control-loop", std::move(hooks));
+  }
   return Status::Ok();
 }
 
@@ -400,7 +406,8 @@ void ControlLoop::Tick() {
     RunCycle();
     // The cycle's own cost, in real time (CyclePacer).
     const auto took = std::chrono::steady_clock::now() - started;
-    pacer_.Ran(now, std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+    // Manual mode (tests): a pace that the clock alone decides.
+    pacer_.Ran(now, manual_ ? 0 : std::chrono::duration_cast<std::chrono::microseconds>(took).count());
     if (metrics_ != nullptr) metrics_->ObserveCycle(std::chrono::duration<double>(took).count());
     last_cycle_end_ = clock_.Now();
   }

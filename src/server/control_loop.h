@@ -99,6 +99,14 @@ class ControlLoop {
   // passes the job rows it holds (job_mirror.h), current as of after it
   // took the lease; otherwise they are read from the store.
   Status Start(std::optional<int64_t> leader_epoch = std::nullopt, std::vector<store::JobRow>* rows = nullptr);
+  // Tests: run the loop without a thread (LoopExecutor's manual mode).
+  // Call before Start; then Settle() does the loop's work on the caller's
+  // thread, under the caller's clock, and a cycle's pace no longer
+  // depends on how long the last one really took.
+  void RunManually() { manual_ = true; }
+  // Manual mode: runs what was posted, the ticks (a cycle when due) and
+  // the store's commits with their answers, until nothing is left to do.
+  void Settle() { loop_.RunUntilIdle(); }
   // The nodes it started with: static ones and those its store knew.
   size_t nodes_at_start() const { return nodes_at_start_; }
   // Stops the thread after the writes in flight are durable.
@@ -637,6 +645,7 @@ class ControlLoop {
   CyclePacer pacer_;
   StragglerDetector stragglers_;
 
+  bool manual_ = false;  // RunManually
   // The loop's thread and task queue; last, so it stops first.
   LoopExecutor loop_;
 };

@@ -14,7 +14,59 @@ void LoopExecutor::Start(const std::string& name, Hooks hooks) {
   });
 }
 
+void LoopExecutor::StartManual(Hooks hooks) {
+  hooks_ = std::move(hooks);
+  manual_ = true;
+}
+
+bool LoopExecutor::TakeTasks(std::deque<Task>& batch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  batch.swap(tasks_);
+  return !batch.empty();
+}
+
+int LoopExecutor::RunUntilIdle() {
+  int worked = 0;
+  for (int round = 0;; ++round) {
+    if (round == 10'000) {
+      std::fprintf(stderr, "LoopExecutor::RunUntilIdle: still busy after %d rounds\n", round);
+      std::abort();
+    }
+    std::deque<Task> batch;
+    const bool posted = TakeTasks(batch);
+    for (Task& t : batch) t();
+    if (hooks_.tick) hooks_.tick();
+    if (hooks_.settle) hooks_.settle();
+    if (!posted) {
+      // The tick or the settling may have posted: idle only when not.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (tasks_.empty()) return worked;
+    }
+    ++worked;
+  }
+}
+
 void LoopExecutor::Stop() {
+  if (manual_) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+    }
+    RunUntilIdle();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    // What was posted while stopping still runs, as the thread would.
+    std::deque<Task> batch;
+    while (TakeTasks(batch)) {
+      for (Task& t : batch) t();
+      batch.clear();
+    }
+    if (hooks_.stopping) hooks_.stopping();
+    if (hooks_.settle) hooks_.settle();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     const bool running = !stop_ && thread_.joinable();

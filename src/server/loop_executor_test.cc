@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <deque>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "server/cycle_pacer.h"
@@ -14,7 +17,7 @@ TEST(LoopExecutorTest, TasksRunInOrderOnOneThreadAndCallReturnsTheValue) {
   LoopExecutor loop;
   std::vector<int> seen;  // touched only on the loop's thread
   std::atomic<int> ticks{0};
-  loop.Start("test-loop", {[] { return Duration::Seconds(10); }, [&] { ++ticks; }, nullptr});
+  loop.Start("test-loop", {[] { return Duration::Seconds(10); }, [&] { ++ticks; }, nullptr, nullptr});
   for (int i = 0; i < 100; ++i) loop.Post([&seen, i] { seen.push_back(i); });
   const size_t n = loop.Call<size_t>([&](LoopExecutor::Done<size_t> reply) { reply(seen.size()); }, 0);
   EXPECT_EQ(n, 100u);
@@ -33,10 +36,12 @@ TEST(LoopExecutorTest, TasksRunInOrderOnOneThreadAndCallReturnsTheValue) {
 TEST(LoopExecutorTest, StopFinishesWhatWasPostedRunsStoppingOnceThenRefuses) {
   LoopExecutor loop;
   std::atomic<int> ran{0}, stopping{0}, after_stopping{0};
-  loop.Start("test-loop", {nullptr, nullptr, [&] {
+  loop.Start("test-loop", {nullptr, nullptr,
+                           [&] {
                              ++stopping;
                              after_stopping = ran.load();
-                           }});
+                           },
+                           nullptr});
   for (int i = 0; i < 50; ++i) loop.Post([&] { ++ran; });
   loop.Stop();
   loop.Stop();  // idempotent
@@ -53,7 +58,7 @@ TEST(LoopExecutorTest, StopFinishesWhatWasPostedRunsStoppingOnceThenRefuses) {
 TEST(LoopExecutorTest, AnIdleLoopWakesWhenItsWaitEnds) {
   LoopExecutor loop;
   std::atomic<int> ticks{0};
-  loop.Start("test-loop", {[] { return Duration::Millis(1); }, [&] { ++ticks; }, nullptr});
+  loop.Start("test-loop", {[] { return Duration::Millis(1); }, [&] { ++ticks; }, nullptr, nullptr});
   for (int i = 0; i < 2000 && ticks.load() < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_GE(ticks.load(), 5) << "ticks with nothing posted";
 }
@@ -76,6 +81,66 @@ TEST(CyclePacerTest, AChangeAsksForACycleSoonAndALongCycleSpacesTheNext) {
   EXPECT_EQ(pacer.Wait(true), Duration::Seconds(1));
   pacer.Ran(t0, 100);  // never below the delay
   EXPECT_EQ(pacer.Wait(true), Duration::Millis(5));
+}
+
+TEST(LoopExecutorTest, ManualModeRunsTheWorkOnTheCallersThreadUntilIdle) {
+  LoopExecutor loop;
+  std::vector<std::string> seen;
+  std::deque<LoopExecutor::Task> outside;  // work another worker finishes, then posts back
+  const std::thread::id caller = std::this_thread::get_id();
+  bool on_caller = true;
+  loop.StartManual({nullptr, [&] { seen.push_back("tick"); }, nullptr, [&] {
+                      // The settle hook: the other worker finishes; its
+                      // answers post more work, as the store writer's do.
+                      while (!outside.empty()) {
+                        loop.Post(std::move(outside.front()));
+                        outside.pop_front();
+                      }
+                    }});
+  loop.Post([&] {
+    on_caller = on_caller && std::this_thread::get_id() == caller;
+    seen.push_back("a");
+    outside.push_back([&] { seen.push_back("answer of a"); });
+  });
+  EXPECT_TRUE(seen.empty()) << "nothing runs until the caller asks";
+  EXPECT_EQ(loop.RunUntilIdle(), 2);
+  EXPECT_TRUE(on_caller);
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "tick", "answer of a", "tick", "tick"}));
+  seen.clear();
+  EXPECT_EQ(loop.RunUntilIdle(), 0);
+  EXPECT_EQ(seen, std::vector<std::string>{"tick"}) << "an idle round still ticks: the clock may have moved";
+}
+
+TEST(LoopExecutorTest, ManualModeCallAnswersWithoutAThreadAndStopDrains) {
+  LoopExecutor loop;
+  int ran = 0, stopping = 0;
+  std::deque<LoopExecutor::Done<int>> waiting;  // answered by the settle hook
+  loop.StartManual({nullptr, nullptr, [&] { ++stopping; }, [&] {
+                      while (!waiting.empty()) {
+                        waiting.front()(42);
+                        waiting.pop_front();
+                      }
+                    }});
+  EXPECT_EQ(loop.Call<int>([&](LoopExecutor::Done<int> reply) { waiting.push_back(reply); }, -1), 42)
+      << "answered once the other worker settled";
+  loop.Post([&] { ++ran; });
+  loop.Stop();
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(stopping, 1);
+  EXPECT_FALSE(loop.PostUnlessStopped([&] { ++ran; }));
+  EXPECT_EQ(loop.Call<int>([](LoopExecutor::Done<int> reply) { reply(1); }, -1), -1);
+  loop.Stop();
+  EXPECT_EQ(stopping, 1) << "Stop is idempotent";
+}
+
+TEST(LoopExecutorDeathTest, ManualModeAbortsALoopThatNeverGoesIdle) {
+  EXPECT_DEATH(
+      {
+        LoopExecutor loop;
+        loop.StartManual({nullptr, [&] { loop.Post([] {}); }, nullptr, nullptr});
+        loop.RunUntilIdle();
+      },
+      "still busy after 10000 rounds");
 }
 
 }  // namespace
