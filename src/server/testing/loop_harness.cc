@@ -71,6 +71,11 @@ void LoopHarness::Advance(Duration d, Duration step) {
     clock_.Advance(by);
     d = d - by;
     Settle();
+    for (PlayedAgent* a : agents_) {
+      if (a->silent()) continue;
+      StatusOr<proto::SyncResponse> r = a->Sync();
+      EXPECT_TRUE(r.ok()) << a->node() << ": " << r.status().ToString();
+    }
   }
 }
 
@@ -137,7 +142,11 @@ std::vector<std::string> LoopHarness::Events(int64_t id, bool with_reason) {
   return out;
 }
 
-PlayedAgent::PlayedAgent(LoopHarness& h, std::string node, Options o) : h_(h), node_(std::move(node)), o_(std::move(o)) {}
+PlayedAgent::PlayedAgent(LoopHarness& h, std::string node, Options o) : h_(h), node_(std::move(node)), o_(std::move(o)) {
+  h_.agents_.push_back(this);
+}
+
+PlayedAgent::~PlayedAgent() { std::erase(h_.agents_, this); }
 
 StatusOr<proto::SyncResponse> PlayedAgent::Sync() {
   proto::SyncRequest r;

@@ -56,8 +56,9 @@ class LoopHarness {
 
   // Runs the loop until nothing is left to do.
   void Settle() { loop_->Settle(); }
-  // Moves the clock `d` forward in steps of at most `step`, settling after
-  // each (the loop's timers fire in order).
+  // Moves the clock `d` forward in steps of at most `step`; after each, the
+  // loop settles (its timers fire in order) and every played agent that is
+  // not silenced syncs, as real agents keep doing.
   void Advance(Duration d, Duration step = Duration::Seconds(1));
   // A server restart: the loop stops (its writes durable) and a new one
   // starts on the same store with `config` (empty: the same configuration).
@@ -91,9 +92,11 @@ class LoopHarness {
   std::vector<std::string> Events(int64_t id, bool with_reason = false);
 
  private:
+  friend class PlayedAgent;
   Status StartLoop();
 
   SimClock clock_;
+  std::vector<class PlayedAgent*> agents_;  // those alive, in the order made
   std::string dir_;
   std::string config_;
   ServerOptions options_;
@@ -113,6 +116,9 @@ class PlayedAgent {
     std::vector<std::string> features;
   };
   PlayedAgent(LoopHarness& h, std::string node, Options o);
+  ~PlayedAgent();
+  PlayedAgent(const PlayedAgent&) = delete;
+  PlayedAgent& operator=(const PlayedAgent&) = delete;
   PlayedAgent(LoopHarness& h, std::string node, int gpus = 8) : PlayedAgent(h, std::move(node), WithGpus(gpus)) {}
   static Options WithGpus(int gpus) {
     Options o;
@@ -144,6 +150,10 @@ class PlayedAgent {
   void ReportReclaim(Duration in) { reclaim_in_ = in; }
   // The agent restarts: it forgets the desired-state version, keeps its tasks.
   void Restart();
+  // A silenced agent does not sync while the harness advances the clock
+  // (its node went dark); its tasks run on as it last knew them.
+  void Silence(bool silent) { silent_ = silent; }
+  bool silent() const { return silent_; }
   const std::string& node() const { return node_; }
 
  private:
@@ -161,6 +171,7 @@ class PlayedAgent {
   proto::SyncResponse last_;
   int64_t version_ = 0, epoch_ = 0, report_seq_ = 1;
   bool hold_stops_ = false;
+  bool silent_ = false;
   std::vector<proto::HealthEventReport> health_;
   Duration reclaim_in_ = Duration::Zero();
 };
