@@ -13,23 +13,17 @@
 namespace muster::server::testing {
 namespace {
 
-constexpr char kConfig[] = R"(
+constexpr char kPreemptionConfig[] = R"(
 agents: {defaultGrace: 1s}
 scheduler: {preemption: {minRunTime: 1m}}
 queues: [{name: team-a, guarantee: 2}]
 )";
 
-bool HasEvent(const std::vector<std::string>& events, const std::string& type) {
-  return std::find(events.begin(), events.end(), type) != events.end();
-}
 
-int Count(const std::vector<std::string>& events, const std::string& type) {
-  return static_cast<int>(std::count(events.begin(), events.end(), type));
-}
 
 class ControlLoopPreemption : public ::testing::Test {
  protected:
-  ControlLoopPreemption() : h_(kConfig), n1_(h_, "n1", 2) { EXPECT_TRUE(n1_.Sync().ok()); }
+  ControlLoopPreemption() : h_(kPreemptionConfig), n1_(h_, "n1", 2) { EXPECT_TRUE(n1_.Sync().ok()); }
 
   // A low-class job on both GPUs, running past minRunTime.
   int64_t RunLow(const std::string& queue = "team-b", const std::string& grace = "20s") {
@@ -56,8 +50,8 @@ TEST_F(ControlLoopPreemption, AHighJobPreemptsALowOneWhichComesBackWithItsAgeAnd
   const store::JobRow before = h_.Stored(low);
   auto high = h_.Submit("name: high\npriority: high\nresources: {gpus: 1}\ncommand: [serve]\n");
   ASSERT_TRUE(high.ok());
-  EXPECT_TRUE(HasEvent(h_.Events(high->id), "Preempting"));
-  EXPECT_TRUE(HasEvent(h_.Events(low), "Preempted"));
+  EXPECT_TRUE(h_.HasEvent(high->id, "Preempting"));
+  EXPECT_TRUE(h_.HasEvent(low, "Preempted"));
   n1_.HoldStops(true);  // the victim checkpoints in its grace
   ASSERT_TRUE(n1_.Sync().ok());
   EXPECT_TRUE(n1_.Runs(low)) << "still in its grace";
@@ -102,7 +96,7 @@ TEST_F(ControlLoopPreemption, AJobYoungerThanTheMinimumRunTimeIsNotPreempted) {
   auto high = h_.Submit("name: high\npriority: high\nresources: {gpus: 1}\ncommand: [serve]\n");
   SyncAll();
   EXPECT_TRUE(n1_.Runs(low->id));
-  EXPECT_FALSE(HasEvent(h_.Events(low->id), "Preempted"));
+  EXPECT_FALSE(h_.HasEvent(low->id, "Preempted"));
   h_.Advance(Duration::Seconds(31));
   SyncAll();
   EXPECT_TRUE(n1_.Runs(high->id)) << "preempted once past its minimum run time";
@@ -120,13 +114,13 @@ TEST_F(ControlLoopPreemption, AVictimWhosePreemptorDidNotStartIsImmuneUntilItsNe
   EXPECT_EQ(n1_.Assignment(low)->attempt, 2);
   // The hold lapses at its deadline: the victim becomes immune.
   h_.Advance(Duration::Minutes(4), Duration::Seconds(30));
-  EXPECT_TRUE(HasEvent(h_.Events(low), "PreemptionLapsed")) << ::testing::PrintToString(h_.Events(low));
+  EXPECT_TRUE(h_.HasEvent(low, "PreemptionLapsed")) << ::testing::PrintToString(h_.Events(low));
   auto second = h_.Submit("name: p2\npriority: high\nresources: {gpus: 2}\ncommand: [serve]\n");
   SyncAll();
   h_.Advance(Duration::Minutes(1));
   SyncAll();
   EXPECT_TRUE(n1_.Runs(low)) << "immune: not evicted again";
-  EXPECT_EQ(Count(h_.Events(low), "Preempted"), 1);
+  EXPECT_EQ(h_.CountEvents(low, "Preempted"), 1);
   EXPECT_EQ(h_.State(second->id), "PENDING");
   // Once that attempt ends, it may be preempted again.
   ASSERT_TRUE(h_.Act(low, ControlLoop::Action::kRequeue).ok());
@@ -141,9 +135,10 @@ TEST_F(ControlLoopPreemption, AQueueReclaimsItsGuaranteeFromABorrower) {
   SyncAll();
   EXPECT_TRUE(n1_.Runs(owner->id));
   EXPECT_FALSE(n1_.Runs(borrower));
-  bool reclaimed = false;
-  for (const std::string& e : h_.Events(owner->id, true)) reclaimed |= e == "Preempting/";
-  EXPECT_TRUE(reclaimed);
+  EXPECT_EQ(h_.EventMessage(owner->id, "Preempting").rfind("reclaiming its queue's guarantee: stopping job ", 0), 0u)
+      << h_.EventMessage(owner->id, "Preempting");
+  EXPECT_NE(h_.EventMessage(borrower, "Preempted").find("whose queue team-a reclaims its guaranteed GPUs"), std::string::npos)
+      << h_.EventMessage(borrower, "Preempted");
   auto queues = h_.Queues();
   ASSERT_TRUE(queues.ok());
   for (const ControlLoop::QueueView& q : *queues) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "api/job_spec.h"
@@ -140,6 +141,23 @@ std::vector<std::string> LoopHarness::Events(int64_t id, bool with_reason) {
   if (!events.ok()) return out;
   for (const store::EventRow& e : *events) out.push_back(with_reason ? e.type + "/" + e.reason : e.type);
   return out;
+}
+
+bool LoopHarness::HasEvent(int64_t id, const std::string& type) { return CountEvents(id, type) > 0; }
+
+int LoopHarness::CountEvents(int64_t id, const std::string& type) {
+  const std::vector<std::string> events = Events(id, type.find('/') != std::string::npos);
+  return static_cast<int>(std::count(events.begin(), events.end(), type));
+}
+
+std::string LoopHarness::EventMessage(int64_t id, const std::string& type) {
+  StatusOr<std::vector<store::EventRow>> events = store_->ListEvents(id, 0, 10'000);
+  EXPECT_TRUE(events.ok()) << events.status().ToString();
+  std::string message;
+  for (const store::EventRow& e : events.ok() ? *events : std::vector<store::EventRow>{}) {
+    if (e.type == type) message = e.message;
+  }
+  return message;
 }
 
 PlayedAgent::PlayedAgent(LoopHarness& h, std::string node, Options o) : h_(h), node_(std::move(node)), o_(std::move(o)) {

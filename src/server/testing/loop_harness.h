@@ -90,6 +90,11 @@ class LoopHarness {
   std::string Reason(int64_t id) { return Stored(id).reason; }
   // The job's events, as stored: "Type" or, with `with_reason`, "Type/Reason".
   std::vector<std::string> Events(int64_t id, bool with_reason = false);
+  // Whether the job has an event `type` (or "Type/Reason"), and how many.
+  bool HasEvent(int64_t id, const std::string& type);
+  int CountEvents(int64_t id, const std::string& type);
+  // The message of the job's last event `type` ("" when it has none).
+  std::string EventMessage(int64_t id, const std::string& type);
 
  private:
   friend class PlayedAgent;
