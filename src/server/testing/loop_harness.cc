@@ -53,6 +53,7 @@ Status LoopHarness::StartLoop() {
   }
   loop_ = std::make_unique<ControlLoop>(options_, clock_, *store_);
   loop_->SetJobTokenKey("test-job-token-key");
+  loop_->SetMetrics(&metrics_);
   loop_->RunManually();
   RETURN_IF_ERROR(loop_->Start());
   Settle();
@@ -182,6 +183,12 @@ StatusOr<proto::SyncResponse> PlayedAgent::Sync() {
   r.labels = o_.labels;
   r.features = o_.features;
   r.health_events = health_;
+  // Time limits are the agent's to enforce: a task past its limit ends.
+  const int64_t now = h_.clock().Now().millis();
+  for (auto& [key, t] : tasks_) {
+    const int64_t limit = t.assignment.time_limit_ms;
+    if (t.report.running && limit > 0 && now >= t.report.start_ms + limit) End(t, -1, 15, false, "timeout");
+  }
   for (const auto& [key, t] : tasks_) r.tasks.push_back(t.report);
   if (reclaim_in_ > Duration::Zero()) {
     r.reclaim_in_ms = reclaim_in_.millis();

@@ -11,7 +11,8 @@
 // PlayedAgent speaks the agent protocol to the loop as a real agent does,
 // through the protocol's own encoding: it reports its tasks, starts what
 // the desired state lists, reports a task no longer listed as stopped
-// (signal 15) unless told to hold it, and ends tasks when the test says.
+// (signal 15) unless told to hold it, ends a task past its time limit as
+// timed out, and ends tasks when the test says.
 // Nothing is forked.
 //
 // Thread-safety: one test thread.
@@ -32,6 +33,7 @@
 #include "server/control_loop.h"
 #include "server/identity.h"
 #include "server/options.h"
+#include "server/server_metrics.h"
 #include "store/store.h"
 
 namespace muster::server::testing {
@@ -52,6 +54,8 @@ class LoopHarness {
   ControlLoop& loop() { return *loop_; }
   SimClock& clock() { return clock_; }
   store::Store& store() { return *store_; }
+  // The metrics the loop counts into (cycles, commits, GPU time by queue).
+  ServerMetrics& metrics() { return metrics_; }
   const ServerOptions& options() const { return options_; }
 
   // Runs the loop until nothing is left to do.
@@ -106,6 +110,7 @@ class LoopHarness {
   std::string config_;
   ServerOptions options_;
   std::unique_ptr<store::Store> store_;
+  ServerMetrics metrics_;
   std::unique_ptr<ControlLoop> loop_;
   Status started_;
 };
