@@ -82,6 +82,7 @@
 #include "server/reservations.h"
 #include "server/straggler_detector.h"
 #include "server/options.h"
+#include "server/preemption_record.h"
 #include "server/server_metrics.h"
 #include "store/store.h"
 #include "store/store_writer.h"
@@ -535,16 +536,9 @@ class ControlLoop {
   // ---- Preemption (control_loop_preemption.cc, scheduler/preemption.h).
   // A preemptor's victims are stopped like a requeue (checkpoint signal,
   // grace period, staggered, no retry spent) and the capacity they free is
-  // held for it (ClusterState::Nominate) until it starts. If it has not
-  // started by the hold's deadline (it was cancelled or held, or its node
-  // failed), the hold is dropped and its victims become immune: not
-  // evicted again until an attempt that started after that has ended. Kept
-  // in memory: a restart drops holds (the victims were already requeued).
-  struct PreemptionHold {
-    std::vector<int64_t> victims;
-    int64_t deadline_ms = 0;
-    int64_t gpus = 0;  // held for the preemptor (metrics)
-  };
+  // held for it (ClusterState::Nominate) until it starts; preemptions_
+  // keeps the holds, the immunity of victims whose hold lapsed, and grace
+  // cuts (server/preemption_record.h).
   void ApplyPreemption(const core::Preemption& p, Time now, store::WriteBatch& b);
   void SweepPreemptions(Time now, store::WriteBatch& b);
 
@@ -552,14 +546,7 @@ class ControlLoop {
   CheckpointCatalog checkpoints_;
   std::unique_ptr<CheckpointJanitor> janitor_;  // thread-safe
   std::vector<HeldSync> held_syncs_;
-  std::unordered_map<int64_t, PreemptionHold> preempting_;
-  // Victims whose grace a preemptor's class cut (preemptGrace): their
-  // agents hear it with the stop (BuildDesired). By job; its attempt.
-  struct GraceCut {
-    int32_t attempt = 0;
-    Duration grace;
-  };
-  std::unordered_map<int64_t, GraceCut> grace_cuts_;
+  PreemptionRecord preemptions_;
   std::vector<core::Reservation> reservations_;  // the last cycle's (NodeView::reserved_gpus)
   // Per node: its free GPUs that reservations_ hold, and the first job they hold them for.
   struct ReservedGpus {
@@ -570,7 +557,6 @@ class ControlLoop {
   // Acts on a replica that became a straggler or recovered: its event, the
   // metric, the cordon policy.
   void OnStraggler(const StragglerDetector::Change& c, store::WriteBatch& b);
-  std::unordered_map<int64_t, int64_t> immune_since_ms_;  // job -> when it became immune
   std::unordered_map<int64_t, AttemptDetail> details_;  // jobs with a running attempt
   std::unordered_map<int64_t, nlohmann::json> attempt_records_;  // per job: one object per ended attempt
   AgentRegistry agents_;

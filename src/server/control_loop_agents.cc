@@ -297,17 +297,11 @@ bool ControlLoop::BuildDesired(core::NodeIndex node, proto::SyncResponse& out) {
   out.pulls = image_pulls_.Wanted(state_.nodes()[node].spec.name);
   // Stops of attempts here whose grace a preemptor's class cut short; a cut
   // is forgotten once its attempt is gone.
-  for (auto it = grace_cuts_.begin(); it != grace_cuts_.end();) {
-    const lifecycle::Attempt* a = lifecycle_.Find(it->first);
-    if (a == nullptr || a->number != it->second.attempt) {
-      it = grace_cuts_.erase(it);
-      continue;
-    }
-    if (std::any_of(a->replicas.begin(), a->replicas.end(), [&](const lifecycle::Replica& r) { return r.node == node; })) {
-      out.grace_cuts.push_back({it->first, it->second.attempt, it->second.grace.millis()});
-    }
-    ++it;
-  }
+  out.grace_cuts = preemptions_.CutsOn([&](int64_t job, int32_t attempt) -> std::optional<bool> {
+    const lifecycle::Attempt* a = lifecycle_.Find(job);
+    if (a == nullptr || a->number != attempt) return std::nullopt;
+    return std::any_of(a->replicas.begin(), a->replicas.end(), [&](const lifecycle::Replica& r) { return r.node == node; });
+  });
   const AgentRegistry::Agent* agent = agents_.Find(state_.nodes()[node].spec.name);
   out.reclaim_in_ms = agent != nullptr && agent->reclaim_at ? std::max<int64_t>(1, (*agent->reclaim_at - clock_.Now()).millis()) : 0;
   return wait;

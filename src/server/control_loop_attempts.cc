@@ -85,10 +85,7 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
     records.push_back(std::move(record));
     // An attempt started after the job became immune to preemption has
     // ended: it may be preempted again.
-    if (auto im = immune_since_ms_.find(e.job); im != immune_since_ms_.end() && r.start.millis() > im->second) {
-      (void)state_.SetPreemptImmune(e.job, false);
-      immune_since_ms_.erase(im);
-    }
+    if (preemptions_.EndsImmunity(e.job, r.start)) (void)state_.SetPreemptImmune(e.job, false);
     if (e.terminal) checkpoints_.Forget(e.job);  // the store keeps the entries for queries
     reasons_.erase(e.job);
     stragglers_.Forget(e.job);

@@ -90,7 +90,7 @@ void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
       }
       ++g.nodes[condition];
     }
-    for (const auto& [job, hold] : preempting_) g.gpus_held += hold.gpus;
+    g.gpus_held = preemptions_.HeldGpus();
     // Held GPUs are free ones: never more than are free and usable.
     g.gpus_held = std::min(g.gpus_held, g.gpus - g.gpus_allocated - g.gpus_cordoned - g.gpus_unhealthy);
     g.gpus_reserved = std::min(g.gpus_reserved, g.gpus - g.gpus_allocated - g.gpus_cordoned - g.gpus_unhealthy - g.gpus_held);

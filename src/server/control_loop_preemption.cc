@@ -1,6 +1,6 @@
 // The control loop's side of preemption: stopping the victims the scheduler
 // chose, holding what they free for the preemptor, and dropping holds the
-// preemptor did not use (control_loop.h, PreemptionHold).
+// preemptor did not use (server/preemption_record.h keeps them).
 #include <algorithm>
 #include <string>
 
@@ -25,7 +25,7 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
   const std::string cause = p.reclaim       ? "whose queue " + preemptor->spec.queue + " reclaims its guaranteed GPUs"
                             : p.for_service ? "which has run less, under the las policy"
                                             : "class " + preemptor->spec.priority_class;
-  PreemptionHold hold;
+  PreemptionRecord::Hold hold;
   Duration longest = Duration::Zero();
   int64_t lost = 0;
   std::string names;
@@ -37,7 +37,7 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
     const int32_t number = a->number;
     if (!p.grace.is_infinite() && p.grace < a->terms.grace) {
       lifecycle_.CutGrace(sh.job, p.grace);
-      grace_cuts_[sh.job] = {number, p.grace};
+      preemptions_.CutGrace(sh.job, number, p.grace);
     }
     lifecycle::Effects fx;
     const std::vector<int32_t> leaving =
@@ -59,7 +59,7 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
     // The preemptor's class may bound how long it waits for the victim.
     if (!p.grace.is_infinite() && p.grace < a->terms.grace) {
       lifecycle_.CutGrace(v, p.grace);
-      grace_cuts_[v] = {a->number, p.grace};
+      preemptions_.CutGrace(v, a->number, p.grace);
     }
     lost += victim_lost;
     if (metrics_ != nullptr) metrics_->CountPreemption(state_.QueueName(r->second.queue), static_cast<double>(victim_lost));
@@ -80,8 +80,7 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
   if (!state_.Nominate(p.job, p.allocations, hold.victims).ok()) return;
   // The stops may be staggered behind others: allow for the queue of stops,
   // every grace period, and a few cycles.
-  const int64_t last_stop = lifecycle_.NextStopSlot().millis();
-  hold.deadline_ms = last_stop + longest.millis() + Duration::Minutes(2).millis();
+  hold.deadline = lifecycle_.NextStopSlot() + longest + Duration::Minutes(2);
   std::string where;
   int64_t gpus = 0;
   for (const core::Allocation& a : p.allocations) {
@@ -89,7 +88,7 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
     gpus += a.resources.gpus;
   }
   hold.gpus = gpus;
-  preempting_[p.job] = hold;
+  preemptions_.AddHold(p.job, std::move(hold));
   const std::string stopping =
       names.empty() ? "" : "stopping job" + std::string(names.find(',') != std::string::npos ? "s " : " ") + names +
                                " (about " + GpuMinutes(lost) + " of work since their checkpoints)";
@@ -101,31 +100,30 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
 }
 
 void ControlLoop::SweepPreemptions(Time now, store::WriteBatch& b) {
-  for (auto it = preempting_.begin(); it != preempting_.end();) {
-    const core::JobRecord* rec = state_.Find(it->first);
+  using Preemptor = PreemptionRecord::Preemptor;
+  const auto where = [this](int64_t job) {
+    const core::JobRecord* rec = state_.Find(job);
     const core::JobState st = rec ? rec->state : core::JobState::kCancelled;
     // It started (and may have ended since: a short job can run and end
     // between two sweeps): the preemption served its purpose.
-    const bool started = st == core::JobState::kRunning || st == core::JobState::kCompleting ||
-                         (rec != nullptr && core::IsTerminal(st) && !rec->start_time.is_max());
-    if (started) {
-      it = preempting_.erase(it);
-      continue;
+    if (st == core::JobState::kRunning || st == core::JobState::kCompleting ||
+        (rec != nullptr && core::IsTerminal(st) && !rec->start_time.is_max())) {
+      return Preemptor::kStarted;
     }
-    if (st == core::JobState::kPending && now.millis() < it->second.deadline_ms) {
-      ++it;
-      continue;
-    }
-    if (st == core::JobState::kPending || st == core::JobState::kHeld) (void)state_.Nominate(it->first, {}, {});
-    for (int64_t v : it->second.victims) {
+    return st == core::JobState::kPending ? Preemptor::kWaiting : Preemptor::kGone;
+  };
+  for (const PreemptionRecord::Lapsed& l : preemptions_.Sweep(now, where)) {
+    const core::JobRecord* rec = state_.Find(l.preemptor);
+    const core::JobState st = rec ? rec->state : core::JobState::kCancelled;
+    if (st == core::JobState::kPending || st == core::JobState::kHeld) (void)state_.Nominate(l.preemptor, {}, {});
+    for (int64_t v : l.victims) {
       if (jobs_.Find(v) == nullptr) continue;
       (void)state_.SetPreemptImmune(v, true);
-      immune_since_ms_[v] = now.millis();
+      preemptions_.MarkImmune(v, now);
       b.events.push_back(Event(v, "PreemptionLapsed", "",
-                               "job " + std::to_string(it->first) + ", which it was preempted for, did not start (" +
+                               "job " + std::to_string(l.preemptor) + ", which it was preempted for, did not start (" +
                                    core::JobStateName(st) + "); it is not preempted again before its next attempt ends"));
     }
-    it = preempting_.erase(it);
   }
 }
 
