@@ -13,8 +13,10 @@ targets=(job_spec_fuzz manifest_fuzz agent_protocol_fuzz sim_input_fuzz server_o
          http_response_fuzz credentials_fuzz tls_fuzz)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# A unity build with line tables, as the test command's other builds
+# (docs/testing.md): the libraries are compiled again here, instrumented.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
-  -DMUSTER_FUZZ=ON -DMUSTER_BUILD_TESTS=OFF -DMUSTER_BUILD_BENCH=OFF > /dev/null
+  -DMUSTER_FUZZ=ON -DMUSTER_BUILD_TESTS=OFF -DMUSTER_BUILD_BENCH=OFF -DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON > /dev/null
 ninja -C build-fuzz "${targets[@]}" > /dev/null
 for t in "${targets[@]}"; do
   seeds=fuzz/corpus/${t%_fuzz}

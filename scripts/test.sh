@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs the whole default test suite:
-# every unit, transcript, simulator and CLI test and the layering check, in
-# the normal build and again under AddressSanitizer + UndefinedBehaviorSanitizer;
-# then the threaded parts' tests under ThreadSanitizer (scripts/tsan.sh);
-# then every libFuzzer target for 10 s (scripts/fuzz.sh).
+# every test in the normal build; then, under AddressSanitizer +
+# UndefinedBehaviorSanitizer, every unit, transcript, in-process and CLI
+# test and the sample of real-process tests that test/sanitizer_sample.txt
+# names (scripts/ctest_sample.sh); then the threaded parts' tests the same
+# way under ThreadSanitizer (scripts/tsan.sh); then every libFuzzer target
+# for 10 s (scripts/fuzz.sh).
+#
+#   scripts/test.sh          what CI runs (.ci/run)
+#   scripts/test.sh --all    the same, with every real-process test under
+#                            both sanitizers too (the full sanitizer run)
 #
 # Every build here is a unity build (MUSTER_UNITY) with line tables only
 # (MUSTER_LINE_TABLES, -g1: stack traces keep their files and lines): on
-# CI's 2 cores a cold build so takes about half the time, and the three
-# builds are most of the run (docs/testing.md has the figures). Warnings
+# CI's 2 cores a cold build so takes about half the time, and the builds
+# are most of the run (docs/testing.md has the figures per phase). Warnings
 # are errors in them (MUSTER_WERROR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MUSTER_CMAKE_OPTIONS="-DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON -DMUSTER_WERROR=ON"
+if [ "${1:-}" = "--all" ]; then
+  export MUSTER_SANITIZE_ALL=1
+elif [ $# -gt 0 ]; then
+  echo "usage: scripts/test.sh [--all]" >&2
+  exit 2
+fi
 # phase NAME COMMAND...: runs it, and records its wall time for the summary
 # printed at the end (docs/testing.md keeps the measured figures).
 phases=()
@@ -32,6 +44,6 @@ phase test ctest --test-dir build -j "$(nproc)" --output-on-failure
 # shellcheck disable=SC2086
 phase asan-build scripts/build.sh --sanitize $MUSTER_CMAKE_OPTIONS
 phase asan-test env UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-  ctest --test-dir build-asan -j "$(nproc)" --output-on-failure
+  scripts/ctest_sample.sh build-asan
 phase tsan scripts/tsan.sh
 phase fuzz scripts/fuzz.sh 10
