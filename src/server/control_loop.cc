@@ -114,7 +114,12 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
   checkpoints_.Restore(std::move(checkpoints));
   for (const auto& [job, bytes] : checkpoints_.LastCommittedBytes()) lifecycle_.NoteCheckpointSize(job, bytes);
   RETURN_IF_ERROR(Restore(rows));
-  RETURN_IF_ERROR(RestoreFairShare());
+  {
+    ASSIGN_OR_RETURN(std::optional<std::string> saved, store_.GetMeta(FairShareLedger::kMetaKey));
+    if (Status st = fairshare_.Restore(saved, state_, clock_.Now()); !st.ok()) {
+      return DataLoss("store " + options_.store_path + ": " + st.message());
+    }
+  }
   {
     ASSIGN_OR_RETURN(std::optional<std::string> creds, store_.GetMeta(RegistryCredentials::kMetaKey));
     if (Status st = registry_credentials_.Load(creds.value_or("")); !st.ok()) {
@@ -140,7 +145,7 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
                             [this] {
                               AnswerHeldSyncs();
                               // Saved last: the writer commits it before it stops.
-                              if (store::WriteBatch b = SaveFairShare(clock_.Now()); !b.empty()) {
+                              if (store::WriteBatch b = fairshare_.Save(clock_.Now(), state_); !b.empty()) {
                                 Persist(std::move(b), nullptr);
                               }
                             },
@@ -753,18 +758,12 @@ void ControlLoop::RunCycle() {
   ApplyEffects(fx, swept);
   SweepPreemptions(now, swept);
   EndReservations(now, swept);
-  if (fairshare_.enabled() && now - last_fairshare_save_ >= Duration::Seconds(10)) {
-    for (auto& m : SaveFairShare(now).meta) swept.meta.push_back(std::move(m));
-  }
+  for (auto& m : fairshare_.SaveIfDue(now, state_).meta) swept.meta.push_back(std::move(m));
   if (!swept.empty()) Persist(std::move(swept), nullptr);
-  for (int32_t q = fairshare_.named(); q < state_.num_queues(); ++q) fairshare_.NameQueue(q, state_.QueueName(q));
-  fairshare_.Advance(now, state_.GpusByQueue());
-  ChargeUsage(now);
-  fairshare_shares_ = fairshare_.Shares(state_.num_queues());
+  fairshare_.Charge(now, state_, settings_.Get()->prices, metrics_);
   core::ClusterSnapshot snap = state_.Snapshot(now);
-  fairshare_points_ = fairshare_.Points(state_.num_queues(), snap.quotas, core::SchedulableGpus(snap));
-  snap.queue_fairshare = fairshare_points_;
-  snap.queue_shares = fairshare_shares_;
+  snap.queue_fairshare = fairshare_.UpdatePoints(state_.num_queues(), snap);
+  snap.queue_shares = fairshare_.shares();
   const core::Decisions d = scheduler_->Cycle(snap);
   reservations_ = d.reservations;
   dirty_ = false;
@@ -851,35 +850,6 @@ void ControlLoop::RunCycle() {
   AnswerHeldSyncs();
 }
 
-store::WriteBatch ControlLoop::SaveFairShare(Time now) {
-  store::WriteBatch b;
-  if (!fairshare_.enabled() || fairshare_.last() == Time::Zero()) return b;
-  nlohmann::json usage = nlohmann::json::object();
-  for (int32_t q = 0; q < state_.num_queues(); ++q) {
-    if (const double u = fairshare_.Usage(q); u > 0) usage[state_.QueueName(q)] = u;
-  }
-  b.meta.emplace_back("fairShareUsage", nlohmann::json{{"at", fairshare_.last().millis()}, {"usage", usage}}.dump());
-  last_fairshare_save_ = now;
-  return b;
-}
-
-Status ControlLoop::RestoreFairShare() {
-  ASSIGN_OR_RETURN(std::optional<std::string> saved, store_.GetMeta("fairShareUsage"));
-  if (!saved) return Status::Ok();
-  const nlohmann::json j = nlohmann::json::parse(*saved, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("at") || !j["at"].is_number_integer() || !j.contains("usage") ||
-      !j["usage"].is_object()) {
-    return DataLoss("store " + options_.store_path + ": meta fairShareUsage is damaged: " + saved->substr(0, 200));
-  }
-  std::vector<std::pair<int32_t, double>> usage;
-  for (const auto& [name, u] : j["usage"].items()) {
-    if (u.is_number()) usage.emplace_back(state_.QueueId(name), u.get<double>());
-  }
-  fairshare_.Restore(Time::FromMillis(j["at"].get<int64_t>()), usage);
-  last_fairshare_save_ = clock_.Now();
-  return Status::Ok();
-}
-
 void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
   using R = StatusOr<Explanation>;
   loop_.Async<R>([this, id](std::function<void(R)> reply) {
@@ -898,7 +868,7 @@ void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
       e.reason_text = e.job.reason;
     }
     core::ClusterSnapshot snap = state_.Snapshot(now);
-    if (fairshare_points_.size() == static_cast<size_t>(state_.num_queues())) snap.queue_fairshare = fairshare_points_;
+    if (fairshare_.points().size() == static_cast<size_t>(state_.num_queues())) snap.queue_fairshare = fairshare_.points();
     for (const core::PendingJob& p : snap.pending) {
       if (p.id != id) continue;
       e.priority = scheduler_->Priority(p, snap);

@@ -69,6 +69,7 @@
 #include "server/checkpoint_catalog.h"
 #include "server/checkpoint_janitor.h"
 #include "server/cycle_pacer.h"
+#include "server/fair_share_ledger.h"
 #include "server/idempotency_table.h"
 #include "server/identity.h"
 #include "server/job_table.h"
@@ -409,11 +410,6 @@ class ControlLoop {
   bool InBackoff(const core::PendingReason& r) const;
   const char* ReasonName(const core::PendingReason& r) const;
   std::string ReasonText(const core::PendingReason& r, Time now) const;
-  // Fair-share usage survives restarts: saved in the store's meta
-  // "fairShareUsage" ({"at": ms, "usage": {queue: GPU-seconds}}) at most
-  // every 10 s and when the loop stops, restored at start.
-  store::WriteBatch SaveFairShare(Time now);
-  Status RestoreFairShare();
   RegistryCredentials registry_credentials_;
   Reservations admin_reservations_;
   // Removes the reservations whose windows have ended (at each cycle).
@@ -572,23 +568,16 @@ class ControlLoop {
   NodeWaits waits_;  // thread-safe; its lock nests with no other
   std::unique_ptr<store::StoreWriter> writer_;  // thread-safe
   ServerMetrics* metrics_ = nullptr;             // thread-safe
-  Time last_charge_ = Time::Zero();     // usage was charged to the metrics up to here
   Time last_cycle_end_ = Time::Zero();  // the last scheduling cycle's end
-  // Charges the GPUs each queue holds since the last charge to the
-  // metrics' GPU-time and cost counters (each cycle: at least every
-  // cycle_interval).
-  void ChargeUsage(Time now);
   uint64_t last_ticket_ = 0;  // of the last batch handed to writer_
 
   core::ClusterState state_;
   lifecycle::NodeLiveness liveness_;
   lifecycle::JobLifecycle lifecycle_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
-  // Decayed GPU usage per queue, charged before every cycle; kept in the
-  // store across restarts (SaveFairShare).
-  scheduler::FairShare fairshare_;
-  std::vector<int64_t> fairshare_points_;  // per dense queue id, from the last cycle
-  std::vector<double> fairshare_shares_;   // the same, queue shares
+  // Decayed GPU usage per queue, charged before every cycle (and to the
+  // metrics), kept in the store across restarts.
+  FairShareLedger fairshare_;
   // Every job's stored row; the one place rows are written (job_table.h).
   JobTable jobs_;
   JobWatch watch_;  // thread-safe
@@ -627,7 +616,6 @@ class ControlLoop {
   std::vector<ArrayTaskRef> ArrayTasks(int64_t id) const;
   bool dirty_ = true;
   Time last_prune_;
-  Time last_fairshare_save_;
   CyclePacer pacer_;
   StragglerDetector stragglers_;
 

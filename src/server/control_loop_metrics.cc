@@ -22,39 +22,6 @@ int64_t AllTypes(const std::map<std::string, int64_t>& quota) {
 
 }  // namespace
 
-void ControlLoop::ChargeUsage(Time now) {
-  if (metrics_ == nullptr) return;
-  if (last_charge_ != Time::Zero() && now > last_charge_) {
-    const double seconds = static_cast<double>((now - last_charge_).millis()) / 1000;
-    const std::shared_ptr<const LiveSettings::Values> settings = settings_.Get();
-    // GPUs held now, by node and queue: every running job's allocations
-    // (those being stopped too: they hold their GPUs). Then each node's
-    // pool is found once, not once per allocation.
-    std::map<std::pair<core::NodeIndex, int32_t>, int64_t> by_node;
-    for (const auto& [id, job] : state_.running()) {
-      for (const core::Allocation& a : job.allocations) {
-        if (a.resources.gpus > 0) by_node[{a.node, job.queue}] += a.resources.gpus;
-      }
-    }
-    std::map<std::tuple<int32_t, int32_t, std::string>, int64_t> held;  // queue, GPU type, pool
-    core::NodeIndex last_node = -1;
-    std::string pool;
-    for (const auto& [key, gpus] : by_node) {
-      const core::Node& node = state_.nodes()[key.first];
-      if (key.first != last_node) pool = settings->prices.PoolOf(node.spec.features);
-      last_node = key.first;
-      held[{key.second, node.gpu_type, pool}] += gpus;
-    }
-    for (const auto& [key, gpus] : held) {
-      const auto& [queue, type, in_pool] = key;
-      const std::string& type_name = state_.GpuTypeName(type);
-      metrics_->Charge(state_.QueueName(queue), type_name, in_pool, static_cast<double>(gpus) * seconds,
-                       settings->prices.PerGpuHour(in_pool, type_name));
-    }
-  }
-  last_charge_ = now;
-}
-
 void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
   using R = StatusOr<ServerMetrics::Gauges>;
   loop_.Async<R>([this](std::function<void(R)> reply) {

@@ -9,32 +9,32 @@ namespace {
 
 using Preemptor = PreemptionRecord::Preemptor;
 
-const Time kT0 = Time::FromMillis(1'000'000);
+const Time kRecordT0 = Time::FromMillis(1'000'000);
 
 TEST(PreemptionRecord, AHoldStandsUntilItsPreemptorStartsOrItsDeadlinePasses) {
   PreemptionRecord r;
-  r.AddHold(7, {{1, 2}, kT0 + Duration::Minutes(3), 4});
-  r.AddHold(8, {{3}, kT0 + Duration::Minutes(3), 2});
+  r.AddHold(7, {{1, 2}, kRecordT0 + Duration::Minutes(3), 4});
+  r.AddHold(8, {{3}, kRecordT0 + Duration::Minutes(3), 2});
   EXPECT_EQ(r.HeldGpus(), 6);
   std::map<int64_t, Preemptor> where = {{7, Preemptor::kWaiting}, {8, Preemptor::kWaiting}};
   const auto of = [&](int64_t job) { return where.at(job); };
-  EXPECT_TRUE(r.Sweep(kT0 + Duration::Minutes(1), of).empty());
+  EXPECT_TRUE(r.Sweep(kRecordT0 + Duration::Minutes(1), of).empty());
   where[8] = Preemptor::kStarted;
-  EXPECT_TRUE(r.Sweep(kT0 + Duration::Minutes(2), of).empty()) << "a started preemptor's hold served";
+  EXPECT_TRUE(r.Sweep(kRecordT0 + Duration::Minutes(2), of).empty()) << "a started preemptor's hold served";
   EXPECT_EQ(r.HeldGpus(), 4);
-  const auto lapsed = r.Sweep(kT0 + Duration::Minutes(3), of);
+  const auto lapsed = r.Sweep(kRecordT0 + Duration::Minutes(3), of);
   ASSERT_EQ(lapsed.size(), 1u);
   EXPECT_EQ(lapsed[0].preemptor, 7);
   EXPECT_EQ(lapsed[0].was, Preemptor::kWaiting);
   EXPECT_EQ(lapsed[0].victims, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(r.HeldGpus(), 0);
-  EXPECT_TRUE(r.Sweep(kT0 + Duration::Minutes(4), of).empty()) << "forgotten once lapsed";
+  EXPECT_TRUE(r.Sweep(kRecordT0 + Duration::Minutes(4), of).empty()) << "forgotten once lapsed";
 }
 
 TEST(PreemptionRecord, AHoldWhosePreemptorIsGoneLapsesAtOnceInOrderOfPreemptor) {
   PreemptionRecord r;
-  for (int64_t p : {30, 10, 20}) r.AddHold(p, {{p + 1}, kT0 + Duration::Hours(1), 1});
-  const auto lapsed = r.Sweep(kT0, [](int64_t) { return Preemptor::kGone; });
+  for (int64_t p : {30, 10, 20}) r.AddHold(p, {{p + 1}, kRecordT0 + Duration::Hours(1), 1});
+  const auto lapsed = r.Sweep(kRecordT0, [](int64_t) { return Preemptor::kGone; });
   ASSERT_EQ(lapsed.size(), 3u);
   EXPECT_EQ(lapsed[0].preemptor, 10);
   EXPECT_EQ(lapsed[1].preemptor, 20);
@@ -43,14 +43,14 @@ TEST(PreemptionRecord, AHoldWhosePreemptorIsGoneLapsesAtOnceInOrderOfPreemptor) 
 
 TEST(PreemptionRecord, ImmunityEndsWithAnAttemptThatStartedAfterIt) {
   PreemptionRecord r;
-  r.MarkImmune(5, kT0);
+  r.MarkImmune(5, kRecordT0);
   EXPECT_TRUE(r.immune(5));
-  EXPECT_FALSE(r.EndsImmunity(5, kT0 - Duration::Seconds(1))) << "the attempt it was immune in";
-  EXPECT_FALSE(r.EndsImmunity(5, kT0));
+  EXPECT_FALSE(r.EndsImmunity(5, kRecordT0 - Duration::Seconds(1))) << "the attempt it was immune in";
+  EXPECT_FALSE(r.EndsImmunity(5, kRecordT0));
   EXPECT_TRUE(r.immune(5));
-  EXPECT_TRUE(r.EndsImmunity(5, kT0 + Duration::Seconds(1)));
+  EXPECT_TRUE(r.EndsImmunity(5, kRecordT0 + Duration::Seconds(1)));
   EXPECT_FALSE(r.immune(5));
-  EXPECT_FALSE(r.EndsImmunity(6, kT0 + Duration::Hours(1))) << "never immune";
+  EXPECT_FALSE(r.EndsImmunity(6, kRecordT0 + Duration::Hours(1))) << "never immune";
 }
 
 TEST(PreemptionRecord, AGraceCutIsHeardOnTheNodesOfItsAttemptUntilTheAttemptIsGone) {
