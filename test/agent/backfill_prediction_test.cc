@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster_fixture.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -35,7 +36,8 @@ TEST_F(BackfillPredictionTest, AShortUsersJobBackfillsByItsHistoryAfterARestart)
   const int64_t a = Submit("name: a\nresources: {gpus: 4}\ntimeLimit: 10h\ncommand: [sleep, '600']\n");
   WaitState(a, "RUNNING");
   const int64_t b = Submit("name: b\nresources: {gpus: 8}\ntimeLimit: 1h\ncommand: [sleep, '1']\n");
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  // A cycle has considered it (it has a reason), and it waits.
+  ASSERT_TRUE(WaitFor([&] { return !Get("/v1/jobs/" + std::to_string(b)).value("reason", "").empty(); }));
   ASSERT_EQ(Get("/v1/jobs/" + std::to_string(b))["state"], "PENDING");
 
   server_.Kill();

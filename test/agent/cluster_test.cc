@@ -22,6 +22,7 @@
 #include "agent/executor.h"
 #include "../child_process.h"
 #include "cluster_fixture.h"
+#include "../wait_for.h"
 #include "dev_cluster.h"
 #include "process_util.h"
 #include "../server/server_process.h"
@@ -419,8 +420,11 @@ TEST_F(ClusterTest, AJobsServiceSurvivesAServerRestart) {
   WaitNodes(1);
   const int64_t id = Submit("resources: {gpus: 2}\ncommand: [sleep, '300']\n");
   WaitState(id, "RUNNING");
-  std::this_thread::sleep_for(std::chrono::seconds(3));
-  // Requeued after about 3 s on 2 GPUs; it runs again at once.
+  // Requeued once it has run about 3 s on 2 GPUs; it runs again at once.
+  ASSERT_TRUE(WaitFor([&] {
+    const json j = Get("/v1/jobs/" + std::to_string(id));
+    return j.contains("service") && j["service"]["gpuHours"].get<double>() >= 2 * 3 / 3600.0;
+  }));
   Post("/v1/jobs/" + std::to_string(id) + "/requeue", "", "application/json");
   json before;
   for (int i = 0; i < 500; ++i) {
@@ -451,11 +455,15 @@ TEST_F(ClusterTest, AJobsServiceSurvivesAServerRestart) {
 TEST_F(ClusterTest, AnEndIsRecordedWhenItHappenedNotWhenTheServerHeard) {
   AddAgent({"--fake-gpus", "1xH100"});
   WaitNodes(1);
-  const std::string started = Tmp("started");
-  const int64_t id = Submit("resources: {gpus: 1}\ncommand: [/bin/sh, -c, 'echo go > " + started + "; exec sleep 1']\n");
+  const std::string started = Tmp("started"), ending = Tmp("ending");
+  const int64_t id = Submit("resources: {gpus: 1}\ncommand: [/bin/sh, -c, 'echo go > " + started + "; sleep 1; echo end > " +
+                            ending + "']\n");
   ASSERT_FALSE(WaitFile(started).empty());  // the process runs (not only the bind)
   server_.Pause();
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // it ends meanwhile
+  ASSERT_FALSE(WaitFile(ending).empty());  // its last act: it ends while the server is paused
+  // The outage goes on: the time it lasts is what the test measures the
+  // recorded end against (a duration under test, not a wait).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   server_.Resume();
   // A job submitted now: its submit time is the server's "after the outage".
   const int64_t marker = Submit("command: [/bin/true]\n");
@@ -850,9 +858,9 @@ TEST_F(NodeFailureTest, ASecondAgentForANodeIsRefusedWhileTheFirstServesIt) {
   AgentProcess twin(server_.url(), Name(0), server_.dir() + "/twin");
   twin.flags = {"--fake-gpus", "1xH100"};
   twin.Start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  EXPECT_NE(same_dir.log().find("is in use by another agent (pid "), std::string::npos) << same_dir.log();
-  EXPECT_NE(twin.log().find("is served by another agent"), std::string::npos) << twin.log();
+  EXPECT_TRUE(WaitFor([&] { return same_dir.log().find("is in use by another agent (pid ") != std::string::npos; }))
+      << same_dir.log();
+  EXPECT_TRUE(WaitFor([&] { return twin.log().find("is served by another agent") != std::string::npos; })) << twin.log();
   std::ifstream in(pids);
   std::vector<pid_t> started{std::istream_iterator<pid_t>(in), {}};
   ASSERT_EQ(started.size(), 1u) << "the replica ran twice";

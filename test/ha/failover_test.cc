@@ -5,6 +5,7 @@
 // once, no GPU was used twice at once, and no fenced leader wrote.
 #include <gtest/gtest.h>
 
+#include "../wait_for.h"
 #include "../tcp_proxy.h"
 #include "ha_cluster.h"
 
@@ -54,7 +55,8 @@ TEST_F(FailoverTest, TheLeaderKilledDuringASubmitBurst) {
   cluster_->AddAgent();
   cluster_->AddAgent();
   StartClients(4, 15);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  // Mid-burst: some submits acknowledged, more to come.
+  ASSERT_TRUE(WaitFor([&] { return cluster_->acked().size() >= 10u; }));
   cluster_->server(leader).Kill();
   const int next = cluster_->WaitLeader(20, leader);
   ASSERT_GE(next, 0) << "no standby took over";
@@ -150,7 +152,8 @@ TEST_F(FailoverTest, TheDatabaseFailsOverToItsReplica) {
   ASSERT_GE(cluster_->WaitLeader(), 0);
   cluster_->AddAgent();
   StartClients(3, 10);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Mid-burst: some submits acknowledged, more to come.
+  ASSERT_TRUE(WaitFor([&] { return cluster_->acked().size() >= 6u; }));
   cluster_->pg().Kill();
   ASSERT_TRUE(replica->Promote());
   // A leader may ride it out (its commits are retried on the new primary)
