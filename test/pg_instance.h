@@ -29,6 +29,7 @@
 
 #include "free_port.h"
 #include "run_binary.h"
+#include "wait_for.h"
 
 namespace muster::testing {
 
@@ -112,7 +113,7 @@ class PgInstance {
       RunCommand("pkill -KILL -P " + std::to_string(pid));
       ::kill(pid, SIGKILL);
     }
-    for (int i = 0; i < 500 && pid > 0 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    WaitFor([&] { return !(pid > 0 && ::kill(pid, 0) == 0); }, std::chrono::seconds(5));
     running_ = false;
   }
   // Stops it now (no checkpoint: like a crash, but it waits for the processes to end).

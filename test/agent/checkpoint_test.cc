@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cluster_fixture.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -55,10 +56,9 @@ TEST_F(CheckpointTest, ACrashedJobResumesFromItsLastCheckpointAndRetentionKeepsT
     EXPECT_EQ(c[i]["files"], 2);
   }
   // Retention deleted the dropped ones from storage; the kept ones verify.
-  for (int i = 0; i < 100 && (fs::exists(c[0]["location"].get<std::string>()) ||
-                              fs::exists(c[1]["location"].get<std::string>())); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor(
+      [&] { return !(fs::exists(c[0]["location"].get<std::string>()) || fs::exists(c[1]["location"].get<std::string>())); },
+      std::chrono::seconds(2));
   EXPECT_FALSE(fs::exists(c[0]["location"].get<std::string>()));
   EXPECT_FALSE(fs::exists(c[1]["location"].get<std::string>()));
   EXPECT_TRUE(fs::exists(c[3]["location"].get<std::string>() + "/MANIFEST.json"));
@@ -88,7 +88,7 @@ TEST_F(CheckpointTest, AJobAskedToStopCheckpointsAndTheNextAttemptResumesThere) 
   WaitNodes(1);
   const int64_t id = SubmitTrainer("stop", "WAIT_STOP: '1', STEPS: 50, EVERY: 1000");
   WaitState(id, "RUNNING");
-  for (int i = 0; i < 500 && Lines("stop").empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  WaitFor([&] { return !Lines("stop").empty(); }, std::chrono::seconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const json r = Post("/v1/jobs/" + std::to_string(id) + "/requeue", "", "application/json");
   ASSERT_EQ(r.value("state", ""), "COMPLETING") << r.dump();

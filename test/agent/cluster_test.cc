@@ -782,9 +782,7 @@ TEST_F(SlowNodeLossTest, ANodeThatShrankGetsNoJobOnAGpuItNoLongerHas) {
   agent.flags = {"--fake-gpus", "4xH100", "--stop-tasks-on-exit"};
   agent.Start();
   // b could not start on a GPU that is gone: the node's failure, not the job's.
-  for (int i = 0; i < 500 && Get("/v1/jobs/" + std::to_string(b)).value("requeues", 0) == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return Get("/v1/jobs/" + std::to_string(b)).value("requeues", 0) != 0; }, std::chrono::seconds(10));
   j = Get("/v1/jobs/" + std::to_string(b));
   EXPECT_EQ(j["state"], "PENDING") << j.dump();
   EXPECT_EQ(j["requeues"], 1) << j.dump();
@@ -821,9 +819,7 @@ TEST_F(NodeFailureTest, AStopOfAReplicaNeverStartedSurvivesAServerRestart) {
   WaitNodes(1);
   agents_[0]->Kill();  // its node still looks alive for unreachableAfter
   const int64_t id = Submit("resources: {gpus: 1}\ncommand: [/bin/sleep, '30']\n");
-  for (int i = 0; i < 200 && Get("/v1/jobs/" + std::to_string(id))["state"] != "RUNNING"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitFor([&] { return Get("/v1/jobs/" + std::to_string(id))["state"] == "RUNNING"; }, std::chrono::seconds(1));
   ASSERT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "RUNNING") << "bound to the node before it was noticed";
   Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
   ASSERT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "COMPLETING");
@@ -873,9 +869,9 @@ TEST_F(NodeFailureTest, ASecondAgentForANodeIsRefusedWhileTheFirstServesIt) {
   agents_.back()->Kill();
   const json again = WaitAttemptRunning(id, 2);
   EXPECT_EQ(again["state"], "RUNNING") << again.dump();
-  for (int i = 0; i < 500 && std::count(std::istreambuf_iterator<char>(std::ifstream(pids).rdbuf()), {}, '\n') < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor(
+      [&] { return std::count(std::istreambuf_iterator<char>(std::ifstream(pids).rdbuf()), {}, '\n') >= 2; },
+      std::chrono::seconds(5));
   EXPECT_FALSE(fs::exists(overlap)) << "attempt 2 started while attempt 1 still ran";
   EXPECT_NE(twin.log().find("may take over once that one has been silent for agents.lostAfter"), std::string::npos)
       << twin.log();

@@ -14,6 +14,7 @@
 #include <regex>
 
 #include "cluster_fixture.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -83,7 +84,7 @@ TEST_F(ElasticTest, TheDigitsJobGrowsShrinksAndEndsWithTheAccuracyOfAFixedRun) {
                             "command: [/usr/bin/torchrun, " + script + "]\n");
   json j = WaitState(id, "RUNNING", 60);
   ASSERT_EQ(j["allocations"].size(), 1u) << j.dump();
-  for (int i = 0; i < 600 && Step(id) < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  WaitFor([&] { return Step(id) >= 3; }, std::chrono::seconds(60), std::chrono::milliseconds(100));
   ASSERT_GE(Step(id), 3) << Get("/v1/jobs/" + std::to_string(id)).dump() << Logs(id, 0);
 
   // The other node frees: it grows to two, and torchrun re-forms the group.

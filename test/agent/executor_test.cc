@@ -30,6 +30,7 @@ namespace muster::agent {
 namespace {
 
 using muster::testing::AllGone;
+using muster::testing::WaitFor;
 
 namespace fs = std::filesystem;
 
@@ -513,9 +514,7 @@ TEST_F(ExecutorTest, AFencedTaskWhoseAgentIsGoneLeavesNoProcessBehind) {
   pid_t shim = 0;
   std::ifstream(pids) >> shim;
   ASSERT_GT(shim, 1);
-  for (int i = 0; i < 1000 && agent::ProcessStartTime(shim) != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return agent::ProcessStartTime(shim) == 0; }, std::chrono::seconds(10));
   ASSERT_EQ(agent::ProcessStartTime(shim), 0) << "the shim did not fence its task";
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // SIGKILL lands asynchronously
   EXPECT_TRUE(AllGone(pids)) << "a process that ignored the stop signal outlived the fenced shim";
@@ -536,7 +535,7 @@ TEST_F(ExecutorTest, ATaskWhoseShimIsKilledIsLostNotFailed) {
   const TaskResult r = WaitEnd(*e, "j16.a1.r0");
   EXPECT_EQ(r.stop_reason, "lost");
   EXPECT_EQ(r.message, "its task shim (Muster's process on the node) was killed by signal 9");
-  for (int i = 0; i < 200 && !AllGone(pids); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // SIGKILL lands
+  WaitFor([&] { return AllGone(pids); }, std::chrono::seconds(2));  // SIGKILL lands
   EXPECT_TRUE(AllGone(pids));
 }
 
@@ -708,9 +707,7 @@ TEST_F(ExecutorTest, OnCgroupV2TheLauncherStartsTheShimInsideItsGroup) {
   // The payload ran in the group (the v2 line of /proc/self/cgroup).
   EXPECT_NE(Read(spec.log_path).find("0::/" + parent + "/j12.a1.r0\n"), std::string::npos) << Read(spec.log_path);
   EXPECT_TRUE((*driver)->KillAll("j12.a1.r0"));
-  for (int i = 0; i < 200 && !(*driver)->Remove("j12.a1.r0").ok(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return (*driver)->Remove("j12.a1.r0").ok(); }, std::chrono::seconds(2));
   ::rmdir(fs::path(group).parent_path().c_str());
 }
 

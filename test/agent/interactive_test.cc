@@ -13,6 +13,7 @@
 
 #include "cluster_fixture.h"
 #include "../run_binary.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -152,9 +153,7 @@ TEST_F(InteractiveGraceTest, AVictimThatIgnoresItsSignalIsKilledAfterTheClassGra
                              "command: [/bin/sh, -c, 'trap \"\" TERM USR1; echo up; while [ ! -e " + go +
                              " ]; do sleep 0.05; done']\n");
   WaitState(low, "RUNNING");
-  for (int i = 0; i < 500 && Logs(low).find("up") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return Logs(low).find("up") != std::string::npos; }, std::chrono::seconds(10));
   // A minute is far more than the 1 s cut and far less than the victim's 5
   // minutes: without the cut the session cannot start in it.
   const CommandResult r = RunCommand("MUSTER_SERVER=" + server_.url() + " MUSTER_MUNGE_SOCKET=none timeout 60 " +

@@ -14,6 +14,7 @@
 
 #include "cluster_fixture.h"
 #include "dev_cluster.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -235,9 +236,7 @@ TEST_F(SlurmStepsTest, ScancelSignalsAJobThatRunsOn) {
   auto [code, out] = Shell(dir, muster + " scancel --signal=USR2 " + std::to_string(id));
   EXPECT_EQ(code, 0) << out;
   auto lines = [&](const std::string& text) {
-    for (int i = 0; i < 500 && ReadFile(dir + "/out").find(text) == std::string::npos; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    WaitFor([&] { return ReadFile(dir + "/out").find(text) != std::string::npos; }, std::chrono::seconds(10));
     return ReadFile(dir + "/out");
   };
   // Each task says so, on either node, in whichever order their output arrives.
@@ -340,9 +339,9 @@ TEST_F(SlurmStepsTest, TheQueueCommandsShowAndCancelJobsInSlurmsTerms) {
   const int64_t waiting = Sbatch(dir, gang);
   const int64_t array = Sbatch(dir, "#!/bin/bash\n#SBATCH -J arr --array=0-2%1 -c 1 -o /dev/null\nsleep 300\n");
   WaitState(array, "RUNNING");
-  for (int i = 0; i < 250 && Get("/v1/jobs/" + std::to_string(waiting)).value("reason", "").empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor(
+      [&] { return !Get("/v1/jobs/" + std::to_string(waiting)).value("reason", "").empty(); },
+      std::chrono::seconds(5));
   auto run = [&](const std::string& command) { return Shell(dir, std::string(MUSTER_BINARY) + " " + command).second; };
   const std::string r = std::to_string(running), w = std::to_string(waiting), a = std::to_string(array);
   // Slurm's order: pending first, then running.
@@ -593,9 +592,7 @@ TEST_F(SlurmNodeLossTest, ALostNodeRequeuesTheWholeAllocation) {
       "srun bash -c 'echo $$ >> " + dir + "/tasks.$MUSTER_ATTEMPT; exec sleep 300'\n");
   ASSERT_GT(id, 0);
   json j = WaitState(id, "RUNNING");
-  for (int i = 0; i < 1500 && Lines(ReadFile(dir + "/tasks.1"), "").size() < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return Lines(ReadFile(dir + "/tasks.1"), "").size() >= 2; }, std::chrono::seconds(30));
   const std::vector<std::string> first = Lines(ReadFile(dir + "/tasks.1"), "");
   ASSERT_EQ(first.size(), 2u) << ReadFile(dir + "/out-" + std::to_string(id));
   j = Get("/v1/jobs/" + std::to_string(id));
@@ -607,9 +604,7 @@ TEST_F(SlurmNodeLossTest, ALostNodeRequeuesTheWholeAllocation) {
   ASSERT_EQ(j["state"], "RUNNING") << j.dump();
   EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
   EXPECT_EQ(j["retries"], 0) << j.dump();
-  for (int i = 0; i < 1500 && Lines(ReadFile(dir + "/tasks.2"), "").size() < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return Lines(ReadFile(dir + "/tasks.2"), "").size() >= 2; }, std::chrono::seconds(30));
   EXPECT_EQ(Lines(ReadFile(dir + "/tasks.2"), "").size(), 2u) << "both nodes' tasks again";
   EXPECT_EQ(ReadFile(dir + "/batches"), "batch 1\nbatch 2\n") << "the script once per attempt";
   for (const json& a : j["allocations"]) EXPECT_NE(a["node"], second_node) << j.dump();
@@ -644,9 +639,7 @@ TEST(SlurmOnDev, ATorchrunUnderSrunScriptEndsWithTheNativeJobsAccuracy) {
     auto r = c.Get(path);
     return r && r->status == 200 ? json::parse(r->body) : json();
   };
-  for (int i = 0; i < 1500 && get("/v1/nodes")["items"].size() < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return get("/v1/nodes")["items"].size() >= 2; }, std::chrono::seconds(30));
   auto wait_end = [&](int64_t id) {
     json j;
     for (int i = 0; i < 300 * 10; ++i) {

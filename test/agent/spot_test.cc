@@ -12,6 +12,7 @@
 
 #include "../tcp_proxy.h"
 #include "cluster_fixture.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -155,7 +156,7 @@ TEST_F(SpotTest, AReclaimNoticeCheckpointsTheJobAndItResumesElsewhere) {
   const json moved = WaitAttemptRunning(id, 2);
   ASSERT_EQ(moved["state"], "RUNNING") << moved.dump() << Lines("moved");
   EXPECT_EQ(NodeOf(moved), Name(1)) << "it resumed elsewhere: " << moved.dump();
-  for (int i = 0; i < 500 && StepOf("moved", 2, "start") < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  WaitFor([&] { return StepOf("moved", 2, "start") >= 0; }, std::chrono::seconds(10));
   const int64_t stopped = StepOf("moved", 1, "stopped");
   EXPECT_GT(stopped, 0) << Lines("moved");
   EXPECT_EQ(StepOf("moved", 2, "start"), stopped) << "no work lost beyond the checkpoint: " << Lines("moved");

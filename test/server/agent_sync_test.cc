@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "server_process.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -201,7 +202,7 @@ TEST(AgentSync, WaitingSyncsHoldNoWorkerThread) {
   EXPECT_EQ(answered.load(), 0) << "a waiting sync was answered without news";
   // A one-GPU job: the waiting sync of the node it is bound to is answered with it.
   ASSERT_GT(Submit(cli), 0);
-  for (int i = 0; i < 500 && answered.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  WaitFor([&] { return answered.load() != 0; }, std::chrono::seconds(5));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // no other answer follows
   EXPECT_EQ(answered.load(), 1);
   EXPECT_EQ(got_work.load(), 1);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server_process.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -257,9 +258,9 @@ TEST_F(ApiTest, ArraySubmitsConsecutiveJobsInOneDurableRequest) {
   ASSERT_TRUE(server_.Start());
   Api after(server_.url());
   ASSERT_EQ(after.Post("/v1/jobs/" + std::to_string(id) + "/cancel", "")->status, 200);
-  for (int i = 0; i < 1000 && after.GetJson("/v1/jobs/" + std::to_string(id + 2))["state"] != "RUNNING"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor(
+      [&] { return after.GetJson("/v1/jobs/" + std::to_string(id + 2))["state"] == "RUNNING"; },
+      std::chrono::seconds(10));
   ASSERT_EQ(after.GetJson("/v1/jobs/" + std::to_string(id + 2))["state"], "RUNNING");
   const json restored = after.GetJson("/v1/jobs?name=sweep");
   ASSERT_EQ(restored["items"].size(), 5u);
@@ -272,9 +273,7 @@ TEST_F(ApiTest, ActionsFollowTheStateMachineAndOwnership) {
   const std::string running = std::to_string(json::parse(r->body)["id"].get<int64_t>());
   r = alice.Post("/v1/jobs", R"j({"command":["true"],"resources":{"gpus":1}})j");
   const std::string pending = std::to_string(json::parse(r->body)["id"].get<int64_t>());
-  for (int i = 0; i < 1000 && alice.GetJson("/v1/jobs/" + running)["state"] != "RUNNING"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return alice.GetJson("/v1/jobs/" + running)["state"] == "RUNNING"; }, std::chrono::seconds(10));
   auto act = [](Api& who, const std::string& id, const std::string& verb) {
     auto res = who.Post("/v1/jobs/" + id + "/" + verb, "");
     return std::make_pair(res->status, json::parse(res->body));
@@ -287,9 +286,7 @@ TEST_F(ApiTest, ActionsFollowTheStateMachineAndOwnership) {
   EXPECT_EQ(act(alice, pending, "requeue").first, 409);
   EXPECT_EQ(act(alice, pending, "release").second["state"], "PENDING");
   EXPECT_EQ(act(alice, running, "requeue").second["state"], "PENDING");
-  for (int i = 0; i < 1000 && alice.GetJson("/v1/jobs/" + running)["state"] != "RUNNING"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return alice.GetJson("/v1/jobs/" + running)["state"] == "RUNNING"; }, std::chrono::seconds(10));
   EXPECT_EQ(alice.GetJson("/v1/jobs/" + running)["state"], "RUNNING");
   EXPECT_EQ(act(root, running, "cancel").second["state"], "CANCELLED");  // admin
   EXPECT_EQ(act(alice, running, "cancel").first, 409);                   // already ended
@@ -473,9 +470,7 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
       ASSERT_EQ(r->status, 201);
       ids.push_back(json::parse(r->body)["id"]);
     }
-    for (int i = 0; i < 1000 && api.GetJson("/v1/jobs?state=RUNNING")["items"].size() < 4; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    WaitFor([&] { return api.GetJson("/v1/jobs?state=RUNNING")["items"].size() >= 4; }, std::chrono::seconds(10));
   }
   Api before(server.url());
   const json running_before = before.GetJson("/v1/jobs?state=RUNNING")["items"];
@@ -493,9 +488,7 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
   }
   // The restored state keeps scheduling: cancel one running job, a pending one starts.
   ASSERT_EQ(api.Post("/v1/jobs/" + running_after[0]["id"].dump() + "/cancel", "")->status, 200);
-  for (int i = 0; i < 1000 && api.GetJson("/v1/jobs?state=RUNNING")["items"].size() < 4; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return api.GetJson("/v1/jobs?state=RUNNING")["items"].size() >= 4; }, std::chrono::seconds(10));
   EXPECT_EQ(api.GetJson("/v1/jobs?state=RUNNING")["items"].size(), 4u);
   // Every job keeps its idempotency key, also one that started after the restart,
   // and a retry of an acknowledged submit still answers with the same job.
@@ -558,9 +551,7 @@ TEST(ServerRestart, RunningJobsKeepTheirGpuDevices) {
                                       std::to_string(gpus) + "}}");
     EXPECT_EQ(r->status, 201) << r->body;
     const std::string id = json::parse(r->body)["id"].dump();
-    for (int i = 0; i < 1000 && api.GetJson("/v1/jobs/" + id)["state"] != "RUNNING"; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    WaitFor([&] { return api.GetJson("/v1/jobs/" + id)["state"] == "RUNNING"; }, std::chrono::seconds(10));
     return id;
   };
   auto devices = [&](const std::string& id) { return api.GetJson("/v1/jobs/" + id)["allocations"][0]["gpus"]; };
@@ -597,9 +588,7 @@ TEST_F(ApiTest, AJobOnAStaticNodeEndsAtItsTimeLimit) {
   }
   EXPECT_EQ(job["state"], "TIMEOUT") << job.dump();
   EXPECT_NE(job["reason"].get<std::string>().find("reached its time limit of 1s"), std::string::npos) << job.dump();
-  for (int i = 0; i < 1000 && api.GetJson("/v1/jobs/" + second)["state"] != "RUNNING"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return api.GetJson("/v1/jobs/" + second)["state"] == "RUNNING"; }, std::chrono::seconds(20));
   // (That a job is not ended before its limit is control_loop_test's
   // ControlLoopAttempts.AJobPastItsTimeLimitIsStoppedAndEndsTimedOut.)
   EXPECT_EQ(api.GetJson("/v1/jobs/" + second)["state"], "RUNNING");

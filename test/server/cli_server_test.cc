@@ -15,6 +15,7 @@
 #include "../run_binary.h"
 
 #include "server_process.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -65,9 +66,9 @@ TEST_F(CliServerTest, SubmitListWhyAndActions) {
   EXPECT_EQ(r.out, "Submitted job 2\n");
 
   // The first runs, the second waits for it: why says so, with numbers.
-  for (int i = 0; i < 500 && Muster(url, "get jobs --state RUNNING -o json").out.find("\"first\"") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor(
+      [&] { return Muster(url, "get jobs --state RUNNING -o json").out.find("\"first\"") != std::string::npos; },
+      std::chrono::seconds(10));
   r = Muster(url, "get jobs -o json");
   ASSERT_EQ(r.code, 0) << r.out;
   const json jobs = json::parse(r.out);
@@ -243,7 +244,7 @@ TEST_F(CliServerTest, GetJobsWatchShowsEachTransitionAsItHappens) {
     return false;
   };
   auto wait = [&](const std::function<bool()>& done) {
-    for (int i = 0; i < 1500 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    WaitFor([&] { return done(); }, std::chrono::seconds(30));
     return done();
   };
   ASSERT_TRUE(wait([&] { return ReadAll(out).find("REASON") != std::string::npos; })) << ReadAll(out);
