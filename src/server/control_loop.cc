@@ -59,8 +59,7 @@ ControlLoop::ControlLoop(const ServerOptions& options, const Clock& clock, store
       jobs_([this](int64_t job) { return AllocationsJson(job); }),
       watch_(clock, {}),
       settings_(options),
-      file_cluster_(options.cluster),
-      file_fairshare_(options.fairshare),
+      queue_admin_(options),
       pacer_(options.cycle_delay, options.cycle_interval),
       stragglers_(options.stragglers) {}
 
@@ -70,14 +69,19 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
   ASSIGN_OR_RETURN(scheduler_, scheduler::Scheduler::Create(options_.scheduler));
   {
     ASSIGN_OR_RETURN(std::optional<std::string> queues, store_.GetMeta(ApiQueues::kMetaKey));
-    if (Status st = api_queues_.Load(queues.value_or("")); !st.ok()) {
+    if (Status st = queue_admin_.Load(queues.value_or("")); !st.ok()) {
       return DataLoss("store " + options_.store_path + ": " + st.message());
     }
   }
-  if (Status s = ApplyPendingConfig(); !s.ok()) {
-    log::Error("the configuration reloaded while a standby is refused; the one it started with stays: {}", s.ToString());
+  if (std::optional<ServerOptions> deferred = queue_admin_.MarkStarted()) {
+    if (Status s = ApplyConfig(*deferred); !s.ok()) {
+      log::Error("the configuration reloaded while a standby is refused; the one it started with stays: {}",
+                 s.ToString());
+    }
   }
-  if (!api_queues_.all().empty()) RETURN_IF_ERROR(ApplyQueues(file_cluster_, file_fairshare_));
+  if (queue_admin_.has_api_queues()) {
+    RETURN_IF_ERROR(ApplyQueues(queue_admin_.file_cluster(), queue_admin_.file_fairshare()));
+  }
   store::WriteBatch nodes;
   for (const core::NodeSpec& n : options_.nodes) {
     auto added = state_.AddNode(n);
@@ -926,18 +930,16 @@ void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
       if (state == JobState::kPending || state == JobState::kHeld) ++q.pending;
       if (state == JobState::kRunning || state == JobState::kCompleting) ++q.running;
     }
-    const QueuesInForce in_force = api_queues_.Merge(file_cluster_.queues, file_fairshare_.shares);
     for (const core::QueueConfig& c : state_.config().queues) {
       QueueView& q = queues[c.name];
       q.name = c.name;
       q.guarantee = c.guarantee;
       q.limit = c.limit;
       q.parent = c.parent;
-      if (auto share = in_force.shares.find(c.name); share != in_force.shares.end()) {
-        q.share = static_cast<int64_t>(share->second);  // configured shares are integers
-      }
-      if (auto source = in_force.source.find(c.name); source != in_force.source.end()) q.source = source->second;
-      if (q.source == "api") q.changed_by = api_queues_.Find(c.name)->changed_by;
+      QueueAdmin::QueueSource from = queue_admin_.SourceOf(c.name);
+      q.share = from.share;
+      q.source = std::move(from.source);
+      q.changed_by = std::move(from.changed_by);
     }
     // GPUs held, from the state's per-queue counts.
     const auto& usage = state_.queue_usage();

@@ -79,10 +79,10 @@
 #include "server/node_waits.h"
 #include "server/image_pulls.h"
 #include "server/registry_credentials.h"
-#include "server/api_queues.h"
 #include "server/reservations.h"
 #include "server/straggler_detector.h"
 #include "server/options.h"
+#include "server/queue_admin.h"
 #include "server/preemption_record.h"
 #include "server/server_metrics.h"
 #include "store/store.h"
@@ -582,20 +582,18 @@ class ControlLoop {
   JobTable jobs_;
   JobWatch watch_;  // thread-safe
   LiveSettings settings_;  // thread-safe
-  // The configuration file's queues and fair-share options (the last good
-  // reload's), and the API's queues; the state has them merged.
-  core::ClusterConfig file_cluster_;
-  scheduler::FairShareOptions file_fairshare_;
-  ApiQueues api_queues_;
+  // The queues in force and where each comes from (the file, the API), and
+  // a reload that came before Start (server/queue_admin.h).
+  QueueAdmin queue_admin_;
   // Gives the state and fair share the file's `cluster` and `fairshare`
   // merged with the API's queues; nothing changes when refused.
   Status ApplyQueues(const core::ClusterConfig& cluster, const scheduler::FairShareOptions& fairshare);
-  // A reload (Reconfigure) before Start, applied by it.
+  // A reload (Reconfigure, or one deferred until Start).
   Status ApplyConfig(const ServerOptions& next);
-  Status ApplyPendingConfig();
-  std::mutex reconfigure_mu_;
-  bool started_ = false;                         // guarded by reconfigure_mu_
-  std::optional<ServerOptions> pending_config_;  // guarded by reconfigure_mu_
+  // Puts a change queue_admin_ made in force and writes it (`then` once
+  // durable); refused (and undone) when the queues it makes are.
+  Status ApplyQueueChange(const std::string& event_type, const std::string& event_message, store::AuditRow audit,
+                          std::function<void(const Status&)> then);
   IdempotencyTable idempotency_;
   // Why each pending job waits, as of the cycle `round` (older entries are
   // jobs no longer pending). A path that writes a pending job's reason
