@@ -715,7 +715,7 @@ void ControlLoop::Act(int64_t id, Action action, const Identity& who, Done<Statu
         return StopRunning(id, std::nullopt, true, "requeued by " + user, reply);
     }
     if (!s.ok()) return reply(s);
-    reasons_.erase(id);
+    reasons_.Forget(id);
     dirty_ = true;
     store::WriteBatch b;
     NoteDefect(jobs_.Update(id, change, now, b));
@@ -740,7 +740,7 @@ void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, b
     b.events.push_back(Event(id, requeue ? "Requeuing" : "Cancelling", "", reason + "; stopping its replicas"));
   }
   ApplyEffects(fx, b);
-  reasons_.erase(id);
+  reasons_.Forget(id);
   dirty_ = true;
   Persist(std::move(b), [row = jobs_.at(id), reply](const Status& st) {
     if (!st.ok()) return reply(st);
@@ -827,17 +827,7 @@ void ControlLoop::RunCycle() {
   }
   // Only a reason that changed touches the job's row (a long queue keeps
   // most of its reasons from one cycle to the next).
-  const uint64_t round = ++reasons_round_;
-  for (const core::PendingReason& r : d.reasons) {
-    auto [it, fresh] = reasons_.try_emplace(r.job, Waiting{r, round});
-    const bool changed = fresh || it->second.reason.code != r.code;
-    it->second = {r, round};
-    if (!changed) continue;
-    jobs_.WriteReason(r.job, ReasonName(r), b);
-  }
-  if (reasons_.size() != d.reasons.size()) {
-    std::erase_if(reasons_, [round](const auto& e) { return e.second.round != round; });
-  }
+  for (const core::PendingReason* r : reasons_.Update(d.reasons)) jobs_.WriteReason(r->job, ReasonName(*r), b);
   if (!b.empty()) {
     // Agents learn of a start only once it is durable (ReplyDurable): a
     // server that crashes before the write never has a task running for a
@@ -864,10 +854,9 @@ void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
     // The live status (progress changes more often than the row is written).
     if (details_.count(id)) e.job.status_json = AllocationsJson(id);
     const Time now = clock_.Now();
-    auto r = reasons_.find(id);
-    if (r != reasons_.end()) {
-      e.reason = r->second.reason;
-      e.reason_text = ReasonText(r->second.reason, now);
+    if (const core::PendingReason* r = reasons_.Find(id)) {
+      e.reason = *r;
+      e.reason_text = ReasonText(*r, now);
     } else {
       e.reason_text = e.job.reason;
     }

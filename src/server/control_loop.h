@@ -82,6 +82,7 @@
 #include "server/reservations.h"
 #include "server/straggler_detector.h"
 #include "server/options.h"
+#include "server/pending_reasons.h"
 #include "server/queue_admin.h"
 #include "server/preemption_record.h"
 #include "server/server_metrics.h"
@@ -595,15 +596,8 @@ class ControlLoop {
   Status ApplyQueueChange(const std::string& event_type, const std::string& event_message, store::AuditRow audit,
                           std::function<void(const Status&)> then);
   IdempotencyTable idempotency_;
-  // Why each pending job waits, as of the cycle `round` (older entries are
-  // jobs no longer pending). A path that writes a pending job's reason
-  // column itself erases its entry, so the next cycle writes it again.
-  struct Waiting {
-    core::PendingReason reason;
-    uint64_t round = 0;
-  };
-  std::unordered_map<int64_t, Waiting> reasons_;
-  uint64_t reasons_round_ = 0;
+  // Why each pending job waits, as of the last cycle (server/pending_reasons.h).
+  PendingReasons reasons_;
   struct ArrayTask {
     int64_t first_id = 0;
     int32_t index = 0;

@@ -87,7 +87,7 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
     // ended: it may be preempted again.
     if (preemptions_.EndsImmunity(e.job, r.start)) (void)state_.SetPreemptImmune(e.job, false);
     if (e.terminal) checkpoints_.Forget(e.job);  // the store keeps the entries for queries
-    reasons_.erase(e.job);
+    reasons_.Forget(e.job);
     stragglers_.Forget(e.job);
     dirty_ = true;
     written.push_back(e.job);
