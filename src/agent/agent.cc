@@ -424,9 +424,9 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   if (options_.spot) r.features.emplace_back("spot");  // core::kSpotFeature, the pool the server places by
   r.wait_ms = wait_ms;
   std::lock_guard<std::mutex> lock(mu_);
-  if (reclaim_notice_) {
-    r.reclaim_in_ms = std::max<int64_t>(1, (reclaim_notice_->deadline - clock_.Now()).millis());
-    r.reclaim_source = reclaim_notice_->source;
+  if (const std::optional<ReclaimNotice> notice = reclaim_.cloud()) {
+    r.reclaim_in_ms = std::max<int64_t>(1, (notice->deadline - clock_.Now()).millis());
+    r.reclaim_source = notice->source;
   }
   r.gpu_type = options_.gpu_type.empty() ? inventory_.GpuType() : options_.gpu_type;
   r.gpu_source = inventory_.source;
@@ -470,9 +470,8 @@ bool Agent::Sync(int64_t wait_ms) {
   // acknowledgment, the main loop gives up after 1 s: it must see in time
   // that it is alone (StopIfReclaimedAlone).
   int64_t read_ms = wait_ms + (several_servers_ ? 2'000 : 5'000);
-  if (std::this_thread::get_id() == main_thread_ && !server_reclaim_at_ && !reclaim_stopped_) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (reclaim_notice_) read_ms = std::min<int64_t>(read_ms, wait_ms + 1'000);
+  if (std::this_thread::get_id() == main_thread_ && reclaim_.AwaitingServer()) {
+    read_ms = std::min<int64_t>(read_ms, wait_ms + 1'000);
   }
   client->set_read_timeout(std::chrono::milliseconds(read_ms));
   const int64_t sent_ms = clock_.Now().millis();
@@ -575,8 +574,8 @@ void Agent::Apply(const proto::SyncResponse& r) {
     version_ = r.version;
   }
   fenced_ = false;
-  server_reclaim_at_.reset();
-  if (r.reclaim_in_ms > 0) server_reclaim_at_ = clock_.Now() + Duration::Millis(r.reclaim_in_ms);
+  reclaim_.NoteServer(r.reclaim_in_ms > 0 ? std::optional<Time>(clock_.Now() + Duration::Millis(r.reclaim_in_ms))
+                                          : std::nullopt);
   std::map<std::string, const proto::TaskAssignment*> desired;
   for (const proto::TaskAssignment& t : r.tasks) {
     if (t.epoch < r.epoch) continue;  // launched by an older leader: never start it
@@ -602,7 +601,7 @@ void Agent::Apply(const proto::SyncResponse& r) {
   for (const TaskStatus& t : executor_->Tasks()) {
     if (!t.running || desired.count(t.key)) continue;
     const StopOrder order = StopOrderOf(t.key, 30'000);
-    int64_t grace = StopGraceMs(order.grace_ms);
+    int64_t grace = reclaim_.CutGrace(order.grace_ms, clock_.Now());
     if (auto cut = cut_ms.find(t.key.substr(0, t.key.rfind('.') + 1)); cut != cut_ms.end()) {
       grace = std::min(grace, cut->second);
     }

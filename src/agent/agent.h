@@ -42,6 +42,7 @@
 #include "agent/image_puller.h"
 #include "agent/utilization_meter.h"
 #include "agent/launcher.h"
+#include "agent/reclaim_state.h"
 #include "agent/reclaim_watcher.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -154,9 +155,6 @@ class Agent {
   void HealthLoop();
   void SampleLoop();
   void ReclaimLoop();
-  // `grace_ms` cut to the time left before the node is reclaimed (the
-  // cloud's notice or the server's), never below 0.
-  int64_t StopGraceMs(int64_t grace_ms);
   std::vector<gpu::GpuSample> nvml_samples_;  // guarded by mu_
   void FenceIfLeaseLost();
   // How task `key` is stopped: its assignment's stop signal and grace
@@ -184,10 +182,7 @@ class Agent {
   std::string log_tls_pin_;  // "": plain HTTP
   std::thread log_thread_, watch_thread_, health_thread_, sample_thread_, reclaim_thread_;
   std::unique_ptr<ReclaimWatcher> reclaim_watcher_;
-  std::optional<ReclaimNotice> reclaim_notice_;  // guarded by mu_: the cloud's, once given
-  Time reclaim_seen_;                            // guarded by mu_: when reclaim_notice_ was first given
-  bool reclaim_stopped_ = false;                 // main thread: StopIfReclaimedAlone acted
-  std::optional<Time> server_reclaim_at_;        // main thread: the server's deadline for the node
+  ReclaimState reclaim_;  // the cloud's notice and the server's deadline (thread-safe)
   std::unique_ptr<http::Server> metrics_server_;
   int metrics_port_ = 0;
   std::thread metrics_thread_;

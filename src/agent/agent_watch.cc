@@ -50,11 +50,9 @@ void Agent::ReclaimLoop() {
     } else {
       if (failing) log::Info("reclaim notices: {} answers again", options_.reclaim_notice_url);
       failing = false;
-      if (*notice && (!reclaim_notice_ || (*notice)->deadline < reclaim_notice_->deadline)) {
+      if (*notice && reclaim_.NoteCloud(**notice, clock_.Now())) {
         log::Warn("the cloud reclaims this node in {} s: {}",
                   std::max<int64_t>(0, ((*notice)->deadline - clock_.Now()).millis()) / 1000, (*notice)->source);
-        if (!reclaim_notice_) reclaim_seen_ = clock_.Now();
-        reclaim_notice_ = *notice;
         events_dirty_ = true;  // the main thread tells the server now
         Wake();
       }
@@ -64,42 +62,21 @@ void Agent::ReclaimLoop() {
 }
 
 void Agent::StopIfReclaimedAlone() {
-  if (reclaim_stopped_ || server_reclaim_at_) return;  // done, or the server acts on it
-  std::optional<ReclaimNotice> notice;
+  ReclaimNotice notice;
   Time seen;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    notice = reclaim_notice_;
-    seen = reclaim_seen_;
-  }
-  if (!notice) return;
-  // The sync that carries a notice is answered in milliseconds by a server
-  // that can be reached, and its answer acknowledges it.
-  const Duration alone = std::min(Duration::Seconds(10), Duration::Millis((notice->deadline - seen).millis() / 4));
   const Time now = clock_.Now();
-  if (now - seen < alone) return;
-  reclaim_stopped_ = true;
+  if (!reclaim_.StopAlone(now, &notice, &seen)) return;
   int stopped = 0;
   for (const TaskStatus& t : executor_->Tasks()) {
     if (!t.running || t.stopping) continue;
     const StopOrder order = StopOrderOf(t.key, 30'000);
     // "fenced": stopped by its agent cut off from the server (lifecycle/replica_exit.h).
-    executor_->Stop(t.key, order.signal, Duration::Millis(StopGraceMs(order.grace_ms)), "fenced");
+    executor_->Stop(t.key, order.signal, Duration::Millis(reclaim_.CutGrace(order.grace_ms, now)), "fenced");
     ++stopped;
   }
   log::Warn("the cloud reclaims this node in {} s and no answer of the server has acknowledged the notice in {} s: "
             "{} tasks stopped with their checkpoint signal",
-            std::max<int64_t>(0, (notice->deadline - now).millis()) / 1000, (now - seen).millis() / 1000, stopped);
-}
-
-int64_t Agent::StopGraceMs(int64_t grace_ms) {
-  std::optional<Time> at = server_reclaim_at_;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (reclaim_notice_ && (!at || reclaim_notice_->deadline < *at)) at = reclaim_notice_->deadline;
-  }
-  if (!at) return grace_ms;
-  return std::clamp<int64_t>((*at - clock_.Now()).millis(), 0, grace_ms);
+            std::max<int64_t>(0, (notice.deadline - now).millis()) / 1000, (now - seen).millis() / 1000, stopped);
 }
 
 void Agent::SampleLoop() {
