@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "server/cycle_pacer.h"
+#include "wait_for.h"
 
 namespace muster::server {
 namespace {
@@ -59,7 +60,7 @@ TEST(LoopExecutorTest, AnIdleLoopWakesWhenItsWaitEnds) {
   LoopExecutor loop;
   std::atomic<int> ticks{0};
   loop.Start("test-loop", {[] { return Duration::Millis(1); }, [&] { ++ticks; }, nullptr, nullptr});
-  for (int i = 0; i < 2000 && ticks.load() < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  muster::testing::WaitFor([&] { return ticks.load() >= 5; }, std::chrono::seconds(2), std::chrono::milliseconds(1));
   EXPECT_GE(ticks.load(), 5) << "ticks with nothing posted";
 }
 
@@ -84,9 +85,10 @@ TEST(CyclePacerTest, AChangeAsksForACycleSoonAndALongCycleSpacesTheNext) {
 }
 
 TEST(LoopExecutorTest, ManualModeRunsTheWorkOnTheCallersThreadUntilIdle) {
-  LoopExecutor loop;
+  // What the hooks touch outlives the executor, whose destructor still runs them.
   std::vector<std::string> seen;
   std::deque<LoopExecutor::Task> outside;  // work another worker finishes, then posts back
+  LoopExecutor loop;
   const std::thread::id caller = std::this_thread::get_id();
   bool on_caller = true;
   loop.StartManual({nullptr, [&] { seen.push_back("tick"); }, nullptr, [&] {
@@ -112,9 +114,9 @@ TEST(LoopExecutorTest, ManualModeRunsTheWorkOnTheCallersThreadUntilIdle) {
 }
 
 TEST(LoopExecutorTest, ManualModeCallAnswersWithoutAThreadAndStopDrains) {
-  LoopExecutor loop;
   int ran = 0, stopping = 0;
   std::deque<LoopExecutor::Done<int>> waiting;  // answered by the settle hook
+  LoopExecutor loop;
   loop.StartManual({nullptr, nullptr, [&] { ++stopping; }, [&] {
                       while (!waiting.empty()) {
                         waiting.front()(42);
