@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/cgroup.h"
+#include "wait_for.h"
 
 namespace muster::agent {
 namespace {
@@ -81,10 +82,7 @@ TEST(CgroupTreeTest, AContainerTasksGroupsAreOneTree) {
   }
   const pid_t payload = ChildIn(container_procs);
   std::vector<pid_t> seen;
-  for (int i = 0; i < 200 && seen.size() < 2; ++i) {
-    seen = d.Processes("t1");
-    if (seen.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  muster::testing::WaitFor([&] { return (seen = d.Processes("t1")).size() >= 2; }, std::chrono::seconds(2));
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(seen, (std::vector<pid_t>{std::min(shim, payload), std::max(shim, payload)})) << "the whole tree";
   // A stop signals the container's processes only.
@@ -104,10 +102,7 @@ TEST(CgroupTreeTest, AContainerTasksGroupsAreOneTree) {
   EXPECT_TRUE(d.KillAll("t1"));
   (void)::waitpid(shim, nullptr, 0);
   Status removed = d.Remove("t1");
-  for (int i = 0; i < 200 && !removed.ok(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    removed = d.Remove("t1");
-  }
+  if (!removed.ok()) muster::testing::WaitFor([&] { return (removed = d.Remove("t1")).ok(); }, std::chrono::seconds(2));
   EXPECT_TRUE(removed.ok()) << removed.ToString();
   EXPECT_FALSE(fs::exists(task_dir)) << "the tree is gone";
   // The driver's parent group, in every hierarchy it made it in.

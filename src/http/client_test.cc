@@ -14,11 +14,13 @@
 #include <thread>
 
 #include "http/server.h"
+#include "wait_for.h"
 
 namespace muster::http {
 namespace {
 
 using namespace std::chrono_literals;
+using muster::testing::WaitFor;
 
 // A listening loopback socket; each accepted connection is handed to
 // `serve` on the listener's thread, one after another.
@@ -196,7 +198,7 @@ TEST(HttpClient, SilenceEndsAtTheReadTimeout) {
   std::atomic<bool> done{false};
   Scripted s([&](int fd, int) {
     ReadHead(fd);
-    while (!done) std::this_thread::sleep_for(10ms);
+    WaitFor([&] { return done.load(); }, 60s);
   });
   Client::Options o;
   o.read_timeout = 200ms;
@@ -213,7 +215,7 @@ TEST(HttpClient, InterruptEndsAWaitingRequest) {
   std::atomic<bool> done{false};
   Scripted s([&](int fd, int) {
     ReadHead(fd);
-    while (!done) std::this_thread::sleep_for(10ms);
+    WaitFor([&] { return done.load(); }, 60s);
   });
   Client c(s.url());  // read timeout 60 s
   std::thread stopper([&] {

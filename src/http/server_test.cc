@@ -1,6 +1,7 @@
 // The HTTP server over real loopback sockets: httplib's client for plain
 // exchanges, a raw socket where the bytes on the wire matter.
 #include "http/server.h"
+#include "wait_for.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -26,6 +27,7 @@ namespace muster::http {
 namespace {
 
 using namespace std::chrono_literals;
+using muster::testing::WaitFor;
 
 // A server on a free loopback port, serving on its own thread.
 class Running {
@@ -301,12 +303,15 @@ void ExpectConnectionsBoundedAtTwo(const Server::Options& o, const std::string& 
     EXPECT_EQ(got.rfind("HTTP/1.1 503", 0), 0u) << got;
     EXPECT_NE(got.find(why), std::string::npos) << got;
   }
-  // A closed connection makes room for the next.
+  // A closed connection makes room for the next, once the server has seen it close.
   a.reset();
-  std::this_thread::sleep_for(100ms);
-  Raw d(r.server.port());
-  d.Send("GET /echo HTTP/1.1\r\n\r\n");
-  const std::string got = d.ReadAnswers(1);
+  std::string got;
+  WaitFor([&] {
+    Raw d(r.server.port());
+    d.Send("GET /echo HTTP/1.1\r\n\r\n");
+    got = d.ReadAnswers(1);
+    return got.rfind("HTTP/1.1 503", 0) != 0;
+  });
   EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
 }
 
@@ -603,20 +608,24 @@ TEST(HttpServer, OutOfDescriptorsItShedsConnectionsInsteadOfSpinning) {
     return ticks;
   };
   const long before = cpu_ticks();
-  std::this_thread::sleep_for(1s);
+  std::this_thread::sleep_for(400ms);  // the window measured, not a wait
   const long used = cpu_ticks() - before;
-  // A second of a busy loop is about 100 ticks; shedding is next to none.
-  EXPECT_LT(used, 30) << "the server spun while out of descriptors";
+  // 0.4 s of a busy loop is about 40 ticks; shedding is next to none.
+  EXPECT_LT(used, 12) << "the server spun while out of descriptors";
   // A new connection now gets a 503 (or is closed), not silence.
   Raw late(port);
   const std::string got = late.ReadAnswers(1, 3s);
   EXPECT_TRUE(got.rfind("HTTP/1.1 503", 0) == 0 || late.closed()) << got;
-  // Descriptors back: it serves again.
+  // Descriptors back: it serves again, once it has seen them closed.
   held.clear();
-  std::this_thread::sleep_for(300ms);
-  Raw again(port);
-  again.Send("GET /echo HTTP/1.1\r\n\r\n");
-  EXPECT_NE(again.ReadAnswers(1).find("HTTP/1.1 200"), std::string::npos);
+  std::string again;
+  WaitFor([&] {
+    Raw next(port);
+    next.Send("GET /echo HTTP/1.1\r\n\r\n");
+    again = next.ReadAnswers(1, 3s);
+    return again.find("HTTP/1.1 200") != std::string::npos;
+  });
+  EXPECT_NE(again.find("HTTP/1.1 200"), std::string::npos) << again;
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
 }
@@ -632,7 +641,7 @@ TEST(HttpServer, StopWaitsForRequestsInFlight) {
   r.Start();
   Raw raw(r.server.port());
   raw.Send("GET /slow HTTP/1.1\r\n\r\n");
-  while (!entered) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(WaitFor([&] { return entered.load(); }));
   r.server.Stop();
   const std::string got = raw.ReadAnswers(1);
   EXPECT_NE(got.find("finished"), std::string::npos) << got;

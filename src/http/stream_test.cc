@@ -17,11 +17,13 @@
 
 #include "http/client.h"
 #include "http/server.h"
+#include "wait_for.h"
 
 namespace muster::http {
 namespace {
 
 using namespace std::chrono_literals;
+using muster::testing::WaitFor;
 
 // A server on a free loopback port, serving on its own thread, with a
 // /watch route whose streams the test drives.
@@ -48,14 +50,13 @@ class StreamServer {
   int port() const { return server_.port(); }
   // The n-th stream started (0-based), once it has (5 s at most).
   std::optional<Server::Stream> WaitStream(size_t n) {
-    for (int i = 0; i < 500; ++i) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (streams_.size() > n) return streams_[n];
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return std::nullopt;
+    std::optional<Server::Stream> found;
+    WaitFor([&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (streams_.size() > n) found = streams_[n];
+      return found.has_value();
+    }, 5s);
+    return found;
   }
 
  private:
@@ -75,8 +76,7 @@ TEST(HttpStream, ChunksArriveAsWrittenThenTheConnectionServesOn) {
     ASSERT_TRUE(st);
     EXPECT_TRUE(st->Write("one\n"));
     // The reader has the first chunk before the second is written.
-    for (int i = 0; i < 500 && !got_one; ++i) std::this_thread::sleep_for(10ms);
-    EXPECT_TRUE(got_one);
+    EXPECT_TRUE(WaitFor([&] { return got_one.load(); }, 5s));
     EXPECT_TRUE(st->Write(""));  // nothing sent
     EXPECT_TRUE(st->Write("two\n"));
     st->End();
@@ -143,7 +143,7 @@ TEST(HttpStream, AReaderThatLeavesEndsTheStream) {
     std::optional<Server::Stream> st = s.WaitStream(0);
     ASSERT_TRUE(st);
     // Writes until the stream is over; the reader leaves after one chunk.
-    for (int i = 0; i < 500 && st->Write("tick\n"); ++i) std::this_thread::sleep_for(10ms);
+    WaitFor([&] { return !st->Write("tick\n"); }, 5s);
     EXPECT_FALSE(st->open()) << "the stream outlived its reader";
     stop_writing = true;
   });

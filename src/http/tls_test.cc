@@ -21,6 +21,7 @@
 #include "http/server.h"
 #include "run_binary.h"
 #include "tls_files.h"
+#include "wait_for.h"
 
 namespace muster::http {
 namespace {
@@ -273,10 +274,7 @@ TEST_F(TlsTest, ClientSpeaksToOpenSslServer) {
   }
   Client c("https://127.0.0.1:" + p, Trusting(files_->ca));
   StatusOr<ClientResponse> r = Status(StatusCode::kUnavailable, "not tried");
-  for (int i = 0; i < 50 && !(r.ok() && r->status == 200); ++i) {
-    r = c.Get("/hello.txt");
-    if (!r.ok()) std::this_thread::sleep_for(100ms);
-  }
+  muster::testing::WaitFor([&] { return (r = c.Get("/hello.txt")).ok(); }, std::chrono::seconds(5), 100ms);
   ::kill(pid, SIGTERM);
   ::waitpid(pid, nullptr, 0);
   ASSERT_TRUE(r.ok()) << r.status().message();

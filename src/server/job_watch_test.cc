@@ -12,12 +12,14 @@
 
 #include "http/client.h"
 #include "http/server.h"
+#include "wait_for.h"
 
 namespace muster::server {
 namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+using muster::testing::WaitFor;
 
 store::JobRow Row(int64_t id, const std::string& state, const std::string& labels = "{}") {
   store::JobRow r;
@@ -60,25 +62,18 @@ class Reader {
   }
   // The first `n` lines, once they came (5 s at most).
   std::vector<json> Wait(size_t n) {
-    for (int i = 0; i < 500; ++i) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (lines_.size() >= n || ended_) return lines_;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
+    WaitFor([&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      return lines_.size() >= n || ended_;
+    }, 5s);
     std::lock_guard<std::mutex> lock(mu_);
     return lines_;
   }
   bool WaitEnded() {
-    for (int i = 0; i < 500; ++i) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (ended_) return true;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
+    return WaitFor([&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      return ended_;
+    }, 5s);
   }
 
  private:
@@ -117,7 +112,7 @@ class JobWatchTest : public ::testing::Test {
   }
   // Waits until the watch of `n` watches is registered.
   void WaitWatches(size_t n) {
-    for (int i = 0; i < 500 && watch_.watches() < n; ++i) std::this_thread::sleep_for(10ms);
+    WaitFor([&] { return watch_.watches() >= n; }, 5s);
     ASSERT_EQ(watch_.watches(), n);
   }
 

@@ -121,19 +121,13 @@ TEST_F(CheckpointTest, TheCliCommitsAndStaleAttemptsAndForeignPathsAreRefused) {
                             " progress --step 7 --metric loss=0.5 --message warm && exec sleep 300']\n");
   WaitState(id, "RUNNING");
   json c;
-  for (int i = 0; i < 500 && c.empty(); ++i) {
-    c = Checkpoints(id);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return !(c = Checkpoints(id)).empty(); }, std::chrono::seconds(10));
   ASSERT_EQ(c.size(), 1u) << Logs(id);
   EXPECT_EQ(c[0]["step"], 7);
   EXPECT_EQ(c[0]["location"], fs::path(dir).lexically_normal().string());
   EXPECT_EQ(c[0]["state"], "COMMITTED");
   json j;
-  for (int i = 0; i < 500 && !j.contains("progress"); ++i) {
-    j = Get("/v1/jobs/" + std::to_string(id));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return (j = Get("/v1/jobs/" + std::to_string(id))).contains("progress"); }, std::chrono::seconds(10));
   EXPECT_EQ(j["progress"]["step"], 7) << j.dump();
   EXPECT_EQ(j["progress"]["metrics"]["loss"], 0.5) << j.dump();
   EXPECT_EQ(j["progress"]["message"], "warm") << j.dump();
@@ -205,11 +199,11 @@ TEST_F(CheckpointTest, AStopDuringLaunchIsDeliveredNotLost) {
                             "command: [/bin/sh, -c, 'if [ $MUSTER_ATTEMPT = 1 ]; then mkdir -p " + dir +
                             " && head -c 67108864 /dev/zero > " + dir + "/big && " + MUSTER_BINARY +
                             " checkpoint commit " + dir + " --step 1; exit 1; fi; exec sleep 300']\n");
-  for (int i = 0; i < 3000; ++i) {
-    const json j = Get("/v1/jobs/" + std::to_string(id));
-    if (j.value("attempts", 0) == 2 && j.value("state", "") == "RUNNING") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  WaitFor(
+      [&] {
+        const json j = Get("/v1/jobs/" + std::to_string(id));
+        return j.value("attempts", 0) == 2 && j.value("state", "") == "RUNNING";
+      }, std::chrono::seconds(6));
   const json j = CancelAndWait(id);
   EXPECT_EQ(j["state"], "CANCELLED") << j.dump();
   ASSERT_EQ(j["attemptHistory"].size(), 2u) << j.dump();
@@ -240,11 +234,7 @@ TEST_F(DrainTest, DrainingANodeRequeuesItsJobsWithStaggeredCheckpointSignals) {
                          "; exit 0\" USR1; echo up; while :; do sleep 0.05; done']\n"));
   }
   for (int64_t id : ids) WaitState(id, "RUNNING");
-  for (int64_t id : ids) {
-    for (int i = 0; i < 500 && Logs(id).find("up") == std::string::npos; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
+  for (int64_t id : ids) WaitFor([&] { return Logs(id).find("up") != std::string::npos; }, std::chrono::seconds(10));
   auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/drain", httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}}, "",
                            "application/json");
   ASSERT_TRUE(denied);

@@ -87,14 +87,12 @@ TEST_F(OperatorNodeTest, DeclareLostAndRemoveActOnDeadNodesAndAreRefusedForLiveO
   }
   // Refused while the lease may still let its tasks run, then accepted.
   bool declared = false;
-  for (int i = 0; i < 500 && !declared; ++i) {
+  WaitFor([&] {
     std::tie(code, message) = Act("POST", "/v1/nodes/" + victim + "/declare-lost");
     declared = code == 200;
-    if (!declared) {
-      EXPECT_NE(message.find("lease"), std::string::npos) << message;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
+    if (!declared) EXPECT_NE(message.find("lease"), std::string::npos) << message;
+    return declared;
+  }, std::chrono::seconds(10));
   ASSERT_TRUE(declared) << message;
   // Attempt 2 runs elsewhere, only once attempt 1 is gone, and because the
   // operator said so (the event below), not because lostAfter passed: no
@@ -145,13 +143,8 @@ TEST_F(NodeFailureTest, ALostNodesGangIsStoppedEverywhereThenRequeuedWithoutSpen
   // Attempt 2 starts elsewhere, and only once every process of attempt 1 is gone.
   const std::string second = dir + "/a2";
   bool started = false;
-  for (int i = 0; i < 1500 && !started; ++i) {
-    started = fs::exists(second);
-    if (started) {
-      EXPECT_TRUE(AllGone(dir + "/a1")) << "attempt 2 started while attempt 1 still ran";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  started = WaitFor([&] { return fs::exists(second); });
+  if (started) EXPECT_TRUE(AllGone(dir + "/a1")) << "attempt 2 started while attempt 1 still ran";
   ASSERT_TRUE(started) << Get("/v1/jobs/" + std::to_string(id)).dump();
   j = WaitState(id, "RUNNING");
   EXPECT_EQ(j["attempts"], 2) << j.dump();
@@ -300,7 +293,7 @@ TEST_F(ClusterTest, CancelLeavesNoProcessAndNoCgroup) {
   // The agent removes an emptied cgroup as soon as the kernel lets it go.
   std::string left;
   bool parent_seen = false;  // the agent's parent group exists where cgroups are used
-  for (int i = 0; i < 100; ++i) {
+  WaitFor([&] {
     left.clear();
     for (const char* root : {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup"}) {
       std::error_code ec;
@@ -312,9 +305,8 @@ TEST_F(ClusterTest, CancelLeavesNoProcessAndNoCgroup) {
         }
       }
     }
-    if (left.empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    return left.empty();
+  }, std::chrono::seconds(2));
   EXPECT_EQ(left, "") << "cgroups left behind";
   if (geteuid() == 0) {
     EXPECT_TRUE(parent_seen) << "no cgroup parent of the agent's was found";
@@ -332,11 +324,12 @@ TEST_F(ClusterTest, ARetryThatSucceedsCompletesTheJob) {
                             "command: [/bin/sh, -c, 'echo attempt $MUSTER_ATTEMPT restart $MUSTER_RESTART_COUNT; "
                             "[ $MUSTER_ATTEMPT -ge 2 ]']\n");
   json waiting;
-  for (int i = 0; i < 1000; ++i) {
-    waiting = Get("/v1/jobs/" + std::to_string(id));
-    if (waiting["reason"] == "Backoff" || waiting.value("attempts", 0) >= 2) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitFor(
+      [&] {
+        waiting = Get("/v1/jobs/" + std::to_string(id));
+        return waiting["reason"] == "Backoff" || waiting.value("attempts", 0) >= 2;
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(5));
   EXPECT_EQ(waiting["reason"], "Backoff") << waiting.dump();
   EXPECT_EQ(waiting.value("reasonDetail", "").rfind("Backoff: retry 1 after attempt 1 FAILED (", 0), 0u) << waiting.dump();
   const json j = WaitEnd(id, 60);
@@ -373,8 +366,7 @@ TEST_F(ClusterTest, ARestartedAgentAdoptsItsTaskAndNeverRunsItTwice) {
   const std::string starts = Tmp("starts");
   const int64_t id = Submit("name: survivor\ncommand: [/bin/sh, -c, 'echo start >> " + starts + "; sleep 3; echo done']\n");
   ASSERT_TRUE(WaitProcessStarted(id, starts));
-  a.Kill();  // kill -9: the task's shim keeps running
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  a.Kill();  // kill -9 (and reaped): the task's shim keeps running
   a.Start();
   const json j = WaitEnd(id);
   EXPECT_EQ(j["state"], "COMPLETED") << j.dump();
@@ -427,11 +419,10 @@ TEST_F(ClusterTest, AJobsServiceSurvivesAServerRestart) {
   }));
   Post("/v1/jobs/" + std::to_string(id) + "/requeue", "", "application/json");
   json before;
-  for (int i = 0; i < 500; ++i) {
+  WaitFor([&] {
     before = Get("/v1/jobs/" + std::to_string(id));
-    if (before.value("state", "") == "RUNNING" && before.value("attempts", 0) == 2) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    return before.value("state", "") == "RUNNING" && before.value("attempts", 0) == 2;
+  });
   ASSERT_EQ(before.value("attempts", 0), 2) << before.dump();
   ASSERT_TRUE(before.contains("service")) << before.dump();
   const double gpu_hours = before["service"]["gpuHours"];
@@ -488,11 +479,7 @@ TEST_F(ClusterTest, AnInjectedXidReachesTheServerAsAGpuHealthEvent) {
   const std::string uuid = n["agent"]["gpuDevices"][2]["uuid"];
   std::ofstream(xid) << "2 79\n";
   json events;
-  for (int i = 0; i < 500; ++i) {
-    events = Get("/v1/events")["items"];
-    if (!events.empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return !(events = Get("/v1/events")["items"]).empty(); });
   // The health event, then the cordon it causes.
   ASSERT_EQ(events.size(), 2u) << events.dump();
   EXPECT_EQ(events[0]["type"], "GpuHealth");
@@ -567,10 +554,10 @@ namespace {
 // file), waiting up to 30 s for it; 0 if there is none.
 int DevPort(const std::string& dir) {
   int port = 0;
-  for (int i = 0; i < 3000 && port == 0; ++i) {
+  WaitFor([&] {
     std::ifstream in(dir + "/port");
-    if (!(in >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+    return static_cast<bool>(in >> port);
+  });
   return port;
 }
 
@@ -646,14 +633,7 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
   };
   // Generous: a ThreadSanitizer build of the server restarts slowly on a
   // loaded machine.
-  auto wait_for = [&](const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  };
+  auto wait_for = [&](const std::function<bool()>& done) { return WaitFor(done, std::chrono::seconds(90)); };
   ASSERT_TRUE(wait_for([&] { return get("/v1/nodes")["items"].size() == 1; }));
   const auto up = std::chrono::steady_clock::now();  // the server and the agent run
   const std::string task_pid = dir + "/task.pid";
@@ -746,9 +726,7 @@ TEST_F(NodeFailureTest, ANodeRestoredFromTheStoreGetsNoWorkUntilItsAgentSyncs) {
   // At once, before the sweep would have noticed the dead node's silence.
   std::vector<int64_t> ids;
   for (int i = 0; i < 2; ++i) ids.push_back(Submit("resources: {gpus: 1}\ncommand: [/bin/sleep, '30']\n"));
-  for (int i = 0; i < 300 && Get("/v1/jobs/" + std::to_string(ids[0]))["state"] != "RUNNING"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return Get("/v1/jobs/" + std::to_string(ids[0]))["state"] == "RUNNING"; }, std::chrono::seconds(6));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   int running = 0;
   for (int64_t id : ids) {
@@ -790,12 +768,10 @@ TEST_F(SlowNodeLossTest, ANodeThatShrankGetsNoJobOnAGpuItNoLongerHas) {
   EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
   // The node has 4 GPUs now, all job a's: b waits.
   json node;
-  for (int i = 0; i < 500; ++i) {
-    const json nodes = Get("/v1/nodes");
-    node = nodes["items"][0];
-    if (node["gpus"] == 4 && node["schedulable"] == true) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] {
+    node = Get("/v1/nodes")["items"][0];
+    return node["gpus"] == 4 && node["schedulable"] == true;
+  });
   EXPECT_EQ(node["gpus"], 4) << node.dump();
   EXPECT_EQ(node["freeGpus"], 0) << node.dump();
   const json events = Get("/v1/events");

@@ -44,10 +44,9 @@ scheduler: {preemption: {minRunTime: 1s}}
   // Waits for the job's replica 0 to print `text`; returns its log.
   std::string WaitLog(int64_t id, const std::string& text, int seconds) {
     std::string log;
-    for (int i = 0; i < seconds * 10; ++i) {
-      log = Logs(id, 0);
-      if (log.find(text) != std::string::npos) return log;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (WaitFor([&] { return (log = Logs(id, 0)).find(text) != std::string::npos; }, std::chrono::seconds(seconds),
+                std::chrono::milliseconds(100))) {
+      return log;
     }
     ADD_FAILURE() << "replica 0 never printed \"" << text << "\": " << Get("/v1/jobs/" + std::to_string(id)).dump()
                   << "\n" << log;
@@ -159,10 +158,18 @@ TEST_F(ElasticTest, AResizedJobKeepsItsReplicasThroughAServerRestart) {
   ASSERT_GT(r2, 0);
 
   server_.Kill();
+  const int64_t restarted_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   ASSERT_TRUE(server_.Start()) << server_.log();
   cli_ = std::make_unique<httplib::Client>(server_.url());
   cli_->set_read_timeout(30, 0);
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // the agents sync with the new server
+  // Both agents have synced with the new server (and reported their tasks).
+  ASSERT_TRUE(WaitFor([&] {
+    int synced = 0;
+    const json nodes = Get("/v1/nodes");
+    for (const json& n : nodes["items"]) synced += n.contains("lastSeen") && Millis(n["lastSeen"]) > restarted_ms;
+    return synced == 2;
+  })) << Get("/v1/nodes").dump();
   json j = Get("/v1/jobs/" + std::to_string(id));
   EXPECT_EQ(j["state"], "RUNNING") << j.dump();
   EXPECT_EQ(j["attempts"], 1) << j.dump();

@@ -75,15 +75,16 @@ class ExecutorTest : public ::testing::Test {
 
   // Polls until the task has ended (or 30 s).
   static TaskResult WaitEnd(Executor& e, const std::string& key) {
-    for (int i = 0; i < 3000; ++i) {
+    std::optional<TaskResult> result;
+    WaitFor([&] {
       e.Poll();
       for (const TaskStatus& t : e.Tasks()) {
-        if (t.key == key && t.result) return *t.result;
+        if (t.key == key && t.result) result = *t.result;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << key << " did not end";
-    return {};
+      return result.has_value();
+    });
+    if (!result) ADD_FAILURE() << key << " did not end";
+    return result.value_or(TaskResult{});
   }
 
   static std::string Read(const std::string& path) {
@@ -96,12 +97,12 @@ class ExecutorTest : public ::testing::Test {
   // True once the executor has removed every task cgroup (the kernel can
   // keep an emptied group busy for a moment; Poll() retries).
   static bool CgroupsGone(Executor& e) {
-    for (int i = 0; i < 200; ++i) {
-      e.Poll();
-      if (e.cgroups()->List().empty()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
+    return WaitFor(
+        [&] {
+          e.Poll();
+          return e.cgroups()->List().empty();
+        },
+        std::chrono::seconds(2));
   }
 
 
@@ -114,13 +115,12 @@ class ExecutorTest : public ::testing::Test {
 
 // Waits (up to 30 s) until `file` has `n` complete lines.
 void WaitLines(const std::string& file, int n) {
-  for (int i = 0; i < 3000; ++i) {
+  const bool had = WaitFor([&] {
     std::ifstream in(file);
     std::string text((std::istreambuf_iterator<char>(in)), {});
-    if (std::count(text.begin(), text.end(), '\n') >= n) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ADD_FAILURE() << file << " never had " << n << " lines";
+    return std::count(text.begin(), text.end(), '\n') >= n;
+  });
+  if (!had) ADD_FAILURE() << file << " never had " << n << " lines";
 }
 
 TEST_F(ExecutorTest, RunsACommandWithItsEnvironmentAndKeepsItsOutput) {
@@ -516,8 +516,8 @@ TEST_F(ExecutorTest, AFencedTaskWhoseAgentIsGoneLeavesNoProcessBehind) {
   ASSERT_GT(shim, 1);
   WaitFor([&] { return agent::ProcessStartTime(shim) == 0; }, std::chrono::seconds(10));
   ASSERT_EQ(agent::ProcessStartTime(shim), 0) << "the shim did not fence its task";
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // SIGKILL lands asynchronously
-  EXPECT_TRUE(AllGone(pids)) << "a process that ignored the stop signal outlived the fenced shim";
+  // SIGKILL lands asynchronously.
+  EXPECT_TRUE(WaitFor([&] { return AllGone(pids); }, std::chrono::seconds(2))) << "a process that ignored the stop signal outlived the fenced shim";
 }
 
 // A task whose shim was killed ended as a failure of the job (a retry

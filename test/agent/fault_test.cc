@@ -6,6 +6,7 @@
 
 #include "cluster_fixture.h"
 #include "process_util.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -78,12 +79,15 @@ TEST_F(PartitionTest, ACutOffNodeFencesItsTaskBeforeTheJobRunsElsewhere) {
   // Healed: the node syncs again, reports its fenced task (acknowledged,
   // nothing restarts there) and takes work again; the job is undisturbed.
   ASSERT_TRUE(host.Heal());
-  bool back = false;
-  for (int i = 0; i < 1000 && !back; ++i) {
-    const json nodes = Get("/v1/nodes");
-    for (const json& n : nodes["items"]) back = back || (n["name"] == Name(0) && n["schedulable"].get<bool>());
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const bool back = WaitFor(
+      [&] {
+        const json nodes = Get("/v1/nodes");  // (a temporary's items would dangle in the loop)
+        for (const json& n : nodes["items"]) {
+          if (n["name"] == Name(0) && n["schedulable"].get<bool>()) return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(30));
   EXPECT_TRUE(back) << Get("/v1/nodes").dump();
   std::cout << "healed: the node takes work again " << Seconds(cut) << " s after the cut\n";
   std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -117,7 +121,7 @@ TEST_F(FaultTest, AFrozenAgentsTasksFenceThemselvesAndTheJobRunsElsewhere) {
   WaitNodes(2);
   agents_[0]->Pause();
   const json j = WaitState(id, "RUNNING", 1);  // still running on the frozen node for now
-  for (int i = 0; i < 1000 && !fs::exists(dir + "/a2"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  WaitFor([&] { return fs::exists(dir + "/a2"); });
   ASSERT_TRUE(fs::exists(dir + "/a2")) << Get("/v1/jobs/" + std::to_string(id)).dump();
   EXPECT_TRUE(AllGone(dir + "/a1"));
   agents_[0]->Resume();

@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "cluster_fixture.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -66,13 +67,14 @@ scheduler: {preemption: {minRunTime: 1s}}
     return j.contains("progress") ? j["progress"].value("step", int64_t{0}) : 0;
   }
   void WaitStep(int64_t id, int32_t attempt, int64_t step) {
-    for (int i = 0; i < 3000; ++i) {
-      const json j = Get("/v1/jobs/" + std::to_string(id));
-      if (j.value("attempts", 0) == attempt && j.contains("progress") && j["progress"].value("step", int64_t{0}) >= step) {
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    const bool reached = WaitFor(
+        [&] {
+          const json j = Get("/v1/jobs/" + std::to_string(id));
+          return j.value("attempts", 0) == attempt && j.contains("progress") &&
+                 j["progress"].value("step", int64_t{0}) >= step;
+        },
+        std::chrono::seconds(60));
+    if (reached) return;
     FAIL() << "attempt " << attempt << " never reached step " << step << ": " << Get("/v1/jobs/" + std::to_string(id)).dump()
            << AllLogs(id);
   }

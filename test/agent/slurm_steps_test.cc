@@ -13,6 +13,7 @@
 #include <set>
 
 #include "cluster_fixture.h"
+#include "core/job.h"
 #include "dev_cluster.h"
 #include "../wait_for.h"
 
@@ -642,12 +643,8 @@ TEST(SlurmOnDev, ATorchrunUnderSrunScriptEndsWithTheNativeJobsAccuracy) {
   WaitFor([&] { return get("/v1/nodes")["items"].size() >= 2; }, std::chrono::seconds(30));
   auto wait_end = [&](int64_t id) {
     json j;
-    for (int i = 0; i < 300 * 10; ++i) {
-      j = get("/v1/jobs/" + std::to_string(id));
-      const std::string st = j.value("state", "");
-      if (st == "COMPLETED" || st == "FAILED" || st == "CANCELLED" || st == "TIMEOUT" || st == "NODE_FAIL") break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    WaitFor([&] { return core::IsTerminalName((j = get("/v1/jobs/" + std::to_string(id))).value("state", "")); },
+            std::chrono::seconds(300), std::chrono::milliseconds(100));
     return j;
   };
   const std::string example = fs::absolute("examples/ddp_digits.py").string();

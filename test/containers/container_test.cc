@@ -25,6 +25,7 @@
 #include "../free_port.h"
 #include "../tcp_proxy.h"
 #include "agent/task_beacon.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -131,17 +132,13 @@ class ContainerTest : public ClusterFixture {
   // Whether agent `a`'s containers are all gone within 10 s (a container whose
   // shim was killed is removed by the agent in the background).
   bool ContainersGone(const AgentProcess& a) {
-    for (int i = 0; i < 200; ++i) {
-      if (Containers(a).empty()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    return WaitFor([&] { return Containers(a).empty(); }, std::chrono::seconds(10), std::chrono::milliseconds(50));
   }
   // The groups under the agent's parent group in every hierarchy, after
   // waiting up to 2 s for them to go.
   std::string GroupsLeft(const AgentProcess& a) {
     std::string left;
-    for (int i = 0; i < 100; ++i) {
+    WaitFor([&] {
       left.clear();
       std::error_code ec;
       for (const auto& h : fs::directory_iterator("/sys/fs/cgroup", ec)) {
@@ -152,9 +149,8 @@ class ContainerTest : public ClusterFixture {
           }
         }
       }
-      if (left.empty()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+      return left.empty();
+    }, std::chrono::seconds(2));
     return left;
   }
   // A working directory anyone may use.
@@ -286,8 +282,7 @@ TEST_F(ContainerAdoptTest, AnAgentKilledAndRestartedAdoptsItsContainerAndNeverSt
   ASSERT_TRUE(WaitProcessStarted(id, dir + "/starts"));
   const std::vector<std::string> before = Containers(a);
   ASSERT_EQ(before.size(), 1u);
-  a.Kill();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  a.Kill();  // kill -9, reaped
   a.Start();
   // The server sees it running all along; give the new agent a few syncs.
   for (int i = 0; i < 20; ++i) {
@@ -345,11 +340,11 @@ TEST_F(ContainerTest, ARestartedAgentRemovesContainersOfNoRunningTask) {
   std::ofstream(dir + "/first") << first;
   EXPECT_TRUE(AllGone(dir + "/first")) << "the orphaned container's process is left";
   std::vector<std::string> left;
-  for (int i = 0; i < 200; ++i) {
-    left = Containers(a);
-    if (left == std::vector<std::string>{prefix + "j" + std::to_string(id) + ".a2.r0"}) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  WaitFor(
+      [&] {
+        left = Containers(a);
+        return left == std::vector<std::string>{prefix + "j" + std::to_string(id) + ".a2.r0"};
+      }, std::chrono::seconds(10), std::chrono::milliseconds(50));
   EXPECT_EQ(left, std::vector<std::string>{prefix + "j" + std::to_string(id) + ".a2.r0"});
   EXPECT_EQ(CancelAndWait(id)["state"], "CANCELLED");
   EXPECT_TRUE(AllGone(dir + "/pids"));
@@ -399,11 +394,11 @@ class Registry {
                                           const std::string& creds = "") {
     int code = 1;
     std::string out;
-    for (int i = 0; i < 50 && code != 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    WaitFor([&] {
       std::tie(code, out) = Sh(env + "podman push " + (creds.empty() ? "" : "--creds " + creds + " ") + image +
                                " docker://" + remote);
-    }
+      return code == 0;
+    }, std::chrono::seconds(5), std::chrono::milliseconds(100));
     return {code, out};
   }
 
@@ -432,15 +427,13 @@ class Registry {
       ::execl("/usr/bin/docker-registry", "docker-registry", "serve", (dir_ + "/config.yml").c_str(), nullptr);
       ::_exit(127);
     }
-    for (int i = 0; i < 300; ++i) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      if (Accepts(port_)) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return true;  // slow to answer but alive: Push retries
+    bool exited = false;
+    WaitFor([&] {
+      exited = ::waitpid(pid_, nullptr, WNOHANG) == pid_;
+      return exited || Accepts(port_);
+    }, std::chrono::seconds(30), std::chrono::milliseconds(100));
+    if (exited) pid_ = -1;
+    return !exited;  // answering, or slow to answer but alive: Push retries
   }
 
   std::string dir_, auth_;
@@ -471,11 +464,8 @@ TEST_F(ContainerTest, PullsFromARegistryOnceAndReportsAMissingImage) {
   WaitNodes(1);
   proxy.FreezeAnswers();
   const int64_t first = Submit("name: pulled\nimage: " + remote + "\ncommand: [sh, -c, 'echo ran']\n");
-  bool pulling = false;
-  for (int i = 0; i < 500 && !pulling; ++i) {
-    pulling = HasEvent(Events(first), "PullingImage", "is pulling image " + remote);
-    if (!pulling) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const bool pulling =
+      WaitFor([&] { return HasEvent(Events(first), "PullingImage", "is pulling image " + remote); }, std::chrono::seconds(10));
   EXPECT_TRUE(pulling) << Events(first).dump();
   EXPECT_EQ(Get("/v1/jobs/" + std::to_string(first))["state"], "RUNNING");
   proxy.Thaw();
@@ -708,10 +698,7 @@ TEST_F(ContainerWaitTest, AContainerJobWaitsForANodeThatRunsContainers) {
                             "command: [/bin/sh, -c, 'touch " + ran + "; echo in the image']\n");
   const std::string job = "/v1/jobs/" + std::to_string(id);
   std::string reason;
-  for (int i = 0; i < 250 && reason.empty(); ++i) {
-    reason = Get(job).value("reasonDetail", "");
-    if (reason.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return !(reason = Get(job).value("reasonDetail", "")).empty(); }, std::chrono::seconds(5));
   EXPECT_EQ(reason, "Unschedulable: no schedulable node has containers, gpu-containers") << Get(job).dump();
   // The cycle that gave that reason would have failed it.
   EXPECT_EQ(Get(job)["state"], "PENDING") << "it waits rather than fails";

@@ -88,10 +88,7 @@ TEST_F(FailoverTest, ThePausedLeaderStepsDownWithoutWriting) {
   JoinClients();
   cluster_->server(old_leader).Resume();
   int code = -1;
-  for (int i = 0; i < 500 && code < 0; ++i) {
-    code = cluster_->server(old_leader).Exited();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return (code = cluster_->server(old_leader).Exited()) >= 0; }, std::chrono::seconds(10));
   EXPECT_EQ(code, 75) << "the resumed leader did not step down";
   EXPECT_NE(cluster_->server(old_leader).log().find("lost leadership"), std::string::npos);
   // Nothing of the old epoch after the new one's first write.
@@ -122,10 +119,7 @@ TEST_F(FailoverTest, TheLeaderCutOffFromTheDatabase) {
   const int next = cluster_->WaitLeader(30, 0);
   ASSERT_EQ(next, 1) << "the standby did not take over";
   int code = -1;
-  for (int i = 0; i < 1000 && code < 0; ++i) {
-    code = cluster_->server(0).Exited();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return (code = cluster_->server(0).Exited()) >= 0; }, std::chrono::seconds(20));
   EXPECT_EQ(code, 75) << "the cut-off leader did not step down";
   proxy.Thaw();
   Finish(30);
@@ -140,10 +134,8 @@ TEST_F(FailoverTest, TheDatabaseFailsOverToItsReplica) {
   ASSERT_NE(replica, nullptr) << why;
   ASSERT_TRUE(cluster_->pg().Sql("ALTER SYSTEM SET synchronous_standby_names = 'replica'"));
   ASSERT_TRUE(cluster_->pg().Sql("SELECT pg_reload_conf()"));
-  for (int i = 0; i < 200 && cluster_->pg().Sql("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") != "1";
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  WaitFor([&] { return cluster_->pg().Sql("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") == "1"; },
+          std::chrono::seconds(10), std::chrono::milliseconds(50));
   ASSERT_EQ(cluster_->pg().Sql("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'"), "1");
   const std::string both = "postgresql://muster@127.0.0.1:" + std::to_string(cluster_->pg().port()) + ",127.0.0.1:" +
                            std::to_string(replica->port()) + "/muster?target_session_attrs=read-write";
@@ -212,12 +204,8 @@ TEST_F(FailoverTest, ATokenWrittenIntoTheStoreIsHonouredWhileTheLeaderRuns) {
   ASSERT_FALSE(token.empty());
   const std::string whoami =
       "MUSTER_TOKEN=" + token + " " + std::string(MUSTER_BINARY) + " whoami --server " + server.url();
-  CommandResult r;
-  for (int i = 0; i < 100; ++i) {  // within a refresh (5 s)
-    r = RunCommand(whoami);
-    if (r.code == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  CommandResult r;  // honoured within a refresh (5 s)
+  WaitFor([&] { return (r = RunCommand(whoami)).code == 0; }, std::chrono::seconds(20), std::chrono::milliseconds(200));
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("zed"), std::string::npos) << r.out;
 }

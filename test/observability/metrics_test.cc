@@ -24,6 +24,7 @@
 
 #include "../agent/cluster_fixture.h"
 #include "../free_port.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -110,11 +111,11 @@ TEST_F(MetricsTest, PromtoolFindsThemCleanAndTheyMatchTheCluster) {
   // (at least every second).
   std::string later;
   double gpu_seconds = -1;
-  for (int i = 0; i < 200 && gpu_seconds <= 0; ++i) {
-    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  WaitFor([&] {
     later = Metrics();
     gpu_seconds = Sample(later, "muster_queue_gpu_seconds_total", "gpu_type=\"H100\",pool=\"on-demand\",queue=\"default\"");
-  }
+    return gpu_seconds > 0;
+  }, std::chrono::seconds(10), std::chrono::milliseconds(50));
   EXPECT_GT(gpu_seconds, 0) << later;
   EXPECT_NEAR(Sample(later, "muster_queue_cost_total", "pool=\"on-demand\",queue=\"default\""), gpu_seconds / 3600 * 3.60,
               1e-6);
@@ -136,11 +137,11 @@ TEST_F(MetricsTest, GpusReservedForABlockedGangAreCountedApart) {
   // (7: the queue's limit is 12)
   const int64_t gang = Submit("name: most-of-the-node\nresources: {gpus: 7}\ncommand: [sleep, '300']\n");
   std::string text;
-  for (int i = 0; i < 200; ++i) {
-    text = Metrics();
-    if (Sample(text, "muster_gpus", "state=\"reserved\"") == 3) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  WaitFor(
+      [&] {
+        text = Metrics();
+        return Sample(text, "muster_gpus", "state=\"reserved\"") == 3;
+      }, std::chrono::seconds(10), std::chrono::milliseconds(50));
   EXPECT_EQ(Sample(text, "muster_gpus", "state=\"allocated\""), 5);
   EXPECT_EQ(Sample(text, "muster_gpus", "state=\"reserved\""), 3) << text;
   EXPECT_EQ(Sample(text, "muster_gpus", "state=\"idle\""), 0);
@@ -159,22 +160,21 @@ TEST_F(MetricsTest, AnAgentSaysWhichJobUsesEachGpuAndHowMuch) {
   WaitState(job, "RUNNING");
   // The agent says where it serves them.
   int port = 0;
-  for (int i = 0; i < 100 && port == 0; ++i) {
+  WaitFor([&] {
     const std::string log = agent.log();
     const size_t at = log.find("metrics on 127.0.0.1:");
     if (at != std::string::npos) port = std::atoi(log.c_str() + at + 21);
-    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return port != 0;
+  }, std::chrono::seconds(5), std::chrono::milliseconds(50));
   ASSERT_GT(port, 0) << agent.log();
   std::string text;
-  for (int i = 0; i < 100; ++i) {  // until the agent's reports show the task running
+  WaitFor([&] {  // until the agent's reports show the task running
     httplib::Client c("127.0.0.1", port);
     auto r = c.Get("/metrics");
-    ASSERT_TRUE(r && r->status == 200);
-    text = r->body;
-    if (Sample(text, "muster_agent_tasks_running") == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    EXPECT_TRUE(r && r->status == 200);
+    text = r ? r->body : "";
+    return Sample(text, "muster_agent_tasks_running") == 1;
+  }, std::chrono::seconds(5), std::chrono::milliseconds(50));
   const std::string file = Tmp("agent-metrics.txt");
   std::ofstream(file) << text;
   const CommandResult check = RunCommand("promtool check metrics < " + file);
@@ -274,16 +274,16 @@ TEST_F(MetricsTest, ARealPrometheusScrapesItWithAToken) {
   }
   json answer;
   std::string value;
-  for (int i = 0; i < 300 && value.empty(); ++i) {  // up to 30 s: start, then a scrape
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  WaitFor([&] {  // Prometheus starts, then scrapes
     httplib::Client p("127.0.0.1", port);
     auto r = p.Get("/api/v1/query?query=muster_cluster_gpus");
-    if (!r || r->status != 200) continue;
+    if (!r || r->status != 200) return false;
     answer = json::parse(r->body, nullptr, false);
     if (answer.is_object() && !answer["data"]["result"].empty()) {
       value = answer["data"]["result"][0]["value"][1].get<std::string>();
     }
-  }
+    return !value.empty();
+  }, std::chrono::seconds(30), std::chrono::milliseconds(100));
   // And by GPU state, summed: the same count.
   std::string summed;
   if (!value.empty()) {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "../agent/cluster_fixture.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -125,12 +126,12 @@ TEST_F(OutputFilesTest, AJobOnALostNodeSaysWhereItsOutputIs) {
   EXPECT_EQ(code, 503);
   EXPECT_NE(message.find("its output was kept on node " + node + " only"), std::string::npos) << message;
   // Declared lost (once its lease has run out), it says so.
-  for (int i = 0; i < 500; ++i) {
-    auto r = cli_->Post("/v1/nodes/" + node + "/declare-lost",
-                        httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, "", "application/json");
-    if (r && r->status == 200) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor(
+      [&] {
+        auto r = cli_->Post("/v1/nodes/" + node + "/declare-lost",
+                            httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, "", "application/json");
+        return r && r->status == 200;
+      }, std::chrono::seconds(10));
   WaitState(with, "PENDING");  // requeued, its attempt recorded
   std::tie(code, message) = Status("/v1/jobs/" + std::to_string(with) + "/logs?attempt=1");
   EXPECT_EQ(code, 503);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "../agent/cluster_fixture.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -45,12 +46,10 @@ TEST_F(StragglerTest, TheSlowReplicaIsFlaggedAndItsNodeCordoned) {
                             report + "; sleep 0.2; done']\n");
   json job = WaitState(id, "RUNNING");
   json events;
-  bool flagged = false;
-  for (int i = 0; i < 1500 && !flagged; ++i) {
+  const bool flagged = WaitFor([&] {
     events = Get("/v1/jobs/" + std::to_string(id) + "/events")["items"];
-    flagged = HasEvent(events, "Straggler", "replica 3 on ");
-    if (!flagged) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    return HasEvent(events, "Straggler", "replica 3 on ");
+  });
   ASSERT_TRUE(flagged) << events.dump();
   // Its node, as the job's first attempt placed replica 3.
   const json places = Get("/v1/jobs/" + std::to_string(id))["allocations"];

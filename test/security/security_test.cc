@@ -24,6 +24,7 @@
 #include "auth/request_binding.h"
 #include "auth/token.h"
 #include "store/open_store.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -224,12 +225,7 @@ TEST_F(SecurityTest, OnlyAdminsActForOthers) {
   const ApiAnswer a = Call("POST", "/v1/jobs", Token("bob"), "command: [\"true\"]\n", {{"X-Muster-Act-As", "alice"}});
   EXPECT_EQ(a.status, 403) << a.text;
   // Refused before any handler, recorded just after the answer.
-  bool recorded = false;
-  for (int i = 0; i < 100 && !recorded; ++i) {
-    recorded = Has(Audit(), "bob", "POST /v1/jobs", "PERMISSION_DENIED");
-    if (!recorded) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(recorded);
+  EXPECT_TRUE(WaitFor([&] { return Has(Audit(), "bob", "POST /v1/jobs", "PERMISSION_DENIED"); }, std::chrono::seconds(2)));
 }
 
 TEST_F(SecurityTest, LogsOnlyForTheirOwnerAndOnlyThroughTheServer) {
@@ -237,9 +233,7 @@ TEST_F(SecurityTest, LogsOnlyForTheirOwnerAndOnlyThroughTheServer) {
   WaitNodes(1);
   const int64_t id = Submit("command: [/bin/sh, -c, 'echo the secret is 42; sleep 300']\n");
   WaitState(id, "RUNNING");
-  for (int i = 0; i < 500 && Logs(id).find("secret") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor([&] { return Logs(id).find("secret") != std::string::npos; }, std::chrono::seconds(10));
   ASSERT_NE(Logs(id).find("the secret is 42"), std::string::npos);
   const std::string path = "/v1/jobs/" + std::to_string(id) + "/logs";
   EXPECT_EQ(Call("GET", path, Token("bob")).status, 403);
@@ -302,7 +296,7 @@ TEST_F(SecurityTest, AnAgentSpeaksOnlyForItsOwnNode) {
                            R"(,"attempt":1,"replica":0,"running":false,"exitCode":0}]})";
   r = sync(other, fake);
   EXPECT_EQ(r->status, 200) << r->body;
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The answer came once the loop had processed the report: no wait.
   EXPECT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "RUNNING") << "a report from another node ended the job";
   // The real agent still reports (its sequence was not taken over).
   CancelAndWait(id);
@@ -437,11 +431,11 @@ TEST_F(SecurityTest, AJobCannotOpenTheDeviceFilesOfGpusItWasNotGiven) {
                             "( : 3<>" + dev + "/nvidia$i ) 2>> " + out + "; done; echo done >> " + out + "']\n");
   const json j = WaitEnd(id);
   std::string text;
-  for (int i = 0; i < 500 && text.find("done") == std::string::npos; ++i) {
+  WaitFor([&] {
     std::ifstream in(out);
     text.assign(std::istreambuf_iterator<char>(in), {});
-    if (text.find("done") == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    return text.find("done") != std::string::npos;
+  }, std::chrono::seconds(10));
   ASSERT_NE(text.find("done"), std::string::npos) << text << j.dump();
   // Which GPUs it was given: the fake UUIDs end with the index.
   std::set<int> given;
@@ -489,12 +483,9 @@ TEST_F(SecurityTest, ATaskHasItsOwnTmpAndNoNewPrivileges) {
   EXPECT_FALSE(std::filesystem::exists("/tmp/own")) << "the task wrote into the node's /tmp";
   std::filesystem::remove(marker);
   // Removed once the task ended.
-  bool gone = false;
-  for (int i = 0; i < 250 && !gone; ++i) {
-    gone = !std::filesystem::exists(agents_.back()->state_dir() + "/tmp/j" + std::to_string(id) + ".a1.r0");
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(gone);
+  EXPECT_TRUE(WaitFor(
+      [&] { return !std::filesystem::exists(agents_.back()->state_dir() + "/tmp/j" + std::to_string(id) + ".a1.r0"); },
+      std::chrono::seconds(5)));
 }
 
 // Secrets: secretEnv values reach the job's processes and are never shown;

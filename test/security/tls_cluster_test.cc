@@ -19,6 +19,7 @@
 #include "../tcp_proxy.h"
 #include "../tls_files.h"
 #include "http/client.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -77,11 +78,7 @@ class TlsClusterTest : public ::testing::Test {
   }
   json WaitFor(const std::string& path, const std::function<bool(const json&)>& done, int seconds = 30) {
     json j;
-    for (int i = 0; i < seconds * 20; ++i) {
-      j = Api("GET", path);
-      if (done(j)) return j;
-      std::this_thread::sleep_for(50ms);
-    }
+    if (muster::testing::WaitFor([&] { return done(j = Api("GET", path)); }, std::chrono::seconds(seconds), 50ms)) return j;
     ADD_FAILURE() << path << " never got there: " << j.dump();
     return j;
   }
@@ -157,9 +154,7 @@ TEST_F(TlsClusterTest, ClientsThatCannotVerifyTheServerGetNowhere) {
   agent_->env["MUSTER_CA"] = Files().stranger_ca;
   agent_->Start();
   // Until it has tried (and said why it failed): however slow the machine.
-  for (int i = 0; i < 600 && agent_->log().find("certificate verify failed") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(50ms);
-  }
+  muster::testing::WaitFor([&] { return agent_->log().find("certificate verify failed") != std::string::npos; });
   EXPECT_NE(agent_->log().find("certificate verify failed"), std::string::npos) << agent_->log();
   EXPECT_EQ(Api("GET", "/v1/nodes")["items"].size(), 0u);
   EXPECT_EQ(Api("GET", "/v1/jobs")["items"].size(), 0u);

@@ -109,11 +109,11 @@ TEST(AgentSync, TheReportThatFreesAGpuIsAnsweredWithTheWorkBoundToItOnceDurable)
 
   // The first job is bound to the only GPU; the agent hears of it.
   json answer;
-  for (int i = 0; i < 500; ++i) {
-    answer = Sync(cli, SyncBody(1, 0, json::array()));
-    if (answer.contains("tasks") && !answer["tasks"].empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor(
+      [&] {
+        answer = Sync(cli, SyncBody(1, 0, json::array()));
+        return answer.contains("tasks") && !answer["tasks"].empty();
+      }, std::chrono::seconds(5));
   ASSERT_EQ(answer["tasks"].size(), 1u) << answer.dump();
   EXPECT_EQ(answer["tasks"][0]["job"], first);
   const int64_t version = answer["version"];
@@ -237,11 +237,11 @@ TEST(ApiAsync, LogFetchesHoldAtMostAQuarterOfTheWorkers) {
   const int64_t running = Submit(cli);
   const int64_t waiting = Submit(cli);  // the only GPU is taken: it stays pending
   const std::string job = "/v1/jobs/" + std::to_string(running);
-  for (int i = 0; i < 500; ++i) {
-    auto r = cli.Get(job, Admin());
-    if (r && r->status == 200 && json::parse(r->body)["state"] == "RUNNING") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor(
+      [&] {
+        auto r = cli.Get(job, Admin());
+        return r && r->status == 200 && json::parse(r->body)["state"] == "RUNNING";
+      }, std::chrono::seconds(5));
 
   std::atomic<int> logs_done{0};
   std::vector<std::thread> logs;

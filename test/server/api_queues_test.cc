@@ -13,6 +13,7 @@
 
 #include "../run_binary.h"
 #include "server_process.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -62,13 +63,6 @@ queues:
     EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     return r ? json::parse(r->body)["id"].get<int64_t>() : 0;
   }
-  static bool Eventually(const std::function<bool()>& done) {
-    for (int i = 0; i < 1000; ++i) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return done();
-  }
   CommandResult Cli(const std::string& args) {
     return RunCommand("MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" + server_.admin_token() + " " +
                       MUSTER_BINARY + " " + args);
@@ -98,8 +92,8 @@ TEST_F(ApiQueuesTest, AnAdminsQueueTakesEffectAtTheNextCycleAndSurvivesKill9) {
 
   // Within its limit of 4 GPUs the second job waits, though the node has room.
   const int64_t first = SubmitTo("vision"), second = SubmitTo("vision");
-  ASSERT_TRUE(Eventually([&] { return StateOf(first) == "RUNNING"; })) << server_.log();
-  ASSERT_TRUE(Eventually([&] {
+  ASSERT_TRUE(WaitFor([&] { return StateOf(first) == "RUNNING"; })) << server_.log();
+  ASSERT_TRUE(WaitFor([&] {
     auto job = Send("GET", "/v1/jobs/" + std::to_string(second));
     return job && !json::parse(job->body).value("reason", "").empty();
   }));
@@ -107,7 +101,7 @@ TEST_F(ApiQueuesTest, AnAdminsQueueTakesEffectAtTheNextCycleAndSurvivesKill9) {
   r = Send("PUT", "/v1/queues/vision", R"({"limit": 8, "share": 2})");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  EXPECT_TRUE(Eventually([&] { return StateOf(second) == "RUNNING"; })) << server_.log();
+  EXPECT_TRUE(WaitFor([&] { return StateOf(second) == "RUNNING"; })) << server_.log();
 
   // Kept in the store: a kill -9 and a restart keep it.
   server_.Kill();
@@ -161,7 +155,7 @@ TEST_F(ApiQueuesTest, AReloadThatBringsTheFileTheSameQueuePutsTheFilesInForce) {
   }();
   std::ofstream(path, std::ios::app) << "  - {name: vision, limit: 2}\n";
   server_.Hangup();
-  ASSERT_TRUE(Eventually([&] { return Listed("vision")["source"] == "file"; })) << server_.log();
+  ASSERT_TRUE(WaitFor([&] { return Listed("vision")["source"] == "file"; })) << server_.log();
   EXPECT_EQ(Listed("vision")["limit"], json({{"*", 2}}));
   EXPECT_NE(server_.log().find("queue vision is defined in the configuration file and through the API"),
             std::string::npos)
@@ -172,7 +166,7 @@ TEST_F(ApiQueuesTest, AReloadThatBringsTheFileTheSameQueuePutsTheFilesInForce) {
   // The file drops it: the API's definition, kept all along, is in force again.
   std::ofstream(path) << before;
   server_.Hangup();
-  ASSERT_TRUE(Eventually([&] { return Listed("vision")["source"] == "api"; })) << server_.log();
+  ASSERT_TRUE(WaitFor([&] { return Listed("vision")["source"] == "api"; })) << server_.log();
   EXPECT_EQ(Listed("vision")["limit"], json({{"*", 4}}));
 }
 

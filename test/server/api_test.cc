@@ -117,22 +117,22 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
 
   // The scheduler starts the gang on both nodes shortly.
   json got;
-  for (int i = 0; i < 1000; ++i) {
-    got = api.GetJson("/v1/jobs/" + id);
-    if (got["state"] == "RUNNING") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor(
+      [&] {
+        got = api.GetJson("/v1/jobs/" + id);
+        return got["state"] == "RUNNING";
+      }, std::chrono::seconds(10));
   EXPECT_EQ(got["state"], "RUNNING") << got.dump();
   EXPECT_EQ(got["allocations"].size(), 2u);
   EXPECT_EQ(got["attempts"], 1);
   // The job's state comes from the control loop; its events from the store,
   // where the scheduler's write lands a moment later.
   json events;
-  for (int i = 0; i < 1000; ++i) {
-    events = api.GetJson("/v1/jobs/" + id + "/events");
-    if (events["items"].size() >= 2) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor(
+      [&] {
+        events = api.GetJson("/v1/jobs/" + id + "/events");
+        return events["items"].size() >= 2;
+      }, std::chrono::seconds(10));
   ASSERT_GE(events["items"].size(), 2u);
   EXPECT_EQ(events["items"][0]["type"], "Submitted");
   EXPECT_EQ(events["items"][1]["type"], "Started");
@@ -148,11 +148,11 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
 
   // The small one waits; its reason has numbers and a planned start.
   json pending;
-  for (int i = 0; i < 1000; ++i) {
-    pending = api.GetJson("/v1/jobs/" + std::to_string(job["id"].get<int64_t>() + 1));
-    if (pending.contains("reasonDetail") && pending.contains("plannedStart")) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor(
+      [&] {
+        pending = api.GetJson("/v1/jobs/" + std::to_string(job["id"].get<int64_t>() + 1));
+        return pending.contains("reasonDetail") && pending.contains("plannedStart");
+      }, std::chrono::seconds(10));
   EXPECT_EQ(pending["state"], "PENDING");
   EXPECT_NE(pending["reasonDetail"].get<std::string>().find("need 1 GPU"), std::string::npos) << pending.dump();
   EXPECT_TRUE(pending.contains("plannedStart"));
@@ -581,11 +581,11 @@ TEST_F(ApiTest, AJobOnAStaticNodeEndsAtItsTimeLimit) {
   ASSERT_EQ(r->status, 201) << r->body;
   const std::string second = std::to_string(json::parse(r->body)["id"].get<int64_t>());
   json job;
-  for (int i = 0; i < 1000; ++i) {
-    job = api.GetJson("/v1/jobs/" + first);
-    if (job["state"] == "TIMEOUT") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor(
+      [&] {
+        job = api.GetJson("/v1/jobs/" + first);
+        return job["state"] == "TIMEOUT";
+      }, std::chrono::seconds(20));
   EXPECT_EQ(job["state"], "TIMEOUT") << job.dump();
   EXPECT_NE(job["reason"].get<std::string>().find("reached its time limit of 1s"), std::string::npos) << job.dump();
   WaitFor([&] { return api.GetJson("/v1/jobs/" + second)["state"] == "RUNNING"; }, std::chrono::seconds(20));

@@ -454,11 +454,11 @@ TEST(CliQueues, QuotasAndUseByTypeAreShown) {
   ASSERT_TRUE(server.Start()) << server.log();
   ASSERT_EQ(Muster(server.url(), "submit --gpus 3 --queue team -- x").code, 0);
   Result r;
-  for (int i = 0; i < 500; ++i) {
-    r = Muster(server.url(), "get queues -o wide");
-    if (r.out.find("H100 3") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitFor(
+      [&] {
+        r = Muster(server.url(), "get queues -o wide");
+        return r.out.find("H100 3") != std::string::npos;
+      }, std::chrono::seconds(10));
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\nteam +0 +1 +3 +H100 4 +12 +file +H100 3\n"))) << r.out;
   r = Muster(server.url(), "get queues");

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "server_process.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -72,10 +73,10 @@ rateLimit: {perSecond: 1000000, burst: 1000000}
   int kills = 0;
   bool restarted = true;
   for (int threshold : {2500, 6000}) {
-    while (total_acked < threshold && unexpected == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    server.Kill();
+    WaitFor([&] { return total_acked >= threshold || unexpected != 0; }, std::chrono::seconds(120),
+            std::chrono::milliseconds(1));
+    server.Kill();  // kill -9, reaped
     ++kills;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     restarted = server.Start() && server.url() == url;
     if (!restarted) break;
   }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "server_process.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -61,13 +62,6 @@ class ReloadTest : public ::testing::Test {
                         "application/json");
     EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     return r ? json::parse(r->body)["id"].get<int64_t>() : 0;
-  }
-  bool WaitFor(const std::function<bool()>& done) {
-    for (int i = 0; i < 1000; ++i) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return done();
   }
   json Queue(const std::string& name) {
     const json all = Get("/v1/queues");  // held: the loop reads into it

@@ -21,6 +21,7 @@
 
 #include "../run_binary.h"
 #include "../server/server_process.h"
+#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -261,11 +262,11 @@ TEST_F(SlurmCorpusServer, EveryScriptIsAcceptedAndReadAsSbatchReadsIt) {
     }
     // Placed: on distinct nodes, each with the node's share.
     json placed;
-    for (int i = 0; i < 500; ++i) {
-      placed = Job(id);
-      if (placed.value("state", "") == "RUNNING") break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    WaitFor(
+        [&] {
+          placed = Job(id);
+          return placed.value("state", "") == "RUNNING";
+        }, std::chrono::seconds(10));
     ASSERT_EQ(placed.value("state", ""), "RUNNING") << placed.dump();
     std::set<std::string> nodes;
     for (const json& a : placed["allocations"]) {

@@ -12,9 +12,12 @@
 #include "store/conformance_test.h"
 #include "store/open_store.h"
 #include "store/pg/pg_lease.h"
+#include "wait_for.h"
 
 namespace muster::store {
 namespace {
+
+using muster::testing::WaitFor;
 
 using muster::testing::PgInstance;
 using muster::testing::TcpProxy;
@@ -192,7 +195,7 @@ TEST(PgLease, OneHolderAtATimeAndItsSessionEndingFreesIt) {
   // The holder's session ends (its server died): the lease is void at once,
   // long before it would expire.
   a->reset();
-  for (int i = 0; i < 100 && (*b)->Current()->valid; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  WaitFor([&] { return !(*b)->Current()->valid; }, std::chrono::seconds(2));
   eb = (*b)->TryAcquire("b", "http://b", Duration::Seconds(30));
   ASSERT_TRUE(eb.ok() && eb->has_value());
   EXPECT_EQ(**eb, 2);
@@ -213,8 +216,10 @@ TEST(PgLease, AnExpiredLeaseIsTakenWhileItsHolderStillRuns) {
   auto b = PgLease::Open(url);
   ASSERT_TRUE((*a)->TryAcquire("a", "", Duration::Millis(300))->has_value());
   EXPECT_FALSE((*b)->TryAcquire("b", "", Duration::Millis(300))->has_value());
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // a is paused past its lease
-  auto eb = (*b)->TryAcquire("b", "", Duration::Seconds(30));
+  // a is paused past its lease: b takes it once it expires.
+  StatusOr<std::optional<int64_t>> eb = std::optional<int64_t>();
+  WaitFor([&] { return (eb = (*b)->TryAcquire("b", "", Duration::Seconds(30))).ok() && eb->has_value(); },
+          std::chrono::seconds(5), std::chrono::milliseconds(50));
   ASSERT_TRUE(eb.ok() && eb->has_value());
   EXPECT_EQ(**eb, 2);
   EXPECT_TRUE(IsFenced((*a)->Renew(1, Duration::Seconds(30))));
@@ -236,8 +241,10 @@ TEST(PgStore, AFencedLeaderCannotWrite) {
   before.events.push_back({0, 1, 1, "Submitted", "", ""});
   ASSERT_TRUE((*old_store)->Commit({&before}).ok());
 
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const int64_t new_epoch = **(*b)->TryAcquire("b", "", Duration::Seconds(30));
+  StatusOr<std::optional<int64_t>> taken = std::optional<int64_t>();
+  ASSERT_TRUE(WaitFor([&] { return (taken = (*b)->TryAcquire("b", "", Duration::Seconds(30))).ok() && taken->has_value(); },
+                      std::chrono::seconds(5), std::chrono::milliseconds(50)));
+  const int64_t new_epoch = **taken;
   (*new_store)->FenceWrites(new_epoch);
 
   WriteBatch late;
@@ -284,12 +291,11 @@ TEST(PgStore, ATakeoverWaitsForACommitInFlight) {
   std::thread holder([&] {
     Server().Sql("BEGIN; SELECT muster_fence(" + std::to_string(epoch) + "); SELECT pg_sleep(1); COMMIT;", db);
   });
-  for (int i = 0; i < 500; ++i) {
+  WaitFor([&] {
     const auto sleeping = Server().Sql(
         "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()", db);
-    if (sleeping && *sleeping != "0") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+    return sleeping && *sleeping != "0";
+  }, std::chrono::seconds(5));
   // (The lease's statements give up after 2 s: the holder's second is within it.)
   std::thread taker([&] {
     auto r = (*b)->TryAcquire("b", "", Duration::Seconds(30));
@@ -333,9 +339,7 @@ TEST(PgStore, ACommitWhoseAnswerWasLostIsNotAppliedTwice) {
     committed = (*s)->Commit({&b});
   });
   const std::string db = url.substr(url.rfind('/') + 1);
-  for (int i = 0; i < 200 && Server().Sql("SELECT count(*) FROM jobs WHERE id = 2", db) != "1"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitFor([&] { return Server().Sql("SELECT count(*) FROM jobs WHERE id = 2", db) == "1"; }, std::chrono::seconds(2));
   ASSERT_EQ(Server().Sql("SELECT count(*) FROM jobs WHERE id = 2", db), "1") << "the commit never reached the database";
   proxy.Cut();
   proxy.Thaw();
