@@ -15,9 +15,12 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # A unity build with line tables, as the test command's other builds
 # (docs/testing.md): the libraries are compiled again here, instrumented.
+# Being the test command's clang build, it also runs clang's thread-safety
+# analysis (MUSTER_THREAD_SAFETY) over the libraries, the agent's too.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
-  -DMUSTER_FUZZ=ON -DMUSTER_BUILD_TESTS=OFF -DMUSTER_BUILD_BENCH=OFF -DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON > /dev/null
-ninja -C build-fuzz "${targets[@]}" > /dev/null
+  -DMUSTER_FUZZ=ON -DMUSTER_BUILD_TESTS=OFF -DMUSTER_BUILD_BENCH=OFF -DMUSTER_UNITY=ON -DMUSTER_LINE_TABLES=ON \
+  -DMUSTER_THREAD_SAFETY=ON > /dev/null
+ninja -C build-fuzz "${targets[@]}" muster_agent > build-fuzz/ninja.log || { tail -60 build-fuzz/ninja.log; exit 1; }
 for t in "${targets[@]}"; do
   seeds=fuzz/corpus/${t%_fuzz}
   work=build-fuzz/corpus/$t

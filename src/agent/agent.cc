@@ -146,7 +146,7 @@ Agent::~Agent() {
 }
 
 void Agent::Wake() {
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (wake_fd_ >= 0) {
     const uint64_t one = 1;
     // Fails only when the counter is full: then it is readable already.
@@ -398,7 +398,7 @@ StatusOr<std::string> Agent::Init() {
 
 void Agent::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
     if (watch_client_) watch_client_->Interrupt();  // ends the waiting sync now
   }
@@ -423,7 +423,7 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   r.features.insert(r.features.end(), options_.features.begin(), options_.features.end());
   if (options_.spot) r.features.emplace_back("spot");  // core::kSpotFeature, the pool the server places by
   r.wait_ms = wait_ms;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (const std::optional<ReclaimNotice> notice = reclaim_.cloud()) {
     r.reclaim_in_ms = std::max<int64_t>(1, (notice->deadline - clock_.Now()).millis());
     r.reclaim_source = notice->source;
@@ -452,7 +452,7 @@ bool Agent::Sync(int64_t wait_ms) {
     o.tls.ca_file = options_.ca_file;
     client = std::make_unique<http::FailoverClient>(options_.server, o);
     if (std::this_thread::get_id() != main_thread_) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) return false;
       watch_client_ = client.get();
     }
@@ -460,7 +460,7 @@ bool Agent::Sync(int64_t wait_ms) {
   int64_t last_event = 0;
   proto::SyncRequest req = BuildRequest(wait_ms);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_event = events_.empty() ? 0 : events_.back().first;
   }
   // The server answers within the wait; 5 s more (2 s with several
@@ -480,7 +480,7 @@ bool Agent::Sync(int64_t wait_ms) {
     if (!res.ok() && res.status().message() == "interrupted") {
       // Stopping, not failing.
     } else {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++syncs_failed_;
     }
     if (res.ok()) {
@@ -493,7 +493,7 @@ bool Agent::Sync(int64_t wait_ms) {
       log::Warn("cannot sync with {}: {}", options_.server, last);
     }
     if (std::this_thread::get_id() != main_thread_) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       watch_client_ = nullptr;
     }
     client.reset();
@@ -505,7 +505,7 @@ bool Agent::Sync(int64_t wait_ms) {
     return false;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_success_ms_ = sent_ms;
     if (lease_fd_ >= 0 && parsed->lease_ms > 0) {
       // Renew the deadline the task shims fence themselves by.
@@ -537,7 +537,7 @@ bool Agent::Sync(int64_t wait_ms) {
 
 void Agent::Apply(const proto::SyncResponse& r) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (r.epoch < epoch_) return;  // an older leader's answer
     if (r.epoch > epoch_) {
       // A new leader (or the server restarted): its desired-state versions
@@ -569,7 +569,7 @@ void Agent::Apply(const proto::SyncResponse& r) {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (r.version < version_) return;  // a late answer: a newer desired state was applied
     version_ = r.version;
   }
@@ -583,7 +583,7 @@ void Agent::Apply(const proto::SyncResponse& r) {
   }
   bool stopping = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping = stop_;
   }
   // An agent on its way out starts nothing: its last sync may bring work
@@ -652,7 +652,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   std::string uuids;
   CgroupLimits limits;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (int32_t idx : t.gpus) {
       if (idx < 0 || idx >= static_cast<int32_t>(inventory_.gpus.size())) {
         return fail("GPU " + std::to_string(idx) + " does not exist on node " + options_.node, /*node_fault=*/true);
@@ -731,7 +731,7 @@ void Agent::StartTask(const proto::TaskAssignment& t) {
   if (as_user && options_.private_tmp && !container) spec.private_tmp = options_.state_dir + "/tmp/" + key;
   if (container) {
     StatusOr<ContainerSpec> c = [&] {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       return TaskContainer(containers_, inventory_, t, spec.env,
                            {ContainerName(container_prefix_, key), options_.containers_conf, options_.container_runtime,
                             options_.ca_file, executor_->JournalPath(key) + ".auth"});
@@ -820,7 +820,7 @@ bool Agent::RefreshReports() {
     if (a == assigned_.end() || !t.running) continue;
     for (int32_t g : a->second.gpus) users[g] = {a->second.job, a->second.replica};
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   gpu_users_ = std::move(users);
   tasks_running_ = 0;
   for (const proto::TaskReport& r : reports) tasks_running_ += r.running ? 1 : 0;
@@ -845,7 +845,7 @@ Agent::StopOrder Agent::StopOrderOf(const std::string& key, int64_t fallback_gra
 void Agent::FenceIfLeaseLost() {
   int64_t last = 0, lease = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last = last_success_ms_;
     lease = lease_ms_;
   }
@@ -868,7 +868,7 @@ void Agent::WatchLoop() {
   int failures = 0;  // in a row
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) {
         // This thread's client dies with the thread: Stop() (the destructor
         // calls it again) must not reach it.
@@ -878,7 +878,7 @@ void Agent::WatchLoop() {
     }
     int64_t wait_ms = options_.sync_wait.millis();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       wait_ms = std::min(wait_ms, lease_ms_ / 3);  // renew the lease well before it runs out
     }
     // With several servers the leader may be paused (it holds the waiting
@@ -889,17 +889,23 @@ void Agent::WatchLoop() {
       failures = 0;
     } else {
       const Duration delay = SyncRetryDelay(options_.node, ++failures);
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(delay.millis()), [&] { return stop_; });
+      MutexLock lock(mu_);
+      WaitUnlessStopped(lock, delay);
     }
+  }
+}
+
+void Agent::WaitUnlessStopped(MutexLock& lock, Duration d) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(d.millis());
+  while (!stop_ && cv_.WaitFor(lock, until - std::chrono::steady_clock::now())) {
   }
 }
 
 void Agent::Run() {
   main_thread_ = std::this_thread::get_id();
   if (const Duration delay = StartDelay(options_.node, options_.start_jitter); delay > Duration::Zero()) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(delay.millis()), [&] { return stop_; });
+    MutexLock lock(mu_);
+    WaitUnlessStopped(lock, delay);
   }
   RefreshReports();
   Sync(0);
@@ -916,9 +922,9 @@ void Agent::Run() {
   while (true) {
     std::optional<proto::SyncResponse> answer;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!stop_ && !pending_ && !events_dirty_) {
-        lock.unlock();
+        lock.Unlock();
         // A Wake() after the check above leaves the eventfd readable.
         std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
         for (int fd : executor_->ExitFds()) fds.push_back({fd, POLLIN, 0});
@@ -927,7 +933,7 @@ void Agent::Run() {
         if (fds[0].revents & POLLIN) {
           [[maybe_unused]] const ssize_t got = ::read(wake_fd_, &count, sizeof count);  // resets the eventfd
         }
-        lock.lock();
+        lock.Lock();
       }
       if (stop_) break;
       answer.swap(pending_);
@@ -961,7 +967,7 @@ void Agent::Run() {
     // started rides along with the watcher's next sync.
     bool report_now = RefreshReports();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       report_now = report_now || events_dirty_;
       events_dirty_ = false;
     }

@@ -27,16 +27,15 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <set>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "agent/container_support.h"
 #include "agent/executor.h"
 #include "agent/image_puller.h"
@@ -133,7 +132,9 @@ class Agent {
 
   // Takes stock of the node and starts the log server. Returns a summary
   // for the operator (GPUs, cgroups, state directory).
-  StatusOr<std::string> Init();
+  // Runs before any of the agent's threads start: the fields it sets that
+  // a lock guards later need none yet (no thread-safety analysis).
+  StatusOr<std::string> Init() NO_THREAD_SAFETY_ANALYSIS;
   // Runs until Stop().
   void Run();
   void Stop();
@@ -155,7 +156,7 @@ class Agent {
   void HealthLoop();
   void SampleLoop();
   void ReclaimLoop();
-  std::vector<gpu::GpuSample> nvml_samples_;  // guarded by mu_
+  std::vector<gpu::GpuSample> nvml_samples_ GUARDED_BY(mu_);
   void FenceIfLeaseLost();
   // How task `key` is stopped: its assignment's stop signal and grace
   // (SIGTERM and `fallback_grace_ms` for a task adopted without one).
@@ -173,7 +174,7 @@ class Agent {
   std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<gpu::Nvml> nvml_;
-  gpu::GpuInventory inventory_;  // guarded by mu_ once threads run
+  gpu::GpuInventory inventory_ GUARDED_BY(mu_);  // once threads run
   std::string cgroups_;
   ContainerSupport containers_;
   std::string container_prefix_;  // the names of this agent's containers start so
@@ -199,45 +200,47 @@ class Agent {
   UtilizationMeter utilization_;  // main thread
   int64_t last_utilization_ms_ = 0;  // main thread
 
+  // Waits on cv_ until Stop() or `d` has passed (`lock` holds mu_).
+  void WaitUnlessStopped(MutexLock& lock, Duration d) REQUIRES(mu_);
   // Wakes the main loop, which sleeps in poll() on it and on its tasks'
   // pidfds; every change the main loop waits for signals cv_ and this.
   void Wake();
   int wake_fd_ = -1;  // an eventfd
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;                                 // guarded by mu_
-  std::optional<proto::SyncResponse> pending_;        // guarded by mu_: from the watcher
-  std::vector<proto::TaskReport> reports_;            // guarded by mu_: the observed tasks
-  std::vector<proto::ImagePullReport> pull_reports_;  // guarded by mu_: the pre-pulls' states
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::optional<proto::SyncResponse> pending_ GUARDED_BY(mu_);  // from the watcher
+  std::vector<proto::TaskReport> reports_ GUARDED_BY(mu_);  // the observed tasks
+  std::vector<proto::ImagePullReport> pull_reports_ GUARDED_BY(mu_);  // the pre-pulls' states
   std::unique_ptr<ImagePuller> puller_;               // pre-pulls, where the node runs containers
   std::vector<std::string> unpullable_;               // pre-pulls asked of a node without containers
-  int64_t report_seq_ = 0;                            // guarded by mu_
-  std::vector<std::pair<int64_t, proto::HealthEventReport>> events_;  // guarded by mu_: (seq, event) not yet stored
-  int64_t event_seq_ = 0;                             // guarded by mu_
-  int64_t version_ = 0;                               // guarded by mu_: applied desired-state version
-  int64_t seen_version_ = 0;                          // guarded by mu_: newest version received
-  int64_t reports_version_ = 0;  // guarded by mu_: the applied version when reports_ was built
-  bool events_dirty_ = false;                         // guarded by mu_: new health events to send
-  std::map<int32_t, std::pair<int64_t, int32_t>> gpu_users_;  // guarded by mu_: GPU index -> (job, replica) running
-  int64_t tasks_running_ = 0;                         // guarded by mu_
-  int64_t syncs_failed_ = 0;                          // guarded by mu_
-  int64_t epoch_ = 0;                                 // guarded by mu_
-  int64_t lease_ms_ = 60'000;                         // guarded by mu_
+  int64_t report_seq_ GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<int64_t, proto::HealthEventReport>> events_ GUARDED_BY(mu_);  // (seq, event) not yet stored
+  int64_t event_seq_ GUARDED_BY(mu_) = 0;
+  int64_t version_ GUARDED_BY(mu_) = 0;  // applied desired-state version
+  int64_t seen_version_ GUARDED_BY(mu_) = 0;  // newest version received
+  int64_t reports_version_ GUARDED_BY(mu_) = 0;  // the applied version when reports_ was built
+  bool events_dirty_ GUARDED_BY(mu_) = false;  // new health events to send
+  std::map<int32_t, std::pair<int64_t, int32_t>> gpu_users_ GUARDED_BY(mu_);  // GPU index -> (job, replica) running
+  int64_t tasks_running_ GUARDED_BY(mu_) = 0;
+  int64_t syncs_failed_ GUARDED_BY(mu_) = 0;
+  int64_t epoch_ GUARDED_BY(mu_) = 0;
+  int64_t lease_ms_ GUARDED_BY(mu_) = 60'000;
   // guarded by mu_: when the last successful sync was sent. Its lease is
   // counted from then, not from the answer (which a long poll delays): the
   // server heard the request no earlier, so a task fences itself no later
   // than the server's last word + lease.
-  int64_t last_success_ms_ = 0;
-  http::FailoverClient* watch_client_ = nullptr;              // guarded by mu_: to interrupt its wait
+  int64_t last_success_ms_ GUARDED_BY(mu_) = 0;
+  http::FailoverClient* watch_client_ GUARDED_BY(mu_) = nullptr;  // to interrupt its wait
   int lock_fd_ = -1;      // <state>/agent.lock, flock'ed while this agent lives
   std::string agent_id_;  // <state>/agent-id
   std::string authorization_;  // "Bearer <the node's token>"
   std::string muster_binary_;  // this binary, for tasks' MUSTER_BIN
   std::string slurm_bin_;      // <state>.slurm-bin: Slurm's commands (links to it), first on tasks' PATH
   std::string grant_key_;      // the token's digest: the server signs log grants with it
-  int lease_fd_ = -1;                                 // guarded by mu_: <state>/lease, read by task shims
-  bool lease_write_failed_ = false;                   // guarded by mu_: the last renewal of lease_fd_ failed
+  int lease_fd_ GUARDED_BY(mu_) = -1;  // <state>/lease, read by task shims
+  bool lease_write_failed_ GUARDED_BY(mu_) = false;  // the last renewal of lease_fd_ failed
   bool fenced_ = false;                               // main thread
   std::thread::id main_thread_;
   // Several server addresses (high availability): long polls wait at most
@@ -254,7 +257,7 @@ class Agent {
   // restarted within a minute of a user's signal delivers that again.
   std::set<std::string> limit_signalled_;
   std::map<std::string, int64_t> signal_seq_;
-  std::string sent_signature_;                          // guarded by mu_
+  std::string sent_signature_ GUARDED_BY(mu_);
   std::string urgent_signature_;                        // what RefreshReports last found urgent
 };
 

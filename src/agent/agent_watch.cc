@@ -14,7 +14,7 @@ namespace muster::agent {
 void Agent::HealthLoop() {
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) return;
     }
     auto e = nvml_->WaitEvent(Duration::Seconds(1), clock_.Now().millis());
@@ -24,7 +24,7 @@ void Agent::HealthLoop() {
     }
     if (!e->has_value()) continue;
     const gpu::GpuHealthEvent& ev = **e;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (gpu::GpuDevice& g : inventory_.gpus) {
       if (g.uuid == ev.uuid && ev.fatal) {
         g.healthy = false;
@@ -38,12 +38,12 @@ void Agent::HealthLoop() {
 }
 
 void Agent::ReclaimLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   bool failing = false;
   while (!stop_) {
-    lock.unlock();
+    lock.Unlock();
     StatusOr<std::optional<ReclaimNotice>> notice = reclaim_watcher_->Check();
-    lock.lock();
+    lock.Lock();
     if (!notice.ok()) {
       if (!failing) log::Warn("reclaim notices: {} ({})", notice.status().ToString(), options_.reclaim_notice_url);
       failing = true;
@@ -57,7 +57,7 @@ void Agent::ReclaimLoop() {
         Wake();
       }
     }
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.reclaim_poll.millis()), [&] { return stop_; });
+    WaitUnlessStopped(lock, options_.reclaim_poll);
   }
 }
 
@@ -80,19 +80,19 @@ void Agent::StopIfReclaimedAlone() {
 }
 
 void Agent::SampleLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
-    lock.unlock();
+    lock.Unlock();
     auto samples = nvml_->Sample();  // a GPU in trouble can make NVML slow: never on the main loop
-    lock.lock();
+    lock.Lock();
     nvml_samples_ = samples.ok() ? std::move(*samples) : std::vector<gpu::GpuSample>{};
-    cv_.wait_for(lock, std::chrono::milliseconds(kUtilizationSampleMs), [&] { return stop_; });
+    WaitUnlessStopped(lock, Duration::Millis(kUtilizationSampleMs));
   }
 }
 
 std::vector<gpu::GpuSample> Agent::SampleGpus(const std::vector<gpu::GpuDevice>& gpus, const std::vector<bool>& busy) {
   if (nvml_) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return nvml_samples_;
   }
   if (!options_.fake_gpus.empty()) {
@@ -108,7 +108,7 @@ void Agent::SampleUtilization(int64_t now_ms) {
   last_utilization_ms_ = now_ms;
   std::vector<gpu::GpuDevice> gpus;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     gpus = inventory_.gpus;
   }
   std::vector<bool> busy(gpus.size());
@@ -133,7 +133,7 @@ std::string Agent::MetricsText() {
   AgentSnapshot s;
   std::vector<bool> busy;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     s.gpus = inventory_.gpus;
     s.gpu_users = gpu_users_;
     s.tasks_running = tasks_running_;

@@ -5,7 +5,7 @@
 namespace muster::agent {
 
 bool ReclaimState::NoteCloud(const ReclaimNotice& notice, Time now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (cloud_ && notice.deadline >= cloud_->deadline) return false;
   if (!cloud_) seen_ = now;
   cloud_ = notice;
@@ -13,17 +13,17 @@ bool ReclaimState::NoteCloud(const ReclaimNotice& notice, Time now) {
 }
 
 std::optional<ReclaimNotice> ReclaimState::cloud() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return cloud_;
 }
 
 void ReclaimState::NoteServer(std::optional<Time> at) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   server_at_ = at;
 }
 
 int64_t ReclaimState::CutGrace(int64_t grace_ms, Time now) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::optional<Time> at = server_at_;
   if (cloud_ && (!at || cloud_->deadline < *at)) at = cloud_->deadline;
   if (!at) return grace_ms;
@@ -31,12 +31,12 @@ int64_t ReclaimState::CutGrace(int64_t grace_ms, Time now) const {
 }
 
 bool ReclaimState::AwaitingServer() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return cloud_ && !server_at_ && !stopped_alone_;
 }
 
 bool ReclaimState::StopAlone(Time now, ReclaimNotice* notice, Time* seen) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!cloud_ || server_at_ || stopped_alone_) return false;  // none, the server acts on it, or done
   // The sync that carries a notice is answered in milliseconds by a server
   // that can be reached, and its answer acknowledges it.

@@ -12,9 +12,9 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 
+#include "common/mutex.h"
 #include "agent/reclaim_watcher.h"
 #include "common/time.h"
 
@@ -39,11 +39,11 @@ class ReclaimState {
   bool StopAlone(Time now, ReclaimNotice* notice, Time* seen);
 
  private:
-  mutable std::mutex mu_;
-  std::optional<ReclaimNotice> cloud_;  // guarded by mu_
-  Time seen_;                           // guarded by mu_: when cloud_ was first given
-  std::optional<Time> server_at_;       // guarded by mu_
-  bool stopped_alone_ = false;          // guarded by mu_
+  mutable Mutex mu_;
+  std::optional<ReclaimNotice> cloud_ GUARDED_BY(mu_);
+  Time seen_ GUARDED_BY(mu_);  // when cloud_ was first given
+  std::optional<Time> server_at_ GUARDED_BY(mu_);
+  bool stopped_alone_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace muster::agent

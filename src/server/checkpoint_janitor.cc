@@ -11,27 +11,27 @@ CheckpointJanitor::CheckpointJanitor() : thread_([this] { Run(); }) {}
 
 CheckpointJanitor::~CheckpointJanitor() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
 }
 
 void CheckpointJanitor::Remove(std::string location, std::string manifest_sha256, int64_t job) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back({std::move(location), std::move(manifest_sha256), job});
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 void CheckpointJanitor::Run() {
   while (true) {
     Item item;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      while (!stop_ && queue_.empty()) cv_.Wait(lock);
       if (queue_.empty()) return;
       item = std::move(queue_.front());
       queue_.pop_front();

@@ -8,12 +8,12 @@
 // queue.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
+
+#include "common/mutex.h"
 
 namespace muster::server {
 
@@ -25,14 +25,14 @@ class CheckpointJanitor {
 
  private:
   void Run();
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   struct Item {
     std::string location, manifest_sha256;
     int64_t job = 0;
   };
-  std::deque<Item> queue_;  // guarded by mu_
-  bool stop_ = false;       // guarded by mu_
+  std::deque<Item> queue_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -35,31 +35,31 @@ JobWatch::JobWatch(const Clock& clock, Options options)
 JobWatch::~JobWatch() { Stop(); }
 
 void JobWatch::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (pump_.joinable() || stop_) return;
   pump_ = std::thread([this] { Pump(); });
 }
 
 void JobWatch::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (pump_.joinable()) pump_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& w : watchers_) w->stream.End();
   watchers_.clear();
 }
 
 bool JobWatch::Keeping() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return !watchers_.empty() || clock_.Now() < keep_until_;
 }
 
 void JobWatch::Publish(std::vector<Change> changes) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++version_;
     if (changes.empty()) {
       expired_through_ = version_;  // not kept: no watch may resume from before it
@@ -77,11 +77,11 @@ void JobWatch::Publish(std::vector<Change> changes) {
     if (watchers_.empty()) return;
     news_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 std::string JobWatch::ListVersion() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   keep_until_ = std::max(keep_until_, clock_.Now() + options_.keep_after_list);
   return VersionText(version_);
 }
@@ -91,7 +91,7 @@ std::string JobWatch::VersionText(uint64_t v) const { return run_ + "-" + std::t
 Status JobWatch::Watch(store::JobFilter filter, const std::string& from,
                        const std::function<http::Server::Stream()>& start) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stop_) return Unavailable("the server is stopping");
     uint64_t cursor = version_;
     if (!from.empty()) {
@@ -114,12 +114,12 @@ Status JobWatch::Watch(store::JobFilter filter, const std::string& from,
         std::make_shared<Watcher>(Watcher{std::move(filter), start(), cursor, std::chrono::steady_clock::now()}));
     news_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   return Status::Ok();
 }
 
 size_t JobWatch::watches() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return watchers_.size();
 }
 
@@ -139,12 +139,14 @@ std::string JobWatch::Lines(const Watcher& w, const std::vector<Stored>& items, 
 
 void JobWatch::Pump() {
   using Steady = std::chrono::steady_clock;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
     // Bookmarks are due a period after each watch's last line: look again
     // then at the latest.
-    cv_.wait_for(lock, std::min<std::chrono::milliseconds>(options_.bookmark_every, std::chrono::seconds(1)),
-                 [&] { return stop_ || news_; });
+    const Steady::time_point until =
+        Steady::now() + std::min<std::chrono::milliseconds>(options_.bookmark_every, std::chrono::seconds(1));
+    while (!stop_ && !news_ && cv_.WaitFor(lock, until - Steady::now())) {
+    }
     if (stop_) break;
     news_ = false;
     // What each watch is owed, taken under the lock; written without it.
@@ -165,7 +167,7 @@ void JobWatch::Pump() {
       }
       owed.push_back(std::move(o));
     }
-    lock.unlock();
+    lock.Unlock();
     const Steady::time_point now = Steady::now();
     std::vector<std::shared_ptr<Watcher>> ended;
     for (Owed& o : owed) {
@@ -189,7 +191,7 @@ void JobWatch::Pump() {
       w.last_line = now;
       if (!w.stream.Write(std::move(lines))) ended.push_back(o.w);
     }
-    lock.lock();
+    lock.Lock();
     for (const auto& e : ended) std::erase(watchers_, e);
     if (watchers_.empty() && !kept_.empty() && clock_.Now() >= keep_until_) {
       // Nobody watches, nor will soon: what is kept only costs memory.

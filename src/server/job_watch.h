@@ -31,17 +31,16 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "http/server.h"
@@ -117,16 +116,16 @@ class JobWatch {
   const Options options_;
   const std::string run_;  // this run of the server: its start, in ms
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Stored> kept_;       // guarded by mu_, by version
-  uint64_t version_ = 0;          // guarded by mu_: the newest published
-  uint64_t expired_through_ = 0;  // guarded by mu_: versions up to this are not (all) kept
-  size_t kept_bytes_ = 0;         // guarded by mu_: of kept_, as Cost() counts
-  Time keep_until_ = Time::Zero();  // guarded by mu_
-  std::vector<std::shared_ptr<Watcher>> watchers_;  // guarded by mu_
-  bool news_ = false;  // guarded by mu_: changes or watchers the pump has not seen
-  bool stop_ = false;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<Stored> kept_ GUARDED_BY(mu_);  // by version
+  uint64_t version_ GUARDED_BY(mu_) = 0;  // the newest published
+  uint64_t expired_through_ GUARDED_BY(mu_) = 0;  // versions up to this are not (all) kept
+  size_t kept_bytes_ GUARDED_BY(mu_) = 0;  // of kept_, as Cost() counts
+  Time keep_until_ GUARDED_BY(mu_) = Time::Zero();
+  std::vector<std::shared_ptr<Watcher>> watchers_ GUARDED_BY(mu_);
+  bool news_ GUARDED_BY(mu_) = false;  // changes or watchers the pump has not seen
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread pump_;
 };
 

@@ -32,17 +32,17 @@ std::optional<int64_t> Leadership::Acquire(std::function<void(const std::string&
                                            const std::function<void()>& standby) {
   if (lease_ == nullptr) return 0;
   std::string last_error, last_holder;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_ && !cancelled_) {
     const std::string id = id_, address = address_;
-    lock.unlock();
+    lock.Unlock();
     const Steady::time_point asked = Steady::now();
     auto taken = lease_->TryAcquire(id, address, options_.lease);
     std::optional<store::LeaseHolder> holder;
     if (taken.ok() && !taken->has_value()) {
       if (auto current = lease_->Current(); current.ok()) holder = *current;
     }
-    lock.lock();
+    lock.Lock();
     if (!taken.ok()) {
       if (taken.status().message() != last_error) {
         log::Warn("standby: cannot reach the lease: {}", taken.status().ToString());
@@ -54,7 +54,7 @@ std::optional<int64_t> Leadership::Acquire(std::function<void(const std::string&
       deadline_ = (asked + std::chrono::milliseconds(options_.lease.millis() * 9 / 10)).time_since_epoch().count();
       role_ = Role::kTakingOver;
       lost_ = std::move(lost);
-      lock.unlock();
+      lock.Unlock();
       log::Info("leading as epoch {}", epoch_.load());
           renewer_ = std::thread([this] {
         pthread_setname_np(pthread_self(), "lease-renewer");
@@ -71,28 +71,30 @@ std::optional<int64_t> Leadership::Acquire(std::function<void(const std::string&
         last_holder = who;
       }
       if (standby) {
-        lock.unlock();
+        lock.Unlock();
         standby();
-        lock.lock();
+        lock.Lock();
       }
     }
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_every.millis()), [&] { return stop_ || cancelled_; });
+    const Steady::time_point until = Steady::now() + std::chrono::milliseconds(options_.poll_every.millis());
+    while (!stop_ && !cancelled_ && cv_.WaitFor(lock, until - Steady::now())) {
+    }
   }
   return std::nullopt;
 }
 
 void Leadership::SetIdentity(std::string id, std::string address) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   id_ = std::move(id);
   address_ = std::move(address);
 }
 
 void Leadership::CancelAcquire() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     cancelled_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void Leadership::Lead() {
@@ -113,7 +115,7 @@ Leadership::Role Leadership::role() const {
 bool Leadership::Leads() const { return role() == Role::kLeader; }
 
 std::string Leadership::leader_address() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return leader_address_;
 }
 
@@ -121,7 +123,7 @@ void Leadership::Lose(const std::string& why) {
   role_ = Role::kSteppedDown;
   std::function<void(const std::string&)> lost;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     lost.swap(lost_);
   }
   if (lost) lost(why);
@@ -133,11 +135,13 @@ void Leadership::Renew() {
   // counts from when it ran the renewal, later than when it was asked.
   const auto usable = std::chrono::milliseconds(options_.lease.millis() * 9 / 10);
   std::string last_error;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.renew_every.millis()), [&] { return stop_; });
+    const Steady::time_point until = Steady::now() + std::chrono::milliseconds(options_.renew_every.millis());
+    while (!stop_ && cv_.WaitFor(lock, until - Steady::now())) {
+    }
     if (stop_) return;
-    lock.unlock();
+    lock.Unlock();
     const Steady::time_point asked = Steady::now();
     if (asked.time_since_epoch().count() >= deadline_.load()) {
       // Paused, or the last renewals failed, past the lease: another may lead now.
@@ -158,17 +162,17 @@ void Leadership::Renew() {
       }
       last_error = s.message();
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
 void Leadership::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stop_) return;
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (renewer_.joinable()) renewer_.join();
   const Role r = role_.load();
   if (lease_ != nullptr && (r == Role::kLeader || r == Role::kTakingOver)) {

@@ -22,13 +22,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/time.h"
 #include "store/leader_lease.h"
 
@@ -95,12 +94,12 @@ class Leadership {
   std::atomic<Role> role_;
   std::atomic<int64_t> epoch_{0};
   std::atomic<Steady::rep> deadline_{0};  // Steady ticks: leads until then
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // Stop() was called
-  bool stop_ = false;           // guarded by mu_
-  bool cancelled_ = false;      // guarded by mu_
-  std::string id_, address_;    // guarded by mu_
-  std::string leader_address_;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;  // Stop() was called
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool cancelled_ GUARDED_BY(mu_) = false;
+  std::string id_, address_ GUARDED_BY(mu_);
+  std::string leader_address_ GUARDED_BY(mu_);
   std::function<void(const std::string&)> lost_;
   std::thread renewer_;
 };

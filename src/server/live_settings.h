@@ -8,9 +8,9 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "api/job_spec.h"
 #include "server/options.h"
 
@@ -25,12 +25,12 @@ class LiveSettings {
 
   explicit LiveSettings(const ServerOptions& options) : values_(Of(options)) {}
   std::shared_ptr<const Values> Get() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return values_;
   }
   void Set(const ServerOptions& options) {
     auto next = Of(options);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     values_ = std::move(next);
   }
 
@@ -39,8 +39,8 @@ class LiveSettings {
     return std::make_shared<const Values>(Values{o.SpecDefaults(), o.prices});
   }
 
-  mutable std::mutex mu_;
-  std::shared_ptr<const Values> values_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::shared_ptr<const Values> values_ GUARDED_BY(mu_);
 };
 
 }  // namespace muster::server

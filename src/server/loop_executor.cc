@@ -20,7 +20,7 @@ void LoopExecutor::StartManual(Hooks hooks) {
 }
 
 bool LoopExecutor::TakeTasks(std::deque<Task>& batch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   batch.swap(tasks_);
   return !batch.empty();
 }
@@ -39,7 +39,7 @@ int LoopExecutor::RunUntilIdle() {
     if (hooks_.settle) hooks_.settle();
     if (!posted) {
       // The tick or the settling may have posted: idle only when not.
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (tasks_.empty()) return worked;
     }
     ++worked;
@@ -49,12 +49,12 @@ int LoopExecutor::RunUntilIdle() {
 void LoopExecutor::Stop() {
   if (manual_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) return;
     }
     RunUntilIdle();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
     // What was posted while stopping still runs, as the thread would.
@@ -68,30 +68,30 @@ void LoopExecutor::Stop() {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const bool running = !stop_ && thread_.joinable();
     stop_ = true;
     if (!running) return;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
 }
 
 void LoopExecutor::Post(Task task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     tasks_.push_back(std::move(task));
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 bool LoopExecutor::PostUnlessStopped(Task task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stop_) return false;
     tasks_.push_back(std::move(task));
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
   return true;
 }
 
@@ -102,9 +102,11 @@ void LoopExecutor::Run() {
     const Duration wait = hooks_.idle_wait ? hooks_.idle_wait() : Duration::Seconds(1);
     std::deque<Task> batch;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(0, wait.millis())),
-                   [&] { return stop_ || !tasks_.empty(); });
+      MutexLock lock(mu_);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, wait.millis()));
+      while (!stop_ && tasks_.empty()) {
+        if (!cv_.WaitFor(lock, until - std::chrono::steady_clock::now())) break;
+      }
       batch.swap(tasks_);
       if (stop_ && batch.empty()) break;
     }

@@ -26,17 +26,16 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/time.h"
 
 namespace muster::server {
@@ -90,10 +89,10 @@ class LoopExecutor {
 
   Hooks hooks_;
   bool manual_ = false;  // set by StartManual, before any other call
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Task> tasks_;  // guarded by mu_
-  bool stop_ = false;       // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<Task> tasks_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -7,7 +7,7 @@ namespace muster::server {
 void NodeWaits::Publish(const std::string& node, int64_t version) {
   std::vector<Waiter> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::unique_ptr<Slot>& s = slots_[node];
     if (!s) s = std::make_unique<Slot>();
     s->version = version;
@@ -18,14 +18,14 @@ void NodeWaits::Publish(const std::string& node, int64_t version) {
 }
 
 bool NodeWaits::HasWaiter(const std::string& node) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = slots_.find(node);
   return it != slots_.end() && !it->second->waiters.empty();
 }
 
 bool NodeWaits::WhenChanges(const std::string& node, int64_t version, Duration max_wait, std::function<void()> then) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::unique_ptr<Slot>& s = slots_[node];
     if (!s) s = std::make_unique<Slot>();
     if (!(s->version != 0 && s->version != version) && !closed_) {
@@ -53,7 +53,7 @@ void NodeWaits::EndExpired(Time now) { EndWhere(now, false); }
 
 void NodeWaits::Close() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
   }
   EndWhere(clock_.Now(), true);
@@ -62,7 +62,7 @@ void NodeWaits::Close() {
 void NodeWaits::EndWhere(Time now, bool all) {
   std::vector<Waiter> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     while (!deadlines_.empty() && (all || std::get<0>(*deadlines_.begin()) <= now.millis())) {
       const auto [deadline, id, node] = *deadlines_.begin();
       deadlines_.erase(deadlines_.begin());
@@ -77,7 +77,7 @@ void NodeWaits::EndWhere(Time now, bool all) {
 }
 
 Duration NodeWaits::UntilNextDeadline(Time now) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (deadlines_.empty()) return Duration::Infinite();
   return std::max(Duration::Zero(), Time::FromMillis(std::get<0>(*deadlines_.begin())) - now);
 }

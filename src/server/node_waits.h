@@ -26,13 +26,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/clock.h"
 
 namespace muster::server {
@@ -74,11 +74,11 @@ class NodeWaits {
   void EndWhere(Time now, bool all);
 
   const Clock& clock_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::unique_ptr<Slot>> slots_;          // guarded by mu_; never erased
-  std::set<std::tuple<int64_t, uint64_t, std::string>> deadlines_;       // guarded by mu_: (deadline, id, node)
-  uint64_t next_id_ = 0;                                                  // guarded by mu_
-  bool closed_ = false;                                                   // guarded by mu_
+  mutable Mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<Slot>> slots_ GUARDED_BY(mu_);  // never erased
+  std::set<std::tuple<int64_t, uint64_t, std::string>> deadlines_ GUARDED_BY(mu_);  // (deadline, id, node)
+  uint64_t next_id_ GUARDED_BY(mu_) = 0;
+  bool closed_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace muster::server

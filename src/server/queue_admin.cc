@@ -70,14 +70,14 @@ StatusOr<bool> QueueAdmin::Remove(const std::string& name) {
 }
 
 bool QueueAdmin::DeferUntilStarted(const ServerOptions& next) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (started_) return false;
   deferred_ = next;
   return true;
 }
 
 std::optional<ServerOptions> QueueAdmin::MarkStarted() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   started_ = true;
   std::optional<ServerOptions> next = std::move(deferred_);
   deferred_.reset();

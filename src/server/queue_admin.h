@@ -14,10 +14,10 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "config/queue_list.h"
@@ -89,9 +89,9 @@ class QueueAdmin {
   scheduler::FairShareOptions file_fairshare_;
   ApiQueues api_;
   ApiQueues before_;  // as of before the last Put or Remove
-  std::mutex mu_;
-  bool started_ = false;                  // guarded by mu_
-  std::optional<ServerOptions> deferred_;  // guarded by mu_
+  Mutex mu_;
+  bool started_ GUARDED_BY(mu_) = false;
+  std::optional<ServerOptions> deferred_ GUARDED_BY(mu_);
 };
 
 }  // namespace muster::server

@@ -17,6 +17,7 @@
 #include "auth/token.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/service_notify.h"
 #include "server/authenticator.h"
 #include "server/config_reload.h"
@@ -75,29 +76,36 @@ Status LoadCredentials(store::Store& store, ControlLoop& loop, Authenticator& au
 class TokenRefresh {
  public:
   static constexpr std::chrono::seconds kEvery{5};
-  TokenRefresh(store::Store& store, Authenticator& authn)
-      : thread_([this, &store, &authn] {
-          std::unique_lock lock(mu_);
-          while (!cv_.wait_for(lock, kEvery, [this] { return stop_; })) {
-            lock.unlock();
-            if (auto tokens = store.ListTokens(); tokens.ok()) authn.Merge(*tokens);
-            lock.lock();
-          }
-        }) {}
+  TokenRefresh(store::Store& store, Authenticator& authn) : store_(store), authn_(authn), thread_([this] { Run(); }) {}
   ~TokenRefresh() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     thread_.join();
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
-  std::thread thread_;
+  void Run() {
+    MutexLock lock(mu_);
+    while (true) {
+      const auto until = std::chrono::steady_clock::now() + kEvery;
+      while (!stop_ && cv_.WaitFor(lock, until - std::chrono::steady_clock::now())) {
+      }
+      if (stop_) return;
+      lock.Unlock();
+      if (auto tokens = store_.ListTokens(); tokens.ok()) authn_.Merge(*tokens);
+      lock.Lock();
+    }
+  }
+
+  store::Store& store_;
+  Authenticator& authn_;
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: it runs once the rest is made
 };
 
 // An elected server's life: a standby that follows the store's job rows

@@ -16,34 +16,34 @@ StoreWriter::StoreWriter(Store& store, Options options)
 
 StoreWriter::~StoreWriter() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
 }
 
 uint64_t StoreWriter::Submit(WriteBatch batch, std::function<void(const Status&)> done) {
   uint64_t ticket;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back({std::move(batch), std::move(done)});
     ticket = ++submitted_;
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
   return ticket;
 }
 
 bool StoreWriter::Committed(uint64_t ticket) const { return committed_.load(std::memory_order_acquire) >= ticket; }
 
 void StoreWriter::Flush() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t target = submitted_;
-  drained_.wait(lock, [&] { return finished_ >= target; });
+  while (finished_ < target) drained_.Wait(lock);
 }
 
 StoreWriter::Stats StoreWriter::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -51,8 +51,8 @@ void StoreWriter::Loop() {
   while (true) {
     std::vector<Item> group;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      while (!stop_ && queue_.empty()) cv_.Wait(lock);
       if (queue_.empty() && stop_) return;
       while (!queue_.empty() && group.size() < options_.max_batches_per_commit) {
         group.push_back(std::move(queue_.front()));
@@ -86,14 +86,14 @@ void StoreWriter::Loop() {
       }
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stats_.commits += commits;
       stats_.batches += group.size();
       stats_.failures += failures;
       stats_.largest_group = std::max<uint64_t>(stats_.largest_group, group.size());
       finished_ += group.size();
     }
-    drained_.notify_all();
+    drained_.NotifyAll();
   }
 }
 

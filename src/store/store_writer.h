@@ -15,13 +15,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 
+#include "common/mutex.h"
 #include "store/store.h"
 
 namespace muster::store {
@@ -66,15 +65,15 @@ class StoreWriter {
 
   Store& store_;
   const Options options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;       // work arrived or stopping
-  std::condition_variable drained_;  // a group finished
-  std::deque<Item> queue_;           // guarded by mu_
-  uint64_t submitted_ = 0;           // guarded by mu_
-  uint64_t finished_ = 0;            // guarded by mu_; callbacks ran
+  mutable Mutex mu_;
+  CondVar cv_;       // work arrived or stopping
+  CondVar drained_;  // a group finished
+  std::deque<Item> queue_ GUARDED_BY(mu_);
+  uint64_t submitted_ GUARDED_BY(mu_) = 0;
+  uint64_t finished_ GUARDED_BY(mu_) = 0;  // callbacks ran
   std::atomic<uint64_t> committed_{0};
-  bool stop_ = false;                // guarded by mu_
-  Stats stats_;                      // guarded by mu_
+  bool stop_ GUARDED_BY(mu_) = false;
+  Stats stats_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

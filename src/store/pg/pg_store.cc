@@ -447,7 +447,7 @@ Status PgStore::Commit(const std::vector<const WriteBatch*>& batches) {
   AddTokens(f, statements);
   AddAudit(f, epoch, statements);
   if (statements.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(write_mu_);
   const int64_t seq = ++commit_seq_;
   statements.emplace_back("INSERT INTO writer_progress (writer, seq) VALUES ($1, $2) ON CONFLICT (writer) DO "
                           "UPDATE SET seq = EXCLUDED.seq, updated_at = now()",
@@ -484,7 +484,7 @@ StatusOr<T> PgStore::WithReader(Fn fn) {
   for (int tries = 0;; ++tries) {
     std::optional<PgConn> db;
     {
-      std::lock_guard<std::mutex> lock(read_mu_);
+      MutexLock lock(read_mu_);
       if (!readers_.empty()) {
         db.emplace(std::move(readers_.back()));
         readers_.pop_back();
@@ -499,7 +499,7 @@ StatusOr<T> PgStore::WithReader(Fn fn) {
       if (tries == 0) continue;  // a pooled connection that had broken: once more, fresh
       return result;
     }
-    std::lock_guard<std::mutex> lock(read_mu_);
+    MutexLock lock(read_mu_);
     if (readers_.size() < 8) readers_.push_back(std::move(*db));
     return result;
   }

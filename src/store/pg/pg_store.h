@@ -30,10 +30,10 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "store/pg/pg_conn.h"
 #include "store/store.h"
 
@@ -85,11 +85,11 @@ class PgStore final : public Store {
   const std::string description_;
   std::atomic<int64_t> fence_{0};  // 0: not fenced
   const std::string writer_id_;  // this store's row in writer_progress
-  std::mutex write_mu_;
-  PgConn writer_;         // guarded by write_mu_
-  int64_t commit_seq_ = 0;  // guarded by write_mu_
-  std::mutex read_mu_;
-  std::vector<PgConn> readers_;  // idle read connections; guarded by read_mu_
+  Mutex write_mu_;
+  PgConn writer_ GUARDED_BY(write_mu_);
+  int64_t commit_seq_ GUARDED_BY(write_mu_) = 0;
+  Mutex read_mu_;
+  std::vector<PgConn> readers_ GUARDED_BY(read_mu_);  // idle read connections
 };
 
 // Applies every migration newer than the database's version. `what` names

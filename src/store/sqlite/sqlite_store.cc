@@ -105,20 +105,20 @@ template <typename Fn>
 auto SqliteStore::WithReader(Fn fn) -> decltype(fn(std::declval<Db&>())) {
   std::optional<Db> db;
   {
-    std::lock_guard<std::mutex> lock(read_mu_);
+    MutexLock lock(read_mu_);
     if (!readers_.empty()) {
       db.emplace(std::move(readers_.back()));
       readers_.pop_back();
     }
   }
   if (!db) {
-    auto opened = Db::Open(writer_.path(), /*read_only=*/true);
+    auto opened = Db::Open(path_, /*read_only=*/true);
     if (!opened.ok()) return opened.status();
     if (Status s = Configure(*opened); !s.ok()) return s;
     db.emplace(std::move(*opened));
   }
   auto result = fn(*db);
-  std::lock_guard<std::mutex> lock(read_mu_);
+  MutexLock lock(read_mu_);
   if (readers_.size() < 8) readers_.push_back(std::move(*db));
   return result;
 }
@@ -128,7 +128,7 @@ struct SqliteStore::WriteStatements {
 };
 
 SqliteStore::SqliteStore(StoreLock lock, Db writer, HighWater high_water)
-    : lock_(std::move(lock)), writer_(std::move(writer)), high_water_(std::move(high_water)) {}
+    : lock_(std::move(lock)), path_(writer.path()), writer_(std::move(writer)), high_water_(std::move(high_water)) {}
 SqliteStore::~SqliteStore() = default;
 
 Status SqliteStore::PrepareWrites() {
@@ -168,7 +168,7 @@ Status SqliteStore::PrepareWrites() {
 }
 
 Status SqliteStore::Commit(const std::vector<const WriteBatch*>& batches) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(write_mu_);
   if (!writes_) RETURN_IF_ERROR(PrepareWrites());
   RETURN_IF_ERROR(writer_.Exec("BEGIN IMMEDIATE"));
   WriteStatements& w = *writes_;

@@ -15,10 +15,10 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "store/sqlite/high_water.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/store_lock.h"
@@ -61,15 +61,16 @@ class SqliteStore final : public Store {
 
   // The writer's prepared statements, made once (guarded by write_mu_).
   struct WriteStatements;
-  Status PrepareWrites();
+  Status PrepareWrites() REQUIRES(write_mu_);
 
   StoreLock lock_;  // first member: released after every connection is closed
-  std::mutex write_mu_;
-  Db writer_;  // guarded by write_mu_
-  std::unique_ptr<WriteStatements> writes_;  // guarded by write_mu_
-  HighWater high_water_;                     // guarded by write_mu_
-  std::mutex read_mu_;
-  std::vector<Db> readers_;  // idle read connections; guarded by read_mu_
+  const std::string path_;  // the store's file, for read connections
+  Mutex write_mu_;
+  Db writer_ GUARDED_BY(write_mu_);
+  std::unique_ptr<WriteStatements> writes_ GUARDED_BY(write_mu_);
+  HighWater high_water_ GUARDED_BY(write_mu_);
+  Mutex read_mu_;
+  std::vector<Db> readers_ GUARDED_BY(read_mu_);  // idle read connections
 };
 
 // Applies every migration newer than the file's version. Exposed for tests.
