@@ -30,6 +30,7 @@ if ! $demo; then
     postgresql-15                   # the real PostgreSQL server the store's tests start
     munge                           # munged (tests start one of their own)
     clang-14 libclang-rt-14-dev     # the libFuzzer targets (scripts/fuzz.sh)
+    clang-tidy-14 clang-format-14   # scripts/tidy.sh on changed files; .clang-format
     openssl curl                    # the TLS tests' certificates, and a client not our own
     prometheus                      # promtool and a real Prometheus in tests
     chromium nodejs fonts-dejavu-core  # the dashboard's browser tests (playwright-core from npm drives chromium)
