@@ -90,7 +90,9 @@ TEST_F(OperatorNodeTest, DeclareLostAndRemoveActOnDeadNodesAndAreRefusedForLiveO
   WaitFor([&] {
     std::tie(code, message) = Act("POST", "/v1/nodes/" + victim + "/declare-lost");
     declared = code == 200;
-    if (!declared) EXPECT_NE(message.find("lease"), std::string::npos) << message;
+    if (!declared) {
+      EXPECT_NE(message.find("lease"), std::string::npos) << message;
+    }
     return declared;
   }, std::chrono::seconds(10));
   ASSERT_TRUE(declared) << message;
@@ -144,7 +146,9 @@ TEST_F(NodeFailureTest, ALostNodesGangIsStoppedEverywhereThenRequeuedWithoutSpen
   const std::string second = dir + "/a2";
   bool started = false;
   started = WaitFor([&] { return fs::exists(second); });
-  if (started) EXPECT_TRUE(AllGone(dir + "/a1")) << "attempt 2 started while attempt 1 still ran";
+  if (started) {
+    EXPECT_TRUE(AllGone(dir + "/a1")) << "attempt 2 started while attempt 1 still ran";
+  }
   ASSERT_TRUE(started) << Get("/v1/jobs/" + std::to_string(id)).dump();
   j = WaitState(id, "RUNNING");
   EXPECT_EQ(j["attempts"], 2) << j.dump();

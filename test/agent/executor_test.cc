@@ -83,7 +83,9 @@ class ExecutorTest : public ::testing::Test {
       }
       return result.has_value();
     });
-    if (!result) ADD_FAILURE() << key << " did not end";
+    if (!result) {
+      ADD_FAILURE() << key << " did not end";
+    }
     return result.value_or(TaskResult{});
   }
 
@@ -120,7 +122,9 @@ void WaitLines(const std::string& file, int n) {
     std::string text((std::istreambuf_iterator<char>(in)), {});
     return std::count(text.begin(), text.end(), '\n') >= n;
   });
-  if (!had) ADD_FAILURE() << file << " never had " << n << " lines";
+  if (!had) {
+    ADD_FAILURE() << file << " never had " << n << " lines";
+  }
 }
 
 TEST_F(ExecutorTest, RunsACommandWithItsEnvironmentAndKeepsItsOutput) {
