@@ -28,8 +28,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -171,8 +171,9 @@ int Submit(const std::string& server, int clients, int jobs, int array) {
       for (int i = 0; i < mine; ++i) {
         const std::string key = "bench-" + nonce + "-" + std::to_string(c) + "-" + std::to_string(i);
         const std::string request = "POST /v1/jobs HTTP/1.1\r\nHost: " + conn.host() +
-                                    "\r\nContent-Type: application/json\r\nAuthorization: Bearer " + Token() + "\r\nIdempotency-Key: " +
-                                    key + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+                                    "\r\nContent-Type: application/json\r\nAuthorization: Bearer " + Token() +
+                                    "\r\nIdempotency-Key: " + key +
+                                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
         const auto s = Clock::now();
         const int status = conn.RoundTrip(request);
         lat[c].push_back(Ms(Clock::now() - s));
@@ -185,10 +186,11 @@ int Submit(const std::string& server, int clients, int jobs, int array) {
   std::vector<double> all;
   for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
   const int submitted = static_cast<int>(all.size()) * array;
-  std::printf("submit: %d jobs in %zu requests of %d, %d clients: %.0f jobs/s; request latency p50 %.2f ms, "
-              "p99 %.2f ms, max %.2f ms; errors %d\n",
-              submitted, all.size(), array, clients, submitted / (total_ms / 1000.0), Percentile(all, 50),
-              Percentile(all, 99), Percentile(all, 100), errors.load());
+  std::printf(
+      "submit: %d jobs in %zu requests of %d, %d clients: %.0f jobs/s; request latency p50 %.2f ms, "
+      "p99 %.2f ms, max %.2f ms; errors %d\n",
+      submitted, all.size(), array, clients, submitted / (total_ms / 1000.0), Percentile(all, 50), Percentile(all, 99),
+      Percentile(all, 100), errors.load());
   return errors == 0 ? 0 : 1;
 }
 
@@ -250,7 +252,8 @@ int Ping(const std::string& server, int clients, int requests) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: muster_bench_api submit|ping|list --server URL [--clients N] [--jobs N] [--iterations N]\n");
+    std::fprintf(stderr,
+                 "usage: muster_bench_api submit|ping|list --server URL [--clients N] [--jobs N] [--iterations N]\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -259,12 +262,18 @@ int main(int argc, char** argv) {
   bool summary = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--server") server = v;
-    else if (k == "--clients") clients = std::stoi(v);
-    else if (k == "--jobs") jobs = std::stoi(v);
-    else if (k == "--iterations") iterations = std::stoi(v);
-    else if (k == "--array") array = std::max(1, std::stoi(v));
-    else if (k == "--view") summary = v == "summary";
+    if (k == "--server")
+      server = v;
+    else if (k == "--clients")
+      clients = std::stoi(v);
+    else if (k == "--jobs")
+      jobs = std::stoi(v);
+    else if (k == "--iterations")
+      iterations = std::stoi(v);
+    else if (k == "--array")
+      array = std::max(1, std::stoi(v));
+    else if (k == "--view")
+      summary = v == "summary";
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;

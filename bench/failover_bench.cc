@@ -62,8 +62,8 @@ TEST(FailoverBench, KillTheLeader) {
   if (g_fill > 0) {
     http::FailoverClient filler(cluster->Addresses());
     for (int done = 0; done < g_fill; done += 1000) {
-      auto r = filler.Post("/v1/jobs", "name: stored\nhold: true\narray: 1000\ncommand: [\"true\"]\n", "application/yaml",
-                           {{"Authorization", HaCluster::AdminAuthorization()}});
+      auto r = filler.Post("/v1/jobs", "name: stored\nhold: true\narray: 1000\ncommand: [\"true\"]\n",
+                           "application/yaml", {{"Authorization", HaCluster::AdminAuthorization()}});
       ASSERT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.status().ToString());
     }
     std::printf("stored %d held jobs\n", g_fill);
@@ -75,7 +75,8 @@ TEST(FailoverBench, KillTheLeader) {
     // Every server up (the last round's killed one a standby again) and the
     // agents synced with the leader: a steady cluster before each kill.
     for (size_t i = 0; i < cluster->servers(); ++i) {
-      for (int t = 0; t < 200 && !cluster->Health(i).is_object(); ++t) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      for (int t = 0; t < 200 && !cluster->Health(i).is_object(); ++t)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     http::FailoverClient client(cluster->Addresses());
@@ -121,8 +122,9 @@ TEST(FailoverBench, KillTheLeader) {
     ASSERT_TRUE(cluster->server(leader).Start());
   }
   std::printf("failover over %d %s: submit accepted p50 %.3f s, max %.3f s; job started p50 %.3f s, max %.3f s\n",
-              g_kills, g_pause ? "pauses" : "kills", Percentile(submit_s, 50), *std::max_element(submit_s.begin(), submit_s.end()),
-              Percentile(start_s, 50), *std::max_element(start_s.begin(), start_s.end()));
+              g_kills, g_pause ? "pauses" : "kills", Percentile(submit_s, 50),
+              *std::max_element(submit_s.begin(), submit_s.end()), Percentile(start_s, 50),
+              *std::max_element(start_s.begin(), start_s.end()));
   cluster->ExpectInvariants();
 }
 

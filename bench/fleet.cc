@@ -116,11 +116,12 @@ json Measure(Shared& fleet, pid_t server, int seconds, int wait_ms, const char* 
             {"serverCores", static_cast<double>(cpu1 - cpu0) / 1e6 / secs},
             {"serverRssMiB", rss1 / 1024},
             {"fleetCores", static_cast<double>(own1 - own0) / 1e6 / secs}};
-  std::printf("%-26s %6.0f syncs/s  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms  server %5.1f us/sync, %.2f cores, "
-              "%lld MiB; fleet %.2f cores\n",
-              name, j["syncsPerSecond"].get<double>(), j["p50Ms"].get<double>(), j["p99Ms"].get<double>(),
-              j["maxMs"].get<double>(), j["serverCpuPerSyncUs"].get<double>(), j["serverCores"].get<double>(),
-              static_cast<long long>(rss1 / 1024), j["fleetCores"].get<double>());
+  std::printf(
+      "%-26s %6.0f syncs/s  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms  server %5.1f us/sync, %.2f cores, "
+      "%lld MiB; fleet %.2f cores\n",
+      name, j["syncsPerSecond"].get<double>(), j["p50Ms"].get<double>(), j["p99Ms"].get<double>(),
+      j["maxMs"].get<double>(), j["serverCpuPerSyncUs"].get<double>(), j["serverCores"].get<double>(),
+      static_cast<long long>(rss1 / 1024), j["fleetCores"].get<double>());
   std::fflush(stdout);
   return j;
 }
@@ -131,16 +132,26 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--muster") o.muster = v;
-    else if (k == "--agents") o.agents = std::stoi(v);
-    else if (k == "--jobs") o.jobs = std::stoi(v);
-    else if (k == "--gang") o.gang = std::stoi(v);
-    else if (k == "--wait-ms") o.wait_ms = std::stoi(v);
-    else if (k == "--probe-every") o.probe_every = std::stoi(v);
-    else if (k == "--window") o.window_s = std::stoi(v);
-    else if (k == "--restart-fraction") o.restart_fraction = std::stod(v);
-    else if (k == "--start-jitter-ms") o.start_jitter_ms = std::stoi(v);
-    else if (k == "--threads") o.threads = std::max(1, std::stoi(v));
+    if (k == "--muster")
+      o.muster = v;
+    else if (k == "--agents")
+      o.agents = std::stoi(v);
+    else if (k == "--jobs")
+      o.jobs = std::stoi(v);
+    else if (k == "--gang")
+      o.gang = std::stoi(v);
+    else if (k == "--wait-ms")
+      o.wait_ms = std::stoi(v);
+    else if (k == "--probe-every")
+      o.probe_every = std::stoi(v);
+    else if (k == "--window")
+      o.window_s = std::stoi(v);
+    else if (k == "--restart-fraction")
+      o.restart_fraction = std::stod(v);
+    else if (k == "--start-jitter-ms")
+      o.start_jitter_ms = std::stoi(v);
+    else if (k == "--threads")
+      o.threads = std::max(1, std::stoi(v));
     else {
       std::fprintf(stderr, "muster_bench_fleet: unknown flag %s\n", k.c_str());
       return 2;
@@ -173,8 +184,11 @@ int main(int argc, char** argv) {
   // The played nodes, with their credentials in the store before it serves.
   std::vector<PlayedNode> all;
   for (int i = 0; i < o.agents; ++i) {
-    all.push_back({"fleet-" + std::to_string(i), 8, "H100",
-                   {{"leaf", "leaf-" + std::to_string(i / 32)}, {"spine", "spine-" + std::to_string(i / 512)}}, ""});
+    all.push_back({"fleet-" + std::to_string(i),
+                   8,
+                   "H100",
+                   {{"leaf", "leaf-" + std::to_string(i / 32)}, {"spine", "spine-" + std::to_string(i / 512)}},
+                   ""});
   }
   const std::string admin_token = IssueFleetCredentials(dir + "/muster.db", all);
   if (admin_token.empty()) return 1;
@@ -209,8 +223,12 @@ int main(int argc, char** argv) {
   httplib::Client api("127.0.0.1", port);
   api.set_read_timeout(120, 0);
   const httplib::Headers user{{"Authorization", "Bearer " + admin_token}};
-  json report = {{"agents", o.agents}, {"jobs", o.jobs}, {"gang", o.gang}, {"waitMs", o.wait_ms},
-                 {"startJitterMs", o.start_jitter_ms}, {"phases", json::array()}};
+  json report = {{"agents", o.agents},
+                 {"jobs", o.jobs},
+                 {"gang", o.gang},
+                 {"waitMs", o.wait_ms},
+                 {"startJitterMs", o.start_jitter_ms},
+                 {"phases", json::array()}};
   auto fail = [&](const std::string& why) {
     std::fprintf(stderr, "muster_bench_fleet: %s\n", why.c_str());
     join();

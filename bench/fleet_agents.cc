@@ -157,7 +157,8 @@ void Fleet::Run() {
     if (!closing_.empty()) {
       timeout_ms = 0;
     } else if (!restarting_.empty()) {
-      timeout_ms = static_cast<int>(std::clamp<int64_t>((agents_[restarting_.front()].back_at_us - NowUs()) / 1000, 0, 5));
+      timeout_ms =
+          static_cast<int>(std::clamp<int64_t>((agents_[restarting_.front()].back_at_us - NowUs()) / 1000, 0, 5));
     }
     const int n = epoll_wait(ep_, events.data(), static_cast<int>(events.size()), timeout_ms);
     for (int i = 0; i < n; ++i) {
@@ -171,7 +172,6 @@ void Fleet::Run() {
     }
   }
 }
-
 
 void Fleet::Connect(size_t idx) {
   Agent& a = agents_[idx];
@@ -302,8 +302,9 @@ void Fleet::Send(size_t idx) {
     cached.of = key;
   }
   const std::string& body = cached.text;
-  a.out = "POST /v1/agent/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: Bearer " +
-          a.token + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  a.out =
+      "POST /v1/agent/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: Bearer " +
+      a.token + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   a.out_off = 0;
   a.sent_us = NowUs();
   Write(idx);
@@ -344,7 +345,8 @@ void Fleet::Read(size_t idx) {
   a.in.erase(0, head_end + 4 + length);
   const int64_t took = NowUs() - a.sent_us;
   if (status != 200) {
-    if (shared_.errors.fetch_add(1) < 5) std::fprintf(stderr, "fleet: %s: %d %s\n", a.name.c_str(), status, body.c_str());
+    if (shared_.errors.fetch_add(1) < 5)
+      std::fprintf(stderr, "fleet: %s: %d %s\n", a.name.c_str(), status, body.c_str());
     return Send(idx);
   }
   const bool same = body == a.last_answer;
@@ -421,7 +423,6 @@ void Fleet::Apply(Agent& a, const proto::SyncResponse& r) {
     }
   }
 }
-
 
 std::string IssueFleetCredentials(const std::string& store_path, std::vector<PlayedNode>& nodes) {
   auto opened = store::OpenStore(store_path);

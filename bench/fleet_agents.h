@@ -30,8 +30,8 @@
 
 namespace muster::fleet {
 
-int64_t NowUs();  // steady clock
-int64_t WallMs(); // system clock
+int64_t NowUs();   // steady clock
+int64_t WallMs();  // system clock
 
 // Sync latencies of one phase, in microseconds.
 struct Sample {
@@ -66,7 +66,7 @@ struct PlayedNode {
   int gpus = 8;
   std::string gpu_type = "H100";
   std::map<std::string, std::string> labels;  // "leaf", "spine"
-  std::string token;  // its node's credential (IssueFleetCredentials)
+  std::string token;                          // its node's credential (IssueFleetCredentials)
 };
 
 // Writes a node token for each of `nodes` (setting its `token`) and an

@@ -65,7 +65,6 @@ int Usage(const std::string& why) {
   return 2;
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,14 +77,22 @@ int main(int argc, char** argv) {
     }
     if (i + 1 >= argc) return Usage(k + " needs a value");
     const std::string v = argv[++i];
-    if (k == "--muster") o.muster = v;
-    else if (k == "--nodes") o.nodes = v;
-    else if (k == "--cluster") o.cluster = v;
-    else if (k == "--stories") o.stories = v;
-    else if (k == "--unreachable-after") o.unreachable_after = v;
-    else if (k == "--lost-after") o.lost_after = v;
-    else if (k == "--lease") o.lease = v;
-    else if (k == "--time-limit-factor") o.time_limit_factor = std::stod(v);
+    if (k == "--muster")
+      o.muster = v;
+    else if (k == "--nodes")
+      o.nodes = v;
+    else if (k == "--cluster")
+      o.cluster = v;
+    else if (k == "--stories")
+      o.stories = v;
+    else if (k == "--unreachable-after")
+      o.unreachable_after = v;
+    else if (k == "--lost-after")
+      o.lost_after = v;
+    else if (k == "--lease")
+      o.lease = v;
+    else if (k == "--time-limit-factor")
+      o.time_limit_factor = std::stod(v);
     else if (k == "--node-failure") {
       const size_t at = v.rfind('@');
       if (at == std::string::npos || at == 0) return Usage("--node-failure must be NODE@SECONDS");
@@ -122,10 +129,11 @@ int main(int argc, char** argv) {
   }
   const std::string admin_token = IssueFleetCredentials(dir + "/muster.db", nodes);
   if (admin_token.empty()) return 1;
-  ServerProcess server = StartServer(
-      o.muster, dir,
-      "store: " + dir + "/muster.db\nlisten: 127.0.0.1:0\nauth: {rootJobs: [root]}\n" + "agents: {syncWait: 500ms, defaultGrace: 0s, lease: " + o.lease +
-          ", unreachableAfter: " + o.unreachable_after + ", lostAfter: " + o.lost_after + "}\n");
+  ServerProcess server =
+      StartServer(o.muster, dir,
+                  "store: " + dir + "/muster.db\nlisten: 127.0.0.1:0\nauth: {rootJobs: [root]}\n" +
+                      "agents: {syncWait: 500ms, defaultGrace: 0s, lease: " + o.lease +
+                      ", unreachableAfter: " + o.unreachable_after + ", lostAfter: " + o.lost_after + "}\n");
   if (server.port == 0) return Usage("the server did not start; see " + dir + "/server.log");
 
   const int node_count = static_cast<int>(nodes.size());
@@ -165,7 +173,8 @@ int main(int argc, char** argv) {
   int64_t last_end_s = 0;
   const int64_t t0 = NowUs();
   for (const auto& [second, index] : steps) {
-    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::microseconds(t0 + second * 1'000'000)));
+    std::this_thread::sleep_until(
+        std::chrono::steady_clock::time_point(std::chrono::microseconds(t0 + second * 1'000'000)));
     if (index < 0) {
       fleet.Silence(o.failures[static_cast<size_t>(-1 - index)].first);
       continue;
@@ -174,8 +183,8 @@ int main(int argc, char** argv) {
     const auto [replicas, per] = sim::GangShape(t.num_gpus, node_gpus);
     const int64_t limit = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(t.duration_s * o.time_limit_factor)));
     last_end_s = std::max(last_end_s, t.submit_s + limit);
-    std::string spec = "name: " + t.id + "\nreplicas: " + std::to_string(replicas) + "\nresources: {gpus: " +
-                       std::to_string(per) + "}\ntimeLimit: " + std::to_string(limit) +
+    std::string spec = "name: " + t.id + "\nreplicas: " + std::to_string(replicas) +
+                       "\nresources: {gpus: " + std::to_string(per) + "}\ntimeLimit: " + std::to_string(limit) +
                        "s\nretry: {limit: 0}\ncommand: [sleep, '" + std::to_string(t.duration_s) + "']\n";
     if (!t.tenant.empty()) spec += "queue: " + t.tenant + "\n";
     auto r = api.Post("/v1/jobs", user, spec, "application/yaml");

@@ -71,10 +71,8 @@ bool Run(const std::string& path, const Case& c) {
 int main(int argc, char** argv) {
   const std::string path = std::string(argc > 1 ? argv[1] : ".") + "/muster_fsync_probe.tmp";
   const Case cases[] = {
-      {"append 1 page + fdatasync", 1, false, false},
-      {"append 4 pages + fdatasync", 4, false, false},
-      {"overwrite 1 page + fdatasync", 1, true, false},
-      {"overwrite 4 pages + fdatasync", 4, true, false},
+      {"append 1 page + fdatasync", 1, false, false},   {"append 4 pages + fdatasync", 4, false, false},
+      {"overwrite 1 page + fdatasync", 1, true, false}, {"overwrite 4 pages + fdatasync", 4, true, false},
       {"overwrite 4 pages, O_DSYNC", 4, true, true},
   };
   for (const Case& c : cases) {

@@ -56,9 +56,8 @@ struct Flags {
 };
 
 int64_t PhillyGpus(Random& rng) {
-  static const std::pair<int64_t, int64_t> kMix[] = {{1, 76'627}, {2, 1'818}, {4, 1'870}, {8, 1'643},
-                                                     {12, 7},     {16, 199},  {24, 7},    {32, 67},
-                                                     {64, 6},     {128, 3}};
+  static const std::pair<int64_t, int64_t> kMix[] = {{1, 76'627}, {2, 1'818}, {4, 1'870}, {8, 1'643}, {12, 7},
+                                                     {16, 199},   {24, 7},    {32, 67},   {64, 6},    {128, 3}};
   int64_t total = 0;
   for (auto [g, n] : kMix) total += n;
   int64_t pick = rng.Uniform(0, total - 1);
@@ -90,20 +89,34 @@ int main(int argc, char** argv) {
   Flags f;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--nodes") f.nodes = std::stoi(v);
-    else if (k == "--gpus") f.gpus = std::stoi(v);
-    else if (k == "--pending") f.pending = std::stoi(v);
-    else if (k == "--fill") f.fill = std::stod(v);
-    else if (k == "--iterations") f.iterations = std::stoi(v);
-    else if (k == "--policy") f.policy = v;
-    else if (k == "--explain") f.explain = std::stoi(v);
-    else if (k == "--seed") f.seed = std::stoull(v);
-    else if (k == "--head-gangs") f.head_gangs = std::stoi(v);
-    else if (k == "--low-running") f.low_running = std::stod(v);
-    else if (k == "--queues") f.queues = std::max(1, std::stoi(v));
-    else if (k == "--guarantee") f.guarantee = std::stoll(v);
-    else if (k == "--container-nodes") f.container_nodes = std::stod(v);
-    else if (k == "--container-jobs") f.container_jobs = std::stod(v);
+    if (k == "--nodes")
+      f.nodes = std::stoi(v);
+    else if (k == "--gpus")
+      f.gpus = std::stoi(v);
+    else if (k == "--pending")
+      f.pending = std::stoi(v);
+    else if (k == "--fill")
+      f.fill = std::stod(v);
+    else if (k == "--iterations")
+      f.iterations = std::stoi(v);
+    else if (k == "--policy")
+      f.policy = v;
+    else if (k == "--explain")
+      f.explain = std::stoi(v);
+    else if (k == "--seed")
+      f.seed = std::stoull(v);
+    else if (k == "--head-gangs")
+      f.head_gangs = std::stoi(v);
+    else if (k == "--low-running")
+      f.low_running = std::stod(v);
+    else if (k == "--queues")
+      f.queues = std::max(1, std::stoi(v));
+    else if (k == "--guarantee")
+      f.guarantee = std::stoll(v);
+    else if (k == "--container-nodes")
+      f.container_nodes = std::stod(v);
+    else if (k == "--container-jobs")
+      f.container_jobs = std::stod(v);
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
@@ -111,7 +124,8 @@ int main(int argc, char** argv) {
   }
   Random rng(f.seed);
   core::ClusterConfig config;
-  for (int q = 0; f.guarantee > 0 && q < f.queues; ++q) config.queues.push_back({"q" + std::to_string(q), {{"*", f.guarantee}}, {}, ""});
+  for (int q = 0; f.guarantee > 0 && q < f.queues; ++q)
+    config.queues.push_back({"q" + std::to_string(q), {{"*", f.guarantee}}, {}, ""});
   core::ClusterState state(config);
   for (int i = 0; i < f.nodes; ++i) {
     core::NodeSpec n;
@@ -197,15 +211,15 @@ int main(int argc, char** argv) {
     stats = d.stats;
   }
   const double p50 = Percentile(ms, 50), p99 = Percentile(ms, 99);
-  std::printf("cluster %d nodes x %d GPU = %lld GPU, %.1f%% allocated (%zu running jobs), %zu pending\n",
-              f.nodes, f.gpus, static_cast<long long>(total), 100.0 * used / total,
-              state.running_count(), snap.pending.size());
+  std::printf("cluster %d nodes x %d GPU = %lld GPU, %.1f%% allocated (%zu running jobs), %zu pending\n", f.nodes,
+              f.gpus, static_cast<long long>(total), 100.0 * used / total, state.running_count(), snap.pending.size());
   std::printf("policy %s, explain %d: %d iterations\n", f.policy.c_str(), f.explain, f.iterations);
   std::printf("cycle p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", p50, p99, *std::max_element(ms.begin(), ms.end()));
-  std::printf("per cycle: considered %d, placed %d, reservations %d, backfilled %d, release events walked %lld, "
-              "preemptions %d\n",
-              stats.jobs_considered, stats.placements, stats.reservations, stats.backfilled,
-              static_cast<long long>(stats.release_events_walked), stats.preemptions);
+  std::printf(
+      "per cycle: considered %d, placed %d, reservations %d, backfilled %d, release events walked %lld, "
+      "preemptions %d\n",
+      stats.jobs_considered, stats.placements, stats.reservations, stats.backfilled,
+      static_cast<long long>(stats.release_events_walked), stats.preemptions);
   std::printf("placements per second at p50: %.0f\n", stats.placements / (p50 / 1000.0));
   return 0;
 }

@@ -93,9 +93,12 @@ int main(int argc, char** argv) try {
   int jobs = 20000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--dir") dir = v;
-    else if (k == "--jobs") jobs = std::max(1, std::stoi(v));
-    else if (k == "--group") groups = v;
+    if (k == "--dir")
+      dir = v;
+    else if (k == "--jobs")
+      jobs = std::max(1, std::stoi(v));
+    else if (k == "--group")
+      groups = v;
     else {
       std::fprintf(stderr, "usage: muster_bench_store [--dir DIR] [--jobs N] [--group 1,8,64]\n");
       return 2;

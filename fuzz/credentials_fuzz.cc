@@ -44,8 +44,9 @@ void CheckRefusal(const Status& s, std::string_view input, std::initializer_list
   // is base64url (so it cannot be the message's own words).
   if (input.size() > 40 && input.substr(0, 4) == "mst_") {
     const std::string_view secret = input.substr(21, 20);
-    const bool base64url = secret.find_first_not_of(
-                               "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") == std::string_view::npos;
+    const bool base64url =
+        secret.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") ==
+        std::string_view::npos;
     if (base64url && s.message().find(secret) != std::string::npos) {
       Fail("the input's secret part is in the message", s.ToString());
     }

@@ -49,7 +49,8 @@ void Check(std::string_view data, const HeadLimits& limits) {
     return;
   }
   if (r == ParseResult::kError) {
-    if (error.status != 400 && error.status != 417 && error.status != 431 && error.status != 501 && error.status != 505) {
+    if (error.status != 400 && error.status != 417 && error.status != 431 && error.status != 501 &&
+        error.status != 505) {
       Fail("unexpected error status", std::to_string(error.status));
     }
     if (error.message.empty()) Fail("error without a message", "");
@@ -63,14 +64,16 @@ void Check(std::string_view data, const HeadLimits& limits) {
   }
   if (head.content_length < 0) Fail("negative Content-Length", std::to_string(head.content_length));
   const Request& req = head.request;
-  if (req.path.empty() || req.path.front() != '/' || req.path.find('\0') != std::string::npos) Fail("bad path", req.path);
+  if (req.path.empty() || req.path.front() != '/' || req.path.find('\0') != std::string::npos)
+    Fail("bad path", req.path);
   if (req.headers.size() > limits.max_fields) Fail("too many fields", std::to_string(req.headers.size()));
   for (const auto& [name, value] : req.headers) {
     if (name.empty()) Fail("empty header name", value);
     for (char c : name) {
       if (c <= 0x20 || c == ':' || static_cast<unsigned char>(c) >= 0x7F) Fail("header name is not a token", name);
     }
-    if (value.find_first_of(std::string("\r\n\0", 3)) != std::string::npos) Fail("CR, LF or NUL in a header value", value);
+    if (value.find_first_of(std::string("\r\n\0", 3)) != std::string::npos)
+      Fail("CR, LF or NUL in a header value", value);
   }
   // Cut one byte short of the head's end: not yet a request.
   RequestHead shorter;

@@ -90,8 +90,8 @@ class PgInstance {
     auto replica = std::unique_ptr<PgInstance>(new PgInstance());
     std::string error = replica->MakeRoot();
     if (error.empty()) {
-      const CommandResult r = RunCommand(replica->As() + BinDir() + "/pg_basebackup -R -X stream -c fast -D " + replica->data_ +
-                                         " -d " + Quote(Url() + "?application_name=replica"));
+      const CommandResult r = RunCommand(replica->As() + BinDir() + "/pg_basebackup -R -X stream -c fast -D " +
+                                         replica->data_ + " -d " + Quote(Url() + "?application_name=replica"));
       if (r.code != 0) error = "pg_basebackup: " + r.out;
     }
     if (error.empty()) error = replica->Launch();
@@ -158,8 +158,8 @@ class PgInstance {
   }
   std::string Init() {
     if (std::string error = MakeRoot(); !error.empty()) return error;
-    const CommandResult r = RunCommand(As() + BinDir() + "/initdb -D " + data_ +
-                                       " -U muster --auth=trust -N -E UTF8 --locale=C");
+    const CommandResult r =
+        RunCommand(As() + BinDir() + "/initdb -D " + data_ + " -U muster --auth=trust -N -E UTF8 --locale=C");
     if (r.code != 0) return "initdb: " + r.out;
     // Streaming replication to a replica on this machine.
     std::ofstream(data_ + "/pg_hba.conf", std::ios::app) << "host replication muster 127.0.0.1/32 trust\n";

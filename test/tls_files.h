@@ -15,12 +15,12 @@ namespace muster::testing {
 
 struct TlsFiles {
   std::string dir;
-  std::string ca;            // ca.crt: the CA that signed server.crt
-  std::string cert, key;     // server.crt, server.key (mode 0600)
+  std::string ca;                         // ca.crt: the CA that signed server.crt
+  std::string cert, key;                  // server.crt, server.key (mode 0600)
   std::string other_cert, other_key;      // for "elsewhere.test" only
   std::string expired_cert, expired_key;  // for localhost, expired
-  std::string stranger_ca;   // a CA that signed none of them
-  std::string error;         // why making them failed; "" when they are made
+  std::string stranger_ca;                // a CA that signed none of them
+  std::string error;                      // why making them failed; "" when they are made
 };
 
 inline TlsFiles MakeTlsFiles(const std::string& dir) {
@@ -37,7 +37,8 @@ inline TlsFiles MakeTlsFiles(const std::string& dir) {
   const std::string d = "'" + dir + "'";
   // sign NAME CN SAN DAYS: a key and a certificate the CA signs (-1 days: expired yesterday).
   const std::string script =
-      "set -e; cd " + d + "; umask 077;"
+      "set -e; cd " + d +
+      "; umask 077;"
       " ca() { openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $1.key -out $1.crt"
       "   -subj /CN=$2 -days 2 2>/dev/null; };"
       " sign() { openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $1.key -out $1.csr"
@@ -51,7 +52,7 @@ inline TlsFiles MakeTlsFiles(const std::string& dir) {
       " sign expired localhost 'DNS:localhost,IP:127.0.0.1' -1;"
       " chmod 644 ca.crt server.crt other.crt expired.crt stranger.crt";
   const CommandResult r = RunCommand("mkdir -p " + d + " && " + script);
-  struct stat st{};
+  struct stat st {};
   if (r.code != 0 || ::stat(f.cert.c_str(), &st) != 0 || ::stat(f.expired_cert.c_str(), &st) != 0) {
     f.error = "openssl failed (" + std::to_string(r.code) + "): " + r.out;
   }

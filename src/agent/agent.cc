@@ -14,14 +14,14 @@
 #include "common/signal_name.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/file.h>
 #include <grp.h>
-#include <sys/socket.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -56,9 +56,15 @@ std::string HostName() {
 }
 
 json AssignmentJson(const proto::TaskAssignment& t) {
-  return {{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}, {"epoch", t.epoch},
-          {"timeLimitMs", t.time_limit_ms}, {"stopSignal", t.stop_signal}, {"graceMs", t.grace_ms},
-          {"limitSignal", t.limit_signal}, {"limitSignalBeforeMs", t.limit_signal_before_ms},
+  return {{"job", t.job},
+          {"attempt", t.attempt},
+          {"replica", t.replica},
+          {"epoch", t.epoch},
+          {"timeLimitMs", t.time_limit_ms},
+          {"stopSignal", t.stop_signal},
+          {"graceMs", t.grace_ms},
+          {"limitSignal", t.limit_signal},
+          {"limitSignalBeforeMs", t.limit_signal_before_ms},
           {"limitSignalTo", t.limit_signal_to}};
 }
 
@@ -139,7 +145,8 @@ Agent::~Agent() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
   if (log_server_) log_server_->Stop();
   if (metrics_server_) metrics_server_->Stop();
-  for (std::thread* t : {&watch_thread_, &health_thread_, &sample_thread_, &reclaim_thread_, &log_thread_, &metrics_thread_}) {
+  for (std::thread* t :
+       {&watch_thread_, &health_thread_, &sample_thread_, &reclaim_thread_, &log_thread_, &metrics_thread_}) {
     if (t->joinable()) t->join();
   }
   if (wake_fd_ >= 0) ::close(wake_fd_);
@@ -191,7 +198,8 @@ StatusOr<std::string> Agent::Init() {
   if (!options_.gpu_type.empty()) {
     for (char c : options_.gpu_type) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
-        return InvalidArgument("--gpu-type: may use letters, digits, '.', '_' and '-', got \"" + options_.gpu_type + "\"", "gpu-type");
+        return InvalidArgument(
+            "--gpu-type: may use letters, digits, '.', '_' and '-', got \"" + options_.gpu_type + "\"", "gpu-type");
       }
     }
   }
@@ -223,7 +231,8 @@ StatusOr<std::string> Agent::Init() {
                                 "); give each agent its own --state-dir");
     }
     const std::string me = std::to_string(::getpid()) + "\n";
-    if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    if (::ftruncate(lock_fd_, 0) != 0 ||
+        ::pwrite(lock_fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
       // Only the message a second agent gives names the pid: go on.
       log::Warn("cannot write this agent's pid to {}: {}", lock, std::strerror(errno));
     }
@@ -234,7 +243,8 @@ StatusOr<std::string> Agent::Init() {
     if (agent_id_.empty()) {
       std::error_code real_ec;
       const std::string where = fs::canonical(options_.state_dir, real_ec).string();
-      agent_id_ = HostName() + ":" + (real_ec ? options_.state_dir : where) + ":" + std::to_string(clock_.Now().millis());
+      agent_id_ =
+          HostName() + ":" + (real_ec ? options_.state_dir : where) + ":" + std::to_string(clock_.Now().millis());
       // Whole or not at all: written aside, then renamed into place.
       const std::string tmp = id_file + ".tmp";
       std::ofstream(tmp, std::ios::trunc) << agent_id_ << "\n";
@@ -247,7 +257,8 @@ StatusOr<std::string> Agent::Init() {
     fs::create_directories(options_.state_dir + "/tmp", dir_ec);
     ::chmod((options_.state_dir + "/tmp").c_str(), 0700);
     lease_fd_ = ::open((options_.state_dir + "/lease").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lease_fd_ < 0) return FailedPrecondition("cannot open " + options_.state_dir + "/lease: " + std::strerror(errno));
+    if (lease_fd_ < 0)
+      return FailedPrecondition("cannot open " + options_.state_dir + "/lease: " + std::strerror(errno));
   }
   {
     // Without its node's credential the server hears nothing from it.
@@ -291,8 +302,10 @@ StatusOr<std::string> Agent::Init() {
   containers_ = DetectContainers(options_.podman, options_.containers_conf, options_.container_runtime, inventory_);
   if (containers_.available) {
     eo.podman = {containers_.podman};
-    if (!options_.container_runtime.empty()) eo.podman.insert(eo.podman.end(), {"--runtime", options_.container_runtime});
-    if (options_.use_cgroups) eo.podman.insert(eo.podman.end(), {"--cgroup-manager", "cgroupfs"});  // as tasks' containers
+    if (!options_.container_runtime.empty())
+      eo.podman.insert(eo.podman.end(), {"--runtime", options_.container_runtime});
+    if (options_.use_cgroups)
+      eo.podman.insert(eo.podman.end(), {"--cgroup-manager", "cgroupfs"});  // as tasks' containers
     container_prefix_ = "muster-" + TaskBeaconScope(options_.state_dir).substr(0, 8) + "-";
     eo.container_prefix = container_prefix_;
     // Podman reads CONTAINERS_CONF; the executor's own calls inherit it.
@@ -342,7 +355,8 @@ StatusOr<std::string> Agent::Init() {
     if (!ValidTaskKey(key)) return res.Set(400, "bad task key", "text/plain");
     // Only with the server's grant for this task (auth/grants.h): the
     // server decided that the caller may read this log.
-    if (Status g = auth::VerifyLogGrant(grant_key_, key, req.Header("X-Muster-Grant"), clock_.Now().millis()); !g.ok()) {
+    if (Status g = auth::VerifyLogGrant(grant_key_, key, req.Header("X-Muster-Grant"), clock_.Now().millis());
+        !g.ok()) {
       return res.Set(403, g.message() + "; logs are read through the server (muster logs)", "text/plain");
     }
     const std::string path = executor_->LogPath(key);
@@ -370,8 +384,9 @@ StatusOr<std::string> Agent::Init() {
     const bool numeric = colon != std::string::npos && colon + 1 < listen.size() &&
                          std::from_chars(listen.data() + colon + 1, port_end, m.port).ptr == port_end;
     if (m.host.empty() || !numeric || m.port < 0 || m.port > 65535) {
-      return InvalidArgument("must be HOST:PORT such as 127.0.0.1:9477, got " + QuoteForMessage(options_.metrics_listen),
-                             "--metrics-listen");
+      return InvalidArgument(
+          "must be HOST:PORT such as 127.0.0.1:9477, got " + QuoteForMessage(options_.metrics_listen),
+          "--metrics-listen");
     }
     m.worker_threads = 1;
     metrics_server_ = std::make_unique<http::Server>(m);
@@ -389,7 +404,9 @@ StatusOr<std::string> Agent::Init() {
   summary << "node " << options_.node << ": " << gpus_line << "; " << options_.cpu_milli / 1000 << " CPUs, "
           << (options_.memory_bytes >> 30) << " GiB; " << cgroups_ << "; state in " << options_.state_dir
           << "; logs served on " << options_.log_host << ":" << log_port_ << (log_tls_pin_.empty() ? "" : " (TLS)");
-  if (metrics_server_) summary << "; metrics on " << options_.metrics_listen.substr(0, options_.metrics_listen.rfind(':')) << ":" << metrics_port_;
+  if (metrics_server_)
+    summary << "; metrics on " << options_.metrics_listen.substr(0, options_.metrics_listen.rfind(':')) << ":"
+            << metrics_port_;
   summary << "; containers: " << (containers_.available ? containers_.Describe() : "none");
   if (!containers_.note.empty()) summary << " (" << containers_.note << ")";
   if (!executor_->Tasks().empty()) summary << "; recovered " << executor_->Tasks().size() << " task(s)";
@@ -475,7 +492,8 @@ bool Agent::Sync(int64_t wait_ms) {
   }
   client->set_read_timeout(std::chrono::milliseconds(read_ms));
   const int64_t sent_ms = clock_.Now().millis();
-  auto res = client->Post("/v1/agent/sync", proto::ToJson(req), "application/json", {{"Authorization", authorization_}});
+  auto res =
+      client->Post("/v1/agent/sync", proto::ToJson(req), "application/json", {{"Authorization", authorization_}});
   if (!res.ok() || res->status != 200) {
     if (!res.ok() && res.status().message() == "interrupted") {
       // Stopping, not failing.
@@ -485,8 +503,8 @@ bool Agent::Sync(int64_t wait_ms) {
     }
     if (res.ok()) {
       log::Warn("the server refused a sync ({}): {}", res->status, res->body.substr(0, 300));
-    } else if (static thread_local std::string last; res.status().message() != last &&
-               res.status().message() != "interrupted") {
+    } else if (static thread_local std::string last;
+               res.status().message() != last && res.status().message() != "interrupted") {
       // Said once for each new reason (a server down, a certificate this
       // agent cannot verify), not at every retry.
       last = res.status().message();
@@ -510,7 +528,8 @@ bool Agent::Sync(int64_t wait_ms) {
     if (lease_fd_ >= 0 && parsed->lease_ms > 0) {
       // Renew the deadline the task shims fence themselves by.
       char text[32];
-      const int n = std::snprintf(text, sizeof text, "%020lld\n", static_cast<long long>(last_success_ms_ + parsed->lease_ms));
+      const int n =
+          std::snprintf(text, sizeof text, "%020lld\n", static_cast<long long>(last_success_ms_ + parsed->lease_ms));
       // A lease not renewed makes the shims stop their tasks at the old
       // deadline, as if the server were gone: said once a failing streak.
       const bool renewed = ::pwrite(lease_fd_, text, static_cast<size_t>(n), 0) == n;
@@ -519,8 +538,9 @@ bool Agent::Sync(int64_t wait_ms) {
     }
     // The server stored every event this request carried.
     if (parsed->health_events_recorded == static_cast<int32_t>(req.health_events.size())) {
-      events_.erase(std::remove_if(events_.begin(), events_.end(), [&](const auto& e) { return e.first <= last_event; }),
-                    events_.end());
+      events_.erase(
+          std::remove_if(events_.begin(), events_.end(), [&](const auto& e) { return e.first <= last_event; }),
+          events_.end());
     }
     // A new leader's versions count from its own start (see Apply).
     seen_version_ = parsed->epoch > epoch_ ? parsed->version : std::max(seen_version_, parsed->version);

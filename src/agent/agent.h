@@ -28,22 +28,22 @@
 
 #include <atomic>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "common/mutex.h"
 #include "agent/container_support.h"
 #include "agent/executor.h"
 #include "agent/image_puller.h"
-#include "agent/utilization_meter.h"
 #include "agent/launcher.h"
 #include "agent/reclaim_state.h"
 #include "agent/reclaim_watcher.h"
+#include "agent/utilization_meter.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "gpu/gpu.h"
 #include "gpu/nvml.h"
@@ -63,23 +63,24 @@ struct AgentOptions {
   // too, with a certificate the agent makes at start; its pin goes to the
   // server in each sync, so the server knows whom it reads logs from.
   std::string ca_file;
-  std::string node;            // default: the host name
-  std::string address;         // how other nodes reach this one (MASTER_ADDR); default: 127.0.0.1 for a loopback server, else the host name
-  std::string log_host;        // where the log server listens; default: address
-  int log_port = 0;            // 0: any free port
+  std::string node;      // default: the host name
+  std::string address;   // how other nodes reach this one (MASTER_ADDR); default: 127.0.0.1 for a loopback server, else
+                         // the host name
+  std::string log_host;  // where the log server listens; default: address
+  int log_port = 0;      // 0: any free port
   // Where /metrics is served (agent/agent_metrics.h), "HOST:PORT" (port 0:
   // any free one); "": not served.
   std::string metrics_listen;
-  std::string fake_gpus;       // "8xH100": fake GPUs instead of NVML
-  std::string nvml_library;    // default "libnvidia-ml.so.1"
-  std::string gpu_type;        // override the type derived from the GPU name
-  int64_t cpu_milli = 0;       // 0: the machine's
-  int64_t memory_bytes = 0;    // 0: the machine's
+  std::string fake_gpus;     // "8xH100": fake GPUs instead of NVML
+  std::string nvml_library;  // default "libnvidia-ml.so.1"
+  std::string gpu_type;      // override the type derived from the GPU name
+  int64_t cpu_milli = 0;     // 0: the machine's
+  int64_t memory_bytes = 0;  // 0: the machine's
   // Processes per task; 0: an eighth of the kernel's pid_max, at most
   // 16,384. All tasks together get at most 90% of pid_max.
   int64_t pids_limit = 0;
   std::map<std::string, std::string> labels;  // leaf, spine, zone, rack
-  std::string state_dir;       // default /var/lib/muster/agent-<node>
+  std::string state_dir;                      // default /var/lib/muster/agent-<node>
   // The node's credential (muster token create --node NODE), in a file only
   // its owner may read; default <state_dir>/token.
   std::string token_file;
@@ -197,7 +198,7 @@ class Agent {
   // every kUtilizationSampleMs (main loop).
   void SampleUtilization(int64_t now_ms);
   static constexpr int64_t kUtilizationSampleMs = 1000;
-  UtilizationMeter utilization_;  // main thread
+  UtilizationMeter utilization_;     // main thread
   int64_t last_utilization_ms_ = 0;  // main thread
 
   // Waits on cv_ until Stop() or `d` has passed (`lock` holds mu_).
@@ -210,18 +211,18 @@ class Agent {
   Mutex mu_;
   CondVar cv_;
   bool stop_ GUARDED_BY(mu_) = false;
-  std::optional<proto::SyncResponse> pending_ GUARDED_BY(mu_);  // from the watcher
-  std::vector<proto::TaskReport> reports_ GUARDED_BY(mu_);  // the observed tasks
+  std::optional<proto::SyncResponse> pending_ GUARDED_BY(mu_);        // from the watcher
+  std::vector<proto::TaskReport> reports_ GUARDED_BY(mu_);            // the observed tasks
   std::vector<proto::ImagePullReport> pull_reports_ GUARDED_BY(mu_);  // the pre-pulls' states
-  std::unique_ptr<ImagePuller> puller_;               // pre-pulls, where the node runs containers
-  std::vector<std::string> unpullable_;               // pre-pulls asked of a node without containers
+  std::unique_ptr<ImagePuller> puller_;                               // pre-pulls, where the node runs containers
+  std::vector<std::string> unpullable_;                               // pre-pulls asked of a node without containers
   int64_t report_seq_ GUARDED_BY(mu_) = 0;
   std::vector<std::pair<int64_t, proto::HealthEventReport>> events_ GUARDED_BY(mu_);  // (seq, event) not yet stored
   int64_t event_seq_ GUARDED_BY(mu_) = 0;
-  int64_t version_ GUARDED_BY(mu_) = 0;  // applied desired-state version
-  int64_t seen_version_ GUARDED_BY(mu_) = 0;  // newest version received
+  int64_t version_ GUARDED_BY(mu_) = 0;          // applied desired-state version
+  int64_t seen_version_ GUARDED_BY(mu_) = 0;     // newest version received
   int64_t reports_version_ GUARDED_BY(mu_) = 0;  // the applied version when reports_ was built
-  bool events_dirty_ GUARDED_BY(mu_) = false;  // new health events to send
+  bool events_dirty_ GUARDED_BY(mu_) = false;    // new health events to send
   std::map<int32_t, std::pair<int64_t, int32_t>> gpu_users_ GUARDED_BY(mu_);  // GPU index -> (job, replica) running
   int64_t tasks_running_ GUARDED_BY(mu_) = 0;
   int64_t syncs_failed_ GUARDED_BY(mu_) = 0;
@@ -233,15 +234,15 @@ class Agent {
   // than the server's last word + lease.
   int64_t last_success_ms_ GUARDED_BY(mu_) = 0;
   http::FailoverClient* watch_client_ GUARDED_BY(mu_) = nullptr;  // to interrupt its wait
-  int lock_fd_ = -1;      // <state>/agent.lock, flock'ed while this agent lives
-  std::string agent_id_;  // <state>/agent-id
-  std::string authorization_;  // "Bearer <the node's token>"
-  std::string muster_binary_;  // this binary, for tasks' MUSTER_BIN
-  std::string slurm_bin_;      // <state>.slurm-bin: Slurm's commands (links to it), first on tasks' PATH
-  std::string grant_key_;      // the token's digest: the server signs log grants with it
+  int lock_fd_ = -1;                                              // <state>/agent.lock, flock'ed while this agent lives
+  std::string agent_id_;                                          // <state>/agent-id
+  std::string authorization_;                                     // "Bearer <the node's token>"
+  std::string muster_binary_;                                     // this binary, for tasks' MUSTER_BIN
+  std::string slurm_bin_;              // <state>.slurm-bin: Slurm's commands (links to it), first on tasks' PATH
+  std::string grant_key_;              // the token's digest: the server signs log grants with it
   int lease_fd_ GUARDED_BY(mu_) = -1;  // <state>/lease, read by task shims
   bool lease_write_failed_ GUARDED_BY(mu_) = false;  // the last renewal of lease_fd_ failed
-  bool fenced_ = false;                               // main thread
+  bool fenced_ = false;                              // main thread
   std::thread::id main_thread_;
   // Several server addresses (high availability): long polls wait at most
   // kHaSyncWaitMs and are given up 2 s after that.
@@ -249,8 +250,8 @@ class Agent {
   const bool several_servers_;
 
   // Main thread only.
-  std::map<std::string, proto::TaskAssignment> assigned_;  // by task key, while known
-  std::map<std::string, proto::TaskReport> failed_starts_; // tasks that could not start, until recorded
+  std::map<std::string, proto::TaskAssignment> assigned_;   // by task key, while known
+  std::map<std::string, proto::TaskReport> failed_starts_;  // tasks that could not start, until recorded
   // Tasks sent their limit signal (TaskAssignment::limit_signal), and per
   // task the last user's signal delivered (SignalOrder::seq). In memory: an
   // agent restarted past a task's limit signal sends it again, and one
@@ -258,7 +259,7 @@ class Agent {
   std::set<std::string> limit_signalled_;
   std::map<std::string, int64_t> signal_seq_;
   std::string sent_signature_ GUARDED_BY(mu_);
-  std::string urgent_signature_;                        // what RefreshReports last found urgent
+  std::string urgent_signature_;  // what RefreshReports last found urgent
 };
 
 // The node's CPUs (milli) and memory (bytes) as the OS reports them.

@@ -74,9 +74,10 @@ void Agent::StopIfReclaimedAlone() {
     executor_->Stop(t.key, order.signal, Duration::Millis(reclaim_.CutGrace(order.grace_ms, now)), "fenced");
     ++stopped;
   }
-  log::Warn("the cloud reclaims this node in {} s and no answer of the server has acknowledged the notice in {} s: "
-            "{} tasks stopped with their checkpoint signal",
-            std::max<int64_t>(0, (notice.deadline - now).millis()) / 1000, (now - seen).millis() / 1000, stopped);
+  log::Warn(
+      "the cloud reclaims this node in {} s and no answer of the server has acknowledged the notice in {} s: "
+      "{} tasks stopped with their checkpoint signal",
+      std::max<int64_t>(0, (notice.deadline - now).millis()) / 1000, (now - seen).millis() / 1000, stopped);
 }
 
 void Agent::SampleLoop() {

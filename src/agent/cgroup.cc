@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -80,7 +80,8 @@ StatusOr<CgroupMounts> ReadCgroupMounts(const std::string& mounts_file) {
     std::string opt;
     bool used = false;
     while (std::getline(o, opt, ',')) {
-      if (opt == "memory" || opt == "cpu" || opt == "pids" || opt == "devices") m.v1.push_back({opt, mount}), used = true;
+      if (opt == "memory" || opt == "cpu" || opt == "pids" || opt == "devices")
+        m.v1.push_back({opt, mount}), used = true;
       if (opt == "favordynmods") m.favordynmods = true;
     }
     if (!used) m.others.push_back(mount);
@@ -160,7 +161,8 @@ StatusOr<std::string> ResolveCgroupRoot(const std::string& root, const std::stri
     std::string path = root;
     while (!path.empty() && path.front() == '/') path.erase(path.begin());
     while (!path.empty() && path.back() == '/') path.pop_back();
-    if (path.empty()) return InvalidArgument("cgroup-root: must name a group below the hierarchy's root, or self", "cgroup-root");
+    if (path.empty())
+      return InvalidArgument("cgroup-root: must name a group below the hierarchy's root, or self", "cgroup-root");
     std::istringstream parts(path);
     std::string part;
     while (std::getline(parts, part, '/')) {
@@ -284,8 +286,9 @@ std::string CgroupDriver::Describe() const {
   add(has_devices_, "devices");
   std::string out = (version_ == 1 ? "v1 (" : "v2 (") + (enforced.empty() ? "no limits" : enforced) + ")";
   if (version_ == 1 && !favordynmods_) {
-    out += "; each task start waits for the kernel's RCU grace period to join its cgroup (10 to 25 ms): "
-           "mount a cgroup hierarchy with favordynmods to avoid it (docs/operations.md)";
+    out +=
+        "; each task start waits for the kernel's RCU grace period to join its cgroup (10 to 25 ms): "
+        "mount a cgroup hierarchy with favordynmods to avoid it (docs/operations.md)";
   }
   return out;
 }
@@ -326,7 +329,8 @@ StatusOr<std::vector<std::string>> CgroupDriver::Create(const std::string& name,
     if (v2 && nested) {
       // The controllers go on to the container's group; processes may then
       // live only in leaves, so the shim gets one.
-      for (const char* c : {"memory", "cpu", "pids"}) (void)WriteFile(dir + "/cgroup.subtree_control", std::string("+") + c);
+      for (const char* c : {"memory", "cpu", "pids"})
+        (void)WriteFile(dir + "/cgroup.subtree_control", std::string("+") + c);
       const std::string leaf = dir + "/supervisor";
       if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
         return Internal("cannot create cgroup " + leaf + ": " + std::strerror(errno));
@@ -339,7 +343,7 @@ StatusOr<std::vector<std::string>> CgroupDriver::Create(const std::string& name,
       const std::string bytes = std::to_string(limits.memory_bytes);
       if (v2) {
         RETURN_IF_ERROR(WriteFile(dir + "/memory.max", bytes));
-        (void)WriteFile(dir + "/memory.swap.max", "0");  // the limit is real memory, no swapping past it
+        (void)WriteFile(dir + "/memory.swap.max", "0");   // the limit is real memory, no swapping past it
         (void)WriteFile(dir + "/memory.oom.group", "1");  // an OOM ends the whole task
       } else {
         RETURN_IF_ERROR(WriteFile(dir + "/memory.limit_in_bytes", bytes));
@@ -384,7 +388,8 @@ Status CgroupDriver::LimitAllPids(int64_t pids) {
 
 std::vector<pid_t> CgroupDriver::Processes(const std::string& name) const {
   std::vector<pid_t> out;
-  CollectProcesses(ProcsDir(name), !name.empty(), [](const std::string&) { return true; }, out);
+  CollectProcesses(
+      ProcsDir(name), !name.empty(), [](const std::string&) { return true; }, out);
   return out;
 }
 

@@ -100,8 +100,7 @@ class CgroupDriver {
   // memory hierarchy always, in cpu and pids only when it has a limit there.
   // `nested`: the task will have groups below its own (a container task);
   // on v2 the returned file is then <task>/supervisor's.
-  StatusOr<std::vector<std::string>> Create(const std::string& name, const CgroupLimits& limits,
-                                            bool nested = false);
+  StatusOr<std::vector<std::string>> Create(const std::string& name, const CgroupLimits& limits, bool nested = false);
   // The processes in the group and the groups below it; empty when it does
   // not exist.
   std::vector<pid_t> Processes(const std::string& name) const;

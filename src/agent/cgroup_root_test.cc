@@ -40,10 +40,12 @@ TEST(CgroupRoot, APathIsUsedAsGivenWithoutItsSlashes) {
 
 TEST(CgroupRoot, SelfOnV1IsBelowTheMemoryHierarchysOwnGroup) {
   Files f;
-  const std::string mounts = f.Write("mounts", "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n"
-                                               "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n");
-  const std::string self = f.Write("cgroup", "5:cpu,cpuacct:/system.slice/muster-agent.service\n"
-                                             "4:memory:/system.slice/muster-agent.service\n0::/\n");
+  const std::string mounts = f.Write("mounts",
+                                     "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n"
+                                     "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n");
+  const std::string self = f.Write("cgroup",
+                                   "5:cpu,cpuacct:/system.slice/muster-agent.service\n"
+                                   "4:memory:/system.slice/muster-agent.service\n0::/\n");
   auto root = ResolveCgroupRoot("self", self, mounts);
   ASSERT_TRUE(root.ok()) << root.status().ToString();
   EXPECT_EQ(*root, "system.slice/muster-agent.service/jobs");

@@ -71,10 +71,11 @@ StatusOr<std::string> ContainerEnvFile(const std::map<std::string, std::string>&
   std::string text;
   for (const auto& [k, v] : env) {
     if (v.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
-      return InvalidArgument("the job's variable " + k +
-                             " holds a line break or NUL, which an --env-file cannot carry (the server refuses such "
-                             "values at submit)",
-                             "env." + k);
+      return InvalidArgument(
+          "the job's variable " + k +
+              " holds a line break or NUL, which an --env-file cannot carry (the server refuses such "
+              "values at submit)",
+          "env." + k);
     }
     text += k + "=" + v + "\n";
   }

@@ -54,9 +54,10 @@ TEST(ContainerCommandTest, RunsAsTheUserInTheTaskGroupWithItsMountsAndDevicesOnl
   EXPECT_EQ(Values(argv, "--env-file"), std::vector<std::string>{"/state/tasks/j7.a1.r0.env"});
   EXPECT_TRUE(Values(argv, "--env").empty()) << "no job variable comes from Podman's own environment";
   EXPECT_EQ(Values(argv, "--workdir"), std::vector<std::string>{"/home/ann/run"});
-  EXPECT_EQ(Values(argv, "--volume"),
-            (std::vector<std::string>{"/home/ann/run:/home/ann/run", "/data/imagenet:/data:ro", "/scratch/ann:/scratch"}));
-  EXPECT_EQ(Values(argv, "--device"), (std::vector<std::string>{"/dev/nvidia3:/dev/nvidia3", "nvidia.com/gpu=GPU-1234"}));
+  EXPECT_EQ(Values(argv, "--volume"), (std::vector<std::string>{"/home/ann/run:/home/ann/run",
+                                                                "/data/imagenet:/data:ro", "/scratch/ann:/scratch"}));
+  EXPECT_EQ(Values(argv, "--device"),
+            (std::vector<std::string>{"/dev/nvidia3:/dev/nvidia3", "nvidia.com/gpu=GPU-1234"}));
   // The image, then the command, last.
   const std::vector<std::string> tail(argv.end() - 4, argv.end());
   EXPECT_EQ(tail, (std::vector<std::string>{"nvcr.io/nvidia/pytorch:24.05-py3", "/bin/sh", "-c", "echo hi"}));

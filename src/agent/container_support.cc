@@ -95,8 +95,9 @@ ContainerSupport DetectContainers(const std::string& podman, const std::string& 
                                         .first
                                   : -1;
     if (ctk != 0) {
-      s.note = "no CDI spec for nvidia.com/gpu in /etc/cdi or /var/run/cdi, and the NVIDIA Container Toolkit "
-               "(nvidia-ctk) could not make one: install it, or run `nvidia-ctk cdi generate`";
+      s.note =
+          "no CDI spec for nvidia.com/gpu in /etc/cdi or /var/run/cdi, and the NVIDIA Container Toolkit "
+          "(nvidia-ctk) could not make one: install it, or run `nvidia-ctk cdi generate`";
       return s;
     }
     specs = NvidiaCdiSpecs(cdi_dirs);
@@ -131,7 +132,8 @@ StatusOr<ContainerSpec> TaskContainer(const ContainerSupport& support, const gpu
   c.podman = support.podman;
   c.containers_conf = settings.containers_conf;
   c.runtime = settings.runtime;
-  for (const proto::TaskAssignment::Mount& m : t.mounts) c.mounts.push_back({m.host_path, m.container_path, m.read_only});
+  for (const proto::TaskAssignment::Mount& m : t.mounts)
+    c.mounts.push_back({m.host_path, m.container_path, m.read_only});
   // Where the job reads and writes what Muster gives it: its checkpoints
   // and the server's CA, at the same paths as on the node.
   const auto ckpt = env.find("MUSTER_CHECKPOINT_DIR");
@@ -142,7 +144,8 @@ StatusOr<ContainerSpec> TaskContainer(const ContainerSupport& support, const gpu
   }
   c.devices = ContainerGpuDevices(support, inventory, t.gpus);
   if (!t.registry_auth.registry.empty()) {
-    const std::string text = RegistryAuthFile(t.registry_auth.registry, t.registry_auth.username, t.registry_auth.password);
+    const std::string text =
+        RegistryAuthFile(t.registry_auth.registry, t.registry_auth.username, t.registry_auth.password);
     if (Status st = WritePrivateFile(settings.auth_file, text, 0600, 0, 0); !st.ok()) {
       return Internal("cannot write the registry login for the job's image: " + st.message());
     }

@@ -29,13 +29,13 @@
 namespace muster::agent {
 
 struct ContainerSupport {
-  bool available = false;   // Podman answers
-  std::string podman;       // its binary, an absolute path when available
-  std::string version;      // "4.3.1"
-  bool gpus = false;        // GPUs can be given to containers
-  bool cdi = false;         // by CDI (else by device files)
+  bool available = false;  // Podman answers
+  std::string podman;      // its binary, an absolute path when available
+  std::string version;     // "4.3.1"
+  bool gpus = false;       // GPUs can be given to containers
+  bool cdi = false;        // by CDI (else by device files)
   bool cdi_uuid_names = false;
-  std::string note;         // why not (no Podman; no way to give GPUs)
+  std::string note;  // why not (no Podman; no way to give GPUs)
   // "podman 4.3.1; GPUs by CDI" / "podman 4.3.1; GPUs as device files" /
   // "podman 4.3.1; no GPU containers"; "" when unavailable.
   std::string Describe() const;

@@ -22,7 +22,8 @@ std::string LastLine(const std::string& text) {
   size_t end = text.find_last_not_of(" \r\n\t");
   if (end == std::string::npos) return {};
   const size_t start = text.rfind('\n', end);
-  std::string line = text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+  std::string line =
+      text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
   if (line.rfind("Error: ", 0) == 0) line.erase(0, 7);
   return line.substr(0, 1024);
 }
@@ -47,7 +48,8 @@ std::vector<std::string> PodmanEnvironment(const ContainerSpec& c) {
 
 bool EnsureImage(const ContainerSpec& c, const std::vector<std::string>& env, const std::string& journal,
                  const LogWriter& log, const std::function<bool()>& abort) {
-  const int exists = RunRootProgram(PodmanImageExistsArgv(c), env, [](const std::string&) {}, abort);
+  const int exists = RunRootProgram(
+      PodmanImageExistsArgv(c), env, [](const std::string&) {}, abort);
   if (exists >= 0 && WIFEXITED(exists) && WEXITSTATUS(exists) == 0) {
     (void)AppendJournal(journal, nlohmann::json({{"pulled", c.image}, {"cached", true}}).dump());
     return true;
@@ -79,9 +81,11 @@ bool EnsureImage(const ContainerSpec& c, const std::vector<std::string>& env, co
     return false;
   }
   std::string why = LastLine(output);
-  if (why.empty()) why = pulled < 0 ? std::strerror(errno) : "podman pull exited " + std::to_string(WEXITSTATUS(pulled));
-  (void)AppendJournal(journal,
-                      nlohmann::json({{"exitCode", 125}, {"launchError", "cannot pull image " + c.image + ": " + why}}).dump());
+  if (why.empty())
+    why = pulled < 0 ? std::strerror(errno) : "podman pull exited " + std::to_string(WEXITSTATUS(pulled));
+  (void)AppendJournal(
+      journal,
+      nlohmann::json({{"exitCode", 125}, {"launchError", "cannot pull image " + c.image + ": " + why}}).dump());
   return false;
 }
 

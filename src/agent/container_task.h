@@ -47,7 +47,7 @@ bool EnsureImage(const ContainerSpec& c, const std::vector<std::string>& env, co
 // line for the journal (ShimStatusJson's, with "oom", "removed" and, when
 // Podman could not start it, "launchError" with the last line of
 // `output_tail`, the end of what it printed).
-std::string FinishContainer(const ContainerSpec& c, const std::vector<std::string>& env, int wait_status,
-                            bool fenced, bool oom_seen, const std::string& output_tail, const LogWriter& log);
+std::string FinishContainer(const ContainerSpec& c, const std::vector<std::string>& env, int wait_status, bool fenced,
+                            bool oom_seen, const std::string& output_tail, const LogWriter& log);
 
 }  // namespace muster::agent

@@ -64,7 +64,8 @@ long Bpf(int cmd, bpf_attr& attr) { return ::syscall(__NR_bpf, cmd, &attr, sizeo
 
 std::vector<std::string> DevicesDenyLines(const std::vector<DeviceId>& denied) {
   std::vector<std::string> out;
-  for (const DeviceId& d : denied) out.push_back("c " + std::to_string(d.major) + ":" + std::to_string(d.minor) + " rwm");
+  for (const DeviceId& d : denied)
+    out.push_back("c " + std::to_string(d.major) + ":" + std::to_string(d.minor) + " rwm");
   return out;
 }
 
@@ -83,7 +84,8 @@ Status AttachDeviceFilter(const std::string& cgroup_dir, const std::vector<Devic
   load.log_level = 1;
   const int prog = static_cast<int>(Bpf(BPF_PROG_LOAD, load));
   if (prog < 0) {
-    return Internal(std::string("cannot load the device filter (bpf): ") + std::strerror(errno) + (log[0] ? ": " : "") + log);
+    return Internal(std::string("cannot load the device filter (bpf): ") + std::strerror(errno) + (log[0] ? ": " : "") +
+                    log);
   }
   const int dir = ::open(cgroup_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) {

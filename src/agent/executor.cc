@@ -113,7 +113,8 @@ StatusOr<std::string> Executor::Init() {
   std::error_code ec;
   fs::create_directories(options_.state_dir + "/tasks/spare", ec);
   if (!ec) fs::create_directories(options_.state_dir + "/logs", ec);
-  if (ec) return FailedPrecondition("cannot create the agent's state directory " + options_.state_dir + ": " + ec.message());
+  if (ec)
+    return FailedPrecondition("cannot create the agent's state directory " + options_.state_dir + ": " + ec.message());
   beacon_scope_ = TaskBeaconScope(options_.state_dir + "/tasks");
   for (const auto& e : fs::directory_iterator(options_.state_dir + "/tasks/spare", ec)) {
     if (e.is_regular_file()) spares_.push_back(e.path().filename().string());
@@ -240,7 +241,9 @@ int Executor::Signal(const std::string& key, int signal, const std::string& to) 
   return sent;
 }
 
-bool Executor::Alive(const Task& t) const { return t.pid > 1 && ::kill(t.pid, 0) == 0 && ProcessStartTime(t.pid) == t.pid_start; }
+bool Executor::Alive(const Task& t) const {
+  return t.pid > 1 && ::kill(t.pid, 0) == 0 && ProcessStartTime(t.pid) == t.pid_start;
+}
 
 void Executor::Poll() {
   const int64_t now = clock_.Now().millis();
@@ -345,9 +348,8 @@ void Executor::RemoveStrayContainers() {
   std::istringstream lines(names);
   for (std::string name; std::getline(lines, name);) {
     if (name.rfind(options_.container_prefix, 0) != 0) continue;
-    const bool running = std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& kv) {
-      return kv.second.container == name && !kv.second.result;
-    });
+    const bool running = std::any_of(tasks_.begin(), tasks_.end(),
+                                     [&](const auto& kv) { return kv.second.container == name && !kv.second.result; });
     if (running) continue;
     log::Warn("container {} belongs to no running task; removing it", name);
     RemoveContainerLater(name);
@@ -449,7 +451,8 @@ void Executor::Recover() {
         t.meta = j["meta"].dump();
         has_spec = true;
       }
-      if (j.contains("argv") && j.contains("resume") && j["resume"].is_array()) t.awaiting_resume = !j["resume"].empty();
+      if (j.contains("argv") && j.contains("resume") && j["resume"].is_array())
+        t.awaiting_resume = !j["resume"].empty();
       if (j.contains("argv") && j.contains("container") && j["container"].is_object()) {
         t.container = j["container"].value("name", "");
       }
@@ -559,8 +562,8 @@ std::vector<int> Executor::ExitFds() const {
 std::vector<TaskStatus> Executor::Tasks() const {
   std::vector<TaskStatus> out;
   for (const auto& [key, t] : tasks_) {
-    out.push_back({key, !t.result.has_value(), t.start_ms, t.result, t.stopping, t.meta, t.resumed, t.image_state,
-                   t.pull_ms});
+    out.push_back(
+        {key, !t.result.has_value(), t.start_ms, t.result, t.stopping, t.meta, t.resumed, t.image_state, t.pull_ms});
   }
   return out;
 }

@@ -59,9 +59,9 @@ namespace muster::agent {
 class Launcher;
 
 struct ExecutorOptions {
-  std::string state_dir;     // tasks/ and logs/ live here
-  std::string shim_binary;   // the muster binary ("/proc/self/exe" resolved)
-  bool use_cgroups = true;   // false: no limits (a machine without cgroup access)
+  std::string state_dir;    // tasks/ and logs/ live here
+  std::string shim_binary;  // the muster binary ("/proc/self/exe" resolved)
+  bool use_cgroups = true;  // false: no limits (a machine without cgroup access)
   // The parent of the task groups: this executor's alone (it removes what
   // it finds there and does not run).
   std::string cgroup_parent = "muster";
@@ -80,7 +80,7 @@ struct ExecutorOptions {
 
 struct TaskStatus {
   std::string key;
-  bool running = false;   // false: ended, `result` holds how
+  bool running = false;  // false: ended, `result` holds how
   int64_t start_ms = 0;
   std::optional<TaskResult> result;
   bool stopping = false;  // a stop was requested and it has not ended yet
@@ -141,23 +141,23 @@ class Executor {
  private:
   struct Task {
     std::string key;
-    pid_t pid = 0;               // the shim
-    int64_t pid_start = 0;       // its start time in /proc ticks, against pid reuse
-    bool child = false;          // our child (waitpid), else watched through its pidfd
-    int pidfd = -1;              // readable once the shim has exited
+    pid_t pid = 0;          // the shim
+    int64_t pid_start = 0;  // its start time in /proc ticks, against pid reuse
+    bool child = false;     // our child (waitpid), else watched through its pidfd
+    int pidfd = -1;         // readable once the shim has exited
     int64_t start_ms = 0;
     bool stopping = false;
-    int64_t kill_at_ms = 0;      // SIGKILL everything at this time
+    int64_t kill_at_ms = 0;  // SIGKILL everything at this time
     std::string stop_reason;
-    std::string end_message;     // overrides the result's message
+    std::string end_message;  // overrides the result's message
     std::optional<TaskResult> result;
     std::string meta = "{}";
     bool awaiting_resume = false;  // it has candidates and the shim's choice is not read yet
-    int64_t journal_bytes = -1;  // its size when last read for that choice
+    int64_t journal_bytes = -1;    // its size when last read for that choice
     std::string resumed;
-    std::string container;       // its container's name, for a container task
+    std::string container;          // its container's name, for a container task
     bool container_killed = false;  // past its grace: its container's processes were SIGKILLed
-    std::string image_state;     // TaskStatus::image_state
+    std::string image_state;        // TaskStatus::image_state
     int64_t pull_ms = -1;
     // The journal may still say something before the payload starts (the
     // checkpoint choice, the image's state).
@@ -187,7 +187,7 @@ class Executor {
   std::vector<std::string> busy_cgroups_;  // emptied, to remove once the kernel lets go
   std::vector<std::string> spares_;        // names in tasks/spare/
   std::vector<pid_t> cleanups_;            // `podman rm` commands running in the background
-  std::string beacon_scope_;                // task_beacon.h
+  std::string beacon_scope_;               // task_beacon.h
   bool recycle_ = true;                    // false: this filesystem cannot rename without replacing
 };
 

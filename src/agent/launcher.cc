@@ -3,9 +3,9 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -189,8 +189,10 @@ StatusOr<Launcher::Launched> Launcher::Launch(const std::string& task_dir, const
   ssize_t n;
   while ((n = ::recvmsg(socket_, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
   }
-  if (n != static_cast<ssize_t>(sizeof answer)) return Status(StatusCode::kUnavailable, "the task launcher did not answer");
-  if (answer.pid <= 0) return Internal(std::string("the task launcher could not start the shim: ") + std::strerror(-answer.pid));
+  if (n != static_cast<ssize_t>(sizeof answer))
+    return Status(StatusCode::kUnavailable, "the task launcher did not answer");
+  if (answer.pid <= 0)
+    return Internal(std::string("the task launcher could not start the shim: ") + std::strerror(-answer.pid));
   Launched out;
   out.pid = answer.pid;
   out.in_cgroup = answer.in_cgroup != 0;

@@ -47,7 +47,7 @@ class Launcher {
 
   struct Launched {
     pid_t pid = 0;
-    int pidfd = -1;  // owned by the caller
+    int pidfd = -1;          // owned by the caller
     bool in_cgroup = false;  // created in `cgroup_dir`
   };
   // Starts the shim for `task_dir` with stdout and stderr appended to

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "common/mutex.h"
 #include "agent/reclaim_watcher.h"
+#include "common/mutex.h"
 #include "common/time.h"
 
 namespace muster::agent {

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/rfc3339.h"
 #include "common/message_text.h"
+#include "common/rfc3339.h"
 #include "http/client.h"
 
 namespace muster::agent {
@@ -79,9 +79,9 @@ StatusOr<std::optional<ReclaimNotice>> ParseReclaimAnswer(int status, std::strin
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("action") || !j["action"].is_string() || !j.contains("time") ||
       !j["time"].is_string()) {
-    return InvalidArgument("expected {\"action\": ..., \"time\": ...}, TRUE or FALSE, got " +
-                               QuoteForMessage(text, 120),
-                           "reclaim notice");
+    return InvalidArgument(
+        "expected {\"action\": ..., \"time\": ...}, TRUE or FALSE, got " + QuoteForMessage(text, 120),
+        "reclaim notice");
   }
   const std::string action = j["action"].get<std::string>();
   const std::string when = j["time"].get<std::string>();

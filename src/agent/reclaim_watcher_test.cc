@@ -38,7 +38,8 @@ TEST(ReclaimAnswer, GcePreemptedCountsThirtySecondsFromTheFirstTrue) {
 TEST(ReclaimAnswer, AnythingElseIsAnErrorThatSaysWhatCame) {
   auto server_error = ParseReclaimAnswer(500, "oops", kNow);
   ASSERT_FALSE(server_error.ok());
-  EXPECT_NE(server_error.status().message().find("HTTP 500: oops"), std::string::npos) << server_error.status().ToString();
+  EXPECT_NE(server_error.status().message().find("HTTP 500: oops"), std::string::npos)
+      << server_error.status().ToString();
   auto junk = ParseReclaimAnswer(200, "<html>", kNow);
   ASSERT_FALSE(junk.ok());
   EXPECT_NE(junk.status().message().find("<html>"), std::string::npos) << junk.status().ToString();
@@ -57,12 +58,13 @@ class Endpoint {
       ++tokens_;
       res.Set(200, "tok-1", "text/plain");
     });
-    server_.Handle("GET", "/latest/meta-data/spot/instance-action", [this](const http::Request& req, http::Response& res) {
-      if (req.Header("X-aws-ec2-metadata-token") != "tok-1") return res.Set(401, "", "");
-      std::lock_guard<std::mutex> lock(mu_);
-      if (answer_.empty()) return res.Set(404, "Not Found", "text/plain");
-      res.Set(200, answer_, "text/plain");
-    });
+    server_.Handle("GET", "/latest/meta-data/spot/instance-action",
+                   [this](const http::Request& req, http::Response& res) {
+                     if (req.Header("X-aws-ec2-metadata-token") != "tok-1") return res.Set(401, "", "");
+                     std::lock_guard<std::mutex> lock(mu_);
+                     if (answer_.empty()) return res.Set(404, "Not Found", "text/plain");
+                     res.Set(200, answer_, "text/plain");
+                   });
     EXPECT_TRUE(server_.Bind().ok());
     thread_ = std::thread([this] { server_.Serve(); });
   }

@@ -81,7 +81,8 @@ std::vector<Status> CheckResumeCandidates(const TaskSpec& spec) {
     }
     const int code = v["code"].get<int>();
     const bool known = code >= 0 && code <= static_cast<int>(StatusCode::kResourceExhausted);
-    out.push_back(Status(known ? static_cast<StatusCode>(code) : StatusCode::kInternal, v["message"].get<std::string>()));
+    out.push_back(
+        Status(known ? static_cast<StatusCode>(code) : StatusCode::kInternal, v["message"].get<std::string>()));
     if (out.back().ok()) break;
   }
   return out;

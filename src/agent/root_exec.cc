@@ -16,9 +16,15 @@ extern char** environ;
 namespace muster::agent {
 
 bool RootEnvironmentAllows(const std::string& name) {
-  static const char* const kAllowed[] = {"HOME",    "LANG",           "LC_ALL",
-                                         "TZ",      "TMPDIR",         "XDG_RUNTIME_DIR",
-                                         "REGISTRY_AUTH_FILE", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
+  static const char* const kAllowed[] = {"HOME",
+                                         "LANG",
+                                         "LC_ALL",
+                                         "TZ",
+                                         "TMPDIR",
+                                         "XDG_RUNTIME_DIR",
+                                         "REGISTRY_AUTH_FILE",
+                                         "CONTAINERS_CONF",
+                                         "CONTAINERS_STORAGE_CONF",
                                          "CONTAINERS_REGISTRIES_CONF"};
   for (const char* allowed : kAllowed) {
     if (name == allowed) return true;
@@ -130,7 +136,8 @@ int RunRootProgram(const std::vector<std::string>& argv, const std::vector<std::
   return status;
 }
 
-std::pair<int, std::string> RunRootCommand(const std::vector<std::string>& argv, const std::vector<std::string>& extra) {
+std::pair<int, std::string> RunRootCommand(const std::vector<std::string>& argv,
+                                           const std::vector<std::string>& extra) {
   std::string out;
   const int status = RunRootProgram(argv, RootEnvironment(extra), [&](const std::string& text) { out += text; });
   if (status < 0) return {-1, std::string(std::strerror(errno))};

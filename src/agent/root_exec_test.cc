@@ -12,9 +12,14 @@ namespace muster::agent {
 namespace {
 
 TEST(RootExecTest, TheEnvironmentIsTheAllowlistWithAFixedPath) {
-  std::vector<std::string> from = {"PATH=/home/mallory/bin:/usr/bin", "LD_PRELOAD=/home/mallory/ev.so",
-                                   "BASH_ENV=/home/mallory/rc", "IFS=x", "PYTHONPATH=/home/mallory",
-                                   "HOME=/root", "CONTAINERS_CONF=/etc/muster/containers.conf", "LANG=C.UTF-8",
+  std::vector<std::string> from = {"PATH=/home/mallory/bin:/usr/bin",
+                                   "LD_PRELOAD=/home/mallory/ev.so",
+                                   "BASH_ENV=/home/mallory/rc",
+                                   "IFS=x",
+                                   "PYTHONPATH=/home/mallory",
+                                   "HOME=/root",
+                                   "CONTAINERS_CONF=/etc/muster/containers.conf",
+                                   "LANG=C.UTF-8",
                                    "NOEQUALS"};
   std::vector<char*> env;
   for (std::string& kv : from) env.push_back(kv.data());

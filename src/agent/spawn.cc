@@ -36,7 +36,8 @@ StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::vector<st
   sigfillset(&all);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (new_session ? POSIX_SPAWN_SETSID : 0));
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (new_session ? POSIX_SPAWN_SETSID : 0));
   pid_t pid = 0;
   const int err = ::posix_spawn(&pid, cargs[0], &actions, &attr, cargs.data(), env.empty() ? environ : cenv.data());
   posix_spawn_file_actions_destroy(&actions);

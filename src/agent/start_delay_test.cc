@@ -28,7 +28,8 @@ TEST(StartDelayTest, EachNodeWaitsItsOwnPartFixedByItsName) {
 
 TEST(SyncRetryDelayTest, SoonAtFirstThenEverySecondAndSpreadByNode) {
   // Each in its step's range, growing, then at most 1.5 s.
-  for (const auto& [failures, low] : std::vector<std::pair<int, int64_t>>{{1, 200}, {2, 400}, {3, 800}, {4, 1000}, {50, 1000}}) {
+  for (const auto& [failures, low] :
+       std::vector<std::pair<int, int64_t>>{{1, 200}, {2, 400}, {3, 800}, {4, 1000}, {50, 1000}}) {
     const Duration d = SyncRetryDelay("gpu-7", failures);
     EXPECT_GE(d.millis(), low) << failures;
     EXPECT_LT(d.millis(), low * 3 / 2) << failures;

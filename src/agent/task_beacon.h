@@ -62,7 +62,6 @@ bool VerifyTaskBeacon(const std::string& scope, const TaskBeacon& b, uid_t uid, 
                       std::string* why = nullptr);
 
 // The beacons bound in `scope` now. `proc_net_unix`: the table to read.
-std::vector<TaskBeacon> ListTaskBeacons(const std::string& scope,
-                                        const std::string& proc_net_unix = "/proc/net/unix");
+std::vector<TaskBeacon> ListTaskBeacons(const std::string& scope, const std::string& proc_net_unix = "/proc/net/unix");
 
 }  // namespace muster::agent

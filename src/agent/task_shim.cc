@@ -2,13 +2,13 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -212,7 +212,8 @@ int WatchOom(const std::string& dir) {
   const int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   const int events = ::open((dir + "/cgroup.event_control").c_str(), O_WRONLY | O_CLOEXEC);
   const std::string line = std::to_string(efd) + " " + std::to_string(control);
-  const bool ok = efd >= 0 && events >= 0 && ::write(events, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  const bool ok =
+      efd >= 0 && events >= 0 && ::write(events, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   if (events >= 0) ::close(events);
   ::close(control);
   if (!ok && efd >= 0) ::close(efd);
@@ -304,7 +305,8 @@ void BecomeTaskUser(const TaskSpec& spec) {
   if (!spec.private_tmp.empty()) {
     if (::unshare(CLONE_NEWNS) != 0) fail("cannot make a mount namespace for the private /tmp");
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) fail("cannot make / a slave mount");
-    if (::mount(spec.private_tmp.c_str(), "/tmp", nullptr, MS_BIND, nullptr) != 0) fail("cannot mount the private /tmp");
+    if (::mount(spec.private_tmp.c_str(), "/tmp", nullptr, MS_BIND, nullptr) != 0)
+      fail("cannot mount the private /tmp");
   }
   BecomeTaskUser(spec);
   if (files_sock >= 0) OpenOutputFiles(spec, files_sock, fail);
@@ -337,8 +339,8 @@ void ChooseCheckpoint(const TaskSpec& spec, const std::string& journal, Log& log
       chosen = c.seq;
       env["MUSTER_RESUME_FROM"] = c.location;
       env["MUSTER_RESUME_STEP"] = std::to_string(c.step);
-      line = "muster: resuming from checkpoint " + std::to_string(c.seq) + " (step " + std::to_string(c.step) + ") at " +
-             c.location + "\n";
+      line = "muster: resuming from checkpoint " + std::to_string(c.seq) + " (step " + std::to_string(c.step) +
+             ") at " + c.location + "\n";
     } else {
       skipped.push_back({{"seq", c.seq}, {"reason", v.message().substr(0, 1024)}});
       line = "muster: checkpoint " + std::to_string(c.seq) + " (step " + std::to_string(c.step) + ") at " + c.location +
@@ -425,8 +427,8 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   const pid_t self = ::getpid();
   const int64_t self_start = ProcessStartTime(self);
   const std::filesystem::path journal_path(journal);
-  const int beacon = BindTaskBeacon(TaskBeaconScope(journal_path.parent_path().string()),
-                                    journal_path.stem().string(), self, self_start);
+  const int beacon = BindTaskBeacon(TaskBeaconScope(journal_path.parent_path().string()), journal_path.stem().string(),
+                                    self, self_start);
   if (beacon < 0) {
     const std::string msg = std::string("muster: cannot bind the task's beacon: ") + std::strerror(errno) + "\n";
     log.Write(msg.data(), msg.size());
@@ -473,8 +475,8 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     // and run by the kernel inside the container with the interpreter it names.
     if (spec.script && spec.argv[2].rfind("#!", 0) == 0) {
       const std::string script_file = journal + ".script";
-      if (Status st = WritePrivateFile(script_file, spec.argv[2], 0500, spec.run_as ? spec.uid : 0,
-                                       spec.run_as ? spec.gid : 0);
+      if (Status st =
+              WritePrivateFile(script_file, spec.argv[2], 0500, spec.run_as ? spec.uid : 0, spec.run_as ? spec.gid : 0);
           !st.ok()) {
         write("muster: " + st.message() + "\n");
         (void)AppendJournal(journal, nlohmann::json({{"exitCode", 125}, {"launchError", st.message()}}).dump());
@@ -521,7 +523,8 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
     std::filesystem::remove_all(spec.private_tmp, ec);  // a leftover of an earlier shim of this task
     if (::mkdir(spec.private_tmp.c_str(), 0700) != 0 ||
         (spec.run_as && ::chown(spec.private_tmp.c_str(), spec.uid, spec.gid) != 0)) {
-      const std::string msg = "muster: cannot make the private /tmp " + spec.private_tmp + ": " + std::strerror(errno) + "\n";
+      const std::string msg =
+          "muster: cannot make the private /tmp " + spec.private_tmp + ": " + std::strerror(errno) + "\n";
       log.Write(msg.data(), msg.size());
       (void)AppendJournal(journal, "{\"exitCode\":127}");
       return 0;
@@ -602,18 +605,22 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
   auto exited_at = now(), last_lease_check = now(), kill_at = now();
   // Milliseconds until `t`, at least 0.
   const auto until = [&](std::chrono::steady_clock::time_point t) {
-    return static_cast<int>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(t - now()).count()));
+    return static_cast<int>(
+        std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(t - now()).count()));
   };
   while (true) {
     int timeout_ms = 1000;
     if (exited) {
-      timeout_ms = until(fencing ? std::max(exited_at + std::chrono::seconds(1), kill_at) : exited_at + std::chrono::seconds(1));
+      timeout_ms =
+          until(fencing ? std::max(exited_at + std::chrono::seconds(1), kill_at) : exited_at + std::chrono::seconds(1));
     } else {
       if (child_fd < 0) timeout_ms = eof ? 5 : 100;
       if (fencing) timeout_ms = std::min(timeout_ms, until(kill_at));
     }
-    pollfd fds[4] = {{eof ? -1 : pipe_fds[0], POLLIN, 0}, {exited ? -1 : child_fd, POLLIN, 0},
-                     {err_eof ? -1 : err_fds[0], POLLIN, 0}, {beacon, POLLIN, 0}};
+    pollfd fds[4] = {{eof ? -1 : pipe_fds[0], POLLIN, 0},
+                     {exited ? -1 : child_fd, POLLIN, 0},
+                     {err_eof ? -1 : err_fds[0], POLLIN, 0},
+                     {beacon, POLLIN, 0}};
     ::poll(fds, 4, timeout_ms);
     if (fds[3].revents & POLLIN) AcceptOnBeacon(beacon);  // an agent checked it (task_beacon.h)
     if (!eof && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -631,7 +638,8 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
       exited_at = now();
     }
     // Fenced, what the payload left behind keeps its grace too.
-    if (exited && ((eof && err_eof) || (now() - exited_at >= std::chrono::seconds(1) && (!fencing || now() >= kill_at)))) {
+    if (exited &&
+        ((eof && err_eof) || (now() - exited_at >= std::chrono::seconds(1) && (!fencing || now() >= kill_at)))) {
       break;
     }
     if (exited || spec.lease_file.empty() || now() - last_lease_check < std::chrono::seconds(1)) continue;
@@ -649,10 +657,9 @@ int RunTaskShim(const std::string& journal, const std::string& placed_in) {
       if ((deadline > 0 && wall > deadline) || lease_missing >= 2) {
         // The agent has not renewed its lease: it is gone or cut off, and
         // the server may start this job elsewhere. Stop it ourselves.
-        const std::string msg = lease_missing >= 2
-                                    ? "muster: the agent's lease file " + spec.lease_file +
-                                          " is gone or holds no deadline; stopping the task (fenced)\n"
-                                    : "muster: the agent's lease ran out; stopping the task (fenced)\n";
+        const std::string msg = lease_missing >= 2 ? "muster: the agent's lease file " + spec.lease_file +
+                                                         " is gone or holds no deadline; stopping the task (fenced)\n"
+                                                   : "muster: the agent's lease ran out; stopping the task (fenced)\n";
         log.Write(msg.data(), msg.size());
         fencing = true;
         ::kill(-::getpgrp(), spec.stop_signal);  // the shim blocks it

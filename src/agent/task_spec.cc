@@ -41,10 +41,10 @@ std::string TaskSpecToJson(const TaskSpec& s) {
     for (const ContainerSpec::Mount& m : c.mounts) {
       mounts.push_back({{"host", m.host}, {"container", m.container}, {"readOnly", m.read_only}});
     }
-    j["container"] = {{"image", c.image},           {"name", c.name},
-                      {"podman", c.podman},         {"containersConf", c.containers_conf},
-                      {"runtime", c.runtime},       {"cgroupParent", c.cgroup_parent},
-                      {"authFile", c.auth_file},    {"mounts", mounts},
+    j["container"] = {{"image", c.image},        {"name", c.name},
+                      {"podman", c.podman},      {"containersConf", c.containers_conf},
+                      {"runtime", c.runtime},    {"cgroupParent", c.cgroup_parent},
+                      {"authFile", c.auth_file}, {"mounts", mounts},
                       {"devices", c.devices}};
   }
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -90,7 +90,8 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
       c.cgroup_parent = cj.value("cgroupParent", "");
       c.auth_file = cj.value("authFile", "");
       for (const json& m : cj.value("mounts", json::array())) {
-        c.mounts.push_back({m.at("host").get<std::string>(), m.at("container").get<std::string>(), m.value("readOnly", false)});
+        c.mounts.push_back(
+            {m.at("host").get<std::string>(), m.at("container").get<std::string>(), m.value("readOnly", false)});
       }
       c.devices = cj.value("devices", std::vector<std::string>{});
       s.container = std::move(c);
@@ -103,7 +104,7 @@ StatusOr<TaskSpec> TaskSpecFromJson(const std::string& text) {
 }
 
 std::string TaskResultToJson(const TaskResult& r) {
-  json j = {{"exitCode", r.exit_code}, {"signal", r.signal},   {"oom", r.oom},
+  json j = {{"exitCode", r.exit_code},     {"signal", r.signal},   {"oom", r.oom},
             {"stopReason", r.stop_reason}, {"message", r.message}, {"endMs", r.end_ms}};
   if (r.launch_failed) j["launchFailed"] = true;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -124,7 +125,8 @@ StatusOr<TaskResult> TaskResultFromJson(const std::string& text) {
 }
 
 std::string ShimStatusJson(int wait_status, bool fenced) {
-  json s = WIFSIGNALED(wait_status) ? json{{"signal", WTERMSIG(wait_status)}} : json{{"exitCode", WEXITSTATUS(wait_status)}};
+  json s =
+      WIFSIGNALED(wait_status) ? json{{"signal", WTERMSIG(wait_status)}} : json{{"exitCode", WEXITSTATUS(wait_status)}};
   if (fenced) s["fenced"] = true;
   return s.dump();
 }

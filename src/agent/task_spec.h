@@ -42,7 +42,7 @@ struct ContainerSpec {
 
 struct TaskSpec {
   std::string key;
-  int64_t job = 0;  // whose checkpoints `resume` lists
+  int64_t job = 0;                // whose checkpoints `resume` lists
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
   // argv is {"/bin/sh", "-c", SCRIPT[, $0, ARGS...]}, the job's script. A SCRIPT that
   // starts with "#!" is run as a file instead, so that its interpreter is
@@ -57,13 +57,13 @@ struct TaskSpec {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;
-  std::string log_path;                     // stdout and stderr, interleaved
+  std::string log_path;  // stdout and stderr, interleaved
   // The job's own files that also get them (the spec's stdout and stderr),
   // opened as the task's user; relative: to working_dir. stderr_path
   // empty: errors go to stdout_path too. Both empty: the log only.
   std::string stdout_path, stderr_path;
-  int64_t log_max_bytes = 64LL << 20;       // then rotated to log_path + ".1"
-  std::vector<std::string> cgroup_procs;    // cgroup.procs files the shim joins
+  int64_t log_max_bytes = 64LL << 20;     // then rotated to log_path + ".1"
+  std::vector<std::string> cgroup_procs;  // cgroup.procs files the shim joins
   // The agent's lease file (its deadline in ms since the epoch, rewritten in
   // place at every sync). Past the deadline the shim stops the task itself:
   // its stop signal, the grace period, then SIGKILL ("fenced"). Empty: none.
@@ -95,11 +95,11 @@ const char* TakeTaskIdentity(const TaskSpec& spec);
 
 // How a task ended.
 struct TaskResult {
-  int32_t exit_code = -1;  // when it exited; -1 when it was killed by a signal
-  int32_t signal = 0;      // the signal that killed it, else 0
-  bool oom = false;        // the cgroup's OOM killer killed a process
-  std::string stop_reason;  // why the agent stopped it ("timeout", "stop"), else empty
-  std::string message;      // for a launch failure, what went wrong
+  int32_t exit_code = -1;      // when it exited; -1 when it was killed by a signal
+  int32_t signal = 0;          // the signal that killed it, else 0
+  bool oom = false;            // the cgroup's OOM killer killed a process
+  std::string stop_reason;     // why the agent stopped it ("timeout", "stop"), else empty
+  std::string message;         // for a launch failure, what went wrong
   bool launch_failed = false;  // it could not start (an image that cannot be pulled): retrying will not help
   int64_t end_ms = 0;
   bool Succeeded() const { return exit_code == 0 && signal == 0 && !oom && stop_reason.empty(); }

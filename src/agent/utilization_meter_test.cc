@@ -13,8 +13,8 @@ std::vector<gpu::GpuSample> Samples(std::vector<double> utilization) {
 
 TEST(UtilizationMeter, MeanOverRoundsOfTheTasksOwnGpus) {
   UtilizationMeter m;
-  m.Add("a", {0, 1}, Samples({0.5, 1.0, 0.0, 0.0}));  // 0.75
-  m.Add("b", {2}, Samples({0.5, 1.0, 0.2, 0.0}));     // 0.2
+  m.Add("a", {0, 1}, Samples({0.5, 1.0, 0.0, 0.0}));    // 0.75
+  m.Add("b", {2}, Samples({0.5, 1.0, 0.2, 0.0}));       // 0.2
   m.Add("a", {0, 1}, Samples({0.25, 0.25, 1.0, 1.0}));  // 0.25
   EXPECT_DOUBLE_EQ(m.Mean("a"), 0.5);
   EXPECT_DOUBLE_EQ(m.Mean("b"), 0.2);

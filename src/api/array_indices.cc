@@ -36,8 +36,10 @@ StatusOr<ArrayIndices> ParseArrayIndices(const std::string& text, int64_t max_ta
     const size_t dash = part.find('-'), colon = part.find(':');
     const std::optional<int64_t> first = Number(part.substr(0, std::min(dash, colon)));
     std::optional<int64_t> last = first, step = 1;
-    if (dash != std::string::npos) last = Number(part.substr(dash + 1, colon == std::string::npos ? std::string::npos : colon - dash - 1));
-    if (colon != std::string::npos) step = dash == std::string::npos || colon < dash ? std::nullopt : Number(part.substr(colon + 1));
+    if (dash != std::string::npos)
+      last = Number(part.substr(dash + 1, colon == std::string::npos ? std::string::npos : colon - dash - 1));
+    if (colon != std::string::npos)
+      step = dash == std::string::npos || colon < dash ? std::nullopt : Number(part.substr(colon + 1));
     if (!first || !last || !step || *step < 1 || *last < *first || *last > kMaxIndex) {
       return InvalidArgument("\"" + part + "\" is not an index N, a range N-M (N <= M) or N-M:STEP of indices 0 to " +
                              std::to_string(kMaxIndex));

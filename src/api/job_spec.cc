@@ -13,9 +13,9 @@
 
 #include "api/job_spec_schema.h"
 #include "api/json_writer.h"
+#include "api/spec_tree.h"
 #include "common/rfc3339.h"
 #include "common/signal_name.h"
-#include "api/spec_tree.h"
 
 namespace muster::api {
 namespace {
@@ -37,9 +37,8 @@ std::string MediaType(std::string_view content_type) {
   while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
   while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
   std::string out(t);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
-    return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c); });
   return out;
 }
 
@@ -61,9 +60,12 @@ void AppendStringMap(JsonWriter& w, const char* key, const std::map<std::string,
 
 const char* SignalTargetName(SignalTarget t) {
   switch (t) {
-    case SignalTarget::kAll: return "all";
-    case SignalTarget::kBatch: return "batch";
-    case SignalTarget::kSteps: return "steps";
+    case SignalTarget::kAll:
+      return "all";
+    case SignalTarget::kBatch:
+      return "batch";
+    case SignalTarget::kSteps:
+      return "steps";
   }
   return "all";
 }
@@ -90,16 +92,16 @@ const char* CheckpointSignalName(CheckpointSignal s) {
 }
 
 bool operator==(const JobSpec& a, const JobSpec& b) {
-  return a.name == b.name && a.queue == b.queue && a.priority == b.priority &&
-         a.replicas == b.replicas && a.min_replicas == b.min_replicas && a.array == b.array && a.array_indices == b.array_indices && a.resources == b.resources && a.command == b.command &&
-         a.script == b.script && a.script_args == b.script_args && a.image == b.image && a.mounts == b.mounts && a.env == b.env && a.secret_env == b.secret_env &&
-         a.working_dir == b.working_dir && a.stdout_path == b.stdout_path && a.stderr_path == b.stderr_path &&
-         a.time_limit == b.time_limit &&
-         a.topology == b.topology && a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.limit_signal == b.limit_signal && a.retry == b.retry &&
-         a.dependencies == b.dependencies && a.dependencies_any == b.dependencies_any &&
-         a.begin_time == b.begin_time &&
-         a.hold == b.hold && a.spot == b.spot && a.one_per_node == b.one_per_node && a.exclusive == b.exclusive &&
-         a.features == b.features && a.singleton == b.singleton && a.slurm == b.slurm &&
+  return a.name == b.name && a.queue == b.queue && a.priority == b.priority && a.replicas == b.replicas &&
+         a.min_replicas == b.min_replicas && a.array == b.array && a.array_indices == b.array_indices &&
+         a.resources == b.resources && a.command == b.command && a.script == b.script &&
+         a.script_args == b.script_args && a.image == b.image && a.mounts == b.mounts && a.env == b.env &&
+         a.secret_env == b.secret_env && a.working_dir == b.working_dir && a.stdout_path == b.stdout_path &&
+         a.stderr_path == b.stderr_path && a.time_limit == b.time_limit && a.topology == b.topology &&
+         a.stall_timeout == b.stall_timeout && a.checkpoint == b.checkpoint && a.limit_signal == b.limit_signal &&
+         a.retry == b.retry && a.dependencies == b.dependencies && a.dependencies_any == b.dependencies_any &&
+         a.begin_time == b.begin_time && a.hold == b.hold && a.spot == b.spot && a.one_per_node == b.one_per_node &&
+         a.exclusive == b.exclusive && a.features == b.features && a.singleton == b.singleton && a.slurm == b.slurm &&
          a.reservation == b.reservation && a.labels == b.labels;
 }
 
@@ -122,9 +124,9 @@ StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_t
     return FromTree(LoadYamlTree(text), defaults);
   }
   if (!type.empty()) {
-    return InvalidArgument("unsupported content type " + QuoteForMessage(content_type) +
-                               "; expected application/json or application/yaml",
-                           "spec");
+    return InvalidArgument(
+        "unsupported content type " + QuoteForMessage(content_type) + "; expected application/json or application/yaml",
+        "spec");
   }
   return FromTree(LooksLikeJson(text) ? LoadJsonTree(text) : LoadYamlTree(text), defaults);
 }
@@ -243,9 +245,9 @@ std::string JobSpecToJson(const JobSpec& s) {
                                      std::pair{"account", &s.slurm->account}}) {
       if (*value) w.Key(key).String(**value);
     }
-    for (const auto& [key, value] : {std::pair{"tasks", s.slurm->tasks}, std::pair{"tasksPerNode", s.slurm->tasks_per_node},
-                                     std::pair{"cpusPerTask", s.slurm->cpus_per_task},
-                                     std::pair{"gpusPerTask", s.slurm->gpus_per_task}}) {
+    for (const auto& [key, value] :
+         {std::pair{"tasks", s.slurm->tasks}, std::pair{"tasksPerNode", s.slurm->tasks_per_node},
+          std::pair{"cpusPerTask", s.slurm->cpus_per_task}, std::pair{"gpusPerTask", s.slurm->gpus_per_task}}) {
       if (value > 0) w.Key(key).Int(value);
     }
     w.EndObject();

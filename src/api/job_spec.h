@@ -214,13 +214,13 @@ struct JobSpec {
   std::string priority = "normal";
   int32_t replicas = 1;      // with min_replicas: the most
   int32_t min_replicas = 0;  // > 0: elastic, from this many to `replicas`
-  int32_t array = 0;  // > 0: an array of this many tasks, one job each
+  int32_t array = 0;         // > 0: an array of this many tasks, one job each
   // Set when the array's indices are not 0..array-1, or it has a limit on
   // tasks running at once (Slurm's --array=1-10%2).
   std::optional<ArrayIndices> array_indices;
   ResourceSpec resources;
-  std::vector<std::string> command;   // exactly one of command (non-empty) ...
-  std::optional<std::string> script;  // ... and script is set
+  std::vector<std::string> command;      // exactly one of command (non-empty) ...
+  std::optional<std::string> script;     // ... and script is set
   std::vector<std::string> script_args;  // the script's arguments ($1, $2, ...)
   std::optional<std::string> image;
   struct Mount {
@@ -249,8 +249,8 @@ struct JobSpec {
   std::optional<Time> begin_time;
   bool hold = false;
   bool spot = false;
-  bool one_per_node = false;  // each replica on a node of its own
-  bool exclusive = false;     // each replica holds a whole node (implies one_per_node)
+  bool one_per_node = false;          // each replica on a node of its own
+  bool exclusive = false;             // each replica holds a whole node (implies one_per_node)
   std::vector<std::string> features;  // node features its nodes must all have
   // Slurm's --dependency=singleton: starts only after every earlier job of
   // its name and user has ended (each such job an afterany dependency).
@@ -310,8 +310,7 @@ StatusOr<JobSpec> ParseJobSpecYaml(std::string_view text);
 // application/x-yaml or text/yaml (parameters such as "; charset=utf-8" and
 // letter case are ignored); empty: JSON if the first non-blank character is
 // '{', else YAML. Other types: InvalidArgument with field "spec".
-StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_type,
-                               const SpecDefaults& defaults = {});
+StatusOr<JobSpec> ParseJobSpec(std::string_view text, std::string_view content_type, const SpecDefaults& defaults = {});
 // True for the media types ParseJobSpec reads (and an empty one).
 bool IsSpecMediaType(std::string_view content_type);
 // True for application/json, whatever its letter case and parameters.

@@ -9,9 +9,9 @@
 #include <set>
 
 #include "api/output_pattern.h"
+#include "api/spec_reader.h"
 #include "common/rfc3339.h"
 #include "common/signal_name.h"
-#include "api/spec_reader.h"
 
 namespace muster::api {
 namespace {
@@ -31,17 +31,14 @@ constexpr size_t kMaxExitCodes = 256;
 constexpr Duration kYear = Duration::Hours(365 * 24);
 constexpr Duration kDay = Duration::Hours(24);
 
-constexpr StringRule kNameRule{
-    1, 128, Charset::kName,
-    "1 to 128 characters of [A-Za-z0-9._-], starting with a letter or digit"};
-constexpr StringRule kGpuTypeRule{
-    1, 64, Charset::kName, "1 to 64 characters of [A-Za-z0-9._-], starting with a letter or digit"};
-constexpr StringRule kArgRule{0, 64 << 10, Charset::kText,
-                              "a string of at most 64 KiB without NUL bytes"};
+constexpr StringRule kNameRule{1, 128, Charset::kName,
+                               "1 to 128 characters of [A-Za-z0-9._-], starting with a letter or digit"};
+constexpr StringRule kGpuTypeRule{1, 64, Charset::kName,
+                                  "1 to 64 characters of [A-Za-z0-9._-], starting with a letter or digit"};
+constexpr StringRule kArgRule{0, 64 << 10, Charset::kText, "a string of at most 64 KiB without NUL bytes"};
 constexpr StringRule kProgramRule{1, 64 << 10, Charset::kText,
                                   "a program name or path of 1 byte to 64 KiB without NUL bytes"};
-constexpr StringRule kScriptRule{1, 1 << 20, Charset::kText,
-                                 "a script of 1 byte to 1 MiB without NUL bytes"};
+constexpr StringRule kScriptRule{1, 1 << 20, Charset::kText, "a script of 1 byte to 1 MiB without NUL bytes"};
 constexpr StringRule kImageRule{1, 512, Charset::kPrintable,
                                 "an image of 1 to 512 characters without control characters"};
 constexpr StringRule kPathRule{1, 4096, Charset::kAbsPath,
@@ -50,19 +47,18 @@ constexpr StringRule kPathRule{1, 4096, Charset::kAbsPath,
 constexpr StringRule kOutputRule{1, 4096, Charset::kPrintable,
                                  "a file path (absolute, or relative to workingDir; at most 4096 bytes, no control "
                                  "characters) with %j, %a, %A, %x, %t, %u, %N or %%"};
-constexpr StringRule kEnvNameRule{
-    1, 256, Charset::kEnvName,
-    "a variable name matching [A-Za-z_][A-Za-z0-9_]*, at most 256 characters"};
+constexpr StringRule kEnvNameRule{1, 256, Charset::kEnvName,
+                                  "a variable name matching [A-Za-z_][A-Za-z0-9_]*, at most 256 characters"};
 constexpr StringRule kEnvValueRule{0, 64 << 10, Charset::kLine,
                                    "a string of at most 64 KiB without NUL bytes or line breaks"};
 constexpr StringRule kLabelKeyRule{1, 256, Charset::kPrintable,
                                    "a label key of 1 to 256 characters without control characters"};
-constexpr StringRule kLabelValueRule{
-    0, 256, Charset::kPrintable,
-    "a label value of at most 256 characters without control characters"};
+constexpr StringRule kLabelValueRule{0, 256, Charset::kPrintable,
+                                     "a label value of at most 256 characters without control characters"};
 constexpr StringRule kWordRule{0, 64, Charset::kPrintable, "a string"};  // enum names
-constexpr StringRule kTimestampRule{1, 64, Charset::kPrintable,
-                                    "an RFC 3339 timestamp such as \"2026-11-26T10:00:00Z\" or \"2026-11-26T11:00:00+01:00\""};
+constexpr StringRule kTimestampRule{
+    1, 64, Charset::kPrintable,
+    "an RFC 3339 timestamp such as \"2026-11-26T10:00:00Z\" or \"2026-11-26T11:00:00+01:00\""};
 
 // Below a second a job would be stopped before it could start (Slurm's
 // smallest limit is a minute).
@@ -83,8 +79,8 @@ Status CheckKey(const std::string& key, const std::string& path, const StringRul
 
 // A string naming one of `names` (parallel to `values`).
 template <typename T, size_t N>
-StatusOr<T> ReadEnum(const TreeNode& node, const std::string& path, const char* const (&names)[N],
-                     const T (&values)[N], const char* expected) {
+StatusOr<T> ReadEnum(const TreeNode& node, const std::string& path, const char* const (&names)[N], const T (&values)[N],
+                     const char* expected) {
   StatusOr<std::string> s = ReadString(node, path, kWordRule);
   if (s.ok()) {
     for (size_t i = 0; i < N; ++i) {
@@ -96,19 +92,16 @@ StatusOr<T> ReadEnum(const TreeNode& node, const std::string& path, const char* 
 
 StatusOr<core::TopologyScope> ReadTopology(const TreeNode& node, const std::string& path) {
   static constexpr const char* kNames[] = {"node", "leaf", "spine", "any"};
-  static constexpr core::TopologyScope kValues[] = {
-      core::TopologyScope::kNode, core::TopologyScope::kLeaf, core::TopologyScope::kSpine,
-      core::TopologyScope::kAny};
+  static constexpr core::TopologyScope kValues[] = {core::TopologyScope::kNode, core::TopologyScope::kLeaf,
+                                                    core::TopologyScope::kSpine, core::TopologyScope::kAny};
   return ReadEnum(node, path, kNames, kValues, "one of node, leaf, spine or any");
 }
 
 StatusOr<CheckpointSignal> ReadSignal(const TreeNode& node, const std::string& path) {
-  static constexpr const char* kNames[] = {"SIGUSR1", "SIGUSR2", "SIGTERM", "SIGINT",
-                                           "USR1",    "USR2",    "TERM",    "INT"};
+  static constexpr const char* kNames[] = {"SIGUSR1", "SIGUSR2", "SIGTERM", "SIGINT", "USR1", "USR2", "TERM", "INT"};
   static constexpr CheckpointSignal kValues[] = {
-      CheckpointSignal::kSigUsr1, CheckpointSignal::kSigUsr2, CheckpointSignal::kSigTerm,
-      CheckpointSignal::kSigInt,  CheckpointSignal::kSigUsr1, CheckpointSignal::kSigUsr2,
-      CheckpointSignal::kSigTerm, CheckpointSignal::kSigInt};
+      CheckpointSignal::kSigUsr1, CheckpointSignal::kSigUsr2, CheckpointSignal::kSigTerm, CheckpointSignal::kSigInt,
+      CheckpointSignal::kSigUsr1, CheckpointSignal::kSigUsr2, CheckpointSignal::kSigTerm, CheckpointSignal::kSigInt};
   return ReadEnum(node, path, kNames, kValues, "one of SIGUSR1, SIGUSR2, SIGTERM or SIGINT");
 }
 
@@ -133,8 +126,8 @@ StatusOr<ResourceSpec> ReadResources(const TreeNode& node, const std::string& pa
 
 // array: N (indices 0..N-1) or Slurm's "0-15:4,20%2" (api/array_indices.h).
 StatusOr<ArrayIndices> ReadArray(const TreeNode& node, const std::string& path) {
-  static constexpr StringRule kRule{1, 4096, Charset::kText,
-                                    "an integer from 1 to 10000, or Slurm's indices such as \"0-15:4%2\" (at most 10000)"};
+  static constexpr StringRule kRule{
+      1, 4096, Charset::kText, "an integer from 1 to 10000, or Slurm's indices such as \"0-15:4%2\" (at most 10000)"};
   if (node.kind != Kind::kString) {
     ASSIGN_OR_RETURN(const int64_t n, ReadInt(node, path, 1, kMaxArray, kRule.expected));
     ArrayIndices a;
@@ -176,8 +169,8 @@ StatusOr<std::vector<std::string>> ReadFeatures(const TreeNode& node, const std:
 }
 
 StatusOr<SlurmSpec> ReadSlurmSpec(const TreeNode& node, const std::string& path) {
-  static const std::vector<std::string> kFields = {"partition", "qos", "account", "tasks", "tasksPerNode", "cpusPerTask",
-                                                   "gpusPerTask"};
+  static const std::vector<std::string> kFields = {"partition",    "qos",         "account",    "tasks",
+                                                   "tasksPerNode", "cpusPerTask", "gpusPerTask"};
   ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
   static constexpr StringRule kRule{1, 128, Charset::kPrintable, "1 to 128 characters without control characters"};
   SlurmSpec n;
@@ -185,7 +178,8 @@ StatusOr<SlurmSpec> ReadSlurmSpec(const TreeNode& node, const std::string& path)
   RETURN_IF_ERROR(obj.Read("qos", n.qos, ReadString, kRule));
   RETURN_IF_ERROR(obj.Read("account", n.account, ReadString, kRule));
   RETURN_IF_ERROR(obj.Read("tasks", n.tasks, ReadInt, int64_t{1}, int64_t{1} << 24, std::string_view()));
-  RETURN_IF_ERROR(obj.Read("tasksPerNode", n.tasks_per_node, ReadInt, int64_t{1}, int64_t{1} << 20, std::string_view()));
+  RETURN_IF_ERROR(
+      obj.Read("tasksPerNode", n.tasks_per_node, ReadInt, int64_t{1}, int64_t{1} << 20, std::string_view()));
   RETURN_IF_ERROR(obj.Read("cpusPerTask", n.cpus_per_task, ReadInt, int64_t{1}, int64_t{4096}, std::string_view()));
   RETURN_IF_ERROR(obj.Read("gpusPerTask", n.gpus_per_task, ReadInt, int64_t{1}, int64_t{1024}, std::string_view()));
   return n;
@@ -197,8 +191,7 @@ StatusOr<std::vector<std::string>> ReadCommand(const TreeNode& node, const std::
   std::vector<std::string> out;
   out.reserve(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
-    ASSIGN_OR_RETURN(std::string arg,
-                     ReadString(*items[i], IndexPath(path, i), i == 0 ? kProgramRule : kArgRule));
+    ASSIGN_OR_RETURN(std::string arg, ReadString(*items[i], IndexPath(path, i), i == 0 ? kProgramRule : kArgRule));
     out.push_back(std::move(arg));
   }
   return out;
@@ -217,17 +210,15 @@ StatusOr<std::vector<std::string>> ReadArguments(const TreeNode& node, const std
 }
 
 // env: {NAME: value} or [{name: NAME, value: value}].
-StatusOr<std::map<std::string, std::string>> ReadEnv(const TreeNode& node,
-                                                     const std::string& path) {
+StatusOr<std::map<std::string, std::string>> ReadEnv(const TreeNode& node, const std::string& path) {
   std::map<std::string, std::string> env;
   if (node.kind == Kind::kList) {
-    ASSIGN_OR_RETURN(
-        std::vector<TreePtr> items,
-        ReadList(node, path, 0, kMaxEnv, "a list of at most 1024 {name, value} objects"));
+    ASSIGN_OR_RETURN(std::vector<TreePtr> items,
+                     ReadList(node, path, 0, kMaxEnv, "a list of at most 1024 {name, value} objects"));
     static const std::vector<std::string> kFields = {"name", "value"};
     for (size_t i = 0; i < items.size(); ++i) {
-      ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(*items[i], IndexPath(path, i), kFields,
-                                                            "an object {name, value}"));
+      ASSIGN_OR_RETURN(ObjectReader obj,
+                       ObjectReader::Open(*items[i], IndexPath(path, i), kFields, "an object {name, value}"));
       if (obj.Find("name") == nullptr) return InvalidArgument("is required", obj.Path("name"));
       std::string name, value;
       RETURN_IF_ERROR(obj.Read("name", name, ReadString, kEnvNameRule));
@@ -253,8 +244,7 @@ StatusOr<std::map<std::string, std::string>> ReadEnv(const TreeNode& node,
   return env;
 }
 
-StatusOr<std::map<std::string, std::string>> ReadLabels(const TreeNode& node,
-                                                        const std::string& path) {
+StatusOr<std::map<std::string, std::string>> ReadLabels(const TreeNode& node, const std::string& path) {
   if (node.kind != Kind::kMap || node.fields.size() > kMaxLabels) {
     return Expected(node, path, "an object of at most 64 labels");
   }
@@ -266,8 +256,7 @@ StatusOr<std::map<std::string, std::string>> ReadLabels(const TreeNode& node,
     if (value->kind != Kind::kNull) {
       ASSIGN_OR_RETURN(v, ReadString(*value, key_path, kLabelValueRule));
     }
-    if (!labels.emplace(key, std::move(v)).second)
-      return InvalidArgument("duplicate field", key_path);
+    if (!labels.emplace(key, std::move(v)).second) return InvalidArgument("duplicate field", key_path);
   }
   return labels;
 }
@@ -341,13 +330,11 @@ StatusOr<BackoffSpec> ReadBackoff(const TreeNode& node, const std::string& path,
   ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
   BackoffSpec b = base;
   RETURN_IF_ERROR(obj.Read("initial", b.initial, ReadDuration, kBackoffRule));
-  RETURN_IF_ERROR(
-      obj.Read("factor", b.factor, ReadInt, int64_t{1}, int64_t{10}, std::string_view()));
+  RETURN_IF_ERROR(obj.Read("factor", b.factor, ReadInt, int64_t{1}, int64_t{10}, std::string_view()));
   RETURN_IF_ERROR(obj.Read("max", b.max, ReadDuration, kBackoffRule));
   if (b.max < b.initial) {
-    return InvalidArgument(
-        "must be at least initial (" + b.initial.ToString() + "), got " + b.max.ToString(),
-        obj.Path("max"));
+    return InvalidArgument("must be at least initial (" + b.initial.ToString() + "), got " + b.max.ToString(),
+                           obj.Path("max"));
   }
   return b;
 }
@@ -364,12 +351,10 @@ StatusOr<std::vector<int32_t>> ReadExitCodes(const TreeNode& node, const std::st
 }
 
 StatusOr<RetrySpec> ReadRetry(const TreeNode& node, const std::string& path, const RetrySpec& base) {
-  static const std::vector<std::string> kFields = {"limit", "backoff", "failOnExitCodes",
-                                                   "retryOnOom"};
+  static const std::vector<std::string> kFields = {"limit", "backoff", "failOnExitCodes", "retryOnOom"};
   ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(node, path, kFields));
   RetrySpec r = base;
-  RETURN_IF_ERROR(
-      obj.Read("limit", r.limit, ReadInt, int64_t{0}, int64_t{100}, std::string_view()));
+  RETURN_IF_ERROR(obj.Read("limit", r.limit, ReadInt, int64_t{0}, int64_t{100}, std::string_view()));
   RETURN_IF_ERROR(obj.Read("backoff", r.backoff, ReadBackoff, base.backoff));
   RETURN_IF_ERROR(obj.Read("failOnExitCodes", r.fail_on_exit_codes, ReadExitCodes));
   RETURN_IF_ERROR(obj.Read("retryOnOom", r.retry_on_oom, ReadBool));
@@ -392,17 +377,15 @@ StatusOr<Duration> ParseDelayMinutes(core::DependencyType type, std::string_view
   int64_t m = 0;
   auto [p, ec] = std::from_chars(minutes.data(), minutes.data() + minutes.size(), m);
   if (minutes.empty() || ec != std::errc() || p != minutes.data() + minutes.size() || m < 0 || m > 525600) {
-    return InvalidArgument("must give the delay after + as whole minutes from 0 to 525600 (a year), got " +
-                               QuoteForMessage(item),
-                           path);
+    return InvalidArgument(
+        "must give the delay after + as whole minutes from 0 to 525600 (a year), got " + QuoteForMessage(item), path);
   }
   return Duration::Seconds(m * 60);
 }
 
 // Slurm's "afterok:12:13,afterany:14"; an id may be a range "12-15" (what
 // `muster submit --parsable --array` prints), each job of it a dependency.
-StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& node,
-                                                              const std::string& path) {
+StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& node, const std::string& path) {
   static constexpr const char* kForm = "dependencies such as \"afterok:12:13,afterany:14-20\"";
   StatusOr<std::string> text = ReadString(node, path, kArgRule);
   if (!text.ok()) return Expected(node, path, kForm);
@@ -411,17 +394,15 @@ StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& no
   // "," joins what must all hold, "?" what may any hold (Slurm's); not both.
   const char separator = rest.find('?') != std::string_view::npos ? '?' : ',';
   if (separator == '?' && rest.find(',') != std::string_view::npos) {
-    return InvalidArgument("may join dependencies with , (all must hold) or ? (any may), not both, got " +
-                               QuoteForMessage(rest),
-                           path);
+    return InvalidArgument(
+        "may join dependencies with , (all must hold) or ? (any may), not both, got " + QuoteForMessage(rest), path);
   }
   while (true) {
     const size_t comma = rest.find(separator);
     const std::string_view item = rest.substr(0, comma);
     const size_t colon = item.find(':');
     if (colon == std::string_view::npos || colon + 1 == item.size()) {
-      return InvalidArgument("must be " + std::string(kForm) + ", got " + QuoteForMessage(item),
-                             path);
+      return InvalidArgument("must be " + std::string(kForm) + ", got " + QuoteForMessage(item), path);
     }
     TreeNode type_node;
     type_node.kind = Kind::kString;
@@ -463,23 +444,22 @@ StatusOr<std::vector<core::Dependency>> ParseDependencyString(const TreeNode& no
   return out;
 }
 
-StatusOr<std::vector<core::Dependency>> ReadDependencies(const TreeNode& node,
-                                                         const std::string& path) {
+StatusOr<std::vector<core::Dependency>> ReadDependencies(const TreeNode& node, const std::string& path) {
   if (node.kind != Kind::kList) return ParseDependencyString(node, path);
-  ASSIGN_OR_RETURN(std::vector<TreePtr> items, ReadList(node, path, 0, kMaxDependencies,
-                                                        "a list of at most 1024 dependencies"));
+  ASSIGN_OR_RETURN(std::vector<TreePtr> items,
+                   ReadList(node, path, 0, kMaxDependencies, "a list of at most 1024 dependencies"));
   static const std::vector<std::string> kFields = {"type", "job", "delay"};
   std::vector<core::Dependency> out;
   for (size_t i = 0; i < items.size(); ++i) {
-    ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(*items[i], IndexPath(path, i), kFields,
-                                                          "an object {type, job}"));
+    ASSIGN_OR_RETURN(ObjectReader obj,
+                     ObjectReader::Open(*items[i], IndexPath(path, i), kFields, "an object {type, job}"));
     for (const char* required : {"type", "job"}) {
       if (obj.Find(required) == nullptr) return InvalidArgument("is required", obj.Path(required));
     }
     core::Dependency d;
     RETURN_IF_ERROR(obj.Read("type", d.type, ReadDependencyType));
-    RETURN_IF_ERROR(obj.Read("job", d.job, ReadInt, int64_t{1}, INT64_MAX,
-                             std::string_view("a positive integer job id")));
+    RETURN_IF_ERROR(
+        obj.Read("job", d.job, ReadInt, int64_t{1}, INT64_MAX, std::string_view("a positive integer job id")));
     RETURN_IF_ERROR(obj.Read("delay", d.delay, ReadDuration, kDelayRule));
     if (d.delay > Duration::Zero() && d.type != core::DependencyType::kAfter) {
       return InvalidArgument("applies to type after only", obj.Path("delay"));
@@ -537,12 +517,12 @@ StatusOr<Time> ReadTimestamp(const TreeNode& node, const std::string& path) {
 
 StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defaults) {
   static const std::vector<std::string> kFields = {
-      "name",       "queue", "priority",     "replicas",   "array",     "resources", "command",
-      "script",     "args",  "image", "env",          "workingDir", "timeLimit", "topology",
-      "stallTimeout", "checkpoint", "retry", "dependencies", "dependenciesAny", "beginTime",  "hold",      "labels",
-      "secretEnv", "stdout",     "stderr", "mounts", "spot", "onePerNode", "exclusive", "features", "singleton", "slurm", "limitSignal", "reservation"};
-  ASSIGN_OR_RETURN(ObjectReader obj,
-                   ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
+      "name",         "queue",      "priority",  "replicas",     "array",           "resources",  "command",
+      "script",       "args",       "image",     "env",          "workingDir",      "timeLimit",  "topology",
+      "stallTimeout", "checkpoint", "retry",     "dependencies", "dependenciesAny", "beginTime",  "hold",
+      "labels",       "secretEnv",  "stdout",    "stderr",       "mounts",          "spot",       "onePerNode",
+      "exclusive",    "features",   "singleton", "slurm",        "limitSignal",     "reservation"};
+  ASSIGN_OR_RETURN(ObjectReader obj, ObjectReader::Open(root, "spec", kFields, "an object with the job's fields"));
   JobSpec spec;
   RETURN_IF_ERROR(obj.Read("name", spec.name, ReadString, kNameRule));
   RETURN_IF_ERROR(obj.Read("queue", spec.queue, ReadString, kNameRule));
@@ -575,12 +555,11 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
   if (r.memory_bytes == 0) r.memory_bytes = r.gpus > 0 ? r.gpus * defaults.memory_per_gpu : defaults.memory_bytes;
   RETURN_IF_ERROR(obj.Read("command", spec.command, ReadCommand));
   RETURN_IF_ERROR(obj.Read("script", spec.script, ReadString, kScriptRule));
-  const bool has_command = obj.Find("command") != nullptr,
-             has_script = obj.Find("script") != nullptr;
+  const bool has_command = obj.Find("command") != nullptr, has_script = obj.Find("script") != nullptr;
   if (has_command == has_script) {
-    return InvalidArgument(std::string("must set exactly one of \"command\" or \"script\", got ") +
-                               (has_command ? "both" : "neither"),
-                           "spec");
+    return InvalidArgument(
+        std::string("must set exactly one of \"command\" or \"script\", got ") + (has_command ? "both" : "neither"),
+        "spec");
   }
   if (obj.Find("args") != nullptr) {
     if (!has_script) return InvalidArgument("are a script's arguments; a command takes its own", obj.Path("args"));
@@ -591,9 +570,11 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
     // An image reference ([registry/]name[:tag][@digest]); never an option to Podman.
     const std::string& image = *spec.image;
     if (!ValidImageReference(image)) {
-      return InvalidArgument("must be an image reference such as nvcr.io/nvidia/pytorch:24.05-py3 (letters, digits "
-                             "and ._/:@-, starting with a letter or digit), got \"" + image.substr(0, 64) + "\"",
-                             obj.Path("image"));
+      return InvalidArgument(
+          "must be an image reference such as nvcr.io/nvidia/pytorch:24.05-py3 (letters, digits "
+          "and ._/:@-, starting with a letter or digit), got \"" +
+              image.substr(0, 64) + "\"",
+          obj.Path("image"));
     }
   }
   RETURN_IF_ERROR(obj.Read("mounts", spec.mounts, ReadMounts));
@@ -651,21 +632,26 @@ StatusOr<JobSpec> JobSpecFromTree(const TreeNode& root, const SpecDefaults& defa
       return InvalidArgument("a Slurm-style job (slurm) has a fixed number of nodes", obj.Path("replicas"));
     }
     if (spec.image && spec.replicas > 1) {
-      return InvalidArgument("a Slurm-style job (slurm) on more than one node cannot run in a container yet: srun "
-                             "starts its steps on the nodes' hosts", obj.Path("image"));
+      return InvalidArgument(
+          "a Slurm-style job (slurm) on more than one node cannot run in a container yet: srun "
+          "starts its steps on the nodes' hosts",
+          obj.Path("image"));
     }
     if (spec.replicas > 1 && spec.topology == core::TopologyScope::kNode) {
-      return InvalidArgument("a Slurm-style job (slurm) runs on distinct nodes, which topology node (all on one node) "
-                             "cannot hold", obj.Path("topology"));
+      return InvalidArgument(
+          "a Slurm-style job (slurm) runs on distinct nodes, which topology node (all on one node) "
+          "cannot hold",
+          obj.Path("topology"));
     }
     if (spec.replicas > 1) spec.one_per_node = true;
   }
   for (const char* key : {"onePerNode", "exclusive"}) {
     if (obj.Find(key) == nullptr || !(key[0] == 'o' ? spec.one_per_node : spec.exclusive)) continue;
-    if (spec.min_replicas > 0) return InvalidArgument("cannot be set for an elastic job (replicas.min below replicas.max)", obj.Path(key));
+    if (spec.min_replicas > 0)
+      return InvalidArgument("cannot be set for an elastic job (replicas.min below replicas.max)", obj.Path(key));
     if (spec.replicas > 1 && spec.topology == core::TopologyScope::kNode) {
-      return InvalidArgument("puts each replica on a node of its own, which topology node (all on one node) cannot hold",
-                             obj.Path(key));
+      return InvalidArgument(
+          "puts each replica on a node of its own, which topology node (all on one node) cannot hold", obj.Path(key));
     }
   }
   RETURN_IF_ERROR(obj.Read("stallTimeout", spec.stall_timeout, ReadDuration, kStallRule));

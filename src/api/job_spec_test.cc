@@ -111,9 +111,9 @@ TEST(JobSpecTest, FullYamlSpec) {
   EXPECT_EQ(s.command, (std::vector<std::string>{"python", "train.py", "--lr", "0.001"}));
   EXPECT_FALSE(s.script.has_value());
   EXPECT_EQ(s.image, "nvcr.io/nvidia/pytorch:24.05-py3");
-  EXPECT_EQ(s.mounts, (std::vector<JobSpec::Mount>{{"/data/imagenet", "/data", true}, {"/scratch", "/scratch", false}}));
-  EXPECT_EQ(s.env,
-            (std::map<std::string, std::string>{{"NCCL_DEBUG", "INFO"}, {"OMP_NUM_THREADS", "8"}}));
+  EXPECT_EQ(s.mounts,
+            (std::vector<JobSpec::Mount>{{"/data/imagenet", "/data", true}, {"/scratch", "/scratch", false}}));
+  EXPECT_EQ(s.env, (std::map<std::string, std::string>{{"NCCL_DEBUG", "INFO"}, {"OMP_NUM_THREADS", "8"}}));
   EXPECT_EQ(s.working_dir, "/work/llm");
   EXPECT_EQ(s.time_limit, Duration::Minutes(150));
   EXPECT_EQ(s.topology, core::TopologyScope::kLeaf);
@@ -145,8 +145,7 @@ TEST(JobSpecTest, JsonAndYamlOfTheSameSpecAreEqual) {
 }
 
 TEST(JobSpecTest, MinimalSpecGetsEveryDefault) {
-  for (const char* text :
-       {R"({"command":["true"]})", "command: [\"true\"]\n", "command:\n  - \"true\"\n"}) {
+  for (const char* text : {R"({"command":["true"]})", "command: [\"true\"]\n", "command:\n  - \"true\"\n"}) {
     const JobSpec s = MustParse(text, "");
     EXPECT_EQ(s.name, "job");
     EXPECT_EQ(s.queue, "default");
@@ -231,7 +230,8 @@ TEST(JobSpecTest, ArraysTakeSlurmsIndicesAndFeaturesAreRequired) {
 
 TEST(JobSpecTest, TheCheckpointIntervalReachesTheScheduler) {
   // It places a spot job that checkpoints often on spot nodes first.
-  const JobSpec often = MustParse(R"({"command":["x"],"spot":true,"checkpoint":{"dir":"/ckpt","interval":"10m"}})", kJson);
+  const JobSpec often =
+      MustParse(R"({"command":["x"],"spot":true,"checkpoint":{"dir":"/ckpt","interval":"10m"}})", kJson);
   EXPECT_EQ(ToCoreSpec(often).checkpoint_interval, Duration::Minutes(10));
   const JobSpec signalled = MustParse(R"({"command":["x"],"checkpoint":{"dir":"/ckpt"}})", kJson);
   EXPECT_TRUE(ToCoreSpec(signalled).checkpoint_interval.is_infinite());
@@ -244,8 +244,7 @@ TEST(JobSpecTest, ScriptInsteadOfCommand) {
 }
 
 TEST(JobSpecTest, NullMeansNotSet) {
-  const JobSpec s =
-      MustParse(R"({"command":["x"],"name":null,"script":null,"checkpoint":null})", kJson);
+  const JobSpec s = MustParse(R"({"command":["x"],"name":null,"script":null,"checkpoint":null})", kJson);
   EXPECT_EQ(s.name, "job");
   EXPECT_FALSE(s.checkpoint.has_value());
 }
@@ -324,8 +323,7 @@ TEST(JobSpecTest, DurationForms) {
   EXPECT_TRUE(TimeLimitOf("\"unlimited\"").is_infinite());
   EXPECT_TRUE(TimeLimitOf("\"inf\"").is_infinite());
   EXPECT_EQ(MustParse("command: [x]\ntimeLimit: 90\n", kYaml).time_limit, Duration::Seconds(90));
-  EXPECT_EQ(MustParse("command: [x]\ntimeLimit: 1-02:00:00\n", kYaml).time_limit,
-            Duration::Hours(26));
+  EXPECT_EQ(MustParse("command: [x]\ntimeLimit: 1-02:00:00\n", kYaml).time_limit, Duration::Hours(26));
 }
 
 ResourceSpec ResourcesOf(const std::string& json) {
@@ -340,8 +338,7 @@ TEST(JobSpecTest, MemoryForms) {
   EXPECT_EQ(ResourcesOf(R"({"memory":"1073741824"})").memory_bytes, kGi);
   EXPECT_EQ(ResourcesOf(R"({"memory":"64Ti"})").memory_bytes, int64_t{64} << 40);
   EXPECT_EQ(ResourcesOf(R"({"memory":"1.5Gi"})").memory_bytes, 3 * kGi / 2);
-  EXPECT_EQ(MustParse("command: [x]\nresources: {memory: 16Gi}\n", kYaml).resources.memory_bytes,
-            16 * kGi);
+  EXPECT_EQ(MustParse("command: [x]\nresources: {memory: 16Gi}\n", kYaml).resources.memory_bytes, 16 * kGi);
 }
 
 TEST(JobSpecTest, CpuForms) {
@@ -355,15 +352,12 @@ TEST(JobSpecTest, CpuForms) {
 
 TEST(JobSpecTest, EnvForms) {
   const JobSpec map_form = MustParse("command: [x]\nenv: {A: \"1\", B_2: two, C: \"\"}\n", kYaml);
-  const JobSpec list_form = MustParse(
-      "command: [x]\nenv:\n- {name: A, value: \"1\"}\n- {name: B_2, value: two}\n- name: C\n",
-      kYaml);
-  EXPECT_EQ(map_form.env,
-            (std::map<std::string, std::string>{{"A", "1"}, {"B_2", "two"}, {"C", ""}}));
+  const JobSpec list_form =
+      MustParse("command: [x]\nenv:\n- {name: A, value: \"1\"}\n- {name: B_2, value: two}\n- name: C\n", kYaml);
+  EXPECT_EQ(map_form.env, (std::map<std::string, std::string>{{"A", "1"}, {"B_2", "two"}, {"C", ""}}));
   EXPECT_TRUE(map_form == list_form);
   // YAML plain scalars are taken as written for string fields: no "Norway problem".
-  const JobSpec yaml =
-      MustParse("command: [x]\nenv: {PORT: 8080, DEBUG: yes, RATIO: 1.10, OFF: off}\n", kYaml);
+  const JobSpec yaml = MustParse("command: [x]\nenv: {PORT: 8080, DEBUG: yes, RATIO: 1.10, OFF: off}\n", kYaml);
   EXPECT_EQ(yaml.env.at("PORT"), "8080");
   EXPECT_EQ(yaml.env.at("DEBUG"), "yes");
   EXPECT_EQ(yaml.env.at("RATIO"), "1.10");
@@ -371,12 +365,11 @@ TEST(JobSpecTest, EnvForms) {
 }
 
 TEST(JobSpecTest, DependencyForms) {
-  const JobSpec str =
-      MustParse(R"({"command":["x"],"dependencies":"afterok:12:13,afternotok:14"})", kJson);
-  const JobSpec list = MustParse(
-      R"({"command":["x"],"dependencies":[{"type":"afterok","job":12},{"type":"afterok","job":13},)"
-      R"({"type":"afternotok","job":14}]})",
-      kJson);
+  const JobSpec str = MustParse(R"({"command":["x"],"dependencies":"afterok:12:13,afternotok:14"})", kJson);
+  const JobSpec list =
+      MustParse(R"({"command":["x"],"dependencies":[{"type":"afterok","job":12},{"type":"afterok","job":13},)"
+                R"({"type":"afternotok","job":14}]})",
+                kJson);
   ASSERT_EQ(str.dependencies.size(), 3u);
   EXPECT_EQ(str.dependencies[2].type, core::DependencyType::kAfterNotOk);
   EXPECT_TRUE(str == list);
@@ -425,8 +418,7 @@ TEST(JobSpecTest, ContentTypes) {
 }
 
 TEST(JobSpecTest, SmallAliasesAreFine) {
-  const JobSpec s =
-      MustParse("labels: &l {team: nlp}\ncommand: [x]\nenv: {A: &v hello, B: *v}\n", kYaml);
+  const JobSpec s = MustParse("labels: &l {team: nlp}\ncommand: [x]\nenv: {A: &v hello, B: *v}\n", kYaml);
   EXPECT_EQ(s.env.at("B"), "hello");
 }
 
@@ -438,8 +430,7 @@ TEST(JobSpecTest, LargestSpecWithinEveryLimitParses) {
     json += (i ? "," : "") + std::string(R"({"name":"V)") + std::to_string(i) + R"(","value":"x"})";
   json += R"(],"dependencies":[)";
   for (int i = 1; i <= 1024; ++i)
-    json +=
-        (i > 1 ? "," : "") + std::string(R"({"type":"afterok","job":)") + std::to_string(i) + "}";
+    json += (i > 1 ? "," : "") + std::string(R"({"type":"afterok","job":)") + std::to_string(i) + "}";
   json += "]}";
   const JobSpec s = MustParse(json, kJson);
   EXPECT_EQ(s.command.size(), 4096u);
@@ -455,8 +446,7 @@ TEST(JobSpecTest, ByteOrderMarkAndBlankLinesAreFine) {
 TEST(JobSpecTest, ErrorToStringReadsAsFieldAndMessage) {
   StatusOr<JobSpec> r = ParseJobSpecJson(R"({"command":["x"],"resources":{"gpus":"eight"}})");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().ToString(),
-            "spec.resources.gpus: must be an integer from 0 to 1024, got \"eight\"");
+  EXPECT_EQ(r.status().ToString(), "spec.resources.gpus: must be an integer from 0 to 1024, got \"eight\"");
 }
 
 // ---- Malformed and hostile specs -------------------------------------------------
@@ -487,8 +477,7 @@ std::string Zeros(int n) {
 }
 
 std::string BillionLaughs() {
-  std::string s =
-      "command: [x]\nlabels:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  std::string s = "command: [x]\nlabels:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
   for (int i = 1; i < 10; ++i) {
     std::string p = "*a" + std::to_string(i - 1);
     s += "  a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + p;
@@ -731,8 +720,7 @@ TEST(JobSpecPropertyTest, RandomBytesNeverCrash) {
     std::string input(static_cast<size_t>(rng.Uniform(0, 120)), '\0');
     const bool structured = rng.Bernoulli(0.5);  // half from YAML/JSON punctuation
     for (char& c : input) {
-      c = structured ? kAlphabet[rng.Uniform(0, sizeof kAlphabet - 2)]
-                     : static_cast<char>(rng.Uniform(0, 255));
+      c = structured ? kAlphabet[rng.Uniform(0, sizeof kAlphabet - 2)] : static_cast<char>(rng.Uniform(0, 255));
     }
     SCOPED_TRACE(testing::Message() << "case " << i);
     CheckAnyInput(input);
@@ -742,9 +730,8 @@ TEST(JobSpecPropertyTest, RandomBytesNeverCrash) {
 TEST(JobSpecPropertyTest, MutatedSpecsNeverCrash) {
   Random rng(7);
   const std::string base = kFullJson;
-  static constexpr const char* kTokens[] = {"{",  "}",     "[",    "]",  ",",     ":",
-                                            "\"", "null",  "true", "-1", "1e999", "\\u0000",
-                                            "0",  "\"x\"", "{}",   "[]"};
+  static constexpr const char* kTokens[] = {"{",    "}",  "[",     "]",       ",", ":",     "\"", "null",
+                                            "true", "-1", "1e999", "\\u0000", "0", "\"x\"", "{}", "[]"};
   int parsed = 0;
   for (int i = 0; i < 2000; ++i) {
     std::string s = base;
@@ -791,7 +778,8 @@ TEST(JobSpec, SecretEnvRoundTripsAndMayNotRepeatEnv) {
 }
 
 TEST(JobSpecTest, ALimitSignalRoundTripsWithItsDefaults) {
-  const JobSpec s = MustParse(R"({"command":["x"],"timeLimit":"1h","limitSignal":{"signal":"usr2","before":"90s"}})", kJson);
+  const JobSpec s =
+      MustParse(R"({"command":["x"],"timeLimit":"1h","limitSignal":{"signal":"usr2","before":"90s"}})", kJson);
   ASSERT_TRUE(s.limit_signal.has_value());
   EXPECT_EQ(s.limit_signal->signal, 12);
   EXPECT_EQ(s.limit_signal->before, Duration::Seconds(90));
@@ -807,7 +795,8 @@ TEST(JobSpecTest, ALimitSignalRoundTripsWithItsDefaults) {
 }
 
 TEST(SlurmNodeOrder, NamesSortByTheirTextThenTheirTrailingNumber) {
-  std::vector<std::string> nodes = {"gpu10", "gpu2", "cpu1", "gpu002", "gpu", "gpu99999999999999999999999", "gpu3a", "gpu9"};
+  std::vector<std::string> nodes = {"gpu10", "gpu2", "cpu1", "gpu002", "gpu", "gpu99999999999999999999999",
+                                    "gpu3a", "gpu9"};
   std::sort(nodes.begin(), nodes.end(), SlurmNodeOrderLess);
   EXPECT_EQ(nodes, (std::vector<std::string>{"cpu1", "gpu", "gpu002", "gpu2", "gpu9", "gpu10",
                                              "gpu99999999999999999999999", "gpu3a"}));

@@ -24,8 +24,9 @@ TEST(JsonWriter, WritesNestedValuesWithCommasWhereTheyBelong) {
 TEST(JsonWriter, StringsAreEscapedExactlyAsTheJsonLibraryDoes) {
   // Quotes, backslashes, control bytes, multi-byte characters and bytes
   // that are not UTF-8 (replaced by U+FFFD), as keys and as values.
-  std::vector<std::string> cases = {"", "plain", "a\"b", "back\\slash", "tab\there", "nl\n", std::string("nul\0x", 5),
-                                    "\x7f", "\u00e9t\u00e9", "\u2028", "\xff", "ab\xc3", "\xe2\x82", "\xed\xa0\x80"};
+  std::vector<std::string> cases = {
+      "",     "plain",         "a\"b",   "back\\slash", "tab\there", "nl\n",     std::string("nul\0x", 5),
+      "\x7f", "\u00e9t\u00e9", "\u2028", "\xff",        "ab\xc3",    "\xe2\x82", "\xed\xa0\x80"};
   std::mt19937 rng(42);
   for (int i = 0; i < 2000; ++i) {
     std::string s(rng() % 12, ' ');

@@ -7,7 +7,8 @@ namespace muster::api {
 namespace {
 constexpr std::string_view kSymbols = "jaAxtuNn%";
 constexpr const char* kKnown =
-    "%j (job id), %a (array index), %A (array's first job), %x (job name), %t (replica), %u (user), %N (node), %n (node number), %%";
+    "%j (job id), %a (array index), %A (array's first job), %x (job name), %t (replica), %u (user), %N (node), %n "
+    "(node number), %%";
 }  // namespace
 
 Status CheckOutputPattern(std::string_view pattern, const std::string& field) {
@@ -31,16 +32,37 @@ std::string ExpandOutputPattern(std::string_view pattern, const OutputNames& n) 
       continue;
     }
     switch (pattern[++i]) {
-      case 'j': out += std::to_string(n.job); break;
-      case 'a': out += std::to_string(std::max(n.array_index, 0)); break;
-      case 'A': out += std::to_string(n.array_first > 0 ? n.array_first : n.job); break;
-      case 'x': out += n.name; break;
-      case 't': out += std::to_string(n.replica); break;
-      case 'u': out += n.user; break;
-      case 'N': out += n.node; break;
-      case 'n': out += std::to_string(n.node_number); break;
-      case '%': out += '%'; break;
-      default: out += '%'; out += pattern[i]; break;
+      case 'j':
+        out += std::to_string(n.job);
+        break;
+      case 'a':
+        out += std::to_string(std::max(n.array_index, 0));
+        break;
+      case 'A':
+        out += std::to_string(n.array_first > 0 ? n.array_first : n.job);
+        break;
+      case 'x':
+        out += n.name;
+        break;
+      case 't':
+        out += std::to_string(n.replica);
+        break;
+      case 'u':
+        out += n.user;
+        break;
+      case 'N':
+        out += n.node;
+        break;
+      case 'n':
+        out += std::to_string(n.node_number);
+        break;
+      case '%':
+        out += '%';
+        break;
+      default:
+        out += '%';
+        out += pattern[i];
+        break;
     }
   }
   return out;

@@ -68,9 +68,9 @@ StatusOr<SlurmPlacement> MapSlurmNames(const SlurmSpec& names, const SlurmMappin
     } else {
       auto it = mapping.partitions.find(*names.partition);
       if (it == mapping.partitions.end()) {
-        return InvalidArgument("unknown partition \"" + names.partition->substr(0, 64) + "\" (known: " +
-                                   Known(mapping.partitions) + ")",
-                               path + ".partition");
+        return InvalidArgument(
+            "unknown partition \"" + names.partition->substr(0, 64) + "\" (known: " + Known(mapping.partitions) + ")",
+            path + ".partition");
       }
       out.queue = it->second.queue;
       out.features = it->second.features;
@@ -79,9 +79,9 @@ StatusOr<SlurmPlacement> MapSlurmNames(const SlurmSpec& names, const SlurmMappin
   if (names.account && !mapping.accounts.empty()) {
     auto it = mapping.accounts.find(*names.account);
     if (it == mapping.accounts.end()) {
-      return InvalidArgument("unknown account \"" + names.account->substr(0, 64) + "\" (known: " +
-                                 Known(mapping.accounts) + ")",
-                             path + ".account");
+      return InvalidArgument(
+          "unknown account \"" + names.account->substr(0, 64) + "\" (known: " + Known(mapping.accounts) + ")",
+          path + ".account");
     }
     out.queue = it->second;
   }

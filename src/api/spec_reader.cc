@@ -33,13 +33,11 @@ bool MatchesCharset(std::string_view s, Charset charset) {
     case Charset::kName:
       // The first character is alphanumeric: no ".", "..", or "-flag" names.
       if (s.empty() || !(IsAlpha(s[0]) || IsDigit(s[0]))) return false;
-      return std::all_of(s.begin(), s.end(), [](char c) {
-        return IsAlpha(c) || IsDigit(c) || c == '.' || c == '_' || c == '-';
-      });
+      return std::all_of(s.begin(), s.end(),
+                         [](char c) { return IsAlpha(c) || IsDigit(c) || c == '.' || c == '_' || c == '-'; });
     case Charset::kEnvName:
       if (!s.empty() && IsDigit(s[0])) return false;
-      return std::all_of(s.begin(), s.end(),
-                         [](char c) { return IsAlpha(c) || IsDigit(c) || c == '_'; });
+      return std::all_of(s.begin(), s.end(), [](char c) { return IsAlpha(c) || IsDigit(c) || c == '_'; });
     case Charset::kAbsPath:
       return !s.empty() && s[0] == '/' && std::none_of(s.begin(), s.end(), IsAsciiControl);
   }
@@ -58,8 +56,7 @@ Status Expected(const TreeNode& node, const std::string& path, std::string_view 
   return InvalidArgument("must be " + std::string(expected) + ", got " + Describe(node), path);
 }
 
-StatusOr<ObjectReader> ObjectReader::Open(const TreeNode& node, std::string path,
-                                          const std::vector<std::string>& known,
+StatusOr<ObjectReader> ObjectReader::Open(const TreeNode& node, std::string path, const std::vector<std::string>& known,
                                           std::string_view expected) {
   if (node.kind != Kind::kMap) return Expected(node, path, expected);
   std::set<std::string_view> seen;
@@ -68,10 +65,9 @@ StatusOr<ObjectReader> ObjectReader::Open(const TreeNode& node, std::string path
       std::string message = "unknown field";
       // Only short ASCII keys get a hint: ClosestMatch is quadratic in the
       // key's length and passes each char to std::tolower (UB when negative).
-      const bool ascii = std::all_of(key.begin(), key.end(),
-                                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-      const std::string close =
-          key.size() <= 64 && ascii ? ClosestMatch(key, known) : std::string();
+      const bool ascii =
+          std::all_of(key.begin(), key.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+      const std::string close = key.size() <= 64 && ascii ? ClosestMatch(key, known) : std::string();
       if (!close.empty()) message += "; did you mean \"" + close + "\"?";
       return InvalidArgument(message, ChildPath(path, key));
     }
@@ -87,8 +83,7 @@ const TreeNode* ObjectReader::Find(std::string_view key) const {
   return nullptr;
 }
 
-StatusOr<std::string> ReadString(const TreeNode& node, const std::string& path,
-                                 const StringRule& rule) {
+StatusOr<std::string> ReadString(const TreeNode& node, const std::string& path, const StringRule& rule) {
   if (!IsStringLike(node)) return Expected(node, path, rule.expected);
   const std::string& s = node.text;
   if (!IsValidUtf8(s)) return Expected(node, path, "valid UTF-8 text");
@@ -102,8 +97,7 @@ StatusOr<int64_t> ReadInt(const TreeNode& node, const std::string& path, int64_t
                           std::string_view expected) {
   if (node.kind == Kind::kInt && node.integer >= min && node.integer <= max) return node.integer;
   if (!expected.empty()) return Expected(node, path, expected);
-  return Expected(node, path,
-                  "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  return Expected(node, path, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
 }
 
 StatusOr<bool> ReadBool(const TreeNode& node, const std::string& path) {
@@ -126,11 +120,9 @@ StatusOr<int64_t> ReadCpuMilli(const TreeNode& node, const std::string& path, in
   return *milli;
 }
 
-StatusOr<int64_t> ReadMemoryBytes(const TreeNode& node, const std::string& path,
-                                  int64_t max_bytes) {
-  const std::string expected =
-      "a memory size such as \"512Gi\" or \"16G\", or an integer number of bytes, at most " +
-      std::to_string(max_bytes >> 40) + "Ti";
+StatusOr<int64_t> ReadMemoryBytes(const TreeNode& node, const std::string& path, int64_t max_bytes) {
+  const std::string expected = "a memory size such as \"512Gi\" or \"16G\", or an integer number of bytes, at most " +
+                               std::to_string(max_bytes >> 40) + "Ti";
   // A request under 1 MiB is a unit left out (Slurm's --mem=512 means
   // megabytes; here a number alone is bytes), never a job's real need.
   auto sane = [&](int64_t bytes) -> StatusOr<int64_t> {
@@ -156,14 +148,13 @@ StatusOr<int64_t> ReadMemoryBytes(const TreeNode& node, const std::string& path,
   return sane(*bytes);
 }
 
-StatusOr<Duration> ReadDuration(const TreeNode& node, const std::string& path,
-                                const DurationRule& rule) {
+StatusOr<Duration> ReadDuration(const TreeNode& node, const std::string& path, const DurationRule& rule) {
   std::string form = "a duration such as \"90s\", \"2h30m\" or \"1-02:00:00\"";
   form += rule.allow_unlimited ? ", \"unlimited\"" : "";
   form += " or an integer number of seconds";
   const std::string range = std::string(rule.min_text != nullptr ? std::string("at least ") + rule.min_text
-                                        : rule.allow_zero       ? "from 0s"
-                                                                : "greater than 0") +
+                                        : rule.allow_zero        ? "from 0s"
+                                                                 : "greater than 0") +
                             " and at most " + rule.max_text;
   Duration d;
   if (node.kind == Kind::kInt) {
@@ -178,8 +169,8 @@ StatusOr<Duration> ReadDuration(const TreeNode& node, const std::string& path,
         // Slurm's --time=0: no limit.
         return Expected(node, path, form + (rule.allow_unlimited ? " (for no limit: \"unlimited\")" : ""));
       }
-      return Expected(node, path, form + " (a string needs a unit: \"" + s + "s\", or \"" + s +
-                                      "m\" for Slurm's minutes)");
+      return Expected(node, path,
+                      form + " (a string needs a unit: \"" + s + "s\", or \"" + s + "m\" for Slurm's minutes)");
     }
     StatusOr<Duration> parsed = ParseDuration(s);
     if (!parsed.ok()) return Expected(node, path, form);
@@ -192,15 +183,13 @@ StatusOr<Duration> ReadDuration(const TreeNode& node, const std::string& path,
     return d;
   }
   if ((d == Duration::Zero() && !rule.allow_zero) || d < rule.min || d > rule.max) {
-    return Expected(node, path,
-                    range + (rule.allow_unlimited ? " (or \"unlimited\")" : std::string()));
+    return Expected(node, path, range + (rule.allow_unlimited ? " (or \"unlimited\")" : std::string()));
   }
   return d;
 }
 
-StatusOr<std::vector<TreePtr>> ReadList(const TreeNode& node, const std::string& path,
-                                        size_t min_items, size_t max_items,
-                                        std::string_view expected) {
+StatusOr<std::vector<TreePtr>> ReadList(const TreeNode& node, const std::string& path, size_t min_items,
+                                        size_t max_items, std::string_view expected) {
   if (node.kind != Kind::kList || node.items.size() < min_items || node.items.size() > max_items) {
     return Expected(node, path, expected);
   }

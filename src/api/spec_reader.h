@@ -38,8 +38,7 @@ class ObjectReader {
   // a key is unknown ("unknown field; did you mean \"gpus\"?", with the key's
   // path as field) or repeated ("duplicate field"). Keys are checked in
   // document order, so the first offending key is reported.
-  static StatusOr<ObjectReader> Open(const TreeNode& node, std::string path,
-                                     const std::vector<std::string>& known,
+  static StatusOr<ObjectReader> Open(const TreeNode& node, std::string path, const std::vector<std::string>& known,
                                      std::string_view expected = "an object");
 
   // The value of `key`, or nullptr when it is absent or null.
@@ -84,8 +83,7 @@ struct StringRule {
 };
 
 // A string that is valid UTF-8 and satisfies `rule`.
-StatusOr<std::string> ReadString(const TreeNode& node, const std::string& path,
-                                 const StringRule& rule);
+StatusOr<std::string> ReadString(const TreeNode& node, const std::string& path, const StringRule& rule);
 
 // ---- Numbers and booleans ---------------------------------------------------
 
@@ -107,24 +105,22 @@ StatusOr<int64_t> ReadMemoryBytes(const TreeNode& node, const std::string& path,
 
 struct DurationRule {
   bool allow_zero;
-  bool allow_unlimited;  // "unlimited", "inf" -> Duration::Infinite()
-  Duration max;          // for finite values
-  const char* max_text;  // "365 days"
+  bool allow_unlimited;             // "unlimited", "inf" -> Duration::Infinite()
+  Duration max;                     // for finite values
+  const char* max_text;             // "365 days"
   Duration min = Duration::Zero();  // finite values below it are refused
   const char* min_text = nullptr;   // "1s"; with min
 };
 
 // A duration string accepted by ParseDuration that has a unit or colons
 // ("90s", "2h30m", "1-02:00:00"), or an integer number of seconds.
-StatusOr<Duration> ReadDuration(const TreeNode& node, const std::string& path,
-                                const DurationRule& rule);
+StatusOr<Duration> ReadDuration(const TreeNode& node, const std::string& path, const DurationRule& rule);
 
 // ---- Lists --------------------------------------------------------------------
 
 // The items of a list with between min and max items; `expected` describes
 // the whole list ("a list of 1 to 4096 strings").
-StatusOr<std::vector<TreePtr>> ReadList(const TreeNode& node, const std::string& path,
-                                        size_t min_items, size_t max_items,
-                                        std::string_view expected);
+StatusOr<std::vector<TreePtr>> ReadList(const TreeNode& node, const std::string& path, size_t min_items,
+                                        size_t max_items, std::string_view expected);
 
 }  // namespace muster::api

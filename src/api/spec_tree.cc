@@ -6,9 +6,7 @@
 #include <cstdio>
 
 namespace muster::api {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 void FinishNode(TreeNode& node) {
   constexpr size_t kCap = size_t{1} << 62;  // saturate well below overflow
@@ -29,12 +27,10 @@ void FinishNode(TreeNode& node) {
 
 Status CheckDocumentSize(std::string_view text) {
   if (text.size() <= kMaxDocumentBytes) return Status::Ok();
-  return InvalidArgument("document is " + std::to_string(text.size()) +
-                             " bytes; the limit is 4 MiB (" + std::to_string(kMaxDocumentBytes) +
-                             " bytes)",
+  return InvalidArgument("document is " + std::to_string(text.size()) + " bytes; the limit is 4 MiB (" +
+                             std::to_string(kMaxDocumentBytes) + " bytes)",
                          "spec");
 }
-
 
 std::string Describe(const TreeNode& node) {
   switch (node.kind) {
@@ -49,19 +45,15 @@ std::string Describe(const TreeNode& node) {
       return QuoteForMessage(node.text);
     case TreeNode::Kind::kList:
       if (node.items.empty()) return "an empty list";
-      return "a list of " + std::to_string(node.items.size()) +
-             (node.items.size() == 1 ? " item" : " items");
+      return "a list of " + std::to_string(node.items.size()) + (node.items.size() == 1 ? " item" : " items");
     case TreeNode::Kind::kMap:
       if (node.fields.empty()) return "an empty object";
-      return "an object with " + std::to_string(node.fields.size()) +
-             (node.fields.size() == 1 ? " field" : " fields");
+      return "an object with " + std::to_string(node.fields.size()) + (node.fields.size() == 1 ? " field" : " fields");
   }
   return "?";
 }
 
-std::string IndexPath(const std::string& parent, size_t index) {
-  return parent + "[" + std::to_string(index) + "]";
-}
+std::string IndexPath(const std::string& parent, size_t index) { return parent + "[" + std::to_string(index) + "]"; }
 
 bool IsValidUtf8(std::string_view text) {
   uint32_t cp = 0;

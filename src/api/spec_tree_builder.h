@@ -55,8 +55,7 @@ class TreeBuilder {
 
   // True when the innermost container is an object waiting for a key.
   bool ExpectingKey() const {
-    return !stack_.empty() && stack_.back().node->kind == TreeNode::Kind::kMap &&
-           !stack_.back().key.has_value();
+    return !stack_.empty() && stack_.back().node->kind == TreeNode::Kind::kMap && !stack_.back().key.has_value();
   }
   // Sets the key of the next value. Precondition: ExpectingKey().
   void SetKey(std::string key) { stack_.back().key = std::move(key); }
@@ -70,13 +69,9 @@ class TreeBuilder {
     std::optional<std::string> key;  // objects: the key of the value to come
   };
 
-  static std::string DepthError() {
-    return "document is nested deeper than " + std::to_string(kMaxDepth) + " levels";
-  }
+  static std::string DepthError() { return "document is nested deeper than " + std::to_string(kMaxDepth) + " levels"; }
 
-  static std::string CountError() {
-    return "document has more than " + std::to_string(kMaxNodes) + " values";
-  }
+  static std::string CountError() { return "document has more than " + std::to_string(kMaxNodes) + " values"; }
 
   void Attach(TreePtr node) {
     if (stack_.empty()) {

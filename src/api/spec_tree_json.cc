@@ -36,9 +36,7 @@ class JsonTreeSax final : public nlohmann::json_sax<Json> {
     }
     return number_integer(static_cast<number_integer_t>(v));
   }
-  bool number_float(number_float_t, const string_t& text) override {
-    return Scalar(TreeNode::Kind::kDouble, text);
-  }
+  bool number_float(number_float_t, const string_t& text) override { return Scalar(TreeNode::Kind::kDouble, text); }
   bool string(string_t& v) override { return Scalar(TreeNode::Kind::kString, std::move(v)); }
   bool binary(binary_t&) override { return Fail("binary values are not supported"); }
   bool start_object(std::size_t) override { return Check(builder_.Open(TreeNode::Kind::kMap)); }
@@ -55,8 +53,7 @@ class JsonTreeSax final : public nlohmann::json_sax<Json> {
     builder_.Close();
     return true;
   }
-  bool parse_error(std::size_t, const std::string&,
-                   const nlohmann::detail::exception& ex) override {
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
     // what() is "[json.exception.parse_error.101] parse error at line 1, column 9: ...".
     std::string what = ex.what();
     const size_t bracket = what.find("] ");

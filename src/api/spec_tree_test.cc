@@ -49,8 +49,7 @@ TEST(SpecTreeTest, YamlPlainScalarsAreTypedQuotedOnesAreStrings) {
 }
 
 TEST(SpecTreeTest, JsonNumbersKeepTheirText) {
-  StatusOr<TreePtr> t =
-      LoadJsonTree(R"({"a": 8, "b": 1e12, "c": 99999999999999999999, "d": -0.5, "e": "8"})");
+  StatusOr<TreePtr> t = LoadJsonTree(R"({"a": 8, "b": 1e12, "c": 99999999999999999999, "d": -0.5, "e": "8"})");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(Field(*t, "a").kind, Kind::kInt);
   EXPECT_EQ(Field(*t, "b").kind, Kind::kDouble);
@@ -77,19 +76,17 @@ TEST(SpecTreeTest, AliasesAreSharedNotCopied) {
 }
 
 TEST(SpecTreeTest, AliasBombFailsFast) {
-  std::string bomb =
-      "a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
+  std::string bomb = "a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
   for (int i = 1; i < 10; ++i) {
     const std::string p = "*a" + std::to_string(i - 1);
-    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + p + "," + p + "," + p +
-            "," + p + "," + p + "," + p + "," + p + "," + p + "," + p + "]\n";
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + p + "," + p + "," + p + "," + p + "," + p +
+            "," + p + "," + p + "," + p + "," + p + "]\n";
   }
   const auto start = std::chrono::steady_clock::now();
   StatusOr<TreePtr> t = LoadYamlTree(bomb);
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("aliases expand the document beyond 4 MiB"),
-            std::string::npos)
+  EXPECT_NE(t.status().message().find("aliases expand the document beyond 4 MiB"), std::string::npos)
       << t.status().ToString();
   EXPECT_LT(elapsed, std::chrono::seconds(2));
 }
@@ -98,8 +95,7 @@ TEST(SpecTreeTest, RecursiveAliasIsRefused) { EXPECT_FALSE(LoadYamlTree("a: &x [
 
 TEST(SpecTreeTest, QuoteEscapesAndTruncates) {
   EXPECT_EQ(QuoteForMessage("eight"), "\"eight\"");
-  EXPECT_EQ(QuoteForMessage(std::string("a\0b\n\x1b[31m\"\\", 11)),
-            "\"a\\u0000b\\n\\u001b[31m\\\"\\\\\"");
+  EXPECT_EQ(QuoteForMessage(std::string("a\0b\n\x1b[31m\"\\", 11)), "\"a\\u0000b\\n\\u001b[31m\\\"\\\\\"");
   EXPECT_EQ(QuoteForMessage("\xff\xfe"), "\"\\xff\\xfe\"");
   EXPECT_EQ(QuoteForMessage("caf\xc3\xa9"), "\"caf\xc3\xa9\"");  // UTF-8 kept
   EXPECT_EQ(QuoteForMessage("a\xe2\x80\xae"
@@ -112,8 +108,7 @@ TEST(SpecTreeTest, QuoteEscapesAndTruncates) {
 TEST(SpecTreeTest, PathsQuoteKeysThatAreNotIdentifiers) {
   EXPECT_EQ(ChildPath("spec", "resources"), "spec.resources");
   EXPECT_EQ(ChildPath("spec.env", "1BAD"), "spec.env[\"1BAD\"]");
-  EXPECT_EQ(ChildPath("spec.labels", "app.kubernetes.io/name"),
-            "spec.labels[\"app.kubernetes.io/name\"]");
+  EXPECT_EQ(ChildPath("spec.labels", "app.kubernetes.io/name"), "spec.labels[\"app.kubernetes.io/name\"]");
   EXPECT_EQ(ChildPath("spec", "a\nb"), "spec[\"a\\nb\"]");
   EXPECT_EQ(IndexPath("spec.command", 2), "spec.command[2]");
 }

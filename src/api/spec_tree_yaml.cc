@@ -158,10 +158,9 @@ class YamlTreeHandler final : public YAML::EventHandler {
   TreePtr root() const { return builder_.root(); }
 
  private:
-  void Open(const YAML::Mark& mark, const std::string& tag, const char* own_tag,
-            TreeNode::Kind kind, YAML::anchor_t anchor) {
-    if (tag != "?" && tag != own_tag)
-      throw Abort{mark, "unsupported YAML tag " + QuoteForMessage(tag)};
+  void Open(const YAML::Mark& mark, const std::string& tag, const char* own_tag, TreeNode::Kind kind,
+            YAML::anchor_t anchor) {
+    if (tag != "?" && tag != own_tag) throw Abort{mark, "unsupported YAML tag " + QuoteForMessage(tag)};
     if (builder_.ExpectingKey()) throw Abort{mark, "object keys must be strings"};
     const std::string error = builder_.Open(kind);
     if (!error.empty()) throw Abort{mark, error};
@@ -190,8 +189,7 @@ class YamlTreeHandler final : public YAML::EventHandler {
 Status YamlError(const YAML::Mark& mark, const std::string& message) {
   std::string where;
   if (!mark.is_null()) {
-    where =
-        " at line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
+    where = " at line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
   }
   return InvalidArgument("invalid YAML" + where + ": " + SanitizeForMessage(message), "spec");
 }
@@ -215,8 +213,7 @@ StatusOr<TreePtr> LoadYamlTree(std::string_view text) {
     return YamlError(YAML::Mark::null_mark(), e.what());
   }
   if (handler.root() == nullptr) {
-    return InvalidArgument("must be an object with the job's fields, got an empty document",
-                           "spec");
+    return InvalidArgument("must be an object with the job's fields, got an empty document", "spec");
   }
   return handler.root();
 }

@@ -35,9 +35,10 @@ TEST(Token, EachIsNew) {
 
 TEST(Token, RefusesMalformedWithoutEchoingIt) {
   const std::string good = FormatToken(NewToken());
-  for (const std::string& bad : {std::string(""), std::string("Bearer"), "xst_" + good.substr(4), good + "A",
-                                 good.substr(0, good.size() - 1), "mst_ABCDEF0123456789_" + good.substr(21),
-                                 good.substr(0, 20) + "-" + good.substr(21), good.substr(0, 30) + "!" + good.substr(31)}) {
+  for (const std::string& bad :
+       {std::string(""), std::string("Bearer"), "xst_" + good.substr(4), good + "A", good.substr(0, good.size() - 1),
+        "mst_ABCDEF0123456789_" + good.substr(21), good.substr(0, 20) + "-" + good.substr(21),
+        good.substr(0, 30) + "!" + good.substr(31)}) {
     auto t = ParseToken(bad);
     ASSERT_FALSE(t.ok()) << bad;
     EXPECT_EQ(t.status().code(), StatusCode::kUnauthenticated);

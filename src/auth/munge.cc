@@ -59,15 +59,20 @@ StatusOr<MungeCredential> MungeDecode(const std::string& socket, std::string_vie
   const munge_err_t e = munge_decode(text.c_str(), ctx.get(), &buf, &len, &uid, &gid);
   std::unique_ptr<void, decltype(&std::free)> payload(buf, &std::free);
   switch (e) {
-    case EMUNGE_SUCCESS: break;
+    case EMUNGE_SUCCESS:
+      break;
     case EMUNGE_SOCKET:
     case EMUNGE_TIMEOUT:
-      return Status(StatusCode::kUnavailable, "munge: the server cannot reach munged at " + socket + ": " +
-                                                  Why(ctx.get(), e));
-    case EMUNGE_CRED_EXPIRED: return Unauthenticated("munge: the credential has expired (check the clocks)");
-    case EMUNGE_CRED_REWOUND: return Unauthenticated("munge: the credential is from the future (check the clocks)");
-    case EMUNGE_CRED_REPLAYED: return Unauthenticated("munge: the credential was used before (replayed)");
-    default: return Unauthenticated("munge: invalid credential (" + Why(ctx.get(), e) + ")");
+      return Status(StatusCode::kUnavailable,
+                    "munge: the server cannot reach munged at " + socket + ": " + Why(ctx.get(), e));
+    case EMUNGE_CRED_EXPIRED:
+      return Unauthenticated("munge: the credential has expired (check the clocks)");
+    case EMUNGE_CRED_REWOUND:
+      return Unauthenticated("munge: the credential is from the future (check the clocks)");
+    case EMUNGE_CRED_REPLAYED:
+      return Unauthenticated("munge: the credential was used before (replayed)");
+    default:
+      return Unauthenticated("munge: invalid credential (" + Why(ctx.get(), e) + ")");
   }
   MungeCredential out;
   out.uid = uid;

@@ -5,8 +5,8 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 namespace muster::auth {
 namespace {

@@ -31,7 +31,8 @@ StatusOr<int> OpenRegularBeneath(int dirfd, const std::string& rel, const std::s
                          ::fstatat(at, part.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(link.st_mode);
     if (owned >= 0) ::close(owned);
     if (fd < 0) {
-      if (is_link) return DataLoss(shown + " is a symbolic link or lies under one; a checkpoint holds regular files only");
+      if (is_link)
+        return DataLoss(shown + " is a symbolic link or lies under one; a checkpoint holds regular files only");
       if (err == ENOENT || err == ENOTDIR) return NotFound(shown + " is missing");
       errno = err;
       return Errno("open " + shown);

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <vector>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "checkpoint/beneath.h"
 #include "common/fd_io.h"
@@ -90,7 +90,8 @@ StatusOr<Manifest> ParseManifest(std::string_view text) {
   if (!j.is_object()) return InvalidArgument("is not a JSON object", "manifest");
   Manifest m;
   auto integer = [&](const char* k, auto& out) -> Status {
-    if (!j.contains(k) || !j[k].is_number_integer()) return InvalidArgument("must be an integer", std::string("manifest.") + k);
+    if (!j.contains(k) || !j[k].is_number_integer())
+      return InvalidArgument("must be an integer", std::string("manifest.") + k);
     out = j[k].get<std::decay_t<decltype(out)>>();
     return Status::Ok();
   };
@@ -176,7 +177,8 @@ StatusOr<std::vector<ManifestFile>> ScanDirectory(const std::string& dir) {
     const fs::file_status st = it->symlink_status(ec);
     if (ec) break;
     const std::string rel = fs::relative(it->path(), dir, ec).generic_string();
-    if (fs::is_symlink(st)) return InvalidArgument(dir + "/" + rel + " is a symbolic link; a checkpoint holds regular files only");
+    if (fs::is_symlink(st))
+      return InvalidArgument(dir + "/" + rel + " is a symbolic link; a checkpoint holds regular files only");
     if (fs::is_directory(st)) continue;
     if (!fs::is_regular_file(st)) return InvalidArgument(dir + "/" + rel + " is not a regular file");
     if (rel == kManifestName || rel == kManifestTemp) continue;
@@ -190,7 +192,8 @@ StatusOr<std::vector<ManifestFile>> ScanDirectory(const std::string& dir) {
   return files;
 }
 
-StatusOr<Written> WriteManifest(const std::string& dir, int64_t job, int32_t attempt, int64_t step, int64_t created_ms) {
+StatusOr<Written> WriteManifest(const std::string& dir, int64_t job, int32_t attempt, int64_t step,
+                                int64_t created_ms) {
   const std::string final_path = dir + "/" + kManifestName;
   struct stat st {};
   if (::lstat(final_path.c_str(), &st) == 0) {
@@ -220,7 +223,8 @@ StatusOr<Manifest> ReadCommittedManifest(int dirfd, const std::string& dir, cons
   const std::string path = dir + "/" + kManifestName;
   auto mfd = OpenRegularBeneath(dirfd, kManifestName, path);
   if (!mfd.ok()) {
-    return mfd.status().code() == StatusCode::kNotFound ? NotFound("no manifest: " + path + " is missing") : mfd.status();
+    return mfd.status().code() == StatusCode::kNotFound ? NotFound("no manifest: " + path + " is missing")
+                                                        : mfd.status();
   }
   std::string text;
   {

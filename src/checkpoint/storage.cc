@@ -46,7 +46,8 @@ Status DirectoryStorage::Remove(const std::string& location, const std::string& 
   }
   // The manifest goes first, so a removal cut short leaves no checkpoint
   // that looks whole.
-  if (::unlinkat(dir.get(), kManifestName, 0) != 0) return Internal("remove " + manifest_path + ": " + std::strerror(errno));
+  if (::unlinkat(dir.get(), kManifestName, 0) != 0)
+    return Internal("remove " + manifest_path + ": " + std::strerror(errno));
   RETURN_IF_ERROR(RemoveContentsBeneath(dir.get(), location));
   if (::unlinkat(parent.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
     return Internal("remove " + location + ": " + std::strerror(errno));

@@ -17,11 +17,13 @@
 namespace muster::cli {
 
 CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
-  CLI::App* a = app.add_subcommand("agent", "Run the node agent: report this node's GPUs and run the tasks the server assigns");
+  CLI::App* a =
+      app.add_subcommand("agent", "Run the node agent: report this node's GPUs and run the tasks the server assigns");
   agent::AgentOptions& o = f.options;
   if (const char* env = std::getenv("MUSTER_SERVER")) o.server = env;
-  a->add_option("--server", o.server,
-                "Server URL, or several comma-separated (HA: whichever leads); default $MUSTER_SERVER or http://127.0.0.1:8470");
+  a->add_option(
+      "--server", o.server,
+      "Server URL, or several comma-separated (HA: whichever leads); default $MUSTER_SERVER or http://127.0.0.1:8470");
   if (const char* env = std::getenv("MUSTER_CA")) o.ca_file = env;
   a->add_option("--ca", o.ca_file,
                 "CA certificates (PEM) that vouch for an https:// server; default $MUSTER_CA, else the system's");
@@ -39,7 +41,8 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
   a->add_option("--containers-conf", o.containers_conf,
                 "containers.conf for Podman (CONTAINERS_CONF), e.g. one with default_ulimits = [] where the kernel "
                 "refuses containers some rlimits (default: Podman's own)");
-  a->add_option("--container-runtime", o.container_runtime, "OCI runtime for Podman, e.g. runc or crun (default: Podman's)");
+  a->add_option("--container-runtime", o.container_runtime,
+                "OCI runtime for Podman, e.g. runc or crun (default: Podman's)");
   a->add_option("--gpu-type", o.gpu_type, "GPU type to report (default: from the GPU model, e.g. H100)");
   a->add_option("--cpus", f.cpus, "CPUs to offer (default: all of the machine's)");
   a->add_option("--memory", f.memory, "Memory to offer, e.g. 512Gi (default: all of the machine's)");
@@ -65,8 +68,10 @@ CLI::App* AddAgentCommand(CLI::App& app, AgentFlags& f) {
                 "http://169.254.169.254/latest/meta-data/spot/instance-action (AWS) or "
                 "http://metadata.google.internal/computeMetadata/v1/instance/preempted (GCE)");
   a->add_option("--reclaim-poll", f.reclaim_poll, "How often the endpoint is read (default 5s)");
-  a->add_option("--state-dir", o.state_dir, "Where tasks, their state and logs are kept (default /var/lib/muster/agent-NAME)");
-  a->add_option("--token-file", o.token_file, "The node's credential (muster token create --node NAME), mode 600 (default STATE-DIR/token)");
+  a->add_option("--state-dir", o.state_dir,
+                "Where tasks, their state and logs are kept (default /var/lib/muster/agent-NAME)");
+  a->add_option("--token-file", o.token_file,
+                "The node's credential (muster token create --node NAME), mode 600 (default STATE-DIR/token)");
   a->add_flag("--no-cgroups", f.no_cgroups, "Run tasks without cgroups (no memory, CPU or pids limits)");
   a->add_option("--cgroup-root", o.cgroup_root,
                 "Where task cgroups go: a group below each hierarchy's root (default muster), or self: below the "
@@ -128,15 +133,16 @@ int RunAgentCommand(AgentFlags& f) {
   if (!f.reclaim_poll.empty()) {
     auto poll = ParseDuration(f.reclaim_poll);
     if (!poll.ok() || *poll < Duration::Millis(100) || *poll > Duration::Minutes(1)) {
-      std::cerr << "muster agent: --reclaim-poll: must be a duration from 100ms to 1m, like 5s, got \"" << f.reclaim_poll
-                << "\"\n";
+      std::cerr << "muster agent: --reclaim-poll: must be a duration from 100ms to 1m, like 5s, got \""
+                << f.reclaim_poll << "\"\n";
       return 2;
     }
     o.reclaim_poll = *poll;
   }
   if (!o.reclaim_notice_url.empty() && o.reclaim_notice_url.rfind("http://", 0) != 0) {
-    std::cerr << "muster agent: --reclaim-notice-url: must be an http:// URL (metadata endpoints are plain HTTP), got \""
-              << o.reclaim_notice_url << "\"\n";
+    std::cerr
+        << "muster agent: --reclaim-notice-url: must be an http:// URL (metadata endpoints are plain HTTP), got \""
+        << o.reclaim_notice_url << "\"\n";
     return 2;
   }
   if (f.pool == "spot") {

@@ -11,21 +11,21 @@
 #include "agent/task_shim.h"
 #include "cli/agent_command.h"
 #include "cli/auth_commands.h"
-#include "cli/image_commands.h"
-#include "cli/queue_commands.h"
-#include "cli/reservation_commands.h"
-#include "cli/interactive_command.h"
-#include "cli/usage_commands.h"
 #include "cli/dev_command.h"
 #include "cli/help_export.h"
+#include "cli/image_commands.h"
+#include "cli/interactive_command.h"
 #include "cli/job_commands.h"
+#include "cli/queue_commands.h"
 #include "cli/report_commands.h"
+#include "cli/reservation_commands.h"
 #include "cli/sbatch_command.h"
-#include "cli/slurm_commands.h"
-#include "cli/srun_command.h"
 #include "cli/scontrol_command.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
+#include "cli/slurm_commands.h"
+#include "cli/srun_command.h"
+#include "cli/usage_commands.h"
 #include "common/quantity.h"
 
 namespace muster::cli {
@@ -83,7 +83,8 @@ int RunMuster(int argc, char** argv) {
   // their names (a link), or `muster sbatch ...`.
   const std::string name = std::filesystem::path(argv[0]).filename().string();
   if (name == "sbatch") return RunSbatch(std::vector<std::string>(argv + 1, argv + argc));
-  if (argc >= 2 && std::strcmp(argv[1], "sbatch") == 0) return RunSbatch(std::vector<std::string>(argv + 2, argv + argc));
+  if (argc >= 2 && std::strcmp(argv[1], "sbatch") == 0)
+    return RunSbatch(std::vector<std::string>(argv + 2, argv + argc));
   // squeue, scancel, sacct, sinfo (cli/slurm_commands.h), by name or as `muster squeue`.
   using SlurmCommand = int (*)(const std::vector<std::string>&);
   for (const auto& [command, run] : {std::pair<const char*, SlurmCommand>{"squeue", RunSqueue},

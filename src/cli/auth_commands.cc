@@ -26,8 +26,7 @@ using nlohmann::json;
 
 struct AuthCommands {
   std::string server, act_as, output;
-  CLI::App *whoami = nullptr, *create = nullptr, *list = nullptr, *revoke = nullptr, *audit = nullptr,
-           *login = nullptr;
+  CLI::App *whoami = nullptr, *create = nullptr, *list = nullptr, *revoke = nullptr, *audit = nullptr, *login = nullptr;
   OfflineToken token;
   std::string store;
   std::vector<std::string> ids;
@@ -36,7 +35,6 @@ struct AuthCommands {
 };
 
 namespace {
-
 
 // Runs a request; on an error answer prints it and returns nullopt.
 std::optional<json> Call(const char* what, StatusOr<Response> r, int ok_status = 200) {
@@ -60,7 +58,8 @@ int WhoAmI(AuthCommands& c, Client& client) {
   }
   std::string roles;
   for (const json& r : j->value("roles", json::array())) roles += (roles.empty() ? "" : ", ") + r.get<std::string>();
-  std::cout << StringField(*j, "user") << " (via " << StringField(*j, "via") << (roles.empty() ? "" : "; " + roles) << ")\n";
+  std::cout << StringField(*j, "user") << " (via " << StringField(*j, "via") << (roles.empty() ? "" : "; " + roles)
+            << ")\n";
   return 0;
 }
 
@@ -86,7 +85,8 @@ int Create(AuthCommands& c, Client& client) {
     return 0;
   }
   // The token alone on stdout (for `> file`); what it is on stderr.
-  std::cerr << "token " << StringField(*j, "id") << " for " << (j->contains("node") ? "node " + StringField(*j, "node") : StringField(*j, "user"))
+  std::cerr << "token " << StringField(*j, "id") << " for "
+            << (j->contains("node") ? "node " + StringField(*j, "node") : StringField(*j, "user"))
             << (j->contains("expires") ? ", expires " + StringField(*j, "expires") : ", never expires")
             << " (shown once; the server keeps only its digest)\n";
   std::cout << StringField(*j, "token") << "\n";
@@ -102,8 +102,10 @@ int List(AuthCommands& c, Client& client) {
   }
   std::vector<std::vector<std::string>> rows = {{"ID", "FOR", "CREATED", "EXPIRES", "REVOKED", "DESCRIPTION"}};
   for (const json& t : (*j)["items"]) {
-    rows.push_back({StringField(t, "id"), t.contains("node") ? "node/" + StringField(t, "node") : StringField(t, "user"), StringField(t, "created"),
-                    t.contains("expires") ? StringField(t, "expires") : "never", StringField(t, "revoked"), StringField(t, "description")});
+    rows.push_back({StringField(t, "id"),
+                    t.contains("node") ? "node/" + StringField(t, "node") : StringField(t, "user"),
+                    StringField(t, "created"), t.contains("expires") ? StringField(t, "expires") : "never",
+                    StringField(t, "revoked"), StringField(t, "description")});
   }
   PrintTable(rows);
   return 0;
@@ -136,7 +138,8 @@ int Audit(AuthCommands& c, Client& client) {
   for (const json& a : (*j)["items"]) {
     std::string actor = StringField(a, "actor");
     if (a.contains("asUser")) actor += " as " + StringField(a, "asUser");
-    rows.push_back({StringField(a, "time"), actor, StringField(a, "via"), StringField(a, "remote"), StringField(a, "action"), StringField(a, "object"),
+    rows.push_back({StringField(a, "time"), actor, StringField(a, "via"), StringField(a, "remote"),
+                    StringField(a, "action"), StringField(a, "object"),
                     StringField(a, "outcome") + (a.contains("detail") ? ": " + StringField(a, "detail") : "")});
   }
   PrintTable(rows);
@@ -174,7 +177,8 @@ StatusOr<std::string> CreateTokenInStore(const std::string& store_url, const Off
   const std::string expires = !t.expires.empty() ? t.expires : t.node.empty() ? "30d" : "365d";
   if (expires != "never") {
     auto d = ParseDuration(expires);
-    if (!d.ok() || *d < Duration::Minutes(1)) return InvalidArgument("must be a duration (30d, 12h) or never", "--expires");
+    if (!d.ok() || *d < Duration::Minutes(1))
+      return InvalidArgument("must be a duration (30d, 12h) or never", "--expires");
     lifetime_ms = d->millis();
   }
   ASSIGN_OR_RETURN(store::OpenedStore opened, store::OpenStore(store_url));
@@ -182,10 +186,10 @@ StatusOr<std::string> CreateTokenInStore(const std::string& store_url, const Off
   SystemClock clock;
   const int64_t now = clock.Now().millis();
   store::WriteBatch b;
-  b.tokens.push_back({token.id, auth::Sha256Hex(token.secret), t.user, t.node, t.description, "muster token create --store",
-                      now, lifetime_ms ? now + lifetime_ms : 0, 0});
-  b.audit.push_back({0, now, "store:" + opened.description, "", "store", "local", "token.create", "token/" + token.id, "ok",
-                     t.node.empty() ? "for user " + t.user : "for node " + t.node});
+  b.tokens.push_back({token.id, auth::Sha256Hex(token.secret), t.user, t.node, t.description,
+                      "muster token create --store", now, lifetime_ms ? now + lifetime_ms : 0, 0});
+  b.audit.push_back({0, now, "store:" + opened.description, "", "store", "local", "token.create", "token/" + token.id,
+                     "ok", t.node.empty() ? "for user " + t.user : "for node " + t.node});
   RETURN_IF_ERROR(opened.store->Commit({&b}));
   return auth::FormatToken(token);
 }
@@ -230,7 +234,8 @@ std::shared_ptr<AuthCommands> AddAuthCommands(CLI::App& app) {
   common(c->create);
   c->create->add_option("--user", c->token.user, "For this user (admins; default: yourself)");
   c->create->add_option("--node", c->token.node, "For this node's agent (admins)");
-  c->create->add_option("--expires", c->token.expires, "Lifetime: 30d, 12h, ... or never (admins); default 30d, a node's 365d");
+  c->create->add_option("--expires", c->token.expires,
+                        "Lifetime: 30d, 12h, ... or never (admins); default 30d, a node's 365d");
   c->create->add_option("--description", c->token.description, "What it is for");
   c->create->add_option("--store", c->store, "Write it into this store directly (no server running on it)");
   c->list = token->add_subcommand("list", "List your tokens (admins: every token)");

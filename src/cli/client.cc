@@ -81,8 +81,8 @@ StatusOr<Response> Decode(const http::ClientResponse& r) {
   out.status = r.status;
   out.body = nlohmann::json::parse(r.body, nullptr, false);
   if (out.body.is_discarded()) {
-    return Status(StatusCode::kUnavailable, "the server answered " + std::to_string(r.status) +
-                                                " with a body that is not JSON");
+    return Status(StatusCode::kUnavailable,
+                  "the server answered " + std::to_string(r.status) + " with a body that is not JSON");
   }
   return out;
 }
@@ -136,17 +136,17 @@ StatusOr<http::ClientResponse> Client::Exchange(const std::function<StatusOr<htt
 
 StatusOr<Response> Client::Get(const std::string& path) {
   ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
-    ASSIGN_OR_RETURN(http::Fields h, Headers("GET", path, ""));
-    return http_->Get(path, h);
-  }));
+                     ASSIGN_OR_RETURN(http::Fields h, Headers("GET", path, ""));
+                     return http_->Get(path, h);
+                   }));
   return Decoded(r);
 }
 
 StatusOr<Response> Client::GetText(const std::string& path, const std::vector<std::string>& headers) {
   ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
-    ASSIGN_OR_RETURN(http::Fields h, Headers("GET", path, ""));
-    return http_->Get(path, h);
-  }));
+                     ASSIGN_OR_RETURN(http::Fields h, Headers("GET", path, ""));
+                     return http_->Get(path, h);
+                   }));
   if (r.status != 200) return Decoded(r);
   Response out;
   out.status = r.status;
@@ -161,11 +161,13 @@ StatusOr<Response> Client::Post(const std::string& path, const std::string& body
   // Idempotency-Key and the actions (cancel, hold, release, requeue) are
   // idempotent. A keyed submit also waits out "still in progress" and 503.
   // Each try gets a fresh credential (a MUNGE one is good once).
-  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
-    ASSIGN_OR_RETURN(http::Fields h, Headers("POST", path, body));
-    for (const auto& [k, v] : headers) h.emplace_back(k, v);
-    return http_->Post(path, body, content_type, h);
-  }, /*retry_busy=*/headers.count("Idempotency-Key") > 0));
+  ASSIGN_OR_RETURN(http::ClientResponse r, Exchange(
+                                               [&]() -> StatusOr<http::ClientResponse> {
+                                                 ASSIGN_OR_RETURN(http::Fields h, Headers("POST", path, body));
+                                                 for (const auto& [k, v] : headers) h.emplace_back(k, v);
+                                                 return http_->Post(path, body, content_type, h);
+                                               },
+                                               /*retry_busy=*/headers.count("Idempotency-Key") > 0));
   return Decoded(r);
 }
 
@@ -190,17 +192,17 @@ StatusOr<Response> Client::Watch(const std::string& path, const std::function<bo
 
 StatusOr<Response> Client::Put(const std::string& path, const std::string& json_body) {
   ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
-    ASSIGN_OR_RETURN(http::Fields h, Headers("PUT", path, json_body));
-    return http_->Send("PUT", path, h, json_body, "application/json");
-  }));
+                     ASSIGN_OR_RETURN(http::Fields h, Headers("PUT", path, json_body));
+                     return http_->Send("PUT", path, h, json_body, "application/json");
+                   }));
   return Decoded(r);
 }
 
 StatusOr<Response> Client::Delete(const std::string& path) {
   ASSIGN_OR_RETURN(http::ClientResponse r, Exchange([&]() -> StatusOr<http::ClientResponse> {
-    ASSIGN_OR_RETURN(http::Fields h, Headers("DELETE", path, ""));
-    return http_->Send("DELETE", path, h, "", "");
-  }));
+                     ASSIGN_OR_RETURN(http::Fields h, Headers("DELETE", path, ""));
+                     return http_->Send("DELETE", path, h, "", "");
+                   }));
   return Decoded(r);
 }
 

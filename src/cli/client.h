@@ -26,7 +26,7 @@
 namespace muster::http {
 class FailoverClient;
 struct ClientResponse;
-}
+}  // namespace muster::http
 
 namespace muster::auth {
 class ClientCredential;

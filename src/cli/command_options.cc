@@ -83,7 +83,8 @@ StatusOr<CommandLine> ReadCommandLine(const std::vector<std::string>& args, std:
       }
       std::string value = a.substr(k + 1);
       if (value.empty()) {
-        if (i + 1 >= args.size()) return InvalidArgument("option requires an argument -- '" + std::string(1, a[k]) + "'");
+        if (i + 1 >= args.size())
+          return InvalidArgument("option requires an argument -- '" + std::string(1, a[k]) + "'");
         value = args[++i];
       }
       out.options[std::string(found->long_name)].push_back(value);

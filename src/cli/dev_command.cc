@@ -11,21 +11,21 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
 #include "auth/client_credential.h"
-#include "core/job.h"
 #include "cli/auth_commands.h"
 #include "cli/client.h"
 #include "cli/local_postgres.h"
 #include "config/yaml_fields.h"
+#include "core/job.h"
 #include "http/failover_client.h"
 
 namespace muster::cli {
@@ -127,19 +127,25 @@ struct DemoJob {
 
 std::vector<DemoJob> DemoJobs(const std::string& examples, const std::string& dir) {
   std::vector<DemoJob> jobs;
-  jobs.push_back({"ddp-digits", "name: ddp-digits\nqueue: research\nreplicas: 2\n"
-                                "resources: {gpus: 1, cpus: 1, memory: 2Gi}\ntimeLimit: 15m\n"
-                                "command: [/usr/bin/python3, " + examples + "/ddp_digits.py]\n"});
-  jobs.push_back({"hello", "name: hello\nqueue: interns\narray: 6\nresources: {gpus: 1, cpus: 100m, memory: 64Mi}\n"
-                           "timeLimit: 5m\ncommand: [/bin/sh, -c, 'echo hello from task $MUSTER_ARRAY_TASK_ID "
-                           "on $MUSTER_NODE with GPU $CUDA_VISIBLE_DEVICES; sleep 2']\n"});
-  jobs.push_back({"wide-gang", "name: wide-gang\nqueue: research\nreplicas: 3\ntopology: any\n"
-                               "resources: {gpus: 8, cpus: 100m, memory: 64Mi}\ntimeLimit: 5m\n"
-                               "command: [/bin/sh, -c, 'echo rank $RANK of $WORLD_SIZE on $MUSTER_NODE, master "
-                               "$MASTER_ADDR:$MASTER_PORT; sleep 3']\n"});
-  jobs.push_back({"report", "name: report\nqueue: research\ndependencies: 'afterok:{ddp}'\n"
-                            "resources: {cpus: 100m, memory: 64Mi}\ntimeLimit: 5m\n"
-                            "command: [/bin/sh, -c, 'echo training finished; date > " + dir + "/report.txt']\n"});
+  jobs.push_back({"ddp-digits",
+                  "name: ddp-digits\nqueue: research\nreplicas: 2\n"
+                  "resources: {gpus: 1, cpus: 1, memory: 2Gi}\ntimeLimit: 15m\n"
+                  "command: [/usr/bin/python3, " +
+                      examples + "/ddp_digits.py]\n"});
+  jobs.push_back({"hello",
+                  "name: hello\nqueue: interns\narray: 6\nresources: {gpus: 1, cpus: 100m, memory: 64Mi}\n"
+                  "timeLimit: 5m\ncommand: [/bin/sh, -c, 'echo hello from task $MUSTER_ARRAY_TASK_ID "
+                  "on $MUSTER_NODE with GPU $CUDA_VISIBLE_DEVICES; sleep 2']\n"});
+  jobs.push_back({"wide-gang",
+                  "name: wide-gang\nqueue: research\nreplicas: 3\ntopology: any\n"
+                  "resources: {gpus: 8, cpus: 100m, memory: 64Mi}\ntimeLimit: 5m\n"
+                  "command: [/bin/sh, -c, 'echo rank $RANK of $WORLD_SIZE on $MUSTER_NODE, master "
+                  "$MASTER_ADDR:$MASTER_PORT; sleep 3']\n"});
+  jobs.push_back({"report",
+                  "name: report\nqueue: research\ndependencies: 'afterok:{ddp}'\n"
+                  "resources: {cpus: 100m, memory: 64Mi}\ntimeLimit: 5m\n"
+                  "command: [/bin/sh, -c, 'echo training finished; date > " +
+                      dir + "/report.txt']\n"});
   return jobs;
 }
 
@@ -172,8 +178,8 @@ bool RunDemo(Client& client, const std::string& dir, const std::atomic<bool>& st
     if (job.label == "ddp-digits") ddp = id;
     const int count = job.spec.find("array: 6") != std::string::npos ? 6 : 1;
     for (int i = 0; i < count; ++i) all.push_back(id + i);
-    std::cout << "submitted " << job.label << (count > 1 ? " (array of " + std::to_string(count) + ")" : "")
-              << ": job " << id << (count > 1 ? ".." + std::to_string(id + count - 1) : "") << "\n";
+    std::cout << "submitted " << job.label << (count > 1 ? " (array of " + std::to_string(count) + ")" : "") << ": job "
+              << id << (count > 1 ? ".." + std::to_string(id + count - 1) : "") << "\n";
   }
   std::map<int64_t, std::string> state;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(20);
@@ -206,7 +212,8 @@ bool RunDemo(Client& client, const std::string& dir, const std::atomic<bool>& st
   bool ok = true;
   for (int64_t id : all) ok = ok && state[id] == "COMPLETED";
   for (int replica = 0; replica < 2; ++replica) {
-    auto log = client.GetText("/v1/jobs/" + std::to_string(ddp) + "/logs?replica=" + std::to_string(replica) + "&tail=1", {});
+    auto log =
+        client.GetText("/v1/jobs/" + std::to_string(ddp) + "/logs?replica=" + std::to_string(replica) + "&tail=1", {});
     if (log.ok() && log->status == 200) std::cout << "ddp-digits replica " << replica << ": " << log->text;
   }
   std::cout << (ok ? "demo: every job completed\n" : "demo: not every job completed (see muster get jobs)\n");
@@ -246,7 +253,8 @@ CLI::App* AddDevCommand(CLI::App& app, DevFlags& f) {
   CLI::App* d = app.add_subcommand("dev", "Run a whole local cluster: a server and agents with fake GPUs, on loopback");
   d->add_option("--nodes", f.nodes, "Number of agents (nodes)")->check(CLI::Range(1, 64));
   d->add_option("--gpus", f.gpus, "Fake GPUs per node, COUNTxTYPE");
-  d->add_option("--port", f.port, "Server port on 127.0.0.1 (0: any free port; the server's port file, DIR/port, says which)")
+  d->add_option("--port", f.port,
+                "Server port on 127.0.0.1 (0: any free port; the server's port file, DIR/port, says which)")
       ->check(CLI::Range(0, 65535));
   d->add_option("--dir", f.dir, "Where the store, agent state and logs go (default ./muster-dev)");
   d->add_flag("--demo", f.demo, "Submit the demo workload (a PyTorch DDP job and friends) and follow it");
@@ -326,7 +334,8 @@ int RunDevCommand(const DevFlags& f) {
     const std::string name = "dev-" + std::to_string(i + 1);
     auto t = CreateTokenInStore(store, {"", name, "365d", "muster dev"});
     fs::create_directories(dir + "/" + name, ec);
-    if (t.ok()) t = SaveToken(dir + "/" + name + "/token", "", *t).ok() ? t : StatusOr<std::string>(Internal("cannot write it"));
+    if (t.ok())
+      t = SaveToken(dir + "/" + name + "/token", "", *t).ok() ? t : StatusOr<std::string>(Internal("cannot write it"));
     if (!t.ok()) {
       if (pg) pg->Stop();
       std::cerr << "muster dev: cannot make node " << name << "'s credential: " << t.status().message() << "\n";
@@ -353,10 +362,10 @@ int RunDevCommand(const DevFlags& f) {
   for (int i = 0; i < count; ++i) {
     configure(i, f.port == 0 ? 0 : f.port + i);
     fs::remove(file("port", i), ec);
-    servers.emplace_back(f.ha ? "server-" + std::to_string(i + 1) : "the server",
-                         std::vector<std::string>{"muster", "server", "-c", file("server", i) + ".yaml", "--port-file",
-                                                  file("port", i)},
-                         file("server", i) + ".log");
+    servers.emplace_back(
+        f.ha ? "server-" + std::to_string(i + 1) : "the server",
+        std::vector<std::string>{"muster", "server", "-c", file("server", i) + ".yaml", "--port-file", file("port", i)},
+        file("server", i) + ".log");
     servers.back().Start();
   }
   std::vector<Supervised> agents;
@@ -409,14 +418,14 @@ int RunDevCommand(const DevFlags& f) {
   ::setenv("MUSTER_TOKEN", user_token->c_str(), 1);
   for (int i = 0; i < f.nodes; ++i) {
     const std::string name = "dev-" + std::to_string(i + 1);
-    agents.emplace_back("agent " + name,
-                        std::vector<std::string>{"muster", "agent", "--server", url, "--name", name, "--fake-gpus",
-                                                 f.gpus, "--leaf", "leaf-" + std::to_string(i / 2 + 1), "--state-dir",
-                                                 dir + "/" + name, "--cpus", "2", "--memory", "8Gi",
-                                                 "--stop-tasks-on-exit", "--start-jitter", "0",
-                                                 // One's own machine: jobs share its /tmp, as one's processes do.
-                                                 "--shared-tmp"},
-                        dir + "/" + name + ".log");
+    agents.emplace_back(
+        "agent " + name,
+        std::vector<std::string>{"muster", "agent", "--server", url, "--name", name, "--fake-gpus", f.gpus, "--leaf",
+                                 "leaf-" + std::to_string(i / 2 + 1), "--state-dir", dir + "/" + name, "--cpus", "2",
+                                 "--memory", "8Gi", "--stop-tasks-on-exit", "--start-jitter", "0",
+                                 // One's own machine: jobs share its /tmp, as one's processes do.
+                                 "--shared-tmp"},
+        dir + "/" + name + ".log");
     agents.back().Start();
   }
   Client client(url, "", 10.0);
@@ -437,9 +446,11 @@ int RunDevCommand(const DevFlags& f) {
                      : "server " + url)
             << "\n"
             << "  export MUSTER_SERVER=" << url << "\n"
-            << "  muster get nodes;  muster submit --gpus 2 -- sh -c 'echo $CUDA_VISIBLE_DEVICES';  muster get jobs;  muster logs ID\n"
+            << "  muster get nodes;  muster submit --gpus 2 -- sh -c 'echo $CUDA_VISIBLE_DEVICES';  muster get jobs;  "
+               "muster logs ID\n"
             << "  store, agent state and logs: " << dir << "\n"
-            << "  your credential (admin): " << credentials << "\n"
+            << "  your credential (admin): " << credentials
+            << "\n"
             // As Jupyter does: the token rides in the fragment, which the
             // browser never sends; the page moves it into the tab's storage.
             << "  dashboard: " << url.substr(0, url.find(',')) << "/#token=" << *user_token << "\n"

@@ -25,7 +25,8 @@ Status ReadFlagsFile(const std::string& path, CLI::App& app) {
     const std::string key = kv.first.as<std::string>("");
     const std::string at = path + ": " + key;
     CLI::Option* opt = key.empty() || key == "config" || key == "help" ? nullptr : app.get_option_no_throw("--" + key);
-    if (opt == nullptr) return InvalidArgument(at + ": no such flag (`muster " + app.get_name() + " --help` lists them)");
+    if (opt == nullptr)
+      return InvalidArgument(at + ": no such flag (`muster " + app.get_name() + " --help` lists them)");
     if (opt->count() > 0) continue;  // the command line's
     std::vector<std::string> values;
     const YAML::Node& v = kv.second;
@@ -37,7 +38,8 @@ Status ReadFlagsFile(const std::string& path, CLI::App& app) {
         values.push_back(item.Scalar());
       }
     } else {
-      return InvalidArgument(at + (opt->get_expected_max() > 1 ? ": must be a value or a list of values" : ": must be one value"));
+      return InvalidArgument(
+          at + (opt->get_expected_max() > 1 ? ": must be a value or a list of values" : ": must be one value"));
     }
     try {
       for (const std::string& one : values) opt->add_result(one);

@@ -34,9 +34,10 @@ Status Apply(const std::vector<std::string>& args, const std::string& yaml, Flag
 
 TEST(FlagsFile, TheFileGivesWhatTheCommandLineDidNot) {
   Flags f;
-  ASSERT_TRUE(Apply({"--name", "from-cli"},
-                  "server: https://muster:8470\nname: from-file\nfeature: [ib, nvlink]\nspot: false\nlog-port: 9000\n", f)
-                  .ok());
+  ASSERT_TRUE(
+      Apply({"--name", "from-cli"},
+            "server: https://muster:8470\nname: from-file\nfeature: [ib, nvlink]\nspot: false\nlog-port: 9000\n", f)
+          .ok());
   EXPECT_EQ(f.server, "https://muster:8470");  // over the environment's default
   EXPECT_EQ(f.name, "from-cli");
   EXPECT_EQ(f.features, (std::vector<std::string>{"ib", "nvlink"}));

@@ -59,7 +59,8 @@ void WriteOptions(std::ostringstream& out, const CLI::App& app) {
     if (o->get_group().empty()) continue;  // hidden
     out << ".TP\n" << OptionTerm(o) << "\n";
     std::string text = o->get_description();
-    if (!o->get_default_str().empty()) text += (text.empty() ? "" : " ") + std::string("(default: ") + o->get_default_str() + ")";
+    if (!o->get_default_str().empty())
+      text += (text.empty() ? "" : " ") + std::string("(default: ") + o->get_default_str() + ")";
     if (o->get_required()) text += " Required.";
     out << (text.empty() ? "\\&" : Roff(text)) << "\n";
   }
@@ -85,7 +86,9 @@ std::string Usage(const std::string& path, const CLI::App& app) {
 void WriteNested(std::ostringstream& out, const std::string& path, const CLI::App& app) {
   for (const CLI::App* sub : Visible(app)) {
     const std::string sub_path = path + " " + sub->get_name();
-    out << ".SS " << Roff(sub_path) << "\n" << Usage(sub_path, *sub) << "\n.PP\n" << Roff(sub->get_description()) << "\n";
+    out << ".SS " << Roff(sub_path) << "\n"
+        << Usage(sub_path, *sub) << "\n.PP\n"
+        << Roff(sub->get_description()) << "\n";
     if (!sub->get_options().empty()) out << ".RS\n";
     WriteOptions(out, *sub);
     if (!sub->get_options().empty()) out << ".RE\n";
@@ -156,7 +159,8 @@ std::string ManPage(const CLI::App& root, const CLI::App* command, const std::st
   out << ".SH SEE ALSO\n";
   if (command == nullptr) {
     std::string see;
-    for (const CLI::App* sub : Visible(app)) see += (see.empty() ? "" : ",\n") + ("\\fB" + Roff("muster-" + sub->get_name()) + "\\fR(1)");
+    for (const CLI::App* sub : Visible(app))
+      see += (see.empty() ? "" : ",\n") + ("\\fB" + Roff("muster-" + sub->get_name()) + "\\fR(1)");
     out << see << "\n";
   } else {
     out << "\\fBmuster\\fR(1)\n";
@@ -176,7 +180,8 @@ StatusOr<int> WriteManPages(const CLI::App& app, const std::string& dir, const s
     return Status::Ok();
   };
   RETURN_IF_ERROR(write("muster", ManPage(app, nullptr, version)));
-  for (const CLI::App* sub : Visible(app)) RETURN_IF_ERROR(write("muster-" + sub->get_name(), ManPage(app, sub, version)));
+  for (const CLI::App* sub : Visible(app))
+    RETURN_IF_ERROR(write("muster-" + sub->get_name(), ManPage(app, sub, version)));
   return written;
 }
 
@@ -193,18 +198,24 @@ std::string BashCompletion(const CLI::App& app) {
          "  (( COMP_CWORD > 0 )) && prev=${COMP_WORDS[COMP_CWORD-1]}\n"
          "  # A flag that takes a value: complete a file name.\n"
          "  case \"$prev\" in\n"
-         "    " << (takes_value.empty() ? "--never-a-flag" : takes_value) << ") COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
+         "    "
+      << (takes_value.empty() ? "--never-a-flag" : takes_value)
+      << ") COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
          "  esac\n"
          "  # The command path typed so far: words that name a command at their level.\n"
          "  for (( i = 1; i < COMP_CWORD; i++ )); do\n"
          "    w=${COMP_WORDS[i]}\n"
          "    [[ $w == -* ]] && continue\n"
          "    cmds=\"\"\n"
-         "    case \"$path\" in\n" << cases.str() << "    esac\n"
+         "    case \"$path\" in\n"
+      << cases.str()
+      << "    esac\n"
          "    [[ \" $cmds \" == *\" $w \"* ]] && path=\"$path $w\"\n"
          "  done\n"
          "  cmds=\"\" flags=\"\"\n"
-         "  case \"$path\" in\n" << cases.str() << "  esac\n"
+         "  case \"$path\" in\n"
+      << cases.str()
+      << "  esac\n"
          "  if [[ $cur == -* ]]; then\n"
          "    COMPREPLY=($(compgen -W \"$flags\" -- \"$cur\"))\n"
          "  else\n"

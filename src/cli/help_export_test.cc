@@ -48,7 +48,8 @@ TEST(ManPage, ACommandsPageHasItsOptionsAndItsNestedCommands) {
   Tree t;
   const std::string submit = ManPage(t.app, t.app.get_subcommand("submit"), "muster 0.1.0");
   EXPECT_NE(submit.find(".TH MUSTER-SUBMIT 1"), std::string::npos);
-  EXPECT_NE(submit.find("\\fB\\-q\\fR, \\fB\\-\\-queue\\fR \\fITEXT\\fR\nThe queue (team)"), std::string::npos) << submit;
+  EXPECT_NE(submit.find("\\fB\\-q\\fR, \\fB\\-\\-queue\\fR \\fITEXT\\fR\nThe queue (team)"), std::string::npos)
+      << submit;
   EXPECT_NE(submit.find("\\fB\\-\\-wait\\fR\nWait until it ends"), std::string::npos) << submit;
   EXPECT_NE(submit.find("\\fBmuster submit\\fR \\fIfile\\fR [\\fIOPTIONS\\fR]"), std::string::npos) << submit;
   const std::string get = ManPage(t.app, t.app.get_subcommand("get"), "muster 0.1.0");
@@ -77,7 +78,8 @@ TEST(ManPage, PagesAreWrittenOnePerCommandOrTheDirectoryIsNamed) {
 // What bash completes for the words typed (the last one being completed),
 // by the generated script run in a real bash.
 std::string Complete(const std::string& script, const std::vector<std::string>& words) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("completion-" + std::to_string(::getpid()))).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("completion-" + std::to_string(::getpid()))).string();
   std::string array;
   for (const std::string& w : words) array += "'" + w + "' ";
   std::ofstream(path) << script << "\nCOMP_WORDS=(" << array << ")\nCOMP_CWORD=" << words.size() - 1

@@ -55,7 +55,8 @@ Status ExpandItem(const std::string& item, std::vector<std::string>& out, size_t
       return InvalidArgument("\"" + r + "\" in \"" + item + "\" is not a number or a range LOW-HIGH");
     }
     for (long long n = std::stoll(lo); n <= std::stoll(hi); ++n) {
-      if (out.size() >= max_hosts) return InvalidArgument("\"" + item + "\" names more than " + std::to_string(max_hosts) + " hosts");
+      if (out.size() >= max_hosts)
+        return InvalidArgument("\"" + item + "\" names more than " + std::to_string(max_hosts) + " hosts");
       RETURN_IF_ERROR(ExpandItem(head + Padded(n, lo.size()) + tail, out, max_hosts));
     }
     from = comma + 1;

@@ -29,7 +29,6 @@ struct ImageCommands {
 
 namespace {
 
-
 // The answer's body, or nullopt after saying what went wrong, as `command`
 // ("registry login").
 std::optional<json> Call(const char* command, StatusOr<Response> r) {
@@ -52,9 +51,10 @@ int Login(ImageCommands& c, Client& client) {
   if (!c.user.empty()) body["user"] = c.user;
   auto j = Call("registry login", client.Post("/v1/registry-credentials", body.dump(), "application/json"));
   if (!j) return 1;
-  const std::string owner = StringField(*j, "scope") == "queue" ? "queue " + StringField(*j, "queue") : "user " + StringField(*j, "user");
-  std::cout << "saved the login for " << StringField(*j, "registry") << " as " << StringField(*j, "username") << ", for the jobs of "
-            << owner << "\n";
+  const std::string owner =
+      StringField(*j, "scope") == "queue" ? "queue " + StringField(*j, "queue") : "user " + StringField(*j, "user");
+  std::cout << "saved the login for " << StringField(*j, "registry") << " as " << StringField(*j, "username")
+            << ", for the jobs of " << owner << "\n";
   return 0;
 }
 
@@ -67,8 +67,10 @@ int List(ImageCommands& c, Client& client) {
   }
   std::vector<std::vector<std::string>> rows = {{"REGISTRY", "USERNAME", "FOR", "CREATED", "BY"}};
   for (const json& e : (*j)["items"]) {
-    const std::string owner = StringField(e, "scope") == "queue" ? "queue/" + StringField(e, "queue") : "user/" + StringField(e, "user");
-    rows.push_back({StringField(e, "registry"), StringField(e, "username"), owner, StringField(e, "created"), StringField(e, "createdBy")});
+    const std::string owner =
+        StringField(e, "scope") == "queue" ? "queue/" + StringField(e, "queue") : "user/" + StringField(e, "user");
+    rows.push_back({StringField(e, "registry"), StringField(e, "username"), owner, StringField(e, "created"),
+                    StringField(e, "createdBy")});
   }
   PrintTable(rows);
   return 0;
@@ -98,8 +100,10 @@ void PrintPulls(const std::vector<json>& pulls) {
   std::vector<std::vector<std::string>> rows = {{"NODE", "IMAGE", "STATE", "SECONDS", "ASKED BY", "MESSAGE"}};
   for (const json& p : pulls) {
     char secs[32] = "";
-    if (p.contains("seconds") && p["seconds"].is_number()) std::snprintf(secs, sizeof secs, "%.1f", p["seconds"].get<double>());
-    rows.push_back({StringField(p, "node"), StringField(p, "image"), StringField(p, "state"), secs, StringField(p, "requestedBy"), StringField(p, "message")});
+    if (p.contains("seconds") && p["seconds"].is_number())
+      std::snprintf(secs, sizeof secs, "%.1f", p["seconds"].get<double>());
+    rows.push_back({StringField(p, "node"), StringField(p, "image"), StringField(p, "state"), secs,
+                    StringField(p, "requestedBy"), StringField(p, "message")});
   }
   PrintTable(rows);
 }
@@ -130,7 +134,8 @@ int Pull(ImageCommands& c, Client& client) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   PrintPulls(pulls);
-  const bool all_pulled = std::all_of(pulls.begin(), pulls.end(), [](const json& p) { return StringField(p, "state") == "pulled"; });
+  const bool all_pulled =
+      std::all_of(pulls.begin(), pulls.end(), [](const json& p) { return StringField(p, "state") == "pulled"; });
   return all_pulled ? 0 : 1;
 }
 
@@ -156,8 +161,9 @@ std::shared_ptr<ImageCommands> AddImageCommands(CLI::App& app) {
   };
   CLI::App* registry = app.add_subcommand("registry", "Logins to image registries, for container jobs' pulls");
   registry->require_subcommand(1);
-  c->login = registry->add_subcommand("login", "Save a registry login (the password from stdin) for your jobs, "
-                                               "or (admins) a queue's or a user's");
+  c->login = registry->add_subcommand("login",
+                                      "Save a registry login (the password from stdin) for your jobs, "
+                                      "or (admins) a queue's or a user's");
   common(c->login);
   c->login->add_option("registry", c->registry, "The registry host, e.g. nvcr.io")->required();
   c->login->add_option("--username,-u", c->username, "The registry's user name (NGC: $oauthtoken)")->required();

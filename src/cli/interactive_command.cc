@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "auth/token.h"
-#include "core/job.h"
 #include "cli/client.h"
+#include "core/job.h"
 #include "shell/shell_relay.h"
 #include "shell/shell_session.h"
 
@@ -81,7 +81,8 @@ int RunInteractive(Client& client, json spec, const std::vector<std::string>& co
   const std::string id = std::to_string(r->body.value("id", int64_t{0}));
 
   // Wait for its relay; ^C cancels.
-  struct sigaction sa{}, old_int{}, old_term{};
+  struct sigaction sa {
+  }, old_int{}, old_term{};
   sa.sa_handler = OnInterrupt;
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
@@ -95,15 +96,15 @@ int RunInteractive(Client& client, json spec, const std::vector<std::string>& co
     }
     auto j = client.Get("/v1/jobs/" + id);
     if (!j.ok() || j->status != 200) {
-      std::cerr << "muster: job " << id << ": "
-                << (j.ok() ? Client::ErrorOf(*j).message() : j.status().message()) << "\n";
+      std::cerr << "muster: job " << id << ": " << (j.ok() ? Client::ErrorOf(*j).message() : j.status().message())
+                << "\n";
       Cancel(client, id);
       return 1;
     }
     const std::string state = j->body.value("state", "");
     if (core::IsTerminalName(state)) {
-      std::cerr << "muster: job " << id << " ended " << state << " before its terminal opened: "
-                << j->body.value("reason", "") << " (muster logs " << id << ")\n";
+      std::cerr << "muster: job " << id << " ended " << state
+                << " before its terminal opened: " << j->body.value("reason", "") << " (muster logs " << id << ")\n";
       return 1;
     }
     const json progress = j->body.value("progress", json::object());

@@ -1,5 +1,6 @@
 #include "cli/job_commands.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -8,7 +9,6 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cctype>
@@ -20,16 +20,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/client.h"
-#include "core/job.h"
 #include "cli/interactive_command.h"
+#include "cli/job_commands_state.h"
+#include "cli/job_ids.h"
+#include "cli/job_spec_flags.h"
+#include "cli/job_summary_reader.h"
+#include "cli/json_template.h"
+#include "cli/print_json.h"
 #include "cli/table.h"
 #include "common/quantity.h"
-#include "cli/job_commands_state.h"
-#include "cli/job_spec_flags.h"
-#include "cli/json_template.h"
-#include "cli/job_summary_reader.h"
-#include "cli/job_ids.h"
-#include "cli/print_json.h"
+#include "core/job.h"
 
 namespace muster::cli {
 
@@ -39,9 +39,7 @@ namespace {
 
 // A count that may be 0 (CLI::NonNegativeNumber's message names DBL_MAX).
 const CLI::Validator kZeroOrMore(
-    [](std::string& v) -> std::string {
-      return !v.empty() && v[0] != '-' ? "" : "must be 0 or more, got " + v;
-    },
+    [](std::string& v) -> std::string { return !v.empty() && v[0] != '-' ? "" : "must be 0 or more, got " + v; },
     "N >= 0");
 
 int Fail(const Status& s) {
@@ -72,8 +70,8 @@ std::string Age(const std::string& rfc3339) {
 
 // A table row from a job's summary (GET /v1/jobs?view=summary).
 std::vector<std::string> JobCells(const JobSummaryItem& j, bool wide) {
-  std::vector<std::string> r = {j.id,    j.name, j.user, j.queue, j.state, std::to_string(j.gpus * j.replicas),
-                                Age(j.submit_time), j.reason};
+  std::vector<std::string> r = {
+      j.id, j.name, j.user, j.queue, j.state, std::to_string(j.gpus * j.replicas), Age(j.submit_time), j.reason};
   if (wide) {
     std::string nodes;
     for (const std::string& n : j.nodes) nodes += (nodes.empty() ? "" : ",") + n;
@@ -128,8 +126,10 @@ Status ForEachPage(Client& c, const std::string& query, int64_t limit,
       Page p{c.GetText(path, {})};
       if (p.answer.ok() && p.answer->status == 200) {
         std::optional<std::string> next = ContinueToken(p.answer->text);
-        if (!next) p.answer = Status(StatusCode::kInternal, "the server's job list does not end with a continue token");
-        else cont = *next;
+        if (!next)
+          p.answer = Status(StatusCode::kInternal, "the server's job list does not end with a continue token");
+        else
+          cont = *next;
         asked += want;
       }
       p.last = !p.answer.ok() || p.answer->status != 200 || cont.empty() || (limit > 0 && asked >= limit);
@@ -203,12 +203,14 @@ int PrintTemplated(json items, const std::string& output) {
   if (output.rfind("jsonpath=", 0) == 0) {
     // As kubectl's: the template reads a list, {"items": [...]}.
     auto text = RenderJsonPath(json{{"items", std::move(items)}}, output.substr(9));
-    if (!text.ok()) return Fail(Status(StatusCode::kInvalidArgument, text.status().field() + ": " + text.status().message()));
+    if (!text.ok())
+      return Fail(Status(StatusCode::kInvalidArgument, text.status().field() + ": " + text.status().message()));
     std::cout << *text;
     return 0;
   }
   auto rows = CustomColumns(items, output.substr(15));
-  if (!rows.ok()) return Fail(Status(StatusCode::kInvalidArgument, rows.status().field() + ": " + rows.status().message()));
+  if (!rows.ok())
+    return Fail(Status(StatusCode::kInvalidArgument, rows.status().field() + ": " + rows.status().message()));
   PrintTable(*rows);
   return 0;
 }
@@ -297,17 +299,15 @@ int WatchJobs(JobCommands& c, Client& client, const std::string& states) {
     std::vector<std::vector<std::string>> rows = {{"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "AGE", "REASON"}};
     if (wide) rows[0].insert(rows[0].end(), {"PRIORITY", "REPLICAS", "NODES"});
     std::string version;
-    const Status s = ForEachPage(client, query + "&view=summary", first ? c.limit : 0,
-                                 [&](const std::string& text, int64_t room) {
-                                   // The first page's version: {"resourceVersion":"V","items":...
-                                   const std::string key = "{\"resourceVersion\":\"";
-                                   if (version.empty() && text.rfind(key, 0) == 0) {
-                                     version = text.substr(key.size(), text.find('"', key.size()) - key.size());
-                                   }
-                                   return ReadJobSummaryPage(text, room, [&](const JobSummaryItem& j) {
-                                     rows.push_back(JobCells(j, wide));
-                                   });
-                                 });
+    const Status s =
+        ForEachPage(client, query + "&view=summary", first ? c.limit : 0, [&](const std::string& text, int64_t room) {
+          // The first page's version: {"resourceVersion":"V","items":...
+          const std::string key = "{\"resourceVersion\":\"";
+          if (version.empty() && text.rfind(key, 0) == 0) {
+            version = text.substr(key.size(), text.find('"', key.size()) - key.size());
+          }
+          return ReadJobSummaryPage(text, room, [&](const JobSummaryItem& j) { rows.push_back(JobCells(j, wide)); });
+        });
     if (!s.ok()) return s;
     if (version.empty()) return Status(StatusCode::kFailedPrecondition, "this server has no watch API (upgrade it)");
     if (first && !as_json) {
@@ -442,8 +442,7 @@ int Get(JobCommands& c, Client& client) {
       const std::string condition = n.value("condition", "Ready");
       const bool cordoned = n.contains("cordon") || (!n.value("schedulable", true) && condition == "Ready");
       rows.push_back({Field(n, "name"), Field(n, "gpuType"), Field(n, "gpus"), Field(n, "freeGpus"),
-                      Field(n, "runningJobs"), Field(n, "leaf"),
-                      condition + (cordoned ? ",SchedulingDisabled" : "")});
+                      Field(n, "runningJobs"), Field(n, "leaf"), condition + (cordoned ? ",SchedulingDisabled" : "")});
       if (!wide) continue;
       const json agent = n.value("agent", json::object());
       rows.back().insert(rows.back().end(),
@@ -530,8 +529,8 @@ int Describe(JobCommands& c, Client& client, bool why_only) {
     if (checkpoints.ok() && checkpoints->status == 200 && !checkpoints->body["items"].empty()) {
       std::cout << "Checkpoints:\n";
       for (const json& k : checkpoints->body["items"]) {
-        std::cout << "  " << Field(k, "seq") << "  step " << Field(k, "step") << "  attempt " << Field(k, "attempt") << "  "
-                  << Field(k, "state") << "  " << Field(k, "location");
+        std::cout << "  " << Field(k, "seq") << "  step " << Field(k, "step") << "  attempt " << Field(k, "attempt")
+                  << "  " << Field(k, "state") << "  " << Field(k, "location");
         if (!Field(k, "note").empty()) std::cout << "  (" << Field(k, "note") << ")";
         std::cout << "\n";
       }
@@ -627,7 +626,8 @@ int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
   if (verb == "reclaim") {
     auto deadline = ParseDuration(c.deadline);
     if (!deadline.ok() || *deadline < Duration::Zero() || *deadline > Duration::Hours(1)) {
-      return Fail(InvalidArgument("must be a duration from 0 to 1h, like 2m, got \"" + c.deadline + "\"", "--deadline"));
+      return Fail(
+          InvalidArgument("must be a duration from 0 to 1h, like 2m, got \"" + c.deadline + "\"", "--deadline"));
     }
     body = json{{"deadlineSeconds", deadline->millis() / 1000}}.dump();
   }
@@ -644,11 +644,11 @@ int ActOnNodes(JobCommands& c, Client& client, const std::string& verb) {
     // "node a1: drained by ann", "node a1: schedulable", "node a1: lost", "node a1: removed".
     const std::string cordon = Field(r->body, "cordon");
     std::cout << "node " << node << ": "
-              << (verb == "remove-node"             ? std::string("removed")
-                  : verb == "declare-lost"          ? std::string("lost; its jobs are requeued")
+              << (verb == "remove-node"                 ? std::string("removed")
+                  : verb == "declare-lost"              ? std::string("lost; its jobs are requeued")
                   : r->body.value("schedulable", false) ? std::string("schedulable")
-                  : cordon.empty()                  ? std::string("cordoned")
-                                                    : cordon)
+                  : cordon.empty()                      ? std::string("cordoned")
+                                                        : cordon)
               << "\n";
   }
   return acted.Finish();
@@ -673,7 +673,8 @@ int SignalJobs(JobCommands& c, Client& client) {
     }
     if (!acted.Keep(r->body)) {
       std::string nodes;
-      for (const json& n : r->body.value("nodes", json::array())) nodes += (nodes.empty() ? "" : ",") + n.get<std::string>();
+      for (const json& n : r->body.value("nodes", json::array()))
+        nodes += (nodes.empty() ? "" : ",") + n.get<std::string>();
       std::cout << "job " << id << ": " << Field(r->body, "signal") << " to " << Field(r->body, "to") << " on "
                 << (nodes.empty() ? "no node" : nodes) << "\n";
     }
@@ -710,11 +711,13 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
     AddServerOptions(sub, c->server);
     sub->add_option("--as", c->act_as, "Act for this user (admins only; recorded in the audit log)");
     if (formats) {
-      sub->add_option("-o,--output", c->output,
-                      "wide, json, yaml; for get jobs also jsonpath=TEMPLATE or custom-columns=HEADER:PATH,... (as kubectl)");
+      sub->add_option(
+          "-o,--output", c->output,
+          "wide, json, yaml; for get jobs also jsonpath=TEMPLATE or custom-columns=HEADER:PATH,... (as kubectl)");
     }
   };
-  c->submit = app.add_subcommand("submit", "Submit a job from a YAML/JSON file, a batch script, or flags and a command");
+  c->submit =
+      app.add_subcommand("submit", "Submit a job from a YAML/JSON file, a batch script, or flags and a command");
   common(c->submit);
   c->submit->add_option("-f,--file", c->file, "Job spec file (YAML or JSON)");
   AddSpecFlags(c->submit, *c);
@@ -765,9 +768,10 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
   for (const char* verb : {"cordon", "uncordon", "drain", "reclaim", "declare-lost", "remove-node"}) {
     const std::string v = verb;
     CLI::App* sub = app.add_subcommand(
-        verb, v == "cordon"         ? "Give nodes no new work (admins)"
-              : v == "drain"        ? "Cordon nodes and requeue their jobs, each after its checkpoint signal (admins)"
-              : v == "reclaim"      ? "The cloud takes nodes back by --deadline: drain them, stops cut to the deadline (admins)"
+        verb, v == "cordon"  ? "Give nodes no new work (admins)"
+              : v == "drain" ? "Cordon nodes and requeue their jobs, each after its checkpoint signal (admins)"
+              : v == "reclaim"
+                  ? "The cloud takes nodes back by --deadline: drain them, stops cut to the deadline (admins)"
               : v == "declare-lost" ? "Declare silent nodes lost: their jobs are requeued now (admins)"
               : v == "remove-node"  ? "Forget lost nodes that run nothing (admins)"
                                     : "Let cordoned nodes take work again (admins)");
@@ -777,8 +781,8 @@ std::shared_ptr<JobCommands> AddJobCommands(CLI::App& app) {
     c->node_actions.emplace_back(sub, verb);
   }
   for (const char* verb : {"cancel", "hold", "release", "requeue"}) {
-    CLI::App* sub = app.add_subcommand(verb, std::string(1, static_cast<char>(std::toupper(verb[0]))) +
-                                                 (verb + 1) + " jobs");
+    CLI::App* sub =
+        app.add_subcommand(verb, std::string(1, static_cast<char>(std::toupper(verb[0]))) + (verb + 1) + " jobs");
     common(sub);
     sub->add_option("ids", c->ids, "Job ids, or ranges of them (5-104)")->required();
     c->actions.emplace_back(sub, verb);
@@ -836,6 +840,5 @@ int RunJobCommands(JobCommands& commands) {
   if (parsed == c->signal) return SignalJobs(*c, client);
   return Act(*c, client, verb);
 }
-
 
 }  // namespace muster::cli

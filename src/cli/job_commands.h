@@ -32,7 +32,7 @@ void NoteRawArguments(JobCommands& commands, int argc, char** argv);
 // lines (cli/sbatch_command.h). `client` answers the node sizes some
 // Slurm requests need. InvalidArgument for what cannot be read.
 class Client;
-StatusOr<std::string> SbatchSpec(const std::vector<std::string>& script_and_args, std::vector<SbatchOption> command_line,
-                                 Client& client);
+StatusOr<std::string> SbatchSpec(const std::vector<std::string>& script_and_args,
+                                 std::vector<SbatchOption> command_line, Client& client);
 
 }  // namespace muster::cli

@@ -37,20 +37,20 @@ struct JobCommands {
   std::string file;
   std::string name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path, stderr_path, image,
       reservation;
-  std::vector<std::string> mounts;  // HOST:CONTAINER[:ro]
+  std::vector<std::string> mounts;     // HOST:CONTAINER[:ro]
   std::optional<int64_t> gpus, retry;  // unset unless given; the server checks the values
   std::string array;                   // a count, or Slurm's indices ("1-10%2")
   bool one_per_node = false, exclusive = false;
   std::vector<std::string> features;
-  std::vector<SbatchOption> sbatch_command_line;  // sbatch's own options (cli/sbatch_command.h)
-  bool as_sbatch = false;                         // run as sbatch: its words in messages
+  std::vector<SbatchOption> sbatch_command_line;                         // sbatch's own options (cli/sbatch_command.h)
+  bool as_sbatch = false;                                                // run as sbatch: its words in messages
   std::optional<std::string> slurm_partition, slurm_qos, slurm_account;  // from #SBATCH
   std::optional<SlurmShape> slurm_shape;
   bool export_all = false;
   std::optional<ScriptSettings::LimitSignal> limit_signal;  // #SBATCH --signal
-  std::vector<std::string> script_args;  // after a batch script: its $1, $2, ...
-  std::optional<std::string> replicas;        // "4", or "1:4" (elastic)
-  std::vector<std::string> env;  // NAME=VALUE, or NAME for the value here
+  std::vector<std::string> script_args;                     // after a batch script: its $1, $2, ...
+  std::optional<std::string> replicas;                      // "4", or "1:4" (elastic)
+  std::vector<std::string> env;                             // NAME=VALUE, or NAME for the value here
   bool hold = false, spot = false, parsable = false;
   bool interactive = false;  // run
   std::vector<std::string> command;
@@ -62,7 +62,7 @@ struct JobCommands {
   bool watch = false;
   // describe / why / actions
   std::string signal_name, signal_to;  // signal
-  std::string limit_signal_flag;      // submit --signal [B:]SIG[@TIME]
+  std::string limit_signal_flag;       // submit --signal [B:]SIG[@TIME]
   std::string describe_kind;
   std::vector<std::string> ids;  // "12", or a range "5-104" (what submit --array prints)
   std::vector<std::string> nodes;

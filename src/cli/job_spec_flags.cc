@@ -74,15 +74,18 @@ StatusOr<std::optional<std::string>> TakeBatchScript(JobCommands& c, Client* cli
   if (!std::filesystem::is_regular_file(file, ec)) {
     return InvalidArgument(file + (std::filesystem::exists(file, ec) ? " is not a file" : ": no such file") +
                            "; a batch script or job file is submitted by its name, and a command goes after \"--\" "
-                           "(muster submit -- " + file + (c.command.size() > 1 ? " ..." : "") + ")");
+                           "(muster submit -- " +
+                           file + (c.command.size() > 1 ? " ..." : "") + ")");
   }
   // The words after the script are its arguments ($1, $2, ...), as sbatch's.
   c.script_args.assign(c.command.begin() + 1, c.command.end());
   ASSIGN_OR_RETURN(std::string script, ReadText(file));
   if (script.empty()) return InvalidArgument(file + " is empty");
-  ASSIGN_OR_RETURN(ScriptSettings from, ReadScriptDirectives(script, file, [client] { return LargestNodeCpus(client); },
-                                                                    c.sbatch_command_line));
-  for (const std::string& w : from.warnings) std::cerr << (c.as_sbatch ? "sbatch: warning: " : "muster submit: ") << w << "\n";
+  ASSIGN_OR_RETURN(ScriptSettings from,
+                   ReadScriptDirectives(
+                       script, file, [client] { return LargestNodeCpus(client); }, c.sbatch_command_line));
+  for (const std::string& w : from.warnings)
+    std::cerr << (c.as_sbatch ? "sbatch: warning: " : "muster submit: ") << w << "\n";
   auto fill = [](std::string& flag, const std::optional<std::string>& v) {
     if (flag.empty() && v) flag = *v;
   };
@@ -160,8 +163,9 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
     return std::make_pair(std::move(text), std::string(is_json ? "application/json" : "application/yaml"));
   }
   if (c.command.empty() && !script) {
-    return InvalidArgument("give a job file, a batch script, or the command after \"--\" (muster submit --gpus 1 -- "
-                           "python train.py)");
+    return InvalidArgument(
+        "give a job file, a batch script, or the command after \"--\" (muster submit --gpus 1 -- "
+        "python train.py)");
   }
   json spec = script ? json{{"script", *script}} : json{{"command", c.command}};
   if (script && !c.script_args.empty()) spec["args"] = c.script_args;
@@ -232,8 +236,10 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
     const bool flag = parts.size() >= 2 && (parts.back() == "ro" || parts.back() == "rw");
     const std::string mode = flag ? parts.back() : "rw";
     if (flag) parts.pop_back();
-    if (parts.empty() || parts.size() > 2) return InvalidArgument("--mount: must be HOST:CONTAINER[:ro], got \"" + m + "\"");
-    spec["mounts"].push_back({{"hostPath", parts[0]}, {"containerPath", parts.size() == 2 ? parts[1] : parts[0]},
+    if (parts.empty() || parts.size() > 2)
+      return InvalidArgument("--mount: must be HOST:CONTAINER[:ro], got \"" + m + "\"");
+    spec["mounts"].push_back({{"hostPath", parts[0]},
+                              {"containerPath", parts.size() == 2 ? parts[1] : parts[0]},
                               {"readOnly", mode == "ro"}});
   }
   if (c.export_all) {
@@ -244,7 +250,8 @@ StatusOr<std::pair<std::string, std::string>> BuildSpec(JobCommands& c, Client* 
       const size_t eq = var.find('=');
       const std::string name = var.substr(0, eq);
       if (eq == std::string::npos || name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) ||
-          name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+          name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+              std::string::npos) {
         continue;  // not a name a spec takes (bash's exported functions)
       }
       if (name.rfind("MUSTER_", 0) == 0 || name.rfind("SLURM_", 0) == 0 || name.rfind("SBATCH_", 0) == 0) continue;
@@ -290,7 +297,8 @@ void AddSpecFlags(CLI::App* sub, JobCommands& c) {
                   "Submit this many tasks of the job (one job each), or Slurm's indices: 0-15:4,20%2 (%K: K at once)")
       ->group(kSpecFlags);
   sub->add_flag("--one-per-node", c.one_per_node, "Each replica on a node of its own")->group(kSpecFlags);
-  sub->add_flag("--exclusive", c.exclusive, "Each replica holds a whole node, shared with no other job")->group(kSpecFlags);
+  sub->add_flag("--exclusive", c.exclusive, "Each replica holds a whole node, shared with no other job")
+      ->group(kSpecFlags);
   sub->add_option("--feature", c.features, "A node feature every node of the job must have; repeat for more")
       ->group(kSpecFlags);
   sub->add_option("--cpus", c.cpus, "CPUs per replica (4, 2.5, 500m)")->group(kSpecFlags);
@@ -308,23 +316,27 @@ void AddSpecFlags(CLI::App* sub, JobCommands& c) {
   sub->add_flag("--spot", c.spot, "May run on spot nodes (checkpointed and moved when the cloud reclaims one)")
       ->group(kSpecFlags);
   sub->add_option("--retry", c.retry, "Retries after a failure (default 3; 0: none)")->group(kSpecFlags);
-  sub->add_option("--env", c.env, "NAME=VALUE for the job's environment, or NAME to pass this shell's value; repeatable")
+  sub->add_option("--env", c.env,
+                  "NAME=VALUE for the job's environment, or NAME to pass this shell's value; repeatable")
       ->group(kSpecFlags)
       ->allow_extra_args(false);  // one value each time: a file after it stays the file
-  sub->add_option("--stdout", c.stdout_path, "Also write the output to this file, as the user (%j job, %t replica, %x name, ...)")
+  sub->add_option("--stdout", c.stdout_path,
+                  "Also write the output to this file, as the user (%j job, %t replica, %x name, ...)")
       ->group(kSpecFlags);
-  sub->add_option("--stderr", c.stderr_path, "Write errors to this file instead (else with --stdout)")->group(kSpecFlags);
+  sub->add_option("--stderr", c.stderr_path, "Write errors to this file instead (else with --stdout)")
+      ->group(kSpecFlags);
   sub->add_option("--chdir,-D", c.chdir, "Working directory on the node (default: this directory, as sbatch)")
       ->group(kSpecFlags);
-  sub->add_option("--image", c.image, "Run each replica in a container of this image (nvcr.io/nvidia/pytorch:24.05-py3)")
+  sub->add_option("--image", c.image,
+                  "Run each replica in a container of this image (nvcr.io/nvidia/pytorch:24.05-py3)")
       ->group(kSpecFlags);
   sub->add_option("--mount", c.mounts, "HOST:CONTAINER[:ro] into the container; repeatable")
       ->group(kSpecFlags)
       ->allow_extra_args(false);
 }
 
-StatusOr<std::string> SbatchSpec(const std::vector<std::string>& script_and_args, std::vector<SbatchOption> command_line,
-                                 Client& client) {
+StatusOr<std::string> SbatchSpec(const std::vector<std::string>& script_and_args,
+                                 std::vector<SbatchOption> command_line, Client& client) {
   JobCommands c;
   c.command = script_and_args;
   c.sbatch_command_line = std::move(command_line);

@@ -56,14 +56,30 @@ class Scanner {
       const char e = *p_++;
       char plain = 0;
       switch (e) {
-        case '"': plain = '"'; break;
-        case '\\': plain = '\\'; break;
-        case '/': plain = '/'; break;
-        case 'b': plain = '\b'; break;
-        case 'f': plain = '\f'; break;
-        case 'n': plain = '\n'; break;
-        case 'r': plain = '\r'; break;
-        case 't': plain = '\t'; break;
+        case '"':
+          plain = '"';
+          break;
+        case '\\':
+          plain = '\\';
+          break;
+        case '/':
+          plain = '/';
+          break;
+        case 'b':
+          plain = '\b';
+          break;
+        case 'f':
+          plain = '\f';
+          break;
+        case 'n':
+          plain = '\n';
+          break;
+        case 'r':
+          plain = '\r';
+          break;
+        case 't':
+          plain = '\t';
+          break;
         case 'u': {
           uint32_t cp = 0;
           if (!Hex4(cp)) return false;
@@ -186,7 +202,10 @@ class Scanner {
     cp = 0;
     for (int i = 0; i < 4; ++i) {
       const char c = *p_++;
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
       if (d < 0) return Fail("bad \\u escape");
       cp = cp * 16 + static_cast<uint32_t>(d);
     }

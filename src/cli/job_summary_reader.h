@@ -18,7 +18,7 @@ namespace muster::cli {
 // One item of the page: the fields a table shows (docs/api.md, view=summary).
 struct JobSummaryItem {
   std::string id, name, user, queue, priority, state, reason, submit_time;
-  int64_t gpus = 0;      // per replica
+  int64_t gpus = 0;  // per replica
   int64_t replicas = 1;
   std::vector<std::string> nodes;
 };

@@ -52,7 +52,6 @@ TEST(ReadJobSummaryPage, StopsAtTheLimitAndRefusesWhatIsNotJson) {
   EXPECT_EQ(calls, 1);
 }
 
-
 // What the reader should give for a page, worked out from the JSON
 // library's tree with the same rules: fields of the expected type only.
 std::vector<JobSummaryItem> Expected(const nlohmann::json& page) {
@@ -66,8 +65,12 @@ std::vector<JobSummaryItem> Expected(const nlohmann::json& page) {
         const std::string& k = m.key();
         const nlohmann::json& v = *m;
         if (v.is_string()) {
-          for (auto [name, field] : {std::pair{"name", &j.name}, {"user", &j.user}, {"queue", &j.queue},
-                                     {"priority", &j.priority}, {"state", &j.state}, {"reason", &j.reason},
+          for (auto [name, field] : {std::pair{"name", &j.name},
+                                     {"user", &j.user},
+                                     {"queue", &j.queue},
+                                     {"priority", &j.priority},
+                                     {"state", &j.state},
+                                     {"reason", &j.reason},
                                      {"submitTime", &j.submit_time}}) {
             if (k == name) *field = v.get<std::string>();
           }
@@ -112,19 +115,25 @@ bool ValidUtf8(std::string_view s) {
 TEST(ReadJobSummaryPage, AgreesWithTheJsonLibraryOnRandomPages) {
   std::mt19937 rng(7);
   const auto text = [&]() {
-    static const std::vector<std::string> pieces = {"a", "train", "\"q\"", "back\\slash", "tab\t", "\n",
-                                                    "caf\u00e9", "\u2028", "\U0001F600", "/", std::string(1, '\x01')};
+    static const std::vector<std::string> pieces = {
+        "a",      "train",      "\"q\"", "back\\slash",         "tab\t", "\n", "caf\u00e9",
+        "\u2028", "\U0001F600", "/",     std::string(1, '\x01')};
     std::string s;
     for (int i = rng() % 4; i > 0; --i) s += pieces[rng() % pieces.size()];
     return s;
   };
   const auto value = [&](int depth, auto&& self) -> nlohmann::json {
     switch (rng() % (depth > 2 ? 5 : 7)) {
-      case 0: return text();
-      case 1: return static_cast<int64_t>(rng()) - (1 << 30);
-      case 2: return rng() % 2 == 0;
-      case 3: return nullptr;
-      case 4: return 1.5 * (rng() % 100);
+      case 0:
+        return text();
+      case 1:
+        return static_cast<int64_t>(rng()) - (1 << 30);
+      case 2:
+        return rng() % 2 == 0;
+      case 3:
+        return nullptr;
+      case 4:
+        return 1.5 * (rng() % 100);
       case 5: {
         nlohmann::json a = nlohmann::json::array();
         for (int i = rng() % 3; i > 0; --i) a.push_back(self(depth + 1, self));
@@ -137,8 +146,8 @@ TEST(ReadJobSummaryPage, AgreesWithTheJsonLibraryOnRandomPages) {
       }
     }
   };
-  const std::vector<std::string> keys = {"id", "name", "user", "queue", "priority", "state", "reason",
-                                         "submitTime", "startTime", "gpus", "replicas", "nodes", "other"};
+  const std::vector<std::string> keys = {"id",         "name",      "user", "queue",    "priority", "state", "reason",
+                                         "submitTime", "startTime", "gpus", "replicas", "nodes",    "other"};
   int compared = 0;
   for (int round = 0; round < 3000; ++round) {
     nlohmann::json page = nlohmann::json::object();

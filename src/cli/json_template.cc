@@ -46,7 +46,8 @@ StatusOr<std::vector<Step>> ParsePath(std::string_view p, const char* what) {
       i = close + 1;
       if (inside == "*") {
         steps.push_back({Step::kAll, "", 0});
-      } else if (inside.size() >= 2 && (inside.front() == '\'' || inside.front() == '"') && inside.back() == inside.front()) {
+      } else if (inside.size() >= 2 && (inside.front() == '\'' || inside.front() == '"') &&
+                 inside.back() == inside.front()) {
         steps.push_back({Step::kField, std::string(inside.substr(1, inside.size() - 2)), 0});
       } else {
         int64_t n = 0;
@@ -113,10 +114,14 @@ StatusOr<std::string> Literal(std::string_view quoted) {
       continue;
     }
     const char c = ++i + 1 < quoted.size() ? quoted[i] : '\0';
-    if (c == 'n') out += '\n';
-    else if (c == 't') out += '\t';
-    else if (c == '"' || c == '\\') out += c;
-    else return InvalidArgument("unknown escape \\" + std::string(1, c) + " in " + std::string(quoted), "-o jsonpath");
+    if (c == 'n')
+      out += '\n';
+    else if (c == 't')
+      out += '\t';
+    else if (c == '"' || c == '\\')
+      out += c;
+    else
+      return InvalidArgument("unknown escape \\" + std::string(1, c) + " in " + std::string(quoted), "-o jsonpath");
   }
   return out;
 }
@@ -138,8 +143,10 @@ StatusOr<std::vector<Node>> Parse(std::string_view t, size_t& i, bool in_range) 
     size_t j = i + 1;
     bool quoted = false;
     for (; j < t.size() && (quoted || t[j] != '}'); ++j) {
-      if (t[j] == '\\' && quoted) ++j;
-      else if (t[j] == '"') quoted = !quoted;
+      if (t[j] == '\\' && quoted)
+        ++j;
+      else if (t[j] == '"')
+        quoted = !quoted;
     }
     if (j >= t.size()) return InvalidArgument("a { without its }", "-o jsonpath");
     std::string_view e = t.substr(i + 1, j - i - 1);
@@ -157,7 +164,8 @@ StatusOr<std::vector<Node>> Parse(std::string_view t, size_t& i, bool in_range) 
       ASSIGN_OR_RETURN(r.body, Parse(t, i, true));
       out.push_back(std::move(r));
     } else if (!e.empty() && e.front() == '"') {
-      if (e.size() < 2 || e.back() != '"') return InvalidArgument("an unclosed \" in {" + std::string(e) + "}", "-o jsonpath");
+      if (e.size() < 2 || e.back() != '"')
+        return InvalidArgument("an unclosed \" in {" + std::string(e) + "}", "-o jsonpath");
       ASSIGN_OR_RETURN(std::string lit, Literal(e));
       out.push_back({Node::kText, std::move(lit), {}, {}});
     } else {
@@ -174,7 +182,9 @@ StatusOr<std::vector<Node>> Parse(std::string_view t, size_t& i, bool in_range) 
 void Render(const std::vector<Node>& nodes, const json& current, std::string& out) {
   for (const Node& n : nodes) {
     switch (n.kind) {
-      case Node::kText: out += n.text; break;
+      case Node::kText:
+        out += n.text;
+        break;
       case Node::kPath: {
         bool first = true;
         for (const json* v : Eval(current, n.path)) {
@@ -208,9 +218,9 @@ StatusOr<std::vector<std::vector<std::string>>> CustomColumns(const json& items,
     std::string_view column = spec.substr(0, comma);
     const size_t colon = column.find(':');
     if (colon == std::string_view::npos || colon == 0) {
-      return InvalidArgument("each column is HEADER:PATH (ID:.id,STATE:.state), got \"" +
-                                 std::string(column.substr(0, 64)) + "\"",
-                             "-o custom-columns");
+      return InvalidArgument(
+          "each column is HEADER:PATH (ID:.id,STATE:.state), got \"" + std::string(column.substr(0, 64)) + "\"",
+          "-o custom-columns");
     }
     std::string_view path = column.substr(colon + 1);
     if (path.size() >= 2 && path.front() == '{' && path.back() == '}') path = path.substr(1, path.size() - 2);

@@ -50,8 +50,9 @@ StatusOr<LocalPostgres> LocalPostgres::Start(const std::string& dir) {
   pg.dir_ = dir;
   pg.bin_ = FindBin();
   if (pg.bin_.empty()) {
-    return FailedPrecondition("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): run "
-                              "scripts/install-deps.sh, or apt-get install postgresql-15");
+    return FailedPrecondition(
+        "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): run "
+        "scripts/install-deps.sh, or apt-get install postgresql-15");
   }
   std::error_code ec;
   fs::create_directories(dir, ec);

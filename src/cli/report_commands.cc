@@ -91,10 +91,12 @@ int Commit(ReportCommands& c, Client& client) {
   }
   std::error_code ec;
   const std::string dir = std::filesystem::absolute(c.dir, ec).lexically_normal().string();
-  auto written = checkpoint::WriteManifest(dir, c.job, static_cast<int32_t>(c.attempt), c.step, SystemClock().Now().millis());
+  auto written =
+      checkpoint::WriteManifest(dir, c.job, static_cast<int32_t>(c.attempt), c.step, SystemClock().Now().millis());
   if (!written.ok()) return Fail(written.status().message());
-  const json body = {{"attempt", c.attempt}, {"step", c.step},   {"location", dir},
-                     {"manifestSha256", written->manifest_sha256}, {"files", written->files}, {"bytes", written->bytes}};
+  const json body = {{"attempt", c.attempt},    {"step", c.step},
+                     {"location", dir},         {"manifestSha256", written->manifest_sha256},
+                     {"files", written->files}, {"bytes", written->bytes}};
   auto r = client.Post("/v1/jobs/" + std::to_string(c.job) + "/checkpoints", body.dump(), "application/json");
   if (!r.ok()) return Fail(r.status().message());
   if (r->status != 201) return Fail(Client::ErrorOf(*r).message());
@@ -111,8 +113,9 @@ int List(ReportCommands& c, Client& client) {
   std::printf("%-5s %-8s %-10s %-10s %-14s %s\n", "SEQ", "ATTEMPT", "STEP", "STATE", "SIZE", "LOCATION");
   for (const json& e : r->body.value("items", json::array())) {
     std::printf("%-5lld %-8d %-10lld %-10s %-14lld %s\n", static_cast<long long>(e.value("seq", int64_t{0})),
-                e.value("attempt", 0), static_cast<long long>(e.value("step", int64_t{0})), e.value("state", "").c_str(),
-                static_cast<long long>(e.value("bytes", int64_t{0})), e.value("location", "").c_str());
+                e.value("attempt", 0), static_cast<long long>(e.value("step", int64_t{0})),
+                e.value("state", "").c_str(), static_cast<long long>(e.value("bytes", int64_t{0})),
+                e.value("location", "").c_str());
     if (!e.value("note", "").empty()) std::printf("      %s\n", e.value("note", "").c_str());
   }
   return 0;
@@ -131,7 +134,8 @@ std::shared_ptr<ReportCommands> AddReportCommands(CLI::App& app) {
     sub->add_option("--job", c->job, "Job id (default $MUSTER_JOB_ID)");
     sub->add_option("--attempt", c->attempt, "Attempt (default $MUSTER_ATTEMPT)");
   };
-  c->progress = app.add_subcommand("progress", "Report a running job's progress (exits 3 when it should checkpoint and exit)");
+  c->progress =
+      app.add_subcommand("progress", "Report a running job's progress (exits 3 when it should checkpoint and exit)");
   common(c->progress, true);
   c->progress->add_option("--step", c->step, "The training step")->check(CLI::NonNegativeNumber);
   c->progress->add_option("--metric", c->metrics, "name=value, repeatable");
@@ -139,7 +143,8 @@ std::shared_ptr<ReportCommands> AddReportCommands(CLI::App& app) {
 
   CLI::App* checkpoint = app.add_subcommand("checkpoint", "Commit or list a job's checkpoints");
   checkpoint->require_subcommand(1);
-  c->commit = checkpoint->add_subcommand("commit", "Write DIR's manifest and register it as the job's newest checkpoint");
+  c->commit =
+      checkpoint->add_subcommand("commit", "Write DIR's manifest and register it as the job's newest checkpoint");
   common(c->commit, true);
   c->commit->add_option("dir", c->dir, "The checkpoint directory, below the job's checkpoint.dir")->required();
   c->commit->add_option("--step", c->step, "The training step it holds")->required()->check(CLI::NonNegativeNumber);

@@ -95,9 +95,10 @@ std::shared_ptr<ReservationCommands> AddReservationCommands(CLI::App& app) {
   c->create->add_option("--duration", c->duration, "Or how long it lasts (12h, 1-00:00:00)");
   c->create->add_option("--users", c->users, "Users whose jobs may use it, comma-separated")->delimiter(',');
   c->create->add_option("--queues", c->queues, "Queues whose jobs may use it, comma-separated")->delimiter(',');
-  c->create->add_option("--flags", c->flags,
-                        "IGNORE_JOBS (running jobs may run into the window), OVERLAP or MAINT (its nodes may be in "
-                        "other reservations too), comma-separated")
+  c->create
+      ->add_option("--flags", c->flags,
+                   "IGNORE_JOBS (running jobs may run into the window), OVERLAP or MAINT (its nodes may be in "
+                   "other reservations too), comma-separated")
       ->delimiter(',');
   c->list = top->add_subcommand("list", "Every reservation, by start");
   common(c->list);

@@ -27,7 +27,11 @@ std::optional<Time> SacctTime(const std::string& text, Time now) {
     char* end = nullptr;
     const long long n = std::strtoll(text.c_str() + 4, &end, 10);
     const std::string unit = end;
-    const int64_t secs = unit.empty() || unit[0] == 's' ? 1 : unit[0] == 'm' ? 60 : unit[0] == 'h' ? 3600 : unit[0] == 'd' ? 86400 : 0;
+    const int64_t secs = unit.empty() || unit[0] == 's' ? 1
+                         : unit[0] == 'm'               ? 60
+                         : unit[0] == 'h'               ? 3600
+                         : unit[0] == 'd'               ? 86400
+                                                        : 0;
     if (secs == 0 || n < 0) return std::nullopt;
     return now - Duration::Seconds(n * secs);
   }
@@ -85,7 +89,8 @@ std::optional<std::string> Value(const std::string& field, const SlurmJob& j, Ti
   if (f == "submit" || f == "eligible") return SlurmTime(j.submit);
   if (f == "elapsed") return SlurmDuration(elapsed, true);
   if (f == "elapsedraw") return std::to_string(elapsed);
-  if (f == "timelimit") return j.time_limit.is_infinite() ? "UNLIMITED" : SlurmDuration(j.time_limit.millis() / 1000, true);
+  if (f == "timelimit")
+    return j.time_limit.is_infinite() ? "UNLIMITED" : SlurmDuration(j.time_limit.millis() / 1000, true);
   if (f == "nnodes" || f == "allocnodes") return std::to_string(f == "allocnodes" && !j.start ? 0 : j.node_count);
   if (f == "nodelist") return j.nodes.empty() ? "None assigned" : CompressHostlist(j.nodes);
   if (f == "workdir") return j.work_dir;
@@ -104,10 +109,13 @@ std::optional<std::string> Value(const std::string& field, const SlurmJob& j, Ti
 
 int RunSacct(const std::vector<std::string>& args) {
   static constexpr CommandOption kOptions[] = {
-      {'j', "jobs", true}, {'u', "user", true}, {'a', "allusers"}, {'S', "starttime", true}, {'E', "endtime", true},
-      {'s', "state", true}, {0, "name", true}, {'o', "format", true}, {'P', "parsable2"}, {'p', "parsable"},
-      {'n', "noheader"}, {'X', "allocations"}, {'r', "partition", true}, {'A', "accounts", true}, {'q', "qos", true},
-      {'b', "brief"}, {'l', "long"}, {'D', "duplicates"}, {0, "noconvert"}, {'v', "verbose"}, {'L', "allclusters"},
+      {'j', "jobs", true},      {'u', "user", true},     {'a', "allusers"},
+      {'S', "starttime", true}, {'E', "endtime", true},  {'s', "state", true},
+      {0, "name", true},        {'o', "format", true},   {'P', "parsable2"},
+      {'p', "parsable"},        {'n', "noheader"},       {'X', "allocations"},
+      {'r', "partition", true}, {'A', "accounts", true}, {'q', "qos", true},
+      {'b', "brief"},           {'l', "long"},           {'D', "duplicates"},
+      {0, "noconvert"},         {'v', "verbose"},        {'L', "allclusters"},
   };
   auto cl = ReadCommandLine(args, kOptions);
   if (!cl.ok()) return Error(cl.status().message());
@@ -138,7 +146,7 @@ int RunSacct(const std::vector<std::string>& args) {
               : lower == "jobid"       ? 12
               : lower == "exitcode"    ? 8
               : lower == "start" || lower == "end" || lower == "submit" || lower == "eligible" ? 19
-                                       : 10;
+                                                                                               : 10;
     c.left = lower == "jobid" || lower == "jobidraw";
     columns.push_back(c);
   }
@@ -158,7 +166,7 @@ int RunSacct(const std::vector<std::string>& args) {
   for (std::string s : cl->List("state")) {
     for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     static const std::map<std::string, std::string> kShort = {
-        {"PD", "PENDING"}, {"R", "RUNNING"}, {"CD", "COMPLETED"}, {"F", "FAILED"}, {"CA", "CANCELLED"},
+        {"PD", "PENDING"}, {"R", "RUNNING"},    {"CD", "COMPLETED"},      {"F", "FAILED"},     {"CA", "CANCELLED"},
         {"TO", "TIMEOUT"}, {"NF", "NODE_FAIL"}, {"OOM", "OUT_OF_MEMORY"}, {"PR", "PREEMPTED"}, {"CG", "COMPLETING"}};
     states.insert(kShort.count(s) ? kShort.at(s) : s);
   }
@@ -196,7 +204,8 @@ int RunSacct(const std::vector<std::string>& args) {
     if (!names.empty() && !names.count(j.name)) continue;
     if (!partitions.empty() && !partitions.count(j.partition)) continue;
     if (!ids.empty() && std::none_of(ids.begin(), ids.end(), [&](const std::string& id) {
-          return id == j.IdText() || id == std::to_string(j.id) || (j.array_job > 0 && id == std::to_string(j.array_job));
+          return id == j.IdText() || id == std::to_string(j.id) ||
+                 (j.array_job > 0 && id == std::to_string(j.array_job));
         })) {
       continue;
     }

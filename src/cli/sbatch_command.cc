@@ -28,19 +28,32 @@ int Error(const std::string& message) {
 // sbatch's input environment variables: each stands for an option, which
 // overrides the script's directives and yields to the command line.
 constexpr std::pair<const char*, const char*> kInputVariables[] = {
-    {"SBATCH_ACCOUNT", "account"},         {"SBATCH_ARRAY_INX", "array"},
-    {"SBATCH_CLUSTERS", "clusters"},       {"SBATCH_CONSTRAINT", "constraint"},
-    {"SBATCH_EXCLUSIVE", "exclusive"},     {"SBATCH_EXPORT", "export"},
-    {"SBATCH_GPU_BIND", "gpu-bind"},       {"SBATCH_GPUS", "gpus"},
-    {"SBATCH_GPUS_PER_NODE", "gpus-per-node"}, {"SBATCH_GPUS_PER_TASK", "gpus-per-task"},
-    {"SBATCH_GRES", "gres"},               {"SBATCH_HINT", "hint"},
-    {"SBATCH_JOB_NAME", "job-name"},       {"SBATCH_MEM_PER_CPU", "mem-per-cpu"},
-    {"SBATCH_MEM_PER_GPU", "mem-per-gpu"}, {"SBATCH_MEM_PER_NODE", "mem"},
-    {"SBATCH_NO_REQUEUE", "no-requeue"},   {"SBATCH_OPEN_MODE", "open-mode"},
-    {"SBATCH_OVERCOMMIT", "overcommit"},   {"SBATCH_PARTITION", "partition"},
-    {"SBATCH_QOS", "qos"},                 {"SBATCH_REQUEUE", "requeue"},
-    {"SBATCH_RESERVATION", "reservation"}, {"SBATCH_SIGNAL", "signal"},
-    {"SBATCH_TIMELIMIT", "time"},          {"SBATCH_WAIT_ALL_NODES", "wait-all-nodes"},
+    {"SBATCH_ACCOUNT", "account"},
+    {"SBATCH_ARRAY_INX", "array"},
+    {"SBATCH_CLUSTERS", "clusters"},
+    {"SBATCH_CONSTRAINT", "constraint"},
+    {"SBATCH_EXCLUSIVE", "exclusive"},
+    {"SBATCH_EXPORT", "export"},
+    {"SBATCH_GPU_BIND", "gpu-bind"},
+    {"SBATCH_GPUS", "gpus"},
+    {"SBATCH_GPUS_PER_NODE", "gpus-per-node"},
+    {"SBATCH_GPUS_PER_TASK", "gpus-per-task"},
+    {"SBATCH_GRES", "gres"},
+    {"SBATCH_HINT", "hint"},
+    {"SBATCH_JOB_NAME", "job-name"},
+    {"SBATCH_MEM_PER_CPU", "mem-per-cpu"},
+    {"SBATCH_MEM_PER_GPU", "mem-per-gpu"},
+    {"SBATCH_MEM_PER_NODE", "mem"},
+    {"SBATCH_NO_REQUEUE", "no-requeue"},
+    {"SBATCH_OPEN_MODE", "open-mode"},
+    {"SBATCH_OVERCOMMIT", "overcommit"},
+    {"SBATCH_PARTITION", "partition"},
+    {"SBATCH_QOS", "qos"},
+    {"SBATCH_REQUEUE", "requeue"},
+    {"SBATCH_RESERVATION", "reservation"},
+    {"SBATCH_SIGNAL", "signal"},
+    {"SBATCH_TIMELIMIT", "time"},
+    {"SBATCH_WAIT_ALL_NODES", "wait-all-nodes"},
 };
 
 std::vector<SbatchOption> FromEnvironment() {
@@ -95,7 +108,8 @@ int RunSbatch(const std::vector<std::string>& args) {
       if (text.empty()) return Error("give the batch script's file, or the script on standard input");
     }
     char dir[] = "/tmp/muster-sbatch-XXXXXX";
-    if (::mkdtemp(dir) == nullptr) return Error(std::string("cannot make a temporary directory: ") + std::strerror(errno));
+    if (::mkdtemp(dir) == nullptr)
+      return Error(std::string("cannot make a temporary directory: ") + std::strerror(errno));
     made_dir = dir;
     const std::string file = made_dir + (wrap ? "/wrap" : "/sbatch");
     std::ofstream(file) << text;
@@ -108,7 +122,8 @@ int RunSbatch(const std::vector<std::string>& args) {
   if (!spec.ok()) return Error(spec.status().message());
   auto r = client.Post("/v1/jobs", *spec, "application/json", {{"Idempotency-Key", NewUuid()}});
   if (!r.ok()) return Error("Batch job submission failed: " + r.status().message());
-  if (r->status != 200 && r->status != 201) return Error("Batch job submission failed: " + Client::ErrorOf(*r).ToString());
+  if (r->status != 200 && r->status != 201)
+    return Error("Batch job submission failed: " + Client::ErrorOf(*r).ToString());
   const std::string id = r->body.contains("id") && r->body["id"].is_number_integer() ? r->body["id"].dump() : "?";
   std::cout << (parsable ? "" : "Submitted batch job ") << id << std::endl;
   if (!wait) return 0;
@@ -121,7 +136,8 @@ int RunSbatch(const std::vector<std::string>& args) {
     for (;;) {
       auto j = client.Get("/v1/jobs/" + std::to_string(job));
       if (!j.ok()) return Error("waiting for job " + std::to_string(job) + ": " + j.status().message());
-      if (j->status != 200) return Error("waiting for job " + std::to_string(job) + ": " + Client::ErrorOf(*j).message());
+      if (j->status != 200)
+        return Error("waiting for job " + std::to_string(job) + ": " + Client::ErrorOf(*j).message());
       const SlurmJob s = SlurmJobFromJson(j->body);
       if (s.Finished()) {
         const int code = s.state == "COMPLETED" ? 0 : s.exit_code.value_or(0) > 0 ? *s.exit_code : 1;

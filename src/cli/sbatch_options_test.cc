@@ -41,7 +41,7 @@ TEST(SbatchOptions, EveryPrefixResolvesAsTheRealSbatchResolvesIt) {
     auto o = ResolveSbatchOption(row.at("option"), /*with_pyxis=*/false);
     ASSERT_TRUE(o.ok()) << row.at("option");
     const std::string arg = row.at("argument");
-    EXPECT_EQ((*o)->argument, arg == "none" ? SbatchArgument::kNone
+    EXPECT_EQ((*o)->argument, arg == "none"       ? SbatchArgument::kNone
                               : arg == "optional" ? SbatchArgument::kOptional
                                                   : SbatchArgument::kRequired)
         << row.at("option");
@@ -110,7 +110,10 @@ std::vector<std::string> ProbeWords(const std::string& directive) {
   bool in_word = false, quoted = false;
   for (char ch : directive.substr(std::string("#SBATCH").size())) {
     if (quoted) {
-      if (ch == '"') quoted = false; else word += ch;
+      if (ch == '"')
+        quoted = false;
+      else
+        word += ch;
     } else if (ch == '"') {
       quoted = in_word = true;
     } else if (ch == ' ' || ch == '\t') {

@@ -92,11 +92,12 @@ int ShowJob(const std::vector<std::string>& args) {
                      ",node=" + std::to_string(s.node_count) + ",billing=" + std::to_string(s.cpus);
   if (s.gpus_per_node > 0) tres += ",gres/gpu=" + std::to_string(s.gpus_per_node * s.node_count);
   const std::string nodes = s.nodes.empty() ? "(null)" : CompressHostlist(s.nodes);
-  const std::optional<Time> begin =
-      j.contains("beginTime") && j["beginTime"].is_string() ? ParseRfc3339Utc(j["beginTime"].get<std::string>())
-                                                             : std::nullopt;
+  const std::optional<Time> begin = j.contains("beginTime") && j["beginTime"].is_string()
+                                        ? ParseRfc3339Utc(j["beginTime"].get<std::string>())
+                                        : std::nullopt;
   const std::string dependency = SlurmDependencyText(s, JobsByIdFrom(client));
-  const std::string limit = s.time_limit.is_infinite() ? "UNLIMITED" : SlurmDuration(s.time_limit.millis() / 1000, true);
+  const std::string limit =
+      s.time_limit.is_infinite() ? "UNLIMITED" : SlurmDuration(s.time_limit.millis() / 1000, true);
   std::ostringstream out;
   out << "JobId=" << s.id;
   if (s.array_job > 0) out << " ArrayJobId=" << s.array_job << " ArrayTaskId=" << s.array_task;
@@ -170,8 +171,8 @@ void PrintReservation(const json& r, const std::map<std::string, int64_t>& cpus_
   std::cout << "ReservationName=" << r.value("name", "") << " StartTime=" << SlurmTime(start)
             << " EndTime=" << SlurmTime(end)
             << " Duration=" << (start && end ? SlurmDuration((*end - *start).millis() / 1000, true) : "(null)") << "\n"
-            << "   Nodes=" << CompressHostlist(nodes) << " NodeCnt=" << nodes.size()
-            << " CoreCnt=" << cpus << " Features=(null) PartitionName=(null) Flags=" << flags << "\n"
+            << "   Nodes=" << CompressHostlist(nodes) << " NodeCnt=" << nodes.size() << " CoreCnt=" << cpus
+            << " Features=(null) PartitionName=(null) Flags=" << flags << "\n"
             << "   TRES=cpu=" << cpus << "\n"
             << "   Users=" << list("users") << " Groups=(null) Accounts=" << list("queues")
             << " Licenses=(null) State=" << (active ? "ACTIVE" : "INACTIVE") << " BurstBuffer=(null) Watts=n/a\n"
@@ -218,11 +219,11 @@ std::optional<Time> SlurmTimeArg(const std::string& v, Time now) {
     }
     const std::string unit = low.substr(4 + used);
     const int64_t scale = unit.empty() || unit.rfind("sec", 0) == 0 ? 1
-                          : unit.rfind("min", 0) == 0           ? 60
-                          : unit.rfind("hour", 0) == 0          ? 3600
-                          : unit.rfind("day", 0) == 0           ? 86400
-                          : unit.rfind("week", 0) == 0          ? 604800
-                                                                : -1;
+                          : unit.rfind("min", 0) == 0               ? 60
+                          : unit.rfind("hour", 0) == 0              ? 3600
+                          : unit.rfind("day", 0) == 0               ? 86400
+                          : unit.rfind("week", 0) == 0              ? 604800
+                                                                    : -1;
     if (scale < 0 || n < 0 || n > 10'000'000) return std::nullopt;
     return now + Duration::Seconds(n * scale);
   }
@@ -287,8 +288,9 @@ int CreateReservation(const std::vector<std::string>& args) {
     } else if (key == "flags") {
       body["flags"] = split();  // the server names a flag it does not take
     } else if (key == "partitionname" || key == "features" || key == "tres") {
-      return Error(args[i].substr(0, eq) + " is not supported here (a reservation holds named nodes for users or "
-                                           "queues)");
+      return Error(args[i].substr(0, eq) +
+                   " is not supported here (a reservation holds named nodes for users or "
+                   "queues)");
     } else {
       return Error("Invalid input: " + args[i]);
     }

@@ -14,8 +14,37 @@ namespace muster::cli {
 
 namespace {
 
-enum class Field { kPartition, kQos, kAccount, kName, kQueue, kPriority, kGpuType, kCpus, kMemory, kTime, kAfter, kChdir, kStdout, kStderr, kGpus, kReplicas, kHold, kSpot,
-                   kArray, kRetry, kEnv, kExport, kImage, kMounts, kSignal, kReservation, kEmptyOnly, kHonoured, kIgnored };
+enum class Field {
+  kPartition,
+  kQos,
+  kAccount,
+  kName,
+  kQueue,
+  kPriority,
+  kGpuType,
+  kCpus,
+  kMemory,
+  kTime,
+  kAfter,
+  kChdir,
+  kStdout,
+  kStderr,
+  kGpus,
+  kReplicas,
+  kHold,
+  kSpot,
+  kArray,
+  kRetry,
+  kEnv,
+  kExport,
+  kImage,
+  kMounts,
+  kSignal,
+  kReservation,
+  kEmptyOnly,
+  kHonoured,
+  kIgnored
+};
 
 struct Flag {
   Field field;
@@ -25,19 +54,33 @@ struct Flag {
   const char* ignored = " is ignored (it has no meaning here)";
 };
 
-
 // #MUSTER: muster submit's own flags.
 const std::map<std::string, Flag>& MusterFlags() {
   static const std::map<std::string, Flag> flags = {
-      {"--name", {Field::kName, true}},       {"--queue", {Field::kQueue, true}},   {"-q", {Field::kQueue, true}},
-      {"--priority", {Field::kPriority, true}}, {"--gpus", {Field::kGpus, true}},   {"--gpu-type", {Field::kGpuType, true}},
-      {"--replicas", {Field::kReplicas, true}}, {"--cpus", {Field::kCpus, true}},   {"--memory", {Field::kMemory, true}},
-      {"--time", {Field::kTime, true}},       {"-t", {Field::kTime, true}},         {"--after", {Field::kAfter, true}},
-      {"--hold", {Field::kHold, false}},      {"--chdir", {Field::kChdir, true}},   {"-D", {Field::kChdir, true}},
-      {"--stdout", {Field::kStdout, true}},   {"--stderr", {Field::kStderr, true}},
-      {"--array", {Field::kArray, true}},     {"--retry", {Field::kRetry, true}},   {"--env", {Field::kEnv, true}},
-      {"--image", {Field::kImage, true}},     {"--mount", {Field::kMounts, true}},
-      {"--spot", {Field::kSpot, false}},     {"--reservation", {Field::kReservation, true}},
+      {"--name", {Field::kName, true}},
+      {"--queue", {Field::kQueue, true}},
+      {"-q", {Field::kQueue, true}},
+      {"--priority", {Field::kPriority, true}},
+      {"--gpus", {Field::kGpus, true}},
+      {"--gpu-type", {Field::kGpuType, true}},
+      {"--replicas", {Field::kReplicas, true}},
+      {"--cpus", {Field::kCpus, true}},
+      {"--memory", {Field::kMemory, true}},
+      {"--time", {Field::kTime, true}},
+      {"-t", {Field::kTime, true}},
+      {"--after", {Field::kAfter, true}},
+      {"--hold", {Field::kHold, false}},
+      {"--chdir", {Field::kChdir, true}},
+      {"-D", {Field::kChdir, true}},
+      {"--stdout", {Field::kStdout, true}},
+      {"--stderr", {Field::kStderr, true}},
+      {"--array", {Field::kArray, true}},
+      {"--retry", {Field::kRetry, true}},
+      {"--env", {Field::kEnv, true}},
+      {"--image", {Field::kImage, true}},
+      {"--mount", {Field::kMounts, true}},
+      {"--spot", {Field::kSpot, false}},
+      {"--reservation", {Field::kReservation, true}},
   };
   return flags;
 }
@@ -46,23 +89,32 @@ const std::map<std::string, Flag>& MusterFlags() {
 // (slurm_request.h).
 const std::map<std::string, Flag>& SlurmFlags() {
   static const std::map<std::string, Flag> flags = {
-      {"--job-name", {Field::kName, true}},      {"--partition", {Field::kPartition, true}}, {"--qos", {Field::kQos, true}},
+      {"--job-name", {Field::kName, true}},
+      {"--partition", {Field::kPartition, true}},
+      {"--qos", {Field::kQos, true}},
       {"--account", {Field::kAccount, true}},
-      {"--time", {Field::kTime, true}},          {"--dependency", {Field::kAfter, true}},  {"--hold", {Field::kHold, false}},
-      {"--chdir", {Field::kChdir, true}},        {"--output", {Field::kStdout, true}},      {"--error", {Field::kStderr, true}},
+      {"--time", {Field::kTime, true}},
+      {"--dependency", {Field::kAfter, true}},
+      {"--hold", {Field::kHold, false}},
+      {"--chdir", {Field::kChdir, true}},
+      {"--output", {Field::kStdout, true}},
+      {"--error", {Field::kStderr, true}},
       {"--export", {Field::kExport, true}},
       // pyxis's flags (Slurm's container plugin): the image, and SRC:DST[:ro] mounts, comma-separated.
-      {"--container-image", {Field::kImage, true}}, {"--container-mounts", {Field::kMounts, true}},
+      {"--container-image", {Field::kImage, true}},
+      {"--container-mounts", {Field::kMounts, true}},
       // What Muster does anyway: a gang starts on all its nodes at once;
       // output files are appended to; sbatch's own output.
-      {"--wait-all-nodes", {Field::kHonoured, true}}, {"--parsable", {Field::kHonoured, false}},
+      {"--wait-all-nodes", {Field::kHonoured, true}},
+      {"--parsable", {Field::kHonoured, false}},
       {"--open-mode", {Field::kHonoured, true}},
       // Names that must exist to be honoured: empty, they ask for nothing.
       {"--reservation", {Field::kReservation, true}},
       {"--exclude", {Field::kEmptyOnly, true, "excluding nodes by name"}},
       {"--nodelist", {Field::kEmptyOnly, true, "choosing nodes by name"}},
       // Slurm's bookkeeping and hints: no effect on where or how the job runs here.
-      {"--mail-type", {Field::kIgnored, true}},  {"--mail-user", {Field::kIgnored, true}},
+      {"--mail-type", {Field::kIgnored, true}},
+      {"--mail-user", {Field::kIgnored, true}},
       {"--comment", {Field::kIgnored, true}},
       {"--requeue", {Field::kIgnored, false, " is ignored (a job whose node is lost is always requeued here)"}},
       {"--no-requeue", {Field::kIgnored, false, " is ignored (a job whose node is lost is always requeued here)"}},
@@ -100,7 +152,8 @@ StatusOr<ScriptSettings::LimitSignal> ReadSignalOption(const std::string& value,
     rest = rest.substr(0, at);
   }
   const std::optional<int> number = SignalNumber(rest);
-  if (!number) return InvalidArgument(where + "=" + value + ": \"" + rest + "\" is not a signal name or number (1 to 64)");
+  if (!number)
+    return InvalidArgument(where + "=" + value + ": \"" + rest + "\" is not a signal name or number (1 to 64)");
   out.signal = SignalName(*number);
   return out;
 }
@@ -182,8 +235,8 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
   for (int number = 1; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const size_t first = line.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;        // blank
-    if (line[first] != '#') break;                   // the first command: directives end
+    if (first == std::string::npos) continue;  // blank
+    if (line[first] != '#') break;             // the first command: directives end
     const std::string text = line.substr(first);
     // sbatch reads #SBATCH only at the start of a line: indented, it is a comment.
     const bool muster = text.rfind("#MUSTER", 0) == 0, slurm = first == 0 && text.rfind("#SBATCH", 0) == 0;
@@ -195,8 +248,10 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
       continue;  // a comment (or the #! line)
     }
     const std::string prefix = muster ? "#MUSTER" : "#SBATCH";
-    Directive d{slurm, file + " line " + std::to_string(number) + ": " + prefix + " ",
-                Words(text.substr(prefix.size()), slurm), {}};
+    Directive d{slurm,
+                file + " line " + std::to_string(number) + ": " + prefix + " ",
+                Words(text.substr(prefix.size()), slurm),
+                {}};
     // #SBATCH words are read as sbatch reads them (abbreviations, short
     // forms, optional arguments), each option by its full name.
     if (slurm) {
@@ -256,38 +311,69 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
           if (slurm) {
             // Slurm takes any name; Muster's are [A-Za-z0-9._-], from a letter or digit.
             std::string name;
-            for (char ch : value) name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-' ? ch : '-';
+            for (char ch : value)
+              name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-' ? ch : '-';
             name.erase(0, std::min(name.find_first_not_of("._-"), name.size()));
             if (name.size() > 128) name.resize(128);
             if (name != value) {
-              out.warnings.push_back(where + "=" + value + ": the job is named " + (name.empty() ? "after the file" : name) +
-                                     " (names are letters, digits and ._-)");
+              out.warnings.push_back(where + "=" + value + ": the job is named " +
+                                     (name.empty() ? "after the file" : name) + " (names are letters, digits and ._-)");
               out.name = name.empty() ? std::nullopt : std::optional<std::string>(name);
             }
           }
           break;
-        case Field::kQueue: out.queue = value; break;
+        case Field::kQueue:
+          out.queue = value;
+          break;
         // The server maps Slurm's names (api/slurm_mapping.h).
-        case Field::kPartition: out.slurm_partition = value; break;
-        case Field::kQos: out.slurm_qos = value; break;
-        case Field::kAccount: out.slurm_account = value; break;
-        case Field::kPriority: out.priority = value; break;
-        case Field::kGpuType: out.gpu_type = value; break;
-        case Field::kCpus: out.cpus = value; break;
-        case Field::kAfter: out.after = value; break;
-        case Field::kChdir: out.chdir = value; break;
-        case Field::kStdout: out.stdout_path = value; break;
-        case Field::kStderr: out.stderr_path = value; break;
-        case Field::kHold: out.hold = true; break;
-        case Field::kSpot: out.spot = true; break;
-        case Field::kMemory: out.memory = value; break;
+        case Field::kPartition:
+          out.slurm_partition = value;
+          break;
+        case Field::kQos:
+          out.slurm_qos = value;
+          break;
+        case Field::kAccount:
+          out.slurm_account = value;
+          break;
+        case Field::kPriority:
+          out.priority = value;
+          break;
+        case Field::kGpuType:
+          out.gpu_type = value;
+          break;
+        case Field::kCpus:
+          out.cpus = value;
+          break;
+        case Field::kAfter:
+          out.after = value;
+          break;
+        case Field::kChdir:
+          out.chdir = value;
+          break;
+        case Field::kStdout:
+          out.stdout_path = value;
+          break;
+        case Field::kStderr:
+          out.stderr_path = value;
+          break;
+        case Field::kHold:
+          out.hold = true;
+          break;
+        case Field::kSpot:
+          out.spot = true;
+          break;
+        case Field::kMemory:
+          out.memory = value;
+          break;
         case Field::kTime:
           out.time = SlurmTimeLimit(value);
           break;
         case Field::kEnv:
           out.env.push_back(value);
           break;
-        case Field::kImage: out.image = value; break;
+        case Field::kImage:
+          out.image = value;
+          break;
         case Field::kMounts: {
           std::stringstream list(value);
           for (std::string item; std::getline(list, item, ',');) {
@@ -327,7 +413,8 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
         case Field::kSignal: {
           ASSIGN_OR_RETURN(ScriptSettings::LimitSignal signal, ReadSignalOption(value, where));
           if (value.find(':') != std::string::npos && value.substr(0, value.find(':')).find('R') != std::string::npos) {
-            out.warnings.push_back(where + "=" + value + ": R: is ignored (a reservation's end does not stop jobs here)");
+            out.warnings.push_back(where + "=" + value +
+                                   ": R: is ignored (a reservation's end does not stop jobs here)");
           }
           out.limit_signal = signal;
           break;
@@ -340,9 +427,10 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
           break;
         case Field::kEmptyOnly:
           // The last one counts (sbatch's command line comes last).
-          empty_only[flag] = value.empty() ? "" : where + "=" + value + ": " + f.ignored +
-                                                      " is not supported here; leave it out, or give it empty on the "
-                                                      "command line";
+          empty_only[flag] = value.empty() ? ""
+                                           : where + "=" + value + ": " + f.ignored +
+                                                 " is not supported here; leave it out, or give it empty on the "
+                                                 "command line";
           break;
         case Field::kIgnored:
           out.warnings.push_back(where + f.ignored);
@@ -358,8 +446,8 @@ StatusOr<ScriptSettings> ReadScriptDirectives(const std::string& script, const s
     // As sbatch: without --export, the submitting environment goes along.
     if (!export_given) out.export_all = true;
     int64_t largest = 0;
-    const bool needs_nodes = slurm_request.ntasks && !slurm_request.nodes_min && !slurm_request.ntasks_per_node &&
-                             !slurm_request.overcommit;
+    const bool needs_nodes =
+        slurm_request.ntasks && !slurm_request.nodes_min && !slurm_request.ntasks_per_node && !slurm_request.overcommit;
     if (needs_nodes && largest_node_cpus) {
       ASSIGN_OR_RETURN(largest, largest_node_cpus());
     }

@@ -35,9 +35,9 @@ struct ScriptSettings {
   std::optional<std::string> name, queue, priority, gpu_type, cpus, memory, time, after, chdir, stdout_path,
       stderr_path, image;
   std::optional<std::string> reservation;  // an admin reservation's name (--reservation)
-  std::vector<std::string> mounts;  // HOST:CONTAINER[:ro] (pyxis's --container-mounts, #MUSTER --mount)
-  std::optional<int64_t> gpus, replicas, array, retry;  // gpus: per replica
-  std::optional<std::string> array_indices;  // #SBATCH --array, in Slurm's syntax
+  std::vector<std::string> mounts;         // HOST:CONTAINER[:ro] (pyxis's --container-mounts, #MUSTER --mount)
+  std::optional<int64_t> gpus, replicas, array, retry;                   // gpus: per replica
+  std::optional<std::string> array_indices;                              // #SBATCH --array, in Slurm's syntax
   std::optional<std::string> slurm_partition, slurm_qos, slurm_account;  // the spec's slurm names
   bool one_per_node = false, exclusive = false;
   std::vector<std::string> features;  // required node features

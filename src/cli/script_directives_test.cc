@@ -18,8 +18,9 @@ std::string Error(const std::string& script) {
 }
 
 TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
-  ScriptSettings s = Read("#!/bin/bash\n#SBATCH --job-name='my job' -N 2-2\n#SBATCH --gres=gpu:a100:4 --mem 4000\n"
-                          "#SBATCH -t 1-00:00:00 -c8 -p research -q high\n#SBATCH -d afterok:3 -H -D /data\npython x.py\n");
+  ScriptSettings s = Read(
+      "#!/bin/bash\n#SBATCH --job-name='my job' -N 2-2\n#SBATCH --gres=gpu:a100:4 --mem 4000\n"
+      "#SBATCH -t 1-00:00:00 -c8 -p research -q high\n#SBATCH -d afterok:3 -H -D /data\npython x.py\n");
   EXPECT_EQ(s.name, "my-job") << "a Muster name: letters, digits and ._-";
   EXPECT_EQ(s.replicas, 2);
   EXPECT_EQ(s.gpus, 4);
@@ -35,7 +36,8 @@ TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
   EXPECT_TRUE(s.hold);
   EXPECT_EQ(s.chdir, "/data");
   ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_EQ(s.warnings[0], "job.sh line 2: #SBATCH --job-name=my job: the job is named my-job (names are letters, digits and ._-)");
+  EXPECT_EQ(s.warnings[0],
+            "job.sh line 2: #SBATCH --job-name=my job: the job is named my-job (names are letters, digits and ._-)");
 
   s = Read("#SBATCH --gpus=h100:16 --nodes=2 --mem=1t -t 45\n");
   EXPECT_EQ(s.gpus, 8) << "the job's total, divided among its nodes";
@@ -50,8 +52,9 @@ TEST(ScriptDirectives, SlurmFlagsMapOntoTheSpecWithSlurmsUnits) {
 }
 
 TEST(ScriptDirectives, ContainerImageAndMountsAsPyxisAndMusterSayThem) {
-  ScriptSettings s = Read("#!/bin/bash\n#SBATCH --container-image=nvcr.io/nvidia/pytorch:24.05-py3\n"
-                          "#SBATCH --container-mounts=/data:/data:ro,/scratch:/scratch\npython x.py\n");
+  ScriptSettings s = Read(
+      "#!/bin/bash\n#SBATCH --container-image=nvcr.io/nvidia/pytorch:24.05-py3\n"
+      "#SBATCH --container-mounts=/data:/data:ro,/scratch:/scratch\npython x.py\n");
   EXPECT_EQ(s.image, "nvcr.io/nvidia/pytorch:24.05-py3");
   EXPECT_EQ(s.mounts, (std::vector<std::string>{"/data:/data:ro", "/scratch:/scratch"}));
   s = Read("#MUSTER --image ubuntu:22.04 --mount /d:/in:ro --mount /o\n");
@@ -63,8 +66,9 @@ TEST(ScriptDirectives, ContainerImageAndMountsAsPyxisAndMusterSayThem) {
 TEST(ScriptDirectives, EnvironmentAndRetries) {
   // sbatch's --export: the last one counts; a list without ALL is all the
   // job gets; #MUSTER --env comes after and wins.
-  ScriptSettings s = Read("#SBATCH --export=ALL\n#SBATCH --export=NONE,PYTHONPATH,MODE=fast\n"
-                          "#MUSTER --env CUDA_LAUNCH_BLOCKING=1 --retry 0\n");
+  ScriptSettings s = Read(
+      "#SBATCH --export=ALL\n#SBATCH --export=NONE,PYTHONPATH,MODE=fast\n"
+      "#MUSTER --env CUDA_LAUNCH_BLOCKING=1 --retry 0\n");
   EXPECT_EQ(s.env, (std::vector<std::string>{"PYTHONPATH", "MODE=fast", "CUDA_LAUNCH_BLOCKING=1"}));
   EXPECT_FALSE(s.export_all);
   EXPECT_EQ(s.retry, 0);
@@ -77,8 +81,9 @@ TEST(ScriptDirectives, EnvironmentAndRetries) {
 }
 
 TEST(ScriptDirectives, EndAtTheFirstCommandAndSkipOtherComments) {
-  const ScriptSettings s = Read("#!/bin/sh\n\n# SBATCH --gpus=1 (a comment: a space after #)\n  #MUSTER --gpus 2\n"
-                                "echo hi\n#MUSTER --gpus 3\n");
+  const ScriptSettings s = Read(
+      "#!/bin/sh\n\n# SBATCH --gpus=1 (a comment: a space after #)\n  #MUSTER --gpus 2\n"
+      "echo hi\n#MUSTER --gpus 3\n");
   EXPECT_EQ(s.gpus, 2);
   EXPECT_EQ(Read("#MUSTER --array 5 --hold --time=2h\n").array, 5);
   EXPECT_TRUE(Read("#MUSTER --spot\n").spot);
@@ -99,7 +104,8 @@ TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine
   EXPECT_EQ(Error("#MUSTER --gpu 2\n"), "job.sh line 1: #MUSTER --gpu is not a muster submit flag");
   EXPECT_EQ(Error("#MUSTER --gpus\n"), "job.sh line 1: #MUSTER --gpus needs a value");
   EXPECT_EQ(Error("#MUSTER --hold=yes\n"), "job.sh line 1: #MUSTER --hold takes no value");
-  EXPECT_EQ(Error("#SBATCH -N 4-1\n"), "job.sh line 1: #SBATCH -N (--nodes): expected a node count N or a range MIN-MAX, got \"4-1\"");
+  EXPECT_EQ(Error("#SBATCH -N 4-1\n"),
+            "job.sh line 1: #SBATCH -N (--nodes): expected a node count N or a range MIN-MAX, got \"4-1\"");
   // Read as sbatch reads them: only at the start of a line, a '#' ending
   // the line even inside a word, abbreviations, ambiguity, unknown options,
   // stray words.
@@ -113,7 +119,9 @@ TEST(ScriptDirectives, BookkeepingIsIgnoredWithAWarningAndTheRestIsRefusedByLine
   EXPECT_EQ(Error("#SBATCH --no-such-option\n"), "job.sh line 1: #SBATCH --no-such-option is not an sbatch option");
   EXPECT_EQ(Error("#SBATCH --nodes=2 plain\n"),
             "job.sh line 1: #SBATCH \"plain\" is not an option (sbatch refuses the script: invalid directive)");
-  EXPECT_EQ(Error("#SBATCH --gres=mps:100\n"), "job.sh line 1: #SBATCH --gres: only GPUs can be asked for as a generic resource (gpu[:type]:N), got \"mps:100\"");
+  EXPECT_EQ(Error("#SBATCH --gres=mps:100\n"),
+            "job.sh line 1: #SBATCH --gres: only GPUs can be asked for as a generic resource (gpu[:type]:N), got "
+            "\"mps:100\"");
   EXPECT_EQ(Error("#SBATCH --gpus=6 -N 4\n"), "job.sh: #SBATCH --gpus=6 cannot be divided evenly among 4 nodes");
   EXPECT_EQ(Error("#SBATCH --gpus=8 --gpus-per-node=4\n"),
             "job.sh: #SBATCH --gpus (the job's total) and a per-node GPU count were both given");

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "common/quantity.h"
 #include "scheduler/policy_registry.h"
@@ -16,8 +16,7 @@ namespace muster::cli {
 
 CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   CLI::App* sim = app.add_subcommand("sim", "Replay a job trace through the scheduler under a simulated clock");
-  sim->add_option("trace", f.trace, "Normalized trace CSV (job_id,submit_time,num_gpus,duration,...)")
-      ->required();
+  sim->add_option("trace", f.trace, "Normalized trace CSV (job_id,submit_time,num_gpus,duration,...)")->required();
   sim->add_option("--cluster", f.cluster_file, "Cluster YAML file (see docs/simulation.md)");
   sim->add_option("--nodes", f.nodes, "Cluster as COUNTxGPUS, e.g. 80x8");
   sim->add_option("--nodes-per-leaf", f.nodes_per_leaf, "Nodes under one leaf switch (with --nodes)");
@@ -27,8 +26,9 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--policy", f.policy, "muster (default), fifo, fifo-skip, sjf or las (with --preemption)");
   sim->add_option("--time-limit-factor", f.time_limit_factor,
                   "Each job's time limit is this factor x its duration (default 2)");
-  sim->add_option("--time-limit", f.time_limit,
-                  "Every job's time limit, as a site's (e.g. 7d); longer jobs end at it (instead of --time-limit-factor)");
+  sim->add_option(
+      "--time-limit", f.time_limit,
+      "Every job's time limit, as a site's (e.g. 7d); longer jobs end at it (instead of --time-limit-factor)");
   sim->add_option("--backfill-by", f.backfill_by,
                   "limit (default) or prediction (each user's last two run times, at most the limit)");
   sim->add_option("--output,-o", f.output, "text (default) or json");
@@ -37,8 +37,7 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--starvation-threshold", f.starvation_threshold,
                   "Wait after which a job always gets a reservation (e.g. 8h)");
   sim->add_option("--seed", f.seed, "Seed for every random choice (runtime noise)");
-  sim->add_option("--runtime-noise", f.runtime_noise,
-                  "Actual run time = duration x U(1-x, 1+x), in [0, 1)");
+  sim->add_option("--runtime-noise", f.runtime_noise, "Actual run time = duration x U(1-x, 1+x), in [0, 1)");
   sim->add_option("--audit-every", f.audit_every, "Full invariant audit every N events (1 = every event)");
   sim->add_option("--limit", f.limit, "Replay only the first N jobs by submit time");
   sim->add_option("--age-points-per-hour", f.age_points_per_hour, "Priority points per hour waited");
@@ -47,7 +46,8 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--fair-share-weight", f.fair_share_weight,
                   "Fair-share priority points between tenants (default 5000; 0 = off)");
   sim->add_option("--half-life", f.half_life, "Half-life of fair-share usage (default 7d)");
-  sim->add_flag("--equal-shares", f.equal_shares, "Give every tenant the same share (ignore the cluster file's queues)");
+  sim->add_flag("--equal-shares", f.equal_shares,
+                "Give every tenant the same share (ignore the cluster file's queues)");
   sim->add_flag("--preemption", f.preemption,
                 "Higher classes preempt lower ones, queues reclaim their guarantees (every class is preemptible)");
   sim->add_flag("--reclaim-past-guarantee", f.reclaim_past_guarantee,
@@ -56,8 +56,9 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--checkpoint-interval", f.checkpoint_interval,
                   "Jobs checkpoint after each interval of progress; a victim loses the rest (default 30m)");
   sim->add_option("--restart-cost", f.restart_cost, "Time a preempted job spends restarting (default 1m)");
-  sim->add_option("--elastic-min", f.elastic_min,
-                  "Gangs of 2+ replicas are elastic, from this fraction of their replicas (rounded up) to all (0 = fixed)");
+  sim->add_option(
+      "--elastic-min", f.elastic_min,
+      "Gangs of 2+ replicas are elastic, from this fraction of their replicas (rounded up) to all (0 = fixed)");
   sim->add_option("--high-priority-fraction", f.high_priority_fraction,
                   "Put this fraction of jobs (seeded) in class p1, for traces without priorities");
   sim->add_option("--node-failure", f.node_failures,
@@ -72,8 +73,9 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
   sim->add_option("--stories", f.stories, "Write each job's story (events, attempts, final state) to this file");
   sim->add_option("--reclaims", f.reclaims,
                   "CSV of spot reclaim notices, time_s,node: the node is drained, its jobs checkpoint and move");
-  sim->add_option("--reclaim-burst", f.reclaim_bursts,
-                  "SECONDS:FRACTION: notices for that fraction of the spot nodes (seeded) within a minute (repeatable)");
+  sim->add_option(
+      "--reclaim-burst", f.reclaim_bursts,
+      "SECONDS:FRACTION: notices for that fraction of the spot nodes (seeded) within a minute (repeatable)");
   sim->add_option("--reclaim-notice", f.reclaim_notice, "Time from a reclaim notice to the node's loss (default 2m)");
   sim->add_option("--reclaim-downtime", f.reclaim_downtime,
                   "A reclaimed node comes back this long after its loss (default 0s: never)");
@@ -83,8 +85,9 @@ CLI::App* AddSimCommand(CLI::App& app, SimFlags& f) {
                   "Checkpoint storage bandwidth the writes at reclaim notices share, GB/s (default 0: unlimited)");
   sim->add_option("--spot-fraction", f.spot_fraction,
                   "Fraction of jobs (seeded) that may run on spot nodes (default 1); the others need on-demand nodes");
-  sim->add_option("--checkpointing-fraction", f.checkpointing_fraction,
-                  "Fraction of jobs (seeded) that checkpoint (default 1); the others lose their whole run when stopped");
+  sim->add_option(
+      "--checkpointing-fraction", f.checkpointing_fraction,
+      "Fraction of jobs (seeded) that checkpoint (default 1); the others lose their whole run when stopped");
   sim->add_option("--spot-checkpoint-interval", f.spot_checkpoint_interval,
                   "Jobs that checkpoint at least this often go to spot nodes first, the others to on-demand first "
                   "(default 1h; 0s: no preference)");
@@ -168,11 +171,12 @@ int RunSim(const SimFlags& f) {
   opts.preemption = f.preemption;
   opts.scheduler.preemption.enabled = f.preemption;
   opts.scheduler.preemption.reclaim_past_guarantee = f.reclaim_past_guarantee;
-  for (const auto& [flag, text, out] : {std::tuple{"--min-run-time", &f.min_run_time, &opts.scheduler.preemption.min_run_time},
-                                        std::tuple{"--checkpoint-interval", &f.checkpoint_interval, &opts.checkpoint_interval},
-                                        std::tuple{"--restart-cost", &f.restart_cost, &opts.restart_cost},
-                                        std::tuple{"--spot-checkpoint-interval", &f.spot_checkpoint_interval,
-                                                   &opts.scheduler.spot_checkpoint_interval}}) {
+  for (const auto& [flag, text, out] :
+       {std::tuple{"--min-run-time", &f.min_run_time, &opts.scheduler.preemption.min_run_time},
+        std::tuple{"--checkpoint-interval", &f.checkpoint_interval, &opts.checkpoint_interval},
+        std::tuple{"--restart-cost", &f.restart_cost, &opts.restart_cost},
+        std::tuple{"--spot-checkpoint-interval", &f.spot_checkpoint_interval,
+                   &opts.scheduler.spot_checkpoint_interval}}) {
     auto d = ParseDuration(*text);
     if (!d.ok()) return fail(d.status().WithFieldPrefix(flag));
     *out = *d;
@@ -183,16 +187,16 @@ int RunSim(const SimFlags& f) {
     const size_t at = failure.rfind('@');
     int64_t seconds = -1;
     if (at == std::string::npos || at == 0 || at + 1 == failure.size() ||
-        failure.find_first_not_of("0123456789", at + 1) != std::string::npos ||
-        failure.size() - at - 1 > 12 || (seconds = std::stoll(failure.substr(at + 1))) < 0) {
-      return fail(InvalidArgument("must be NODE@SECONDS (e.g. gpu-3@3600), got \"" + failure + "\"",
-                                  "--node-failure"));
+        failure.find_first_not_of("0123456789", at + 1) != std::string::npos || failure.size() - at - 1 > 12 ||
+        (seconds = std::stoll(failure.substr(at + 1))) < 0) {
+      return fail(InvalidArgument("must be NODE@SECONDS (e.g. gpu-3@3600), got \"" + failure + "\"", "--node-failure"));
     }
     opts.node_failures.push_back({failure.substr(0, at), seconds});
   }
-  for (const auto& [flag, text, out] : {std::tuple{"--unreachable-after", &f.unreachable_after, &opts.liveness.unreachable_after},
-                                        std::tuple{"--lost-after", &f.lost_after, &opts.liveness.lost_after},
-                                        std::tuple{"--lease", &f.lease, &opts.liveness.lease}}) {
+  for (const auto& [flag, text, out] :
+       {std::tuple{"--unreachable-after", &f.unreachable_after, &opts.liveness.unreachable_after},
+        std::tuple{"--lost-after", &f.lost_after, &opts.liveness.lost_after},
+        std::tuple{"--lease", &f.lease, &opts.liveness.lease}}) {
     auto d = ParseDuration(*text);
     if (!d.ok()) return fail(d.status().WithFieldPrefix(flag));
     *out = *d;
@@ -207,14 +211,16 @@ int RunSim(const SimFlags& f) {
     const size_t colon = burst.find(':');
     char* end = nullptr;
     const double fraction = colon == std::string::npos ? -1 : std::strtod(burst.c_str() + colon + 1, &end);
-    if (colon == std::string::npos || colon == 0 || colon > 12 ||
-        burst.find_first_not_of("0123456789") != colon || end == nullptr || *end != '\0' || !(fraction > 0 && fraction <= 1)) {
-      return fail(InvalidArgument("must be SECONDS:FRACTION (e.g. 7200:0.2), got \"" + burst + "\"", "--reclaim-burst"));
+    if (colon == std::string::npos || colon == 0 || colon > 12 || burst.find_first_not_of("0123456789") != colon ||
+        end == nullptr || *end != '\0' || !(fraction > 0 && fraction <= 1)) {
+      return fail(
+          InvalidArgument("must be SECONDS:FRACTION (e.g. 7200:0.2), got \"" + burst + "\"", "--reclaim-burst"));
     }
     opts.reclaim_bursts.push_back({std::stoll(burst.substr(0, colon)), fraction});
   }
-  for (const auto& [flag, text, out] : {std::tuple{"--reclaim-notice", &f.reclaim_notice, &opts.reclaim_notice},
-                                        std::tuple{"--reclaim-downtime", &f.reclaim_downtime, &opts.reclaim_downtime}}) {
+  for (const auto& [flag, text, out] :
+       {std::tuple{"--reclaim-notice", &f.reclaim_notice, &opts.reclaim_notice},
+        std::tuple{"--reclaim-downtime", &f.reclaim_downtime, &opts.reclaim_downtime}}) {
     auto d = ParseDuration(*text);
     if (!d.ok()) return fail(d.status().WithFieldPrefix(flag));
     *out = *d;

@@ -43,14 +43,14 @@ struct SimFlags {
   std::string checkpoint_interval = "30m";
   std::string restart_cost = "1m";
   double high_priority_fraction = 0;
-  double elastic_min = 0;  // --elastic-min
+  double elastic_min = 0;                  // --elastic-min
   std::vector<std::string> node_failures;  // NODE@SECONDS
   std::string unreachable_after = "20s";
   std::string lost_after = "120s";
   std::string lease = "60s";
-  std::string stories;                     // file for each job's story
-  std::string reclaims;                    // CSV of reclaim notices: time_s,node
-  std::vector<std::string> reclaim_bursts; // SECONDS:FRACTION
+  std::string stories;                      // file for each job's story
+  std::string reclaims;                     // CSV of reclaim notices: time_s,node
+  std::vector<std::string> reclaim_bursts;  // SECONDS:FRACTION
   std::string reclaim_notice = "2m";
   std::string reclaim_downtime = "0s";
   double checkpoint_gb_per_gpu = 10;

@@ -59,8 +59,8 @@ NodeView NodeFromJson(const json& n) {
 
 std::string Header(char field) {
   static const std::map<char, std::string> kTitles = {
-      {'P', "PARTITION"}, {'R', "PARTITION"}, {'a', "AVAIL"},  {'l', "TIMELIMIT"}, {'D', "NODES"},
-      {'t', "STATE"},     {'T', "STATE"},     {'N', "NODELIST"}, {'n', "HOSTNAMES"}, {'c', "CPUS"},
+      {'P', "PARTITION"}, {'R', "PARTITION"}, {'a', "AVAIL"},          {'l', "TIMELIMIT"},    {'D', "NODES"},
+      {'t', "STATE"},     {'T', "STATE"},     {'N', "NODELIST"},       {'n', "HOSTNAMES"},    {'c', "CPUS"},
       {'m', "MEMORY"},    {'G', "GRES"},      {'f', "AVAIL_FEATURES"}, {'C', "CPUS(A/I/O/T)"}};
   auto it = kTitles.find(field);
   return it != kTitles.end() ? it->second : std::string(1, field);
@@ -70,8 +70,9 @@ std::string Header(char field) {
 
 int RunSinfo(const std::vector<std::string>& args) {
   static constexpr CommandOption kOptions[] = {
-      {'N', "Node"}, {'h', "noheader"}, {'o', "format", true}, {'p', "partition", true}, {'t', "states", true},
-      {'n', "nodes", true}, {'l', "long"}, {'a', "all"}, {'v', "verbose"}, {'s', "summarize"}, {'e', "exact"},
+      {'N', "Node"},         {'h', "noheader"},    {'o', "format", true}, {'p', "partition", true},
+      {'t', "states", true}, {'n', "nodes", true}, {'l', "long"},         {'a', "all"},
+      {'v', "verbose"},      {'s', "summarize"},   {'e', "exact"},
   };
   auto cl = ReadCommandLine(args, kOptions);
   if (!cl.ok()) return Error(cl.status().message());
@@ -117,7 +118,8 @@ int RunSinfo(const std::vector<std::string>& args) {
   std::vector<NodeView> nodes;
   for (const json& n : nodes_answer->body.value("items", json::array())) {
     NodeView v = NodeFromJson(n);
-    if (!wanted_nodes.empty() && std::find(wanted_nodes.begin(), wanted_nodes.end(), v.name) == wanted_nodes.end()) continue;
+    if (!wanted_nodes.empty() && std::find(wanted_nodes.begin(), wanted_nodes.end(), v.name) == wanted_nodes.end())
+      continue;
     std::string bare = v.state;
     if (!bare.empty() && bare.back() == '*') bare.pop_back();
     if (!wanted_states.empty() && !wanted_states.count(bare) && !wanted_states.count(v.long_state)) continue;
@@ -126,7 +128,8 @@ int RunSinfo(const std::vector<std::string>& args) {
   const bool by_node = cl->Has("Node");
   std::string format = by_node ? "%#N %.6D %#P %6t" : "%#P %.5a %.10l %.6D %.6t %N";
   if (cl->Has("long") && !cl->Has("format")) {
-    format = by_node ? "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E" : "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
+    format = by_node ? "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E"
+                     : "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
   }
   if (cl->Has("format")) format = cl->Last("format");
   std::vector<FormatPiece> pieces = ParsePercentFormat(format);
@@ -165,34 +168,55 @@ int RunSinfo(const std::vector<std::string>& args) {
   auto value = [](char field, const Row& r) -> std::string {
     if (r.nodes.empty()) {
       switch (field) {
-        case 'P': case 'R': return r.partition;
-        case 'a': return "up";
-        case 'l': return "infinite";
-        case 'D': return "0";
-        case 'N': case 'n': return "";
-        default: return "n/a";
+        case 'P':
+        case 'R':
+          return r.partition;
+        case 'a':
+          return "up";
+        case 'l':
+          return "infinite";
+        case 'D':
+          return "0";
+        case 'N':
+        case 'n':
+          return "";
+        default:
+          return "n/a";
       }
     }
     const NodeView& first = *r.nodes.front();
     std::vector<std::string> names;
     for (const NodeView* n : r.nodes) names.push_back(n->name);
     switch (field) {
-      case 'P': case 'R': return r.partition;
-      case 'a': return "up";
-      case 'l': return "infinite";
-      case 'D': return std::to_string(r.nodes.size());
-      case 't': return first.state;
-      case 'T': return first.long_state;
-      case 'N': case 'n': return CompressHostlist(names);
-      case 'c': return std::to_string(first.cpus);
-      case 'm': return std::to_string(first.memory_mb);
-      case 'G': return first.gpus > 0 ? "gpu:" + first.gpu_type + ":" + std::to_string(first.gpus) : "(null)";
+      case 'P':
+      case 'R':
+        return r.partition;
+      case 'a':
+        return "up";
+      case 'l':
+        return "infinite";
+      case 'D':
+        return std::to_string(r.nodes.size());
+      case 't':
+        return first.state;
+      case 'T':
+        return first.long_state;
+      case 'N':
+      case 'n':
+        return CompressHostlist(names);
+      case 'c':
+        return std::to_string(first.cpus);
+      case 'm':
+        return std::to_string(first.memory_mb);
+      case 'G':
+        return first.gpus > 0 ? "gpu:" + first.gpu_type + ":" + std::to_string(first.gpus) : "(null)";
       case 'f': {
         std::string f;
         for (const std::string& x : first.features) f += (f.empty() ? "" : ",") + x;
         return f.empty() ? "(null)" : f;
       }
-      default: return "N/A";
+      default:
+        return "N/A";
     }
   };
   // "%#X" fields are as wide as their longest value, header included.

@@ -6,11 +6,11 @@
 #include <memory>
 
 #include "api/array_indices.h"
-#include "core/job.h"
 #include "api/slurm_mapping.h"
 #include "cli/client.h"
 #include "common/quantity.h"
 #include "common/rfc3339.h"
+#include "core/job.h"
 
 namespace muster::cli {
 
@@ -32,11 +32,17 @@ std::optional<Time> TimeOf(const json& j, const char* key) {
 std::string SlurmReason(const std::string& muster, const std::string& state) {
   if (state == "HELD") return "JobHeldUser";
   if (state != "PENDING") return "None";
-  static const std::map<std::string, std::string> kNames = {
-      {"Priority", "Priority"},           {"Resources", "Resources"},     {"ReservedFor", "Resources"},
-      {"Dependency", "Dependency"},       {"BeginTime", "BeginTime"},     {"Held", "JobHeldUser"},
-      {"Unschedulable", "BadConstraints"}, {"Preempting", "Resources"},   {"Quota", "AssocGrpGRES"},
-      {"FairShare", "Priority"},          {"ArrayTaskLimit", "JobArrayTaskLimit"}};
+  static const std::map<std::string, std::string> kNames = {{"Priority", "Priority"},
+                                                            {"Resources", "Resources"},
+                                                            {"ReservedFor", "Resources"},
+                                                            {"Dependency", "Dependency"},
+                                                            {"BeginTime", "BeginTime"},
+                                                            {"Held", "JobHeldUser"},
+                                                            {"Unschedulable", "BadConstraints"},
+                                                            {"Preempting", "Resources"},
+                                                            {"Quota", "AssocGrpGRES"},
+                                                            {"FairShare", "Priority"},
+                                                            {"ArrayTaskLimit", "JobArrayTaskLimit"}};
   const std::string code = muster.substr(0, muster.find(':'));
   auto it = kNames.find(code);
   return it != kNames.end() ? it->second : code.empty() ? "None" : code;
@@ -63,9 +69,9 @@ SlurmJob SlurmJobFromJson(const json& j) {
   s.account = slurm.contains("account") ? Str(slurm, "account") : queue;
   s.slurm_state = s.state == "HELD" ? "PENDING" : s.state == "STARTING" ? "CONFIGURING" : s.state;
   static const std::map<std::string, std::string> kCodes = {
-      {"PENDING", "PD"},   {"CONFIGURING", "CF"}, {"RUNNING", "R"},    {"COMPLETING", "CG"},
-      {"COMPLETED", "CD"}, {"FAILED", "F"},       {"CANCELLED", "CA"}, {"TIMEOUT", "TO"},
-      {"OUT_OF_MEMORY", "OOM"}, {"NODE_FAIL", "NF"}, {"PREEMPTED", "PR"}};
+      {"PENDING", "PD"},        {"CONFIGURING", "CF"}, {"RUNNING", "R"},    {"COMPLETING", "CG"},
+      {"COMPLETED", "CD"},      {"FAILED", "F"},       {"CANCELLED", "CA"}, {"TIMEOUT", "TO"},
+      {"OUT_OF_MEMORY", "OOM"}, {"NODE_FAIL", "NF"},   {"PREEMPTED", "PR"}};
   auto code = kCodes.find(s.slurm_state);
   s.code = code != kCodes.end() ? code->second : "??";
   s.reason = SlurmReason(Str(j, "reason"), s.state);
@@ -165,7 +171,8 @@ std::string SlurmDependencyText(const SlurmJob& j, const std::function<std::opti
     }
     add(item + (never ? "(failed)" : "(unfulfilled)"));
   }
-  if (j.singleton && (j.state == "PENDING" || j.state == "HELD") && j.reason == "Dependency") add("singleton(unfulfilled)");
+  if (j.singleton && (j.state == "PENDING" || j.state == "HELD") && j.reason == "Dependency")
+    add("singleton(unfulfilled)");
   return out.empty() ? "(null)" : out;
 }
 
@@ -197,9 +204,8 @@ std::string ArrayTaskRuns(const std::vector<const SlurmJob*>& tasks) {
 
 int SlurmStateRank(const std::string& s) {
   static const std::map<std::string, int> kRank = {
-      {"PENDING", 0},   {"CONFIGURING", 1}, {"RUNNING", 1},   {"COMPLETING", 1}, {"SUSPENDED", 2},
-      {"COMPLETED", 3}, {"CANCELLED", 4},   {"FAILED", 5},    {"TIMEOUT", 6},    {"NODE_FAIL", 7},
-      {"PREEMPTED", 8}, {"OUT_OF_MEMORY", 11}};
+      {"PENDING", 0},   {"CONFIGURING", 1}, {"RUNNING", 1}, {"COMPLETING", 1}, {"SUSPENDED", 2}, {"COMPLETED", 3},
+      {"CANCELLED", 4}, {"FAILED", 5},      {"TIMEOUT", 6}, {"NODE_FAIL", 7},  {"PREEMPTED", 8}, {"OUT_OF_MEMORY", 11}};
   auto it = kRank.find(s);
   return it == kRank.end() ? 12 : it->second;
 }

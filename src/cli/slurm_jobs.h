@@ -32,16 +32,16 @@ class Client;
 
 struct SlurmJob {
   int64_t id = 0;
-  int64_t array_job = 0;   // the array's first task's id; 0: not an array task
-  int32_t array_task = -1; // the Slurm index
-  int32_t array_limit = 0; // the array's %K
+  int64_t array_job = 0;    // the array's first task's id; 0: not an array task
+  int32_t array_task = -1;  // the Slurm index
+  int32_t array_limit = 0;  // the array's %K
   std::string name, user, partition, qos, account;
-  std::string state;       // Muster's state name
-  std::string slurm_state; // Slurm's: PENDING, RUNNING, ...
-  std::string code;        // PD, R, ...
-  std::string reason;      // Slurm's reason name ("None" when it runs)
+  std::string state;               // Muster's state name
+  std::string slurm_state;         // Slurm's: PENDING, RUNNING, ...
+  std::string code;                // PD, R, ...
+  std::string reason;              // Slurm's reason name ("None" when it runs)
   std::vector<std::string> nodes;  // where it runs or ran, distinct, sorted (numbers by value)
-  int64_t node_count = 0;  // allocated, or asked for while pending
+  int64_t node_count = 0;          // allocated, or asked for while pending
   int64_t cpus = 0;
   int64_t gpus_per_node = 0;
   std::optional<Time> submit, start, end;
@@ -72,8 +72,7 @@ SlurmJob SlurmJobFromJson(const nlohmann::json& j);
 // whose id it is); "(null)" when none is left. `job_of` gives a job's JSON
 // by id (nullopt: no such job). singleton, which names no job, shows while
 // `j` waits with reason Dependency.
-std::string SlurmDependencyText(const SlurmJob& j,
-                                const std::function<std::optional<nlohmann::json>(int64_t)>& job_of);
+std::string SlurmDependencyText(const SlurmJob& j, const std::function<std::optional<nlohmann::json>(int64_t)>& job_of);
 // `job_of` for SlurmDependencyText over the API, each job asked for once.
 std::function<std::optional<nlohmann::json>(int64_t)> JobsByIdFrom(Client& client);
 

@@ -76,15 +76,16 @@ StatusOr<bool> TakeResourceOption(SlurmRequest& r, const SbatchOption& o, const 
   const std::string v = o.value.value_or("");
   const auto count = [&](std::optional<int64_t>& out, int64_t min) -> Status {
     const std::optional<int64_t> n = Count(v);
-    if (!n || *n < min) return InvalidArgument(where + ": expected a count of at least " + std::to_string(min) + ", got \"" + v + "\"");
+    if (!n || *n < min)
+      return InvalidArgument(where + ": expected a count of at least " + std::to_string(min) + ", got \"" + v + "\"");
     out = *n;
     return Status::Ok();
   };
   const auto memory = [&](std::optional<int64_t>& out) -> Status {
     const std::optional<int64_t> mib = SlurmMemoryMib(v);
     if (!mib) {
-      return InvalidArgument(where + ": expected a size such as 4096 (MiB), 64G or 228GB (K, M, G, T: powers of 1024), got \"" +
-                             v + "\"");
+      return InvalidArgument(
+          where + ": expected a size such as 4096 (MiB), 64G or 228GB (K, M, G, T: powers of 1024), got \"" + v + "\"");
     }
     for (const std::optional<int64_t>* other : {&r.mem_mib, &r.mem_per_cpu_mib, &r.mem_per_gpu_mib}) {
       if (other != &out && other->has_value()) {
@@ -117,7 +118,10 @@ StatusOr<bool> TakeResourceOption(SlurmRequest& r, const SbatchOption& o, const 
   } else if (name == "gpus" || name == "gpus-per-node" || name == "gpus-per-task" || name == "gres") {
     int64_t n = 0;
     RETURN_IF_ERROR(ReadGpus(v, name == "gres", r, n, where));
-    (name == "gpus" ? r.gpus : name == "gpus-per-node" ? r.gpus_per_node : name == "gres" ? r.gres_gpus : r.gpus_per_task) = n;
+    (name == "gpus"            ? r.gpus
+     : name == "gpus-per-node" ? r.gpus_per_node
+     : name == "gres"          ? r.gres_gpus
+                               : r.gpus_per_task) = n;
   } else if (name == "mem") {
     RETURN_IF_ERROR(memory(r.mem_mib));
   } else if (name == "mem-per-cpu") {
@@ -148,8 +152,9 @@ StatusOr<bool> TakeResourceOption(SlurmRequest& r, const SbatchOption& o, const 
 StatusOr<std::vector<std::string>> ReadConstraint(const std::string& v, const std::string& where) {
   const std::string at = where + "=" + v + ": ";
   if (v.find_first_of("[]*") != std::string::npos) {
-    return InvalidArgument(at + "all nodes with the same one of several features ([a|b]) and node counts (a*2) are "
-                                "not supported; a|b lets each node have either");
+    return InvalidArgument(at +
+                           "all nodes with the same one of several features ([a|b]) and node counts (a*2) are "
+                           "not supported; a|b lets each node have either");
   }
   // Terms joined by & (or ','), each a feature or a choice a|b, in
   // parentheses or alone.
@@ -173,8 +178,9 @@ StatusOr<std::vector<std::string>> ReadConstraint(const std::string& v, const st
     const bool grouped = t.size() >= 2 && t.front() == '(' && t.back() == ')';
     if (grouped) t = t.substr(1, t.size() - 2);
     if (t.find_first_of("()&,") != std::string::npos) {
-      return InvalidArgument(at + "only features that must all hold, each a feature or a choice, are supported: "
-                                  "a&b, a|b, (a|b)&c");
+      return InvalidArgument(at +
+                             "only features that must all hold, each a feature or a choice, are supported: "
+                             "a&b, a|b, (a|b)&c");
     }
     if (!grouped && terms.size() > 1 && t.find('|') != std::string::npos) {
       return InvalidArgument(at + "mixing & and | needs parentheses: (a|b)&c or a&(b|c)");
@@ -228,8 +234,8 @@ StatusOr<SlurmShape> ResolveSlurmShape(const SlurmRequest& r, int64_t largest_no
                              "not known here");
     }
     if (s.cpus_per_task > largest_node_cpus) {
-      return InvalidArgument(at + "--cpus-per-task=" + std::to_string(s.cpus_per_task) + " is more than the largest node has (" +
-                             std::to_string(largest_node_cpus) + " CPUs)");
+      return InvalidArgument(at + "--cpus-per-task=" + std::to_string(s.cpus_per_task) +
+                             " is more than the largest node has (" + std::to_string(largest_node_cpus) + " CPUs)");
     }
     const int64_t tasks_per_node = largest_node_cpus / s.cpus_per_task;
     s.nodes = CeilDiv(cpus / s.cpus_per_task, tasks_per_node);
@@ -250,8 +256,8 @@ StatusOr<SlurmShape> ResolveSlurmShape(const SlurmRequest& r, int64_t largest_no
     s.tasks_per_node = 1;
   }
   if (s.tasks < s.nodes) {
-    return InvalidArgument(at + "--ntasks=" + std::to_string(s.tasks) + " is fewer than the " + std::to_string(s.nodes) +
-                           " nodes asked for: every node runs at least one task");
+    return InvalidArgument(at + "--ntasks=" + std::to_string(s.tasks) + " is fewer than the " +
+                           std::to_string(s.nodes) + " nodes asked for: every node runs at least one task");
   }
   s.cpus_per_node = (r.overcommit ? 1 : s.tasks_per_node) * s.cpus_per_task;
   // GPUs.

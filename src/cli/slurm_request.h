@@ -71,7 +71,7 @@ struct SlurmShape {
   int64_t tasks = 1;           // in all
   int64_t tasks_per_node = 1;  // the most on one node
   int64_t cpus_per_task = 1;
-  int64_t cpus_per_node = 1;   // with exclusive: what was asked, the node gives more
+  int64_t cpus_per_node = 1;  // with exclusive: what was asked, the node gives more
   int64_t gpus_per_node = 0;
   int64_t gpus_per_task = 0;  // --gpus-per-task: srun binds each task to its share
   std::optional<std::string> gpu_type;

@@ -75,13 +75,15 @@ TEST(SlurmShape, WhatCannotBeReadIsRefusedWithTheReason) {
   };
   EXPECT_EQ(error({"--mem=4G", "--mem-per-cpu=1G"}),
             "--mem-per-cpu: --mem, --mem-per-cpu and --mem-per-gpu exclude each other (--mem was given too)");
-  EXPECT_EQ(error({"--mem=4Q"}), "--mem: expected a size such as 4096 (MiB), 64G or 228GB (K, M, G, T: powers of 1024), got \"4Q\"");
+  EXPECT_EQ(error({"--mem=4Q"}),
+            "--mem: expected a size such as 4096 (MiB), 64G or 228GB (K, M, G, T: powers of 1024), got \"4Q\"");
   EXPECT_EQ(error({"--ntasks=4"}, 0),
             "job.sh: #SBATCH --ntasks=4 without --nodes or --ntasks-per-node needs the size of the cluster's nodes, "
             "which is not known here");
   EXPECT_EQ(error({"--nodes=4", "--ntasks=2"}),
             "job.sh: #SBATCH --ntasks=2 is fewer than the 4 nodes asked for: every node runs at least one task");
-  EXPECT_EQ(error({"--gres=gpu:a100:2", "--gpus-per-node=h100:2"}), "--gpus-per-node: GPU type h100 differs from a100 asked before");
+  EXPECT_EQ(error({"--gres=gpu:a100:2", "--gpus-per-node=h100:2"}),
+            "--gpus-per-node: GPU type h100 differs from a100 asked before");
   EXPECT_EQ(error({"--gres=gpu:2", "--gpus-per-node=4"}),
             "job.sh: #SBATCH --gres=gpu:2 and --gpus-per-node=4 ask for different GPU counts per node");
   EXPECT_EQ(error({"--constraint=[a100|v100]"}),
@@ -92,9 +94,12 @@ TEST(SlurmShape, WhatCannotBeReadIsRefusedWithTheReason) {
             "--constraint=(a&b)|c: only features that must all hold, each a feature or a choice, are supported: "
             "a&b, a|b, (a|b)&c");
   EXPECT_EQ(error({"--constraint=(a|b"}), "--constraint=(a|b: a '(' without its ')'");
-  EXPECT_EQ(error({"--constraint=a||b"}), "--constraint=a||b: expected feature names (letters, digits, ._-) joined by & or |");
-  EXPECT_EQ(error({"--mem-per-gpu=8G"}), "--mem-per-gpu needs GPUs (--gpus-per-node, --gres=gpu:N, --gpus-per-task or --gpus)");
-  EXPECT_EQ(error({"--array=5-1"}), "--array: \"5-1\" is not an index N, a range N-M (N <= M) or N-M:STEP of indices 0 to 4000000");
+  EXPECT_EQ(error({"--constraint=a||b"}),
+            "--constraint=a||b: expected feature names (letters, digits, ._-) joined by & or |");
+  EXPECT_EQ(error({"--mem-per-gpu=8G"}),
+            "--mem-per-gpu needs GPUs (--gpus-per-node, --gres=gpu:N, --gpus-per-task or --gpus)");
+  EXPECT_EQ(error({"--array=5-1"}),
+            "--array: \"5-1\" is not an index N, a range N-M (N <= M) or N-M:STEP of indices 0 to 4000000");
 }
 
 TEST(ArrayIndices, SlurmsSyntax) {

@@ -27,9 +27,9 @@ int Error(const std::string& command, const std::string& message) {
 std::optional<std::string> SlurmStateName(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   static const std::map<std::string, std::string> kShort = {
-      {"PD", "PENDING"},   {"R", "RUNNING"},      {"CG", "COMPLETING"}, {"CD", "COMPLETED"}, {"F", "FAILED"},
-      {"CA", "CANCELLED"}, {"TO", "TIMEOUT"},     {"NF", "NODE_FAIL"},  {"OOM", "OUT_OF_MEMORY"},
-      {"PR", "PREEMPTED"}, {"CF", "CONFIGURING"}, {"S", "SUSPENDED"},   {"ST", "STOPPED"}};
+      {"PD", "PENDING"},     {"R", "RUNNING"},   {"CG", "COMPLETING"}, {"CD", "COMPLETED"},      {"F", "FAILED"},
+      {"CA", "CANCELLED"},   {"TO", "TIMEOUT"},  {"NF", "NODE_FAIL"},  {"OOM", "OUT_OF_MEMORY"}, {"PR", "PREEMPTED"},
+      {"CF", "CONFIGURING"}, {"S", "SUSPENDED"}, {"ST", "STOPPED"}};
   if (auto it = kShort.find(s); it != kShort.end()) return it->second;
   for (const auto& [code, name] : kShort) {
     if (name == s) return name;
@@ -96,12 +96,15 @@ Status ReadFilter(const CommandLine& cl, Client& client, JobFilter& f) {
 
 std::string Header(char field) {
   static const std::map<char, std::string> kTitles = {
-      {'a', "ACCOUNT"},    {'A', "JOBID"},       {'b', "TRES_PER_NODE"}, {'C', "CPUS"},      {'D', "NODES"},
-      {'e', "END_TIME"},   {'E', "DEPENDENCY"},  {'f', "FEATURES"},      {'F', "ARRAY_JOB_ID"}, {'i', "JOBID"},
-      {'j', "NAME"},       {'K', "ARRAY_TASK_ID"}, {'l', "TIME_LIMIT"},  {'L', "TIME_LEFT"}, {'M', "TIME"},
-      {'N', "NODELIST"},   {'P', "PARTITION"},   {'q', "QOS"},           {'v', "RESERVATION"}, {'r', "REASON"},    {'R', "NODELIST(REASON)"},
-      {'S', "START_TIME"}, {'t', "ST"},          {'T', "STATE"},         {'u', "USER"},      {'V', "SUBMIT_TIME"},
-      {'Z', "WORK_DIR"}};
+      {'a', "ACCOUNT"},     {'A', "JOBID"},       {'b', "TRES_PER_NODE"},
+      {'C', "CPUS"},        {'D', "NODES"},       {'e', "END_TIME"},
+      {'E', "DEPENDENCY"},  {'f', "FEATURES"},    {'F', "ARRAY_JOB_ID"},
+      {'i', "JOBID"},       {'j', "NAME"},        {'K', "ARRAY_TASK_ID"},
+      {'l', "TIME_LIMIT"},  {'L', "TIME_LEFT"},   {'M', "TIME"},
+      {'N', "NODELIST"},    {'P', "PARTITION"},   {'q', "QOS"},
+      {'v', "RESERVATION"}, {'r', "REASON"},      {'R', "NODELIST(REASON)"},
+      {'S', "START_TIME"},  {'t', "ST"},          {'T', "STATE"},
+      {'u', "USER"},        {'V', "SUBMIT_TIME"}, {'Z', "WORK_DIR"}};
   auto it = kTitles.find(field);
   return it != kTitles.end() ? it->second : std::string(1, field);
 }
@@ -110,49 +113,75 @@ std::string Header(char field) {
 // (one line for an array's pending tasks).
 std::string Field(char field, const SlurmJob& j, const std::string& array_tasks, Time now) {
   const int64_t used = j.start && !j.Finished() ? (now - *j.start).millis() / 1000
-                       : j.start && j.end      ? (*j.end - *j.start).millis() / 1000
-                                               : 0;
+                       : j.start && j.end       ? (*j.end - *j.start).millis() / 1000
+                                                : 0;
   const bool unlimited = j.time_limit.is_infinite();
   const std::string nodes = j.nodes.empty() ? "" : CompressHostlist(j.nodes);
   switch (field) {
-    case 'i': return array_tasks.empty() ? j.IdText() : std::to_string(j.array_job) + "_" + array_tasks;
-    case 'A': return std::to_string(j.id);
-    case 'F': return std::to_string(j.array_job > 0 ? j.array_job : j.id);
-    case 'K': return j.array_job > 0 ? (array_tasks.empty() ? std::to_string(j.array_task) : array_tasks) : "N/A";
-    case 'j': return j.name;
-    case 'u': return j.user;
-    case 'P': return j.partition;
-    case 'q': return j.qos;
-    case 'v': return j.reservation.empty() ? "(null)" : j.reservation;
-    case 'a': return j.account;
-    case 't': return j.code;
-    case 'T': return j.slurm_state;
-    case 'M': return SlurmDuration(used, false);
-    case 'l': return unlimited ? "UNLIMITED" : SlurmDuration(j.time_limit.millis() / 1000, false);
-    case 'L': return unlimited ? "UNLIMITED" : SlurmDuration(j.time_limit.millis() / 1000 - used, false);
-    case 'D': return std::to_string(j.node_count);
-    case 'C': return std::to_string(j.cpus);
-    case 'N': return nodes;
-    case 'r': return j.reason;
-    case 'R': return j.state == "PENDING" || j.state == "HELD" ? "(" + j.reason + ")" : nodes;
-    case 'S': return j.start ? SlurmTime(j.start) : j.planned_start ? SlurmTime(j.planned_start) : "N/A";
-    case 'e': return j.end ? SlurmTime(j.end)
-                     : j.start && !unlimited ? SlurmTime(*j.start + j.time_limit)
-                                             : "N/A";
-    case 'V': return SlurmTime(j.submit);
-    case 'b': return j.gpus_per_node > 0 ? "gres:gpu:" + std::to_string(j.gpus_per_node) : "N/A";
-    case 'Z': return j.work_dir;
-    case 'E': return j.dependency_text.empty() ? "(null)" : j.dependency_text;
-    case 'f': return "(null)";
-    default: return "N/A";
+    case 'i':
+      return array_tasks.empty() ? j.IdText() : std::to_string(j.array_job) + "_" + array_tasks;
+    case 'A':
+      return std::to_string(j.id);
+    case 'F':
+      return std::to_string(j.array_job > 0 ? j.array_job : j.id);
+    case 'K':
+      return j.array_job > 0 ? (array_tasks.empty() ? std::to_string(j.array_task) : array_tasks) : "N/A";
+    case 'j':
+      return j.name;
+    case 'u':
+      return j.user;
+    case 'P':
+      return j.partition;
+    case 'q':
+      return j.qos;
+    case 'v':
+      return j.reservation.empty() ? "(null)" : j.reservation;
+    case 'a':
+      return j.account;
+    case 't':
+      return j.code;
+    case 'T':
+      return j.slurm_state;
+    case 'M':
+      return SlurmDuration(used, false);
+    case 'l':
+      return unlimited ? "UNLIMITED" : SlurmDuration(j.time_limit.millis() / 1000, false);
+    case 'L':
+      return unlimited ? "UNLIMITED" : SlurmDuration(j.time_limit.millis() / 1000 - used, false);
+    case 'D':
+      return std::to_string(j.node_count);
+    case 'C':
+      return std::to_string(j.cpus);
+    case 'N':
+      return nodes;
+    case 'r':
+      return j.reason;
+    case 'R':
+      return j.state == "PENDING" || j.state == "HELD" ? "(" + j.reason + ")" : nodes;
+    case 'S':
+      return j.start ? SlurmTime(j.start) : j.planned_start ? SlurmTime(j.planned_start) : "N/A";
+    case 'e':
+      return j.end ? SlurmTime(j.end) : j.start && !unlimited ? SlurmTime(*j.start + j.time_limit) : "N/A";
+    case 'V':
+      return SlurmTime(j.submit);
+    case 'b':
+      return j.gpus_per_node > 0 ? "gres:gpu:" + std::to_string(j.gpus_per_node) : "N/A";
+    case 'Z':
+      return j.work_dir;
+    case 'E':
+      return j.dependency_text.empty() ? "(null)" : j.dependency_text;
+    case 'f':
+      return "(null)";
+    default:
+      return "N/A";
   }
 }
 
 constexpr CommandOption kSqueueOptions[] = {
-    {'h', "noheader"}, {'o', "format", true}, {'u', "user", true}, {'t', "states", true},
-    {'j', "jobs", true}, {'n', "name", true}, {'p', "partition", true}, {'q', "qos", true},
-    {'A', "account", true}, {'w', "nodelist", true}, {0, "me"}, {'r', "array"}, {0, "start"},
-    {'l', "long"}, {'a', "all"}, {'v', "verbose"}, {0, "noconvert"}, {'S', "sort", true},
+    {'h', "noheader"},   {'o', "format", true},    {'u', "user", true}, {'t', "states", true},  {'j', "jobs", true},
+    {'n', "name", true}, {'p', "partition", true}, {'q', "qos", true},  {'A', "account", true}, {'w', "nodelist", true},
+    {0, "me"},           {'r', "array"},           {0, "start"},        {'l', "long"},          {'a', "all"},
+    {'v', "verbose"},    {0, "noconvert"},         {'S', "sort", true},
 };
 
 }  // namespace
@@ -206,7 +235,8 @@ int RunSqueue(const std::vector<std::string>& args) {
   if (std::any_of(pieces.begin(), pieces.end(), [](const FormatPiece& p) { return p.field == 'E'; })) {
     auto job_of = JobsByIdFrom(client);
     for (SlurmJob& j : *jobs) {
-      if (filter.Passes(j) && (!j.dependencies.empty() || j.singleton)) j.dependency_text = SlurmDependencyText(j, job_of);
+      if (filter.Passes(j) && (!j.dependencies.empty() || j.singleton))
+        j.dependency_text = SlurmDependencyText(j, job_of);
     }
   }
   // An array's pending tasks share a line, unless -r.
@@ -240,9 +270,10 @@ int RunSqueue(const std::vector<std::string>& args) {
 
 int RunScancel(const std::vector<std::string>& args) {
   static constexpr CommandOption kOptions[] = {
-      {'u', "user", true}, {'n', "name", true}, {'t', "state", true}, {'p', "partition", true},
-      {'q', "qos", true}, {'A', "account", true}, {'w', "nodelist", true}, {0, "me"}, {'s', "signal", true},
-      {'v', "verbose"}, {'f', "full"}, {'b', "batch"}, {'Q', "quiet"}, {'i', "interactive"},
+      {'u', "user", true},   {'n', "name", true},    {'t', "state", true},    {'p', "partition", true},
+      {'q', "qos", true},    {'A', "account", true}, {'w', "nodelist", true}, {0, "me"},
+      {'s', "signal", true}, {'v', "verbose"},       {'f', "full"},           {'b', "batch"},
+      {'Q', "quiet"},        {'i', "interactive"},
   };
   auto cl = ReadCommandLine(args, kOptions);
   if (!cl.ok()) return Error("scancel", cl.status().message());
@@ -291,10 +322,11 @@ int RunScancel(const std::vector<std::string>& args) {
       rc = 1;
       continue;
     }
-    auto r = signalling ? client.Post("/v1/jobs/" + std::to_string(j.id) + "/signal",
-                                      (to.empty() ? json({{"signal", sig}}) : json({{"signal", sig}, {"to", to}})).dump(),
-                                      "application/json")
-                    : client.Post("/v1/jobs/" + std::to_string(j.id) + "/cancel", "", "application/json");
+    auto r = signalling
+                 ? client.Post("/v1/jobs/" + std::to_string(j.id) + "/signal",
+                               (to.empty() ? json({{"signal", sig}}) : json({{"signal", sig}, {"to", to}})).dump(),
+                               "application/json")
+                 : client.Post("/v1/jobs/" + std::to_string(j.id) + "/cancel", "", "application/json");
     if (!r.ok() || r->status / 100 != 2) {
       std::cerr << "scancel: error: Kill job error on job id " << j.IdText() << ": "
                 << (r.ok() ? Client::ErrorOf(*r).message() : r.status().message()) << "\n";

@@ -6,11 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <cerrno>
-#include <cstring>
 #include <optional>
 #include <set>
 
@@ -30,16 +30,80 @@ namespace fs = std::filesystem;
 // Options that change nothing inside a Muster allocation: the step runs on
 // the job's nodes with the job's resources, binding and accounting.
 const std::set<std::string>& Accepted() {
-  static const std::set<std::string> kNames = {
-      "accel-bind", "account", "acctg-freq", "comment", "compress", "constraint", "contiguous", "cores-per-socket",
-      "cpu-bind", "cpu-freq", "cpus-per-gpu", "disable-status", "distribution", "exact", "exclusive", "extra-node-info",
-      "gpu-bind", "gpu-freq", "gpus", "gpus-per-node", "gpus-per-socket", "gres", "gres-flags", "hint", "immediate",
-      "job-name", "licenses", "mem", "mem-bind", "mem-per-cpu", "mem-per-gpu", "mincpus", "mpi", "msg-timeout",
-      "network", "nice", "no-kill", "ntasks-per-core", "ntasks-per-gpu", "ntasks-per-socket", "open-mode", "overcommit",
-      "overlap", "oversubscribe", "partition", "power", "preserve-env", "priority", "profile", "propagate", "qos",
-      "quiet", "reservation", "resv-ports", "send-libs", "signal", "sockets-per-node", "spread-job", "switches",
-      "thread-spec", "threads", "threads-per-core", "time", "time-min", "tmp", "unbuffered", "verbose", "wckey",
-      "whole", "prefer", "use-min-nodes", "core-spec", "mcs-label", "delay-boot"};
+  static const std::set<std::string> kNames = {"accel-bind",
+                                               "account",
+                                               "acctg-freq",
+                                               "comment",
+                                               "compress",
+                                               "constraint",
+                                               "contiguous",
+                                               "cores-per-socket",
+                                               "cpu-bind",
+                                               "cpu-freq",
+                                               "cpus-per-gpu",
+                                               "disable-status",
+                                               "distribution",
+                                               "exact",
+                                               "exclusive",
+                                               "extra-node-info",
+                                               "gpu-bind",
+                                               "gpu-freq",
+                                               "gpus",
+                                               "gpus-per-node",
+                                               "gpus-per-socket",
+                                               "gres",
+                                               "gres-flags",
+                                               "hint",
+                                               "immediate",
+                                               "job-name",
+                                               "licenses",
+                                               "mem",
+                                               "mem-bind",
+                                               "mem-per-cpu",
+                                               "mem-per-gpu",
+                                               "mincpus",
+                                               "mpi",
+                                               "msg-timeout",
+                                               "network",
+                                               "nice",
+                                               "no-kill",
+                                               "ntasks-per-core",
+                                               "ntasks-per-gpu",
+                                               "ntasks-per-socket",
+                                               "open-mode",
+                                               "overcommit",
+                                               "overlap",
+                                               "oversubscribe",
+                                               "partition",
+                                               "power",
+                                               "preserve-env",
+                                               "priority",
+                                               "profile",
+                                               "propagate",
+                                               "qos",
+                                               "quiet",
+                                               "reservation",
+                                               "resv-ports",
+                                               "send-libs",
+                                               "signal",
+                                               "sockets-per-node",
+                                               "spread-job",
+                                               "switches",
+                                               "thread-spec",
+                                               "threads",
+                                               "threads-per-core",
+                                               "time",
+                                               "time-min",
+                                               "tmp",
+                                               "unbuffered",
+                                               "verbose",
+                                               "wckey",
+                                               "whole",
+                                               "prefer",
+                                               "use-min-nodes",
+                                               "core-spec",
+                                               "mcs-label",
+                                               "delay-boot"};
   return kNames;
 }
 
@@ -89,8 +153,8 @@ int32_t NextStep(const std::string& token) {
   }
   if (fd < 0) {
     const char* tmp = std::getenv("TMPDIR");
-    const std::string path = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/.muster-steps-" +
-                             step::StepKey(token).substr(0, 24);
+    const std::string path =
+        std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/.muster-steps-" + step::StepKey(token).substr(0, 24);
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   }
   if (fd < 0) return 0;
@@ -128,7 +192,8 @@ StatusOr<SrunJob> SrunJobFromEnvironment() {
   j.token = get("MUSTER_TOKEN");
   j.self = std::atoi(get("MUSTER_REPLICA_INDEX").c_str());
   if (j.job <= 0 || j.token.empty() || j.self < 0 || j.self >= static_cast<int32_t>(j.hosts.size())) {
-    return FailedPrecondition("the job's environment is incomplete (MUSTER_JOB_ID, MUSTER_TOKEN, MUSTER_REPLICA_INDEX)");
+    return FailedPrecondition(
+        "the job's environment is incomplete (MUSTER_JOB_ID, MUSTER_TOKEN, MUSTER_REPLICA_INDEX)");
   }
   std::error_code ec;
   j.cwd = fs::current_path(ec).string();
@@ -260,7 +325,8 @@ StatusOr<SrunPlan> PlanSrun(const std::vector<std::string>& args, const SrunJob&
       // As few of the allocation's nodes as hold the tasks in blocks of the
       // job's tasks per node.
       int64_t block = per_node ? *per_node : env_count("SLURM_NTASKS_PER_NODE");
-      if (block <= 0) block = std::max<int64_t>(1, (env_count("SLURM_NTASKS") + available - 1) / std::max<int64_t>(1, available));
+      if (block <= 0)
+        block = std::max<int64_t>(1, (env_count("SLURM_NTASKS") + available - 1) / std::max<int64_t>(1, available));
       node_count = std::min(available, (tasks + block - 1) / block);
     }
   } else if (per_node) {
@@ -309,16 +375,24 @@ StatusOr<SrunPlan> PlanSrun(const std::vector<std::string>& args, const SrunJob&
   }
   std::vector<std::string> names;
   for (int32_t i : chosen) names.push_back(job.hosts[static_cast<size_t>(i)].node);
-  const std::string step = std::to_string(job.step), list = CompressHostlist(names), runs = api::SlurmRunLengths(counts);
+  const std::string step = std::to_string(job.step), list = CompressHostlist(names),
+                    runs = api::SlurmRunLengths(counts);
   const std::string launch_host = job.hosts[static_cast<size_t>(job.self)].endpoint.substr(
       0, job.hosts[static_cast<size_t>(job.self)].endpoint.rfind(':'));
-  for (const auto& [k, v] : std::map<std::string, std::string>{
-           {"SLURM_STEP_ID", step}, {"SLURM_STEPID", step}, {"SLURM_STEP_NUM_NODES", std::to_string(node_count)},
-           {"SLURM_STEP_NUM_TASKS", std::to_string(tasks)}, {"SLURM_STEP_NODELIST", list},
-           {"SLURM_STEP_TASKS_PER_NODE", runs}, {"SLURM_NNODES", std::to_string(node_count)},
-           {"SLURM_NTASKS", std::to_string(tasks)}, {"SLURM_NPROCS", std::to_string(tasks)},
-           {"SLURM_NODELIST", list}, {"SLURM_TASKS_PER_NODE", runs}, {"SLURM_DISTRIBUTION", "block"},
-           {"SLURM_LAUNCH_NODE_IPADDR", launch_host}, {"SLURM_SRUN_COMM_HOST", launch_host}}) {
+  for (const auto& [k, v] : std::map<std::string, std::string>{{"SLURM_STEP_ID", step},
+                                                               {"SLURM_STEPID", step},
+                                                               {"SLURM_STEP_NUM_NODES", std::to_string(node_count)},
+                                                               {"SLURM_STEP_NUM_TASKS", std::to_string(tasks)},
+                                                               {"SLURM_STEP_NODELIST", list},
+                                                               {"SLURM_STEP_TASKS_PER_NODE", runs},
+                                                               {"SLURM_NNODES", std::to_string(node_count)},
+                                                               {"SLURM_NTASKS", std::to_string(tasks)},
+                                                               {"SLURM_NPROCS", std::to_string(tasks)},
+                                                               {"SLURM_NODELIST", list},
+                                                               {"SLURM_TASKS_PER_NODE", runs},
+                                                               {"SLURM_DISTRIBUTION", "block"},
+                                                               {"SLURM_LAUNCH_NODE_IPADDR", launch_host},
+                                                               {"SLURM_SRUN_COMM_HOST", launch_host}}) {
     env[k] = v;
   }
   if (cpus_per_task) env["SLURM_CPUS_PER_TASK"] = std::to_string(*cpus_per_task);

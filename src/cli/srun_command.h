@@ -46,9 +46,9 @@ namespace muster::cli {
 // What srun reads of the job it runs in.
 struct SrunJob {
   int64_t job = 0;
-  std::string token;                    // MUSTER_TOKEN
-  std::vector<step::StepHost> hosts;    // the allocation's nodes, in order
-  int32_t self = 0;                     // srun's own node among them
+  std::string token;                       // MUSTER_TOKEN
+  std::vector<step::StepHost> hosts;       // the allocation's nodes, in order
+  int32_t self = 0;                        // srun's own node among them
   std::map<std::string, std::string> env;  // srun's environment
   std::string cwd;
   int32_t step = 0;

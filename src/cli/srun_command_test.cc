@@ -11,7 +11,8 @@ SrunJob Job(int nodes, std::map<std::string, std::string> env = {}) {
   SrunJob j;
   j.job = 42;
   j.token = "msj_42_1_abc";
-  for (int i = 1; i <= nodes; ++i) j.hosts.push_back({"n" + std::to_string(i), "10.0.0." + std::to_string(i) + ":30000"});
+  for (int i = 1; i <= nodes; ++i)
+    j.hosts.push_back({"n" + std::to_string(i), "10.0.0." + std::to_string(i) + ":30000"});
   j.env = std::move(env);
   j.env["PATH"] = "/usr/bin";
   j.cwd = "/work";
@@ -80,7 +81,8 @@ TEST(SrunPlan, WhatCannotApplyIsRefusedSayingWhy) {
   const SrunJob job = Job(2);
   EXPECT_EQ(LayoutOf({"-w", "n9", "x"}, job), "error: --nodelist: n9 is not a node of this job (n1,n2)");
   EXPECT_EQ(LayoutOf({"-N", "3", "x"}, job), "error: --nodes=3: this job has 2 node(s) to run it on (n1,n2)");
-  EXPECT_EQ(LayoutOf({"--jobid=7", "x"}, job), "error: --jobid=7: this is job 42; srun starts steps of its own job only");
+  EXPECT_EQ(LayoutOf({"--jobid=7", "x"}, job),
+            "error: --jobid=7: this is job 42; srun starts steps of its own job only");
   EXPECT_EQ(LayoutOf({"--pty", "bash"}, job), "error: --pty is not supported inside a Muster job");
   EXPECT_EQ(LayoutOf({"--container-image=x", "bash"}, job),
             "error: --container-image is not supported inside a Muster job");

@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "common/rfc3339.h"
 #include "cli/client.h"
 #include "cli/table.h"
 #include "cli/window_time.h"
 #include "common/clock.h"
+#include "common/rfc3339.h"
 
 namespace muster::cli {
 
@@ -160,12 +160,18 @@ int History(UsageCommands& c, Client& client) {
   rows.push_back({"ID", "NAME", "USER", "QUEUE", "STATE", "EXIT", "ELAPSED", "GPU-HOURS", "EFFICIENCY"});
   if (wide) rows[0].insert(rows[0].end(), {"START", "END", "ATTEMPTS", "COST", "REASON"});
   for (const json& j : items) {
-    std::vector<std::string> row = {
-        std::to_string(j.value("id", int64_t{0})), StringField(j, "name"), StringField(j, "user"), StringField(j, "queue"), StringField(j, "state"),
-        ExitCode(j), Elapsed(j), Amount(j, "gpuHours", csv), Efficiency(j, csv)};
+    std::vector<std::string> row = {std::to_string(j.value("id", int64_t{0})),
+                                    StringField(j, "name"),
+                                    StringField(j, "user"),
+                                    StringField(j, "queue"),
+                                    StringField(j, "state"),
+                                    ExitCode(j),
+                                    Elapsed(j),
+                                    Amount(j, "gpuHours", csv),
+                                    Efficiency(j, csv)};
     if (wide) {
-      row.insert(row.end(), {StringField(j, "startTime"), StringField(j, "endTime"), std::to_string(j.value("attempts", 0)),
-                             Amount(j, "cost", csv), StringField(j, "reason")});
+      row.insert(row.end(), {StringField(j, "startTime"), StringField(j, "endTime"),
+                             std::to_string(j.value("attempts", 0)), Amount(j, "cost", csv), StringField(j, "reason")});
     }
     rows.push_back(std::move(row));
   }
@@ -190,15 +196,18 @@ std::shared_ptr<UsageCommands> AddUsageCommands(CLI::App& app) {
     sub->add_option("--queue", c->queue, "Only this queue");
     sub->add_option("--for-user", c->user, "Only this user's jobs");
   };
-  c->usage = app.add_subcommand("usage", "GPU-hours, cost, jobs and efficiency by queue, user or node pool (as sreport)");
+  c->usage =
+      app.add_subcommand("usage", "GPU-hours, cost, jobs and efficiency by queue, user or node pool (as sreport)");
   common(c->usage);
-  c->usage->add_option("--by", c->by, "queue, user, queue,user or pool (a job's GPU-hours split by the pools it ran in)")
+  c->usage
+      ->add_option("--by", c->by, "queue, user, queue,user or pool (a job's GPU-hours split by the pools it ran in)")
       ->check(CLI::IsMember({"queue", "user", "queue,user", "user,queue", "pool"}));
   c->usage->add_option("-o,--output", c->output, "table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
   c->history = app.add_subcommand("history", "Jobs that ended, with exit codes, GPU-hours and efficiency (as sacct)");
   common(c->history);
   c->history->add_option("--state,-s", c->state, "Only these states (FAILED,TIMEOUT)");
-  c->history->add_option("--limit", c->limit, "Only the most recent N jobs (0: all)")->check(CLI::Range(int64_t{0}, INT64_MAX));
+  c->history->add_option("--limit", c->limit, "Only the most recent N jobs (0: all)")
+      ->check(CLI::Range(int64_t{0}, INT64_MAX));
   c->history->add_option("-o,--output", c->output, "table, wide, csv or json")
       ->check(CLI::IsMember({"table", "wide", "csv", "json"}));
   return c;

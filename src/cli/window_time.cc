@@ -24,9 +24,11 @@ StatusOr<Time> ParseWindowTime(const std::string& text, Time now, const std::str
       }
     }
   }
-  return InvalidArgument("must be a time (2026-11-01T08:00:00Z), a date (2026-11-01), now, or an age such as 90m, "
-                         "36h, 7d or 2w; got \"" + text.substr(0, 64) + "\"",
-                         flag);
+  return InvalidArgument(
+      "must be a time (2026-11-01T08:00:00Z), a date (2026-11-01), now, or an age such as 90m, "
+      "36h, 7d or 2w; got \"" +
+          text.substr(0, 64) + "\"",
+      flag);
 }
 
 }  // namespace muster::cli

@@ -15,10 +15,14 @@ namespace {
 
 spdlog::level::level_enum ToSpd(Level l) {
   switch (l) {
-    case Level::kDebug: return spdlog::level::debug;
-    case Level::kInfo: return spdlog::level::info;
-    case Level::kWarn: return spdlog::level::warn;
-    case Level::kError: return spdlog::level::err;
+    case Level::kDebug:
+      return spdlog::level::debug;
+    case Level::kInfo:
+      return spdlog::level::info;
+    case Level::kWarn:
+      return spdlog::level::warn;
+    case Level::kError:
+      return spdlog::level::err;
   }
   return spdlog::level::info;
 }
@@ -44,11 +48,16 @@ Status Init(const std::string& component, const std::string& level) {
     name = env && *env ? env : "info";
   }
   Level l;
-  if (name == "debug") l = Level::kDebug;
-  else if (name == "info") l = Level::kInfo;
-  else if (name == "warn" || name == "warning") l = Level::kWarn;
-  else if (name == "error") l = Level::kError;
-  else return InvalidArgument("must be debug, info, warn or error, got " + QuoteForMessage(name), "log-level");
+  if (name == "debug")
+    l = Level::kDebug;
+  else if (name == "info")
+    l = Level::kInfo;
+  else if (name == "warn" || name == "warning")
+    l = Level::kWarn;
+  else if (name == "error")
+    l = Level::kError;
+  else
+    return InvalidArgument("must be debug, info, warn or error, got " + QuoteForMessage(name), "log-level");
   auto& logger = Logger();
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %-5l " + component + ": %v", spdlog::pattern_time_type::utc);
   logger->set_level(ToSpd(l));

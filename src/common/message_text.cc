@@ -8,8 +8,8 @@ namespace {
 // Code points that must not appear raw in a message: C0, DEL, C1, the line
 // and paragraph separators and the bidi controls ("Trojan Source").
 bool NeedsEscape(uint32_t cp) {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
-         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
 }
 
 std::string EscapeCodePoint(uint32_t cp) {

@@ -3,8 +3,8 @@
 #include "common/message_text.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 
 namespace muster {
 namespace {
@@ -42,10 +42,15 @@ StatusOr<int64_t> ParseMemoryBytes(std::string_view text) {
     const char* s;
     int64_t mult;
   };
-  static constexpr Suffix kSuffixes[] = {
-      {"Ki", int64_t{1} << 10}, {"Mi", int64_t{1} << 20}, {"Gi", int64_t{1} << 30},
-      {"Ti", int64_t{1} << 40}, {"K", 1'000},           {"M", 1'000'000},
-      {"G", 1'000'000'000},    {"T", 1'000'000'000'000}, {"", 1}};
+  static constexpr Suffix kSuffixes[] = {{"Ki", int64_t{1} << 10},
+                                         {"Mi", int64_t{1} << 20},
+                                         {"Gi", int64_t{1} << 30},
+                                         {"Ti", int64_t{1} << 40},
+                                         {"K", 1'000},
+                                         {"M", 1'000'000},
+                                         {"G", 1'000'000'000},
+                                         {"T", 1'000'000'000'000},
+                                         {"", 1}};
   for (const Suffix& suf : kSuffixes) {
     const std::string_view sv(suf.s);
     if (text.size() <= sv.size() || text.substr(text.size() - sv.size()) != sv) continue;
@@ -68,8 +73,8 @@ StatusOr<int64_t> ParseCpuMilli(std::string_view text) {
 }
 
 StatusOr<Duration> ParseDuration(std::string_view text) {
-  const Status bad = InvalidArgument(
-      "expected a duration such as 90s, 2h30m or D-HH:MM:SS, got " + QuoteForMessage(text));
+  const Status bad =
+      InvalidArgument("expected a duration such as 90s, 2h30m or D-HH:MM:SS, got " + QuoteForMessage(text));
   if (text == "inf" || text == "infinite" || text == "unlimited" || text == "UNLIMITED") {
     return Duration::Infinite();
   }
@@ -87,12 +92,18 @@ StatusOr<Duration> ParseDuration(std::string_view text) {
       if (j == i || k == j || !ParseUint(text.substr(i, j - i), n)) return bad;
       const std::string_view unit = text.substr(j, k - j);
       int64_t mult;
-      if (unit == "ms") mult = 1;
-      else if (unit == "s") mult = 1000;
-      else if (unit == "m") mult = 60'000;
-      else if (unit == "h") mult = 3'600'000;
-      else if (unit == "d") mult = 86'400'000;
-      else return bad;
+      if (unit == "ms")
+        mult = 1;
+      else if (unit == "s")
+        mult = 1000;
+      else if (unit == "m")
+        mult = 60'000;
+      else if (unit == "h")
+        mult = 3'600'000;
+      else if (unit == "d")
+        mult = 86'400'000;
+      else
+        return bad;
       if (n > (INT64_MAX / 2 - ms) / mult) return bad;
       ms += n * mult;
       i = k;

@@ -125,8 +125,7 @@ TEST(ParseDurationTest, UnitForm) {
   EXPECT_EQ(Dur("250ms"), Duration::Millis(250));
   EXPECT_EQ(Dur("1d"), Duration::Hours(24));
   EXPECT_EQ(Dur("1d2h3m4s500ms"),
-            Duration::Hours(26) + Duration::Minutes(3) + Duration::Seconds(4) +
-                Duration::Millis(500));
+            Duration::Hours(26) + Duration::Minutes(3) + Duration::Seconds(4) + Duration::Millis(500));
 }
 
 TEST(ParseDurationTest, BareNumberIsMinutesAsInSlurm) {
@@ -144,8 +143,7 @@ TEST(ParseDurationTest, SlurmDayForms) {
   const Duration two_days = Duration::Hours(48);
   EXPECT_EQ(Dur("2-03"), two_days + Duration::Hours(3));
   EXPECT_EQ(Dur("2-03:04"), two_days + Duration::Hours(3) + Duration::Minutes(4));
-  EXPECT_EQ(Dur("2-03:04:05"),
-            two_days + Duration::Hours(3) + Duration::Minutes(4) + Duration::Seconds(5));
+  EXPECT_EQ(Dur("2-03:04:05"), two_days + Duration::Hours(3) + Duration::Minutes(4) + Duration::Seconds(5));
 }
 
 TEST(ParseDurationTest, Unlimited) {
@@ -156,8 +154,7 @@ TEST(ParseDurationTest, Unlimited) {
 
 TEST(ParseDurationTest, RejectsBadInput) {
   for (const std::string bad :
-       {"1x", "", "1:2:3:4", "h", "1h30", "-5", "2-", "1::2", "1:", "abc", "1.5h", "1 h",
-        "2-03:04:05:06"}) {
+       {"1x", "", "1:2:3:4", "h", "1h30", "-5", "2-", "1::2", "1:", "abc", "1.5h", "1 h", "2-03:04:05:06"}) {
     SCOPED_TRACE(bad);
     ExpectRejected(ParseDuration(bad), bad);
   }
@@ -182,8 +179,7 @@ TEST(ClosestMatchTest, UnrelatedWordGivesEmpty) {
 }
 
 TEST(ClosestMatchTest, PicksNearestCandidate) {
-  EXPECT_EQ(ClosestMatch("nodesPerLeef", {"leavesPerSpine", "nodesPerLeaf", "nodes"}),
-            "nodesPerLeaf");
+  EXPECT_EQ(ClosestMatch("nodesPerLeef", {"leavesPerSpine", "nodesPerLeaf", "nodes"}), "nodesPerLeaf");
 }
 
 TEST(ClosestMatchTest, NoCandidatesGivesEmpty) { EXPECT_EQ(ClosestMatch("gpus", {}), ""); }

@@ -53,8 +53,8 @@ std::optional<Time> ParseRfc3339Utc(std::string_view s) {
   // YYYY-MM-DDTHH:MM:SS
   int64_t y, mo, d, h, mi, sec;
   if (s.size() < 20 || !Digits(s, 0, 4, y) || s[4] != '-' || !Digits(s, 5, 2, mo) || s[7] != '-' ||
-      !Digits(s, 8, 2, d) || s[10] != 'T' || !Digits(s, 11, 2, h) || s[13] != ':' ||
-      !Digits(s, 14, 2, mi) || s[16] != ':' || !Digits(s, 17, 2, sec)) {
+      !Digits(s, 8, 2, d) || s[10] != 'T' || !Digits(s, 11, 2, h) || s[13] != ':' || !Digits(s, 14, 2, mi) ||
+      s[16] != ':' || !Digits(s, 17, 2, sec)) {
     return std::nullopt;
   }
   size_t pos = 19;
@@ -78,8 +78,7 @@ std::optional<Time> ParseRfc3339Utc(std::string_view s) {
   } else if (pos + 1 != s.size() || s[pos] != 'Z') {
     return std::nullopt;
   }
-  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 ||
-      sec > 59) {
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 || sec > 59) {
     return std::nullopt;
   }
   const int64_t seconds = ((DaysFromCivil(y, mo, d) * 24 + h) * 60 + mi) * 60 + sec - offset_minutes * 60;

@@ -60,8 +60,7 @@ TEST(Rfc3339Test, RefusesAnythingElse) {
 TEST(Rfc3339Test, FormatParsesBack) {
   EXPECT_EQ(FormatRfc3339Utc(Time::FromSeconds(1795687200)), "2026-11-26T10:00:00Z");
   EXPECT_EQ(FormatRfc3339Utc(Time::FromMillis(1795687200250)), "2026-11-26T10:00:00.250Z");
-  for (int64_t ms :
-       {int64_t{0}, int64_t{951782400000}, int64_t{1709251199999}, int64_t{253402300799000}}) {
+  for (int64_t ms : {int64_t{0}, int64_t{951782400000}, int64_t{1709251199999}, int64_t{253402300799000}}) {
     const std::string s = FormatRfc3339Utc(Time::FromMillis(ms));
     EXPECT_EQ(ParseRfc3339Utc(s), Time::FromMillis(ms)) << s;
   }

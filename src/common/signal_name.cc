@@ -1,8 +1,8 @@
 #include "common/signal_name.h"
 
-#include <csignal>
 #include <cctype>
 #include <charconv>
+#include <csignal>
 
 namespace muster {
 namespace {

@@ -18,17 +18,17 @@ namespace muster {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // the caller's input is wrong; message names the field
+  kInvalidArgument,  // the caller's input is wrong; message names the field
   kNotFound,
   kAlreadyExists,
   kFailedPrecondition,
   kOutOfRange,
   kUnavailable,
-  kInternal,          // a bug: logged and counted
+  kInternal,  // a bug: logged and counted
   kDataLoss,
-  kPermissionDenied,  // the caller may not do this
-  kResourceExhausted, // a rate or size limit was hit
-  kUnauthenticated,   // no valid credential: who calls is not known
+  kPermissionDenied,   // the caller may not do this
+  kResourceExhausted,  // a rate or size limit was hit
+  kUnauthenticated,    // no valid credential: who calls is not known
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -64,9 +64,7 @@ inline Status InvalidArgument(std::string msg, std::string field = {}) {
   return Status(StatusCode::kInvalidArgument, std::move(msg), std::move(field));
 }
 inline Status NotFound(std::string msg) { return Status(StatusCode::kNotFound, std::move(msg)); }
-inline Status FailedPrecondition(std::string msg) {
-  return Status(StatusCode::kFailedPrecondition, std::move(msg));
-}
+inline Status FailedPrecondition(std::string msg) { return Status(StatusCode::kFailedPrecondition, std::move(msg)); }
 inline Status Internal(std::string msg) { return Status(StatusCode::kInternal, std::move(msg)); }
 inline Status DataLoss(std::string msg) { return Status(StatusCode::kDataLoss, std::move(msg)); }
 inline Status PermissionDenied(std::string msg) { return Status(StatusCode::kPermissionDenied, std::move(msg)); }
@@ -77,8 +75,8 @@ inline Status Unavailable(std::string msg) { return Status(StatusCode::kUnavaila
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : v_(std::move(value)) {}              // NOLINT: implicit by design
-  StatusOr(Status status) : v_(std::move(status)) {}       // NOLINT: implicit by design
+  StatusOr(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  StatusOr(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status() : std::get<Status>(v_); }
@@ -110,8 +108,7 @@ class [[nodiscard]] StatusOr {
 // `lhs = value of expr` or return its error. lhs may be a declaration.
 // It expands to several statements: under if/for/while, always use braces
 // (scripts/check_layering.sh rejects the unbraced form).
-#define ASSIGN_OR_RETURN(lhs, expr)                                          \
-  auto MUSTER_CONCAT(_muster_or_, __LINE__) = (expr);                        \
-  if (!MUSTER_CONCAT(_muster_or_, __LINE__).ok())                            \
-    return MUSTER_CONCAT(_muster_or_, __LINE__).status();                    \
+#define ASSIGN_OR_RETURN(lhs, expr)                                                                     \
+  auto MUSTER_CONCAT(_muster_or_, __LINE__) = (expr);                                                   \
+  if (!MUSTER_CONCAT(_muster_or_, __LINE__).ok()) return MUSTER_CONCAT(_muster_or_, __LINE__).status(); \
   lhs = std::move(MUSTER_CONCAT(_muster_or_, __LINE__)).value()

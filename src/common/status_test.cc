@@ -37,8 +37,7 @@ TEST(StatusTest, HelpersSetTheirCodes) {
 }
 
 TEST(StatusTest, ToStringUsesFieldWhenPresent) {
-  EXPECT_EQ(InvalidArgument("must be >= 1, got 0", "replicas").ToString(),
-            "replicas: must be >= 1, got 0");
+  EXPECT_EQ(InvalidArgument("must be >= 1, got 0", "replicas").ToString(), "replicas: must be >= 1, got 0");
 }
 
 TEST(StatusTest, ToStringUsesCodeNameWithoutField) {
@@ -68,8 +67,7 @@ TEST(StatusTest, WithFieldPrefixJoinsWithDot) {
 }
 
 TEST(StatusTest, WithFieldPrefixNests) {
-  const Status s =
-      InvalidArgument("bad", "gpus").WithFieldPrefix("resources").WithFieldPrefix("spec");
+  const Status s = InvalidArgument("bad", "gpus").WithFieldPrefix("resources").WithFieldPrefix("spec");
   EXPECT_EQ(s.field(), "spec.resources.gpus");
 }
 

@@ -58,8 +58,7 @@ TEST(DurationTest, ToString) {
   EXPECT_EQ(Duration::Zero().ToString(), "0s");
   EXPECT_EQ(Duration::Millis(250).ToString(), "250ms");
   EXPECT_EQ(Duration::Seconds(90).ToString(), "1m30s");
-  EXPECT_EQ((Duration::Hours(1) + Duration::Minutes(30) + Duration::Seconds(5)).ToString(),
-            "1h30m5s");
+  EXPECT_EQ((Duration::Hours(1) + Duration::Minutes(30) + Duration::Seconds(5)).ToString(), "1h30m5s");
   EXPECT_EQ(Duration::Hours(2).ToString(), "2h");
   EXPECT_EQ(Duration::Hours(25).ToString(), "25h");
   EXPECT_EQ(Duration::Millis(3'723'004).ToString(), "1h2m3s4ms");

@@ -8,8 +8,7 @@ namespace muster::config {
 namespace {
 
 // The optional "cpus" and "memory" keys of `map`; absent keys leave 0.
-Status CpusAndMemory(const YAML::Node& map, const std::string& path, int64_t& cpu_milli,
-                     int64_t& memory) {
+Status CpusAndMemory(const YAML::Node& map, const std::string& path, int64_t& cpu_milli, int64_t& memory) {
   if (map["cpus"]) {
     ASSIGN_OR_RETURN(cpu_milli, CpuMilli(map["cpus"], path + ".cpus"));
   }
@@ -64,8 +63,7 @@ Status NodePool(const YAML::Node& map, const std::string& path, std::vector<std:
 void AddNodeGroup(const NodeGroup& g, int group_index, NodeList& out) {
   // Default names carry the group index so two groups of one type never clash.
   const std::string prefix =
-      g.prefix.empty() ? g.gpu_type + "-" + (group_index > 0 ? "g" + std::to_string(group_index) + "-" : "")
-                       : g.prefix;
+      g.prefix.empty() ? g.gpu_type + "-" + (group_index > 0 ? "g" + std::to_string(group_index) + "-" : "") : g.prefix;
   const std::string tag = "g" + std::to_string(group_index);
   for (int64_t i = 0; i < g.count; ++i) {
     core::NodeSpec n;
@@ -81,8 +79,7 @@ void AddNodeGroup(const NodeGroup& g, int group_index, NodeList& out) {
     out.nodes.push_back(std::move(n));
   }
   if (!out.summary.empty()) out.summary += "; ";
-  out.summary += std::to_string(g.count) + " nodes x " + std::to_string(g.gpus) + " GPU (" +
-                 g.gpu_type + ")";
+  out.summary += std::to_string(g.count) + " nodes x " + std::to_string(g.gpus) + " GPU (" + g.gpu_type + ")";
   if (g.nodes_per_leaf > 0) out.summary += ", " + std::to_string(g.nodes_per_leaf) + " nodes per leaf";
   if (g.leaves_per_spine > 0) {
     out.summary += ", " + std::to_string(g.leaves_per_spine) + " leaves per spine";
@@ -99,8 +96,9 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       const YAML::Node g = groups[i];
       const std::string item = path + ".nodeGroups[" + std::to_string(i) + "]";
       if (!g.IsMap()) return InvalidArgument("must be a mapping", item);
-      RETURN_IF_ERROR(CheckKeys(g, {"count", "gpus", "gpuType", "cpus", "memory", "nodesPerLeaf",
-                                    "leavesPerSpine", "prefix", "spot", "pool", "features"},
+      RETURN_IF_ERROR(CheckKeys(g,
+                                {"count", "gpus", "gpuType", "cpus", "memory", "nodesPerLeaf", "leavesPerSpine",
+                                 "prefix", "spot", "pool", "features"},
                                 item));
       NodeGroup grp;
       if (!g["count"]) return InvalidArgument("is required", item + ".count");
@@ -129,7 +127,8 @@ Status ReadNodeList(const YAML::Node& map, const std::string& path, NodeList& ou
       const std::string item = path + ".nodes[" + std::to_string(i) + "]";
       if (!n.IsMap()) return InvalidArgument("must be a mapping", item);
       if (static_cast<int64_t>(out.nodes.size()) >= kMaxNodes) return too_many(item);
-      RETURN_IF_ERROR(CheckKeys(n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine", "spot", "pool", "features"}, item));
+      RETURN_IF_ERROR(CheckKeys(
+          n, {"name", "gpus", "gpuType", "cpus", "memory", "leaf", "spine", "spot", "pool", "features"}, item));
       core::NodeSpec spec;
       if (!n["name"]) return InvalidArgument("is required", item + ".name");
       spec.name = n["name"].Scalar();

@@ -32,8 +32,8 @@ StatusOr<int64_t> Int(const YAML::Node& v, const std::string& path, int64_t min,
   int64_t out = 0;
   const std::string s = v.IsScalar() ? v.Scalar() : std::string("<") + (v.IsMap() ? "map" : "list") + ">";
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  const std::string range = max == INT64_MAX ? ">= " + std::to_string(min)
-                                             : "from " + std::to_string(min) + " to " + std::to_string(max);
+  const std::string range =
+      max == INT64_MAX ? ">= " + std::to_string(min) : "from " + std::to_string(min) + " to " + std::to_string(max);
   if (!v.IsScalar() || ec != std::errc() || p != s.data() + s.size() || out < min || out > max) {
     return InvalidArgument("must be an integer " + range + ", got " + QuoteForMessage(s), path);
   }

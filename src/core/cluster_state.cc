@@ -155,8 +155,7 @@ void ClusterState::CountUsage(const RunningJob& r, int sign) {
   }
 }
 
-int32_t ClusterState::Intern(std::vector<std::string>& names,
-                             std::unordered_map<std::string, int32_t>& ids,
+int32_t ClusterState::Intern(std::vector<std::string>& names, std::unordered_map<std::string, int32_t>& ids,
                              const std::string& name) {
   auto [it, inserted] = ids.try_emplace(name, static_cast<int32_t>(names.size()));
   if (inserted) names.push_back(name);
@@ -177,8 +176,7 @@ StatusOr<NodeIndex> ClusterState::AddNode(const NodeSpec& spec) {
   if (auto known = leaf_ids_.find(leaf); known != leaf_ids_.end()) {
     const std::string& spine = spines_[leaf_spine_[known->second]];
     if (spine != spec.topology.spine) {
-      return InvalidArgument("leaf \"" + leaf + "\" is already under spine \"" + spine + "\"",
-                             "topology.spine");
+      return InvalidArgument("leaf \"" + leaf + "\" is already under spine \"" + spine + "\"", "topology.spine");
     }
   }
   ASSIGN_OR_RETURN(const FeatureMask features, NodeFeatureMask(spec.features));
@@ -263,8 +261,7 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
                            "replicas.min");
   }
   if (spec.per_replica.gpus < 0) {
-    return InvalidArgument("must be >= 0, got " + std::to_string(spec.per_replica.gpus),
-                           "resources.gpus");
+    return InvalidArgument("must be >= 0, got " + std::to_string(spec.per_replica.gpus), "resources.gpus");
   }
   if (spec.per_replica.cpu_milli < 0) return InvalidArgument("must be >= 0", "resources.cpus");
   if (spec.per_replica.memory_bytes < 0) return InvalidArgument("must be >= 0", "resources.memory");
@@ -276,9 +273,7 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
   if (cls == class_ids_.end()) {
     std::string known;
     for (const auto& c : config_.priority_classes) known += (known.empty() ? "" : ", ") + c.name;
-    return InvalidArgument("unknown priority class \"" + spec.priority_class + "\" (known: " +
-                               known + ")",
-                           "priority");
+    return InvalidArgument("unknown priority class \"" + spec.priority_class + "\" (known: " + known + ")", "priority");
   }
   if (id == 0) id = next_id_;
   if (id < 0) return InvalidArgument("must be positive", "id");
@@ -286,8 +281,7 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
   for (size_t i = 0; i < spec.dependencies.size(); ++i) {
     const JobId dep = spec.dependencies[i].job;
     if (dep == id || !jobs_.count(dep)) {
-      return InvalidArgument("unknown job " + std::to_string(dep),
-                             "dependencies[" + std::to_string(i) + "].job");
+      return InvalidArgument("unknown job " + std::to_string(dep), "dependencies[" + std::to_string(i) + "].job");
     }
   }
   // A feature no node has yet is interned all the same, as a GPU type is:
@@ -309,8 +303,7 @@ StatusOr<JobId> ClusterState::Submit(JobSpec spec, Time submit_time, JobId id) {
   return id;
 }
 
-PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_time,
-                                     int32_t priority_class) {
+PendingJob ClusterState::MakePending(JobId id, const JobSpec& spec, Time submit_time, int32_t priority_class) {
   PendingJob p;
   p.id = id;
   p.submit_time = submit_time;
@@ -425,8 +418,7 @@ StatusOr<int32_t> ClusterState::CheckPlacement(JobId job, const Resources& per_r
     const Node& n = nodes_[a.node];
     // An exclusive job's replica holds its node whole (placement.h).
     if (a.replicas < 1 || a.resources != (exclusive ? n.spec.capacity : per_replica * a.replicas)) {
-      return InvalidArgument("allocation does not match the job's per-replica resources",
-                             "allocations");
+      return InvalidArgument("allocation does not match the job's per-replica resources", "allocations");
     }
     if ((one_per_node || exclusive) && (a.replicas > 1 || per_node.count(a.node))) {
       return InvalidArgument("node " + n.spec.name + " would hold two replicas of a job that runs one per node",
@@ -436,8 +428,7 @@ StatusOr<int32_t> ClusterState::CheckPlacement(JobId job, const Resources& per_r
       return InvalidArgument("node " + n.spec.name + " is smaller than a replica", "allocations");
     }
     if (per_replica.gpus > 0 && gpu_type != kAnyGpuType && n.gpu_type != gpu_type) {
-      return InvalidArgument("node " + n.spec.name + " has GPU type " + gpu_types_[n.gpu_type],
-                             "allocations");
+      return InvalidArgument("node " + n.spec.name + " has GPU type " + gpu_types_[n.gpu_type], "allocations");
     }
     replicas += a.replicas;
     per_node[a.node] += a.resources;
@@ -446,8 +437,8 @@ StatusOr<int32_t> ClusterState::CheckPlacement(JobId job, const Resources& per_r
   for (const auto& [node, res] : per_node) {
     const Node& n = nodes_[node];
     if (!res.FitsIn(n.free)) {
-      return FailedPrecondition("node " + n.spec.name + " has " + n.free.ToString() +
-                                " free, binding needs " + res.ToString());
+      return FailedPrecondition("node " + n.spec.name + " has " + n.free.ToString() + " free, binding needs " +
+                                res.ToString());
     }
     if (per_replica.gpus > 0) {
       if (type && *type != n.gpu_type) {
@@ -495,9 +486,8 @@ std::vector<std::vector<int32_t>> ClusterState::TakeDevices(JobId job, const std
       ids = (*gpu_ids)[i];
       for (int32_t g : ids) owners[g] = job;
     } else {
-      for (int32_t g = 0; g < static_cast<int32_t>(owners.size()) &&
-                          static_cast<int64_t>(ids.size()) < a.resources.gpus;
-           ++g) {
+      for (int32_t g = 0;
+           g < static_cast<int32_t>(owners.size()) && static_cast<int64_t>(ids.size()) < a.resources.gpus; ++g) {
         if (owners[g] == 0) {
           owners[g] = job;
           ids.push_back(g);
@@ -520,8 +510,8 @@ Status ClusterState::Bind(const Binding& binding, Time now, const std::vector<st
                                                           p.one_per_node, p.exclusive));
   if (p.elastic() ? replicas < p.min_replicas || replicas > p.replicas : replicas != p.replicas) {
     return InvalidArgument("binding places " + std::to_string(replicas) + " of " +
-                               (p.elastic() ? std::to_string(p.min_replicas) + ".." : "") +
-                               std::to_string(p.replicas) + " replicas (gangs are all or nothing)",
+                               (p.elastic() ? std::to_string(p.min_replicas) + ".." : "") + std::to_string(p.replicas) +
+                               " replicas (gangs are all or nothing)",
                            "allocations");
   }
 
@@ -788,8 +778,8 @@ Status ClusterState::SetPreemptImmune(JobId job, bool immune) {
   return Status::Ok();
 }
 
-Status ClusterState::RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state,
-                                  Time end_time, std::string reason, Time first_start) {
+Status ClusterState::RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state, Time end_time,
+                                  std::string reason, Time first_start) {
   if (!IsTerminal(state)) return InvalidArgument("not a terminal state", "state");
   if (id <= 0) return InvalidArgument("must be positive", "id");
   if (jobs_.count(id)) return Status(StatusCode::kAlreadyExists, "job " + std::to_string(id));
@@ -844,7 +834,8 @@ Status ClusterState::CheckInvariants() const {
       return Internal("job " + std::to_string(id) + " missing from the end order");
     }
     if (r.predicted_end > r.expected_end || !running_by_predicted_end_.count({r.predicted_end, id})) {
-      return Internal("job " + std::to_string(id) + " missing from the predicted end order, or predicted past its limit");
+      return Internal("job " + std::to_string(id) +
+                      " missing from the predicted end order, or predicted past its limit");
     }
   }
   if (running_by_end_.size() != running_.size() || running_by_predicted_end_.size() != running_.size()) {

@@ -52,11 +52,11 @@ struct ClusterConfig {
   // Priority classes by name. The default set: low 0 (preemptible), normal
   // 10000, high 20000 (may preempt), interactive 30000 (interactive, at
   // most 8 hours, its victims get at most 30 s to stop).
-  std::vector<PriorityClass> priority_classes = {{"low", 0, true, false},
-                                                 {"normal", 10'000, false, false},
-                                                 {"high", 20'000, false, true},
-                                                 {"interactive", 30'000, false, true, true, Duration::Hours(8),
-                                                  Duration::Seconds(30)}};
+  std::vector<PriorityClass> priority_classes = {
+      {"low", 0, true, false},
+      {"normal", 10'000, false, false},
+      {"high", 20'000, false, true},
+      {"interactive", 30'000, false, true, true, Duration::Hours(8), Duration::Seconds(30)}};
   std::string default_priority_class = "normal";
   std::vector<QueueConfig> queues;  // quotas; other queues have none
 };
@@ -167,8 +167,8 @@ class ClusterState {
   // Records a job that had already ended before this state was built (a
   // restart reloading history), so dependencies on it resolve;
   // `first_start`: when it first ran (Max: never).
-  Status RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state, Time end_time,
-                      std::string reason, Time first_start = Time::Max());
+  Status RestoreEnded(JobId id, JobSpec spec, Time submit_time, JobState state, Time end_time, std::string reason,
+                      Time first_start = Time::Max());
   // Holds or releases a pending job. A held job is not eligible: its age
   // counts from `now`, the release (scheduler/priority.h).
   Status Hold(JobId job);

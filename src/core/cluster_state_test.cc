@@ -22,8 +22,8 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-NodeSpec MakeNode(const std::string& name, const std::string& gpu_type, int64_t gpus,
-                  const std::string& leaf = "", const std::string& spine = "") {
+NodeSpec MakeNode(const std::string& name, const std::string& gpu_type, int64_t gpus, const std::string& leaf = "",
+                  const std::string& spine = "") {
   NodeSpec n;
   n.name = name;
   n.gpu_type = gpu_type;
@@ -34,8 +34,7 @@ NodeSpec MakeNode(const std::string& name, const std::string& gpu_type, int64_t 
 }
 
 // Per replica: 4 GPUs, 8 CPUs, 64Gi.
-JobSpec MakeJob(int32_t replicas = 2, const std::string& gpu_type = "H100",
-                Duration limit = Duration::Hours(1)) {
+JobSpec MakeJob(int32_t replicas = 2, const std::string& gpu_type = "H100", Duration limit = Duration::Hours(1)) {
   JobSpec spec;
   spec.name = "train";
   spec.replicas = replicas;
@@ -532,8 +531,7 @@ TEST_F(ClusterStateTest, BindRejectsCpuOrMemoryExceeded) {
   spec.per_replica = {1, 65'000, kGi};  // one CPU more than the node has
   const JobId id = SubmitOk(spec);
   const std::vector<Resources> before = FreeOf(state_);
-  EXPECT_EQ(state_.Bind({id, {Alloc(a_, 1, spec)}}, Time::Zero()).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.Bind({id, {Alloc(a_, 1, spec)}}, Time::Zero()).code(), StatusCode::kFailedPrecondition);
   ExpectUnchanged(state_, id, before);
 }
 
@@ -569,8 +567,7 @@ TEST_F(ClusterStateTest, BindRejectsAllocationNotMatchingPerReplica) {
   ExpectUnchanged(state_, id, before);
 
   Allocation zero = Alloc(a_, 0, spec);
-  EXPECT_EQ(state_.Bind({id, {zero, Alloc(a_, 2, spec)}}, Time::Zero()).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_.Bind({id, {zero, Alloc(a_, 2, spec)}}, Time::Zero()).code(), StatusCode::kInvalidArgument);
   ExpectUnchanged(state_, id, before);
 }
 
@@ -578,21 +575,17 @@ TEST_F(ClusterStateTest, BindRejectsUnknownNode) {
   const JobSpec spec = MakeJob(1);
   const JobId id = SubmitOk(spec);
   const std::vector<Resources> before = FreeOf(state_);
-  EXPECT_EQ(state_.Bind({id, {Alloc(17, 1, spec)}}, Time::Zero()).code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(state_.Bind({id, {Alloc(-1, 1, spec)}}, Time::Zero()).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_.Bind({id, {Alloc(17, 1, spec)}}, Time::Zero()).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_.Bind({id, {Alloc(-1, 1, spec)}}, Time::Zero()).code(), StatusCode::kInvalidArgument);
   ExpectUnchanged(state_, id, before);
 }
 
 TEST_F(ClusterStateTest, BindRejectsUnknownOrNonPendingJob) {
   const JobSpec spec = MakeJob(1);
-  EXPECT_EQ(state_.Bind({99, {Alloc(a_, 1, spec)}}, Time::Zero()).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.Bind({99, {Alloc(a_, 1, spec)}}, Time::Zero()).code(), StatusCode::kFailedPrecondition);
   const JobId id = SubmitOk(spec);
   ASSERT_TRUE(state_.Bind({id, {Alloc(a_, 1, spec)}}, Time::Zero()).ok());
-  EXPECT_EQ(state_.Bind({id, {Alloc(b_, 1, spec)}}, Time::Zero()).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.Bind({id, {Alloc(b_, 1, spec)}}, Time::Zero()).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(Free(b_), Capacity(b_));
   EXPECT_EQ(state_.running_count(), 1u);
 }
@@ -626,8 +619,7 @@ TEST_F(ClusterStateTest, FinishRejectsNonTerminalStateAndChangesNothing) {
   ASSERT_TRUE(state_.Bind({id, {Alloc(a_, 2, spec)}}, Time::Zero()).ok());
   const Resources free_a = Free(a_);
   for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kHeld}) {
-    EXPECT_EQ(state_.Finish(id, s, Time::FromSeconds(1)).code(), StatusCode::kInvalidArgument)
-        << JobStateName(s);
+    EXPECT_EQ(state_.Finish(id, s, Time::FromSeconds(1)).code(), StatusCode::kInvalidArgument) << JobStateName(s);
   }
   EXPECT_EQ(StateOf(id), JobState::kRunning);
   EXPECT_EQ(Free(a_), free_a);
@@ -637,10 +629,8 @@ TEST_F(ClusterStateTest, FinishRejectsNonTerminalStateAndChangesNothing) {
 
 TEST_F(ClusterStateTest, FinishRejectsJobNotRunning) {
   const JobId id = SubmitOk(MakeJob());
-  EXPECT_EQ(state_.Finish(id, JobState::kCompleted, Time::Zero()).code(),
-            StatusCode::kFailedPrecondition);
-  EXPECT_EQ(state_.Finish(404, JobState::kCompleted, Time::Zero()).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.Finish(id, JobState::kCompleted, Time::Zero()).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.Finish(404, JobState::kCompleted, Time::Zero()).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(StateOf(id), JobState::kPending);
   EXPECT_EQ(state_.pending_count(), 1u);
 }
@@ -693,8 +683,7 @@ TEST_F(ClusterStateTest, EndPendingRejectsRunningJob) {
   const JobSpec spec = MakeJob(1);
   const JobId id = SubmitOk(spec);
   ASSERT_TRUE(state_.Bind({id, {Alloc(a_, 1, spec)}}, Time::Zero()).ok());
-  EXPECT_EQ(state_.EndPending(id, JobState::kCancelled, Time::Zero(), "").code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.EndPending(id, JobState::kCancelled, Time::Zero(), "").code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(StateOf(id), JobState::kRunning);
   EXPECT_EQ(state_.running_count(), 1u);
 }
@@ -721,8 +710,7 @@ TEST_F(ClusterStateTest, HoldAndRelease) {
     EXPECT_EQ(snap.StateOf(id), JobState::kHeld);
   }
   // A held job cannot start.
-  EXPECT_EQ(state_.Bind({id, {Alloc(a_, 1, spec)}}, Time::Zero()).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(state_.Bind({id, {Alloc(a_, 1, spec)}}, Time::Zero()).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(Free(a_), Capacity(a_));
 
   ASSERT_TRUE(state_.Release(id).ok());
@@ -816,8 +804,7 @@ TEST_F(ClusterStateTest, SnapshotListsPendingAndRunningByExpectedEnd) {
   ASSERT_NE(snap.running, nullptr);
   EXPECT_EQ(snap.running->size(), 4u);
   ASSERT_NE(snap.running_by_end, nullptr);
-  std::vector<std::pair<Time, JobId>> order(snap.running_by_end->begin(),
-                                            snap.running_by_end->end());
+  std::vector<std::pair<Time, JobId>> order(snap.running_by_end->begin(), snap.running_by_end->end());
   const std::vector<std::pair<Time, JobId>> expected = {
       {t0 + Duration::Minutes(90), j1h},
       {t0 + Duration::Hours(2), j2h},
@@ -931,10 +918,10 @@ TEST_F(ClusterStateTest, RestoredServiceCarriesIntoTheNextRun) {
 }
 
 TEST_F(ClusterStateTest, RestoredEndedJobsResolveDependencies) {
-  ASSERT_TRUE(state_.RestoreEnded(50, MakeJob(1), Time::FromSeconds(1), JobState::kCompleted,
-                                  Time::FromSeconds(9), "").ok());
-  EXPECT_FALSE(state_.RestoreEnded(51, MakeJob(1), Time::FromSeconds(1), JobState::kRunning,
-                                   Time::FromSeconds(9), "").ok());
+  ASSERT_TRUE(
+      state_.RestoreEnded(50, MakeJob(1), Time::FromSeconds(1), JobState::kCompleted, Time::FromSeconds(9), "").ok());
+  EXPECT_FALSE(
+      state_.RestoreEnded(51, MakeJob(1), Time::FromSeconds(1), JobState::kRunning, Time::FromSeconds(9), "").ok());
   JobSpec dep = MakeJob(1);
   dep.dependencies.push_back({DependencyType::kAfterOk, 50});
   const JobId id = SubmitOk(dep);

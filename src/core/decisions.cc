@@ -6,19 +6,32 @@ namespace muster::core {
 
 const char* ReasonCodeName(ReasonCode c) {
   switch (c) {
-    case ReasonCode::kNone: return "None";
-    case ReasonCode::kPriority: return "Priority";
-    case ReasonCode::kResources: return "Resources";
-    case ReasonCode::kReservedFor: return "ReservedFor";
-    case ReasonCode::kDependency: return "Dependency";
-    case ReasonCode::kBeginTime: return "BeginTime";
-    case ReasonCode::kHeld: return "Held";
-    case ReasonCode::kUnschedulable: return "Unschedulable";
-    case ReasonCode::kPreempting: return "Preempting";
-    case ReasonCode::kQuota: return "Quota";
-    case ReasonCode::kFairShare: return "FairShare";
-    case ReasonCode::kArrayTaskLimit: return "ArrayTaskLimit";
-    case ReasonCode::kReservation: return "Reservation";
+    case ReasonCode::kNone:
+      return "None";
+    case ReasonCode::kPriority:
+      return "Priority";
+    case ReasonCode::kResources:
+      return "Resources";
+    case ReasonCode::kReservedFor:
+      return "ReservedFor";
+    case ReasonCode::kDependency:
+      return "Dependency";
+    case ReasonCode::kBeginTime:
+      return "BeginTime";
+    case ReasonCode::kHeld:
+      return "Held";
+    case ReasonCode::kUnschedulable:
+      return "Unschedulable";
+    case ReasonCode::kPreempting:
+      return "Preempting";
+    case ReasonCode::kQuota:
+      return "Quota";
+    case ReasonCode::kFairShare:
+      return "FairShare";
+    case ReasonCode::kArrayTaskLimit:
+      return "ArrayTaskLimit";
+    case ReasonCode::kReservation:
+      return "Reservation";
   }
   return "?";
 }
@@ -58,17 +71,20 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
     case ReasonCode::kReservedFor:
     case ReasonCode::kUnschedulable:
       if (r.code == ReasonCode::kReservedFor) s += "(" + std::to_string(r.other_job) + ")";
-      if (r.code == ReasonCode::kUnschedulable && r.queue_limit > 0 && r.replicas * r.per_replica_gpus > r.queue_limit) {
-        s += ": " + Need(r, gpu_type_name, feature_names) + ", more than " + queue + "'s limit of " + std::to_string(r.queue_limit);
+      if (r.code == ReasonCode::kUnschedulable && r.queue_limit > 0 &&
+          r.replicas * r.per_replica_gpus > r.queue_limit) {
+        s += ": " + Need(r, gpu_type_name, feature_names) + ", more than " + queue + "'s limit of " +
+             std::to_string(r.queue_limit);
         break;
       }
       if (r.code == ReasonCode::kUnschedulable && r.no_node_with_features) {
-        s += ": no schedulable node has " + (feature_names.empty() ? std::string("the node features it needs") : feature_names);
+        s += ": no schedulable node has " +
+             (feature_names.empty() ? std::string("the node features it needs") : feature_names);
         break;
       }
       if (r.code == ReasonCode::kUnschedulable && r.per_replica_cpu_milli > r.largest_node_cpu_milli) {
-        s += ": need " + FormatCpus(r.per_replica_cpu_milli) + " CPUs per replica; the most a node with room for its GPUs has is " +
-             FormatCpus(r.largest_node_cpu_milli);
+        s += ": need " + FormatCpus(r.per_replica_cpu_milli) +
+             " CPUs per replica; the most a node with room for its GPUs has is " + FormatCpus(r.largest_node_cpu_milli);
         break;
       }
       if (r.code == ReasonCode::kUnschedulable && r.per_replica_memory_bytes > r.largest_node_memory_bytes) {
@@ -80,12 +96,10 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       s += ": " + Need(r, gpu_type_name, feature_names);
       if (r.code == ReasonCode::kUnschedulable) {
         s += "; the cluster has " + std::to_string(r.free_gpus) + " such GPU, at most " +
-             std::to_string(r.largest_node_free) + " per node and " +
-             std::to_string(r.largest_leaf_free) + " per leaf";
+             std::to_string(r.largest_node_free) + " per node and " + std::to_string(r.largest_leaf_free) + " per leaf";
       } else {
         s += "; free " + std::to_string(r.free_gpus) + " GPU, largest node block " +
-             std::to_string(r.largest_node_free) + ", largest leaf block " +
-             std::to_string(r.largest_leaf_free);
+             std::to_string(r.largest_node_free) + ", largest leaf block " + std::to_string(r.largest_leaf_free);
         if (r.jobs_ahead > 0) {
           s += "; " + std::to_string(r.jobs_ahead) + (r.jobs_ahead == 1 ? " blocked job ahead" : " blocked jobs ahead");
         }
@@ -102,8 +116,8 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       s += ": begins in " + In(r.begin_time - now);
       break;
     case ReasonCode::kQuota:
-      s += ": " + Need(r, gpu_type_name, feature_names) + "; " + queue + " holds " + std::to_string(r.queue_used) + " of its limit of " +
-           std::to_string(r.queue_limit);
+      s += ": " + Need(r, gpu_type_name, feature_names) + "; " + queue + " holds " + std::to_string(r.queue_used) +
+           " of its limit of " + std::to_string(r.queue_limit);
       break;
     case ReasonCode::kFairShare:
       s += ": " + Need(r, gpu_type_name, feature_names) + "; " + queue + " holds " + std::to_string(r.queue_used) +
@@ -128,8 +142,7 @@ std::string FormatReason(const PendingReason& r, const std::string& gpu_type_nam
       break;
   }
   if (!r.planned_start.is_max()) {
-    s += r.planned_start <= now ? "; planned start now"
-                                : "; planned start in " + In(r.planned_start - now);
+    s += r.planned_start <= now ? "; planned start now" : "; planned start in " + In(r.planned_start - now);
   }
   return s;
 }

@@ -45,16 +45,16 @@ struct Reservation {
 // Why a job is still pending. One code per job, with numbers.
 enum class ReasonCode : uint8_t {
   kNone,
-  kPriority,      // higher-priority jobs go first: jobs_ahead
-  kResources,     // not enough free capacity with the right shape now
-  kReservedFor,   // capacity is free but reserved for other_job
-  kDependency,    // waits for other_job
-  kBeginTime,     // begin_time in the future
-  kHeld,          // user or admin hold
-  kUnschedulable, // can never fit this cluster as it is, or is larger than its queue's limit
-  kPreempting,    // jobs were preempted for it: waits for other_job to stop
-  kQuota,         // its queue would exceed its limit: queue_used of queue_limit
-  kFairShare,     // its queue is past its guarantee (queue_used of queue_limit) and one with a smaller share waits
+  kPriority,        // higher-priority jobs go first: jobs_ahead
+  kResources,       // not enough free capacity with the right shape now
+  kReservedFor,     // capacity is free but reserved for other_job
+  kDependency,      // waits for other_job
+  kBeginTime,       // begin_time in the future
+  kHeld,            // user or admin hold
+  kUnschedulable,   // can never fit this cluster as it is, or is larger than its queue's limit
+  kPreempting,      // jobs were preempted for it: waits for other_job to stop
+  kQuota,           // its queue would exceed its limit: queue_used of queue_limit
+  kFairShare,       // its queue is past its guarantee (queue_used of queue_limit) and one with a smaller share waits
   kArrayTaskLimit,  // queue_limit tasks of its array run, the most it allows at once (Slurm's %K)
   kReservation,     // its admin reservation (`reservation`) starts at begin_time, ends too soon for its
                     // limit (at reservation_end), or is gone (reservation empty)
@@ -64,17 +64,17 @@ const char* ReasonCodeName(ReasonCode c);
 struct PendingReason {
   JobId job = 0;
   ReasonCode code = ReasonCode::kNone;
-  JobId other_job = 0;          // kReservedFor, kDependency
-  int32_t jobs_ahead = 0;       // kPriority
-  int32_t replicas = 0;         // kResources, kUnschedulable: what is needed...
+  JobId other_job = 0;     // kReservedFor, kDependency
+  int32_t jobs_ahead = 0;  // kPriority
+  int32_t replicas = 0;    // kResources, kUnschedulable: what is needed...
   int64_t per_replica_gpus = 0;
   int32_t gpu_type = kAnyGpuType;
   TopologyScope scope = TopologyScope::kAny;
-  FeatureMask features = 0;       // the node features it requires
+  FeatureMask features = 0;            // the node features it requires
   bool no_node_with_features = false;  // kUnschedulable: no schedulable node has them all
-  int64_t free_gpus = 0;          // ...and what there is: free GPUs of that type,
-  int64_t largest_node_free = 0;  // the largest free block on one node,
-  int64_t largest_leaf_free = 0;  // and under one leaf switch.
+  int64_t free_gpus = 0;               // ...and what there is: free GPUs of that type,
+  int64_t largest_node_free = 0;       // the largest free block on one node,
+  int64_t largest_leaf_free = 0;       // and under one leaf switch.
   // kUnschedulable: a replica's CPU and memory, and the most of each that
   // one schedulable node with room for a replica's GPUs has (a job that no
   // node can hold for its CPU or memory is explained by those, not GPUs).
@@ -83,11 +83,11 @@ struct PendingReason {
   int64_t largest_node_cpu_milli = 0;
   int64_t largest_node_memory_bytes = 0;
   Time planned_start = Time::Max();  // from the backfill plan; Max() = none
-  int64_t queue_used = 0;   // kQuota: GPUs its queue holds (of that type, or in all)
-  int64_t queue_limit = 0;  // kQuota, and kUnschedulable for a job larger than it: the queue's limit
-  int32_t quota_level = 0;  // kQuota: 0 its own queue, 1 its parent, ...
+  int64_t queue_used = 0;            // kQuota: GPUs its queue holds (of that type, or in all)
+  int64_t queue_limit = 0;           // kQuota, and kUnschedulable for a job larger than it: the queue's limit
+  int32_t quota_level = 0;           // kQuota: 0 its own queue, 1 its parent, ...
   Time begin_time;
-  std::string reservation;            // kReservation: its name
+  std::string reservation;             // kReservation: its name
   Time reservation_end = Time::Max();  // kReservation: its end, when the job's limit runs past it
 };
 
@@ -109,10 +109,10 @@ struct Preemption {
   // job is stopped whole for these).
   std::vector<Shrink> shrinks;
   std::vector<Allocation> allocations;
-  int64_t lost_gpu_seconds = 0;  // GPUs x time since each victim's newest checkpoint
-  bool reclaim = false;          // the job's queue reclaims its guarantee (else: a higher class)
-  bool for_service = false;      // the job has run less than its victims (the las policy)
-  bool interactive = false;      // for a job of an interactive class: its victims stop ahead of other stops
+  int64_t lost_gpu_seconds = 0;           // GPUs x time since each victim's newest checkpoint
+  bool reclaim = false;                   // the job's queue reclaims its guarantee (else: a higher class)
+  bool for_service = false;               // the job has run less than its victims (the las policy)
+  bool interactive = false;               // for a job of an interactive class: its victims stop ahead of other stops
   Duration grace = Duration::Infinite();  // the most a victim's grace period may be (the class's preemptGrace)
 };
 

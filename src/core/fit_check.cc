@@ -41,8 +41,8 @@ Status CheckEverFits(const JobSpec& job, const std::vector<Node>& nodes) {
     });
     if (pool_only && std::find(job.required_features.begin(), job.required_features.end(), kOnDemandFeature) !=
                          job.required_features.end()) {
-      return InvalidArgument("the cluster has no on-demand node, and the job may run on spot nodes only with spot: true",
-                             "features");
+      return InvalidArgument(
+          "the cluster has no on-demand node, and the job may run on spot nodes only with spot: true", "features");
     }
     std::set<std::string> missing;
     for (const std::string& f : job.required_features) {
@@ -54,7 +54,8 @@ Status CheckEverFits(const JobSpec& job, const std::vector<Node>& nodes) {
     }
     std::vector<std::string> wanted(job.required_features.begin(), job.required_features.end());
     return InvalidArgument("no node" + std::string(typed ? " with " + job.gpu_type + " GPUs" : "") +
-                               " has all of its required features (" + list(wanted) + (missing.empty() ? "" : "; none has " + list(missing)) + ")",
+                               " has all of its required features (" + list(wanted) +
+                               (missing.empty() ? "" : "; none has " + list(missing)) + ")",
                            "features");
   }
   Resources largest;

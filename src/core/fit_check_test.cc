@@ -62,7 +62,8 @@ TEST(CheckEverFits, WhatNoNodeCouldHoldNamesTheLimit) {
   JobSpec nodes3 = Job(3, 8, 1, 1, "A100");
   nodes3.one_per_node = true;
   EXPECT_EQ(Why(nodes3, nodes), "replicas: needs 3 distinct nodes; the cluster has 2 that can hold a replica");
-  EXPECT_EQ(Why(Job(3, 8, 1, 1, "A100"), nodes), "replicas: needs room for 3 replicas; the whole cluster holds 2 of this size");
+  EXPECT_EQ(Why(Job(3, 8, 1, 1, "A100"), nodes),
+            "replicas: needs room for 3 replicas; the whole cluster holds 2 of this size");
   JobSpec elastic = Job(3, 8, 1, 1, "A100");
   elastic.min_replicas = 2;
   EXPECT_EQ(Why(elastic, nodes), "ok") << "an elastic job needs its minimum";

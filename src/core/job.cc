@@ -4,18 +4,30 @@ namespace muster::core {
 
 const char* JobStateName(JobState s) {
   switch (s) {
-    case JobState::kPending: return "PENDING";
-    case JobState::kHeld: return "HELD";
-    case JobState::kStarting: return "STARTING";
-    case JobState::kRunning: return "RUNNING";
-    case JobState::kCompleting: return "COMPLETING";
-    case JobState::kCompleted: return "COMPLETED";
-    case JobState::kFailed: return "FAILED";
-    case JobState::kCancelled: return "CANCELLED";
-    case JobState::kTimeout: return "TIMEOUT";
-    case JobState::kOutOfMemory: return "OUT_OF_MEMORY";
-    case JobState::kNodeFail: return "NODE_FAIL";
-    case JobState::kPreempted: return "PREEMPTED";
+    case JobState::kPending:
+      return "PENDING";
+    case JobState::kHeld:
+      return "HELD";
+    case JobState::kStarting:
+      return "STARTING";
+    case JobState::kRunning:
+      return "RUNNING";
+    case JobState::kCompleting:
+      return "COMPLETING";
+    case JobState::kCompleted:
+      return "COMPLETED";
+    case JobState::kFailed:
+      return "FAILED";
+    case JobState::kCancelled:
+      return "CANCELLED";
+    case JobState::kTimeout:
+      return "TIMEOUT";
+    case JobState::kOutOfMemory:
+      return "OUT_OF_MEMORY";
+    case JobState::kNodeFail:
+      return "NODE_FAIL";
+    case JobState::kPreempted:
+      return "PREEMPTED";
   }
   return "UNKNOWN";
 }
@@ -30,18 +42,30 @@ std::optional<JobState> JobStateFromName(std::string_view name) {
 
 const char* JobStateCode(JobState s) {
   switch (s) {
-    case JobState::kPending: return "PD";
-    case JobState::kHeld: return "PD";
-    case JobState::kStarting: return "CF";
-    case JobState::kRunning: return "R";
-    case JobState::kCompleting: return "CG";
-    case JobState::kCompleted: return "CD";
-    case JobState::kFailed: return "F";
-    case JobState::kCancelled: return "CA";
-    case JobState::kTimeout: return "TO";
-    case JobState::kOutOfMemory: return "OOM";
-    case JobState::kNodeFail: return "NF";
-    case JobState::kPreempted: return "PR";
+    case JobState::kPending:
+      return "PD";
+    case JobState::kHeld:
+      return "PD";
+    case JobState::kStarting:
+      return "CF";
+    case JobState::kRunning:
+      return "R";
+    case JobState::kCompleting:
+      return "CG";
+    case JobState::kCompleted:
+      return "CD";
+    case JobState::kFailed:
+      return "F";
+    case JobState::kCancelled:
+      return "CA";
+    case JobState::kTimeout:
+      return "TO";
+    case JobState::kOutOfMemory:
+      return "OOM";
+    case JobState::kNodeFail:
+      return "NF";
+    case JobState::kPreempted:
+      return "PR";
   }
   return "??";
 }
@@ -72,8 +96,7 @@ bool IsValidTransition(JobState from, JobState to) {
   switch (from) {
     case S::kPending:
       // Start, hold, or end without running (cancel, dependency never satisfied).
-      return to == S::kStarting || to == S::kRunning || to == S::kHeld || to == S::kCancelled ||
-             to == S::kFailed;
+      return to == S::kStarting || to == S::kRunning || to == S::kHeld || to == S::kCancelled || to == S::kFailed;
     case S::kHeld:
       return to == S::kPending || to == S::kCancelled;
     case S::kStarting:
@@ -88,21 +111,30 @@ bool IsValidTransition(JobState from, JobState to) {
 
 const char* DependencyTypeName(DependencyType t) {
   switch (t) {
-    case DependencyType::kAfterOk: return "afterok";
-    case DependencyType::kAfterAny: return "afterany";
-    case DependencyType::kAfterNotOk: return "afternotok";
-    case DependencyType::kAfter: return "after";
-    case DependencyType::kAfterCorr: return "aftercorr";
+    case DependencyType::kAfterOk:
+      return "afterok";
+    case DependencyType::kAfterAny:
+      return "afterany";
+    case DependencyType::kAfterNotOk:
+      return "afternotok";
+    case DependencyType::kAfter:
+      return "after";
+    case DependencyType::kAfterCorr:
+      return "aftercorr";
   }
   return "?";
 }
 
 const char* TopologyScopeName(TopologyScope s) {
   switch (s) {
-    case TopologyScope::kNode: return "node";
-    case TopologyScope::kLeaf: return "leaf";
-    case TopologyScope::kSpine: return "spine";
-    case TopologyScope::kAny: return "any";
+    case TopologyScope::kNode:
+      return "node";
+    case TopologyScope::kLeaf:
+      return "leaf";
+    case TopologyScope::kSpine:
+      return "spine";
+    case TopologyScope::kAny:
+      return "any";
   }
   return "?";
 }

@@ -75,14 +75,14 @@ struct JobSpec {
   // Who submitted it: its run time predicts how long this user's next jobs
   // run (run_time_predictor.h). Empty: unknown.
   std::string user;
-  int32_t replicas = 1;       // gang size: all replicas start together or none
+  int32_t replicas = 1;  // gang size: all replicas start together or none
   // Elastic (0 < min_replicas < replicas): it starts with as many replicas
   // as fit, at least min_replicas and at most `replicas`, grows while
   // capacity is free, and gives back its newest replicas above the minimum
   // to jobs that need the room (scheduler.h). 0: exactly `replicas`.
   int32_t min_replicas = 0;
-  Resources per_replica;      // resources of one replica
-  std::string gpu_type;       // empty = any type (all replicas get the same type)
+  Resources per_replica;  // resources of one replica
+  std::string gpu_type;   // empty = any type (all replicas get the same type)
   // Node features every node it runs on must have (a container job needs
   // "containers", and "gpu-containers" when it has GPUs).
   std::vector<std::string> required_features;

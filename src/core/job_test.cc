@@ -10,13 +10,13 @@ namespace muster::core {
 namespace {
 
 const std::vector<JobState> kAllStates = {
-    JobState::kPending,   JobState::kHeld,        JobState::kStarting, JobState::kRunning,
-    JobState::kCompleting, JobState::kCompleted,  JobState::kFailed,   JobState::kCancelled,
-    JobState::kTimeout,   JobState::kOutOfMemory, JobState::kNodeFail, JobState::kPreempted,
+    JobState::kPending,    JobState::kHeld,        JobState::kStarting, JobState::kRunning,
+    JobState::kCompleting, JobState::kCompleted,   JobState::kFailed,   JobState::kCancelled,
+    JobState::kTimeout,    JobState::kOutOfMemory, JobState::kNodeFail, JobState::kPreempted,
 };
 
 const std::vector<JobState> kTerminalStates = {
-    JobState::kCompleted, JobState::kFailed,   JobState::kCancelled, JobState::kTimeout,
+    JobState::kCompleted,   JobState::kFailed,   JobState::kCancelled, JobState::kTimeout,
     JobState::kOutOfMemory, JobState::kNodeFail, JobState::kPreempted,
 };
 

@@ -27,7 +27,7 @@ struct Topology {
 
 struct NodeSpec {
   std::string name;
-  std::string gpu_type;   // e.g. "H100"; empty for a node without GPUs
+  std::string gpu_type;  // e.g. "H100"; empty for a node without GPUs
   Resources capacity;
   Topology topology;
   // What the node can do beyond its resources ("containers",
@@ -89,12 +89,12 @@ inline bool HasFeatures(FeatureMask node, FeatureMask required) { return (node &
 // current free capacity. Owned by ClusterState.
 struct Node {
   NodeSpec spec;
-  int32_t gpu_type = 0;  // dense id, see ClusterState::GpuTypeName
-  int32_t leaf = 0;      // dense id
-  int32_t spine = 0;     // dense id
+  int32_t gpu_type = 0;      // dense id, see ClusterState::GpuTypeName
+  int32_t leaf = 0;          // dense id
+  int32_t spine = 0;         // dense id
   FeatureMask features = 0;  // spec.features as bits
-  Resources free;        // capacity minus every running allocation
-  bool schedulable = true;  // false when cordoned, draining, unreachable or lost
+  Resources free;            // capacity minus every running allocation
+  bool schedulable = true;   // false when cordoned, draining, unreachable or lost
 };
 
 }  // namespace muster::core

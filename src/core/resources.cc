@@ -13,8 +13,7 @@ int64_t Resources::CopiesOf(const Resources& u, int64_t cap) const {
 }
 
 Resources Resources::Min(const Resources& a, const Resources& b) {
-  return {std::min(a.gpus, b.gpus), std::min(a.cpu_milli, b.cpu_milli),
-          std::min(a.memory_bytes, b.memory_bytes)};
+  return {std::min(a.gpus, b.gpus), std::min(a.cpu_milli, b.cpu_milli), std::min(a.memory_bytes, b.memory_bytes)};
 }
 
 std::string Resources::ToString() const {
@@ -27,8 +26,8 @@ std::string Resources::ToString() const {
   if (memory_bytes) {
     constexpr int64_t kGi = int64_t{1} << 30, kMi = int64_t{1} << 20;
     out += ", ";
-    out += memory_bytes % kGi == 0 ? std::to_string(memory_bytes / kGi) + "Gi"
-                                   : std::to_string(memory_bytes / kMi) + "Mi";
+    out +=
+        memory_bytes % kGi == 0 ? std::to_string(memory_bytes / kGi) + "Gi" : std::to_string(memory_bytes / kMi) + "Mi";
   }
   return out;
 }

@@ -11,13 +11,12 @@ namespace muster::core {
 
 struct Resources {
   int64_t gpus = 0;
-  int64_t cpu_milli = 0;     // 1000 = one core
+  int64_t cpu_milli = 0;  // 1000 = one core
   int64_t memory_bytes = 0;
 
   // True when every dimension of *this is <= the same dimension of `capacity`.
   bool FitsIn(const Resources& capacity) const {
-    return gpus <= capacity.gpus && cpu_milli <= capacity.cpu_milli &&
-           memory_bytes <= capacity.memory_bytes;
+    return gpus <= capacity.gpus && cpu_milli <= capacity.cpu_milli && memory_bytes <= capacity.memory_bytes;
   }
   bool IsNonNegative() const { return gpus >= 0 && cpu_milli >= 0 && memory_bytes >= 0; }
   bool IsZero() const { return gpus == 0 && cpu_milli == 0 && memory_bytes == 0; }

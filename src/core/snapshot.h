@@ -113,7 +113,7 @@ struct PendingJob {
   // Elastic: it may start with as few as this many (JobSpec::min_replicas).
   int32_t min_replicas = 0;
   Resources per_replica;
-  int32_t gpu_type = kAnyGpuType;  // dense id, or kAnyGpuType
+  int32_t gpu_type = kAnyGpuType;     // dense id, or kAnyGpuType
   FeatureMask required_features = 0;  // its nodes must have these
   Duration time_limit = Duration::Infinite();
   TopologyScope topology = TopologyScope::kAny;
@@ -121,13 +121,13 @@ struct PendingJob {
   bool exclusive = false;     // JobSpec::exclusive
   JobId run_group = 0;        // JobSpec::run_group and run_group_limit
   int32_t run_group_limit = 0;
-  Time begin_time;           // Time::Zero() when none
+  Time begin_time;  // Time::Zero() when none
   // Its reservation: an index into ClusterSnapshot::reservations, or
   // kNoReservation, or kReservationGone.
   int32_t reservation = kNoReservation;
   bool held = false;
-  Time released_at;          // when a hold was last released; Time::Zero() when never
-  Duration known_duration = Duration::Infinite();  // SJF baseline only
+  Time released_at;                                     // when a hold was last released; Time::Zero() when never
+  Duration known_duration = Duration::Infinite();       // SJF baseline only
   Duration checkpoint_interval = Duration::Infinite();  // JobSpec::checkpoint_interval
   // Its submitter, a dense RunTimePredictor id (-1: unknown).
   int32_t user = -1;
@@ -192,7 +192,7 @@ struct RunningJob {
   int32_t min_replicas = 0;
   int32_t max_replicas = 0;
   bool shrinking = false;
-  Resources per_replica;         // one replica's resources
+  Resources per_replica;              // one replica's resources
   FeatureMask required_features = 0;  // its nodes must have these
   // Since when it has held its present GPUs: its last resize (Max: none, its start).
   Time held_since = Time::Max();

@@ -63,14 +63,13 @@ StatusOr<GpuInventory> FakeGpusFromFile(const std::string& path, const std::stri
 }  // namespace
 
 StatusOr<GpuInventory> FakeGpus(const std::string& what, const std::string& node_name) {
-  if (what.find('/') != std::string::npos ||
-      (what.size() > 5 && what.compare(what.size() - 5, 5, ".json") == 0)) {
+  if (what.find('/') != std::string::npos || (what.size() > 5 && what.compare(what.size() - 5, 5, ".json") == 0)) {
     return FakeGpusFromFile(what, node_name);
   }
   const size_t x = what.find('x');
   auto bad = [&](const std::string& why) {
-    return InvalidArgument("--fake-gpus: " + why + ", got \"" + what.substr(0, 64) + "\" (expected COUNTxTYPE, like 8xH100)",
-                           "fake-gpus");
+    return InvalidArgument(
+        "--fake-gpus: " + why + ", got \"" + what.substr(0, 64) + "\" (expected COUNTxTYPE, like 8xH100)", "fake-gpus");
   };
   if (x == std::string::npos || x == 0 || x + 1 >= what.size()) return bad("missing count or type");
   int count = 0;

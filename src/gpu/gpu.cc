@@ -35,7 +35,12 @@ std::string GpuInventory::GpuType() const { return gpus.empty() ? std::string() 
 
 bool IsApplicationXid(int64_t xid) {
   switch (xid) {
-    case 13: case 31: case 43: case 45: case 68: case 109:
+    case 13:
+    case 31:
+    case 43:
+    case 45:
+    case 68:
+    case 109:
       return true;
     default:
       return false;

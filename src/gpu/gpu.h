@@ -17,31 +17,31 @@ namespace muster::gpu {
 struct GpuDevice {
   int32_t index = 0;
   std::string uuid;
-  std::string name;          // "NVIDIA H100 80GB HBM3"
-  std::string pci_bus_id;    // "00000000:18:00.0"
+  std::string name;        // "NVIDIA H100 80GB HBM3"
+  std::string pci_bus_id;  // "00000000:18:00.0"
   int64_t memory_bytes = 0;
-  int32_t numa_node = -1;    // -1: unknown
-  int32_t nvlinks = 0;       // active NVLink links
-  int32_t minor = -1;        // its device file's minor number (/dev/nvidiaN); -1: unknown
-  std::string device;        // a fake GPU's stand-in device file (containers get it); "" for real ones
-  bool nvswitch = false;     // links go to an NVSwitch: all GPUs on the board are all-to-all
+  int32_t numa_node = -1;  // -1: unknown
+  int32_t nvlinks = 0;     // active NVLink links
+  int32_t minor = -1;      // its device file's minor number (/dev/nvidiaN); -1: unknown
+  std::string device;      // a fake GPU's stand-in device file (containers get it); "" for real ones
+  bool nvswitch = false;   // links go to an NVSwitch: all GPUs on the board are all-to-all
   bool healthy = true;
-  std::string health;        // why not healthy: "XID 79"
+  std::string health;  // why not healthy: "XID 79"
 };
 
 // What one GPU is doing now: NVML's sample, or a fake's.
 struct GpuSample {
   int32_t index = 0;
-  double utilization = -1;          // 0..1 of the last sample period; -1: unknown
-  int64_t memory_used_bytes = -1;   // -1: unknown
+  double utilization = -1;         // 0..1 of the last sample period; -1: unknown
+  int64_t memory_used_bytes = -1;  // -1: unknown
 };
 
 // An XID or ECC event of one GPU.
 struct GpuHealthEvent {
   std::string uuid;
-  int64_t xid = 0;           // 0 for ECC events
-  std::string kind;          // "xid", "ecc-double-bit", "ecc-single-bit", "lost"
-  bool fatal = true;         // hardware-fatal (the GPU should not get work)
+  int64_t xid = 0;    // 0 for ECC events
+  std::string kind;   // "xid", "ecc-double-bit", "ecc-single-bit", "lost"
+  bool fatal = true;  // hardware-fatal (the GPU should not get work)
   int64_t time_ms = 0;
 };
 

@@ -197,7 +197,8 @@ StatusOr<GpuInventory> Nvml::Discover() {
         if (r != kSuccess || !active) continue;
         ++g.nvlinks;
         int type = 0;
-        if (a.nvlink_remote_type && a.nvlink_remote_type(d, link, &type) == kSuccess && type == kNvlinkDeviceTypeSwitch) {
+        if (a.nvlink_remote_type && a.nvlink_remote_type(d, link, &type) == kSuccess &&
+            type == kNvlinkDeviceTypeSwitch) {
           g.nvswitch = true;
         }
       }
@@ -239,8 +240,8 @@ StatusOr<std::optional<GpuHealthEvent>> Nvml::WaitEvent(Duration timeout, int64_
     events_registered_ = true;
   }
   nvmlEventData_t data{};
-  const nvmlReturn_t r =
-      a.event_wait(static_cast<nvmlEventSet_t>(event_set_), &data, static_cast<unsigned>(std::max<int64_t>(0, timeout.millis())));
+  const nvmlReturn_t r = a.event_wait(static_cast<nvmlEventSet_t>(event_set_), &data,
+                                      static_cast<unsigned>(std::max<int64_t>(0, timeout.millis())));
   if (r == kErrorTimeout) return std::optional<GpuHealthEvent>();
   GpuHealthEvent e;
   e.time_ms = now_ms;

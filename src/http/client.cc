@@ -97,7 +97,8 @@ Status ParseServer(std::string_view s, std::string& host_out, int& port, bool& t
       if (!ParsePort(rest.substr(1), port)) return bad("the port must be a number from 1 to 65535");
     }
   } else if (const size_t colon = s.find(':'); colon != std::string_view::npos) {
-    if (s.find(':', colon + 1) != std::string_view::npos) return bad("write an IPv6 address in brackets: [ADDRESS]:PORT");
+    if (s.find(':', colon + 1) != std::string_view::npos)
+      return bad("write an IPv6 address in brackets: [ADDRESS]:PORT");
     host = s.substr(0, colon);
     if (!ParsePort(s.substr(colon + 1), port)) return bad("the port must be a number from 1 to 65535");
   }
@@ -227,8 +228,8 @@ Status Client::Handshake(Clock::time_point deadline) {
     }
     if (!WaitFor(fd_, stream_->wants_write() ? POLLOUT : POLLIN, deadline)) {
       CloseConnection();
-      return Status(StatusCode::kUnavailable, "TLS handshake: not done within " +
-                                                  std::to_string(options_.connect_timeout.count()) + " ms");
+      return Status(StatusCode::kUnavailable,
+                    "TLS handshake: not done within " + std::to_string(options_.connect_timeout.count()) + " ms");
     }
   }
 }
@@ -428,7 +429,8 @@ StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, b
       std::string_view line = rest.substr(0, eol);
       rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 2);
       const size_t colon = line.find(':');
-      if (colon == std::string_view::npos || colon == 0) return malformed("header line " + QuoteForMessage(line.substr(0, 80)));
+      if (colon == std::string_view::npos || colon == 0)
+        return malformed("header line " + QuoteForMessage(line.substr(0, 80)));
       res.headers.emplace_back(std::string(line.substr(0, colon)), std::string(Trim(line.substr(colon + 1))));
     }
     buf.erase(0, head_end + 4);
@@ -453,7 +455,10 @@ StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, b
       if (size_text.empty() || size_text.size() > 15) return malformed("chunk size " + QuoteForMessage(size_text));
       size_t size = 0;
       for (char c : size_text) {
-        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        const int d = c >= '0' && c <= '9'   ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                             : -1;
         if (d < 0) return malformed("chunk size " + QuoteForMessage(size_text));
         size = size * 16 + static_cast<size_t>(d);
       }
@@ -470,7 +475,8 @@ StatusOr<ClientResponse> ReadResponse(std::string& buf, const MoreBytes& more, b
         }
         break;
       }
-      if (size > max_body_bytes || (!streamed && res.body.size() + size > max_body_bytes)) return malformed(too_large());
+      if (size > max_body_bytes || (!streamed && res.body.size() + size > max_body_bytes))
+        return malformed(too_large());
       while (buf.size() < size + 2) RETURN_IF_ERROR(need());
       if (buf.compare(size, 2, "\r\n") != 0) return malformed("chunk not followed by CRLF");
       if (streamed) {

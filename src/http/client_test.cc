@@ -68,7 +68,9 @@ std::string ReadHead(int fd) {
   return in;
 }
 
-void Write(int fd, const std::string& bytes) { ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size())); }
+void Write(int fd, const std::string& bytes) {
+  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+}
 
 TEST(HttpClient, TalksToTheServer) {
   Server server({});
@@ -106,8 +108,9 @@ TEST(HttpClient, ReadsChunkedAnswersInterimAnswersAndBodiesUntilClose) {
   Scripted s([](int fd, int nth) {
     ReadHead(fd);
     if (nth == 0) {
-      Write(fd, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n"
-                "5;ext=1\r\nhello\r\n1A\r\n, and twenty-one bytes mor\r\n0\r\nTrailer: t\r\n\r\n");
+      Write(fd,
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n"
+            "5;ext=1\r\nhello\r\n1A\r\n, and twenty-one bytes mor\r\n0\r\nTrailer: t\r\n\r\n");
       ReadHead(fd);  // the same connection serves the next request
       Write(fd, "HTTP/1.0 200 OK\r\n\r\nuntil the end");
     }
@@ -160,9 +163,10 @@ TEST(HttpClient, NoResendOnceAnAnswerHasBegun) {
 // An answer over the client's body limit is an error, however it is framed
 // (the server fetching an agent's log takes at most 4 MiB and a bit).
 TEST(HttpClient, AnAnswerOverTheBodyLimitIsAnError) {
-  for (const std::string answer : {"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world",
-                                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n",
-                                    "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello world"}) {
+  for (const std::string answer :
+       {"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello world"}) {
     Scripted s([&](int fd, int) {
       ReadHead(fd);
       Write(fd, answer);
@@ -179,9 +183,8 @@ TEST(HttpClient, AnAnswerOverTheBodyLimitIsAnError) {
 
 TEST(HttpClient, MalformedAnswersAreErrorsThatSaySo) {
   for (const std::string answer : {"SMTP ready\r\n\r\n", "HTTP/1.1 2x0 OK\r\n\r\n", "HTTP/1.1 020 OK\r\n\r\n",
-                                    "HTTP/1.1 200 OK\r\nbroken\r\n\r\n",
-                                    "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-                                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
+                                   "HTTP/1.1 200 OK\r\nbroken\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+                                   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
     Scripted s([&](int fd, int) {
       ReadHead(fd);
       Write(fd, answer);
@@ -236,9 +239,8 @@ TEST(HttpClient, ReachesAnIpv6AddressAndNamesItInBrackets) {
   Server::Options o;
   o.host = "::1";
   Server server(o);
-  server.Handle("GET", "/host", [](const Request& req, Response& res) {
-    res.Set(200, std::string(req.Header("Host")), "text/plain");
-  });
+  server.Handle("GET", "/host",
+                [](const Request& req, Response& res) { res.Set(200, std::string(req.Header("Host")), "text/plain"); });
   if (!server.Bind().ok()) GTEST_SKIP() << "no IPv6 loopback here";
   std::thread serving([&] { server.Serve(); });
   const std::string where = "[::1]:" + std::to_string(server.port());
@@ -253,8 +255,7 @@ TEST(HttpClient, UnreachableAndMalformedAddresses) {
   Client refused("http://127.0.0.1:1");
   auto r = refused.Get("/");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("connect: Connection refused"), std::string::npos)
-      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("connect: Connection refused"), std::string::npos) << r.status().ToString();
   for (const std::string bad : {"ftp://example.com", "http://host:99999", "http://host:port", "http://[::1",
                                 "http://::1:80", "http://h:80/path", "http://", ""}) {
     auto e = Client(bad).Get("/");

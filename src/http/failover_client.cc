@@ -51,9 +51,9 @@ int FindLeader(const std::vector<std::string>& servers, std::chrono::millisecond
     if (r.ok() && r->status == 200 && r->Header("X-Muster-Role") == "leader") return static_cast<int>(i);
     if (seen != nullptr) {
       *seen += (seen->empty() ? "" : "; ") + servers[i] + ": " +
-               (!r.ok() ? r.status().message()
-                        : r->Header("X-Muster-Role").empty() ? "HTTP " + std::to_string(r->status)
-                                                              : std::string(r->Header("X-Muster-Role")));
+               (!r.ok()                              ? r.status().message()
+                : r->Header("X-Muster-Role").empty() ? "HTTP " + std::to_string(r->status)
+                                                     : std::string(r->Header("X-Muster-Role")));
     }
   }
   return -1;
@@ -67,13 +67,13 @@ bool FailoverClient::Locate(std::string* seen) {
   return true;
 }
 
-StatusOr<ClientResponse> FailoverClient::Send(std::string_view method, std::string_view target,
-                                              const Fields& headers, std::string_view body,
-                                              std::string_view content_type) {
+StatusOr<ClientResponse> FailoverClient::Send(std::string_view method, std::string_view target, const Fields& headers,
+                                              std::string_view body, std::string_view content_type) {
   return OnLeader([&](Client& c) { return c.Send(method, target, headers, body, content_type); });
 }
 
-StatusOr<ClientResponse> FailoverClient::Stream(std::string_view target, const Fields& headers, const ChunkSink& on_data) {
+StatusOr<ClientResponse> FailoverClient::Stream(std::string_view target, const Fields& headers,
+                                                const ChunkSink& on_data) {
   return OnLeader([&](Client& c) { return c.Stream(target, headers, on_data); });
 }
 

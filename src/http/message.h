@@ -17,11 +17,11 @@ namespace muster::http {
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
 struct Request {
-  std::string method;   // as sent: "GET", "POST", ...
-  std::string path;     // percent-decoded, without the query
-  std::string target;   // the request target as sent: path and query, still encoded
-  Fields params;        // the query, decoded
-  Fields headers;       // names as sent
+  std::string method;  // as sent: "GET", "POST", ...
+  std::string path;    // percent-decoded, without the query
+  std::string target;  // the request target as sent: path and query, still encoded
+  Fields params;       // the query, decoded
+  Fields headers;      // names as sent
   std::string body;
   std::string remote_addr;            // the peer's address, without port
   std::vector<std::string> captures;  // what each '*' of the route matched
@@ -40,7 +40,7 @@ struct Response {
   int status = 200;
   std::string content_type;  // empty: no Content-Type header
   std::string body;
-  Fields headers;            // extra headers (not Content-Length or Connection)
+  Fields headers;  // extra headers (not Content-Length or Connection)
 
   void Set(int code, std::string text, std::string type) {
     status = code;

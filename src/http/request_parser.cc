@@ -194,8 +194,7 @@ ParseResult ParseRequestHead(std::string_view data, const HeadLimits& limits, Re
       int64_t n = 0;
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
       if (value.empty() || value.size() > 18 || value.front() < '0' || value.front() > '9' || ec != std::errc() ||
-          p != value.data() + value.size() ||
-          (have_length && n != head.content_length)) {
+          p != value.data() + value.size() || (have_length && n != head.content_length)) {
         return Fail(error, 400, "malformed Content-Length");
       }
       have_length = true;
@@ -206,7 +205,8 @@ ParseResult ParseRequestHead(std::string_view data, const HeadLimits& limits, Re
       if (ListsToken(value, "close")) head.keep_alive = false;
       if (http10 && ListsToken(value, "keep-alive") && !ListsToken(value, "close")) head.keep_alive = true;
     } else if (EqualsIgnoringCase(name, "expect")) {
-      if (!EqualsIgnoringCase(value, "100-continue")) return Fail(error, 417, "only \"Expect: 100-continue\" is understood");
+      if (!EqualsIgnoringCase(value, "100-continue"))
+        return Fail(error, 417, "only \"Expect: 100-continue\" is understood");
       head.expect_continue = !http10;
     }
     req.headers.emplace_back(std::string(name), std::string(value));

@@ -32,10 +32,10 @@ struct HeadLimits {
 };
 
 struct RequestHead {
-  Request request;          // method, path, params, headers; no body yet
-  size_t head_bytes = 0;    // bytes of the head, its blank line included
+  Request request;        // method, path, params, headers; no body yet
+  size_t head_bytes = 0;  // bytes of the head, its blank line included
   int64_t content_length = 0;
-  bool keep_alive = true;   // HTTP/1.1 unless "Connection: close"; 1.0 only with "keep-alive"
+  bool keep_alive = true;        // HTTP/1.1 unless "Connection: close"; 1.0 only with "keep-alive"
   bool expect_continue = false;  // "Expect: 100-continue"
 };
 

@@ -18,7 +18,8 @@ Parsed Parse(std::string_view text, HeadLimits limits = {}) {
 }
 
 TEST(ParseRequestHead, ReadsTheRequestLineHeadersAndQuery) {
-  const std::string text = "GET /v1/jobs?state=RUNNING&name=a%20b+c&flag HTTP/1.1\r\nHost: x\r\nX-Muster-User:  ana \r\n\r\nrest";
+  const std::string text =
+      "GET /v1/jobs?state=RUNNING&name=a%20b+c&flag HTTP/1.1\r\nHost: x\r\nX-Muster-User:  ana \r\n\r\nrest";
   Parsed p = Parse(text);
   ASSERT_EQ(p.result, ParseResult::kComplete) << p.error.message;
   EXPECT_EQ(p.head.request.method, "GET");

@@ -1,11 +1,11 @@
 #include "http/server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
-#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -69,7 +69,6 @@ void AppendResponse(const Response& r, bool close, bool with_body, std::string& 
   if (with_body) out += r.body;
 }
 
-
 }  // namespace
 
 // A pool of threads running blocking handlers, first come first served
@@ -123,7 +122,7 @@ class WorkerPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> tasks_;  // guarded by mu_
-  bool stop_ = false;                         // guarded by mu_
+  bool stop_ = false;                        // guarded by mu_
   std::vector<std::thread> threads_;
 };
 
@@ -211,23 +210,23 @@ class Server::Impl {
     // Who holds it: empty (anonymous) until a request on it is
     // authenticated, then that request's principal (see server.h).
     std::string owner;
-    uint64_t requests = 0;  // dispatched on it so far
-    std::string path;  // of the request being handled
+    uint64_t requests = 0;                  // dispatched on it so far
+    std::string path;                       // of the request being handled
     std::string method, target, principal;  // of the request being handled, for the access log
-    std::string in;   // read, not yet consumed
-    std::string out;  // to send
+    std::string in;                         // read, not yet consumed
+    std::string out;                        // to send
     size_t out_sent = 0;
     // kStreaming: its request is answered by a stream still going on.
     enum class Phase { kHead, kBody, kHandling, kStreaming, kLinger } phase = Phase::kHead;
     std::shared_ptr<Stream::State> stream;  // kStreaming
-    RequestHead head;         // kBody, kHandling
-    size_t head_searched = 0; // kHead: how much of `in` holds no head's end
-    bool close_after = false; // close once `out` is sent
-    bool unread = false;      // readable, but reading was put off (a request in flight)
+    RequestHead head;                       // kBody, kHandling
+    size_t head_searched = 0;               // kHead: how much of `in` holds no head's end
+    bool close_after = false;               // close once `out` is sent
+    bool unread = false;                    // readable, but reading was put off (a request in flight)
     bool peer_closed = false;
-    bool hangup_seen = false; // EPOLLRDHUP: read until the end, even after a short read
-    bool head_only = false;   // the request being answered is HEAD
-    bool closed = false;      // its descriptor is closed; erased after this loop turn
+    bool hangup_seen = false;  // EPOLLRDHUP: read until the end, even after a short read
+    bool head_only = false;    // the request being answered is HEAD
+    bool closed = false;       // its descriptor is closed; erased after this loop turn
     SteadyClock::time_point last_active;
     // kHead with bytes in `in`, kBody: when the request's first byte came;
     // kLinger: when the error answer was given.
@@ -288,7 +287,7 @@ class Server::Impl {
   // `c` carried a request of `principal`: it is theirs from now on. False
   // when that is one more than the principal's bound.
   bool Own(Conn& c, const std::string& principal);
-  std::vector<uint64_t> closed_;                                // to erase at the turn's end
+  std::vector<uint64_t> closed_;  // to erase at the turn's end
   uint64_t next_id_ = 2;
   int64_t in_flight_ = 0;  // requests dispatched, not yet completed; event loop only
   std::atomic<bool> stopping_{false};
@@ -297,8 +296,8 @@ class Server::Impl {
   struct Completion {
     enum class Kind { kAnswer, kStreamHead, kChunk, kEnd } kind;
     uint64_t conn;
-    Response response;               // a chunk: its body
-    std::function<Response()> make;  // when set, writes the response
+    Response response;                      // a chunk: its body
+    std::function<Response()> make;         // when set, writes the response
     std::shared_ptr<Stream::State> stream;  // kStreamHead
   };
   void Enqueue(Completion done) {
@@ -310,7 +309,7 @@ class Server::Impl {
     }
     if (wake) Wake();
   }
-  std::vector<Completion> completions_;  // guarded by mu_
+  std::vector<Completion> completions_;                // guarded by mu_
   std::vector<std::weak_ptr<Stream::State>> streams_;  // guarded by mu_: every stream started
 };
 
@@ -396,8 +395,8 @@ Status Server::Impl::Bind(int& port) {
   }
   ::freeaddrinfo(found);
   if (listen_fd_ < 0) {
-    return Status(StatusCode::kUnavailable, "cannot listen on " + where + " (" + why +
-                                                "; in use, or not an address of this machine)");
+    return Status(StatusCode::kUnavailable,
+                  "cannot listen on " + where + " (" + why + "; in use, or not an address of this machine)");
   }
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
@@ -407,7 +406,8 @@ Status Server::Impl::Bind(int& port) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (epoll_fd_ < 0 || wake_fd_ < 0) return Status(StatusCode::kInternal, std::string("epoll: ") + std::strerror(errno));
+  if (epoll_fd_ < 0 || wake_fd_ < 0)
+    return Status(StatusCode::kInternal, std::string("epoll: ") + std::strerror(errno));
   epoll_event ev{};
   ev.events = EPOLLIN;  // level-triggered: a connection left for later is offered again
   ev.data.u64 = kListenId;
@@ -455,8 +455,10 @@ void Server::Impl::Serve() {
           FinishStream(*c);
           continue;
         }
-        if (c->phase != Conn::Phase::kHandling && c->out_sent == c->out.size()) Close(*c);
-        else c->close_after = true;
+        if (c->phase != Conn::Phase::kHandling && c->out_sent == c->out.size())
+          Close(*c);
+        else
+          c->close_after = true;
       }
       for (uint64_t id : closed_) conns_.erase(id);
       closed_.clear();
@@ -549,8 +551,9 @@ void Server::Impl::Accept() {
       Fail(conn, 503, "too many connections (" + std::to_string(options_.max_connections) + "); retry later");
     } else if (options_.max_connections_per_client > 0 && from_here > options_.max_connections_per_client &&
                !EvictAnonymous(conn.remote, conn.id)) {
-      Fail(conn, 503, "too many unauthenticated connections from " + conn.remote + " (" +
-                          std::to_string(options_.max_connections_per_client) + "); retry later");
+      Fail(conn, 503,
+           "too many unauthenticated connections from " + conn.remote + " (" +
+               std::to_string(options_.max_connections_per_client) + "); retry later");
     }
   }
 }
@@ -666,9 +669,12 @@ void Server::Impl::Process(Conn& c) {
       ParseError error;
       c.head_only = false;
       switch (ParseRequestHead(c.in, options_.head_limits, c.head, error, &c.head_searched)) {
-        case ParseResult::kIncomplete: return;
-        case ParseResult::kError: return Fail(c, error.status, error.message);
-        case ParseResult::kComplete: break;
+        case ParseResult::kIncomplete:
+          return;
+        case ParseResult::kError:
+          return Fail(c, error.status, error.message);
+        case ParseResult::kComplete:
+          break;
       }
       c.head_only = c.head.request.method == "HEAD";
       if (c.head.content_length > options_.max_body_bytes) {
@@ -714,8 +720,9 @@ void Server::Impl::Dispatch(Conn& c, Request&& req) {
     ++c.requests;
     if (c.owner.empty() && !req.principal.empty() && !Own(c, req.principal)) {
       res = Response{};
-      error_body_(503, "too many connections of " + req.principal + " (" +
-                           std::to_string(options_.max_connections_per_principal) + "); retry later",
+      error_body_(503,
+                  "too many connections of " + req.principal + " (" +
+                      std::to_string(options_.max_connections_per_principal) + "); retry later",
                   res);
       c.close_after = true;  // counted no longer once closed
       return reply(std::move(res));
@@ -889,8 +896,10 @@ void Server::Impl::FilterAnswer(const Conn& c, Response& res) {
 
 void Server::Impl::TakeNext(Conn& c) {
   // The next request may already be here, whole or in part, or still in the socket.
-  if (c.unread) Read(c);
-  else Process(c);
+  if (c.unread)
+    Read(c);
+  else
+    Process(c);
 }
 
 void Server::Impl::BeginStream(Conn& c, Response& head, std::shared_ptr<Stream::State> state) {
@@ -935,7 +944,8 @@ void Server::Impl::Sweep(SteadyClock::time_point now) {
     if (c->closed) continue;
     const auto quiet = now - c->last_active;
     switch (c->phase) {
-      case Conn::Phase::kHandling: break;
+      case Conn::Phase::kHandling:
+        break;
       case Conn::Phase::kStreaming:
         if (c->out_sent < c->out.size() && quiet > options_.read_timeout) Close(*c);  // the peer reads nothing
         break;

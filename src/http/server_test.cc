@@ -10,16 +10,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -61,7 +61,9 @@ class Raw {
   ~Raw() { ::close(fd_); }
   bool connected() const { return connected_; }
   int fd() const { return fd_; }
-  void Send(const std::string& s) { ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), static_cast<ssize_t>(s.size())); }
+  void Send(const std::string& s) {
+    ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), static_cast<ssize_t>(s.size()));
+  }
   // Reads until `done(text)` holds, the peer closes, or `timeout` passes.
   std::string ReadUntil(const std::function<bool(const std::string&)>& done, std::chrono::milliseconds timeout = 5s) {
     const auto end = std::chrono::steady_clock::now() + timeout;
@@ -349,7 +351,8 @@ TEST(HttpServer, AnonymousConnectionsAllSendingARequestRefuseTheNext) {
   Raw a(r.server.port()), b(r.server.port());
   for (Raw* raw : {&a, &b}) {
     raw->Send("POST /echo HTTP/1.1\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n");
-    const std::string cont = raw->ReadUntil([](const std::string& t) { return t.find("\r\n\r\n") != std::string::npos; });
+    const std::string cont =
+        raw->ReadUntil([](const std::string& t) { return t.find("\r\n\r\n") != std::string::npos; });
     ASSERT_EQ(cont.rfind("HTTP/1.1 100", 0), 0u) << cont;
   }
   Raw refused(r.server.port());
@@ -504,7 +507,8 @@ TEST(HttpServer, ExpectContinueGetsAnInterimAnswer) {
   r.Start();
   Raw raw(r.server.port());
   raw.Send("POST /echo HTTP/1.1\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
-  const std::string interim = raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
+  const std::string interim =
+      raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
   EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
   raw.Send("abcd");
   const std::string got = raw.ReadUntil([](const std::string& s) { return s.find("body=abcd") != std::string::npos; });
@@ -540,7 +544,9 @@ TEST(HttpServer, MalformedRequestsGetAnAnswerThenTheConnectionCloses) {
     Raw raw(r.server.port());
     raw.Send(text);
     const std::string got = raw.ReadAnswers(1);
-    EXPECT_TRUE(got.rfind("HTTP/1.1 400", 0) == 0 || got.rfind("HTTP/1.1 501", 0) == 0 || got.rfind("HTTP/1.1 505", 0) == 0) << got;
+    EXPECT_TRUE(got.rfind("HTTP/1.1 400", 0) == 0 || got.rfind("HTTP/1.1 501", 0) == 0 ||
+                got.rfind("HTTP/1.1 505", 0) == 0)
+        << got;
     EXPECT_TRUE(raw.closed());
   }
 }

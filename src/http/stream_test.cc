@@ -51,11 +51,13 @@ class StreamServer {
   // The n-th stream started (0-based), once it has (5 s at most).
   std::optional<Server::Stream> WaitStream(size_t n) {
     std::optional<Server::Stream> found;
-    WaitFor([&] {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (streams_.size() > n) found = streams_[n];
-      return found.has_value();
-    }, 5s);
+    WaitFor(
+        [&] {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (streams_.size() > n) found = streams_[n];
+          return found.has_value();
+        },
+        5s);
     return found;
   }
 

@@ -46,9 +46,7 @@ using BioPtr = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
 using X509Ptr = std::unique_ptr<X509, Deleter<X509, X509_free>>;
 using KeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
 
-BioPtr MemoryBio(std::string_view text) {
-  return BioPtr(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
-}
+BioPtr MemoryBio(std::string_view text) { return BioPtr(BIO_new_mem_buf(text.data(), static_cast<int>(text.size()))); }
 
 std::string BioText(BIO* bio) {
   char* data = nullptr;
@@ -157,8 +155,8 @@ bool AttachSocket(SSL* ssl, int fd) {
 // --- server context ---------------------------------------------------------
 
 StatusOr<std::shared_ptr<TlsServerContext>> TlsServerContext::FromFiles(const std::string& cert_file,
-                                                                       const std::string& key_file) {
-  struct stat st{};
+                                                                        const std::string& key_file) {
+  struct stat st {};
   if (::stat(key_file.c_str(), &st) != 0) {
     return InvalidArgument("cannot read the TLS key " + key_file + ": " + std::strerror(errno), "tls.key");
   }
@@ -187,7 +185,7 @@ StatusOr<std::shared_ptr<TlsServerContext>> TlsServerContext::FromFiles(const st
 }
 
 StatusOr<std::shared_ptr<TlsServerContext>> TlsServerContext::FromPem(std::string_view cert_pem,
-                                                                     std::string_view key_pem) {
+                                                                      std::string_view key_pem) {
   ERR_clear_error();
   X509Ptr cert(PEM_read_bio_X509(MemoryBio(cert_pem).get(), nullptr, nullptr, nullptr));
   KeyPtr key(PEM_read_bio_PrivateKey(MemoryBio(key_pem).get(), nullptr, nullptr, nullptr));
@@ -374,8 +372,8 @@ StatusOr<SelfSignedCertificate> MakeSelfSignedCertificate(const std::string& com
   X509_gmtime_adj(X509_getm_notBefore(cert.get()), -300);  // clocks a little behind
   X509_gmtime_adj(X509_getm_notAfter(cert.get()), static_cast<long>(days) * 86400);
   X509_NAME* name = X509_get_subject_name(cert.get());
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(common_name.c_str()),
-                             -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(common_name.c_str()), -1,
+                             -1, 0);
   X509_set_issuer_name(cert.get(), name);
   X509_set_pubkey(cert.get(), key.get());
   if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) {

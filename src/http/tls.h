@@ -45,7 +45,7 @@ class TlsServerContext {
   // `cert_file`: the certificate, then any intermediates; `key_file`: its
   // private key, mode 0600 or 0640 (never readable by others).
   static StatusOr<std::shared_ptr<TlsServerContext>> FromFiles(const std::string& cert_file,
-                                                              const std::string& key_file);
+                                                               const std::string& key_file);
   static StatusOr<std::shared_ptr<TlsServerContext>> FromPem(std::string_view cert_pem, std::string_view key_pem);
   ~TlsServerContext();
   ssl_ctx_st* get() const { return ctx_; }

@@ -260,8 +260,9 @@ TEST_F(TlsTest, CurlSpeaksToTheServer) {
 
 TEST_F(TlsTest, ClientSpeaksToOpenSslServer) {
   // `openssl s_server -WWW` serves files from its directory over HTTPS.
-  const auto port = RunCommand("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); "
-                               "print(s.getsockname()[1])'");
+  const auto port = RunCommand(
+      "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); "
+      "print(s.getsockname()[1])'");
   ASSERT_EQ(port.code, 0);
   const std::string p = port.out.substr(0, port.out.find('\n'));
   ASSERT_EQ(RunCommand("echo served-by-openssl > '" + files_->dir + "/hello.txt'").code, 0);

@@ -47,8 +47,8 @@ struct Replica {
   // list the replica proves its node never started it.
   int64_t stop_generation = 0;
   bool ended = false;
-  Time end = Time::Zero();    // when it ended (within the attempt's span)
-  std::string result;         // how it ended, in words ("exited 0")
+  Time end = Time::Zero();  // when it ended (within the attempt's span)
+  std::string result;       // how it ended, in words ("exited 0")
   // Elastic jobs: given back (its node stops it; however it ends, the job
   // runs on without it), and added to a running attempt but not yet in the
   // store (its agent hears of it once it is).
@@ -80,8 +80,8 @@ struct Attempt {
   std::optional<core::JobState> ending;
   bool requeue = false;
   std::string ending_reason;
-  ReplicaExit failure;    // the first failing replica's end
-  bool node_lost = false; // a replica ended for its node's fault (ReplicaExit::NodesFault)
+  ReplicaExit failure;     // the first failing replica's end
+  bool node_lost = false;  // a replica ended for its node's fault (ReplicaExit::NodesFault)
   // A staggered stop reaches the agents at this time (checkpoint signals
   // spread out so shared storage is not flooded); Zero: at once.
   Time stop_at = Time::Zero();
@@ -107,7 +107,7 @@ struct Attempt {
 struct AttemptRecord {
   int32_t number = 0;
   Time start, end;
-  bool requeued = false;       // went back to PENDING (requeue, preemption, drain, retry)
+  bool requeued = false;                              // went back to PENDING (requeue, preemption, drain, retry)
   core::JobState state = core::JobState::kCompleted;  // how it ended (with requeued: what it implied)
   std::string reason;
   struct ReplicaRecord {
@@ -130,8 +130,8 @@ struct AttemptRecord {
 
 // Retries and requeues of one job, over all its attempts.
 struct JobHistory {
-  int32_t retries = 0;   // user failures retried (count against retry.limit)
-  int32_t requeues = 0;  // infrastructure failures requeued (do not count)
+  int32_t retries = 0;             // user failures retried (count against retry.limit)
+  int32_t requeues = 0;            // infrastructure failures requeued (do not count)
   Time not_before = Time::Zero();  // the last retry's backoff ends here
 };
 

@@ -20,19 +20,19 @@
 namespace muster::lifecycle {
 
 enum class EventType : uint8_t {
-  kReplicaFailed,    // a replica of a running attempt failed; the others are stopped
-  kRequeued,         // back to PENDING without spending a retry (requeue, drain, preemption)
-  kRetrying,         // back to PENDING after a failure (a retry, or free after a node's failure)
+  kReplicaFailed,  // a replica of a running attempt failed; the others are stopped
+  kRequeued,       // back to PENDING without spending a retry (requeue, drain, preemption)
+  kRetrying,       // back to PENDING after a failure (a retry, or free after a node's failure)
   kCompleted,
   kCancelled,
-  kFailed,           // any other terminal state
-  kStalled,          // no progress for the job's stallTimeout: treated as hung
-  kNodeLost,         // silent for lostAfter, or declared lost: its replicas end
-  kManyNodesSilent,  // a burst of silence held back (assumed the server's fault)
-  kSilenceHoldEnded, // the hold gave way: the burst's nodes are lost after all
-  kGrown,            // an elastic job's running attempt gained replicas
-  kShrinking,        // an elastic job gives back replicas (its newest are stopping)
-  kShrunk,           // the replicas it gave back have stopped
+  kFailed,            // any other terminal state
+  kStalled,           // no progress for the job's stallTimeout: treated as hung
+  kNodeLost,          // silent for lostAfter, or declared lost: its replicas end
+  kManyNodesSilent,   // a burst of silence held back (assumed the server's fault)
+  kSilenceHoldEnded,  // the hold gave way: the burst's nodes are lost after all
+  kGrown,             // an elastic job's running attempt gained replicas
+  kShrinking,         // an elastic job gives back replicas (its newest are stopping)
+  kShrunk,            // the replicas it gave back have stopped
 };
 // The store's event type ("ReplicaFailed").
 const char* EventTypeName(EventType t);
@@ -40,7 +40,7 @@ const char* EventTypeName(EventType t);
 struct LifecycleEvent {
   core::JobId job = 0;  // 0: a node's event
   EventType type = EventType::kFailed;
-  std::string reason;   // a short code ("NODE_FAIL", "Silent"), may be empty
+  std::string reason;  // a short code ("NODE_FAIL", "Silent"), may be empty
   std::string message;
 };
 
@@ -49,9 +49,9 @@ struct LifecycleEvent {
 struct JobChange {
   core::JobId job = 0;
   core::JobState state = core::JobState::kRunning;  // what it shows now
-  std::optional<std::string> reason;  // its new reason, when that changed
-  bool back_to_pending = false;       // its start time is cleared
-  std::optional<Time> end;            // it ended (terminal state)
+  std::optional<std::string> reason;                // its new reason, when that changed
+  bool back_to_pending = false;                     // its start time is cleared
+  std::optional<Time> end;                          // it ended (terminal state)
 };
 
 // An attempt that ended, with what became of its job.

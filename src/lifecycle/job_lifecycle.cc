@@ -145,7 +145,8 @@ Status JobLifecycle::Start(JobId job, int32_t number, JobTerms terms, bool durab
       if (i >= 0 && static_cast<size_t>(i) < a.replicas.size()) a.replicas[i].start = at;
     }
     for (const RestoredAttempt::GivenBack& g : restored->given_back) {
-      if (g.replica < 0 || static_cast<size_t>(g.replica) >= a.replicas.size() || !a.replicas[g.replica].ended) continue;
+      if (g.replica < 0 || static_cast<size_t>(g.replica) >= a.replicas.size() || !a.replicas[g.replica].ended)
+        continue;
       Replica& r = a.replicas[g.replica];
       r.gpus.assign(static_cast<size_t>(std::clamp(g.gpus, 0, 1024)), -1);  // counted, not held
       r.start = g.start;
@@ -205,9 +206,9 @@ std::vector<int32_t> JobLifecycle::Grow(JobId job, Effects& fx) {
     Touch(alloc.node, fx);
   }
   if (!added.empty()) {
-    fx.events.push_back({job, EventType::kGrown, "",
-                         "grew to " + std::to_string(a.Staying()) + " replicas (added " + std::to_string(added.size()) +
-                             ")"});
+    fx.events.push_back(
+        {job, EventType::kGrown, "",
+         "grew to " + std::to_string(a.Staying()) + " replicas (added " + std::to_string(added.size()) + ")"});
     Changed(job, *Shown(job), std::nullopt, fx);
   }
   return added;
@@ -271,7 +272,8 @@ void JobLifecycle::LeftEnded(JobId job, Effects& fx) {
     if (!still.count(r.node)) on_node_[r.node].erase(job);
   }
   fx.resources_freed = true;
-  fx.events.push_back({job, EventType::kShrunk, "", "runs on " + std::to_string(keep) + (keep == 1 ? " replica" : " replicas")});
+  fx.events.push_back(
+      {job, EventType::kShrunk, "", "runs on " + std::to_string(keep) + (keep == 1 ? " replica" : " replicas")});
   Changed(job, *Shown(job), std::nullopt, fx);
 }
 
@@ -287,9 +289,7 @@ void JobLifecycle::ReleaseStop(Attempt& a, Effects& fx) {
   }
 }
 
-Time JobLifecycle::NextStopDue() const {
-  return delayed_stops_.empty() ? Time::Max() : delayed_stops_.begin()->first;
-}
+Time JobLifecycle::NextStopDue() const { return delayed_stops_.empty() ? Time::Max() : delayed_stops_.begin()->first; }
 
 Time JobLifecycle::NextStopSlot() const { return std::max(clock_.Now(), next_stop_slot_); }
 
@@ -457,8 +457,11 @@ void JobLifecycle::ReplicaEnded(JobId job, int32_t replica, const ReplicaExit& e
     if (exit.NodesFault()) a.node_lost = true;
     if (!a.Stopping()) {
       a.failure = exit;
-      fx.events.push_back({job, EventType::kReplicaFailed, core::JobStateName(meaning.state), where + " " + meaning.words});
-      if (BeginEnding(job, meaning.state, false, where + " " + meaning.words, StopPace::kAtOnce, fx) == StopOutcome::kEnded) return;
+      fx.events.push_back(
+          {job, EventType::kReplicaFailed, core::JobStateName(meaning.state), where + " " + meaning.words});
+      if (BeginEnding(job, meaning.state, false, where + " " + meaning.words, StopPace::kAtOnce, fx) ==
+          StopOutcome::kEnded)
+        return;
     }
   }
   Attempt& still = attempts_.at(job);
@@ -532,12 +535,12 @@ void JobLifecycle::FinishAttempt(JobId job, Effects& fx) {
         ++h.requeues;
       }
       h.not_before = not_before;
-      const std::string why = retry.spends ? "retry " + std::to_string(h.retries) + " of " +
-                                                 std::to_string(a.terms.retry.limit)
-                                           : "requeued after an infrastructure failure (no retry spent)";
-      change.reason = "Retrying: " + a.ending_reason + "; " + why +
-                      (retry.backoff.millis() > 0 ? ", not before " + std::to_string(retry.backoff.millis() / 1000) + " s"
-                                                  : "");
+      const std::string why = retry.spends
+                                  ? "retry " + std::to_string(h.retries) + " of " + std::to_string(a.terms.retry.limit)
+                                  : "requeued after an infrastructure failure (no retry spent)";
+      change.reason =
+          "Retrying: " + a.ending_reason + "; " + why +
+          (retry.backoff.millis() > 0 ? ", not before " + std::to_string(retry.backoff.millis() / 1000) + " s" : "");
       fx.events.push_back({job, EventType::kRetrying, core::JobStateName(final_state), *change.reason});
     }
     fx.ended.push_back(std::move(ended));
@@ -717,19 +720,32 @@ std::vector<JobLifecycle::DesiredReplica> JobLifecycle::Desired(NodeIndex node, 
 
 const char* EventTypeName(EventType t) {
   switch (t) {
-    case EventType::kReplicaFailed: return "ReplicaFailed";
-    case EventType::kRequeued: return "Requeued";
-    case EventType::kRetrying: return "Retrying";
-    case EventType::kCompleted: return "Completed";
-    case EventType::kCancelled: return "Cancelled";
-    case EventType::kFailed: return "Failed";
-    case EventType::kStalled: return "Stalled";
-    case EventType::kNodeLost: return "NodeLost";
-    case EventType::kManyNodesSilent: return "ManyNodesSilent";
-    case EventType::kSilenceHoldEnded: return "SilenceHoldEnded";
-    case EventType::kGrown: return "Grown";
-    case EventType::kShrinking: return "Shrinking";
-    case EventType::kShrunk: return "Shrunk";
+    case EventType::kReplicaFailed:
+      return "ReplicaFailed";
+    case EventType::kRequeued:
+      return "Requeued";
+    case EventType::kRetrying:
+      return "Retrying";
+    case EventType::kCompleted:
+      return "Completed";
+    case EventType::kCancelled:
+      return "Cancelled";
+    case EventType::kFailed:
+      return "Failed";
+    case EventType::kStalled:
+      return "Stalled";
+    case EventType::kNodeLost:
+      return "NodeLost";
+    case EventType::kManyNodesSilent:
+      return "ManyNodesSilent";
+    case EventType::kSilenceHoldEnded:
+      return "SilenceHoldEnded";
+    case EventType::kGrown:
+      return "Grown";
+    case EventType::kShrinking:
+      return "Shrinking";
+    case EventType::kShrunk:
+      return "Shrunk";
   }
   return "?";
 }

@@ -98,10 +98,10 @@ struct ReportResult {
     int32_t attempt = 0;
     int32_t replica = 0;
   };
-  std::vector<Key> recorded;  // ends the agent may forget now
-  bool changed = false;       // the report changed something
-  bool replica_ended = false; // a replica ended: resources may be freed
-  bool unsettled = false;     // a stopped replica is unaccounted for: ask again soon
+  std::vector<Key> recorded;   // ends the agent may forget now
+  bool changed = false;        // the report changed something
+  bool replica_ended = false;  // a replica ended: resources may be freed
+  bool unsettled = false;      // a stopped replica is unaccounted for: ask again soon
 };
 
 // What a restarted server knew of an attempt (from its stored status).
@@ -163,8 +163,8 @@ class JobLifecycle {
   // once); a second stop of an attempt ending in a final state changes
   // nothing, and neither does a second requeue, but for an urgent one of a
   // stop still waiting its turn: it moves ahead.
-  StopOutcome Stop(core::JobId job, std::optional<core::JobState> final_state, bool requeue,
-                   const std::string& reason, StopPace pace, Effects& fx);
+  StopOutcome Stop(core::JobId job, std::optional<core::JobState> final_state, bool requeue, const std::string& reason,
+                   StopPace pace, Effects& fx);
   // Gives a running attempt at most `grace` between its stop signal and
   // SIGKILL (call before Stop); its agent hears of it from the owner.
   void CutGrace(core::JobId job, Duration grace);

@@ -8,9 +8,12 @@ using core::NodeIndex;
 
 const char* NodeConditionName(NodeCondition c) {
   switch (c) {
-    case NodeCondition::kReady: return "Ready";
-    case NodeCondition::kUnreachable: return "Unreachable";
-    case NodeCondition::kLost: return "Lost";
+    case NodeCondition::kReady:
+      return "Ready";
+    case NodeCondition::kUnreachable:
+      return "Unreachable";
+    case NodeCondition::kLost:
+      return "Lost";
   }
   return "?";
 }
@@ -30,7 +33,9 @@ void NodeLiveness::Watch(NodeIndex node, bool synced) {
   w.last_heard = clock_.Now();
 }
 
-bool NodeLiveness::Watched(NodeIndex node) const { return node >= 0 && static_cast<size_t>(node) < nodes_.size() && nodes_[node].watched; }
+bool NodeLiveness::Watched(NodeIndex node) const {
+  return node >= 0 && static_cast<size_t>(node) < nodes_.size() && nodes_[node].watched;
+}
 
 bool NodeLiveness::Heard(NodeIndex node) {
   if (!Watched(node)) Watch(node, true);
@@ -81,8 +86,10 @@ NodeLiveness::SweepResult NodeLiveness::Sweep(Effects& fx) {
   size_t newly_held = 0, largest_burst = 0, expired = 0;
   for (NodeIndex n : candidates) {
     Entry& w = nodes_[n];
-    const auto from = std::lower_bound(silence_starts.begin(), silence_starts.end(), w.last_heard - options_.burst_window);
-    const auto to = std::upper_bound(silence_starts.begin(), silence_starts.end(), w.last_heard + options_.burst_window);
+    const auto from =
+        std::lower_bound(silence_starts.begin(), silence_starts.end(), w.last_heard - options_.burst_window);
+    const auto to =
+        std::upper_bound(silence_starts.begin(), silence_starts.end(), w.last_heard + options_.burst_window);
     const size_t burst = static_cast<size_t>(to - from);
     if (burst >= 3 && static_cast<double>(burst) > options_.max_lost_fraction * static_cast<double>(alive)) {
       if (now - (w.last_heard + options_.lost_after) < options_.mass_silence_hold) {
@@ -101,7 +108,8 @@ NodeLiveness::SweepResult NodeLiveness::Sweep(Effects& fx) {
     fx.events.push_back({0, EventType::kManyNodesSilent, "NoRequeue",
                          std::to_string(largest_burst) + " of " + std::to_string(alive) +
                              " nodes went silent together; assuming the fault is this server's, their jobs are not "
-                             "requeued for up to " + options_.mass_silence_hold.ToString() + " more"});
+                             "requeued for up to " +
+                             options_.mass_silence_hold.ToString() + " more"});
   }
   if (expired > 0) {
     fx.events.push_back({0, EventType::kSilenceHoldEnded, "HoldExpired",

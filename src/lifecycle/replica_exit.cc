@@ -46,18 +46,26 @@ ExitMeaning Classify(const ReplicaExit& e) {
   switch (e.cause) {
     case ExitCause::kOutOfMemory:
       return {JobState::kOutOfMemory, "ran out of memory (the cgroup's OOM killer ended it)"};
-    case ExitCause::kTimeLimit: return {JobState::kTimeout, "reached its time limit"};
+    case ExitCause::kTimeLimit:
+      return {JobState::kTimeout, "reached its time limit"};
     case ExitCause::kFenced:
       return {JobState::kNodeFail, "was stopped by its agent, which lost contact with the server"};
-    case ExitCause::kLost: return {JobState::kNodeFail, e.message};
+    case ExitCause::kLost:
+      return {JobState::kNodeFail, e.message};
     // The infrastructure's doing: the job is requeued without spending a retry.
-    case ExitCause::kAgentShutdown: return {JobState::kNodeFail, "was stopped because its agent shut down"};
-    case ExitCause::kLaunchFailed: return {JobState::kFailed, "could not be started: " + message};
-    case ExitCause::kNodeFault: return {JobState::kNodeFail, "could not be started by its node: " + message};
-    case ExitCause::kStalled: return {JobState::kFailed, e.message};
-    case ExitCause::kNeverStarted: return {JobState::kFailed, "was stopped before its node started it"};
+    case ExitCause::kAgentShutdown:
+      return {JobState::kNodeFail, "was stopped because its agent shut down"};
+    case ExitCause::kLaunchFailed:
+      return {JobState::kFailed, "could not be started: " + message};
+    case ExitCause::kNodeFault:
+      return {JobState::kNodeFail, "could not be started by its node: " + message};
+    case ExitCause::kStalled:
+      return {JobState::kFailed, e.message};
+    case ExitCause::kNeverStarted:
+      return {JobState::kFailed, "was stopped before its node started it"};
     case ExitCause::kExited:
-    case ExitCause::kStoppedByAgent: break;
+    case ExitCause::kStoppedByAgent:
+      break;
   }
   if (e.Succeeded()) return {JobState::kCompleted, "exited 0"};
   std::string what = e.signal != 0 ? "was killed by signal " + std::to_string(e.signal)

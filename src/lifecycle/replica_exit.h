@@ -39,7 +39,7 @@ struct ReplicaExit {
   ExitCause cause = ExitCause::kExited;
   int32_t exit_code = 0;
   int32_t signal = 0;
-  std::string message;    // the agent's words, if any (shortened where shown)
+  std::string message;      // the agent's words, if any (shortened where shown)
   Time end = Time::Zero();  // when it ended, as its agent saw it; Zero: unknown
 
   // It ran to its end and exited 0.

@@ -38,8 +38,8 @@ struct RetryPolicy {
 };
 
 struct RetryDecision {
-  bool retry = false;         // runs again (a new attempt)
-  bool spends = false;        // counts against the limit (a user failure)
+  bool retry = false;                   // runs again (a new attempt)
+  bool spends = false;                  // counts against the limit (a user failure)
   Duration backoff = Duration::Zero();  // not before now + backoff
 };
 

@@ -119,8 +119,9 @@ class Transcript {
         if (verb == "requeue") return FailedPrecondition("job " + pos.at(0) + " is not running");
         return state_.EndPending(id, JobState::kCancelled, clock_.Now(), "cancelled");
       }
-      const StopOutcome o = verb == "cancel" ? lifecycle_->Stop(id, JobState::kCancelled, false, "cancelled", StopPace::kAtOnce, fx)
-                                             : lifecycle_->Stop(id, std::nullopt, true, "requeued", StopPace::kStaggered, fx);
+      const StopOutcome o = verb == "cancel"
+                                ? lifecycle_->Stop(id, JobState::kCancelled, false, "cancelled", StopPace::kAtOnce, fx)
+                                : lifecycle_->Stop(id, std::nullopt, true, "requeued", StopPace::kStaggered, fx);
       if (o == StopOutcome::kUnchanged) out += "unchanged\n";
       return Status::Ok();
     }
@@ -261,13 +262,16 @@ class Transcript {
     for (const core::Preemption& p : d.preemptions) {
       RETURN_IF_ERROR(state_.Nominate(p.job, p.allocations, p.victims));
       for (const core::Shrink& sh : p.shrinks) {
-        out += "shrink " + std::to_string(sh.job) + " to " + std::to_string(sh.keep) + " for " + std::to_string(p.job) + "\n";
+        out += "shrink " + std::to_string(sh.job) + " to " + std::to_string(sh.keep) + " for " + std::to_string(p.job) +
+               "\n";
         lifecycle_->Shrink(sh.job, sh.keep, "for job " + std::to_string(p.job), fx);
       }
       for (JobId v : p.victims) {
-        if (std::any_of(p.shrinks.begin(), p.shrinks.end(), [&](const core::Shrink& sh) { return sh.job == v; })) continue;
+        if (std::any_of(p.shrinks.begin(), p.shrinks.end(), [&](const core::Shrink& sh) { return sh.job == v; }))
+          continue;
         out += "preempt " + std::to_string(v) + " for " + std::to_string(p.job) + "\n";
-        lifecycle_->Stop(v, std::nullopt, true, "Preempted: for job " + std::to_string(p.job), StopPace::kStaggered, fx);
+        lifecycle_->Stop(v, std::nullopt, true, "Preempted: for job " + std::to_string(p.job), StopPace::kStaggered,
+                         fx);
       }
     }
     for (const core::Binding& b : d.bindings) {

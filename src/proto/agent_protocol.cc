@@ -107,8 +107,14 @@ std::string TaskKey(int64_t job, int32_t attempt, int32_t replica) {
 std::string ToJson(const SyncRequest& r) {
   json gpus = json::array();
   for (const GpuReport& g : r.gpus) {
-    gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"memoryBytes", g.memory_bytes},
-                    {"numaNode", g.numa_node}, {"nvlinks", g.nvlinks}, {"healthy", g.healthy}, {"health", g.health}});
+    gpus.push_back({{"index", g.index},
+                    {"uuid", g.uuid},
+                    {"name", g.name},
+                    {"memoryBytes", g.memory_bytes},
+                    {"numaNode", g.numa_node},
+                    {"nvlinks", g.nvlinks},
+                    {"healthy", g.healthy},
+                    {"health", g.health}});
   }
   json events = json::array();
   for (const HealthEventReport& e : r.health_events) {
@@ -120,9 +126,10 @@ std::string ToJson(const SyncRequest& r) {
   }
   json tasks = json::array();
   for (const TaskReport& t : r.tasks) {
-    json task = {{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}, {"running", t.running},
-                 {"startMs", t.start_ms}, {"exitCode", t.exit_code}, {"signal", t.signal}, {"oom", t.oom},
-                 {"stopReason", t.stop_reason}, {"message", t.message}, {"endMs", t.end_ms}};
+    json task = {{"job", t.job},         {"attempt", t.attempt},  {"replica", t.replica},
+                 {"running", t.running}, {"startMs", t.start_ms}, {"exitCode", t.exit_code},
+                 {"signal", t.signal},   {"oom", t.oom},          {"stopReason", t.stop_reason},
+                 {"message", t.message}, {"endMs", t.end_ms}};
     if (t.gpu_utilization >= 0) task["gpuUtilization"] = t.gpu_utilization;
     if (t.resume_known) {
       json skipped = json::array();
@@ -183,22 +190,22 @@ void ReadCandidate(Reader& c, const json& co, ResumeCandidate& r) {
 
 json TaskJson(const TaskAssignment& t) {
   json j = {{"job", t.job},
-          {"attempt", t.attempt},
-          {"replica", t.replica},
-          {"epoch", t.epoch},
-          {"user", t.user},
-          {"argv", t.argv},
-          {"script", t.script},
-          {"image", t.image},
-          {"env", t.env},
-          {"workingDir", t.working_dir},
-          {"gpus", t.gpus},
-          {"cpuMilli", t.cpu_milli},
-          {"memoryBytes", t.memory_bytes},
-          {"timeLimitMs", t.time_limit_ms},
-          {"stopSignal", t.stop_signal},
-          {"graceMs", t.grace_ms},
-          {"resume", ResumeJson(t.resume)}};
+            {"attempt", t.attempt},
+            {"replica", t.replica},
+            {"epoch", t.epoch},
+            {"user", t.user},
+            {"argv", t.argv},
+            {"script", t.script},
+            {"image", t.image},
+            {"env", t.env},
+            {"workingDir", t.working_dir},
+            {"gpus", t.gpus},
+            {"cpuMilli", t.cpu_milli},
+            {"memoryBytes", t.memory_bytes},
+            {"timeLimitMs", t.time_limit_ms},
+            {"stopSignal", t.stop_signal},
+            {"graceMs", t.grace_ms},
+            {"resume", ResumeJson(t.resume)}};
   if (!t.mounts.empty()) {
     json mounts = json::array();
     for (const TaskAssignment::Mount& m : t.mounts) {
@@ -237,7 +244,8 @@ StatusOr<std::vector<ResumeCandidate>> ParseResumeCandidates(const std::string& 
 
 std::string ToJson(const SyncResponse& r) {
   json recorded = json::array();
-  for (const TaskRef& t : r.recorded) recorded.push_back({{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}});
+  for (const TaskRef& t : r.recorded)
+    recorded.push_back({{"job", t.job}, {"attempt", t.attempt}, {"replica", t.replica}});
   // {"tasks":[...],"epoch":...}: the encoded tasks are spliced in as they are.
   std::string out = "{\"tasks\":[";
   bool first = true;
@@ -259,14 +267,19 @@ std::string ToJson(const SyncResponse& r) {
   if (r.reclaim_in_ms > 0) rest["reclaimInMs"] = r.reclaim_in_ms;
   if (!r.grace_cuts.empty()) {
     json cuts = json::array();
-    for (const GraceCut& c : r.grace_cuts) cuts.push_back({{"job", c.job}, {"attempt", c.attempt}, {"graceMs", c.grace_ms}});
+    for (const GraceCut& c : r.grace_cuts)
+      cuts.push_back({{"job", c.job}, {"attempt", c.attempt}, {"graceMs", c.grace_ms}});
     rest["graceCuts"] = std::move(cuts);
   }
   if (!r.signals.empty()) {
     json signals = json::array();
     for (const SignalOrder& s : r.signals) {
-      signals.push_back({{"job", s.job}, {"attempt", s.attempt}, {"replica", s.replica}, {"seq", s.seq},
-                         {"signal", s.signal}, {"to", s.to}});
+      signals.push_back({{"job", s.job},
+                         {"attempt", s.attempt},
+                         {"replica", s.replica},
+                         {"seq", s.seq},
+                         {"signal", s.signal},
+                         {"to", s.to}});
     }
     rest["signals"] = std::move(signals);
   }
@@ -364,7 +377,8 @@ StatusOr<SyncRequest> ParseSyncRequest(const std::string& text) {
   rd.Get(j, "reportsVersion", r.reports_version);
   rd.Get(j, "waitMs", r.wait_ms);
   RETURN_IF_ERROR(rd.status());
-  if (r.node.empty() || r.node.size() > 253) return InvalidArgument("node: must be a name of 1..253 characters", "node");
+  if (r.node.empty() || r.node.size() > 253)
+    return InvalidArgument("node: must be a name of 1..253 characters", "node");
   for (char c : r.node) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') {
       return InvalidArgument("node: may use letters, digits, '-', '.' and '_', got " + QuoteForMessage(r.node), "node");

@@ -112,7 +112,7 @@ struct SyncRequest {
   // directory): the server refuses a second live agent for one node.
   std::string agent_id;
   std::string agent_version;
-  std::string address;  // where the node's tasks reach each other (MASTER_ADDR)
+  std::string address;   // where the node's tasks reach each other (MASTER_ADDR)
   int32_t log_port = 0;  // the agent's log server, 0 = none
   // The log server speaks TLS with a certificate of the agent's own making
   // whose key has this pin (http/tls.h); "": plain HTTP.
@@ -233,15 +233,15 @@ struct SignalOrder {
 struct SyncResponse {
   int64_t epoch = 0;
   int64_t version = 0;
-  int64_t lease_ms = 60'000;  // stop every task if no sync succeeds for this long
+  int64_t lease_ms = 60'000;          // stop every task if no sync succeeds for this long
   std::vector<TaskAssignment> tasks;  // should run on this node
   // Tasks already encoded with ToJson(TaskAssignment), sent after `tasks`:
   // the server encodes each assignment once, not at every sync. Parsing
   // puts them into `tasks`.
   std::vector<std::shared_ptr<const std::string>> encoded_tasks;
-  std::vector<TaskRef> recorded;      // ended tasks the server has recorded
-  std::vector<std::string> pulls;     // images an admin wants pulled on this node (muster image pull)
-  int32_t health_events_recorded = 0; // how many of the request's health events were stored
+  std::vector<TaskRef> recorded;       // ended tasks the server has recorded
+  std::vector<std::string> pulls;      // images an admin wants pulled on this node (muster image pull)
+  int32_t health_events_recorded = 0;  // how many of the request's health events were stored
   // The node is being reclaimed (a notice from its agent or an operator):
   // the time left, at least 1; 0: not. Stops end by then: a stopping
   // task's grace is cut to it.

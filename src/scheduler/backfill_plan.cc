@@ -27,8 +27,7 @@ void BackfillPlan::Push(Time at, std::vector<core::Allocation> allocations) {
 }
 
 bool BackfillPlan::AdvanceOnce(std::vector<NodeIndex>& grown) {
-  const Time running_next =
-      next_running_ == running_.end() ? Time::Max() : next_running_->first;
+  const Time running_next = next_running_ == running_.end() ? Time::Max() : next_running_->first;
   const Time extra_next = extra_.empty() ? Time::Max() : extra_.top().at;
   const Time t = std::min(running_next, extra_next);
   if (t.is_max()) return false;

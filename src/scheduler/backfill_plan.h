@@ -51,8 +51,8 @@ class BackfillPlan {
   // `now_free` is copied. `started` are jobs bound earlier in this cycle.
   // `predicted`: running jobs end at their predicted ends (needs
   // snap.running_by_predicted_end).
-  BackfillPlan(const FeatureViews& now_free, const core::ClusterSnapshot& snap,
-               std::vector<PlannedRelease> started, bool predicted = false);
+  BackfillPlan(const FeatureViews& now_free, const core::ClusterSnapshot& snap, std::vector<PlannedRelease> started,
+               bool predicted = false);
 
   struct Slot {
     Time start;

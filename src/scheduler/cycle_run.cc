@@ -169,8 +169,7 @@ void CycleRun::Consider(const PendingJob& j) {
       break;
     case BlockingMode::kBackfill:
       const bool ranked = static_cast<int32_t>(out_.reservations.size()) < options_.max_reservations;
-      const bool starving = !ranked && starving_reserved_ < options_.max_starvation_reservations &&
-                            Starving(j);
+      const bool starving = !ranked && starving_reserved_ < options_.max_starvation_reservations && Starving(j);
       if (ranked || starving) {
         if (starving) ++starving_reserved_;
         if (!plan_) {
@@ -384,8 +383,8 @@ void CycleRun::FillNeed(PendingReason& r, const PendingJob& j) const {
 void CycleRun::FillNumbers(PendingReason& r, const PendingJob& j, bool ever) {
   if (!options_.explain && !ever) return;
   FillNeed(r, j);
-  const FreeIndex& ix = ever ? capacity_.For(j.required_features, snap_.nodes)
-                             : live_.For(j.required_features, snap_.nodes);
+  const FreeIndex& ix =
+      ever ? capacity_.For(j.required_features, snap_.nodes) : live_.For(j.required_features, snap_.nodes);
   if (ever) {
     auto [it, inserted] = node_limits_.try_emplace({j.gpu_type, j.per_replica.gpus, j.required_features});
     NodeLimits& most = it->second;

@@ -49,14 +49,14 @@ struct ShapeHash {
 };
 
 inline Shape ShapeOf(const PendingJob& j) {
-  return Shape{j.replicas, j.per_replica, j.gpu_type, j.topology, j.required_features, j.one_per_node || j.exclusive, j.exclusive};
+  return Shape{j.replicas, j.per_replica, j.gpu_type, j.topology, j.required_features, j.one_per_node || j.exclusive,
+               j.exclusive};
 }
 
 // The working state of one cycle. See scheduler.h for the phases.
 class CycleRun {
  public:
-  CycleRun(const SchedulerOptions& options, const Policy& policy, FeatureViews& capacity,
-           const ClusterSnapshot& snap)
+  CycleRun(const SchedulerOptions& options, const Policy& policy, FeatureViews& capacity, const ClusterSnapshot& snap)
       : options_(options), policy_(policy), capacity_(capacity), snap_(snap), quotas_(snap) {}
 
   Decisions Run();
@@ -146,7 +146,9 @@ class CycleRun {
   // Whether `j` could preempt anyone this cycle (a cheap filter).
   bool MayTryPreempting(const PendingJob& j);
 
-  int32_t TypeOf(const Placement& p) const { return p.empty() ? core::kAnyGpuType : snap_.nodes[p.front().node].gpu_type; }
+  int32_t TypeOf(const Placement& p) const {
+    return p.empty() ? core::kAnyGpuType : snap_.nodes[p.front().node].gpu_type;
+  }
 
   // Whether starting `j` on GPUs of type t (kAnyGpuType: not known yet)
   // would take its queue or one above it over a limit; fills the reason if so.
@@ -272,12 +274,12 @@ class CycleRun {
   };
   std::map<std::tuple<int32_t, int64_t, core::FeatureMask>, NodeLimits> node_limits_;
 
-  FeatureViews live_;                   // what a job may use now
-  std::vector<core::Resources> actual_; // free now, ignoring reservations
-  std::vector<core::Resources> spare_;  // reserved nodes: left for jobs outlasting the reservation
-  std::vector<Time> res_time_;          // earliest reservation start per node
-  std::vector<JobId> res_job_;          // the job holding that reservation
-  std::vector<bool> res_guarded_;       // reserved for a starving job (ApplyReservation)
+  FeatureViews live_;                    // what a job may use now
+  std::vector<core::Resources> actual_;  // free now, ignoring reservations
+  std::vector<core::Resources> spare_;   // reserved nodes: left for jobs outlasting the reservation
+  std::vector<Time> res_time_;           // earliest reservation start per node
+  std::vector<JobId> res_job_;           // the job holding that reservation
+  std::vector<bool> res_guarded_;        // reserved for a starving job (ApplyReservation)
   // The queue of every job with a reservation there (kNoQueue: several, or
   // a preemptor's hold).
   static constexpr int32_t kNoQueue = -1;
@@ -312,9 +314,9 @@ class CycleRun {
   std::vector<int32_t> yielded_;  // indexes into snap_.pending of jobs that yielded (YieldsToFairShare)
   struct FailedKey {
     Shape shape;
-    int64_t weight;  // the class weight it may preempt below (INT64_MIN: none)
-    int32_t queue;   // the queue that may reclaim (-1: none)
-    int32_t band;    // its service band, preempting by service (-1: not)
+    int64_t weight;      // the class weight it may preempt below (INT64_MIN: none)
+    int32_t queue;       // the queue that may reclaim (-1: none)
+    int32_t band;        // its service band, preempting by service (-1: not)
     int64_t own_weight;  // its class weight, preempting by service (INT64_MIN: not)
     bool operator==(const FailedKey&) const = default;
   };
@@ -326,7 +328,7 @@ class CycleRun {
     }
   };
   std::unordered_set<FailedKey, FailedKeyHash> preempt_failed_;
-  QueueQuotas quotas_;  // usage against quotas, with this cycle's starts
+  QueueQuotas quotas_;                  // usage against quotas, with this cycle's starts
   std::optional<VictimPool> pools_[4];  // by VictimPool::Kind, each built once a cycle when needed
   int32_t preemptors_ = 0;
   int64_t preemptors_left_ = 0;

@@ -16,7 +16,8 @@ void CycleRun::GrowElastic() {
     return std::tie(wb, a->start, a->id) < std::tie(wa, b->start, b->id);
   });
   for (const core::RunningJob* e : jobs) {
-    const int32_t type = e->per_replica.gpus > 0 ? snap_.nodes[e->allocations.front().node].gpu_type : core::kAnyGpuType;
+    const int32_t type =
+        e->per_replica.gpus > 0 ? snap_.nodes[e->allocations.front().node].gpu_type : core::kAnyGpuType;
     const int64_t w = snap_.classes[e->priority_class].weight;
     bool waits = false;
     for (const auto& [t, bw] : blocked_weight_) {

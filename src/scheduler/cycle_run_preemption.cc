@@ -222,7 +222,7 @@ bool CycleRun::TryShrink(const PendingJob& j, const Shape& shape, PendingReason&
 }
 
 std::optional<core::Preemption> CycleRun::ChooseShrinks(const PendingJob& j, const Shape& shape, int64_t own_weight,
-                                              bool for_guarantee) {
+                                                        bool for_guarantee) {
   if (!has_elastic_) return std::nullopt;
   std::vector<const core::RunningJob*> cands;
   for (const auto& [id, e] : *snap_.running) {

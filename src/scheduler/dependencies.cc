@@ -5,13 +5,11 @@ namespace muster::scheduler {
 using core::DependencyType;
 using core::JobState;
 
-DependencyVerdict EvaluateDependencies(const core::PendingJob& job,
-                                       const core::ClusterSnapshot& snap) {
-  DependencyVerdict waiting;    // the first that waits
+DependencyVerdict EvaluateDependencies(const core::PendingJob& job, const core::ClusterSnapshot& snap) {
+  DependencyVerdict waiting;     // the first that waits
   DependencyVerdict impossible;  // the first that can never hold
   for (const core::Dependency& d : job.dependencies) {
-    const std::string label =
-        std::string(core::DependencyTypeName(d.type)) + " " + std::to_string(d.job);
+    const std::string label = std::string(core::DependencyTypeName(d.type)) + " " + std::to_string(d.job);
     const core::ClusterSnapshot::JobStatus* status = snap.StatusOf(d.job);
     bool never = status == nullptr, satisfied = false;
     std::string why = label + ": no such job";

@@ -24,7 +24,6 @@ struct DependencyVerdict {
   std::string why;      // for kNever: "afterok 12: job ended FAILED"
 };
 
-DependencyVerdict EvaluateDependencies(const core::PendingJob& job,
-                                       const core::ClusterSnapshot& snap);
+DependencyVerdict EvaluateDependencies(const core::PendingJob& job, const core::ClusterSnapshot& snap);
 
 }  // namespace muster::scheduler

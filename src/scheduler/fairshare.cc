@@ -9,7 +9,8 @@ Status FairShareOptions::Validate() const {
   if (half_life <= Duration::Zero()) return InvalidArgument("must be positive", "fairShare.halfLife");
   if (weight < 0) return InvalidArgument("must be >= 0", "fairShare.weight");
   for (const auto& [name, share] : shares) {
-    if (!(share > 0) || share > 1e6) return InvalidArgument("must be a number above 0 and at most 1e6", "fairShare.shares." + name);
+    if (!(share > 0) || share > 1e6)
+      return InvalidArgument("must be a number above 0 and at most 1e6", "fairShare.shares." + name);
   }
   return Status::Ok();
 }
@@ -70,7 +71,7 @@ std::vector<double> FairShare::Shares(int32_t num_queues) const {
 }
 
 std::vector<int64_t> FairShare::Points(int32_t num_queues, std::span<const core::QueueQuota> quotas,
-                                      int64_t capacity) const {
+                                       int64_t capacity) const {
   std::vector<int64_t> out(num_queues, options_.weight);
   if (!enabled()) return std::vector<int64_t>(num_queues, 0);
   std::vector<double> target(num_queues, 1.0);
@@ -90,7 +91,8 @@ std::vector<int64_t> FairShare::Points(int32_t num_queues, std::span<const core:
   if (guaranteed > 0 && !nested && capacity > 0) {
     const double rest = static_cast<double>(std::max<int64_t>(0, capacity - guaranteed)) / total_share;
     for (int32_t q = 0; q < num_queues; ++q) {
-      target[q] = target[q] * rest + (q < static_cast<int32_t>(quotas.size()) ? static_cast<double>(quotas[q].guarantee_total) : 0.0);
+      target[q] = target[q] * rest +
+                  (q < static_cast<int32_t>(quotas.size()) ? static_cast<double>(quotas[q].guarantee_total) : 0.0);
     }
     total_share = 0;
     for (double t : target) total_share += t;

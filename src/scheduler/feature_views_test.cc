@@ -19,8 +19,7 @@ core::Node MakeNode(int64_t gpus, core::FeatureMask features, int32_t leaf = 0) 
 constexpr core::FeatureMask kContainers = 1, kGpuContainers = 2;
 
 TEST(FeatureViewsTest, AViewHoldsOnlyTheNodesWithItsFeaturesAndFollowsEveryChange) {
-  std::vector<core::Node> nodes = {MakeNode(8, 0), MakeNode(4, kContainers | kGpuContainers),
-                                   MakeNode(2, kContainers)};
+  std::vector<core::Node> nodes = {MakeNode(8, 0), MakeNode(4, kContainers | kGpuContainers), MakeNode(2, kContainers)};
   const std::vector<int32_t> leaf_spine = {0};
   FeatureViews v;
   v.Build(nodes, 1, 1, leaf_spine, /*use_capacity=*/false);

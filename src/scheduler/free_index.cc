@@ -94,8 +94,7 @@ void FreeIndex::Remove(NodeIndex n) {
 void FreeIndex::SetAvail(NodeIndex n, const Resources& avail) {
   ++version_;
   NodeEntry& e = nodes_[n];
-  const int32_t new_key =
-      static_cast<int32_t>(std::clamp<int64_t>(avail.gpus, 0, types_[e.type].max_f));
+  const int32_t new_key = static_cast<int32_t>(std::clamp<int64_t>(avail.gpus, 0, types_[e.type].max_f));
   if (new_key == e.key) {
     e.avail = avail;
     return;

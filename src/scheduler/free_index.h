@@ -37,13 +37,13 @@ using core::Resources;
 class FreeIndex {
  public:
   struct LeafEntry {
-    int32_t leaf = 0;    // global leaf id
-    int32_t spine = 0;   // local spine index within the type
+    int32_t leaf = 0;                          // global leaf id
+    int32_t spine = 0;                         // local spine index within the type
     std::vector<std::vector<NodeIndex>> by_f;  // nodes by free GPUs
     int64_t free_gpus = 0;
   };
   struct SpineEntry {
-    int32_t spine = 0;   // global spine id
+    int32_t spine = 0;            // global spine id
     std::vector<int32_t> hist;    // node count by free GPUs
     std::vector<int32_t> leaves;  // local leaf indexes
     int64_t free_gpus = 0;

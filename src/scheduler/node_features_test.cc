@@ -15,16 +15,15 @@ using core::ClusterState;
 using core::JobId;
 using core::ReasonCode;
 using testing::Apply;
-using testing::NodesOf;
 using testing::Gpus;
+using testing::NodesOf;
 using testing::ReasonOf;
 using testing::Started;
 
 const std::vector<std::string> kGpuContainers = {"containers", "gpu-containers"};
 
 // One node `name` of `gpus` H100s with `features`, alone under its leaf.
-core::NodeIndex AddNode(ClusterState& state, const std::string& name, int gpus,
-                        std::vector<std::string> features) {
+core::NodeIndex AddNode(ClusterState& state, const std::string& name, int gpus, std::vector<std::string> features) {
   core::NodeSpec spec;
   spec.name = name;
   spec.gpu_type = "H100";
@@ -255,8 +254,8 @@ TEST(NodeFeatures, RandomClustersNeverPlaceAJobOnANodeWithoutItsFeatures) {
         const int gpus = static_cast<int>(std::vector<int64_t>{0, 1, 2, 4, 8}[rng.Uniform(0, 4)]);
         const int replicas = static_cast<int>(rng.Uniform(1, 3));
         const std::string cls = std::vector<std::string>{"low", "normal", "high"}[rng.Uniform(0, 2)];
-        const JobId id = Submit(state, replicas, gpus, sets[rng.Uniform(0, static_cast<int64_t>(sets.size()) - 1)],
-                                now, cls, Duration::Minutes(rng.Uniform(5, 120)));
+        const JobId id = Submit(state, replicas, gpus, sets[rng.Uniform(0, static_cast<int64_t>(sets.size()) - 1)], now,
+                                cls, Duration::Minutes(rng.Uniform(5, 120)));
         required[id] = state.Snapshot(now).pending.back().required_features;
       }
       const core::Decisions d = s->Cycle(state.Snapshot(now));

@@ -9,8 +9,8 @@ bool PendingOrder::After(const Keyed& a, const Keyed& b) {
   return std::tie(a.key, a.submit_ms, a.id) > std::tie(b.key, b.submit_ms, b.id);
 }
 
-PendingOrder::PendingOrder(const core::ClusterSnapshot& snap, const QueueOrder& order,
-                           const PriorityWeights& weights, bool lazy)
+PendingOrder::PendingOrder(const core::ClusterSnapshot& snap, const QueueOrder& order, const PriorityWeights& weights,
+                           bool lazy)
     : lazy_(lazy) {
   items_.reserve(snap.pending.size());
   for (size_t i = 0; i < snap.pending.size(); ++i) {

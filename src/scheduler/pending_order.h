@@ -18,8 +18,7 @@ namespace muster::scheduler {
 
 class PendingOrder {
  public:
-  PendingOrder(const core::ClusterSnapshot& snap, const QueueOrder& order,
-               const PriorityWeights& weights, bool lazy);
+  PendingOrder(const core::ClusterSnapshot& snap, const QueueOrder& order, const PriorityWeights& weights, bool lazy);
 
   // The next job's index into snap.pending; false when all were handed out.
   bool Next(int32_t& index);

@@ -42,8 +42,7 @@ std::optional<Placement> OneNode(const FreeIndex& ix, int32_t t, const Shape& s)
 
 // Fills up to `rem` replicas from one leaf: largest nodes first, and the
 // fullest node that covers the remainder as soon as one does.
-void FillFromLeaf(const FreeIndex& ix, int32_t t, int32_t ll, const Shape& s, int64_t& rem,
-                  Placement& p) {
+void FillFromLeaf(const FreeIndex& ix, int32_t t, int32_t ll, const Shape& s, int64_t& rem, Placement& p) {
   const FreeIndex::TypeEntry& te = ix.type(t);
   const FreeIndex::LeafEntry& le = te.leaves[ll];
   const int64_t r = s.per_replica.gpus;
@@ -111,8 +110,7 @@ int64_t NodesNeeded(int64_t want, int64_t r, int32_t max_f, Count count) {
 }
 
 // Leaves of `candidates` ordered by replica slots, largest first.
-std::vector<int32_t> LeavesBySlots(const FreeIndex& ix, int32_t t, std::vector<int32_t> leaves,
-                                   int64_t r) {
+std::vector<int32_t> LeavesBySlots(const FreeIndex& ix, int32_t t, std::vector<int32_t> leaves, int64_t r) {
   std::vector<std::pair<int64_t, int32_t>> keyed;
   keyed.reserve(leaves.size());
   for (int32_t ll : leaves) {
@@ -139,8 +137,8 @@ std::optional<Placement> PlaceInType(const FreeIndex& ix, int32_t t, const Shape
   for (int32_t ll = 0; ll < static_cast<int32_t>(te.leaves.size()); ++ll) {
     const FreeIndex::LeafEntry& le = te.leaves[ll];
     if (le.free_gpus < s.replicas * r) continue;
-    const int64_t k = NodesNeeded(s.replicas, r, te.max_f,
-                                  [&](int32_t f) { return static_cast<int64_t>(le.by_f[f].size()); });
+    const int64_t k =
+        NodesNeeded(s.replicas, r, te.max_f, [&](int32_t f) { return static_cast<int64_t>(le.by_f[f].size()); });
     if (k > 0) leaf_candidates.emplace_back(k, le.free_gpus, le.leaf);
   }
   std::sort(leaf_candidates.begin(), leaf_candidates.end());
@@ -231,7 +229,8 @@ class DistinctNodes {
     if (s_.replicas == 1) {  // the fullest eligible node of the type
       std::optional<std::pair<int64_t, NodeIndex>> best;
       for (const auto& nodes : by_leaf) {
-        if (!nodes.empty() && (!best || ix_.avail(nodes[0]).gpus < best->first)) best = {{ix_.avail(nodes[0]).gpus, nodes[0]}};
+        if (!nodes.empty() && (!best || ix_.avail(nodes[0]).gpus < best->first))
+          best = {{ix_.avail(nodes[0]).gpus, nodes[0]}};
       }
       if (!best) return std::nullopt;
       return Placement{Take(best->second)};
@@ -248,7 +247,8 @@ class DistinctNodes {
       return std::nullopt;
     };
     const auto by_count = [&](std::vector<int32_t> leaves) {
-      std::stable_sort(leaves.begin(), leaves.end(), [&](int32_t a, int32_t b) { return by_leaf[a].size() > by_leaf[b].size(); });
+      std::stable_sort(leaves.begin(), leaves.end(),
+                       [&](int32_t a, int32_t b) { return by_leaf[a].size() > by_leaf[b].size(); });
       return leaves;
     };
     // One leaf: the fullest with enough eligible nodes.

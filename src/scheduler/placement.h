@@ -50,8 +50,7 @@ struct Shape {
 };
 
 // Where every replica of `shape` fits in `index`, or nullopt. Read-only.
-std::optional<std::vector<core::Allocation>> FindPlacement(const FreeIndex& index,
-                                                           const Shape& shape);
+std::optional<std::vector<core::Allocation>> FindPlacement(const FreeIndex& index, const Shape& shape);
 
 // A cheap test after node `grown` gained capacity: could `shape` fit now
 // where it did not before? False means it still cannot fit; true means

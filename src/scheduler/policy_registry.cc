@@ -23,10 +23,8 @@ std::unique_ptr<QueueOrder> Make() {
 }
 
 constexpr Entry kPolicies[] = {
-    {"muster", BlockingMode::kBackfill, &Make<PriorityOrder>},
-    {"fifo", BlockingMode::kStrict, &Make<SubmitOrder>},
-    {"fifo-skip", BlockingMode::kSkip, &Make<SubmitOrder>},
-    {"sjf", BlockingMode::kSkip, &Make<ShortestFirstOrder>},
+    {"muster", BlockingMode::kBackfill, &Make<PriorityOrder>}, {"fifo", BlockingMode::kStrict, &Make<SubmitOrder>},
+    {"fifo-skip", BlockingMode::kSkip, &Make<SubmitOrder>},    {"sjf", BlockingMode::kSkip, &Make<ShortestFirstOrder>},
     {"las", BlockingMode::kBackfill, nullptr, true},
 };
 

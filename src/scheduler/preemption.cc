@@ -25,7 +25,12 @@ class VictimSearch {
   VictimSearch(const core::PendingJob& job, const Shape& shape, const VictimPool& pool, const FreeIndex& free_now,
                const std::function<bool(NodeIndex)>& usable, const std::unordered_set<JobId>& taken,
                const std::function<bool(const Candidate&)>& eligible)
-      : job_(job), shape_(shape), pool_(pool), free_now_(free_now), usable_(usable), taken_(taken),
+      : job_(job),
+        shape_(shape),
+        pool_(pool),
+        free_now_(free_now),
+        usable_(usable),
+        taken_(taken),
         eligible_(eligible) {}
 
   std::optional<core::Preemption> Run() {
@@ -251,9 +256,8 @@ VictimPool::VictimPool(const core::ClusterSnapshot& snap, const PreemptionOption
   }
 }
 
-std::optional<core::Preemption> ChooseVictims(const core::PendingJob& job, const Shape& shape,
-                                              const VictimPool& pool, const FreeIndex& free_now,
-                                              const std::function<bool(NodeIndex)>& usable,
+std::optional<core::Preemption> ChooseVictims(const core::PendingJob& job, const Shape& shape, const VictimPool& pool,
+                                              const FreeIndex& free_now, const std::function<bool(NodeIndex)>& usable,
                                               const std::unordered_set<JobId>& taken,
                                               const std::function<bool(const Candidate&)>& eligible) {
   if (pool.candidates().empty()) return std::nullopt;

@@ -87,8 +87,8 @@ class VictimPool {
  public:
   struct Candidate {
     const core::RunningJob* job = nullptr;
-    int64_t cost = 0;    // lost GPU-seconds
-    int64_t weight = 0;  // its class weight
+    int64_t cost = 0;          // lost GPU-seconds
+    int64_t weight = 0;        // its class weight
     bool preemptible = false;  // its class is
   };
   enum class Kind { kByClass, kReclaim, kReclaimAny, kInteractive };
@@ -117,9 +117,8 @@ class VictimPool {
 // `taken`: victims already chosen this cycle. `eligible`: whether this job
 // may preempt a candidate (a lower class, or a queue that borrows).
 // nullopt when no valid set exists.
-std::optional<core::Preemption> ChooseVictims(const core::PendingJob& job, const Shape& shape,
-                                              const VictimPool& pool, const FreeIndex& free_now,
-                                              const std::function<bool(NodeIndex)>& usable,
+std::optional<core::Preemption> ChooseVictims(const core::PendingJob& job, const Shape& shape, const VictimPool& pool,
+                                              const FreeIndex& free_now, const std::function<bool(NodeIndex)>& usable,
                                               const std::unordered_set<core::JobId>& taken,
                                               const std::function<bool(const VictimPool::Candidate&)>& eligible);
 

@@ -291,10 +291,11 @@ TEST(Preemption, RandomizedEveryPreemptorStartsOnceItsVictimsStop) {
         const int64_t g = std::vector<int64_t>{1, 2, 4, 8, 16}[rng.Uniform(0, 4)];
         const int32_t replicas = g > 8 ? 2 : 1;
         const std::string cls = std::vector<std::string>{"low", "low", "normal", "high"}[rng.Uniform(0, 3)];
-        ASSERT_TRUE(state.Submit(Gpus(replicas, static_cast<int>(g / replicas),
-                                      Duration::Minutes(rng.Uniform(30, 600)), cls),
-                                 now)
-                        .ok());
+        ASSERT_TRUE(
+            state
+                .Submit(Gpus(replicas, static_cast<int>(g / replicas), Duration::Minutes(rng.Uniform(30, 600)), cls),
+                        now)
+                .ok());
       }
       const auto snap = state.Snapshot(now);
       const core::Decisions d = Make()->Cycle(snap);

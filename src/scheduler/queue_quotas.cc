@@ -24,7 +24,8 @@ std::vector<std::pair<int32_t, int64_t>> SumByQueue(const std::vector<std::pair<
 QueueQuotas::QueueQuotas(const core::ClusterSnapshot& snap) : snap_(snap) {
   has_children_.assign(snap.quotas.size(), false);
   for (const core::QueueQuota& quota : snap.quotas) {
-    if (quota.parent >= 0 && static_cast<size_t>(quota.parent) < has_children_.size()) has_children_[quota.parent] = true;
+    if (quota.parent >= 0 && static_cast<size_t>(quota.parent) < has_children_.size())
+      has_children_[quota.parent] = true;
   }
   if (snap.queue_usage == nullptr) return;
   const auto& own = *snap.queue_usage;
@@ -44,7 +45,8 @@ QueueQuotas::QueueQuotas(const core::ClusterSnapshot& snap) : snap_(snap) {
   for (const core::PendingJob& j : snap.pending) {
     if (j.queue < 0 || static_cast<size_t>(j.queue) >= committed_.size()) continue;
     for (const core::Allocation& a : j.nominated) committed_[j.queue] += a.resources.gpus;
-    if (!j.nominated.empty() || j.held || j.begin_time > snap.now || j.total_gpus() <= 0 || !SharesFairly(j.queue)) continue;
+    if (!j.nominated.empty() || j.held || j.begin_time > snap.now || j.total_gpus() <= 0 || !SharesFairly(j.queue))
+      continue;
     auto it = std::find_if(waiting_.begin(), waiting_.end(),
                            [&](const Waiting& w) { return w.queue == j.queue && w.type == j.gpu_type; });
     if (it == waiting_.end()) {
@@ -178,7 +180,8 @@ bool QueueQuotas::YieldsToFairShare(const core::PendingJob& j, int32_t t, core::
   const double mine = ShareAfter(j.queue, gpus);
   if (mine <= 0) return false;  // within its guarantee
   for (const Waiting& w : waiting_) {
-    if (w.queue == j.queue || w.gpus > gpus || (w.type != core::kAnyGpuType && t != core::kAnyGpuType && w.type != t)) continue;
+    if (w.queue == j.queue || w.gpus > gpus || (w.type != core::kAnyGpuType && t != core::kAnyGpuType && w.type != t))
+      continue;
     if (ShareAfter(w.queue, w.gpus) < mine) {
       const core::QueueQuota* quota = snap_.QuotaOf(j.queue);
       r.queue_used = Used(j.queue, -1);
@@ -198,8 +201,7 @@ double QueueQuotas::ShareAfter(int32_t q, int64_t delta) const {
   const core::QueueQuota* quota = snap_.QuotaOf(q);
   const int64_t held = q >= 0 && static_cast<size_t>(q) < committed_.size() ? committed_[q] : 0;
   const auto beyond = static_cast<double>(held + delta - (quota ? quota->guarantee_total : 0));
-  const double weight =
-      q >= 0 && static_cast<size_t>(q) < snap_.queue_shares.size() ? snap_.queue_shares[q] : 1.0;
+  const double weight = q >= 0 && static_cast<size_t>(q) < snap_.queue_shares.size() ? snap_.queue_shares[q] : 1.0;
   return weight > 0 ? beyond / weight : beyond * 1e9;
 }
 

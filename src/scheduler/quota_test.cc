@@ -109,7 +109,8 @@ TEST(Quota, RandomizedUsageNeverExceedsALimit) {
   int64_t quota_waits = 0;
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     Random rng(seed);
-    ClusterState state(WithQueues({{"q0", {}, {{"*", 12}}, ""}, {"q1", {}, {{"H100", 8}, {"*", 20}}, ""}, {"q2", {}, {}, ""}}));
+    ClusterState state(
+        WithQueues({{"q0", {}, {{"*", 12}}, ""}, {"q1", {}, {{"H100", 8}, {"*", 20}}, ""}, {"q2", {}, {}, ""}}));
     AddNodes(state, static_cast<int>(rng.Uniform(2, 6)), 8, 2, "h", "H100");
     AddNodes(state, static_cast<int>(rng.Uniform(1, 4)), 8, 2, "g", "A100");
     Time now = Time::Zero();
@@ -292,7 +293,8 @@ TEST(Quota, AnOrganizationWithinItsGuaranteeProtectsItsTeams) {
 // Within an organization, a team under its guarantee reclaims from a
 // sibling that borrows.
 TEST(Quota, ATeamReclaimsFromASiblingThatBorrows) {
-  ClusterState state(WithQueues({{"org", {{"*", 16}}, {}, ""}, {"t1", {{"*", 8}}, {}, "org"}, {"t2", {{"*", 8}}, {}, "org"}}));
+  ClusterState state(
+      WithQueues({{"org", {{"*", 16}}, {}, ""}, {"t1", {{"*", 8}}, {}, "org"}, {"t2", {{"*", 8}}, {}, "org"}}));
   AddNodes(state, 2, 8, 0);
   const Time t0 = Time::Zero();
   Submit(state, "t2", 8, t0, "low");

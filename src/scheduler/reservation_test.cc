@@ -18,8 +18,8 @@ using core::JobId;
 using core::ReasonCode;
 using testing::AddNodes;
 using testing::Apply;
-using testing::NodesOf;
 using testing::Gpus;
+using testing::NodesOf;
 using testing::ReasonOf;
 using testing::Started;
 

@@ -9,8 +9,7 @@ Status SchedulerOptions::Validate() const {
   RETURN_IF_ERROR(weights.Validate());
   RETURN_IF_ERROR(preemption.Validate());
   if (max_reservations < 0) {
-    return InvalidArgument("must be >= 0, got " + std::to_string(max_reservations),
-                           "scheduler.maxReservations");
+    return InvalidArgument("must be >= 0, got " + std::to_string(max_reservations), "scheduler.maxReservations");
   }
   if (max_starvation_reservations < 0) {
     return InvalidArgument("must be >= 0, got " + std::to_string(max_starvation_reservations),

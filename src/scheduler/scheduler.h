@@ -108,8 +108,7 @@ class Scheduler {
   const SchedulerOptions& options() const { return options_; }
 
  private:
-  Scheduler(SchedulerOptions options, Policy policy)
-      : options_(std::move(options)), policy_(std::move(policy)) {}
+  Scheduler(SchedulerOptions options, Policy policy) : options_(std::move(options)), policy_(std::move(policy)) {}
 
   // Rebuilds capacity_ when the node set changed.
   void RefreshCapacity(const core::ClusterSnapshot& snap);

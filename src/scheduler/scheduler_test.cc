@@ -52,9 +52,8 @@ TEST(Scheduler, RandomizedCyclesAreWholeAndDeterministic) {
         const int64_t g = std::vector<int64_t>{1, 1, 1, 2, 4, 8, 16, 32}[rng.Uniform(0, 7)];
         const int32_t replicas = g > 8 ? static_cast<int32_t>(g / 8) : 1;
         const std::string cls = std::vector<std::string>{"low", "normal", "high"}[rng.Uniform(0, 2)];
-        auto id = state.Submit(Gpus(replicas, static_cast<int>(g / replicas),
-                                    Duration::Minutes(rng.Uniform(5, 300)), cls),
-                               now);
+        auto id = state.Submit(
+            Gpus(replicas, static_cast<int>(g / replicas), Duration::Minutes(rng.Uniform(5, 300)), cls), now);
         ASSERT_TRUE(id.ok());
       }
       const core::Decisions a = Make()->Cycle(state.Snapshot(now));
@@ -99,10 +98,9 @@ TEST(Scheduler, BackfillNeverDelaysAReservationWithinACycle) {
       for (int k = 0; k < 12; ++k) {
         const int64_t g = std::vector<int64_t>{1, 2, 4, 8, 16}[rng.Uniform(0, 4)];
         const int32_t replicas = g > 8 ? 2 : 1;
-        ASSERT_TRUE(state.Submit(Gpus(replicas, static_cast<int>(g / replicas),
-                                      Duration::Minutes(rng.Uniform(10, 600))),
-                                 now)
-                        .ok());
+        ASSERT_TRUE(
+            state.Submit(Gpus(replicas, static_cast<int>(g / replicas), Duration::Minutes(rng.Uniform(10, 600))), now)
+                .ok());
       }
       const core::Decisions d = Make()->Cycle(state.Snapshot(now));
       Apply(state, d, now);
@@ -117,10 +115,9 @@ TEST(Scheduler, BackfillNeverDelaysAReservationWithinACycle) {
     for (JobId id : ending) ASSERT_TRUE(state.Finish(id, core::JobState::kCompleted, now).ok());
     // Small jobs of all lengths arrive behind the blocked ones: candidates to backfill.
     for (int k = 0; k < 10; ++k) {
-      ASSERT_TRUE(state.Submit(Gpus(1, static_cast<int>(rng.Uniform(1, 4)),
-                                    Duration::Minutes(rng.Uniform(5, 900)), "low"),
-                               now)
-                      .ok());
+      ASSERT_TRUE(
+          state.Submit(Gpus(1, static_cast<int>(rng.Uniform(1, 4)), Duration::Minutes(rng.Uniform(5, 900)), "low"), now)
+              .ok());
     }
     const core::ClusterSnapshot snap = state.Snapshot(now);
     const core::Decisions d = Make()->Cycle(snap);

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "core/cluster_state.h"
@@ -16,8 +16,8 @@ namespace muster::scheduler::testing {
 
 // Adds `count` nodes of `gpus` GPUs of `type`, `per_leaf` per leaf switch
 // (0: one leaf), all under one spine. Names are prefix + index.
-inline void AddNodes(core::ClusterState& state, int count, int gpus, int per_leaf,
-                     const std::string& prefix = "n", const std::string& type = "H100") {
+inline void AddNodes(core::ClusterState& state, int count, int gpus, int per_leaf, const std::string& prefix = "n",
+                     const std::string& type = "H100") {
   for (int i = 0; i < count; ++i) {
     core::NodeSpec spec;
     spec.name = prefix + std::to_string(i);
@@ -30,8 +30,7 @@ inline void AddNodes(core::ClusterState& state, int count, int gpus, int per_lea
   }
 }
 
-inline core::JobSpec Gpus(int replicas, int per_replica, Duration limit,
-                          const std::string& cls = "normal") {
+inline core::JobSpec Gpus(int replicas, int per_replica, Duration limit, const std::string& cls = "normal") {
   core::JobSpec spec;
   spec.replicas = replicas;
   spec.per_replica.gpus = per_replica;

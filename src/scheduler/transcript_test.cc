@@ -68,9 +68,9 @@ class Transcript {
         if (j.id != id) continue;
         auto sched = Scheduler::Create(options_);
         const PriorityBreakdown b = (*sched)->Priority(j, snap);
-        return "class " + std::to_string(b.class_points) + " + age " + std::to_string(b.age_points) +
-               " + fairshare " + std::to_string(b.fairshare_points) + " + size " +
-               std::to_string(b.size_points) + " = " + std::to_string(b.total()) + "\n";
+        return "class " + std::to_string(b.class_points) + " + age " + std::to_string(b.age_points) + " + fairshare " +
+               std::to_string(b.fairshare_points) + " + size " + std::to_string(b.size_points) + " = " +
+               std::to_string(b.total()) + "\n";
       }
       return "not pending\n";
     }
@@ -183,7 +183,8 @@ class Transcript {
     if (!sched.ok()) return "error: " + sched.status().ToString() + "\n";
     const core::Decisions d = (*sched)->Cycle(state_.Snapshot(now_));
     std::string out;
-    for (const core::Binding& b : d.bindings) out += "bind " + std::to_string(b.job) + ":" + Allocs(b.allocations) + "\n";
+    for (const core::Binding& b : d.bindings)
+      out += "bind " + std::to_string(b.job) + ":" + Allocs(b.allocations) + "\n";
     for (const core::Reservation& r : d.reservations) {
       out += "reserve " + std::to_string(r.job) + " at " + (r.start - Time::Zero()).ToString() + ":" +
              Allocs(r.allocations) + "\n";
@@ -192,8 +193,8 @@ class Transcript {
     std::vector<core::PendingReason> reasons = d.reasons;
     std::sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.job < b.job; });
     for (const core::PendingReason& r : reasons) {
-      out += "pending " + std::to_string(r.job) + ": " +
-             core::FormatReason(r, state_.GpuTypeName(r.gpu_type), now_) + "\n";
+      out += "pending " + std::to_string(r.job) + ": " + core::FormatReason(r, state_.GpuTypeName(r.gpu_type), now_) +
+             "\n";
     }
     // Apply, as the server would.
     for (const core::JobFailure& f : d.failures) {

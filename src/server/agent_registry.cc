@@ -33,19 +33,19 @@ std::string AgentRegistry::AddressOf(const std::string& node) const {
   return a != nullptr && !a->address.empty() ? a->address : node;
 }
 
-Status AgentRegistry::Admit(const proto::SyncRequest& req, Duration silent_for,
-                            const std::function<bool()>& is_waiting, Duration lost_after) const {
+Status AgentRegistry::Admit(const proto::SyncRequest& req, Duration silent_for, const std::function<bool()>& is_waiting,
+                            Duration lost_after) const {
   const Agent* serving = Find(req.node);
   if (serving == nullptr || req.agent_id.empty() || serving->agent_id.empty() || serving->agent_id == req.agent_id) {
     return Status::Ok();
   }
   const bool waiting = is_waiting();  // asked only of a contested node: it takes a lock
   if (!waiting && silent_for >= lost_after) return Status::Ok();
-  return FailedPrecondition("node " + req.node + " is served by another agent (" + serving->agent_id +
-                            (waiting ? ", whose sync is waiting here"
-                                     : ", which synced " + std::to_string(silent_for.millis()) + " ms ago") +
-                            "); this agent (" + req.agent_id + ") may take over once that one has been silent for " +
-                            "agents.lostAfter (" + lost_after.ToString() + ")");
+  return FailedPrecondition(
+      "node " + req.node + " is served by another agent (" + serving->agent_id +
+      (waiting ? ", whose sync is waiting here" : ", which synced " + std::to_string(silent_for.millis()) + " ms ago") +
+      "); this agent (" + req.agent_id + ") may take over once that one has been silent for " + "agents.lostAfter (" +
+      lost_after.ToString() + ")");
 }
 
 AgentRegistry::Served AgentRegistry::Serve(const proto::SyncRequest& req, Agent& a) {
@@ -71,9 +71,10 @@ std::optional<std::string> AgentRegistry::Report(const proto::SyncRequest& req, 
   a.events.insert(a.events.end(), req.health_events.begin(), req.health_events.end());
   if (a.events.size() > 32) a.events.erase(a.events.begin(), a.events.end() - 32);
   // The node's status is rebuilt (and stored) only when it changed.
-  std::string inventory = req.gpu_type + "|" + req.address + "|" + std::to_string(req.log_port) + "|" + req.log_tls_pin + "|" + req.cgroups +
-                          "|" + req.agent_version + "|" + req.gpu_note + "|" + std::to_string(req.cpu_milli) + "|" +
-                          std::to_string(req.memory_bytes) + "|" + req.containers + "|" + req.containers_note;
+  std::string inventory = req.gpu_type + "|" + req.address + "|" + std::to_string(req.log_port) + "|" +
+                          req.log_tls_pin + "|" + req.cgroups + "|" + req.agent_version + "|" + req.gpu_note + "|" +
+                          std::to_string(req.cpu_milli) + "|" + std::to_string(req.memory_bytes) + "|" +
+                          req.containers + "|" + req.containers_note;
   for (const std::string& f : req.features) inventory += "|+" + f;
   for (const auto& [k, v] : req.labels) inventory += "|" + k + "=" + v;
   for (const proto::GpuReport& g : req.gpus) inventory += "|" + g.uuid + (g.healthy ? "+" : "-") + g.health;
@@ -103,8 +104,14 @@ std::optional<std::string> AgentRegistry::Report(const proto::SyncRequest& req, 
   if (!req.containers_note.empty()) status["containersNote"] = req.containers_note;
   json gpus = json::array();
   for (const proto::GpuReport& g : req.gpus) {
-    gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"memoryBytes", g.memory_bytes},
-                    {"numaNode", g.numa_node}, {"nvlinks", g.nvlinks}, {"healthy", g.healthy}, {"health", g.health}});
+    gpus.push_back({{"index", g.index},
+                    {"uuid", g.uuid},
+                    {"name", g.name},
+                    {"memoryBytes", g.memory_bytes},
+                    {"numaNode", g.numa_node},
+                    {"nvlinks", g.nvlinks},
+                    {"healthy", g.healthy},
+                    {"health", g.health}});
   }
   status["gpuDevices"] = gpus;
   json events = json::array();

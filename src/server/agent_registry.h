@@ -41,14 +41,14 @@ class AgentRegistry {
     std::string agent_id;  // the agent serving the node (SyncRequest::agent_id)
     std::string address;
     int32_t log_port = 0;
-    int32_t unhealthy_gpus = 0;  // reported unhealthy in its last report
-    std::string log_tls_pin;  // "": its log server speaks plain HTTP
-    std::string status_json = "{}";  // the node's stored status (its agent's report)
-    std::string inventory;           // what the last report said of the node, to notice a change
+    int32_t unhealthy_gpus = 0;                    // reported unhealthy in its last report
+    std::string log_tls_pin;                       // "": its log server speaks plain HTTP
+    std::string status_json = "{}";                // the node's stored status (its agent's report)
+    std::string inventory;                         // what the last report said of the node, to notice a change
     std::vector<proto::HealthEventReport> events;  // the last few
-    std::string cordon;        // why the node gets no new work (an operator, a GPU fault), until cleared
-    int64_t report_seq = -1;   // the newest task report processed
-    bool removed = false;      // forgotten by an operator (ControlLoop::RemoveNode)
+    std::string cordon;       // why the node gets no new work (an operator, a GPU fault), until cleared
+    int64_t report_seq = -1;  // the newest task report processed
+    bool removed = false;     // forgotten by an operator (ControlLoop::RemoveNode)
     // A capacity its agent reported that running jobs keep from taking
     // effect: the node gets no new work until it applies. Empty: none.
     std::string resizing;
@@ -83,7 +83,7 @@ class AgentRegistry {
 
   // Records who serves the node and where, from its agent's sync `req`.
   struct Served {
-    bool first = false;  // its first sync (or the first from a new address, or after its removal)
+    bool first = false;                   // its first sync (or the first from a new address, or after its removal)
     std::optional<std::string> replaced;  // the event text when this agent took over from another
   };
   Served Serve(const proto::SyncRequest& req, Agent& a);

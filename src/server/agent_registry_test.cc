@@ -32,7 +32,9 @@ TEST(AgentRegistryTest, ASecondAgentIsRefusedWhileTheFirstMayStillRunTasks) {
   EXPECT_NE(twin.message().find("served by another agent (a, which synced 5000 ms ago)"), std::string::npos)
       << twin.message();
   // A serving agent whose sync is held here is alive, however long ago it began.
-  EXPECT_FALSE(reg.Admit(Sync("n1", "b"), Duration::Seconds(500), [] { return true; }, lost_after).ok());
+  EXPECT_FALSE(reg.Admit(
+                      Sync("n1", "b"), Duration::Seconds(500), [] { return true; }, lost_after)
+                   .ok());
   // Silent past lostAfter: the twin takes over, and that is an event.
   EXPECT_TRUE(reg.Admit(Sync("n1", "b"), Duration::Seconds(120), never, lost_after).ok());
   const AgentRegistry::Served served = reg.Serve(Sync("n1", "b"), reg.Get("n1"));
@@ -99,16 +101,16 @@ TEST(AgentRegistryTest, RestoreBringsBackAgentRegisteredNodesTheConfigurationDoe
   a.reclaim_at = Time::FromMillis(1'795'687'320'000);
   source.SetCordon(a, "reclaimed in 120 s (notice from ann)");
   const std::string status = *source.Report(r, a);
-  const std::vector<store::NodeRow> rows = {{"n1", status, "READY", 0},
-                                            {"static", R"({"gpus": 8})", "READY", 0},
-                                            {"both", status, "READY", 0}};
+  const std::vector<store::NodeRow> rows = {
+      {"n1", status, "READY", 0}, {"static", R"({"gpus": 8})", "READY", 0}, {"both", status, "READY", 0}};
   AgentRegistry reg;
   const std::vector<core::NodeSpec> nodes = reg.Restore(rows, [](const std::string& n) { return n == "both"; });
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes[0].name, "n1");
   EXPECT_EQ(nodes[0].capacity.gpus, 1);
   EXPECT_EQ(nodes[0].topology.leaf, "l1");
-  EXPECT_EQ(nodes[0].features, core::WithPoolFeature(r.features)) << "container jobs are placed by them before the agent syncs again";
+  EXPECT_EQ(nodes[0].features, core::WithPoolFeature(r.features))
+      << "container jobs are placed by them before the agent syncs again";
   const AgentRegistry::Agent* back = reg.Find("n1");
   ASSERT_NE(back, nullptr);
   EXPECT_EQ(back->cordon, "reclaimed in 120 s (notice from ann)");

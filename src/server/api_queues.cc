@@ -64,7 +64,8 @@ QueuesInForce MergeQueues(const std::vector<core::QueueConfig>& file, const std:
 }  // namespace
 
 StatusOr<config::QueueEntry> ApiQueueFromJson(const json& body, const std::string& path_name) {
-  if (!body.is_object()) return InvalidArgument("must be a JSON object {name, parent, guarantee, limit, share}", "body");
+  if (!body.is_object())
+    return InvalidArgument("must be a JSON object {name, parent, guarantee, limit, share}", "body");
   json named = body;
   if (!path_name.empty()) {
     if (named.contains("name") && named["name"] != path_name) {
@@ -75,7 +76,8 @@ StatusOr<config::QueueEntry> ApiQueueFromJson(const json& body, const std::strin
   if (!named.contains("name") || !named["name"].is_string() || !ValidName(named["name"].get<std::string>(), 128)) {
     return InvalidArgument("must be a name of 1 to 128 characters of [A-Za-z0-9._-]", "name");
   }
-  if (named.contains("parent") && (!named["parent"].is_string() || !ValidName(named["parent"].get<std::string>(), 128))) {
+  if (named.contains("parent") &&
+      (!named["parent"].is_string() || !ValidName(named["parent"].get<std::string>(), 128))) {
     return InvalidArgument("must be a queue's name, 1 to 128 characters of [A-Za-z0-9._-]", "parent");
   }
   for (const char* key : {"guarantee", "limit"}) {
@@ -84,7 +86,8 @@ StatusOr<config::QueueEntry> ApiQueueFromJson(const json& body, const std::strin
     bool ok = v.is_number_integer();
     if (v.is_object()) {
       ok = true;
-      for (const auto& [type, n] : v.items()) ok = ok && n.is_number_integer() && ValidName(type == "*" ? "x" : type, 64);
+      for (const auto& [type, n] : v.items())
+        ok = ok && n.is_number_integer() && ValidName(type == "*" ? "x" : type, 64);
     }
     if (!ok) return InvalidArgument("must be a GPU count, or an object of GPU type (or \"*\") to count", key);
   }

@@ -77,7 +77,8 @@ class ApiQueues {
   Status CheckRemove(const std::string& name, const std::vector<core::QueueConfig>& file) const;
   bool Remove(const std::string& name);
 
-  QueuesInForce Merge(const std::vector<core::QueueConfig>& file, const std::map<std::string, double>& file_shares) const;
+  QueuesInForce Merge(const std::vector<core::QueueConfig>& file,
+                      const std::map<std::string, double>& file_shares) const;
 
  private:
   std::map<std::string, ApiQueue> queues_;

@@ -26,8 +26,8 @@ std::vector<core::QueueConfig> FileQueues() {
 }
 
 TEST(ApiQueues, ABodyIsReadAsTheFilesQueuesAreAndRoundTrips) {
-  auto q = ApiQueueFromJson(json::parse(R"({"guarantee":{"H100":8},"limit":16,"share":2,"parent":"research"})"),
-                            "vision");
+  auto q =
+      ApiQueueFromJson(json::parse(R"({"guarantee":{"H100":8},"limit":16,"share":2,"parent":"research"})"), "vision");
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_EQ(q->quota.name, "vision");
   EXPECT_EQ(q->quota.guarantee, (std::map<std::string, int64_t>{{"H100", 8}}));
@@ -59,7 +59,8 @@ TEST(ApiQueues, WhatIsNoQueueIsRefusedNamingTheField) {
   EXPECT_EQ(QueueError(R"({"name":"q","guarantee":8,"limit":4})"), "guarantee: guarantee 8 is above the limit 4");
   EXPECT_EQ(QueueError(R"({"name":"q","share":0})").substr(0, 7), "share: ");
   EXPECT_EQ(QueueError(R"({"name":"q","share":"big"})"), "share: must be an integer from 1 to 1000000");
-  EXPECT_EQ(QueueError(R"({"name":"q","parent":7})"), "parent: must be a queue's name, 1 to 128 characters of [A-Za-z0-9._-]");
+  EXPECT_EQ(QueueError(R"({"name":"q","parent":7})"),
+            "parent: must be a queue's name, 1 to 128 characters of [A-Za-z0-9._-]");
   EXPECT_EQ(QueueError("[1]"), "body: must be a JSON object {name, parent, guarantee, limit, share}");
 }
 

@@ -170,8 +170,9 @@ StatusOr<Identity> Authenticator::FromToken(std::string_view text) const {
 
 StatusOr<Identity> Authenticator::FromMunge(std::string_view credential, const http::Request& req) const {
   if (munge_socket_.empty()) {
-    return Unauthenticated("this server does not accept MUNGE credentials (no munged; server option auth.munge); "
-                           "use a token");
+    return Unauthenticated(
+        "this server does not accept MUNGE credentials (no munged; server option auth.munge); "
+        "use a token");
   }
   ASSIGN_OR_RETURN(auth::MungeCredential cred, auth::MungeDecode(munge_socket_, credential));
   if (!auth::ConstantTimeEquals(cred.payload, auth::RequestDigest(req.method, req.target, req.body))) {

@@ -70,9 +70,9 @@ class Authenticator {
   const Clock& clock_;
   std::string munge_socket_;  // "" when MUNGE is off
   mutable std::shared_mutex mu_;
-  std::map<std::string, store::TokenRow> tokens_;      // guarded by mu_
+  std::map<std::string, store::TokenRow> tokens_;         // guarded by mu_
   mutable std::map<std::string, std::string> node_keys_;  // guarded by mu_ (written under its unique lock)
-  std::string cluster_key_;                           // guarded by mu_
+  std::string cluster_key_;                               // guarded by mu_
 };
 
 }  // namespace muster::server

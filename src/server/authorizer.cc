@@ -25,8 +25,8 @@ bool Authorizer::IsQueueAdmin(std::string_view user, const std::string& queue) c
 Status Authorizer::MaySubmit(const Identity& who, const std::string& queue) const {
   const std::string& user = who.effective_user();
   auto q = options_.auth.queues.find(queue);
-  if (q == options_.auth.queues.end() || IsOperator(user) || Has(q->second.users, "*") ||
-      Has(q->second.users, user) || Has(q->second.admins, user)) {
+  if (q == options_.auth.queues.end() || IsOperator(user) || Has(q->second.users, "*") || Has(q->second.users, user) ||
+      Has(q->second.admins, user)) {
     return Status::Ok();
   }
   return PermissionDenied(user + " may not submit to queue " + QuoteForMessage(queue) +
@@ -37,8 +37,8 @@ Status Authorizer::MayManageJob(const Identity& who, const std::string& owner, c
                                 const std::string& verb) const {
   const std::string& user = who.effective_user();
   if (user == owner || IsOperator(user) || IsQueueAdmin(user, queue)) return Status::Ok();
-  return PermissionDenied(user + " may not " + verb + " a job of " + owner +
-                          "; only its owner, queue " + queue + "'s admins, operators and admins may");
+  return PermissionDenied(user + " may not " + verb + " a job of " + owner + "; only its owner, queue " + queue +
+                          "'s admins, operators and admins may");
 }
 
 Status Authorizer::MayJobTokenRead(const Identity& who, const store::JobRow& job, int64_t now_ms) const {
@@ -57,8 +57,8 @@ Status Authorizer::MayJobTokenRead(const Identity& who, const store::JobRow& job
 Status Authorizer::MayReadLogs(const Identity& who, const std::string& owner, const std::string& queue) const {
   const std::string& user = who.effective_user();
   if (user == owner || IsAdmin(user) || IsQueueAdmin(user, queue)) return Status::Ok();
-  return PermissionDenied(user + " may not read the logs of a job of " + owner +
-                          "; only its owner, queue " + queue + "'s admins and admins may");
+  return PermissionDenied(user + " may not read the logs of a job of " + owner + "; only its owner, queue " + queue +
+                          "'s admins and admins may");
 }
 
 Status Authorizer::MayOperateNodes(const Identity& who, const std::string& verb) const {
@@ -75,8 +75,9 @@ Status Authorizer::MustBeAdmin(const Identity& who, const std::string& verb) con
 
 Status Authorizer::MayRunAsRoot(const std::string& user) const {
   if (user != "root" || Has(options_.auth.root_jobs, user)) return Status::Ok();
-  return PermissionDenied("jobs may not run as root unless the server's auth.rootJobs names the user; "
-                          "submit as an ordinary user");
+  return PermissionDenied(
+      "jobs may not run as root unless the server's auth.rootJobs names the user; "
+      "submit as an ordinary user");
 }
 
 }  // namespace muster::server

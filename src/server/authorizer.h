@@ -22,8 +22,8 @@
 
 #include "common/status.h"
 #include "server/identity.h"
-#include "store/store.h"
 #include "server/options.h"
+#include "store/store.h"
 
 namespace muster::server {
 

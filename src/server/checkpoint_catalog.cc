@@ -43,11 +43,11 @@ void CheckpointCatalog::Restore(std::vector<store::CheckpointRow> rows) {
 }
 
 StatusOr<CheckpointCatalog::Committed> CheckpointCatalog::Add(const Commit& c, const std::string& root, int32_t keep,
-                                                             Time now, store::WriteBatch& b) {
+                                                              Time now, store::WriteBatch& b) {
   if (!checkpoint::IsBelow(c.location, root)) {
-    return InvalidArgument("must be a directory below the job's checkpoint.dir " + root + ", got " +
-                               QuoteForMessage(c.location, 256),
-                           "location");
+    return InvalidArgument(
+        "must be a directory below the job's checkpoint.dir " + root + ", got " + QuoteForMessage(c.location, 256),
+        "location");
   }
   std::vector<store::CheckpointRow>& entries = entries_[c.job];
   for (const store::CheckpointRow& e : entries) {
@@ -57,8 +57,12 @@ StatusOr<CheckpointCatalog::Committed> CheckpointCatalog::Add(const Commit& c, c
                   c.location + " is already " + Describe(e) + " with another manifest; write a new directory");
   }
   Committed out;
-  out.entry = {c.job, entries.empty() ? 1 : entries.back().seq + 1, c.attempt, c.step, c.location,
-               c.manifest_sha256, c.files, c.bytes, "COMMITTED", "", now.millis()};
+  out.entry = {c.job,       entries.empty() ? 1 : entries.back().seq + 1,
+               c.attempt,   c.step,
+               c.location,  c.manifest_sha256,
+               c.files,     c.bytes,
+               "COMMITTED", "",
+               now.millis()};
   entries.push_back(out.entry);
   b.checkpoints.push_back(out.entry);
   b.events.push_back({0, c.job, now.millis(), "CheckpointCommitted", "",

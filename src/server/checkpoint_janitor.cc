@@ -37,7 +37,8 @@ void CheckpointJanitor::Run() {
       queue_.pop_front();
     }
     auto storage = checkpoint::StorageFor(item.location);
-    const Status s = storage.ok() ? (*storage)->Remove(item.location, item.manifest_sha256, item.job) : storage.status();
+    const Status s =
+        storage.ok() ? (*storage)->Remove(item.location, item.manifest_sha256, item.job) : storage.status();
     if (!s.ok()) log::Warn("checkpoint retention: {}", s.ToString());
   }
 }

@@ -16,8 +16,8 @@ namespace muster::server {
 
 namespace {
 
-const std::set<std::string> kReloadable = {"queues", "priorityClasses", "defaultPriorityClass", "fairShare", "prices",
-                                           "pools", "slurm"};
+const std::set<std::string> kReloadable = {
+    "queues", "priorityClasses", "defaultPriorityClass", "fairShare", "prices", "pools", "slurm"};
 
 // A value on one line, as YAML's flow style writes it ("~" when absent).
 std::string Flow(const YAML::Node& n) {

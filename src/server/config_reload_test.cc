@@ -23,11 +23,11 @@ TEST(PlanReload, ListsWhatAReloadAppliesAndWhatTakesARestart) {
       "pools: {spot: {prices: {H100: 1.1}}}\n";
   auto plan = PlanReload(old_text, new_text);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->applied, (std::vector<std::string>{"pools: ~ -> {spot: {prices: {H100: 1.1}}}",
-                                                     "queues.batch: added {name: batch}",
-                                                     "queues.prod: removed (its jobs have no quota now)",
-                                                     "queues.research: {name: research, limit: 32} -> {name: research, limit: 16}",
-                                                     "slurm: ~ -> {qos: {high: high}}"}));
+  EXPECT_EQ(plan->applied,
+            (std::vector<std::string>{"pools: ~ -> {spot: {prices: {H100: 1.1}}}", "queues.batch: added {name: batch}",
+                                      "queues.prod: removed (its jobs have no quota now)",
+                                      "queues.research: {name: research, limit: 32} -> {name: research, limit: 16}",
+                                      "slurm: ~ -> {qos: {high: high}}"}));
   EXPECT_EQ(plan->restart, std::vector<std::string>{"listen"});
   // In force: the old listen, the new queues and mappings.
   auto again = PlanReload(plan->in_force, new_text);
@@ -39,9 +39,7 @@ TEST(PlanReload, ListsWhatAReloadAppliesAndWhatTakesARestart) {
   EXPECT_TRUE(same->applied.empty() && same->restart.empty());
 }
 
-TEST(PlanReload, AFileThatIsNoYamlIsAnError) {
-  EXPECT_FALSE(PlanReload("queues: []\n", "queues: [\n").ok());
-}
+TEST(PlanReload, AFileThatIsNoYamlIsAnError) { EXPECT_FALSE(PlanReload("queues: []\n", "queues: [\n").ok()); }
 
 }  // namespace
 }  // namespace muster::server

@@ -1,12 +1,12 @@
 #include "server/control_loop.h"
 
 #include <algorithm>
-#include <map>
 #include <chrono>
-#include <random>
 #include <cstdio>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <tuple>
 
@@ -33,10 +33,14 @@ bool IsEnded(const JobRow& r) { return r.end_ms.has_value(); }
 
 const char* ControlLoop::ActionName(Action a) {
   switch (a) {
-    case Action::kCancel: return "cancel";
-    case Action::kHold: return "hold";
-    case Action::kRelease: return "release";
-    case Action::kRequeue: return "requeue";
+    case Action::kCancel:
+      return "cancel";
+    case Action::kHold:
+      return "hold";
+    case Action::kRelease:
+      return "release";
+    case Action::kRequeue:
+      return "requeue";
   }
   return "?";
 }
@@ -86,9 +90,9 @@ Status ControlLoop::Start(std::optional<int64_t> leader_epoch, std::vector<store
   for (const core::NodeSpec& n : options_.nodes) {
     auto added = state_.AddNode(n);
     if (!added.ok()) return added.status().WithFieldPrefix("nodes");
-    nlohmann::json spec = {{"gpus", n.capacity.gpus},       {"gpuType", n.gpu_type},
+    nlohmann::json spec = {{"gpus", n.capacity.gpus},          {"gpuType", n.gpu_type},
                            {"cpuMilli", n.capacity.cpu_milli}, {"memoryBytes", n.capacity.memory_bytes},
-                           {"leaf", n.topology.leaf},       {"spine", n.topology.spine}};
+                           {"leaf", n.topology.leaf},          {"spine", n.topology.spine}};
     nodes.nodes.push_back({n.name, spec.dump(), "READY", clock_.Now().millis()});
   }
   // Every start is a new leader epoch; tasks carry it (fencing). With an
@@ -216,8 +220,9 @@ ServiceSoFar ServiceOf(const json& history, Time submit) {
       for (const json& r : a["replicas"]) {
         if (!r.is_object()) continue;
         if (r.contains("startTime")) {  // an elastic job's replica added or given back: its own span
-          s.gpu_seconds += r.value("gpus", int64_t{0}) *
-                           (std::max<int64_t>(0, r.value("endTime", int64_t{0}) - r.value("startTime", int64_t{0})) / 1000);
+          s.gpu_seconds +=
+              r.value("gpus", int64_t{0}) *
+              (std::max<int64_t>(0, r.value("endTime", int64_t{0}) - r.value("startTime", int64_t{0})) / 1000);
         } else {
           gpus += r.value("gpus", int64_t{0});
         }
@@ -360,8 +365,9 @@ Status ControlLoop::Restore(std::vector<JobRow>* warm) {
           break;
         }
         // An exclusive job holds its nodes whole (placement.h).
-        b.allocations.push_back({*index, replicas,
-                                 core_spec.exclusive ? state_.nodes()[*index].spec.capacity : core_spec.per_replica * replicas});
+        b.allocations.push_back(
+            {*index, replicas,
+             core_spec.exclusive ? state_.nodes()[*index].spec.capacity : core_spec.per_replica * replicas});
         if (r.devices) gpus.push_back(a["gpus"].get<std::vector<int32_t>>());
       }
     } else {
@@ -425,7 +431,8 @@ void ControlLoop::Tick() {
 Duration ControlLoop::IdleWait() const {
   const Time now = clock_.Now();
   Duration wait = pacer_.Wait(dirty_);
-  if (const Time due = lifecycle_.NextStopDue(); !due.is_max()) wait = std::min(wait, std::max(Duration::Zero(), due - now));
+  if (const Time due = lifecycle_.NextStopDue(); !due.is_max())
+    wait = std::min(wait, std::max(Duration::Zero(), due - now));
   return std::min(wait, waits_.UntilNextDeadline(now));
 }
 
@@ -453,7 +460,8 @@ std::string ControlLoop::AllocationsJson(int64_t job) const {
     w.EndArray();
   }
   auto task = array_task_of_.find(job);
-  if (task != array_task_of_.end()) w.Key("arrayFirstId").Int(task->second.first_id).Key("arrayIndex").Int(task->second.index);
+  if (task != array_task_of_.end())
+    w.Key("arrayFirstId").Int(task->second.first_id).Key("arrayIndex").Int(task->second.index);
   if (details_.count(job)) w.Key("attempt").Raw(api::JsonText(AttemptJson(job)));
   auto records = attempt_records_.find(job);
   if (records != attempt_records_.end() && records->second.is_array()) {
@@ -508,7 +516,7 @@ std::vector<ArrayTaskRef> ControlLoop::ArrayTasks(int64_t id) const {
 void ControlLoop::Submit(SubmitRequest req, SubmitReply done) {
   auto shared = std::make_shared<const SubmitRequest>(std::move(req));
   loop_.Async<StatusOr<SubmitResult>>([this, shared](SubmitReply reply) { DoSubmit(*shared, reply); }, std::move(done),
-                                ShuttingDown());
+                                      ShuttingDown());
 }
 
 void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
@@ -516,11 +524,12 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     using Outcome = IdempotencyTable::Outcome;
     const IdempotencyTable::Found found = idempotency_.Find(req.user, req.idempotency_key, req.fingerprint, *writer_);
     switch (found.outcome) {
-      case Outcome::kNew: break;
+      case Outcome::kNew:
+        break;
       case Outcome::kConflict:
-        return reply(Status(StatusCode::kAlreadyExists,
-                            "Idempotency-Key \"" + req.idempotency_key +
-                                "\" was already used for a different request (job " + std::to_string(found.job) + ")"));
+        return reply(Status(StatusCode::kAlreadyExists, "Idempotency-Key \"" + req.idempotency_key +
+                                                            "\" was already used for a different request (job " +
+                                                            std::to_string(found.job) + ")"));
       case Outcome::kInFlight:
         return reply(FailedPrecondition("a request with Idempotency-Key \"" + req.idempotency_key +
                                         "\" is still being processed; retry"));
@@ -531,9 +540,8 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
   // Only configured queues: a misspelt one would otherwise be a new queue
   // outside every quota.
   const auto& queues = state_.config().queues;
-  if (options_.strict_queues && std::none_of(queues.begin(), queues.end(), [&](const core::QueueConfig& q) {
-        return q.name == req.spec.queue;
-      })) {
+  if (options_.strict_queues && std::none_of(queues.begin(), queues.end(),
+                                             [&](const core::QueueConfig& q) { return q.name == req.spec.queue; })) {
     std::vector<std::string> names;
     std::string known;
     for (const core::QueueConfig& q : queues) {
@@ -558,7 +566,8 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     if (Status fits = core::CheckEverFits(core_spec, state_.nodes()); !fits.ok()) {
       return reply(InvalidArgument(fits.message() + " (the server's acceptUnfitJobs accepts such jobs for nodes yet "
                                                     "to join)",
-                                   fits.field()).WithFieldPrefix("spec"));
+                                   fits.field())
+                       .WithFieldPrefix("spec"));
     }
   }
   if (!req.spec.reservation.empty()) {
@@ -588,9 +597,8 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
   auto resolved = ResolveArrayDependencies(written, core_spec.dependencies_any, index_of(0), tasks_of);
   if (!resolved.ok()) return reply(resolved.status().WithFieldPrefix("spec"));
   core_spec.dependencies = std::move(*resolved);
-  const bool paired = std::any_of(written.begin(), written.end(), [](const core::Dependency& d) {
-    return d.type == core::DependencyType::kAfterCorr;
-  });
+  const bool paired = std::any_of(written.begin(), written.end(),
+                                  [](const core::Dependency& d) { return d.type == core::DependencyType::kAfterCorr; });
   store::WriteBatch b;
   std::vector<JobRow> rows;
   int64_t first_id = 0;
@@ -610,7 +618,8 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     row.user = req.user;
     row.queue = req.spec.queue;
     row.priority_class = req.spec.priority;
-    if (req.spec.hold) row.reason = core::ReasonCodeName(core::ReasonCode::kHeld);  // the cycle's, already in the answer
+    if (req.spec.hold)
+      row.reason = core::ReasonCodeName(core::ReasonCode::kHeld);  // the cycle's, already in the answer
     row.submit_ms = now.millis();
     row.spec_json = req.spec_json;
     if (!req.idempotency_key.empty()) idempotency_.SetKeyOf(row.id, req.idempotency_key);
@@ -619,9 +628,10 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     }
     rows.push_back(jobs_.Add(std::move(row), req.spec.hold ? JobState::kHeld : JobState::kPending, b));
     b.events.push_back(Event(*id, "Submitted", "",
-                             req.spec.array > 0 ? "by " + req.user + ", task " + std::to_string(array_task_of_[row.id].index) + " of array " +
-                                                      std::to_string(first_id)
-                                                : "by " + req.user));
+                             req.spec.array > 0
+                                 ? "by " + req.user + ", task " + std::to_string(array_task_of_[row.id].index) +
+                                       " of array " + std::to_string(first_id)
+                                 : "by " + req.user));
     if (req.spec.hold) b.events.push_back(Event(*id, "Held", "", "submitted held"));
   }
   if (!req.idempotency_key.empty()) {
@@ -638,7 +648,8 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     if (!s.ok()) return reply(s);
     reply(SubmitResult{first, count, true});
   });
-  if (!req.idempotency_key.empty()) idempotency_.Add(req.user, req.idempotency_key, req.fingerprint, first_id, ticket, now);
+  if (!req.idempotency_key.empty())
+    idempotency_.Add(req.user, req.idempotency_key, req.fingerprint, first_id, ticket, now);
 }
 
 StatusOr<const JobRow*> ControlLoop::ManagedJob(int64_t id, const Identity& who, const std::string& verb) {
@@ -647,8 +658,9 @@ StatusOr<const JobRow*> ControlLoop::ManagedJob(int64_t id, const Identity& who,
   if (who.kind == Identity::Kind::kJob) {
     // A job token speaks for its own job only (HttpApi lets it reach
     // nothing else; this is the second lock).
-    if (who.job != id) return PermissionDenied("a job token of job " + std::to_string(who.job) + " may not " + verb +
-                                               " job " + std::to_string(id));
+    if (who.job != id)
+      return PermissionDenied("a job token of job " + std::to_string(who.job) + " may not " + verb + " job " +
+                              std::to_string(id));
     return row;
   }
   RETURN_IF_ERROR(authz_.MayManageJob(who, row->user, row->queue, verb));
@@ -665,66 +677,69 @@ void ControlLoop::Record(store::WriteBatch b, std::function<void(const Status&)>
 
 void ControlLoop::Act(int64_t id, Action action, const Identity& who, Done<StatusOr<JobRow>> done) {
   using R = StatusOr<JobRow>;
-  loop_.Async<R>([this, id, action, who, user = who.Describe()](std::function<void(R)> reply) {
-    auto managed = ManagedJob(id, who, ActionName(action));
-    if (!managed.ok()) return reply(managed.status());
-    const JobRow& row = **managed;
-    const Time now = clock_.Now();
-    const JobState state = StateOf(id);
-    auto ended = [&](const char* verb) {
-      return FailedPrecondition("job " + std::to_string(id) + " is " + core::JobStateName(state) + "; only " + verb);
-    };
-    Status s;
-    std::string event;
-    JobTable::Change change;
-    switch (action) {
-      case Action::kCancel:
-        if (state == JobState::kPending || state == JobState::kHeld) {
-          s = state_.EndPending(id, JobState::kCancelled, now, "cancelled by " + user);
-        } else if (state == JobState::kRunning || state == JobState::kCompleting) {
-          return StopRunning(id, JobState::kCancelled, false, "cancelled by " + user, reply);
-        } else {
-          return reply(ended("pending, held or running jobs can be cancelled"));
+  loop_.Async<R>(
+      [this, id, action, who, user = who.Describe()](std::function<void(R)> reply) {
+        auto managed = ManagedJob(id, who, ActionName(action));
+        if (!managed.ok()) return reply(managed.status());
+        const JobRow& row = **managed;
+        const Time now = clock_.Now();
+        const JobState state = StateOf(id);
+        auto ended = [&](const char* verb) {
+          return FailedPrecondition("job " + std::to_string(id) + " is " + core::JobStateName(state) + "; only " +
+                                    verb);
+        };
+        Status s;
+        std::string event;
+        JobTable::Change change;
+        switch (action) {
+          case Action::kCancel:
+            if (state == JobState::kPending || state == JobState::kHeld) {
+              s = state_.EndPending(id, JobState::kCancelled, now, "cancelled by " + user);
+            } else if (state == JobState::kRunning || state == JobState::kCompleting) {
+              return StopRunning(id, JobState::kCancelled, false, "cancelled by " + user, reply);
+            } else {
+              return reply(ended("pending, held or running jobs can be cancelled"));
+            }
+            if (s.ok()) {
+              change = JobTable::Change::Ended(JobState::kCancelled, "cancelled by " + user, now);
+              event = "Cancelled";
+              checkpoints_.Forget(id);
+            }
+            break;
+          case Action::kHold:
+            if (state == JobState::kHeld) return reply(row);
+            if (state != JobState::kPending) return reply(ended("pending jobs can be held"));
+            s = state_.Hold(id);
+            if (s.ok()) {
+              change = JobTable::Change::To(JobState::kHeld, "Held");
+              event = "Held";
+            }
+            break;
+          case Action::kRelease:
+            if (state == JobState::kPending) return reply(row);
+            if (state != JobState::kHeld) return reply(ended("held jobs can be released"));
+            s = state_.Release(id, now);
+            if (s.ok()) {
+              change = JobTable::Change::To(JobState::kPending, "");
+              event = "Released";
+            }
+            break;
+          case Action::kRequeue:
+            if (state != JobState::kRunning) return reply(ended("running jobs can be requeued"));
+            return StopRunning(id, std::nullopt, true, "requeued by " + user, reply);
         }
-        if (s.ok()) {
-          change = JobTable::Change::Ended(JobState::kCancelled, "cancelled by " + user, now);
-          event = "Cancelled";
-          checkpoints_.Forget(id);
-        }
-        break;
-      case Action::kHold:
-        if (state == JobState::kHeld) return reply(row);
-        if (state != JobState::kPending) return reply(ended("pending jobs can be held"));
-        s = state_.Hold(id);
-        if (s.ok()) {
-          change = JobTable::Change::To(JobState::kHeld, "Held");
-          event = "Held";
-        }
-        break;
-      case Action::kRelease:
-        if (state == JobState::kPending) return reply(row);
-        if (state != JobState::kHeld) return reply(ended("held jobs can be released"));
-        s = state_.Release(id, now);
-        if (s.ok()) {
-          change = JobTable::Change::To(JobState::kPending, "");
-          event = "Released";
-        }
-        break;
-      case Action::kRequeue:
-        if (state != JobState::kRunning) return reply(ended("running jobs can be requeued"));
-        return StopRunning(id, std::nullopt, true, "requeued by " + user, reply);
-    }
-    if (!s.ok()) return reply(s);
-    reasons_.Forget(id);
-    dirty_ = true;
-    store::WriteBatch b;
-    NoteDefect(jobs_.Update(id, change, now, b));
-    b.events.push_back(Event(id, event, "", "by " + user));
-    Persist(std::move(b), [row, reply](const Status& st) {
-      if (!st.ok()) return reply(st);
-      reply(row);
-    });
-  }, std::move(done), ShuttingDown());
+        if (!s.ok()) return reply(s);
+        reasons_.Forget(id);
+        dirty_ = true;
+        store::WriteBatch b;
+        NoteDefect(jobs_.Update(id, change, now, b));
+        b.events.push_back(Event(id, event, "", "by " + user));
+        Persist(std::move(b), [row, reply](const Status& st) {
+          if (!st.ok()) return reply(st);
+          reply(row);
+        });
+      },
+      std::move(done), ShuttingDown());
 }
 
 void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, bool requeue, const std::string& reason,
@@ -733,8 +748,8 @@ void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, b
   store::WriteBatch b;
   lifecycle::Effects fx;
   // A requeue asks for a checkpoint: staggered with the others.
-  const lifecycle::StopOutcome outcome = lifecycle_.Stop(id, final_state, requeue, reason,
-                                                             requeue ? lifecycle::StopPace::kStaggered : lifecycle::StopPace::kAtOnce, fx);
+  const lifecycle::StopOutcome outcome = lifecycle_.Stop(
+      id, final_state, requeue, reason, requeue ? lifecycle::StopPace::kStaggered : lifecycle::StopPace::kAtOnce, fx);
   if (outcome == lifecycle::StopOutcome::kUnchanged) return reply(jobs_.at(id));
   if (outcome == lifecycle::StopOutcome::kStopping) {
     b.events.push_back(Event(id, requeue ? "Requeuing" : "Cancelling", "", reason + "; stopping its replicas"));
@@ -832,55 +847,59 @@ void ControlLoop::RunCycle() {
     // Agents learn of a start only once it is durable (ReplyDurable): a
     // server that crashes before the write never has a task running for a
     // bind it forgot.
-    Persist(std::move(b), started.empty() && grown.empty()
-                              ? std::function<void(const Status&)>()
-                              : [this, started = std::move(started), grown = std::move(grown)](const Status&) {
-                                  loop_.Post([this, started, grown] {
-                                    for (const auto& [job, number] : started) lifecycle_.MarkDurable(job, number);
-                                    for (const auto& [job, number] : grown) lifecycle_.MarkGrowthDurable(job, number);
-                                  });
-                                });
+    Persist(
+        std::move(b), started.empty() && grown.empty()
+                          ? std::function<void(const Status&)>()
+                          : [this, started = std::move(started), grown = std::move(grown)](const Status&) {
+                              loop_.Post([this, started, grown] {
+                                for (const auto& [job, number] : started) lifecycle_.MarkDurable(job, number);
+                                for (const auto& [job, number] : grown) lifecycle_.MarkGrowthDurable(job, number);
+                              });
+                            });
   }
   AnswerHeldSyncs();
 }
 
 void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
   using R = StatusOr<Explanation>;
-  loop_.Async<R>([this, id](std::function<void(R)> reply) {
-    const JobRow* row = jobs_.Find(id);
-    if (row == nullptr) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
-    Explanation e;
-    e.job = *row;
-    // The live status (progress changes more often than the row is written).
-    if (details_.count(id)) e.job.status_json = AllocationsJson(id);
-    const Time now = clock_.Now();
-    if (const core::PendingReason* r = reasons_.Find(id)) {
-      e.reason = *r;
-      e.reason_text = ReasonText(*r, now);
-    } else {
-      e.reason_text = e.job.reason;
-    }
-    core::ClusterSnapshot snap = state_.Snapshot(now);
-    if (fairshare_.points().size() == static_cast<size_t>(state_.num_queues())) snap.queue_fairshare = fairshare_.points();
-    for (const core::PendingJob& p : snap.pending) {
-      if (p.id != id) continue;
-      e.priority = scheduler_->Priority(p, snap);
-      e.attained_gpu_seconds = p.attained_gpu_seconds;
-      e.queued = p.QueuedFor(now);
-    }
-    if (auto run = state_.running().find(id); run != state_.running().end()) {
-      e.attained_gpu_seconds = run->second.AttainedGpuSeconds(now);
-      e.queued = run->second.queued;
-    }
-    // Only what is durable is shown: while a change is on its way to the
-    // store (the job's end, say), the answer waits for it, so a client never
-    // sees a state a crash could take back, nor a state before its events.
-    if (writer_->Committed(last_ticket_)) return reply(std::move(e));
-    Persist({}, [reply, e = std::move(e)](const Status& s) {
-      if (!s.ok()) return reply(s);
-      reply(e);
-    });
-  }, std::move(done), ShuttingDown());
+  loop_.Async<R>(
+      [this, id](std::function<void(R)> reply) {
+        const JobRow* row = jobs_.Find(id);
+        if (row == nullptr) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
+        Explanation e;
+        e.job = *row;
+        // The live status (progress changes more often than the row is written).
+        if (details_.count(id)) e.job.status_json = AllocationsJson(id);
+        const Time now = clock_.Now();
+        if (const core::PendingReason* r = reasons_.Find(id)) {
+          e.reason = *r;
+          e.reason_text = ReasonText(*r, now);
+        } else {
+          e.reason_text = e.job.reason;
+        }
+        core::ClusterSnapshot snap = state_.Snapshot(now);
+        if (fairshare_.points().size() == static_cast<size_t>(state_.num_queues()))
+          snap.queue_fairshare = fairshare_.points();
+        for (const core::PendingJob& p : snap.pending) {
+          if (p.id != id) continue;
+          e.priority = scheduler_->Priority(p, snap);
+          e.attained_gpu_seconds = p.attained_gpu_seconds;
+          e.queued = p.QueuedFor(now);
+        }
+        if (auto run = state_.running().find(id); run != state_.running().end()) {
+          e.attained_gpu_seconds = run->second.AttainedGpuSeconds(now);
+          e.queued = run->second.queued;
+        }
+        // Only what is durable is shown: while a change is on its way to the
+        // store (the job's end, say), the answer waits for it, so a client never
+        // sees a state a crash could take back, nor a state before its events.
+        if (writer_->Committed(last_ticket_)) return reply(std::move(e));
+        Persist({}, [reply, e = std::move(e)](const Status& s) {
+          if (!s.ok()) return reply(s);
+          reply(e);
+        });
+      },
+      std::move(done), ShuttingDown());
 }
 
 bool ControlLoop::InBackoff(const core::PendingReason& r) const {
@@ -910,41 +929,43 @@ std::string ControlLoop::ReasonText(const core::PendingReason& r, Time now) cons
 
 void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
   using R = StatusOr<std::vector<QueueView>>;
-  loop_.Async<R>([this](std::function<void(R)> reply) {
-    std::map<std::string, QueueView> queues;
-    for (const auto& [id, row] : jobs_.rows()) {
-      QueueView& q = queues[row.queue];
-      q.name = row.queue;
-      const JobState state = StateOf(id);
-      if (state == JobState::kPending || state == JobState::kHeld) ++q.pending;
-      if (state == JobState::kRunning || state == JobState::kCompleting) ++q.running;
-    }
-    for (const core::QueueConfig& c : state_.config().queues) {
-      QueueView& q = queues[c.name];
-      q.name = c.name;
-      q.guarantee = c.guarantee;
-      q.limit = c.limit;
-      q.parent = c.parent;
-      QueueAdmin::QueueSource from = queue_admin_.SourceOf(c.name);
-      q.share = from.share;
-      q.source = std::move(from.source);
-      q.changed_by = std::move(from.changed_by);
-    }
-    // GPUs held, from the state's per-queue counts.
-    const auto& usage = state_.queue_usage();
-    for (int32_t i = 0; i < state_.num_queues(); ++i) {
-      auto it = queues.find(state_.QueueName(i));
-      if (it == queues.end()) continue;
-      for (size_t t = 0; t < usage[i].size(); ++t) {
-        if (usage[i][t] == 0) continue;
-        it->second.in_use_by_type[state_.GpuTypeName(static_cast<int32_t>(t))] = usage[i][t];
-        it->second.gpus_in_use += usage[i][t];
-      }
-    }
-    std::vector<QueueView> out;
-    for (auto& [name, q] : queues) out.push_back(q);
-    reply(std::move(out));
-  }, std::move(done), ShuttingDown());
+  loop_.Async<R>(
+      [this](std::function<void(R)> reply) {
+        std::map<std::string, QueueView> queues;
+        for (const auto& [id, row] : jobs_.rows()) {
+          QueueView& q = queues[row.queue];
+          q.name = row.queue;
+          const JobState state = StateOf(id);
+          if (state == JobState::kPending || state == JobState::kHeld) ++q.pending;
+          if (state == JobState::kRunning || state == JobState::kCompleting) ++q.running;
+        }
+        for (const core::QueueConfig& c : state_.config().queues) {
+          QueueView& q = queues[c.name];
+          q.name = c.name;
+          q.guarantee = c.guarantee;
+          q.limit = c.limit;
+          q.parent = c.parent;
+          QueueAdmin::QueueSource from = queue_admin_.SourceOf(c.name);
+          q.share = from.share;
+          q.source = std::move(from.source);
+          q.changed_by = std::move(from.changed_by);
+        }
+        // GPUs held, from the state's per-queue counts.
+        const auto& usage = state_.queue_usage();
+        for (int32_t i = 0; i < state_.num_queues(); ++i) {
+          auto it = queues.find(state_.QueueName(i));
+          if (it == queues.end()) continue;
+          for (size_t t = 0; t < usage[i].size(); ++t) {
+            if (usage[i][t] == 0) continue;
+            it->second.in_use_by_type[state_.GpuTypeName(static_cast<int32_t>(t))] = usage[i][t];
+            it->second.gpus_in_use += usage[i][t];
+          }
+        }
+        std::vector<QueueView> out;
+        for (auto& [name, q] : queues) out.push_back(q);
+        reply(std::move(out));
+      },
+      std::move(done), ShuttingDown());
 }
 
 }  // namespace muster::server

@@ -45,23 +45,23 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "api/job_spec.h"
-#include "proto/agent_protocol.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "core/cluster_state.h"
 #include "core/decisions.h"
 #include "lifecycle/job_lifecycle.h"
 #include "lifecycle/node_liveness.h"
+#include "proto/agent_protocol.h"
 #include "scheduler/scheduler.h"
 #include "server/agent_registry.h"
 #include "server/array_dependencies.h"
@@ -72,20 +72,20 @@
 #include "server/fair_share_ledger.h"
 #include "server/idempotency_table.h"
 #include "server/identity.h"
+#include "server/image_pulls.h"
 #include "server/job_table.h"
 #include "server/job_watch.h"
 #include "server/live_settings.h"
 #include "server/loop_executor.h"
 #include "server/node_waits.h"
-#include "server/image_pulls.h"
-#include "server/registry_credentials.h"
-#include "server/reservations.h"
-#include "server/straggler_detector.h"
 #include "server/options.h"
 #include "server/pending_reasons.h"
-#include "server/queue_admin.h"
 #include "server/preemption_record.h"
+#include "server/queue_admin.h"
+#include "server/registry_credentials.h"
+#include "server/reservations.h"
 #include "server/server_metrics.h"
+#include "server/straggler_detector.h"
 #include "store/store.h"
 #include "store/store_writer.h"
 
@@ -204,7 +204,7 @@ class ControlLoop {
     core::Resources free;
     bool schedulable = true;
     int32_t running_jobs = 0;
-    std::string status_json;  // the agent's report: GPUs, health, cgroups ("{}" without an agent)
+    std::string status_json;          // the agent's report: GPUs, health, cgroups ("{}" without an agent)
     std::string condition = "Ready";  // Ready, Unreachable (agent silent: no new work) or Lost
     std::string cordon;               // why it gets no new work, when cordoned ("cordoned by ann", a GPU fault)
     int64_t last_seen_ms = 0;         // its agent's last sync (0: static, or never synced)
@@ -266,7 +266,7 @@ class ControlLoop {
     std::string address;
     int32_t log_port = 0;
     std::string log_tls_pin;  // "": plain HTTP
-    int32_t attempt = 0;  // the attempt found (the current or last one, unless asked)
+    int32_t attempt = 0;      // the attempt found (the current or last one, unless asked)
     // The files the replica's output also went to (the spec's stdout and
     // stderr, expanded), as its node sees them; empty: none.
     std::string stdout_path, stderr_path;
@@ -282,7 +282,7 @@ class ControlLoop {
     int64_t pending = 0;
     int64_t running = 0;
     int64_t gpus_in_use = 0;
-    std::map<std::string, int64_t> in_use_by_type;  // GPUs its running jobs hold, by GPU type
+    std::map<std::string, int64_t> in_use_by_type;    // GPUs its running jobs hold, by GPU type
     std::map<std::string, int64_t> guarantee, limit;  // its quota ("*": every type)
     std::string parent;
     std::optional<int64_t> share;  // its fair-share share, when configured
@@ -373,7 +373,6 @@ class ControlLoop {
   };
   void ReportProgress(ProgressReport p, Done<StatusOr<ProgressAnswer>> done);
 
-
  private:
   // ---- The loop, jobs and the scheduling cycle (control_loop.cc).
   // What a call answers once the loop has stopped.
@@ -432,17 +431,17 @@ class ControlLoop {
   struct AttemptDetail {
     std::shared_ptr<const api::JobSpec> spec;
     std::vector<std::shared_ptr<const std::string>> encoded;  // per replica, its assignment encoded once
-    std::vector<bool> resume_seen;         // per replica: its checkpoint verification was recorded
-    std::vector<std::string> image_seen;   // per replica: the image state its agent last told of ("pulling", "pulled")
-    std::vector<double> utilization;       // per replica: its mean GPU utilization as its agent said (-1: not yet)
+    std::vector<bool> resume_seen;                            // per replica: its checkpoint verification was recorded
+    std::vector<std::string> image_seen;  // per replica: the image state its agent last told of ("pulling", "pulled")
+    std::vector<double> utilization;      // per replica: its mean GPU utilization as its agent said (-1: not yet)
     std::vector<proto::ResumeCandidate> resume;  // fixed at creation, for every replica
-    nlohmann::json resumed_from;           // the checkpoint it resumed from, once a replica verified
+    nlohmann::json resumed_from;                 // the checkpoint it resumed from, once a replica verified
     bool resume_recorded = false;
-    nlohmann::json metrics;                // progress as the job reported it
+    nlohmann::json metrics;  // progress as the job reported it
     std::string progress_message;
-    nlohmann::json endpoints;              // name -> "host:port" the job serves (an interactive shell's relay)
+    nlohmann::json endpoints;  // name -> "host:port" the job serves (an interactive shell's relay)
     int64_t progress_persisted_ms = 0;
-    std::vector<SentSignal> signals;       // users' signals, listed to agents until until_ms
+    std::vector<SentSignal> signals;  // users' signals, listed to agents until until_ms
     int64_t signal_seq = 0;
   };
   // Whether a signal for the job reaches replica `replica`: every replica,
@@ -554,23 +553,23 @@ class ControlLoop {
   // Acts on a replica that became a straggler or recovered: its event, the
   // metric, the cordon policy.
   void OnStraggler(const StragglerDetector::Change& c, store::WriteBatch& b);
-  std::unordered_map<int64_t, AttemptDetail> details_;  // jobs with a running attempt
+  std::unordered_map<int64_t, AttemptDetail> details_;           // jobs with a running attempt
   std::unordered_map<int64_t, nlohmann::json> attempt_records_;  // per job: one object per ended attempt
   AgentRegistry agents_;
   int64_t epoch_ = 0;
   size_t nodes_at_start_ = 0;  // set by Start
-  int32_t port_salt_ = 0;  // MasterPort's per-cluster shift
+  int32_t port_salt_ = 0;      // MasterPort's per-cluster shift
   std::string job_token_key_;
 
   const ServerOptions& options_;
   const Authorizer authz_;
   const Clock& clock_;
   store::Store& store_;
-  NodeWaits waits_;  // thread-safe; its lock nests with no other
+  NodeWaits waits_;                             // thread-safe; its lock nests with no other
   std::unique_ptr<store::StoreWriter> writer_;  // thread-safe
-  ServerMetrics* metrics_ = nullptr;             // thread-safe
-  Time last_cycle_end_ = Time::Zero();  // the last scheduling cycle's end
-  uint64_t last_ticket_ = 0;  // of the last batch handed to writer_
+  ServerMetrics* metrics_ = nullptr;            // thread-safe
+  Time last_cycle_end_ = Time::Zero();          // the last scheduling cycle's end
+  uint64_t last_ticket_ = 0;                    // of the last batch handed to writer_
 
   core::ClusterState state_;
   lifecycle::NodeLiveness liveness_;
@@ -581,7 +580,7 @@ class ControlLoop {
   FairShareLedger fairshare_;
   // Every job's stored row; the one place rows are written (job_table.h).
   JobTable jobs_;
-  JobWatch watch_;  // thread-safe
+  JobWatch watch_;         // thread-safe
   LiveSettings settings_;  // thread-safe
   // The queues in force and where each comes from (the file, the API), and
   // a reload that came before Start (server/queue_admin.h).

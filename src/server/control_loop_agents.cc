@@ -48,21 +48,22 @@ void ControlLoop::WhenNodeChanges(const std::string& node, int64_t version, Dura
 }
 
 void ControlLoop::AgentSync(std::shared_ptr<const proto::SyncRequest> req, SyncPhase phase, SyncReply done) {
-  loop_.Async<StatusOr<SyncResult>>([this, req, phase](SyncReply reply) { DoAgentSync(*req, phase, reply); }, std::move(done),
-                              ShuttingDown());
+  loop_.Async<StatusOr<SyncResult>>([this, req, phase](SyncReply reply) { DoAgentSync(*req, phase, reply); },
+                                    std::move(done), ShuttingDown());
 }
 
 void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, const SyncReply& reply) {
   if (req.epoch > epoch_) {
     return reply(FailedPrecondition("this agent has seen leader epoch " + std::to_string(req.epoch) +
-                                    ", newer than this server's " + std::to_string(epoch_) + "; this server is not the leader"));
+                                    ", newer than this server's " + std::to_string(epoch_) +
+                                    "; this server is not the leader"));
   }
   const Time now = clock_.Now();
   std::optional<core::NodeIndex> index = state_.FindNode(req.node);
   if (index) {  // one agent a node
-    const Status admitted = agents_.Admit(req, now - liveness_.LastHeard(*index),
-                                          [&] { return waits_.HasWaiter(req.node); },
-                                          std::max(options_.node_lost_after, liveness_.FencedAfter(*index)));
+    const Status admitted = agents_.Admit(
+        req, now - liveness_.LastHeard(*index), [&] { return waits_.HasWaiter(req.node); },
+        std::max(options_.node_lost_after, liveness_.FencedAfter(*index)));
     if (!admitted.ok()) return reply(admitted);
   }
   store::WriteBatch b;
@@ -189,7 +190,8 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     // nothing about this server's desired states.
     report.acted_on = req.epoch == epoch_ ? req.reports_version : -1;
     for (const proto::TaskReport& t : req.tasks) {
-      report.tasks.push_back({t.job, t.attempt, t.replica, t.running, t.running ? lifecycle::ReplicaExit() : ExitOf(t)});
+      report.tasks.push_back(
+          {t.job, t.attempt, t.replica, t.running, t.running ? lifecycle::ReplicaExit() : ExitOf(t)});
       if (!lifecycle_.IsCurrent(t.job, t.attempt, t.replica, *index)) continue;
       AttemptDetail& d = details_.at(t.job);
       if (t.gpu_utilization >= 0) d.utilization[t.replica] = t.gpu_utilization;
@@ -300,10 +302,12 @@ bool ControlLoop::BuildDesired(core::NodeIndex node, proto::SyncResponse& out) {
   out.grace_cuts = preemptions_.CutsOn([&](int64_t job, int32_t attempt) -> std::optional<bool> {
     const lifecycle::Attempt* a = lifecycle_.Find(job);
     if (a == nullptr || a->number != attempt) return std::nullopt;
-    return std::any_of(a->replicas.begin(), a->replicas.end(), [&](const lifecycle::Replica& r) { return r.node == node; });
+    return std::any_of(a->replicas.begin(), a->replicas.end(),
+                       [&](const lifecycle::Replica& r) { return r.node == node; });
   });
   const AgentRegistry::Agent* agent = agents_.Find(state_.nodes()[node].spec.name);
-  out.reclaim_in_ms = agent != nullptr && agent->reclaim_at ? std::max<int64_t>(1, (*agent->reclaim_at - clock_.Now()).millis()) : 0;
+  out.reclaim_in_ms =
+      agent != nullptr && agent->reclaim_at ? std::max<int64_t>(1, (*agent->reclaim_at - clock_.Now()).millis()) : 0;
   return wait;
 }
 
@@ -351,7 +355,8 @@ Status ControlLoop::RestoreNodes() {
       agents_.Restore(rows, [this](const std::string& name) { return state_.FindNode(name).has_value(); });
   for (const core::NodeSpec& n : restored) {
     auto added = state_.AddNode(n);
-    if (!added.ok()) return DataLoss("store " + options_.store_path + ": node " + n.name + ": " + added.status().ToString());
+    if (!added.ok())
+      return DataLoss("store " + options_.store_path + ": node " + n.name + ": " + added.status().ToString());
     // A fresh grace period after a restart: silent from now on, not from
     // before (its running jobs are not lost at once). But no new work until
     // its agent syncs: a node that was dead before the restart looked Ready

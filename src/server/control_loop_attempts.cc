@@ -23,10 +23,14 @@ namespace {
 
 int SignalNumber(api::CheckpointSignal s) {
   switch (s) {
-    case api::CheckpointSignal::kSigUsr1: return SIGUSR1;
-    case api::CheckpointSignal::kSigUsr2: return SIGUSR2;
-    case api::CheckpointSignal::kSigTerm: return SIGTERM;
-    case api::CheckpointSignal::kSigInt: return SIGINT;
+    case api::CheckpointSignal::kSigUsr1:
+      return SIGUSR1;
+    case api::CheckpointSignal::kSigUsr2:
+      return SIGUSR2;
+    case api::CheckpointSignal::kSigTerm:
+      return SIGTERM;
+    case api::CheckpointSignal::kSigInt:
+      return SIGINT;
   }
   return SIGTERM;
 }
@@ -137,7 +141,8 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
       }
     }
     if (restored->contains("replicaResults") && (*restored)["replicaResults"].is_array()) {
-      for (const json& x : (*restored)["replicaResults"]) r.results.emplace_back(x.value("replica", -1), x.value("result", ""));
+      for (const json& x : (*restored)["replicaResults"])
+        r.results.emplace_back(x.value("replica", -1), x.value("result", ""));
     }
     // An elastic job's replica numbers and the replicas it is giving back.
     for (auto [key, out] : {std::pair{"firstReplica", &r.first_replica}, std::pair{"leaving", &r.leaving}}) {
@@ -152,7 +157,8 @@ void ControlLoop::StartAttempt(int64_t job, int32_t number, bool durable, const 
     }
     for (const json& e : restored->value("givenBack", json::array())) {
       if (!e.is_object()) continue;
-      r.given_back.push_back({e.value("replica", -1), e.value("gpus", 0), Time::FromMillis(e.value("startTime", int64_t{0})),
+      r.given_back.push_back({e.value("replica", -1), e.value("gpus", 0),
+                              Time::FromMillis(e.value("startTime", int64_t{0})),
                               Time::FromMillis(e.value("endTime", int64_t{0}))});
     }
     if (restored->contains("ending") && (*restored)["ending"].is_object()) {
@@ -197,8 +203,8 @@ json ControlLoop::AttemptJson(int64_t job) const {
     if (a->replicas[i].ended) ended.push_back(i);
     if (!a->replicas[i].result.empty()) results.push_back({{"replica", i}, {"result", a->replicas[i].result}});
   }
-  json out = {{"attempt", a->number}, {"endedReplicas", ended}, {"replicaResults", results},
-              {"startTime", a->start.millis()}};
+  json out = {
+      {"attempt", a->number}, {"endedReplicas", ended}, {"replicaResults", results}, {"startTime", a->start.millis()}};
   if (auto run = state_.running().find(job); run != state_.running().end() && run->second.elastic()) {
     out["firstReplica"] = a->first_replica;
     json leaving = json::array();
@@ -213,8 +219,10 @@ json ControlLoop::AttemptJson(int64_t job) const {
       const lifecycle::Replica& r = a->replicas[i];
       if (r.start > a->start) starts.push_back({{"replica", i}, {"timeMs", r.start.millis()}});
       if (r.leaving && r.ended) {
-        given_back.push_back({{"replica", i}, {"gpus", r.gpus.size()},
-                              {"startTime", std::max(a->start, r.start).millis()}, {"endTime", r.end.millis()}});
+        given_back.push_back({{"replica", i},
+                              {"gpus", r.gpus.size()},
+                              {"startTime", std::max(a->start, r.start).millis()},
+                              {"endTime", r.end.millis()}});
       }
     }
     if (!starts.empty()) out["replicaStarts"] = std::move(starts);
@@ -233,7 +241,8 @@ json ControlLoop::AttemptJson(int64_t job) const {
   if (const Time at = lifecycle_.LastProgress(job); at > Time::Zero()) {
     out["progress"] = {{"step", lifecycle_.LastStep(job)},
                        {"metrics", d->second.metrics.is_null() ? json::object() : d->second.metrics},
-                       {"message", d->second.progress_message}, {"timeMs", at.millis()}};
+                       {"message", d->second.progress_message},
+                       {"timeMs", at.millis()}};
     if (d->second.endpoints.is_object()) out["progress"]["endpoints"] = d->second.endpoints;
   }
   if (a->Stopping()) {
@@ -283,7 +292,8 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   t.working_dir = spec.working_dir.value_or("");
   std::vector<std::string> nodes;
   for (const ReplicaPlace& p : places) nodes.push_back(p.node);
-  std::tie(t.stdout_path, t.stderr_path) = OutputFiles(job, spec, replica, places[replica].node, NodeNumber(nodes, places[replica].node));
+  std::tie(t.stdout_path, t.stderr_path) =
+      OutputFiles(job, spec, replica, places[replica].node, NodeNumber(nodes, places[replica].node));
   t.resume = d.resume;
   t.gpus = a.replicas[replica].gpus;
   t.cpu_milli = spec.resources.cpu_milli;
@@ -304,55 +314,58 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   return t;
 }
 
-bool ControlLoop::SignalReaches(const api::JobSpec& spec, int32_t replica) {
-  return !spec.slurm || replica == 0;
-}
+bool ControlLoop::SignalReaches(const api::JobSpec& spec, int32_t replica) { return !spec.slurm || replica == 0; }
 
 void ControlLoop::SignalJob(int64_t id, int signal, std::optional<api::SignalTarget> to, const Identity& who,
                             Done<StatusOr<SignalAnswer>> done) {
   using R = StatusOr<SignalAnswer>;
-  loop_.Async<R>([this, id, signal, to, who](std::function<void(R)> reply) {
-    auto managed = ManagedJob(id, who, "signal");
-    if (!managed.ok()) return reply(managed.status());
-    const lifecycle::Attempt* a = lifecycle_.Find(id);
-    auto d = details_.find(id);
-    if (a == nullptr || a->Stopping() || d == details_.end() || !d->second.spec) {
-      return reply(FailedPrecondition("job " + std::to_string(id) + " is " + core::JobStateName(StateOf(id)) +
-                                      "; only a running job can be signalled"));
-    }
-    AttemptDetail& detail = d->second;
-    const api::JobSpec& spec = *detail.spec;
-    const api::SignalTarget target = to.value_or(spec.slurm ? api::SignalTarget::kSteps : api::SignalTarget::kAll);
-    if (target == api::SignalTarget::kSteps && !spec.slurm) {
-      return reply(InvalidArgument("job " + std::to_string(id) +
-                                       " has no steps: only a Slurm-style job's batch script starts steps with srun",
-                                   "to"));
-    }
-    if (target == api::SignalTarget::kSteps && !SrunPassesOn(signal)) {
-      return reply(InvalidArgument(SignalName(signal) + " cannot reach the steps: srun passes on only HUP, INT, QUIT, "
-                                       "TERM, USR1, USR2, ALRM and CONT (to: all or batch reaches every process)",
-                                   "signal"));
-    }
-    const int64_t now = clock_.Now().millis();
-    std::erase_if(detail.signals, [now](const SentSignal& s) { return s.until_ms <= now; });
-    detail.signals.push_back({++detail.signal_seq, signal, api::SignalTargetName(target), now + 60'000});
-    SignalAnswer answer;
-    answer.attempt = a->number;
-    answer.to = target;
-    lifecycle::Effects fx;
-    for (size_t r = 0; r < a->replicas.size(); ++r) {
-      if (!SignalReaches(spec, static_cast<int32_t>(r)) || a->replicas[r].ended) continue;
-      const std::string& node = state_.nodes()[a->replicas[r].node].spec.name;
-      if (std::find(answer.nodes.begin(), answer.nodes.end(), node) == answer.nodes.end()) answer.nodes.push_back(node);
-      lifecycle_.Touch(a->replicas[r].node, fx);
-    }
-    store::WriteBatch b;
-    b.events.push_back(Event(id, "Signalled", "", SignalName(signal) + " to " + api::SignalTargetName(target) +
-                                                       " of attempt " + std::to_string(a->number) + " by " +
-                                                       who.Describe()));
-    ApplyEffects(fx, b);
-    Persist(std::move(b), [reply, answer](const Status& s) { s.ok() ? reply(answer) : reply(s); });
-  }, std::move(done), ShuttingDown());
+  loop_.Async<R>(
+      [this, id, signal, to, who](std::function<void(R)> reply) {
+        auto managed = ManagedJob(id, who, "signal");
+        if (!managed.ok()) return reply(managed.status());
+        const lifecycle::Attempt* a = lifecycle_.Find(id);
+        auto d = details_.find(id);
+        if (a == nullptr || a->Stopping() || d == details_.end() || !d->second.spec) {
+          return reply(FailedPrecondition("job " + std::to_string(id) + " is " + core::JobStateName(StateOf(id)) +
+                                          "; only a running job can be signalled"));
+        }
+        AttemptDetail& detail = d->second;
+        const api::JobSpec& spec = *detail.spec;
+        const api::SignalTarget target = to.value_or(spec.slurm ? api::SignalTarget::kSteps : api::SignalTarget::kAll);
+        if (target == api::SignalTarget::kSteps && !spec.slurm) {
+          return reply(
+              InvalidArgument("job " + std::to_string(id) +
+                                  " has no steps: only a Slurm-style job's batch script starts steps with srun",
+                              "to"));
+        }
+        if (target == api::SignalTarget::kSteps && !SrunPassesOn(signal)) {
+          return reply(InvalidArgument(SignalName(signal) +
+                                           " cannot reach the steps: srun passes on only HUP, INT, QUIT, "
+                                           "TERM, USR1, USR2, ALRM and CONT (to: all or batch reaches every process)",
+                                       "signal"));
+        }
+        const int64_t now = clock_.Now().millis();
+        std::erase_if(detail.signals, [now](const SentSignal& s) { return s.until_ms <= now; });
+        detail.signals.push_back({++detail.signal_seq, signal, api::SignalTargetName(target), now + 60'000});
+        SignalAnswer answer;
+        answer.attempt = a->number;
+        answer.to = target;
+        lifecycle::Effects fx;
+        for (size_t r = 0; r < a->replicas.size(); ++r) {
+          if (!SignalReaches(spec, static_cast<int32_t>(r)) || a->replicas[r].ended) continue;
+          const std::string& node = state_.nodes()[a->replicas[r].node].spec.name;
+          if (std::find(answer.nodes.begin(), answer.nodes.end(), node) == answer.nodes.end())
+            answer.nodes.push_back(node);
+          lifecycle_.Touch(a->replicas[r].node, fx);
+        }
+        store::WriteBatch b;
+        b.events.push_back(Event(id, "Signalled", "",
+                                 SignalName(signal) + " to " + api::SignalTargetName(target) + " of attempt " +
+                                     std::to_string(a->number) + " by " + who.Describe()));
+        ApplyEffects(fx, b);
+        Persist(std::move(b), [reply, answer](const Status& s) { s.ok() ? reply(answer) : reply(s); });
+      },
+      std::move(done), ShuttingDown());
 }
 
 int32_t ControlLoop::NodeNumber(const std::vector<std::string>& nodes_by_replica, const std::string& node) {
@@ -394,71 +407,77 @@ std::string ControlLoop::ReplicaLocation::Elsewhere() const {
 
 StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica, int32_t wanted) {
   using R = StatusOr<ReplicaLocation>;
-  return loop_.Call<R>([this, job, replica, wanted](std::function<void(R)> reply) {
-    const store::JobRow* row = jobs_.Find(job);
-    if (row == nullptr) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
-    // The current attempt (unless another is asked for), else the one asked
-    // for or the last one recorded in the job's status.
-    int32_t attempt = row->attempts;
-    std::string node;
-    std::vector<std::string> nodes;  // by replica
-    const lifecycle::Attempt* current = lifecycle_.Find(job);
-    if (current != nullptr && (wanted == 0 || current->number == wanted)) {
-      attempt = current->number;
-      if (replica < 0 || replica >= static_cast<int32_t>(current->replicas.size())) {
-        // The field is named by the error's prefix ("replica: job 10 has ...").
-        return reply(InvalidArgument("job " + std::to_string(job) + " has " +
-                                         std::to_string(current->replicas.size()) + " replicas (0 to " +
-                                         std::to_string(current->replicas.size() - 1) + "), got " +
-                                         std::to_string(replica),
-                                     "replica"));
-      }
-      node = state_.nodes()[current->replicas[replica].node].spec.name;
-      for (const lifecycle::Replica& r : current->replicas) nodes.push_back(state_.nodes()[r.node].spec.name);
-    } else {
-      const json* record = nullptr;
-      if (auto h = attempt_records_.find(job); h != attempt_records_.end() && h->second.is_array()) {
-        for (const json& a : h->second) {
-          if (wanted == 0 || a.value("attempt", 0) == wanted) record = &a;
+  return loop_.Call<R>(
+      [this, job, replica, wanted](std::function<void(R)> reply) {
+        const store::JobRow* row = jobs_.Find(job);
+        if (row == nullptr) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
+        // The current attempt (unless another is asked for), else the one asked
+        // for or the last one recorded in the job's status.
+        int32_t attempt = row->attempts;
+        std::string node;
+        std::vector<std::string> nodes;  // by replica
+        const lifecycle::Attempt* current = lifecycle_.Find(job);
+        if (current != nullptr && (wanted == 0 || current->number == wanted)) {
+          attempt = current->number;
+          if (replica < 0 || replica >= static_cast<int32_t>(current->replicas.size())) {
+            // The field is named by the error's prefix ("replica: job 10 has ...").
+            return reply(InvalidArgument(
+                "job " + std::to_string(job) + " has " + std::to_string(current->replicas.size()) + " replicas (0 to " +
+                    std::to_string(current->replicas.size() - 1) + "), got " + std::to_string(replica),
+                "replica"));
+          }
+          node = state_.nodes()[current->replicas[replica].node].spec.name;
+          for (const lifecycle::Replica& r : current->replicas) nodes.push_back(state_.nodes()[r.node].spec.name);
+        } else {
+          const json* record = nullptr;
+          if (auto h = attempt_records_.find(job); h != attempt_records_.end() && h->second.is_array()) {
+            for (const json& a : h->second) {
+              if (wanted == 0 || a.value("attempt", 0) == wanted) record = &a;
+            }
+          }
+          if (wanted > 0 && !record) {
+            return reply(NotFound("job " + std::to_string(job) + " has no attempt " + std::to_string(wanted) +
+                                  " (it has had " + std::to_string(row->attempts) + ")"));
+          }
+          if (record) {
+            attempt = record->value("attempt", attempt);
+            for (const json& r : record->value("replicas", json::array())) {
+              if (r.value("replica", -1) == replica) node = r.value("node", "");
+              nodes.push_back(r.value("node", ""));
+            }
+          }
         }
-      }
-      if (wanted > 0 && !record) {
-        return reply(NotFound("job " + std::to_string(job) + " has no attempt " + std::to_string(wanted) +
-                              " (it has had " + std::to_string(row->attempts) + ")"));
-      }
-      if (record) {
-        attempt = record->value("attempt", attempt);
-        for (const json& r : record->value("replicas", json::array())) {
-          if (r.value("replica", -1) == replica) node = r.value("node", "");
-          nodes.push_back(r.value("node", ""));
+        if (node.empty()) {
+          const JobState state = StateOf(job);
+          if (row->attempts == 0 && (state == JobState::kPending || state == JobState::kHeld)) {
+            return reply(
+                NotFound("job " + std::to_string(job) + " is " + core::JobStateName(state) + " and has not run yet"));
+          }
+          return reply(
+              NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
         }
-      }
-    }
-    if (node.empty()) {
-      const JobState state = StateOf(job);
-      if (row->attempts == 0 && (state == JobState::kPending || state == JobState::kHeld)) {
-        return reply(NotFound("job " + std::to_string(job) + " is " + core::JobStateName(state) + " and has not run yet"));
-      }
-      return reply(NotFound("job " + std::to_string(job) + " has no replica " + std::to_string(replica) + " that ran"));
-    }
-    ReplicaLocation where;
-    where.node = node;
-    where.attempt = attempt;
-    auto spec = api::ParseJobSpecJson(row->spec_json);
-    if (spec.ok()) std::tie(where.stdout_path, where.stderr_path) = OutputFiles(job, *spec, replica, node, NodeNumber(nodes, node));
-    const AgentRegistry::Agent* ag = agents_.Find(node);
-    if (ag == nullptr || ag->log_port == 0 || agents_.Removed(node)) {
-      return reply(Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs" + where.Elsewhere()));
-    }
-    if (const std::optional<core::NodeIndex> index = state_.FindNode(node);
-        index && liveness_.Watched(*index) && liveness_.Of(*index) == lifecycle::NodeCondition::kLost) {
-      return reply(Status(StatusCode::kUnavailable, "node " + node + " is lost" + where.Elsewhere()));
-    }
-    where.address = ag->address;
-    where.log_port = ag->log_port;
-    where.log_tls_pin = ag->log_tls_pin;
-    reply(std::move(where));
-  }, ShuttingDown());
+        ReplicaLocation where;
+        where.node = node;
+        where.attempt = attempt;
+        auto spec = api::ParseJobSpecJson(row->spec_json);
+        if (spec.ok())
+          std::tie(where.stdout_path, where.stderr_path) =
+              OutputFiles(job, *spec, replica, node, NodeNumber(nodes, node));
+        const AgentRegistry::Agent* ag = agents_.Find(node);
+        if (ag == nullptr || ag->log_port == 0 || agents_.Removed(node)) {
+          return reply(
+              Status(StatusCode::kUnavailable, "node " + node + " has no agent serving logs" + where.Elsewhere()));
+        }
+        if (const std::optional<core::NodeIndex> index = state_.FindNode(node);
+            index && liveness_.Watched(*index) && liveness_.Of(*index) == lifecycle::NodeCondition::kLost) {
+          return reply(Status(StatusCode::kUnavailable, "node " + node + " is lost" + where.Elsewhere()));
+        }
+        where.address = ag->address;
+        where.log_port = ag->log_port;
+        where.log_tls_pin = ag->log_tls_pin;
+        reply(std::move(where));
+      },
+      ShuttingDown());
 }
 
 }  // namespace muster::server

@@ -32,7 +32,8 @@ class ControlLoopAttempts : public ::testing::Test {
       EXPECT_TRUE(n2_.Sync().ok());
     }
   }
-  StatusOr<ControlLoop::SignalAnswer> Signal(int64_t job, int signal, std::optional<api::SignalTarget> to = std::nullopt,
+  StatusOr<ControlLoop::SignalAnswer> Signal(int64_t job, int signal,
+                                             std::optional<api::SignalTarget> to = std::nullopt,
                                              const std::string& who = "alice") {
     using R = ControlLoop::SignalAnswer;
     return h_.Await<R>([&](ControlLoop::Done<StatusOr<R>> done) {
@@ -59,9 +60,8 @@ class ControlLoopAttempts : public ::testing::Test {
     c.files = 1;
     c.bytes = 1 << 20;
     using R = store::CheckpointRow;
-    return h_.Await<R>([&](ControlLoop::Done<StatusOr<R>> done) {
-      h_.loop().CommitCheckpoint(c, LoopHarness::User("alice"), done);
-    });
+    return h_.Await<R>(
+        [&](ControlLoop::Done<StatusOr<R>> done) { h_.loop().CommitCheckpoint(c, LoopHarness::User("alice"), done); });
   }
 
   LoopHarness h_;

@@ -53,41 +53,45 @@ Status ControlLoop::ApplyQueueChange(const std::string& event_type, const std::s
 void ControlLoop::PutQueue(nlohmann::json body, std::string path_name, const Identity& who, store::AuditRow audit,
                            Done<StatusOr<QueueView>> done) {
   using R = StatusOr<QueueView>;
-  loop_.Async<R>([this, body = std::move(body), path_name, user = who.Describe(), audit = std::move(audit)](
-                     std::function<void(R)> reply) mutable {
-    auto q = ApiQueueFromJson(body, path_name);
-    if (!q.ok()) return reply(q.status());
-    const StatusOr<bool> existed = queue_admin_.Put(*q, /*create=*/path_name.empty(), user, clock_.Now());
-    if (!existed.ok()) return reply(existed.status());
-    const std::string definition = QueueEntryJson(*q).dump();
-    audit.detail = definition;
-    QueueView view;
-    view.name = q->quota.name;
-    view.guarantee = q->quota.guarantee;
-    view.limit = q->quota.limit;
-    view.parent = q->quota.parent;
-    view.share = q->share;
-    view.source = "api";
-    view.changed_by = user;
-    const Status s = ApplyQueueChange(*existed ? "QueueChanged" : "QueueCreated", definition + ", by " + user,
-                                      std::move(audit), [reply, view](const Status& st) {
-                                        if (st.ok()) return reply(view);
-                                        reply(st);
-                                      });
-    if (!s.ok()) reply(s);
-  }, std::move(done), ShuttingDown());
+  loop_.Async<R>(
+      [this, body = std::move(body), path_name, user = who.Describe(),
+       audit = std::move(audit)](std::function<void(R)> reply) mutable {
+        auto q = ApiQueueFromJson(body, path_name);
+        if (!q.ok()) return reply(q.status());
+        const StatusOr<bool> existed = queue_admin_.Put(*q, /*create=*/path_name.empty(), user, clock_.Now());
+        if (!existed.ok()) return reply(existed.status());
+        const std::string definition = QueueEntryJson(*q).dump();
+        audit.detail = definition;
+        QueueView view;
+        view.name = q->quota.name;
+        view.guarantee = q->quota.guarantee;
+        view.limit = q->quota.limit;
+        view.parent = q->quota.parent;
+        view.share = q->share;
+        view.source = "api";
+        view.changed_by = user;
+        const Status s = ApplyQueueChange(*existed ? "QueueChanged" : "QueueCreated", definition + ", by " + user,
+                                          std::move(audit), [reply, view](const Status& st) {
+                                            if (st.ok()) return reply(view);
+                                            reply(st);
+                                          });
+        if (!s.ok()) reply(s);
+      },
+      std::move(done), ShuttingDown());
 }
 
 void ControlLoop::DeleteQueue(std::string name, store::AuditRow audit, Done<StatusOr<bool>> done) {
   using R = StatusOr<bool>;
-  loop_.Async<R>([this, name, audit = std::move(audit)](std::function<void(R)> reply) mutable {
-    const StatusOr<bool> removed = queue_admin_.Remove(name);
-    if (!removed.ok() || !*removed) return reply(removed);
-    const std::string message = name + ", by " + audit.actor;
-    const Status s = ApplyQueueChange("QueueDeleted", message, std::move(audit),
-                                      [reply](const Status& st) { st.ok() ? reply(true) : reply(st); });
-    if (!s.ok()) reply(s);
-  }, std::move(done), ShuttingDown());
+  loop_.Async<R>(
+      [this, name, audit = std::move(audit)](std::function<void(R)> reply) mutable {
+        const StatusOr<bool> removed = queue_admin_.Remove(name);
+        if (!removed.ok() || !*removed) return reply(removed);
+        const std::string message = name + ", by " + audit.actor;
+        const Status s = ApplyQueueChange("QueueDeleted", message, std::move(audit),
+                                          [reply](const Status& st) { st.ok() ? reply(true) : reply(st); });
+        if (!s.ok()) reply(s);
+      },
+      std::move(done), ShuttingDown());
 }
 
 }  // namespace muster::server

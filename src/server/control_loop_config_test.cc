@@ -24,7 +24,8 @@ class ControlLoopConfig : public ::testing::Test {
     next_ = *next;  // the loop keeps what it is given
     return h_.loop().Reconfigure(next_);
   }
-  StatusOr<ControlLoop::QueueView> Put(const std::string& name, const std::string& body, const std::string& who = "root") {
+  StatusOr<ControlLoop::QueueView> Put(const std::string& name, const std::string& body,
+                                       const std::string& who = "root") {
     using R = ControlLoop::QueueView;
     return h_.Await<R>([&](ControlLoop::Done<StatusOr<R>> done) {
       h_.loop().PutQueue(nlohmann::json::parse(body), name, LoopHarness::User(who), store::AuditRow{}, done);

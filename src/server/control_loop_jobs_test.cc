@@ -176,8 +176,8 @@ TEST(ControlLoopJobs, ADependentJobWaitsForItsDependencyAndFailsWhenItCannotBeMe
   PlayedAgent n1(h, "n1");
   ASSERT_TRUE(n1.Sync().ok());
   auto first = h.Submit(kOneGpu);
-  auto after_ok = h.Submit("resources: {gpus: 1}\ncommand: [eval]\ndependencies: afterok:" +
-                           std::to_string(first->id) + "\n");
+  auto after_ok =
+      h.Submit("resources: {gpus: 1}\ncommand: [eval]\ndependencies: afterok:" + std::to_string(first->id) + "\n");
   ASSERT_TRUE(after_ok.ok()) << after_ok.status().ToString();
   ASSERT_TRUE(n1.Sync().ok());
   EXPECT_TRUE(n1.Runs(first->id));

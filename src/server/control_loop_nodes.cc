@@ -49,36 +49,40 @@ std::vector<ControlLoop::ReservedGpus> ControlLoop::ReservedByNode() const {
 
 void ControlLoop::Nodes(Done<StatusOr<std::vector<NodeView>>> done) {
   using R = StatusOr<std::vector<NodeView>>;
-  loop_.Async<R>([this](std::function<void(R)> reply) {
-    std::vector<NodeView> out;
-    for (const core::Node& n : state_.nodes()) out.push_back(ViewOf(n));
-    for (const auto& [id, r] : state_.running()) {
-      std::set<core::NodeIndex> seen;
-      for (size_t i = 0; i < r.allocations.size(); ++i) {
-        const core::Allocation& a = r.allocations[i];
-        if (seen.insert(a.node).second) ++out[a.node].running_jobs;
-        if (i >= r.gpu_ids.size()) continue;
-        for (int32_t g : r.gpu_ids[i]) out[a.node].gpu_use.push_back({g, id, state_.QueueName(r.queue)});
-      }
-    }
-    for (NodeView& v : out) {
-      std::sort(v.gpu_use.begin(), v.gpu_use.end(), [](const auto& x, const auto& y) { return x.index < y.index; });
-    }
-    const std::vector<ReservedGpus> reserved = ReservedByNode();
-    for (size_t i = 0; i < out.size() && i < reserved.size(); ++i) {
-      out[i].reserved_gpus = reserved[i].gpus;
-      out[i].reserved_for = reserved[i].first_job;
-    }
-    std::erase_if(out, [this](const NodeView& v) { return agents_.Removed(v.spec.name); });
-    // By name, as people look for them (registration order is an accident).
-    std::sort(out.begin(), out.end(), [](const NodeView& x, const NodeView& y) { return x.spec.name < y.spec.name; });
-    reply(std::move(out));
-  }, std::move(done), ShuttingDown());
+  loop_.Async<R>(
+      [this](std::function<void(R)> reply) {
+        std::vector<NodeView> out;
+        for (const core::Node& n : state_.nodes()) out.push_back(ViewOf(n));
+        for (const auto& [id, r] : state_.running()) {
+          std::set<core::NodeIndex> seen;
+          for (size_t i = 0; i < r.allocations.size(); ++i) {
+            const core::Allocation& a = r.allocations[i];
+            if (seen.insert(a.node).second) ++out[a.node].running_jobs;
+            if (i >= r.gpu_ids.size()) continue;
+            for (int32_t g : r.gpu_ids[i]) out[a.node].gpu_use.push_back({g, id, state_.QueueName(r.queue)});
+          }
+        }
+        for (NodeView& v : out) {
+          std::sort(v.gpu_use.begin(), v.gpu_use.end(), [](const auto& x, const auto& y) { return x.index < y.index; });
+        }
+        const std::vector<ReservedGpus> reserved = ReservedByNode();
+        for (size_t i = 0; i < out.size() && i < reserved.size(); ++i) {
+          out[i].reserved_gpus = reserved[i].gpus;
+          out[i].reserved_for = reserved[i].first_job;
+        }
+        std::erase_if(out, [this](const NodeView& v) { return agents_.Removed(v.spec.name); });
+        // By name, as people look for them (registration order is an accident).
+        std::sort(out.begin(), out.end(),
+                  [](const NodeView& x, const NodeView& y) { return x.spec.name < y.spec.name; });
+        reply(std::move(out));
+      },
+      std::move(done), ShuttingDown());
 }
 
-StatusOr<core::NodeIndex> ControlLoop::AdminNode(const std::string& node, const Identity& who,
-                                                 const std::string& verb, bool admins_only) {
-  RETURN_IF_ERROR(admins_only ? authz_.MustBeAdmin(who, verb + " a node") : authz_.MayOperateNodes(who, verb + " a node"));
+StatusOr<core::NodeIndex> ControlLoop::AdminNode(const std::string& node, const Identity& who, const std::string& verb,
+                                                 bool admins_only) {
+  RETURN_IF_ERROR(admins_only ? authz_.MustBeAdmin(who, verb + " a node")
+                              : authz_.MayOperateNodes(who, verb + " a node"));
   const std::optional<core::NodeIndex> index = state_.FindNode(node);
   if (!index || agents_.Removed(node)) return NotFound("node " + node + " does not exist");
   return *index;
@@ -97,30 +101,37 @@ void ControlLoop::ReplyNodeView(store::WriteBatch b, core::NodeIndex node,
 void ControlLoop::Cordon(const std::string& node, bool cordon, const Identity& who, bool drain,
                          Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  loop_.Async<R>([this, node, cordon, who, user = who.Describe(), drain](std::function<void(R)> reply) {
-    const std::string verb = drain ? "drain" : cordon ? "cordon" : "uncordon";
-    const StatusOr<core::NodeIndex> index = AdminNode(node, who, verb, /*admins_only=*/false);
-    if (!index.ok()) return reply(index.status());
-    AgentRegistry::Agent& a = agents_.Get(node);
-    const std::string before = a.cordon;
-    store::WriteBatch b;
-    if (!cordon && a.reclaim_at) {  // the node is back: its agent forgets the deadline
-      a.reclaim_at.reset();
-      lifecycle::Effects fx;
-      lifecycle_.Touch(*index, fx);
-      ApplyEffects(fx, b);
-    }
-    const std::optional<std::string> status =
-        agents_.SetCordon(a, cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "");
-    UpdateSchedulable(*index);
-    if (status) b.nodes.push_back({node, *status, "READY", clock_.Now().millis()});
-    if (drain) RequeueNodeJobs(*index, "its node " + node + " is drained by " + user, "Drain", lifecycle::StopPace::kStaggered, b);
-    if (before != a.cordon) {
-      b.events.push_back({0, 0, clock_.Now().millis(), drain ? "NodeDrained" : cordon ? "NodeCordoned" : "NodeUncordoned", "",
-                          node + " " + verb + "ed by " + user});
-    }
-    ReplyNodeView(std::move(b), *index, reply);
-  }, std::move(done), ShuttingDown());
+  loop_.Async<R>(
+      [this, node, cordon, who, user = who.Describe(), drain](std::function<void(R)> reply) {
+        const std::string verb = drain ? "drain" : cordon ? "cordon" : "uncordon";
+        const StatusOr<core::NodeIndex> index = AdminNode(node, who, verb, /*admins_only=*/false);
+        if (!index.ok()) return reply(index.status());
+        AgentRegistry::Agent& a = agents_.Get(node);
+        const std::string before = a.cordon;
+        store::WriteBatch b;
+        if (!cordon && a.reclaim_at) {  // the node is back: its agent forgets the deadline
+          a.reclaim_at.reset();
+          lifecycle::Effects fx;
+          lifecycle_.Touch(*index, fx);
+          ApplyEffects(fx, b);
+        }
+        const std::optional<std::string> status = agents_.SetCordon(
+            a, cordon ? (before.empty() ? (drain ? "drained by " : "cordoned by ") + user : before) : "");
+        UpdateSchedulable(*index);
+        if (status) b.nodes.push_back({node, *status, "READY", clock_.Now().millis()});
+        if (drain)
+          RequeueNodeJobs(*index, "its node " + node + " is drained by " + user, "Drain",
+                          lifecycle::StopPace::kStaggered, b);
+        if (before != a.cordon) {
+          b.events.push_back({0, 0, clock_.Now().millis(),
+                              drain    ? "NodeDrained"
+                              : cordon ? "NodeCordoned"
+                                       : "NodeUncordoned",
+                              "", node + " " + verb + "ed by " + user});
+        }
+        ReplyNodeView(std::move(b), *index, reply);
+      },
+      std::move(done), ShuttingDown());
 }
 
 void ControlLoop::RequeueNodeJobs(core::NodeIndex node, const std::string& why, const std::string& event_reason,
@@ -163,55 +174,61 @@ void ControlLoop::BeginReclaim(core::NodeIndex node, Time deadline, const std::s
 void ControlLoop::Reclaim(const std::string& node, Duration deadline, const Identity& who,
                           Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  loop_.Async<R>([this, node, deadline, who, user = who.Describe()](std::function<void(R)> reply) {
-    const StatusOr<core::NodeIndex> index = AdminNode(node, who, "reclaim", /*admins_only=*/false);
-    if (!index.ok()) return reply(index.status());
-    store::WriteBatch b;
-    BeginReclaim(*index, clock_.Now() + deadline, user, b);
-    ReplyNodeView(std::move(b), *index, reply);
-  }, std::move(done), ShuttingDown());
+  loop_.Async<R>(
+      [this, node, deadline, who, user = who.Describe()](std::function<void(R)> reply) {
+        const StatusOr<core::NodeIndex> index = AdminNode(node, who, "reclaim", /*admins_only=*/false);
+        if (!index.ok()) return reply(index.status());
+        store::WriteBatch b;
+        BeginReclaim(*index, clock_.Now() + deadline, user, b);
+        ReplyNodeView(std::move(b), *index, reply);
+      },
+      std::move(done), ShuttingDown());
 }
 
 void ControlLoop::DeclareLost(const std::string& node, const Identity& who, Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  loop_.Async<R>([this, node, who, user = who.Describe()](std::function<void(R)> reply) {
-    const StatusOr<core::NodeIndex> index = AdminNode(node, who, "declare lost", /*admins_only=*/true);
-    if (!index.ok()) return reply(index.status());
-    lifecycle::Effects fx;
-    if (Status s = liveness_.DeclareLost(*index, user, fx); !s.ok()) return reply(s);
-    UpdateSchedulable(*index);
-    lifecycle_.NodeLost(*index, "was lost with its node " + node + " (declared lost by " + user + ")", fx);
-    store::WriteBatch b;
-    ApplyEffects(fx, b);
-    ReplyNodeView(std::move(b), *index, reply);
-  }, std::move(done), ShuttingDown());
+  loop_.Async<R>(
+      [this, node, who, user = who.Describe()](std::function<void(R)> reply) {
+        const StatusOr<core::NodeIndex> index = AdminNode(node, who, "declare lost", /*admins_only=*/true);
+        if (!index.ok()) return reply(index.status());
+        lifecycle::Effects fx;
+        if (Status s = liveness_.DeclareLost(*index, user, fx); !s.ok()) return reply(s);
+        UpdateSchedulable(*index);
+        lifecycle_.NodeLost(*index, "was lost with its node " + node + " (declared lost by " + user + ")", fx);
+        store::WriteBatch b;
+        ApplyEffects(fx, b);
+        ReplyNodeView(std::move(b), *index, reply);
+      },
+      std::move(done), ShuttingDown());
 }
 
 void ControlLoop::RemoveNode(const std::string& node, const Identity& who, Done<StatusOr<NodeView>> done) {
   using R = StatusOr<NodeView>;
-  loop_.Async<R>([this, node, who, user = who.Describe()](std::function<void(R)> reply) {
-    const StatusOr<core::NodeIndex> index = AdminNode(node, who, "remove", /*admins_only=*/true);
-    if (!index.ok()) return reply(index.status());
-    if (!liveness_.Watched(*index)) {
-      return reply(FailedPrecondition("node " + node + " comes from the server's configuration; remove it there"));
-    }
-    if (const lifecycle::NodeCondition c = liveness_.Of(*index); c != lifecycle::NodeCondition::kLost) {
-      return reply(FailedPrecondition("node " + node + " is " + lifecycle::NodeConditionName(c) +
-                                      "; only a lost node can be removed (declare it lost first)"));
-    }
-    if (const std::set<int64_t>& jobs = lifecycle_.AttemptsOn(*index); !jobs.empty()) {
-      return reply(FailedPrecondition("node " + node + " still holds job " + std::to_string(*jobs.begin()) +
-                                      ", whose other replicas are being stopped; try again once it has ended"));
-    }
-    AgentRegistry::Agent& a = agents_.Get(node);
-    a.removed = true;
-    a.inventory.clear();  // a returning agent's first sync stores the node again
-    UpdateSchedulable(*index);
-    store::WriteBatch b;
-    b.removed_nodes.push_back(node);
-    b.events.push_back({0, 0, clock_.Now().millis(), "NodeRemoved", "", node + " removed by " + user});
-    ReplyNodeView(std::move(b), *index, reply);
-  }, std::move(done), ShuttingDown());
+  loop_.Async<R>(
+      [this, node, who, user = who.Describe()](std::function<void(R)> reply) {
+        const StatusOr<core::NodeIndex> index = AdminNode(node, who, "remove", /*admins_only=*/true);
+        if (!index.ok()) return reply(index.status());
+        if (!liveness_.Watched(*index)) {
+          return reply(FailedPrecondition("node " + node + " comes from the server's configuration; remove it there"));
+        }
+        if (const lifecycle::NodeCondition c = liveness_.Of(*index); c != lifecycle::NodeCondition::kLost) {
+          return reply(FailedPrecondition("node " + node + " is " + lifecycle::NodeConditionName(c) +
+                                          "; only a lost node can be removed (declare it lost first)"));
+        }
+        if (const std::set<int64_t>& jobs = lifecycle_.AttemptsOn(*index); !jobs.empty()) {
+          return reply(FailedPrecondition("node " + node + " still holds job " + std::to_string(*jobs.begin()) +
+                                          ", whose other replicas are being stopped; try again once it has ended"));
+        }
+        AgentRegistry::Agent& a = agents_.Get(node);
+        a.removed = true;
+        a.inventory.clear();  // a returning agent's first sync stores the node again
+        UpdateSchedulable(*index);
+        store::WriteBatch b;
+        b.removed_nodes.push_back(node);
+        b.events.push_back({0, 0, clock_.Now().millis(), "NodeRemoved", "", node + " removed by " + user});
+        ReplyNodeView(std::move(b), *index, reply);
+      },
+      std::move(done), ShuttingDown());
 }
 
 }  // namespace muster::server

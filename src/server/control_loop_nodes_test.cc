@@ -17,7 +17,6 @@ auth: {operators: [ops]}
 agents: {unreachableAfter: 20s, lostAfter: 60s, lease: 30s, defaultGrace: 5s}
 )";
 
-
 class ControlLoopNodes : public ::testing::Test {
  protected:
   ControlLoopNodes() : h_(kNodesConfig), n1_(h_, "n1", 2), n2_(h_, "n2", 2) {

@@ -11,9 +11,7 @@ namespace muster::server {
 
 namespace {
 
-std::string GpuMinutes(int64_t gpu_seconds) {
-  return std::to_string((gpu_seconds + 59) / 60) + " GPU-minutes";
-}
+std::string GpuMinutes(int64_t gpu_seconds) { return std::to_string((gpu_seconds + 59) / 60) + " GPU-minutes"; }
 
 }  // namespace
 
@@ -62,7 +60,8 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
       preemptions_.CutGrace(v, a->number, p.grace);
     }
     lost += victim_lost;
-    if (metrics_ != nullptr) metrics_->CountPreemption(state_.QueueName(r->second.queue), static_cast<double>(victim_lost));
+    if (metrics_ != nullptr)
+      metrics_->CountPreemption(state_.QueueName(r->second.queue), static_cast<double>(victim_lost));
     longest = std::max(longest, a->terms.grace);
     const std::string why = "Preempted: for job " + std::to_string(p.job) + " (" + cause + "), losing about " +
                             GpuMinutes(victim_lost) + " of work since its last checkpoint";
@@ -89,9 +88,10 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
   }
   hold.gpus = gpus;
   preemptions_.AddHold(p.job, std::move(hold));
-  const std::string stopping =
-      names.empty() ? "" : "stopping job" + std::string(names.find(',') != std::string::npos ? "s " : " ") + names +
-                               " (about " + GpuMinutes(lost) + " of work since their checkpoints)";
+  const std::string stopping = names.empty()
+                                   ? ""
+                                   : "stopping job" + std::string(names.find(',') != std::string::npos ? "s " : " ") +
+                                         names + " (about " + GpuMinutes(lost) + " of work since their checkpoints)";
   b.events.push_back(Event(p.job, "Preempting", "",
                            std::string(p.reclaim ? "reclaiming its queue's guarantee: " : "") +
                                (shrunk.empty() ? "" : "taking " + shrunk + (stopping.empty() ? "" : "; ")) + stopping +
@@ -122,7 +122,8 @@ void ControlLoop::SweepPreemptions(Time now, store::WriteBatch& b) {
       preemptions_.MarkImmune(v, now);
       b.events.push_back(Event(v, "PreemptionLapsed", "",
                                "job " + std::to_string(l.preemptor) + ", which it was preempted for, did not start (" +
-                                   core::JobStateName(st) + "); it is not preempted again before its next attempt ends"));
+                                   core::JobStateName(st) +
+                                   "); it is not preempted again before its next attempt ends"));
     }
   }
 }

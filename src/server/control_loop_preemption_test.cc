@@ -19,16 +19,15 @@ scheduler: {preemption: {minRunTime: 1m}}
 queues: [{name: team-a, guarantee: 2}]
 )";
 
-
-
 class ControlLoopPreemption : public ::testing::Test {
  protected:
   ControlLoopPreemption() : h_(kPreemptionConfig), n1_(h_, "n1", 2) { EXPECT_TRUE(n1_.Sync().ok()); }
 
   // A low-class job on both GPUs, running past minRunTime.
   int64_t RunLow(const std::string& queue = "team-b", const std::string& grace = "20s") {
-    auto low = h_.Submit("name: low\nqueue: " + queue + "\npriority: low\nresources: {gpus: 2}\ncheckpoint: {dir: /ckpt, gracePeriod: " +
-                         grace + "}\ncommand: [train]\n");
+    auto low = h_.Submit("name: low\nqueue: " + queue +
+                         "\npriority: low\nresources: {gpus: 2}\ncheckpoint: {dir: /ckpt, gracePeriod: " + grace +
+                         "}\ncommand: [train]\n");
     EXPECT_TRUE(low.ok()) << low.status().ToString();
     if (!low.ok()) return 0;
     EXPECT_TRUE(n1_.Sync().ok());
@@ -63,8 +62,9 @@ TEST_F(ControlLoopPreemption, AHighJobPreemptsALowOneWhichComesBackWithItsAgeAnd
   EXPECT_EQ(after.submit_ms, before.submit_ms) << "a preempted job keeps its age";
   const nlohmann::json status = nlohmann::json::parse(after.status_json);
   EXPECT_EQ(status["attemptHistory"][0]["result"], "REQUEUED") << status.dump();
-  EXPECT_NE(status["attemptHistory"][0]["reason"].get<std::string>().find("Preempted: for job " + std::to_string(high->id)),
-            std::string::npos)
+  EXPECT_NE(
+      status["attemptHistory"][0]["reason"].get<std::string>().find("Preempted: for job " + std::to_string(high->id)),
+      std::string::npos)
       << status.dump();
   EXPECT_EQ(status.value("retries", -1), 0);
   n1_.Exit(high->id, 0);
@@ -137,7 +137,8 @@ TEST_F(ControlLoopPreemption, AQueueReclaimsItsGuaranteeFromABorrower) {
   EXPECT_FALSE(n1_.Runs(borrower));
   EXPECT_EQ(h_.EventMessage(owner->id, "Preempting").rfind("reclaiming its queue's guarantee: stopping job ", 0), 0u)
       << h_.EventMessage(owner->id, "Preempting");
-  EXPECT_NE(h_.EventMessage(borrower, "Preempted").find("whose queue team-a reclaims its guaranteed GPUs"), std::string::npos)
+  EXPECT_NE(h_.EventMessage(borrower, "Preempted").find("whose queue team-a reclaims its guaranteed GPUs"),
+            std::string::npos)
       << h_.EventMessage(borrower, "Preempted");
   auto queues = h_.Queues();
   ASSERT_TRUE(queues.ok());

@@ -94,9 +94,7 @@ TEST_F(FairShareLedgerTest, TheMetricsAreChargedGpuTimeAndCostByQueueTypeAndPool
             std::string::npos)
       << text;
   // 4800 GPU-seconds at 3.60 a GPU-hour.
-  EXPECT_NE(text.find(R"(muster_queue_cost_total{pool="on-demand",queue="research"} 4.8)"),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.find(R"(muster_queue_cost_total{pool="on-demand",queue="research"} 4.8)"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -29,18 +29,30 @@ http::Server::Options HttpOptions(const ServerOptions& o, std::shared_ptr<const 
 // The machine code of an error the HTTP server found itself.
 const char* ServerErrorCode(int status) {
   switch (status) {
-    case 404: return "NotFound";
-    case 405: return "MethodNotAllowed";
-    case 408: return "RequestTimeout";
-    case 413: return "PayloadTooLarge";
-    case 415: return "UnsupportedMediaType";
-    case 417: return "ExpectationFailed";
-    case 429: return "TooManyRequests";
-    case 431: return "HeadersTooLarge";
-    case 501: return "NotImplemented";
-    case 503: return "Unavailable";
-    case 505: return "VersionNotSupported";
-    default: return status >= 500 ? "Internal" : "BadRequest";
+    case 404:
+      return "NotFound";
+    case 405:
+      return "MethodNotAllowed";
+    case 408:
+      return "RequestTimeout";
+    case 413:
+      return "PayloadTooLarge";
+    case 415:
+      return "UnsupportedMediaType";
+    case 417:
+      return "ExpectationFailed";
+    case 429:
+      return "TooManyRequests";
+    case 431:
+      return "HeadersTooLarge";
+    case 501:
+      return "NotImplemented";
+    case 503:
+      return "Unavailable";
+    case 505:
+      return "VersionNotSupported";
+    default:
+      return status >= 500 ? "Internal" : "BadRequest";
   }
 }
 
@@ -225,14 +237,15 @@ void HttpApi::Routes() {
     return req.body.size() > kInlineSpecBytes || !api::IsJsonMediaType(req.Header("Content-Type"));
   });
   // A list reads the store on a worker; a watch only opens its stream.
-  s.HandleAsync("GET", "/v1/jobs", async(&HttpApi::ListOrWatchJobs),
-                [](const Request& req) { return !IsWatch(req); });
+  s.HandleAsync("GET", "/v1/jobs", async(&HttpApi::ListOrWatchJobs), [](const Request& req) { return !IsWatch(req); });
   s.HandleAsync("GET", "/v1/jobs/*", NoQueryAsync(async(&HttpApi::GetJob)));
   s.Handle("GET", "/v1/jobs/*/events", sync(&HttpApi::JobEvents));
   for (const ControlLoop::Action action : {ControlLoop::Action::kCancel, ControlLoop::Action::kHold,
                                            ControlLoop::Action::kRelease, ControlLoop::Action::kRequeue}) {
     s.HandleAsync("POST", std::string("/v1/jobs/*/") + ControlLoop::ActionName(action),
-                  NoQueryAsync([this, action](Request&& req, Reply reply) { ActOnJob(action, std::move(req), std::move(reply)); }));
+                  NoQueryAsync([this, action](Request&& req, Reply reply) {
+                    ActOnJob(action, std::move(req), std::move(reply));
+                  }));
   }
   s.HandleAsync("POST", "/v1/jobs/*/signal", NoQueryAsync(async(&HttpApi::SignalJob)));
   // Checkpoints and progress, reported by the job itself
@@ -257,8 +270,9 @@ void HttpApi::Routes() {
   // for the event loop.
   s.Handle("GET", "/v1/nodes", NoQuery(sync(&HttpApi::ListNodes)));
   for (const std::string verb : {"cordon", "uncordon", "drain"}) {
-    s.HandleAsync("POST", "/v1/nodes/*/" + verb,
-                  NoQueryAsync([this, verb](Request&& req, Reply reply) { CordonNode(verb, std::move(req), std::move(reply)); }));
+    s.HandleAsync("POST", "/v1/nodes/*/" + verb, NoQueryAsync([this, verb](Request&& req, Reply reply) {
+                    CordonNode(verb, std::move(req), std::move(reply));
+                  }));
   }
   s.HandleAsync("POST", "/v1/nodes/*/reclaim", NoQueryAsync(async(&HttpApi::ReclaimNode)));
   s.HandleAsync("POST", "/v1/nodes/*/declare-lost", NoQueryAsync(async(&HttpApi::DeclareNodeLost)));

@@ -91,49 +91,50 @@ class HttpApi {
   // Jobs (http_api_jobs.cc). Calls into the control loop hold no thread
   // while they wait (a scheduling cycle in progress, a change's fsync);
   // reads of lists are served from the store on a worker.
-  void SubmitJob(Request&& req, Reply reply);                 // POST /v1/jobs
-  void ListOrWatchJobs(Request&& req, Reply reply);           // GET  /v1/jobs[?watch=true]
+  void SubmitJob(Request&& req, Reply reply);        // POST /v1/jobs
+  void ListOrWatchJobs(Request&& req, Reply reply);  // GET  /v1/jobs[?watch=true]
   void ListJobs(const Request& req, Response& res);
   void WatchJobs(const Request& req, const Reply& reply);
   // The filter of a job list's query (state, queue, user, name), narrowed
   // to what the caller may see: users their own jobs, queue admins their
   // queue's, operators and admins all.
   StatusOr<store::JobFilter> VisibleJobFilter(const Request& req) const;
-  void GetJob(Request&& req, Reply reply);                    // GET  /v1/jobs/{id}
-  void JobEvents(const Request& req, Response& res);          // GET  /v1/jobs/{id}/events
-  void SlurmPartitions(const Request& req, Response& res);  // GET /v1/slurm/partitions
-  void OpenApi(const Request& req, Response& res);          // GET /v1/openapi.json (server/openapi_check.h)
+  void GetJob(Request&& req, Reply reply);                   // GET  /v1/jobs/{id}
+  void JobEvents(const Request& req, Response& res);         // GET  /v1/jobs/{id}/events
+  void SlurmPartitions(const Request& req, Response& res);   // GET /v1/slurm/partitions
+  void OpenApi(const Request& req, Response& res);           // GET /v1/openapi.json (server/openapi_check.h)
   void CreateReservation(Request&& req, Reply reply);        // POST /v1/reservations
   void ListReservations(const Request& req, Response& res);  // GET /v1/reservations
   void DeleteReservation(Request&& req, Reply reply);        // DELETE /v1/reservations/{name}
-  void ActOnJob(ControlLoop::Action action, Request&& req, Reply reply);  // POST /v1/jobs/{id}/cancel|hold|release|requeue
-  void SignalJob(Request&& req, Reply reply);                 // POST /v1/jobs/{id}/signal
-  void CommitCheckpoint(Request&& req, Reply reply);          // POST /v1/jobs/{id}/checkpoints
-  void ListCheckpoints(const Request& req, Response& res);    // GET  /v1/jobs/{id}/checkpoints
-  void ReportProgress(Request&& req, Reply reply);            // POST /v1/jobs/{id}/progress
-  void JobLogs(const Request& req, Response& res);            // GET  /v1/jobs/{id}/logs
+  void ActOnJob(ControlLoop::Action action, Request&& req,
+                Reply reply);                               // POST /v1/jobs/{id}/cancel|hold|release|requeue
+  void SignalJob(Request&& req, Reply reply);               // POST /v1/jobs/{id}/signal
+  void CommitCheckpoint(Request&& req, Reply reply);        // POST /v1/jobs/{id}/checkpoints
+  void ListCheckpoints(const Request& req, Response& res);  // GET  /v1/jobs/{id}/checkpoints
+  void ReportProgress(Request&& req, Reply reply);          // POST /v1/jobs/{id}/progress
+  void JobLogs(const Request& req, Response& res);          // GET  /v1/jobs/{id}/logs
 
   // The dashboard's files (web/, server/web_assets.h): GET / and /ui/{file}.
   static bool IsWebFile(std::string_view path);
   void WebFile(const Request& req, Response& res);
 
   // The cluster (http_api_cluster.cc).
-  void Health(Request&& req, Reply reply);                    // GET  /healthz
-  void Metrics(Request&& req, Reply reply);                   // GET  /metrics
+  void Health(Request&& req, Reply reply);   // GET  /healthz
+  void Metrics(Request&& req, Reply reply);  // GET  /metrics
   // Queues (http_api_queues.cc).
-  void ListQueues(Request&& req, Reply reply);                // GET  /v1/queues
-  void CreateQueue(Request&& req, Reply reply);               // POST /v1/queues (admins)
-  void PutQueue(Request&& req, Reply reply);                  // PUT  /v1/queues/{name} (admins)
-  void DeleteQueue(Request&& req, Reply reply);               // DELETE /v1/queues/{name} (admins)
-  void ListNodes(const Request& req, Response& res);          // GET  /v1/nodes
+  void ListQueues(Request&& req, Reply reply);                           // GET  /v1/queues
+  void CreateQueue(Request&& req, Reply reply);                          // POST /v1/queues (admins)
+  void PutQueue(Request&& req, Reply reply);                             // PUT  /v1/queues/{name} (admins)
+  void DeleteQueue(Request&& req, Reply reply);                          // DELETE /v1/queues/{name} (admins)
+  void ListNodes(const Request& req, Response& res);                     // GET  /v1/nodes
   void CordonNode(const std::string& verb, Request&& req, Reply reply);  // POST /v1/nodes/{name}/cordon|uncordon|drain
-  void ReclaimNode(Request&& req, Reply reply);  // POST /v1/nodes/{name}/reclaim {"deadlineSeconds": 120}
-  void DeclareNodeLost(Request&& req, Reply reply);           // POST /v1/nodes/{name}/declare-lost
-  void RemoveNode(Request&& req, Reply reply);                // DELETE /v1/nodes/{name}
-  void ClusterEvents(const Request& req, Response& res);      // GET  /v1/events
-  void Usage(const Request& req, Response& res);              // GET  /v1/usage (http_api_usage.cc)
+  void ReclaimNode(Request&& req, Reply reply);           // POST /v1/nodes/{name}/reclaim {"deadlineSeconds": 120}
+  void DeclareNodeLost(Request&& req, Reply reply);       // POST /v1/nodes/{name}/declare-lost
+  void RemoveNode(Request&& req, Reply reply);            // DELETE /v1/nodes/{name}
+  void ClusterEvents(const Request& req, Response& res);  // GET  /v1/events
+  void Usage(const Request& req, Response& res);          // GET  /v1/usage (http_api_usage.cc)
   // A sync that waits for news holds no thread.
-  void AgentSync(Request&& req, Reply reply);                 // POST /v1/agent/sync
+  void AgentSync(Request&& req, Reply reply);  // POST /v1/agent/sync
 
   // Identity (http_api_auth.cc).
   // Authenticates the request and decides which routes its credential may
@@ -145,17 +146,17 @@ class HttpApi {
   // unauthenticated requests from its address); false, with a 429 in `res`,
   // when it is spent.
   bool RateAllows(const std::string& principal, const Request& req, Response& res);
-  void CreateToken(Request&& req, Reply reply);               // POST   /v1/tokens
-  void ListTokens(const Request& req, Response& res);         // GET    /v1/tokens
-  void RevokeToken(Request&& req, Reply reply);               // DELETE /v1/tokens/{id}
-  void ListAudit(const Request& req, Response& res);          // GET    /v1/audit
-  void WhoAmI(Request&& req, Reply reply);                    // GET    /v1/whoami
+  void CreateToken(Request&& req, Reply reply);        // POST   /v1/tokens
+  void ListTokens(const Request& req, Response& res);  // GET    /v1/tokens
+  void RevokeToken(Request&& req, Reply reply);        // DELETE /v1/tokens/{id}
+  void ListAudit(const Request& req, Response& res);   // GET    /v1/audit
+  void WhoAmI(Request&& req, Reply reply);             // GET    /v1/whoami
   // Container images: registry logins and pre-pulls (http_api_images.cc).
-  void PutRegistryCredential(Request&& req, Reply reply);             // POST   /v1/registry-credentials
-  void ListRegistryCredentials(const Request& req, Response& res);    // GET    /v1/registry-credentials
-  void RemoveRegistryCredential(Request&& req, Reply reply);          // DELETE /v1/registry-credentials
-  void PullImage(Request&& req, Reply reply);                         // POST   /v1/images/pull
-  void ListImagePulls(const Request& req, Response& res);             // GET    /v1/images
+  void PutRegistryCredential(Request&& req, Reply reply);           // POST   /v1/registry-credentials
+  void ListRegistryCredentials(const Request& req, Response& res);  // GET    /v1/registry-credentials
+  void RemoveRegistryCredential(Request&& req, Reply reply);        // DELETE /v1/registry-credentials
+  void PullImage(Request&& req, Reply reply);                       // POST   /v1/images/pull
+  void ListImagePulls(const Request& req, Response& res);           // GET    /v1/images
   StatusOr<std::pair<std::string, std::string>> CredentialOwner(const Identity& who, const std::string& queue,
                                                                 const std::string& user);
   // `done`, once `row` (with the call's outcome) is durable in the audit log.

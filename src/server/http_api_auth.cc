@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "common/rfc3339.h"
 #include "auth/token.h"
 #include "common/log.h"
 #include "common/message_text.h"
 #include "common/quantity.h"
+#include "common/rfc3339.h"
 #include "server/http_api.h"
 #include "server/http_api_util.h"
 
@@ -44,9 +44,12 @@ namespace {
 // node/n17, job/12.
 std::string PrincipalOf(const Identity& who) {
   switch (who.kind) {
-    case Identity::Kind::kNode: return "node/" + who.node;
-    case Identity::Kind::kJob: return "job/" + std::to_string(who.job);
-    case Identity::Kind::kUser: break;
+    case Identity::Kind::kNode:
+      return "node/" + who.node;
+    case Identity::Kind::kJob:
+      return "job/" + std::to_string(who.job);
+    case Identity::Kind::kUser:
+      break;
   }
   return who.acting_for.empty() ? who.user : who.user + "/as/" + who.acting_for;
 }
@@ -160,7 +163,8 @@ void HttpApi::CreateToken(Request&& req, Reply reply) {
   if (row.node.empty() && row.user.empty()) row.user = who.effective_user();
   store::AuditRow audit = AuditOf(who, "token.create", row.node.empty() ? "user/" + row.user : "node/" + row.node);
   if (!for_self) {
-    if (Status s = authz_.MustBeAdmin(who, row.node.empty() ? "create a token for another user" : "create a node's token");
+    if (Status s =
+            authz_.MustBeAdmin(who, row.node.empty() ? "create a token for another user" : "create a node's token");
         !s.ok()) {
       return RefuseAudited(reply, audit, s);
     }
@@ -281,9 +285,10 @@ void HttpApi::ListAudit(const Request& req, Response& res) {
   if (!rows.ok()) return ReplyStatus(res, rows.status());
   json items = json::array();
   for (const store::AuditRow& a : *rows) {
-    json j = {{"seq", a.seq}, {"time", FormatRfc3339Utc(Time::FromMillis(a.time_ms))}, {"actor", a.actor},
-              {"via", a.via}, {"remote", a.remote}, {"action", a.action}, {"object", a.object},
-              {"outcome", a.outcome}};
+    json j = {{"seq", a.seq},       {"time", FormatRfc3339Utc(Time::FromMillis(a.time_ms))},
+              {"actor", a.actor},   {"via", a.via},
+              {"remote", a.remote}, {"action", a.action},
+              {"object", a.object}, {"outcome", a.outcome}};
     if (!a.as_user.empty()) j["asUser"] = a.as_user;
     if (!a.detail.empty()) j["detail"] = a.detail;
     items.push_back(std::move(j));

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "common/rfc3339.h"
 #include "common/message_text.h"
+#include "common/rfc3339.h"
 #include "proto/agent_protocol.h"
 #include "server/http_api.h"
 #include "server/http_api_util.h"
@@ -56,7 +56,8 @@ void HttpApi::Metrics(Request&&, Reply reply) {
   };
   // A standby's loop has not started: it has no cluster to describe.
   if (!leadership_.Leads()) return answer({});
-  loop_.Gauges([answer](StatusOr<ServerMetrics::Gauges> g) { answer(g.ok() ? std::move(*g) : ServerMetrics::Gauges{}); });
+  loop_.Gauges(
+      [answer](StatusOr<ServerMetrics::Gauges> g) { answer(g.ok() ? std::move(*g) : ServerMetrics::Gauges{}); });
 }
 
 void HttpApi::SlurmPartitions(const Request&, Response& res) {
@@ -82,8 +83,10 @@ void HttpApi::CreateReservation(Request&& req, Reply reply) {
 }
 
 void HttpApi::ListReservations(const Request&, Response& res) {
-  auto all = Await<std::vector<ReservationEntry>>(
-      [this](ControlLoop::Done<StatusOr<std::vector<ReservationEntry>>> done) { loop_.ReservationList(std::move(done)); });
+  auto all =
+      Await<std::vector<ReservationEntry>>([this](ControlLoop::Done<StatusOr<std::vector<ReservationEntry>>> done) {
+        loop_.ReservationList(std::move(done));
+      });
   if (!all.ok()) return ReplyStatus(res, all.status());
   json items = json::array();
   for (const ReservationEntry& r : *all) items.push_back(ReservationJson(r));
@@ -135,8 +138,9 @@ void HttpApi::ListNodes(const Request&, Response& res) {
 
 void HttpApi::CordonNode(const std::string& verb, Request&& req, Reply reply) {
   const Identity& who = Caller(req);
-  loop_.Cordon(req.captures[0], verb != "uncordon", who, verb == "drain",
-               Audited<ControlLoop::NodeView>(AuditOf(who, verb, "node/" + req.captures[0]), NodeAnswer(std::move(reply))));
+  loop_.Cordon(
+      req.captures[0], verb != "uncordon", who, verb == "drain",
+      Audited<ControlLoop::NodeView>(AuditOf(who, verb, "node/" + req.captures[0]), NodeAnswer(std::move(reply))));
 }
 
 void HttpApi::ReclaimNode(Request&& req, Reply reply) {
@@ -149,9 +153,9 @@ void HttpApi::ReclaimNode(Request&& req, Reply reply) {
     }
   }
   const Identity& who = Caller(req);
-  loop_.Reclaim(req.captures[0], Duration::Seconds(seconds), who,
-                Audited<ControlLoop::NodeView>(AuditOf(who, "reclaim", "node/" + req.captures[0]),
-                                               NodeAnswer(std::move(reply))));
+  loop_.Reclaim(
+      req.captures[0], Duration::Seconds(seconds), who,
+      Audited<ControlLoop::NodeView>(AuditOf(who, "reclaim", "node/" + req.captures[0]), NodeAnswer(std::move(reply))));
 }
 
 void HttpApi::DeclareNodeLost(Request&& req, Reply reply) {

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
-#include "common/rfc3339.h"
 #include "common/message_text.h"
+#include "common/rfc3339.h"
 #include "server/http_api.h"
 #include "server/http_api_util.h"
 
@@ -38,12 +38,9 @@ bool Printable(const std::string& s) {
 }
 
 json CredentialJson(const RegistryCredential& c) {
-  return {{"scope", c.scope},
-          {c.scope == "queue" ? "queue" : "user", c.owner},
-          {"registry", c.registry},
-          {"username", c.username},
-          {"createdBy", c.created_by},
-          {"created", FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
+  return {{"scope", c.scope},          {c.scope == "queue" ? "queue" : "user", c.owner},
+          {"registry", c.registry},    {"username", c.username},
+          {"createdBy", c.created_by}, {"created", FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
 }
 
 }  // namespace
@@ -52,13 +49,15 @@ json CredentialJson(const RegistryCredential& c) {
 // Errors: a bad name, both named, or an owner the caller may not act for.
 StatusOr<std::pair<std::string, std::string>> HttpApi::CredentialOwner(const Identity& who, const std::string& queue,
                                                                        const std::string& user) {
-  if (!queue.empty() && !user.empty()) return InvalidArgument("a credential is a queue's or a user's, not both", "queue");
+  if (!queue.empty() && !user.empty())
+    return InvalidArgument("a credential is a queue's or a user's, not both", "queue");
   if (!queue.empty()) {
     if (!ValidName(queue, 128)) return InvalidArgument("must be a queue name ([A-Za-z0-9._-])", "queue");
     RETURN_IF_ERROR(authz_.MustBeAdmin(who, "manage a queue's registry credentials"));
     return std::pair<std::string, std::string>{"queue", queue};
   }
-  if (user.empty() || user == who.effective_user()) return std::pair<std::string, std::string>{"user", who.effective_user()};
+  if (user.empty() || user == who.effective_user())
+    return std::pair<std::string, std::string>{"user", who.effective_user()};
   if (!ValidName(user, 64)) return InvalidArgument("must be a user name ([A-Za-z0-9._-])", "user");
   RETURN_IF_ERROR(authz_.MustBeAdmin(who, "manage another user's registry credentials"));
   return std::pair<std::string, std::string>{"user", user};
@@ -70,9 +69,10 @@ void HttpApi::PutRegistryCredential(Request&& req, Reply reply) {
   if (!body.ok()) return ReplyNow(reply, body.status());
   RegistryCredential c;
   std::string queue, user;
-  for (Status st : {BodyString(*body, "registry", c.registry, 260, true), BodyString(*body, "username", c.username, 256, true),
-                    BodyString(*body, "password", c.password, 8192, true), BodyString(*body, "queue", queue, 128, false),
-                    BodyString(*body, "user", user, 64, false)}) {
+  for (Status st :
+       {BodyString(*body, "registry", c.registry, 260, true), BodyString(*body, "username", c.username, 256, true),
+        BodyString(*body, "password", c.password, 8192, true), BodyString(*body, "queue", queue, 128, false),
+        BodyString(*body, "user", user, 64, false)}) {
     if (!st.ok()) return ReplyNow(reply, st);
   }
   if (!ValidRegistry(c.registry)) {
@@ -106,8 +106,10 @@ void HttpApi::PutRegistryCredential(Request&& req, Reply reply) {
 
 void HttpApi::ListRegistryCredentials(const Request& req, Response& res) {
   const Identity& who = Caller(req);
-  auto all = Await<std::vector<RegistryCredential>>(
-      [this](ControlLoop::Done<StatusOr<std::vector<RegistryCredential>>> done) { loop_.RegistryCredentialList(std::move(done)); });
+  auto all =
+      Await<std::vector<RegistryCredential>>([this](ControlLoop::Done<StatusOr<std::vector<RegistryCredential>>> done) {
+        loop_.RegistryCredentialList(std::move(done));
+      });
   if (!all.ok()) return ReplyStatus(res, all.status());
   const bool admin = authz_.IsAdmin(who.effective_user());
   json items = json::array();
@@ -148,7 +150,8 @@ void HttpApi::PullImage(Request&& req, Reply reply) {
   std::vector<std::string> nodes;
   if (body->contains("nodes")) {
     const json& n = (*body)["nodes"];
-    if (!n.is_array() || n.size() > 100'000) return ReplyNow(reply, InvalidArgument("must be a list of node names", "nodes"));
+    if (!n.is_array() || n.size() > 100'000)
+      return ReplyNow(reply, InvalidArgument("must be a list of node names", "nodes"));
     for (const json& name : n) {
       if (!name.is_string() || !ValidName(name.get<std::string>(), 253)) {
         return ReplyNow(reply, InvalidArgument("must be a list of node names", "nodes"));
@@ -160,7 +163,8 @@ void HttpApi::PullImage(Request&& req, Reply reply) {
   if (Status s = authz_.MustBeAdmin(who, "pull images on nodes"); !s.ok()) return RefuseAudited(reply, audit, s);
   audit.detail = nodes.empty() ? "on every node" : "on " + std::to_string(nodes.size()) + " node(s)";
   using Nodes = std::vector<std::string>;
-  loop_.PullImage(image, nodes, who, std::move(audit), Answer<Nodes>(reply, [image](http::Response& res, const Nodes& asked) {
+  loop_.PullImage(image, nodes, who, std::move(audit),
+                  Answer<Nodes>(reply, [image](http::Response& res, const Nodes& asked) {
                     ReplyJson(res, 200, {{"image", image}, {"nodes", asked}});
                   }));
 }
@@ -171,7 +175,10 @@ void HttpApi::ListImagePulls(const Request&, Response& res) {
   if (!all.ok()) return ReplyStatus(res, all.status());
   json items = json::array();
   for (const ImagePull& p : *all) {
-    json item = {{"node", p.node}, {"image", p.image}, {"state", p.state}, {"requestedBy", p.requested_by},
+    json item = {{"node", p.node},
+                 {"image", p.image},
+                 {"state", p.state},
+                 {"requestedBy", p.requested_by},
                  {"requested", FormatRfc3339Utc(Time::FromMillis(p.requested_ms))}};
     if (p.state == "pulled") item["seconds"] = p.ms / 1000.0;
     if (!p.message.empty()) item["message"] = p.message;

@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
-#include "common/rfc3339.h"
 #include "auth/grants.h"
 #include "checkpoint/manifest.h"
 #include "common/message_text.h"
+#include "common/rfc3339.h"
 #include "common/signal_name.h"
 #include "http/client.h"
 #include "proto/agent_protocol.h"
@@ -39,11 +39,12 @@ void HttpApi::SubmitJob(Request&& req, Reply reply) {
   // yaml-cpp 0.7 needs about 140 bytes of memory per input byte on some
   // documents; a job spec is small, so YAML bodies get a tighter bound.
   const size_t first = req.body.find_first_not_of(" \t\r\n");
-  const bool json_body = api::IsJsonMediaType(type) ||
-                         (type.empty() && first != std::string::npos && req.body[first] == '{');
+  const bool json_body =
+      api::IsJsonMediaType(type) || (type.empty() && first != std::string::npos && req.body[first] == '{');
   if (!json_body && req.body.size() > kMaxYamlBytes) {
     http::Response res;
-    ReplyError(res, 413, "PayloadTooLarge", "YAML bodies are limited to " + std::to_string(kMaxYamlBytes) + " bytes; send JSON");
+    ReplyError(res, 413, "PayloadTooLarge",
+               "YAML bodies are limited to " + std::to_string(kMaxYamlBytes) + " bytes; send JSON");
     return reply(std::move(res));
   }
   auto spec = api::ParseJobSpec(req.body, type, loop_.settings().Get()->spec_defaults);
@@ -61,19 +62,22 @@ void HttpApi::SubmitJob(Request&& req, Reply reply) {
   sr.user = who.effective_user();
   sr.idempotency_key = *key;
   sr.audit = std::move(audit);
-  sr.may_see = [this, who](const store::JobRow& row) { return authz_.MayManageJob(who, row.user, row.queue, "see").ok(); };
+  sr.may_see = [this, who](const store::JobRow& row) {
+    return authz_.MayManageJob(who, row.user, row.queue, "see").ok();
+  };
   using R = ControlLoop::SubmitResult;
   const auto began = std::chrono::steady_clock::now();
-  loop_.Submit(std::move(sr), Answer<R>(reply, [this, is_array, began](http::Response& out, const R& result) {
-    metrics_.ObserveSubmit(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
-    out.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(result.job.id));
-    if (!is_array) return out.Set(result.created ? 201 : 200, JobJsonText(result.job), "application/json");
-    // An array: the answer is its first task, with the range of ids.
-    json body = JobJson(result.job);
-    body["arrayFirstId"] = result.job.id;
-    body["arrayLastId"] = result.job.id + result.count - 1;
-    ReplyJson(out, result.created ? 201 : 200, body);
-  }));
+  loop_.Submit(
+      std::move(sr), Answer<R>(reply, [this, is_array, began](http::Response& out, const R& result) {
+        metrics_.ObserveSubmit(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+        out.headers.emplace_back("Location", "/v1/jobs/" + std::to_string(result.job.id));
+        if (!is_array) return out.Set(result.created ? 201 : 200, JobJsonText(result.job), "application/json");
+        // An array: the answer is its first task, with the range of ids.
+        json body = JobJson(result.job);
+        body["arrayFirstId"] = result.job.id;
+        body["arrayLastId"] = result.job.id + result.count - 1;
+        ReplyJson(out, result.created ? 201 : 200, body);
+      }));
 }
 
 StatusOr<store::JobFilter> HttpApi::VisibleJobFilter(const Request& req) const {
@@ -145,8 +149,8 @@ void HttpApi::WatchJobs(const Request& req, const Reply& reply) {
 }
 
 void HttpApi::ListJobs(const Request& req, Response& res) {
-  if (Status q = CheckQuery(req, {"watch", "state", "queue", "user", "name", "labelSelector", "limit", "continue", "view",
-                                  "order"});
+  if (Status q = CheckQuery(
+          req, {"watch", "state", "queue", "user", "name", "labelSelector", "limit", "continue", "view", "order"});
       !q.ok()) {
     return ReplyStatus(res, q);
   }
@@ -264,15 +268,20 @@ void HttpApi::SignalJob(Request&& req, Reply reply) {
   std::optional<api::SignalTarget> to;
   if (!to_name.empty()) {
     to = api::SignalTargetFromName(to_name);
-    if (!to) return ReplyNow(reply, InvalidArgument("must be all, batch or steps, got " + QuoteForMessage(to_name), "to"));
+    if (!to)
+      return ReplyNow(reply, InvalidArgument("must be all, batch or steps, got " + QuoteForMessage(to_name), "to"));
   }
   const Identity& who = Caller(req);
   using A = ControlLoop::SignalAnswer;
   loop_.SignalJob(*id, *signal, to, who,
                   Audited<A>(AuditOf(who, "signal", "job/" + std::to_string(*id)),
                              Answer<A>(reply, [id = *id, signal = *signal](http::Response& res, const A& a) {
-                               ReplyJson(res, 202, {{"job", id}, {"attempt", a.attempt}, {"signal", SignalName(signal)},
-                                                    {"to", api::SignalTargetName(a.to)}, {"nodes", a.nodes}});
+                               ReplyJson(res, 202,
+                                         {{"job", id},
+                                          {"attempt", a.attempt},
+                                          {"signal", SignalName(signal)},
+                                          {"to", api::SignalTargetName(a.to)},
+                                          {"nodes", a.nodes}});
                              })));
 }
 
@@ -296,9 +305,10 @@ void HttpApi::CommitCheckpoint(Request&& req, Reply reply) {
   if (who.kind == Identity::Kind::kJob && who.attempt != c.attempt) {
     return ReplyNow(reply, PermissionDenied("this job token is for attempt " + std::to_string(who.attempt)));
   }
-  loop_.CommitCheckpoint(std::move(c), who, Answer<store::CheckpointRow>(reply, [](http::Response& res, const store::CheckpointRow& row) {
-    ReplyJson(res, 201, CheckpointJson(row));
-  }));
+  loop_.CommitCheckpoint(std::move(c), who,
+                         Answer<store::CheckpointRow>(reply, [](http::Response& res, const store::CheckpointRow& row) {
+                           ReplyJson(res, 201, CheckpointJson(row));
+                         }));
 }
 
 void HttpApi::ListCheckpoints(const Request& req, Response& res) {
@@ -333,9 +343,12 @@ void HttpApi::ReportProgress(Request&& req, Reply reply) {
   }
   if (body->contains("metrics") && !(*body)["metrics"].is_null()) {
     const json& m = (*body)["metrics"];
-    if (!m.is_object() || m.size() > 64) return ReplyNow(reply, InvalidArgument("must be an object of at most 64 numbers", "metrics"));
+    if (!m.is_object() || m.size() > 64)
+      return ReplyNow(reply, InvalidArgument("must be an object of at most 64 numbers", "metrics"));
     for (const auto& [k, v] : m.items()) {
-      if (!ValidName(k, 64)) return ReplyNow(reply, InvalidArgument("names must be 1 to 64 of [A-Za-z0-9._-]", "metrics." + k.substr(0, 64)));
+      if (!ValidName(k, 64))
+        return ReplyNow(reply,
+                        InvalidArgument("names must be 1 to 64 of [A-Za-z0-9._-]", "metrics." + k.substr(0, 64)));
       if (!v.is_number()) return ReplyNow(reply, InvalidArgument("must be a number", "metrics." + k));
     }
     p.metrics = m;
@@ -346,17 +359,20 @@ void HttpApi::ReportProgress(Request&& req, Reply reply) {
       return ReplyNow(reply, InvalidArgument("must be an object of at most 16 \"host:port\" strings", "endpoints"));
     }
     for (const auto& [k, v] : e.items()) {
-      if (!ValidName(k, 64)) return ReplyNow(reply, InvalidArgument("names must be 1 to 64 of [A-Za-z0-9._-]", "endpoints." + k.substr(0, 64)));
+      if (!ValidName(k, 64))
+        return ReplyNow(reply,
+                        InvalidArgument("names must be 1 to 64 of [A-Za-z0-9._-]", "endpoints." + k.substr(0, 64)));
       if (!v.is_string() || !ValidEndpoint(v.get<std::string>())) {
-        return ReplyNow(reply, InvalidArgument("must be \"host:port\" (at most 255 characters, port 1..65535)", "endpoints." + k));
+        return ReplyNow(
+            reply, InvalidArgument("must be \"host:port\" (at most 255 characters, port 1..65535)", "endpoints." + k));
       }
     }
     p.endpoints = e;
   }
   using A = ControlLoop::ProgressAnswer;
   loop_.ReportProgress(std::move(p), Answer<A>(reply, [](http::Response& res, const A& a) {
-    ReplyJson(res, 200, {{"attempt", a.attempt}, {"checkpointRequested", a.checkpoint_requested}});
-  }));
+                         ReplyJson(res, 200, {{"attempt", a.attempt}, {"checkpointRequested", a.checkpoint_requested}});
+                       }));
 }
 
 void HttpApi::JobLogs(const Request& req, Response& res) {
@@ -397,20 +413,22 @@ void HttpApi::JobLogs(const Request& req, Response& res) {
   // signed with the node's key (auth/grants.h).
   const std::string key = authn_.NodeKey(where->node);
   if (key.empty()) {
-    return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node +
-                                                                 " has not synced with this server yet; retry shortly"));
+    return ReplyStatus(
+        res, Status(StatusCode::kUnavailable,
+                    "the agent of node " + where->node + " has not synced with this server yet; retry shortly"));
   }
   const std::string grant = auth::SignLogGrant(key, task, clock_.Now().millis() + 60'000);
   auto r = agent.Get(path, {{"X-Muster-Grant", grant}});
   if (!r.ok()) {
-    return ReplyStatus(res, Status(StatusCode::kUnavailable, "the agent of node " + where->node + " does not answer for logs (" +
-                                                                 r.status().message() + ")" + where->Elsewhere()));
+    return ReplyStatus(
+        res, Status(StatusCode::kUnavailable, "the agent of node " + where->node + " does not answer for logs (" +
+                                                  r.status().message() + ")" + where->Elsewhere()));
   }
   if (r->status != 200) {
-    return ReplyError(res, r->status == 404 ? 404 : 502, r->status == 404 ? "NotFound" : "BadGateway",
-                      "node " + where->node + ": no log for replica " + std::to_string(replica) + " of job " +
-                          std::to_string(*id) + (r->status == 404 ? "" : " (agent answered " + std::to_string(r->status) + ")") +
-                          where->Elsewhere());
+    return ReplyError(
+        res, r->status == 404 ? 404 : 502, r->status == 404 ? "NotFound" : "BadGateway",
+        "node " + where->node + ": no log for replica " + std::to_string(replica) + " of job " + std::to_string(*id) +
+            (r->status == 404 ? "" : " (agent answered " + std::to_string(r->status) + ")") + where->Elsewhere());
   }
   res.headers.emplace_back("X-Muster-Log-Offset", std::string(r->Header("X-Muster-Log-Offset")));
   res.headers.emplace_back("X-Muster-Node", where->node);

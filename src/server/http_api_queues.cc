@@ -13,7 +13,10 @@ using nlohmann::json;
 namespace {
 
 json QueueViewJson(const ControlLoop::QueueView& q) {
-  json item = {{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"gpusInUse", q.gpus_in_use},
+  json item = {{"name", q.name},
+               {"pending", q.pending},
+               {"running", q.running},
+               {"gpusInUse", q.gpus_in_use},
                {"gpusInUseByType", q.in_use_by_type}};
   if (!q.guarantee.empty()) item["guarantee"] = q.guarantee;
   if (!q.limit.empty()) item["limit"] = q.limit;
@@ -67,7 +70,9 @@ void HttpApi::DeleteQueue(Request&& req, Reply reply) {
   store::AuditRow audit = AuditOf(who, "queue.delete", "queue/" + name.substr(0, 128));
   if (Status s = authz_.MustBeAdmin(who, "delete queues"); !s.ok()) return RefuseAudited(reply, audit, s);
   loop_.DeleteQueue(name, std::move(audit), Answer<bool>(reply, [name](http::Response& res, bool existed) {
-                      if (!existed) return ReplyStatus(res, NotFound("no queue " + QuoteForMessage(name) + " made through the API"));
+                      if (!existed)
+                        return ReplyStatus(res,
+                                           NotFound("no queue " + QuoteForMessage(name) + " made through the API"));
                       ReplyJson(res, 200, {{"name", name}, {"deleted", true}});
                     }));
 }

@@ -13,8 +13,8 @@
 // and exit code (Slurm's sacct).
 #include <nlohmann/json.hpp>
 
-#include "common/rfc3339.h"
 #include "common/message_text.h"
+#include "common/rfc3339.h"
 #include "server/http_api.h"
 #include "server/usage_report.h"
 
@@ -31,9 +31,9 @@ StatusOr<int64_t> TimeParam(const http::Request& req, const char* name, int64_t 
   if (!req.HasParam(name)) return fallback;
   const std::optional<Time> t = ParseRfc3339Utc(req.Param(name));
   if (!t) {
-    return InvalidArgument("must be an RFC 3339 time such as 2026-11-01T00:00:00Z, got " +
-                               QuoteForMessage(req.Param(name)),
-                           std::string("query.") + name);
+    return InvalidArgument(
+        "must be an RFC 3339 time such as 2026-11-01T00:00:00Z, got " + QuoteForMessage(req.Param(name)),
+        std::string("query.") + name);
   }
   return t->millis();
 }
@@ -47,9 +47,7 @@ json TotalsJson(const UsageTotals& t) {
           {"efficiency", e ? json(*e) : json()}};
 }
 
-std::string TimeOrNull(const std::optional<int64_t>& ms) {
-  return ms ? FormatRfc3339Utc(Time::FromMillis(*ms)) : "";
-}
+std::string TimeOrNull(const std::optional<int64_t>& ms) { return ms ? FormatRfc3339Utc(Time::FromMillis(*ms)) : ""; }
 
 }  // namespace
 

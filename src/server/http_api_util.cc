@@ -22,15 +22,24 @@ struct HttpError {
 
 HttpError MapStatus(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kInvalidArgument: return {400, "Invalid"};
-    case StatusCode::kUnauthenticated: return {401, "Unauthenticated"};
-    case StatusCode::kPermissionDenied: return {403, "Forbidden"};
-    case StatusCode::kNotFound: return {404, "NotFound"};
-    case StatusCode::kFailedPrecondition: return {409, "Conflict"};
-    case StatusCode::kAlreadyExists: return {422, "IdempotencyKeyReused"};
-    case StatusCode::kResourceExhausted: return {429, "TooManyRequests"};
-    case StatusCode::kUnavailable: return {503, "Unavailable"};
-    default: return {500, "Internal"};
+    case StatusCode::kInvalidArgument:
+      return {400, "Invalid"};
+    case StatusCode::kUnauthenticated:
+      return {401, "Unauthenticated"};
+    case StatusCode::kPermissionDenied:
+      return {403, "Forbidden"};
+    case StatusCode::kNotFound:
+      return {404, "NotFound"};
+    case StatusCode::kFailedPrecondition:
+      return {409, "Conflict"};
+    case StatusCode::kAlreadyExists:
+      return {422, "IdempotencyKeyReused"};
+    case StatusCode::kResourceExhausted:
+      return {429, "TooManyRequests"};
+    case StatusCode::kUnavailable:
+      return {503, "Unavailable"};
+    default:
+      return {500, "Internal"};
   }
 }
 
@@ -142,7 +151,8 @@ StatusOr<std::string> IdempotencyKeyOf(const http::Request& req) {
     return InvalidArgument("must be 1 to 255 characters", "header Idempotency-Key");
   }
   for (char c : key) {
-    if (c < 0x21 || c > 0x7e) return InvalidArgument("must be printable ASCII without spaces", "header Idempotency-Key");
+    if (c < 0x21 || c > 0x7e)
+      return InvalidArgument("must be printable ASCII without spaces", "header Idempotency-Key");
   }
   return key;
 }
@@ -239,7 +249,7 @@ StatusOr<int64_t> PathId(const http::Request& req) {
 }
 
 StatusOr<store::JobRow> VisibleJob(const http::Request& req, store::Store& store, const Authorizer& authz,
-                                    int64_t now_ms) {
+                                   int64_t now_ms) {
   ASSIGN_OR_RETURN(int64_t id, PathId(req));
   ASSIGN_OR_RETURN(std::optional<store::JobRow> job, store.GetJob(id));
   if (!job) return NotFound("job " + std::to_string(id) + " does not exist");

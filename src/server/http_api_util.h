@@ -49,7 +49,8 @@ void ReplyNow(const http::Server::Reply& reply, const Status& s);
 // event loop, as an error or by `write` (the call answers on the control
 // loop's or the store writer's thread, and neither should build answers).
 template <typename T>
-std::function<void(StatusOr<T>)> Answer(http::Server::Reply reply, std::function<void(http::Response&, const T&)> write) {
+std::function<void(StatusOr<T>)> Answer(http::Server::Reply reply,
+                                        std::function<void(http::Response&, const T&)> write) {
   return [reply, write = std::move(write)](StatusOr<T> result) {
     reply([result = std::move(result), write] {
       http::Response res;
@@ -97,7 +98,7 @@ StatusOr<int64_t> PathId(const http::Request& req);
 // The path's job from the store, when the caller may see it (NotFound,
 // PermissionDenied otherwise).
 StatusOr<store::JobRow> VisibleJob(const http::Request& req, store::Store& store, const Authorizer& authz,
-                                    int64_t now_ms);
+                                   int64_t now_ms);
 
 // Refuses a query parameter not in `known` (with the closest one
 // suggested) or given twice.

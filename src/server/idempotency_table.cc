@@ -9,8 +9,7 @@ constexpr int64_t kWindowMs = 24LL * 3600 * 1000;
 }  // namespace
 
 IdempotencyTable::Found IdempotencyTable::Find(const std::string& user, const std::string& key,
-                                               const std::string& fingerprint,
-                                               const store::StoreWriter& writer) const {
+                                               const std::string& fingerprint, const store::StoreWriter& writer) const {
   auto it = keys_.find({user, key});
   if (it == keys_.end()) return {};
   if (it->second.fingerprint != fingerprint) return {Outcome::kConflict, it->second.job};
@@ -18,8 +17,8 @@ IdempotencyTable::Found IdempotencyTable::Find(const std::string& user, const st
   return {Outcome::kReplay, it->second.job};
 }
 
-void IdempotencyTable::Add(const std::string& user, const std::string& key, const std::string& fingerprint,
-                           int64_t job, uint64_t ticket, Time now) {
+void IdempotencyTable::Add(const std::string& user, const std::string& key, const std::string& fingerprint, int64_t job,
+                           uint64_t ticket, Time now) {
   keys_[{user, key}] = {fingerprint, job, ticket, now.millis()};
 }
 

@@ -66,7 +66,7 @@ class IdempotencyTable {
     return e.ticket == 0 || writer.Committed(e.ticket);
   }
   std::map<std::pair<std::string, std::string>, Entry> keys_;  // (user, key)
-  std::unordered_map<int64_t, std::string> key_of_;           // job -> its key
+  std::unordered_map<int64_t, std::string> key_of_;            // job -> its key
 };
 
 }  // namespace muster::server

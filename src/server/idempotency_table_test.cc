@@ -61,7 +61,8 @@ TEST_F(IdempotencyTableTest, KeysAreForgottenADayLaterOnlyOnceDurable) {
   const Time now = Time::FromSeconds(10'000'000);
   table_.Restore({{"ann", "old", "fp", 1, (now - Duration::Hours(25)).millis()},
                   {"ann", "recent", "fp", 2, (now - Duration::Hours(23)).millis()}});
-  table_.Add("ann", "unwritten", "fp", 3, writer_->Submit({}, [](const Status&) {}) + 1'000'000, now - Duration::Hours(48));
+  table_.Add("ann", "unwritten", "fp", 3, writer_->Submit({}, [](const Status&) {}) + 1'000'000,
+             now - Duration::Hours(48));
   table_.Prune(now, *writer_);
   EXPECT_EQ(table_.Find("ann", "old", "fp", *writer_).outcome, Outcome::kNew);
   EXPECT_EQ(table_.Find("ann", "recent", "fp", *writer_).outcome, Outcome::kReplay);

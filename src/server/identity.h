@@ -15,12 +15,12 @@ struct Identity {
     kJob,   // a job's own processes: a job token; may only report for that job
   };
   Kind kind = Kind::kUser;
-  std::string user;        // kUser, kJob: the account (kJob: the job's owner)
-  std::string node;        // kNode
-  int64_t job = 0;         // kJob
-  int32_t attempt = 0;     // kJob
-  std::string via;         // "munge", "token 3f2a...", "job 12", "node n1" (audit)
-  std::string remote;      // the client's address
+  std::string user;     // kUser, kJob: the account (kJob: the job's owner)
+  std::string node;     // kNode
+  int64_t job = 0;      // kJob
+  int32_t attempt = 0;  // kJob
+  std::string via;      // "munge", "token 3f2a...", "job 12", "node n1" (audit)
+  std::string remote;   // the client's address
   // An admin acting on behalf of another user (X-Muster-Act-As): requests
   // are then decided and recorded as that user's, with the admin named.
   std::string acting_for;

@@ -41,8 +41,13 @@ Status ImagePulls::LoadEntries(const nlohmann::json& j) {
 std::string ImagePulls::Dump() const {
   json out = json::array();
   for (const auto& [key, p] : pulls_) {
-    out.push_back({{"node", p.node}, {"image", p.image}, {"requestedBy", p.requested_by}, {"requestedMs", p.requested_ms},
-                   {"state", p.state}, {"message", p.message}, {"ms", p.ms}});
+    out.push_back({{"node", p.node},
+                   {"image", p.image},
+                   {"requestedBy", p.requested_by},
+                   {"requestedMs", p.requested_ms},
+                   {"state", p.state},
+                   {"message", p.message},
+                   {"ms", p.ms}});
   }
   return out.dump();
 }

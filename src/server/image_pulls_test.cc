@@ -12,10 +12,13 @@ TEST(ImagePullsTest, APullIsWantedUntilItsNodeSaysItEnded) {
   p.Ask("n2", "nvcr.io/nvidia/pytorch:24.05", "root", 1000);
   EXPECT_EQ(p.Wanted("n1"), (std::vector<std::string>{"ghcr.io/team/tool:1", "nvcr.io/nvidia/pytorch:24.05"}));
   EXPECT_TRUE(p.Unheard("n1", {})) << "the agent has not said a word of them";
-  EXPECT_TRUE(p.Report("n1", {{"nvcr.io/nvidia/pytorch:24.05", "pulling", "", 0}, {"ghcr.io/team/tool:1", "waiting", "", 0}}).empty());
-  EXPECT_FALSE(p.Unheard("n1", {{"nvcr.io/nvidia/pytorch:24.05", "pulling", "", 0}, {"ghcr.io/team/tool:1", "waiting", "", 0}}));
-  const std::vector<ImagePull> ended = p.Report(
-      "n1", {{"nvcr.io/nvidia/pytorch:24.05", "pulled", "", 5300}, {"ghcr.io/team/tool:1", "failed", "unauthorized", 40}});
+  EXPECT_TRUE(
+      p.Report("n1", {{"nvcr.io/nvidia/pytorch:24.05", "pulling", "", 0}, {"ghcr.io/team/tool:1", "waiting", "", 0}})
+          .empty());
+  EXPECT_FALSE(
+      p.Unheard("n1", {{"nvcr.io/nvidia/pytorch:24.05", "pulling", "", 0}, {"ghcr.io/team/tool:1", "waiting", "", 0}}));
+  const std::vector<ImagePull> ended = p.Report("n1", {{"nvcr.io/nvidia/pytorch:24.05", "pulled", "", 5300},
+                                                       {"ghcr.io/team/tool:1", "failed", "unauthorized", 40}});
   ASSERT_EQ(ended.size(), 2u);
   EXPECT_TRUE(p.Wanted("n1").empty());
   EXPECT_EQ(p.Wanted("n2"), std::vector<std::string>{"nvcr.io/nvidia/pytorch:24.05"}) << "each node its own";

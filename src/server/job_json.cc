@@ -72,7 +72,8 @@ std::string JobJsonText(const store::JobRow& row) {
   const nlohmann::json* attempt = raw("attempt");
   if (attempt && !attempt->is_object()) attempt = nullptr;
   // The running attempt's mean GPU utilization so far, as its agents measure it.
-  if (attempt && attempt->contains("gpuUtilization")) w.Key("gpuUtilization").Raw(api::JsonText((*attempt)["gpuUtilization"]));
+  if (attempt && attempt->contains("gpuUtilization"))
+    w.Key("gpuUtilization").Raw(api::JsonText((*attempt)["gpuUtilization"]));
   w.Key("id").Int(row.id);
   copy("idempotencyKey");
   if (const nlohmann::json* nb = raw("notBeforeMs"); nb && nb->is_number_integer() && row.state == "PENDING") {
@@ -88,7 +89,8 @@ std::string JobJsonText(const store::JobRow& row) {
   }
   w.Key("reason").String(row.reason);
   // Each replica's steps and step rate, stragglers marked (server/straggler_detector.h).
-  if (attempt && attempt->contains("replicaProgress")) w.Key("replicaProgress").Raw(api::JsonText((*attempt)["replicaProgress"]));
+  if (attempt && attempt->contains("replicaProgress"))
+    w.Key("replicaProgress").Raw(api::JsonText((*attempt)["replicaProgress"]));
   copy("requeues");
   if (attempt && attempt->contains("resumedFrom")) w.Key("resumedFrom").Raw(api::JsonText((*attempt)["resumedFrom"]));
   copy("retries");
@@ -117,17 +119,21 @@ nlohmann::json JobJson(const store::JobRow& row) {
 }
 
 nlohmann::json EventJson(const store::EventRow& e) {
-  return {{"seq", e.seq},
-          {"time", TimeText(e.time_ms)},
-          {"type", e.type},
-          {"reason", e.reason},
-          {"message", e.message}};
+  return {
+      {"seq", e.seq}, {"time", TimeText(e.time_ms)}, {"type", e.type}, {"reason", e.reason}, {"message", e.message}};
 }
 
 nlohmann::json CheckpointJson(const store::CheckpointRow& c) {
-  return {{"seq", c.seq},     {"attempt", c.attempt}, {"step", c.step},   {"location", c.location},
-          {"manifestSha256", c.manifest_sha256},      {"files", c.files}, {"bytes", c.bytes},
-          {"state", c.state}, {"note", c.note},       {"createdTime", FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
+  return {{"seq", c.seq},
+          {"attempt", c.attempt},
+          {"step", c.step},
+          {"location", c.location},
+          {"manifestSha256", c.manifest_sha256},
+          {"files", c.files},
+          {"bytes", c.bytes},
+          {"state", c.state},
+          {"note", c.note},
+          {"createdTime", FormatRfc3339Utc(Time::FromMillis(c.created_ms))}};
 }
 
 }  // namespace muster::server

@@ -15,18 +15,25 @@ bool RowPasses(const store::JobFilter& f, const store::JobRow& row) {
   if (f.submitted_before_ms && row.submit_ms >= *f.submitted_before_ms) return false;
   if (f.labels.empty()) return true;
   const nlohmann::json spec = nlohmann::json::parse(row.spec_json, nullptr, false);
-  const nlohmann::json* labels = spec.is_object() && spec.contains("labels") && spec["labels"].is_object()
-                                     ? &spec["labels"]
-                                     : nullptr;
+  const nlohmann::json* labels =
+      spec.is_object() && spec.contains("labels") && spec["labels"].is_object() ? &spec["labels"] : nullptr;
   for (const store::LabelRequirement& r : f.labels) {
     using Op = store::LabelRequirement::Op;
     const bool has = labels != nullptr && labels->contains(r.key) && (*labels)[r.key].is_string();
     const bool equal = has && (*labels)[r.key].get<std::string>() == r.value;
     switch (r.op) {
-      case Op::kEqual: if (!equal) return false; break;
-      case Op::kNotEqual: if (equal) return false; break;
-      case Op::kExists: if (!has) return false; break;
-      case Op::kNotExists: if (has) return false; break;
+      case Op::kEqual:
+        if (!equal) return false;
+        break;
+      case Op::kNotEqual:
+        if (equal) return false;
+        break;
+      case Op::kExists:
+        if (!has) return false;
+        break;
+      case Op::kNotExists:
+        if (has) return false;
+        break;
     }
   }
   return true;

@@ -7,7 +7,9 @@ namespace {
 
 TEST(JobTableTest, EveryChangeIsWrittenAsTheWholeRowWithItsStatusRebuilt) {
   int status_calls = 0;
-  JobTable jobs([&](int64_t job) { return "{\"job\":" + std::to_string(job) + ",\"n\":" + std::to_string(++status_calls) + "}"; });
+  JobTable jobs([&](int64_t job) {
+    return "{\"job\":" + std::to_string(job) + ",\"n\":" + std::to_string(++status_calls) + "}";
+  });
   store::JobRow row;
   row.id = 4;
   row.user = "ann";
@@ -72,8 +74,9 @@ TEST(JobTableTest, AStateChangeTheTransitionTableForbidsIsRefused) {
   EXPECT_NE(s.message().find("HELD to RUNNING"), std::string::npos) << s.message();
   EXPECT_EQ(jobs.at(9).state, "HELD");
   // Ended: nothing moves it again.
-  ASSERT_TRUE(jobs.Apply(9, JobTable::Change::Ended(core::JobState::kCancelled, "by ann", Time::FromSeconds(5)),
-                         Time::Zero()).ok());
+  ASSERT_TRUE(
+      jobs.Apply(9, JobTable::Change::Ended(core::JobState::kCancelled, "by ann", Time::FromSeconds(5)), Time::Zero())
+          .ok());
   EXPECT_FALSE(jobs.Apply(9, JobTable::Change::To(core::JobState::kPending, ""), Time::Zero()).ok());
   EXPECT_EQ(jobs.at(9).state, "CANCELLED");
   // The same state again is no transition (a new reason).
@@ -99,7 +102,8 @@ TEST(JobTableTest, StartsAndEndsAreCountedInTheMetrics) {
   // The same end again (a report heard twice) is not a second end.
   ASSERT_TRUE(jobs.Apply(7, JobTable::Change::Ended(core::JobState::kCompleted, "", end), end).ok());
   const std::string text = metrics.Scrape({});
-  EXPECT_NE(text.find("muster_jobs_ended_total{queue=\"research\",state=\"COMPLETED\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("muster_jobs_ended_total{queue=\"research\",state=\"COMPLETED\"} 1\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("muster_job_wait_seconds_sum{queue=\"research\"} 30\n"), std::string::npos) << text;
 }
 

@@ -98,7 +98,8 @@ Status JobWatch::Watch(store::JobFilter filter, const std::string& from,
       const size_t dash = from.rfind('-');
       uint64_t v = 0;
       const char* end = from.data() + from.size();
-      if (dash == std::string::npos || std::from_chars(from.data() + dash + 1, end, v).ptr != end || dash + 1 == from.size()) {
+      if (dash == std::string::npos || std::from_chars(from.data() + dash + 1, end, v).ptr != end ||
+          dash + 1 == from.size()) {
         return InvalidArgument("\"" + from.substr(0, 64) + "\" is no resource version (a list's resourceVersion)",
                                "query.resourceVersion");
       }
@@ -173,8 +174,9 @@ void JobWatch::Pump() {
     for (Owed& o : owed) {
       Watcher& w = *o.w;
       if (o.expired) {
-        w.stream.Write("{\"type\":\"ERROR\",\"object\":{\"code\":410,\"reason\":\"Expired\",\"message\":\"this watch "
-                       "fell behind the changes the server keeps: list again\"}}\n");
+        w.stream.Write(
+            "{\"type\":\"ERROR\",\"object\":{\"code\":410,\"reason\":\"Expired\",\"message\":\"this watch "
+            "fell behind the changes the server keeps: list again\"}}\n");
         w.stream.End();
         ended.push_back(o.w);
         continue;

@@ -40,8 +40,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/mutex.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "http/server.h"
 #include "store/store.h"
@@ -51,7 +51,7 @@ namespace muster::server {
 class JobWatch {
  public:
   struct Options {
-    size_t retained = 10'000;  // changes kept for watches to resume from
+    size_t retained = 10'000;                  // changes kept for watches to resume from
     size_t retained_bytes = size_t{64} << 20;  // and at most about this much memory (rows and their JSON)
     std::chrono::milliseconds bookmark_every{10'000};
     Duration keep_after_list = Duration::Minutes(2);
@@ -118,10 +118,10 @@ class JobWatch {
 
   mutable Mutex mu_;
   CondVar cv_;
-  std::deque<Stored> kept_ GUARDED_BY(mu_);  // by version
-  uint64_t version_ GUARDED_BY(mu_) = 0;  // the newest published
+  std::deque<Stored> kept_ GUARDED_BY(mu_);       // by version
+  uint64_t version_ GUARDED_BY(mu_) = 0;          // the newest published
   uint64_t expired_through_ GUARDED_BY(mu_) = 0;  // versions up to this are not (all) kept
-  size_t kept_bytes_ GUARDED_BY(mu_) = 0;  // of kept_, as Cost() counts
+  size_t kept_bytes_ GUARDED_BY(mu_) = 0;         // of kept_, as Cost() counts
   Time keep_until_ GUARDED_BY(mu_) = Time::Zero();
   std::vector<std::shared_ptr<Watcher>> watchers_ GUARDED_BY(mu_);
   bool news_ GUARDED_BY(mu_) = false;  // changes or watchers the pump has not seen

@@ -62,18 +62,22 @@ class Reader {
   }
   // The first `n` lines, once they came (5 s at most).
   std::vector<json> Wait(size_t n) {
-    WaitFor([&] {
-      std::lock_guard<std::mutex> lock(mu_);
-      return lines_.size() >= n || ended_;
-    }, 5s);
+    WaitFor(
+        [&] {
+          std::lock_guard<std::mutex> lock(mu_);
+          return lines_.size() >= n || ended_;
+        },
+        5s);
     std::lock_guard<std::mutex> lock(mu_);
     return lines_;
   }
   bool WaitEnded() {
-    return WaitFor([&] {
-      std::lock_guard<std::mutex> lock(mu_);
-      return ended_;
-    }, 5s);
+    return WaitFor(
+        [&] {
+          std::lock_guard<std::mutex> lock(mu_);
+          return ended_;
+        },
+        5s);
   }
 
  private:
@@ -97,7 +101,8 @@ class JobWatchTest : public ::testing::Test {
       });
       if (!s.ok()) {
         http::Response res;
-        res.Set(s.code() == StatusCode::kOutOfRange ? 410 : 400, json{{"error", s.message()}}.dump(), "application/json");
+        res.Set(s.code() == StatusCode::kOutOfRange ? 410 : 400, json{{"error", s.message()}}.dump(),
+                "application/json");
         reply(std::move(res));
       }
     });
@@ -154,8 +159,8 @@ TEST_F(JobWatchTest, AJobThatLeavesTheFiltersStatesIsDeleted) {
   Reader r(server_.port(), "/watch?state=RUNNING");
   WaitWatches(1);
   std::vector<JobWatch::Change> b;
-  b.push_back(Changed(7, "PENDING", ""));          // never RUNNING: nothing
-  b.push_back(Changed(8, "RUNNING", "PENDING"));   // enters: ADDED
+  b.push_back(Changed(7, "PENDING", ""));         // never RUNNING: nothing
+  b.push_back(Changed(8, "RUNNING", "PENDING"));  // enters: ADDED
   watch_.Publish(std::move(b));
   std::vector<JobWatch::Change> c;
   c.push_back(Changed(8, "RUNNING", std::nullopt));  // its reason, say: MODIFIED
@@ -183,9 +188,9 @@ TEST_F(JobWatchTest, VersionsNotKeptOrOfAnotherRunAreExpired) {
   auto open = [&](const std::string& from) {
     return watch_.Watch({}, from, [] { return http::Server::Stream(nullptr); });
   };
-  EXPECT_EQ(open(listed).code(), StatusCode::kOutOfRange);      // jobs 1 and 2 are not kept
+  EXPECT_EQ(open(listed).code(), StatusCode::kOutOfRange);  // jobs 1 and 2 are not kept
   EXPECT_EQ(open(run + "-1").code(), StatusCode::kOutOfRange);
-  EXPECT_EQ(open("1-3").code(), StatusCode::kOutOfRange);       // another run
+  EXPECT_EQ(open("1-3").code(), StatusCode::kOutOfRange);        // another run
   EXPECT_EQ(open(run + "-99").code(), StatusCode::kOutOfRange);  // not yet
   EXPECT_EQ(open("three").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(open(run + "-x").code(), StatusCode::kInvalidArgument);
@@ -236,7 +241,9 @@ TEST(JobWatchBytes, WhatIsKeptIsBoundedInBytesToo) {
     b.back().row.spec_json = std::string(10'000, ' ') + "{}";
     watch.Publish(std::move(b));
   }
-  auto open = [&](const std::string& from) { return watch.Watch({}, from, [] { return http::Server::Stream(nullptr); }); };
+  auto open = [&](const std::string& from) {
+    return watch.Watch({}, from, [] { return http::Server::Stream(nullptr); });
+  };
   EXPECT_EQ(open(run + "-10").code(), StatusCode::kOutOfRange);
   EXPECT_TRUE(open(run + "-17").ok());
 }

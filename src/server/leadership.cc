@@ -11,10 +11,14 @@ namespace muster::server {
 
 const char* Leadership::RoleName(Role r) {
   switch (r) {
-    case Role::kStandby: return "standby";
-    case Role::kTakingOver: return "taking-over";
-    case Role::kLeader: return "leader";
-    case Role::kSteppedDown: return "stepped-down";
+    case Role::kStandby:
+      return "standby";
+    case Role::kTakingOver:
+      return "taking-over";
+    case Role::kLeader:
+      return "leader";
+    case Role::kSteppedDown:
+      return "stepped-down";
   }
   return "?";
 }
@@ -56,7 +60,7 @@ std::optional<int64_t> Leadership::Acquire(std::function<void(const std::string&
       lost_ = std::move(lost);
       lock.Unlock();
       log::Info("leading as epoch {}", epoch_.load());
-          renewer_ = std::thread([this] {
+      renewer_ = std::thread([this] {
         pthread_setname_np(pthread_self(), "lease-renewer");
         Renew();
       });

@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "common/mutex.h"
 #include "api/job_spec.h"
+#include "common/mutex.h"
 #include "server/options.h"
 
 namespace muster::server {
@@ -19,8 +19,8 @@ namespace muster::server {
 class LiveSettings {
  public:
   struct Values {
-    api::SpecDefaults spec_defaults;       // ServerOptions::SpecDefaults()
-    PoolPrices prices;                     // ServerOptions::prices
+    api::SpecDefaults spec_defaults;  // ServerOptions::SpecDefaults()
+    PoolPrices prices;                // ServerOptions::prices
   };
 
   explicit LiveSettings(const ServerOptions& options) : values_(Of(options)) {}

@@ -103,7 +103,8 @@ void LoopExecutor::Run() {
     std::deque<Task> batch;
     {
       MutexLock lock(mu_);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, wait.millis()));
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, wait.millis()));
       while (!stop_ && tasks_.empty()) {
         if (!cv_.WaitFor(lock, until - std::chrono::steady_clock::now())) break;
       }

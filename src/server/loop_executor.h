@@ -50,7 +50,7 @@ class LoopExecutor {
     std::function<Duration()> idle_wait;  // how long to sleep with nothing posted (on the thread)
     Task tick;                            // after each wake-up, its tasks run
     Task stopping;                        // once, after the last task
-    Task settle;  // manual mode: after each round, the owner's other workers finish
+    Task settle;                          // manual mode: after each round, the owner's other workers finish
   };
 
   LoopExecutor() = default;
@@ -105,7 +105,8 @@ template <typename T>
 T LoopExecutor::Call(std::function<void(Done<T>)> fn, T if_stopped) {
   auto promise = std::make_shared<std::promise<T>>();
   std::future<T> future = promise->get_future();
-  Async<T>(std::move(fn), [promise](T v) { promise->set_value(std::move(v)); }, std::move(if_stopped));
+  Async<T>(
+      std::move(fn), [promise](T v) { promise->set_value(std::move(v)); }, std::move(if_stopped));
   if (manual_) {
     RunUntilIdle();
     if (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {

@@ -91,7 +91,8 @@ TEST(LoopExecutorTest, ManualModeRunsTheWorkOnTheCallersThreadUntilIdle) {
   LoopExecutor loop;
   const std::thread::id caller = std::this_thread::get_id();
   bool on_caller = true;
-  loop.StartManual({nullptr, [&] { seen.push_back("tick"); }, nullptr, [&] {
+  loop.StartManual({nullptr, [&] { seen.push_back("tick"); }, nullptr,
+                    [&] {
                       // The settle hook: the other worker finishes; its
                       // answers post more work, as the store writer's do.
                       while (!outside.empty()) {
@@ -117,7 +118,8 @@ TEST(LoopExecutorTest, ManualModeCallAnswersWithoutAThreadAndStopDrains) {
   int ran = 0, stopping = 0;
   std::deque<LoopExecutor::Done<int>> waiting;  // answered by the settle hook
   LoopExecutor loop;
-  loop.StartManual({nullptr, nullptr, [&] { ++stopping; }, [&] {
+  loop.StartManual({nullptr, nullptr, [&] { ++stopping; },
+                    [&] {
                       while (!waiting.empty()) {
                         waiting.front()(42);
                         waiting.pop_front();

@@ -32,8 +32,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/mutex.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace muster::server {
 
@@ -75,7 +75,7 @@ class NodeWaits {
 
   const Clock& clock_;
   mutable Mutex mu_;
-  std::unordered_map<std::string, std::unique_ptr<Slot>> slots_ GUARDED_BY(mu_);  // never erased
+  std::unordered_map<std::string, std::unique_ptr<Slot>> slots_ GUARDED_BY(mu_);    // never erased
   std::set<std::tuple<int64_t, uint64_t, std::string>> deadlines_ GUARDED_BY(mu_);  // (deadline, id, node)
   uint64_t next_id_ GUARDED_BY(mu_) = 0;
   bool closed_ GUARDED_BY(mu_) = false;

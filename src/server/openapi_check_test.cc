@@ -19,16 +19,17 @@ TEST(OpenApiCheck, RoutesAndDescriptionsAreMatchedSegmentBySegment) {
                      {{"/v1/jobs", {{"get", json::object()}, {"post", json::object()}}},
                       {"/v1/jobs/{id}/events", {{"get", json::object()}, {"parameters", json::array()}}},
                       {"/v1/gone", {{"delete", json::object()}}}}}};
-  const std::vector<http::Router::Entry> routes = {{"GET", "/v1/jobs"},   {"POST", "/v1/jobs"},
+  const std::vector<http::Router::Entry> routes = {{"GET", "/v1/jobs"},          {"POST", "/v1/jobs"},
                                                    {"GET", "/v1/jobs/*/events"}, {"POST", "/v1/jobs/*/cancel"},
-                                                   {"GET", "/healthz"},   {"GET", "/ui/*"}};
+                                                   {"GET", "/healthz"},          {"GET", "/ui/*"}};
   const OpenApiDrift drift = CompareOpenApi(doc, routes);
   EXPECT_EQ(drift.undocumented, std::vector<std::string>{"POST /v1/jobs/*/cancel"});
   EXPECT_EQ(drift.unrouted, std::vector<std::string>{"DELETE /v1/gone"});
   EXPECT_FALSE(drift.empty());
-  EXPECT_TRUE(CompareOpenApi(doc, {{"GET", "/v1/jobs"}, {"POST", "/v1/jobs"}, {"GET", "/v1/jobs/*/events"},
-                                   {"DELETE", "/v1/gone"}})
-                  .empty());
+  EXPECT_TRUE(
+      CompareOpenApi(doc,
+                     {{"GET", "/v1/jobs"}, {"POST", "/v1/jobs"}, {"GET", "/v1/jobs/*/events"}, {"DELETE", "/v1/gone"}})
+          .empty());
 }
 
 TEST(OpenApiCheck, TheServedDocumentNamesItsDriftFromTheRoutesGiven) {
@@ -68,7 +69,8 @@ TEST(OpenApiCheck, TheBuiltInDocumentIsSound) {
       std::set<std::string> declared;
       for (const json& p : op.value("parameters", json::array())) {
         if (p.value("in", "") == "path") {
-          EXPECT_TRUE(p.value("required", false)) << where << ": path parameter " << p.value("name", "") << " not required";
+          EXPECT_TRUE(p.value("required", false))
+              << where << ": path parameter " << p.value("name", "") << " not required";
           declared.insert(p.value("name", ""));
         }
       }

@@ -20,8 +20,8 @@ Status SetListen(ServerOptions& o, const std::string& listen) {
   int port = 0;
   const std::string port_text = colon == std::string::npos ? "" : listen.substr(colon + 1);
   auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (colon == std::string::npos || colon == 0 || ec != std::errc() ||
-      p != port_text.data() + port_text.size() || port < 0 || port > 65535) {
+  if (colon == std::string::npos || colon == 0 || ec != std::errc() || p != port_text.data() + port_text.size() ||
+      port < 0 || port > 65535) {
     return InvalidArgument("expected HOST:PORT such as 127.0.0.1:8470, got " + QuoteForMessage(listen), "listen");
   }
   o.host = listen.substr(0, colon);
@@ -80,7 +80,8 @@ Status ServerOptions::Validate() const {
   if (!advertise.empty() && advertise.rfind("http://", 0) != 0 && advertise.rfind("https://", 0) != 0) {
     return InvalidArgument("must be a URL such as http://10.0.0.5:8470", "ha.advertise");
   }
-  if (node_unreachable_after < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "agents.unreachableAfter");
+  if (node_unreachable_after < Duration::Seconds(1))
+    return InvalidArgument("must be at least 1s", "agents.unreachableAfter");
   if (agent_lease < Duration::Seconds(2)) return InvalidArgument("must be at least 2s", "agents.lease");
   if (node_lost_after <= agent_lease || node_lost_after <= node_unreachable_after) {
     // A node's tasks must have stopped themselves (lease) before they are started elsewhere.
@@ -191,10 +192,13 @@ StatusOr<api::SpecDefaults> ParseJobDefaults(const YAML::Node& d) {
   }
   if (const YAML::Node r = d["resources"]) {
     const std::string at = path + ".resources";
-    if (!r.IsMap()) return InvalidArgument("must be a mapping {memoryPerGpu, memoryPerCpu, cpusPerGpu, memory, cpus}", at);
+    if (!r.IsMap())
+      return InvalidArgument("must be a mapping {memoryPerGpu, memoryPerCpu, cpusPerGpu, memory, cpus}", at);
     RETURN_IF_ERROR(CheckKeys(r, {"memoryPerGpu", "memoryPerCpu", "cpusPerGpu", "memory", "cpus"}, at));
     if (r["memoryPerCpu"]) {
-      if (r["memoryPerGpu"]) return InvalidArgument("and memoryPerGpu exclude each other (as DefMemPerCPU and DefMemPerGPU)", at + ".memoryPerCpu");
+      if (r["memoryPerGpu"])
+        return InvalidArgument("and memoryPerGpu exclude each other (as DefMemPerCPU and DefMemPerGPU)",
+                               at + ".memoryPerCpu");
       ASSIGN_OR_RETURN(defaults.memory_per_cpu, config::MemoryBytes(r["memoryPerCpu"], at + ".memoryPerCpu"));
     }
     if (r["memoryPerGpu"]) {
@@ -221,12 +225,40 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
   auto body = [&]() -> Status {
     if (root.IsNull()) return Status::Ok();
     if (!root.IsMap()) return InvalidArgument("the configuration must be a YAML mapping", "server");
-    RETURN_IF_ERROR(CheckKeys(root, {"listen", "store", "admins", "priorityClasses", "defaultPriorityClass",
-                                     "scheduler", "fairShare", "cycleInterval", "maxBodyBytes", "rateLimit",
-                                     "maxConnections", "maxConnectionsPerClient", "maxConnectionsPerUser",
-                                     "firstRequestTimeout", "limits", "threads",
-                                     "agents", "checkpoints", "jobDefaults", "nodes", "nodeGroups", "queues", "strictQueues", "acceptUnfitJobs",
-                                     "ha", "auth", "tls", "allowPlainHttp", "prices", "pools", "accessLog", "stragglers", "slurm"},
+    RETURN_IF_ERROR(CheckKeys(root,
+                              {"listen",
+                               "store",
+                               "admins",
+                               "priorityClasses",
+                               "defaultPriorityClass",
+                               "scheduler",
+                               "fairShare",
+                               "cycleInterval",
+                               "maxBodyBytes",
+                               "rateLimit",
+                               "maxConnections",
+                               "maxConnectionsPerClient",
+                               "maxConnectionsPerUser",
+                               "firstRequestTimeout",
+                               "limits",
+                               "threads",
+                               "agents",
+                               "checkpoints",
+                               "jobDefaults",
+                               "nodes",
+                               "nodeGroups",
+                               "queues",
+                               "strictQueues",
+                               "acceptUnfitJobs",
+                               "ha",
+                               "auth",
+                               "tls",
+                               "allowPlainHttp",
+                               "prices",
+                               "pools",
+                               "accessLog",
+                               "stragglers",
+                               "slurm"},
                               "server"));
     if (root["listen"]) {
       ASSIGN_OR_RETURN(std::string listen, config::Str(root["listen"], "server.listen"));
@@ -292,11 +324,11 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         const YAML::Node c = classes[i];
         if (!c.IsMap()) {
           return InvalidArgument(
-              "must be a mapping {name, weight, preemptible, mayPreempt, interactive, maxTimeLimit, preemptGrace}", path);
+              "must be a mapping {name, weight, preemptible, mayPreempt, interactive, maxTimeLimit, preemptGrace}",
+              path);
         }
-        RETURN_IF_ERROR(
-            CheckKeys(c, {"name", "weight", "preemptible", "mayPreempt", "interactive", "maxTimeLimit", "preemptGrace"},
-                      path));
+        RETURN_IF_ERROR(CheckKeys(
+            c, {"name", "weight", "preemptible", "mayPreempt", "interactive", "maxTimeLimit", "preemptGrace"}, path));
         core::PriorityClass pc;
         if (!c["name"]) return InvalidArgument("is required", path + ".name");
         ASSIGN_OR_RETURN(pc.name, config::Str(c["name"], path + ".name"));
@@ -319,7 +351,8 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         if (pc.interactive) {
           // Interactive work preempts best-effort work and is never itself
           // preempted; backfill plans around its bounded time limit.
-          if (pc.preemptible) return InvalidArgument("an interactive class cannot be preemptible", path + ".preemptible");
+          if (pc.preemptible)
+            return InvalidArgument("an interactive class cannot be preemptible", path + ".preemptible");
           if (c["mayPreempt"] && !pc.may_preempt) {
             return InvalidArgument("an interactive class preempts best-effort work; leave mayPreempt out",
                                    path + ".mayPreempt");
@@ -354,10 +387,11 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
     if (const YAML::Node s = root["scheduler"]) {
       const std::string path = "server.scheduler";
       if (!s.IsMap()) return InvalidArgument("must be a mapping", path);
-      RETURN_IF_ERROR(CheckKeys(s, {"policy", "maxReservations", "starvationThreshold", "maxStarvationReservations",
-                                    "agePointsPerHour", "ageCap", "sizePointsPerGpu", "sizeCap", "preemption",
-                                    "backfillBy", "spotCheckpointInterval"},
-                                path));
+      RETURN_IF_ERROR(CheckKeys(
+          s,
+          {"policy", "maxReservations", "starvationThreshold", "maxStarvationReservations", "agePointsPerHour",
+           "ageCap", "sizePointsPerGpu", "sizeCap", "preemption", "backfillBy", "spotCheckpointInterval"},
+          path));
       auto& so = o.scheduler;
       if (s["backfillBy"]) {
         ASSIGN_OR_RETURN(const std::string by, config::Str(s["backfillBy"], path + ".backfillBy"));
@@ -374,7 +408,8 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         so.max_reservations = static_cast<int32_t>(v);
       }
       if (s["maxStarvationReservations"]) {
-        ASSIGN_OR_RETURN(int64_t v, config::Int(s["maxStarvationReservations"], path + ".maxStarvationReservations", 0, 10'000));
+        ASSIGN_OR_RETURN(int64_t v,
+                         config::Int(s["maxStarvationReservations"], path + ".maxStarvationReservations", 0, 10'000));
         so.max_starvation_reservations = static_cast<int32_t>(v);
       }
       if (s["starvationThreshold"]) {
@@ -385,13 +420,15 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
                          config::Dur(s["spotCheckpointInterval"], path + ".spotCheckpointInterval"));
       }
       if (s["agePointsPerHour"]) {
-        ASSIGN_OR_RETURN(so.weights.age_points_per_hour, config::Int(s["agePointsPerHour"], path + ".agePointsPerHour", 0, 1'000'000));
+        ASSIGN_OR_RETURN(so.weights.age_points_per_hour,
+                         config::Int(s["agePointsPerHour"], path + ".agePointsPerHour", 0, 1'000'000));
       }
       if (s["ageCap"]) {
         ASSIGN_OR_RETURN(so.weights.age_cap, config::Int(s["ageCap"], path + ".ageCap", 0, 1'000'000'000));
       }
       if (s["sizePointsPerGpu"]) {
-        ASSIGN_OR_RETURN(so.weights.size_points_per_gpu, config::Int(s["sizePointsPerGpu"], path + ".sizePointsPerGpu", 0, 1'000'000));
+        ASSIGN_OR_RETURN(so.weights.size_points_per_gpu,
+                         config::Int(s["sizePointsPerGpu"], path + ".sizePointsPerGpu", 0, 1'000'000));
       }
       if (s["sizeCap"]) {
         ASSIGN_OR_RETURN(so.weights.size_cap, config::Int(s["sizeCap"], path + ".sizeCap", 0, 1'000'000'000));
@@ -402,7 +439,8 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         RETURN_IF_ERROR(
             CheckKeys(pr, {"enabled", "minRunTime", "maxPerCycle", "reclaimAnyClass", "reclaimPastGuarantee"}, pp));
         if (pr["reclaimAnyClass"]) {
-          ASSIGN_OR_RETURN(so.preemption.reclaim_any_class, config::Bool(pr["reclaimAnyClass"], pp + ".reclaimAnyClass"));
+          ASSIGN_OR_RETURN(so.preemption.reclaim_any_class,
+                           config::Bool(pr["reclaimAnyClass"], pp + ".reclaimAnyClass"));
         }
         if (pr["reclaimPastGuarantee"]) {
           ASSIGN_OR_RETURN(so.preemption.reclaim_past_guarantee,
@@ -462,7 +500,8 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
         if (!u.IsMap()) return InvalidArgument("must be a mapping {perSecond, burst}", at);
         RETURN_IF_ERROR(CheckKeys(u, {"perSecond", "burst"}, at));
         if (u["perSecond"]) {
-          ASSIGN_OR_RETURN(o.unauthenticated_rate_per_second, config::Int(u["perSecond"], at + ".perSecond", 1, 10'000'000));
+          ASSIGN_OR_RETURN(o.unauthenticated_rate_per_second,
+                           config::Int(u["perSecond"], at + ".perSecond", 1, 10'000'000));
         }
         if (u["burst"]) {
           ASSIGN_OR_RETURN(o.unauthenticated_rate_burst, config::Int(u["burst"], at + ".burst", 1, 10'000'000));
@@ -499,7 +538,8 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       }
       if (l["tokenLifetime"]) {
         ASSIGN_OR_RETURN(o.max_token_lifetime, config::Dur(l["tokenLifetime"], at + ".tokenLifetime"));
-        if (o.max_token_lifetime < Duration::Minutes(1)) return InvalidArgument("must be at least 1m", at + ".tokenLifetime");
+        if (o.max_token_lifetime < Duration::Minutes(1))
+          return InvalidArgument("must be at least 1m", at + ".tokenLifetime");
       }
       if (l["jobTokenAfterEnd"]) {
         ASSIGN_OR_RETURN(o.job_token_after_end, config::Dur(l["jobTokenAfterEnd"], at + ".jobTokenAfterEnd"));
@@ -538,12 +578,18 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       ASSIGN_OR_RETURN(o.job_defaults.slurm, ParseSlurmMapping(sl));
     }
     if (const YAML::Node a = root["agents"]) {
-      if (!a.IsMap()) return InvalidArgument("must be a mapping {unreachableAfter, lostAfter, maxLostFraction, silenceBurstWindow, silenceHold, lease, defaultGrace, syncWait}", "server.agents");
-      RETURN_IF_ERROR(CheckKeys(a, {"unreachableAfter", "lostAfter", "maxLostFraction", "silenceBurstWindow", "silenceHold", "lease",
-                                 "defaultGrace", "syncWait"},
+      if (!a.IsMap())
+        return InvalidArgument(
+            "must be a mapping {unreachableAfter, lostAfter, maxLostFraction, silenceBurstWindow, silenceHold, lease, "
+            "defaultGrace, syncWait}",
+            "server.agents");
+      RETURN_IF_ERROR(CheckKeys(a,
+                                {"unreachableAfter", "lostAfter", "maxLostFraction", "silenceBurstWindow",
+                                 "silenceHold", "lease", "defaultGrace", "syncWait"},
                                 "server.agents"));
       if (a["unreachableAfter"]) {
-        ASSIGN_OR_RETURN(o.node_unreachable_after, config::Dur(a["unreachableAfter"], "server.agents.unreachableAfter"));
+        ASSIGN_OR_RETURN(o.node_unreachable_after,
+                         config::Dur(a["unreachableAfter"], "server.agents.unreachableAfter"));
       }
       if (a["lostAfter"]) {
         ASSIGN_OR_RETURN(o.node_lost_after, config::Dur(a["lostAfter"], "server.agents.lostAfter"));
@@ -569,7 +615,8 @@ StatusOr<ServerOptions> ParseServerOptions(const std::string& yaml_text, const s
       }
     }
     if (const YAML::Node h = root["ha"]) {
-      if (!h.IsMap()) return InvalidArgument("must be a mapping {name, advertise, lease, renewEvery, pollEvery}", "server.ha");
+      if (!h.IsMap())
+        return InvalidArgument("must be a mapping {name, advertise, lease, renewEvery, pollEvery}", "server.ha");
       RETURN_IF_ERROR(CheckKeys(h, {"name", "advertise", "lease", "renewEvery", "pollEvery"}, "server.ha"));
       if (h["name"]) {
         ASSIGN_OR_RETURN(o.server_name, config::Str(h["name"], "server.ha.name"));

@@ -125,7 +125,7 @@ struct ServerOptions {
   int64_t rate_burst = 1000;
   int64_t unauthenticated_rate_per_second = 20;  // per address, for requests with no valid credential
   int64_t unauthenticated_rate_burst = 100;
-  int64_t max_connections = 10'000;  // open connections in all; the process's file limit bounds it too
+  int64_t max_connections = 10'000;           // open connections in all; the process's file limit bounds it too
   int64_t max_connections_per_client = 1000;  // unauthenticated, per address; 0: no bound
   int64_t max_connections_per_user = 1000;    // per authenticated caller; 0: no bound
   Duration first_request_timeout = Duration::Seconds(10);

@@ -11,7 +11,8 @@ jobDefaults:
   timeLimit: 4h
   retry: {limit: 7, backoff: {initial: 5s}, failOnExitCodes: [2]}
   checkpoint: {gracePeriod: 2m, keep: 5}
-)", "test.yaml");
+)",
+                              "test.yaml");
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   const api::SpecDefaults& d = o->job_defaults;
   EXPECT_EQ(d.retry.limit, 7);
@@ -31,8 +32,8 @@ jobDefaults:
   EXPECT_EQ(bare->checkpoint->grace_period, Duration::Minutes(2));
   EXPECT_EQ(bare->checkpoint->keep, 5);
   EXPECT_EQ(bare->time_limit, Duration::Hours(4));
-  auto own = api::ParseJobSpec("command: [x]\nretry: {limit: 1, backoff: {factor: 3}}\ncheckpoint: {dir: /c, keep: 1}\n",
-                               "application/yaml", d);
+  auto own = api::ParseJobSpec(
+      "command: [x]\nretry: {limit: 1, backoff: {factor: 3}}\ncheckpoint: {dir: /c, keep: 1}\n", "application/yaml", d);
   ASSERT_TRUE(own.ok());
   EXPECT_EQ(own->retry.limit, 1);
   EXPECT_EQ(own->retry.backoff.factor, 3);
@@ -155,8 +156,10 @@ TEST(ServerOptions, ErrorsNameTheKeyAsTheFileSpellsIt) {
     ASSERT_FALSE(o.ok()) << c.yaml;
     EXPECT_EQ(o.status().field(), c.field) << c.yaml << ": " << o.status().ToString();
   }
-  EXPECT_NE(ParseServerOptions("listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n", "test.yaml").status().message().find(
-                "given more than once"),
+  EXPECT_NE(ParseServerOptions("listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n", "test.yaml")
+                .status()
+                .message()
+                .find("given more than once"),
             std::string::npos);
 }
 
@@ -176,7 +179,8 @@ scheduler: {preemption: {minRunTime: 10m, maxPerCycle: 2}}
 queues:
   - {name: research, guarantee: {H100: 16}, limit: {H100: 32, "*": 48}, share: 3}
   - {name: prod, guarantee: 8}
-)", "test.yaml");
+)",
+                              "test.yaml");
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   ASSERT_EQ(o->cluster.queues.size(), 2u);
   EXPECT_EQ(o->cluster.queues[0].guarantee.at("H100"), 16);
@@ -198,13 +202,14 @@ priorityClasses:
   - {name: shell, weight: 90, interactive: true}
 defaultPriorityClass: standard
 jobDefaults: {timeLimit: 24h}
-)", "test.yaml");
+)",
+                              "test.yaml");
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   const core::PriorityClass& notebook = o->cluster.priority_classes[2];
   EXPECT_TRUE(notebook.interactive);
   EXPECT_TRUE(notebook.may_preempt);
   EXPECT_EQ(notebook.max_time_limit, Duration::Hours(4));
-  EXPECT_EQ(o->cluster.priority_classes[3].max_time_limit, Duration::Hours(8));  // the default bound
+  EXPECT_EQ(o->cluster.priority_classes[3].max_time_limit, Duration::Hours(8));    // the default bound
   EXPECT_EQ(o->cluster.priority_classes[3].preempt_grace, Duration::Seconds(30));  // the default cut
   EXPECT_TRUE(o->cluster.priority_classes[1].preempt_grace.is_infinite());
   const api::SpecDefaults d = o->SpecDefaults();
@@ -266,7 +271,8 @@ TEST(Queues, BadQuotasNameTheKey) {
       {"scheduler: {backfillBy: guess}", "server.scheduler.backfillBy"},
       {"scheduler: {spotCheckpointInterval: often}", "server.scheduler.spotCheckpointInterval"},
       {"checkpoints: {writeBandwidth: fast}", "server.checkpoints.writeBandwidth"},
-      {"priorityClasses: [{name: x, mayPreempt: sometimes}]\ndefaultPriorityClass: x", "server.priorityClasses[0].mayPreempt"},
+      {"priorityClasses: [{name: x, mayPreempt: sometimes}]\ndefaultPriorityClass: x",
+       "server.priorityClasses[0].mayPreempt"},
   };
   for (const Case& c : cases) {
     auto o = ParseServerOptions(c.yaml, "test.yaml");
@@ -311,16 +317,19 @@ slurm:
   qos: {qos_gpu-t3: urgent, normal: normal}
   partitions: {gpu: {}, hopper: {queue: h100s, features: [h100]}}
   accounts: {six@gpu: research}
-)", "test.yaml");
+)",
+                              "test.yaml");
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   const api::SpecDefaults d = o->SpecDefaults();
-  auto s = api::ParseJobSpec(R"({"command":["x"],"slurm":{"qos":"qos_gpu-t3","partition":"hopper"}})", "application/json", d);
+  auto s = api::ParseJobSpec(R"({"command":["x"],"slurm":{"qos":"qos_gpu-t3","partition":"hopper"}})",
+                             "application/json", d);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->priority, "urgent");
   EXPECT_EQ(s->time_limit, Duration::Hours(2)) << "the class's bound applies";
   EXPECT_EQ(s->queue, "h100s");
   EXPECT_EQ(s->features, std::vector<std::string>{"h100"});
-  s = api::ParseJobSpec(R"({"command":["x"],"slurm":{"partition":"hopper","account":"six@gpu"}})", "application/json", d);
+  s = api::ParseJobSpec(R"({"command":["x"],"slurm":{"partition":"hopper","account":"six@gpu"}})", "application/json",
+                        d);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->queue, "research") << "an account's queue wins over a partition's";
   s = api::ParseJobSpec(R"({"command":["x"],"queue":"mine","priority":"normal","slurm":{"qos":"qos_gpu-t3"}})",
@@ -332,9 +341,12 @@ slurm:
   EXPECT_NE(canonical.find(R"("slurm":{"qos":"qos_gpu-t3"})"), std::string::npos) << canonical;
   EXPECT_TRUE(api::ParseJobSpecJson(canonical).ok()) << "a stored spec reads back without the tables";
   for (const auto& [spec, field, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {R"({"command":["x"],"slurm":{"qos":"high"}})", "spec.slurm.qos", "unknown QOS \"high\" (known: normal, qos_gpu-t3)"},
-           {R"({"command":["x"],"slurm":{"partition":"cpu"}})", "spec.slurm.partition", "unknown partition \"cpu\" (known: gpu, hopper)"},
-           {R"({"command":["x"],"slurm":{"account":"x"}})", "spec.slurm.account", "unknown account \"x\" (known: six@gpu)"},
+           {R"({"command":["x"],"slurm":{"qos":"high"}})", "spec.slurm.qos",
+            "unknown QOS \"high\" (known: normal, qos_gpu-t3)"},
+           {R"({"command":["x"],"slurm":{"partition":"cpu"}})", "spec.slurm.partition",
+            "unknown partition \"cpu\" (known: gpu, hopper)"},
+           {R"({"command":["x"],"slurm":{"account":"x"}})", "spec.slurm.account",
+            "unknown account \"x\" (known: six@gpu)"},
            {R"({"command":["x"],"slurm":{"qos":"a","cluster":"b"}})", "spec.slurm.cluster", "unknown field"}}) {
     auto bad = api::ParseJobSpec(spec, "application/json", d);
     ASSERT_FALSE(bad.ok()) << spec;

@@ -49,9 +49,9 @@ StatusOr<PoolPrices> ReadPoolPrices(const YAML::Node& prices, const YAML::Node& 
   for (const auto& kv : pools) {
     const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : "";
     if (!core::IsFeatureName(name)) {
-      return InvalidArgument("a pool name is 1 to 64 letters, digits and ._- (a node feature), got " +
-                                 QuoteForMessage(name, 64),
-                             "server.pools");
+      return InvalidArgument(
+          "a pool name is 1 to 64 letters, digits and ._- (a node feature), got " + QuoteForMessage(name, 64),
+          "server.pools");
     }
     const std::string path = "server.pools." + name;
     const YAML::Node& pool = kv.second;

@@ -33,7 +33,8 @@ QueueAdmin::QueueSource QueueAdmin::SourceOf(const std::string& name) const {
   const QueuesInForce in_force = api_.Merge(file_cluster_.queues, file_fairshare_.shares);
   QueueSource out;
   // Configured shares are integers.
-  if (auto share = in_force.shares.find(name); share != in_force.shares.end()) out.share = static_cast<int64_t>(share->second);
+  if (auto share = in_force.shares.find(name); share != in_force.shares.end())
+    out.share = static_cast<int64_t>(share->second);
   if (auto source = in_force.source.find(name); source != in_force.source.end()) out.source = source->second;
   if (out.source == "api") out.changed_by = api_.Find(name)->changed_by;
   return out;

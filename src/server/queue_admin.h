@@ -42,7 +42,7 @@ class QueueAdmin {
   std::string Dump() const { return api_.Dump(); }
 
   struct InForce {
-    core::ClusterConfig cluster;           // the file's, with the queues in force
+    core::ClusterConfig cluster;            // the file's, with the queues in force
     scheduler::FairShareOptions fairshare;  // the file's, with every queue's share
     std::vector<std::string> shadowed;      // API queues the file names too
     std::vector<std::string> left_out;      // API queues not in force: "NAME (why)"

@@ -50,8 +50,12 @@ Status RegistryCredentials::LoadEntries(const nlohmann::json& j) {
 std::string RegistryCredentials::Dump() const {
   json out = json::array();
   for (const auto& [key, c] : creds_) {
-    out.push_back({{"scope", c.scope},       {"owner", c.owner},         {"registry", c.registry},
-                   {"username", c.username}, {"password", c.password},   {"createdBy", c.created_by},
+    out.push_back({{"scope", c.scope},
+                   {"owner", c.owner},
+                   {"registry", c.registry},
+                   {"username", c.username},
+                   {"password", c.password},
+                   {"createdBy", c.created_by},
                    {"createdMs", c.created_ms}});
   }
   return out.dump();

@@ -41,7 +41,8 @@ TEST(RegistryCredentialsTest, TheStoredDocumentRoundTripsAndDamageIsSaid) {
   EXPECT_TRUE(back.All().empty());
   EXPECT_EQ(back.Load("{").code(), StatusCode::kDataLoss);
   EXPECT_EQ(back.Load(R"([{"scope":"group","owner":"x","registry":"r"}])").code(), StatusCode::kDataLoss);
-  EXPECT_EQ(back.Load(R"([{"scope":"user","owner":"x","registry":"r","createdMs":"2"}])").code(), StatusCode::kDataLoss);
+  EXPECT_EQ(back.Load(R"([{"scope":"user","owner":"x","registry":"r","createdMs":"2"}])").code(),
+            StatusCode::kDataLoss);
   EXPECT_TRUE(back.All().empty());
 }
 

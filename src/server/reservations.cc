@@ -45,14 +45,14 @@ StatusOr<std::vector<std::string>> Names(const json& body, const char* key, size
 }
 
 StatusOr<Time> TimeField(const json& body, const char* key, Time now) {
-  if (!body[key].is_string()) return InvalidArgument("must be an RFC 3339 time such as \"2026-12-01T08:00:00Z\", or \"now\"", key);
+  if (!body[key].is_string())
+    return InvalidArgument("must be an RFC 3339 time such as \"2026-12-01T08:00:00Z\", or \"now\"", key);
   const std::string text = body[key].get<std::string>();
   if (text == "now") return now;
   const std::optional<Time> t = ParseRfc3339Utc(text);
   if (!t) {
-    return InvalidArgument("must be an RFC 3339 time such as \"2026-12-01T08:00:00Z\", or \"now\", got " +
-                               QuoteForMessage(text),
-                           key);
+    return InvalidArgument(
+        "must be an RFC 3339 time such as \"2026-12-01T08:00:00Z\", or \"now\", got " + QuoteForMessage(text), key);
   }
   return *t;
 }
@@ -75,7 +75,9 @@ StatusOr<std::vector<std::string>> Flags(const json& body) {
     }
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   }
-  auto rank = [](const std::string& f) { return std::find(std::begin(kFlags), std::end(kFlags), f) - std::begin(kFlags); };
+  auto rank = [](const std::string& f) {
+    return std::find(std::begin(kFlags), std::end(kFlags), f) - std::begin(kFlags);
+  };
   std::sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
   return out;
 }
@@ -90,10 +92,11 @@ bool ReservationEntry::Has(std::string_view flag) const {
   return std::find(flags.begin(), flags.end(), flag) != flags.end();
 }
 
-StatusOr<ReservationEntry> ReservationFromJson(const json& body, Time now, const std::vector<std::string>& cluster_nodes,
-                                               bool any_node) {
+StatusOr<ReservationEntry> ReservationFromJson(const json& body, Time now,
+                                               const std::vector<std::string>& cluster_nodes, bool any_node) {
   if (!body.is_object()) return InvalidArgument("must be a JSON object", "body");
-  static const std::set<std::string> kFields = {"name", "nodes", "start", "end", "duration", "users", "queues", "flags"};
+  static const std::set<std::string> kFields = {"name",     "nodes", "start",  "end",
+                                                "duration", "users", "queues", "flags"};
   for (const auto& [key, value] : body.items()) {
     if (!kFields.count(key)) return InvalidArgument("unknown field", key.substr(0, 64));
   }
@@ -122,7 +125,8 @@ StatusOr<ReservationEntry> ReservationFromJson(const json& body, Time now, const
     ASSIGN_OR_RETURN(r.window.start, TimeField(body, "start", now));
   }
   const bool has_end = body.contains("end"), has_duration = body.contains("duration");
-  if (has_end == has_duration) return InvalidArgument("give end or duration, one of them", has_end ? "duration" : "end");
+  if (has_end == has_duration)
+    return InvalidArgument("give end or duration, one of them", has_end ? "duration" : "end");
   if (has_end) {
     ASSIGN_OR_RETURN(r.window.end, TimeField(body, "end", now));
   } else {
@@ -146,10 +150,14 @@ StatusOr<ReservationEntry> ReservationFromJson(const json& body, Time now, const
 }
 
 json ReservationJson(const ReservationEntry& r) {
-  return {{"name", r.window.name},   {"nodes", r.window.nodes},
-          {"start", FormatRfc3339Utc(r.window.start)}, {"end", FormatRfc3339Utc(r.window.end)},
-          {"users", r.users},        {"queues", r.queues},
-          {"flags", r.flags},        {"allNodes", r.all_nodes},
+  return {{"name", r.window.name},
+          {"nodes", r.window.nodes},
+          {"start", FormatRfc3339Utc(r.window.start)},
+          {"end", FormatRfc3339Utc(r.window.end)},
+          {"users", r.users},
+          {"queues", r.queues},
+          {"flags", r.flags},
+          {"allNodes", r.all_nodes},
           {"createdBy", r.created_by}};
 }
 
@@ -159,11 +167,14 @@ Status Reservations::Load(const std::string& text) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_array()) return DataLoss("meta reservations is damaged: " + text.substr(0, 200));
   for (const json& e : j) {
-    auto r = ReservationFromJson(
-        json{{"name", e.value("name", "")}, {"nodes", e.value("nodes", json::array())}, {"start", e.value("start", "")},
-             {"end", e.value("end", "")}, {"users", e.value("users", json::array())},
-             {"queues", e.value("queues", json::array())}, {"flags", e.value("flags", json::array())}},
-        Time::Zero(), {}, /*any_node=*/true);
+    auto r = ReservationFromJson(json{{"name", e.value("name", "")},
+                                      {"nodes", e.value("nodes", json::array())},
+                                      {"start", e.value("start", "")},
+                                      {"end", e.value("end", "")},
+                                      {"users", e.value("users", json::array())},
+                                      {"queues", e.value("queues", json::array())},
+                                      {"flags", e.value("flags", json::array())}},
+                                 Time::Zero(), {}, /*any_node=*/true);
     if (!r.ok()) return DataLoss("meta reservations is damaged: " + r.status().ToString());
     r->created_by = e.value("createdBy", "");
     r->all_nodes = e.value("allNodes", false);
@@ -227,8 +238,9 @@ Status Reservations::MayUse(const std::string& name, const std::string& user, co
   if (r == nullptr) {
     std::string known;
     for (const ReservationEntry& e : entries_) known += (known.empty() ? "" : ", ") + e.window.name;
-    return InvalidArgument("no reservation " + QuoteForMessage(name) + " (known: " + (known.empty() ? "none" : known) + ")",
-                           "reservation");
+    return InvalidArgument(
+        "no reservation " + QuoteForMessage(name) + " (known: " + (known.empty() ? "none" : known) + ")",
+        "reservation");
   }
   const bool for_user = std::find(r->users.begin(), r->users.end(), user) != r->users.end();
   const bool for_queue = std::find(r->queues.begin(), r->queues.end(), queue) != r->queues.end();

@@ -40,16 +40,20 @@ TEST(Reservations, ABodyIsReadWithItsDefaultsAndRoundTrips) {
 TEST(Reservations, WhatCannotBeReservedIsRefusedNamingTheField) {
   EXPECT_EQ(Error(R"({"name":"a b","nodes":["gpu1"],"duration":"1h","users":["ann"]})"),
             "name: must be a name of 1 to 128 characters of [A-Za-z0-9._-]");
-  EXPECT_EQ(Error(R"({"name":"r","nodes":["cpu1"],"duration":"1h","users":["ann"]})"), "nodes[0]: no node \"cpu1\" in the cluster");
-  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1","gpu1"],"duration":"1h","users":["ann"]})"), "nodes[1]: is named twice");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["cpu1"],"duration":"1h","users":["ann"]})"),
+            "nodes[0]: no node \"cpu1\" in the cluster");
+  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1","gpu1"],"duration":"1h","users":["ann"]})"),
+            "nodes[1]: is named twice");
   EXPECT_EQ(Error(R"({"name":"r","nodes":[],"duration":"1h","users":["ann"]})"), "nodes: must name at least one");
   EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"users":["ann"]})"), "end: give end or duration, one of them");
   EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","end":"now","users":["ann"]})"),
             "duration: give end or duration, one of them");
   EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"start":"tomorrow","duration":"1h","users":["ann"]})"),
             "start: must be an RFC 3339 time such as \"2026-12-01T08:00:00Z\", or \"now\", got \"tomorrow\"");
-  EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"start":"2026-12-01T00:00:00Z","end":"2026-12-01T07:00:00Z","users":["ann"]})"),
-            "end: has passed already");
+  EXPECT_EQ(
+      Error(
+          R"({"name":"r","nodes":["gpu1"],"start":"2026-12-01T00:00:00Z","end":"2026-12-01T07:00:00Z","users":["ann"]})"),
+      "end: has passed already");
   EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"400d","users":["ann"]})"),
             "duration: a reservation lasts at most 365 days");
   EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h"})"), "users: name the users or queues it is for");
@@ -69,11 +73,13 @@ TEST(Reservations, OverlapsOnANodeAreRefusedAndUseIsForItsUsersOrQueues) {
   EXPECT_EQ(overlap.field(), "nodes");
   EXPECT_NE(overlap.message().find("node gpu2 is in reservation a"), std::string::npos) << overlap.ToString();
   EXPECT_TRUE(
-      all.Add(*Read(R"({"name":"b","nodes":["gpu2"],"start":"2026-12-01T10:00:00Z","duration":"2h","queues":["q"]})")).ok())
+      all.Add(*Read(R"({"name":"b","nodes":["gpu2"],"start":"2026-12-01T10:00:00Z","duration":"2h","queues":["q"]})"))
+          .ok())
       << "after a's window";
   EXPECT_TRUE(all.MayUse("a", "ann", "default").ok());
   EXPECT_TRUE(all.MayUse("b", "bob", "q").ok());
-  EXPECT_EQ(all.MayUse("a", "bob", "default").message(), "reservation a is for users ann and queues none; not for bob in queue default");
+  EXPECT_EQ(all.MayUse("a", "bob", "default").message(),
+            "reservation a is for users ann and queues none; not for bob in queue default");
   EXPECT_EQ(all.MayUse("c", "ann", "q").message(), "no reservation \"c\" (known: a, b)");
   EXPECT_EQ(all.RemoveEnded(kNow + Duration::Hours(3)), std::vector<std::string>{"a"});
   EXPECT_EQ(all.Windows().size(), 1u);
@@ -95,7 +101,8 @@ TEST(Reservations, FlagsAndAllNodes) {
   EXPECT_TRUE(maint->Has("IGNORE_JOBS"));
   EXPECT_FALSE(maint->Has("OVERLAP"));
   EXPECT_TRUE(all.Add(*maint).ok()) << "MAINT may overlap";
-  EXPECT_TRUE(all.Add(*Read(R"({"name":"o","nodes":["gpu1"],"duration":"1h","users":["bob"],"flags":["OVERLAP"]})")).ok());
+  EXPECT_TRUE(
+      all.Add(*Read(R"({"name":"o","nodes":["gpu1"],"duration":"1h","users":["bob"],"flags":["OVERLAP"]})")).ok());
   EXPECT_FALSE(all.Add(*Read(R"({"name":"p","nodes":["gpu2"],"duration":"1h","users":["bob"]})")).ok())
       << "without a flag, no overlap";
   Reservations loaded;
@@ -103,8 +110,9 @@ TEST(Reservations, FlagsAndAllNodes) {
   ASSERT_NE(loaded.Find("m"), nullptr);
   EXPECT_EQ(loaded.Find("m")->flags, maint->flags);
   EXPECT_TRUE(loaded.Find("m")->all_nodes);
-  EXPECT_EQ(Read(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["a"],"flags":["ignore_jobs","overlap"]})")->flags,
-            (std::vector<std::string>{"OVERLAP", "IGNORE_JOBS"}))
+  EXPECT_EQ(
+      Read(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["a"],"flags":["ignore_jobs","overlap"]})")->flags,
+      (std::vector<std::string>{"OVERLAP", "IGNORE_JOBS"}))
       << "in Slurm's order";
   EXPECT_EQ(Error(R"({"name":"r","nodes":["gpu1"],"duration":"1h","users":["ann"],"flags":["DAILY"]})"),
             "flags[0]: must be IGNORE_JOBS, MAINT or OVERLAP, got \"DAILY\"");

@@ -112,8 +112,8 @@ class TokenRefresh {
 // (so that taking over reads only what changed since its last look) until
 // the lease is its own, then the new leader: its writes fenced, its state
 // restored from those rows, leading. A start that fails stops the API.
-void StandByThenLead(Leadership& leadership, store::Store& store, ControlLoop& loop, HttpApi& api,
-                     Authenticator& authn, std::atomic<bool>& start_failed) {
+void StandByThenLead(Leadership& leadership, store::Store& store, ControlLoop& loop, HttpApi& api, Authenticator& authn,
+                     std::atomic<bool>& start_failed) {
   JobMirror mirror(store);
   std::string mirror_error;
   const auto follow = [&] {
@@ -149,7 +149,8 @@ void StandByThenLead(Leadership& leadership, store::Store& store, ControlLoop& l
   }
   leadership.Lead();
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
-  const std::string source = followed ? std::to_string(jobs) + " jobs followed as a standby" : "jobs read from the store";
+  const std::string source =
+      followed ? std::to_string(jobs) + " jobs followed as a standby" : "jobs read from the store";
   log::Info("leader (epoch {}), state restored in {} ms ({}), {} node{}", *epoch, ms.count(), source,
             loop.nodes_at_start(), loop.nodes_at_start() == 1 ? "" : "s");
 }
@@ -241,10 +242,11 @@ int RunServer(const ServerOptions& options, const std::string& port_file, const 
   std::atomic<bool> start_failed{false};
   std::thread elect;
   if (leadership.elected()) {
-    leadership.SetIdentity(options.server_name.empty() ? HostName() + ":" + std::to_string(api.port()) : options.server_name,
-                           options.advertise.empty() ? listening : options.advertise);
+    leadership.SetIdentity(
+        options.server_name.empty() ? HostName() + ":" + std::to_string(api.port()) : options.server_name,
+        options.advertise.empty() ? listening : options.advertise);
     log::Info("listening on {}, store {}, standby", listening, opened->description);
-      elect = std::thread([&] { StandByThenLead(leadership, store, loop, api, authn, start_failed); });
+    elect = std::thread([&] { StandByThenLead(leadership, store, loop, api, authn, start_failed); });
   } else {
     log::Info("listening on {}, store {}, {} node{}", listening, opened->description, loop.nodes_at_start(),
               loop.nodes_at_start() == 1 ? "" : "s");

@@ -16,16 +16,15 @@ using prometheus::MetricFamily;
 // Seconds, from a millisecond to a minute: loop work (cycles, submits,
 // syncs, commits) is in the low milliseconds when all is well.
 const prometheus::Histogram::BucketBoundaries& FastBuckets() {
-  static const prometheus::Histogram::BucketBoundaries b = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                            0.1,    0.25,  0.5,    1,     2.5,  5,    10, 60};
+  static const prometheus::Histogram::BucketBoundaries b = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                            0.25,   0.5,   1,      2.5,   5,    10,    60};
   return b;
 }
 
 // Seconds a job waits to start: from a second to a week.
 const prometheus::Histogram::BucketBoundaries& WaitBuckets() {
-  static const prometheus::Histogram::BucketBoundaries b = {1,     5,     15,     60,     300,    900,
-                                                            1800,  3600,  7200,   14400,  28800,  86400,
-                                                            172800, 604800};
+  static const prometheus::Histogram::BucketBoundaries b = {1,    5,    15,    60,    300,   900,    1800,
+                                                            3600, 7200, 14400, 28800, 86400, 172800, 604800};
   return b;
 }
 
@@ -34,7 +33,7 @@ prometheus::Histogram* Timer(prometheus::Registry& r, const std::string& name, c
 }
 
 prometheus::Family<prometheus::Counter>* Counters(prometheus::Registry& r, const std::string& name,
-                                                 const std::string& help) {
+                                                  const std::string& help) {
   return &prometheus::BuildCounter().Name(name).Help(help).Register(r);
 }
 
@@ -52,8 +51,8 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
                 .Help("How long a job waited from its submit to its first start, by queue.")
                 .Register(r);
   ends_ = Counters(r, "muster_jobs_ended_total", "Jobs that ended, by queue and final state.");
-  preemptions_ = Counters(r, "muster_preemptions_total",
-                          "Running jobs stopped to make room for others, by the victim's queue.");
+  preemptions_ =
+      Counters(r, "muster_preemptions_total", "Running jobs stopped to make room for others, by the victim's queue.");
   lost_gpu_seconds_ = Counters(r, "muster_preemption_lost_gpu_seconds_total",
                                "GPU time lost by preemption: GPUs times the time since each victim's newest "
                                "checkpoint, by the victim's queue.");
@@ -98,7 +97,8 @@ std::string ServerMetrics::Scrape(const Gauges& g) const {
   std::vector<MetricFamily> families = registry_->Collect();
 
   MetricFamily jobs = prom::Family("muster_jobs", "Jobs not ended, by queue and state.");
-  for (const auto& [key, n] : g.jobs) jobs.metric.push_back(prom::Gauge(n, {{"queue", key.first}, {"state", key.second}}));
+  for (const auto& [key, n] : g.jobs)
+    jobs.metric.push_back(prom::Gauge(n, {{"queue", key.first}, {"state", key.second}}));
   families.push_back(std::move(jobs));
 
   MetricFamily total = prom::Family("muster_cluster_gpus", "GPUs of every node the server knows.");
@@ -106,15 +106,18 @@ std::string ServerMetrics::Scrape(const Gauges& g) const {
   families.push_back(std::move(total));
 
   // Each GPU in exactly one state; they add up to muster_cluster_gpus.
-  const int64_t idle =
-      g.gpus - g.gpus_allocated - g.gpus_held - g.gpus_reserved - g.gpus_cordoned - g.gpus_unhealthy;
-  MetricFamily gpus = prom::Family("muster_gpus", "GPUs by state: allocated (to running jobs), held (for a job "
-                                                 "whose preemption victims are stopping), reserved (by the "
-                                                 "backfill plan for a blocked gang), cordoned (free on a "
-                                                 "node that takes no work), unhealthy, idle.");
-  for (const auto& [state, n] : std::vector<std::pair<std::string, int64_t>>{
-           {"allocated", g.gpus_allocated}, {"held", g.gpus_held}, {"reserved", g.gpus_reserved},
-           {"cordoned", g.gpus_cordoned}, {"unhealthy", g.gpus_unhealthy}, {"idle", idle < 0 ? 0 : idle}}) {
+  const int64_t idle = g.gpus - g.gpus_allocated - g.gpus_held - g.gpus_reserved - g.gpus_cordoned - g.gpus_unhealthy;
+  MetricFamily gpus = prom::Family("muster_gpus",
+                                   "GPUs by state: allocated (to running jobs), held (for a job "
+                                   "whose preemption victims are stopping), reserved (by the "
+                                   "backfill plan for a blocked gang), cordoned (free on a "
+                                   "node that takes no work), unhealthy, idle.");
+  for (const auto& [state, n] : std::vector<std::pair<std::string, int64_t>>{{"allocated", g.gpus_allocated},
+                                                                             {"held", g.gpus_held},
+                                                                             {"reserved", g.gpus_reserved},
+                                                                             {"cordoned", g.gpus_cordoned},
+                                                                             {"unhealthy", g.gpus_unhealthy},
+                                                                             {"idle", idle < 0 ? 0 : idle}}) {
     gpus.metric.push_back(prom::Gauge(n, {{"state", state}}));
   }
   families.push_back(std::move(gpus));
@@ -132,12 +135,12 @@ std::string ServerMetrics::Scrape(const Gauges& g) const {
   families.push_back(std::move(limit));
 
   MetricFamily oldest = prom::Family("muster_queue_oldest_pending_seconds",
-                                    "How long the oldest pending (not held) job of a queue has waited.");
+                                     "How long the oldest pending (not held) job of a queue has waited.");
   for (const auto& [name, age] : g.oldest_pending_seconds) oldest.metric.push_back(prom::Gauge(age, {{"queue", name}}));
   families.push_back(std::move(oldest));
 
   MetricFamily last_cycle = prom::Family("muster_scheduler_last_cycle_timestamp_seconds",
-                                        "When the last scheduling cycle ended (Unix time; 0: none yet).");
+                                         "When the last scheduling cycle ended (Unix time; 0: none yet).");
   last_cycle.metric.push_back(prom::Gauge(g.last_cycle_unix_seconds));
   families.push_back(std::move(last_cycle));
 
@@ -145,8 +148,8 @@ std::string ServerMetrics::Scrape(const Gauges& g) const {
   for (const auto& [condition, n] : g.nodes) nodes.metric.push_back(prom::Gauge(n, {{"condition", condition}}));
   families.push_back(std::move(nodes));
 
-  MetricFamily straggling = prom::Family("muster_straggling_replicas",
-                                        "Replicas of running jobs that train well behind their siblings now.");
+  MetricFamily straggling =
+      prom::Family("muster_straggling_replicas", "Replicas of running jobs that train well behind their siblings now.");
   straggling.metric.push_back(prom::Gauge(static_cast<double>(g.straggling_replicas)));
   families.push_back(std::move(straggling));
 

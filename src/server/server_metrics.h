@@ -66,8 +66,8 @@ class ServerMetrics {
   // The cluster as the control loop sees it at a scrape.
   struct Gauges {
     std::map<std::pair<std::string, std::string>, int64_t> jobs;  // (queue, state) -> jobs not ended
-    int64_t gpus = 0;            // every GPU of every node
-    int64_t gpus_allocated = 0;  // held by running jobs
+    int64_t gpus = 0;                                             // every GPU of every node
+    int64_t gpus_allocated = 0;                                   // held by running jobs
     int64_t gpus_held = 0;       // free, but held for a job waiting for its preemption victims
     int64_t gpus_reserved = 0;   // free, but the backfill plan reserves them for a blocked job (a gang)
     int64_t gpus_cordoned = 0;   // free on nodes that take no new work (cordoned, draining, unreachable, lost)
@@ -80,8 +80,8 @@ class ServerMetrics {
     std::map<std::string, Queue> queues;
     std::map<std::string, double> oldest_pending_seconds;  // queue -> age of its oldest pending (not held) job
     double last_cycle_unix_seconds = 0;                    // when the last scheduling cycle ended (0: none yet)
-    std::map<std::string, int64_t> nodes;  // condition -> nodes
-    int64_t straggling_replicas = 0;       // straggling now
+    std::map<std::string, int64_t> nodes;                  // condition -> nodes
+    int64_t straggling_replicas = 0;                       // straggling now
     bool leader = false;
     int64_t epoch = 0;
   };

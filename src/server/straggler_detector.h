@@ -47,16 +47,16 @@ class StragglerDetector {
     int32_t attempt = 0;
     int32_t replica = 0;
     bool straggling = false;
-    double rate = 0;            // its steps per second
-    double siblings_rate = 0;   // the median of its siblings'
+    double rate = 0;           // its steps per second
+    double siblings_rate = 0;  // the median of its siblings'
   };
   // Evaluates `job`'s replicas at `now`.
   std::vector<Change> Evaluate(int64_t job, Time now);
 
   struct ReplicaRate {
     int32_t replica = 0;
-    int64_t step = 0;                  // its last reported step
-    std::optional<double> rate;        // steps per second, once it has one
+    int64_t step = 0;            // its last reported step
+    std::optional<double> rate;  // steps per second, once it has one
     bool straggling = false;
   };
   // Each replica of `job` that reported, by replica.

@@ -126,8 +126,8 @@ std::map<std::string, std::string> TaskEnvironment(const api::JobSpec& spec, con
     const std::string cpus = std::to_string(spec.resources.cpu_milli / 1000);
     set("SLURM_CPUS_PER_TASK", cpus);
     set("SLURM_CPUS_ON_NODE", cpus);
-    set("SLURM_JOB_CPUS_PER_NODE", api::SlurmRunLengths(std::vector<int32_t>(
-                                       static_cast<size_t>(std::max(n, 1)), spec.resources.cpu_milli / 1000)));
+    set("SLURM_JOB_CPUS_PER_NODE", api::SlurmRunLengths(std::vector<int32_t>(static_cast<size_t>(std::max(n, 1)),
+                                                                             spec.resources.cpu_milli / 1000)));
   }
   if (spec.resources.memory_bytes > 0) set("SLURM_MEM_PER_NODE", std::to_string(spec.resources.memory_bytes >> 20));
   // A Slurm job's tasks as Slurm counts them: block distribution, the

@@ -19,11 +19,16 @@ StatusOr<UsageGrouping> ParseUsageGrouping(const std::string& text) {
 
 const char* UsageGroupingName(UsageGrouping by) {
   switch (by) {
-    case UsageGrouping::kQueue: return "queue";
-    case UsageGrouping::kUser: return "user";
-    case UsageGrouping::kQueueUser: return "queue,user";
-    case UsageGrouping::kJob: return "job";
-    case UsageGrouping::kPool: return "pool";
+    case UsageGrouping::kQueue:
+      return "queue";
+    case UsageGrouping::kUser:
+      return "user";
+    case UsageGrouping::kQueueUser:
+      return "queue,user";
+    case UsageGrouping::kJob:
+      return "job";
+    case UsageGrouping::kPool:
+      return "pool";
   }
   return "queue";
 }
@@ -96,7 +101,8 @@ void UsageReport::Add(const store::JobRow& row) {
     if (!spec_gpus) {
       const json spec = json::parse(row.spec_json, nullptr, false);
       const json* resources = spec.is_object() && spec.contains("resources") ? &spec["resources"] : nullptr;
-      spec_gpus = Held{resources ? StringOr(*resources, "gpuType") : "", "", resources ? IntOr(*resources, "gpus", 0) : 0};
+      spec_gpus =
+          Held{resources ? StringOr(*resources, "gpuType") : "", "", resources ? IntOr(*resources, "gpus", 0) : 0};
     }
     return *spec_gpus;
   };
@@ -112,9 +118,8 @@ void UsageReport::Add(const store::JobRow& row) {
   std::optional<int32_t> exit_code;
   int32_t exit_signal = 0;
   static const json kNone = json::array();
-  const json& history = status.contains("attemptHistory") && status["attemptHistory"].is_array()
-                            ? status["attemptHistory"]
-                            : kNone;
+  const json& history =
+      status.contains("attemptHistory") && status["attemptHistory"].is_array() ? status["attemptHistory"] : kNone;
   for (const json& r : history) {
     if (!r.is_object()) continue;
     std::vector<Held> gpus;
@@ -123,8 +128,8 @@ void UsageReport::Add(const store::JobRow& row) {
       if (!replica.is_object()) continue;
       if (replica.contains("startTime") && replica.contains("gpus")) {
         // An elastic job's replica that held its GPUs for part of the attempt.
-        overlapped |= Charge(IntOr(replica, "startTime", 0), IntOr(replica, "endTime", 0),
-                             {held_by(replica)}, Utilization(r), mine, pools);
+        overlapped |= Charge(IntOr(replica, "startTime", 0), IntOr(replica, "endTime", 0), {held_by(replica)},
+                             Utilization(r), mine, pools);
       } else if (replica.contains("gpus")) {
         gpus.push_back(held_by(replica));
       } else {

@@ -50,7 +50,8 @@ TEST(UsageReport, SumsAttemptsByQueueWithPricesAndEfficiency) {
               {Record(1, 0, 2 * kHour, {Replica(4, "H100"), Replica(4, "H100")}, {{"gpuUtilization", 0.5}}),
                Record(2, 3 * kHour, 4 * kHour, {Replica(4, "H100"), Replica(4, "H100")}, {{"exitCode", 0}})}}}));
   // One A100 for 3 hours, fully busy.
-  u.Add(Job(2, "b", "bob", {{"attemptHistory", {Record(1, 0, 3 * kHour, {Replica(1, "A100")}, {{"gpuUtilization", 1.0}})}}}));
+  u.Add(Job(2, "b", "bob",
+            {{"attemptHistory", {Record(1, 0, 3 * kHour, {Replica(1, "A100")}, {{"gpuUtilization", 1.0}})}}}));
   const auto lines = u.Lines();
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].queue, "a");
@@ -68,14 +69,14 @@ TEST(UsageReport, SumsAttemptsByQueueWithPricesAndEfficiency) {
 TEST(UsageReport, EachReplicaIsChargedAtThePriceOfItsPool) {
   UsageReport u(0, 100 * kHour, 100 * kHour, UsageGrouping::kQueue, Price);
   // A gang of 8 H100 for an hour on spot nodes and 8 on an on-demand node.
-  u.Add(Job(1, "a", "alice", {{"attemptHistory", {Record(1, 0, kHour, {Replica(8, "H100", "spot"), Replica(8, "H100")})}}}));
+  u.Add(Job(1, "a", "alice",
+            {{"attemptHistory", {Record(1, 0, kHour, {Replica(8, "H100", "spot"), Replica(8, "H100")})}}}));
   // A running job: 4 H100 on spot since hour 1, and 2 A100 on spot (no spot
   // price for A100: the price by type).
   json running = json::object();
   running["attempt"] = {{"attempt", 1}, {"startTime", kHour}};
-  running["allocations"] = json::array(
-      {{{"gpuType", "H100"}, {"gpus", {0, 1, 2, 3}}, {"node", "s1"}, {"pool", "spot"}},
-       {{"gpuType", "A100"}, {"gpus", {0, 1}}, {"node", "s2"}, {"pool", "spot"}}});
+  running["allocations"] = json::array({{{"gpuType", "H100"}, {"gpus", {0, 1, 2, 3}}, {"node", "s1"}, {"pool", "spot"}},
+                                        {{"gpuType", "A100"}, {"gpus", {0, 1}}, {"node", "s2"}, {"pool", "spot"}}});
   u.Add(Job(2, "b", "bob", running, "RUNNING"));
   const auto lines = u.Lines();
   ASSERT_EQ(lines.size(), 2u);
@@ -94,7 +95,8 @@ TEST(UsageReport, ByPoolAJobsGpuHoursAreSplitBetweenThePoolsItRanIn) {
   UsageReport u(0, 100 * kHour, 100 * kHour, UsageGrouping::kPool, Price);
   // A gang across a spot node and an on-demand one; a job on spot only; an
   // old record that names no pool.
-  u.Add(Job(1, "a", "alice", {{"attemptHistory", {Record(1, 0, kHour, {Replica(8, "H100", "spot"), Replica(8, "H100")})}}}));
+  u.Add(Job(1, "a", "alice",
+            {{"attemptHistory", {Record(1, 0, kHour, {Replica(8, "H100", "spot"), Replica(8, "H100")})}}}));
   u.Add(Job(2, "b", "bob", {{"attemptHistory", {Record(1, 0, 2 * kHour, {Replica(2, "H100", "spot")})}}}));
   json old = Replica(1, "A100");
   old.erase("pool");

@@ -11,7 +11,9 @@ const WebAsset* FindWebAsset(std::string_view path) {
 }
 
 const char* WebMediaType(std::string_view path) {
-  auto ends = [&](std::string_view ext) { return path.size() >= ext.size() && path.substr(path.size() - ext.size()) == ext; };
+  auto ends = [&](std::string_view ext) {
+    return path.size() >= ext.size() && path.substr(path.size() - ext.size()) == ext;
+  };
   if (ends(".html")) return "text/html; charset=utf-8";
   if (ends(".js")) return "text/javascript; charset=utf-8";
   if (ends(".css")) return "text/css; charset=utf-8";

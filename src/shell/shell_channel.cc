@@ -24,7 +24,10 @@ bool FromHex(const std::string& hex, std::string& out) {
     int v = 0;
     for (size_t k = i; k < i + 2; ++k) {
       const char c = hex[k];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
       if (d < 0) return false;
       v = v * 16 + d;
     }
@@ -40,8 +43,8 @@ unsigned int ServerPsk(SSL* ssl, const char* identity, unsigned char* psk, unsig
   return static_cast<unsigned int>(s->key.size());
 }
 
-unsigned int ClientPsk(SSL* ssl, const char* /*hint*/, char* identity, unsigned int max_identity,
-                       unsigned char* psk, unsigned int max_len) {
+unsigned int ClientPsk(SSL* ssl, const char* /*hint*/, char* identity, unsigned int max_identity, unsigned char* psk,
+                       unsigned int max_len) {
   const auto* s = static_cast<const PskSecret*>(SSL_get_app_data(ssl));
   if (s == nullptr || s->identity.size() + 1 > max_identity || s->key.size() > max_len) return 0;
   std::memcpy(identity, s->identity.c_str(), s->identity.size() + 1);
@@ -119,14 +122,15 @@ StatusOr<std::unique_ptr<ShellChannel>> ShellChannel::Handshake(int fd, const st
     SSL_CTX_set_psk_client_callback(tls->ctx, ClientPsk);
   }
   tls->ssl = SSL_new(tls->ctx);
-  if (tls->ssl == nullptr || SSL_set_fd(tls->ssl, fd) != 1) return Status(StatusCode::kInternal, "TLS: " + OpenSslError());
+  if (tls->ssl == nullptr || SSL_set_fd(tls->ssl, fd) != 1)
+    return Status(StatusCode::kInternal, "TLS: " + OpenSslError());
   SSL_set_app_data(tls->ssl, &tls->secret);
   ERR_clear_error();
   const int rc = server ? SSL_accept(tls->ssl) : SSL_connect(tls->ssl);
   if (rc != 1) {
-    return Status(StatusCode::kUnauthenticated,
-                  "shell handshake failed (the peer does not hold this job's key, or is not a Muster shell): " +
-                      OpenSslError());
+    return Status(
+        StatusCode::kUnauthenticated,
+        "shell handshake failed (the peer does not hold this job's key, or is not a Muster shell): " + OpenSslError());
   }
   channel->tls_ = std::move(tls);
   return channel;

@@ -104,7 +104,7 @@ void HangUp(pid_t child) {
 }  // namespace
 
 int RunRelay(const RelayOptions& o) {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = OnTerm;
   ::sigaction(SIGTERM, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
@@ -112,8 +112,8 @@ int RunRelay(const RelayOptions& o) {
   StatusOr<int> listening = ListenEverywhere(port, 4);
   if (!listening.ok()) return Fail(listening.status().message());
   const int listen_fd = *listening;
-  const std::string host = o.advertise_host.find(':') != std::string::npos ? "[" + o.advertise_host + "]"
-                                                                           : o.advertise_host;
+  const std::string host =
+      o.advertise_host.find(':') != std::string::npos ? "[" + o.advertise_host + "]" : o.advertise_host;
   if (Status st = o.announce(host + ":" + std::to_string(port)); !st.ok()) {
     ::close(listen_fd);
     return Fail("cannot announce the shell: " + st.message());
@@ -162,7 +162,7 @@ int RunRelay(const RelayOptions& o) {
   }
   ::fcntl(master, F_SETFL, ::fcntl(master, F_GETFL) | O_NONBLOCK);
   if (::pipe2(g_child_pipe, O_NONBLOCK | O_CLOEXEC) == 0) {
-    struct sigaction chld{};
+    struct sigaction chld {};
     chld.sa_handler = OnChild;
     chld.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     ::sigaction(SIGCHLD, &chld, nullptr);

@@ -29,9 +29,9 @@ namespace muster::shell {
 
 struct RelayOptions {
   int64_t job = 0;
-  std::string key_hex;             // MUSTER_SHELL_KEY
-  std::string advertise_host;      // how clients reach this node (MASTER_ADDR)
-  std::vector<std::string> argv;   // empty: the user's shell
+  std::string key_hex;            // MUSTER_SHELL_KEY
+  std::string advertise_host;     // how clients reach this node (MASTER_ADDR)
+  std::vector<std::string> argv;  // empty: the user's shell
   Duration accept_timeout = Duration::Minutes(2);
   // Called once with "host:port" before the relay accepts; an error ends it.
   std::function<Status(const std::string& endpoint)> announce;

@@ -62,7 +62,8 @@ StatusOr<int> RunSession(const SessionOptions& o) {
   const int size_fd = tty ? o.in_fd : o.out_fd;
   const char* term = std::getenv("TERM");
   RETURN_IF_ERROR(ch->Write('O', WindowSize(size_fd) + (term && *term ? term : "xterm")));
-  struct sigaction sa{}, old_winch{};
+  struct sigaction sa {
+  }, old_winch{};
   sa.sa_handler = OnWinch;
   ::sigaction(SIGWINCH, &sa, &old_winch);
   std::unique_ptr<RawTerminal> raw;

@@ -42,9 +42,8 @@ struct Relay {
       o.accept_timeout = accept_timeout;
       o.announce = [&](const std::string& e) {
         const std::string line = e + "\n";
-        return ::write(p[1], line.data(), line.size()) == static_cast<ssize_t>(line.size())
-                   ? Status::Ok()
-                   : Unavailable("pipe");
+        return ::write(p[1], line.data(), line.size()) == static_cast<ssize_t>(line.size()) ? Status::Ok()
+                                                                                            : Unavailable("pipe");
       };
       ::_exit(RunRelay(o));
     }
@@ -68,8 +67,7 @@ struct Result {
 
 // A session with `input` on stdin (a pipe, closed after it), its output
 // collected in a file.
-Result Session(const std::string& endpoint, const std::string& input, const std::string& key = kKey,
-               int64_t job = 7) {
+Result Session(const std::string& endpoint, const std::string& input, const std::string& key = kKey, int64_t job = 7) {
   int in[2];
   EXPECT_EQ(::pipe(in), 0);
   EXPECT_EQ(::write(in[1], input.data(), input.size()), static_cast<ssize_t>(input.size()));

@@ -21,8 +21,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -46,9 +46,9 @@ struct ClusterDescription {
 };
 
 struct NodeFlags {
-  std::string nodes;            // "80x8"
-  int64_t nodes_per_leaf = 0;   // 0: one leaf for all
-  int64_t leaves_per_spine = 0; // 0: one spine for all
+  std::string nodes;             // "80x8"
+  int64_t nodes_per_leaf = 0;    // 0: one leaf for all
+  int64_t leaves_per_spine = 0;  // 0: one spine for all
   std::string gpu_type = "gpu";
 };
 

@@ -17,9 +17,7 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-StatusOr<ClusterDescription> Parse(const std::string& yaml) {
-  return ParseClusterYaml(yaml, "cluster.yaml");
-}
+StatusOr<ClusterDescription> Parse(const std::string& yaml) { return ParseClusterYaml(yaml, "cluster.yaml"); }
 
 std::set<std::string> Leaves(const ClusterDescription& c) {
   std::set<std::string> out;
@@ -80,8 +78,8 @@ nodeGroups:
   std::map<std::string, std::set<std::string>> spines_of_leaf;
   for (const auto& n : c.nodes) spines_of_leaf[n.topology.leaf].insert(n.topology.spine);
   for (const auto& [leaf, spines] : spines_of_leaf) EXPECT_EQ(spines.size(), 1u) << leaf;
-  EXPECT_EQ(c.nodes[0].topology.spine, c.nodes[7].topology.spine);   // leaves 0..3
-  EXPECT_NE(c.nodes[7].topology.spine, c.nodes[8].topology.spine);   // leaf 3 vs leaf 4
+  EXPECT_EQ(c.nodes[0].topology.spine, c.nodes[7].topology.spine);  // leaves 0..3
+  EXPECT_NE(c.nodes[7].topology.spine, c.nodes[8].topology.spine);  // leaf 3 vs leaf 4
 }
 
 TEST(ParseClusterYamlTest, GroupDefaults) {
@@ -237,8 +235,7 @@ nodeGroups:
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().field(), "cluster.nodeGroups[0].gpuTyp");
-  EXPECT_TRUE(Contains(r.status().message(), "did you mean \"gpuType\""))
-      << r.status().message();
+  EXPECT_TRUE(Contains(r.status().message(), "did you mean \"gpuType\"")) << r.status().message();
 }
 
 TEST(ParseClusterYamlTest, UnknownKeyInLaterGroupAndInNodes) {
@@ -283,8 +280,7 @@ TEST(ParseClusterYamlTest, BadGroupValuesRejected) {
       {"nodeGroups:\n  - {count: 2}\n", "cluster.nodeGroups[0].gpus"},
       {"nodeGroups:\n  - {count: 2, gpus: 8, memory: lots}\n", "cluster.nodeGroups[0].memory"},
       {"nodeGroups:\n  - {count: 2, gpus: 8, cpus: -4}\n", "cluster.nodeGroups[0].cpus"},
-      {"nodeGroups:\n  - {count: 2, gpus: 8, nodesPerLeaf: 0}\n",
-       "cluster.nodeGroups[0].nodesPerLeaf"},
+      {"nodeGroups:\n  - {count: 2, gpus: 8, nodesPerLeaf: 0}\n", "cluster.nodeGroups[0].nodesPerLeaf"},
       {"nodeGroups:\n  - {count: [1, 2], gpus: 8}\n", "cluster.nodeGroups[0].count"},
       {"nodeGroups:\n  - 5\n", "cluster.nodeGroups[0]"},
       {"nodeGroups: 5\n", "cluster.nodeGroups"},
@@ -345,7 +341,10 @@ TEST(ParseClusterYamlTest, AYamlErrorIsEchoedWithoutControlCharacters) {
 
 // Found by sim_input_fuzz: an unknown key went raw into the field path.
 TEST(ParseClusterYamlTest, AnOddKeyIsQuotedInTheFieldPath) {
-  StatusOr<ClusterDescription> r = ParseClusterYaml("nod\x11" "eGroups: []\n", "c.yaml");
+  StatusOr<ClusterDescription> r = ParseClusterYaml(
+      "nod\x11"
+      "eGroups: []\n",
+      "c.yaml");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().field(), "cluster[\"nod\\u0011eGroups\"]");
   r = ParseClusterYaml("nodeGroups: [{count: 1, gpus: 1, gpuTyp: x}]\n", "c.yaml");
@@ -364,8 +363,8 @@ TEST(ParseClusterYamlTest, AKeyThatIsNotANameIsAnError) {
 }
 
 TEST(ParseClusterYamlTest, NodesInAllAreBounded) {
-  StatusOr<ClusterDescription> r = ParseClusterYaml(
-      "nodeGroups:\n  - {count: 600000, gpus: 8}\n  - {count: 600000, gpus: 8}\n", "c.yaml");
+  StatusOr<ClusterDescription> r =
+      ParseClusterYaml("nodeGroups:\n  - {count: 600000, gpus: 8}\n  - {count: 600000, gpus: 8}\n", "c.yaml");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().field(), "cluster.nodeGroups[1].count");
@@ -476,7 +475,8 @@ TEST(ParseClusterYamlTest, QueuesGiveShares) {
   EXPECT_EQ(c->quotas[0].guarantee.at("*"), 8);
   EXPECT_EQ(c->quotas[0].limit.at("*"), 12);
   EXPECT_TRUE(c->quotas[1].guarantee.empty());
-  auto above = ParseClusterYaml("nodeGroups: [{count: 1, gpus: 8}]\nqueues: [{name: a, guarantee: 9, limit: 8}]\n", "t.yaml");
+  auto above =
+      ParseClusterYaml("nodeGroups: [{count: 1, gpus: 8}]\nqueues: [{name: a, guarantee: 9, limit: 8}]\n", "t.yaml");
   EXPECT_EQ(above.status().field(), "cluster.queues[0].guarantee");
   auto dup = ParseClusterYaml("nodeGroups: [{count: 1, gpus: 8}]\nqueues: [{name: a}, {name: a}]\n", "t.yaml");
   EXPECT_EQ(dup.status().field(), "cluster.queues[1].name");

@@ -61,7 +61,8 @@ Fairness TenantFairness(const std::vector<JobResult>& jobs, const std::map<std::
       if (pending[i] > 0) order.push_back(i);
     }
     auto demand = [&](size_t i) { return static_cast<double>(held[i] + pending_gpus[i]); };
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return demand(a) / share[a] < demand(b) / share[b]; });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return demand(a) / share[a] < demand(b) / share[b]; });
     double left = held_sum, shares_left = share_sum;
     for (size_t i : order) {
       fair[i] = std::min(demand(i), left * share[i] / shares_left);

@@ -39,8 +39,8 @@
 namespace muster::sim {
 
 struct Fairness {
-  double jain = 1.0;            // 1.0 when there was no contention
-  double contended_hours = 0;   // time with two or more tenants waiting
+  double jain = 1.0;                    // 1.0 when there was no contention
+  double contended_hours = 0;           // time with two or more tenants waiting
   std::map<std::string, double> ratio;  // x_i: held / owed while competing
   std::vector<std::string> excluded;    // owed too little to count in `jain`
 };

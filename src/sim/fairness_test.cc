@@ -23,8 +23,8 @@ std::vector<JobResult> Example() {
 
 TEST(TenantFairness, TheHeadersExample) {
   // B waits for 5 GPUs, so both demand more than 4.
-  const Fairness f = TenantFairness({Job("A", 0, 0, 3600, 6), Job("A", 0, 3600, 3700, 1), Job("B", 0, 0, 3600, 2),
-                                     Job("B", 0, 3600, 3700, 5)});
+  const Fairness f = TenantFairness(
+      {Job("A", 0, 0, 3600, 6), Job("A", 0, 3600, 3700, 1), Job("B", 0, 0, 3600, 2), Job("B", 0, 3600, 3700, 5)});
   EXPECT_NEAR(f.jain, 0.8, 1e-9);
   EXPECT_NEAR(f.contended_hours, 1.0, 1e-9);
   EXPECT_NEAR(f.ratio.at("A"), 1.5, 1e-9);
@@ -56,8 +56,8 @@ TEST(TenantFairness, ATenantWaitingAloneIsNotCompared) {
 
 TEST(TenantFairness, OneTenantTakingEverythingScoresOneOverN) {
   // Three tenants wait for an hour; only A holds GPUs.
-  const Fairness f = TenantFairness({Job("A", 0, 0, 3600, 8), Job("A", 0, 3600, 3601, 1), Job("B", 0, 3600, 3601, 1),
-                                     Job("C", 0, 3600, 3601, 1)});
+  const Fairness f = TenantFairness(
+      {Job("A", 0, 0, 3600, 8), Job("A", 0, 3600, 3601, 1), Job("B", 0, 3600, 3601, 1), Job("C", 0, 3600, 3601, 1)});
   EXPECT_NEAR(f.jain, 1.0 / 3.0, 1e-9);
 }
 

@@ -23,7 +23,7 @@
 namespace muster::sim {
 
 struct JobStory {
-  std::string job;  // its name
+  std::string job;                    // its name
   std::vector<std::string> events;    // "Started", "Retrying NODE_FAIL"
   std::vector<std::string> attempts;  // AttemptLine
   std::string state;                  // its final state ("COMPLETED")

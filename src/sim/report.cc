@@ -97,10 +97,18 @@ nlohmann::json ReportJson(const SimResult& r) {
   int64_t completed = 0, timeout = 0, unschedulable = 0, skipped = 0, censored = 0;
   for (const JobResult& j : r.jobs) {
     switch (j.outcome) {
-      case Outcome::kCompleted: ++completed; break;
-      case Outcome::kTimeout: ++timeout; break;
-      case Outcome::kUnschedulable: ++unschedulable; break;
-      default: ++skipped; continue;
+      case Outcome::kCompleted:
+        ++completed;
+        break;
+      case Outcome::kTimeout:
+        ++timeout;
+        break;
+      case Outcome::kUnschedulable:
+        ++unschedulable;
+        break;
+      default:
+        ++skipped;
+        continue;
     }
     if (j.censored) ++censored;
     if (j.outcome == Outcome::kUnschedulable) continue;
@@ -183,9 +191,10 @@ nlohmann::json ReportJson(const SimResult& r) {
       slip_s += j.start_s - j.promised_start_s;
     }
   }
-  out["reservations"] = {{"jobs_promised", promised},
-                         {"started_late", slipped},
-                         {"mean_slip_s", slipped > 0 ? static_cast<double>(slip_s) / static_cast<double>(slipped) : 0.0}};
+  out["reservations"] = {
+      {"jobs_promised", promised},
+      {"started_late", slipped},
+      {"mean_slip_s", slipped > 0 ? static_cast<double>(slip_s) / static_cast<double>(slipped) : 0.0}};
   out["backfill_by"] = r.backfill_by;
   out["backfilled"] = r.backfilled;
   out["max_pending"] = r.max_pending;
@@ -194,44 +203,43 @@ nlohmann::json ReportJson(const SimResult& r) {
 
 void WriteTextReport(const SimResult& r, std::ostream& os) {
   const nlohmann::json j = ReportJson(r);
-  os << fmt::format("policy {}  |  cluster: {} ({} GPU)  |  time limit = {}  |  backfill by {}\n", r.policy,
-                    r.cluster_summary, r.total_gpus,
-                    r.time_limit.is_infinite() ? fmt::format("{} x duration", r.time_limit_factor)
-                                               : r.time_limit.ToString(),
-                    r.backfill_by);
+  os << fmt::format(
+      "policy {}  |  cluster: {} ({} GPU)  |  time limit = {}  |  backfill by {}\n", r.policy, r.cluster_summary,
+      r.total_gpus,
+      r.time_limit.is_infinite() ? fmt::format("{} x duration", r.time_limit_factor) : r.time_limit.ToString(),
+      r.backfill_by);
   os << fmt::format("jobs {}: completed {}, timeout {}, unschedulable {}, skipped {} ({} censored)\n",
-                    j["jobs"].get<int64_t>(), j["completed"].get<int64_t>(),
-                    j["timeout"].get<int64_t>(), j["unschedulable"].get<int64_t>(),
-                    j["skipped"].get<int64_t>(), j["censored"].get<int64_t>());
-  os << fmt::format("JCT   mean {}  p50 {}  p95 {}  p99 {}\n", Hours(j["mean_jct_s"]),
-                    Hours(j["p50_jct_s"]), Hours(j["p95_jct_s"]), Hours(j["p99_jct_s"]));
-  os << fmt::format("wait  mean {}  p50 {}  p95 {}  p99 {}  max {}\n", Hours(j["mean_wait_s"]),
-                    Hours(j["p50_wait_s"]), Hours(j["p95_wait_s"]), Hours(j["p99_wait_s"]),
-                    Hours(j["max_wait_s"]));
+                    j["jobs"].get<int64_t>(), j["completed"].get<int64_t>(), j["timeout"].get<int64_t>(),
+                    j["unschedulable"].get<int64_t>(), j["skipped"].get<int64_t>(), j["censored"].get<int64_t>());
+  os << fmt::format("JCT   mean {}  p50 {}  p95 {}  p99 {}\n", Hours(j["mean_jct_s"]), Hours(j["p50_jct_s"]),
+                    Hours(j["p95_jct_s"]), Hours(j["p99_jct_s"]));
+  os << fmt::format("wait  mean {}  p50 {}  p95 {}  p99 {}  max {}\n", Hours(j["mean_wait_s"]), Hours(j["p50_wait_s"]),
+                    Hours(j["p95_wait_s"]), Hours(j["p99_wait_s"]), Hours(j["max_wait_s"]));
   if (r.preemption || r.nodes_lost > 0 || r.reclaims > 0) {
     os << fmt::format("queued mean {}  p99 {}  max {} (every stretch pending, also after a stop)\n",
                       Hours(j["mean_queued_s"]), Hours(j["p99_queued_s"]), Hours(j["max_queued_s"]));
   }
-  os << fmt::format("makespan {}  utilization {:.1f}% ({:.1f}% over the {:.0f} h with jobs waiting)  cycles {}  "
-                    "max pending {}  backfilled {}\n",
-                    Hours(j["makespan_s"]), 100.0 * j["utilization"].get<double>(),
-                    100.0 * j["utilization_while_waiting"].get<double>(), j["waiting_hours"].get<double>(), r.cycles,
-                    r.max_pending, r.backfilled);
+  os << fmt::format(
+      "makespan {}  utilization {:.1f}% ({:.1f}% over the {:.0f} h with jobs waiting)  cycles {}  "
+      "max pending {}  backfilled {}\n",
+      Hours(j["makespan_s"]), 100.0 * j["utilization"].get<double>(),
+      100.0 * j["utilization_while_waiting"].get<double>(), j["waiting_hours"].get<double>(), r.cycles, r.max_pending,
+      r.backfilled);
   if (j["reservations"]["jobs_promised"].get<int64_t>() > 0) {
     os << fmt::format("reservations: {} jobs promised a start, {} started after it (by {} on average)\n",
-                      j["reservations"]["jobs_promised"].get<int64_t>(), j["reservations"]["started_late"].get<int64_t>(),
-                      Hours(j["reservations"]["mean_slip_s"]));
+                      j["reservations"]["jobs_promised"].get<int64_t>(),
+                      j["reservations"]["started_late"].get<int64_t>(), Hours(j["reservations"]["mean_slip_s"]));
   }
   if (r.preemption) {
     os << fmt::format("preemptions {}  lost {:.1f} GPU-hours (checkpoint every {})\n", r.preemptions,
                       j["lost_gpu_hours"].get<double>(), Duration::Seconds(r.checkpoint_interval_s).ToString());
   }
   if (r.reclaims > 0) {
-    os << fmt::format("reclaims {}: {} jobs stopped, {} checkpointed before the deadline, lost {:.1f} GPU-hours; "
-                      "{} jobs lost more than one checkpoint interval in all\n",
-                      r.reclaims, r.reclaim_stops, r.reclaim_checkpointed,
-                      j["reclaims"]["lost_gpu_hours"].get<double>(),
-                      j["jobs_lost_over_checkpoint_interval"].get<int64_t>());
+    os << fmt::format(
+        "reclaims {}: {} jobs stopped, {} checkpointed before the deadline, lost {:.1f} GPU-hours; "
+        "{} jobs lost more than one checkpoint interval in all\n",
+        r.reclaims, r.reclaim_stops, r.reclaim_checkpointed, j["reclaims"]["lost_gpu_hours"].get<double>(),
+        j["jobs_lost_over_checkpoint_interval"].get<int64_t>());
   }
   if (j["fairness"]["contended_hours"].get<double>() > 0) {
     os << fmt::format("fairness: Jain {:.3f} over {:.1f} h with two or more tenants waiting\n",
@@ -240,9 +248,8 @@ void WriteTextReport(const SimResult& r, std::ostream& os) {
   if (j["per_class"].size() > 1) {
     os << "per class:\n";
     for (auto& [name, s] : j["per_class"].items()) {
-      os << fmt::format("  {:<12} jobs {:>6}  wait mean {}  p99 {}  max {}\n", name,
-                        s["jobs"].get<int64_t>(), Hours(s["mean_wait_s"]), Hours(s["p99_wait_s"]),
-                        Hours(s["max_wait_s"]));
+      os << fmt::format("  {:<12} jobs {:>6}  wait mean {}  p99 {}  max {}\n", name, s["jobs"].get<int64_t>(),
+                        Hours(s["mean_wait_s"]), Hours(s["p99_wait_s"]), Hours(s["max_wait_s"]));
     }
   }
   int shown = 0;
@@ -263,9 +270,8 @@ void WriteJobsCsv(const SimResult& r, std::ostream& os) {
     const std::string wait = j.start_s >= 0 ? std::to_string(j.start_s - j.submit_s) : "";
     const std::string start = j.start_s >= 0 ? std::to_string(j.start_s) : "";
     const std::string end = j.end_s >= 0 ? std::to_string(j.end_s) : "";
-    os << j.trace_id << ',' << j.submit_s << ',' << start << ',' << end << ',' << j.gpus << ','
-       << j.nodes << ',' << wait << ',' << OutcomeName(j.outcome) << ',' << j.tenant << ','
-       << j.priority_class << '\n';
+    os << j.trace_id << ',' << j.submit_s << ',' << start << ',' << end << ',' << j.gpus << ',' << j.nodes << ','
+       << wait << ',' << OutcomeName(j.outcome) << ',' << j.tenant << ',' << j.priority_class << '\n';
   }
 }
 

@@ -43,8 +43,8 @@ class Run {
     for (int64_t p : prios) {
       // Every class preemptible (the highest only by a queue reclaiming its
       // guarantee: nothing is above it); every class but the lowest may preempt.
-      config.priority_classes.push_back({"p" + std::to_string(p), p * 10'000, opts_.preemption,
-                                         opts_.preemption && p > *prios.begin()});
+      config.priority_classes.push_back(
+          {"p" + std::to_string(p), p * 10'000, opts_.preemption, opts_.preemption && p > *prios.begin()});
     }
     if (config.priority_classes.empty()) config.priority_classes.push_back({"p0", 0});
     config.default_priority_class = config.priority_classes.front().name;
@@ -181,7 +181,8 @@ class Run {
       std::vector<core::NodeIndex> pick = spot;
       const auto count = static_cast<size_t>(std::llround(b.fraction * static_cast<double>(pick.size())));
       for (size_t i = 0; i < count && i < pick.size(); ++i) {
-        std::swap(pick[i], pick[static_cast<size_t>(burst_rng.Uniform(static_cast<int64_t>(i), static_cast<int64_t>(pick.size()) - 1))]);
+        std::swap(pick[i], pick[static_cast<size_t>(
+                               burst_rng.Uniform(static_cast<int64_t>(i), static_cast<int64_t>(pick.size()) - 1))]);
         notices_.emplace_back(b.at_s + burst_rng.Uniform(0, 59), pick[i]);
       }
     }
@@ -246,8 +247,8 @@ class Run {
   }
 
   Status Violation(const std::string& what, int64_t t) const {
-    return Internal("invariant violated at event " + std::to_string(result_.events) + " (t=" +
-                    std::to_string(t) + "s, seed " + std::to_string(opts_.seed) + "): " + what);
+    return Internal("invariant violated at event " + std::to_string(result_.events) + " (t=" + std::to_string(t) +
+                    "s, seed " + std::to_string(opts_.seed) + "): " + what);
   }
 
   // Checks the nodes one event touched: capacity within bounds and every
@@ -310,8 +311,8 @@ class Run {
         lifecycle::ReplicaExit exit;
         if (r.outcome == Outcome::kTimeout) exit.cause = lifecycle::ExitCause::kTimeLimit;
         RETURN_IF_ERROR(EndReplicas(id, exit, t));
-        if (state_->Find(id)->state != (r.outcome == Outcome::kTimeout ? core::JobState::kTimeout
-                                                                       : core::JobState::kCompleted)) {
+        if (state_->Find(id)->state !=
+            (r.outcome == Outcome::kTimeout ? core::JobState::kTimeout : core::JobState::kCompleted)) {
           return Violation("job " + std::to_string(id) + " did not end as its run did", t);
         }
         r.end_s = t;
@@ -326,7 +327,8 @@ class Run {
       while (!returns_.empty() && returns_.begin()->first == t) {
         const core::NodeIndex node = returns_.begin()->second;
         returns_.erase(returns_.begin());
-        if (back_at_[node] == t && (silent_.empty() || !silent_[node])) RETURN_IF_ERROR(state_->SetSchedulable(node, true));
+        if (back_at_[node] == t && (silent_.empty() || !silent_[node]))
+          RETURN_IF_ERROR(state_->SetSchedulable(node, true));
         RETURN_IF_ERROR(Event(t));
       }
       while (next_notice_ < notices_.size() && notices_[next_notice_].first == t) {
@@ -370,8 +372,7 @@ class Run {
     }
     if (state_->pending_count() != 0 || state_->running_count() != 0) {
       return Violation(std::to_string(state_->pending_count()) + " jobs pending and " +
-                           std::to_string(state_->running_count()) +
-                           " running when the trace is done",
+                           std::to_string(state_->running_count()) + " running when the trace is done",
                        result_.last_end_s);
     }
     return Status::Ok();
@@ -404,8 +405,8 @@ class Run {
       if (reason.code != core::ReasonCode::kUnschedulable) continue;
       JobResult& r = result_.jobs[job_result_[reason.job - 1]];
       r.outcome = Outcome::kUnschedulable;
-      r.note = core::FormatReason(reason, state_->GpuTypeName(reason.gpu_type), now,
-                                  state_->FeatureNames(reason.features));
+      r.note =
+          core::FormatReason(reason, state_->GpuTypeName(reason.gpu_type), now, state_->FeatureNames(reason.features));
       RETURN_IF_ERROR(state_->EndPending(reason.job, core::JobState::kFailed, now, r.note));
       RETURN_IF_ERROR(Event(t));
     }
@@ -417,8 +418,7 @@ class Run {
       lifecycle::Effects fx;
       JobResult& r = result_.jobs[job_result_[b.job - 1]];
       const int32_t attempt = static_cast<int32_t>(r.stopped_runs.size()) + 1;
-      if (Status s = lifecycle_->Start(b.job, attempt, Terms(b.job), /*durable=*/true, fx);
-          !s.ok()) {
+      if (Status s = lifecycle_->Start(b.job, attempt, Terms(b.job), /*durable=*/true, fx); !s.ok()) {
         return Violation(s.message(), t);
       }
       Tell(b.job, "Started", "");
@@ -472,7 +472,8 @@ class Run {
 
   // An elastic job's run went from `from` to `to` replicas at t.
   void NoteSize(JobId job, int64_t t, int32_t from, int32_t to) {
-    if (from != to) result_.jobs[job_result_[job - 1]].size_changes.emplace_back(t, (to - from) * per_replica_[job - 1]);
+    if (from != to)
+      result_.jobs[job_result_[job - 1]].size_changes.emplace_back(t, (to - from) * per_replica_[job - 1]);
   }
 
   // Seconds to make `remaining_s` of progress (at full size) with
@@ -543,7 +544,8 @@ class Run {
       RETURN_IF_ERROR(Event(t));
     }
     for (JobId v : p.victims) {
-      if (std::any_of(p.shrinks.begin(), p.shrinks.end(), [&](const core::Shrink& sh) { return sh.job == v; })) continue;
+      if (std::any_of(p.shrinks.begin(), p.shrinks.end(), [&](const core::Shrink& sh) { return sh.job == v; }))
+        continue;
       ++result_.preemptions;
       ++result_.jobs[job_result_[v - 1]].preemptions;
       Tell(v, "Preempted", "");
@@ -569,7 +571,7 @@ class Run {
     JobRun& jr = runs_[job - 1];
     JobResult& r = result_.jobs[job_result_[job - 1]];
     elastic_running_.erase(job);
-    NoteSize(job, t, jr.replicas, r.replicas);  // the run's edges end it at its full size
+    NoteSize(job, t, jr.replicas, r.replicas);                 // the run's edges end it at its full size
     const int64_t gpus = per_replica_[job - 1] * jr.replicas;  // its present size
     if (jr.segment_s > jr.start_s) {
       // An elastic job that was resized: the progress of its earlier sizes
@@ -591,7 +593,8 @@ class Run {
     const int64_t elapsed = t - jr.start_s;
     const int64_t progress = Progress(job, t);
     int64_t saved = interval > 0 ? progress / interval * interval : 0;
-    if (jr.saved_at_s >= jr.start_s) saved = std::max(saved, std::max<int64_t>(0, jr.saved_at_s - jr.start_s - jr.overhead_s));
+    if (jr.saved_at_s >= jr.start_s)
+      saved = std::max(saved, std::max<int64_t>(0, jr.saved_at_s - jr.start_s - jr.overhead_s));
     jr.saved_at_s = -1;
     jr.remaining_s -= saved;
     const int64_t saved_wall = AtSize(saved, jr.replicas, r.replicas);
@@ -749,7 +752,8 @@ class Run {
     }
     spec.known_duration = Duration::Seconds(t.duration_s);
     if (has_spot_ && !may_use_spot_[k]) spec.required_features = {"on-demand"};
-    if (checkpoints_[k] && opts_.checkpoint_interval > Duration::Zero()) spec.checkpoint_interval = opts_.checkpoint_interval;
+    if (checkpoints_[k] && opts_.checkpoint_interval > Duration::Zero())
+      spec.checkpoint_interval = opts_.checkpoint_interval;
     auto submitted = state_->Submit(std::move(spec), now, id);
     if (!submitted.ok()) {
       return InvalidArgument("trace job " + t.id + ": " + submitted.status().ToString());
@@ -768,7 +772,7 @@ class Run {
   SimClock clock_;
   std::unique_ptr<core::ClusterState> state_;
   std::unique_ptr<lifecycle::JobLifecycle> lifecycle_;
-  std::unique_ptr<lifecycle::NodeLiveness> liveness_;  // with node failures only
+  std::unique_ptr<lifecycle::NodeLiveness> liveness_;          // with node failures only
   std::vector<std::pair<int64_t, core::NodeIndex>> failures_;  // (time, node), by time
   size_t next_failure_ = 0;
   std::vector<std::pair<int64_t, core::NodeIndex>> notices_;  // reclaim notices (time, node), by time
@@ -781,25 +785,23 @@ class Run {
   std::multimap<int64_t, core::NodeIndex> returns_;
   std::map<core::NodeIndex, int64_t> back_at_;  // when a reclaimed node returns (INT64_MAX: never)
   int64_t storage_free_s_ = 0;
-  bool has_spot_ = false;            // the cluster has spot nodes
-  std::vector<bool> may_use_spot_;   // by arrival: the job may run on them
-  std::vector<bool> checkpoints_;    // by arrival (job id - 1): the job checkpoints
+  bool has_spot_ = false;           // the cluster has spot nodes
+  std::vector<bool> may_use_spot_;  // by arrival: the job may run on them
+  std::vector<bool> checkpoints_;   // by arrival (job id - 1): the job checkpoints
   // How often job `job` checkpoints, in seconds (0: never).
-  int64_t IntervalOf(JobId job) const {
-    return checkpoints_[job - 1] ? opts_.checkpoint_interval.millis() / 1000 : 0;
-  }
-  std::vector<bool> silent_;             // by node: its agent went silent
-  std::set<int64_t> checks_;             // times the liveness rules are checked again
-  std::vector<JobStory> stories_;        // id - 1 -> its story (with opts_.stories)
+  int64_t IntervalOf(JobId job) const { return checkpoints_[job - 1] ? opts_.checkpoint_interval.millis() / 1000 : 0; }
+  std::vector<bool> silent_;       // by node: its agent went silent
+  std::set<int64_t> checks_;       // times the liveness rules are checked again
+  std::vector<JobStory> stories_;  // id - 1 -> its story (with opts_.stories)
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   SimResult result_;
   scheduler::FairShare fairshare_;
   std::vector<int64_t> points_;
   std::vector<double> shares_;
-  std::vector<Arrival> arrivals_;        // runnable jobs in submit order; id = index + 1
-  std::vector<size_t> job_result_;       // id - 1 -> index in result_.jobs
-  std::vector<int64_t> per_replica_;     // id - 1 -> GPUs per replica
-  std::vector<int64_t> priority_;        // trace index -> priority used
+  std::vector<Arrival> arrivals_;     // runnable jobs in submit order; id = index + 1
+  std::vector<size_t> job_result_;    // id - 1 -> index in result_.jobs
+  std::vector<int64_t> per_replica_;  // id - 1 -> GPUs per replica
+  std::vector<int64_t> priority_;     // trace index -> priority used
   // Whether some running elastic job is below its full size.
   bool MayGrow() const {
     for (JobId job : elastic_running_) {
@@ -815,10 +817,10 @@ class Run {
     int64_t limit_end_s = 0;   // its time limit ends
     int32_t number = 0;        // runs so far; a completion of an older run is void
     int64_t start_s = 0, end_s = 0;
-    int64_t overhead_s = 0;    // restart cost at the start of this run
-    int64_t saved_at_s = -1;   // a reclaim checkpoint holds the progress made until then
+    int64_t overhead_s = 0;   // restart cost at the start of this run
+    int64_t saved_at_s = -1;  // a reclaim checkpoint holds the progress made until then
   };
-  std::vector<JobRun> runs_;             // id - 1 -> its current run
+  std::vector<JobRun> runs_;  // id - 1 -> its current run
 };
 
 }  // namespace
@@ -865,7 +867,8 @@ Status SimOptions::Validate() const {
   if (!(checkpointing_fraction >= 0 && checkpointing_fraction <= 1)) {
     return InvalidArgument("must be in [0, 1]", "--checkpointing-fraction");
   }
-  if (liveness.unreachable_after < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "--unreachable-after");
+  if (liveness.unreachable_after < Duration::Seconds(1))
+    return InvalidArgument("must be at least 1s", "--unreachable-after");
   if (liveness.lease < Duration::Seconds(1)) return InvalidArgument("must be at least 1s", "--lease");
   if (liveness.lost_after <= liveness.unreachable_after || liveness.lost_after <= liveness.lease) {
     return InvalidArgument("must be longer than --unreachable-after and --lease", "--lost-after");
@@ -901,11 +904,16 @@ std::vector<JobEdge> JobEdges(const std::vector<JobResult>& jobs) {
 
 const char* OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kCompleted: return "completed";
-    case Outcome::kTimeout: return "timeout";
-    case Outcome::kUnschedulable: return "unschedulable";
-    case Outcome::kSkippedNoDuration: return "skipped-no-duration";
-    case Outcome::kSkippedNoGpus: return "skipped-no-gpus";
+    case Outcome::kCompleted:
+      return "completed";
+    case Outcome::kTimeout:
+      return "timeout";
+    case Outcome::kUnschedulable:
+      return "unschedulable";
+    case Outcome::kSkippedNoDuration:
+      return "skipped-no-duration";
+    case Outcome::kSkippedNoGpus:
+      return "skipped-no-gpus";
   }
   return "?";
 }

@@ -144,7 +144,7 @@ struct JobResult {
   int64_t end_s = -1;
   int64_t gpus = 0;
   int32_t replicas = 0;
-  int32_t nodes = 0;     // distinct nodes of the placement
+  int32_t nodes = 0;  // distinct nodes of the placement
   std::string tenant;
   std::string priority_class;
   int32_t preemptions = 0;  // times it was stopped for another job
@@ -178,7 +178,7 @@ struct JobResult {
   // its full size (its edges count runs at `gpus`; these correct them).
   std::vector<std::pair<int64_t, int64_t>> size_changes;
   bool censored = false;
-  std::string note;      // why skipped or unschedulable
+  std::string note;  // why skipped or unschedulable
 };
 
 // One change in a finished job's life, for sweeps over time: at `t` the
@@ -186,7 +186,7 @@ struct JobResult {
 // stopped early (waiting +1, held -gpus) or the job ends (held -gpus).
 struct JobEdge {
   int64_t t = 0;
-  size_t job = 0;        // index into the jobs given
+  size_t job = 0;  // index into the jobs given
   int32_t waiting = 0;
   int64_t held = 0;
 };
@@ -216,10 +216,10 @@ struct SimResult {
   int64_t shrinks = 0;           // elastic jobs that gave back replicas
   int64_t lost_gpu_seconds = 0;  // progress lost by victims (and to lost nodes), restart costs included
   int64_t nodes_lost = 0;
-  int64_t reclaims = 0;                 // reclaim notices
-  int64_t reclaim_stops = 0;            // jobs stopped by a notice
-  int64_t reclaim_checkpointed = 0;     // of those, checkpointed before the deadline
-  int64_t reclaim_lost_gpu_seconds = 0; // progress lost by jobs stopped by a notice
+  int64_t reclaims = 0;                  // reclaim notices
+  int64_t reclaim_stops = 0;             // jobs stopped by a notice
+  int64_t reclaim_checkpointed = 0;      // of those, checkpointed before the deadline
+  int64_t reclaim_lost_gpu_seconds = 0;  // progress lost by jobs stopped by a notice
   bool preemption = false;
   int64_t checkpoint_interval_s = 0;
   int64_t fairshare_weight = 0;

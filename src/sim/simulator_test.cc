@@ -47,8 +47,7 @@ const JobResult& Find(const SimResult& r, const std::string& id) {
 // at 20. Under strict FIFO, C waits behind B although it would fit sooner:
 // both start at 100. D can never fit and is reported.
 TEST(Simulator, FifoHandWorkedExample) {
-  const std::vector<TraceJob> trace = {T("A", 0, 4, 100), T("B", 10, 2, 50), T("C", 20, 1, 10),
-                                       T("D", 0, 8, 10)};
+  const std::vector<TraceJob> trace = {T("A", 0, 4, 100), T("B", 10, 2, 50), T("C", 20, 1, 10), T("D", 0, 8, 10)};
   auto r = Simulate(trace, Nodes("1x4"), Opts("fifo"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Find(*r, "A").start_s, 0);

@@ -26,8 +26,8 @@ TraceJob Job(const std::string& id, int64_t submit, int64_t gpus, int64_t durati
 
 // 10 nodes of 8 GPUs, 5 of them spot; every GPU busy with 10-hour jobs.
 ClusterDescription HalfSpot() {
-  auto c = ParseClusterYaml("nodeGroups: [{count: 5, gpus: 8, prefix: od-}, {count: 5, gpus: 8, prefix: spot-, spot: true}]\n",
-                            "half spot");
+  auto c = ParseClusterYaml(
+      "nodeGroups: [{count: 5, gpus: 8, prefix: od-}, {count: 5, gpus: 8, prefix: spot-, spot: true}]\n", "half spot");
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return *c;
 }
@@ -121,7 +121,8 @@ TEST(Spot, OnDemandJobsStayOffSpotAndReclaimedNodesComeBack) {
   EXPECT_EQ(Reclaims(*r)["jobs_stopped"], 0) << "no job ran on spot";
   for (const JobResult& j : r->jobs) EXPECT_EQ(j.outcome, Outcome::kCompleted) << j.trace_id;
   for (const JobStory& s : r->stories) {
-    for (const std::string& line : s.attempts) EXPECT_EQ(line.find("spot-"), std::string::npos) << s.job << ": " << line;
+    for (const std::string& line : s.attempts)
+      EXPECT_EQ(line.find("spot-"), std::string::npos) << s.job << ": " << line;
   }
 
   SimOptions back = Options();

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/random.h"
 #include <nlohmann/json.hpp>
+#include "common/random.h"
 
 #include "sim/report.h"
 #include "sim/simulator.h"
@@ -18,9 +18,9 @@ namespace {
 
 struct TenantLoad {
   std::string tenant;
-  int64_t gpus = 1;           // per job
-  double mean_hours = 1;      // exponential durations, at least 5 min
-  double demand_gpus = 8;     // offered load: arrivals x gpus x mean duration
+  int64_t gpus = 1;        // per job
+  double mean_hours = 1;   // exponential durations, at least 5 min
+  double demand_gpus = 8;  // offered load: arrivals x gpus x mean duration
 };
 
 std::vector<TraceJob> Workload(const std::vector<TenantLoad>& loads, double days, uint64_t seed) {
@@ -38,13 +38,15 @@ std::vector<TraceJob> Workload(const std::vector<TenantLoad>& loads, double days
       j.submit_s = static_cast<int64_t>(t);
       j.num_gpus = l.gpus;
       j.gpu_milli = l.gpus * 1000;
-      j.duration_s = std::max<int64_t>(300, static_cast<int64_t>(-std::log(1.0 - rng.UniformDouble()) * l.mean_hours * 3600));
+      j.duration_s =
+          std::max<int64_t>(300, static_cast<int64_t>(-std::log(1.0 - rng.UniformDouble()) * l.mean_hours * 3600));
       j.tenant = l.tenant;
       j.user = l.tenant;
       trace.push_back(j);
     }
   }
-  std::stable_sort(trace.begin(), trace.end(), [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });
+  std::stable_sort(trace.begin(), trace.end(),
+                   [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });
   return trace;
 }
 
@@ -53,8 +55,8 @@ std::vector<TraceJob> Workload(const std::vector<TenantLoad>& loads, double days
 // submitted a pause (exponential, `gap_minutes` on average) after the
 // previous would end if it started at once. Its demand is steady, about
 // streams x gpus.
-std::vector<TraceJob> Streams(const std::string& tenant, int64_t gpus, int streams, double mean_hours, double gap_minutes,
-                              double days, uint64_t seed) {
+std::vector<TraceJob> Streams(const std::string& tenant, int64_t gpus, int streams, double mean_hours,
+                              double gap_minutes, double days, uint64_t seed) {
   Random rng(seed);
   std::vector<TraceJob> trace;
   int n = 0;
@@ -89,19 +91,21 @@ void Print(const char* name, const SimResult& r) {
               static_cast<long long>(r.preemptions), r.lost_gpu_seconds / 3600.0);
   for (const auto& [tenant, t] : j["per_tenant"].items()) {
     const double held = t["gpu_hours"].get<double>(), lost = t["lost_gpu_hours"].get<double>();
-    std::printf("  %-6s jobs %5lld  wait mean %6.2f h  p99 %6.2f h  max %6.2f h  held %7.1f GPU-h  lost %6.1f (%.1f%%)  "
-                "preempted %lld\n",
-                tenant.c_str(), t["jobs"].get<long long>(), t["mean_wait_s"].get<double>() / 3600,
-                t["p99_wait_s"].get<double>() / 3600, t["max_wait_s"].get<double>() / 3600, held, lost,
-                held > 0 ? 100 * lost / held : 0.0, t["preemptions"].get<long long>());
+    std::printf(
+        "  %-6s jobs %5lld  wait mean %6.2f h  p99 %6.2f h  max %6.2f h  held %7.1f GPU-h  lost %6.1f (%.1f%%)  "
+        "preempted %lld\n",
+        tenant.c_str(), t["jobs"].get<long long>(), t["mean_wait_s"].get<double>() / 3600,
+        t["p99_wait_s"].get<double>() / 3600, t["max_wait_s"].get<double>() / 3600, held, lost,
+        held > 0 ? 100 * lost / held : 0.0, t["preemptions"].get<long long>());
   }
 }
 
 ClusterDescription ThreeTenants() {
-  auto c = ParseClusterYaml("nodeGroups: [{count: 8, gpus: 8}]\n"
-                            "queues: [{name: small, guarantee: 21}, {name: gangs, guarantee: 21}, "
-                            "{name: steady, guarantee: 21}]\n",
-                            "three tenants");
+  auto c = ParseClusterYaml(
+      "nodeGroups: [{count: 8, gpus: 8}]\n"
+      "queues: [{name: small, guarantee: 21}, {name: gangs, guarantee: 21}, "
+      "{name: steady, guarantee: 21}]\n",
+      "three tenants");
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return *c;
 }
@@ -213,9 +217,10 @@ TEST(TenantScenarios, GangsArrivingAtRandomLoseNoWorkAndShareFairly) {
 TEST(TenantScenarios, GuaranteesOutweighFairShareAndTheRestIsShared) {
   const double days = 2;
   const auto trace = Workload({{"A", 1, 1.0, 60}, {"B", 1, 1.0, 60}}, days, 11);
-  auto cluster = ParseClusterYaml("nodeGroups: [{count: 8, gpus: 8}]\n"
-                                  "queues: [{name: A, guarantee: 48}, {name: B, guarantee: 8}]\n",
-                                  "two tenants");
+  auto cluster = ParseClusterYaml(
+      "nodeGroups: [{count: 8, gpus: 8}]\n"
+      "queues: [{name: A, guarantee: 48}, {name: B, guarantee: 8}]\n",
+      "two tenants");
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   auto r = Simulate(trace, *cluster, Defaults());
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -9,8 +9,7 @@
 namespace muster::sim {
 namespace {
 
-constexpr char kHeader[] =
-    "job_id,submit_time,num_gpus,duration,user,tenant,priority,status,gpu_milli,censored\n";
+constexpr char kHeader[] = "job_id,submit_time,num_gpus,duration,user,tenant,priority,status,gpu_milli,censored\n";
 
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -27,8 +26,7 @@ void ExpectError(const std::string& text, const std::vector<std::string>& needle
   ASSERT_FALSE(r.ok()) << "accepted:\n" << text;
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   for (const std::string& n : needles) {
-    EXPECT_TRUE(Contains(r.status().message(), n))
-        << "\"" << n << "\" not in: " << r.status().message();
+    EXPECT_TRUE(Contains(r.status().message(), n)) << "\"" << n << "\" not in: " << r.status().message();
   }
 }
 
@@ -154,8 +152,7 @@ TEST(ReadTraceTest, BlankLinesStillCountForLineNumbers) {
 TEST(ReadTraceTest, EmptyFile) { ExpectError("", {"src", "empty"}); }
 
 TEST(ReadTraceTest, UnknownDurationAccepted) {
-  StatusOr<std::vector<TraceJob>> r =
-      Read(std::string(kHeader) + "j1,0,1,-1,u,t,0,RUNNING,1000,1\n");
+  StatusOr<std::vector<TraceJob>> r = Read(std::string(kHeader) + "j1,0,1,-1,u,t,0,RUNNING,1000,1\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->size(), 1u);
   EXPECT_EQ((*r)[0].duration_s, -1);
@@ -172,8 +169,7 @@ TEST(ReadTraceTest, DurationBelowMinusOneRejected) {
 }
 
 TEST(ReadTraceTest, IntegralFloatAccepted) {
-  StatusOr<std::vector<TraceJob>> r =
-      Read(std::string(kHeader) + "j1,0.0,2,3600.0,u,t,0,COMPLETED,2000.00,0\n");
+  StatusOr<std::vector<TraceJob>> r = Read(std::string(kHeader) + "j1,0.0,2,3600.0,u,t,0,COMPLETED,2000.00,0\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->size(), 1u);
   EXPECT_EQ((*r)[0].duration_s, 3600);
@@ -182,8 +178,7 @@ TEST(ReadTraceTest, IntegralFloatAccepted) {
 }
 
 TEST(ReadTraceTest, FractionalValueRejected) {
-  ExpectError(std::string(kHeader) + "j1,0,2,3600.5,u,t,0,COMPLETED,2000,0\n",
-              {"src:2", "duration", "\"3600.5\""});
+  ExpectError(std::string(kHeader) + "j1,0,2,3600.5,u,t,0,COMPLETED,2000,0\n", {"src:2", "duration", "\"3600.5\""});
 }
 
 TEST(ReadTraceTest, NegativeValuesRejected) {
@@ -195,9 +190,7 @@ TEST(ReadTraceTest, EmptyJobIdRejected) {
   ExpectError(std::string(kHeader) + ",5,2,60,u,t,0,S,2000,0\n", {"src:2", "job_id"});
 }
 
-TEST(ReadTraceTest, TooFewColumnsRejected) {
-  ExpectError(std::string(kHeader) + "j1,5,2,60\n", {"src:2", "columns"});
-}
+TEST(ReadTraceTest, TooFewColumnsRejected) { ExpectError(std::string(kHeader) + "j1,5,2,60\n", {"src:2", "columns"}); }
 
 TEST(ReadTraceTest, CrlfLineEndings) {
   StatusOr<std::vector<TraceJob>> r = Read(

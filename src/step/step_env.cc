@@ -5,10 +5,15 @@
 namespace muster::step {
 
 const std::vector<std::string_view>& NodeVariables() {
-  static const std::vector<std::string_view> kNames = {
-      "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE", "MUSTER_NODE",
-      "MUSTER_REPLICA_INDEX", "MUSTER_BIN",             "TMPDIR",             "SLURM_TOPOLOGY_ADDR",
-      "MUSTER_STEP_COUNTER_FD"};
+  static const std::vector<std::string_view> kNames = {"CUDA_VISIBLE_DEVICES",
+                                                       "NVIDIA_VISIBLE_DEVICES",
+                                                       "SLURM_GPUS_ON_NODE",
+                                                       "MUSTER_NODE",
+                                                       "MUSTER_REPLICA_INDEX",
+                                                       "MUSTER_BIN",
+                                                       "TMPDIR",
+                                                       "SLURM_TOPOLOGY_ADDR",
+                                                       "MUSTER_STEP_COUNTER_FD"};
   return kNames;
 }
 

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -127,7 +127,7 @@ int RunStepHost(const StepHostOptions& o) {
     Log(std::string("pipe: ") + std::strerror(errno));
     return 1;
   }
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   for (int sig : kHandled) ::sigaction(sig, &sa, nullptr);

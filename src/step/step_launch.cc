@@ -28,7 +28,6 @@ namespace {
 
 using nlohmann::json;
 
-
 struct Caught {
   int signal;
   int code;  // si_code
@@ -220,7 +219,8 @@ class NodeWorker {
     StatusOr<shell::Frame> answer = ch->Read();
     if (!answer.ok()) return Failed("the step host closed the connection: " + answer.status().message());
     if (answer->type == kFailed) return Failed("cannot start the tasks: " + answer->data);
-    if (answer->type != kStarted) return Failed("the step host answered a frame of type '" + std::string(1, answer->type) + "'");
+    if (answer->type != kStarted)
+      return Failed("the step host answered a frame of type '" + std::string(1, answer->type) + "'");
     size_t ended = 0;
     while (ended < node_.launch.tasks.size()) {
       pollfd fds[2] = {{ch->fd(), POLLIN, 0}, {control_[0], POLLIN, 0}};
@@ -261,7 +261,7 @@ int RunStep(const StepRun& run) {
     std::fprintf(stderr, "srun: error: pipe: %s\n", std::strerror(errno));
     return 1;
   }
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_sigaction = OnSignal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);

@@ -11,8 +11,12 @@ using nlohmann::json;
 json LaunchToJson(const LaunchRequest& r) {
   json tasks = json::array();
   for (const TaskPlace& t : r.tasks) tasks.push_back({t.id, t.local});
-  return {{"step", r.step},         {"argv", r.argv},   {"cwd", r.cwd},
-          {"env", r.env},           {"node", r.node_index}, {"tasks", tasks},
+  return {{"step", r.step},
+          {"argv", r.argv},
+          {"cwd", r.cwd},
+          {"env", r.env},
+          {"node", r.node_index},
+          {"tasks", tasks},
           {"gpusPerTask", r.gpus_per_task}};
 }
 
@@ -68,11 +72,11 @@ StatusOr<std::vector<StepHost>> ParseStepHosts(std::string_view text) {
   size_t at = 0;
   while (at <= text.size() && !text.empty()) {
     const size_t comma = text.find(',', at);
-    const std::string_view item = text.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
+    const std::string_view item =
+        text.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0 || EndpointPort(item.substr(eq + 1)) == 0) {
-      return InvalidArgument(std::string(kStepHostsVariable) + ": \"" + std::string(item) +
-                             "\" is not node=host:port");
+      return InvalidArgument(std::string(kStepHostsVariable) + ": \"" + std::string(item) + "\" is not node=host:port");
     }
     out.push_back({std::string(item.substr(0, eq)), std::string(item.substr(eq + 1))});
     if (comma == std::string_view::npos) break;
@@ -82,9 +86,7 @@ StatusOr<std::vector<StepHost>> ParseStepHosts(std::string_view text) {
   return out;
 }
 
-std::string StepKey(std::string_view job_token) {
-  return auth::HmacSha256Hex(job_token, "muster step channel v1");
-}
+std::string StepKey(std::string_view job_token) { return auth::HmacSha256Hex(job_token, "muster step channel v1"); }
 
 int32_t StatusOfWait(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);

@@ -56,8 +56,10 @@ StatusOr<std::unique_ptr<TaskGroup>> TaskGroup::Start(const std::vector<std::str
     std::vector<std::string> argv_copy = argv;
     for (std::string& a : argv_copy) args.push_back(a.data());
     args.push_back(nullptr);
-    const std::string cannot_cd = "srun: error: " + label + ": task " + std::to_string(t.id) + ": cannot enter " + cwd + ": ";
-    const std::string cannot_run = "srun: error: " + label + ": task " + std::to_string(t.id) + ": cannot run " + argv[0] + ": ";
+    const std::string cannot_cd =
+        "srun: error: " + label + ": task " + std::to_string(t.id) + ": cannot enter " + cwd + ": ";
+    const std::string cannot_run =
+        "srun: error: " + label + ": task " + std::to_string(t.id) + ": cannot run " + argv[0] + ": ";
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
     if (::pipe2(err, O_CLOEXEC) != 0) {

@@ -10,8 +10,8 @@ namespace muster::store {
 
 void StoreConformance::SetUp() {
   static std::atomic<int> counter{0};
-  dir_ = ::testing::TempDir() + "/muster_store_" + GetParam().name + "_" +
-         std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  dir_ = ::testing::TempDir() + "/muster_store_" + GetParam().name + "_" + std::to_string(::getpid()) + "_" +
+         std::to_string(counter++);
   std::filesystem::remove_all(dir_);
   std::filesystem::create_directories(dir_);
   store_ = Reopen();
@@ -173,12 +173,12 @@ TEST_P(StoreConformance, ListJobsInATimeWindow) {
     j.end_ms = end;
     b.jobs.push_back(j);
   };
-  job(1, 100, 200);           // ended before the window
-  job(2, 100, 1000);          // ended at its start: open then
-  job(3, 500, 1500);          // inside
-  job(4, 1900, std::nullopt); // still open, submitted inside
-  job(5, 2000, std::nullopt); // submitted at its end: not in it
-  job(6, 100, std::nullopt);  // open all along
+  job(1, 100, 200);            // ended before the window
+  job(2, 100, 1000);           // ended at its start: open then
+  job(3, 500, 1500);           // inside
+  job(4, 1900, std::nullopt);  // still open, submitted inside
+  job(5, 2000, std::nullopt);  // submitted at its end: not in it
+  job(6, 100, std::nullopt);   // open all along
   ASSERT_TRUE(CommitOne(*store_, b).ok());
   JobFilter f;
   f.active_from_ms = 1000;
@@ -274,8 +274,8 @@ TEST_P(StoreConformance, JobSummariesMatchTheRowsTheyList) {
     // An elastic job's replicas are {min, max}: the summary has its max.
     const std::string replicas = std::to_string(1 + id % 2);
     j.spec_json = R"({"name":"job)" + std::to_string(id) + R"(","replicas":)" +
-                  (id % 4 == 0 ? R"({"min":1,"max":)" + replicas + "}" : replicas) +
-                  R"(,"resources":{"gpus":)" + std::to_string(id % 5) + R"(,"gpuType":null},"command":["gpus"]})";
+                  (id % 4 == 0 ? R"({"min":1,"max":)" + replicas + "}" : replicas) + R"(,"resources":{"gpus":)" +
+                  std::to_string(id % 5) + R"(,"gpuType":null},"command":["gpus"]})";
     if (id % 3 == 0) {
       j.start_ms = 5000 + id;
       j.status_json = R"({"idempotencyKey":"k","allocations":[{"node":"n-)" + std::to_string(id) +
@@ -446,8 +446,17 @@ TEST_P(StoreConformance, ReadersRunWhileWriting) {
 
 TEST_P(StoreConformance, CheckpointCatalog) {
   auto ckpt = [](int64_t job, int64_t seq, const std::string& state) {
-    return CheckpointRow{job, seq, 1, seq * 100, "/ckpt/j" + std::to_string(job) + "/s" + std::to_string(seq),
-                         std::string(64, 'a'), 2, 4096, state, "", 1000 + seq};
+    return CheckpointRow{job,
+                         seq,
+                         1,
+                         seq * 100,
+                         "/ckpt/j" + std::to_string(job) + "/s" + std::to_string(seq),
+                         std::string(64, 'a'),
+                         2,
+                         4096,
+                         state,
+                         "",
+                         1000 + seq};
   };
   WriteBatch b;
   b.jobs.push_back(TestJob(1, "RUNNING"));
@@ -483,14 +492,17 @@ TEST_P(StoreConformance, TokensUpsertAndAuditAppends) {
   TokenRow node{"fedcba9876543210", std::string(64, 'c'), "", "n1", "agent", "root", 1000, 0, 0};
   WriteBatch b;
   b.tokens = {t, node};
-  b.audit.push_back({0, 1000, "root", "", "munge", "127.0.0.1", "token.create", "token/0123456789abcdef", "ok", "for alice"});
+  b.audit.push_back(
+      {0, 1000, "root", "", "munge", "127.0.0.1", "token.create", "token/0123456789abcdef", "ok", "for alice"});
   ASSERT_TRUE(CommitOne(*store_, b).ok());
   WriteBatch revoke;  // a revocation rewrites the row; audit rows append in order
   TokenRow revoked = t;
   revoked.revoked_ms = 2000;
   revoke.tokens = {revoked};
-  revoke.audit.push_back({0, 2000, "root", "", "munge", "127.0.0.1", "token.revoke", "token/0123456789abcdef", "ok", ""});
-  revoke.audit.push_back({0, 2001, "mallory", "", "token 1111", "10.0.0.9", "cancel", "job/7", "Forbidden", "not hers"});
+  revoke.audit.push_back(
+      {0, 2000, "root", "", "munge", "127.0.0.1", "token.revoke", "token/0123456789abcdef", "ok", ""});
+  revoke.audit.push_back(
+      {0, 2001, "mallory", "", "token 1111", "10.0.0.9", "cancel", "job/7", "Forbidden", "not hers"});
   ASSERT_TRUE(CommitOne(*store_, revoke).ok());
 
   store_ = Reopen();

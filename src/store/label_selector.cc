@@ -50,9 +50,11 @@ StatusOr<std::vector<LabelRequirement>> ParseLabelSelector(std::string_view text
     key = Trim(key);
     value = Trim(value);
     if (!ValidPart(key, true) || !ValidPart(value, false)) {
-      return InvalidArgument("must be requirements such as team=vision, tier!=batch, gpu or !spot, joined by commas; "
-                             "got " + shown,
-                             field);
+      return InvalidArgument(
+          "must be requirements such as team=vision, tier!=batch, gpu or !spot, joined by commas; "
+          "got " +
+              shown,
+          field);
     }
     r.key = std::string(key);
     r.value = std::string(value);

@@ -21,11 +21,11 @@
 namespace muster::store {
 
 struct LeaseHolder {
-  int64_t epoch = 0;     // 0: nobody ever held it
-  std::string id;        // the holder's identity (a server's name)
-  std::string address;   // where the holder serves its API, for clients sent there
-  bool valid = false;    // unexpired and its session alive
-  Duration remaining;    // until it expires, if valid
+  int64_t epoch = 0;    // 0: nobody ever held it
+  std::string id;       // the holder's identity (a server's name)
+  std::string address;  // where the holder serves its API, for clients sent there
+  bool valid = false;   // unexpired and its session alive
+  Duration remaining;   // until it expires, if valid
 };
 
 class LeaderLease {

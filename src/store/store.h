@@ -44,7 +44,7 @@ struct JobRow {
   std::optional<int64_t> start_ms;
   std::optional<int64_t> end_ms;  // set exactly when the job is in a terminal state
   int32_t attempts = 0;
-  std::string spec_json;         // the canonical job spec
+  std::string spec_json;           // the canonical job spec
   std::string status_json = "{}";  // placement and other status detail
 
   bool operator==(const JobRow&) const = default;
@@ -54,7 +54,7 @@ struct EventRow {
   int64_t seq = 0;  // assigned by the store on commit
   int64_t job_id = 0;
   int64_t time_ms = 0;
-  std::string type;    // e.g. "Submitted", "Started", "Completed"
+  std::string type;  // e.g. "Submitted", "Started", "Completed"
   std::string reason;
   std::string message;
 
@@ -84,15 +84,15 @@ struct NodeRow {
 // on storage). Upserted by (job_id, seq).
 struct CheckpointRow {
   int64_t job_id = 0;
-  int64_t seq = 0;        // 1, 2, ... per job, in commit order
-  int32_t attempt = 0;    // the attempt that wrote it
-  int64_t step = 0;       // the job's own step counter
-  std::string location;   // where it is (a directory for the directory store)
+  int64_t seq = 0;       // 1, 2, ... per job, in commit order
+  int32_t attempt = 0;   // the attempt that wrote it
+  int64_t step = 0;      // the job's own step counter
+  std::string location;  // where it is (a directory for the directory store)
   std::string manifest_sha256;
   int64_t files = 0;
   int64_t bytes = 0;
-  std::string state;      // "COMMITTED", "CORRUPT" (failed verification), "REMOVED" (retention)
-  std::string note;       // why it is CORRUPT or what removal said
+  std::string state;  // "COMMITTED", "CORRUPT" (failed verification), "REMOVED" (retention)
+  std::string note;   // why it is CORRUPT or what removal said
   int64_t created_ms = 0;
 
   bool operator==(const CheckpointRow&) const = default;
@@ -102,15 +102,15 @@ struct CheckpointRow {
 // stored: only its secret's SHA-256. Upserted by id (a revocation rewrites
 // the row).
 struct TokenRow {
-  std::string id;             // the token's public id (16 hex digits)
+  std::string id;  // the token's public id (16 hex digits)
   std::string secret_sha256;
-  std::string user;           // whom it authenticates ("" for a node's)
-  std::string node;           // a node's credential: that node's agent only
+  std::string user;  // whom it authenticates ("" for a node's)
+  std::string node;  // a node's credential: that node's agent only
   std::string description;
   std::string created_by;
   int64_t created_ms = 0;
-  int64_t expires_ms = 0;     // 0: never
-  int64_t revoked_ms = 0;     // 0: not revoked
+  int64_t expires_ms = 0;  // 0: never
+  int64_t revoked_ms = 0;  // 0: not revoked
 
   bool operator==(const TokenRow&) const = default;
 };
@@ -138,18 +138,18 @@ struct AuditFilter {
 };
 
 struct WriteBatch {
-  std::vector<JobRow> jobs;                  // upsert by id
+  std::vector<JobRow> jobs;  // upsert by id
   // Only the reason of existing jobs (applied after `jobs`); cheaper than
   // rewriting the row when a pending job's reason code changes.
   std::vector<std::pair<int64_t, std::string>> reasons;
-  std::vector<EventRow> events;              // append
-  std::vector<IdempotencyRow> idempotency;   // insert, unique by (principal, key)
-  std::vector<NodeRow> nodes;                // upsert by name
-  std::vector<std::string> removed_nodes;    // delete by name (after `nodes`)
+  std::vector<EventRow> events;                           // append
+  std::vector<IdempotencyRow> idempotency;                // insert, unique by (principal, key)
+  std::vector<NodeRow> nodes;                             // upsert by name
+  std::vector<std::string> removed_nodes;                 // delete by name (after `nodes`)
   std::vector<std::pair<std::string, std::string>> meta;  // upsert by key
-  std::vector<CheckpointRow> checkpoints;    // upsert by (job_id, seq)
-  std::vector<TokenRow> tokens;              // upsert by id
-  std::vector<AuditRow> audit;               // append
+  std::vector<CheckpointRow> checkpoints;                 // upsert by (job_id, seq)
+  std::vector<TokenRow> tokens;                           // upsert by id
+  std::vector<AuditRow> audit;                            // append
 
   bool empty() const {
     return jobs.empty() && reasons.empty() && events.empty() && idempotency.empty() && nodes.empty() &&
@@ -187,8 +187,8 @@ struct JobSummary {
   std::string name, user, queue, priority_class, state, reason;
   int64_t submit_ms = 0;
   std::optional<int64_t> start_ms, end_ms;
-  int64_t gpus = 0;       // per replica: the spec's resources.gpus
-  int64_t replicas = 1;   // the spec's replicas
+  int64_t gpus = 0;                // per replica: the spec's resources.gpus
+  int64_t replicas = 1;            // the spec's replicas
   std::vector<std::string> nodes;  // the nodes of its allocations (status), in order
 
   bool operator==(const JobSummary&) const = default;

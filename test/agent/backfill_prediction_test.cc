@@ -5,8 +5,8 @@
 // start before it when its user's recent jobs were short.
 #include <gtest/gtest.h>
 
-#include "cluster_fixture.h"
 #include "../wait_for.h"
+#include "cluster_fixture.h"
 
 namespace muster::testing {
 namespace {

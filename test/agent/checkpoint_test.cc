@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "cluster_fixture.h"
 #include "../wait_for.h"
+#include "cluster_fixture.h"
 
 namespace muster::testing {
 namespace {
@@ -57,7 +57,9 @@ TEST_F(CheckpointTest, ACrashedJobResumesFromItsLastCheckpointAndRetentionKeepsT
   }
   // Retention deleted the dropped ones from storage; the kept ones verify.
   WaitFor(
-      [&] { return !(fs::exists(c[0]["location"].get<std::string>()) || fs::exists(c[1]["location"].get<std::string>())); },
+      [&] {
+        return !(fs::exists(c[0]["location"].get<std::string>()) || fs::exists(c[1]["location"].get<std::string>()));
+      },
       std::chrono::seconds(2));
   EXPECT_FALSE(fs::exists(c[0]["location"].get<std::string>()));
   EXPECT_FALSE(fs::exists(c[1]["location"].get<std::string>()));
@@ -115,10 +117,10 @@ TEST_F(CheckpointTest, TheCliCommitsAndStaleAttemptsAndForeignPathsAreRefused) {
   AddAgent();
   WaitNodes(1);
   const std::string dir = Tmp("ckpt") + "/cli/step-7";
-  const int64_t id = Submit("name: cli\ncheckpoint: {dir: " + Tmp("ckpt") + "}\n" +
-                            "command: [/bin/sh, -c, 'mkdir -p " + dir + " && echo w > " + dir + "/w && " +
-                            MUSTER_BINARY + " checkpoint commit " + dir + " --step 7 && " + MUSTER_BINARY +
-                            " progress --step 7 --metric loss=0.5 --message warm && exec sleep 300']\n");
+  const int64_t id =
+      Submit("name: cli\ncheckpoint: {dir: " + Tmp("ckpt") + "}\n" + "command: [/bin/sh, -c, 'mkdir -p " + dir +
+             " && echo w > " + dir + "/w && " + MUSTER_BINARY + " checkpoint commit " + dir + " --step 7 && " +
+             MUSTER_BINARY + " progress --step 7 --metric loss=0.5 --message warm && exec sleep 300']\n");
   WaitState(id, "RUNNING");
   json c;
   WaitFor([&] { return !(c = Checkpoints(id)).empty(); }, std::chrono::seconds(10));
@@ -134,9 +136,11 @@ TEST_F(CheckpointTest, TheCliCommitsAndStaleAttemptsAndForeignPathsAreRefused) {
 
   const std::string sha = c[0]["manifestSha256"];
   auto commit = [&](int attempt, const std::string& location) {
-    json body = {{"attempt", attempt}, {"step", 8}, {"location", location}, {"manifestSha256", sha}, {"files", 1}, {"bytes", 2}};
-    return cli_->Post("/v1/jobs/" + std::to_string(id) + "/checkpoints", httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}},
-                      body.dump(), "application/json");
+    json body = {{"attempt", attempt},    {"step", 8},  {"location", location},
+                 {"manifestSha256", sha}, {"files", 1}, {"bytes", 2}};
+    return cli_->Post("/v1/jobs/" + std::to_string(id) + "/checkpoints",
+                      httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, body.dump(),
+                      "application/json");
   };
   auto stale = commit(2, Tmp("ckpt") + "/other");  // attempt 2 does not run
   ASSERT_TRUE(stale);
@@ -146,20 +150,24 @@ TEST_F(CheckpointTest, TheCliCommitsAndStaleAttemptsAndForeignPathsAreRefused) {
   ASSERT_TRUE(outside);
   EXPECT_EQ(outside->status, 400) << outside->body;
   EXPECT_NE(outside->body.find("\"field\":\"location\""), std::string::npos) << outside->body;
-  auto stranger = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress", httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}},
+  auto stranger = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress",
+                             httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}},
                              R"({"attempt":1,"step":9})", "application/json");
   ASSERT_TRUE(stranger);
   EXPECT_EQ(stranger->status, 403) << stranger->body;
-  auto typo = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress", httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}},
+  auto typo = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress",
+                         httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}},
                          R"({"attempt":1,"stpe":9})", "application/json");
   ASSERT_TRUE(typo);
   EXPECT_EQ(typo->status, 400) << typo->body;
   EXPECT_NE(typo->body.find("did you mean \\\"step\\\""), std::string::npos) << typo->body;
   // Endpoints (what the job serves: a shell's relay) must be host:port.
-  for (const char* bad : {R"({"attempt":1,"endpoints":{"shell":"nohost"}})", R"({"attempt":1,"endpoints":{"shell":"h:99999"}})",
-                          R"({"attempt":1,"endpoints":{"shell":"a b:22"}})", R"({"attempt":1,"endpoints":{"shell":22}})"}) {
-    auto r = cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress",
-                        httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, bad, "application/json");
+  for (const char* bad :
+       {R"({"attempt":1,"endpoints":{"shell":"nohost"}})", R"({"attempt":1,"endpoints":{"shell":"h:99999"}})",
+        R"({"attempt":1,"endpoints":{"shell":"a b:22"}})", R"({"attempt":1,"endpoints":{"shell":22}})"}) {
+    auto r =
+        cli_->Post("/v1/jobs/" + std::to_string(id) + "/progress",
+                   httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, bad, "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 400) << bad << " " << r->body;
     EXPECT_NE(r->body.find("\"field\":\"endpoints.shell\""), std::string::npos) << r->body;
@@ -194,16 +202,18 @@ TEST_F(CheckpointTest, AStopDuringLaunchIsDeliveredNotLost) {
   AddAgent();
   WaitNodes(1);
   const std::string dir = Tmp("ckpt") + "/big/step-1";
-  const int64_t id = Submit("name: early\nretry: {limit: 1, backoff: {initial: 1s, factor: 1, max: 1s}}\n"
-                            "checkpoint: {dir: " + Tmp("ckpt") + ", gracePeriod: 30s}\n" +
-                            "command: [/bin/sh, -c, 'if [ $MUSTER_ATTEMPT = 1 ]; then mkdir -p " + dir +
-                            " && head -c 67108864 /dev/zero > " + dir + "/big && " + MUSTER_BINARY +
-                            " checkpoint commit " + dir + " --step 1; exit 1; fi; exec sleep 300']\n");
+  const int64_t id = Submit(
+      "name: early\nretry: {limit: 1, backoff: {initial: 1s, factor: 1, max: 1s}}\n"
+      "checkpoint: {dir: " +
+      Tmp("ckpt") + ", gracePeriod: 30s}\n" + "command: [/bin/sh, -c, 'if [ $MUSTER_ATTEMPT = 1 ]; then mkdir -p " +
+      dir + " && head -c 67108864 /dev/zero > " + dir + "/big && " + MUSTER_BINARY + " checkpoint commit " + dir +
+      " --step 1; exit 1; fi; exec sleep 300']\n");
   WaitFor(
       [&] {
         const json j = Get("/v1/jobs/" + std::to_string(id));
         return j.value("attempts", 0) == 2 && j.value("state", "") == "RUNNING";
-      }, std::chrono::seconds(6));
+      },
+      std::chrono::seconds(6));
   const json j = CancelAndWait(id);
   EXPECT_EQ(j["state"], "CANCELLED") << j.dump();
   ASSERT_EQ(j["attemptHistory"].size(), 2u) << j.dump();
@@ -235,8 +245,9 @@ TEST_F(DrainTest, DrainingANodeRequeuesItsJobsWithStaggeredCheckpointSignals) {
   }
   for (int64_t id : ids) WaitState(id, "RUNNING");
   for (int64_t id : ids) WaitFor([&] { return Logs(id).find("up") != std::string::npos; }, std::chrono::seconds(10));
-  auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/drain", httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}}, "",
-                           "application/json");
+  auto denied =
+      cli_->Post("/v1/nodes/" + Name(0) + "/drain",
+                 httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}}, "", "application/json");
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 403);
   const json n = Post("/v1/nodes/" + Name(0) + "/drain", "", "application/json");

@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
+#include "../server/server_process.h"
 #include "agent/executor.h"
 #include "agent_process.h"
 #include "common/rfc3339.h"
-#include "../server/server_process.h"
 
 namespace muster::testing {
 
@@ -40,9 +40,7 @@ inline int64_t Millis(const nlohmann::json& t) {
 class NetnsHost {
  public:
   // Whether this machine lets us (root, `ip netns`).
-  static bool Supported() {
-    return ::geteuid() == 0 && std::system("/usr/sbin/ip netns list >/dev/null 2>&1") == 0;
-  }
+  static bool Supported() { return ::geteuid() == 0 && std::system("/usr/sbin/ip netns list >/dev/null 2>&1") == 0; }
   explicit NetnsHost(int index) {
     const std::string id = std::to_string(::getpid() % 100000) + "x" + std::to_string(index);
     ns_ = "mt" + id;
@@ -50,8 +48,10 @@ class NetnsHost {
     const std::string net = "10." + std::to_string(200 + index) + "." + std::to_string(::getpid() % 250) + ".";
     host_ip_ = net + "1";
     ns_ip_ = net + "2";
-    ok_ = Run("/usr/sbin/ip netns add " + ns_) && Run("/usr/sbin/ip link add " + host_if_ + " type veth peer name ma" + id) &&
-          Run("/usr/sbin/ip link set ma" + id + " netns " + ns_) && Run("/usr/sbin/ip addr add " + host_ip_ + "/24 dev " + host_if_) &&
+    ok_ = Run("/usr/sbin/ip netns add " + ns_) &&
+          Run("/usr/sbin/ip link add " + host_if_ + " type veth peer name ma" + id) &&
+          Run("/usr/sbin/ip link set ma" + id + " netns " + ns_) &&
+          Run("/usr/sbin/ip addr add " + host_ip_ + "/24 dev " + host_if_) &&
           Run("/usr/sbin/ip link set " + host_if_ + " up") && Exec("ip addr add " + ns_ip_ + "/24 dev ma" + id) &&
           Exec("ip link set ma" + id + " up") && Exec("ip link set lo up");
   }
@@ -103,7 +103,8 @@ class ClusterFixture : public ::testing::Test {
   AgentProcess& AddAgent(std::vector<std::string> flags = {"--fake-gpus", "8xH100"},
                          std::map<std::string, std::string> env = {}) {
     const int i = static_cast<int>(agents_.size());
-    agents_.push_back(std::make_unique<AgentProcess>(server_.url(), Name(i), server_.dir() + "/agent" + std::to_string(i)));
+    agents_.push_back(
+        std::make_unique<AgentProcess>(server_.url(), Name(i), server_.dir() + "/agent" + std::to_string(i)));
     agents_.back()->flags = std::move(flags);
     agents_.back()->flags.push_back("--stop-tasks-on-exit");
     agents_.back()->env = std::move(env);
@@ -123,8 +124,10 @@ class ClusterFixture : public ::testing::Test {
   // appends its pid to `dir`/a<attempt>. Returns its id once it runs.
   int64_t SubmitRecordedGang(const std::string& dir) {
     std::filesystem::create_directories(dir);
-    const int64_t id = Submit("name: gang\nreplicas: 2\nresources: {gpus: 8}\nretry: {limit: 0}\n"
-                              "command: [/bin/sh, -c, 'echo $$ >> " + dir + "/a$MUSTER_ATTEMPT; exec sleep 300']\n");
+    const int64_t id = Submit(
+        "name: gang\nreplicas: 2\nresources: {gpus: 8}\nretry: {limit: 0}\n"
+        "command: [/bin/sh, -c, 'echo $$ >> " +
+        dir + "/a$MUSTER_ATTEMPT; exec sleep 300']\n");
     WaitState(id, "RUNNING");
     return id;
   }
@@ -243,9 +246,13 @@ class ClusterFixture : public ::testing::Test {
   // and first checks that no process of attempt N-1 is alive; if one is, it
   // writes DIR/overlap (two attempts of one job running at once).
   static std::string Guarded(const std::string& dir, const std::string& then = "exec sleep 300") {
-    return "p=$((MUSTER_ATTEMPT-1)); for q in $(cat " + dir + "/a$p 2>/dev/null); do kill -0 $q 2>/dev/null && "
-           "echo \"attempt $MUSTER_ATTEMPT began while $q of attempt $p ran\" >> " + dir + "/overlap; done; "
-           "echo $$ >> " + dir + "/a$MUSTER_ATTEMPT; " + then;
+    return "p=$((MUSTER_ATTEMPT-1)); for q in $(cat " + dir +
+           "/a$p 2>/dev/null); do kill -0 $q 2>/dev/null && "
+           "echo \"attempt $MUSTER_ATTEMPT began while $q of attempt $p ran\" >> " +
+           dir +
+           "/overlap; done; "
+           "echo $$ >> " +
+           dir + "/a$MUSTER_ATTEMPT; " + then;
   }
   static void ExpectNoOverlap(const std::string& dir) {
     std::ifstream in(dir + "/overlap");
@@ -260,8 +267,10 @@ class ClusterFixture : public ::testing::Test {
     for (const nlohmann::json& j : jobs["items"]) {
       for (const nlohmann::json& a : j.value("allocations", nlohmann::json::array())) {
         for (const nlohmann::json& g : a["gpus"]) {
-          auto [it, fresh] = holder.emplace(std::make_pair(a["node"].get<std::string>(), g.get<int>()), j["id"].get<int64_t>());
-          EXPECT_TRUE(fresh) << "GPU " << g << " of " << a["node"] << " held by jobs " << it->second << " and " << j["id"];
+          auto [it, fresh] =
+              holder.emplace(std::make_pair(a["node"].get<std::string>(), g.get<int>()), j["id"].get<int64_t>());
+          EXPECT_TRUE(fresh) << "GPU " << g << " of " << a["node"] << " held by jobs " << it->second << " and "
+                             << j["id"];
         }
       }
     }

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -19,13 +19,13 @@
 #include <thread>
 #include <tuple>
 
-#include "agent/executor.h"
 #include "../child_process.h"
-#include "cluster_fixture.h"
+#include "../server/server_process.h"
 #include "../wait_for.h"
+#include "agent/executor.h"
+#include "cluster_fixture.h"
 #include "dev_cluster.h"
 #include "process_util.h"
-#include "../server/server_process.h"
 
 namespace muster::testing {
 namespace {
@@ -45,8 +45,9 @@ class NodeFailureTest : public ClusterFixture {
 class SlowNodeLossTest : public ClusterFixture {
  protected:
   SlowNodeLossTest()
-      : ClusterFixture("rateLimit: {perSecond: 100000, burst: 100000}\n"
-                       "agents: {defaultGrace: 1s, unreachableAfter: 5s, lease: 2s, lostAfter: 60s}\n") {}
+      : ClusterFixture(
+            "rateLimit: {perSecond: 100000, burst: 100000}\n"
+            "agents: {defaultGrace: 1s, unreachableAfter: 5s, lease: 2s, lostAfter: 60s}\n") {}
 };
 
 // Nodes are lost only after a minute here: what requeues the job in time is
@@ -54,12 +55,15 @@ class SlowNodeLossTest : public ClusterFixture {
 class OperatorNodeTest : public ClusterFixture {
  protected:
   OperatorNodeTest()
-      : ClusterFixture("rateLimit: {perSecond: 100000, burst: 100000}\n"
-                       "agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 60s}\n") {}
+      : ClusterFixture(
+            "rateLimit: {perSecond: 100000, burst: 100000}\n"
+            "agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 60s}\n") {}
   // POSTs or DELETEs as the test's user; returns the status and the error message.
   std::pair<int, std::string> Act(const std::string& method, const std::string& path) {
-    auto r = method == "DELETE" ? cli_->Delete(path, httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}})
-                                : cli_->Post(path, httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, "", "application/json");
+    auto r = method == "DELETE"
+                 ? cli_->Delete(path, httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}})
+                 : cli_->Post(path, httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, "",
+                              "application/json");
     EXPECT_TRUE(r) << path;
     if (!r) return {0, ""};
     const json e = json::parse(r->body, nullptr, false);
@@ -87,14 +91,16 @@ TEST_F(OperatorNodeTest, DeclareLostAndRemoveActOnDeadNodesAndAreRefusedForLiveO
   }
   // Refused while the lease may still let its tasks run, then accepted.
   bool declared = false;
-  WaitFor([&] {
-    std::tie(code, message) = Act("POST", "/v1/nodes/" + victim + "/declare-lost");
-    declared = code == 200;
-    if (!declared) {
-      EXPECT_NE(message.find("lease"), std::string::npos) << message;
-    }
-    return declared;
-  }, std::chrono::seconds(10));
+  WaitFor(
+      [&] {
+        std::tie(code, message) = Act("POST", "/v1/nodes/" + victim + "/declare-lost");
+        declared = code == 200;
+        if (!declared) {
+          EXPECT_NE(message.find("lease"), std::string::npos) << message;
+        }
+        return declared;
+      },
+      std::chrono::seconds(10));
   ASSERT_TRUE(declared) << message;
   // Attempt 2 runs elsewhere, only once attempt 1 is gone, and because the
   // operator said so (the event below), not because lostAfter passed: no
@@ -158,7 +164,8 @@ TEST_F(NodeFailureTest, ALostNodesGangIsStoppedEverywhereThenRequeuedWithoutSpen
   for (const json& a : j["allocations"]) EXPECT_NE(a["node"], victim);
   const json events = Get("/v1/events");
   bool lost = false;
-  for (const json& e : events["items"]) lost = lost || (e["type"] == "NodeLost" && e["message"].get<std::string>().find(victim) == 0);
+  for (const json& e : events["items"])
+    lost = lost || (e["type"] == "NodeLost" && e["message"].get<std::string>().find(victim) == 0);
   EXPECT_TRUE(lost) << events.dump();
   // The node list says so (it read "Ready,SchedulingDisabled", as if cordoned).
   const json nodes = Get("/v1/nodes");  // held: a range over a temporary's member would dangle
@@ -193,14 +200,16 @@ TEST_F(ClusterTest, AJobSeesItsEnvironment) {
   WaitNodes(2);
   // Two replicas with 4 GPUs each on... whichever nodes the scheduler picks.
   // A script, run by the interpreter its #! line names.
-  const int64_t id = Submit("name: env\nreplicas: 2\nresources: {gpus: 4}\nenv: {MY_SETTING: x1}\n"
-                            "script: \"#!/bin/bash\\n[[ -n $BASH_VERSION ]] && echo shell=bash\\nenv; echo cwd=$(pwd); id -un\\n\"\n");
+  const int64_t id = Submit(
+      "name: env\nreplicas: 2\nresources: {gpus: 4}\nenv: {MY_SETTING: x1}\n"
+      "script: \"#!/bin/bash\\n[[ -n $BASH_VERSION ]] && echo shell=bash\\nenv; echo cwd=$(pwd); id -un\\n\"\n");
   const json j = WaitEnd(id);
   ASSERT_EQ(j["state"], "COMPLETED") << j.dump();
   std::map<std::string, std::string> uuids_by_node;
   const json nodes = Get("/v1/nodes");
   for (const json& n : nodes["items"]) {
-    for (const json& g : n["agent"]["gpuDevices"]) uuids_by_node[n["name"].get<std::string>()] += g["uuid"].get<std::string>() + ",";
+    for (const json& g : n["agent"]["gpuDevices"])
+      uuids_by_node[n["name"].get<std::string>()] += g["uuid"].get<std::string>() + ",";
   }
   std::set<std::string> ranks;
   std::string master;
@@ -256,8 +265,9 @@ TEST_F(ClusterTest, MemoryOverTheLimitEndsAsOutOfMemory) {
   if (geteuid() != 0) GTEST_SKIP() << "cgroups need root";
   AddAgent();
   WaitNodes(1);
-  const int64_t id = Submit("name: oom\nresources: {memory: 64Mi}\n"
-                            "command: [python3, -c, 'x=[bytearray(16<<20) for _ in range(64)]']\n");
+  const int64_t id = Submit(
+      "name: oom\nresources: {memory: 64Mi}\n"
+      "command: [python3, -c, 'x=[bytearray(16<<20) for _ in range(64)]']\n");
   const json j = WaitEnd(id);
   EXPECT_EQ(j["state"], "OUT_OF_MEMORY") << j.dump();
   EXPECT_NE(j["reason"].get<std::string>().find("out of memory"), std::string::npos) << j.dump();
@@ -268,9 +278,10 @@ TEST_F(ClusterTest, ATimeLimitSendsTheSignalThenEndsAsTimeout) {
   WaitNodes(1);
   // The job catches its checkpoint signal and keeps running: after the grace
   // period it is killed.
-  const int64_t id = Submit("name: slow\ntimeLimit: 2s\ncheckpoint: {dir: /tmp, signal: SIGUSR1, gracePeriod: 1s}\n"
-                            "command: [/bin/sh, -c, 'trap \"echo got-usr1\" USR1; echo started; "
-                            "while true; do sleep 0.1; done']\n");
+  const int64_t id = Submit(
+      "name: slow\ntimeLimit: 2s\ncheckpoint: {dir: /tmp, signal: SIGUSR1, gracePeriod: 1s}\n"
+      "command: [/bin/sh, -c, 'trap \"echo got-usr1\" USR1; echo started; "
+      "while true; do sleep 0.1; done']\n");
   const json j = WaitEnd(id);
   EXPECT_EQ(j["state"], "TIMEOUT") << j.dump();
   const std::string log = Logs(id);
@@ -282,9 +293,10 @@ TEST_F(ClusterTest, CancelLeavesNoProcessAndNoCgroup) {
   AgentProcess& a = AddAgent();
   WaitNodes(1);
   const std::string pids = Tmp("cancel.pids");
-  const int64_t id = Submit("name: victim\nresources: {gpus: 8, memory: 256Mi}\n"
-                            "command: [/bin/sh, -c, 'echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids +
-                            "; trap \"\" TERM; wait']\n");
+  const int64_t id = Submit(
+      "name: victim\nresources: {gpus: 8, memory: 256Mi}\n"
+      "command: [/bin/sh, -c, 'echo $$ > " +
+      pids + "; sleep 300 & echo $! >> " + pids + "; trap \"\" TERM; wait']\n");
   ASSERT_TRUE(WaitProcessStarted(id, pids));
   EXPECT_EQ(Get("/v1/nodes")["items"][0]["freeGpus"], 0);
   const json c = Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
@@ -297,20 +309,23 @@ TEST_F(ClusterTest, CancelLeavesNoProcessAndNoCgroup) {
   // The agent removes an emptied cgroup as soon as the kernel lets it go.
   std::string left;
   bool parent_seen = false;  // the agent's parent group exists where cgroups are used
-  WaitFor([&] {
-    left.clear();
-    for (const char* root : {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup"}) {
-      std::error_code ec;
-      for (const auto& parent : fs::directory_iterator(std::string(root) + "/muster", ec)) {
-        if (parent.path().filename().string().rfind(a.name() + ".", 0) != 0) continue;  // muster/<node>.<tag>
-        parent_seen = true;
-        for (const auto& e : fs::directory_iterator(parent.path())) {
-          if (e.is_directory()) left += e.path().string() + " ";
+  WaitFor(
+      [&] {
+        left.clear();
+        for (const char* root :
+             {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup"}) {
+          std::error_code ec;
+          for (const auto& parent : fs::directory_iterator(std::string(root) + "/muster", ec)) {
+            if (parent.path().filename().string().rfind(a.name() + ".", 0) != 0) continue;  // muster/<node>.<tag>
+            parent_seen = true;
+            for (const auto& e : fs::directory_iterator(parent.path())) {
+              if (e.is_directory()) left += e.path().string() + " ";
+            }
+          }
         }
-      }
-    }
-    return left.empty();
-  }, std::chrono::seconds(2));
+        return left.empty();
+      },
+      std::chrono::seconds(2));
   EXPECT_EQ(left, "") << "cgroups left behind";
   if (geteuid() == 0) {
     EXPECT_TRUE(parent_seen) << "no cgroup parent of the agent's was found";
@@ -324,9 +339,10 @@ TEST_F(ClusterTest, CancelLeavesNoProcessAndNoCgroup) {
 TEST_F(ClusterTest, ARetryThatSucceedsCompletesTheJob) {
   AddAgent();
   WaitNodes(1);
-  const int64_t id = Submit("name: flaky\nretry: {limit: 3, backoff: {initial: 1s, factor: 1, max: 1s}}\n"
-                            "command: [/bin/sh, -c, 'echo attempt $MUSTER_ATTEMPT restart $MUSTER_RESTART_COUNT; "
-                            "[ $MUSTER_ATTEMPT -ge 2 ]']\n");
+  const int64_t id = Submit(
+      "name: flaky\nretry: {limit: 3, backoff: {initial: 1s, factor: 1, max: 1s}}\n"
+      "command: [/bin/sh, -c, 'echo attempt $MUSTER_ATTEMPT restart $MUSTER_RESTART_COUNT; "
+      "[ $MUSTER_ATTEMPT -ge 2 ]']\n");
   json waiting;
   WaitFor(
       [&] {
@@ -335,7 +351,8 @@ TEST_F(ClusterTest, ARetryThatSucceedsCompletesTheJob) {
       },
       std::chrono::seconds(5), std::chrono::milliseconds(5));
   EXPECT_EQ(waiting["reason"], "Backoff") << waiting.dump();
-  EXPECT_EQ(waiting.value("reasonDetail", "").rfind("Backoff: retry 1 after attempt 1 FAILED (", 0), 0u) << waiting.dump();
+  EXPECT_EQ(waiting.value("reasonDetail", "").rfind("Backoff: retry 1 after attempt 1 FAILED (", 0), 0u)
+      << waiting.dump();
   const json j = WaitEnd(id, 60);
   EXPECT_EQ(j["state"], "COMPLETED") << j.dump();
   EXPECT_EQ(j["attempts"], 2);
@@ -348,9 +365,11 @@ TEST_F(ClusterTest, ExitCodesListedAsPermanentAndOutOfMemoryAreNotRetried) {
   if (geteuid() != 0) GTEST_SKIP() << "cgroups need root";
   AddAgent();
   WaitNodes(1);
-  const int64_t bad = Submit("name: usage\nretry: {limit: 3, failOnExitCodes: [2]}\ncommand: [/bin/sh, -c, 'exit 2']\n");
-  const int64_t oom = Submit("name: oom\nretry: {limit: 3}\nresources: {memory: 64Mi}\n"
-                             "command: [python3, -c, 'x=[bytearray(16<<20) for _ in range(64)]']\n");
+  const int64_t bad =
+      Submit("name: usage\nretry: {limit: 3, failOnExitCodes: [2]}\ncommand: [/bin/sh, -c, 'exit 2']\n");
+  const int64_t oom = Submit(
+      "name: oom\nretry: {limit: 3}\nresources: {memory: 64Mi}\n"
+      "command: [python3, -c, 'x=[bytearray(16<<20) for _ in range(64)]']\n");
   const json a = WaitEnd(bad);
   EXPECT_EQ(a["state"], "FAILED") << a.dump();
   EXPECT_EQ(a["attempts"], 1);
@@ -368,7 +387,8 @@ TEST_F(ClusterTest, ARestartedAgentAdoptsItsTaskAndNeverRunsItTwice) {
   AgentProcess& a = AddAgent();
   WaitNodes(1);
   const std::string starts = Tmp("starts");
-  const int64_t id = Submit("name: survivor\ncommand: [/bin/sh, -c, 'echo start >> " + starts + "; sleep 3; echo done']\n");
+  const int64_t id =
+      Submit("name: survivor\ncommand: [/bin/sh, -c, 'echo start >> " + starts + "; sleep 3; echo done']\n");
   ASSERT_TRUE(WaitProcessStarted(id, starts));
   a.Kill();  // kill -9 (and reaped): the task's shim keeps running
   a.Start();
@@ -394,7 +414,8 @@ TEST_F(ClusterTest, RestartsAfterALongHistoryStillStartAndEndWork) {
 
   server_.Kill();
   ASSERT_TRUE(server_.Start()) << server_.log();
-  EXPECT_NE(server_.log().find(", 1 node\n"), std::string::npos) << "the agent's node, from the store: " << server_.log();
+  EXPECT_NE(server_.log().find(", 1 node\n"), std::string::npos)
+      << "the agent's node, from the store: " << server_.log();
   cli_ = std::make_unique<httplib::Client>(server_.url());
   cli_->set_read_timeout(30, 0);
   const int64_t after_server = Submit("resources: {gpus: 1}\ncommand: [/bin/true]\n");
@@ -451,8 +472,8 @@ TEST_F(ClusterTest, AnEndIsRecordedWhenItHappenedNotWhenTheServerHeard) {
   AddAgent({"--fake-gpus", "1xH100"});
   WaitNodes(1);
   const std::string started = Tmp("started"), ending = Tmp("ending");
-  const int64_t id = Submit("resources: {gpus: 1}\ncommand: [/bin/sh, -c, 'echo go > " + started + "; sleep 1; echo end > " +
-                            ending + "']\n");
+  const int64_t id = Submit("resources: {gpus: 1}\ncommand: [/bin/sh, -c, 'echo go > " + started +
+                            "; sleep 1; echo end > " + ending + "']\n");
   ASSERT_FALSE(WaitFile(started).empty());  // the process runs (not only the bind)
   server_.Pause();
   ASSERT_FALSE(WaitFile(ending).empty());  // its last act: it ends while the server is paused
@@ -500,8 +521,10 @@ TEST_F(ClusterTest, AFatalXidCordonsTheNodeAndRequeuesTheJobUsingTheGpu) {
   AddAgent({"--nvml-library", FAKE_NVML_LIBRARY}, {{"FAKE_NVML_GPUS", "4"}, {"FAKE_NVML_XID_FILE", xid}});
   WaitNodes(1);
   const std::string pids = Tmp("xid.pids");
-  const int64_t id = Submit("name: victim\nresources: {gpus: 4}\nretry: {limit: 0}\n"
-                            "command: [/bin/sh, -c, 'echo $$ >> " + pids + "; exec sleep 300']\n");
+  const int64_t id = Submit(
+      "name: victim\nresources: {gpus: 4}\nretry: {limit: 0}\n"
+      "command: [/bin/sh, -c, 'echo $$ >> " +
+      pids + "; exec sleep 300']\n");
   ASSERT_TRUE(WaitProcessStarted(id, pids));
   std::ofstream(xid) << "2 79\n";
   // Stopped (its grace is 1 s), then back in the queue: the only node is cordoned.
@@ -516,8 +539,9 @@ TEST_F(ClusterTest, AFatalXidCordonsTheNodeAndRequeuesTheJobUsingTheGpu) {
   EXPECT_EQ(n["condition"], "Ready") << n.dump();
   EXPECT_NE(n["cordon"].get<std::string>().find("XID 79"), std::string::npos) << n.dump();
   // Only an admin may clear the cordon; then the job runs again.
-  auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/uncordon", httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}}, "",
-                           "application/json");
+  auto denied =
+      cli_->Post("/v1/nodes/" + Name(0) + "/uncordon",
+                 httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}}, "", "application/json");
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 403) << denied->body;
   const json u = Post("/v1/nodes/" + Name(0) + "/uncordon", "", "application/json");
@@ -528,14 +552,17 @@ TEST_F(ClusterTest, AFatalXidCordonsTheNodeAndRequeuesTheJobUsingTheGpu) {
 
 TEST_F(ClusterTest, APyTorchGangTrainsAndItsReplicasAgree) {
   if (std::system("/usr/bin/python3 -c 'import torch, sklearn' >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
+    GTEST_SKIP()
+        << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
   }
   AddAgent();
   AddAgent();
   WaitNodes(2);
   const std::string script = fs::absolute("examples/ddp_digits.py").string();
-  const int64_t id = Submit("name: ddp\nreplicas: 2\nresources: {gpus: 8, cpus: 1, memory: 2Gi}\n"
-                            "env: {EPOCHS: '20'}\ncommand: [/usr/bin/python3, " + script + "]\n");
+  const int64_t id = Submit(
+      "name: ddp\nreplicas: 2\nresources: {gpus: 8, cpus: 1, memory: 2Gi}\n"
+      "env: {EPOCHS: '20'}\ncommand: [/usr/bin/python3, " +
+      script + "]\n");
   const json j = WaitEnd(id, 300);
   ASSERT_EQ(j["state"], "COMPLETED") << j.dump() << Logs(id, 0) << Logs(id, 1);
   std::string results[2];
@@ -568,7 +595,8 @@ int DevPort(const std::string& dir) {
 // `muster dev --demo --exit-after-demo`: the README's main command, end to end.
 TEST(DevCluster, TheDemoRunsToCompletionAndStopsCleanly) {
   if (std::system("/usr/bin/python3 -c 'import torch, sklearn' >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
+    GTEST_SKIP()
+        << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
   }
   const std::string dir = ::testing::TempDir() + "/muster_dev_" + std::to_string(getpid());
   fs::remove_all(dir);
@@ -641,9 +669,10 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
   ASSERT_TRUE(wait_for([&] { return get("/v1/nodes")["items"].size() == 1; }));
   const auto up = std::chrono::steady_clock::now();  // the server and the agent run
   const std::string task_pid = dir + "/task.pid";
-  auto posted = c.Post("/v1/jobs",
-                       R"({"command":["/bin/sh","-c","echo $$ > )" + task_pid + R"(; exec sleep 300"],"resources":{"gpus":1}})",
-                       "application/json");
+  auto posted =
+      c.Post("/v1/jobs",
+             R"({"command":["/bin/sh","-c","echo $$ > )" + task_pid + R"(; exec sleep 300"],"resources":{"gpus":1}})",
+             "application/json");
   ASSERT_TRUE(posted && posted->status == 201);
   const std::string job = "/v1/jobs/" + std::to_string(json::parse(posted->body)["id"].get<int64_t>());
   pid_t task = 0;
@@ -693,8 +722,10 @@ TEST_F(ClusterTest, ATaskStoppedByItsAgentShuttingDownCostsNoRetry) {
   AddAgent({"--fake-gpus", "1xH100"});
   WaitNodes(1);
   const std::string pid = Tmp("bystander.pid");
-  const int64_t id = Submit("name: bystander\nresources: {gpus: 1}\nretry: {limit: 3}\n"
-                            "command: [/bin/sh, -c, 'echo $$ > " + pid + "; exec sleep 300']\n");
+  const int64_t id = Submit(
+      "name: bystander\nresources: {gpus: 1}\nretry: {limit: 3}\n"
+      "command: [/bin/sh, -c, 'echo $$ > " +
+      pid + "; exec sleep 300']\n");
   ASSERT_TRUE(WaitProcessStarted(id, pid));  // the process runs (not only the bind)
   // Stopped, then started again on the same state (as `muster dev` is): the
   // new agent reports how the task ended.
@@ -712,7 +743,8 @@ TEST_F(ClusterTest, ATaskStoppedByItsAgentShuttingDownCostsNoRetry) {
   EXPECT_EQ(j["requeues"], 1) << j.dump();
   EXPECT_EQ(j["retries"], 0) << j.dump();
   EXPECT_EQ(j["attemptHistory"][0]["result"], "NODE_FAIL") << j.dump();
-  EXPECT_NE(j["attemptHistory"][0]["reason"].get<std::string>().find("its agent shut down"), std::string::npos) << j.dump();
+  EXPECT_NE(j["attemptHistory"][0]["reason"].get<std::string>().find("its agent shut down"), std::string::npos)
+      << j.dump();
 }
 
 // A node whose agent died before a server restart came back Ready from the
@@ -825,8 +857,8 @@ TEST_F(NodeFailureTest, ASecondAgentForANodeIsRefusedWhileTheFirstServesIt) {
   const std::string pids = Tmp("pids"), overlap = Tmp("overlap");
   // Each attempt first checks that no earlier one still runs.
   const int64_t id = Submit("name: once\nresources: {gpus: 1}\ncommand: [/bin/sh, -c, 'for p in $(cat " + pids +
-                            " 2>/dev/null); do kill -0 $p 2>/dev/null && echo $p >> " + overlap + "; done; echo $$ >> " +
-                            pids + "; exec sleep 300']\n");
+                            " 2>/dev/null); do kill -0 $p 2>/dev/null && echo $p >> " + overlap +
+                            "; done; echo $$ >> " + pids + "; exec sleep 300']\n");
   ASSERT_TRUE(WaitProcessStarted(id, pids));
   AgentProcess same_dir(server_.url(), Name(0), server_.dir() + "/agent0");
   same_dir.flags = {"--fake-gpus", "1xH100"};
@@ -836,7 +868,8 @@ TEST_F(NodeFailureTest, ASecondAgentForANodeIsRefusedWhileTheFirstServesIt) {
   twin.Start();
   EXPECT_TRUE(WaitFor([&] { return same_dir.log().find("is in use by another agent (pid ") != std::string::npos; }))
       << same_dir.log();
-  EXPECT_TRUE(WaitFor([&] { return twin.log().find("is served by another agent") != std::string::npos; })) << twin.log();
+  EXPECT_TRUE(WaitFor([&] { return twin.log().find("is served by another agent") != std::string::npos; }))
+      << twin.log();
   std::ifstream in(pids);
   std::vector<pid_t> started{std::istream_iterator<pid_t>(in), {}};
   ASSERT_EQ(started.size(), 1u) << "the replica ran twice";
@@ -849,9 +882,8 @@ TEST_F(NodeFailureTest, ASecondAgentForANodeIsRefusedWhileTheFirstServesIt) {
   agents_.back()->Kill();
   const json again = WaitAttemptRunning(id, 2);
   EXPECT_EQ(again["state"], "RUNNING") << again.dump();
-  WaitFor(
-      [&] { return std::count(std::istreambuf_iterator<char>(std::ifstream(pids).rdbuf()), {}, '\n') >= 2; },
-      std::chrono::seconds(5));
+  WaitFor([&] { return std::count(std::istreambuf_iterator<char>(std::ifstream(pids).rdbuf()), {}, '\n') >= 2; },
+          std::chrono::seconds(5));
   EXPECT_FALSE(fs::exists(overlap)) << "attempt 2 started while attempt 1 still ran";
   EXPECT_NE(twin.log().find("may take over once that one has been silent for agents.lostAfter"), std::string::npos)
       << twin.log();
@@ -879,9 +911,10 @@ TEST_F(ClusterTest, LogsThatCannotExistSayWhy) {
 TEST_F(ClusterTest, EachAttemptsLogCanBeRead) {
   AddAgent({"--fake-gpus", "1xH100"});
   WaitNodes(1);
-  const int64_t id = Submit("name: twice\nretry: {limit: 1, backoff: {initial: 1s}}\n"
-                            "command: [/bin/sh, -c, 'echo this is attempt $MUSTER_ATTEMPT; sleep 1; echo bye $MUSTER_ATTEMPT; "
-                            "exit 3']\n");
+  const int64_t id = Submit(
+      "name: twice\nretry: {limit: 1, backoff: {initial: 1s}}\n"
+      "command: [/bin/sh, -c, 'echo this is attempt $MUSTER_ATTEMPT; sleep 1; echo bye $MUSTER_ATTEMPT; "
+      "exit 3']\n");
   // `muster logs -f` follows the retry: the second attempt's log from its
   // start (it went on from the first one's offset, losing its beginning),
   // and the exit code says the job failed.
@@ -901,7 +934,8 @@ TEST_F(ClusterTest, EachAttemptsLogCanBeRead) {
   EXPECT_EQ(Text(path + "?attempt=1"), "this is attempt 1\nbye 1\n");
   EXPECT_EQ(Text(path + "?attempt=2"), "this is attempt 2\nbye 2\n");
   EXPECT_EQ(Text(path), "this is attempt 2\nbye 2\n");
-  EXPECT_EQ(GetError(path + "?attempt=3"), std::make_pair(404, "job " + std::to_string(id) + " has no attempt 3 (it has had 2)"));
+  EXPECT_EQ(GetError(path + "?attempt=3"),
+            std::make_pair(404, "job " + std::to_string(id) + " has no attempt 3 (it has had 2)"));
 }
 
 }  // namespace

@@ -13,8 +13,8 @@
 #include <fstream>
 #include <regex>
 
-#include "cluster_fixture.h"
 #include "../wait_for.h"
+#include "cluster_fixture.h"
 
 namespace muster::testing {
 namespace {
@@ -49,7 +49,8 @@ scheduler: {preemption: {minRunTime: 1s}}
       return log;
     }
     ADD_FAILURE() << "replica 0 never printed \"" << text << "\": " << Get("/v1/jobs/" + std::to_string(id)).dump()
-                  << "\n" << log;
+                  << "\n"
+                  << log;
     return log;
   }
 };
@@ -65,8 +66,10 @@ TEST_F(ElasticTest, TheDigitsJobGrowsShrinksAndEndsWithTheAccuracyOfAFixedRun) {
   const std::string script = fs::absolute("examples/ddp_digits.py").string();
 
   // The reference: a fixed gang of two, the native way.
-  const int64_t ref = Submit("name: fixed\nreplicas: 2\nresources: {gpus: 1}\nretry: {limit: 0}\nenv: {EPOCHS: '30'}\n"
-                             "command: [/usr/bin/python3, " + script + "]\n");
+  const int64_t ref = Submit(
+      "name: fixed\nreplicas: 2\nresources: {gpus: 1}\nretry: {limit: 0}\nenv: {EPOCHS: '30'}\n"
+      "command: [/usr/bin/python3, " +
+      script + "]\n");
   const json r = WaitEnd(ref, 300);
   ASSERT_EQ(r["state"], "COMPLETED") << r.dump() << Logs(ref);
   const double expected = Accuracy(Logs(ref));
@@ -75,12 +78,17 @@ TEST_F(ElasticTest, TheDigitsJobGrowsShrinksAndEndsWithTheAccuracyOfAFixedRun) {
   // One node busy: the elastic job starts with one replica.
   const int64_t blocker = Submit("name: blocker\nresources: {gpus: 1}\ncommand: [sleep, '600']\n");
   WaitState(blocker, "RUNNING");
-  const int64_t id = Submit("name: elastic\nreplicas: {min: 1, max: 2}\nresources: {gpus: 1}\nretry: {limit: 0}\n"
-                            "checkpoint: {dir: " + Tmp("ckpt") + ", signal: SIGTERM, gracePeriod: 30s}\n"
-                            // Debian 12's torchrun (1.13 under Python 3.11) fails on its own
-                            // default output settings; these work (worker output on the console).
-                            "env: {EPOCHS: '30', CKPT_EVERY: '3', EPOCH_SLEEP: '1', PET_REDIRECTS: '1', PET_TEE: '1', PYTHONUNBUFFERED: '1'}\n"
-                            "command: [/usr/bin/torchrun, " + script + "]\n");
+  const int64_t id = Submit(
+      "name: elastic\nreplicas: {min: 1, max: 2}\nresources: {gpus: 1}\nretry: {limit: 0}\n"
+      "checkpoint: {dir: " +
+      Tmp("ckpt") +
+      ", signal: SIGTERM, gracePeriod: 30s}\n"
+      // Debian 12's torchrun (1.13 under Python 3.11) fails on its own
+      // default output settings; these work (worker output on the console).
+      "env: {EPOCHS: '30', CKPT_EVERY: '3', EPOCH_SLEEP: '1', PET_REDIRECTS: '1', PET_TEE: '1', PYTHONUNBUFFERED: "
+      "'1'}\n"
+      "command: [/usr/bin/torchrun, " +
+      script + "]\n");
   json j = WaitState(id, "RUNNING", 60);
   ASSERT_EQ(j["allocations"].size(), 1u) << j.dump();
   WaitFor([&] { return Step(id) >= 3; }, std::chrono::seconds(60), std::chrono::milliseconds(100));
@@ -107,8 +115,11 @@ TEST_F(ElasticTest, TheDigitsJobGrowsShrinksAndEndsWithTheAccuracyOfAFixedRun) {
   CancelAndWait(high);
   const json events = Events(id);
   EXPECT_TRUE(HasEvent(events, "Grown", "grew to 2 replicas")) << events.dump();
-  EXPECT_TRUE(HasEvent(events, "Shrinking", "for job " + std::to_string(high) + " (class high): giving back 1 replica, "
-                                            "keeping 1")) << events.dump();
+  EXPECT_TRUE(HasEvent(events, "Shrinking",
+                       "for job " + std::to_string(high) +
+                           " (class high): giving back 1 replica, "
+                           "keeping 1"))
+      << events.dump();
   EXPECT_TRUE(HasEvent(events, "Shrunk", "runs on 1 replica")) << events.dump();
 
   const json end = WaitEnd(id, 300);
@@ -143,8 +154,10 @@ TEST_F(ElasticTest, AResizedJobKeepsItsReplicasThroughAServerRestart) {
   };
   const int64_t blocker = Submit("name: blocker\nresources: {gpus: 1}\ncommand: [sleep, '600']\n");
   WaitState(blocker, "RUNNING");
-  const int64_t id = Submit("name: elastic\nreplicas: {min: 1, max: 2}\nresources: {gpus: 1}\nretry: {limit: 0}\n"
-                            "command: [/bin/sh, -c, 'echo $$ > " + dir + "/r$MUSTER_REPLICA_INDEX; exec sleep 600']\n");
+  const int64_t id = Submit(
+      "name: elastic\nreplicas: {min: 1, max: 2}\nresources: {gpus: 1}\nretry: {limit: 0}\n"
+      "command: [/bin/sh, -c, 'echo $$ > " +
+      dir + "/r$MUSTER_REPLICA_INDEX; exec sleep 600']\n");
   ASSERT_FALSE(WaitFile(dir + "/r0").empty());
   CancelAndWait(blocker);
   ASSERT_FALSE(WaitFile(dir + "/r1").empty()) << "it grows once the blocker ends";
@@ -159,7 +172,8 @@ TEST_F(ElasticTest, AResizedJobKeepsItsReplicasThroughAServerRestart) {
 
   server_.Kill();
   const int64_t restarted_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   ASSERT_TRUE(server_.Start()) << server_.log();
   cli_ = std::make_unique<httplib::Client>(server_.url());
   cli_->set_read_timeout(30, 0);
@@ -200,9 +214,12 @@ TEST_F(ElasticTest, AResizedJobKeepsItsReplicasThroughAServerRestart) {
   EXPECT_FALSE(record["replicas"][0].contains("startTime")) << "replica 0 held its GPU throughout: " << record.dump();
   EXPECT_EQ(given.value("gpus", 0), 1) << record.dump();
   ASSERT_TRUE(given.contains("startTime") && added.contains("startTime")) << record.dump();
-  EXPECT_GT(given["startTime"].get<std::string>(), record["startTime"].get<std::string>()) << "added when the blocker ended";
-  EXPECT_LE(given["endTime"].get<std::string>(), added["startTime"].get<std::string>()) << "given back before replica 2 was added";
-  EXPECT_LT(added["endTime"].get<std::string>(), record["endTime"].get<std::string>()) << "given back before the cancel";
+  EXPECT_GT(given["startTime"].get<std::string>(), record["startTime"].get<std::string>())
+      << "added when the blocker ended";
+  EXPECT_LE(given["endTime"].get<std::string>(), added["startTime"].get<std::string>())
+      << "given back before replica 2 was added";
+  EXPECT_LT(added["endTime"].get<std::string>(), record["endTime"].get<std::string>())
+      << "given back before the cancel";
 }
 
 }  // namespace

@@ -2,10 +2,10 @@
 // and, where the machine allows (root), real cgroups.
 #include "agent/executor.h"
 
+#include "../wait_for.h"
 #include "agent/launcher.h"
 #include "agent/task_beacon.h"
 #include "process_util.h"
-#include "../wait_for.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -107,7 +107,6 @@ class ExecutorTest : public ::testing::Test {
         std::chrono::seconds(2));
   }
 
-
   void FenceWhenTheLeaseFileIs(const std::string& damage);
 
   std::string dir_;
@@ -160,8 +159,8 @@ TEST_F(ExecutorTest, StopSignalsThenKillsTheWholeTree) {
   // The task traps the signal, ignores it, and has a background child: both
   // must be gone after the grace period.
   const std::string pids = dir_ + "/pids";
-  ASSERT_TRUE(e->Start(Shell("j4.a1.r0", "echo $$ > " + pids + "; trap 'echo got-term' TERM; sleep 300 & echo $! >> " + pids +
-                                             "; while true; do sleep 0.1; done"),
+  ASSERT_TRUE(e->Start(Shell("j4.a1.r0", "echo $$ > " + pids + "; trap 'echo got-term' TERM; sleep 300 & echo $! >> " +
+                                             pids + "; while true; do sleep 0.1; done"),
                        {})
                   .ok());
   WaitLines(pids, 2);  // the trap is set and the child runs (not a fixed sleep: a loaded machine starts slowly)
@@ -294,15 +293,58 @@ TEST_F(ExecutorTest, ATaskWhoseJournalIsDamagedOrDeletedIsStoppedNotLeftRunning)
 // Variables that change what a program does, or where it looks for code
 // and configuration: none of a job's may reach a program run as root.
 const std::vector<std::string>& DangerousVariables() {
-  static const std::vector<std::string> names = {
-      "PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_DEBUG", "LD_DEBUG_OUTPUT", "LD_PROFILE",
-      "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PERL5LIB", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS",
-      "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "PS4", "CDPATH", "GLOBIGNORE", "GCONV_PATH", "LOCPATH", "NLSPATH",
-      "MALLOC_CHECK_", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "TZ", "LANG", "LC_ALL", "HOME", "TMPDIR",
-      "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "CONTAINERS_CONF",
-      "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "REGISTRY_AUTH_FILE", "STORAGE_DRIVER",
-      "CONTAINER_HOST", "CONTAINER_CONNECTION", "DBUS_SESSION_BUS_ADDRESS", "SSL_CERT_FILE", "CURL_CA_BUNDLE",
-      "HTTPS_PROXY", "http_proxy", "GODEBUG", "GOTRACEBACK", "OPENSSL_CONF"};
+  static const std::vector<std::string> names = {"PATH",
+                                                 "LD_PRELOAD",
+                                                 "LD_LIBRARY_PATH",
+                                                 "LD_AUDIT",
+                                                 "LD_DEBUG",
+                                                 "LD_DEBUG_OUTPUT",
+                                                 "LD_PROFILE",
+                                                 "PYTHONPATH",
+                                                 "PYTHONHOME",
+                                                 "PYTHONSTARTUP",
+                                                 "PERL5LIB",
+                                                 "PERL5OPT",
+                                                 "RUBYOPT",
+                                                 "NODE_OPTIONS",
+                                                 "IFS",
+                                                 "ENV",
+                                                 "BASH_ENV",
+                                                 "SHELLOPTS",
+                                                 "PS4",
+                                                 "CDPATH",
+                                                 "GLOBIGNORE",
+                                                 "GCONV_PATH",
+                                                 "LOCPATH",
+                                                 "NLSPATH",
+                                                 "MALLOC_CHECK_",
+                                                 "HOSTALIASES",
+                                                 "RES_OPTIONS",
+                                                 "LOCALDOMAIN",
+                                                 "TZ",
+                                                 "LANG",
+                                                 "LC_ALL",
+                                                 "HOME",
+                                                 "TMPDIR",
+                                                 "XDG_RUNTIME_DIR",
+                                                 "XDG_CONFIG_HOME",
+                                                 "XDG_DATA_HOME",
+                                                 "XDG_CACHE_HOME",
+                                                 "CONTAINERS_CONF",
+                                                 "CONTAINERS_STORAGE_CONF",
+                                                 "CONTAINERS_REGISTRIES_CONF",
+                                                 "REGISTRY_AUTH_FILE",
+                                                 "STORAGE_DRIVER",
+                                                 "CONTAINER_HOST",
+                                                 "CONTAINER_CONNECTION",
+                                                 "DBUS_SESSION_BUS_ADDRESS",
+                                                 "SSL_CERT_FILE",
+                                                 "CURL_CA_BUNDLE",
+                                                 "HTTPS_PROXY",
+                                                 "http_proxy",
+                                                 "GODEBUG",
+                                                 "GOTRACEBACK",
+                                                 "OPENSSL_CONF"};
   return names;
 }
 
@@ -322,7 +364,9 @@ TEST_F(ExecutorTest, NothingOfAJobsEnvironmentReachesWhatRootRuns) {
   fs::create_directories(calls);
   // Each call's record is whole once renamed into `calls`.
   std::ofstream(probe) << "#!/bin/sh\n"
-                          "f=" << calls << "/$$\n"
+                          "f="
+                       << calls
+                       << "/$$\n"
                           "echo \"argv: $*\" > $f.part\n"
                           "/usr/bin/tr '\\0' '\\n' < /proc/$$/environ >> $f.part\n"
                           "/bin/mv $f.part $f\n"
@@ -377,7 +421,7 @@ TEST_F(ExecutorTest, NothingOfAJobsEnvironmentReachesWhatRootRuns) {
       EXPECT_NE(r.message.find("line break"), std::string::npos) << r.message;
       ASSERT_EQ(seen.size(), 1u);
       EXPECT_EQ(seen[0].rfind("argv: rm ", 0), 0u) << "Podman ran for a task that could not be given its environment:\n"
-                                                  << seen[0];
+                                                   << seen[0];
     } else {
       EXPECT_EQ(r.exit_code, 0) << r.message << Read(e->LogPath(c.key));
       std::set<std::string> verbs;
@@ -431,7 +475,7 @@ TEST_F(ExecutorTest, AForgedBeaconNamingAnotherProcessIsNeverSignalled) {
   std::vector<pid_t> forgers;
   for (const bool listens : {true, false}) {
     const std::string key = listens ? "j990.a1.r0" : "j991.a1.r0";
-    const pid_t forger = muster::testing::HoldAs(65534, [&] {  // an ordinary user (nobody)
+    const pid_t forger = muster::testing::HoldAs(65534, [&] {                     // an ordinary user (nobody)
       if (listens) return BindTaskBeacon(scope, key, victim, victim_start) >= 0;  // as a shim does
       // Bound only, as beacons were before they were listened on.
       const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
@@ -506,7 +550,8 @@ TEST_F(ExecutorTest, AFencedTaskWhoseAgentIsGoneLeavesNoProcessBehind) {
   const std::string lease = dir_ + "/lease";
   std::ofstream(lease) << "99999999999999999999\n";
   const std::string pids = dir_ + "/pids";
-  TaskSpec spec = Shell("j15.a1.r0", "echo $PPID > " + pids + "; (trap '' TERM; exec sleep 300) & echo $! >> " + pids + "; wait");
+  TaskSpec spec =
+      Shell("j15.a1.r0", "echo $PPID > " + pids + "; (trap '' TERM; exec sleep 300) & echo $! >> " + pids + "; wait");
   spec.lease_file = lease;
   spec.grace_ms = 100;
   {
@@ -521,7 +566,8 @@ TEST_F(ExecutorTest, AFencedTaskWhoseAgentIsGoneLeavesNoProcessBehind) {
   WaitFor([&] { return agent::ProcessStartTime(shim) == 0; }, std::chrono::seconds(10));
   ASSERT_EQ(agent::ProcessStartTime(shim), 0) << "the shim did not fence its task";
   // SIGKILL lands asynchronously.
-  EXPECT_TRUE(WaitFor([&] { return AllGone(pids); }, std::chrono::seconds(2))) << "a process that ignored the stop signal outlived the fenced shim";
+  EXPECT_TRUE(WaitFor([&] { return AllGone(pids); }, std::chrono::seconds(2)))
+      << "a process that ignored the stop signal outlived the fenced shim";
 }
 
 // A task whose shim was killed ended as a failure of the job (a retry
@@ -530,7 +576,8 @@ TEST_F(ExecutorTest, AFencedTaskWhoseAgentIsGoneLeavesNoProcessBehind) {
 TEST_F(ExecutorTest, ATaskWhoseShimIsKilledIsLostNotFailed) {
   auto e = Make(/*cgroups=*/false);
   const std::string pids = dir_ + "/pids";
-  ASSERT_TRUE(e->Start(Shell("j16.a1.r0", "echo $PPID > " + pids + "; echo $$ >> " + pids + "; exec sleep 300"), {}).ok());
+  ASSERT_TRUE(
+      e->Start(Shell("j16.a1.r0", "echo $PPID > " + pids + "; echo $$ >> " + pids + "; exec sleep 300"), {}).ok());
   WaitLines(pids, 2);
   pid_t shim = 0;
   std::ifstream(pids) >> shim;
@@ -574,7 +621,8 @@ TEST_F(ExecutorTest, WorksWithoutCgroups) {
   auto e = Make(/*cgroups=*/false);
   EXPECT_EQ(e->cgroups(), nullptr);
   const std::string pids = dir_ + "/pids";
-  ASSERT_TRUE(e->Start(Shell("j7.a1.r0", "echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids + "; wait"), {}).ok());
+  ASSERT_TRUE(
+      e->Start(Shell("j7.a1.r0", "echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids + "; wait"), {}).ok());
   WaitLines(pids, 2);  // the task runs (a slow start must not turn the stop into the SIGKILL after grace)
   e->Stop("j7.a1.r0", SIGTERM, Duration::Millis(100), "stop");
   const TaskResult r = WaitEnd(*e, "j7.a1.r0");
@@ -637,7 +685,8 @@ TEST_F(ExecutorTest, TheLauncherStartsShimsWithoutExecAndTheirExitsAreSeen) {
   auto e = Make(/*cgroups=*/true, /*launcher=*/true);
   const std::string pids = dir_ + "/pids";
   ASSERT_TRUE(e->Start(Shell("j10.a1.r0", "echo out $GREETING; exit 4"), {}).ok());
-  ASSERT_TRUE(e->Start(Shell("j10.a1.r1", "echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids + "; wait"), {}).ok());
+  ASSERT_TRUE(
+      e->Start(Shell("j10.a1.r1", "echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids + "; wait"), {}).ok());
   const TaskResult r = WaitEnd(*e, "j10.a1.r0");
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_EQ(Read(e->LogPath("j10.a1.r0")), "out hello\n");
@@ -759,7 +808,8 @@ TEST_F(ExecutorTest, LogsOfForgottenTasksGoAfterTheirRetention) {
 
 TEST_F(ExecutorTest, LogsRotateAtTheLimit) {
   auto e = Make();
-  TaskSpec s = Shell("j9.a1.r0", "i=0; while [ $i -lt 200 ]; do echo 0123456789012345678901234567890123456789; i=$((i+1)); done");
+  TaskSpec s = Shell("j9.a1.r0",
+                     "i=0; while [ $i -lt 200 ]; do echo 0123456789012345678901234567890123456789; i=$((i+1)); done");
   s.log_max_bytes = 1000;
   ASSERT_TRUE(e->Start(s, {}).ok());
   WaitEnd(*e, "j9.a1.r0");

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
+#include "../wait_for.h"
 #include "cluster_fixture.h"
 #include "process_util.h"
-#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -45,8 +45,10 @@ TEST_F(PartitionTest, ACutOffNodeFencesItsTaskBeforeTheJobRunsElsewhere) {
   Post("/v1/nodes/" + Name(1) + "/cordon", "", "application/json");  // the job starts on the test host
   const std::string pids = Tmp("pids");
   fs::create_directories(pids);
-  const int64_t id = Submit("name: cutoff\nresources: {gpus: 1}\nretry: {limit: 0}\n"
-                            "command: [/bin/sh, -c, 'echo $$ >> " + pids + "/a$MUSTER_ATTEMPT; exec sleep 300']\n");
+  const int64_t id = Submit(
+      "name: cutoff\nresources: {gpus: 1}\nretry: {limit: 0}\n"
+      "command: [/bin/sh, -c, 'echo $$ >> " +
+      pids + "/a$MUSTER_ATTEMPT; exec sleep 300']\n");
   json j = WaitState(id, "RUNNING");
   ASSERT_EQ(j["allocations"][0]["node"], Name(0)) << j.dump();
   ASSERT_FALSE(WaitFile(pids + "/a1").empty());
@@ -113,8 +115,8 @@ TEST_F(FaultTest, AFrozenAgentsTasksFenceThemselvesAndTheJobRunsElsewhere) {
   WaitNodes(1);
   const std::string dir = Tmp("frozen");
   fs::create_directories(dir);
-  const int64_t id = Submit("name: frozen\nresources: {gpus: 1}\nretry: {limit: 0}\ncommand: [/bin/sh, -c, '" +
-                            Guarded(dir) + "']\n");
+  const int64_t id =
+      Submit("name: frozen\nresources: {gpus: 1}\nretry: {limit: 0}\ncommand: [/bin/sh, -c, '" + Guarded(dir) + "']\n");
   WaitState(id, "RUNNING");
   ASSERT_FALSE(WaitFile(dir + "/a1").empty());
   AddAgent({"--fake-gpus", "1xH100"});
@@ -144,8 +146,10 @@ TEST_F(FaultTest, AServerOutagePastTheLeaseRequeuesItsJobsWithoutSpendingARetry)
   AddAgent({"--fake-gpus", "1xH100"});
   WaitNodes(1);
   const std::string started = Tmp("started");
-  const int64_t id = Submit("name: polite\nresources: {gpus: 1}\nretry: {limit: 0}\ncommand: [/bin/sh, -c, '"
-                            "echo $MUSTER_ATTEMPT >> " + started + "; trap \"exit 0\" TERM; sleep 300 & wait']\n");
+  const int64_t id = Submit(
+      "name: polite\nresources: {gpus: 1}\nretry: {limit: 0}\ncommand: [/bin/sh, -c, '"
+      "echo $MUSTER_ATTEMPT >> " +
+      started + "; trap \"exit 0\" TERM; sleep 300 & wait']\n");
   ASSERT_TRUE(WaitProcessStarted(id, started));
   // The agent is frozen too, so the shim is what fences (the agent, awake,
   // may stop its tasks itself first, and says why).
@@ -177,7 +181,8 @@ TEST_F(FaultTest, KillingTheServerMidBindLosesNothingAndRunsNothingTwice) {
       const std::string dir = Tmp("burst" + std::to_string(ids.size()));
       fs::create_directories(dir);
       dirs.push_back(dir);
-      ids.push_back(Submit("name: b\nresources: {gpus: 1}\ncommand: [/bin/sh, -c, '" + Guarded(dir, "sleep 1") + "']\n"));
+      ids.push_back(
+          Submit("name: b\nresources: {gpus: 1}\ncommand: [/bin/sh, -c, '" + Guarded(dir, "sleep 1") + "']\n"));
     }
     // The scheduler binds within milliseconds of the submits: kill it then.
     std::this_thread::sleep_for(std::chrono::milliseconds(round * 15));

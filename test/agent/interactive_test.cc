@@ -11,9 +11,9 @@
 
 #include <fstream>
 
-#include "cluster_fixture.h"
 #include "../run_binary.h"
 #include "../wait_for.h"
+#include "cluster_fixture.h"
 
 namespace muster::testing {
 namespace {
@@ -53,8 +53,9 @@ TEST_F(InteractiveTest, StartsAtOnceOnABusyClusterAndItsTerminalWorks) {
   const int64_t normal = Submit("name: normal\nresources: {gpus: 4}\ncommand: [sleep, '600']\n");
   std::vector<int64_t> low;
   for (int i = 0; i < 4; ++i) {
-    low.push_back(Submit("name: low\npriority: low\nresources: {gpus: 1}\n"
-                         "command: [/bin/sh, -c, 'trap \"exit 0\" TERM; while :; do sleep 0.05; done']\n"));
+    low.push_back(
+        Submit("name: low\npriority: low\nresources: {gpus: 1}\n"
+               "command: [/bin/sh, -c, 'trap \"exit 0\" TERM; while :; do sleep 0.05; done']\n"));
   }
   WaitState(normal, "RUNNING");
   for (int64_t id : low) WaitState(id, "RUNNING");
@@ -115,9 +116,10 @@ TEST_F(InteractiveTest, ALimitAboveTheClassMaximumIsRefusedNamingTheField) {
 
 TEST_F(InteractiveTest, InterruptingTheWaitCancelsTheJob) {
   // No node: the job can only wait. SIGINT to the CLI, as ^C at a terminal.
-  const std::string cmd = "MUSTER_SERVER=" + server_.url() + " MUSTER_MUNGE_SOCKET=none " + MUSTER_BINARY +
-                          " run --interactive --gpus 1 --name waiter < /dev/null 2>&1 & pid=$!; sleep 2; kill -INT $pid; "
-                          "wait $pid";
+  const std::string cmd =
+      "MUSTER_SERVER=" + server_.url() + " MUSTER_MUNGE_SOCKET=none " + MUSTER_BINARY +
+      " run --interactive --gpus 1 --name waiter < /dev/null 2>&1 & pid=$!; sleep 2; kill -INT $pid; "
+      "wait $pid";
   const CommandResult r = RunCommand(cmd);
   EXPECT_EQ(r.code, 130) << r.out;
   EXPECT_NE(r.out.find("cancelled"), std::string::npos) << r.out;
@@ -148,10 +150,11 @@ TEST_F(InteractiveGraceTest, AVictimThatIgnoresItsSignalIsKilledAfterTheClassGra
   // It ignores every signal until the test lets it go (its requeued attempt
   // may be running when the test ends, and would hold a cancel 5 minutes).
   const std::string go = Tmp("go");
-  const int64_t low = Submit("name: stubborn\npriority: low\nresources: {gpus: 2}\n"
-                             "checkpoint: {dir: /tmp, gracePeriod: 5m}\n"
-                             "command: [/bin/sh, -c, 'trap \"\" TERM USR1; echo up; while [ ! -e " + go +
-                             " ]; do sleep 0.05; done']\n");
+  const int64_t low = Submit(
+      "name: stubborn\npriority: low\nresources: {gpus: 2}\n"
+      "checkpoint: {dir: /tmp, gracePeriod: 5m}\n"
+      "command: [/bin/sh, -c, 'trap \"\" TERM USR1; echo up; while [ ! -e " +
+      go + " ]; do sleep 0.05; done']\n");
   WaitState(low, "RUNNING");
   WaitFor([&] { return Logs(low).find("up") != std::string::npos; }, std::chrono::seconds(10));
   // A minute is far more than the 1 s cut and far less than the victim's 5

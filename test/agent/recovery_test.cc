@@ -11,8 +11,8 @@
 #include <fstream>
 #include <regex>
 
-#include "cluster_fixture.h"
 #include "../wait_for.h"
+#include "cluster_fixture.h"
 
 namespace muster::testing {
 namespace {
@@ -32,10 +32,9 @@ scheduler: {preemption: {minRunTime: 1s}}
 
   int64_t SubmitTraining(const std::string& name, const std::string& extra_env) {
     return Submit("name: " + name + "\npriority: low\nreplicas: 2\nresources: {gpus: 1}\n" +
-                  "retry: {limit: 3, backoff: {initial: 1s, factor: 1, max: 1s}}\n" +
-                  "checkpoint: {dir: " + Tmp("ckpt-" + name) + ", gracePeriod: 20s}\n" +
-                  "env: {EPOCHS: '40', CKPT_EVERY: '5'" + extra_env + "}\n" +
-                  "command: [/usr/bin/python3, " + fs::absolute("examples/ddp_digits.py").string() + "]\n");
+                  "retry: {limit: 3, backoff: {initial: 1s, factor: 1, max: 1s}}\n" + "checkpoint: {dir: " +
+                  Tmp("ckpt-" + name) + ", gracePeriod: 20s}\n" + "env: {EPOCHS: '40', CKPT_EVERY: '5'" + extra_env +
+                  "}\n" + "command: [/usr/bin/python3, " + fs::absolute("examples/ddp_digits.py").string() + "]\n");
   }
   // "test accuracy A weights checksum C" of each replica's log.
   std::vector<std::string> Results(int64_t id) {
@@ -44,7 +43,8 @@ scheduler: {preemption: {minRunTime: 1s}}
     for (int r = 0; r < 2; ++r) {
       std::smatch m;
       const std::string log = Logs(id, r);
-      out.push_back(std::regex_search(log, m, re) ? m.str() : "(none) " + log.substr(log.size() > 2000 ? log.size() - 2000 : 0));
+      out.push_back(std::regex_search(log, m, re) ? m.str()
+                                                  : "(none) " + log.substr(log.size() > 2000 ? log.size() - 2000 : 0));
     }
     return out;
   }
@@ -75,8 +75,8 @@ scheduler: {preemption: {minRunTime: 1s}}
         },
         std::chrono::seconds(60));
     if (reached) return;
-    FAIL() << "attempt " << attempt << " never reached step " << step << ": " << Get("/v1/jobs/" + std::to_string(id)).dump()
-           << AllLogs(id);
+    FAIL() << "attempt " << attempt << " never reached step " << step << ": "
+           << Get("/v1/jobs/" + std::to_string(id)).dump() << AllLogs(id);
   }
 };
 
@@ -115,7 +115,8 @@ TEST_F(RecoveryTest, TheDdpJobInterruptedTwiceEndsWithTheWeightsOfAnUninterrupte
   // period, back to the queue), and runs for 3 s.
   ASSERT_NO_FATAL_FAILURE(WaitStep(id, 2, 23));
   const int64_t reached2 = Step(id);
-  const int64_t high = Submit("name: urgent\npriority: high\nreplicas: 2\nresources: {gpus: 1}\ncommand: [sleep, '3']\n");
+  const int64_t high =
+      Submit("name: urgent\npriority: high\nreplicas: 2\nresources: {gpus: 1}\ncommand: [sleep, '3']\n");
   const json u = WaitEnd(high, 120);
   ASSERT_EQ(u["state"], "COMPLETED") << u.dump();
 
@@ -146,10 +147,11 @@ TEST_F(RecoveryTest, TheDdpJobInterruptedTwiceEndsWithTheWeightsOfAnUninterrupte
   for (const json& rep : h[2]["replicas"]) EXPECT_NE(rep["node"], victim);
 
   std::cout << "reference: " << expected[0] << "\ninterrupted: " << Results(id)[0] << "\nattempt 1 reached epoch "
-            << reached1 << " (" << h[0]["lastStep"] << " reported) when its node was killed; attempt 2 resumed at " << resumed2 << ", was preempted at "
-            << h[1]["lastStep"] << "; attempt 3 resumed at " << resumed3 << "\n";
+            << reached1 << " (" << h[0]["lastStep"] << " reported) when its node was killed; attempt 2 resumed at "
+            << resumed2 << ", was preempted at " << h[1]["lastStep"] << "; attempt 3 resumed at " << resumed3 << "\n";
   // `muster describe` shows the attempts and the checkpoints they used.
-  const std::string cmd = std::string(MUSTER_BINARY) + " describe job " + std::to_string(id) + " --server " + server_.url() + " 2>&1";
+  const std::string cmd =
+      std::string(MUSTER_BINARY) + " describe job " + std::to_string(id) + " --server " + server_.url() + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;

@@ -12,10 +12,10 @@
 #include <regex>
 #include <set>
 
+#include "../wait_for.h"
 #include "cluster_fixture.h"
 #include "core/job.h"
 #include "dev_cluster.h"
-#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -30,8 +30,8 @@ class SlurmStepsTest : public ClusterFixture {
   // Runs a shell command in `dir` as the admin of this cluster; its exit
   // code and its output (stdout and stderr).
   std::pair<int, std::string> Shell(const std::string& dir, const std::string& command) {
-    const std::string cmd = "cd " + dir + " && export MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" +
-                            server_.admin_token() + " && " + command + " 2>&1";
+    const std::string cmd = "cd " + dir + " && export MUSTER_SERVER=" + server_.url() +
+                            " MUSTER_TOKEN=" + server_.admin_token() + " && " + command + " 2>&1";
     FILE* p = ::popen(cmd.c_str(), "r");
     std::string out;
     char buf[4096];
@@ -70,18 +70,22 @@ TEST_F(SlurmStepsTest, TheScriptRunsOnceAndSrunStartsEachStepsTasksOnTheAllocati
   WaitNodes(2);
   const std::string dir = Tmp("steps");
   fs::create_directories(dir);
-  const int64_t id = Sbatch(dir,
+  const int64_t id = Sbatch(
+      dir,
       "#!/bin/bash\n"
       "#SBATCH --job-name=steps --nodes=2 --ntasks-per-node=2 --gpus-per-task=1 --cpus-per-task=1 --mem=1G\n"
-      "#SBATCH --output=" + dir + "/slurm-%j.out\n"
-      "echo \"batch on $SLURMD_NODENAME$MUSTER_NODE tasks $SLURM_NTASKS\"\n"
-      "nodes=( $(scontrol show hostnames \"$SLURM_JOB_NODELIST\") )\n"
-      "echo \"nodes ${nodes[*]}\"\n"
-      "srun -l bash -c 'echo \"task $SLURM_PROCID local $SLURM_LOCALID node $SLURM_NODEID on $SLURMD_NODENAME "
-      "gpus $CUDA_VISIBLE_DEVICES step $SLURM_STEP_ID of $SLURM_NTASKS rank ${RANK:-none}\"'\n"
-      "srun --nodes=1 --ntasks=1 -w \"${nodes[1]}\" bash -c 'echo \"alone on $SLURMD_NODENAME step $SLURM_STEP_ID\"'\n"
-      "srun bash -c 'exit $SLURM_PROCID'\n"
-      "echo \"srun exit $?\"\n");
+      "#SBATCH --output=" +
+          dir +
+          "/slurm-%j.out\n"
+          "echo \"batch on $SLURMD_NODENAME$MUSTER_NODE tasks $SLURM_NTASKS\"\n"
+          "nodes=( $(scontrol show hostnames \"$SLURM_JOB_NODELIST\") )\n"
+          "echo \"nodes ${nodes[*]}\"\n"
+          "srun -l bash -c 'echo \"task $SLURM_PROCID local $SLURM_LOCALID node $SLURM_NODEID on $SLURMD_NODENAME "
+          "gpus $CUDA_VISIBLE_DEVICES step $SLURM_STEP_ID of $SLURM_NTASKS rank ${RANK:-none}\"'\n"
+          "srun --nodes=1 --ntasks=1 -w \"${nodes[1]}\" bash -c 'echo \"alone on $SLURMD_NODENAME step "
+          "$SLURM_STEP_ID\"'\n"
+          "srun bash -c 'exit $SLURM_PROCID'\n"
+          "echo \"srun exit $?\"\n");
   ASSERT_GT(id, 0);
   const json j = WaitEnd(id, 60);
   EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << Logs(id, 0) << Logs(id, 1);
@@ -99,7 +103,8 @@ TEST_F(SlurmStepsTest, TheScriptRunsOnceAndSrunStartsEachStepsTasksOnTheAllocati
   // Step 0: four tasks, two on each node, each with its own GPU of its node.
   std::set<std::string> gpus;
   for (int t = 0; t < 4; ++t) {
-    static const std::regex re("(\\d+): task (\\d+) local (\\d+) node (\\d+) on (\\S+) gpus (\\S+) step 0 of 4 rank none");
+    static const std::regex re(
+        "(\\d+): task (\\d+) local (\\d+) node (\\d+) on (\\S+) gpus (\\S+) step 0 of 4 rank none");
     const std::vector<std::string> lines = Lines(out, std::to_string(t) + ": task ");
     ASSERT_EQ(lines.size(), 1u) << out;
     std::smatch m;
@@ -125,7 +130,8 @@ TEST_F(SlurmStepsTest, AScriptGetsTheArgumentsAfterIt) {
   WaitNodes(1);
   const std::string dir = Tmp("args");
   fs::create_directories(dir);
-  std::ofstream(dir + "/bash.sh") << "#!/bin/bash\n#SBATCH -o " << dir << "/bash.out\necho \"$#|$1|$2|${BASH_VERSION:+bash}\"\n";
+  std::ofstream(dir + "/bash.sh") << "#!/bin/bash\n#SBATCH -o " << dir
+                                  << "/bash.out\necho \"$#|$1|$2|${BASH_VERSION:+bash}\"\n";
   std::ofstream(dir + "/plain.sh") << "#SBATCH -o " << dir << "/plain.out\necho \"$#|$1|$2\"\n";
   const int64_t a = SbatchArgs(dir, "bash.sh --epochs 'ten more'"), b = SbatchArgs(dir, "plain.sh one 'two words'");
   EXPECT_EQ(WaitEnd(a)["state"], "COMPLETED");
@@ -143,18 +149,22 @@ TEST_F(SlurmStepsTest, SrunPassesSignalsOnAndKillsTheRestOnABadExit) {
   WaitNodes(2);
   const std::string dir = Tmp("signals");
   fs::create_directories(dir);
-  const int64_t id = Sbatch(dir,
-      "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir + "/out\n"
-      "srun bash -c 'trap \"echo got USR1 on $SLURM_PROCID; exit 0\" USR1; touch " + dir + "/ready.$SLURM_PROCID; "
-      "sleep 100 & wait' &\n"
-      "srun_pid=$!\n"
-      "while [ ! -e " + dir + "/ready.0 ] || [ ! -e " + dir + "/ready.1 ]; do sleep 0.1; done\n"
-      "kill -USR1 $srun_pid\n"
-      "wait $srun_pid\n"
-      "echo \"first step $?\"\n"
-      "start=$(date +%s)\n"
-      "srun -K bash -c 'if [ $SLURM_PROCID = 1 ]; then exit 7; fi; exec sleep 100'\n"
-      "echo \"second step $? after $(( $(date +%s) - start ))s\"\n");
+  const int64_t id = Sbatch(dir, "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir +
+                                     "/out\n"
+                                     "srun bash -c 'trap \"echo got USR1 on $SLURM_PROCID; exit 0\" USR1; touch " +
+                                     dir +
+                                     "/ready.$SLURM_PROCID; "
+                                     "sleep 100 & wait' &\n"
+                                     "srun_pid=$!\n"
+                                     "while [ ! -e " +
+                                     dir + "/ready.0 ] || [ ! -e " + dir +
+                                     "/ready.1 ]; do sleep 0.1; done\n"
+                                     "kill -USR1 $srun_pid\n"
+                                     "wait $srun_pid\n"
+                                     "echo \"first step $?\"\n"
+                                     "start=$(date +%s)\n"
+                                     "srun -K bash -c 'if [ $SLURM_PROCID = 1 ]; then exit 7; fi; exec sleep 100'\n"
+                                     "echo \"second step $? after $(( $(date +%s) - start ))s\"\n");
   ASSERT_GT(id, 0);
   const json j = WaitEnd(id, 60);
   const std::string out = ReadFile(dir + "/out");
@@ -179,18 +189,19 @@ TEST_F(SlurmStepsTest, ALimitSignalReachesTheStepsOrWithBTheBatchShell) {
   const std::string dir = Tmp("limit-signal");
   fs::create_directories(dir);
   // A 1-minute limit and the signal 55 s before it: 5 s after the start.
-  const int64_t steps = Sbatch(dir,
-      "#!/bin/bash\n#SBATCH --nodes=2 --time=1 --signal=USR1@55 --output=" + dir + "/steps.out\n"
-      "echo \"start $(date +%s)\"\n"
-      "srun bash -c 'on_usr1() { echo \"task $SLURM_PROCID got USR1 at $(date +%s)\"; exit 0; }; trap on_usr1 USR1; "
-      "sleep 100 & wait'\n"
-      "echo \"step $?\"\n");
+  const int64_t steps = Sbatch(dir, "#!/bin/bash\n#SBATCH --nodes=2 --time=1 --signal=USR1@55 --output=" + dir +
+                                        "/steps.out\n"
+                                        "echo \"start $(date +%s)\"\n"
+                                        "srun bash -c 'on_usr1() { echo \"task $SLURM_PROCID got USR1 at $(date "
+                                        "+%s)\"; exit 0; }; trap on_usr1 USR1; "
+                                        "sleep 100 & wait'\n"
+                                        "echo \"step $?\"\n");
   ASSERT_GT(steps, 0);
-  const int64_t batch = Sbatch(dir,
-      "#!/bin/bash\n#SBATCH --nodes=1 --time=1 --signal=B:SIGUSR2@55 --output=" + dir + "/batch.out\n"
-      "trap 'echo batch got USR2; exit 0' USR2\n"
-      "srun bash -c 'trap \"echo task got USR2; exit 1\" USR2; sleep 100' &\n"
-      "wait\n");
+  const int64_t batch = Sbatch(dir, "#!/bin/bash\n#SBATCH --nodes=1 --time=1 --signal=B:SIGUSR2@55 --output=" + dir +
+                                        "/batch.out\n"
+                                        "trap 'echo batch got USR2; exit 0' USR2\n"
+                                        "srun bash -c 'trap \"echo task got USR2; exit 1\" USR2; sleep 100' &\n"
+                                        "wait\n");
   ASSERT_GT(batch, 0);
   json j = WaitEnd(steps, 60);
   std::string out = ReadFile(dir + "/steps.out");
@@ -220,16 +231,20 @@ TEST_F(SlurmStepsTest, ScancelSignalsAJobThatRunsOn) {
   WaitNodes(2);
   const std::string dir = Tmp("scancel-signal");
   fs::create_directories(dir);
-  const int64_t id = Sbatch(dir,
-      "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir + "/out\n"
-      "trap 'echo batch got HUP' HUP\n"
-      "srun bash -c 'trap \"echo task $SLURM_PROCID got USR2\" USR2; echo > " + dir + "/ready.$SLURM_PROCID; "
-      "while [ ! -e " + dir + "/done ]; do sleep 0.1; done' &\n"
-      "step=$!\n"
-      // A trapped signal ends `wait` early: wait again while the step runs.
-      "while kill -0 $step 2>/dev/null; do wait $step; rc=$?; done\n"
-      "echo \"after step $rc\"\n"
-      "sleep 300 & wait\n");
+  const int64_t id = Sbatch(dir, "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir +
+                                     "/out\n"
+                                     "trap 'echo batch got HUP' HUP\n"
+                                     "srun bash -c 'trap \"echo task $SLURM_PROCID got USR2\" USR2; echo > " +
+                                     dir +
+                                     "/ready.$SLURM_PROCID; "
+                                     "while [ ! -e " +
+                                     dir +
+                                     "/done ]; do sleep 0.1; done' &\n"
+                                     "step=$!\n"
+                                     // A trapped signal ends `wait` early: wait again while the step runs.
+                                     "while kill -0 $step 2>/dev/null; do wait $step; rc=$?; done\n"
+                                     "echo \"after step $rc\"\n"
+                                     "sleep 300 & wait\n");
   ASSERT_GT(id, 0);
   ASSERT_FALSE(WaitFile(dir + "/ready.0").empty());
   ASSERT_FALSE(WaitFile(dir + "/ready.1").empty());
@@ -275,7 +290,8 @@ TEST_F(SlurmStepsTest, ScancelSignalsAJobThatRunsOn) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("SIGUSR1 to all on "), std::string::npos) << out;
   EXPECT_EQ(WaitEnd(std::stoll(native), 30)["state"], "COMPLETED");
-  EXPECT_NE(ReadFile(dir + "/native.out").find("replica 1 got USR1"), std::string::npos) << ReadFile(dir + "/native.out");
+  EXPECT_NE(ReadFile(dir + "/native.out").find("replica 1 got USR1"), std::string::npos)
+      << ReadFile(dir + "/native.out");
 }
 
 // sbatch --wrap, a script on standard input, and --wait, which returns the
@@ -310,9 +326,10 @@ TEST_F(SlurmStepsTest, ACancelEndsTheStepsTasksEverywhere) {
   WaitNodes(2);
   const std::string dir = Tmp("cancel");
   fs::create_directories(dir);
-  const int64_t id = Sbatch(dir,
-      "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir + "/out\n"
-      "srun bash -c 'echo $$ > " + dir + "/pid.$SLURM_PROCID; exec sleep 300'\n");
+  const int64_t id = Sbatch(dir, "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir +
+                                     "/out\n"
+                                     "srun bash -c 'echo $$ > " +
+                                     dir + "/pid.$SLURM_PROCID; exec sleep 300'\n");
   ASSERT_GT(id, 0);
   ASSERT_FALSE(WaitFile(dir + "/pid.0").empty());
   ASSERT_FALSE(WaitFile(dir + "/pid.1").empty());
@@ -334,21 +351,21 @@ TEST_F(SlurmStepsTest, TheQueueCommandsShowAndCancelJobsInSlurmsTerms) {
   WaitNodes(2);
   const std::string dir = Tmp("queue");
   fs::create_directories(dir);
-  const std::string gang = "#!/bin/bash\n#SBATCH -J gang --nodes=2 --gpus-per-node=1 -t 10 -o /dev/null\nsrun sleep 300\n";
+  const std::string gang =
+      "#!/bin/bash\n#SBATCH -J gang --nodes=2 --gpus-per-node=1 -t 10 -o /dev/null\nsrun sleep 300\n";
   const int64_t running = Sbatch(dir, gang);
   WaitState(running, "RUNNING");
   const int64_t waiting = Sbatch(dir, gang);
   const int64_t array = Sbatch(dir, "#!/bin/bash\n#SBATCH -J arr --array=0-2%1 -c 1 -o /dev/null\nsleep 300\n");
   WaitState(array, "RUNNING");
-  WaitFor(
-      [&] { return !Get("/v1/jobs/" + std::to_string(waiting)).value("reason", "").empty(); },
-      std::chrono::seconds(5));
+  WaitFor([&] { return !Get("/v1/jobs/" + std::to_string(waiting)).value("reason", "").empty(); },
+          std::chrono::seconds(5));
   auto run = [&](const std::string& command) { return Shell(dir, std::string(MUSTER_BINARY) + " " + command).second; };
   const std::string r = std::to_string(running), w = std::to_string(waiting), a = std::to_string(array);
   // Slurm's order: pending first, then running.
-  EXPECT_EQ(run("squeue -h -o '%i|%j|%t|%r|%D|%l'"),
-            w + "|gang|PD|Resources|2|10:00\n" + a + "_[1-2%1]|arr|PD|JobArrayTaskLimit|1|UNLIMITED\n" + r +
-                "|gang|R|None|2|10:00\n" + a + "_0|arr|R|None|1|UNLIMITED\n");
+  EXPECT_EQ(run("squeue -h -o '%i|%j|%t|%r|%D|%l'"), w + "|gang|PD|Resources|2|10:00\n" + a +
+                                                         "_[1-2%1]|arr|PD|JobArrayTaskLimit|1|UNLIMITED\n" + r +
+                                                         "|gang|R|None|2|10:00\n" + a + "_0|arr|R|None|1|UNLIMITED\n");
   EXPECT_EQ(run("squeue -h -r -t PD -o %i"), w + "\n" + a + "_1\n" + a + "_2\n");
   const std::string nodes = run("squeue -h -j " + r + " -o %N");
   EXPECT_EQ(nodes, run("scontrol show hostlist " + agents_[0]->name() + "," + agents_[1]->name())) << nodes;
@@ -395,8 +412,10 @@ TEST_F(SlurmStepsTest, AnArraysPercentLimitBoundsItsTasksRunningAtOnce) {
   fs::create_directories(dir);
   auto script = [&](const std::string& array, const std::string& log) {
     return "#!/bin/bash\n#SBATCH --array=" + array + " --cpus-per-task=1 --mem=100M\n#SBATCH -o " + dir +
-           "/%A_%a.out\necho start $SLURM_ARRAY_TASK_ID $(date +%s.%N) >> " + log + "\nsleep 1.5\n"
-           "echo end $SLURM_ARRAY_TASK_ID $(date +%s.%N) >> " + log + "\n";
+           "/%A_%a.out\necho start $SLURM_ARRAY_TASK_ID $(date +%s.%N) >> " + log +
+           "\nsleep 1.5\n"
+           "echo end $SLURM_ARRAY_TASK_ID $(date +%s.%N) >> " +
+           log + "\n";
   };
   const int64_t limited = Sbatch(dir, script("0-5%2", dir + "/limited.log"));
   ASSERT_GT(limited, 0);
@@ -429,11 +448,15 @@ TEST_F(SlurmStepsTest, ArrayDependenciesWaitForEveryTaskOrTheirPartner) {
     return name;
   };
   const int64_t a = SbatchArgs(dir, "--array=0-1 " + script("a.sh",
-      "if [ \"$SLURM_ARRAY_TASK_ID\" = 1 ]; then\n"
-      "  for i in $(seq 600); do [ -e " + dir + "/release ] && break; sleep 0.1; done\nfi\n"
-      "echo A$SLURM_ARRAY_TASK_ID end >> " + log + "\n"));
+                                                            "if [ \"$SLURM_ARRAY_TASK_ID\" = 1 ]; then\n"
+                                                            "  for i in $(seq 600); do [ -e " +
+                                                                dir +
+                                                                "/release ] && break; sleep 0.1; done\nfi\n"
+                                                                "echo A$SLURM_ARRAY_TASK_ID end >> " +
+                                                                log + "\n"));
   ASSERT_GT(a, 0);
-  const int64_t b = SbatchArgs(dir, "-d afterok:" + std::to_string(a) + " " + script("b.sh", "echo B start >> " + log + "\n"));
+  const int64_t b =
+      SbatchArgs(dir, "-d afterok:" + std::to_string(a) + " " + script("b.sh", "echo B start >> " + log + "\n"));
   const int64_t c = SbatchArgs(dir, "--array=0-1 -d aftercorr:" + std::to_string(a) + " " +
                                         script("c.sh", "echo C$SLURM_ARRAY_TASK_ID start >> " + log + "\n"));
   ASSERT_GT(b, 0);
@@ -454,14 +477,16 @@ TEST_F(SlurmStepsTest, ArrayDependenciesWaitForEveryTaskOrTheirPartner) {
   EXPECT_LT(order.find("A1 end"), order.find("C1 start")) << order;
   EXPECT_NE(order.find("C1 start"), std::string::npos) << order;
   // aftercorr asks for an array of its own.
-  const auto [code, out] = Shell(dir, std::string(MUSTER_BINARY) + " sbatch -d aftercorr:" + std::to_string(a) + " b.sh");
+  const auto [code, out] =
+      Shell(dir, std::string(MUSTER_BINARY) + " sbatch -d aftercorr:" + std::to_string(a) + " b.sh");
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("this job is no array"), std::string::npos) << out;
 }
 
 class SlurmPartitionsTest : public SlurmStepsTest {
  protected:
-  SlurmPartitionsTest() : SlurmStepsTest(R"(
+  SlurmPartitionsTest()
+      : SlurmStepsTest(R"(
 rateLimit: {perSecond: 100000, burst: 100000}
 agents: {defaultGrace: 1s}
 slurm:
@@ -512,15 +537,18 @@ TEST_F(SlurmStepsTest, AReservationsJobsRunOnItsNodesAndOthersKeepOff) {
   std::tie(code, out) = run("reservation list");
   EXPECT_NE(out.find("maint"), std::string::npos) << out;
   // The same as Slurm admins make and read them.
-  std::tie(code, out) = run("scontrol create reservation ReservationName=later StartTime=now+2hours Duration=60 "
-                            "Nodes=" + open + " Accounts=default");
+  std::tie(code, out) =
+      run("scontrol create reservation ReservationName=later StartTime=now+2hours Duration=60 "
+          "Nodes=" +
+          open + " Accounts=default");
   EXPECT_EQ(code, 0) << out;
   EXPECT_EQ(out, "Reservation created: later\n");
   std::tie(code, out) = run("scontrol show reservation later");
   EXPECT_EQ(code, 0) << out;
   EXPECT_EQ(out.rfind("ReservationName=later StartTime=", 0), 0u) << out;
   EXPECT_NE(out.find(" Duration=01:00:00\n   Nodes=" + open + " NodeCnt=1 "), std::string::npos) << out;
-  EXPECT_NE(out.find("   Users=(null) Groups=(null) Accounts=default Licenses=(null) State=INACTIVE"), std::string::npos)
+  EXPECT_NE(out.find("   Users=(null) Groups=(null) Accounts=default Licenses=(null) State=INACTIVE"),
+            std::string::npos)
       << out;
   std::tie(code, out) = run("scontrol delete ReservationName=later");
   EXPECT_EQ(code, 0) << out;
@@ -532,8 +560,9 @@ TEST_F(SlurmStepsTest, AReservationsJobsRunOnItsNodesAndOthersKeepOff) {
   EXPECT_EQ(run("squeue -h -j " + std::to_string(other) + " -o %N").second, open + "\n");
   const int64_t waits = Sbatch(dir, "#!/bin/bash\n#SBATCH --gpus-per-node=1 -o /dev/null\nsleep 300\n");
   // The reservation's job runs on its node.
-  const int64_t member = Sbatch(dir, "#!/bin/bash\n#SBATCH --reservation=maint -t 10 -o " + dir + "/member.out\n"
-                                     "echo on $MUSTER_NODE\n");
+  const int64_t member = Sbatch(dir, "#!/bin/bash\n#SBATCH --reservation=maint -t 10 -o " + dir +
+                                         "/member.out\n"
+                                         "echo on $MUSTER_NODE\n");
   EXPECT_EQ(WaitEnd(member, 30)["state"], "COMPLETED");
   EXPECT_EQ(ReadFile(dir + "/member.out"), "on " + kept + "\n");
   EXPECT_EQ(Get("/v1/jobs/" + std::to_string(waits))["state"], "PENDING") << "the reserved node is not its";
@@ -549,7 +578,8 @@ TEST_F(SlurmStepsTest, AReservationsJobsRunOnItsNodesAndOthersKeepOff) {
   EXPECT_EQ(run("squeue -h -j " + std::to_string(waits) + " -o %N").second, kept + "\n");
   // A maintenance window over every node: refused while jobs would run
   // into it, unless IGNORE_JOBS lets them run on.
-  const std::string maint = "scontrol create reservation ReservationName=mx StartTime=now Duration=30 Nodes=ALL Users=root";
+  const std::string maint =
+      "scontrol create reservation ReservationName=mx StartTime=now Duration=30 Nodes=ALL Users=root";
   std::tie(code, out) = run(maint);
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find(" with no time limit, after the window starts; wait for it, cancel it, or give flags IGNORE_JOBS"),
@@ -575,7 +605,8 @@ TEST_F(SlurmStepsTest, AReservationsJobsRunOnItsNodesAndOthersKeepOff) {
 // elsewhere. Nothing of the first attempt outlives it.
 class SlurmNodeLossTest : public SlurmStepsTest {
  protected:
-  SlurmNodeLossTest() : SlurmStepsTest(R"(
+  SlurmNodeLossTest()
+      : SlurmStepsTest(R"(
 allowPlainHttp: true
 rateLimit: {perSecond: 100000, burst: 100000}
 agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 5s}
@@ -587,10 +618,13 @@ TEST_F(SlurmNodeLossTest, ALostNodeRequeuesTheWholeAllocation) {
   WaitNodes(3);
   const std::string dir = Tmp("lost");
   fs::create_directories(dir);
-  const int64_t id = Sbatch(dir,
-      "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir + "/out-%j\n"
-      "echo \"batch $MUSTER_ATTEMPT\" >> " + dir + "/batches\n"
-      "srun bash -c 'echo $$ >> " + dir + "/tasks.$MUSTER_ATTEMPT; exec sleep 300'\n");
+  const int64_t id = Sbatch(dir, "#!/bin/bash\n#SBATCH --nodes=2 --output=" + dir +
+                                     "/out-%j\n"
+                                     "echo \"batch $MUSTER_ATTEMPT\" >> " +
+                                     dir +
+                                     "/batches\n"
+                                     "srun bash -c 'echo $$ >> " +
+                                     dir + "/tasks.$MUSTER_ATTEMPT; exec sleep 300'\n");
   ASSERT_GT(id, 0);
   json j = WaitState(id, "RUNNING");
   WaitFor([&] { return Lines(ReadFile(dir + "/tasks.1"), "").size() >= 2; }, std::chrono::seconds(30));
@@ -652,7 +686,9 @@ TEST(SlurmOnDev, ATorchrunUnderSrunScriptEndsWithTheNativeJobsAccuracy) {
   // The native way: two replicas, one process each.
   auto posted = c.Post("/v1/jobs",
                        "name: native\nreplicas: 2\nresources: {cpus: 1, memory: 2Gi}\nenv: {EPOCHS: '20'}\n"
-                       "command: [/usr/bin/python3, " + example + "]\n", "application/yaml");
+                       "command: [/usr/bin/python3, " +
+                           example + "]\n",
+                       "application/yaml");
   ASSERT_TRUE(posted && posted->status == 201) << (posted ? posted->body : "no answer");
   const int64_t native = json::parse(posted->body)["id"].get<int64_t>();
   const json n = wait_end(native);

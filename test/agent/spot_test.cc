@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "../tcp_proxy.h"
-#include "cluster_fixture.h"
 #include "../wait_for.h"
+#include "cluster_fixture.h"
 
 namespace muster::testing {
 namespace {
@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 int64_t WallNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // EC2's spot instance-action endpoint, served by a real HTTP server: 404
@@ -45,7 +46,9 @@ class Ec2Metadata {
     thread_.join();
   }
   bool ok() const { return port_ > 0; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/latest/meta-data/spot/instance-action"; }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/latest/meta-data/spot/instance-action";
+  }
   // The notice: the node goes at `at` (EC2 gives whole seconds, two
   // minutes ahead at most).
   void Notice(std::time_t at) {
@@ -131,9 +134,9 @@ TEST_F(SpotTest, AReclaimNoticeCheckpointsTheJobAndItResumesElsewhere) {
   WaitNodes(2);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // some steps done
 
-  auto denied = cli_->Post("/v1/nodes/" + Name(0) + "/reclaim",
-                           httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}}, "",
-                           "application/json");
+  auto denied =
+      cli_->Post("/v1/nodes/" + Name(0) + "/reclaim",
+                 httplib::Headers{{"Authorization", "Bearer " + server_.UserToken("mallory")}}, "", "application/json");
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 403);
   const json bad = Post("/v1/nodes/" + Name(0) + "/reclaim", R"({"deadlineSeconds": -1})", "application/json");
@@ -162,9 +165,11 @@ TEST_F(SpotTest, AReclaimNoticeCheckpointsTheJobAndItResumesElsewhere) {
   EXPECT_EQ(StepOf("moved", 2, "start"), stopped) << "no work lost beyond the checkpoint: " << Lines("moved");
   EXPECT_EQ(moved["requeues"], 0) << "a requeue, not a retry: " << moved.dump();
   EXPECT_EQ(moved["attemptHistory"][0]["result"], "REQUEUED") << moved.dump();
-  EXPECT_NE(moved["attemptHistory"][0]["reason"].get<std::string>().find("reclaimed"), std::string::npos) << moved.dump();
+  EXPECT_NE(moved["attemptHistory"][0]["reason"].get<std::string>().find("reclaimed"), std::string::npos)
+      << moved.dump();
   EXPECT_TRUE(HasEvent(Events(id), "Requeuing", "is reclaimed")) << Events(id).dump();
-  EXPECT_TRUE(HasEvent(Get("/v1/events")["items"], "NodeReclaimed", Name(0) + " reclaimed in 120 s (notice from root)"));
+  EXPECT_TRUE(
+      HasEvent(Get("/v1/events")["items"], "NodeReclaimed", Name(0) + " reclaimed in 120 s (notice from root)"));
   CancelAndWait(id);
 }
 
@@ -178,13 +183,13 @@ TEST_F(SpotTest, TheAgentHearsTheCloudsNoticeAndNoStopOutlastsTheDeadline) {
   AddAgent({"--fake-gpus", "8xH100", "--spot", "--reclaim-poll", "200ms", "--reclaim-notice-url", metadata.url()});
   WaitNodes(1);
   const std::string started = Tmp("stubborn.started");
-  const int64_t id = Submit("name: stubborn\nspot: true\ncheckpoint: {dir: " + Tmp("ckpt") + ", gracePeriod: 60s}\n" +
-                            "command: [/bin/sh, -c, 'trap \"\" USR1 TERM; echo up > " + started +
-                            "; while :; do sleep 0.1; done']\n");
+  const int64_t id =
+      Submit("name: stubborn\nspot: true\ncheckpoint: {dir: " + Tmp("ckpt") + ", gracePeriod: 60s}\n" +
+             "command: [/bin/sh, -c, 'trap \"\" USR1 TERM; echo up > " + started + "; while :; do sleep 0.1; done']\n");
   ASSERT_TRUE(WaitProcessStarted(id, started));
   const int64_t notice_ms = WallNs() / 1'000'000;
   metadata.Notice(static_cast<std::time_t>(notice_ms / 1000 + 5));  // four to five seconds ahead
-  const json pending = WaitState(id, "PENDING", 60);  // requeued; no other node to run on
+  const json pending = WaitState(id, "PENDING", 60);                // requeued; no other node to run on
   const int64_t ended_ms = WallNs() / 1'000'000;
   EXPECT_EQ(pending["state"], "PENDING") << pending.dump();
   EXPECT_LT(ended_ms - notice_ms, 30'000) << "the stop outlasted the 5 s deadline: " << pending.dump();
@@ -192,7 +197,8 @@ TEST_F(SpotTest, TheAgentHearsTheCloudsNoticeAndNoStopOutlastsTheDeadline) {
       << pending.dump();
   const json nodes = Get("/v1/nodes")["items"];
   ASSERT_EQ(nodes.size(), 1u);
-  EXPECT_NE(nodes[0].value("cordon", "").find("aws spot instance-action: terminate"), std::string::npos) << nodes.dump();
+  EXPECT_NE(nodes[0].value("cordon", "").find("aws spot instance-action: terminate"), std::string::npos)
+      << nodes.dump();
   EXPECT_TRUE(nodes[0].contains("reclaimAt")) << nodes.dump();
   CancelAndWait(id);
 }
@@ -208,8 +214,9 @@ TEST_F(SpotTest, ANodeCutOffFromTheServerStopsItsJobsOnTheCloudsNotice) {
   TcpProxy proxy(server_.port());  // the spot node's only way to the server
   agents_.push_back(std::make_unique<AgentProcess>("http://127.0.0.1:" + std::to_string(proxy.port()), Name(0),
                                                    server_.dir() + "/agent0"));
-  agents_.back()->flags = {"--fake-gpus", "8xH100", "--spot", "--reclaim-poll", "200ms", "--reclaim-notice-url",
-                           metadata.url(), "--stop-tasks-on-exit"};
+  agents_.back()->flags = {
+      "--fake-gpus",         "8xH100", "--spot", "--reclaim-poll", "200ms", "--reclaim-notice-url", metadata.url(),
+      "--stop-tasks-on-exit"};
   agents_.back()->Start();
   WaitNodes(1);
   const int64_t id = SubmitWaiter("alone", /*spot=*/true);
@@ -238,11 +245,13 @@ TEST_F(SpotTest, ANodeCutOffFromTheServerStopsItsJobsOnTheCloudsNotice) {
   ASSERT_EQ(moved["state"], "RUNNING") << moved.dump() << Lines("alone");
   EXPECT_EQ(NodeOf(moved), Name(1)) << "it runs elsewhere: " << moved.dump();
   EXPECT_EQ(moved["attemptHistory"][0]["result"], "REQUEUED") << moved.dump();
-  EXPECT_NE(moved["attemptHistory"][0]["reason"].get<std::string>().find("reclaimed"), std::string::npos) << moved.dump();
+  EXPECT_NE(moved["attemptHistory"][0]["reason"].get<std::string>().find("reclaimed"), std::string::npos)
+      << moved.dump();
   // It wrote its checkpoint on the signal (its commit could not reach the
   // server, cut off as its node was).
   bool manifest = false;
-  for (const auto& e : fs::recursive_directory_iterator(Tmp("ckpt"))) manifest |= e.path().filename() == "MANIFEST.json";
+  for (const auto& e : fs::recursive_directory_iterator(Tmp("ckpt")))
+    manifest |= e.path().filename() == "MANIFEST.json";
   EXPECT_TRUE(manifest) << Lines("alone");
   ExpectNoGpuHeldTwice();
   CancelAndWait(id);

@@ -21,10 +21,9 @@ TEST(SimCli, JsonReportHasTheDocumentedKeys) {
   const Result r = Muster(std::string("sim ") + kSlice + " --nodes 20x8 --nodes-per-leaf 4 -o json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
-  for (const char* key : {"jobs", "completed", "unschedulable", "mean_jct_s", "p50_jct_s", "p99_jct_s",
-                          "mean_wait_s", "p50_wait_s", "p99_wait_s", "max_wait_s", "makespan_s",
-                          "utilization", "per_class", "per_tenant", "time_limit_factor", "reservations",
-                          "backfill_by"}) {
+  for (const char* key : {"jobs", "completed", "unschedulable", "mean_jct_s", "p50_jct_s", "p99_jct_s", "mean_wait_s",
+                          "p50_wait_s", "p99_wait_s", "max_wait_s", "makespan_s", "utilization", "per_class",
+                          "per_tenant", "time_limit_factor", "reservations", "backfill_by"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["jobs"], 1500);

@@ -24,8 +24,8 @@
 #include "../agent/process_util.h"
 #include "../free_port.h"
 #include "../tcp_proxy.h"
-#include "agent/task_beacon.h"
 #include "../wait_for.h"
+#include "agent/task_beacon.h"
 
 namespace muster::testing {
 namespace {
@@ -112,8 +112,8 @@ class ContainerTest : public ClusterFixture {
     }
     const std::string file = dev + "/gpus.json";
     std::ofstream(file) << json({{"gpus", list}}).dump();
-    std::vector<std::string> flags = {"--fake-gpus", file, "--containers-conf", shared->conf, "--container-runtime",
-                                      "runc"};
+    std::vector<std::string> flags = {"--fake-gpus",         file,  "--containers-conf", shared->conf,
+                                      "--container-runtime", "runc"};
     flags.insert(flags.end(), extra.begin(), extra.end());
     return AddAgent(flags, env);
   }
@@ -138,19 +138,21 @@ class ContainerTest : public ClusterFixture {
   // waiting up to 2 s for them to go.
   std::string GroupsLeft(const AgentProcess& a) {
     std::string left;
-    WaitFor([&] {
-      left.clear();
-      std::error_code ec;
-      for (const auto& h : fs::directory_iterator("/sys/fs/cgroup", ec)) {
-        for (const auto& parent : fs::directory_iterator(h.path() / "muster", ec)) {
-          if (parent.path().filename().string().rfind(a.name() + ".", 0) != 0) continue;
-          for (const auto& e : fs::directory_iterator(parent.path(), ec)) {
-            if (e.is_directory()) left += e.path().string() + " ";
+    WaitFor(
+        [&] {
+          left.clear();
+          std::error_code ec;
+          for (const auto& h : fs::directory_iterator("/sys/fs/cgroup", ec)) {
+            for (const auto& parent : fs::directory_iterator(h.path() / "muster", ec)) {
+              if (parent.path().filename().string().rfind(a.name() + ".", 0) != 0) continue;
+              for (const auto& e : fs::directory_iterator(parent.path(), ec)) {
+                if (e.is_directory()) left += e.path().string() + " ";
+              }
+            }
           }
-        }
-      }
-      return left.empty();
-    }, std::chrono::seconds(2));
+          return left.empty();
+        },
+        std::chrono::seconds(2));
     return left;
   }
   // A working directory anyone may use.
@@ -169,17 +171,19 @@ TEST_F(ContainerTest, SeesItsEnvironmentItsMountsAndOnlyItsGpusAsItsUser) {
   fs::create_directories(data);
   std::ofstream(data + "/hello.txt") << "from the host\n";
   const std::string nobody = server_.UserToken("nobody");
-  auto r = cli_->Post("/v1/jobs", httplib::Headers{{"Authorization", "Bearer " + nobody}},
-                      "name: boxed\nimage: " + shared->image + "\nresources: {gpus: 2}\nworkingDir: " + work +
-                          "\nmounts: [{hostPath: " + data + ", containerPath: /data, readOnly: true}]\n"
-                          "env: {GREETING: hi}\n"
-                          "command: [sh, -c, 'echo uid=$(id -u); echo devs=$(ls /dev | grep nvidia | tr \"\\n\" \" \"); "
-                          "echo cvd=$CUDA_VISIBLE_DEVICES; echo job=$MUSTER_JOB_ID rank=$RANK world=$WORLD_SIZE "
-                          "slurm=$SLURM_JOB_ID greeting=$GREETING; cat /data/hello.txt; "
-                          "touch /data/x 2>/dev/null && echo data-writable || echo data-read-only; "
-                          "echo pwd=$(pwd); echo made > here.txt; "
-                          "[ -e /etc/debian_version ] && echo host-root || echo image-root']\n",
-                      "application/yaml");
+  auto r =
+      cli_->Post("/v1/jobs", httplib::Headers{{"Authorization", "Bearer " + nobody}},
+                 "name: boxed\nimage: " + shared->image + "\nresources: {gpus: 2}\nworkingDir: " + work +
+                     "\nmounts: [{hostPath: " + data +
+                     ", containerPath: /data, readOnly: true}]\n"
+                     "env: {GREETING: hi}\n"
+                     "command: [sh, -c, 'echo uid=$(id -u); echo devs=$(ls /dev | grep nvidia | tr \"\\n\" \" \"); "
+                     "echo cvd=$CUDA_VISIBLE_DEVICES; echo job=$MUSTER_JOB_ID rank=$RANK world=$WORLD_SIZE "
+                     "slurm=$SLURM_JOB_ID greeting=$GREETING; cat /data/hello.txt; "
+                     "touch /data/x 2>/dev/null && echo data-writable || echo data-read-only; "
+                     "echo pwd=$(pwd); echo made > here.txt; "
+                     "[ -e /etc/debian_version ] && echo host-root || echo image-root']\n",
+                 "application/yaml");
   ASSERT_TRUE(r);
   const json submitted = json::parse(r->body, nullptr, false);
   ASSERT_TRUE(submitted.contains("id")) << r->body;
@@ -219,8 +223,10 @@ TEST_F(ContainerTest, SeesItsEnvironmentItsMountsAndOnlyItsGpusAsItsUser) {
 TEST_F(ContainerTest, OutOfMemoryIsClassifiedAsSuch) {
   AddContainerAgent(1);
   WaitNodes(1);
-  const int64_t id = Submit("name: hog\nimage: " + shared->image + "\nresources: {memory: 64Mi}\nretry: {limit: 0}\n"
-                            "command: [sh, -c, 'echo start; x=$(head -c 400000000 /dev/zero | tr \"\\\\0\" a); echo survived']\n");
+  const int64_t id =
+      Submit("name: hog\nimage: " + shared->image +
+             "\nresources: {memory: 64Mi}\nretry: {limit: 0}\n"
+             "command: [sh, -c, 'echo start; x=$(head -c 400000000 /dev/zero | tr \"\\\\0\" a); echo survived']\n");
   const json j = WaitEnd(id);
   EXPECT_EQ(j["state"], "OUT_OF_MEMORY") << j.dump() << Logs(id);
   EXPECT_NE(j["reason"].get<std::string>().find("out of memory"), std::string::npos) << j.dump();
@@ -234,7 +240,8 @@ TEST_F(ContainerTest, ATimeLimitSendsTheCheckpointSignalThenEndsAsTimeout) {
   WaitNodes(1);
   const std::string pids = WorkDir("pids") + "/a";
   const int64_t id = Submit("name: slow\nimage: " + shared->image + "\ntimeLimit: 2s\nworkingDir: " + Tmp("pids") +
-                            "\ncheckpoint: {dir: " + WorkDir("ckpt") + ", signal: SIGUSR1, gracePeriod: 1s}\n"
+                            "\ncheckpoint: {dir: " + WorkDir("ckpt") +
+                            ", signal: SIGUSR1, gracePeriod: 1s}\n"
                             "command: [sh, -c, 'trap \"echo got-usr1\" USR1; echo $$ > a; "
                             "sleep 300 & echo $! >> a; echo started; while true; do sleep 0.1; done']\n");
   const json j = WaitEnd(id);
@@ -251,8 +258,11 @@ TEST_F(ContainerTest, CancelLeavesNoProcessContainerOrCgroup) {
   AgentProcess& a = AddContainerAgent(2);
   WaitNodes(1);
   const std::string dir = WorkDir("cancel");
-  const int64_t id = Submit("name: victim\nimage: " + shared->image + "\nresources: {gpus: 2, memory: 128Mi}\n"
-                            "workingDir: " + dir + "\n"
+  const int64_t id = Submit("name: victim\nimage: " + shared->image +
+                            "\nresources: {gpus: 2, memory: 128Mi}\n"
+                            "workingDir: " +
+                            dir +
+                            "\n"
                             "command: [sh, -c, 'echo $$ > pids; sleep 300 & echo $! >> pids; trap \"\" TERM; wait']\n");
   ASSERT_TRUE(WaitProcessStarted(id, dir + "/pids"));
   EXPECT_EQ(Containers(a).size(), 1u);
@@ -269,8 +279,9 @@ TEST_F(ContainerTest, CancelLeavesNoProcessContainerOrCgroup) {
 class ContainerAdoptTest : public ContainerTest {
  protected:
   ContainerAdoptTest()
-      : ContainerTest("rateLimit: {perSecond: 100000, burst: 100000}\n"
-                      "agents: {defaultGrace: 1s, unreachableAfter: 5s, lease: 10s, lostAfter: 60s}\n") {}
+      : ContainerTest(
+            "rateLimit: {perSecond: 100000, burst: 100000}\n"
+            "agents: {defaultGrace: 1s, unreachableAfter: 5s, lease: 10s, lostAfter: 60s}\n") {}
 };
 
 TEST_F(ContainerAdoptTest, AnAgentKilledAndRestartedAdoptsItsContainerAndNeverStartsASecond) {
@@ -344,7 +355,8 @@ TEST_F(ContainerTest, ARestartedAgentRemovesContainersOfNoRunningTask) {
       [&] {
         left = Containers(a);
         return left == std::vector<std::string>{prefix + "j" + std::to_string(id) + ".a2.r0"};
-      }, std::chrono::seconds(10), std::chrono::milliseconds(50));
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(50));
   EXPECT_EQ(left, std::vector<std::string>{prefix + "j" + std::to_string(id) + ".a2.r0"});
   EXPECT_EQ(CancelAndWait(id)["state"], "CANCELLED");
   EXPECT_TRUE(AllGone(dir + "/pids"));
@@ -376,8 +388,10 @@ class Registry {
   Registry(const std::string& dir, const std::string& user = "", const std::string& password = "") : dir_(dir) {
     fs::create_directories(dir + "/data");
     if (!user.empty()) {
-      auto [code, hash] = Sh("/usr/bin/python3 -W ignore -c 'import crypt,sys; "
-                             "print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))' '" + password + "'");
+      auto [code, hash] =
+          Sh("/usr/bin/python3 -W ignore -c 'import crypt,sys; "
+             "print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))' '" +
+             password + "'");
       std::ofstream(dir + "/htpasswd") << user << ":" << hash;
       auth_ = "auth: {htpasswd: {realm: muster-test, path: " + dir + "/htpasswd}}\n";
     }
@@ -394,11 +408,13 @@ class Registry {
                                           const std::string& creds = "") {
     int code = 1;
     std::string out;
-    WaitFor([&] {
-      std::tie(code, out) = Sh(env + "podman push " + (creds.empty() ? "" : "--creds " + creds + " ") + image +
-                               " docker://" + remote);
-      return code == 0;
-    }, std::chrono::seconds(5), std::chrono::milliseconds(100));
+    WaitFor(
+        [&] {
+          std::tie(code, out) = Sh(env + "podman push " + (creds.empty() ? "" : "--creds " + creds + " ") + image +
+                                   " docker://" + remote);
+          return code == 0;
+        },
+        std::chrono::seconds(5), std::chrono::milliseconds(100));
     return {code, out};
   }
 
@@ -418,7 +434,8 @@ class Registry {
     port_ = FreeLoopbackPort();
     std::ofstream(dir_ + "/config.yml") << "version: 0.1\nstorage: {filesystem: {rootdirectory: " << dir_
                                         << "/data}}\nhttp: {addr: " << addr()
-                                        << "}\nlog: {level: error, accesslog: {disabled: true}}\n" << auth_;
+                                        << "}\nlog: {level: error, accesslog: {disabled: true}}\n"
+                                        << auth_;
     pid_ = ::fork();
     if (pid_ == 0) {
       const int out = ::open((dir_ + "/registry.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -428,10 +445,12 @@ class Registry {
       ::_exit(127);
     }
     bool exited = false;
-    WaitFor([&] {
-      exited = ::waitpid(pid_, nullptr, WNOHANG) == pid_;
-      return exited || Accepts(port_);
-    }, std::chrono::seconds(30), std::chrono::milliseconds(100));
+    WaitFor(
+        [&] {
+          exited = ::waitpid(pid_, nullptr, WNOHANG) == pid_;
+          return exited || Accepts(port_);
+        },
+        std::chrono::seconds(30), std::chrono::milliseconds(100));
     if (exited) pid_ = -1;
     return !exited;  // answering, or slow to answer but alive: Push retries
   }
@@ -456,7 +475,8 @@ TEST_F(ContainerTest, PullsFromARegistryOnceAndReportsAMissingImage) {
   std::ofstream(reg + "/registries.conf") << "[[registry]]\nlocation = \"" << addr << "\"\ninsecure = true\n"
                                           << "[[registry]]\nlocation = \"" << via << "\"\ninsecure = true\n";
   const std::string path = "/muster-test/busybox:" + std::to_string(::getpid());
-  const std::string env = "CONTAINERS_CONF=" + shared->conf + " CONTAINERS_REGISTRIES_CONF=" + reg + "/registries.conf ";
+  const std::string env =
+      "CONTAINERS_CONF=" + shared->conf + " CONTAINERS_REGISTRIES_CONF=" + reg + "/registries.conf ";
   auto [code, out] = Registry::Push(env, shared->image, addr + path);
   ASSERT_EQ(code, 0) << out;
   const std::string remote = via + path;  // as the jobs name it
@@ -464,8 +484,8 @@ TEST_F(ContainerTest, PullsFromARegistryOnceAndReportsAMissingImage) {
   WaitNodes(1);
   proxy.FreezeAnswers();
   const int64_t first = Submit("name: pulled\nimage: " + remote + "\ncommand: [sh, -c, 'echo ran']\n");
-  const bool pulling =
-      WaitFor([&] { return HasEvent(Events(first), "PullingImage", "is pulling image " + remote); }, std::chrono::seconds(10));
+  const bool pulling = WaitFor([&] { return HasEvent(Events(first), "PullingImage", "is pulling image " + remote); },
+                               std::chrono::seconds(10));
   EXPECT_TRUE(pulling) << Events(first).dump();
   EXPECT_EQ(Get("/v1/jobs/" + std::to_string(first))["state"], "RUNNING");
   proxy.Thaw();
@@ -493,7 +513,8 @@ TEST_F(ContainerTest, PullsFromARegistryOnceAndReportsAMissingImage) {
 // the same accuracy and the same weights, to the checksum.
 TEST_F(ContainerTest, TheDdpExampleInAContainerMatchesTheProcessRun) {
   if (std::system("/usr/bin/python3 -c 'import torch, sklearn' >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
+    GTEST_SKIP()
+        << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
   }
   auto [code, built] = Sh("CONTAINERS_CONF=" + shared->conf + " test/containers/build_torch_image.sh");
   ASSERT_EQ(code, 0) << built;
@@ -504,8 +525,9 @@ TEST_F(ContainerTest, TheDdpExampleInAContainerMatchesTheProcessRun) {
   const std::string repo = fs::current_path().string();
   const std::string script = repo + "/examples/ddp_digits.py";
   const std::string common = "replicas: 2\nresources: {gpus: 1, cpus: 1, memory: 2Gi}\nenv: {EPOCHS: '20'}\n";
-  const int64_t boxed = Submit("name: ddp-boxed\n" + common + "image: " + image + "\nmounts: [{hostPath: " + repo +
-                               ", containerPath: " + repo + ", readOnly: true}]\ncommand: [/usr/bin/python3, " + script + "]\n");
+  const int64_t boxed =
+      Submit("name: ddp-boxed\n" + common + "image: " + image + "\nmounts: [{hostPath: " + repo +
+             ", containerPath: " + repo + ", readOnly: true}]\ncommand: [/usr/bin/python3, " + script + "]\n");
   const json b = WaitEnd(boxed, 300);
   ASSERT_EQ(b["state"], "COMPLETED") << b.dump() << Logs(boxed, 0) << Logs(boxed, 1);
   const int64_t plain = Submit("name: ddp-plain\n" + common + "command: [/usr/bin/python3, " + script + "]\n");
@@ -530,8 +552,10 @@ TEST_F(ContainerTest, ARegistryLoginServesItsOwnersJobsOnly) {
   if (Sh("command -v docker-registry").first != 0) GTEST_SKIP() << "docker-registry is not installed";
   const std::string reg = Tmp("private");
   Registry registry(reg, "bot", "s3cret-pw");
-  std::ofstream(reg + "/registries.conf") << "[[registry]]\nlocation = \"" << registry.addr() << "\"\ninsecure = true\n";
-  const std::string env = "CONTAINERS_CONF=" + shared->conf + " CONTAINERS_REGISTRIES_CONF=" + reg + "/registries.conf ";
+  std::ofstream(reg + "/registries.conf")
+      << "[[registry]]\nlocation = \"" << registry.addr() << "\"\ninsecure = true\n";
+  const std::string env =
+      "CONTAINERS_CONF=" + shared->conf + " CONTAINERS_REGISTRIES_CONF=" + reg + "/registries.conf ";
   const std::string image = registry.addr() + "/team/busybox:1";
   auto [pushed, out] = Registry::Push(env, shared->image, image, "bot:s3cret-pw");
   ASSERT_EQ(pushed, 0) << out;
@@ -540,9 +564,10 @@ TEST_F(ContainerTest, ARegistryLoginServesItsOwnersJobsOnly) {
   const std::string work = WorkDir("work");
   const std::string nobody = server_.UserToken("nobody"), daemon = server_.UserToken("daemon");
   const auto submit_as = [&](const std::string& token) {
-    auto r = cli_->Post("/v1/jobs", httplib::Headers{{"Authorization", "Bearer " + token}},
-                        "name: private\nimage: " + image + "\nworkingDir: " + work + "\ncommand: [sh, -c, 'echo ran']\n",
-                        "application/yaml");
+    auto r =
+        cli_->Post("/v1/jobs", httplib::Headers{{"Authorization", "Bearer " + token}},
+                   "name: private\nimage: " + image + "\nworkingDir: " + work + "\ncommand: [sh, -c, 'echo ran']\n",
+                   "application/yaml");
     EXPECT_TRUE(r);
     return r ? json::parse(r->body, nullptr, false).value("id", int64_t{0}) : 0;
   };
@@ -574,7 +599,8 @@ TEST_F(ContainerTest, ARegistryLoginServesItsOwnersJobsOnly) {
   const json theirs = WaitEnd(submit_as(daemon));
   EXPECT_EQ(theirs["state"], "FAILED") << theirs.dump();
   // A login for the queue, by an admin, serves every job in it.
-  auto [refused_queue, why] = cli(daemon, "registry login " + registry.addr() + " --username bot --queue default", "s3cret-pw");
+  auto [refused_queue, why] =
+      cli(daemon, "registry login " + registry.addr() + " --username bot --queue default", "s3cret-pw");
   EXPECT_NE(refused_queue, 0) << "only admins set a queue's login";
   auto [queue_login, queue_said] =
       cli(server_.admin_token(), "registry login " + registry.addr() + " --username bot --queue default", "s3cret-pw");
@@ -594,8 +620,10 @@ TEST_F(ContainerTest, AnAdminPrePullsAnImageOnChosenNodes) {
   if (Sh("command -v docker-registry").first != 0) GTEST_SKIP() << "docker-registry is not installed";
   const std::string reg = Tmp("prepull");
   Registry registry(reg);
-  std::ofstream(reg + "/registries.conf") << "[[registry]]\nlocation = \"" << registry.addr() << "\"\ninsecure = true\n";
-  const std::string env = "CONTAINERS_CONF=" + shared->conf + " CONTAINERS_REGISTRIES_CONF=" + reg + "/registries.conf ";
+  std::ofstream(reg + "/registries.conf")
+      << "[[registry]]\nlocation = \"" << registry.addr() << "\"\ninsecure = true\n";
+  const std::string env =
+      "CONTAINERS_CONF=" + shared->conf + " CONTAINERS_REGISTRIES_CONF=" + reg + "/registries.conf ";
   const std::string image = registry.addr() + "/team/prepulled:" + std::to_string(::getpid());
   auto [pushed, out] = Registry::Push(env, shared->image, image);
   ASSERT_EQ(pushed, 0) << out;
@@ -611,7 +639,8 @@ TEST_F(ContainerTest, AnAdminPrePullsAnImageOnChosenNodes) {
   EXPECT_NE(refused, 0);
   EXPECT_NE(why.find("admin"), std::string::npos) << why;
   const std::string first = agents_[0]->name(), second = agents_[1]->name(), bare = agents_[2]->name();
-  auto [code, said] = cli(server_.admin_token(), "image pull " + image + " --nodes " + first + "," + bare + " --wait 60s");
+  auto [code, said] =
+      cli(server_.admin_token(), "image pull " + image + " --nodes " + first + "," + bare + " --wait 60s");
   EXPECT_EQ(code, 1) << "one node cannot: " << said;
   EXPECT_NE(said.find(first), std::string::npos) << said;
   json list = Get("/v1/images");
@@ -647,9 +676,10 @@ TEST_F(ContainerTest, SubmitFromTheCommandLineAndAPyxisStyleScript) {
   const std::string data = Tmp("cli-data"), work = WorkDir("cli-work");
   fs::create_directories(data);
   std::ofstream(data + "/in.txt") << "from the host\n";
-  const std::string run = "cd " + work + " && MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" + server_.admin_token() +
-                          " " + MUSTER_BINARY + " submit --parsable ";
-  auto [code, id] = Sh(run + "--image " + shared->image + " --mount " + data + ":/in:ro -- sh -c 'cat /in/in.txt; "
+  const std::string run = "cd " + work + " && MUSTER_SERVER=" + server_.url() +
+                          " MUSTER_TOKEN=" + server_.admin_token() + " " + MUSTER_BINARY + " submit --parsable ";
+  auto [code, id] = Sh(run + "--image " + shared->image + " --mount " + data +
+                       ":/in:ro -- sh -c 'cat /in/in.txt; "
                        "touch /in/x 2>/dev/null || echo read-only'");
   ASSERT_EQ(code, 0) << id;
   const int64_t flags = std::stoll(id);
@@ -694,8 +724,10 @@ TEST_F(ContainerWaitTest, AContainerJobWaitsForANodeThatRunsContainers) {
   EXPECT_EQ(node.value("features", json::array()), json::array()) << node.dump();
   EXPECT_NE(node.value("containersNote", "").find("Podman does not run"), std::string::npos) << node.dump();
   const std::string ran = Tmp("ran");
-  const int64_t id = Submit("name: boxed\nimage: " + shared->image + "\nresources: {gpus: 1}\n"
-                            "command: [/bin/sh, -c, 'touch " + ran + "; echo in the image']\n");
+  const int64_t id = Submit("name: boxed\nimage: " + shared->image +
+                            "\nresources: {gpus: 1}\n"
+                            "command: [/bin/sh, -c, 'touch " +
+                            ran + "; echo in the image']\n");
   const std::string job = "/v1/jobs/" + std::to_string(id);
   std::string reason;
   WaitFor([&] { return !(reason = Get(job).value("reasonDetail", "")).empty(); }, std::chrono::seconds(5));

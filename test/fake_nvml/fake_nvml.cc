@@ -16,8 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <ctime>
+#include <string>
 #include <thread>
 
 extern "C" {
@@ -54,8 +54,7 @@ std::string g_xid_file;
 int g_inits = 0;
 int g_event_set = 0;
 
-constexpr nvmlReturn_t kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kInsufficientSize = 7,
-                       kTimeout = 10;
+constexpr nvmlReturn_t kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kInsufficientSize = 7, kTimeout = 10;
 
 int IndexOf(nvmlDevice_t d) {
   for (unsigned i = 0; i < g_count; ++i) {
@@ -98,10 +97,14 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlShutdown(void) {
 }
 __attribute__((visibility("default"))) const char* nvmlErrorString(nvmlReturn_t r) {
   switch (r) {
-    case kSuccess: return "Success";
-    case kInvalidArgument: return "Invalid Argument";
-    case kTimeout: return "Timeout";
-    default: return "Unknown Error";
+    case kSuccess:
+      return "Success";
+    case kInvalidArgument:
+      return "Invalid Argument";
+    case kTimeout:
+      return "Timeout";
+    default:
+      return "Unknown Error";
   }
 }
 __attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetDriverVersion(char* v, unsigned length) {
@@ -127,7 +130,7 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetName(nvmlDevice
 }
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* m) {
   if (IndexOf(d) < 0 || !m) return kInvalidArgument;
-  m->total = 85899345920ULL;  // 80 GiB
+  m->total = 85899345920ULL;    // 80 GiB
   m->used = m->total / 10 * 3;  // as if a job held some
   m->free = m->total - m->used;
   return kSuccess;
@@ -136,7 +139,8 @@ typedef struct {
   unsigned int gpu, memory;
 } nvmlUtilization_t;
 // Plausible and moving: each GPU between 40 and 90%, changing by the second.
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t* u) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d,
+                                                                                  nvmlUtilization_t* u) {
   const int i = IndexOf(d);
   if (i < 0 || !u) return kInvalidArgument;
   const long seconds = static_cast<long>(std::time(nullptr));
@@ -165,19 +169,20 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMinorNumber(nvm
   *minor = static_cast<unsigned>(i);
   return kSuccess;
 }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, int* active) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link,
+                                                                             int* active) {
   if (IndexOf(d) < 0 || link >= 18) return kInvalidArgument;
   *active = 1;
   return kSuccess;
 }
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t d, unsigned link,
-                                                                                      int* type) {
+                                                                                        int* type) {
   if (IndexOf(d) < 0 || link >= 18) return kInvalidArgument;
   *type = 2;  // NVSwitch
   return kSuccess;
 }
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b,
-                                                                                      int* level) {
+                                                                                        int* level) {
   const int i = IndexOf(a), j = IndexOf(b);
   if (i < 0 || j < 0) return kInvalidArgument;
   const unsigned half = g_count / 2;
@@ -189,16 +194,16 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetCreate(nvmlEvent
   return kSuccess;
 }
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d,
-                                                                                   unsigned long long* types) {
+                                                                                     unsigned long long* types) {
   *types = 0x1 | 0x2 | 0x8;
   return IndexOf(d) < 0 ? kInvalidArgument : kSuccess;
 }
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long,
-                                                                           nvmlEventSet_t) {
+                                                                             nvmlEventSet_t) {
   return IndexOf(d) < 0 ? kInvalidArgument : kSuccess;
 }
 __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t, nvmlEventData_t* data,
-                                                                      unsigned timeout_ms) {
+                                                                        unsigned timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   do {
     if (!g_xid_file.empty()) {

@@ -17,13 +17,15 @@ namespace fs = std::filesystem;
 
 TEST(DevHa, TheDemoSurvivesTheLeadersKillAndStopsCleanly) {
   if (std::system("/usr/bin/python3 -c 'import torch, sklearn' >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
+    GTEST_SKIP()
+        << "Debian's python3-torch and python3-sklearn are not installed (scripts/install-deps.sh installs them)";
   }
   const std::string dir = ::testing::TempDir() + "/muster_dev_ha_" + std::to_string(getpid());
   fs::remove_all(dir);
   // Its credentials go to a token file of the test's own.
-  const CommandResult r = RunCommand("MUSTER_TOKEN_FILE=" + dir + "/token MUSTER_MUNGE_SOCKET=none " + std::string(MUSTER_BINARY) +
-                                     " dev --ha --demo --exit-after-demo --nodes 4 --port 0 --dir " + dir);
+  const CommandResult r =
+      RunCommand("MUSTER_TOKEN_FILE=" + dir + "/token MUSTER_MUNGE_SOCKET=none " + std::string(MUSTER_BINARY) +
+                 " dev --ha --demo --exit-after-demo --nodes 4 --port 0 --dir " + dir);
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("demo: killed the leader, server-"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("took over and answers"), std::string::npos) << r.out;

@@ -5,8 +5,8 @@
 // once, no GPU was used twice at once, and no fenced leader wrote.
 #include <gtest/gtest.h>
 
-#include "../wait_for.h"
 #include "../tcp_proxy.h"
+#include "../wait_for.h"
 #include "ha_cluster.h"
 
 namespace muster::testing {
@@ -27,9 +27,8 @@ class FailoverTest : public ::testing::Test {
     const auto give_up = Steady::now() + std::chrono::seconds(90);
     for (int i = 0; i < clients; ++i) {
       const int c = next_client_++;  // its own keys
-      clients_.emplace_back([this, c, per_client, give_up] {
-        cluster_->Client(c, per_client, std::chrono::milliseconds(40), give_up);
-      });
+      clients_.emplace_back(
+          [this, c, per_client, give_up] { cluster_->Client(c, per_client, std::chrono::milliseconds(40), give_up); });
     }
   }
   void JoinClients() {
@@ -92,11 +91,11 @@ TEST_F(FailoverTest, ThePausedLeaderStepsDownWithoutWriting) {
   EXPECT_EQ(code, 75) << "the resumed leader did not step down";
   EXPECT_NE(cluster_->server(old_leader).log().find("lost leadership"), std::string::npos);
   // Nothing of the old epoch after the new one's first write.
-  EXPECT_EQ(cluster_->pg().Sql("SELECT count(*) FROM events WHERE epoch = " + std::to_string(old_epoch) +
-                                   " AND seq > (SELECT min(seq) FROM events WHERE epoch = " +
-                                   std::to_string(new_epoch) + ")",
-                               "muster"),
-            "0");
+  EXPECT_EQ(
+      cluster_->pg().Sql("SELECT count(*) FROM events WHERE epoch = " + std::to_string(old_epoch) +
+                             " AND seq > (SELECT min(seq) FROM events WHERE epoch = " + std::to_string(new_epoch) + ")",
+                         "muster"),
+      "0");
   Finish(20);
 }
 
@@ -134,11 +133,12 @@ TEST_F(FailoverTest, TheDatabaseFailsOverToItsReplica) {
   ASSERT_NE(replica, nullptr) << why;
   ASSERT_TRUE(cluster_->pg().Sql("ALTER SYSTEM SET synchronous_standby_names = 'replica'"));
   ASSERT_TRUE(cluster_->pg().Sql("SELECT pg_reload_conf()"));
-  WaitFor([&] { return cluster_->pg().Sql("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") == "1"; },
-          std::chrono::seconds(10), std::chrono::milliseconds(50));
+  WaitFor(
+      [&] { return cluster_->pg().Sql("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") == "1"; },
+      std::chrono::seconds(10), std::chrono::milliseconds(50));
   ASSERT_EQ(cluster_->pg().Sql("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'"), "1");
-  const std::string both = "postgresql://muster@127.0.0.1:" + std::to_string(cluster_->pg().port()) + ",127.0.0.1:" +
-                           std::to_string(replica->port()) + "/muster?target_session_attrs=read-write";
+  const std::string both = "postgresql://muster@127.0.0.1:" + std::to_string(cluster_->pg().port()) +
+                           ",127.0.0.1:" + std::to_string(replica->port()) + "/muster?target_session_attrs=read-write";
   cluster_->AddServer(both);
   cluster_->AddServer(both);
   ASSERT_GE(cluster_->WaitLeader(), 0);
@@ -173,8 +173,8 @@ TEST_F(FailoverTest, AQueueMadeThroughTheApiOutlivesTheLeader) {
   ASSERT_GE(old_leader, 0);
   const httplib::Headers admin = {{"Authorization", "Bearer " + cluster_->server(0).admin_token()}};
   httplib::Client leader(cluster_->server(old_leader).url());
-  auto r = leader.Post("/v1/queues", admin, R"({"name": "vision", "limit": {"H100": 4}, "share": 2})",
-                       "application/json");
+  auto r =
+      leader.Post("/v1/queues", admin, R"({"name": "vision", "limit": {"H100": 4}, "share": 2})", "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 201) << r->body;
   cluster_->server(old_leader).Kill();

@@ -83,8 +83,8 @@ class HaCluster {
 
   AgentProcess& AddAgent(const std::string& gpus = "4xH100") {
     const int i = static_cast<int>(agents_.size());
-    agents_.push_back(std::make_unique<AgentProcess>(Addresses(), "ha" + std::to_string(::getpid()) + "-" +
-                                                                      std::to_string(i),
+    agents_.push_back(std::make_unique<AgentProcess>(Addresses(),
+                                                     "ha" + std::to_string(::getpid()) + "-" + std::to_string(i),
                                                      work_ + "/agent" + std::to_string(i)));
     agents_.back()->flags = {"--fake-gpus", gpus, "--stop-tasks-on-exit"};
     agents_.back()->Start();
@@ -150,7 +150,8 @@ class HaCluster {
       const std::string key = "c" + std::to_string(client) + "-" + std::to_string(i) + "-" + std::to_string(rng());
       const std::string body = JobYaml("c" + std::to_string(client) + "-" + std::to_string(i));
       while (Steady::now() < give_up) {
-        auto r = c.Post("/v1/jobs", body, "application/yaml", {{"Authorization", AdminAuthorization()}, {"Idempotency-Key", key}});
+        auto r = c.Post("/v1/jobs", body, "application/yaml",
+                        {{"Authorization", AdminAuthorization()}, {"Idempotency-Key", key}});
         if (r.ok() && (r->status == 201 || r->status == 200)) {
           const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
           std::lock_guard<std::mutex> lock(mu_);
@@ -284,8 +285,13 @@ class HaCluster {
     std::string out;
     for (auto& s : servers_) out += "--- server " + s->url() + "\n" + s->log();
     for (auto& a : agents_) out += "--- agent " + a->name() + "\n" + a->log();
-    out += "--- events\n" + pg_->Sql("SELECT seq, job_id, time_ms % 1000000, type, reason, message, epoch FROM events "
-                                     "ORDER BY seq", "muster").value_or("(the database does not answer)") + "\n";
+    out += "--- events\n" +
+           pg_->Sql(
+                  "SELECT seq, job_id, time_ms % 1000000, type, reason, message, epoch FROM events "
+                  "ORDER BY seq",
+                  "muster")
+               .value_or("(the database does not answer)") +
+           "\n";
     return out;
   }
 

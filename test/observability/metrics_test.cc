@@ -45,11 +45,13 @@ double Sample(const std::string& text, const std::string& name, const std::strin
 std::string AccessLogPath() { return "/tmp/muster-access-" + std::to_string(::getpid()) + ".log"; }
 
 const char* MetricsConfig() {
-  static const std::string config = "rateLimit: {perSecond: 100000, burst: 100000}\n"
-                                    "agents: {defaultGrace: 1s}\n"
-                                    "prices: {H100: 3.60, \"*\": 1.00}\n"
-                                    "queues: [{name: default, guarantee: 8, limit: 12}]\n"
-                                    "accessLog: " + AccessLogPath() + "\n";
+  static const std::string config =
+      "rateLimit: {perSecond: 100000, burst: 100000}\n"
+      "agents: {defaultGrace: 1s}\n"
+      "prices: {H100: 3.60, \"*\": 1.00}\n"
+      "queues: [{name: default, guarantee: 8, limit: 12}]\n"
+      "accessLog: " +
+      AccessLogPath() + "\n";
   return config.c_str();
 }
 
@@ -103,22 +105,25 @@ TEST_F(MetricsTest, PromtoolFindsThemCleanAndTheyMatchTheCluster) {
   EXPECT_EQ(Sample(text, "muster_queue_guarantee_gpus", "queue=\"default\""), 8);
   EXPECT_EQ(Sample(text, "muster_queue_limit_gpus", "queue=\"default\""), 12);
   EXPECT_GE(Sample(text, "muster_queue_oldest_pending_seconds", "queue=\"default\""), 0);  // -1: absent
-  const double cycle_age = static_cast<double>(std::time(nullptr)) -
-                           Sample(text, "muster_scheduler_last_cycle_timestamp_seconds");
+  const double cycle_age =
+      static_cast<double>(std::time(nullptr)) - Sample(text, "muster_scheduler_last_cycle_timestamp_seconds");
   EXPECT_GE(cycle_age, -1);
   EXPECT_LT(cycle_age, 10);
   // Cost: the running job's GPU time at the H100 price, charged each cycle
   // (at least every second).
   std::string later;
   double gpu_seconds = -1;
-  WaitFor([&] {
-    later = Metrics();
-    gpu_seconds = Sample(later, "muster_queue_gpu_seconds_total", "gpu_type=\"H100\",pool=\"on-demand\",queue=\"default\"");
-    return gpu_seconds > 0;
-  }, std::chrono::seconds(10), std::chrono::milliseconds(50));
+  WaitFor(
+      [&] {
+        later = Metrics();
+        gpu_seconds =
+            Sample(later, "muster_queue_gpu_seconds_total", "gpu_type=\"H100\",pool=\"on-demand\",queue=\"default\"");
+        return gpu_seconds > 0;
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(50));
   EXPECT_GT(gpu_seconds, 0) << later;
-  EXPECT_NEAR(Sample(later, "muster_queue_cost_total", "pool=\"on-demand\",queue=\"default\""), gpu_seconds / 3600 * 3.60,
-              1e-6);
+  EXPECT_NEAR(Sample(later, "muster_queue_cost_total", "pool=\"on-demand\",queue=\"default\""),
+              gpu_seconds / 3600 * 3.60, 1e-6);
 
   // Without a credential: nothing.
   httplib::Client anonymous(server_.url());
@@ -141,7 +146,8 @@ TEST_F(MetricsTest, GpusReservedForABlockedGangAreCountedApart) {
       [&] {
         text = Metrics();
         return Sample(text, "muster_gpus", "state=\"reserved\"") == 3;
-      }, std::chrono::seconds(10), std::chrono::milliseconds(50));
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(50));
   EXPECT_EQ(Sample(text, "muster_gpus", "state=\"allocated\""), 5);
   EXPECT_EQ(Sample(text, "muster_gpus", "state=\"reserved\""), 3) << text;
   EXPECT_EQ(Sample(text, "muster_gpus", "state=\"idle\""), 0);
@@ -160,21 +166,25 @@ TEST_F(MetricsTest, AnAgentSaysWhichJobUsesEachGpuAndHowMuch) {
   WaitState(job, "RUNNING");
   // The agent says where it serves them.
   int port = 0;
-  WaitFor([&] {
-    const std::string log = agent.log();
-    const size_t at = log.find("metrics on 127.0.0.1:");
-    if (at != std::string::npos) port = std::atoi(log.c_str() + at + 21);
-    return port != 0;
-  }, std::chrono::seconds(5), std::chrono::milliseconds(50));
+  WaitFor(
+      [&] {
+        const std::string log = agent.log();
+        const size_t at = log.find("metrics on 127.0.0.1:");
+        if (at != std::string::npos) port = std::atoi(log.c_str() + at + 21);
+        return port != 0;
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(50));
   ASSERT_GT(port, 0) << agent.log();
   std::string text;
-  WaitFor([&] {  // until the agent's reports show the task running
-    httplib::Client c("127.0.0.1", port);
-    auto r = c.Get("/metrics");
-    EXPECT_TRUE(r && r->status == 200);
-    text = r ? r->body : "";
-    return Sample(text, "muster_agent_tasks_running") == 1;
-  }, std::chrono::seconds(5), std::chrono::milliseconds(50));
+  WaitFor(
+      [&] {  // until the agent's reports show the task running
+        httplib::Client c("127.0.0.1", port);
+        auto r = c.Get("/metrics");
+        EXPECT_TRUE(r && r->status == 200);
+        text = r ? r->body : "";
+        return Sample(text, "muster_agent_tasks_running") == 1;
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(50));
   const std::string file = Tmp("agent-metrics.txt");
   std::ofstream(file) << text;
   const CommandResult check = RunCommand("promtool check metrics < " + file);
@@ -223,7 +233,8 @@ TEST_F(MetricsTest, RequestsGoToTheAccessLogAndLogLinesHaveTimeAndLevel) {
   ASSERT_EQ(server_.Stop(), 0);  // written out at exit (else within a second)
   std::ifstream in(AccessLogPath());
   const std::string log((std::istreambuf_iterator<char>(in)), {});
-  const std::regex line(R"re(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z 127\.0\.0\.1 (\S+) "(\S+) (\S+)" (\d{3}) \d+ \d+\.\d{6}$)re");
+  const std::regex line(
+      R"re(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z 127\.0\.0\.1 (\S+) "(\S+) (\S+)" (\d{3}) \d+ \d+\.\d{6}$)re");
   std::vector<std::string> seen;
   std::istringstream lines(log);
   for (std::string l; std::getline(lines, l);) {
@@ -238,7 +249,8 @@ TEST_F(MetricsTest, RequestsGoToTheAccessLogAndLogLinesHaveTimeAndLevel) {
   // And the server's own log: a time, a level, the component; no request
   // at the default level.
   const std::string server_log = server_.log();
-  EXPECT_TRUE(std::regex_search(server_log, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info  muster server: listening on )")))
+  EXPECT_TRUE(std::regex_search(
+      server_log, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info  muster server: listening on )")))
       << server_log;
   EXPECT_EQ(server_log.find("/v1/jobs?limit=3"), std::string::npos) << server_log;
 }
@@ -253,12 +265,11 @@ TEST_F(MetricsTest, ARealPrometheusScrapesItWithAToken) {
   const int port = FreeLoopbackPort();
   const std::string dir = Tmp("prometheus");
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/prometheus.yml")
-      << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-      << "scrape_configs:\n"
-      << "  - job_name: muster\n"
-      << "    authorization: {credentials_file: " << token_file << "}\n"
-      << "    static_configs: [{targets: ['127.0.0.1:" << server_.port() << "']}]\n";
+  std::ofstream(dir + "/prometheus.yml") << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                                         << "scrape_configs:\n"
+                                         << "  - job_name: muster\n"
+                                         << "    authorization: {credentials_file: " << token_file << "}\n"
+                                         << "    static_configs: [{targets: ['127.0.0.1:" << server_.port() << "']}]\n";
   const pid_t pid = ::fork();
   if (pid == 0) {
     const std::string log = dir + "/prometheus.log";
@@ -274,16 +285,18 @@ TEST_F(MetricsTest, ARealPrometheusScrapesItWithAToken) {
   }
   json answer;
   std::string value;
-  WaitFor([&] {  // Prometheus starts, then scrapes
-    httplib::Client p("127.0.0.1", port);
-    auto r = p.Get("/api/v1/query?query=muster_cluster_gpus");
-    if (!r || r->status != 200) return false;
-    answer = json::parse(r->body, nullptr, false);
-    if (answer.is_object() && !answer["data"]["result"].empty()) {
-      value = answer["data"]["result"][0]["value"][1].get<std::string>();
-    }
-    return !value.empty();
-  }, std::chrono::seconds(30), std::chrono::milliseconds(100));
+  WaitFor(
+      [&] {  // Prometheus starts, then scrapes
+        httplib::Client p("127.0.0.1", port);
+        auto r = p.Get("/api/v1/query?query=muster_cluster_gpus");
+        if (!r || r->status != 200) return false;
+        answer = json::parse(r->body, nullptr, false);
+        if (answer.is_object() && !answer["data"]["result"].empty()) {
+          value = answer["data"]["result"][0]["value"][1].get<std::string>();
+        }
+        return !value.empty();
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(100));
   // And by GPU state, summed: the same count.
   std::string summed;
   if (!value.empty()) {

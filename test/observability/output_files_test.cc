@@ -29,8 +29,9 @@ std::string Read(const std::string& path) {
 class OutputFilesTest : public ClusterFixture {
  protected:
   OutputFilesTest()
-      : ClusterFixture("rateLimit: {perSecond: 100000, burst: 100000}\n"
-                       "agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 60s}\n") {}
+      : ClusterFixture(
+            "rateLimit: {perSecond: 100000, burst: 100000}\n"
+            "agents: {defaultGrace: 1s, unreachableAfter: 1s, lease: 2s, lostAfter: 60s}\n") {}
 
   // Submits as `token`'s user; the answer.
   json SubmitAs(const std::string& token, const std::string& yaml) {
@@ -54,8 +55,11 @@ TEST_F(OutputFilesTest, EachReplicaWritesItsFilesAndTheNodesLogKeepsBoth) {
   WaitNodes(2);
   const std::string dir = Tmp("out");
   std::filesystem::create_directories(dir + "/work");
-  const int64_t id = Submit("name: two\nreplicas: 2\nworkingDir: " + dir + "/work\n"
-                            "stdout: " + dir + "/%x-%j.%t.out\nstderr: rel-%j-%t.err\n"
+  const int64_t id = Submit("name: two\nreplicas: 2\nworkingDir: " + dir +
+                            "/work\n"
+                            "stdout: " +
+                            dir +
+                            "/%x-%j.%t.out\nstderr: rel-%j-%t.err\n"
                             "command: [sh, -c, 'echo out of $RANK; echo err of $RANK >&2; echo more']\n");
   const json done = WaitEnd(id);
   ASSERT_EQ(done["state"], "COMPLETED") << done.dump();
@@ -80,7 +84,8 @@ TEST_F(OutputFilesTest, FilesAreOpenedAsTheJobsUserWhoCannotWriteWhereTheyMayNot
   const std::string dir = Tmp("shared");
   std::filesystem::create_directories(dir);
   ::chmod(dir.c_str(), 01777);  // a shared scratch directory
-  const json ok = SubmitAs(nobody, "name: mine\nworkingDir: /\nstdout: " + dir + "/%u-%j.out\ncommand: [echo, hello]\n");
+  const json ok =
+      SubmitAs(nobody, "name: mine\nworkingDir: /\nstdout: " + dir + "/%u-%j.out\ncommand: [echo, hello]\n");
   ASSERT_TRUE(ok.contains("id")) << ok.dump();
   const int64_t id = ok["id"];
   ASSERT_EQ(WaitEnd(id)["state"], "COMPLETED");
@@ -94,15 +99,16 @@ TEST_F(OutputFilesTest, FilesAreOpenedAsTheJobsUserWhoCannotWriteWhereTheyMayNot
   const std::string closed = Tmp("closed");
   std::filesystem::create_directories(closed);
   ::chmod(closed.c_str(), 0700);
-  const json refused = SubmitAs(nobody, "name: nope\nworkingDir: /\nretry: {limit: 0}\nstdout: " + closed +
-                                            "/x.out\ncommand: [echo, never]\n");
+  const json refused = SubmitAs(
+      nobody, "name: nope\nworkingDir: /\nretry: {limit: 0}\nstdout: " + closed + "/x.out\ncommand: [echo, never]\n");
   ASSERT_TRUE(refused.contains("id")) << refused.dump();
   const int64_t bad = refused["id"];
   EXPECT_EQ(WaitEnd(bad)["state"], "FAILED");
   EXPECT_FALSE(std::filesystem::exists(closed + "/x.out"));
   const std::string log = Logs(bad);
   EXPECT_NE(log.find("cannot open the job's stdout file " + closed + "/x.out as its user: Permission denied"),
-            std::string::npos) << log;
+            std::string::npos)
+      << log;
 }
 
 TEST_F(OutputFilesTest, AJobOnALostNodeSaysWhereItsOutputIs) {
@@ -121,17 +127,20 @@ TEST_F(OutputFilesTest, AJobOnALostNodeSaysWhereItsOutputIs) {
   auto [code, message] = Status("/v1/jobs/" + std::to_string(with) + "/logs");
   EXPECT_EQ(code, 503);
   EXPECT_NE(message.find("the job also wrote its output to " + dir + "/" + std::to_string(with) + ".out"),
-            std::string::npos) << message;
+            std::string::npos)
+      << message;
   std::tie(code, message) = Status("/v1/jobs/" + std::to_string(without) + "/logs");
   EXPECT_EQ(code, 503);
   EXPECT_NE(message.find("its output was kept on node " + node + " only"), std::string::npos) << message;
   // Declared lost (once its lease has run out), it says so.
   WaitFor(
       [&] {
-        auto r = cli_->Post("/v1/nodes/" + node + "/declare-lost",
-                            httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, "", "application/json");
+        auto r =
+            cli_->Post("/v1/nodes/" + node + "/declare-lost",
+                       httplib::Headers{{"Authorization", "Bearer " + server_.admin_token()}}, "", "application/json");
         return r && r->status == 200;
-      }, std::chrono::seconds(10));
+      },
+      std::chrono::seconds(10));
   WaitState(with, "PENDING");  // requeued, its attempt recorded
   std::tie(code, message) = Status("/v1/jobs/" + std::to_string(with) + "/logs?attempt=1");
   EXPECT_EQ(code, 503);

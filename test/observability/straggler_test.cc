@@ -21,9 +21,10 @@ using nlohmann::json;
 class StragglerTest : public ClusterFixture {
  protected:
   StragglerTest()
-      : ClusterFixture("rateLimit: {perSecond: 100000, burst: 100000}\n"
-                       "agents: {defaultGrace: 1s}\n"
-                       "stragglers: {ratio: 0.5, window: 30s, after: 2s, minReports: 3, cordon: true}\n") {}
+      : ClusterFixture(
+            "rateLimit: {perSecond: 100000, burst: 100000}\n"
+            "agents: {defaultGrace: 1s}\n"
+            "stragglers: {ratio: 0.5, window: 30s, after: 2s, minReports: 3, cordon: true}\n") {}
 };
 
 double Sample(const std::string& text, const std::string& key) {
@@ -41,9 +42,10 @@ TEST_F(StragglerTest, TheSlowReplicaIsFlaggedAndItsNodeCordoned) {
   WaitNodes(2);
   // Four replicas step 4 at a time; replica 3 one at a time.
   const std::string report = std::string(MUSTER_BINARY) + " progress --step $i >/dev/null";
-  const int64_t id = Submit("name: gang\nreplicas: 4\nresources: {gpus: 1}\n"
-                            "command: [sh, -c, 'i=0; d=4; [ $RANK = 3 ] && d=1; while true; do i=$((i+d)); " +
-                            report + "; sleep 0.2; done']\n");
+  const int64_t id = Submit(
+      "name: gang\nreplicas: 4\nresources: {gpus: 1}\n"
+      "command: [sh, -c, 'i=0; d=4; [ $RANK = 3 ] && d=1; while true; do i=$((i+d)); " +
+      report + "; sleep 0.2; done']\n");
   json job = WaitState(id, "RUNNING");
   json events;
   const bool flagged = WaitFor([&] {

@@ -27,10 +27,11 @@ constexpr double kH100 = 3.60, kA100 = 2.20, kOther = 1.00;
 class UsageTest : public ClusterFixture {
  protected:
   UsageTest()
-      : ClusterFixture("rateLimit: {perSecond: 100000, burst: 100000}\n"
-                       "agents: {defaultGrace: 1s}\n"
-                       "prices: {H100: 3.60, A100: 2.20, \"*\": 1.00}\n"
-                       "queues: [{name: vision, guarantee: 4}, {name: speech, guarantee: 4}]\n") {}
+      : ClusterFixture(
+            "rateLimit: {perSecond: 100000, burst: 100000}\n"
+            "agents: {defaultGrace: 1s}\n"
+            "prices: {H100: 3.60, A100: 2.20, \"*\": 1.00}\n"
+            "queues: [{name: vision, guarantee: 4}, {name: speech, guarantee: 4}]\n") {}
 
   // `muster ARGS` as the admin; its output.
   CommandResult Cli(const std::string& args) {
@@ -175,10 +176,11 @@ TEST_F(UsageTest, UsageIsTheSumOfTheJobsRunsAndHistoryShowsEachJob) {
 class PoolUsageTest : public ClusterFixture {
  protected:
   PoolUsageTest()
-      : ClusterFixture("rateLimit: {perSecond: 100000, burst: 100000}\n"
-                       "agents: {defaultGrace: 1s}\n"
-                       "prices: {H100: 3.60, \"*\": 1.00}\n"
-                       "pools: {spot: {prices: {H100: 1.20}}, reserved-east: {prices: {\"*\": 2.00}}}\n") {}
+      : ClusterFixture(
+            "rateLimit: {perSecond: 100000, burst: 100000}\n"
+            "agents: {defaultGrace: 1s}\n"
+            "prices: {H100: 3.60, \"*\": 1.00}\n"
+            "pools: {spot: {prices: {H100: 1.20}}, reserved-east: {prices: {\"*\": 2.00}}}\n") {}
 };
 
 // The value of the sample `name{labels}` in a /metrics text; -1 when absent.
@@ -199,12 +201,14 @@ TEST_F(PoolUsageTest, EachPoolPricesTheGpuTimeOfItsNodes) {
   std::map<std::string, std::string> pool_of;
   const json nodes = Get("/v1/nodes");
   for (const json& n : nodes["items"]) pool_of[n["name"]] = n["pool"];
-  EXPECT_EQ(pool_of,
-            (std::map<std::string, std::string>{{Name(0), "spot"}, {Name(1), "reserved-east"}, {Name(2), "on-demand"}}));
+  EXPECT_EQ(pool_of, (std::map<std::string, std::string>{
+                         {Name(0), "spot"}, {Name(1), "reserved-east"}, {Name(2), "on-demand"}}));
 
   // One job in each pool: the reserved pool is a feature jobs may require.
-  const int64_t on_spot = Submit("name: on-spot\nspot: true\nfeatures: [spot]\nresources: {gpus: 2}\ncommand: [sleep, '2']\n");
-  const int64_t reserved = Submit("name: reserved\nfeatures: [reserved-east]\nresources: {gpus: 4}\ncommand: [sleep, '2']\n");
+  const int64_t on_spot =
+      Submit("name: on-spot\nspot: true\nfeatures: [spot]\nresources: {gpus: 2}\ncommand: [sleep, '2']\n");
+  const int64_t reserved =
+      Submit("name: reserved\nfeatures: [reserved-east]\nresources: {gpus: 4}\ncommand: [sleep, '2']\n");
   const int64_t plain = Submit("name: plain\nresources: {gpus: 1, gpuType: A100}\ncommand: [sleep, '2']\n");
   const std::map<int64_t, std::pair<std::string, double>> want = {
       {on_spot, {"spot", 1.20}}, {reserved, {"reserved-east", 2.00}}, {plain, {"on-demand", 1.00}}};
@@ -231,14 +235,16 @@ TEST_F(PoolUsageTest, EachPoolPricesTheGpuTimeOfItsNodes) {
   for (const json& line : by_pool["items"]) {
     EXPECT_EQ(line["jobs"], 1) << line.dump();
     EXPECT_FALSE(line.contains("queue")) << line.dump();
-    const auto it = std::find_if(want.begin(), want.end(), [&](const auto& w) { return w.second.first == line["pool"]; });
+    const auto it =
+        std::find_if(want.begin(), want.end(), [&](const auto& w) { return w.second.first == line["pool"]; });
     ASSERT_NE(it, want.end()) << line.dump();
     EXPECT_NEAR(line["cost"].get<double>(), line["gpuSeconds"].get<double>() / 3600 * it->second.second, 1e-9)
         << line.dump();
   }
   EXPECT_NEAR(by_pool["total"]["cost"].get<double>(), total_cost, 1e-9);
-  const CommandResult csv = RunCommand("MUSTER_TOKEN=" + server_.admin_token() + " " + MUSTER_BINARY +
-                                       " usage --since 2020-01-01 --by pool -o csv --server " + server_.url() + " 2>&1");
+  const CommandResult csv =
+      RunCommand("MUSTER_TOKEN=" + server_.admin_token() + " " + MUSTER_BINARY +
+                 " usage --since 2020-01-01 --by pool -o csv --server " + server_.url() + " 2>&1");
   ASSERT_EQ(csv.code, 0) << csv.out;
   EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), "POOL,JOBS,GPU-HOURS,COST,EFFICIENCY\r") << csv.out;
   EXPECT_NE(csv.out.find("\nreserved-east,1,"), std::string::npos) << csv.out;
@@ -251,8 +257,8 @@ TEST_F(PoolUsageTest, EachPoolPricesTheGpuTimeOfItsNodes) {
       {"spot", {"H100", 1.20}}, {"reserved-east", {"H100", 2.00}}, {"on-demand", {"A100", 1.00}}};
   for (const auto& [pool, type_price] : metric_want) {
     const std::string labels = "pool=\"" + pool + "\",queue=\"default\"";
-    const double gpu_seconds = SampleOf(
-        r->body, "muster_queue_gpu_seconds_total", "gpu_type=\"" + type_price.first + "\"," + labels);
+    const double gpu_seconds =
+        SampleOf(r->body, "muster_queue_gpu_seconds_total", "gpu_type=\"" + type_price.first + "\"," + labels);
     EXPECT_GT(gpu_seconds, 0) << pool << "\n" << r->body;
     EXPECT_NEAR(SampleOf(r->body, "muster_queue_cost_total", labels), gpu_seconds / 3600 * type_price.second, 1e-9)
         << pool;

@@ -24,11 +24,11 @@
 
 #include "../agent/cluster_fixture.h"
 #include "../agent/process_util.h"
-#include "api_call.h"
 #include "../run_binary.h"
 #include "../wait_for.h"
 #include "agent/executor.h"
 #include "agent/task_beacon.h"
+#include "api_call.h"
 
 namespace muster::testing {
 namespace {
@@ -97,7 +97,9 @@ TEST_F(RootBoundaryTest, AJobsPathAndPreloadReachOnlyItsOwnProcesses) {
   ::chmod((m + "/bin/podman").c_str(), 0755);
   std::ofstream(m + "/ev.c") << "#include <stdio.h>\n#include <unistd.h>\n"
                                 "__attribute__((constructor)) static void loaded(void) {\n"
-                                "  FILE* f = fopen(\"" << m << "/loaded-as\", \"a\");\n"
+                                "  FILE* f = fopen(\""
+                             << m
+                             << "/loaded-as\", \"a\");\n"
                                 "  if (f) { fprintf(f, \"%d\\n\", (int)getuid()); fclose(f); }\n}\n";
   const CommandResult cc = RunCommand("cc -shared -fPIC -o " + m + "/ev.so " + m + "/ev.c 2>&1");
   ASSERT_EQ(cc.code, 0) << cc.out;
@@ -111,16 +113,16 @@ TEST_F(RootBoundaryTest, AJobsPathAndPreloadReachOnlyItsOwnProcesses) {
   const std::string env = "env: {PATH: \"" + m + "/bin:/usr/bin:/bin\", LD_PRELOAD: " + m + "/ev.so}\n";
   std::vector<int64_t> ids;
   if (containers) {
-    const ApiAnswer c = Call("POST", "/v1/jobs", Token("nobody"),
-                          "image: localhost/muster-none:1\nworkingDir: " + m + "\n" + env +
-                              "retry: {limit: 0}\ncommand: [\"true\"]\n");
+    const ApiAnswer c = Call(
+        "POST", "/v1/jobs", Token("nobody"),
+        "image: localhost/muster-none:1\nworkingDir: " + m + "\n" + env + "retry: {limit: 0}\ncommand: [\"true\"]\n");
     ASSERT_EQ(c.status, 201) << c.text;
     ids.push_back(c.body["id"]);
   } else {
     ADD_FAILURE() << "the agent found no Podman; its log:\n" << agent.log();
   }
   const ApiAnswer p = Call("POST", "/v1/jobs", Token("nobody"),
-                        "workingDir: " + m + "\n" + env + "retry: {limit: 0}\ncommand: [podman]\n");
+                           "workingDir: " + m + "\n" + env + "retry: {limit: 0}\ncommand: [podman]\n");
   ASSERT_EQ(p.status, 201) << p.text;
   ids.push_back(p.body["id"]);
   for (int64_t id : ids) WaitEnd(id);
@@ -133,9 +135,9 @@ TEST_F(RootBoundaryTest, AJobsPathAndPreloadReachOnlyItsOwnProcesses) {
 
   // A line break in a value: refused at submit, naming it (JSON carries it).
   for (const std::string& image : {std::string(",\"image\":\"localhost/muster-none:1\""), std::string()}) {
-    const ApiAnswer refused = Call("POST", "/v1/jobs", Token("nobody"),
-                                R"({"command":["true"],"env":{"LD_PRELOAD":")" + m + R"(/ev.so \n"})" + image + "}",
-                                "application/json");
+    const ApiAnswer refused =
+        Call("POST", "/v1/jobs", Token("nobody"),
+             R"({"command":["true"],"env":{"LD_PRELOAD":")" + m + R"(/ev.so \n"})" + image + "}", "application/json");
     EXPECT_EQ(refused.status, 400) << refused.text;
     EXPECT_NE(refused.text.find("spec.env.LD_PRELOAD"), std::string::npos) << refused.text;
     EXPECT_NE(refused.text.find("line breaks"), std::string::npos) << refused.text;
@@ -156,8 +158,7 @@ TEST_F(RootBoundaryTest, AForgedBeaconMakesARestartedAgentKillNothing) {
   const int64_t start = agent::ProcessStartTime(victim);
   const std::string scope = agent::TaskBeaconScope(agent.state_dir() + "/tasks");
   ASSERT_FALSE(scope.empty());
-  const pid_t forger =
-      HoldAs(kNobody, [&] { return agent::BindTaskBeacon(scope, "j990.a1.r0", victim, start) >= 0; });
+  const pid_t forger = HoldAs(kNobody, [&] { return agent::BindTaskBeacon(scope, "j990.a1.r0", victim, start) >= 0; });
   ASSERT_GT(forger, 0);
   agent.Kill();
   agent.Start();
@@ -256,7 +257,7 @@ TEST_F(RootBoundaryTest, DependenciesNameOnlyJobsTheCallerMaySee) {
   const std::string unknown = std::to_string(bob_job + 1000);
   for (const std::string type : {"afterok", "after", "afterany"}) {
     const ApiAnswer seen = Call("POST", "/v1/jobs", Token("alice"),
-                             "dependencies: " + type + ":" + std::to_string(bob_job) + "\ncommand: [\"true\"]\n");
+                                "dependencies: " + type + ":" + std::to_string(bob_job) + "\ncommand: [\"true\"]\n");
     const ApiAnswer none =
         Call("POST", "/v1/jobs", Token("alice"), "dependencies: " + type + ":" + unknown + "\ncommand: [\"true\"]\n");
     EXPECT_EQ(seen.status, 400) << seen.text;
@@ -270,21 +271,22 @@ TEST_F(RootBoundaryTest, DependenciesNameOnlyJobsTheCallerMaySee) {
   }
   const ApiAnswer alices = Call("POST", "/v1/jobs", Token("alice"), "hold: true\ncommand: [\"true\"]\n");
   const ApiAnswer after_own = Call("POST", "/v1/jobs", Token("alice"),
-                                "dependencies: afterok:" + std::to_string(alices.body["id"].get<int64_t>()) +
-                                    "\nhold: true\ncommand: [\"true\"]\n");
+                                   "dependencies: afterok:" + std::to_string(alices.body["id"].get<int64_t>()) +
+                                       "\nhold: true\ncommand: [\"true\"]\n");
   EXPECT_EQ(after_own.status, 201) << after_own.text;
   // An admin sees every job, and may depend on any.
   EXPECT_EQ(Post("/v1/jobs", "dependencies: afterok:" + std::to_string(bob_job) + "\nhold: true\ncommand: [x]\n")
-                .value("id", int64_t{0}) > 0,
+                    .value("id", int64_t{0}) > 0,
             true);
 }
 
 class UserLimitsTest : public RootBoundaryTest {
  protected:
   UserLimitsTest()
-      : RootBoundaryTest("agents: {defaultGrace: 1s}\nadmins: [root]\n"
-                         "limits: {pendingJobsPerUser: 3, arraySize: 5, tokensPerUser: 2, tokenLifetime: 90d, "
-                         "jobTokenAfterEnd: 0s}\n") {}
+      : RootBoundaryTest(
+            "agents: {defaultGrace: 1s}\nadmins: [root]\n"
+            "limits: {pendingJobsPerUser: 3, arraySize: 5, tokensPerUser: 2, tokenLifetime: 90d, "
+            "jobTokenAfterEnd: 0s}\n") {}
 };
 
 // Per-user limits refuse clearly, naming the limit; an admin is not held
@@ -320,8 +322,8 @@ TEST_F(UserLimitsTest, PerUserLimitsAndAJobTokensEndAreEnforced) {
   AddAgent();
   WaitNodes(1);
   const std::string token_file = Tmp("job.token"), go = Tmp("go");
-  const int64_t id = Submit("command: [/bin/sh, -c, 'echo $MUSTER_TOKEN > " + token_file +
-                            "; while [ ! -e " + go + " ]; do sleep 0.05; done']\n");
+  const int64_t id = Submit("command: [/bin/sh, -c, 'echo $MUSTER_TOKEN > " + token_file + "; while [ ! -e " + go +
+                            " ]; do sleep 0.05; done']\n");
   std::string job_token = WaitFile(token_file);
   ASSERT_FALSE(job_token.empty());
   job_token.pop_back();

@@ -9,22 +9,22 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <set>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "../agent/cluster_fixture.h"
 #include "../munged.h"
+#include "../wait_for.h"
 #include "api_call.h"
 #include "auth/grants.h"
 #include "auth/munge.h"
 #include "auth/request_binding.h"
 #include "auth/token.h"
 #include "store/open_store.h"
-#include "../wait_for.h"
 
 namespace muster::testing {
 namespace {
@@ -41,14 +41,17 @@ MungeDaemon& Munged() {
 }
 
 const char* SecureConfig() {
-  static const std::string config = "rateLimit: {perSecond: 100000, burst: 100000}\n"
-                                    "agents: {defaultGrace: 1s}\n"
-                                    "admins: [root]\n"
-                                    "auth:\n"
-                                    "  munge: " + Munged().socket() + "\n"
-                                    "  operators: [olga]\n"
-                                    "  rootJobs: [root]\n"
-                                    "  queues: {research: {users: [alice], admins: [carol]}}\n";
+  static const std::string config =
+      "rateLimit: {perSecond: 100000, burst: 100000}\n"
+      "agents: {defaultGrace: 1s}\n"
+      "admins: [root]\n"
+      "auth:\n"
+      "  munge: " +
+      Munged().socket() +
+      "\n"
+      "  operators: [olga]\n"
+      "  rootJobs: [root]\n"
+      "  queues: {research: {users: [alice], admins: [carol]}}\n";
   return config.c_str();
 }
 
@@ -79,7 +82,8 @@ class SecurityTest : public ClusterFixture {
   int64_t JobsStored() { return static_cast<int64_t>(Get("/v1/jobs?limit=1000")["items"].size()); }
   // A held job of `user` in `queue` (never runs: no Unix account needed).
   int64_t HeldJob(const std::string& user, const std::string& queue = "default") {
-    const ApiAnswer a = Call("POST", "/v1/jobs", Token(user), "name: j\nqueue: " + queue + "\nhold: true\ncommand: [\"true\"]\n");
+    const ApiAnswer a =
+        Call("POST", "/v1/jobs", Token(user), "name: j\nqueue: " + queue + "\nhold: true\ncommand: [\"true\"]\n");
     EXPECT_EQ(a.status, 201) << a.text;
     return a.body.value("id", int64_t{0});
   }
@@ -104,10 +108,15 @@ TEST_F(SecurityTest, NoCredentialOrAForgedOneChangesAndReadsNothing) {
   const std::string wrong_secret = real.substr(0, 21) + std::string(43, 'B');
   for (const std::string& token : {std::string(), forged_id, wrong_secret, expired_, std::string("msj_1_1_00"),
                                    std::string("Bearer"), std::string("mst_")}) {
-    for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
-             {"POST", "/v1/jobs"}, {"GET", "/v1/jobs"}, {"GET", job_path}, {"POST", job_path + "/cancel"},
-             {"GET", job_path + "/logs"}, {"POST", "/v1/nodes/" + Name(0) + "/drain"}, {"POST", "/v1/tokens"},
-             {"GET", "/v1/audit"}}) {
+    for (const auto& [method, path] :
+         std::vector<std::pair<std::string, std::string>>{{"POST", "/v1/jobs"},
+                                                          {"GET", "/v1/jobs"},
+                                                          {"GET", job_path},
+                                                          {"POST", job_path + "/cancel"},
+                                                          {"GET", job_path + "/logs"},
+                                                          {"POST", "/v1/nodes/" + Name(0) + "/drain"},
+                                                          {"POST", "/v1/tokens"},
+                                                          {"GET", "/v1/audit"}}) {
       const ApiAnswer a = Call(method, path, token, "command: [\"true\"]\n");
       EXPECT_EQ(a.status, 401) << method << " " << path << " with " << token.substr(0, 24) << ": " << a.text;
       EXPECT_FALSE(a.message().empty()) << a.text;
@@ -203,7 +212,8 @@ TEST(SecurityRoot, ARootJobIsRefusedUnlessConfigured) {
   ServerProcess server("auth: {munge: none}\n");
   ASSERT_TRUE(server.Start()) << server.log();
   httplib::Client c(server.url());
-  auto r = c.Post("/v1/jobs", {{"Authorization", "Bearer " + server.admin_token()}}, "command: [id]\n", "application/yaml");
+  auto r =
+      c.Post("/v1/jobs", {{"Authorization", "Bearer " + server.admin_token()}}, "command: [id]\n", "application/yaml");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 403) << r->body;
   EXPECT_NE(r->body.find("rootJobs"), std::string::npos) << r->body;
@@ -225,7 +235,8 @@ TEST_F(SecurityTest, OnlyAdminsActForOthers) {
   const ApiAnswer a = Call("POST", "/v1/jobs", Token("bob"), "command: [\"true\"]\n", {{"X-Muster-Act-As", "alice"}});
   EXPECT_EQ(a.status, 403) << a.text;
   // Refused before any handler, recorded just after the answer.
-  EXPECT_TRUE(WaitFor([&] { return Has(Audit(), "bob", "POST /v1/jobs", "PERMISSION_DENIED"); }, std::chrono::seconds(2)));
+  EXPECT_TRUE(
+      WaitFor([&] { return Has(Audit(), "bob", "POST /v1/jobs", "PERMISSION_DENIED"); }, std::chrono::seconds(2)));
 }
 
 TEST_F(SecurityTest, LogsOnlyForTheirOwnerAndOnlyThroughTheServer) {
@@ -244,10 +255,10 @@ TEST_F(SecurityTest, LogsOnlyForTheirOwnerAndOnlyThroughTheServer) {
   ASSERT_GT(port, 0) << node.dump();
   httplib::Client agent("127.0.0.1", port);
   const std::string task = "/logs/j" + std::to_string(id) + ".a1.r0";
-  for (const httplib::Headers& h : {httplib::Headers{}, httplib::Headers{{"X-Muster-Grant", "99999999999999.abc"}},
-                                    httplib::Headers{{"X-Muster-Grant", auth::SignLogGrant(std::string(64, 'a'),
-                                                                                           "j" + std::to_string(id) + ".a1.r0",
-                                                                                           INT64_MAX / 2)}}}) {
+  for (const httplib::Headers& h :
+       {httplib::Headers{}, httplib::Headers{{"X-Muster-Grant", "99999999999999.abc"}},
+        httplib::Headers{{"X-Muster-Grant", auth::SignLogGrant(std::string(64, 'a'),
+                                                               "j" + std::to_string(id) + ".a1.r0", INT64_MAX / 2)}}}) {
     auto r = agent.Get(task, h);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 403) << r->body;
@@ -268,8 +279,11 @@ TEST_F(SecurityTest, AnAgentSpeaksOnlyForItsOwnNode) {
   // A second node's credential, in the attacker's hands.
   const std::string other = TokenFromServer(server_.url(), server_.admin_token(), "--node", "intruder");
   ASSERT_FALSE(other.empty());
-  const std::string as_real = R"({"node":")" + real.name() + R"(","agentId":"x","reportSeq":9223372036854775000,)"
-                              R"("tasks":[{"job":)" + std::to_string(id) + R"(,"attempt":1,"replica":0,"running":false,)"
+  const std::string as_real = R"({"node":")" + real.name() +
+                              R"(","agentId":"x","reportSeq":9223372036854775000,)"
+                              R"("tasks":[{"job":)" +
+                              std::to_string(id) +
+                              R"(,"attempt":1,"replica":0,"running":false,)"
                               R"("exitCode":0}]})";
   httplib::Client c(server_.url());
   auto sync = [&](const std::string& token, const std::string& body) {
@@ -292,8 +306,8 @@ TEST_F(SecurityTest, AnAgentSpeaksOnlyForItsOwnNode) {
   // The intruder registering itself with 16 GPUs gets work only as itself,
   // and what it reports about the real node's job is not believed.
   const std::string fake = R"({"node":"intruder","agentId":"y","reportSeq":1,"gpus":[],"cpuMilli":1000,)"
-                           R"("memoryBytes":1000000000,"tasks":[{"job":)" + std::to_string(id) +
-                           R"(,"attempt":1,"replica":0,"running":false,"exitCode":0}]})";
+                           R"("memoryBytes":1000000000,"tasks":[{"job":)" +
+                           std::to_string(id) + R"(,"attempt":1,"replica":0,"running":false,"exitCode":0}]})";
   r = sync(other, fake);
   EXPECT_EQ(r->status, 200) << r->body;
   // The answer came once the loop had processed the report: no wait.
@@ -326,8 +340,8 @@ TEST_F(SecurityTest, AJobTokenReachesOnlyItsOwnJob) {
   r = c.Get("/v1/jobs/" + std::to_string(id), h);
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(r->body.find(token), std::string::npos) << "its own token is never shown: " << r->body;
-  for (const std::string& path : {std::string("/v1/jobs"), "/v1/jobs/" + std::to_string(other), std::string("/v1/nodes"),
-                                  "/v1/jobs/" + std::to_string(id) + "/events"}) {
+  for (const std::string& path : {std::string("/v1/jobs"), "/v1/jobs/" + std::to_string(other),
+                                  std::string("/v1/nodes"), "/v1/jobs/" + std::to_string(id) + "/events"}) {
     r = c.Get(path, h);
     EXPECT_EQ(r->status, 403) << path << ": " << r->body;
   }
@@ -335,7 +349,8 @@ TEST_F(SecurityTest, AJobTokenReachesOnlyItsOwnJob) {
   EXPECT_EQ(r->status, 403) << r->body;
   // Signed by another cluster's key: refused.
   r = c.Post("/v1/jobs/" + std::to_string(id) + "/progress",
-             {{"Authorization", "Bearer " + auth::SignJobToken("another cluster", id, 1)}}, progress, "application/json");
+             {{"Authorization", "Bearer " + auth::SignJobToken("another cluster", id, 1)}}, progress,
+             "application/json");
   EXPECT_EQ(r->status, 401) << r->body;
   CancelAndWait(id);
 }
@@ -376,8 +391,9 @@ TEST_F(SecurityTest, AnUnprivilegedUnixUserIsThemselvesThroughMunge) {
   const int64_t roots = Submit("hold: true\ncommand: [\"true\"]\n");
   // As nobody, with the test's MUSTER_TOKEN (root's) in reach: munged's
   // socket comes first, so the CLI is nobody.
-  const std::string as_nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups env MUSTER_MUNGE_SOCKET=" +
-                                Munged().socket() + " MUSTER_TOKEN_FILE=/nonexistent HOME=/nonexistent " + MUSTER_BINARY;
+  const std::string as_nobody =
+      "setpriv --reuid=65534 --regid=65534 --clear-groups env MUSTER_MUNGE_SOCKET=" + Munged().socket() +
+      " MUSTER_TOKEN_FILE=/nonexistent HOME=/nonexistent " + MUSTER_BINARY;
   CommandResult r = RunCommand(as_nobody + " whoami --server " + server_.url());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("nobody (via munge"), std::string::npos) << r.out;
@@ -393,8 +409,8 @@ TEST_F(SecurityTest, AnUnprivilegedUnixUserIsThemselvesThroughMunge) {
 TEST_F(SecurityTest, InjectionAndTraversalAreInertData) {
   const int64_t job = HeldJob("alice");
   // Query filters are parameters, never SQL.
-  for (const std::string q : {"/v1/audit?actor=x'%20OR%20'1'%3D'1", "/v1/jobs?user=x'%20OR%201%3D1%20--",
-                               "/v1/jobs?name=%25"}) {
+  for (const std::string q :
+       {"/v1/audit?actor=x'%20OR%20'1'%3D'1", "/v1/jobs?user=x'%20OR%201%3D1%20--", "/v1/jobs?name=%25"}) {
     const json items = Get(q)["items"];
     EXPECT_TRUE(items.is_array() && items.empty()) << q << ": " << items.dump().substr(0, 300);
   }
@@ -426,16 +442,20 @@ TEST_F(SecurityTest, AJobCannotOpenTheDeviceFilesOfGpusItWasNotGiven) {
     ASSERT_EQ(RunCommand("mknod -m 666 " + node + " c 195 " + std::to_string(minor)).code, 0);
   }
   const std::string out = Tmp("opens.txt");
-  const int64_t id = Submit("resources: {gpus: 2}\ncommand: [/bin/sh, -c, 'echo \"gpus $CUDA_VISIBLE_DEVICES\" > " + out +
-                            "; unset CUDA_VISIBLE_DEVICES NVIDIA_VISIBLE_DEVICES; for i in 0 1 2 3 4 5 6 7; do "
-                            "( : 3<>" + dev + "/nvidia$i ) 2>> " + out + "; done; echo done >> " + out + "']\n");
+  const int64_t id =
+      Submit("resources: {gpus: 2}\ncommand: [/bin/sh, -c, 'echo \"gpus $CUDA_VISIBLE_DEVICES\" > " + out +
+             "; unset CUDA_VISIBLE_DEVICES NVIDIA_VISIBLE_DEVICES; for i in 0 1 2 3 4 5 6 7; do "
+             "( : 3<>" +
+             dev + "/nvidia$i ) 2>> " + out + "; done; echo done >> " + out + "']\n");
   const json j = WaitEnd(id);
   std::string text;
-  WaitFor([&] {
-    std::ifstream in(out);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-    return text.find("done") != std::string::npos;
-  }, std::chrono::seconds(10));
+  WaitFor(
+      [&] {
+        std::ifstream in(out);
+        text.assign(std::istreambuf_iterator<char>(in), {});
+        return text.find("done") != std::string::npos;
+      },
+      std::chrono::seconds(10));
   ASSERT_NE(text.find("done"), std::string::npos) << text << j.dump();
   // Which GPUs it was given: the fake UUIDs end with the index.
   std::set<int> given;
@@ -455,7 +475,8 @@ TEST_F(SecurityTest, AJobCannotOpenTheDeviceFilesOfGpusItWasNotGiven) {
     if (given.count(minor)) {
       EXPECT_EQ(said.find("Operation not permitted"), std::string::npos) << "its own GPU " << minor << ": " << said;
     } else {
-      EXPECT_NE(said.find("Operation not permitted"), std::string::npos) << "GPU " << minor << " is not its own: " << said;
+      EXPECT_NE(said.find("Operation not permitted"), std::string::npos)
+          << "GPU " << minor << " is not its own: " << said;
     }
   }
 }
@@ -495,10 +516,12 @@ TEST_F(SecurityTest, SecretsAreNeverShownAndRestReadableByMusterOnly) {
   AddAgent();
   WaitNodes(1);
   const std::string out = Tmp("secret.txt");
-  const int64_t id = Submit("command: [/bin/sh, -c, 'echo \"key=$API_KEY\" > " + out + "; sleep 300']\n"
+  const int64_t id = Submit("command: [/bin/sh, -c, 'echo \"key=$API_KEY\" > " + out +
+                            "; sleep 300']\n"
                             "env: {VISIBLE: plain}\nsecretEnv: {API_KEY: s3cr3t-v4lue}\n");
   EXPECT_NE(WaitFile(out).find("key=s3cr3t-v4lue"), std::string::npos) << "the job did not get its secret";
-  for (const std::string& path : {"/v1/jobs/" + std::to_string(id), std::string("/v1/jobs"), std::string("/v1/jobs?view=summary")}) {
+  for (const std::string& path :
+       {"/v1/jobs/" + std::to_string(id), std::string("/v1/jobs"), std::string("/v1/jobs?view=summary")}) {
     const std::string text = Text(path);
     EXPECT_EQ(text.find("s3cr3t-v4lue"), std::string::npos) << path << ": " << text;
   }

@@ -18,8 +18,8 @@
 #include "../server/server_process.h"
 #include "../tcp_proxy.h"
 #include "../tls_files.h"
-#include "http/client.h"
 #include "../wait_for.h"
+#include "http/client.h"
 
 namespace muster::testing {
 namespace {
@@ -41,7 +41,8 @@ const TlsFiles& Files() {
 
 std::string TlsConfig() {
   return "rateLimit: {perSecond: 100000, burst: 100000}\nagents: {defaultGrace: 1s}\n"
-         "tls: {cert: " + Files().cert + ", key: " + Files().key + "}\n";
+         "tls: {cert: " +
+         Files().cert + ", key: " + Files().key + "}\n";
 }
 
 class TlsClusterTest : public ::testing::Test {
@@ -78,7 +79,8 @@ class TlsClusterTest : public ::testing::Test {
   }
   json WaitFor(const std::string& path, const std::function<bool(const json&)>& done, int seconds = 30) {
     json j;
-    if (muster::testing::WaitFor([&] { return done(j = Api("GET", path)); }, std::chrono::seconds(seconds), 50ms)) return j;
+    if (muster::testing::WaitFor([&] { return done(j = Api("GET", path)); }, std::chrono::seconds(seconds), 50ms))
+      return j;
     ADD_FAILURE() << path << " never got there: " << j.dump();
     return j;
   }
@@ -98,12 +100,11 @@ TEST_F(TlsClusterTest, AJobRunsReportsAndIsReadOverVerifiedTlsWithNothingInTheCl
   WaitFor("/v1/nodes", [](const json& j) { return j["items"].size() == 1; });
 
   const std::string python = std::filesystem::absolute("python").string();
-  const std::string script =
-      "import sys; sys.path.insert(0, '" + python + "'); import muster_job as mj; "
-      "print('the-log-line', flush=True); mj.report(step=7, message='over-tls')";
-  std::ofstream(server_.dir() + "/job.yaml")
-      << "name: tls-job\nsecretEnv: {API_KEY: s3cr3t-in-transit}\n"
-      << "command: [/usr/bin/python3, -c, " << json(script).dump() << "]\n";
+  const std::string script = "import sys; sys.path.insert(0, '" + python +
+                             "'); import muster_job as mj; "
+                             "print('the-log-line', flush=True); mj.report(step=7, message='over-tls')";
+  std::ofstream(server_.dir() + "/job.yaml") << "name: tls-job\nsecretEnv: {API_KEY: s3cr3t-in-transit}\n"
+                                             << "command: [/usr/bin/python3, -c, " << json(script).dump() << "]\n";
   const CommandResult submitted = Cli("submit --parsable --server " + url + " -f " + server_.dir() + "/job.yaml");
   ASSERT_EQ(submitted.code, 0) << submitted.out;
   const int64_t id = std::atoll(LastLine(submitted.out).c_str());
@@ -124,8 +125,9 @@ TEST_F(TlsClusterTest, AJobRunsReportsAndIsReadOverVerifiedTlsWithNothingInTheCl
   // What someone on the wire saw: TLS records, none of the secrets.
   const std::string seen = wire.Recorded();
   EXPECT_GT(seen.size(), 1000u);
-  for (const std::string& secret : {server_.admin_token(), std::string("s3cr3t-in-transit"),
-                                    std::string("the-log-line"), std::string("Authorization"), std::string("tls-job")}) {
+  for (const std::string& secret :
+       {server_.admin_token(), std::string("s3cr3t-in-transit"), std::string("the-log-line"),
+        std::string("Authorization"), std::string("tls-job")}) {
     EXPECT_EQ(seen.find(secret), std::string::npos) << secret << " crossed the wire in the clear";
   }
 }
@@ -207,7 +209,8 @@ TEST(TlsServerConfig, PlainHttpBeyondLoopbackAndLooseKeysAreRefusedAtStart) {
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("server.tls.key"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("mode 0644"), std::string::npos) << r.out;
-  EXPECT_FALSE(std::filesystem::exists(dir + "/refused.db")) << "a server that cannot serve as configured opened its store";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/refused.db"))
+      << "a server that cannot serve as configured opened its store";
 }
 
 }  // namespace

@@ -8,16 +8,16 @@
 
 #include <atomic>
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "server_process.h"
 #include "../wait_for.h"
+#include "server_process.h"
 
 namespace muster::testing {
 namespace {
@@ -66,7 +66,8 @@ json Sync(httplib::Client& cli, const json& body) {
 }
 
 int64_t Submit(httplib::Client& cli) {
-  auto r = cli.Post("/v1/jobs", Admin(), R"({"name":"one","resources":{"gpus":1},"command":["true"]})", "application/json");
+  auto r =
+      cli.Post("/v1/jobs", Admin(), R"({"name":"one","resources":{"gpus":1},"command":["true"]})", "application/json");
   EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
   return r && r->status == 201 ? json::parse(r->body)["id"].get<int64_t>() : 0;
 }
@@ -81,7 +82,8 @@ TEST(AgentSync, AFloodOfHealthEventsIsStoredBoundedAndListedInPages) {
   json body = SyncBody(1, 0, json::array());
   body["healthEvents"] = json::array();
   for (int i = 0; i < 40; ++i) {
-    body["healthEvents"].push_back({{"uuid", "GPU-test-0"}, {"xid", 13}, {"kind", "xid"}, {"fatal", false}, {"timeMs", i}});
+    body["healthEvents"].push_back(
+        {{"uuid", "GPU-test-0"}, {"xid", 13}, {"kind", "xid"}, {"fatal", false}, {"timeMs", i}});
   }
   EXPECT_EQ(Sync(cli, body)["healthEventsRecorded"], 40);
   auto r = cli.Get("/v1/events?limit=10", Admin());
@@ -113,7 +115,8 @@ TEST(AgentSync, TheReportThatFreesAGpuIsAnsweredWithTheWorkBoundToItOnceDurable)
       [&] {
         answer = Sync(cli, SyncBody(1, 0, json::array()));
         return answer.contains("tasks") && !answer["tasks"].empty();
-      }, std::chrono::seconds(5));
+      },
+      std::chrono::seconds(5));
   ASSERT_EQ(answer["tasks"].size(), 1u) << answer.dump();
   EXPECT_EQ(answer["tasks"][0]["job"], first);
   const int64_t version = answer["version"];
@@ -241,7 +244,8 @@ TEST(ApiAsync, LogFetchesHoldAtMostAQuarterOfTheWorkers) {
       [&] {
         auto r = cli.Get(job, Admin());
         return r && r->status == 200 && json::parse(r->body)["state"] == "RUNNING";
-      }, std::chrono::seconds(5));
+      },
+      std::chrono::seconds(5));
 
   std::atomic<int> logs_done{0};
   std::vector<std::thread> logs;

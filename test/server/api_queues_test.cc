@@ -2,8 +2,8 @@
 // admins only and audited, in force at the next cycle, kept in the store
 // across kill -9, and the configuration file's queues first (a reload that
 // brings the file a queue the API made puts the file's in force).
-#include <httplib.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <chrono>
 #include <fstream>
@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "../run_binary.h"
-#include "server_process.h"
 #include "../wait_for.h"
+#include "server_process.h"
 
 namespace muster::testing {
 namespace {

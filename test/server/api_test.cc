@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server_process.h"
 #include "../wait_for.h"
+#include "server_process.h"
 
 namespace muster::testing {
 namespace {
@@ -27,15 +27,18 @@ struct Api {
     static std::map<std::pair<std::string, std::string>, std::string> tokens;
     const char* admin = std::getenv("MUSTER_TOKEN");
     std::string& t = tokens[{url, user}];
-    if (t.empty()) t = user == "root" ? std::string(admin ? admin : "") : TokenFromServer(url, admin ? admin : "", "--user", user);
+    if (t.empty())
+      t = user == "root" ? std::string(admin ? admin : "") : TokenFromServer(url, admin ? admin : "", "--user", user);
     token = t;
   }
-  httplib::Result Post(const std::string& path, const std::string& body,
-                       const std::string& type = "application/json", httplib::Headers extra = {}) {
+  httplib::Result Post(const std::string& path, const std::string& body, const std::string& type = "application/json",
+                       httplib::Headers extra = {}) {
     extra.emplace("Authorization", "Bearer " + token);
     return cli.Post(path, extra, body, type);
   }
-  httplib::Result Get(const std::string& path) { return cli.Get(path, httplib::Headers{{"Authorization", "Bearer " + token}}); }
+  httplib::Result Get(const std::string& path) {
+    return cli.Get(path, httplib::Headers{{"Authorization", "Bearer " + token}});
+  }
   json GetJson(const std::string& path) {
     auto r = Get(path);
     EXPECT_TRUE(r) << path;
@@ -121,7 +124,8 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
       [&] {
         got = api.GetJson("/v1/jobs/" + id);
         return got["state"] == "RUNNING";
-      }, std::chrono::seconds(10));
+      },
+      std::chrono::seconds(10));
   EXPECT_EQ(got["state"], "RUNNING") << got.dump();
   EXPECT_EQ(got["allocations"].size(), 2u);
   EXPECT_EQ(got["attempts"], 1);
@@ -132,7 +136,8 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
       [&] {
         events = api.GetJson("/v1/jobs/" + id + "/events");
         return events["items"].size() >= 2;
-      }, std::chrono::seconds(10));
+      },
+      std::chrono::seconds(10));
   ASSERT_GE(events["items"].size(), 2u);
   EXPECT_EQ(events["items"][0]["type"], "Submitted");
   EXPECT_EQ(events["items"][1]["type"], "Started");
@@ -142,7 +147,8 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
   ASSERT_EQ(first["items"].size(), 1u);
   EXPECT_EQ(first["items"][0]["type"], "Submitted");
   ASSERT_NE(first["continue"], "");
-  const json second = api.GetJson("/v1/jobs/" + id + "/events?limit=1&continue=" + first["continue"].get<std::string>());
+  const json second =
+      api.GetJson("/v1/jobs/" + id + "/events?limit=1&continue=" + first["continue"].get<std::string>());
   ASSERT_EQ(second["items"].size(), 1u);
   EXPECT_EQ(second["items"][0]["type"], "Started");
 
@@ -152,7 +158,8 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
       [&] {
         pending = api.GetJson("/v1/jobs/" + std::to_string(job["id"].get<int64_t>() + 1));
         return pending.contains("reasonDetail") && pending.contains("plannedStart");
-      }, std::chrono::seconds(10));
+      },
+      std::chrono::seconds(10));
   EXPECT_EQ(pending["state"], "PENDING");
   EXPECT_NE(pending["reasonDetail"].get<std::string>().find("need 1 GPU"), std::string::npos) << pending.dump();
   EXPECT_TRUE(pending.contains("plannedStart"));
@@ -198,7 +205,8 @@ TEST_F(ApiTest, SubmitGetListAndEvents) {
   // The summary view: the same jobs, a table's fields only.
   const json full = api.GetJson("/v1/jobs?state=RUNNING")["items"][0];
   const json summary = api.GetJson("/v1/jobs?state=RUNNING&view=summary")["items"][0];
-  for (const char* k : {"id", "name", "user", "queue", "priority", "state", "reason", "submitTime", "startTime", "replicas"}) {
+  for (const char* k :
+       {"id", "name", "user", "queue", "priority", "state", "reason", "submitTime", "startTime", "replicas"}) {
     EXPECT_EQ(summary[k], full[k]) << k;
   }
   EXPECT_EQ(summary["gpus"], full["resources"]["gpus"]);
@@ -258,9 +266,8 @@ TEST_F(ApiTest, ArraySubmitsConsecutiveJobsInOneDurableRequest) {
   ASSERT_TRUE(server_.Start());
   Api after(server_.url());
   ASSERT_EQ(after.Post("/v1/jobs/" + std::to_string(id) + "/cancel", "")->status, 200);
-  WaitFor(
-      [&] { return after.GetJson("/v1/jobs/" + std::to_string(id + 2))["state"] == "RUNNING"; },
-      std::chrono::seconds(10));
+  WaitFor([&] { return after.GetJson("/v1/jobs/" + std::to_string(id + 2))["state"] == "RUNNING"; },
+          std::chrono::seconds(10));
   ASSERT_EQ(after.GetJson("/v1/jobs/" + std::to_string(id + 2))["state"], "RUNNING");
   const json restored = after.GetJson("/v1/jobs?name=sweep");
   ASSERT_EQ(restored["items"].size(), 5u);
@@ -319,29 +326,44 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
   };
   const std::string big((1 << 20) + (256 << 10), 'x');  // over the 1 MiB limit
   const std::vector<Case> cases = {
-      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":"eight"}})j", "application/json", 400, "spec.resources.gpus", "got \"eight\""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":-1}})j", "application/json", 400, "spec.resources.gpus", "from 0 to 1024"},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":1.5}})j", "application/json", 400, "spec.resources.gpus", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":99999999999999999999}})j", "application/json", 400, "spec.resources.gpus", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":"eight"}})j", "application/json", 400,
+       "spec.resources.gpus", "got \"eight\""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":-1}})j", "application/json", 400,
+       "spec.resources.gpus", "from 0 to 1024"},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":1.5}})j", "application/json", 400,
+       "spec.resources.gpus", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpus":99999999999999999999}})j", "application/json", 400,
+       "spec.resources.gpus", ""},
       {"POST", "/v1/jobs", R"j({"command":["x"],"replicas":0})j", "application/json", 400, "spec.replicas", ""},
       {"POST", "/v1/jobs", R"j({"command":["x"],"replicas":100000})j", "application/json", 400, "spec.replicas", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpu":1}})j", "application/json", 400, "spec.resources.gpu", "did you mean \"gpus\""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"replica":2})j", "application/json", 400, "spec.replica", "did you mean \"replicas\""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"memory":"lots"}})j", "application/json", 400, "spec.resources.memory", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"cpus":"-2"}})j", "application/json", 400, "spec.resources.cpus", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"gpu":1}})j", "application/json", 400,
+       "spec.resources.gpu", "did you mean \"gpus\""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"replica":2})j", "application/json", 400, "spec.replica",
+       "did you mean \"replicas\""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"memory":"lots"}})j", "application/json", 400,
+       "spec.resources.memory", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"resources":{"cpus":"-2"}})j", "application/json", 400,
+       "spec.resources.cpus", ""},
       {"POST", "/v1/jobs", R"j({"command":["x"],"timeLimit":"soon"})j", "application/json", 400, "spec.timeLimit", ""},
       {"POST", "/v1/jobs", R"j({"command":["x"],"timeLimit":0})j", "application/json", 400, "spec.timeLimit", ""},
       {"POST", "/v1/jobs", R"j({"command":["x"],"timeLimit":"400d"})j", "application/json", 400, "spec.timeLimit", ""},
       {"POST", "/v1/jobs", R"j({"command":["x"],"topology":"rack"})j", "application/json", 400, "spec.topology", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"priority":"urgent"})j", "application/json", 400, "spec.priority", "unknown priority class"},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"dependencies":"afterok:"})j", "application/json", 400, "spec.dependencies", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"dependencies":"sometimes:1"})j", "application/json", 400, "spec.dependencies", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"dependencies":"afterok:424242"})j", "application/json", 400, "spec.dependencies[0].job", "unknown job"},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"priority":"urgent"})j", "application/json", 400, "spec.priority",
+       "unknown priority class"},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"dependencies":"afterok:"})j", "application/json", 400,
+       "spec.dependencies", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"dependencies":"sometimes:1"})j", "application/json", 400,
+       "spec.dependencies", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"dependencies":"afterok:424242"})j", "application/json", 400,
+       "spec.dependencies[0].job", "unknown job"},
       {"POST", "/v1/jobs", R"j({"command":["x"],"env":{"1BAD":"v"}})j", "application/json", 400, "", "env"},
       {"POST", "/v1/jobs", R"j({"command":["x"],"name":"$(rm -rf /)"})j", "application/json", 400, "spec.name", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"name":"'; DROP TABLE jobs; --"})j", "application/json", 400, "spec.name", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"name":"<script>alert(1)</script>"})j", "application/json", 400, "spec.name", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"name":"../../etc/passwd"})j", "application/json", 400, "spec.name", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"name":"'; DROP TABLE jobs; --"})j", "application/json", 400,
+       "spec.name", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"name":"<script>alert(1)</script>"})j", "application/json", 400,
+       "spec.name", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"name":"../../etc/passwd"})j", "application/json", 400, "spec.name",
+       ""},
       {"POST", "/v1/jobs", R"j({"command":["x"],"name":""})j", "application/json", 400, "spec.name", ""},
       {"POST", "/v1/jobs", R"j({"command":[],"name":"a"})j", "application/json", 400, "spec.command", ""},
       {"POST", "/v1/jobs", R"j({"name":"a"})j", "application/json", 400, "spec", "command"},
@@ -349,9 +371,12 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"POST", "/v1/jobs", R"j({"command":[1,2]})j", "application/json", 400, "spec.command[0]", ""},
       {"POST", "/v1/jobs", R"j({"command":"x"})j", "application/json", 400, "spec.command", ""},
       {"POST", "/v1/jobs", R"j({"command":["x"],"hold":"yes"})j", "application/json", 400, "spec.hold", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"beginTime":"tomorrow"})j", "application/json", 400, "spec.beginTime", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"checkpoint":{"dir":"/c","signal":"SIGKILL"}})j", "application/json", 400, "spec.checkpoint.signal", ""},
-      {"POST", "/v1/jobs", R"j({"command":["x"],"retry":{"limit":1000}})j", "application/json", 400, "spec.retry.limit", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"beginTime":"tomorrow"})j", "application/json", 400, "spec.beginTime",
+       ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"checkpoint":{"dir":"/c","signal":"SIGKILL"}})j", "application/json",
+       400, "spec.checkpoint.signal", ""},
+      {"POST", "/v1/jobs", R"j({"command":["x"],"retry":{"limit":1000}})j", "application/json", 400, "spec.retry.limit",
+       ""},
       {"POST", "/v1/jobs", R"j({"command":["x"])j", "application/json", 400, "spec", ""},
       {"POST", "/v1/jobs", R"j({"command":["x"]} trailing)j", "application/json", 400, "spec", ""},
       {"POST", "/v1/jobs", "[1,2,3]", "application/json", 400, "spec", ""},
@@ -360,10 +385,12 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"POST", "/v1/jobs", "command: [x\n  bad: indent", "application/yaml", 400, "spec", ""},
       {"POST", "/v1/jobs", "command: 'unclosed\n", "application/yaml", 400, "spec.command", ""},
       {"POST", "/v1/jobs", std::string(2000, '['), "application/json", 400, "spec", ""},
-      {"POST", "/v1/jobs", "command=x", "application/x-www-form-urlencoded", 415, "header Content-Type", "must be application/json or application/yaml"},
+      {"POST", "/v1/jobs", "command=x", "application/x-www-form-urlencoded", 415, "header Content-Type",
+       "must be application/json or application/yaml"},
       {"POST", "/v1/jobs", R"j({"command":["x"]})j", "text/plain", 415, "header Content-Type", "got \"text/plain\""},
       {"POST", "/v1/jobs", "{\"command\":[\"" + big + "\"]}", "application/json", 413, "", "over the limit"},
-      {"POST", "/v1/jobs?dryrun=1", R"j({"command":["x"]})j", "application/json", 400, "query.dryrun", "unknown query parameter"},
+      {"POST", "/v1/jobs?dryrun=1", R"j({"command":["x"]})j", "application/json", 400, "query.dryrun",
+       "unknown query parameter"},
       {"GET", "/v1/jobs?stat=RUNNING", "", "", 400, "query.stat", "did you mean \"state\""},
       {"GET", "/v1/jobs?state=SLEEPING", "", "", 400, "query.state", "unknown state"},
       {"GET", "/v1/jobs?limit=0", "", "", 400, "query.limit", ""},
@@ -373,7 +400,8 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"GET", "/v1/jobs?order=sideways", "", "", 400, "query.order", "must be oldest or newest"},
       {"GET", "/v1/usage?from=yesterday", "", "", 400, "query.from", "must be an RFC 3339 time"},
       {"GET", "/v1/usage?by=team", "", "", 400, "query.by", "must be queue, user"},
-      {"GET", "/v1/usage?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "", "", 400, "query.from", "must be before to"},
+      {"GET", "/v1/usage?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "", "", 400, "query.from",
+       "must be before to"},
       {"GET", "/v1/jobs/1/logs?tail=-1", "", "", 400, "query.tail", ""},
       {"GET", "/v1/jobs/1/logs?replica=first", "", "", 400, "query.replica", ""},
       {"GET", "/v1/jobs/1/logs?attempt=0", "", "", 400, "query.attempt", "must be an integer from 1 to 1000000"},
@@ -385,7 +413,8 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
       {"POST", "/v1/jobs/1/cancel?force=1", "", "application/json", 400, "query.force", "unknown query parameter"},
       {"GET", "/v1/nodes?bogus=1", "", "", 400, "query.bogus", "unknown query parameter"},
       {"GET", "/healthz?x=1", "", "", 400, "query.x", "unknown query parameter"},
-      {"GET", "/v1/jobs?state=PENDING&state=HELD", "", "", 400, "query.state", "given more than once; list several values with commas"},
+      {"GET", "/v1/jobs?state=PENDING&state=HELD", "", "", 400, "query.state",
+       "given more than once; list several values with commas"},
       {"GET", "/v1/jobs/abc", "", "", 400, "path.id", ""},
       {"GET", "/v1/jobs/0", "", "", 400, "path.id", ""},
       {"GET", "/v1/jobs/99999", "", "", 404, "", "does not exist"},
@@ -423,7 +452,8 @@ TEST_F(ApiTest, BadInputIsRejectedClearlyAndChangesNothing) {
   // The header that named the user before authentication: refused, even
   // beside a valid credential.
   httplib::Client raw(server_.url());
-  auto r = raw.Post("/v1/jobs", httplib::Headers{{"X-Muster-User", "root"}}, R"j({"command":["x"]})j", "application/json");
+  auto r =
+      raw.Post("/v1/jobs", httplib::Headers{{"X-Muster-User", "root"}}, R"j({"command":["x"]})j", "application/json");
   EXPECT_EQ(r->status, 401);
   r = raw.Post("/v1/jobs", httplib::Headers{{"X-Muster-User", "mallory"}, {"Authorization", "Bearer " + api.token}},
                R"j({"command":["x"]})j", "application/json");
@@ -507,7 +537,8 @@ TEST(ServerRestart, AcknowledgedJobsAndRunningPlacementsSurviveKill9) {
 // With strictQueues a job must name a configured queue: a misspelt one
 // would be a new queue outside every quota.
 TEST(ApiQueues, StrictQueuesRefuseAnUnknownQueueByName) {
-  ServerProcess server(std::string(kCluster) + "queues:\n  - {name: research, limit: 8}\n  - {name: prod}\nstrictQueues: true\n");
+  ServerProcess server(std::string(kCluster) +
+                       "queues:\n  - {name: research, limit: 8}\n  - {name: prod}\nstrictQueues: true\n");
   ASSERT_TRUE(server.Start()) << server.log();
   Api api(server.url());
   auto r = api.Post("/v1/jobs", R"j({"command":["true"],"queue":"reserch"})j");
@@ -515,7 +546,9 @@ TEST(ApiQueues, StrictQueuesRefuseAnUnknownQueueByName) {
   EXPECT_EQ(r->status, 400) << r->body;
   const json e = json::parse(r->body)["error"];
   EXPECT_EQ(e["field"], "spec.queue");
-  EXPECT_EQ(e["message"], "spec.queue: unknown queue \"reserch\"; did you mean \"research\"? (known: research, prod; strictQueues is on)");
+  EXPECT_EQ(
+      e["message"],
+      "spec.queue: unknown queue \"reserch\"; did you mean \"research\"? (known: research, prod; strictQueues is on)");
   EXPECT_EQ(api.Post("/v1/jobs", R"j({"command":["true"]})j")->status, 400);  // "default" is not listed
   EXPECT_EQ(api.Post("/v1/jobs", R"j({"command":["true"],"queue":"research"})j")->status, 201);
   EXPECT_EQ(api.GetJson("/v1/jobs")["items"].size(), 1u);
@@ -547,8 +580,8 @@ TEST(ServerRestart, RunningJobsKeepTheirGpuDevices) {
   ASSERT_TRUE(server.Start()) << server.log();
   Api api(server.url());
   auto submit = [&](int gpus) {
-    auto r = api.Post("/v1/jobs", R"j({"command":["true"],"timeLimit":"1h","resources":{"gpus":)j" +
-                                      std::to_string(gpus) + "}}");
+    auto r = api.Post("/v1/jobs",
+                      R"j({"command":["true"],"timeLimit":"1h","resources":{"gpus":)j" + std::to_string(gpus) + "}}");
     EXPECT_EQ(r->status, 201) << r->body;
     const std::string id = json::parse(r->body)["id"].dump();
     WaitFor([&] { return api.GetJson("/v1/jobs/" + id)["state"] == "RUNNING"; }, std::chrono::seconds(10));
@@ -574,7 +607,8 @@ TEST(ServerRestart, RunningJobsKeepTheirGpuDevices) {
 // limit, and its GPUs go to the next job.
 TEST_F(ApiTest, AJobOnAStaticNodeEndsAtItsTimeLimit) {
   Api api(server_.url());
-  auto r = api.Post("/v1/jobs", R"j({"command":["sleep","600"],"replicas":2,"resources":{"gpus":8},"timeLimit":"1s"})j");
+  auto r =
+      api.Post("/v1/jobs", R"j({"command":["sleep","600"],"replicas":2,"resources":{"gpus":8},"timeLimit":"1s"})j");
   ASSERT_EQ(r->status, 201) << r->body;
   const std::string first = std::to_string(json::parse(r->body)["id"].get<int64_t>());
   r = api.Post("/v1/jobs", R"j({"command":["true"],"replicas":2,"resources":{"gpus":8},"timeLimit":"1h"})j");
@@ -585,7 +619,8 @@ TEST_F(ApiTest, AJobOnAStaticNodeEndsAtItsTimeLimit) {
       [&] {
         job = api.GetJson("/v1/jobs/" + first);
         return job["state"] == "TIMEOUT";
-      }, std::chrono::seconds(20));
+      },
+      std::chrono::seconds(20));
   EXPECT_EQ(job["state"], "TIMEOUT") << job.dump();
   EXPECT_NE(job["reason"].get<std::string>().find("reached its time limit of 1s"), std::string::npos) << job.dump();
   WaitFor([&] { return api.GetJson("/v1/jobs/" + second)["state"] == "RUNNING"; }, std::chrono::seconds(20));
@@ -663,17 +698,20 @@ TEST(ServerStart, StrictQueuesWithoutQueuesIsAClearError) {
 TEST(ServerStart, BadConfigurationIsAClearError) {
   ServerProcess server("scheduler: {maxReservatons: 3}\n");
   EXPECT_FALSE(server.Start());
-  EXPECT_NE(server.log().find("config.yaml: server.scheduler.maxReservatons: unknown field; did you mean \"maxReservations\"?"),
+  EXPECT_NE(server.log().find(
+                "config.yaml: server.scheduler.maxReservatons: unknown field; did you mean \"maxReservations\"?"),
             std::string::npos)
       << server.log();
 }
 
 TEST(ServerStart, BadAgentTimingsAreClearErrors) {
   const std::pair<const char*, const char*> cases[] = {
-      {"agents: {maxLostFraction: lots}\n", "server.agents.maxLostFraction: must be a number from 0 to 1, got \"lots\""},
+      {"agents: {maxLostFraction: lots}\n",
+       "server.agents.maxLostFraction: must be a number from 0 to 1, got \"lots\""},
       {"agents: {maxLostFraction: 1.5}\n", "server.agents.maxLostFraction: must be a number from 0 to 1"},
       {"agents: {lease: 60s, lostAfter: 30s}\n", "agents.lostAfter: must be longer than agents.lease"},
-      {"agents: {unreachableAfter: 200s}\n", "agents.lostAfter: must be longer than agents.lease and agents.unreachableAfter"},
+      {"agents: {unreachableAfter: 200s}\n",
+       "agents.lostAfter: must be longer than agents.lease and agents.unreachableAfter"},
   };
   for (const auto& [config, message] : cases) {
     ServerProcess server(config);

@@ -14,8 +14,8 @@
 #include "../child_process.h"
 #include "../run_binary.h"
 
-#include "server_process.h"
 #include "../wait_for.h"
+#include "server_process.h"
 
 namespace muster::testing {
 namespace {
@@ -66,9 +66,8 @@ TEST_F(CliServerTest, SubmitListWhyAndActions) {
   EXPECT_EQ(r.out, "Submitted job 2\n");
 
   // The first runs, the second waits for it: why says so, with numbers.
-  WaitFor(
-      [&] { return Muster(url, "get jobs --state RUNNING -o json").out.find("\"first\"") != std::string::npos; },
-      std::chrono::seconds(10));
+  WaitFor([&] { return Muster(url, "get jobs --state RUNNING -o json").out.find("\"first\"") != std::string::npos; },
+          std::chrono::seconds(10));
   r = Muster(url, "get jobs -o json");
   ASSERT_EQ(r.code, 0) << r.out;
   const json jobs = json::parse(r.out);
@@ -90,13 +89,16 @@ TEST_F(CliServerTest, SubmitListWhyAndActions) {
       << r.out;
   // Wide adds the priority class, replicas and the running job's node.
   r = Muster(url, "get jobs -o wide");
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("\\n1 +first +carol +default +RUNNING +8 +[0-9]+s +normal +1 +H100-0\\n")))
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex("\\n1 +first +carol +default +RUNNING +8 +[0-9]+s +normal +1 +H100-0\\n")))
       << r.out;
   r = Muster(url, "get nodes");
   EXPECT_NE(r.out.find("H100-0"), std::string::npos) << r.out;
   r = Muster(url, "get nodes -o wide");
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("STATE +CPUS +MEMORY +SPINE +POOL +GPU SOURCE +AGENT +LAST SEEN\n"))) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nH100-0 .* Ready +0 +0 +g0-spine0 +on-demand +- +static +-\n"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("STATE +CPUS +MEMORY +SPINE +POOL +GPU SOURCE +AGENT +LAST SEEN\n")))
+      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nH100-0 .* Ready +0 +0 +g0-spine0 +on-demand +- +static +-\n")))
+      << r.out;
   r = Muster(url, "get queues -o yaml");
   EXPECT_NE(r.out.find("name: default"), std::string::npos) << r.out;
 
@@ -182,9 +184,9 @@ TEST_F(CliServerTest, YamlOutputKeepsStringsStrings) {
   ASSERT_EQ(r.code, 0) << r.out;
   r = Muster(server_.url(), "describe job 1 -o yaml");
   ASSERT_EQ(r.code, 0) << r.out;
-  for (const char* line : {"- x\n", "- \"true\"\n", "- \"0x10\"\n", "- \"1:30\"\n", "- \"yes\"\n", "- \"\"\n", "- plain\n",
-                           "hold: true\n", "state: HELD\n", "events:\n", "type: Submitted\n", "type: Held\n",
-                           "checkpoints:\n  []\n"}) {
+  for (const char* line :
+       {"- x\n", "- \"true\"\n", "- \"0x10\"\n", "- \"1:30\"\n", "- \"yes\"\n", "- \"\"\n", "- plain\n", "hold: true\n",
+        "state: HELD\n", "events:\n", "type: Submitted\n", "type: Held\n", "checkpoints:\n  []\n"}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line << " in\n" << r.out;
   }
   const json described = json::parse(Muster(server_.url(), "describe job 1 -o json").out);
@@ -214,7 +216,8 @@ TEST_F(CliServerTest, ALabelSelectorFiltersOnTheServer) {
   EXPECT_EQ(json::parse(Muster(server_.url(), "get jobs --selector team --limit 1 -o json").out).size(), 1u);
   const Result bad = Muster(server_.url(), "get jobs -l 'team=a=b'");
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.out.find("query.labelSelector: must be requirements such as team=vision"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("query.labelSelector: must be requirements such as team=vision"), std::string::npos)
+      << bad.out;
 }
 
 // `muster get jobs --watch` prints each change as the server pushes it:
@@ -259,8 +262,9 @@ TEST_F(CliServerTest, GetJobsWatchShowsEachTransitionAsItHappens) {
   ASSERT_EQ(Muster(server_.url(), "cancel 1").code, 0);
   EXPECT_TRUE(wait([&] { return has("watched", "CANCELLED"); })) << ReadAll(out);
   ASSERT_EQ(Muster(server_.url(), "cancel 2").code, 0);
-  ASSERT_TRUE(wait([&] { return Muster(server_.url(), "get jobs --state CANCELLED -o json").out.find("\"other\"") !=
-                                 std::string::npos; }));
+  ASSERT_TRUE(wait([&] {
+    return Muster(server_.url(), "get jobs --state CANCELLED -o json").out.find("\"other\"") != std::string::npos;
+  }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // room for a wrong line to arrive
   SignalAndReap(watcher, SIGTERM, "muster get jobs --watch");
   const std::string text = ReadAll(out);
@@ -275,7 +279,8 @@ TEST_F(CliServerTest, JsonPathAndCustomColumnsPrintWhatTheyName) {
   std::ofstream(file) << R"({"command": ["true"], "hold": true, "name": "tagged", "labels": {"team": "vision"}})";
   ASSERT_EQ(Muster(server_.url(), "submit " + file).code, 0);
   ASSERT_EQ(Muster(server_.url(), "submit --hold --name plain -- true").code, 0);
-  Result r = Muster(server_.url(), R"(get jobs -o 'jsonpath={range .items[*]}{.id} {.name} {.labels.team}{"\n"}{end}')");
+  Result r =
+      Muster(server_.url(), R"(get jobs -o 'jsonpath={range .items[*]}{.id} {.name} {.labels.team}{"\n"}{end}')");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out, "1 tagged vision\n2 plain \n");
   r = Muster(server_.url(), "get jobs -o jsonpath='{.items[*].state}'");
@@ -316,8 +321,10 @@ TEST_F(CliServerTest, ArraySubmit) {
   // What --parsable prints for an array names the array in --after.
   r = Muster(server_.url(), "submit --parsable --after afterok:4-5 -- true");
   ASSERT_EQ(r.code, 0) << r.out;
-  const json deps = json::parse(Muster(server_.url(), "describe job " + r.out.substr(0, r.out.find('\n')) + " -o json").out);
-  EXPECT_EQ(deps["dependencies"], json::parse(R"([{"type":"afterok","job":4},{"type":"afterok","job":5}])")) << deps.dump();
+  const json deps =
+      json::parse(Muster(server_.url(), "describe job " + r.out.substr(0, r.out.find('\n')) + " -o json").out);
+  EXPECT_EQ(deps["dependencies"], json::parse(R"([{"type":"afterok","job":4},{"type":"afterok","job":5}])"))
+      << deps.dump();
   // An array's range, as submit printed it, names its jobs in the actions.
   r = Muster(server_.url(), "cancel 1-3");
   EXPECT_EQ(r.code, 0) << r.out;
@@ -338,7 +345,8 @@ TEST_F(CliServerTest, ArraySubmit) {
   }
   r = Muster(server_.url(), "submit --array 0 -- true");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("spec.array: must be an integer from 1 to 10000, or Slurm's indices"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("spec.array: must be an integer from 1 to 10000, or Slurm's indices"), std::string::npos)
+      << r.out;
 }
 
 // Queues with quotas, as a table: this crashed (a dangling iterator over a
@@ -435,9 +443,10 @@ TEST_F(CliServerTest, ABatchScriptIsSubmittedWithItsDirectives) {
   // node, exit 127).
   r = Muster(url, "submit trian.sh");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find("trian.sh: no such file; a batch script or job file is submitted by its name, and a command goes "
-                       "after \"--\" (muster submit -- trian.sh)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("trian.sh: no such file; a batch script or job file is submitted by its name, and a command goes "
+                 "after \"--\" (muster submit -- trian.sh)"),
+      std::string::npos)
       << r.out;
   EXPECT_EQ(Muster(url, "get jobs -o json").out, before) << "a refused script submitted nothing";
   // Words after a script are its arguments, as sbatch's.
@@ -458,7 +467,8 @@ TEST(CliQueues, QuotasAndUseByTypeAreShown) {
       [&] {
         r = Muster(server.url(), "get queues -o wide");
         return r.out.find("H100 3") != std::string::npos;
-      }, std::chrono::seconds(10));
+      },
+      std::chrono::seconds(10));
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\nteam +0 +1 +3 +H100 4 +12 +file +H100 3\n"))) << r.out;
   r = Muster(server.url(), "get queues");
@@ -499,8 +509,9 @@ TEST(ServerPort, ASecondServerOnTheSamePortIsRefused) {
   ASSERT_TRUE(first.Start()) << first.log();
   const std::string store = first.dir() + "/second.db";
   // (If it did start, it is stopped after 2 s so the test cannot hang.)
-  CommandResult r = RunCommand("{ " + std::string(MUSTER_BINARY) + " server --store " + store + " --listen 127.0.0.1:" +
-                               std::to_string(first.port()) + " & pid=$!; sleep 2; kill $pid 2>/dev/null; wait $pid; }");
+  CommandResult r = RunCommand("{ " + std::string(MUSTER_BINARY) + " server --store " + store +
+                               " --listen 127.0.0.1:" + std::to_string(first.port()) +
+                               " & pid=$!; sleep 2; kill $pid 2>/dev/null; wait $pid; }");
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())), std::string::npos) << r.out;
 }

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "server_process.h"
 #include "../wait_for.h"
+#include "server_process.h"
 
 namespace muster::testing {
 namespace {
@@ -43,11 +43,12 @@ rateLimit: {perSecond: 1000000, burst: 1000000}
       cli.set_read_timeout(10, 0);
       for (int k = 0; k < kPerClient && !abort_clients; ++k) {
         const std::string key = "c" + std::to_string(t) + "-" + std::to_string(k);
-        const std::string body =
-            R"({"command":["true"],"resources":{"gpus":1},"name":"c)" + std::to_string(t) + "k" + std::to_string(k) + "\"}";
+        const std::string body = R"({"command":["true"],"resources":{"gpus":1},"name":"c)" + std::to_string(t) + "k" +
+                                 std::to_string(k) + "\"}";
         for (int attempt = 0; !abort_clients; ++attempt) {
-          auto r = cli.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}, {"Authorization", "Bearer " + token}}, body,
-                            "application/json");
+          auto r =
+              cli.Post("/v1/jobs", httplib::Headers{{"Idempotency-Key", key}, {"Authorization", "Bearer " + token}},
+                       body, "application/json");
           if (r && (r->status == 201 || r->status == 200)) {
             const int64_t id = json::parse(r->body)["id"];
             std::lock_guard<std::mutex> lock(mu);
@@ -108,7 +109,8 @@ rateLimit: {perSecond: 1000000, burst: 1000000}
     if (cont.empty()) break;
   }
   // Nothing unacknowledged appears twice: one job per key...
-  for (const auto& [key, ids] : jobs_by_key) EXPECT_EQ(ids.size(), 1u) << "key " << key << " made " << ids.size() << " jobs";
+  for (const auto& [key, ids] : jobs_by_key)
+    EXPECT_EQ(ids.size(), 1u) << "key " << key << " made " << ids.size() << " jobs";
   // ...and every acknowledged job is there, with its acknowledged id.
   for (const auto& [key, id] : acked) {
     auto it = jobs_by_key.find(key);

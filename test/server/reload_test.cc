@@ -1,8 +1,8 @@
 // SIGHUP against a real server process: a queue's limit changed in the
 // configuration file takes effect at the next cycle, nothing running is
 // disturbed, a bad file is refused and the configuration in force stays.
-#include <httplib.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <chrono>
 #include <fstream>
@@ -11,8 +11,8 @@
 #include <sstream>
 #include <thread>
 
-#include "server_process.h"
 #include "../wait_for.h"
+#include "server_process.h"
 
 namespace muster::testing {
 namespace {
@@ -57,9 +57,10 @@ class ReloadTest : public ::testing::Test {
     return r ? json::parse(r->body) : json();
   }
   int64_t Submit(const std::string& name) {
-    auto r = cli_->Post("/v1/jobs", {{"Authorization", "Bearer " + server_.admin_token()}},
-                        R"({"name": ")" + name + R"(", "queue": "research", "command": ["sleep", "600"], "resources": {"gpus": 4}})",
-                        "application/json");
+    auto r = cli_->Post(
+        "/v1/jobs", {{"Authorization", "Bearer " + server_.admin_token()}},
+        R"({"name": ")" + name + R"(", "queue": "research", "command": ["sleep", "600"], "resources": {"gpus": 4}})",
+        "application/json");
     EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     return r ? json::parse(r->body)["id"].get<int64_t>() : 0;
   }
@@ -94,7 +95,8 @@ TEST_F(ReloadTest, AQueueLimitRaisedTakesEffectAndNothingRunningIsDisturbed) {
   EXPECT_EQ(after["startTime"], before["startTime"]);
   EXPECT_EQ(Queue("research")["limit"], json({{"*", 8}})) << Get("/v1/queues").dump();
   const std::string log = server_.log();
-  EXPECT_NE(log.find("reloaded " + server_.dir() + "/config.yaml: queues.research: {name: research, limit: 4} -> "
+  EXPECT_NE(log.find("reloaded " + server_.dir() +
+                     "/config.yaml: queues.research: {name: research, limit: 4} -> "
                      "{name: research, limit: 8}"),
             std::string::npos)
       << log;

@@ -69,8 +69,8 @@ class ServerProcess {
       FILE* f = freopen(log.c_str(), "a", stdout);
       (void)f;
       dup2(fileno(stdout), 2);
-      execl(MUSTER_BINARY, MUSTER_BINARY, "server", "-c", (dir_ + "/config.yaml").c_str(), "--listen",
-            listen.c_str(), "--port-file", port_file.c_str(), static_cast<char*>(nullptr));
+      execl(MUSTER_BINARY, MUSTER_BINARY, "server", "-c", (dir_ + "/config.yaml").c_str(), "--listen", listen.c_str(),
+            "--port-file", port_file.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     // Up to a minute: a restart reloads the whole store (slow under ASan).
@@ -111,7 +111,9 @@ class ServerProcess {
   const std::string& admin_token() const { return admin_token_; }
   // A token for another user, made through the running server.
   std::string UserToken(const std::string& user) const { return TokenFromServer(url(), admin_token_, "--user", user); }
-  std::string url() const { return (tls_ ? "https://" : "http://") + std::string("127.0.0.1:") + std::to_string(port_); }
+  std::string url() const {
+    return (tls_ ? "https://" : "http://") + std::string("127.0.0.1:") + std::to_string(port_);
+  }
   const std::string& dir() const { return dir_; }
   std::string log() const {
     std::ifstream in(dir_ + "/server.log");

@@ -123,7 +123,8 @@ Reading SlurmReading(const Row& r, int64_t node_cpus) {
   x.cpus_per_node = x.exclusive ? node_cpus : x.tasks_per_node * cpus_per_task;
   if (!r.at("TresPerNode").empty()) {
     x.gpus_per_node = Gres(r.at("TresPerNode"), &x.gpu_type);
-    if (!r.at("TresPerTask").empty()) x.gpus_per_node = std::max(x.gpus_per_node, Gres(r.at("TresPerTask")) * x.tasks_per_node);
+    if (!r.at("TresPerTask").empty())
+      x.gpus_per_node = std::max(x.gpus_per_node, Gres(r.at("TresPerTask")) * x.tasks_per_node);
   } else if (!r.at("TresPerTask").empty()) {
     x.gpus_per_node = Gres(r.at("TresPerTask"), &x.gpu_type) * x.tasks_per_node;
   } else if (!r.at("TresPerJob").empty()) {
@@ -240,12 +241,13 @@ TEST_F(SlurmCorpusServer, EveryScriptIsAcceptedAndReadAsSbatchReadsIt) {
     SCOPED_TRACE(spec["resources"].dump());
     // The site's QOS names, through the server's mapping. (The recording
     // Slurm keeps no QOS without accounting: the script's own line says.)
-    const std::map<std::string, std::string> qos = {{"high", "high"}, {"normal", "normal"}, {"qos_gpu-t3", "normal"},
-                                                    {"qos_gpu-gc", "low"}, {"", "normal"}};
+    const std::map<std::string, std::string> qos = {
+        {"high", "high"}, {"normal", "normal"}, {"qos_gpu-t3", "normal"}, {"qos_gpu-gc", "low"}, {"", "normal"}};
     std::smatch m;
     std::ifstream in(script);
     const std::string text((std::istreambuf_iterator<char>(in)), {});
-    const std::string asked = std::regex_search(text, m, std::regex("\n#SBATCH[^\n]*--qos=([A-Za-z0-9_-]+)")) ? m[1].str() : "";
+    const std::string asked =
+        std::regex_search(text, m, std::regex("\n#SBATCH[^\n]*--qos=([A-Za-z0-9_-]+)")) ? m[1].str() : "";
     EXPECT_EQ(spec.value("priority", ""), qos.at(asked));
     if (!want.exclusive) {
       EXPECT_EQ(spec["resources"].value("cpus", 0.0), static_cast<double>(want.cpus_per_node));
@@ -266,7 +268,8 @@ TEST_F(SlurmCorpusServer, EveryScriptIsAcceptedAndReadAsSbatchReadsIt) {
         [&] {
           placed = Job(id);
           return placed.value("state", "") == "RUNNING";
-        }, std::chrono::seconds(10));
+        },
+        std::chrono::seconds(10));
     ASSERT_EQ(placed.value("state", ""), "RUNNING") << placed.dump();
     std::set<std::string> nodes;
     for (const json& a : placed["allocations"]) {
@@ -297,7 +300,8 @@ TEST_F(SlurmCorpusServer, SbatchTakesItsEnvironmentAndCommandLineAsSlurmDoes) {
   EXPECT_EQ(job["env"].value("FOO", ""), "bar") << "--export=ALL is sbatch's default";
   EXPECT_FALSE(job["env"].contains("MUSTER_TOKEN")) << "Muster's own variables stay behind";
   EXPECT_EQ(job["queue"], "gpu");
-  r = Muster("FOO=bar SBATCH_TIMELIMIT=30 SBATCH_PARTITION=debug " + bin_ + "/sbatch --parsable -D sub --export=NONE " + script);
+  r = Muster("FOO=bar SBATCH_TIMELIMIT=30 SBATCH_PARTITION=debug " + bin_ + "/sbatch --parsable -D sub --export=NONE " +
+             script);
   ASSERT_EQ(r.code, 0) << r.out;
   job = Job(std::stoll(r.out));
   EXPECT_EQ(job["timeLimit"], "30m") << "SBATCH_TIMELIMIT over the script";
@@ -317,7 +321,8 @@ TEST_F(SlurmCorpusServer, SbatchTakesItsEnvironmentAndCommandLineAsSlurmDoes) {
   EXPECT_NE(r.out.find("--mail-type"), std::string::npos) << r.out;
   // What no node could ever hold is refused at once, naming the limit, as sbatch does.
   for (const auto& [flags, why] : std::vector<std::pair<std::string, std::string>>{
-           {"--gres=gpu:b200:1", "spec.resources.gpuType: no node has GPUs of type b200 (the cluster's types: a100, l40s)"},
+           {"--gres=gpu:b200:1",
+            "spec.resources.gpuType: no node has GPUs of type b200 (the cluster's types: a100, l40s)"},
            {"--gpus-per-node=16", "spec.resources.gpus: a replica asks for 16 GPUs; the most any node has is 8"},
            {"-N 100", "spec.replicas: needs 100 distinct nodes; the cluster has 72 that can hold a replica"}}) {
     r = Muster(bin_ + "/sbatch " + flags + " " + script);

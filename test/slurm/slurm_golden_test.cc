@@ -133,7 +133,8 @@ std::map<std::string, std::string> KeyedTableMap(const GoldenRun& run, const std
     for (std::string c; std::getline(ss, c, '|');) cells.push_back(c);
     if (cells.empty()) continue;
     const std::string key = run.Normal(cells[0], true);
-    for (size_t f = 1; f < cells.size(); ++f) out[key + " " + (f < fields.size() ? fields[f] : std::to_string(f))] = cells[f];
+    for (size_t f = 1; f < cells.size(); ++f)
+      out[key + " " + (f < fields.size() ? fields[f] : std::to_string(f))] = cells[f];
   }
   return out;
 }
@@ -165,7 +166,8 @@ void Compare(const std::string& file, const std::map<std::string, std::string>& 
     if (it == muster.end()) {
       out.push_back({file, k, "only-slurm", s.Normal(v, id_field(k))});
     } else if (s.Normal(v, id_field(k)) != m.Normal(it->second, id_field(k))) {
-      out.push_back({file, k, "value", "Slurm " + s.Normal(v, id_field(k)) + ", Muster " + m.Normal(it->second, id_field(k))});
+      out.push_back(
+          {file, k, "value", "Slurm " + s.Normal(v, id_field(k)) + ", Muster " + m.Normal(it->second, id_field(k))});
     }
   }
   for (const auto& [k, v] : muster) {
@@ -192,9 +194,9 @@ TEST_F(SlurmGoldenTest, TheScenarioGivesSlurmsAnswersOrDocumentedDifferences) {
   for (const char* c : {"sbatch", "srun", "squeue", "scancel", "sacct", "sinfo", "scontrol"}) {
     fs::create_symlink(MUSTER_BINARY, bin + "/" + c);
   }
-  const std::string cmd = "PATH=" + bin + ":$PATH MUSTER_SERVER=" + server_.url() + " MUSTER_TOKEN=" +
-                          server_.admin_token() + " " + golden + "/scenario.sh " + run_dir + " > " + Tmp("scenario.log") +
-                          " 2>&1";
+  const std::string cmd = "PATH=" + bin + ":$PATH MUSTER_SERVER=" + server_.url() +
+                          " MUSTER_TOKEN=" + server_.admin_token() + " " + golden + "/scenario.sh " + run_dir + " > " +
+                          Tmp("scenario.log") + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadAll(Tmp("scenario.log"));
 
   std::map<std::string, std::string> context;
@@ -255,16 +257,15 @@ TEST_F(SlurmGoldenTest, TheScenarioGivesSlurmsAnswersOrDocumentedDifferences) {
   Compare("show-job.txt", words(slurm.Raw("show-job.txt")), words(muster.Raw("show-job.txt")), slurm, muster, found);
   Compare("show-reservation.txt", words(slurm.Raw("show-reservation.txt")), words(muster.Raw("show-reservation.txt")),
           slurm, muster, found);
-  Compare("srun-env.txt", EnvMap(slurm.Raw("srun-env.txt")), EnvMap(muster.Raw("srun-env.txt")), slurm, muster,
-          found);
+  Compare("srun-env.txt", EnvMap(slurm.Raw("srun-env.txt")), EnvMap(muster.Raw("srun-env.txt")), slurm, muster, found);
   const std::vector<std::string> squeue_fields = {"JobID", "Name", "ST", "Reason", "Nodes", "CPUs", "TimeLimit"};
   Compare("squeue.txt", TableMap(slurm.Raw("squeue.txt"), squeue_fields),
           TableMap(muster.Raw("squeue.txt"), squeue_fields), slurm, muster, found);
   const std::vector<std::string> array_fields = {"JobID", "ArrayTaskID", "Reason"};
   Compare("squeue-array.txt", TableMap(slurm.Raw("squeue-array.txt"), array_fields),
           TableMap(muster.Raw("squeue-array.txt"), array_fields), slurm, muster, found);
-  const std::vector<std::string> sacct_fields = {"JobID", "JobName", "State", "ExitCode", "NNodes", "AllocCPUS",
-                                                 "Timelimit"};
+  const std::vector<std::string> sacct_fields = {"JobID",  "JobName",   "State",    "ExitCode",
+                                                 "NNodes", "AllocCPUS", "Timelimit"};
   Compare("sacct.txt", TableMap(slurm.Raw("sacct.txt"), sacct_fields), TableMap(muster.Raw("sacct.txt"), sacct_fields),
           slurm, muster, found);
   const std::vector<std::string> dep_fields = {"JobID", "Dependency", "Reason"};
@@ -311,7 +312,8 @@ TEST_F(SlurmGoldenTest, TheScenarioGivesSlurmsAnswersOrDocumentedDifferences) {
     for (Documented& doc : documented) {
       // File "*": both environment files, any task's or the script's.
       const bool file = doc.file == d.file || (doc.file == "*" && d.file.find("env") != std::string::npos);
-      if (file && doc.kind == d.kind && (matches(doc.key, d.key) || (doc.file == "*" && matches("*: " + doc.key, d.key)))) {
+      if (file && doc.kind == d.kind &&
+          (matches(doc.key, d.key) || (doc.file == "*" && matches("*: " + doc.key, d.key)))) {
         doc.seen = ok = true;
       }
     }

@@ -12,10 +12,8 @@ namespace muster::scheduler {
 class ShortestFirstOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "shortest-first"; }
-  int64_t Key(const core::PendingJob& j, const core::ClusterSnapshot&,
-              const PriorityWeights&) const override {
-    return j.known_duration.is_infinite() ? std::numeric_limits<int64_t>::max()
-                                          : j.known_duration.millis();
+  int64_t Key(const core::PendingJob& j, const core::ClusterSnapshot&, const PriorityWeights&) const override {
+    return j.known_duration.is_infinite() ? std::numeric_limits<int64_t>::max() : j.known_duration.millis();
   }
 };
 

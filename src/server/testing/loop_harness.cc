@@ -103,7 +103,8 @@ StatusOr<store::JobRow> LoopHarness::Submit(const std::string& spec, const std::
 }
 
 StatusOr<store::JobRow> LoopHarness::Act(int64_t id, ControlLoop::Action action, const Identity& who) {
-  return Await<store::JobRow>([&](ControlLoop::Done<StatusOr<store::JobRow>> done) { loop_->Act(id, action, who, done); });
+  return Await<store::JobRow>(
+      [&](ControlLoop::Done<StatusOr<store::JobRow>> done) { loop_->Act(id, action, who, done); });
 }
 
 StatusOr<ControlLoop::Explanation> LoopHarness::Explain(int64_t id) {
@@ -161,7 +162,8 @@ std::string LoopHarness::EventMessage(int64_t id, const std::string& type) {
   return message;
 }
 
-PlayedAgent::PlayedAgent(LoopHarness& h, std::string node, Options o) : h_(h), node_(std::move(node)), o_(std::move(o)) {
+PlayedAgent::PlayedAgent(LoopHarness& h, std::string node, Options o)
+    : h_(h), node_(std::move(node)), o_(std::move(o)) {
   h_.agents_.push_back(this);
 }
 
@@ -176,7 +178,8 @@ StatusOr<proto::SyncResponse> PlayedAgent::Sync() {
   r.gpu_type = o_.gpu_type;
   r.gpu_source = "fake";
   for (int i = 0; i < o_.gpus; ++i) {
-    r.gpus.push_back({i, node_ + "-GPU-" + std::to_string(i), "NVIDIA " + o_.gpu_type, int64_t{80} << 30, 0, 0, true, ""});
+    r.gpus.push_back(
+        {i, node_ + "-GPU-" + std::to_string(i), "NVIDIA " + o_.gpu_type, int64_t{80} << 30, 0, 0, true, ""});
   }
   r.cpu_milli = o_.cpu_milli;
   r.memory_bytes = o_.memory_bytes;

@@ -62,7 +62,9 @@ bool PgRows::IsNull(int row, int col) const { return PQgetisnull(r_, row, col) !
 std::string PgRows::Text(int row, int col) const {
   return std::string(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));
 }
-int64_t PgRows::Int(int row, int col) const { return IsNull(row, col) ? 0 : std::strtoll(PQgetvalue(r_, row, col), nullptr, 10); }
+int64_t PgRows::Int(int row, int col) const {
+  return IsNull(row, col) ? 0 : std::strtoll(PQgetvalue(r_, row, col), nullptr, 10);
+}
 std::optional<int64_t> PgRows::OptInt(int row, int col) const {
   if (IsNull(row, col)) return std::nullopt;
   return Int(row, col);
@@ -97,11 +99,13 @@ StatusOr<PgConn> PgConn::Connect(const std::string& conninfo, int connect_timeou
   // one that takes writes (after a failover of the database, the promoted
   // replica), unless the string says otherwise.
   const std::string timeout = std::to_string(connect_timeout_s);
-  const char* keys[] = {"connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
-                        "keepalives_count", "tcp_user_timeout", "application_name", "target_session_attrs",
-                        "dbname", nullptr};
-  const char* values[] = {timeout.c_str(), "1", "5", "2", "3", "10000", "muster", "read-write", conninfo.c_str(),
-                          nullptr};
+  const char* keys[] = {"connect_timeout",  "keepalives",
+                        "keepalives_idle",  "keepalives_interval",
+                        "keepalives_count", "tcp_user_timeout",
+                        "application_name", "target_session_attrs",
+                        "dbname",           nullptr};
+  const char* values[] = {timeout.c_str(),  "1",    "5", "2", "3", "10000", "muster", "read-write",
+                          conninfo.c_str(), nullptr};
   PGconn* c = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (c == nullptr) return Unavailable("cannot connect to " + DescribeConnInfo(conninfo) + ": out of memory");
   if (PQstatus(c) != CONNECTION_OK) {
@@ -115,7 +119,8 @@ StatusOr<PgConn> PgConn::Connect(const std::string& conninfo, int connect_timeou
 PgConn::PgConn(PGconn* c) : conn_(c) {
   const char* db = PQdb(c);
   where_ = std::string(PQhost(c)) + ":" + PQport(c) + "/" + (db != nullptr ? db : "");
-  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);  // NOTICEs (IF NOT EXISTS...) are not errors
+  PQsetNoticeProcessor(
+      c, [](void*, const char*) {}, nullptr);  // NOTICEs (IF NOT EXISTS...) are not errors
 }
 PgConn::PgConn(PgConn&& o) noexcept : conn_(o.conn_), where_(std::move(o.where_)) { o.conn_ = nullptr; }
 PgConn& PgConn::operator=(PgConn&& o) noexcept {
@@ -144,8 +149,8 @@ Status PgConn::Error(const PGresult* r, const std::string& what) const {
   // Class 08: the connection; 57P0x: the server shutting down or starting;
   // 25006: a read-only server (a replica, or a primary demoted under us);
   // 40001/40P01: a conflict worth retrying.
-  if (code.empty() || code.rfind("08", 0) == 0 || code.rfind("57P0", 0) == 0 || code == "25006" ||
-      code == "40001" || code == "40P01" || !ok()) {
+  if (code.empty() || code.rfind("08", 0) == 0 || code.rfind("57P0", 0) == 0 || code == "25006" || code == "40001" ||
+      code == "40P01" || !ok()) {
     return Unavailable(text);
   }
   return Internal(text);

@@ -39,13 +39,13 @@ StatusOr<PgRows> PgLease::Query(const std::string& sql, const PgParams& params) 
 
 StatusOr<std::optional<int64_t>> PgLease::TryAcquire(const std::string& id, const std::string& address,
                                                      Duration length) {
-  ASSIGN_OR_RETURN(PgRows r, Query(std::string("UPDATE leader SET epoch = epoch + 1, holder = $1, address = $2, ") +
-                                       kMySession +
-                                       ", acquired_at = clock_timestamp(), "
-                                       "expires_at = clock_timestamp() + $3 * interval '1 millisecond' "
-                                       "WHERE id = 1 AND (expires_at <= clock_timestamp() OR NOT " +
-                                       kHolderAlive + ") RETURNING epoch",
-                                   PgParams().Add(id).Add(address).Add(length.millis())));
+  ASSIGN_OR_RETURN(PgRows r,
+                   Query(std::string("UPDATE leader SET epoch = epoch + 1, holder = $1, address = $2, ") + kMySession +
+                             ", acquired_at = clock_timestamp(), "
+                             "expires_at = clock_timestamp() + $3 * interval '1 millisecond' "
+                             "WHERE id = 1 AND (expires_at <= clock_timestamp() OR NOT " +
+                             kHolderAlive + ") RETURNING epoch",
+                         PgParams().Add(id).Add(address).Add(length.millis())));
   if (r.size() == 0) return std::optional<int64_t>();
   return std::optional<int64_t>(r.Int(0, 0));
 }
@@ -63,12 +63,12 @@ Status PgLease::Renew(int64_t epoch, Duration length) {
 }
 
 StatusOr<LeaseHolder> PgLease::Current() {
-  ASSIGN_OR_RETURN(PgRows r, Query(std::string("SELECT epoch, holder, address, expires_at > clock_timestamp() AND ") +
-                                       kHolderAlive +
-                                       ", CASE WHEN isfinite(expires_at) THEN GREATEST(0, (EXTRACT(EPOCH FROM "
-                                       "expires_at - clock_timestamp()) * 1000)::bigint) ELSE 0 END "
-                                       "FROM leader WHERE id = 1",
-                                   PgParams()));
+  ASSIGN_OR_RETURN(
+      PgRows r, Query(std::string("SELECT epoch, holder, address, expires_at > clock_timestamp() AND ") + kHolderAlive +
+                          ", CASE WHEN isfinite(expires_at) THEN GREATEST(0, (EXTRACT(EPOCH FROM "
+                          "expires_at - clock_timestamp()) * 1000)::bigint) ELSE 0 END "
+                          "FROM leader WHERE id = 1",
+                      PgParams()));
   if (r.size() == 0) return DataLoss("the leader row of the store is missing");
   LeaseHolder h;
   h.epoch = r.Int(0, 0);

@@ -173,10 +173,9 @@ Status MigratePostgres(PgConn& db, const std::string& what) {
   auto body = [&]() -> Status {
     RETURN_IF_ERROR(db.Exec(kMigrationLock));
     // A database that holds tables, none of them ours, is another program's.
-    ASSIGN_OR_RETURN(PgRows tables, db.Query(
-        "SELECT string_agg(table_name, ', ' ORDER BY table_name), "
-        "COUNT(*) FILTER (WHERE table_name = 'schema_migrations') "
-        "FROM information_schema.tables WHERE table_schema = current_schema()"));
+    ASSIGN_OR_RETURN(PgRows tables, db.Query("SELECT string_agg(table_name, ', ' ORDER BY table_name), "
+                                             "COUNT(*) FILTER (WHERE table_name = 'schema_migrations') "
+                                             "FROM information_schema.tables WHERE table_schema = current_schema()"));
     if (tables.Int(0, 1) == 0 && !tables.IsNull(0, 0)) {
       return FailedPrecondition("store " + what + " is not a Muster store (its tables: " +
                                 tables.Text(0, 0).substr(0, 200) + "); give the server another database");

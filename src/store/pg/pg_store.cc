@@ -127,8 +127,8 @@ void AddJobs(const Folded& f, int64_t epoch, Statements& out) {
     spec.Add(j->spec_json);
     status.Add(j->status_json);
   }
-  PgParams p = Arrays({&id, &name, &user, &queue, &pclass, &state, &reason, &submit, &start, &end, &attempts, &spec,
-                       &status});
+  PgParams p =
+      Arrays({&id, &name, &user, &queue, &pclass, &state, &reason, &submit, &start, &end, &attempts, &spec, &status});
   p.Add(epoch);
   out.emplace_back(
       "INSERT INTO jobs (id, name, \"user\", queue, priority_class, state, reason, submit_ms, start_ms, end_ms, "
@@ -149,10 +149,11 @@ void AddReasons(const Folded& f, int64_t epoch, Statements& out) {
     id.Add(job);
     reason.Add(r);
   }
-  out.emplace_back("UPDATE jobs SET reason = u.reason, epoch = $3, rev = nextval('jobs_rev') FROM "
-                   "unnest($1::bigint[], $2::text[]) AS "
-                   "u(id, reason) WHERE jobs.id = u.id",
-                   Arrays({&id, &reason}).Add(epoch));
+  out.emplace_back(
+      "UPDATE jobs SET reason = u.reason, epoch = $3, rev = nextval('jobs_rev') FROM "
+      "unnest($1::bigint[], $2::text[]) AS "
+      "u(id, reason) WHERE jobs.id = u.id",
+      Arrays({&id, &reason}).Add(epoch));
 }
 
 void AddEvents(const Folded& f, int64_t epoch, Statements& out) {
@@ -166,11 +167,12 @@ void AddEvents(const Folded& f, int64_t epoch, Statements& out) {
     message.Add(e->message);
   }
   // Ordered by position: seq follows the order the events were appended.
-  out.emplace_back("INSERT INTO events (job_id, time_ms, type, reason, message, epoch) "
-                   "SELECT u.job_id, u.time_ms, u.type, u.reason, u.message, $6 FROM unnest($1::bigint[], "
-                   "$2::bigint[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS "
-                   "u(job_id, time_ms, type, reason, message, n) ORDER BY u.n",
-                   Arrays({&job, &time, &type, &reason, &message}).Add(epoch));
+  out.emplace_back(
+      "INSERT INTO events (job_id, time_ms, type, reason, message, epoch) "
+      "SELECT u.job_id, u.time_ms, u.type, u.reason, u.message, $6 FROM unnest($1::bigint[], "
+      "$2::bigint[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS "
+      "u(job_id, time_ms, type, reason, message, n) ORDER BY u.n",
+      Arrays({&job, &time, &type, &reason, &message}).Add(epoch));
 }
 
 void AddIdempotency(const Folded& f, Statements& out) {
@@ -183,9 +185,10 @@ void AddIdempotency(const Folded& f, Statements& out) {
     job.Add(r->job_id);
     created.Add(r->created_ms);
   }
-  out.emplace_back("INSERT INTO idempotency (principal, key, fingerprint, job_id, created_ms) "
-                   "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])",
-                   Arrays({&principal, &key, &fingerprint, &job, &created}));
+  out.emplace_back(
+      "INSERT INTO idempotency (principal, key, fingerprint, job_id, created_ms) "
+      "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])",
+      Arrays({&principal, &key, &fingerprint, &job, &created}));
 }
 
 void AddNodes(const Folded& f, Statements& out) {
@@ -197,10 +200,11 @@ void AddNodes(const Folded& f, Statements& out) {
       state.Add(n->state);
       updated.Add(n->updated_ms);
     }
-    out.emplace_back("INSERT INTO nodes (name, spec, state, updated_ms) SELECT * FROM unnest($1::text[], $2::text[], "
-                     "$3::text[], $4::bigint[]) ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, "
-                     "state = EXCLUDED.state, updated_ms = EXCLUDED.updated_ms",
-                     Arrays({&name, &spec, &state, &updated}));
+    out.emplace_back(
+        "INSERT INTO nodes (name, spec, state, updated_ms) SELECT * FROM unnest($1::text[], $2::text[], "
+        "$3::text[], $4::bigint[]) ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, "
+        "state = EXCLUDED.state, updated_ms = EXCLUDED.updated_ms",
+        Arrays({&name, &spec, &state, &updated}));
   }
   if (!f.removed_nodes.empty()) {
     ArrayText names;
@@ -216,9 +220,10 @@ void AddMeta(const Folded& f, Statements& out) {
     key.Add(k);
     value.Add(v);
   }
-  out.emplace_back("INSERT INTO meta (key, value) SELECT * FROM unnest($1::text[], $2::text[]) "
-                   "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                   Arrays({&key, &value}));
+  out.emplace_back(
+      "INSERT INTO meta (key, value) SELECT * FROM unnest($1::text[], $2::text[]) "
+      "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+      Arrays({&key, &value}));
 }
 
 void AddCheckpoints(const Folded& f, Statements& out) {
@@ -285,12 +290,13 @@ void AddAudit(const Folded& f, int64_t epoch, Statements& out) {
     outcome.Add(a->outcome);
     detail.Add(a->detail);
   }
-  out.emplace_back("INSERT INTO audit (time_ms, actor, as_user, via, remote, action, object, outcome, detail, epoch) "
-                   "SELECT u.time_ms, u.actor, u.as_user, u.via, u.remote, u.action, u.object, u.outcome, u.detail, "
-                   "$10 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], "
-                   "$7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS u(time_ms, actor, as_user, via, remote, "
-                   "action, object, outcome, detail, n) ORDER BY u.n",
-                   Arrays({&time, &actor, &as_user, &via, &remote, &action, &object, &outcome, &detail}).Add(epoch));
+  out.emplace_back(
+      "INSERT INTO audit (time_ms, actor, as_user, via, remote, action, object, outcome, detail, epoch) "
+      "SELECT u.time_ms, u.actor, u.as_user, u.via, u.remote, u.action, u.object, u.outcome, u.detail, "
+      "$10 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], "
+      "$7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS u(time_ms, actor, as_user, via, remote, "
+      "action, object, outcome, detail, n) ORDER BY u.n",
+      Arrays({&time, &actor, &as_user, &via, &remote, &action, &object, &outcome, &detail}).Add(epoch));
 }
 
 constexpr const char* kJobColumns =
@@ -323,7 +329,8 @@ JobRow ReadJob(const PgRows& r, int i) {
 // come joined by a unit separator, which no node name holds.
 constexpr const char* kSummaryColumns =
     "id, name, \"user\", queue, priority_class, state, reason, submit_ms, start_ms, end_ms, "
-    "(spec::json #>> '{resources,gpus}')::bigint, COALESCE(spec::json #>> '{replicas,max}', spec::json ->> 'replicas')::bigint, "
+    "(spec::json #>> '{resources,gpus}')::bigint, COALESCE(spec::json #>> '{replicas,max}', spec::json ->> "
+    "'replicas')::bigint, "
     "(SELECT string_agg(a ->> 'node', chr(31)) FROM json_array_elements(CASE WHEN "
     "json_typeof(status::json -> 'allocations') = 'array' THEN status::json -> 'allocations' END) AS a)";
 
@@ -369,8 +376,12 @@ StatusOr<std::vector<Row>> SelectJobs(PgConn& db, const std::string& columns, co
         p.Add(r.value);
         sql += " AND " + label + (r.op == Op::kEqual ? " = $" : " IS DISTINCT FROM $") + std::to_string(p.size());
         break;
-      case Op::kExists: sql += " AND " + label + " IS NOT NULL"; break;
-      case Op::kNotExists: sql += " AND " + label + " IS NULL"; break;
+      case Op::kExists:
+        sql += " AND " + label + " IS NOT NULL";
+        break;
+      case Op::kNotExists:
+        sql += " AND " + label + " IS NULL";
+        break;
     }
   }
   if (f.active_from_ms) {
@@ -397,8 +408,8 @@ constexpr const char* kCheckpointColumns =
 std::vector<CheckpointRow> ReadCheckpoints(const PgRows& r) {
   std::vector<CheckpointRow> out;
   for (int i = 0; i < r.size(); ++i) {
-    out.push_back({r.Int(i, 0), r.Int(i, 1), static_cast<int32_t>(r.Int(i, 2)), r.Int(i, 3), r.Text(i, 4),
-                   r.Text(i, 5), r.Int(i, 6), r.Int(i, 7), r.Text(i, 8), r.Text(i, 9), r.Int(i, 10)});
+    out.push_back({r.Int(i, 0), r.Int(i, 1), static_cast<int32_t>(r.Int(i, 2)), r.Int(i, 3), r.Text(i, 4), r.Text(i, 5),
+                   r.Int(i, 6), r.Int(i, 7), r.Text(i, 8), r.Text(i, 9), r.Int(i, 10)});
   }
   return out;
 }
@@ -449,9 +460,10 @@ Status PgStore::Commit(const std::vector<const WriteBatch*>& batches) {
   if (statements.empty()) return Status::Ok();
   MutexLock lock(write_mu_);
   const int64_t seq = ++commit_seq_;
-  statements.emplace_back("INSERT INTO writer_progress (writer, seq) VALUES ($1, $2) ON CONFLICT (writer) DO "
-                          "UPDATE SET seq = EXCLUDED.seq, updated_at = now()",
-                          PgParams().Add(writer_id_).Add(seq));
+  statements.emplace_back(
+      "INSERT INTO writer_progress (writer, seq) VALUES ($1, $2) ON CONFLICT (writer) DO "
+      "UPDATE SET seq = EXCLUDED.seq, updated_at = now()",
+      PgParams().Add(writer_id_).Add(seq));
   using Clock = std::chrono::steady_clock;
   const Clock::time_point give_up = Clock::now() + kCommitRetryWindow;
   bool unknown = false;  // an earlier try may have committed
@@ -520,8 +532,8 @@ StatusOr<std::vector<JobRow>> PgStore::LoadJobs(bool include_terminal) {
 
 StatusOr<std::optional<JobRow>> PgStore::GetJob(int64_t id) {
   return WithReader<std::optional<JobRow>>([&](PgConn& db) -> StatusOr<std::optional<JobRow>> {
-    ASSIGN_OR_RETURN(PgRows r, db.Query(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = $1",
-                                        PgParams().Add(id)));
+    ASSIGN_OR_RETURN(PgRows r,
+                     db.Query(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = $1", PgParams().Add(id)));
     if (r.size() == 0) return std::optional<JobRow>();
     return std::optional<JobRow>(ReadJob(r, 0));
   });
@@ -567,8 +579,7 @@ StatusOr<std::vector<IdempotencyRow>> PgStore::LoadIdempotency(int64_t created_a
   });
 }
 
-StatusOr<std::optional<IdempotencyRow>> PgStore::GetIdempotency(const std::string& principal,
-                                                                const std::string& key) {
+StatusOr<std::optional<IdempotencyRow>> PgStore::GetIdempotency(const std::string& principal, const std::string& key) {
   return WithReader<std::optional<IdempotencyRow>>([&](PgConn& db) -> StatusOr<std::optional<IdempotencyRow>> {
     ASSIGN_OR_RETURN(PgRows r, db.Query("SELECT principal, key, fingerprint, job_id, created_ms FROM idempotency "
                                         "WHERE principal = $1 AND key = $2",
@@ -645,8 +656,9 @@ StatusOr<std::vector<TokenRow>> PgStore::ListTokens() {
 
 StatusOr<std::vector<AuditRow>> PgStore::ListAudit(const AuditFilter& f, int64_t after_seq, int32_t limit) {
   return WithReader<std::vector<AuditRow>>([&](PgConn& db) -> StatusOr<std::vector<AuditRow>> {
-    std::string sql = "SELECT seq, time_ms, actor, as_user, via, remote, action, object, outcome, detail FROM audit "
-                      "WHERE seq > $1";
+    std::string sql =
+        "SELECT seq, time_ms, actor, as_user, via, remote, action, object, outcome, detail FROM audit "
+        "WHERE seq > $1";
     PgParams p;
     p.Add(after_seq);
     if (!f.actor.empty()) {

@@ -56,8 +56,7 @@ class PgStore final : public Store {
   StatusOr<JobSummaryPage> ListJobSummaries(const JobFilter& filter, int64_t after_id, int32_t limit) override;
   StatusOr<std::vector<EventRow>> ListEvents(int64_t job_id, int64_t after_seq, int32_t limit) override;
   StatusOr<std::vector<IdempotencyRow>> LoadIdempotency(int64_t created_after_ms) override;
-  StatusOr<std::optional<IdempotencyRow>> GetIdempotency(const std::string& principal,
-                                                         const std::string& key) override;
+  StatusOr<std::optional<IdempotencyRow>> GetIdempotency(const std::string& principal, const std::string& key) override;
   StatusOr<std::vector<NodeRow>> ListNodes() override;
   StatusOr<std::optional<std::string>> GetMeta(const std::string& key) override;
   StatusOr<std::vector<CheckpointRow>> ListCheckpoints(int64_t job_id) override;
@@ -84,7 +83,7 @@ class PgStore final : public Store {
   const std::string conninfo_;
   const std::string description_;
   std::atomic<int64_t> fence_{0};  // 0: not fenced
-  const std::string writer_id_;  // this store's row in writer_progress
+  const std::string writer_id_;    // this store's row in writer_progress
   Mutex write_mu_;
   PgConn writer_ GUARDED_BY(write_mu_);
   int64_t commit_seq_ GUARDED_BY(write_mu_) = 0;

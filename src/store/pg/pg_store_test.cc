@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "pg_instance.h"
-#include "tcp_proxy.h"
 #include "store/conformance_test.h"
 #include "store/open_store.h"
 #include "store/pg/pg_lease.h"
+#include "tcp_proxy.h"
 #include "wait_for.h"
 
 namespace muster::store {
@@ -48,15 +48,13 @@ StatusOr<std::unique_ptr<Store>> OpenPostgres(const std::string& dir) {
   return std::unique_ptr<Store>(std::move(s));
 }
 
-INSTANTIATE_TEST_SUITE_P(Postgres, StoreConformance,
-                         ::testing::Values(StoreBackend{"postgres", &OpenPostgres}),
+INSTANTIATE_TEST_SUITE_P(Postgres, StoreConformance, ::testing::Values(StoreBackend{"postgres", &OpenPostgres}),
                          [](const auto& p) { return p.param.name; });
 
 std::string FreshDatabase() {
   static int n = 0;
   return Database(std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + std::to_string(n++));
 }
-
 
 TEST(PgStore, OpensByUrlAndMigratesOnce) {
   const std::string url = FreshDatabase();
@@ -242,8 +240,9 @@ TEST(PgStore, AFencedLeaderCannotWrite) {
   ASSERT_TRUE((*old_store)->Commit({&before}).ok());
 
   StatusOr<std::optional<int64_t>> taken = std::optional<int64_t>();
-  ASSERT_TRUE(WaitFor([&] { return (taken = (*b)->TryAcquire("b", "", Duration::Seconds(30))).ok() && taken->has_value(); },
-                      std::chrono::seconds(5), std::chrono::milliseconds(50)));
+  ASSERT_TRUE(
+      WaitFor([&] { return (taken = (*b)->TryAcquire("b", "", Duration::Seconds(30))).ok() && taken->has_value(); },
+              std::chrono::seconds(5), std::chrono::milliseconds(50)));
   const int64_t new_epoch = **taken;
   (*new_store)->FenceWrites(new_epoch);
 
@@ -291,11 +290,13 @@ TEST(PgStore, ATakeoverWaitsForACommitInFlight) {
   std::thread holder([&] {
     Server().Sql("BEGIN; SELECT muster_fence(" + std::to_string(epoch) + "); SELECT pg_sleep(1); COMMIT;", db);
   });
-  WaitFor([&] {
-    const auto sleeping = Server().Sql(
-        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()", db);
-    return sleeping && *sleeping != "0";
-  }, std::chrono::seconds(5));
+  WaitFor(
+      [&] {
+        const auto sleeping = Server().Sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()", db);
+        return sleeping && *sleeping != "0";
+      },
+      std::chrono::seconds(5));
   // (The lease's statements give up after 2 s: the holder's second is within it.)
   std::thread taker([&] {
     auto r = (*b)->TryAcquire("b", "", Duration::Seconds(30));

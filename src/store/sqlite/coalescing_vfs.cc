@@ -98,8 +98,25 @@ int DeviceCharacteristics(sqlite3_file* f) { return W(f)->real->pMethods->xDevic
 
 // A WAL file maps no shared memory and serves no fetches: version 1 methods.
 const sqlite3_io_methods kWalMethods = {
-    1,         Close,         Read,        Write, Truncate, Sync, FileSize, Lock, Unlock, CheckReservedLock,
-    FileControl, SectorSize, DeviceCharacteristics, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+    1,
+    Close,
+    Read,
+    Write,
+    Truncate,
+    Sync,
+    FileSize,
+    Lock,
+    Unlock,
+    CheckReservedLock,
+    FileControl,
+    SectorSize,
+    DeviceCharacteristics,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 int Open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
@@ -127,7 +144,9 @@ int Open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int flags,
 }
 
 int Delete(sqlite3_vfs* v, const char* name, int sync_dir) { return Base(v)->xDelete(Base(v), name, sync_dir); }
-int Access(sqlite3_vfs* v, const char* name, int flags, int* out) { return Base(v)->xAccess(Base(v), name, flags, out); }
+int Access(sqlite3_vfs* v, const char* name, int flags, int* out) {
+  return Base(v)->xAccess(Base(v), name, flags, out);
+}
 int FullPathname(sqlite3_vfs* v, const char* name, int n, char* out) {
   return Base(v)->xFullPathname(Base(v), name, n, out);
 }

@@ -56,10 +56,12 @@ TEST(CoalescingVfs, TransactionsOfAnySizeReadBackWhole) {
   Exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL");
   Exec(db, "CREATE TABLE t (id INTEGER PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL)");
   int64_t rows = 0, bytes = 0;
-  for (const auto& [count, size] : std::vector<std::pair<int, int>>{{1, 10}, {3, 5000}, {300, 20000}, {1, 200000}, {50, 100}}) {
+  for (const auto& [count, size] :
+       std::vector<std::pair<int, int>>{{1, 10}, {3, 5000}, {300, 20000}, {1, 200000}, {50, 100}}) {
     Exec(db, "BEGIN");
     for (int i = 0; i < count; ++i) {
-      Exec(db, "INSERT INTO t (size, data) VALUES (" + std::to_string(size) + ", zeroblob(" + std::to_string(size) + "))");
+      Exec(db,
+           "INSERT INTO t (size, data) VALUES (" + std::to_string(size) + ", zeroblob(" + std::to_string(size) + "))");
       ++rows;
       bytes += size;
     }
@@ -104,8 +106,8 @@ TEST(CoalescingVfs, EveryCommitThatReturnedSurvivesKill9) {
     sqlite3_exec(db, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr);
     for (int64_t i = 1;; ++i) {
       // Several pages a commit, the last one under way when the kill comes.
-      const std::string sql = "BEGIN; INSERT INTO t (id, data) VALUES (" + std::to_string(i) +
-                              ", randomblob(30000)); COMMIT";
+      const std::string sql =
+          "BEGIN; INSERT INTO t (id, data) VALUES (" + std::to_string(i) + ", randomblob(30000)); COMMIT";
       if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) ::_exit(1);
       if (::write(fds[1], &i, sizeof i) != sizeof i) ::_exit(1);
     }

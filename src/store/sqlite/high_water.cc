@@ -34,11 +34,12 @@ HighWater::~HighWater() {
 Status HighWater::Check(const std::string& db_path, int64_t store_max_job_id) const {
   if (store_max_job_id >= recorded_) return Status::Ok();
   return DataLoss("store " + db_path + " holds jobs up to " + std::to_string(store_max_job_id) + ", but job " +
-                  std::to_string(recorded_) + " was acknowledged (recorded in " + path_ +
-                  "): its write-ahead log " + db_path +
+                  std::to_string(recorded_) + " was acknowledged (recorded in " + path_ + "): its write-ahead log " +
+                  db_path +
                   "-wal is missing or damaged, or the file is an older copy. Put back the -wal file it was "
                   "running with, or restore a backup; to start from what the store holds (losing those jobs), "
-                  "remove " + path_);
+                  "remove " +
+                  path_);
 }
 
 void HighWater::Record(int64_t job_id) {

@@ -113,8 +113,7 @@ CREATE INDEX audit_by_object ON audit(object, seq);
 int SqliteStore::LatestSchemaVersion() { return static_cast<int>(Migrations().size()); }
 
 Status MigrateSqlite(Db& db) {
-  RETURN_IF_ERROR(db.Exec(
-      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY) STRICT"));
+  RETURN_IF_ERROR(db.Exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY) STRICT"));
   ASSIGN_OR_RETURN(Stmt q, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
   ASSIGN_OR_RETURN(bool has_row, q.Step());
   const int64_t current = has_row ? q.Int(0) : 0;

@@ -6,8 +6,8 @@ namespace muster::store {
 
 StatusOr<Db> Db::Open(const std::string& path, bool read_only) {
   sqlite3* db = nullptr;
-  const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-                    SQLITE_OPEN_NOMUTEX;
+  const int flags =
+      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
   // Writes to the WAL are coalesced (coalescing_vfs.h); the platform VFS otherwise.
   const char* vfs = RegisterCoalescingVfs() == SQLITE_OK ? kCoalescingVfs : nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags, vfs);

@@ -60,7 +60,8 @@ StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path
   if (existed && std::filesystem::file_size(path, size_error) == 0 && !size_error) {
     // SQLite would take it for a new database: a store truncated to nothing
     // would start the cluster again empty.
-    return DataLoss("store " + path + " is an empty file (a truncated store?); if it is meant to be a new store, "
+    return DataLoss("store " + path +
+                    " is an empty file (a truncated store?); if it is meant to be a new store, "
                     "remove it and start again");
   }
   ASSIGN_OR_RETURN(Db db, Db::Open(path));
@@ -75,15 +76,15 @@ StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path
   if (existed) {
     // A foreign or damaged file fails here, before anything is written.
     auto check = db.Prepare("PRAGMA quick_check");
-    if (!check.ok()) return DataLoss("store " + path + " is not a Muster store or is damaged: " + check.status().message());
+    if (!check.ok())
+      return DataLoss("store " + path + " is not a Muster store or is damaged: " + check.status().message());
     auto row = check->Step();
     if (!row.ok()) return DataLoss("store " + path + " is not a Muster store or is damaged: " + row.status().message());
     const std::string verdict = *row ? check->Text(0) : "no answer";
     if (verdict != "ok") return DataLoss("store " + path + " is damaged: " + verdict);
     // Another program's database: tables, none of them ours.
-    ASSIGN_OR_RETURN(Stmt tables, db.Prepare(
-        "SELECT group_concat(name, ', '), SUM(name = 'schema_migrations') FROM "
-        "(SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name)"));
+    ASSIGN_OR_RETURN(Stmt tables, db.Prepare("SELECT group_concat(name, ', '), SUM(name = 'schema_migrations') FROM "
+                                             "(SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name)"));
     ASSIGN_OR_RETURN(bool listed, tables.Step());
     if (listed && tables.OptInt(1).value_or(1) == 0) {
       return FailedPrecondition("store " + path + " is not a Muster store (its tables: " +
@@ -132,38 +133,46 @@ SqliteStore::SqliteStore(StoreLock lock, Db writer, HighWater high_water)
 SqliteStore::~SqliteStore() = default;
 
 Status SqliteStore::PrepareWrites() {
-  ASSIGN_OR_RETURN(Stmt job, writer_.Prepare(
-      "INSERT INTO jobs(id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, "
-      "end_ms, attempts, spec, status) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) "
-      "ON CONFLICT(id) DO UPDATE SET name=?2, user=?3, queue=?4, priority_class=?5, state=?6, "
-      "reason=?7, submit_ms=?8, start_ms=?9, end_ms=?10, attempts=?11, spec=?12, status=?13"));
+  ASSIGN_OR_RETURN(
+      Stmt job,
+      writer_.Prepare("INSERT INTO jobs(id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, "
+                      "end_ms, attempts, spec, status) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) "
+                      "ON CONFLICT(id) DO UPDATE SET name=?2, user=?3, queue=?4, priority_class=?5, state=?6, "
+                      "reason=?7, submit_ms=?8, start_ms=?9, end_ms=?10, attempts=?11, spec=?12, status=?13"));
   ASSIGN_OR_RETURN(Stmt reason, writer_.Prepare("UPDATE jobs SET reason = ?2 WHERE id = ?1"));
-  ASSIGN_OR_RETURN(Stmt event, writer_.Prepare(
-      "INSERT INTO events(job_id, time_ms, type, reason, message) VALUES (?1,?2,?3,?4,?5)"));
-  ASSIGN_OR_RETURN(Stmt idem, writer_.Prepare(
-      "INSERT INTO idempotency(principal, key, fingerprint, job_id, created_ms) VALUES (?1,?2,?3,?4,?5)"));
-  ASSIGN_OR_RETURN(Stmt node, writer_.Prepare(
-      "INSERT INTO nodes(name, spec, state, updated_ms) VALUES (?1,?2,?3,?4) "
-      "ON CONFLICT(name) DO UPDATE SET spec=?2, state=?3, updated_ms=?4"));
+  ASSIGN_OR_RETURN(
+      Stmt event,
+      writer_.Prepare("INSERT INTO events(job_id, time_ms, type, reason, message) VALUES (?1,?2,?3,?4,?5)"));
+  ASSIGN_OR_RETURN(
+      Stmt idem,
+      writer_.Prepare(
+          "INSERT INTO idempotency(principal, key, fingerprint, job_id, created_ms) VALUES (?1,?2,?3,?4,?5)"));
+  ASSIGN_OR_RETURN(Stmt node, writer_.Prepare("INSERT INTO nodes(name, spec, state, updated_ms) VALUES (?1,?2,?3,?4) "
+                                              "ON CONFLICT(name) DO UPDATE SET spec=?2, state=?3, updated_ms=?4"));
   ASSIGN_OR_RETURN(Stmt node_removal, writer_.Prepare("DELETE FROM nodes WHERE name = ?1"));
-  ASSIGN_OR_RETURN(Stmt meta, writer_.Prepare(
-      "INSERT INTO meta(key, value) VALUES (?1,?2) ON CONFLICT(key) DO UPDATE SET value=?2"));
-  ASSIGN_OR_RETURN(Stmt checkpoint, writer_.Prepare(
-      "INSERT INTO checkpoints(job_id, seq, attempt, step, location, manifest_sha256, files, bytes, state, note, "
-      "created_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11) ON CONFLICT(job_id, seq) DO UPDATE SET attempt=?3, "
-      "step=?4, location=?5, manifest_sha256=?6, files=?7, bytes=?8, state=?9, note=?10, created_ms=?11"));
-  ASSIGN_OR_RETURN(Stmt token, writer_.Prepare(
-      "INSERT INTO tokens(id, secret_sha256, user, node, description, created_by, created_ms, expires_ms, revoked_ms) "
-      "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(id) DO UPDATE SET secret_sha256=?2, user=?3, node=?4, "
-      "description=?5, created_by=?6, created_ms=?7, expires_ms=?8, revoked_ms=?9"));
-  ASSIGN_OR_RETURN(Stmt audit, writer_.Prepare(
-      "INSERT INTO audit(time_ms, actor, as_user, via, remote, action, object, outcome, detail) "
-      "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)"));
-  writes_ = std::make_unique<WriteStatements>(WriteStatements{std::move(job), std::move(reason), std::move(event),
-                                                              std::move(idem), std::move(node),
-                                                              std::move(node_removal), std::move(meta),
-                                                              std::move(checkpoint), std::move(token),
-                                                              std::move(audit)});
+  ASSIGN_OR_RETURN(
+      Stmt meta,
+      writer_.Prepare("INSERT INTO meta(key, value) VALUES (?1,?2) ON CONFLICT(key) DO UPDATE SET value=?2"));
+  ASSIGN_OR_RETURN(
+      Stmt checkpoint,
+      writer_.Prepare(
+          "INSERT INTO checkpoints(job_id, seq, attempt, step, location, manifest_sha256, files, bytes, state, note, "
+          "created_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11) ON CONFLICT(job_id, seq) DO UPDATE SET attempt=?3, "
+          "step=?4, location=?5, manifest_sha256=?6, files=?7, bytes=?8, state=?9, note=?10, created_ms=?11"));
+  ASSIGN_OR_RETURN(
+      Stmt token,
+      writer_.Prepare(
+          "INSERT INTO tokens(id, secret_sha256, user, node, description, created_by, created_ms, expires_ms, "
+          "revoked_ms) "
+          "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(id) DO UPDATE SET secret_sha256=?2, user=?3, node=?4, "
+          "description=?5, created_by=?6, created_ms=?7, expires_ms=?8, revoked_ms=?9"));
+  ASSIGN_OR_RETURN(
+      Stmt audit,
+      writer_.Prepare("INSERT INTO audit(time_ms, actor, as_user, via, remote, action, object, outcome, detail) "
+                      "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)"));
+  writes_ = std::make_unique<WriteStatements>(WriteStatements{
+      std::move(job), std::move(reason), std::move(event), std::move(idem), std::move(node), std::move(node_removal),
+      std::move(meta), std::move(checkpoint), std::move(token), std::move(audit)});
   return Status::Ok();
 }
 
@@ -180,9 +189,19 @@ Status SqliteStore::Commit(const std::vector<const WriteBatch*>& batches) {
   auto body = [&]() -> Status {
     for (const WriteBatch* b : batches) {
       for (const JobRow& j : b->jobs) {
-        w.job.Bind(1, j.id).Bind(2, j.name).Bind(3, j.user).Bind(4, j.queue).Bind(5, j.priority_class)
-            .Bind(6, j.state).Bind(7, j.reason).Bind(8, j.submit_ms).Bind(9, j.start_ms)
-            .Bind(10, j.end_ms).Bind(11, int64_t{j.attempts}).Bind(12, j.spec_json).Bind(13, j.status_json);
+        w.job.Bind(1, j.id)
+            .Bind(2, j.name)
+            .Bind(3, j.user)
+            .Bind(4, j.queue)
+            .Bind(5, j.priority_class)
+            .Bind(6, j.state)
+            .Bind(7, j.reason)
+            .Bind(8, j.submit_ms)
+            .Bind(9, j.start_ms)
+            .Bind(10, j.end_ms)
+            .Bind(11, int64_t{j.attempts})
+            .Bind(12, j.spec_json)
+            .Bind(13, j.status_json);
         RETURN_IF_ERROR(run(w.job));
       }
       for (const auto& [id, reason] : b->reasons) {
@@ -210,19 +229,41 @@ Status SqliteStore::Commit(const std::vector<const WriteBatch*>& batches) {
         RETURN_IF_ERROR(run(w.meta));
       }
       for (const CheckpointRow& c : b->checkpoints) {
-        w.checkpoint.Bind(1, c.job_id).Bind(2, c.seq).Bind(3, int64_t{c.attempt}).Bind(4, c.step).Bind(5, c.location)
-            .Bind(6, c.manifest_sha256).Bind(7, c.files).Bind(8, c.bytes).Bind(9, c.state).Bind(10, c.note)
+        w.checkpoint.Bind(1, c.job_id)
+            .Bind(2, c.seq)
+            .Bind(3, int64_t{c.attempt})
+            .Bind(4, c.step)
+            .Bind(5, c.location)
+            .Bind(6, c.manifest_sha256)
+            .Bind(7, c.files)
+            .Bind(8, c.bytes)
+            .Bind(9, c.state)
+            .Bind(10, c.note)
             .Bind(11, c.created_ms);
         RETURN_IF_ERROR(run(w.checkpoint));
       }
       for (const TokenRow& t : b->tokens) {
-        w.token.Bind(1, t.id).Bind(2, t.secret_sha256).Bind(3, t.user).Bind(4, t.node).Bind(5, t.description)
-            .Bind(6, t.created_by).Bind(7, t.created_ms).Bind(8, t.expires_ms).Bind(9, t.revoked_ms);
+        w.token.Bind(1, t.id)
+            .Bind(2, t.secret_sha256)
+            .Bind(3, t.user)
+            .Bind(4, t.node)
+            .Bind(5, t.description)
+            .Bind(6, t.created_by)
+            .Bind(7, t.created_ms)
+            .Bind(8, t.expires_ms)
+            .Bind(9, t.revoked_ms);
         RETURN_IF_ERROR(run(w.token));
       }
       for (const AuditRow& a : b->audit) {
-        w.audit.Bind(1, a.time_ms).Bind(2, a.actor).Bind(3, a.as_user).Bind(4, a.via).Bind(5, a.remote)
-            .Bind(6, a.action).Bind(7, a.object).Bind(8, a.outcome).Bind(9, a.detail);
+        w.audit.Bind(1, a.time_ms)
+            .Bind(2, a.actor)
+            .Bind(3, a.as_user)
+            .Bind(4, a.via)
+            .Bind(5, a.remote)
+            .Bind(6, a.action)
+            .Bind(7, a.object)
+            .Bind(8, a.outcome)
+            .Bind(9, a.detail);
         RETURN_IF_ERROR(run(w.audit));
       }
     }
@@ -343,7 +384,8 @@ namespace {
 // come joined by a unit separator, which no node name holds.
 constexpr const char* kSummaryColumns =
     "id, name, user, queue, priority_class, state, reason, submit_ms, start_ms, end_ms, "
-    "json_extract(spec, '$.resources.gpus'), COALESCE(json_extract(spec, '$.replicas.max'), json_extract(spec, '$.replicas')), "
+    "json_extract(spec, '$.resources.gpus'), COALESCE(json_extract(spec, '$.replicas.max'), json_extract(spec, "
+    "'$.replicas')), "
     "(SELECT group_concat(json_extract(value, '$.node'), char(31)) FROM json_each(status, '$.allocations'))";
 
 JobSummary ReadSummary(const Stmt& s) {
@@ -382,8 +424,9 @@ StatusOr<std::vector<EventRow>> SqliteStore::ListEvents(int64_t job_id, int64_t 
 
 StatusOr<std::vector<IdempotencyRow>> SqliteStore::LoadIdempotency(int64_t created_after_ms) {
   return WithReader([&](Db& db) -> StatusOr<std::vector<IdempotencyRow>> {
-    ASSIGN_OR_RETURN(Stmt s, db.Prepare(
-        "SELECT principal, key, fingerprint, job_id, created_ms FROM idempotency WHERE created_ms > ?1"));
+    ASSIGN_OR_RETURN(
+        Stmt s,
+        db.Prepare("SELECT principal, key, fingerprint, job_id, created_ms FROM idempotency WHERE created_ms > ?1"));
     s.Bind(1, created_after_ms);
     std::vector<IdempotencyRow> out;
     while (true) {
@@ -397,9 +440,8 @@ StatusOr<std::vector<IdempotencyRow>> SqliteStore::LoadIdempotency(int64_t creat
 StatusOr<std::optional<IdempotencyRow>> SqliteStore::GetIdempotency(const std::string& principal,
                                                                     const std::string& key) {
   return WithReader([&](Db& db) -> StatusOr<std::optional<IdempotencyRow>> {
-    ASSIGN_OR_RETURN(Stmt s, db.Prepare(
-        "SELECT principal, key, fingerprint, job_id, created_ms FROM idempotency "
-        "WHERE principal = ?1 AND key = ?2"));
+    ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT principal, key, fingerprint, job_id, created_ms FROM idempotency "
+                                        "WHERE principal = ?1 AND key = ?2"));
     s.Bind(1, principal).Bind(2, key);
     ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) return std::optional<IdempotencyRow>();
@@ -432,7 +474,8 @@ StatusOr<std::optional<std::string>> SqliteStore::GetMeta(const std::string& key
 namespace {
 
 constexpr const char* kCheckpointColumns =
-    "c.job_id, c.seq, c.attempt, c.step, c.location, c.manifest_sha256, c.files, c.bytes, c.state, c.note, c.created_ms";
+    "c.job_id, c.seq, c.attempt, c.step, c.location, c.manifest_sha256, c.files, c.bytes, c.state, c.note, "
+    "c.created_ms";
 
 StatusOr<std::vector<CheckpointRow>> ReadCheckpoints(Stmt& s) {
   std::vector<CheckpointRow> out;
@@ -479,8 +522,9 @@ StatusOr<std::vector<TokenRow>> SqliteStore::ListTokens() {
 
 StatusOr<std::vector<AuditRow>> SqliteStore::ListAudit(const AuditFilter& f, int64_t after_seq, int32_t limit) {
   return WithReader([&](Db& db) -> StatusOr<std::vector<AuditRow>> {
-    std::string sql = "SELECT seq, time_ms, actor, as_user, via, remote, action, object, outcome, detail FROM audit "
-                      "WHERE seq > ?1";
+    std::string sql =
+        "SELECT seq, time_ms, actor, as_user, via, remote, action, object, outcome, detail FROM audit "
+        "WHERE seq > ?1";
     if (!f.actor.empty()) sql += " AND actor = ?3";
     if (!f.object.empty()) sql += " AND object = ?4";
     sql += " ORDER BY seq LIMIT ?2";
@@ -492,8 +536,8 @@ StatusOr<std::vector<AuditRow>> SqliteStore::ListAudit(const AuditFilter& f, int
     while (true) {
       ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return out;
-      out.push_back({s.Int(0), s.Int(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5), s.Text(6), s.Text(7), s.Text(8),
-                     s.Text(9)});
+      out.push_back(
+          {s.Int(0), s.Int(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5), s.Text(6), s.Text(7), s.Text(8), s.Text(9)});
     }
   });
 }

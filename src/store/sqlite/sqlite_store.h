@@ -38,8 +38,7 @@ class SqliteStore final : public Store {
   StatusOr<JobSummaryPage> ListJobSummaries(const JobFilter& filter, int64_t after_id, int32_t limit) override;
   StatusOr<std::vector<EventRow>> ListEvents(int64_t job_id, int64_t after_seq, int32_t limit) override;
   StatusOr<std::vector<IdempotencyRow>> LoadIdempotency(int64_t created_after_ms) override;
-  StatusOr<std::optional<IdempotencyRow>> GetIdempotency(const std::string& principal,
-                                                         const std::string& key) override;
+  StatusOr<std::optional<IdempotencyRow>> GetIdempotency(const std::string& principal, const std::string& key) override;
   StatusOr<std::vector<NodeRow>> ListNodes() override;
   StatusOr<std::optional<std::string>> GetMeta(const std::string& key) override;
   StatusOr<std::vector<CheckpointRow>> ListCheckpoints(int64_t job_id) override;
@@ -63,7 +62,7 @@ class SqliteStore final : public Store {
   struct WriteStatements;
   Status PrepareWrites() REQUIRES(write_mu_);
 
-  StoreLock lock_;  // first member: released after every connection is closed
+  StoreLock lock_;          // first member: released after every connection is closed
   const std::string path_;  // the store's file, for read connections
   Mutex write_mu_;
   Db writer_ GUARDED_BY(write_mu_);

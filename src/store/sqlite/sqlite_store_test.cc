@@ -16,8 +16,7 @@ StatusOr<std::unique_ptr<Store>> OpenSqlite(const std::string& dir) {
   return std::unique_ptr<Store>(std::move(s));
 }
 
-INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformance,
-                         ::testing::Values(StoreBackend{"sqlite", &OpenSqlite}),
+INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformance, ::testing::Values(StoreBackend{"sqlite", &OpenSqlite}),
                          [](const auto& p) { return p.param.name; });
 
 std::string TempPath(const std::string& name) {
@@ -55,9 +54,10 @@ TEST(SqliteStore, AStoreThatLostAcknowledgedJobsIsRefused) {
   auto lost = SqliteStore::Open(copy);
   ASSERT_FALSE(lost.ok());
   EXPECT_EQ(lost.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(lost.status().message().find("store " + copy + " holds jobs up to 2, but job 5 was acknowledged (recorded in " +
-                                         copy + "-hwm): its write-ahead log " + copy + "-wal is missing"),
-            std::string::npos)
+  EXPECT_NE(
+      lost.status().message().find("store " + copy + " holds jobs up to 2, but job 5 was acknowledged (recorded in " +
+                                   copy + "-hwm): its write-ahead log " + copy + "-wal is missing"),
+      std::string::npos)
       << lost.status().ToString();
   // With its -wal it opens whole.
   fs::remove(copy + "-shm");

@@ -15,7 +15,8 @@ StatusOr<StoreLock> StoreLock::Acquire(const std::string& db_path) {
   if (fd < 0) return Status(StatusCode::kUnavailable, "cannot open " + path + ": " + std::strerror(errno));
   StoreLock lock(fd);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK) return Status(StatusCode::kUnavailable, "cannot lock " + path + ": " + std::strerror(errno));
+    if (errno != EWOULDBLOCK)
+      return Status(StatusCode::kUnavailable, "cannot lock " + path + ": " + std::strerror(errno));
     char pid[32] = {};
     const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
     std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : "";
