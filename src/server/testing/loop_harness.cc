@@ -292,9 +292,4 @@ void PlayedAgent::ReportXid(int32_t index, int64_t xid, bool fatal) {
   ++report_seq_;
 }
 
-void PlayedAgent::Restart() {
-  version_ = 0;
-  ++report_seq_;
-}
-
 }  // namespace muster::server::testing

@@ -158,8 +158,6 @@ class PlayedAgent {
   void ReportXid(int32_t index, int64_t xid, bool fatal = true);
   // A reclaim notice to report at the next Sync: the node goes in `in`.
   void ReportReclaim(Duration in) { reclaim_in_ = in; }
-  // The agent restarts: it forgets the desired-state version, keeps its tasks.
-  void Restart();
   // A silenced agent does not sync while the harness advances the clock
   // (its node went dark); its tasks run on as it last knew them.
   void Silence(bool silent) { silent_ = silent; }
