@@ -5,13 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
-namespace muster::gpu {
-
-// Named, not anonymous: Nvml::Api's members have these types.
-namespace nvml_abi {
-
 // NVML's types, declared here so nothing of NVIDIA's is needed to build.
-// Layouts match nvml.h (NVML 12 and 13).
+// Layouts match nvml.h (NVML 12 and 13); like nvml.h's, they are C's, at
+// global scope: the function types of the library's symbols are these.
+extern "C" {
 using nvmlReturn_t = int;
 using nvmlDevice_t = struct nvmlDevice_st*;
 using nvmlEventSet_t = struct nvmlEventSet_st*;
@@ -32,6 +29,12 @@ struct nvmlEventData_t {
   unsigned long long eventData;
   unsigned int gpuInstanceId, computeInstanceId;
 };
+}  // extern "C"
+
+namespace muster::gpu {
+
+namespace nvml_abi {
+
 constexpr nvmlReturn_t kSuccess = 0;
 constexpr nvmlReturn_t kErrorTimeout = 10;
 constexpr nvmlReturn_t kErrorGpuIsLost = 15;

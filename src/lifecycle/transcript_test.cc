@@ -170,7 +170,9 @@ class Transcript {
   }
 
   Status Configure(std::map<std::string, std::string>& kv) {
-    for (auto& [k, v] : kv) {
+    for (auto& kv_pair : kv) {
+      const std::string& k = kv_pair.first;
+      const std::string& v = kv_pair.second;  // (a structured binding: clang 14 cannot capture it below)
       auto dur = [&](Duration& d) -> Status {
         ASSIGN_OR_RETURN(d, ParseDuration(v));
         return Status::Ok();

@@ -39,6 +39,7 @@ void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
           }
         }
         g.straggling_replicas = stragglers_.Straggling();
+        g.syncs_waiting = waits_.Waiting();
         if (last_cycle_end_ != Time::Zero())
           g.last_cycle_unix_seconds = static_cast<double>(last_cycle_end_.millis()) / 1000;
         const std::vector<ReservedGpus> reserved = ReservedByNode();

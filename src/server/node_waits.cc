@@ -23,6 +23,11 @@ bool NodeWaits::HasWaiter(const std::string& node) const {
   return it != slots_.end() && !it->second->waiters.empty();
 }
 
+int64_t NodeWaits::Waiting() const {
+  MutexLock lock(mu_);
+  return static_cast<int64_t>(deadlines_.size());
+}
+
 bool NodeWaits::WhenChanges(const std::string& node, int64_t version, Duration max_wait, std::function<void()> then) {
   {
     MutexLock lock(mu_);

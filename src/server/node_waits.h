@@ -45,6 +45,8 @@ class NodeWaits {
   void Publish(const std::string& node, int64_t version);
   // Whether an agent's sync for `node` is waiting now (it is alive).
   bool HasWaiter(const std::string& node) const;
+  // How many syncs wait now, over every node (a gauge of /metrics).
+  int64_t Waiting() const;
   // Calls `then` once when the version of `node` is not `version` (a known
   // version: 0 means none published yet), `max_wait` has passed, or Close()
   // was called; at once, on the caller's thread, when one of these already

@@ -153,6 +153,11 @@ std::string ServerMetrics::Scrape(const Gauges& g) const {
   straggling.metric.push_back(prom::Gauge(static_cast<double>(g.straggling_replicas)));
   families.push_back(std::move(straggling));
 
+  MetricFamily waiting = prom::Family("muster_agent_syncs_waiting",
+                                      "Agents' syncs waiting now for news of their node (long polls held open).");
+  waiting.metric.push_back(prom::Gauge(static_cast<double>(g.syncs_waiting)));
+  families.push_back(std::move(waiting));
+
   MetricFamily leader = prom::Family("muster_leader", "1 when this server leads (serves the API), else 0.");
   leader.metric.push_back(prom::Gauge(g.leader ? 1 : 0));
   families.push_back(std::move(leader));

@@ -82,6 +82,7 @@ class ServerMetrics {
     double last_cycle_unix_seconds = 0;                    // when the last scheduling cycle ended (0: none yet)
     std::map<std::string, int64_t> nodes;                  // condition -> nodes
     int64_t straggling_replicas = 0;                       // straggling now
+    int64_t syncs_waiting = 0;                             // agents' syncs waiting for news now
     bool leader = false;
     int64_t epoch = 0;
   };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace muster::server {
 namespace {
@@ -32,11 +33,15 @@ store::JobRow Job(int64_t id, const std::string& queue, const std::string& user,
   return r;
 }
 
-json Record(int attempt, int64_t start, int64_t end, json replicas, json extra = json::object()) {
+// (Vectors, not json lists: a json from a one-element list is an array
+// under GCC but a copy of the element under clang.)
+json Record(int attempt, int64_t start, int64_t end, std::vector<json> replicas, json extra = json::object()) {
   json r = {{"attempt", attempt}, {"startTime", start}, {"endTime", end}, {"replicas", replicas}};
   r.update(extra);
   return r;
 }
+
+json History(std::vector<json> records) { return records; }
 
 json Replica(int gpus, const std::string& type, const std::string& pool = "on-demand") {
   return {{"node", "n"}, {"gpus", gpus}, {"gpuType", type}, {"pool", pool}};
@@ -51,7 +56,7 @@ TEST(UsageReport, SumsAttemptsByQueueWithPricesAndEfficiency) {
                Record(2, 3 * kHour, 4 * kHour, {Replica(4, "H100"), Replica(4, "H100")}, {{"exitCode", 0}})}}}));
   // One A100 for 3 hours, fully busy.
   u.Add(Job(2, "b", "bob",
-            {{"attemptHistory", {Record(1, 0, 3 * kHour, {Replica(1, "A100")}, {{"gpuUtilization", 1.0}})}}}));
+            {{"attemptHistory", History({Record(1, 0, 3 * kHour, {Replica(1, "A100")}, {{"gpuUtilization", 1.0}})})}}));
   const auto lines = u.Lines();
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].queue, "a");
@@ -70,7 +75,7 @@ TEST(UsageReport, EachReplicaIsChargedAtThePriceOfItsPool) {
   UsageReport u(0, 100 * kHour, 100 * kHour, UsageGrouping::kQueue, Price);
   // A gang of 8 H100 for an hour on spot nodes and 8 on an on-demand node.
   u.Add(Job(1, "a", "alice",
-            {{"attemptHistory", {Record(1, 0, kHour, {Replica(8, "H100", "spot"), Replica(8, "H100")})}}}));
+            {{"attemptHistory", History({Record(1, 0, kHour, {Replica(8, "H100", "spot"), Replica(8, "H100")})})}}));
   // A running job: 4 H100 on spot since hour 1, and 2 A100 on spot (no spot
   // price for A100: the price by type).
   json running = json::object();
@@ -87,7 +92,7 @@ TEST(UsageReport, EachReplicaIsChargedAtThePriceOfItsPool) {
   UsageReport old(0, 100 * kHour, 100 * kHour, UsageGrouping::kQueue, Price);
   json replica = Replica(8, "H100");
   replica.erase("pool");
-  old.Add(Job(3, "a", "alice", {{"attemptHistory", {Record(1, 0, kHour, {replica})}}}));
+  old.Add(Job(3, "a", "alice", {{"attemptHistory", History({Record(1, 0, kHour, {replica})})}}));
   EXPECT_DOUBLE_EQ(old.Total().cost, 8 * 3.0);
 }
 
@@ -96,11 +101,11 @@ TEST(UsageReport, ByPoolAJobsGpuHoursAreSplitBetweenThePoolsItRanIn) {
   // A gang across a spot node and an on-demand one; a job on spot only; an
   // old record that names no pool.
   u.Add(Job(1, "a", "alice",
-            {{"attemptHistory", {Record(1, 0, kHour, {Replica(8, "H100", "spot"), Replica(8, "H100")})}}}));
-  u.Add(Job(2, "b", "bob", {{"attemptHistory", {Record(1, 0, 2 * kHour, {Replica(2, "H100", "spot")})}}}));
+            {{"attemptHistory", History({Record(1, 0, kHour, {Replica(8, "H100", "spot"), Replica(8, "H100")})})}}));
+  u.Add(Job(2, "b", "bob", {{"attemptHistory", History({Record(1, 0, 2 * kHour, {Replica(2, "H100", "spot")})})}}));
   json old = Replica(1, "A100");
   old.erase("pool");
-  u.Add(Job(3, "b", "bob", {{"attemptHistory", {Record(1, 0, kHour, {old})}}}));
+  u.Add(Job(3, "b", "bob", {{"attemptHistory", History({Record(1, 0, kHour, {old})})}}));
   const auto lines = u.Lines();
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].pool, "");
@@ -126,15 +131,19 @@ TEST(UsageReport, AnElasticJobsReplicasAreChargedForTheirOwnSpans) {
   json grown = Replica(4, "H100"), later = Replica(4, "H100");
   grown.update({{"startTime", 1 * kHour}, {"endTime", 3 * kHour}});
   later.update({{"startTime", 3 * kHour}, {"endTime", 4 * kHour}});
-  u.Add(Job(1, "a", "alice", {{"attemptHistory", {Record(1, 0, 4 * kHour, {Replica(4, "H100"), grown, later})}}}));
+  u.Add(Job(1, "a", "alice",
+            {{"attemptHistory", History({Record(1, 0, 4 * kHour, {Replica(4, "H100"), grown, later})})}}));
   EXPECT_DOUBLE_EQ(u.Total().gpu_seconds, (4 * 4 + 4 * 2 + 4 * 1) * 3600.0);
 }
 
 TEST(UsageReport, CutsAttemptsToTheWindowAndCountsRunningOnesToNow) {
   UsageReport u(kHour, 3 * kHour, 10 * kHour, UsageGrouping::kUser, Price);
-  u.Add(Job(1, "a", "alice", {{"attemptHistory", {Record(1, 0, 2 * kHour, {Replica(1, "H100")})}}}));  // 1 h inside
-  u.Add(Job(2, "a", "alice", {{"attemptHistory", {Record(1, 0, kHour / 2, {Replica(1, "H100")})}}}));  // before
-  u.Add(Job(3, "b", "alice", {{"attemptHistory", {Record(1, 4 * kHour, 5 * kHour, {Replica(1, "H100")})}}}));  // after
+  u.Add(Job(1, "a", "alice",
+            {{"attemptHistory", History({Record(1, 0, 2 * kHour, {Replica(1, "H100")})})}}));  // 1 h inside
+  u.Add(
+      Job(2, "a", "alice", {{"attemptHistory", History({Record(1, 0, kHour / 2, {Replica(1, "H100")})})}}));  // before
+  u.Add(Job(3, "b", "alice",
+            {{"attemptHistory", History({Record(1, 4 * kHour, 5 * kHour, {Replica(1, "H100")})})}}));  // after
   // Running since 2 h on two allocations of 2 GPUs: 1 h inside, x4.
   u.Add(Job(4, "b", "alice",
             {{"attempt", {{"attempt", 1}, {"startTime", 2 * kHour}}},
@@ -153,7 +162,8 @@ TEST(UsageReport, ByJobKeepsTheExitCodeAndOldRecordsUseTheSpec) {
   UsageReport u(0, 10 * kHour, 10 * kHour, UsageGrouping::kJob, Price);
   json old_replica = {{"node", "n"}, {"result", "exited 0"}};  // before records named GPUs
   u.Add(Job(7, "a", "alice",
-            {{"attemptHistory", {Record(1, 0, kHour, {old_replica}, {{"exitCode", 3}, {"signal", 0}})}}}, "FAILED"));
+            {{"attemptHistory", History({Record(1, 0, kHour, {old_replica}, {{"exitCode", 3}, {"signal", 0}})})}},
+            "FAILED"));
   u.Add(Job(5, "a", "alice", {{"attemptHistory", json::array()}}, "CANCELLED"));  // never ran
   const auto lines = u.Lines();
   ASSERT_EQ(lines.size(), 2u);
@@ -178,7 +188,7 @@ TEST(UsageReport, ByJobKeepsTheExitCodeAndOldRecordsUseTheSpec) {
 // A spec as the server stores it names every field, null where unset.
 TEST(UsageReport, CpuOnlyJobsAndNullFieldsCountWithoutGpuHours) {
   UsageReport u(0, 10 * kHour, 10 * kHour, UsageGrouping::kQueue, Price);
-  store::JobRow row = Job(3, "a", "alice", {{"attemptHistory", {Record(1, 0, kHour, {{{"node", "n"}}})}}});
+  store::JobRow row = Job(3, "a", "alice", {{"attemptHistory", History({Record(1, 0, kHour, {{{"node", "n"}}})})}});
   row.spec_json = R"({"resources":{"gpus":0,"gpuType":null},"replicas":1})";
   u.Add(row);
   row.id = 4;

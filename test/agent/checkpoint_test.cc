@@ -90,8 +90,7 @@ TEST_F(CheckpointTest, AJobAskedToStopCheckpointsAndTheNextAttemptResumesThere) 
   WaitNodes(1);
   const int64_t id = SubmitTrainer("stop", "WAIT_STOP: '1', STEPS: 50, EVERY: 1000");
   WaitState(id, "RUNNING");
-  WaitFor([&] { return !Lines("stop").empty(); }, std::chrono::seconds(10));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(WaitFor([&] { return Lines("stop").find("attempt 1 waiting") != std::string::npos; })) << Lines("stop");
   const json r = Post("/v1/jobs/" + std::to_string(id) + "/requeue", "", "application/json");
   ASSERT_EQ(r.value("state", ""), "COMPLETING") << r.dump();
   const json j = WaitEnd(id, 90);

@@ -65,6 +65,8 @@ if os.environ.get("WAIT_STOP") and mj.attempt == 1:
     poll = float(os.environ.get("POLL", "0.2"))
     while not mj.checkpoint_requested(poll_seconds=poll):
         step += 1
+        if step == 1:
+            note("waiting 1")  # the test's witness: it has asked once and steps on
         time.sleep(0.05)
     save(step)
     note("stopped %d" % step)

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../server/server_process.h"
+#include "../wait_for.h"
 #include "agent/executor.h"
 #include "agent_process.h"
 #include "common/rfc3339.h"
@@ -32,6 +33,12 @@ namespace muster::testing {
 inline int64_t Millis(const nlohmann::json& t) {
   const auto parsed = t.is_string() ? ParseRfc3339Utc(t.get<std::string>()) : std::nullopt;
   return parsed ? parsed->millis() : -1;
+}
+
+// Now, as the API writes times: ms since the epoch.
+inline int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // A test host: a network namespace joined to this one by a veth pair, each
@@ -139,6 +146,27 @@ class ClusterFixture : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     FAIL() << "agents did not register";
+  }
+
+  // When the server last heard node `name`'s agent (ms since the epoch),
+  // -1 if never.
+  int64_t LastSeen(const std::string& name) {
+    const nlohmann::json nodes = Get("/v1/nodes");  // kept: a loop over a temporary's member dangles
+    for (const nlohmann::json& n : nodes.value("items", nlohmann::json::array())) {
+      if (n.value("name", "") == name) return Millis(n.value("lastSeen", nlohmann::json()));
+    }
+    return -1;
+  }
+  // Waits until the server has heard node `name`'s agent in two syncs
+  // after `after_ms` (wall clock): the first's report is applied, and the
+  // agent has acted on its answer before it sent the second.
+  bool WaitHeardTwiceAfter(const std::string& name, int64_t after_ms) {
+    int64_t first = -1;
+    return WaitFor([&] {
+      const int64_t seen = LastSeen(name);
+      if (first < 0 && seen > after_ms) first = seen;
+      return first >= 0 && seen > first;
+    });
   }
 
   nlohmann::json Get(const std::string& path) {

@@ -79,7 +79,10 @@ TEST_F(OperatorNodeTest, DeclareLostAndRemoveActOnDeadNodesAndAreRefusedForLiveO
   json j = Get("/v1/jobs/" + std::to_string(id));
   const std::string victim = j["allocations"][0]["node"];
   // Alive: neither is allowed.
-  auto [code, message] = Act("POST", "/v1/nodes/" + victim + "/declare-lost");
+  // (Not a structured binding: the lambda below captures them, which clang 14 cannot.)
+  int code = 0;
+  std::string message;
+  std::tie(code, message) = Act("POST", "/v1/nodes/" + victim + "/declare-lost");
   EXPECT_EQ(code, 409);
   EXPECT_NE(message.find("is alive"), std::string::npos) << message;
   std::tie(code, message) = Act("DELETE", "/v1/nodes/" + victim);
@@ -692,6 +695,7 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
   })) << "the server did not come back";
   const pid_t agent = ChildWithArg(dev, dir + "/cluster/dev-1");
   ASSERT_GT(agent, 0);
+  const int64_t killed_ms = WallMs();
   ::kill(agent, SIGKILL);
   ASSERT_TRUE(wait_for([&] {
     const pid_t now = ChildWithArg(dev, dir + "/cluster/dev-1");
@@ -700,7 +704,19 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
   // The new agent syncs (the node is seen after the kill) and has adopted the task.
   json before, j;
   ASSERT_TRUE(wait_for([&] { return !(before = get(job)).is_null(); }));
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Two syncs of the new agent heard: it reported the task it adopted, and
+  // acted on the answer to that report before it sent the next.
+  const auto last_seen = [&] {
+    const json nodes = get("/v1/nodes");
+    return nodes.is_null() || nodes["items"].empty() ? int64_t{-1}
+                                                     : Millis(nodes["items"][0].value("lastSeen", json()));
+  };
+  int64_t first_sync = -1;
+  ASSERT_TRUE(wait_for([&] {
+    const int64_t seen = last_seen();
+    if (first_sync < 0 && seen > killed_ms) first_sync = seen;
+    return first_sync >= 0 && seen > first_sync;
+  })) << "the new agent was not heard";
   ASSERT_TRUE(wait_for([&] { return !(j = get(job)).is_null(); }));
   EXPECT_EQ(j["state"], "RUNNING") << j.dump();
   EXPECT_EQ(j["attempts"], 1) << j.dump();
@@ -732,9 +748,13 @@ TEST_F(ClusterTest, ATaskStoppedByItsAgentShuttingDownCostsNoRetry) {
   agents_.back()->Stop();
   // The stopping agent's last sync brought the requeued job straight back
   // to this node, and the agent started it as it exited: a task left
-  // running with no agent (for ever under `muster dev`'s Ctrl-C).
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_TRUE(muster::testing::AllGone(pid)) << "a task was started by an agent on its way out";
+  // running with no agent (for ever under `muster dev`'s Ctrl-C). A task
+  // started so has a shim, a fork of the agent that outlives it; the
+  // agent's launcher dies with the agent.
+  EXPECT_TRUE(WaitFor([&] { return !muster::testing::AnyProcessNaming(agents_.back()->state_dir() + '\0'); },
+                      std::chrono::seconds(10)))
+      << "a task was started by an agent on its way out";
+  EXPECT_TRUE(muster::testing::AllGone(pid)) << "the task outlived its agent";
   agents_.back()->Start();
   const json j = WaitAttemptRunning(id, 2);
   // Running again at once (a retry would wait its 30 s backoff).
@@ -763,7 +783,12 @@ TEST_F(NodeFailureTest, ANodeRestoredFromTheStoreGetsNoWorkUntilItsAgentSyncs) {
   std::vector<int64_t> ids;
   for (int i = 0; i < 2; ++i) ids.push_back(Submit("resources: {gpus: 1}\ncommand: [/bin/sleep, '30']\n"));
   WaitFor([&] { return Get("/v1/jobs/" + std::to_string(ids[0]))["state"] == "RUNNING"; }, std::chrono::seconds(6));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The second has been through a cycle: bound (to the dead node), or left
+  // pending with the cycle's reason.
+  EXPECT_TRUE(WaitFor([&] {
+    const json j = Get("/v1/jobs/" + std::to_string(ids[1]));
+    return j["state"] == "RUNNING" || !j.value("reason", "").empty();
+  }));
   int running = 0;
   for (int64_t id : ids) {
     const json j = Get("/v1/jobs/" + std::to_string(id));

@@ -9,6 +9,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -108,6 +109,31 @@ class ExecutorTest : public ::testing::Test {
   }
 
   void FenceWhenTheLeaseFileIs(const std::string& damage);
+  // Counts the opens of one file (inotify): a witness that a task's shim
+  // has read its lease file, without waiting for its period.
+  class OpenCounter {
+   public:
+    explicit OpenCounter(const std::string& path) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+      ::inotify_add_watch(fd_, path.c_str(), IN_OPEN);
+    }
+    ~OpenCounter() { ::close(fd_); }
+    OpenCounter(const OpenCounter&) = delete;
+    OpenCounter& operator=(const OpenCounter&) = delete;
+    int Opens() {
+      alignas(inotify_event) char buf[4096];
+      ssize_t n;
+      while ((n = ::read(fd_, buf, sizeof buf)) > 0) {
+        for (char* p = buf; p < buf + n; p += sizeof(inotify_event) + reinterpret_cast<inotify_event*>(p)->len) {
+          if (reinterpret_cast<inotify_event*>(p)->mask & IN_OPEN) ++opens_;
+        }
+      }
+      return opens_;
+    }
+
+   private:
+    int fd_;
+    int opens_ = 0;
+  };
 
   std::string dir_;
   SystemClock clock_;
@@ -525,9 +551,12 @@ void ExecutorTest::FenceWhenTheLeaseFileIs(const std::string& damage) {
   TaskSpec spec = Shell("j14.a1.r0", "echo $$ > " + dir_ + "/pids; sleep 300 & echo $! >> " + dir_ + "/pids; wait");
   spec.lease_file = lease;
   spec.grace_ms = 100;
+  OpenCounter reads(lease);
   ASSERT_TRUE(e->Start(spec, {}).ok());
   WaitLines(dir_ + "/pids", 2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The shim's checks (one a second) have read the good lease twice: the
+  // first has let the task be by the time the second begins.
+  ASSERT_TRUE(WaitFor([&] { return reads.Opens() >= 2; })) << reads.Opens();
   e->Poll();
   ASSERT_TRUE(e->Tasks()[0].running) << "fenced while its lease was still good";
   if (damage == "removed") {

@@ -92,7 +92,7 @@ TEST_F(PartitionTest, ACutOffNodeFencesItsTaskBeforeTheJobRunsElsewhere) {
       std::chrono::seconds(30));
   EXPECT_TRUE(back) << Get("/v1/nodes").dump();
   std::cout << "healed: the node takes work again " << Seconds(cut) << " s after the cut\n";
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_TRUE(WaitHeardTwiceAfter(Name(0), WallMs()));  // it has reported, and acted on the answer
   j = Get("/v1/jobs/" + std::to_string(id));
   EXPECT_EQ(j["state"], "RUNNING");
   EXPECT_EQ(j["attempts"], 2) << j.dump();
@@ -126,8 +126,9 @@ TEST_F(FaultTest, AFrozenAgentsTasksFenceThemselvesAndTheJobRunsElsewhere) {
   WaitFor([&] { return fs::exists(dir + "/a2"); });
   ASSERT_TRUE(fs::exists(dir + "/a2")) << Get("/v1/jobs/" + std::to_string(id)).dump();
   EXPECT_TRUE(AllGone(dir + "/a1"));
+  const int64_t thawed = WallMs();
   agents_[0]->Resume();
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_TRUE(WaitHeardTwiceAfter(Name(0), thawed)) << "the thawed agent was not heard";
   const json after = Get("/v1/jobs/" + std::to_string(id));
   EXPECT_EQ(after["attempts"], 2) << after.dump();
   EXPECT_EQ(after["requeues"], 1) << after.dump();
@@ -145,17 +146,18 @@ TEST_F(FaultTest, AFrozenAgentsTasksFenceThemselvesAndTheJobRunsElsewhere) {
 TEST_F(FaultTest, AServerOutagePastTheLeaseRequeuesItsJobsWithoutSpendingARetry) {
   AddAgent({"--fake-gpus", "1xH100"});
   WaitNodes(1);
-  const std::string started = Tmp("started");
+  const std::string started = Tmp("started"), pid = Tmp("polite.pid");
   const int64_t id = Submit(
       "name: polite\nresources: {gpus: 1}\nretry: {limit: 0}\ncommand: [/bin/sh, -c, '"
-      "echo $MUSTER_ATTEMPT >> " +
-      started + "; trap \"exit 0\" TERM; sleep 300 & wait']\n");
+      "echo $$ > " +
+      pid + "; echo $MUSTER_ATTEMPT >> " + started + "; trap \"exit 0\" TERM; sleep 300 & wait']\n");
   ASSERT_TRUE(WaitProcessStarted(id, started));
   // The agent is frozen too, so the shim is what fences (the agent, awake,
   // may stop its tasks itself first, and says why).
   server_.Pause();
   agents_[0]->Pause();
-  std::this_thread::sleep_for(std::chrono::milliseconds(3'500));  // lease 2 s; the node is lost only after 5 s
+  // Fenced when the 2 s lease ran out; the node is lost only after 5 s.
+  ASSERT_TRUE(WaitFor([&] { return AllGone(pid); }, std::chrono::seconds(4))) << "the shim did not fence";
   agents_[0]->Resume();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   server_.Resume();

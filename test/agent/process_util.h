@@ -5,8 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 
 #include "agent/executor.h"
@@ -24,6 +26,21 @@ inline bool AllGone(const std::string& file) {
     if (agent::ProcessStartTime(p) != 0) return false;
   }
   return n > 0;
+}
+
+// Whether a live process's command line holds `text`: an agent's state
+// directory names the agent, its task launcher and its task shims (forks
+// of it, which keep its command line). Zombies do not count.
+inline bool AnyProcessNaming(const std::string& text) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline");
+    const std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    if (cmdline.find(text) != std::string::npos && agent::ProcessStartTime(std::stoi(name)) != 0) return true;
+  }
+  return false;
 }
 
 // Forks a child that takes `uid` (when the test runs as root), runs

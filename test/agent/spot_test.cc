@@ -132,7 +132,7 @@ TEST_F(SpotTest, AReclaimNoticeCheckpointsTheJobAndItResumesElsewhere) {
   ASSERT_FALSE(WaitFile(Tmp("moved.log")).empty()) << Logs(id);
   AddAgent();  // on-demand capacity to move to
   WaitNodes(2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // some steps done
+  ASSERT_TRUE(WaitFor([&] { return StepOf("moved", 1, "waiting") > 0; })) << Lines("moved");  // it steps on
 
   auto denied =
       cli_->Post("/v1/nodes/" + Name(0) + "/reclaim",

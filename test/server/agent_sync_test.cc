@@ -72,6 +72,17 @@ int64_t Submit(httplib::Client& cli) {
   return r && r->status == 201 ? json::parse(r->body)["id"].get<int64_t>() : 0;
 }
 
+// The agents' syncs the server holds open now (its muster_agent_syncs_waiting
+// gauge): what a test waits for before it acts on waiting syncs.
+int64_t SyncsWaiting(const std::string& url) {
+  httplib::Client cli(url);
+  auto r = cli.Get("/metrics", Admin());
+  if (!r || r->status != 200) return -1;
+  const std::string name = "\nmuster_agent_syncs_waiting ";
+  const size_t at = r->body.find(name);
+  return at == std::string::npos ? -1 : std::stoll(r->body.substr(at + name.size()));
+}
+
 // A report flooding GPU health events stores a bounded number of them one by
 // one and counts the rest; the cluster's events come in pages.
 TEST(AgentSync, AFloodOfHealthEventsIsStoredBoundedAndListedInPages) {
@@ -159,13 +170,14 @@ TEST(AgentSync, AServerStopsWithoutSittingOutTheAgentsLongPolls) {
   httplib::Client cli(server.url());
   const json registered = Sync(cli, SyncBody(1, 0, json::array()));
   json waiting = SyncBody(1, registered["version"].get<int64_t>(), json::array());
+  waiting["epoch"] = registered["epoch"];  // as an agent does: versions count within an epoch
   waiting["waitMs"] = 60'000;
   std::thread poll([&] {
     httplib::Client long_poll(server.url());
     long_poll.set_read_timeout(90, 0);
     (void)long_poll.Post("/v1/agent/sync", Node(waiting), waiting.dump(), "application/json");
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the poll is waiting
+  ASSERT_TRUE(WaitFor([&] { return SyncsWaiting(server.url()) == 1; })) << "the poll never waited";
   EXPECT_EQ(server.Stop(), 0);
   poll.join();
 }
@@ -198,7 +210,7 @@ TEST(AgentSync, WaitingSyncsHoldNoWorkerThread) {
       if (r && r->status == 200 && !json::parse(r->body)["tasks"].empty()) ++got_work;
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // every poll is waiting
+  EXPECT_TRUE(WaitFor([&] { return SyncsWaiting(server.url()) == 6; })) << SyncsWaiting(server.url());
   auto list = cli.Get("/v1/jobs", Admin());
   ASSERT_TRUE(list);
   EXPECT_EQ(list->status, 200);
@@ -206,7 +218,8 @@ TEST(AgentSync, WaitingSyncsHoldNoWorkerThread) {
   // A one-GPU job: the waiting sync of the node it is bound to is answered with it.
   ASSERT_GT(Submit(cli), 0);
   WaitFor([&] { return answered.load() != 0; }, std::chrono::seconds(5));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // no other answer follows
+  // The other five still wait: the bind woke only its node's sync.
+  EXPECT_TRUE(WaitFor([&] { return SyncsWaiting(server.url()) == 5; })) << SyncsWaiting(server.url());
   EXPECT_EQ(answered.load(), 1);
   EXPECT_EQ(got_work.load(), 1);
   EXPECT_EQ(server.Stop(), 0);  // answers the rest at once
@@ -257,7 +270,14 @@ TEST(ApiAsync, LogFetchesHoldAtMostAQuarterOfTheWorkers) {
       ++logs_done;
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // two workers wait on the agent
+  // Both fetches reach the silent agent (accepted here, never answered):
+  // two workers now wait on it.
+  std::vector<int> held;
+  for (int i = 0; i < 2; ++i) {
+    const int fd = ::accept(silent, nullptr, nullptr);
+    EXPECT_GE(fd, 0);
+    held.push_back(fd);
+  }
   EXPECT_EQ(logs_done.load(), 0);
   auto third = cli.Get(job + "/logs", Admin());
   EXPECT_TRUE(third && third->status == 503 && third->get_header_value("Retry-After") == "1")
@@ -271,6 +291,7 @@ TEST(ApiAsync, LogFetchesHoldAtMostAQuarterOfTheWorkers) {
   EXPECT_TRUE(queues && queues->status == 200);
   EXPECT_EQ(logs_done.load(), 0) << "the answers waited for a held worker";
   for (std::thread& t : logs) t.join();
+  for (int fd : held) ::close(fd);
   ::close(silent);
 }
 
