@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs the whole default test suite:
 # every test in the normal build; then, under AddressSanitizer +
-# UndefinedBehaviorSanitizer, every unit, transcript, in-process and CLI
-# test and the sample of real-process tests that test/sanitizer_sample.txt
-# names (scripts/ctest_sample.sh); then the threaded parts' tests the same
-# way under ThreadSanitizer (scripts/tsan.sh); then every libFuzzer target
-# for 10 s (scripts/fuzz.sh).
+# UndefinedBehaviorSanitizer (a clang build, with clang's thread-safety
+# analysis), every unit, transcript, in-process and CLI test and the sample
+# of real-process tests that test/sanitizer_sample.txt names
+# (scripts/ctest_sample.sh); then the threaded parts' tests the same way
+# under ThreadSanitizer (scripts/tsan.sh); then every libFuzzer target,
+# built in the same clang build, for 10 s (scripts/fuzz.sh).
 #
 #   scripts/test.sh          what CI runs (.ci/run)
 #   scripts/test.sh --all    the same, with every real-process test under
@@ -43,9 +44,14 @@ phase build scripts/build.sh $MUSTER_CMAKE_OPTIONS -DMUSTER_BUILD_TESTS=ON -DMUS
 # Twice as many tests as cores: many of them wait on real time (leases,
 # timeouts, other processes), so the cores would idle at one a core.
 phase test ctest --test-dir build -j "$((2 * $(nproc)))" --output-on-failure
+# The sanitizer build is clang's (the normal one is GCC's: two compilers'
+# warnings), and one build serves three checks: the tests under ASan and
+# UBSan, clang's thread-safety analysis (MUSTER_THREAD_SAFETY), and the
+# libFuzzer targets (MUSTER_FUZZ), run from the same instrumented libraries.
 # shellcheck disable=SC2086
-phase asan-build scripts/build.sh --sanitize $MUSTER_CMAKE_OPTIONS
+phase asan-build scripts/build.sh --sanitize $MUSTER_CMAKE_OPTIONS -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DMUSTER_THREAD_SAFETY=ON -DMUSTER_FUZZ=ON
 phase asan-test env UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
   scripts/ctest_sample.sh build-asan
 phase tsan scripts/tsan.sh
-phase fuzz scripts/fuzz.sh 10
+phase fuzz env MUSTER_FUZZ_BUILD_DIR=build-asan scripts/fuzz.sh 10
