@@ -6,13 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files '*.cc' '*.h')
 if [ "${1:-}" = "--check" ]; then
-  bad=0
-  for f in "${files[@]}"; do
-    if ! clang-format-14 --style=file "$f" | cmp -s - "$f"; then
-      echo "$f"
-      bad=1
-    fi
-  done
-  exit $bad
+  # shellcheck disable=SC2016  # $1 is the inner shell's
+  bad=$(printf '%s\n' "${files[@]}" |
+    xargs -P "$(nproc)" -I{} sh -c 'clang-format-14 --style=file "$1" | cmp -s - "$1" || echo "$1"' _ {})
+  [ -z "$bad" ] && exit 0
+  echo "$bad"
+  exit 1
 fi
 printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 20 clang-format-14 --style=file -i

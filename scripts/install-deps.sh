@@ -29,7 +29,8 @@ if ! $demo; then
     libgtest-dev libgmock-dev libbenchmark-dev
     postgresql-15                   # the real PostgreSQL server the store's tests start
     munge                           # munged (tests start one of their own)
-    clang-14 libclang-rt-14-dev     # the libFuzzer targets (scripts/fuzz.sh)
+    clang-14 libclang-rt-14-dev     # the sanitizer build and the libFuzzer targets (scripts/fuzz.sh)
+    python3-clang-14                # scripts/check_class_size.py: classes' sizes as clang counts them
     clang-tidy-14 clang-format-14   # scripts/tidy.sh on changed files; .clang-format
     openssl curl                    # the TLS tests' certificates, and a client not our own
     prometheus                      # promtool and a real Prometheus in tests

@@ -38,6 +38,10 @@ phase() {
 summary() { printf 'test.sh phases:\n'; printf '  %s\n' "${phases[@]}"; printf '  %-12s %4d s\n' total "$SECONDS"; }
 trap summary EXIT
 phase deps scripts/install-deps.sh
+# First, as it is quick: the tree's format (.clang-format), and clang-tidy
+# (.clang-tidy) on the C++ files changed since .ci/tidy-base, the last
+# commit from which every change was checked clean (docs/testing.md).
+phase lint scripts/lint.sh
 # Tests and benchmarks on, whatever an earlier scripts/demo.sh left in the cache.
 # shellcheck disable=SC2086  # a list of options
 phase build scripts/build.sh $MUSTER_CMAKE_OPTIONS -DMUSTER_BUILD_TESTS=ON -DMUSTER_BUILD_BENCH=ON

@@ -28,11 +28,12 @@ class TcpProxy {
     ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sockaddr_in a = Loopback(0);
     socklen_t len = sizeof(a);
-    ::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    ::listen(listener_, 64);
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    ::pipe(wake_);
+    // A proxy that could not listen has port 0, on which its test fails.
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 && ::listen(listener_, 64) == 0 &&
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port_ = ntohs(a.sin_port);
+    }
+    if (::pipe(wake_) != 0) wake_[0] = wake_[1] = -1;
     thread_ = std::thread([this] { Loop(); });
   }
   ~TcpProxy() {

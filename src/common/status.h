@@ -111,4 +111,4 @@ class [[nodiscard]] StatusOr {
 #define ASSIGN_OR_RETURN(lhs, expr)                                                                     \
   auto MUSTER_CONCAT(_muster_or_, __LINE__) = (expr);                                                   \
   if (!MUSTER_CONCAT(_muster_or_, __LINE__).ok()) return MUSTER_CONCAT(_muster_or_, __LINE__).status(); \
-  lhs = std::move(MUSTER_CONCAT(_muster_or_, __LINE__)).value()
+  lhs = std::move(MUSTER_CONCAT(_muster_or_, __LINE__)).value()  // NOLINT(bugprone-macro-parentheses): a declaration

@@ -26,7 +26,8 @@ class Duration {
   constexpr int64_t seconds() const { return ms_ / 1000; }
   constexpr bool is_infinite() const { return ms_ == std::numeric_limits<int64_t>::max(); }
 
-  constexpr auto operator<=>(const Duration&) const = default;
+  constexpr auto operator<=>(const Duration&) const =
+      default;  // NOLINT(modernize-use-nullptr): tidy 14's false positive
   constexpr Duration operator+(Duration o) const {
     if (is_infinite() || o.is_infinite()) return Infinite();
     int64_t sum = 0;
@@ -56,7 +57,7 @@ class Time {
   constexpr int64_t seconds() const { return ms_ / 1000; }
   constexpr bool is_max() const { return ms_ == std::numeric_limits<int64_t>::max(); }
 
-  constexpr auto operator<=>(const Time&) const = default;
+  constexpr auto operator<=>(const Time&) const = default;  // NOLINT(modernize-use-nullptr): tidy 14's false positive
   constexpr Time operator+(Duration d) const {
     if (is_max() || d.is_infinite()) return Max();
     int64_t sum = 0;

@@ -36,6 +36,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -45,7 +46,7 @@
 namespace muster::scheduler {
 
 struct FairShareOptions {
-  Duration half_life = Duration::Hours(7 * 24);
+  Duration half_life = Duration::Hours(int64_t{7} * 24);
   int64_t weight = 5'000;  // points at zero usage; 0 turns fair-share off
   // Configured shares by queue name; a queue not listed has share 1.
   std::map<std::string, double> shares;
@@ -55,7 +56,7 @@ struct FairShareOptions {
 
 class FairShare {
  public:
-  explicit FairShare(FairShareOptions options) : options_(options) {}
+  explicit FairShare(FairShareOptions options) : options_(std::move(options)) {}
   // New options (a reload): usage is kept; every queue is to be named
   // again (NameQueue from 0) for its share.
   void SetOptions(FairShareOptions options) {

@@ -410,14 +410,38 @@ class ControlLoop {
   bool InBackoff(const core::PendingReason& r) const;
   const char* ReasonName(const core::PendingReason& r) const;
   std::string ReasonText(const core::PendingReason& r, Time now) const;
-  RegistryCredentials registry_credentials_;
-  Reservations admin_reservations_;
+  // Per node: its free GPUs that the last cycle's reservations hold, and
+  // the first job they hold them for.
+  struct ReservedGpus {
+    int64_t gpus = 0;
+    int64_t first_job = 0;
+  };
+  std::vector<ReservedGpus> ReservedByNode() const;
+  // The tasks of the array whose id is `id` (ids from it up, consecutive as
+  // submitted); empty when it is no array's.
+  std::vector<ArrayTaskRef> ArrayTasks(int64_t id) const;
+  struct ArrayTask {
+    int64_t first_id = 0;
+    int32_t index = 0;
+  };
+
+  // ---- Admin reservations (control_loop_reservations.cc).
   // Removes the reservations whose windows have ended (at each cycle).
   void EndReservations(Time now, store::WriteBatch& b);
   // FailedPrecondition ("nodes") naming a running job that would, by its
   // limit, still run on one of the window's nodes when it opens.
   Status JobsRunIntoWindow(const core::AdminReservation& window) const;
-  ImagePulls image_pulls_;
+
+  // ---- Queues and configuration (control_loop_config.cc).
+  // Gives the state and fair share the file's `cluster` and `fairshare`
+  // merged with the API's queues; nothing changes when refused.
+  Status ApplyQueues(const core::ClusterConfig& cluster, const scheduler::FairShareOptions& fairshare);
+  // A reload (Reconfigure, or one deferred until Start).
+  Status ApplyConfig(const ServerOptions& next);
+  // Puts a change queue_admin_ made in force and writes it (`then` once
+  // durable); refused (and undone) when the queues it makes are.
+  Status ApplyQueueChange(const std::string& event_type, const std::string& event_message, store::AuditRow audit,
+                          std::function<void(const Status&)> then);
 
   struct SentSignal {
     int64_t seq = 0;
@@ -468,6 +492,10 @@ class ControlLoop {
   // The task replica `replica` of `job`'s attempt is given.
   proto::TaskAssignment Assignment(int64_t job, const lifecycle::Attempt& a, const AttemptDetail& d,
                                    int32_t replica) const;
+
+  // Acts on a replica that became a straggler or recovered: its event, the
+  // metric, the cordon policy.
+  void OnStraggler(const StragglerDetector::Change& c, store::WriteBatch& b);
 
   // ---- Agents (control_loop_agents.cc).
   void DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, const SyncReply& reply);
@@ -538,21 +566,16 @@ class ControlLoop {
   void ApplyPreemption(const core::Preemption& p, Time now, store::WriteBatch& b);
   void SweepPreemptions(Time now, store::WriteBatch& b);
 
-  // ---- State, owned by the loop's thread unless said otherwise.
+  // ---- State: every field, in one block. Owned by the loop's thread
+  // unless said otherwise; declared (so constructed) in dependency order.
+  RegistryCredentials registry_credentials_;
+  Reservations admin_reservations_;  // the operators' (the scheduler's are reservations_)
+  ImagePulls image_pulls_;
   CheckpointCatalog checkpoints_;
   std::unique_ptr<CheckpointJanitor> janitor_;  // thread-safe
   std::vector<HeldSync> held_syncs_;
   PreemptionRecord preemptions_;
-  std::vector<core::Reservation> reservations_;  // the last cycle's (NodeView::reserved_gpus)
-  // Per node: its free GPUs that reservations_ hold, and the first job they hold them for.
-  struct ReservedGpus {
-    int64_t gpus = 0;
-    int64_t first_job = 0;
-  };
-  std::vector<ReservedGpus> ReservedByNode() const;
-  // Acts on a replica that became a straggler or recovered: its event, the
-  // metric, the cordon policy.
-  void OnStraggler(const StragglerDetector::Change& c, store::WriteBatch& b);
+  std::vector<core::Reservation> reservations_;                  // the last cycle's (NodeView::reserved_gpus)
   std::unordered_map<int64_t, AttemptDetail> details_;           // jobs with a running attempt
   std::unordered_map<int64_t, nlohmann::json> attempt_records_;  // per job: one object per ended attempt
   AgentRegistry agents_;
@@ -585,26 +608,10 @@ class ControlLoop {
   // The queues in force and where each comes from (the file, the API), and
   // a reload that came before Start (server/queue_admin.h).
   QueueAdmin queue_admin_;
-  // Gives the state and fair share the file's `cluster` and `fairshare`
-  // merged with the API's queues; nothing changes when refused.
-  Status ApplyQueues(const core::ClusterConfig& cluster, const scheduler::FairShareOptions& fairshare);
-  // A reload (Reconfigure, or one deferred until Start).
-  Status ApplyConfig(const ServerOptions& next);
-  // Puts a change queue_admin_ made in force and writes it (`then` once
-  // durable); refused (and undone) when the queues it makes are.
-  Status ApplyQueueChange(const std::string& event_type, const std::string& event_message, store::AuditRow audit,
-                          std::function<void(const Status&)> then);
   IdempotencyTable idempotency_;
   // Why each pending job waits, as of the last cycle (server/pending_reasons.h).
   PendingReasons reasons_;
-  struct ArrayTask {
-    int64_t first_id = 0;
-    int32_t index = 0;
-  };
   std::unordered_map<int64_t, ArrayTask> array_task_of_;  // job -> its place in an array
-  // The tasks of the array whose id is `id` (ids from it up, consecutive as
-  // submitted); empty when it is no array's.
-  std::vector<ArrayTaskRef> ArrayTasks(int64_t id) const;
   bool dirty_ = true;
   Time last_prune_;
   CyclePacer pacer_;

@@ -25,7 +25,7 @@ int64_t AllTypes(const std::map<std::string, int64_t>& quota) {
 void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
   using R = StatusOr<ServerMetrics::Gauges>;
   loop_.Async<R>(
-      [this](std::function<void(R)> reply) {
+      [this](const std::function<void(R)>& reply) {
         ServerMetrics::Gauges g;
         const Time now = clock_.Now();
         for (const auto& [id, row] : jobs_.rows()) {

@@ -15,15 +15,17 @@ namespace muster::server {
 namespace {
 
 TEST(LoopExecutorTest, TasksRunInOrderOnOneThreadAndCallReturnsTheValue) {
-  LoopExecutor loop;
+  // Declared before the loop, so they outlive its thread (which ticks until
+  // the loop's destructor stops it).
   std::vector<int> seen;  // touched only on the loop's thread
   std::atomic<int> ticks{0};
+  LoopExecutor loop;
   loop.Start("test-loop", {[] { return Duration::Seconds(10); }, [&] { ++ticks; }, nullptr, nullptr});
   for (int i = 0; i < 100; ++i) loop.Post([&seen, i] { seen.push_back(i); });
-  const size_t n = loop.Call<size_t>([&](LoopExecutor::Done<size_t> reply) { reply(seen.size()); }, 0);
+  const size_t n = loop.Call<size_t>([&](const LoopExecutor::Done<size_t>& reply) { reply(seen.size()); }, 0);
   EXPECT_EQ(n, 100u);
   const bool ordered = loop.Call<bool>(
-      [&](LoopExecutor::Done<bool> reply) {
+      [&](const LoopExecutor::Done<bool>& reply) {
         for (int i = 0; i < 100; ++i) {
           if (seen[i] != i) return reply(false);
         }
@@ -35,8 +37,8 @@ TEST(LoopExecutorTest, TasksRunInOrderOnOneThreadAndCallReturnsTheValue) {
 }
 
 TEST(LoopExecutorTest, StopFinishesWhatWasPostedRunsStoppingOnceThenRefuses) {
+  std::atomic<int> ran{0}, stopping{0}, after_stopping{0};  // outlive the loop's thread
   LoopExecutor loop;
-  std::atomic<int> ran{0}, stopping{0}, after_stopping{0};
   loop.Start("test-loop", {nullptr, nullptr,
                            [&] {
                              ++stopping;
@@ -51,14 +53,14 @@ TEST(LoopExecutorTest, StopFinishesWhatWasPostedRunsStoppingOnceThenRefuses) {
   EXPECT_EQ(after_stopping.load(), 50) << "stopping runs after the last task";
   EXPECT_FALSE(loop.PostUnlessStopped([&] { ++ran; }));
   int answered = 0;
-  loop.Async<int>([](LoopExecutor::Done<int> reply) { reply(1); }, [&](int v) { answered = v; }, -1);
+  loop.Async<int>([](const LoopExecutor::Done<int>& reply) { reply(1); }, [&](int v) { answered = v; }, -1);
   EXPECT_EQ(answered, -1) << "a stopped loop answers at once, on the caller's thread";
-  EXPECT_EQ(loop.Call<int>([](LoopExecutor::Done<int> reply) { reply(1); }, -2), -2);
+  EXPECT_EQ(loop.Call<int>([](const LoopExecutor::Done<int>& reply) { reply(1); }, -2), -2);
 }
 
 TEST(LoopExecutorTest, AnIdleLoopWakesWhenItsWaitEnds) {
+  std::atomic<int> ticks{0};  // outlives the loop's thread (declared first)
   LoopExecutor loop;
-  std::atomic<int> ticks{0};
   loop.Start("test-loop", {[] { return Duration::Millis(1); }, [&] { ++ticks; }, nullptr, nullptr});
   muster::testing::WaitFor([&] { return ticks.load() >= 5; }, std::chrono::seconds(2), std::chrono::milliseconds(1));
   EXPECT_GE(ticks.load(), 5) << "ticks with nothing posted";
@@ -125,14 +127,14 @@ TEST(LoopExecutorTest, ManualModeCallAnswersWithoutAThreadAndStopDrains) {
                         waiting.pop_front();
                       }
                     }});
-  EXPECT_EQ(loop.Call<int>([&](LoopExecutor::Done<int> reply) { waiting.push_back(reply); }, -1), 42)
+  EXPECT_EQ(loop.Call<int>([&](const LoopExecutor::Done<int>& reply) { waiting.push_back(reply); }, -1), 42)
       << "answered once the other worker settled";
   loop.Post([&] { ++ran; });
   loop.Stop();
   EXPECT_EQ(ran, 1);
   EXPECT_EQ(stopping, 1);
   EXPECT_FALSE(loop.PostUnlessStopped([&] { ++ran; }));
-  EXPECT_EQ(loop.Call<int>([](LoopExecutor::Done<int> reply) { reply(1); }, -1), -1);
+  EXPECT_EQ(loop.Call<int>([](const LoopExecutor::Done<int>& reply) { reply(1); }, -1), -1);
   loop.Stop();
   EXPECT_EQ(stopping, 1) << "Stop is idempotent";
 }

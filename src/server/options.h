@@ -134,7 +134,7 @@ struct ServerOptions {
   int64_t max_pending_jobs_per_user = 10'000;
   int64_t max_array_size = 10'000;
   int64_t max_tokens_per_user = 50;
-  Duration max_token_lifetime = Duration::Hours(24 * 365);
+  Duration max_token_lifetime = Duration::Hours(int64_t{24} * 365);
   // A job's own token reads the job this long after it ended, no longer.
   Duration job_token_after_end = Duration::Hours(1);
   int threads = 128;  // workers for blocking requests; submits and agents' syncs hold none

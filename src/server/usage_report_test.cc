@@ -20,7 +20,7 @@ double Price(const std::string& pool, const std::string& type) {
   return prices.PerGpuHour(pool, type);
 }
 
-store::JobRow Job(int64_t id, const std::string& queue, const std::string& user, json status,
+store::JobRow Job(int64_t id, const std::string& queue, const std::string& user, const json& status,
                   const std::string& state = "COMPLETED") {
   store::JobRow r;
   r.id = id;
@@ -35,7 +35,7 @@ store::JobRow Job(int64_t id, const std::string& queue, const std::string& user,
 
 // (Vectors, not json lists: a json from a one-element list is an array
 // under GCC but a copy of the element under clang.)
-json Record(int attempt, int64_t start, int64_t end, std::vector<json> replicas, json extra = json::object()) {
+json Record(int attempt, int64_t start, int64_t end, std::vector<json> replicas, const json& extra = json::object()) {
   json r = {{"attempt", attempt}, {"startTime", start}, {"endTime", end}, {"replicas", replicas}};
   r.update(extra);
   return r;

@@ -235,6 +235,7 @@ TEST_F(DrainTest, DrainingANodeRequeuesItsJobsWithStaggeredCheckpointSignals) {
   WaitNodes(1);
   const std::string signals = Tmp("signals");
   std::vector<int64_t> ids;
+  ids.reserve(8);
   for (int i = 0; i < 8; ++i) {
     // Each job notes when its checkpoint signal arrives, then exits 0.
     ids.push_back(Submit("name: d" + std::to_string(i) + "\nresources: {gpus: 1}\n" +

@@ -320,7 +320,7 @@ class ClusterFixture : public ::testing::Test {
     }
     for (const std::string& dir : pid_dirs) {
       for (const auto& f : std::filesystem::directory_iterator(dir)) {
-        if (f.path().filename().string().rfind("a", 0) != 0) continue;
+        if (f.path().filename().string().rfind('a', 0) != 0) continue;
         std::ifstream in(f.path());
         for (pid_t p = 0; in >> p;) {
           EXPECT_EQ(agent::ProcessStartTime(p), 0) << "process " << p << " of " << f.path() << " outlived its job";

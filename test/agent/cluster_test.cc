@@ -412,6 +412,7 @@ TEST_F(ClusterTest, RestartsAfterALongHistoryStillStartAndEndWork) {
   AddAgent({"--fake-gpus", "2xH100"});
   WaitNodes(1);
   std::vector<int64_t> history;
+  history.reserve(12);
   for (int i = 0; i < 12; ++i) history.push_back(Submit("resources: {gpus: 1}\ncommand: [/bin/true]\n"));
   for (int64_t id : history) ASSERT_EQ(WaitEnd(id)["state"], "COMPLETED") << id;
 
@@ -781,6 +782,7 @@ TEST_F(NodeFailureTest, ANodeRestoredFromTheStoreGetsNoWorkUntilItsAgentSyncs) {
   cli_->set_read_timeout(30, 0);
   // At once, before the sweep would have noticed the dead node's silence.
   std::vector<int64_t> ids;
+  ids.reserve(2);
   for (int i = 0; i < 2; ++i) ids.push_back(Submit("resources: {gpus: 1}\ncommand: [/bin/sleep, '30']\n"));
   WaitFor([&] { return Get("/v1/jobs/" + std::to_string(ids[0]))["state"] == "RUNNING"; }, std::chrono::seconds(6));
   // The second has been through a cycle: bound (to the dead node), or left

@@ -32,6 +32,7 @@ class DevClusterProcess {
     std::vector<std::string> words = {MUSTER_BINARY, "dev", "--port", "0", "--dir", dir + "/cluster"};
     words.insert(words.end(), args.begin(), args.end());
     std::vector<char*> argv;
+    argv.reserve(words.size() + 1);
     for (std::string& w : words) argv.push_back(w.data());
     argv.push_back(nullptr);
     ::execv(MUSTER_BINARY, argv.data());

@@ -291,7 +291,9 @@ TEST_F(ExecutorTest, ATaskWhoseJournalIsDamagedOrDeletedIsStoppedNotLeftRunning)
       const std::string pids = dir_ + "/pids-" + key;
       {
         auto e = Make(cgroups);
-        ASSERT_TRUE(e->Start(Shell(key, "echo $$ > " + pids + "; sleep 300 & echo $! >> " + pids + "; wait"), {}).ok());
+        std::string script = "echo $$ > " + pids;
+        script.append("; sleep 300 & echo $! >> ").append(pids).append("; wait");
+        ASSERT_TRUE(e->Start(Shell(key, script), {}).ok());
         WaitLines(pids, 2);
         const std::string journal = e->JournalPath(key);
         if (deleted) {
@@ -505,8 +507,8 @@ TEST_F(ExecutorTest, AForgedBeaconNamingAnotherProcessIsNeverSignalled) {
       if (listens) return BindTaskBeacon(scope, key, victim, victim_start) >= 0;  // as a shim does
       // Bound only, as beacons were before they were listened on.
       const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-      const std::string name =
-          "muster-task/" + scope + "/" + key + "/" + std::to_string(victim) + "/" + std::to_string(victim_start);
+      std::string name = "muster-task/" + scope;
+      name += "/" + key + "/" + std::to_string(victim) + "/" + std::to_string(victim_start);
       sockaddr_un addr{};
       addr.sun_family = AF_UNIX;
       std::memcpy(addr.sun_path + 1, name.data(), name.size());
@@ -825,7 +827,7 @@ TEST_F(ExecutorTest, LogsOfForgottenTasksGoAfterTheirRetention) {
   age(e->LogPath("j21.a1.r0"), 8);         // forgotten, older than a week: goes
   age(e->LogPath("j21.a1.r0") + ".1", 9);  // with its rotated half
   age(e->LogPath("j22.a1.r0"), 6);         // forgotten, younger: stays
-  EXPECT_EQ(e->PruneLogs(Duration::Hours(7 * 24)), 2);
+  EXPECT_EQ(e->PruneLogs(Duration::Hours(int64_t{7} * 24)), 2);
   EXPECT_TRUE(fs::exists(e->LogPath("j20.a1.r0")));
   EXPECT_FALSE(fs::exists(e->LogPath("j21.a1.r0")));
   EXPECT_FALSE(fs::exists(e->LogPath("j21.a1.r0") + ".1"));

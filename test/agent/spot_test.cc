@@ -147,7 +147,7 @@ TEST_F(SpotTest, AReclaimNoticeCheckpointsTheJobAndItResumesElsewhere) {
   EXPECT_FALSE(n.value("schedulable", true)) << n.dump();
   EXPECT_NE(n.value("cordon", "").find("reclaimed in 120 s"), std::string::npos) << n.dump();
   const int64_t deadline_ms = Millis(n["reclaimAt"]);
-  EXPECT_NEAR(static_cast<double>(deadline_ms - notice_ns / 1'000'000), 120'000.0, 5'000.0) << n.dump();
+  EXPECT_NEAR(static_cast<double>(deadline_ms) - static_cast<double>(notice_ns) / 1e6, 120'000.0, 5'000.0) << n.dump();
 
   const std::string heard = WaitFile(Tmp("moved.stop"), 60);
   ASSERT_FALSE(heard.empty()) << "the job never heard its checkpoint signal: " << Lines("moved");

@@ -262,6 +262,7 @@ TEST(ApiAsync, LogFetchesHoldAtMostAQuarterOfTheWorkers) {
 
   std::atomic<int> logs_done{0};
   std::vector<std::thread> logs;
+  logs.reserve(2);
   for (int i = 0; i < 2; ++i) {
     logs.emplace_back([&] {
       httplib::Client c(server.url());

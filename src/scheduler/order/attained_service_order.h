@@ -26,7 +26,7 @@
 namespace muster::scheduler {
 
 struct ServiceBands {
-  int64_t first = 8 * 3600;  // GPU-seconds: band 0 is below 8 GPU-hours
+  int64_t first = int64_t{8} * 3600;  // GPU-seconds: band 0 is below 8 GPU-hours
   int64_t factor = 8;
   int32_t max_band = 8;
   // Aging: each `age_step` a job has waited in all (PendingJob::QueuedFor)
