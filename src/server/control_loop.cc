@@ -416,21 +416,20 @@ void ControlLoop::Tick() {
     ApplyEffects(fx, b);
     if (!b.empty()) Persist(std::move(b), nullptr);
   }
-  if (pacer_.Due(now, dirty_)) {
+  if (pacer_.Due(now)) {
     const auto started = std::chrono::steady_clock::now();
     RunCycle();
     // The cycle's own cost, in real time (CyclePacer).
     const auto took = std::chrono::steady_clock::now() - started;
     // Manual mode (tests): a pace that the clock alone decides.
-    pacer_.Ran(now, manual_ ? 0 : std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+    pacer_.Ran(now, manual_ ? 0 : std::chrono::duration_cast<std::chrono::microseconds>(took).count(), clock_.Now());
     if (metrics_ != nullptr) metrics_->ObserveCycle(std::chrono::duration<double>(took).count());
-    last_cycle_end_ = clock_.Now();
   }
 }
 
 Duration ControlLoop::IdleWait() const {
   const Time now = clock_.Now();
-  Duration wait = pacer_.Wait(dirty_);
+  Duration wait = pacer_.Wait();
   if (const Time due = lifecycle_.NextStopDue(); !due.is_max())
     wait = std::min(wait, std::max(Duration::Zero(), due - now));
   return std::min(wait, waits_.UntilNextDeadline(now));
@@ -515,8 +514,8 @@ std::vector<ArrayTaskRef> ControlLoop::ArrayTasks(int64_t id) const {
 
 void ControlLoop::Submit(SubmitRequest req, SubmitReply done) {
   auto shared = std::make_shared<const SubmitRequest>(std::move(req));
-  loop_.Async<StatusOr<SubmitResult>>([this, shared](SubmitReply reply) { DoSubmit(*shared, reply); }, std::move(done),
-                                      ShuttingDown());
+  loop_.Async<StatusOr<SubmitResult>>([this, shared](const SubmitReply& reply) { DoSubmit(*shared, reply); },
+                                      std::move(done), ShuttingDown());
 }
 
 void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
@@ -629,7 +628,7 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     rows.push_back(jobs_.Add(std::move(row), req.spec.hold ? JobState::kHeld : JobState::kPending, b));
     b.events.push_back(Event(*id, "Submitted", "",
                              req.spec.array > 0
-                                 ? "by " + req.user + ", task " + std::to_string(array_task_of_[row.id].index) +
+                                 ? "by " + req.user + ", task " + std::to_string(array_task_of_[*id].index) +
                                        " of array " + std::to_string(first_id)
                                  : "by " + req.user));
     if (req.spec.hold) b.events.push_back(Event(*id, "Held", "", "submitted held"));
@@ -643,7 +642,7 @@ void ControlLoop::DoSubmit(const SubmitRequest& req, const SubmitReply& reply) {
     a.object = "job/" + std::to_string(first_id);
     b.audit.push_back(std::move(a));
   }
-  dirty_ = true;
+  pacer_.Changed();
   const uint64_t ticket = Persist(std::move(b), [first = rows.front(), count, reply](const Status& s) {
     if (!s.ok()) return reply(s);
     reply(SubmitResult{first, count, true});
@@ -667,7 +666,7 @@ StatusOr<const JobRow*> ControlLoop::ManagedJob(int64_t id, const Identity& who,
   return row;
 }
 
-void ControlLoop::Record(store::WriteBatch b, std::function<void(const Status&)> then) {
+void ControlLoop::Record(store::WriteBatch b, const std::function<void(const Status&)>& then) {
   const bool posted = loop_.PostUnlessStopped([this, b = std::move(b), then]() mutable {
     for (store::AuditRow& a : b.audit) a.time_ms = clock_.Now().millis();
     Persist(std::move(b), then);
@@ -678,7 +677,7 @@ void ControlLoop::Record(store::WriteBatch b, std::function<void(const Status&)>
 void ControlLoop::Act(int64_t id, Action action, const Identity& who, Done<StatusOr<JobRow>> done) {
   using R = StatusOr<JobRow>;
   loop_.Async<R>(
-      [this, id, action, who, user = who.Describe()](std::function<void(R)> reply) {
+      [this, id, action, who, user = who.Describe()](const std::function<void(R)>& reply) {
         auto managed = ManagedJob(id, who, ActionName(action));
         if (!managed.ok()) return reply(managed.status());
         const JobRow& row = **managed;
@@ -730,7 +729,7 @@ void ControlLoop::Act(int64_t id, Action action, const Identity& who, Done<Statu
         }
         if (!s.ok()) return reply(s);
         reasons_.Forget(id);
-        dirty_ = true;
+        pacer_.Changed();
         store::WriteBatch b;
         NoteDefect(jobs_.Update(id, change, now, b));
         b.events.push_back(Event(id, event, "", "by " + user));
@@ -756,7 +755,7 @@ void ControlLoop::StopRunning(int64_t id, std::optional<JobState> final_state, b
   }
   ApplyEffects(fx, b);
   reasons_.Forget(id);
-  dirty_ = true;
+  pacer_.Changed();
   Persist(std::move(b), [row = jobs_.at(id), reply](const Status& st) {
     if (!st.ok()) return reply(st);
     reply(row);
@@ -785,13 +784,13 @@ void ControlLoop::RunCycle() {
   snap.queue_shares = fairshare_.shares();
   const core::Decisions d = scheduler_->Cycle(snap);
   reservations_ = d.reservations;
-  dirty_ = false;
+  pacer_.Seen();
   store::WriteBatch b;
   for (const core::JobFailure& f : d.failures) {
     if (!state_.EndPending(f.job, f.state, now, f.reason).ok()) continue;
     NoteDefect(jobs_.Update(f.job, JobTable::Change::Ended(f.state, f.reason, now), now, b));
     b.events.push_back(Event(f.job, "Failed", "DependencyNeverSatisfied", f.reason));
-    dirty_ = true;
+    pacer_.Changed();
   }
   std::vector<std::pair<int64_t, int32_t>> started;  // (job, attempt)
   for (core::Binding bnd : d.bindings) {
@@ -863,7 +862,7 @@ void ControlLoop::RunCycle() {
 void ControlLoop::Explain(int64_t id, Done<StatusOr<Explanation>> done) {
   using R = StatusOr<Explanation>;
   loop_.Async<R>(
-      [this, id](std::function<void(R)> reply) {
+      [this, id](const std::function<void(R)>& reply) {
         const JobRow* row = jobs_.Find(id);
         if (row == nullptr) return reply(NotFound("job " + std::to_string(id) + " does not exist"));
         Explanation e;
@@ -930,7 +929,7 @@ std::string ControlLoop::ReasonText(const core::PendingReason& r, Time now) cons
 void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
   using R = StatusOr<std::vector<QueueView>>;
   loop_.Async<R>(
-      [this](std::function<void(R)> reply) {
+      [this](const std::function<void(R)>& reply) {
         std::map<std::string, QueueView> queues;
         for (const auto& [id, row] : jobs_.rows()) {
           QueueView& q = queues[row.queue];
@@ -962,6 +961,7 @@ void ControlLoop::Queues(Done<StatusOr<std::vector<QueueView>>> done) {
           }
         }
         std::vector<QueueView> out;
+        out.reserve(queues.size());
         for (auto& [name, q] : queues) out.push_back(q);
         reply(std::move(out));
       },

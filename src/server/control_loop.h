@@ -184,7 +184,7 @@ class ControlLoop {
                  Done<StatusOr<SignalAnswer>> done);
   // Writes rows that are not the loop's own state (tokens, audit entries,
   // the cluster key) in its order; `then` runs once they are durable.
-  void Record(store::WriteBatch b, std::function<void(const Status&)> then);
+  void Record(store::WriteBatch b, const std::function<void(const Status&)>& then);
 
   struct Explanation {
     store::JobRow job;
@@ -240,7 +240,7 @@ class ControlLoop {
   enum class SyncPhase { kFull, kMayWait, kAfterWait };
   using SyncReply = Done<StatusOr<SyncResult>>;
   // `done` has the answer once the writes it needs are durable.
-  void AgentSync(std::shared_ptr<const proto::SyncRequest> request, SyncPhase phase, SyncReply done);
+  void AgentSync(const std::shared_ptr<const proto::SyncRequest>& request, SyncPhase phase, SyncReply done);
   // Calls `then` once when the desired-state version of `node` is not
   // `version`, or `max_wait` has passed, or EndWaits() was called; at once
   // (on the caller's thread) when one of these already holds. A waiting
@@ -298,11 +298,11 @@ class ControlLoop {
   // POST refuses a queue there is (FailedPrecondition); PUT creates or
   // replaces. A queue of the configuration file is refused
   // (FailedPrecondition, naming the file). Answers the queue's view.
-  void PutQueue(nlohmann::json body, std::string path_name, const Identity& who, store::AuditRow audit,
+  void PutQueue(nlohmann::json body, const std::string& path_name, const Identity& who, store::AuditRow audit,
                 Done<StatusOr<QueueView>> done);
   // Deletes an API queue; false when there was none. Its jobs stay, with no
   // quota (with strictQueues, new jobs may no longer name it).
-  void DeleteQueue(std::string name, store::AuditRow audit, Done<StatusOr<bool>> done);
+  void DeleteQueue(const std::string& name, store::AuditRow audit, Done<StatusOr<bool>> done);
 
   // Registry credentials (server/registry_credentials.h), kept in the store
   // with `audit`. Remove answers whether there was one.
@@ -323,7 +323,7 @@ class ControlLoop {
   // ended is removed at the next cycle (event ReservationEnded).
   void CreateReservation(nlohmann::json body, const Identity& who, store::AuditRow audit,
                          Done<StatusOr<ReservationEntry>> done);
-  void DeleteReservation(std::string name, store::AuditRow audit, Done<StatusOr<bool>> done);
+  void DeleteReservation(const std::string& name, store::AuditRow audit, Done<StatusOr<bool>> done);
   void ReservationList(Done<StatusOr<std::vector<ReservationEntry>>> done);
 
   // Cordons a node (no new work; running jobs stay) or clears a cordon
@@ -591,7 +591,6 @@ class ControlLoop {
   NodeWaits waits_;                             // thread-safe; its lock nests with no other
   std::unique_ptr<store::StoreWriter> writer_;  // thread-safe
   ServerMetrics* metrics_ = nullptr;            // thread-safe
-  Time last_cycle_end_ = Time::Zero();          // the last scheduling cycle's end
   uint64_t last_ticket_ = 0;                    // of the last batch handed to writer_
 
   core::ClusterState state_;
@@ -612,9 +611,8 @@ class ControlLoop {
   // Why each pending job waits, as of the last cycle (server/pending_reasons.h).
   PendingReasons reasons_;
   std::unordered_map<int64_t, ArrayTask> array_task_of_;  // job -> its place in an array
-  bool dirty_ = true;
   Time last_prune_;
-  CyclePacer pacer_;
+  CyclePacer pacer_;  // when the next cycle is due, and whether anything changed since the last
   StragglerDetector stragglers_;
 
   bool manual_ = false;  // RunManually

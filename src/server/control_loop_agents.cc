@@ -47,8 +47,8 @@ void ControlLoop::WhenNodeChanges(const std::string& node, int64_t version, Dura
   if (waits_.WhenChanges(node, version, max_wait, std::move(then))) loop_.Post([] {});
 }
 
-void ControlLoop::AgentSync(std::shared_ptr<const proto::SyncRequest> req, SyncPhase phase, SyncReply done) {
-  loop_.Async<StatusOr<SyncResult>>([this, req, phase](SyncReply reply) { DoAgentSync(*req, phase, reply); },
+void ControlLoop::AgentSync(const std::shared_ptr<const proto::SyncRequest>& req, SyncPhase phase, SyncReply done) {
+  loop_.Async<StatusOr<SyncResult>>([this, req, phase](const SyncReply& reply) { DoAgentSync(*req, phase, reply); },
                                     std::move(done), ShuttingDown());
 }
 
@@ -89,7 +89,7 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     auto added = state_.AddNode(n);
     if (!added.ok()) return reply(added.status());
     index = *added;
-    dirty_ = true;
+    pacer_.Changed();
     out.changed = true;
   }
   AgentRegistry::Agent& agent = agents_.Get(req.node);
@@ -109,7 +109,7 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
   if (std::vector<std::string> features = core::WithPoolFeature(std::move(reported));
       state_.nodes()[*index].spec.features != features) {
     if (const Status set = state_.SetFeatures(*index, features); !set.ok()) return reply(set);
-    dirty_ = true;
+    pacer_.Changed();
     out.changed = true;
   }
   // At most this many GPU health events of one report are stored one by
@@ -131,7 +131,7 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
       agent.cordon = what;  // stored with the status below
       (void)state_.SetSchedulable(*index, false);
       b.events.push_back({0, 0, now.millis(), "NodeCordoned", "GpuFault", req.node + " cordoned: " + what});
-      dirty_ = true;
+      pacer_.Changed();
     }
     int32_t device = -1;
     for (const proto::GpuReport& g : req.gpus) {
@@ -241,7 +241,7 @@ void ControlLoop::DoAgentSync(const proto::SyncRequest& req, SyncPhase phase, co
     // answer waits for it and carries that work, instead of a later
     // nudge and a second round trip.
     Persist(std::move(b), nullptr);
-    dirty_ = true;
+    pacer_.Changed();
     held_syncs_.push_back({*index, std::move(out), reply});
     return;
   }
@@ -346,7 +346,7 @@ void ControlLoop::UpdateSchedulable(core::NodeIndex node) {
   const bool cordoned = agent != nullptr && agent->Cordoned();
   const bool ready = liveness_.Of(node) == lifecycle::NodeCondition::kReady;
   (void)state_.SetSchedulable(node, ready && !cordoned);
-  dirty_ = true;
+  pacer_.Changed();
 }
 
 Status ControlLoop::RestoreNodes() {

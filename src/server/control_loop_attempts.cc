@@ -93,7 +93,7 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
     if (e.terminal) checkpoints_.Forget(e.job);  // the store keeps the entries for queries
     reasons_.Forget(e.job);
     stragglers_.Forget(e.job);
-    dirty_ = true;
+    pacer_.Changed();
     written.push_back(e.job);
   }
   for (const lifecycle::JobChange& c : fx.jobs) {
@@ -112,7 +112,7 @@ void ControlLoop::ApplyEffects(lifecycle::Effects& fx, store::WriteBatch& b) {
   }
   std::set<core::NodeIndex> touched(fx.touched.begin(), fx.touched.end());
   for (core::NodeIndex node : touched) Publish(node);
-  if (fx.resources_freed) dirty_ = true;
+  if (fx.resources_freed) pacer_.Changed();
   fx = lifecycle::Effects();
 }
 
@@ -291,6 +291,7 @@ proto::TaskAssignment ControlLoop::Assignment(int64_t job, const lifecycle::Atte
   if (!job_token_key_.empty()) t.env["MUSTER_TOKEN"] = auth::SignJobToken(job_token_key_, job, a.number);
   t.working_dir = spec.working_dir.value_or("");
   std::vector<std::string> nodes;
+  nodes.reserve(places.size());
   for (const ReplicaPlace& p : places) nodes.push_back(p.node);
   std::tie(t.stdout_path, t.stderr_path) =
       OutputFiles(job, spec, replica, places[replica].node, NodeNumber(nodes, places[replica].node));
@@ -320,7 +321,7 @@ void ControlLoop::SignalJob(int64_t id, int signal, std::optional<api::SignalTar
                             Done<StatusOr<SignalAnswer>> done) {
   using R = StatusOr<SignalAnswer>;
   loop_.Async<R>(
-      [this, id, signal, to, who](std::function<void(R)> reply) {
+      [this, id, signal, to, who](const std::function<void(R)>& reply) {
         auto managed = ManagedJob(id, who, "signal");
         if (!managed.ok()) return reply(managed.status());
         const lifecycle::Attempt* a = lifecycle_.Find(id);
@@ -408,7 +409,7 @@ std::string ControlLoop::ReplicaLocation::Elsewhere() const {
 StatusOr<ControlLoop::ReplicaLocation> ControlLoop::LocateReplica(int64_t job, int32_t replica, int32_t wanted) {
   using R = StatusOr<ReplicaLocation>;
   return loop_.Call<R>(
-      [this, job, replica, wanted](std::function<void(R)> reply) {
+      [this, job, replica, wanted](const std::function<void(R)>& reply) {
         const store::JobRow* row = jobs_.Find(job);
         if (row == nullptr) return reply(NotFound("job " + std::to_string(job) + " does not exist"));
         // The current attempt (unless another is asked for), else the one asked

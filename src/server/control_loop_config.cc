@@ -12,7 +12,7 @@ namespace muster::server {
 Status ControlLoop::Reconfigure(const ServerOptions& next) {
   // A standby: its state is restored later, with these.
   if (queue_admin_.DeferUntilStarted(next)) return Status::Ok();
-  return loop_.Call<Status>([this, &next](Done<Status> done) { done(ApplyConfig(next)); },
+  return loop_.Call<Status>([this, &next](const Done<Status>& done) { done(ApplyConfig(next)); },
                             Unavailable("the server is stopping"));
 }
 
@@ -26,7 +26,7 @@ Status ControlLoop::ApplyQueues(const core::ClusterConfig& cluster, const schedu
               name);
   }
   for (const std::string& why : in_force.left_out) log::Warn("API queue {} is left out", why);
-  dirty_ = true;  // the next cycle schedules by them
+  pacer_.Changed();  // the next cycle schedules by them
   return Status::Ok();
 }
 
@@ -50,12 +50,12 @@ Status ControlLoop::ApplyQueueChange(const std::string& event_type, const std::s
   return Status::Ok();
 }
 
-void ControlLoop::PutQueue(nlohmann::json body, std::string path_name, const Identity& who, store::AuditRow audit,
-                           Done<StatusOr<QueueView>> done) {
+void ControlLoop::PutQueue(nlohmann::json body, const std::string& path_name, const Identity& who,
+                           store::AuditRow audit, Done<StatusOr<QueueView>> done) {
   using R = StatusOr<QueueView>;
   loop_.Async<R>(
       [this, body = std::move(body), path_name, user = who.Describe(),
-       audit = std::move(audit)](std::function<void(R)> reply) mutable {
+       audit = std::move(audit)](const std::function<void(R)>& reply) mutable {
         auto q = ApiQueueFromJson(body, path_name);
         if (!q.ok()) return reply(q.status());
         const StatusOr<bool> existed = queue_admin_.Put(*q, /*create=*/path_name.empty(), user, clock_.Now());
@@ -80,10 +80,10 @@ void ControlLoop::PutQueue(nlohmann::json body, std::string path_name, const Ide
       std::move(done), ShuttingDown());
 }
 
-void ControlLoop::DeleteQueue(std::string name, store::AuditRow audit, Done<StatusOr<bool>> done) {
+void ControlLoop::DeleteQueue(const std::string& name, store::AuditRow audit, Done<StatusOr<bool>> done) {
   using R = StatusOr<bool>;
   loop_.Async<R>(
-      [this, name, audit = std::move(audit)](std::function<void(R)> reply) mutable {
+      [this, name, audit = std::move(audit)](const std::function<void(R)>& reply) mutable {
         const StatusOr<bool> removed = queue_admin_.Remove(name);
         if (!removed.ok() || !*removed) return reply(removed);
         const std::string message = name + ", by " + audit.actor;

@@ -40,8 +40,8 @@ void ControlLoop::Gauges(Done<StatusOr<ServerMetrics::Gauges>> done) {
         }
         g.straggling_replicas = stragglers_.Straggling();
         g.syncs_waiting = waits_.Waiting();
-        if (last_cycle_end_ != Time::Zero())
-          g.last_cycle_unix_seconds = static_cast<double>(last_cycle_end_.millis()) / 1000;
+        if (pacer_.last_end() != Time::Zero())
+          g.last_cycle_unix_seconds = static_cast<double>(pacer_.last_end().millis()) / 1000;
         const std::vector<ReservedGpus> reserved = ReservedByNode();
         for (size_t i = 0; i < state_.nodes().size(); ++i) {
           const core::Node& n = state_.nodes()[i];

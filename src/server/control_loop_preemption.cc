@@ -96,7 +96,7 @@ void ControlLoop::ApplyPreemption(const core::Preemption& p, Time now, store::Wr
                            std::string(p.reclaim ? "reclaiming its queue's guarantee: " : "") +
                                (shrunk.empty() ? "" : "taking " + shrunk + (stopping.empty() ? "" : "; ")) + stopping +
                                "; " + std::to_string(gpus) + " GPU on " + where + " held for it"));
-  dirty_ = true;
+  pacer_.Changed();
 }
 
 void ControlLoop::SweepPreemptions(Time now, store::WriteBatch& b) {

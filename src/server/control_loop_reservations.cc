@@ -13,7 +13,7 @@ void ControlLoop::CreateReservation(nlohmann::json body, const Identity& who, st
   using R = StatusOr<ReservationEntry>;
   loop_.Async<R>(
       [this, body = std::move(body), user = who.Describe(),
-       audit = std::move(audit)](std::function<void(R)> reply) mutable {
+       audit = std::move(audit)](const std::function<void(R)>& reply) mutable {
         const Time now = clock_.Now();
         std::vector<std::string> names;
         for (const core::Node& n : state_.nodes()) {
@@ -27,7 +27,7 @@ void ControlLoop::CreateReservation(nlohmann::json body, const Identity& who, st
         r->created_by = user;
         if (Status added = admin_reservations_.Add(*r); !added.ok()) return reply(added);
         state_.SetReservations(admin_reservations_.Windows());
-        dirty_ = true;
+        pacer_.Changed();
         store::WriteBatch b;
         b.meta.emplace_back(Reservations::kMetaKey, admin_reservations_.Dump());
         std::string nodes;
@@ -62,13 +62,13 @@ Status ControlLoop::JobsRunIntoWindow(const core::AdminReservation& window) cons
   return Status::Ok();
 }
 
-void ControlLoop::DeleteReservation(std::string name, store::AuditRow audit, Done<StatusOr<bool>> done) {
+void ControlLoop::DeleteReservation(const std::string& name, store::AuditRow audit, Done<StatusOr<bool>> done) {
   using R = StatusOr<bool>;
   loop_.Async<R>(
-      [this, name, audit = std::move(audit)](std::function<void(R)> reply) mutable {
+      [this, name, audit = std::move(audit)](const std::function<void(R)>& reply) mutable {
         if (!admin_reservations_.Remove(name)) return reply(false);
         state_.SetReservations(admin_reservations_.Windows());
-        dirty_ = true;
+        pacer_.Changed();
         store::WriteBatch b;
         b.meta.emplace_back(Reservations::kMetaKey, admin_reservations_.Dump());
         b.events.push_back(Event(0, "ReservationDeleted", "", name + ", by " + audit.actor));
@@ -80,7 +80,7 @@ void ControlLoop::DeleteReservation(std::string name, store::AuditRow audit, Don
 
 void ControlLoop::ReservationList(Done<StatusOr<std::vector<ReservationEntry>>> done) {
   using R = StatusOr<std::vector<ReservationEntry>>;
-  loop_.Async<R>([this](std::function<void(R)> reply) { reply(admin_reservations_.all()); }, std::move(done),
+  loop_.Async<R>([this](const std::function<void(R)>& reply) { reply(admin_reservations_.all()); }, std::move(done),
                  ShuttingDown());
 }
 

@@ -70,20 +70,25 @@ TEST(CyclePacerTest, AChangeAsksForACycleSoonAndALongCycleSpacesTheNext) {
   CyclePacer pacer(Duration::Millis(5), Duration::Seconds(1));
   const Time t0 = Time::FromSeconds(100);
   pacer.Reset(t0);
-  EXPECT_FALSE(pacer.Due(t0 + Duration::Millis(4), /*changed=*/true));
-  EXPECT_TRUE(pacer.Due(t0 + Duration::Millis(5), true));
-  EXPECT_FALSE(pacer.Due(t0 + Duration::Millis(999), false));
-  EXPECT_TRUE(pacer.Due(t0 + Duration::Seconds(1), false)) << "every interval with no change";
-  EXPECT_EQ(pacer.Wait(true), Duration::Millis(5));
-  EXPECT_EQ(pacer.Wait(false), Duration::Seconds(1));
-  pacer.Ran(t0, /*took_us=*/20'000);  // 20 ms: the next waits 9 x as long
-  EXPECT_EQ(pacer.Wait(true), Duration::Millis(180));
-  EXPECT_FALSE(pacer.Due(t0 + Duration::Millis(179), true));
-  EXPECT_TRUE(pacer.Due(t0 + Duration::Millis(180), true));
-  pacer.Ran(t0, 5'000'000);  // never past the interval
-  EXPECT_EQ(pacer.Wait(true), Duration::Seconds(1));
-  pacer.Ran(t0, 100);  // never below the delay
-  EXPECT_EQ(pacer.Wait(true), Duration::Millis(5));
+  EXPECT_TRUE(pacer.changed()) << "the first cycle comes soon";
+  EXPECT_FALSE(pacer.Due(t0 + Duration::Millis(4)));
+  EXPECT_TRUE(pacer.Due(t0 + Duration::Millis(5)));
+  EXPECT_EQ(pacer.Wait(), Duration::Millis(5));
+  pacer.Seen();
+  EXPECT_FALSE(pacer.Due(t0 + Duration::Millis(999)));
+  EXPECT_TRUE(pacer.Due(t0 + Duration::Seconds(1))) << "every interval with no change";
+  EXPECT_EQ(pacer.Wait(), Duration::Seconds(1));
+  EXPECT_EQ(pacer.last_end(), Time::Zero());
+  pacer.Ran(t0, /*took_us=*/20'000, t0 + Duration::Millis(20));  // 20 ms: the next waits 9 x as long
+  EXPECT_EQ(pacer.last_end(), t0 + Duration::Millis(20));
+  pacer.Changed();
+  EXPECT_EQ(pacer.Wait(), Duration::Millis(180));
+  EXPECT_FALSE(pacer.Due(t0 + Duration::Millis(179)));
+  EXPECT_TRUE(pacer.Due(t0 + Duration::Millis(180)));
+  pacer.Ran(t0, 5'000'000, t0);  // never past the interval
+  EXPECT_EQ(pacer.Wait(), Duration::Seconds(1));
+  pacer.Ran(t0, 100, t0);  // never below the delay
+  EXPECT_EQ(pacer.Wait(), Duration::Millis(5));
 }
 
 TEST(LoopExecutorTest, ManualModeRunsTheWorkOnTheCallersThreadUntilIdle) {
