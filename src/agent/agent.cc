@@ -6,6 +6,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/container_command.h"
+#include "agent/log_server.h"
 #include "agent/owned_directory.h"
 #include "agent/start_delay.h"
 #include "agent/task_beacon.h"
@@ -68,48 +69,6 @@ json AssignmentJson(const proto::TaskAssignment& t) {
           {"limitSignalTo", t.limit_signal_to}};
 }
 
-bool ValidTaskKey(const std::string& key) {
-  static const std::regex re(R"(j[0-9]{1,18}\.a[0-9]{1,9}\.r[0-9]{1,9})");
-  return std::regex_match(key, re);
-}
-
-// The output of a task's log: from `offset`, or its last `tail` lines.
-// Returns (bytes, the offset after them).
-std::pair<std::string, int64_t> ReadLog(const std::string& path, int64_t offset, int64_t tail) {
-  constexpr int64_t kMaxChunk = 4 << 20;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {"", 0};
-  in.seekg(0, std::ios::end);
-  const int64_t size = in.tellg();
-  int64_t from = std::clamp<int64_t>(offset < 0 ? 0 : offset, 0, size);
-  if (tail >= 0) {
-    from = std::max<int64_t>(0, size - kMaxChunk);
-    in.seekg(from);
-    std::string text(static_cast<size_t>(size - from), '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    size_t pos = text.size();
-    if (pos > 0 && text[pos - 1] == '\n') --pos;
-    int64_t lines = 0;
-    while (pos > 0 && lines < tail) {
-      const size_t nl = text.rfind('\n', pos - 1);
-      ++lines;
-      if (nl == std::string::npos) {
-        pos = 0;
-        break;
-      }
-      pos = nl;
-      if (lines == tail) ++pos;
-    }
-    if (tail == 0) pos = text.size();
-    return {text.substr(pos), size};
-  }
-  const int64_t n = std::min(kMaxChunk, size - from);
-  std::string out(static_cast<size_t>(n), '\0');
-  in.seekg(from);
-  in.read(out.data(), n);
-  return {out, from + n};
-}
-
 }  // namespace
 
 int64_t MachineCpuMilli() {
@@ -145,8 +104,7 @@ Agent::~Agent() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
   if (log_server_) log_server_->Stop();
   if (metrics_server_) metrics_server_->Stop();
-  for (std::thread* t :
-       {&watch_thread_, &health_thread_, &sample_thread_, &reclaim_thread_, &log_thread_, &metrics_thread_}) {
+  for (std::thread* t : {&watch_thread_, &health_thread_, &sample_thread_, &reclaim_thread_, &metrics_thread_}) {
     if (t->joinable()) t->join();
   }
   if (wake_fd_ >= 0) ::close(wake_fd_);
@@ -337,44 +295,10 @@ StatusOr<std::string> Agent::Init() {
     assigned_[t.key] = a;
   }
 
-  http::Server::Options log_options;
-  log_options.host = options_.log_host;
-  log_options.port = options_.log_port;  // 0: any free port
-  log_options.worker_threads = 2;
-  if (options_.server.find("https://") != std::string::npos) {
-    auto made = http::MakeSelfSignedCertificate(options_.node, 3650);
-    if (!made.ok()) return made.status();
-    auto ctx = http::TlsServerContext::FromPem(made->cert_pem, made->key_pem);
-    if (!ctx.ok()) return ctx.status();
-    log_options.tls = std::move(*ctx);
-    log_tls_pin_ = made->pin;
-  }
-  log_server_ = std::make_unique<http::Server>(log_options);
-  log_server_->Handle("GET", "/logs/*", [this](const http::Request& req, http::Response& res) {
-    const std::string& key = req.captures[0];
-    if (!ValidTaskKey(key)) return res.Set(400, "bad task key", "text/plain");
-    // Only with the server's grant for this task (auth/grants.h): the
-    // server decided that the caller may read this log.
-    if (Status g = auth::VerifyLogGrant(grant_key_, key, req.Header("X-Muster-Grant"), clock_.Now().millis());
-        !g.ok()) {
-      return res.Set(403, g.message() + "; logs are read through the server (muster logs)", "text/plain");
-    }
-    const std::string path = executor_->LogPath(key);
-    if (!fs::exists(path)) return res.Set(404, "no log for " + key, "text/plain");
-    auto num = [&](const char* name) -> int64_t {
-      if (!req.HasParam(name)) return -1;
-      return std::atoll(req.Param(name).c_str());
-    };
-    auto [text, next] = ReadLog(path, num("offset"), num("tail"));
-    res.headers.emplace_back("X-Muster-Log-Offset", std::to_string(next));
-    res.Set(200, std::move(text), "text/plain; charset=utf-8");
-  });
-  if (Status bound = log_server_->Bind(); !bound.ok()) {
-    return Status(StatusCode::kUnavailable,
-                  "cannot listen for log requests on " + options_.log_host + ": " + bound.message());
-  }
-  log_port_ = log_server_->port();
-  log_thread_ = std::thread([this] { log_server_->Serve(); });
+  LogServer::Options log_options{options_.log_host, options_.log_port, ""};
+  if (options_.server.find("https://") != std::string::npos) log_options.tls_name = options_.node;
+  ASSIGN_OR_RETURN(log_server_, LogServer::Start(log_options, grant_key_, clock_,
+                                                 [this](const std::string& key) { return executor_->LogPath(key); }));
   if (!options_.metrics_listen.empty()) {
     const std::string& listen = options_.metrics_listen;
     const size_t colon = listen.rfind(':');
@@ -403,7 +327,8 @@ StatusOr<std::string> Agent::Init() {
   std::ostringstream summary;
   summary << "node " << options_.node << ": " << gpus_line << "; " << options_.cpu_milli / 1000 << " CPUs, "
           << (options_.memory_bytes >> 30) << " GiB; " << cgroups_ << "; state in " << options_.state_dir
-          << "; logs served on " << options_.log_host << ":" << log_port_ << (log_tls_pin_.empty() ? "" : " (TLS)");
+          << "; logs served on " << options_.log_host << ":" << log_server_->port()
+          << (log_server_->tls_pin().empty() ? "" : " (TLS)");
   if (metrics_server_)
     summary << "; metrics on " << options_.metrics_listen.substr(0, options_.metrics_listen.rfind(':')) << ":"
             << metrics_port_;
@@ -428,8 +353,10 @@ proto::SyncRequest Agent::BuildRequest(int64_t wait_ms) {
   r.agent_id = agent_id_;
   r.agent_version = kVersion;
   r.address = options_.address;
-  r.log_port = log_port_;
-  r.log_tls_pin = log_tls_pin_;
+  if (log_server_) {
+    r.log_port = log_server_->port();
+    r.log_tls_pin = log_server_->tls_pin();
+  }
   r.cpu_milli = options_.cpu_milli;
   r.memory_bytes = options_.memory_bytes;
   r.labels = options_.labels;
@@ -528,8 +455,8 @@ bool Agent::Sync(int64_t wait_ms) {
     if (lease_fd_ >= 0 && parsed->lease_ms > 0) {
       // Renew the deadline the task shims fence themselves by.
       char text[32];
-      const int n =
-          std::snprintf(text, sizeof text, "%020lld\n", static_cast<long long>(last_success_ms_ + parsed->lease_ms));
+      const long long deadline_ms = last_success_ms_ + parsed->lease_ms;
+      const int n = std::snprintf(text, sizeof text, "%020lld\n", deadline_ms);
       // A lease not renewed makes the shims stop their tasks at the old
       // deadline, as if the server were gone: said once a failing streak.
       const bool renewed = ::pwrite(lease_fd_, text, static_cast<size_t>(n), 0) == n;

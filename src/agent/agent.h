@@ -39,6 +39,7 @@
 #include "agent/executor.h"
 #include "agent/image_puller.h"
 #include "agent/launcher.h"
+#include "agent/log_server.h"
 #include "agent/reclaim_state.h"
 #include "agent/reclaim_watcher.h"
 #include "agent/utilization_meter.h"
@@ -120,7 +121,7 @@ struct AgentOptions {
   Duration start_jitter = Duration::Seconds(1);
   // Logs of tasks that ended are deleted this long after their last write
   // (checked every 10 minutes); zero keeps them.
-  Duration log_retention = Duration::Hours(7 * 24);
+  Duration log_retention = Duration::Hours(int64_t{7} * 24);
   // The main loop's longest sleep: a task's exit, an answer from the
   // server or a health event wakes it at once.
   Duration poll_interval = Duration::Millis(100);
@@ -140,7 +141,7 @@ class Agent {
   void Run();
   void Stop();
 
-  int log_port() const { return log_port_; }
+  int log_port() const { return log_server_ ? log_server_->port() : 0; }
   int metrics_port() const { return metrics_port_; }
 
  private:
@@ -178,11 +179,9 @@ class Agent {
   gpu::GpuInventory inventory_ GUARDED_BY(mu_);  // once threads run
   std::string cgroups_;
   ContainerSupport containers_;
-  std::string container_prefix_;  // the names of this agent's containers start so
-  std::unique_ptr<http::Server> log_server_;
-  int log_port_ = 0;
-  std::string log_tls_pin_;  // "": plain HTTP
-  std::thread log_thread_, watch_thread_, health_thread_, sample_thread_, reclaim_thread_;
+  std::string container_prefix_;           // the names of this agent's containers start so
+  std::unique_ptr<LogServer> log_server_;  // serves tasks' logs, with the server's grants
+  std::thread watch_thread_, health_thread_, sample_thread_, reclaim_thread_;
   std::unique_ptr<ReclaimWatcher> reclaim_watcher_;
   ReclaimState reclaim_;  // the cloud's notice and the server's deadline (thread-safe)
   std::unique_ptr<http::Server> metrics_server_;
