@@ -15,8 +15,7 @@ namespace muster::agent {
 LogServer::LogServer(std::string grant_key, const Clock& clock, std::function<std::string(const std::string&)> log_path)
     : grant_key_(std::move(grant_key)), clock_(clock), log_path_(std::move(log_path)) {}
 
-StatusOr<std::unique_ptr<LogServer>> LogServer::Start(const Options& options, std::string grant_key,
-                                                      const Clock& clock,
+StatusOr<std::unique_ptr<LogServer>> LogServer::Start(const Options& options, std::string grant_key, const Clock& clock,
                                                       std::function<std::string(const std::string&)> log_path) {
   std::unique_ptr<LogServer> logs(new LogServer(std::move(grant_key), clock, std::move(log_path)));
   http::Server::Options o;
@@ -38,8 +37,8 @@ StatusOr<std::unique_ptr<LogServer>> LogServer::Start(const Options& options, st
     if (!ValidTaskKey(key)) return res.Set(400, "bad task key", "text/plain");
     // Only with the server's grant for this task (auth/grants.h): the
     // server decided that the caller may read this log.
-    if (Status g = auth::VerifyLogGrant(self->grant_key_, key, req.Header("X-Muster-Grant"),
-                                        self->clock_.Now().millis());
+    if (Status g =
+            auth::VerifyLogGrant(self->grant_key_, key, req.Header("X-Muster-Grant"), self->clock_.Now().millis());
         !g.ok()) {
       return res.Set(403, g.message() + "; logs are read through the server (muster logs)", "text/plain");
     }
@@ -54,7 +53,8 @@ StatusOr<std::unique_ptr<LogServer>> LogServer::Start(const Options& options, st
     res.Set(200, std::move(text), "text/plain; charset=utf-8");
   });
   if (Status bound = logs->server_->Bind(); !bound.ok()) {
-    return Status(StatusCode::kUnavailable, "cannot listen for log requests on " + options.host + ": " + bound.message());
+    return Status(StatusCode::kUnavailable,
+                  "cannot listen for log requests on " + options.host + ": " + bound.message());
   }
   logs->port_ = logs->server_->port();
   logs->thread_ = std::thread([self] { self->server_->Serve(); });

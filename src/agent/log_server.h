@@ -40,8 +40,7 @@ class LogServer {
   };
   // `grant_key`: what the server signs grants with (the digest of the
   // node's token); `log_path`: the log file of a task, by its key.
-  static StatusOr<std::unique_ptr<LogServer>> Start(const Options& options, std::string grant_key,
-                                                    const Clock& clock,
+  static StatusOr<std::unique_ptr<LogServer>> Start(const Options& options, std::string grant_key, const Clock& clock,
                                                     std::function<std::string(const std::string&)> log_path);
   ~LogServer();  // stops serving and joins its thread
   LogServer(const LogServer&) = delete;

@@ -23,7 +23,7 @@ class LogServerTest : public ::testing::Test {
     fs::create_directories(dir_);
     std::ofstream(dir_ + "/j7.a1.r0.log") << "one\ntwo\nthree\n";
     auto started = LogServer::Start({"127.0.0.1", 0, ""}, kGrantKey, clock_,
-                                     [this](const std::string& key) { return dir_ + "/" + key + ".log"; });
+                                    [this](const std::string& key) { return dir_ + "/" + key + ".log"; });
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     logs_ = std::move(*started);
   }
