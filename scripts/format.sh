@@ -4,7 +4,8 @@
 # and fails when there are any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.cc' '*.h')
+# Tracked files and new ones not yet added (but not what .gitignore ignores).
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cc' '*.h')
 if [ "${1:-}" = "--check" ]; then
   # shellcheck disable=SC2016  # $1 is the inner shell's
   bad=$(printf '%s\n' "${files[@]}" |
