@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs a sanitizer build's tests as scripts/test.sh's sanitizer phases do:
 # every test not labelled `process` but the long simulations
-# test/sanitizer_sample.txt lists as "skip", and of those labelled
-# `process` the ones it names. With MUSTER_SANITIZE_ALL=1
+# test/sanitizer_sample.txt lists as "skip" (and, in the ASan build, those
+# listed "skip-asan"), and of those labelled `process` the ones it names.
+# With MUSTER_SANITIZE_ALL=1
 # (scripts/test.sh --all) every test runs.
 #   scripts/ctest_sample.sh BUILD_DIR [ctest options, e.g. -L tsan]
 set -euo pipefail
@@ -12,7 +13,11 @@ shift
 if [ "${MUSTER_SANITIZE_ALL:-0}" = 1 ]; then
   exec ctest --test-dir "$dir" -j "$(nproc)" --output-on-failure "$@"
 fi
-sample=$(grep -vE '^[[:space:]]*(#|$|skip )' test/sanitizer_sample.txt | paste -sd '|')
+sample=$(grep -vE '^[[:space:]]*(#|$|skip |skip-asan )' test/sanitizer_sample.txt | paste -sd '|')
 skip=$(sed -n 's/^skip //p' test/sanitizer_sample.txt | paste -sd '|')
+# "skip-asan " lines too in the ASan/UBSan build.
+if grep -q '^MUSTER_SANITIZE:BOOL=ON' "$dir/CMakeCache.txt" 2>/dev/null; then
+  skip=$(sed -n 's/^skip\(-asan\)\{0,1\} //p' test/sanitizer_sample.txt | paste -sd '|')
+fi
 ctest --test-dir "$dir" -j "$(nproc)" --output-on-failure -LE process -E "^(${skip})\$" "$@"
 ctest --test-dir "$dir" -j "$(nproc)" --output-on-failure -L process -R "^(${sample})\$" "$@"
