@@ -14,10 +14,9 @@ if [ "${MUSTER_SANITIZE_ALL:-0}" = 1 ]; then
   exec ctest --test-dir "$dir" -j "$(nproc)" --output-on-failure "$@"
 fi
 sample=$(grep -vE '^[[:space:]]*(#|$|skip |skip-asan )' test/sanitizer_sample.txt | paste -sd '|')
-skip=$(sed -n 's/^skip //p' test/sanitizer_sample.txt | paste -sd '|')
 # "skip-asan " lines too in the ASan/UBSan build.
-if grep -q '^MUSTER_SANITIZE:BOOL=ON' "$dir/CMakeCache.txt" 2>/dev/null; then
-  skip=$(sed -n 's/^skip\(-asan\)\{0,1\} //p' test/sanitizer_sample.txt | paste -sd '|')
-fi
+tag='skip'
+grep -q '^MUSTER_SANITIZE:BOOL=ON' "$dir/CMakeCache.txt" 2>/dev/null && tag='skip\(-asan\)\{0,1\}'
+skip=$(sed -n "s/^$tag //p" test/sanitizer_sample.txt | paste -sd '|')
 ctest --test-dir "$dir" -j "$(nproc)" --output-on-failure -LE process -E "^(${skip})\$" "$@"
 ctest --test-dir "$dir" -j "$(nproc)" --output-on-failure -L process -R "^(${sample})\$" "$@"

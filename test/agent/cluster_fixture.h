@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -33,6 +34,22 @@ namespace muster::testing {
 inline int64_t Millis(const nlohmann::json& t) {
   const auto parsed = t.is_string() ? ParseRfc3339Utc(t.get<std::string>()) : std::nullopt;
   return parsed ? parsed->millis() : -1;
+}
+
+// Waits until `last_seen` (a node's lastSeen, ms) has moved twice past
+// `after_ms`: the server heard two syncs of its agent sent after then, so
+// the first one's report is applied and the agent acted on its answer
+// before it sent the second.
+inline bool WaitSeenTwiceAfter(const std::function<int64_t()>& last_seen, int64_t after_ms,
+                               std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  int64_t first = -1;
+  return WaitFor(
+      [&] {
+        const int64_t seen = last_seen();
+        if (first < 0 && seen > after_ms) first = seen;
+        return first >= 0 && seen > first;
+      },
+      timeout);
 }
 
 // Now, as the API writes times: ms since the epoch.
@@ -158,15 +175,9 @@ class ClusterFixture : public ::testing::Test {
     return -1;
   }
   // Waits until the server has heard node `name`'s agent in two syncs
-  // after `after_ms` (wall clock): the first's report is applied, and the
-  // agent has acted on its answer before it sent the second.
+  // after `after_ms` (WaitSeenTwiceAfter).
   bool WaitHeardTwiceAfter(const std::string& name, int64_t after_ms) {
-    int64_t first = -1;
-    return WaitFor([&] {
-      const int64_t seen = LastSeen(name);
-      if (first < 0 && seen > after_ms) first = seen;
-      return first >= 0 && seen > first;
-    });
+    return WaitSeenTwiceAfter([&] { return LastSeen(name); }, after_ms);
   }
 
   nlohmann::json Get(const std::string& path) {

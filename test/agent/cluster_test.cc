@@ -712,12 +712,7 @@ TEST(DevCluster, AKilledServerOrAgentComesBackAndTheJobCarriesOn) {
     return nodes.is_null() || nodes["items"].empty() ? int64_t{-1}
                                                      : Millis(nodes["items"][0].value("lastSeen", json()));
   };
-  int64_t first_sync = -1;
-  ASSERT_TRUE(wait_for([&] {
-    const int64_t seen = last_seen();
-    if (first_sync < 0 && seen > killed_ms) first_sync = seen;
-    return first_sync >= 0 && seen > first_sync;
-  })) << "the new agent was not heard";
+  ASSERT_TRUE(WaitSeenTwiceAfter(last_seen, killed_ms, std::chrono::seconds(90))) << "the new agent was not heard";
   ASSERT_TRUE(wait_for([&] { return !(j = get(job)).is_null(); }));
   EXPECT_EQ(j["state"], "RUNNING") << j.dump();
   EXPECT_EQ(j["attempts"], 1) << j.dump();
